@@ -1,0 +1,1 @@
+//! Striped datasets on disk: manifest, lanes, extents, crash-safe writing, import and export.

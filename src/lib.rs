@@ -1,0 +1,9 @@
+//! supercell: stream time series of sparse NanoVDB volumes from fast storage into GPU memory,
+//! ray-march every frame, and measure how fast data and frames arrive.
+//!
+//! Modules follow the data flow of `DESIGN.md`: [`format`] (NanoVDB bytes), [`dataset`]
+//! (manifest, lanes, striping), [`synth`] (the synthetic supercell generator).
+
+pub mod dataset;
+pub mod format;
+pub mod synth;

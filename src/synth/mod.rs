@@ -1,0 +1,1 @@
+//! The synthetic supercell generator: a deterministic, evolving tornadic storm as sparse volumes.
