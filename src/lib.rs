@@ -6,4 +6,5 @@
 
 pub mod dataset;
 pub mod format;
+pub mod pipeline;
 pub mod synth;

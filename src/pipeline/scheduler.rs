@@ -1,0 +1,518 @@
+//! Which frames to read next, and which frame to show now.
+//!
+//! The scheduler is pure logic over frame numbers and a clock the caller supplies, so it is
+//! tested against a simulated clock. It knows nothing of slots, engines or the renderer: the
+//! pipeline asks it for a [`Plan`] (frames to request, queued requests to cancel), reports
+//! progress with [`Scheduler::started`], [`Scheduler::loaded`] and [`Scheduler::evicted`],
+//! and asks [`Scheduler::tick`] which frame to show.
+//!
+//! Back-pressure works both ways: the prefetch window caps how far reading runs ahead of the
+//! playhead (storage faster than rendering: reads wait for slots), and the playhead never
+//! moves onto a frame that has not arrived (storage slower than the clock: playback stalls
+//! rather than showing a half-written or stale frame, and the stall is counted).
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+
+/// What happens at the ends of the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlayMode {
+    /// After the last frame comes the first.
+    Loop,
+    /// Playback reverses direction at either end.
+    PingPong,
+    /// Playback stops at the end.
+    Once,
+}
+
+/// Direction of playback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Increasing frame numbers.
+    Forward,
+    /// Decreasing frame numbers.
+    Reverse,
+}
+
+impl Direction {
+    fn flipped(self) -> Direction {
+        match self {
+            Direction::Forward => Direction::Reverse,
+            Direction::Reverse => Direction::Forward,
+        }
+    }
+}
+
+/// Where a frame is in its journey to the screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameState {
+    /// Requested, no read issued yet: can still be cancelled.
+    Queued,
+    /// Reads in flight: cannot be cancelled, will arrive.
+    Loading,
+    /// Whole frame resident in a slot, ready to show.
+    Ready,
+}
+
+/// What the pipeline should do next.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Queued frames no longer wanted (a scrub moved the playhead away): drop their requests.
+    pub cancel: Vec<u32>,
+    /// Frames to request, most urgent first.
+    pub request: Vec<u32>,
+}
+
+/// Playback settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlaybackConfig {
+    /// Frames in the dataset (at least 1).
+    pub frame_count: u32,
+    /// End-of-timeline behaviour.
+    pub mode: PlayMode,
+    /// Frames per second of playback; `None` shows every frame as soon as it arrives.
+    pub speed_fps: Option<f64>,
+    /// How many frames (including the one shown) may be requested, in flight or resident.
+    /// Normally the frame-ring slot count.
+    pub window: usize,
+}
+
+/// Counters the overlay and benchmarks report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedulerStats {
+    /// Frames shown.
+    pub shown: u64,
+    /// Ticks where the clock wanted a frame that had not arrived.
+    pub stalls: u64,
+    /// Requests cancelled before their reads started.
+    pub cancelled: u64,
+}
+
+/// Decides what to read and what to show; see the module documentation.
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    config: PlaybackConfig,
+    playing: bool,
+    direction: Direction,
+    /// The frame on screen, or about to be (after a scrub, the target).
+    position: u32,
+    /// Whether `position` has been shown since it was set.
+    position_shown: bool,
+    /// Clock time of the last tick, and frames owed by the clock but not yet taken.
+    last_tick: Option<f64>,
+    owed: f64,
+    frames: BTreeMap<u32, FrameState>,
+    stats: SchedulerStats,
+}
+
+impl Scheduler {
+    /// A scheduler paused at frame 0, moving forward. `frame_count` and `window` are clamped
+    /// to at least 1.
+    pub fn new(mut config: PlaybackConfig) -> Scheduler {
+        config.frame_count = config.frame_count.max(1);
+        config.window = config.window.max(1);
+        Scheduler {
+            config,
+            playing: false,
+            direction: Direction::Forward,
+            position: 0,
+            position_shown: false,
+            last_tick: None,
+            owed: 0.0,
+            frames: BTreeMap::new(),
+            stats: SchedulerStats::default(),
+        }
+    }
+
+    /// The playback settings.
+    pub fn config(&self) -> PlaybackConfig {
+        self.config
+    }
+    /// The frame on screen (or about to be).
+    pub fn position(&self) -> u32 {
+        self.position
+    }
+    /// Whether the clock advances the playhead.
+    pub fn is_playing(&self) -> bool {
+        self.playing
+    }
+    /// Current direction.
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+    /// Counters since creation.
+    pub fn stats(&self) -> SchedulerStats {
+        self.stats
+    }
+    /// The state of `frame`, if the scheduler tracks it.
+    pub fn state(&self, frame: u32) -> Option<FrameState> {
+        self.frames.get(&frame).copied()
+    }
+
+    /// Starts or stops the clock.
+    pub fn set_playing(&mut self, playing: bool) {
+        self.playing = playing;
+        self.last_tick = None;
+        self.owed = 0.0;
+    }
+    /// Sets the direction of playback.
+    pub fn set_direction(&mut self, direction: Direction) {
+        self.direction = direction;
+    }
+    /// Changes the end-of-timeline behaviour.
+    pub fn set_mode(&mut self, mode: PlayMode) {
+        self.config.mode = mode;
+    }
+    /// Changes the speed (`None`: as fast as frames arrive). Non-positive or non-finite
+    /// speeds are ignored.
+    pub fn set_speed(&mut self, speed_fps: Option<f64>) {
+        if speed_fps.is_none_or(|s| s.is_finite() && s > 0.0) {
+            self.config.speed_fps = speed_fps;
+            self.owed = 0.0;
+        }
+    }
+
+    /// Jumps to `target` (clamped to the timeline). The target becomes the most urgent read;
+    /// queued reads outside the new window are cancelled by the next [`Scheduler::plan`].
+    pub fn scrub(&mut self, target: u32) {
+        self.position = target.min(self.config.frame_count - 1);
+        self.position_shown = false;
+        self.owed = 0.0;
+    }
+
+    /// Steps one frame in `direction` (as the step keys do), pausing playback.
+    pub fn step(&mut self, direction: Direction) {
+        self.set_playing(false);
+        if let Some((next, _)) = self.successor(self.position, direction) {
+            self.scrub(next);
+        }
+    }
+
+    /// The frame after `frame` when moving in `direction`, and the direction after it,
+    /// following the play mode; `None` at the end of a `Once` timeline.
+    fn successor(&self, frame: u32, direction: Direction) -> Option<(u32, Direction)> {
+        let last = self.config.frame_count - 1;
+        if last == 0 {
+            return match self.config.mode {
+                PlayMode::Once => None,
+                _ => Some((0, direction)),
+            };
+        }
+        match (direction, self.config.mode) {
+            (Direction::Forward, _) if frame < last => Some((frame + 1, direction)),
+            (Direction::Reverse, _) if frame > 0 => Some((frame - 1, direction)),
+            (_, PlayMode::Once) => None,
+            (Direction::Forward, PlayMode::Loop) => Some((0, direction)),
+            (Direction::Reverse, PlayMode::Loop) => Some((last, direction)),
+            (Direction::Forward, PlayMode::PingPong) => Some((last - 1, Direction::Reverse)),
+            (Direction::Reverse, PlayMode::PingPong) => Some((1, Direction::Forward)),
+        }
+    }
+
+    /// The frames the window should hold, most urgent first: the position, then its
+    /// successors in play order (without repeats).
+    fn wanted(&self) -> Vec<u32> {
+        let mut wanted = Vec::with_capacity(self.config.window);
+        let (mut frame, mut dir) = (self.position, self.direction);
+        wanted.push(frame);
+        while wanted.len() < self.config.window {
+            match self.successor(frame, dir) {
+                Some((next, next_dir)) if !wanted.contains(&next) => {
+                    wanted.push(next);
+                    (frame, dir) = (next, next_dir);
+                }
+                _ => break,
+            }
+        }
+        wanted
+    }
+
+    /// What to request and cancel now. Requests are limited so that queued, loading and
+    /// resident frames together never exceed the window; resident frames outside the window
+    /// are left for the pipeline to evict (it reports that with [`Scheduler::evicted`]).
+    pub fn plan(&mut self) -> Plan {
+        let wanted = self.wanted();
+        let mut plan = Plan::default();
+        let stale: Vec<u32> = self
+            .frames
+            .iter()
+            .filter(|(f, s)| **s == FrameState::Queued && !wanted.contains(f))
+            .map(|(f, _)| *f)
+            .collect();
+        for f in stale {
+            self.frames.remove(&f);
+            self.stats.cancelled += 1;
+            plan.cancel.push(f);
+        }
+        // Frames outside the window that are loading or resident still hold slots.
+        let held_elsewhere = self.frames.keys().filter(|f| !wanted.contains(f)).count();
+        let mut budget = self.config.window.saturating_sub(held_elsewhere);
+        for f in wanted {
+            if budget == 0 {
+                break;
+            }
+            budget -= 1;
+            if let Entry::Vacant(e) = self.frames.entry(f) {
+                e.insert(FrameState::Queued);
+                plan.request.push(f);
+            }
+        }
+        plan
+    }
+
+    /// Frames resident but outside the wanted window: the pipeline may evict these (oldest
+    /// distance first) to make room.
+    pub fn evictable(&self) -> Vec<u32> {
+        let wanted = self.wanted();
+        self.frames
+            .iter()
+            .filter(|(f, s)| {
+                **s == FrameState::Ready && !wanted.contains(f) && **f != self.position
+            })
+            .map(|(f, _)| *f)
+            .collect()
+    }
+
+    /// The pipeline issued the reads of `frame`: it can no longer be cancelled.
+    pub fn started(&mut self, frame: u32) {
+        if let Some(s) = self.frames.get_mut(&frame) {
+            *s = FrameState::Loading;
+        }
+    }
+    /// All of `frame` is resident.
+    pub fn loaded(&mut self, frame: u32) {
+        self.frames.insert(frame, FrameState::Ready);
+    }
+    /// `frame`'s slot was reused: it is no longer resident.
+    pub fn evicted(&mut self, frame: u32) {
+        self.frames.remove(&frame);
+    }
+
+    /// Advances the clock to `now` (seconds, monotonic) and returns the frame to show, if a
+    /// new one should be shown. The playhead only moves onto frames that are `Ready`.
+    pub fn tick(&mut self, now: f64) -> Option<u32> {
+        // A scrub target (or the first frame) is shown as soon as it arrives.
+        if !self.position_shown {
+            if self.state(self.position) == Some(FrameState::Ready) {
+                self.position_shown = true;
+                self.stats.shown += 1;
+                self.last_tick = Some(now);
+                return Some(self.position);
+            }
+            return None;
+        }
+        if !self.playing {
+            return None;
+        }
+        let due = match self.config.speed_fps {
+            None => true,
+            Some(fps) => {
+                let dt = self.last_tick.map_or(0.0, |t| (now - t).max(0.0));
+                self.owed = (self.owed + dt * fps).min(1.0);
+                self.owed >= 1.0
+            }
+        };
+        self.last_tick = Some(now);
+        if !due {
+            return None;
+        }
+        let Some((next, dir)) = self.successor(self.position, self.direction) else {
+            self.playing = false; // end of a `Once` timeline
+            return None;
+        };
+        if self.state(next) != Some(FrameState::Ready) {
+            self.stats.stalls += 1;
+            return None;
+        }
+        self.owed = (self.owed - 1.0).max(0.0);
+        self.position = next;
+        self.direction = dir;
+        self.stats.shown += 1;
+        Some(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(frames: u32, mode: PlayMode, fps: Option<f64>, window: usize) -> PlaybackConfig {
+        PlaybackConfig {
+            frame_count: frames,
+            mode,
+            speed_fps: fps,
+            window,
+        }
+    }
+
+    /// A simulated pipeline: each request is started at once and lands `latency` seconds
+    /// later; slots are freed by evicting what the scheduler no longer wants.
+    struct Sim {
+        sched: Scheduler,
+        in_flight: Vec<(u32, f64)>,
+        latency: f64,
+        requested: Vec<u32>,
+        shown: Vec<u32>,
+    }
+
+    impl Sim {
+        fn new(sched: Scheduler, latency: f64) -> Sim {
+            Sim {
+                sched,
+                in_flight: Vec::new(),
+                latency,
+                requested: Vec::new(),
+                shown: Vec::new(),
+            }
+        }
+        fn step(&mut self, now: f64) {
+            for f in self.sched.evictable() {
+                self.sched.evicted(f);
+            }
+            let plan = self.sched.plan();
+            for f in plan.request {
+                self.sched.started(f);
+                self.requested.push(f);
+                self.in_flight.push((f, now + self.latency));
+            }
+            let (done, pending): (Vec<_>, Vec<_>) =
+                self.in_flight.iter().partition(|(_, t)| *t <= now);
+            self.in_flight = pending;
+            for (f, _) in done {
+                self.sched.loaded(f);
+            }
+            if let Some(f) = self.sched.tick(now) {
+                self.shown.push(f);
+            }
+        }
+        /// Runs `steps` ticks `dt` seconds apart, starting at time 0.
+        fn run(&mut self, steps: u32, dt: f64) {
+            for i in 0..steps {
+                self.step(f64::from(i) * dt);
+            }
+        }
+    }
+
+    #[test]
+    fn loop_plays_every_frame_in_order_and_wraps() {
+        let mut s = Scheduler::new(config(5, PlayMode::Loop, None, 3));
+        s.set_playing(true);
+        let mut sim = Sim::new(s, 0.0);
+        sim.run(12, 0.1);
+        assert_eq!(sim.shown, vec![0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1]);
+    }
+
+    #[test]
+    fn ping_pong_reverses_at_both_ends() {
+        let mut s = Scheduler::new(config(4, PlayMode::PingPong, None, 2));
+        s.set_playing(true);
+        let mut sim = Sim::new(s, 0.0);
+        sim.run(10, 0.1);
+        assert_eq!(sim.shown, vec![0, 1, 2, 3, 2, 1, 0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn once_stops_at_the_end_and_reverse_plays_backwards() {
+        let mut s = Scheduler::new(config(4, PlayMode::Once, None, 2));
+        s.scrub(3);
+        s.set_direction(Direction::Reverse);
+        s.set_playing(true);
+        let mut sim = Sim::new(s, 0.0);
+        sim.run(10, 0.1);
+        assert_eq!(sim.shown, vec![3, 2, 1, 0]);
+        assert!(!sim.sched.is_playing());
+    }
+
+    #[test]
+    fn clock_paces_playback_and_stalls_when_storage_is_slow() {
+        // 10 frames/s wanted, frames take 0.25 s to arrive with a window of 3 (the frame on
+        // screen plus two reads in flight): storage delivers at most 8/s, so the playhead
+        // must stall sometimes and never skip a frame.
+        let mut s = Scheduler::new(config(100, PlayMode::Once, Some(10.0), 3));
+        s.set_playing(true);
+        let mut sim = Sim::new(s, 0.25);
+        sim.run(500, 0.01);
+        let shown = &sim.shown;
+        assert!(
+            shown.windows(2).all(|w| w[1] == w[0] + 1),
+            "no frame skipped"
+        );
+        assert!(sim.sched.stats().stalls > 0);
+        assert!(shown.len() < 45, "slower than the clock: {}", shown.len());
+        assert!(
+            shown.len() > 25,
+            "but as fast as storage allows: {}",
+            shown.len()
+        );
+    }
+
+    #[test]
+    fn fast_storage_is_held_back_by_the_window() {
+        // Instant storage, slow clock: never more than `window` frames requested ahead.
+        let mut s = Scheduler::new(config(1000, PlayMode::Once, Some(2.0), 4));
+        s.set_playing(true);
+        let mut sim = Sim::new(s, 0.0);
+        sim.run(300, 0.01);
+        let last_shown = *sim.shown.last().unwrap();
+        let max_requested = *sim.requested.iter().max().unwrap();
+        assert!(
+            max_requested <= last_shown + 3,
+            "{max_requested} vs {last_shown}"
+        );
+        assert!((5..=8).contains(&sim.shown.len()), "{:?}", sim.shown);
+    }
+
+    #[test]
+    fn scrub_cancels_queued_reads_and_puts_the_target_first() {
+        let mut s = Scheduler::new(config(100, PlayMode::Loop, None, 4));
+        let first = s.plan();
+        assert_eq!(first.request, vec![0, 1, 2, 3]);
+        s.started(0);
+        s.started(1); // 2 and 3 are still queued
+        s.scrub(50);
+        let plan = s.plan();
+        assert_eq!(plan.cancel, vec![2, 3]);
+        // Frames 0 and 1 are loading and hold two of the four slots.
+        assert_eq!(plan.request, vec![50, 51]);
+        assert_eq!(s.stats().cancelled, 2);
+        // Once they land and are evicted, the window fills in order.
+        s.loaded(0);
+        s.loaded(1);
+        for f in s.evictable() {
+            s.evicted(f);
+        }
+        assert_eq!(s.plan().request, vec![52, 53]);
+        // The target is shown as soon as it arrives, even while paused.
+        assert_eq!(s.tick(0.0), None);
+        s.loaded(51);
+        assert_eq!(
+            s.tick(0.0),
+            None,
+            "never shows a frame other than the target"
+        );
+        s.loaded(50);
+        assert_eq!(s.tick(0.0), Some(50));
+    }
+
+    #[test]
+    fn step_moves_one_frame_and_pauses() {
+        let mut s = Scheduler::new(config(3, PlayMode::Loop, None, 2));
+        s.set_playing(true);
+        s.step(Direction::Reverse);
+        assert_eq!(s.position(), 2);
+        assert!(!s.is_playing());
+        s.step(Direction::Forward);
+        assert_eq!(s.position(), 0);
+    }
+
+    #[test]
+    fn single_frame_timelines_do_not_spin() {
+        let mut s = Scheduler::new(config(1, PlayMode::Loop, None, 4));
+        assert_eq!(s.plan().request, vec![0]);
+        s.loaded(0);
+        s.set_playing(true);
+        assert_eq!(s.tick(0.0), Some(0));
+        let mut z = Scheduler::new(config(0, PlayMode::Once, Some(-1.0), 0));
+        assert_eq!(z.plan().request, vec![0]);
+    }
+}
