@@ -1,1 +1,49 @@
-fn main() {}
+//! `supercell-data`: generate, import, export, inspect, sample and verify supercell datasets
+//! and NanoVDB files.
+
+mod args;
+mod generate;
+mod inspect;
+mod sample;
+mod target;
+mod verify;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Tools for supercell datasets and NanoVDB files.
+#[derive(Parser, Debug)]
+#[command(name = "supercell-data", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Generate a synthetic supercell time series as a striped dataset.
+    Generate(generate::GenerateArgs),
+    /// Re-read every extent of a dataset and check checksums and grid structure.
+    Verify(verify::VerifyArgs),
+    /// Describe every grid of a .nvdb file, a raw grid buffer or a dataset.
+    Inspect(inspect::InspectArgs),
+    /// Print the values at index coordinates, as NanoVDB's accessor reads them.
+    Sample(sample::SampleArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Generate(a) => generate::run(&a),
+        Command::Verify(a) => verify::run(&a),
+        Command::Inspect(a) => inspect::run(&a),
+        Command::Sample(a) => sample::run(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("supercell-data: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

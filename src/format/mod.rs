@@ -5,8 +5,20 @@
 //! supercell moves these buffers to the GPU unchanged, so everything here works on byte
 //! slices: [`Grid::parse`] validates untrusted bytes once, after which reads are in bounds.
 
+pub mod build;
+pub mod checksum;
+pub mod codec;
+pub mod error;
+pub mod file;
+pub mod grid;
+pub mod layout;
 pub mod sparse;
 pub mod types;
 
+pub use build::{BuildOptions, ChecksumMode, NanoVdbVersion, build_grid, build_grid_into};
+pub use checksum::{ChecksumScheme, ChecksumState, compute_checksum, verify_checksum};
+pub use error::{FormatError, NvdbError};
+pub use file::{FileGrid, FileGridMeta, encode_nvdb, read_nvdb, read_nvdb_bytes, write_nvdb};
+pub use grid::{Grid, GridHeader, LeafView, ReadAccessor, Value};
 pub use sparse::{LEAF_DIM, LEAF_VOXELS, LeafBrick, SparseVolume};
 pub use types::{Codec, Coord, GridClass, GridType, Version};

@@ -1,6 +1,7 @@
 //! Playback: which frames to read next and which to show (the scheduler); later the
 //! playback clock, prefetch and metrics.
 
+pub mod metrics;
 pub mod scheduler;
 
 pub use scheduler::{

@@ -34,15 +34,6 @@ pub enum Direction {
     Reverse,
 }
 
-impl Direction {
-    fn flipped(self) -> Direction {
-        match self {
-            Direction::Forward => Direction::Reverse,
-            Direction::Reverse => Direction::Forward,
-        }
-    }
-}
-
 /// Where a frame is in its journey to the screen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameState {

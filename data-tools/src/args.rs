@@ -1,0 +1,101 @@
+//! Parsers for command-line values: byte sizes, index coordinates, grid selectors.
+
+use anyhow::{Context, Result, bail};
+
+/// Parses a byte size such as `4096`, `8MiB`, `64MB`, `7GB`, `1.5GiB` (decimal SI units are
+/// powers of 1000, binary ones powers of 1024; a bare number is bytes).
+pub fn parse_size(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .with_context(|| format!("'{text}' is not a size (expected e.g. 64MB, 8MiB, 7GB)"))?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "t" | "tb" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        other => bail!("'{text}': unknown size unit '{other}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"),
+    };
+    let bytes = value * scale;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > 1e18 {
+        bail!("'{text}' is not a usable size");
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Parses an index coordinate `I,J,K` (integers, may be negative).
+pub fn parse_coord(text: &str) -> Result<[i32; 3]> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    if parts.len() != 3 {
+        bail!("'{text}' is not an index coordinate: expected three integers I,J,K");
+    }
+    let mut c = [0i32; 3];
+    for (slot, part) in c.iter_mut().zip(&parts) {
+        *slot = part
+            .parse()
+            .with_context(|| format!("'{text}': '{part}' is not a 32-bit integer"))?;
+    }
+    Ok(c)
+}
+
+/// Formats a float as JSON text that parses back to exactly the stored `f32`: Rust's
+/// shortest round-trip representation (so 0.1f32 prints as `0.1`). JSON cannot hold
+/// non-finite numbers, so those become the strings `"nan"`, `"inf"` and `"-inf"`.
+pub fn json_f32(v: f32) -> String {
+    if v.is_finite() {
+        format!("{v:?}")
+    } else if v.is_nan() {
+        "\"nan\"".to_string()
+    } else if v > 0.0 {
+        "\"inf\"".to_string()
+    } else {
+        "\"-inf\"".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("8MiB").unwrap(), 8 << 20);
+        assert_eq!(parse_size("64MB").unwrap(), 64_000_000);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size("7 GB").unwrap(), 7_000_000_000);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("5XB").is_err());
+        assert!(parse_size("").is_err());
+    }
+
+    #[test]
+    fn coords() {
+        assert_eq!(parse_coord("-5,0,7").unwrap(), [-5, 0, 7]);
+        assert_eq!(parse_coord(" 1, 2 ,3").unwrap(), [1, 2, 3]);
+        assert!(parse_coord("1,2").is_err());
+        assert!(parse_coord("1,2,x").is_err());
+        assert!(parse_coord("1,2,99999999999").is_err());
+    }
+
+    #[test]
+    fn json_floats_read_back_exactly() {
+        for v in [0.1f32, 1.0, -3.5e-8, f32::MAX, f32::MIN_POSITIVE, 1e-45, 123456.79] {
+            let text = json_f32(v);
+            let back: f64 = serde_json::from_str(&text).unwrap();
+            assert_eq!(back as f32, v, "{text}");
+        }
+        assert_eq!(json_f32(0.1), "0.1");
+        assert_eq!(json_f32(f32::NAN), "\"nan\"");
+        assert_eq!(json_f32(f32::NEG_INFINITY), "\"-inf\"");
+    }
+}

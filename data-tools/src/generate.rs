@@ -1,0 +1,224 @@
+//! `supercell-data generate OUT ...`: the synthetic supercell time series.
+
+use crate::args::parse_size;
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use supercell::dataset::{DEFAULT_CHUNK_SIZE, LaneSpec, Provenance};
+use supercell::format::GridType;
+use supercell::synth::{self, GenerateOptions, StormParams, resolution_for_target};
+
+/// Arguments of `generate`.
+#[derive(clap::Args, Debug)]
+pub struct GenerateArgs {
+    /// Dataset directory to create (an existing dataset there is replaced atomically).
+    pub out: PathBuf,
+    /// Number of frames.
+    #[arg(long, default_value_t = synth::default_params().frames)]
+    pub frames: u32,
+    /// Target bytes per frame, e.g. 64MB, 1GB, 7GB; picks the resolution.
+    #[arg(long, value_parser = parse_size, conflicts_with = "resolution")]
+    pub frame_size: Option<u64>,
+    /// Voxels across the horizontal domain (the vertical gets half).
+    #[arg(long)]
+    pub resolution: Option<u32>,
+    /// Value encoding: float, fp16, fp8, fp4 or fpn.
+    #[arg(long, default_value = "fp16", value_parser = parse_grid_type)]
+    pub grid_type: GridType,
+    /// Lanes: a count (lanes inside the dataset), a directory whose numbered
+    /// subdirectories 0, 1, ... are the lanes (e.g. /mnt/lanes), or a comma-separated list
+    /// of lane directories.
+    #[arg(long, default_value = "4")]
+    pub lanes: String,
+    /// Stripe chunk size, a multiple of 4 KiB.
+    #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
+    pub chunk_size: u64,
+    /// Storm time covered by the sequence, seconds.
+    #[arg(long)]
+    pub time_span: Option<f32>,
+    /// Noise seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write a JSON report of the run (sizes, timings, GB/s) to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Parses a grid type name as the generator accepts it.
+pub fn parse_grid_type(text: &str) -> Result<GridType> {
+    Ok(match text.to_ascii_lowercase().as_str() {
+        "float" | "f32" => GridType::Float,
+        "fp16" => GridType::Fp16,
+        "fp8" => GridType::Fp8,
+        "fp4" => GridType::Fp4,
+        "fpn" => GridType::FpN,
+        other => bail!("unknown grid type '{other}' (use float, fp16, fp8, fp4 or fpn)"),
+    })
+}
+
+/// Interprets `--lanes`.
+pub fn parse_lanes(text: &str) -> Result<LaneSpec> {
+    if let Ok(n) = text.parse::<u32>() {
+        if n == 0 || n > 1024 {
+            bail!("--lanes {n}: need between 1 and 1024 lanes");
+        }
+        return Ok(LaneSpec::Count(n));
+    }
+    let dirs: Vec<PathBuf> = text.split(',').map(PathBuf::from).collect();
+    if let [root] = dirs.as_slice() {
+        let numbered = numbered_subdirs(root)?;
+        if !numbered.is_empty() {
+            return Ok(LaneSpec::Dirs(numbered));
+        }
+    }
+    for d in &dirs {
+        if !d.is_dir() {
+            bail!("--lanes: {} is not a directory", d.display());
+        }
+    }
+    Ok(LaneSpec::Dirs(dirs))
+}
+
+/// The subdirectories of `root` named 0, 1, 2, ... (consecutive from 0), in order.
+fn numbered_subdirs(root: &Path) -> Result<Vec<PathBuf>> {
+    if !root.is_dir() {
+        bail!("--lanes: {} is not a directory", root.display());
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(root).with_context(|| format!("reading {}", root.display()))? {
+        let entry = entry?;
+        if let Some(n) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok())
+            && entry.path().is_dir()
+        {
+            found.push(n);
+        }
+    }
+    found.sort_unstable();
+    let consecutive = found.iter().enumerate().all(|(i, n)| *n as usize == i);
+    if !consecutive {
+        bail!(
+            "--lanes: {} has numbered subdirectories {found:?}, expected 0..N-1",
+            root.display()
+        );
+    }
+    Ok(found.iter().map(|n| root.join(n.to_string())).collect())
+}
+
+/// Runs `generate`.
+pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
+    if let Some(t) = args.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(t.max(1))
+            .build_global()
+            .context("setting up the worker threads")?;
+    }
+    if args.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    let lanes = parse_lanes(&args.lanes)?;
+    let mut params = StormParams {
+        frames: args.frames,
+        ..synth::default_params()
+    };
+    if let Some(s) = args.seed {
+        params.seed = s;
+    }
+    if let Some(t) = args.time_span {
+        if !(t.is_finite() && t > 0.0) {
+            bail!("--time-span must be a positive number of seconds");
+        }
+        params.time_span_s = t;
+    }
+    if let Some(r) = args.resolution {
+        if !(16..=65536).contains(&r) {
+            bail!("--resolution {r}: use 16 to 65536 voxels");
+        }
+        params.resolution = r;
+    }
+    if let Some(target) = args.frame_size {
+        let est = resolution_for_target(&params, args.grid_type, target);
+        eprintln!(
+            "resolution {} for about {:.1} MB per frame as {} (target {:.1} MB)",
+            est.resolution,
+            est.frame_bytes as f64 / 1e6,
+            args.grid_type,
+            target as f64 / 1e6
+        );
+        params.resolution = est.resolution;
+    }
+    let opts = GenerateOptions {
+        grid_type: args.grid_type,
+        ..GenerateOptions::default()
+    };
+    let provenance = Provenance::new(
+        "supercell-data generate",
+        std::env::args().skip(1).collect::<Vec<_>>(),
+    );
+    let bar = ProgressBar::new(u64::from(params.frames));
+    bar.set_style(
+        ProgressStyle::with_template(
+            "generate [{elapsed_precise}] [{wide_bar}] {pos}/{len} frames, {msg} (eta {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let (report, manifest) = synth::generate_dataset(
+        &params,
+        &opts,
+        &args.out,
+        lanes,
+        args.chunk_size,
+        provenance,
+        |p| {
+            bar.set_position(u64::from(p.frames_done));
+            let secs = p.elapsed.as_secs_f64().max(1e-9);
+            bar.set_message(format!(
+                "{:.2} GB, {:.2} GB/s",
+                p.bytes_done as f64 / 1e9,
+                p.bytes_done as f64 / 1e9 / secs
+            ));
+        },
+    )
+    .with_context(|| format!("generating {}", args.out.display()))?;
+    bar.finish_and_clear();
+    println!(
+        "{}: {} frames at resolution {} ({}), {:.3} GB ({:.1}..{:.1} MB per frame) in {:.1} s: {:.2} GB/s on {} threads",
+        args.out.display(),
+        report.frames,
+        report.resolution,
+        args.grid_type,
+        report.bytes as f64 / 1e9,
+        report.frame_bytes_min as f64 / 1e6,
+        report.frame_bytes_max as f64 / 1e6,
+        report.elapsed_s,
+        report.bytes_per_s() / 1e9,
+        rayon::current_num_threads()
+    );
+    if let Some(path) = &args.json {
+        let doc = serde_json::json!({
+            "dataset": args.out,
+            "frames": report.frames,
+            "resolution": report.resolution,
+            "grid_type": args.grid_type.name(),
+            "bytes": report.bytes,
+            "frame_bytes_min": report.frame_bytes_min,
+            "frame_bytes_max": report.frame_bytes_max,
+            "largest_grid": report.largest_grid,
+            "elapsed_s": report.elapsed_s,
+            "gb_per_s": report.bytes_per_s() / 1e9,
+            "eval_s": report.eval_s,
+            "encode_s": report.encode_s,
+            "write_s": report.write_s,
+            "threads": rayon::current_num_threads(),
+            "lanes": manifest.lanes.len(),
+            "chunk_size": manifest.chunk_size,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,77 @@
+//! What a PATH argument names: a dataset directory, or a file of NanoVDB grids.
+
+use anyhow::{Context, Result, bail};
+use std::path::Path;
+use supercell::dataset::{AlignedBuf, CrcCheck, Dataset, MANIFEST_FILE};
+use supercell::format::{FileGrid, read_nvdb};
+
+/// Grids loaded from a PATH argument, with where they came from.
+pub struct LoadedGrids {
+    /// The grids, in file (or attribute) order.
+    pub grids: Vec<FileGrid>,
+    /// For datasets: the frame the grids belong to.
+    pub frame: Option<usize>,
+}
+
+/// Whether `path` is a dataset directory (holds a manifest).
+pub fn is_dataset(path: &Path) -> bool {
+    path.is_dir()
+}
+
+/// Opens the dataset at `path`, with an error that says what was expected.
+pub fn open_dataset(path: &Path) -> Result<Dataset> {
+    if !path.join(MANIFEST_FILE).is_file() {
+        bail!(
+            "{}: not a supercell dataset (no {MANIFEST_FILE}; an interrupted write leaves none)",
+            path.display()
+        );
+    }
+    Dataset::open(path).with_context(|| format!("opening dataset {}", path.display()))
+}
+
+/// Loads the grids of a `.nvdb`/raw grid file, or of frame `frame` of a dataset, verifying
+/// the dataset's extent CRCs on the way.
+pub fn load(path: &Path, frame: Option<usize>) -> Result<LoadedGrids> {
+    if !path.exists() {
+        bail!("{}: no such file or directory", path.display());
+    }
+    if is_dataset(path) {
+        let ds = open_dataset(path)?;
+        let f = frame.unwrap_or(0);
+        if f >= ds.frame_count() {
+            bail!(
+                "{}: frame {f} does not exist (the dataset has {} frames)",
+                path.display(),
+                ds.frame_count()
+            );
+        }
+        let mut buf = AlignedBuf::new();
+        ds.read_frame(f, &mut buf, CrcCheck::Verify)
+            .with_context(|| format!("{}: reading frame {f}", path.display()))?;
+        let m = ds.manifest();
+        let mut grids = Vec::new();
+        for (a, attr) in m.attributes.iter().enumerate() {
+            let bytes = ds.grid_bytes(f, a, &buf)?;
+            let mut loaded = supercell::format::read_nvdb_bytes(bytes).with_context(|| {
+                format!("{}: frame {f} attribute {:?}", path.display(), attr.name)
+            })?;
+            let mut g = loaded.remove(0);
+            if g.name.is_empty() {
+                g.name.clone_from(&attr.name);
+            }
+            grids.push(g);
+        }
+        return Ok(LoadedGrids {
+            grids,
+            frame: Some(f),
+        });
+    }
+    if frame.is_some() {
+        bail!("--frame applies to datasets; {} is a file", path.display());
+    }
+    let grids = read_nvdb(path)?;
+    Ok(LoadedGrids {
+        grids,
+        frame: None,
+    })
+}

@@ -1,0 +1,3 @@
+//! One module per subcommand of the `supercell` binary.
+
+pub mod info;

@@ -1,0 +1,763 @@
+//! `manifest.json`: what a dataset holds and where every byte of every frame lives.
+//!
+//! The manifest is untrusted input: [`Manifest::load`] checks the format version, every
+//! count, index, alignment and bound, that each frame's extents tile its slot image, that
+//! no two extents share lane-file bytes, and that every lane file exists with the recorded
+//! size, before anything reads a lane file. After that, readers can use extents without
+//! further checks.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{DatasetError, IoContext, Result};
+use super::stripe::align_up;
+use super::{ALIGN, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
+use crate::format::{Coord, GridClass, GridType};
+
+/// The whole manifest. Field order is the JSON order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT_NAME`] (`"supercell-dataset"`).
+    pub format: String,
+    /// Format version; this crate reads [`FORMAT_VERSION`].
+    pub version: u32,
+    /// Who wrote the dataset, how, and when.
+    pub created: Provenance,
+    /// Unique id of the write that produced this manifest; every lane file name starts
+    /// with it.
+    pub write_id: String,
+    /// Stripe chunk size in bytes (a multiple of 4 KiB). No extent is longer.
+    pub chunk_size: u64,
+    /// The lanes, in lane-index order.
+    pub lanes: Vec<Lane>,
+    /// The attributes, in attribute-index order (grid order within a frame).
+    pub attributes: Vec<Attribute>,
+    /// Number of frames (must equal `frames.len()`; stored for readers that skim).
+    pub frame_count: usize,
+    /// The frames, in time order.
+    pub frames: Vec<Frame>,
+    /// Where this manifest was loaded from or written to; lane paths are relative to its
+    /// directory.
+    #[serde(skip)]
+    pub(crate) path: PathBuf,
+}
+
+/// Creation information.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The program (and subcommand) that wrote the dataset, e.g. `"supercell-data import"`.
+    pub generator: String,
+    /// Its arguments, so the dataset can be regenerated.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// supercell version that wrote the manifest (filled in by the writer).
+    #[serde(default)]
+    pub tool_version: String,
+    /// Seconds since the Unix epoch when the write finished (filled in by the writer).
+    #[serde(default)]
+    pub unix_time: u64,
+}
+
+impl Provenance {
+    /// Provenance for `generator` run with `args`.
+    pub fn new(
+        generator: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Provenance {
+            generator: generator.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            tool_version: String::new(),
+            unix_time: 0,
+        }
+    }
+}
+
+/// One lane: a directory (normally its own drive or NVMe-oF namespace) and its data files.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lane {
+    /// Lane directory: relative to the manifest's directory, or absolute.
+    pub path: String,
+    /// Data file segments, in file-index order.
+    pub files: Vec<LaneFile>,
+}
+
+/// One data file of a lane.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaneFile {
+    /// File name inside the lane directory (no directory components).
+    pub name: String,
+    /// Exact size in bytes (a multiple of 4 KiB).
+    pub size: u64,
+}
+
+/// An attribute: one grid per frame, with statistics over all frames.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attribute {
+    /// Grid name (unique within the dataset).
+    pub name: String,
+    /// Value type of every grid of this attribute ([`GridType::Unknown`] for payloads
+    /// written with `push_frame_opaque`, which are not NanoVDB-checked).
+    pub grid_type: GridType,
+    /// Grid class of every grid of this attribute.
+    pub grid_class: GridClass,
+    /// Smallest and largest value over all frames, when the grids record them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_range: Option<[f64; 2]>,
+    /// Union of the grids' index bounding boxes (inclusive min and max corners).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_bbox: Option<[Coord; 2]>,
+    /// Union of the grids' world bounding boxes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_bbox: Option<[[f64; 3]; 2]>,
+    /// Voxel size in world units (the same in every frame).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voxel_size: Option<[f64; 3]>,
+}
+
+/// One frame: one grid per attribute, laid out in a slot image striped over the lanes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Frame {
+    /// Simulation time of the frame (finite; strictly increasing over frames).
+    pub time: f64,
+    /// Size of the slot image in bytes (a multiple of 4 KiB).
+    pub slot_size: u64,
+    /// Where each attribute's grid sits in the slot image.
+    pub grids: Vec<GridEntry>,
+    /// Where each piece of the slot image is stored, sorted by `dst`; together they cover
+    /// `0..slot_size` exactly.
+    pub extents: Vec<Extent>,
+}
+
+/// One grid of a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GridEntry {
+    /// Attribute index.
+    pub attribute: u32,
+    /// Byte offset of the grid in the slot image (a multiple of 4 KiB).
+    pub offset: u64,
+    /// Grid size in bytes (NanoVDB's `gridSize`), without padding.
+    pub size: u64,
+    /// The NanoVDB checksum stored in the grid header, as a 64-bit value (JSON: a hex
+    /// string, since JSON tools mangle integers above 2^53). Zero for opaque payloads.
+    #[serde(with = "hex_u64")]
+    pub checksum: u64,
+}
+
+/// A contiguous run of a frame's slot image stored in one lane file.
+///
+/// JSON: `[lane, file, offset, len, dst, crc32]`, compact because a large dataset holds
+/// hundreds of thousands of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "[u64; 6]", into = "[u64; 6]")]
+pub struct Extent {
+    /// Lane index.
+    pub lane: u32,
+    /// File index within the lane.
+    pub file: u32,
+    /// Byte offset in the lane file (a multiple of 4 KiB).
+    pub offset: u64,
+    /// Length in bytes (a multiple of 4 KiB, at most the chunk size).
+    pub len: u64,
+    /// Destination byte offset in the slot image (a multiple of 4 KiB).
+    pub dst: u64,
+    /// CRC32 (IEEE, as `crc32fast`) of the `len` bytes.
+    pub crc32: u32,
+}
+
+impl From<Extent> for [u64; 6] {
+    fn from(e: Extent) -> Self {
+        [
+            e.lane.into(),
+            e.file.into(),
+            e.offset,
+            e.len,
+            e.dst,
+            e.crc32.into(),
+        ]
+    }
+}
+
+impl TryFrom<[u64; 6]> for Extent {
+    type Error = String;
+    fn try_from(a: [u64; 6]) -> Result<Self, String> {
+        let small = |v: u64, what: &str| {
+            u32::try_from(v).map_err(|_| format!("extent {what} {v} does not fit in 32 bits"))
+        };
+        Ok(Extent {
+            lane: small(a[0], "lane")?,
+            file: small(a[1], "file")?,
+            offset: a[2],
+            len: a[3],
+            dst: a[4],
+            crc32: small(a[5], "crc32")?,
+        })
+    }
+}
+
+mod hex_u64 {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{v:016x}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() || s.len() > 16 {
+            return Err(D::Error::custom(format!(
+                "checksum {s:?} is not 1 to 16 hex digits"
+            )));
+        }
+        u64::from_str_radix(&s, 16)
+            .map_err(|_| D::Error::custom(format!("checksum {s:?} is not hexadecimal")))
+    }
+}
+
+/// Just the fields that decide whether the rest can be read, so that a newer version
+/// gets "unsupported version" rather than a structural error about a changed field.
+#[derive(Deserialize)]
+struct Header {
+    format: Option<String>,
+    version: Option<u64>,
+}
+
+impl Manifest {
+    /// Reads, parses and fully validates a manifest, including that every lane file exists
+    /// with the recorded size. `path` is the manifest file itself.
+    pub fn load(path: impl AsRef<Path>) -> Result<Manifest> {
+        let m = Manifest::load_unchecked_files(path)?;
+        m.check_files()?;
+        Ok(m)
+    }
+
+    /// Like [`Manifest::load`] but without touching the lane files (used when replacing a
+    /// dataset whose files may be gone, and by tests of the pure checks).
+    pub(crate) fn load_unchecked_files(path: impl AsRef<Path>) -> Result<Manifest> {
+        let path = path.as_ref();
+        let text = fs::read(path).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                DatasetError::manifest(
+                    path,
+                    "not found (no dataset here, or its write never finished)",
+                )
+            } else {
+                DatasetError::io("cannot read", path, e)
+            }
+        })?;
+        Manifest::from_json(&text, path)
+    }
+
+    /// Parses and validates manifest text; `path` is where it came from (for messages and
+    /// to resolve relative lane paths). Does not touch the lane files.
+    pub fn from_json(text: &[u8], path: &Path) -> Result<Manifest> {
+        let bad = |msg: String| DatasetError::manifest(path, msg);
+        let header: Header =
+            serde_json::from_slice(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+        match header.format.as_deref() {
+            Some(FORMAT_NAME) => {}
+            Some(other) => {
+                return Err(bad(format!(
+                    "format is {other:?}, expected {FORMAT_NAME:?}"
+                )));
+            }
+            None => {
+                return Err(bad(format!(
+                    "no \"format\" field (expected {FORMAT_NAME:?})"
+                )));
+            }
+        }
+        match header.version {
+            Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(v) => {
+                return Err(bad(format!(
+                    "version {v} is not supported (this build reads version {FORMAT_VERSION})"
+                )));
+            }
+            None => return Err(bad("no \"version\" field".into())),
+        }
+        let mut m: Manifest =
+            serde_json::from_slice(text).map_err(|e| bad(format!("malformed: {e}")))?;
+        m.path = path.to_path_buf();
+        m.validate().map_err(bad)?;
+        Ok(m)
+    }
+
+    /// The manifest file this was loaded from or written to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Number of frames.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Directory of lane `lane`, resolved against the manifest's directory.
+    ///
+    /// # Panics
+    /// Panics if `lane` is out of range.
+    pub fn lane_dir(&self, lane: u32) -> PathBuf {
+        let p = Path::new(&self.lanes[lane as usize].path);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base_dir().join(p)
+        }
+    }
+
+    /// Path of file `file` of lane `lane`.
+    ///
+    /// # Panics
+    /// Panics if either index is out of range (a loaded manifest's extents never are).
+    pub fn lane_file_path(&self, lane: u32, file: u32) -> PathBuf {
+        self.lane_dir(lane)
+            .join(&self.lanes[lane as usize].files[file as usize].name)
+    }
+
+    /// Index of the attribute called `name`.
+    pub fn attribute_index(&self, name: &str) -> Option<usize> {
+        self.attributes.iter().position(|a| a.name == name)
+    }
+
+    /// Total bytes of all slot images.
+    pub fn total_bytes(&self) -> u64 {
+        self.frames.iter().map(|f| f.slot_size).sum()
+    }
+
+    pub(crate) fn base_dir(&self) -> &Path {
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        }
+    }
+
+    /// Every lane file path, for deleting a replaced dataset's files.
+    pub(crate) fn all_file_paths(&self) -> Vec<PathBuf> {
+        let mut v = Vec::new();
+        for (l, lane) in self.lanes.iter().enumerate() {
+            for f in 0..lane.files.len() {
+                v.push(self.lane_file_path(l as u32, f as u32));
+            }
+        }
+        v
+    }
+
+    /// Checks that every lane file exists, is a regular file, and has the recorded size.
+    pub fn check_files(&self) -> Result<()> {
+        for (l, lane) in self.lanes.iter().enumerate() {
+            for (f, file) in lane.files.iter().enumerate() {
+                let p = self.lane_file_path(l as u32, f as u32);
+                let md = match fs::metadata(&p) {
+                    Ok(md) => md,
+                    Err(e) => {
+                        return Err(DatasetError::manifest(
+                            &self.path,
+                            format!("lane {l} file {f} ({}): {e}", p.display()),
+                        ));
+                    }
+                };
+                if !md.is_file() {
+                    return Err(DatasetError::manifest(
+                        &self.path,
+                        format!("lane {l} file {f} ({}) is not a regular file", p.display()),
+                    ));
+                }
+                if md.len() != file.size {
+                    return Err(DatasetError::manifest(
+                        &self.path,
+                        format!(
+                            "lane {l} file {f} ({}) is {} bytes, manifest says {}",
+                            p.display(),
+                            md.len(),
+                            file.size
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks everything that can be checked without the lane files. Returns a message
+    /// naming the frame and field on failure.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.format != FORMAT_NAME {
+            return Err(format!(
+                "format is {:?}, expected {FORMAT_NAME:?}",
+                self.format
+            ));
+        }
+        if self.version != FORMAT_VERSION {
+            return Err(format!("version {} is not supported", self.version));
+        }
+        if self.chunk_size == 0 || !self.chunk_size.is_multiple_of(ALIGN) {
+            return Err(format!(
+                "chunk_size {} is not a positive multiple of {ALIGN}",
+                self.chunk_size
+            ));
+        }
+        if self.lanes.is_empty() {
+            return Err("lanes: none listed".into());
+        }
+        if u32::try_from(self.lanes.len()).is_err() {
+            return Err(format!("lanes: {} is too many", self.lanes.len()));
+        }
+        for (l, lane) in self.lanes.iter().enumerate() {
+            if lane.path.is_empty() {
+                return Err(format!("lanes[{l}].path is empty"));
+            }
+            if lane.path.contains('\0') {
+                return Err(format!("lanes[{l}].path contains a NUL byte"));
+            }
+            if u32::try_from(lane.files.len()).is_err() {
+                return Err(format!("lanes[{l}].files: too many"));
+            }
+            for (f, file) in lane.files.iter().enumerate() {
+                if !is_plain_file_name(&file.name) {
+                    return Err(format!(
+                        "lanes[{l}].files[{f}].name {:?} is not a plain file name",
+                        file.name
+                    ));
+                }
+                if !file.size.is_multiple_of(ALIGN) {
+                    return Err(format!(
+                        "lanes[{l}].files[{f}].size {} is not a multiple of {ALIGN}",
+                        file.size
+                    ));
+                }
+            }
+            // Two entries naming one file would make two lane-file ranges alias.
+            let mut names: Vec<&str> = lane.files.iter().map(|f| f.name.as_str()).collect();
+            names.sort_unstable();
+            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                return Err(format!("lanes[{l}].files lists {:?} twice", w[0]));
+            }
+        }
+        if self.attributes.is_empty() {
+            return Err("attributes: none listed".into());
+        }
+        if u32::try_from(self.attributes.len()).is_err() {
+            return Err("attributes: too many".into());
+        }
+        for (a, attr) in self.attributes.iter().enumerate() {
+            if attr.name.is_empty() {
+                return Err(format!("attributes[{a}].name is empty"));
+            }
+            if let Some(b) = self.attributes[..a]
+                .iter()
+                .position(|x| x.name == attr.name)
+            {
+                return Err(format!(
+                    "attributes[{a}].name {:?} is also attributes[{b}].name",
+                    attr.name
+                ));
+            }
+            if let Some([lo, hi]) = attr.value_range
+                && (lo.is_nan() || hi.is_nan() || lo > hi)
+            {
+                return Err(format!(
+                    "attributes[{a}].value_range [{lo}, {hi}] is inverted"
+                ));
+            }
+        }
+        if self.frame_count != self.frames.len() {
+            return Err(format!(
+                "frame_count is {} but {} frames are listed",
+                self.frame_count,
+                self.frames.len()
+            ));
+        }
+        // (lane, file, start, end, frame, extent) of every extent, to find shared bytes.
+        let total_extents: usize = self.frames.iter().map(|f| f.extents.len()).sum();
+        let mut ranges: Vec<(u32, u32, u64, u64, usize, usize)> = Vec::with_capacity(total_extents);
+        let mut prev_time = f64::NEG_INFINITY;
+        for (fi, frame) in self.frames.iter().enumerate() {
+            let err = |msg: String| format!("frame {fi}: {msg}");
+            if !frame.time.is_finite() {
+                return Err(err(format!("time {} is not finite", frame.time)));
+            }
+            if frame.time <= prev_time {
+                return Err(err(format!(
+                    "time {} does not increase (previous frame: {prev_time})",
+                    frame.time
+                )));
+            }
+            prev_time = frame.time;
+            if frame.slot_size == 0 || !frame.slot_size.is_multiple_of(ALIGN) {
+                return Err(err(format!(
+                    "slot_size {} is not a positive multiple of {ALIGN}",
+                    frame.slot_size
+                )));
+            }
+            // Grids: one per attribute, aligned, inside the slot image, not overlapping.
+            if frame.grids.len() != self.attributes.len() {
+                return Err(err(format!(
+                    "{} grids listed, the dataset has {} attributes",
+                    frame.grids.len(),
+                    self.attributes.len()
+                )));
+            }
+            let mut seen = vec![false; self.attributes.len()];
+            for (gi, g) in frame.grids.iter().enumerate() {
+                let a = g.attribute as usize;
+                if a >= self.attributes.len() {
+                    return Err(err(format!(
+                        "grids[{gi}].attribute {a} is not an attribute index (there are {})",
+                        self.attributes.len()
+                    )));
+                }
+                if std::mem::replace(&mut seen[a], true) {
+                    return Err(err(format!("grids[{gi}].attribute {a} appears twice")));
+                }
+                if !g.offset.is_multiple_of(ALIGN) {
+                    return Err(err(format!(
+                        "grids[{gi}].offset {} is not a multiple of {ALIGN}",
+                        g.offset
+                    )));
+                }
+                if g.size == 0 {
+                    return Err(err(format!("grids[{gi}].size is 0")));
+                }
+                let end = g
+                    .offset
+                    .checked_add(g.size)
+                    .filter(|&e| e <= frame.slot_size);
+                if end.is_none() {
+                    return Err(err(format!(
+                        "grids[{gi}] (offset {}, size {}) extends past slot_size {}",
+                        g.offset, g.size, frame.slot_size
+                    )));
+                }
+            }
+            let mut by_offset: Vec<(usize, &GridEntry)> = frame.grids.iter().enumerate().collect();
+            by_offset.sort_by_key(|(_, g)| g.offset);
+            for w in by_offset.windows(2) {
+                let ((i, a), (j, b)) = (w[0], w[1]);
+                // Padded end: the padding belongs to the grid (the writer zeroes it).
+                let a_end = align_up(a.offset + a.size).unwrap_or(u64::MAX);
+                if a_end > b.offset {
+                    return Err(err(format!("grids[{i}] and grids[{j}] overlap")));
+                }
+            }
+            // Extents: aligned, in bounds, sorted by dst and tiling 0..slot_size.
+            if frame.extents.is_empty() {
+                return Err(err("no extents".into()));
+            }
+            let mut expect_dst = 0u64;
+            for (ei, e) in frame.extents.iter().enumerate() {
+                let err = |msg: String| format!("frame {fi}: extents[{ei}]: {msg}");
+                let lane = self.lanes.get(e.lane as usize).ok_or_else(|| {
+                    err(format!(
+                        "lane {} does not exist (there are {})",
+                        e.lane,
+                        self.lanes.len()
+                    ))
+                })?;
+                let file = lane.files.get(e.file as usize).ok_or_else(|| {
+                    err(format!(
+                        "file {} does not exist in lane {} (it has {})",
+                        e.file,
+                        e.lane,
+                        lane.files.len()
+                    ))
+                })?;
+                for (what, v) in [("offset", e.offset), ("len", e.len), ("dst", e.dst)] {
+                    if !v.is_multiple_of(ALIGN) {
+                        return Err(err(format!("{what} {v} is not a multiple of {ALIGN}")));
+                    }
+                }
+                if e.len == 0 || e.len > self.chunk_size {
+                    return Err(err(format!(
+                        "len {} is not in 1..={} (the chunk size)",
+                        e.len, self.chunk_size
+                    )));
+                }
+                let end = e.offset.checked_add(e.len);
+                if end.is_none_or(|end| end > file.size) {
+                    return Err(err(format!(
+                        "bytes {}..{} lie outside lane {} file {} ({:?}, {} bytes)",
+                        e.offset,
+                        e.offset.saturating_add(e.len),
+                        e.lane,
+                        e.file,
+                        file.name,
+                        file.size
+                    )));
+                }
+                if e.dst != expect_dst {
+                    return Err(err(format!(
+                        "dst {} leaves {} (extents must cover the slot image in order with no gap or overlap; expected dst {expect_dst})",
+                        e.dst,
+                        if e.dst > expect_dst {
+                            "a gap"
+                        } else {
+                            "an overlap"
+                        }
+                    )));
+                }
+                expect_dst = e.dst + e.len; // e.len <= chunk_size, e.dst <= slot_size: no overflow
+                if expect_dst > frame.slot_size {
+                    return Err(err(format!(
+                        "ends at {expect_dst}, past slot_size {}",
+                        frame.slot_size
+                    )));
+                }
+                ranges.push((e.lane, e.file, e.offset, e.offset + e.len, fi, ei));
+            }
+            if expect_dst != frame.slot_size {
+                return Err(err(format!(
+                    "extents cover {expect_dst} bytes of slot_size {}",
+                    frame.slot_size
+                )));
+            }
+        }
+        ranges.sort_unstable();
+        for w in ranges.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if a.0 == b.0 && a.1 == b.1 && a.3 > b.2 {
+                return Err(format!(
+                    "frame {} extents[{}] and frame {} extents[{}] share bytes of lane {} file {} (from offset {})",
+                    a.4, a.5, b.4, b.5, a.0, a.1, b.2
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The manifest as JSON text: pretty at the top two levels, one line per frame, lane
+    /// and attribute below that, so the file stays readable and compact.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 * 1024 + self.frames.len() * 256);
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, ShallowPretty::default());
+        self.serialize(&mut ser)
+            .expect("manifest values are all representable in JSON");
+        out.push(b'\n');
+        out
+    }
+
+    /// Writes the manifest into `dir` atomically: `manifest.json.tmp`, fsync, rename to
+    /// `manifest.json`, fsync the directory. Sets `self.path`.
+    pub(crate) fn write_atomic(&mut self, dir: &Path) -> Result<()> {
+        let tmp = dir.join(format!("{MANIFEST_FILE}.tmp"));
+        let dst = dir.join(MANIFEST_FILE);
+        self.path = dst.clone();
+        let text = self.to_json();
+        // A stale temp from an interrupted write is ours to replace.
+        match fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DatasetError::io("cannot remove stale", &tmp, e)),
+        }
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .ctx("cannot create", &tmp)?;
+        f.write_all(&text).ctx("cannot write", &tmp)?;
+        f.sync_all().ctx("cannot fsync", &tmp)?;
+        drop(f);
+        fs::rename(&tmp, &dst).ctx("cannot rename into place", &dst)?;
+        sync_dir(dir)
+    }
+}
+
+/// fsyncs a directory so that renames and creations inside it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .ctx("cannot fsync directory", dir)
+}
+
+fn is_plain_file_name(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\', '\0'])
+}
+
+/// serde_json formatter: pretty-printed down to depth 2, compact below.
+#[derive(Default)]
+struct ShallowPretty {
+    depth: usize,
+    has_value: bool,
+}
+
+const PRETTY_DEPTH: usize = 2;
+
+impl ShallowPretty {
+    fn indent<W: ?Sized + io::Write>(w: &mut W, n: usize) -> io::Result<()> {
+        for _ in 0..n {
+            w.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+    fn begin<W: ?Sized + io::Write>(&mut self, w: &mut W, open: &[u8]) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(open)
+    }
+    fn end<W: ?Sized + io::Write>(&mut self, w: &mut W, close: &[u8]) -> io::Result<()> {
+        let level = self.depth;
+        self.depth -= 1;
+        if level <= PRETTY_DEPTH && self.has_value {
+            w.write_all(b"\n")?;
+            Self::indent(w, self.depth)?;
+        }
+        w.write_all(close)
+    }
+    fn item<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if self.depth <= PRETTY_DEPTH {
+            w.write_all(if first { b"\n" } else { b",\n" })?;
+            Self::indent(w, self.depth)
+        } else if !first {
+            w.write_all(b",")
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl serde_json::ser::Formatter for ShallowPretty {
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.begin(w, b"[")
+    }
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.end(w, b"]")
+    }
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.item(w, first)
+    }
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.begin(w, b"{")
+    }
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.end(w, b"}")
+    }
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.item(w, first)
+    }
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(if self.depth <= PRETTY_DEPTH {
+            b": "
+        } else {
+            b":"
+        })
+    }
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}

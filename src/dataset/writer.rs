@@ -1,0 +1,966 @@
+//! [`DatasetWriter`]: writes frames into lane files and commits a manifest, crash-safely.
+//!
+//! Commit protocol (the manifest is the commit record):
+//! 1. `create` takes an exclusive lock (`.supercell-write.lock`, an advisory `flock` the
+//!    kernel drops if the process dies), cleans up after an interrupted earlier write (see
+//!    the intent file below), and durably records an *intent* (`.supercell-write.intent`:
+//!    this write's id, its lane directories, the files of the manifest it replaces).
+//! 2. Frames are appended to lane files under temporary names `<final>.tmp`. File names
+//!    start with a per-write unique id, so nothing an existing manifest references is
+//!    ever opened for writing.
+//! 3. `finish`: fsync the lane files, rename them to their final names, fsync the lane
+//!    directories, write `manifest.json.tmp`, fsync, rename over `manifest.json`, fsync the
+//!    dataset directory. Only then are the replaced manifest's files deleted and the intent
+//!    removed.
+//!
+//! A crash anywhere before the manifest rename leaves the old manifest (or none) in place,
+//! and it references only old files, which are untouched. A crash after it leaves the new
+//! one, complete. Either way the next writer's `create` reads the intent and deletes the
+//! orphans: this write's files if its manifest never landed, the replaced files if it did.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::error::{DatasetError, IoContext, Result};
+use super::manifest::{
+    Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance, sync_dir,
+};
+use super::nvdb::{self, GridInfo};
+use super::stripe::{StripeChunk, slot_layout, stripe};
+use super::{ALIGN, DEFAULT_SEGMENT_SIZE, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
+use crate::format::{GridClass, GridType};
+
+const LOCK_FILE: &str = ".supercell-write.lock";
+const INTENT_FILE: &str = ".supercell-write.intent";
+const LANE_EXT: &str = "sclane";
+const TMP_EXT: &str = "tmp";
+
+/// Where the lanes of a new dataset live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LaneSpec {
+    /// `n` lanes at `DATASET/lanes/0..n-1` (created as needed).
+    Count(u32),
+    /// These existing directories, one lane each (e.g. `/mnt/lanes/0`..`/mnt/lanes/7`).
+    /// They must exist: a missing mount point should fail rather than silently fill the
+    /// root file system.
+    Dirs(Vec<PathBuf>),
+}
+
+/// An attribute of a new dataset. Grid type, class and statistics come from the grids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttributeSpec {
+    /// Attribute (grid) name; unique and non-empty.
+    pub name: String,
+}
+
+impl AttributeSpec {
+    /// An attribute called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        AttributeSpec { name: name.into() }
+    }
+}
+
+/// Points where a test can make [`DatasetWriter::finish`] stop as if the process had died
+/// there: it returns an error and the writer's `Drop` leaves everything as it is.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// After the lane files got their final names, before the manifest rename.
+    BeforeManifestRename,
+    /// After the manifest rename, before the replaced files are deleted.
+    AfterManifestRename,
+}
+
+/// What `.supercell-write.intent` records, so an interrupted write can be cleaned up.
+#[derive(Serialize, Deserialize)]
+struct Intent {
+    write_id: String,
+    lane_dirs: Vec<PathBuf>,
+    replaced_files: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Accepting frames; lane files have temporary names.
+    Writing,
+    /// Lane files renamed to final names; manifest not yet in place.
+    Renamed,
+    /// New manifest in place: the dataset is the new one.
+    Committed,
+    /// `finish` completed.
+    Done,
+    /// A simulated crash: leave everything for the next writer's recovery.
+    Crashed,
+}
+
+struct LaneWriter {
+    index: u32,
+    dir: PathBuf,
+    files: Vec<LaneFile>,
+    current: Option<BufWriter<File>>,
+}
+
+/// Writes a striped dataset frame by frame; see the module docs for the commit protocol.
+///
+/// Frames arrive in time order with one grid per attribute. Each `push_frame` writes the
+/// frame's chunks to all lanes in parallel (one thread per lane: lanes are separate
+/// devices). Nothing is visible to readers until [`finish`](DatasetWriter::finish)
+/// succeeds; dropping the writer earlier removes what it wrote (best effort).
+pub struct DatasetWriter {
+    dir: PathBuf,
+    _lock: File,
+    write_id: String,
+    chunk_size: u64,
+    segment_size: u64,
+    lane_paths: Vec<String>,
+    lanes: Vec<LaneWriter>,
+    attributes: Vec<Attribute>,
+    frames: Vec<Frame>,
+    provenance: Provenance,
+    replaced: Option<Manifest>,
+    phase: Phase,
+    failed: Option<String>,
+    crash_at: Option<CrashPoint>,
+}
+
+impl DatasetWriter {
+    /// Starts writing a dataset in `dir` (created if missing). An existing dataset there
+    /// stays readable, unchanged, until `finish` replaces it.
+    ///
+    /// `chunk_size` must be a positive multiple of 4 KiB ([`DEFAULT_CHUNK_SIZE`](super::DEFAULT_CHUNK_SIZE)
+    /// suits NVMe). Fails if another writer holds the dataset.
+    pub fn create(
+        dir: impl AsRef<Path>,
+        lanes: LaneSpec,
+        chunk_size: u64,
+        attributes: Vec<AttributeSpec>,
+        provenance: Provenance,
+    ) -> Result<DatasetWriter> {
+        let dir = dir.as_ref();
+        if chunk_size == 0 || !chunk_size.is_multiple_of(ALIGN) {
+            return Err(DatasetError::Usage(format!(
+                "chunk size {chunk_size} is not a positive multiple of {ALIGN}"
+            )));
+        }
+        if attributes.is_empty() {
+            return Err(DatasetError::Usage(
+                "a dataset needs at least one attribute".into(),
+            ));
+        }
+        for (i, a) in attributes.iter().enumerate() {
+            if a.name.is_empty() {
+                return Err(DatasetError::Usage(format!(
+                    "attribute {i} has an empty name"
+                )));
+            }
+            if attributes[..i].iter().any(|b| b.name == a.name) {
+                return Err(DatasetError::Usage(format!(
+                    "attribute name {:?} is used twice",
+                    a.name
+                )));
+            }
+        }
+        fs::create_dir_all(dir).ctx("cannot create dataset directory", dir)?;
+        let dir = dir.canonicalize().ctx("cannot resolve", dir)?;
+
+        // Lock first: recovery and everything after must not race another writer.
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .ctx("cannot open lock file", &lock_path)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(DatasetError::Locked {
+                    dir,
+                    lock: lock_path,
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(DatasetError::io("cannot lock", &lock_path, e));
+            }
+        }
+        recover(&dir)?;
+
+        let lane_dirs: Vec<PathBuf> = match lanes {
+            LaneSpec::Count(0) => {
+                return Err(DatasetError::Usage("lane count must be at least 1".into()));
+            }
+            LaneSpec::Count(n) => (0..n)
+                .map(|i| {
+                    let d = dir.join("lanes").join(i.to_string());
+                    fs::create_dir_all(&d).ctx("cannot create lane directory", &d)?;
+                    Ok(d)
+                })
+                .collect::<Result<_>>()?,
+            LaneSpec::Dirs(ds) => {
+                if ds.is_empty() {
+                    return Err(DatasetError::Usage("no lane directories given".into()));
+                }
+                if u32::try_from(ds.len()).is_err() {
+                    return Err(DatasetError::Usage("too many lane directories".into()));
+                }
+                for d in &ds {
+                    if !d.is_dir() {
+                        return Err(DatasetError::Usage(format!(
+                            "lane directory {} does not exist or is not a directory",
+                            d.display()
+                        )));
+                    }
+                }
+                ds
+            }
+        };
+        let mut canon = Vec::with_capacity(lane_dirs.len());
+        let mut lane_paths = Vec::with_capacity(lane_dirs.len());
+        for (i, d) in lane_dirs.iter().enumerate() {
+            let c = d.canonicalize().ctx("cannot resolve lane directory", d)?;
+            if let Some(j) = canon.iter().position(|x| *x == c) {
+                return Err(DatasetError::Usage(format!(
+                    "lanes {j} and {i} are the same directory {}",
+                    c.display()
+                )));
+            }
+            // Relative when inside the dataset, so the dataset can be moved as a whole.
+            let stored = c
+                .strip_prefix(&dir)
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|_| c.clone());
+            let s = stored.to_str().ok_or_else(|| {
+                DatasetError::Usage(format!("lane directory {} is not valid UTF-8", c.display()))
+            })?;
+            lane_paths.push(s.to_owned());
+            canon.push(c);
+        }
+
+        let manifest_path = dir.join(MANIFEST_FILE);
+        // The replaced dataset's files are deleted once the new manifest is in place. If
+        // its manifest is unreadable we cannot know them; they are then left alone.
+        let replaced = if manifest_path.exists() {
+            Manifest::load_unchecked_files(&manifest_path).ok()
+        } else {
+            None
+        };
+        let write_id = new_write_id();
+        let intent = Intent {
+            write_id: write_id.clone(),
+            lane_dirs: canon.clone(),
+            replaced_files: replaced
+                .as_ref()
+                .map(Manifest::all_file_paths)
+                .unwrap_or_default(),
+        };
+        write_small_atomic(
+            &dir,
+            INTENT_FILE,
+            &serde_json::to_vec_pretty(&intent).expect("intent serializes"),
+        )?;
+
+        let lanes = canon
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| LaneWriter {
+                index: i as u32,
+                dir: d,
+                files: Vec::new(),
+                current: None,
+            })
+            .collect();
+        Ok(DatasetWriter {
+            dir,
+            _lock: lock,
+            write_id,
+            chunk_size,
+            segment_size: DEFAULT_SEGMENT_SIZE,
+            lane_paths,
+            lanes,
+            attributes: attributes
+                .into_iter()
+                .map(|a| Attribute {
+                    name: a.name,
+                    grid_type: GridType::Unknown,
+                    grid_class: GridClass::Unknown,
+                    value_range: None,
+                    index_bbox: None,
+                    world_bbox: None,
+                    voxel_size: None,
+                })
+                .collect(),
+            frames: Vec::new(),
+            provenance,
+            replaced,
+            phase: Phase::Writing,
+            failed: None,
+            crash_at: None,
+        })
+    }
+
+    /// Sets the size past which a lane starts a new data file (default 64 GiB). Must be a
+    /// multiple of 4 KiB and at least the chunk size; only before the first frame.
+    pub fn set_segment_size(&mut self, bytes: u64) -> Result<()> {
+        if !self.frames.is_empty() {
+            return Err(DatasetError::Usage(
+                "segment size must be set before the first frame".into(),
+            ));
+        }
+        if bytes < self.chunk_size || !bytes.is_multiple_of(ALIGN) {
+            return Err(DatasetError::Usage(format!(
+                "segment size {bytes} must be a multiple of {ALIGN} and at least the chunk size {}",
+                self.chunk_size
+            )));
+        }
+        self.segment_size = bytes;
+        Ok(())
+    }
+
+    /// Makes `finish` stop at `point` as if the process died there (for crash tests).
+    #[doc(hidden)]
+    pub fn crash_at(&mut self, point: CrashPoint) {
+        self.crash_at = Some(point);
+    }
+
+    /// Number of frames pushed so far.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The dataset directory (canonical).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends a frame: one NanoVDB grid buffer per attribute, in attribute order, at
+    /// `time` (finite, greater than the previous frame's). Each grid is parsed and
+    /// validated; its type and class must match the attribute's earlier grids, and its
+    /// header statistics extend the attribute's.
+    ///
+    /// After an error the writer refuses further frames; drop it to clean up.
+    pub fn push_frame(&mut self, time: f64, grids: Vec<Vec<u8>>) -> Result<()> {
+        self.check_frame(time, &grids)?;
+        let frame = self.frames.len();
+        // Parse and checksum the grids in parallel (both walk every byte); a corrupt grid
+        // is refused here rather than stored faithfully and flagged by every later verify.
+        let infos: Vec<GridInfo> = grids
+            .par_iter()
+            .enumerate()
+            .map(|(a, g)| {
+                nvdb::inspect(g)
+                    .and_then(|info| nvdb::check_checksum(g, info.version).map(|()| info))
+                    .map_err(|msg| {
+                        DatasetError::Usage(format!(
+                            "frame {frame} attribute {:?}: not a valid NanoVDB grid: {msg}",
+                            self.attributes[a].name
+                        ))
+                    })
+            })
+            .collect::<Result<_>>()?;
+        for (a, info) in infos.iter().enumerate() {
+            self.check_consistent(frame, a, info)?;
+        }
+        let checksums: Vec<u64> = infos.iter().map(|i| i.checksum).collect();
+        self.write_frame(time, &grids, &checksums)?;
+        for (a, info) in infos.iter().enumerate() {
+            merge_stats(&mut self.attributes[a], info);
+        }
+        Ok(())
+    }
+
+    /// Appends a frame of opaque payloads: like [`push_frame`](Self::push_frame) but the
+    /// buffers are stored without being parsed. Attributes written this way have grid type
+    /// `unknown`, no statistics, and `verify` checks only their CRCs. For tests and for
+    /// payloads that are not NanoVDB; a dataset cannot mix both kinds in one attribute.
+    pub fn push_frame_opaque(&mut self, time: f64, grids: Vec<Vec<u8>>) -> Result<()> {
+        self.check_frame(time, &grids)?;
+        if let Some(a) = self
+            .attributes
+            .iter()
+            .find(|a| a.grid_type != GridType::Unknown)
+        {
+            return Err(DatasetError::Usage(format!(
+                "attribute {:?} holds NanoVDB grids; opaque frames cannot be added",
+                a.name
+            )));
+        }
+        let checksums = vec![0; grids.len()];
+        self.write_frame(time, &grids, &checksums)
+    }
+
+    fn check_frame(&self, time: f64, grids: &[Vec<u8>]) -> Result<()> {
+        if let Some(msg) = &self.failed {
+            return Err(DatasetError::Usage(format!("writer failed earlier: {msg}")));
+        }
+        if self.phase != Phase::Writing {
+            return Err(DatasetError::Usage("writer is finished".into()));
+        }
+        let frame = self.frames.len();
+        if !time.is_finite() {
+            return Err(DatasetError::Usage(format!(
+                "frame {frame}: time {time} is not finite"
+            )));
+        }
+        if let Some(prev) = self.frames.last()
+            && time <= prev.time
+        {
+            return Err(DatasetError::Usage(format!(
+                "frame {frame}: time {time} is not greater than the previous frame's {}",
+                prev.time
+            )));
+        }
+        if grids.len() != self.attributes.len() {
+            return Err(DatasetError::Usage(format!(
+                "frame {frame}: {} grids given, the dataset has {} attributes",
+                grids.len(),
+                self.attributes.len()
+            )));
+        }
+        if let Some(a) = grids.iter().position(Vec::is_empty) {
+            return Err(DatasetError::Usage(format!(
+                "frame {frame} attribute {:?}: empty grid",
+                self.attributes[a].name
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_consistent(&self, frame: usize, a: usize, info: &GridInfo) -> Result<()> {
+        let attr = &self.attributes[a];
+        let bad = |msg: String| {
+            Err(DatasetError::Usage(format!(
+                "frame {frame} attribute {:?}: {msg}",
+                attr.name
+            )))
+        };
+        if info.grid_type == GridType::Unknown {
+            return bad("grid type is unknown".into());
+        }
+        if frame == 0 {
+            return Ok(());
+        }
+        if attr.grid_type == GridType::Unknown {
+            return bad("earlier frames of this attribute were opaque".into());
+        }
+        if info.grid_type != attr.grid_type {
+            return bad(format!(
+                "grid type {} differs from earlier frames' {}",
+                info.grid_type, attr.grid_type
+            ));
+        }
+        if info.grid_class != attr.grid_class {
+            return bad(format!(
+                "grid class {} differs from earlier frames' {}",
+                info.grid_class, attr.grid_class
+            ));
+        }
+        if info.voxel_size != attr.voxel_size {
+            return bad(format!(
+                "voxel size {:?} differs from earlier frames' {:?}",
+                info.voxel_size, attr.voxel_size
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stripes one frame over the lanes and records it.
+    fn write_frame(&mut self, time: f64, grids: &[Vec<u8>], checksums: &[u64]) -> Result<()> {
+        let frame = self.frames.len();
+        let sizes: Vec<u64> = grids.iter().map(|g| g.len() as u64).collect();
+        let (offsets, slot_size) = slot_layout(&sizes).ok_or_else(|| {
+            DatasetError::Usage(format!("frame {frame}: slot image size overflows"))
+        })?;
+        let chunks = stripe(
+            slot_size,
+            self.chunk_size,
+            self.lanes.len() as u32,
+            frame as u64,
+        );
+        let mut per_lane: Vec<Vec<StripeChunk>> = vec![Vec::new(); self.lanes.len()];
+        for c in chunks {
+            per_lane[c.lane as usize].push(c);
+        }
+        let image = SlotImage {
+            grids,
+            offsets: &offsets,
+        };
+        let (segment_size, write_id) = (self.segment_size, self.write_id.as_str());
+        let results: Vec<Result<Vec<Extent>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .lanes
+                .iter_mut()
+                .zip(&per_lane)
+                .filter(|(_, chunks)| !chunks.is_empty())
+                .map(|(lane, chunks)| {
+                    let image = &image;
+                    s.spawn(move || lane.write_chunks(chunks, image, segment_size, write_id))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut extents = Vec::new();
+        for r in results {
+            match r {
+                Ok(e) => extents.extend(e),
+                Err(e) => {
+                    self.failed = Some(e.to_string());
+                    return Err(e);
+                }
+            }
+        }
+        extents.sort_unstable_by_key(|e| e.dst);
+        self.frames.push(Frame {
+            time,
+            slot_size,
+            grids: offsets
+                .iter()
+                .zip(&sizes)
+                .zip(checksums)
+                .enumerate()
+                .map(|(a, ((&offset, &size), &checksum))| GridEntry {
+                    attribute: a as u32,
+                    offset,
+                    size,
+                    checksum,
+                })
+                .collect(),
+            extents,
+        });
+        Ok(())
+    }
+
+    /// Makes the dataset durable and visible; returns its manifest (see the module docs
+    /// for the order of operations). On error the previous dataset, if any, remains.
+    pub fn finish(mut self) -> Result<Manifest> {
+        if let Some(msg) = &self.failed {
+            return Err(DatasetError::Usage(format!("writer failed earlier: {msg}")));
+        }
+        let result = self.commit();
+        if result.is_err() && self.phase == Phase::Writing {
+            // Stop accepting work; Drop removes the temporaries.
+            self.failed = Some("finish failed".into());
+        }
+        result
+    }
+
+    fn commit(&mut self) -> Result<Manifest> {
+        // 1. Lane data durable (in parallel: the lanes are separate devices).
+        let results: Vec<Result<()>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .lanes
+                .iter_mut()
+                .map(|l| s.spawn(move || l.close_current()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        results.into_iter().collect::<Result<Vec<()>>>()?;
+        // 2. Final names, made durable before the manifest can refer to them.
+        for lane in &self.lanes {
+            for f in &lane.files {
+                let final_path = lane.dir.join(&f.name);
+                fs::rename(tmp_path(&final_path), &final_path)
+                    .ctx("cannot rename lane file into place", &final_path)?;
+            }
+        }
+        self.phase = Phase::Renamed;
+        for lane in &self.lanes {
+            sync_dir(&lane.dir)?;
+        }
+        if self.crash_at == Some(CrashPoint::BeforeManifestRename) {
+            self.phase = Phase::Crashed;
+            return Err(DatasetError::Usage(
+                "simulated crash before the manifest rename".into(),
+            ));
+        }
+        // 3. The commit point.
+        let mut provenance = self.provenance.clone();
+        provenance.tool_version = env!("CARGO_PKG_VERSION").to_owned();
+        provenance.unix_time = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let mut manifest = Manifest {
+            format: FORMAT_NAME.to_owned(),
+            version: FORMAT_VERSION,
+            created: provenance,
+            write_id: self.write_id.clone(),
+            chunk_size: self.chunk_size,
+            lanes: self
+                .lanes
+                .iter()
+                .zip(&self.lane_paths)
+                .map(|(l, p)| Lane {
+                    path: p.clone(),
+                    files: l.files.clone(),
+                })
+                .collect(),
+            attributes: self.attributes.clone(),
+            frame_count: self.frames.len(),
+            frames: std::mem::take(&mut self.frames),
+            path: PathBuf::new(),
+        };
+        // Never commit something the loader would reject.
+        if let Err(msg) = manifest.validate() {
+            return Err(DatasetError::manifest(
+                self.dir.join(MANIFEST_FILE),
+                format!("internal error: {msg}"),
+            ));
+        }
+        manifest.write_atomic(&self.dir)?;
+        self.phase = Phase::Committed;
+        if self.crash_at == Some(CrashPoint::AfterManifestRename) {
+            self.phase = Phase::Crashed;
+            return Err(DatasetError::Usage(
+                "simulated crash after the manifest rename".into(),
+            ));
+        }
+        // 4. Clean up the replaced dataset. Failures here do not undo the commit; the
+        // intent stays and the next writer retries.
+        let mut clean = true;
+        if let Some(old) = self.replaced.take() {
+            clean &= remove_unreferenced(&old.all_file_paths(), &manifest);
+        }
+        if clean {
+            let intent = self.dir.join(INTENT_FILE);
+            if fs::remove_file(&intent).is_ok() {
+                let _ = sync_dir(&self.dir);
+            }
+        }
+        self.phase = Phase::Done;
+        Ok(manifest)
+    }
+}
+
+impl Drop for DatasetWriter {
+    fn drop(&mut self) {
+        match self.phase {
+            Phase::Writing | Phase::Renamed => {
+                // Not committed: remove everything this write created (best effort; a
+                // leftover is removed by the next writer's recovery via the intent).
+                let renamed = self.phase == Phase::Renamed;
+                for lane in &mut self.lanes {
+                    lane.current = None;
+                    for f in &lane.files {
+                        let p = lane.dir.join(&f.name);
+                        let _ = fs::remove_file(tmp_path(&p));
+                        if renamed {
+                            let _ = fs::remove_file(&p);
+                        }
+                    }
+                }
+                let _ = fs::remove_file(self.dir.join(INTENT_FILE));
+            }
+            Phase::Committed | Phase::Done | Phase::Crashed => {}
+        }
+    }
+}
+
+/// A frame's slot image, described without materialising it: grids at their offsets with
+/// zero padding between them.
+struct SlotImage<'a> {
+    grids: &'a [Vec<u8>],
+    offsets: &'a [u64],
+}
+
+static ZEROS: [u8; ALIGN as usize] = [0; ALIGN as usize];
+
+impl SlotImage<'_> {
+    /// Calls `f` with consecutive pieces covering slot bytes `dst..dst + len`.
+    fn for_each_piece(
+        &self,
+        dst: u64,
+        len: u64,
+        mut f: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let end = dst + len;
+        let mut pos = dst;
+        // First grid whose padded extent reaches past `pos`.
+        let mut g = self
+            .offsets
+            .partition_point(|&o| o <= pos)
+            .saturating_sub(1);
+        while pos < end {
+            let off = self.offsets[g];
+            let data_end = off + self.grids[g].len() as u64;
+            let padded_end = self
+                .offsets
+                .get(g + 1)
+                .copied()
+                .unwrap_or(data_end.next_multiple_of(ALIGN));
+            if pos < data_end {
+                let stop = end.min(data_end);
+                f(&self.grids[g][(pos - off) as usize..(stop - off) as usize])?;
+                pos = stop;
+            } else if pos < padded_end {
+                // Padding is under 4 KiB per grid.
+                let stop = end.min(padded_end);
+                f(&ZEROS[..(stop - pos) as usize])?;
+                pos = stop;
+            } else {
+                g += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LaneWriter {
+    fn write_chunks(
+        &mut self,
+        chunks: &[StripeChunk],
+        image: &SlotImage<'_>,
+        segment_size: u64,
+        write_id: &str,
+    ) -> Result<Vec<Extent>> {
+        let mut out = Vec::with_capacity(chunks.len());
+        for c in chunks {
+            let need_new = match (self.current.is_some(), self.files.last()) {
+                (true, Some(f)) => f.size + c.len > segment_size,
+                _ => true,
+            };
+            if need_new {
+                self.close_current()?;
+                let name = format!(
+                    "{write_id}-L{:03}-S{:05}.{LANE_EXT}",
+                    self.index,
+                    self.files.len()
+                );
+                let path = tmp_path(&self.dir.join(&name));
+                let file = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .ctx("cannot create lane file", &path)?;
+                self.files.push(LaneFile { name, size: 0 });
+                self.current = Some(BufWriter::with_capacity(1 << 20, file));
+            }
+            let file_index = (self.files.len() - 1) as u32;
+            let meta = self.files.last_mut().expect("just ensured");
+            let w = self.current.as_mut().expect("just ensured");
+            let mut crc = crc32fast::Hasher::new();
+            image
+                .for_each_piece(c.dst, c.len, |piece| {
+                    crc.update(piece);
+                    w.write_all(piece)
+                })
+                .map_err(|e| {
+                    DatasetError::io(
+                        "cannot write lane file",
+                        tmp_path(&self.dir.join(&meta.name)),
+                        e,
+                    )
+                })?;
+            out.push(Extent {
+                lane: self.index,
+                file: file_index,
+                offset: meta.size,
+                len: c.len,
+                dst: c.dst,
+                crc32: crc.finalize(),
+            });
+            meta.size += c.len;
+        }
+        Ok(out)
+    }
+
+    /// Flushes and fsyncs the open segment, if any.
+    fn close_current(&mut self) -> Result<()> {
+        if let Some(w) = self.current.take() {
+            let path = tmp_path(
+                &self
+                    .dir
+                    .join(&self.files.last().expect("a current file is listed").name),
+            );
+            let file = w
+                .into_inner()
+                .map_err(|e| DatasetError::io("cannot write lane file", &path, e.into_error()))?;
+            file.sync_all().ctx("cannot fsync lane file", &path)?;
+        }
+        Ok(())
+    }
+}
+
+fn tmp_path(final_path: &Path) -> PathBuf {
+    let mut s = final_path.as_os_str().to_owned();
+    s.push(".");
+    s.push(TMP_EXT);
+    PathBuf::from(s)
+}
+
+fn merge_stats(attr: &mut Attribute, info: &GridInfo) {
+    if attr.grid_type == GridType::Unknown {
+        attr.grid_type = info.grid_type;
+        attr.grid_class = info.grid_class;
+        attr.voxel_size = info.voxel_size;
+        attr.value_range = info.value_range;
+        attr.index_bbox = info.index_bbox;
+        attr.world_bbox = info.world_bbox;
+        return;
+    }
+    attr.value_range = union(attr.value_range, info.value_range, |[a0, a1], [b0, b1]| {
+        [a0.min(b0), a1.max(b1)]
+    });
+    attr.index_bbox = union(
+        attr.index_bbox,
+        info.index_bbox,
+        |[amin, amax], [bmin, bmax]| {
+            [
+                std::array::from_fn(|i| amin[i].min(bmin[i])),
+                std::array::from_fn(|i| amax[i].max(bmax[i])),
+            ]
+        },
+    );
+    attr.world_bbox = union(
+        attr.world_bbox,
+        info.world_bbox,
+        |[amin, amax], [bmin, bmax]| {
+            [
+                std::array::from_fn(|i| amin[i].min(bmin[i])),
+                std::array::from_fn(|i| amax[i].max(bmax[i])),
+            ]
+        },
+    );
+}
+
+fn union<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(T, T) -> T) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(f(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A write id unique across processes and writes: time, process id, and a counter.
+fn new_write_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "w{:x}{:08x}-{:x}-{}",
+        t.as_secs(),
+        t.subsec_nanos(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Writes a small file durably and atomically (temp, fsync, rename, fsync dir).
+fn write_small_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let dst = dir.join(name);
+    let tmp = tmp_path(&dst);
+    let mut f = File::create(&tmp).ctx("cannot create", &tmp)?;
+    f.write_all(bytes).ctx("cannot write", &tmp)?;
+    f.sync_all().ctx("cannot fsync", &tmp)?;
+    drop(f);
+    fs::rename(&tmp, &dst).ctx("cannot rename into place", &dst)?;
+    sync_dir(dir)
+}
+
+/// Deletes `files` that `keep` does not reference; returns whether all went well.
+fn remove_unreferenced(files: &[PathBuf], keep: &Manifest) -> bool {
+    let kept = keep.all_file_paths();
+    let mut ok = true;
+    let mut dirs = Vec::new();
+    for p in files {
+        if kept.contains(p) {
+            continue;
+        }
+        match fs::remove_file(p) {
+            Ok(()) => {
+                if let Some(d) = p.parent()
+                    && !dirs.iter().any(|x: &PathBuf| x == d)
+                {
+                    dirs.push(d.to_path_buf());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) => ok = false,
+        }
+    }
+    for d in dirs {
+        ok &= sync_dir(&d).is_ok();
+    }
+    ok
+}
+
+/// Finishes or rolls back a write that was interrupted (crash, kill, power loss), using
+/// its intent file. Called with the write lock held.
+fn recover(dir: &Path) -> Result<()> {
+    let intent_path = dir.join(INTENT_FILE);
+    let text = match fs::read(&intent_path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(DatasetError::io("cannot read", &intent_path, e)),
+    };
+    // The intent is written atomically, so an unparsable one was not written by us;
+    // refuse rather than guess which files are safe to delete.
+    let intent: Intent = serde_json::from_slice(&text).map_err(|e| DatasetError::Input {
+        path: intent_path.clone(),
+        msg: format!(
+            "unreadable write-intent record ({e}); remove it by hand after checking the lanes"
+        ),
+    })?;
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let current = Manifest::load_unchecked_files(&manifest_path).ok();
+    let id = intent.write_id.as_bytes();
+    if current.is_none()
+        && fs::read(&manifest_path).is_ok_and(|t| t.windows(id.len()).any(|w| w == id))
+    {
+        // A manifest that names the interrupted write but no longer parses was committed
+        // and damaged since: its files may be all that is left of the data, so leave them.
+        return Err(DatasetError::manifest(
+            &manifest_path,
+            format!(
+                "is damaged and belongs to interrupted write {}; not cleaning up its files (remove {} by hand to proceed)",
+                intent.write_id,
+                intent_path.display()
+            ),
+        ));
+    }
+    match current {
+        Some(m) if m.write_id == intent.write_id => {
+            // The interrupted write committed; only the replaced files remain to go.
+            if !remove_unreferenced(&intent.replaced_files, &m) {
+                return Ok(()); // keep the intent for another try
+            }
+        }
+        current => {
+            // Never committed: delete everything it created (its id prefixes every name).
+            let prefix = format!("{}-", intent.write_id);
+            let referenced = current
+                .as_ref()
+                .map(Manifest::all_file_paths)
+                .unwrap_or_default();
+            for d in &intent.lane_dirs {
+                let Ok(entries) = fs::read_dir(d) else {
+                    continue;
+                };
+                for e in entries.flatten() {
+                    let name = e.file_name();
+                    let Some(name) = name.to_str() else { continue };
+                    let ours = name.starts_with(&prefix)
+                        && (name.ends_with(&format!(".{LANE_EXT}"))
+                            || name.ends_with(&format!(".{LANE_EXT}.{TMP_EXT}")));
+                    if ours && !referenced.contains(&e.path()) {
+                        let _ = fs::remove_file(e.path());
+                    }
+                }
+                let _ = sync_dir(d);
+            }
+        }
+    }
+    fs::remove_file(&intent_path).ctx("cannot remove", &intent_path)?;
+    sync_dir(dir)
+}

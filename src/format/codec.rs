@@ -1,0 +1,314 @@
+//! The compression framing NanoVDB's `io` uses for grid payloads in `.nvdb` files.
+//!
+//! From `nanovdb/io/IO.h` (`Internal::write` / `Internal::read`, the same in 32.3–32.9):
+//!
+//! - **None**: the grid bytes as they are; the payload is exactly `gridSize` bytes.
+//! - **Zip**: a u64 (little-endian) compressed size `n`, then `n` bytes of a zlib stream
+//!   (zlib's `compress()`: zlib header, deflate, Adler-32). One stream per grid.
+//! - **Blosc**: the grid is cut into chunks of at most 2^30 bytes; each chunk is a u64 size
+//!   `n` followed by an `n`-byte c-blosc 1.x buffer (NanoVDB writes LZ4, level 9, byte
+//!   shuffle, type size 4, block size 256 KiB). Chunk `i` decompresses to
+//!   `min(gridSize - i * 2^30, 2^30)` bytes.
+//!
+//! Decoding is bounded: the caller gives the expected size (from file metadata, checked
+//! against [`MAX_GRID_BYTES`]), output never grows past it, and a compressed input must be
+//! at least `1 / MAX_RATIO` of what it claims to expand to, so a corrupt size field cannot
+//! make us allocate more than about `MAX_RATIO` times the file's real size.
+
+use super::types::Codec;
+use flate2::Compression;
+use flate2::read::ZlibDecoder;
+use flate2::write::ZlibEncoder;
+use std::ffi::c_void;
+use std::io::{Read, Write};
+
+/// NanoVDB's Blosc chunk size (`io::MAX_SIZE`, 1 GiB).
+pub const BLOSC_CHUNK: u64 = 1 << 30;
+/// Largest grid this reader decompresses (64 GiB; GPU bindings stop at 4 GiB anyway).
+pub const MAX_GRID_BYTES: u64 = 1 << 36;
+/// Largest expansion accepted from compressed data. Deflate cannot exceed 1032:1 and LZ4 about
+/// 255:1, so real NanoVDB payloads stay far below this.
+pub const MAX_RATIO: u64 = 2048;
+/// c-blosc's header size (`BLOSC_MIN_HEADER_LENGTH`) and maximal overhead.
+const BLOSC_HEADER: usize = 16;
+
+/// What went wrong decoding or encoding a payload; the caller adds file and grid context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodecError(pub String);
+
+impl std::fmt::Display for CodecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, CodecError> {
+    Err(CodecError(msg.into()))
+}
+
+fn read_u64(b: &[u8], at: usize) -> Option<u64> {
+    let s = b.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes(s.try_into().ok()?))
+}
+
+/// Decodes one grid payload (exactly the `fileSize` bytes the file metadata gives) into the
+/// `grid_size`-byte grid buffer.
+pub fn decode(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
+    if grid_size > MAX_GRID_BYTES {
+        return err(format!(
+            "grid size {grid_size} exceeds the {MAX_GRID_BYTES}-byte limit"
+        ));
+    }
+    match codec {
+        Codec::None => {
+            if payload.len() as u64 != grid_size {
+                return err(format!(
+                    "uncompressed payload has {} bytes but the grid size is {grid_size}",
+                    payload.len()
+                ));
+            }
+            Ok(payload.to_vec())
+        }
+        Codec::Zip => decode_zip(payload, grid_size),
+        Codec::Blosc => decode_blosc(payload, grid_size),
+    }
+}
+
+fn check_ratio(compressed: u64, expanded: u64, what: &str) -> Result<(), CodecError> {
+    if expanded > compressed.saturating_mul(MAX_RATIO).saturating_add(4096) {
+        return err(format!(
+            "{what}: {compressed} compressed bytes cannot hold {expanded} bytes (ratio over {MAX_RATIO}:1)"
+        ));
+    }
+    Ok(())
+}
+
+fn decode_zip(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
+    let Some(n) = read_u64(payload, 0) else {
+        return err("ZIP payload is shorter than its 8-byte size prefix");
+    };
+    let avail = payload.len() as u64 - 8;
+    if n != avail {
+        return err(format!(
+            "ZIP size prefix says {n} compressed bytes but the payload holds {avail}"
+        ));
+    }
+    check_ratio(n, grid_size, "ZIP")?;
+    let mut out = Vec::new();
+    // Reads at most one byte more than expected, so an over-long stream is detected without
+    // growing the buffer past the expected size.
+    let mut dec = ZlibDecoder::new(&payload[8..]).take(grid_size + 1);
+    dec.read_to_end(&mut out)
+        .map_err(|e| CodecError(format!("ZIP stream is corrupt: {e}")))?;
+    if out.len() as u64 != grid_size {
+        return err(format!(
+            "ZIP stream inflates to {}{} bytes, expected {grid_size}",
+            out.len().min(grid_size as usize),
+            if out.len() as u64 > grid_size {
+                "+"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(out)
+}
+
+fn decode_blosc(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
+    let mut out: Vec<u8> = Vec::new();
+    let mut pos = 0usize;
+    let mut residual = grid_size;
+    let mut chunk_index = 0u64;
+    // NanoVDB writes at least one chunk, even for an (impossible) empty grid.
+    loop {
+        let what = format!("Blosc chunk {chunk_index}");
+        let Some(n) = read_u64(payload, pos) else {
+            return err(format!(
+                "{what}: payload ends before its 8-byte size prefix"
+            ));
+        };
+        let start = pos + 8;
+        let end = usize::try_from(n)
+            .ok()
+            .and_then(|n| start.checked_add(n))
+            .filter(|&e| e <= payload.len())
+            .ok_or_else(|| {
+                CodecError(format!(
+                    "{what}: size prefix {n} runs past the payload's {} bytes",
+                    payload.len()
+                ))
+            })?;
+        let src = &payload[start..end];
+        let chunk = residual.min(BLOSC_CHUNK);
+        check_ratio(n, chunk, &what)?;
+        let produced = blosc_decompress(src, chunk as usize)
+            .map_err(|e| CodecError(format!("{what}: {e}")))?;
+        out.reserve(chunk as usize);
+        out.extend_from_slice(&produced);
+        residual -= chunk;
+        pos = end;
+        chunk_index += 1;
+        if residual == 0 {
+            break;
+        }
+    }
+    if pos != payload.len() {
+        return err(format!(
+            "Blosc payload has {} bytes after its last chunk",
+            payload.len() - pos
+        ));
+    }
+    Ok(out)
+}
+
+/// Decompresses one c-blosc buffer that must expand to exactly `expected` bytes.
+fn blosc_decompress(src: &[u8], expected: usize) -> Result<Vec<u8>, String> {
+    if src.len() < BLOSC_HEADER {
+        return Err(format!(
+            "{} bytes is shorter than a Blosc header",
+            src.len()
+        ));
+    }
+    let mut nbytes = 0usize;
+    // SAFETY: `src` holds at least the 16 header bytes; `blosc_cbuffer_validate` reads only
+    // those and checks that the header's compressed size equals `src.len()`, which makes the
+    // decompressor stay inside `src` (its documented precondition).
+    let ok = unsafe {
+        blosc_src::blosc_cbuffer_validate(src.as_ptr().cast::<c_void>(), src.len(), &mut nbytes)
+    };
+    if ok != 0 {
+        return Err("invalid Blosc header (sizes disagree with the chunk length)".into());
+    }
+    if nbytes != expected {
+        return Err(format!(
+            "Blosc header says {nbytes} bytes, expected {expected}"
+        ));
+    }
+    let mut dst = vec![0u8; expected];
+    // SAFETY: `src` was validated above; `dst` has `expected` writable bytes and the call is
+    // told so. One internal thread: the context variant keeps no global state.
+    let got = unsafe {
+        blosc_src::blosc_decompress_ctx(
+            src.as_ptr().cast::<c_void>(),
+            dst.as_mut_ptr().cast::<c_void>(),
+            dst.len(),
+            1,
+        )
+    };
+    if got < 0 || got as usize != expected {
+        return Err(format!("Blosc decompression failed (code {got})"));
+    }
+    Ok(dst)
+}
+
+/// Encodes one grid buffer as NanoVDB writes it with `codec`.
+pub fn encode(codec: Codec, grid: &[u8]) -> Result<Vec<u8>, CodecError> {
+    match codec {
+        Codec::None => Ok(grid.to_vec()),
+        Codec::Zip => {
+            // NanoVDB calls zlib's compress(), i.e. the default level.
+            let mut enc = ZlibEncoder::new(Vec::new(), Compression::default());
+            enc.write_all(grid)
+                .map_err(|e| CodecError(format!("ZIP compression failed: {e}")))?;
+            let z = enc
+                .finish()
+                .map_err(|e| CodecError(format!("ZIP compression failed: {e}")))?;
+            let mut out = Vec::with_capacity(z.len() + 8);
+            out.extend_from_slice(&(z.len() as u64).to_le_bytes());
+            out.extend_from_slice(&z);
+            Ok(out)
+        }
+        Codec::Blosc => {
+            let mut out = Vec::new();
+            let chunks: Vec<&[u8]> = if grid.is_empty() {
+                vec![grid]
+            } else {
+                grid.chunks(BLOSC_CHUNK as usize).collect()
+            };
+            for chunk in chunks {
+                let c = blosc_compress(chunk)?;
+                out.extend_from_slice(&(c.len() as u64).to_le_bytes());
+                out.extend_from_slice(&c);
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn blosc_compress(src: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let mut dst = vec![0u8; src.len() + BLOSC_HEADER];
+    // SAFETY: `src` and `dst` are valid for the lengths passed; the compressor name is a
+    // NUL-terminated constant. Parameters as NanoVDB's writer: level 9, byte shuffle,
+    // type size 4 (float), LZ4, 256 KiB blocks, one thread.
+    let n = unsafe {
+        blosc_src::blosc_compress_ctx(
+            9,
+            1,
+            4,
+            src.len(),
+            src.as_ptr().cast::<c_void>(),
+            dst.as_mut_ptr().cast::<c_void>(),
+            dst.len(),
+            c"lz4".as_ptr(),
+            1 << 18,
+            1,
+        )
+    };
+    if n <= 0 {
+        return Err(CodecError(format!("Blosc compression failed (code {n})")));
+    }
+    dst.truncate(n as usize);
+    Ok(dst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| ((i * 7919) % 251) as u8 & if i % 3 == 0 { 0 } else { 0xff })
+            .collect()
+    }
+
+    #[test]
+    fn roundtrip_all_codecs() {
+        for codec in [Codec::None, Codec::Zip, Codec::Blosc] {
+            for len in [736usize, 4096, 100_000] {
+                let g = sample(len);
+                let e = encode(codec, &g).unwrap();
+                assert_eq!(decode(codec, &e, len as u64).unwrap(), g, "{codec} {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_inputs_are_errors() {
+        let g = sample(50_000);
+        for codec in [Codec::Zip, Codec::Blosc] {
+            let e = encode(codec, &g).unwrap();
+            // Wrong expected size, truncation, flipped bytes, absurd sizes: errors, no panic.
+            assert!(decode(codec, &e, 49_999).is_err());
+            assert!(decode(codec, &e, 50_001).is_err());
+            assert!(decode(codec, &e, u64::MAX).is_err());
+            assert!(decode(codec, &e, 1 << 40).is_err());
+            for cut in [0, 7, 8, 9, 20, e.len() / 2, e.len() - 1] {
+                assert!(
+                    decode(codec, &e[..cut], 50_000).is_err(),
+                    "{codec} cut {cut}"
+                );
+            }
+            for i in (0..e.len()).step_by(97).chain(0..40) {
+                let mut b = e.clone();
+                b[i] ^= 0x5a;
+                // May or may not decode (flips inside the data of a stored block are
+                // invisible to Blosc), but never panics or overruns.
+                let _ = decode(codec, &b, 50_000);
+            }
+            let mut huge = e.clone();
+            huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+            assert!(decode(codec, &huge, 50_000).is_err());
+        }
+        assert!(decode(Codec::None, &g, 49_999).is_err());
+    }
+}

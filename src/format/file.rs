@@ -1,0 +1,530 @@
+//! `.nvdb` files: NanoVDB's segmented file format, and raw grid-buffer files.
+//!
+//! A segmented file (NanoVDB `io::writeGrid(s)`, every version 32.3–32.9) is one or more
+//! segments, each:
+//!
+//! ```text
+//! FileHeader (16 B): magic u64 ("NanoVDB0", or "NanoVDB2" since 32.7), version u32,
+//!                    grid count u16, codec u16
+//! per grid: FileMetaData (176 B) followed by its name (nameSize bytes, NUL included)
+//! per grid: the payload (fileSize bytes), see `codec`
+//! ```
+//!
+//! `FileMetaData`: gridSize u64, fileSize u64, nameKey u64, voxelCount u64, gridType u32,
+//! gridClass u32, worldBBox 6×f64, indexBBox 6×i32, voxelSize 3×f64, nameSize u32,
+//! nodeCount 4×u32 (leaf, lower, upper, 1 root), tileCount 3×u32, codec u16, blind-data count
+//! u16 (32.3–32.5: padding), version u32.
+//!
+//! A raw grid-buffer file (32.6+ `GridHandle::write`) is just grid buffers back to back; its
+//! first eight bytes are a grid magic.
+//!
+//! Debian's NanoVDB 32.4 tools require of a file: the header magic exactly "NanoVDB0"
+//! (they reject "NanoVDB2"), header major version 32, a grid magic "NanoVDB0" (their
+//! `GridData::isValid` knows no other), `nameKey` equal to NanoVDB's string hash of the name
+//! (their name lookups compare it), and correct `fileSize`s (used to seek). [`write_nvdb`]
+//! therefore writes "NanoVDB0" in the file header and rewrites a grid's "NanoVDB1" magic to
+//! "NanoVDB0"; both are outside every checksum's range. NanoVDB 32.7+ reads such files too.
+
+use super::checksum::{CHECKSUM_DISABLED, ChecksumScheme, compute_checksum_with};
+use super::codec::{self, CodecError};
+use super::error::{FormatError, NvdbError};
+use super::grid::Grid;
+use super::layout as l;
+use super::types::{Codec, Coord, GridClass, GridType, Version};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Size of `FileHeader`.
+pub const FILE_HEADER_SIZE: usize = 16;
+/// Size of `FileMetaData`.
+pub const FILE_META_SIZE: usize = 176;
+/// Longest grid name accepted in file metadata (NanoVDB names in blind data are unbounded,
+/// but a name beyond this is a corrupt size field).
+pub const MAX_NAME_SIZE: u32 = 1 << 20;
+
+/// Metadata of one grid as a file describes it (`FileMetaData`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileGridMeta {
+    /// Bytes of the decompressed grid.
+    pub grid_size: u64,
+    /// Bytes of the payload in the file.
+    pub file_size: u64,
+    /// NanoVDB's hash of the name (0: not set).
+    pub name_key: u64,
+    /// Active voxels.
+    pub voxel_count: u64,
+    /// Value type (`Unknown` if the stored number is not one).
+    pub grid_type: GridType,
+    /// Grid class (`Unknown` if the stored number is not one).
+    pub grid_class: GridClass,
+    /// World-space bbox [min, max].
+    pub world_bbox: [[f64; 3]; 2],
+    /// Index-space bbox [min, max] (inclusive).
+    pub index_bbox: [Coord; 2],
+    /// Voxel size.
+    pub voxel_size: [f64; 3],
+    /// Node counts: leaves, lower, upper, root.
+    pub node_count: [u32; 4],
+    /// Active tile counts: lower, upper, root.
+    pub tile_count: [u32; 3],
+    /// Compression of the payload.
+    pub codec: Codec,
+    /// Number of blind data entries (0 in files of 32.3–32.5, where this is padding).
+    pub blind_data_count: u16,
+    /// Version in the segment header (NanoVDB's readers use it for the grid's metadata).
+    pub version: Version,
+}
+
+/// One grid read from a file: its name and metadata, and the decompressed grid buffer, which
+/// [`Grid::parse`] has already validated. The buffer's bytes are exactly those written
+/// (NanoVDB's readers reset `mGridIndex`/`mGridCount` to 0/1 and refresh the head checksum;
+/// this reader leaves them as stored, which a single-grid parse accepts).
+#[derive(Clone, Debug)]
+pub struct FileGrid {
+    /// The name in the file metadata (may be empty).
+    pub name: String,
+    /// The file metadata (derived from the grid header for raw grid files).
+    pub meta: FileGridMeta,
+    /// The grid buffer.
+    pub bytes: Vec<u8>,
+}
+
+impl FileGrid {
+    /// A validated view of [`FileGrid::bytes`].
+    pub fn grid(&self) -> Result<Grid<'_>, FormatError> {
+        Grid::parse(&self.bytes)
+    }
+}
+
+/// NanoVDB's `io::stringHash`: the grid-name key stored in `FileMetaData::nameKey`.
+pub fn string_hash(name: &str) -> u64 {
+    let mut hash: u64 = 0;
+    for &c in name.as_bytes() {
+        if c == 0 {
+            break; // NanoVDB hashes a C string
+        }
+        let overflow = hash >> (64 - 8);
+        hash = hash
+            .wrapping_mul(67)
+            .wrapping_add(u64::from(c))
+            .wrapping_add(overflow);
+    }
+    hash
+}
+
+/// Reads every grid of a `.nvdb` file (segmented, any codec, or a raw grid-buffer file).
+pub fn read_nvdb(path: impl AsRef<Path>) -> Result<Vec<FileGrid>, NvdbError> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| NvdbError::Io {
+        path: path.to_owned(),
+        op: "read",
+        source,
+    })?;
+    read_nvdb_from(&bytes, path)
+}
+
+/// Reads every grid of an in-memory `.nvdb` file; errors name the file as "<memory>".
+pub fn read_nvdb_bytes(bytes: &[u8]) -> Result<Vec<FileGrid>, NvdbError> {
+    read_nvdb_from(bytes, Path::new("<memory>"))
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]))
+}
+fn f64_at(b: &[u8], at: usize) -> f64 {
+    f64::from_bits(u64_at(b, at))
+}
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    u32_at(b, at) as i32
+}
+
+/// Whether `b` starts like a raw grid buffer rather than a file header, by the checks NanoVDB's
+/// `GridData::isValid` makes ("NanoVDB0" is both a file and a legacy grid magic).
+fn looks_like_raw_grid(b: &[u8]) -> bool {
+    let Some(magic) = b.get(0..8) else {
+        return false;
+    };
+    if magic == l::MAGIC_GRID_BYTES {
+        return true;
+    }
+    if magic != l::MAGIC_NUMB_BYTES || b.len() < l::GRID_SIZE as usize {
+        return false;
+    }
+    let version = Version(u32_at(b, l::GRID_OFF_VERSION as usize));
+    let index = u32_at(b, l::GRID_OFF_GRID_INDEX as usize);
+    let count = u32_at(b, l::GRID_OFF_GRID_COUNT as usize);
+    let class = u32_at(b, l::GRID_OFF_GRID_CLASS as usize);
+    let gtype = u32_at(b, l::GRID_OFF_GRID_TYPE as usize);
+    version.major() == l::MAJOR_VERSION
+        && count > 0
+        && index < count
+        && class < 16
+        && GridType::from_u32(gtype).is_some()
+}
+
+fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError> {
+    let file_err = |offset: usize, detail: String| NvdbError::File {
+        path: path.to_owned(),
+        offset: offset as u64,
+        detail,
+    };
+    if bytes.len() < 8 {
+        return Err(file_err(
+            0,
+            format!("{} bytes is too short for a NanoVDB file", bytes.len()),
+        ));
+    }
+    if looks_like_raw_grid(bytes) {
+        return read_raw(bytes, path);
+    }
+    let mut grids = Vec::new();
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let seg = pos;
+        let rest = &bytes[pos..];
+        if rest.len() < FILE_HEADER_SIZE {
+            return Err(file_err(
+                pos,
+                format!(
+                    "{} bytes left, too few for a segment header ({FILE_HEADER_SIZE} bytes)",
+                    rest.len()
+                ),
+            ));
+        }
+        let magic = &rest[0..8];
+        if magic != l::MAGIC_NUMB_BYTES && magic != l::MAGIC_FILE_BYTES {
+            let hint = if magic == l::MAGIC_GRID_BYTES {
+                " (a raw grid buffer, where a segment header was expected)"
+            } else {
+                ""
+            };
+            return Err(file_err(
+                pos,
+                format!(
+                    "bad segment magic {:?}{hint}, expected \"NanoVDB0\" or \"NanoVDB2\"",
+                    String::from_utf8_lossy(magic)
+                ),
+            ));
+        }
+        let version = Version(u32_at(rest, 8));
+        if version.major() != l::MAJOR_VERSION {
+            return Err(file_err(
+                pos,
+                format!("segment version {version}: only 32.x files are read"),
+            ));
+        }
+        let count = usize::from(u16_at(rest, 12));
+        let codec_raw = u16_at(rest, 14);
+        let codec = Codec::from_u16(codec_raw)
+            .ok_or_else(|| file_err(pos, format!("unknown codec {codec_raw}")))?;
+        pos += FILE_HEADER_SIZE;
+        // Metadata and names. A count is at most 65535, each entry at least 176 bytes: the
+        // buffer length bounds the work before anything is allocated.
+        if count * FILE_META_SIZE > bytes.len() - pos {
+            return Err(file_err(
+                seg,
+                format!(
+                    "segment claims {count} grids but only {} bytes follow its header",
+                    bytes.len() - pos
+                ),
+            ));
+        }
+        let mut metas = Vec::with_capacity(count);
+        for i in 0..count {
+            let idx = grids.len() + i;
+            let Some(m) = bytes.get(pos..pos + FILE_META_SIZE) else {
+                return Err(file_err(
+                    pos,
+                    format!("file ends inside the metadata of grid {idx}"),
+                ));
+            };
+            let name_size = u32_at(m, 136);
+            if name_size > MAX_NAME_SIZE || name_size as usize > bytes.len() - pos - FILE_META_SIZE
+            {
+                return Err(file_err(
+                    pos,
+                    format!("grid {idx}: name size {name_size} runs past the end of the file"),
+                ));
+            }
+            let name_bytes =
+                &bytes[pos + FILE_META_SIZE..pos + FILE_META_SIZE + name_size as usize];
+            let name_bytes = name_bytes.split(|&c| c == 0).next().unwrap_or(name_bytes);
+            let name = String::from_utf8_lossy(name_bytes).into_owned();
+            let meta = FileGridMeta {
+                grid_size: u64_at(m, 0),
+                file_size: u64_at(m, 8),
+                name_key: u64_at(m, 16),
+                voxel_count: u64_at(m, 24),
+                grid_type: GridType::from_u32(u32_at(m, 32)).unwrap_or(GridType::Unknown),
+                grid_class: GridClass::from_u32(u32_at(m, 36)).unwrap_or(GridClass::Unknown),
+                world_bbox: [
+                    [f64_at(m, 40), f64_at(m, 48), f64_at(m, 56)],
+                    [f64_at(m, 64), f64_at(m, 72), f64_at(m, 80)],
+                ],
+                index_bbox: [
+                    [i32_at(m, 88), i32_at(m, 92), i32_at(m, 96)],
+                    [i32_at(m, 100), i32_at(m, 104), i32_at(m, 108)],
+                ],
+                voxel_size: [f64_at(m, 112), f64_at(m, 120), f64_at(m, 128)],
+                node_count: [
+                    u32_at(m, 140),
+                    u32_at(m, 144),
+                    u32_at(m, 148),
+                    u32_at(m, 152),
+                ],
+                tile_count: [u32_at(m, 156), u32_at(m, 160), u32_at(m, 164)],
+                codec,
+                blind_data_count: u16_at(m, 170),
+                version,
+            };
+            pos += FILE_META_SIZE + name_size as usize;
+            metas.push((name, meta));
+        }
+        // Payloads.
+        for (name, meta) in metas {
+            let index = grids.len();
+            let grid_err = |detail: String| NvdbError::Grid {
+                path: path.to_owned(),
+                index,
+                name: name.clone(),
+                detail,
+            };
+            let end = usize::try_from(meta.file_size)
+                .ok()
+                .and_then(|n| pos.checked_add(n))
+                .filter(|&e| e <= bytes.len())
+                .ok_or_else(|| {
+                    grid_err(format!(
+                        "payload of {} bytes at byte {pos} runs past the end of the {}-byte file",
+                        meta.file_size,
+                        bytes.len()
+                    ))
+                })?;
+            let data = codec::decode(codec, &bytes[pos..end], meta.grid_size)
+                .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
+            let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
+            if grid.grid_size() != meta.grid_size {
+                return Err(grid_err(format!(
+                    "grid header says {} bytes, file metadata {}",
+                    grid.grid_size(),
+                    meta.grid_size
+                )));
+            }
+            if meta.grid_type != grid.grid_type() {
+                return Err(grid_err(format!(
+                    "file metadata says {} values, the grid header {}",
+                    meta.grid_type,
+                    grid.grid_type()
+                )));
+            }
+            drop(grid);
+            pos = end;
+            grids.push(FileGrid {
+                name,
+                meta,
+                bytes: data,
+            });
+        }
+    }
+    Ok(grids)
+}
+
+/// Metadata of a grid buffer, as NanoVDB's `FileGridMetaData` constructor derives it.
+pub fn meta_from_grid(grid: &Grid<'_>, codec: Codec, file_size: u64) -> FileGridMeta {
+    let h = grid.header();
+    FileGridMeta {
+        grid_size: h.grid_size,
+        file_size,
+        name_key: string_hash(&h.name),
+        voxel_count: h.active_voxel_count,
+        grid_type: h.grid_type,
+        grid_class: h.grid_class,
+        world_bbox: h.world_bbox,
+        index_bbox: h.index_bbox,
+        voxel_size: h.voxel_size,
+        node_count: [
+            h.node_counts.leaves,
+            h.node_counts.lower,
+            h.node_counts.upper,
+            1,
+        ],
+        tile_count: [h.tile_counts.lower, h.tile_counts.upper, h.tile_counts.root],
+        codec,
+        blind_data_count: h.blind_metadata_count.min(u32::from(u16::MAX)) as u16,
+        version: h.version,
+    }
+}
+
+fn read_raw(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError> {
+    let grids = Grid::parse_all(bytes).map_err(|e| NvdbError::Grid {
+        path: path.to_owned(),
+        index: 0,
+        name: String::new(),
+        detail: format!("raw grid buffer: {e}"),
+    })?;
+    Ok(grids
+        .iter()
+        .map(|g| FileGrid {
+            name: g.name().to_owned(),
+            meta: meta_from_grid(g, Codec::None, g.grid_size()),
+            bytes: g.as_bytes().to_vec(),
+        })
+        .collect())
+}
+
+/// Encodes the segmented file for `grids` (one segment) in memory; see [`write_nvdb`].
+pub fn encode_nvdb(grids: &[&[u8]], codec: Codec) -> Result<Vec<u8>, NvdbError> {
+    encode_for(grids, codec, Path::new("<memory>"))
+}
+
+fn encode_for(grids: &[&[u8]], codec: Codec, path: &Path) -> Result<Vec<u8>, NvdbError> {
+    let input = |index: usize, source: FormatError| NvdbError::Input {
+        path: path.to_owned(),
+        index,
+        source,
+    };
+    if grids.is_empty() || grids.len() > usize::from(u16::MAX) {
+        return Err(NvdbError::File {
+            path: path.to_owned(),
+            offset: 0,
+            detail: format!("a segment holds 1 to 65535 grids, not {}", grids.len()),
+        });
+    }
+    let mut metas = Vec::with_capacity(grids.len());
+    let mut payloads = Vec::with_capacity(grids.len());
+    let mut version = Version::new(32, 4, 2);
+    for (i, bytes) in grids.iter().enumerate() {
+        let grid = Grid::parse(bytes).map_err(|e| input(i, e))?;
+        let mut data = grid.as_bytes().to_vec();
+        // Grid magic "NanoVDB0" for NanoVDB 32.3–32.6 readers (no checksum covers bytes 0..16).
+        data[..8].copy_from_slice(&l::MAGIC_NUMB_BYTES);
+        // A grid taken from a multi-grid buffer becomes grid 0 of 1, as NanoVDB's
+        // `updateGridCount` makes it on reading; the head CRC covers these fields.
+        let h = grid.header();
+        if h.grid_index != 0 || h.grid_count != 1 {
+            data[l::GRID_OFF_GRID_INDEX as usize..][..4].copy_from_slice(&0u32.to_le_bytes());
+            data[l::GRID_OFF_GRID_COUNT as usize..][..4].copy_from_slice(&1u32.to_le_bytes());
+            if h.checksum != CHECKSUM_DISABLED {
+                let scheme = ChecksumScheme::for_version(h.version);
+                let head = compute_checksum_with(&data, scheme, false).map_err(|e| input(i, e))?;
+                let sum = (h.checksum & 0xffff_ffff_0000_0000) | (head & 0xffff_ffff);
+                data[l::GRID_OFF_CHECKSUM as usize..][..8].copy_from_slice(&sum.to_le_bytes());
+            }
+        }
+        if i == 0 {
+            version = grid.version();
+        }
+        let payload = codec::encode(codec, &data).map_err(|CodecError(e)| NvdbError::Grid {
+            path: path.to_owned(),
+            index: i,
+            name: grid.name().to_owned(),
+            detail: e,
+        })?;
+        metas.push((
+            grid.name().to_owned(),
+            meta_from_grid(&grid, codec, payload.len() as u64),
+        ));
+        payloads.push(payload);
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&l::MAGIC_NUMB_BYTES);
+    out.extend_from_slice(&version.0.to_le_bytes());
+    out.extend_from_slice(&(grids.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(codec as u16).to_le_bytes());
+    for (name, m) in &metas {
+        out.extend_from_slice(&m.grid_size.to_le_bytes());
+        out.extend_from_slice(&m.file_size.to_le_bytes());
+        out.extend_from_slice(&m.name_key.to_le_bytes());
+        out.extend_from_slice(&m.voxel_count.to_le_bytes());
+        out.extend_from_slice(&(m.grid_type as u32).to_le_bytes());
+        out.extend_from_slice(&(m.grid_class as u32).to_le_bytes());
+        for v in m.world_bbox.iter().flatten() {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in m.index_bbox.iter().flatten() {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in &m.voxel_size {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&(name.len() as u32 + 1).to_le_bytes());
+        for v in &m.node_count {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in &m.tile_count {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&(codec as u16).to_le_bytes());
+        out.extend_from_slice(&m.blind_data_count.to_le_bytes());
+        out.extend_from_slice(&m.version.0.to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
+    }
+    for p in &payloads {
+        out.extend_from_slice(p);
+    }
+    Ok(out)
+}
+
+/// Writes `grids` (each a grid buffer, validated first) as a standard segmented `.nvdb` file
+/// with one segment, readable by NanoVDB 32.4 through 32.9 (see the module documentation).
+///
+/// Crash-safe: the file is written under a temporary name in the same directory, synced,
+/// renamed over `path`, and the directory is synced; a reader never sees a partial file.
+pub fn write_nvdb(path: impl AsRef<Path>, grids: &[&[u8]], codec: Codec) -> Result<(), NvdbError> {
+    let path = path.as_ref();
+    let data = encode_for(grids, codec, path)?;
+    let io = |op: &'static str| {
+        move |source: std::io::Error| NvdbError::Io {
+            path: path.to_owned(),
+            op,
+            source,
+        }
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path.file_name().ok_or_else(|| NvdbError::File {
+        path: path.to_owned(),
+        offset: 0,
+        detail: "not a file path".into(),
+    })?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(file_name);
+    tmp_name.push(format!(".tmp-{}-{}", std::process::id(), unique()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(io("create temporary file"))?;
+        f.write_all(&data).map_err(io("write"))?;
+        f.sync_all().map_err(io("fsync"))?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(io("rename"))?;
+        // The rename is durable once the directory is synced; not every platform or file
+        // system can open a directory for that, which is no reason to fail the write.
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

@@ -1,0 +1,409 @@
+//! Encoding frames as NanoVDB grids and writing them, in order, to a dataset.
+//!
+//! Frames are generated in parallel (rayon tasks, each itself parallel over bricks and
+//! leaves) but must reach the writer in order. A bounded reorder window caps how many
+//! frames exist at once: frame `f + window` is not started until frame `f` is written, so
+//! memory stays at about `window` frames however slow the writer or uneven the frames.
+
+use super::size::padded;
+use super::{Attribute, Storm, StormParams};
+use crate::dataset::{AttributeSpec, DatasetError, DatasetWriter, LaneSpec, Manifest, Provenance};
+use crate::format::{
+    BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid,
+};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+/// What can go wrong generating a dataset.
+#[derive(Debug, thiserror::Error)]
+pub enum SynthError {
+    /// Encoding a grid failed.
+    #[error("frame {frame} attribute {attribute}: {source}")]
+    Format {
+        /// Frame index.
+        frame: u32,
+        /// Attribute name.
+        attribute: &'static str,
+        /// The encoder's error.
+        source: FormatError,
+    },
+    /// The dataset writer failed.
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
+    /// The parameters cannot be generated.
+    #[error("{0}")]
+    Usage(String),
+    /// A frame task panicked.
+    #[error("frame {frame}: generator panicked: {msg}")]
+    Panic {
+        /// Frame index.
+        frame: u32,
+        /// The panic message.
+        msg: String,
+    },
+    /// Generation stopped because another frame failed first.
+    #[error("aborted")]
+    Aborted,
+}
+
+/// How frames are encoded and scheduled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerateOptions {
+    /// Value encoding of every grid: Float, Fp4, Fp8, Fp16 or FpN.
+    pub grid_type: GridType,
+    /// NanoVDB version the grids identify as.
+    pub version: NanoVdbVersion,
+    /// Checksum coverage.
+    pub checksum: ChecksumMode,
+    /// Frames in flight at most (the reorder window); 0 picks one from `memory_budget`.
+    pub max_frames_in_flight: usize,
+    /// Memory the frames in flight may take when `max_frames_in_flight` is 0, bytes.
+    pub memory_budget: u64,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions {
+            grid_type: GridType::Fp16,
+            version: NanoVdbVersion::default(),
+            checksum: ChecksumMode::default(),
+            max_frames_in_flight: 0,
+            memory_budget: 8 << 30,
+        }
+    }
+}
+
+/// One encoded frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EncodedFrame {
+    /// Frame index.
+    pub frame: u32,
+    /// Storm time, seconds.
+    pub time: f64,
+    /// One NanoVDB grid buffer per attribute, in attribute order.
+    pub grids: Vec<Vec<u8>>,
+    /// Leaves per attribute.
+    pub leaves: Vec<u64>,
+    /// Wall time spent evaluating the fields (parallel over bricks), seconds.
+    pub eval_s: f64,
+    /// Wall time spent encoding the grids (parallel over leaves), seconds.
+    pub encode_s: f64,
+}
+
+impl EncodedFrame {
+    /// Bytes of the frame in a dataset (grids padded to 4 KiB).
+    pub fn padded_bytes(&self) -> u64 {
+        self.grids.iter().map(|g| padded(g.len() as u64)).sum()
+    }
+}
+
+/// Progress of a generation run, reported after every frame written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// Frames written so far.
+    pub frames_done: u32,
+    /// Frames in the run.
+    pub frames_total: u32,
+    /// Bytes written so far (grids padded to 4 KiB).
+    pub bytes_done: u64,
+    /// Time since the run started.
+    pub elapsed: Duration,
+}
+
+/// What a generation run produced and where its time went.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Frames written.
+    pub frames: u32,
+    /// Horizontal resolution.
+    pub resolution: u32,
+    /// Grid type.
+    pub grid_type: Option<GridType>,
+    /// Bytes written (grids padded to 4 KiB).
+    pub bytes: u64,
+    /// Smallest and largest frame, bytes.
+    pub frame_bytes_min: u64,
+    /// Largest frame, bytes.
+    pub frame_bytes_max: u64,
+    /// Largest single grid, bytes (must stay under 4 GiB).
+    pub largest_grid: u64,
+    /// Mean leaves per frame, per attribute.
+    pub mean_leaves: Vec<(Attribute, u64)>,
+    /// Wall time of the run, seconds.
+    pub elapsed_s: f64,
+    /// Sum over frames of field-evaluation wall time, seconds (overlaps between frames).
+    pub eval_s: f64,
+    /// Sum over frames of encoding wall time, seconds (overlaps between frames).
+    pub encode_s: f64,
+    /// Time the ordered sink (the dataset writer) took, seconds.
+    pub write_s: f64,
+    /// The reorder window used.
+    pub window: usize,
+}
+
+impl Report {
+    /// Output rate, bytes per second of wall time.
+    pub fn bytes_per_s(&self) -> f64 {
+        self.bytes as f64 / self.elapsed_s.max(1e-9)
+    }
+}
+
+/// Generates and encodes one frame (parallel over bricks and leaves on the current pool).
+pub fn encode_frame(
+    storm: &Storm,
+    frame: u32,
+    opts: &GenerateOptions,
+) -> Result<EncodedFrame, SynthError> {
+    let params = storm.params();
+    let time = params.frame_time(frame);
+    let t0 = Instant::now();
+    let (vols, _) = storm.volumes_at(time);
+    let eval_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let mut grids = Vec::with_capacity(vols.len());
+    let mut leaves = Vec::with_capacity(vols.len());
+    let transform = params.transform();
+    for (attr, vol) in vols {
+        let info = attr.info();
+        let build = BuildOptions {
+            name: info.name.to_string(),
+            grid_type: opts.grid_type,
+            grid_class: info.class,
+            voxel_size: transform.voxel_size_m,
+            world_origin: transform.origin_m,
+            version: opts.version,
+            checksum: opts.checksum,
+            ..BuildOptions::default()
+        };
+        leaves.push(vol.bricks.len() as u64);
+        let grid = build_grid(&vol, &build).map_err(|source| SynthError::Format {
+            frame,
+            attribute: info.name,
+            source,
+        })?;
+        // Free the volume (as large as the grid or larger) before encoding the next.
+        drop(vol);
+        grids.push(grid);
+    }
+    Ok(EncodedFrame {
+        frame,
+        time: time as f64,
+        grids,
+        leaves,
+        eval_s,
+        encode_s: t1.elapsed().as_secs_f64(),
+    })
+}
+
+/// Waits for the next finished frame. A caller that is itself a rayon worker runs pending
+/// tasks while it waits; blocking would deadlock a one-thread pool.
+fn next_result<T>(rx: &Receiver<T>) -> T {
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return v,
+            Err(TryRecvError::Empty) => {}
+            Err(TryRecvError::Disconnected) => unreachable!("the caller holds a sender"),
+        }
+        match rayon::yield_now() {
+            None => return rx.recv().expect("the caller holds a sender"),
+            Some(rayon::Yield::Executed) => {}
+            Some(rayon::Yield::Idle) => match rx.recv_timeout(Duration::from_millis(1)) {
+                Ok(v) => return v,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => unreachable!("the caller holds a sender"),
+            },
+        }
+    }
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Generates every frame of `storm` and hands them to `sink` in frame order.
+///
+/// Frames run in parallel on the current rayon pool, at most `window` at once (see
+/// [`GenerateOptions::max_frames_in_flight`]); `sink` and `progress` run on the calling
+/// thread. The first error stops the run: frames not yet started are skipped, running ones
+/// finish, and the error is returned.
+pub fn generate_frames(
+    storm: &Storm,
+    opts: &GenerateOptions,
+    mut sink: impl FnMut(EncodedFrame) -> Result<(), SynthError>,
+    mut progress: impl FnMut(&Progress),
+) -> Result<Report, SynthError> {
+    let params = storm.params();
+    check(params, opts)?;
+    let n = params.frames;
+    let window = window_for(params, opts);
+    let abort = AtomicBool::new(false);
+    let start = Instant::now();
+    let mut report = Report {
+        resolution: params.resolution,
+        grid_type: Some(opts.grid_type),
+        window,
+        frame_bytes_min: u64::MAX,
+        ..Report::default()
+    };
+    let mut leaves_sum = vec![0u64; params.attributes.len()];
+    let result = rayon::in_place_scope(|s| {
+        let mut run = || -> Result<(), SynthError> {
+            let (tx, rx) = mpsc::channel::<(u32, Result<EncodedFrame, SynthError>)>();
+            let (mut next_spawn, mut next_write) = (0u32, 0u32);
+            let mut pending = BTreeMap::new();
+            while next_write < n {
+                while next_spawn < n && ((next_spawn - next_write) as usize) < window {
+                    let (tx, f, abort) = (tx.clone(), next_spawn, &abort);
+                    s.spawn(move |_| {
+                        let r = if abort.load(Ordering::Relaxed) {
+                            Err(SynthError::Aborted)
+                        } else {
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                encode_frame(storm, f, opts)
+                            }))
+                            .unwrap_or_else(|p| {
+                                Err(SynthError::Panic {
+                                    frame: f,
+                                    msg: panic_message(p),
+                                })
+                            })
+                        };
+                        // The receiver is gone only if the run already failed.
+                        let _ = tx.send((f, r));
+                    });
+                    next_spawn += 1;
+                }
+                let (f, r) = next_result(&rx);
+                pending.insert(f, r?);
+                while let Some(frame) = pending.remove(&next_write) {
+                    let bytes = frame.padded_bytes();
+                    report.bytes += bytes;
+                    report.frame_bytes_min = report.frame_bytes_min.min(bytes);
+                    report.frame_bytes_max = report.frame_bytes_max.max(bytes);
+                    let largest = frame.grids.iter().map(|g| g.len() as u64).max();
+                    report.largest_grid = report.largest_grid.max(largest.unwrap_or(0));
+                    report.eval_s += frame.eval_s;
+                    report.encode_s += frame.encode_s;
+                    for (s, l) in leaves_sum.iter_mut().zip(&frame.leaves) {
+                        *s += l;
+                    }
+                    let t = Instant::now();
+                    sink(frame)?;
+                    report.write_s += t.elapsed().as_secs_f64();
+                    next_write += 1;
+                    report.frames = next_write;
+                    progress(&Progress {
+                        frames_done: next_write,
+                        frames_total: n,
+                        bytes_done: report.bytes,
+                        elapsed: start.elapsed(),
+                    });
+                }
+            }
+            Ok(())
+        };
+        let r = run();
+        if r.is_err() {
+            // Tasks not yet started see this and skip their work; the scope still waits
+            // for the ones already running.
+            abort.store(true, Ordering::Relaxed);
+        }
+        r
+    });
+    result?;
+    report.elapsed_s = start.elapsed().as_secs_f64();
+    report.frame_bytes_min = report.frame_bytes_min.min(report.frame_bytes_max);
+    report.mean_leaves = params
+        .attributes
+        .iter()
+        .zip(&leaves_sum)
+        .map(|(a, s)| (*a, s / n.max(1) as u64))
+        .collect();
+    Ok(report)
+}
+
+fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError> {
+    if params.frames == 0 {
+        return Err(SynthError::Usage("frame count is zero".into()));
+    }
+    if params.attributes.is_empty() {
+        return Err(SynthError::Usage("no attributes selected".into()));
+    }
+    if !matches!(
+        opts.grid_type,
+        GridType::Float | GridType::Fp4 | GridType::Fp8 | GridType::Fp16 | GridType::FpN
+    ) {
+        return Err(SynthError::Usage(format!(
+            "grid type {} cannot hold the generator's scalar fields",
+            opts.grid_type
+        )));
+    }
+    if !(params.time_span_s.is_finite() && params.time_span_s >= 0.0) {
+        return Err(SynthError::Usage(
+            "time span must be finite and >= 0".into(),
+        ));
+    }
+    if params.frames > 1 && params.time_span_s <= 0.0 {
+        return Err(SynthError::Usage(
+            "several frames need a positive time span (frame times must increase)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The reorder window: as given, or as many frames as fit the memory budget (a frame in
+/// flight holds its volumes, about 2.1 KB per leaf, and then its grids), at least 1 and at
+/// most twice the thread count (more only adds memory).
+fn window_for(params: &StormParams, opts: &GenerateOptions) -> usize {
+    if opts.max_frames_in_flight > 0 {
+        return opts.max_frames_in_flight;
+    }
+    // A quick estimate from the voxel count: the storm fills about 12 % of the domain's
+    // bricks at moderate resolution, and each frame's peak is about volumes + grids.
+    let [nx, ny, nz] = params.dims().map(|d| d as u64);
+    let bricks = nx * ny * nz / 512;
+    let attrs = params.attributes.len() as u64;
+    let per_frame = bricks * 12 / 100 * attrs * (2_200 + 2_144);
+    let fit = (opts.memory_budget / per_frame.max(1)) as usize;
+    fit.clamp(1, 2 * rayon::current_num_threads())
+}
+
+/// The dataset's attribute list for `params`.
+pub fn attribute_specs(params: &StormParams) -> Vec<AttributeSpec> {
+    params
+        .attributes
+        .iter()
+        .map(|a| AttributeSpec::new(a.name()))
+        .collect()
+}
+
+/// Generates the storm of `params` into a new dataset at `dir` (lanes, chunk size and
+/// provenance as [`DatasetWriter::create`] takes them) and commits it.
+pub fn generate_dataset(
+    params: &StormParams,
+    opts: &GenerateOptions,
+    dir: &Path,
+    lanes: LaneSpec,
+    chunk_size: u64,
+    provenance: Provenance,
+    progress: impl FnMut(&Progress),
+) -> Result<(Report, Manifest), SynthError> {
+    check(params, opts)?;
+    let storm = Storm::new(params.clone());
+    let mut writer =
+        DatasetWriter::create(dir, lanes, chunk_size, attribute_specs(params), provenance)?;
+    let report = generate_frames(
+        &storm,
+        opts,
+        |f| Ok(writer.push_frame(f.time, f.grids)?),
+        progress,
+    )?;
+    let manifest = writer.finish()?;
+    Ok((report, manifest))
+}

@@ -1,0 +1,967 @@
+//! The procedural storm: time-dependent feature geometry and per-brick field evaluation.
+//!
+//! World space is metres, x east, y north, z up, with the domain's south-west ground corner at
+//! the origin. The storm moves east-north-east; upper-level winds blow its anvil east (+x).
+//! Every feature is an analytic shape (tilted cylinder, ellipsoid, spiral band, vortex)
+//! roughened by [`NoiseTile`] samples taken in a frame that moves with the feature (rising
+//! in the updraft, spinning around the funnel), so texture evolves continuously with time.
+//!
+//! Each feature also has a conservative bound ([`Bound`]); a brick evaluates only the
+//! features whose bounds it touches, and one that touches none is skipped without looking
+//! at its voxels. That is what makes empty air free and keeps per-voxel work small.
+
+use super::noise::{NoiseTile, unit};
+
+/// Horizontal extent of the domain (both x and y), metres.
+pub const DOMAIN_XY_M: f32 = 32_000.0;
+/// Vertical extent of the domain, metres (half the horizontal extent).
+pub const DOMAIN_Z_M: f32 = 16_000.0;
+
+/// Height of the lifting condensation level (flat cloud base), metres.
+const CLOUD_BASE: f32 = 1_400.0;
+/// Tropopause height: where the updraft spreads into the anvil, metres.
+const TROPOPAUSE: f32 = 11_600.0;
+/// Horizontal displacement of the updraft axis per metre of height (downshear tilt).
+const TOWER_TILT: f32 = 0.15;
+/// Peak updraft speed, m/s.
+const UPDRAFT_MAX: f32 = 48.0;
+/// Height at which the tornado attaches to the wall cloud, metres.
+const FUNNEL_TOP: f32 = 850.0;
+/// Outer radius of the tornado's wind field (tapered to zero there), metres.
+const TORNADO_WIND_RADIUS: f32 = 1_500.0;
+/// Core radius of the mesocyclone, metres.
+const MESO_RADIUS: f32 = 2_200.0;
+/// Outer radius of the mesocyclone's wind field, metres.
+const MESO_OUTER: f32 = 5_000.0;
+/// Radius of the wall cloud, metres.
+const WALL_RADIUS: f32 = 1_700.0;
+/// Depth by which the wall cloud hangs below the cloud base at its centre, metres.
+const WALL_DROP: f32 = 650.0;
+
+/// Feature bits: which parts of the model a brick must evaluate.
+pub const F_TOWER: u32 = 1 << 0;
+/// Overshooting top.
+pub const F_DOME: u32 = 1 << 1;
+/// Anvil.
+pub const F_ANVIL: u32 = 1 << 2;
+/// Wall cloud.
+pub const F_WALL: u32 = 1 << 3;
+/// Condensation funnel and debris cloud.
+pub const F_FUNNEL: u32 = 1 << 4;
+/// Tornado vortex winds.
+pub const F_TORNADO: u32 = 1 << 5;
+/// Forward-flank downdraft rain.
+pub const F_FFD: u32 = 1 << 6;
+/// Rear-flank downdraft rain (the hook).
+pub const F_HOOK: u32 = 1 << 7;
+/// Mesocyclone winds.
+pub const F_MESO: u32 = 1 << 8;
+
+/// Values below this (g/kg) count as no cloud or rain: voxels stay inactive.
+pub const MIXING_THRESHOLD: f32 = 0.01;
+/// Storm-induced horizontal wind (m/s) above which the wind fields are active without cloud.
+const WIND_PERTURBATION_THRESHOLD: f32 = 10.0;
+/// Vertical velocity magnitude (m/s) above which the wind fields are active without cloud.
+const VERTICAL_THRESHOLD: f32 = 3.0;
+
+/// The shape of a [`Bound`] inside its box.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape {
+    /// The box itself.
+    Box,
+    /// A tilted elliptic cylinder: axis at `c0 + slope * z`, semi-axes `r` (x, y).
+    Cylinder {
+        /// Axis position at z = 0.
+        c0: [f32; 2],
+        /// Axis displacement per metre of height.
+        slope: [f32; 2],
+        /// Semi-axes along x and y.
+        r: [f32; 2],
+    },
+    /// The anvil's fan: half-width `half0` at `x0`, growing by `slope` per metre downwind,
+    /// centred on `y0`; its lowest point rises downwind (`zmin` per `seg` metres past x0).
+    Fan {
+        /// Where the fan starts widening.
+        x0: f32,
+        /// Centre line.
+        y0: f32,
+        /// Half-width at `x0` (and at most that upwind).
+        half0: f32,
+        /// Widening per metre downwind.
+        slope: f32,
+        /// Lowest possible anvil base per segment downwind of `x0`.
+        zmin: [f32; 16],
+        /// Segment length.
+        seg: f32,
+    },
+}
+
+/// A conservative world-space bound of one feature: a box narrowed by a [`Shape`].
+#[derive(Clone, Copy, Debug)]
+pub struct Bound {
+    /// The feature bit evaluated where the bound is touched (0: none, activation only).
+    pub bit: u32,
+    /// Whether the feature can make voxels active by itself (cloud, rain, strong wind).
+    /// Bricks touching only non-activating bounds are skipped without evaluation; those
+    /// features only add to the wind of bricks that are active for another reason.
+    pub activates: bool,
+    /// Minimum corner (metres).
+    pub min: [f32; 3],
+    /// Maximum corner (metres).
+    pub max: [f32; 3],
+    /// Shape within the box.
+    pub shape: Shape,
+}
+
+impl Bound {
+    fn aabb(bit: u32, min: [f32; 3], max: [f32; 3]) -> Bound {
+        Bound {
+            bit,
+            activates: true,
+            min,
+            max,
+            shape: Shape::Box,
+        }
+    }
+
+    fn cylinder(bit: u32, c0: [f32; 2], slope: [f32; 2], r: [f32; 2], z: [f32; 2]) -> Bound {
+        let xs = [c0[0] + slope[0] * z[0], c0[0] + slope[0] * z[1]];
+        let ys = [c0[1] + slope[1] * z[0], c0[1] + slope[1] * z[1]];
+        Bound {
+            bit,
+            activates: true,
+            min: [xs[0].min(xs[1]) - r[0], ys[0].min(ys[1]) - r[1], z[0]],
+            max: [xs[0].max(xs[1]) + r[0], ys[0].max(ys[1]) + r[1], z[1]],
+            shape: Shape::Cylinder { c0, slope, r },
+        }
+    }
+
+    fn passive(mut self) -> Bound {
+        self.activates = false;
+        self
+    }
+
+    /// Whether the box [lo, hi] may hold a point of the feature.
+    pub fn touches(&self, lo: [f32; 3], hi: [f32; 3]) -> bool {
+        for a in 0..3 {
+            if hi[a] < self.min[a] || lo[a] > self.max[a] {
+                return false;
+            }
+        }
+        match self.shape {
+            Shape::Box => true,
+            Shape::Cylinder { c0, slope, r } => {
+                // Axis at the middle of the overlapping z range; within the range it moves
+                // by at most |slope| * half-range, which widens the box.
+                let z0 = lo[2].max(self.min[2]);
+                let z1 = hi[2].min(self.max[2]);
+                let zm = 0.5 * (z0 + z1);
+                let hz = 0.5 * (z1 - z0);
+                let c = [c0[0] + slope[0] * zm, c0[1] + slope[1] * zm];
+                let mut d2 = 0.0;
+                for a in 0..2 {
+                    let spread = slope[a].abs() * hz;
+                    let d = (lo[a] - spread - c[a]).max(0.0).max(c[a] - hi[a] - spread);
+                    d2 += (d / r[a]) * (d / r[a]);
+                }
+                d2 <= 1.0
+            }
+            Shape::Fan {
+                x0,
+                y0,
+                half0,
+                slope,
+                zmin,
+                seg,
+            } => {
+                let half = half0 + slope * (hi[0] - x0).max(0.0);
+                let dy = (lo[1] - y0).max(0.0).max(y0 - hi[1]);
+                let k = ((lo[0] - x0).max(0.0) / seg) as usize;
+                dy <= half && hi[2] >= zmin[k.min(15)]
+            }
+        }
+    }
+}
+
+/// Feature bits of `bounds` touching [lo, hi], and whether an activating one does.
+pub fn features_in(bounds: &[Bound], lo: [f32; 3], hi: [f32; 3]) -> (u32, bool) {
+    let mut mask = 0;
+    let mut active = false;
+    for b in bounds {
+        if b.touches(lo, hi) {
+            mask |= b.bit;
+            active |= b.activates;
+        }
+    }
+    (mask, active)
+}
+
+/// Lowest possible anvil base `ddx` metres downwind of the tower top (see the anvil in
+/// `eval_brick`: top >= TROPOPAUSE + 40, thickness and mammatus at most as below, and the
+/// noise lowers the base by at most 560 m).
+fn anvil_lowest_base(ddx: f32) -> f32 {
+    let thick = anvil_thickness(ddx.max(0.0));
+    let mam = if ddx < 14_000.0 {
+        450.0 * 1.3 * (1.0 - ddx.max(0.0) / 14_000.0)
+    } else {
+        0.0
+    };
+    TROPOPAUSE + 40.0 - thick - mam - 560.0 - 10.0
+}
+
+/// Radius of the updraft tower at height z: widening above cloud base, narrowing a little
+/// in mid levels, flaring into the anvil near the tropopause.
+#[inline]
+fn tower_radius(z: f32) -> f32 {
+    2_600.0 + 1_200.0 * smoothstep(CLOUD_BASE, 6_000.0, z) - 500.0 * smoothstep(7_000.0, 9_500.0, z)
+        + 1_600.0 * smoothstep(9_000.0, TROPOPAUSE, z)
+}
+
+/// Anvil thickness on its centre line, `ddx` metres downwind of the tower top.
+#[inline(always)]
+fn anvil_thickness(ddx: f32) -> f32 {
+    3_200.0 - 2_500.0 * sat(ddx * (1.0 / 20_000.0))
+}
+
+/// Field values of one 8³ brick, in NanoVDB leaf order.
+pub struct BrickFields {
+    /// Cloud condensate (plus lofted debris), g/kg.
+    pub cloud: [f32; 512],
+    /// Rain mixing ratio, g/kg.
+    pub rain: [f32; 512],
+    /// Wind speed, m/s.
+    pub wind: [f32; 512],
+    /// Vertical velocity, m/s.
+    pub w: [f32; 512],
+    /// Vertical vorticity, 1/s.
+    pub vort: [f32; 512],
+    /// Whether the storm is present at the voxel (activity of the wind-derived fields).
+    pub storm: [bool; 512],
+}
+
+impl BrickFields {
+    /// Zeroed fields.
+    pub fn new() -> BrickFields {
+        BrickFields {
+            cloud: [0.0; 512],
+            rain: [0.0; 512],
+            wind: [0.0; 512],
+            w: [0.0; 512],
+            vort: [0.0; 512],
+            storm: [false; 512],
+        }
+    }
+}
+
+/// Terms that depend on height only, computed for the eight z levels of a brick.
+#[derive(Clone, Copy, Default)]
+struct ZTerms {
+    z: f32,
+    env: [f32; 2],
+    // Updraft tower.
+    tower_c: [f32; 2],
+    tower_inv_r: f32,
+    tower_q: f32,
+    tower_w: f32,
+    // Overshooting top: squared normalised height above the tropopause.
+    dome_h2: f32,
+    // Tornado.
+    axis: [f32; 2],
+    funnel_inv_r: f32,
+    funnel_q: f32,
+    core_r: f32,
+    tor_v: f32,
+    tor_rot: [f32; 2],
+    tor_inflow: f32,
+    tor_w: f32,
+    debris_r: f32,
+    debris_q: f32,
+    // Mesocyclone.
+    meso_c: [f32; 2],
+    meso_v: f32,
+    // Rain.
+    ffd_shift: f32,
+    ffd_q: f32,
+    hook_top: f32,
+}
+
+/// Smooth Hermite step from 0 at `e0` to 1 at `e1`.
+#[inline(always)]
+pub fn smoothstep(e0: f32, e1: f32, x: f32) -> f32 {
+    let t = ((x - e0) / (e1 - e0)).clamp(0.0, 1.0);
+    t * t * (3.0 - 2.0 * t)
+}
+
+#[inline(always)]
+fn sat(x: f32) -> f32 {
+    x.clamp(0.0, 1.0)
+}
+
+/// atan2 in [0, 2π) from a degree-7 odd polynomial (max error about 1e-4 rad): pure
+/// arithmetic, no libm call, used only where the hook's spiral needs an angle.
+#[inline(always)]
+fn angle(y: f32, x: f32) -> f32 {
+    use std::f32::consts::{FRAC_PI_2, PI, TAU};
+    let (ax, ay) = (x.abs(), y.abs());
+    let (mn, mx) = (ax.min(ay), ax.max(ay));
+    let a = mn / mx.max(1e-20);
+    let s = a * a;
+    let mut r = ((-0.046_496_473 * s + 0.159_314_22) * s - 0.327_622_77) * s * a + a;
+    if ay > ax {
+        r = FRAC_PI_2 - r;
+    }
+    if x < 0.0 {
+        r = PI - r;
+    }
+    if y < 0.0 {
+        r = TAU - r;
+    }
+    r
+}
+
+/// Linear interpolation through a height table (metres, value).
+fn table(z: f32, pts: &[(f32, [f32; 2])]) -> [f32; 2] {
+    if z <= pts[0].0 {
+        return pts[0].1;
+    }
+    for w in pts.windows(2) {
+        let ((z0, a), (z1, b)) = (w[0], w[1]);
+        if z <= z1 {
+            let t = (z - z0) / (z1 - z0);
+            return [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t];
+        }
+    }
+    pts[pts.len() - 1].1
+}
+
+/// Ground-relative environmental wind (u east, v north) at height z: a veering, strongly
+/// sheared hodograph typical of tornadic supercells.
+fn environment_wind(z: f32) -> [f32; 2] {
+    table(
+        z,
+        &[
+            (0.0, [2.0, 9.0]),
+            (1_000.0, [7.0, 13.0]),
+            (3_000.0, [13.0, 10.0]),
+            (6_000.0, [21.0, 5.0]),
+            (10_000.0, [31.0, 2.0]),
+            (13_000.0, [33.0, 0.0]),
+        ],
+    )
+}
+
+/// The storm at one instant: every time-dependent parameter, ready for brick evaluation.
+pub struct FrameModel<'a> {
+    noise: &'a NoiseTile,
+    /// Storm time, seconds.
+    pub t: f32,
+    /// Progress through the sequence, 0..1 (drives the tornado's life cycle).
+    pub s: f32,
+    /// Low-level mesocyclone centre (storm reference point), metres.
+    pub meso: [f32; 2],
+    /// Ground contact point of the tornado axis (also where it would touch down), metres.
+    pub tornado_ground: [f32; 2],
+    /// Height of the funnel's tip: FUNNEL_TOP before it forms, below 0 once touched down.
+    pub funnel_tip: f32,
+    /// Debris amount 0..1 (grows after touchdown).
+    pub debris: f32,
+    tornado_top: [f32; 2],
+    bow: [f32; 2],
+    rope_amp: f32,
+    rope_phase: f32,
+    funnel_r_bot: f32,
+    funnel_r_top: f32,
+    tor_vmax: f32,
+    tor_spin: f32,
+    meso_spin: [f32; 2],
+    wobble_phase: f32,
+    dome_height: f32,
+    anvil_x0: f32,
+    seed_off: [f32; 3],
+    /// Feature bounds, indexed by feature bit number.
+    pub bounds: Vec<Bound>,
+}
+
+impl<'a> FrameModel<'a> {
+    /// The storm at time `t` (seconds) of a sequence spanning `span` seconds with touchdown at
+    /// fraction `touchdown` of the span. `seed` shifts the storm slightly and the noise.
+    pub fn new(noise: &'a NoiseTile, seed: u64, t: f32, span: f32, touchdown: f32) -> Self {
+        let s = if span > 0.0 { sat(t / span) } else { 0.0 };
+        // The seed nudges the storm's start by up to ±600 m so different seeds differ in
+        // more than texture, while the anatomy stays in the same place in the domain.
+        let jx = (unit(seed, 101) as f32 - 0.5) * 1_200.0;
+        let jy = (unit(seed, 102) as f32 - 0.5) * 1_200.0;
+        let meso = [9_800.0 + jx + 12.0 * t, 14_500.0 + jy + 3.5 * t];
+        let seed_off = [
+            unit(seed, 1) as f32 * 64.0,
+            unit(seed, 2) as f32 * 64.0,
+            unit(seed, 3) as f32 * 64.0,
+        ];
+
+        // Tornado life cycle: a funnel lowers from the wall cloud from s = 0.05, touches down
+        // at `touchdown`, intensifies, then tilts and ropes out towards the end.
+        let td = touchdown.clamp(0.1, 0.9);
+        let lower = smoothstep(0.05, td, s);
+        // The tip ends 80 m below ground at touchdown, so the funnel meets the ground at
+        // nearly its full width rather than at a point.
+        let funnel_tip = FUNNEL_TOP - (FUNNEL_TOP + 80.0) * lower;
+        let formed = smoothstep(0.0, 0.08, s);
+        let rope = smoothstep(0.72, 1.0, s);
+        let debris = smoothstep(td, td + 0.06, s) * (1.0 - 0.5 * rope);
+        let top_rel = [250.0, -250.0];
+        // The ground point drifts rearward and to the left of the storm motion.
+        let ground_rel = [350.0 - 900.0 * s, -450.0 - 350.0 * s * s];
+        let tornado_top = [meso[0] + top_rel[0], meso[1] + top_rel[1]];
+        let tornado_ground = [meso[0] + ground_rel[0], meso[1] + ground_rel[1]];
+        let d = [top_rel[0] - ground_rel[0], top_rel[1] - ground_rel[1]];
+        let bow = [-d[1] * (0.15 + 0.25 * rope), d[0] * (0.15 + 0.25 * rope)];
+        let tor_vmax = formed * (40.0 + 50.0 * smoothstep(td - 0.08, td + 0.04, s));
+
+        let dome_height = 1_900.0 + 350.0 * (std::f32::consts::TAU * t / 200.0).sin();
+        let bounds = Self::make_bounds(
+            meso,
+            tornado_ground,
+            tornado_top,
+            bow,
+            40.0 + 140.0 * rope,
+            dome_height,
+        );
+        let mut m = FrameModel {
+            noise,
+            t,
+            s,
+            meso,
+            tornado_ground,
+            funnel_tip,
+            debris,
+            tornado_top,
+            bow,
+            rope_amp: 15.0 + 140.0 * rope,
+            rope_phase: 0.5 * t,
+            funnel_r_bot: 85.0 * (1.0 - 0.45 * rope),
+            funnel_r_top: 280.0 * (1.0 - 0.3 * rope),
+            tor_vmax,
+            tor_spin: 0.09 * t,
+            meso_spin: [(0.025 * t).cos(), (0.025 * t).sin()],
+            wobble_phase: 0.004 * t,
+            dome_height,
+            anvil_x0: meso[0] + TOWER_TILT * TROPOPAUSE,
+            seed_off,
+            bounds,
+        };
+        if formed <= 0.0 {
+            m.bounds.retain(|b| b.bit != F_FUNNEL && b.bit != F_TORNADO);
+        }
+        m
+    }
+
+    fn make_bounds(
+        meso: [f32; 2],
+        ground: [f32; 2],
+        top: [f32; 2],
+        bow: [f32; 2],
+        rope: f32,
+        dome_height: f32,
+    ) -> Vec<Bound> {
+        let [mx, my] = meso;
+        // Margins below follow from each feature's formula in `eval_brick`: where noise
+        // (|n| <= 1.4) can push an edge out, the bound is widened by the same amount.
+        let wob = 260.0;
+        let tilt = [TOWER_TILT, 0.0];
+        let ax0 = mx + TOWER_TILT * TROPOPAUSE;
+        let mut zmin = [0f32; 16];
+        let seg = 2_000.0;
+        for (k, z) in zmin.iter_mut().enumerate() {
+            *z = anvil_lowest_base(k as f32 * seg);
+        }
+        let mut b = vec![
+            // Below cloud base only the updraft's core (w > 0) reaches out, to 0.66 R.
+            Bound::cylinder(
+                F_TOWER,
+                [mx, my],
+                tilt,
+                [2_000.0 + wob; 2],
+                [0.0, CLOUD_BASE - 280.0],
+            ),
+            Bound::cylinder(
+                F_TOWER,
+                [mx, my],
+                tilt,
+                [1.45 * tower_radius(6_500.0) + wob; 2],
+                [CLOUD_BASE - 300.0, 9_000.0],
+            ),
+            Bound::cylinder(
+                F_TOWER,
+                [mx, my],
+                tilt,
+                [1.45 * tower_radius(TROPOPAUSE) + wob; 2],
+                [9_000.0, TROPOPAUSE + 320.0],
+            ),
+            // The updraft's core (w > 0, out to 0.645 R) continues into the overshooting top.
+            Bound::cylinder(
+                F_TOWER,
+                [mx, my],
+                tilt,
+                [0.65 * tower_radius(TROPOPAUSE) + wob; 2],
+                [TROPOPAUSE, TROPOPAUSE + dome_height],
+            ),
+            Bound::cylinder(
+                F_DOME,
+                [ax0, my],
+                [0.0, 0.0],
+                [1.18 * 2_900.0; 2],
+                [TROPOPAUSE - 700.0, TROPOPAUSE - 400.0 + 1.18 * dome_height],
+            ),
+            Bound {
+                bit: F_ANVIL,
+                activates: true,
+                min: [ax0 - 4_800.0, -1e9, zmin[0]],
+                max: [1e9, 1e9, TROPOPAUSE + 250.0 + 150.0 * 1.4 + 10.0],
+                shape: Shape::Fan {
+                    x0: ax0,
+                    y0: my,
+                    half0: 1.4 * 3_900.0,
+                    slope: 1.4 * 0.55,
+                    zmin,
+                    seg,
+                },
+            },
+            Bound::cylinder(
+                F_WALL,
+                [mx - 200.0, my - 150.0],
+                [0.0, 0.0],
+                [1.42 * WALL_RADIUS; 2],
+                [0.0, CLOUD_BASE + 300.0],
+            ),
+            Bound::cylinder(
+                F_FFD,
+                [mx + 4_800.0, my + 3_000.0],
+                [0.3, 0.0],
+                [1.285 * 7_000.0, 1.285 * 3_200.0],
+                [0.0, 8_000.0],
+            ),
+            Bound::cylinder(
+                F_HOOK,
+                [mx, my],
+                [0.0, 0.0],
+                [4_000.0 + 1.49 * 1_300.0; 2],
+                [0.0, 5_000.0],
+            ),
+            // The mesocyclone's wind reaches MESO_OUTER, but exceeds the activity threshold
+            // only within about 3 km and above 500 m.
+            Bound::cylinder(
+                F_MESO,
+                [mx, my],
+                [0.5 * TOWER_TILT, 0.0],
+                [MESO_OUTER + wob; 2],
+                [0.0, 10_000.0],
+            )
+            .passive(),
+            Bound::cylinder(
+                F_MESO,
+                [mx, my],
+                [0.5 * TOWER_TILT, 0.0],
+                [3_000.0 + wob; 2],
+                [500.0, 10_000.0],
+            ),
+        ];
+        // Tornado: the box around the axis' sweep (straight line, bow and rope wiggle).
+        let reach = bow[0].hypot(bow[1]) + rope;
+        let lo = [ground[0].min(top[0]) - reach, ground[1].min(top[1]) - reach];
+        let hi = [ground[0].max(top[0]) + reach, ground[1].max(top[1]) + reach];
+        // The debris cloud reaches 1.63 times its radius (at most 670 m).
+        let m = 1_100.0;
+        b.push(Bound::aabb(
+            F_FUNNEL,
+            [lo[0] - m, lo[1] - m, 0.0],
+            [hi[0] + m, hi[1] + m, FUNNEL_TOP + 110.0],
+        ));
+        let m = TORNADO_WIND_RADIUS;
+        b.push(Bound::aabb(
+            F_TORNADO,
+            [lo[0] - m, lo[1] - m, 0.0],
+            [hi[0] + m, hi[1] + m, FUNNEL_TOP + 60.0],
+        ));
+        b
+    }
+
+    /// Feature bits whose bounds touch the world box [lo, hi], and whether any of them can
+    /// make a voxel active (if not, the box holds nothing).
+    pub fn features_in(&self, lo: [f32; 3], hi: [f32; 3]) -> (u32, bool) {
+        features_in(&self.bounds, lo, hi)
+    }
+
+    /// Tornado axis position at height z (straight line ground → top, bowed, with a helical
+    /// rope wiggle that grows late in life).
+    pub fn axis(&self, z: f32) -> [f32; 2] {
+        let u = sat(z / FUNNEL_TOP);
+        let bow = 4.0 * u * (1.0 - u);
+        let ph = std::f32::consts::TAU * 1.5 * u + self.rope_phase;
+        let wig = self.rope_amp * u * (1.0 - u) * 4.0;
+        [
+            self.tornado_ground[0]
+                + (self.tornado_top[0] - self.tornado_ground[0]) * u
+                + self.bow[0] * bow
+                + wig * ph.sin(),
+            self.tornado_ground[1]
+                + (self.tornado_top[1] - self.tornado_ground[1]) * u
+                + self.bow[1] * bow
+                + wig * 0.6 * ph.cos(),
+        ]
+    }
+
+    /// Updraft tower axis at height z.
+    fn tower_centre(&self, z: f32) -> [f32; 2] {
+        let ph = self.wobble_phase + z / 2_600.0;
+        [
+            self.meso[0] + TOWER_TILT * z + 250.0 * ph.sin(),
+            self.meso[1] + 250.0 * (0.7 * ph + 1.3).cos(),
+        ]
+    }
+
+    fn zterms(&self, z: f32, mask: u32) -> ZTerms {
+        let mut k = ZTerms {
+            z,
+            env: environment_wind(z),
+            ..ZTerms::default()
+        };
+        if mask & (F_TOWER | F_DOME | F_MESO) != 0 {
+            k.tower_c = self.tower_centre(z);
+            let r = tower_radius(z);
+            k.tower_inv_r = 1.0 / r;
+            k.tower_q = (1.1 + 1.4 * smoothstep(CLOUD_BASE, 6_000.0, z)
+                - 1.5 * smoothstep(8_000.0, 12_000.0, z))
+                * smoothstep(CLOUD_BASE - 150.0, CLOUD_BASE + 250.0, z)
+                * (1.0 - smoothstep(TROPOPAUSE - 300.0, TROPOPAUSE + 300.0, z));
+            k.tower_w = UPDRAFT_MAX
+                * smoothstep(0.0, 5_500.0, z)
+                * (1.0 - 0.75 * smoothstep(9_500.0, TROPOPAUSE + 1_500.0, z))
+                * (1.0 - smoothstep(TROPOPAUSE, TROPOPAUSE + self.dome_height, z));
+            let h = (z - TROPOPAUSE + 400.0).max(0.0) / self.dome_height;
+            k.dome_h2 = if z > TROPOPAUSE - 700.0 { h * h } else { 4.0 };
+            k.meso_c = [k.tower_c[0] - TOWER_TILT * z * 0.5, k.tower_c[1]];
+            k.meso_v = 24.0
+                * (0.4 + 0.6 * smoothstep(300.0, 3_000.0, z))
+                * (1.0 - smoothstep(6_500.0, 10_000.0, z));
+        }
+        if mask & (F_FUNNEL | F_TORNADO) != 0 {
+            let u = sat(z / FUNNEL_TOP);
+            k.axis = self.axis(z);
+            let r = self.funnel_r_bot + (self.funnel_r_top - self.funnel_r_bot) * u * u;
+            // The funnel tapers to a point at its tip while it lowers.
+            let tip = sat((z - self.funnel_tip) / 220.0);
+            let r_cond = r * tip.sqrt();
+            // No funnel below the tip: an infinitesimal radius keeps the edge test negative.
+            k.funnel_inv_r = 1.0 / r_cond.max(1e-3);
+            k.funnel_q = if z <= FUNNEL_TOP + 100.0 && self.tor_vmax > 0.0 {
+                2.2
+            } else {
+                0.0
+            };
+            k.core_r = 0.8 * r + 25.0;
+            // The circulation reaches about 250 m below the visible funnel tip.
+            let gate = sat((z - self.funnel_tip + 250.0) / 250.0)
+                * (1.0 - smoothstep(FUNNEL_TOP - 150.0, FUNNEL_TOP + 50.0, z));
+            k.tor_v = self.tor_vmax * (1.0 - 0.3 * u) * gate;
+            let a = self.tor_spin + z * 0.003;
+            k.tor_rot = [a.cos(), a.sin()];
+            k.tor_inflow = 0.6 * (-z / 120.0).exp();
+            k.tor_w = 35.0 * gate * smoothstep(0.0, 150.0, z);
+            k.debris_r = 160.0 + 260.0 * self.debris + 0.45 * z;
+            let dh = 150.0 + 400.0 * self.debris;
+            k.debris_q = 3.0 * self.debris * sat(1.0 - z / dh);
+        }
+        if mask & (F_FFD | F_HOOK) != 0 {
+            k.ffd_shift = 0.3 * z;
+            k.ffd_q = smoothstep(8_000.0, 4_200.0, z) * (0.75 + 0.25 * smoothstep(0.0, 1_000.0, z));
+            k.hook_top = z;
+        }
+        k
+    }
+
+    /// Evaluates every field on the brick whose voxel (0,0,0) is at world position `p0`,
+    /// with voxel spacing `dx`, using only the features in `mask`.
+    pub fn eval_brick(&self, p0: [f32; 3], dx: f32, mask: u32, out: &mut BrickFields) {
+        let mut zt = [ZTerms::default(); 8];
+        for (k, t) in zt.iter_mut().enumerate() {
+            *t = self.zterms(p0[2] + k as f32 * dx, mask);
+        }
+        let nz = self.noise;
+        let so = self.seed_off;
+        let t = self.t;
+        let (cm, sm) = (self.meso_spin[0], self.meso_spin[1]);
+        let ax0 = self.anvil_x0;
+        for i in 0..8 {
+            let x = p0[0] + i as f32 * dx;
+            for j in 0..8 {
+                let y = p0[1] + j as f32 * dx;
+                let base = i * 64 + j * 8;
+                for (k, zk) in zt.iter().enumerate() {
+                    let z = zk.z;
+                    let n = base + k;
+                    let mut cloud = 0.0f32;
+                    let mut rain = 0.0f32;
+                    let mut w = 0.0f32;
+                    let mut uv = zk.env;
+                    let mut pert = [0.0f32; 2];
+                    let mut vort = 0.0f32;
+                    let mut gust = 0.0f32;
+
+                    if mask & (F_TOWER | F_DOME) != 0 {
+                        let dxu = x - zk.tower_c[0];
+                        let dyu = y - zk.tower_c[1];
+                        let r2 = dxu * dxu + dyu * dyu;
+                        let q = r2.sqrt() * zk.tower_inv_r;
+                        // Texture rises with the updraft (10 m/s) and drifts with the storm:
+                        // billows of 1-4 km from the coarse sample, detail from a finer one.
+                        let (ux, uy, uz) = (x - self.meso[0], y - self.meso[1], z - 10.0 * t);
+                        let nt = nz.sample(
+                            ux * (1.0 / 230.0) + so[0],
+                            uy * (1.0 / 230.0) + so[1],
+                            uz * (1.0 / 230.0) + so[2],
+                        );
+                        let nf = nz.sample(
+                            (0.36 * ux + 0.48 * uy - 0.8 * uz) * (1.0 / 70.0) + 5.0,
+                            (-0.8 * ux + 0.6 * uy) * (1.0 / 70.0) + 9.0,
+                            (0.48 * ux + 0.64 * uy + 0.6 * uz) * (1.0 / 70.0) + 3.0,
+                        );
+                        if mask & F_TOWER != 0 {
+                            // Billowed edge: |noise| makes rounded cauliflower lobes
+                            // separated by creases.
+                            let edge = 1.0 - q + 0.5 * (nt.abs() - 0.3) + 0.1 * nf;
+                            let base_rag = smoothstep(-60.0, 120.0, z - CLOUD_BASE + 160.0 * nt);
+                            cloud = cloud.max(zk.tower_q * smoothstep(0.0, 0.1, edge) * base_rag);
+                            let core = sat(1.0 - q * q * 2.4);
+                            w += zk.tower_w * core * core * (1.0 + 0.15 * nt);
+                            gust += 0.12 * nt * core;
+                        }
+                        if mask & F_DOME != 0 && zk.dome_h2 < 2.0 {
+                            let dxd = x - self.anvil_x0;
+                            let dyd = y - self.meso[1];
+                            let rd2 = (dxd * dxd + dyd * dyd) * (1.0 / (2_900.0 * 2_900.0));
+                            let e = 1.0 - rd2 - zk.dome_h2 + 0.35 * (nt.abs() - 0.3) + 0.08 * nf;
+                            cloud = cloud.max(1.2 * smoothstep(0.0, 0.2, e));
+                        }
+                    }
+
+                    if mask & F_ANVIL != 0 {
+                        let ddx = x - ax0;
+                        let yy = y - self.meso[1];
+                        // Fan that widens downwind; rounded, short upwind (backsheared) edge.
+                        let (half, round) = if ddx >= 0.0 {
+                            (3_900.0 + 0.55 * ddx, 1.0)
+                        } else {
+                            let f = sat(1.0 - (ddx * (1.0 / 4_800.0)).powi(2)).sqrt();
+                            (3_900.0 * f, f)
+                        };
+                        let lat = yy.abs() / half.max(1.0);
+                        if lat < 1.4 {
+                            let down = smoothstep(0.0, 20_000.0, ddx);
+                            // Anvil ice drifts downwind at about 20 m/s relative to the storm.
+                            let na = nz.fbm(
+                                (x - self.meso[0] - 20.0 * t) * 0.0035 + so[1] + 11.0,
+                                yy * 0.008 + so[2],
+                                z * 0.012 + so[0],
+                            );
+                            let top = TROPOPAUSE + 250.0 + 150.0 * na;
+                            let thick =
+                                anvil_thickness(ddx.max(0.0)) * round * (1.0 - 0.65 * lat * lat);
+                            // Mammatus: pouches hanging from the base, near the tower.
+                            let mam = if (0.0..14_000.0).contains(&ddx) {
+                                let nm = nz.sample(
+                                    x * 0.022 + so[0] + 7.0,
+                                    y * 0.022 + so[1],
+                                    so[2] + 0.01 * t,
+                                );
+                                450.0 * (nm - 0.1).max(0.0) * (1.0 - ddx / 14_000.0)
+                            } else {
+                                0.0
+                            };
+                            let bot = top - thick - mam + 400.0 * na;
+                            let e_lat = 1.0 - lat + 0.25 * na;
+                            let e_v = ((z - bot).min(top - z)) * (1.0 / 250.0);
+                            let qa = (0.65 - 0.4 * down) * smoothstep(0.0, 0.3, e_lat);
+                            // Ice thins towards the base as it falls out (wispy underside).
+                            let depth = sat((z - bot) / thick.max(100.0));
+                            cloud = cloud
+                                .max(qa * sat(e_v) * (0.75 + 0.25 * na) * (0.35 + 0.65 * depth));
+                            w += 1.5 * na * sat(e_v);
+                        }
+                    }
+
+                    if mask & F_WALL != 0 {
+                        let wx = x - self.meso[0] + 200.0;
+                        let wy = y - self.meso[1] + 150.0;
+                        // Texture turns with the mesocyclone.
+                        let rx = wx * cm + wy * sm;
+                        let ry = -wx * sm + wy * cm;
+                        let nw = nz.fbm(
+                            rx * 0.006 + so[2],
+                            ry * 0.006 + so[0],
+                            z * 0.006 + so[1] + 23.0,
+                        );
+                        let r2 = (wx * wx + wy * wy) * (1.0 / (WALL_RADIUS * WALL_RADIUS));
+                        let bottom = CLOUD_BASE - WALL_DROP * (1.0 - r2) + 120.0 * nw;
+                        let e = (1.0 - r2.sqrt() + 0.3 * nw).min((z - bottom) * (1.0 / 120.0));
+                        let top_fade = 1.0 - smoothstep(CLOUD_BASE, CLOUD_BASE + 300.0, z);
+                        cloud = cloud.max(1.4 * smoothstep(0.0, 0.25, e) * top_fade);
+                        w += 6.0 * sat(1.0 - r2) * top_fade * smoothstep(0.0, 600.0, z);
+                    }
+
+                    if mask & (F_FUNNEL | F_TORNADO) != 0 {
+                        let fx = x - zk.axis[0];
+                        let fy = y - zk.axis[1];
+                        let r2 = fx * fx + fy * fy;
+                        let r = r2.sqrt();
+                        if mask & F_FUNNEL != 0 {
+                            let rx = fx * zk.tor_rot[0] + fy * zk.tor_rot[1];
+                            let ry = -fx * zk.tor_rot[1] + fy * zk.tor_rot[0];
+                            let nf =
+                                nz.fbm(rx * 0.02 + so[0], ry * 0.02 + so[1], z * 0.006 + so[2]);
+                            let e = 1.0 - r * zk.funnel_inv_r + 0.22 * nf;
+                            cloud = cloud.max(zk.funnel_q * smoothstep(0.0, 0.3, e));
+                            if zk.debris_q > 0.0 {
+                                let ed = 1.0 - r / zk.debris_r + 0.45 * nf;
+                                cloud += zk.debris_q * sat(ed * 1.5) * (0.6 + 0.4 * nf);
+                            }
+                        }
+                        if mask & F_TORNADO != 0 && zk.tor_v > 0.0 {
+                            let rc = zk.core_r;
+                            let taper =
+                                sat(1.0 - r2 * (1.0 / (TORNADO_WIND_RADIUS * TORNADO_WIND_RADIUS)));
+                            // Rankine vortex: solid body inside the core, 1/r outside.
+                            let (vt, zeta) = if r < rc {
+                                (zk.tor_v * r / rc, 2.0 * zk.tor_v / rc)
+                            } else {
+                                (zk.tor_v * rc / r, 0.0)
+                            };
+                            let vt = vt * taper;
+                            let inv_r = 1.0 / r.max(1.0);
+                            let (ex, ey) = (fx * inv_r, fy * inv_r);
+                            let vr = -zk.tor_inflow * vt;
+                            pert[0] += -ey * vt + ex * vr;
+                            pert[1] += ex * vt + ey * vr;
+                            vort += zeta;
+                            let qq = r / rc;
+                            w += zk.tor_w * 4.0 * qq / ((1.0 + qq) * (1.0 + qq)) * taper;
+                        }
+                    }
+
+                    if mask & F_MESO != 0 && zk.meso_v > 0.0 {
+                        let mx = x - zk.meso_c[0];
+                        let my = y - zk.meso_c[1];
+                        let r2 = mx * mx + my * my;
+                        let r = r2.sqrt();
+                        let taper = sat(1.0 - r2 * (1.0 / (MESO_OUTER * MESO_OUTER)));
+                        // Modified Rankine: decays as r^-1.5 outside the core so the
+                        // storm's circulation stays compact.
+                        let (vt, zeta) = if r < MESO_RADIUS {
+                            (zk.meso_v * r / MESO_RADIUS, 2.0 * zk.meso_v / MESO_RADIUS)
+                        } else {
+                            let a = MESO_RADIUS / r;
+                            let v = zk.meso_v * a * a.sqrt();
+                            (v, -0.5 * v / r)
+                        };
+                        let vt = vt * taper;
+                        let inv_r = 1.0 / r.max(1.0);
+                        pert[0] += -my * inv_r * vt;
+                        pert[1] += mx * inv_r * vt;
+                        vort += zeta * taper;
+                    }
+
+                    if mask & (F_FFD | F_HOOK) != 0 {
+                        let sx = x - self.meso[0];
+                        let sy = y - self.meso[1];
+                        // Curtains: noise stretched vertically and slanted by the shear.
+                        let nr = nz.fbm(
+                            (sx - zk.ffd_shift) * 0.011 + so[2] + 31.0,
+                            sy * 0.011 + so[0],
+                            (z + 6.0 * t) * 0.0018 + so[1],
+                        );
+                        if mask & F_FFD != 0 && zk.ffd_q > 0.0 {
+                            let ex = (sx - zk.ffd_shift - 4_800.0) * (1.0 / 7_000.0);
+                            let ey = (sy - 3_000.0) * (1.0 / 3_200.0);
+                            let e = 1.0 - (ex * ex + ey * ey);
+                            if e > -0.65 {
+                                // Heaviest just north of the updraft, lighter downwind.
+                                let core = 4.5 - 2.5 * sat(ex + 0.3);
+                                let v = sat(e * 1.5 + 0.8 * nr - 0.15);
+                                rain += core * v * v * zk.ffd_q;
+                            }
+                        }
+                        if mask & F_HOOK != 0 && z < 5_000.0 {
+                            let r = (sx * sx + sy * sy).sqrt();
+                            let phi = angle(sy, sx);
+                            // Spiral band from east-north-east (20°) round to the south (270°).
+                            let v = (phi - 0.35) * (1.0 / 4.36);
+                            if (0.0..=1.0).contains(&v) {
+                                let rh = 4_000.0 - 2_700.0 * v;
+                                let wh = 1_300.0 - 800.0 * v;
+                                let top = 5_000.0 - 2_000.0 * v;
+                                let band = 1.0 - (r - rh).abs() / wh + 0.35 * nr;
+                                let ends = smoothstep(0.0, 0.08, v) * smoothstep(1.0, 0.9, v);
+                                let vert = smoothstep(top, top * 0.6, zk.hook_top);
+                                let q = (2.6 - 1.6 * v) * sat(band * 1.6) * ends * vert;
+                                rain += q;
+                                w -= 3.5 * q * smoothstep(5_000.0, 1_000.0, z);
+                            }
+                        }
+                        // Bounded weak echo region: the updraft core holds no rain.
+                        if mask & F_TOWER != 0 && rain > 0.0 {
+                            let dxu = x - zk.tower_c[0];
+                            let dyu = y - zk.tower_c[1];
+                            let q = (dxu * dxu + dyu * dyu).sqrt() * zk.tower_inv_r;
+                            rain *= smoothstep(0.35, 0.8, q).max(smoothstep(CLOUD_BASE, 0.0, z));
+                        }
+                        w -= 2.2 * rain * smoothstep(6_000.0, 2_000.0, z);
+                    }
+
+                    let u = uv[0] + pert[0];
+                    let v = uv[1] + pert[1];
+                    uv = [u, v];
+                    let speed = (uv[0] * uv[0] + uv[1] * uv[1] + w * w).sqrt() * (1.0 + gust);
+                    let storm = cloud > MIXING_THRESHOLD
+                        || rain > MIXING_THRESHOLD
+                        || pert[0] * pert[0] + pert[1] * pert[1]
+                            > WIND_PERTURBATION_THRESHOLD * WIND_PERTURBATION_THRESHOLD
+                        || w.abs() > VERTICAL_THRESHOLD;
+                    out.cloud[n] = cloud;
+                    out.rain[n] = rain;
+                    out.wind[n] = speed;
+                    out.w[n] = w;
+                    out.vort[n] = vort;
+                    out.storm[n] = storm;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_angle_matches_atan2() {
+        for i in 0..1000 {
+            let a = i as f32 * 0.00628 * 1.0001;
+            let (y, x) = (a.sin() * 3.0, a.cos() * 3.0);
+            let want = y.atan2(x).rem_euclid(std::f32::consts::TAU);
+            let got = angle(y, x);
+            let d = (want - got).abs();
+            assert!(
+                d < 2e-3 || (d - std::f32::consts::TAU).abs() < 2e-3,
+                "{a}: {got} vs {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn cylinder_bound_is_conservative() {
+        let b = Bound::cylinder(F_TOWER, [0.0, 0.0], [0.5, 0.0], [100.0; 2], [0.0, 1000.0]);
+        // The axis is at x = 250 at z = 500.
+        assert!(b.touches([240.0, -10.0, 490.0], [260.0, 10.0, 510.0]));
+        assert!(!b.touches([600.0, -10.0, 490.0], [620.0, 10.0, 510.0]));
+        assert!(!b.touches([240.0, -10.0, 1100.0], [260.0, 10.0, 1200.0]));
+    }
+}

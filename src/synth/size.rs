@@ -1,0 +1,226 @@
+//! Frame sizes: exact NanoVDB grid sizes from brick counts, and a resolution picker that
+//! hits a target frame size.
+//!
+//! A grid's size follows from its node counts (header, root, one root tile and upper node
+//! per 4096³ region, one lower node per 128³ region, one leaf per brick). The picker
+//! generates a few frames at two coarse resolutions, fits the leaf count as
+//! `a·N³ + b·N²` (volume plus boundary bricks) per attribute, counts the internal nodes the
+//! coarse leaves would need at the candidate resolution, and bisects for the resolution
+//! whose estimate is closest to the target.
+
+use super::{Attribute, Storm, StormParams};
+use crate::format::layout::{GRID_SIZE, TREE_SIZE, layout};
+use crate::format::{GridType, SparseVolume};
+use std::collections::HashSet;
+
+/// Grids are stored in datasets padded to this alignment.
+const DATASET_ALIGN: u64 = 4096;
+/// Coarse resolutions the picker calibrates at.
+const CALIBRATION: [u32; 2] = [96, 192];
+
+/// Leaf size in bytes for `grid_type`; FpN (variable) is estimated at 8 bits per voxel.
+/// `None` for types the generator cannot write.
+pub fn leaf_bytes(grid_type: GridType) -> Option<u64> {
+    match grid_type {
+        GridType::Float | GridType::Fp4 | GridType::Fp8 | GridType::Fp16 => {
+            layout(grid_type).map(|l| l.leaf.size as u64)
+        }
+        GridType::FpN => Some(96 + 64 * 8),
+        _ => None,
+    }
+}
+
+/// Size of a grid with these node counts (exact for fixed-size leaf types).
+pub fn grid_bytes(grid_type: GridType, leaves: u64, lowers: u64, uppers: u64) -> u64 {
+    let Some(l) = layout(grid_type) else { return 0 };
+    let leaf = leaf_bytes(grid_type).unwrap_or(l.leaf.size as u64);
+    (GRID_SIZE + TREE_SIZE + l.root.size) as u64
+        + uppers * (l.root.tile_size + l.upper.size) as u64
+        + lowers * l.lower.size as u64
+        + leaves * leaf
+}
+
+/// Exact size of the grid [`crate::format::build_grid`] makes of `vol` (fixed-size types).
+pub fn volume_grid_bytes(vol: &SparseVolume, grid_type: GridType) -> u64 {
+    let (lowers, uppers) = node_counts(vol.bricks.iter().map(|b| b.origin), 1.0);
+    grid_bytes(grid_type, vol.bricks.len() as u64, lowers, uppers)
+}
+
+/// Distinct lower (128³) and upper (4096³) node regions touched by bricks at `origins`
+/// after scaling index space by `scale` (a brick then spans `8 * scale` voxels).
+fn node_counts(origins: impl Iterator<Item = [i32; 3]>, scale: f64) -> (u64, u64) {
+    let mut lowers = HashSet::new();
+    let mut uppers = HashSet::new();
+    for o in origins {
+        let lo = o.map(|c| (c as f64 * scale).floor() as i64);
+        let hi = o.map(|c| (((c + 8) as f64 * scale).ceil() as i64 - 1).max(0));
+        for x in lo[0] >> 7..=hi[0] >> 7 {
+            for y in lo[1] >> 7..=hi[1] >> 7 {
+                for z in lo[2] >> 7..=hi[2] >> 7 {
+                    lowers.insert([x, y, z]);
+                    uppers.insert([x >> 5, y >> 5, z >> 5]);
+                }
+            }
+        }
+    }
+    (lowers.len() as u64, uppers.len() as u64)
+}
+
+/// Rounds up to the dataset alignment.
+pub fn padded(bytes: u64) -> u64 {
+    bytes.div_ceil(DATASET_ALIGN) * DATASET_ALIGN
+}
+
+/// A predicted (or measured) frame size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeEstimate {
+    /// Horizontal resolution the estimate is for.
+    pub resolution: u32,
+    /// Grid type.
+    pub grid_type: GridType,
+    /// Bytes of one frame in a dataset: every grid padded to 4 KiB.
+    pub frame_bytes: u64,
+    /// Per attribute: leaf count and grid bytes (unpadded).
+    pub per_attribute: Vec<(Attribute, u64, u64)>,
+}
+
+impl SizeEstimate {
+    /// The largest grid, which must stay under 4 GiB for the GPU.
+    pub fn largest_grid(&self) -> u64 {
+        self.per_attribute.iter().map(|a| a.2).max().unwrap_or(0)
+    }
+}
+
+/// The frames the calibration samples: first, middle and last (sizes change over time).
+fn sample_frames(frames: u32) -> Vec<u32> {
+    let mut v = vec![0, frames / 2, frames.saturating_sub(1)];
+    v.dedup();
+    v
+}
+
+/// Measured size of frame `frame` (generates it; for calibration and reports).
+pub fn measure_frame(storm: &Storm, frame: u32, grid_type: GridType) -> SizeEstimate {
+    let vols = storm.frame_volumes(frame);
+    let per_attribute: Vec<_> = vols
+        .iter()
+        .map(|(a, v)| (*a, v.bricks.len() as u64, volume_grid_bytes(v, grid_type)))
+        .collect();
+    SizeEstimate {
+        resolution: storm.params().resolution,
+        grid_type,
+        frame_bytes: per_attribute.iter().map(|a| padded(a.2)).sum(),
+        per_attribute,
+    }
+}
+
+/// Calibration data: per sampled frame and attribute, leaf counts at both calibration
+/// resolutions, and the brick origins at the finer one (to count internal nodes).
+pub struct Calibration {
+    attributes: Vec<Attribute>,
+    /// `[frame][attribute] -> (leaves at N0, leaves at N1, origins at N1)`.
+    samples: Vec<Vec<(u64, u64, Vec<[i32; 3]>)>>,
+}
+
+impl Calibration {
+    /// Generates the sample frames of `params` at the calibration resolutions.
+    pub fn new(params: &StormParams) -> Calibration {
+        let frames = sample_frames(params.frames.max(1));
+        let at = |n: u32| {
+            let mut p = params.clone();
+            p.resolution = n;
+            Storm::new(p)
+        };
+        let (s0, s1) = (at(CALIBRATION[0]), at(CALIBRATION[1]));
+        let samples = frames
+            .iter()
+            .map(|&f| {
+                let v0 = s0.frame_volumes(f);
+                let v1 = s1.frame_volumes(f);
+                v0.iter()
+                    .zip(v1)
+                    .map(|((_, a), (_, b))| {
+                        let origins = b.bricks.iter().map(|l| l.origin).collect();
+                        (a.bricks.len() as u64, b.bricks.len() as u64, origins)
+                    })
+                    .collect()
+            })
+            .collect();
+        Calibration {
+            attributes: params.attributes.clone(),
+            samples,
+        }
+    }
+
+    /// Predicted mean frame size at horizontal resolution `n`.
+    pub fn estimate(&self, n: u32, grid_type: GridType) -> SizeEstimate {
+        let n = n.max(8).div_ceil(8) * 8;
+        let (n0, n1) = (CALIBRATION[0] as f64, CALIBRATION[1] as f64);
+        let nf = n as f64;
+        let count = self.samples.len() as f64;
+        let mut per_attribute = Vec::new();
+        for (ai, &attr) in self.attributes.iter().enumerate() {
+            let (mut leaves, mut bytes) = (0f64, 0f64);
+            for frame in &self.samples {
+                let (l0, l1, origins) = &frame[ai];
+                let (l0, l1) = (*l0 as f64, *l1 as f64);
+                // Solve a·n0³ + b·n0² = l0, a·n1³ + b·n1² = l1.
+                let det = n0.powi(3) * n1.powi(2) - n1.powi(3) * n0.powi(2);
+                let a = (l0 * n1.powi(2) - l1 * n0.powi(2)) / det;
+                let b = (n0.powi(3) * l1 - n1.powi(3) * l0) / det;
+                let l = if a > 0.0 && b >= 0.0 {
+                    a * nf.powi(3) + b * nf.powi(2)
+                } else if l0 > 0.0 && l1 > 0.0 {
+                    // Not volume-like (thin features only): a power law through both points.
+                    let p = ((l1 / l0).ln() / (n1 / n0).ln()).clamp(1.0, 3.0);
+                    l1 * (nf / n1).powf(p)
+                } else {
+                    l1 * (nf / n1).powi(3)
+                };
+                let (lowers, uppers) = node_counts(origins.iter().copied(), nf / n1);
+                leaves += l;
+                bytes += grid_bytes(grid_type, l.round() as u64, lowers, uppers) as f64;
+            }
+            per_attribute.push((attr, (leaves / count) as u64, (bytes / count) as u64));
+        }
+        SizeEstimate {
+            resolution: n,
+            grid_type,
+            frame_bytes: per_attribute.iter().map(|a| padded(a.2)).sum(),
+            per_attribute,
+        }
+    }
+
+    /// The resolution (a multiple of 8, 16..=16384) whose predicted frame size is closest
+    /// to `target_bytes`, with its estimate.
+    pub fn resolution_for(&self, target_bytes: u64, grid_type: GridType) -> SizeEstimate {
+        // Sizes grow monotonically with resolution: bisect on n / 8.
+        let (mut lo, mut hi) = (2u32, 2048u32);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.estimate(mid * 8, grid_type).frame_bytes < target_bytes {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let above = self.estimate(lo * 8, grid_type);
+        if lo > 2 {
+            let below = self.estimate((lo - 1) * 8, grid_type);
+            if target_bytes.abs_diff(below.frame_bytes) < above.frame_bytes.abs_diff(target_bytes) {
+                return below;
+            }
+        }
+        above
+    }
+}
+
+/// The resolution that makes a frame of `params` (all else as given) about `target_bytes`
+/// in a dataset, encoded as `grid_type`. Generates six small frames to calibrate (about a
+/// second on two cores).
+pub fn resolution_for_target(
+    params: &StormParams,
+    grid_type: GridType,
+    target_bytes: u64,
+) -> SizeEstimate {
+    Calibration::new(params).resolution_for(target_bytes, grid_type)
+}
