@@ -4,7 +4,12 @@
 //! Modules follow the data flow of `DESIGN.md`: [`format`] (NanoVDB bytes), [`dataset`]
 //! (manifest, lanes, striping), [`synth`] (the synthetic supercell generator).
 
+pub mod bench;
 pub mod dataset;
+pub mod doctor;
 pub mod format;
+pub mod gpu;
+pub mod ingest;
 pub mod pipeline;
+pub mod render;
 pub mod synth;

@@ -14,8 +14,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Headless ingest benchmark (gdsio-style): storage → host or GPU memory.
+    Bench(cmd::bench::BenchArgs),
+    /// Check CUDA, cuFile, nvidia-fs, io_uring, lanes and Vulkan, and say what to fix.
+    Doctor(cmd::doctor::DoctorArgs),
     /// Create the built-in storm dataset if needed, verify it and summarise a dataset.
     Info(cmd::info::InfoArgs),
+    /// Render dataset frames to PNG headlessly, or time the renderer (`--bench`).
+    Render(cmd::render::RenderArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -23,6 +29,9 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         None => cmd::info::run(&cmd::info::InfoArgs::default()),
         Some(Command::Info(args)) => cmd::info::run(&args),
+        Some(Command::Bench(args)) => cmd::bench::run(&args),
+        Some(Command::Doctor(args)) => cmd::doctor::run(&args),
+        Some(Command::Render(args)) => cmd::render::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -23,7 +23,9 @@ pub fn parse_size(text: &str) -> Result<u64> {
         "mib" => 1024.0 * 1024.0,
         "gib" => 1024.0 * 1024.0 * 1024.0,
         "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        other => bail!("'{text}': unknown size unit '{other}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"),
+        other => bail!(
+            "'{text}': unknown size unit '{other}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+        ),
     };
     let bytes = value * scale;
     if !bytes.is_finite() || bytes < 0.0 || bytes > 1e18 {
@@ -89,7 +91,15 @@ mod tests {
 
     #[test]
     fn json_floats_read_back_exactly() {
-        for v in [0.1f32, 1.0, -3.5e-8, f32::MAX, f32::MIN_POSITIVE, 1e-45, 123456.79] {
+        for v in [
+            0.1f32,
+            1.0,
+            -3.5e-8,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            1e-45,
+            123456.79,
+        ] {
             let text = json_f32(v);
             let back: f64 = serde_json::from_str(&text).unwrap();
             assert_eq!(back as f32, v, "{text}");

@@ -91,7 +91,10 @@ fn numbered_subdirs(root: &Path) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(root).with_context(|| format!("reading {}", root.display()))? {
         let entry = entry?;
-        if let Some(n) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok())
+        if let Some(n) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
             && entry.path().is_dir()
         {
             found.push(n);

@@ -83,7 +83,11 @@ fn report(index: usize, fg: &FileGrid, grid: &Grid<'_>) -> GridReport {
         file_bytes: fg.meta.file_size,
         codec: fg.meta.codec.to_string(),
         active_voxels: h.active_voxel_count,
-        nodes: [h.node_counts.leaves, h.node_counts.lower, h.node_counts.upper],
+        nodes: [
+            h.node_counts.leaves,
+            h.node_counts.lower,
+            h.node_counts.upper,
+        ],
         tiles: [h.tile_counts.lower, h.tile_counts.upper, h.tile_counts.root],
         index_bbox: h.index_bbox,
         world_bbox: h.world_bbox,

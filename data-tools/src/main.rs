@@ -2,6 +2,7 @@
 //! and NanoVDB files.
 
 mod args;
+mod convert;
 mod generate;
 mod inspect;
 mod sample;
@@ -23,6 +24,10 @@ struct Cli {
 enum Command {
     /// Generate a synthetic supercell time series as a striped dataset.
     Generate(generate::GenerateArgs),
+    /// Import a sequence of .nvdb files (one per frame) into a striped dataset.
+    Import(convert::ImportArgs),
+    /// Export one frame of a dataset as a standard .nvdb file.
+    Export(convert::ExportArgs),
     /// Re-read every extent of a dataset and check checksums and grid structure.
     Verify(verify::VerifyArgs),
     /// Describe every grid of a .nvdb file, a raw grid buffer or a dataset.
@@ -35,6 +40,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Generate(a) => generate::run(&a),
+        Command::Import(a) => convert::run_import(&a),
+        Command::Export(a) => convert::run_export(&a),
         Command::Verify(a) => verify::run(&a),
         Command::Inspect(a) => inspect::run(&a),
         Command::Sample(a) => sample::run(&a),

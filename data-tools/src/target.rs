@@ -70,8 +70,5 @@ pub fn load(path: &Path, frame: Option<usize>) -> Result<LoadedGrids> {
         bail!("--frame applies to datasets; {} is a file", path.display());
     }
     let grids = read_nvdb(path)?;
-    Ok(LoadedGrids {
-        grids,
-        frame: None,
-    })
+    Ok(LoadedGrids { grids, frame: None })
 }

@@ -57,7 +57,11 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode> {
         } else {
             String::new()
         },
-        if report.is_ok() { "OK" } else { "PROBLEMS FOUND" }
+        if report.is_ok() {
+            "OK"
+        } else {
+            "PROBLEMS FOUND"
+        }
     );
     Ok(if report.is_ok() {
         ExitCode::SUCCESS

@@ -1,3 +1,6 @@
 //! One module per subcommand of the `supercell` binary.
 
+pub mod bench;
+pub mod doctor;
 pub mod info;
+pub mod render;

@@ -539,3 +539,260 @@ fn malformed(detail: &'static str) -> FormatError {
         detail: detail.into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::build::{BuildOptions, ChecksumMode, NanoVdbVersion, build_grid};
+    use crate::format::layout::GRID_OFF_VERSION;
+    use crate::format::{LeafBrick, SparseVolume};
+
+    fn volume() -> SparseVolume {
+        let mut vol = SparseVolume {
+            background: 0.0,
+            bricks: Vec::new(),
+        };
+        for i in 0..40 {
+            let mut b = LeafBrick::filled([8 * i - 160, -8 * (i % 5), 4096 * (i % 3) - 4096], 0.0);
+            for (n, v) in b.values.iter_mut().enumerate() {
+                *v = ((n as i32 * 31 + i * 7) % 101) as f32 * 0.01;
+            }
+            b.active = [u64::MAX, 0, 0xF0F0, 1, 0, 0, u64::MAX, 3];
+            vol.bricks.push(b);
+        }
+        vol
+    }
+
+    fn grid(t: GridType, v: NanoVdbVersion) -> Vec<u8> {
+        let o = BuildOptions {
+            grid_type: t,
+            version: v,
+            fpn_tolerance: 0.01,
+            ..BuildOptions::default()
+        };
+        build_grid(&volume(), &o).unwrap()
+    }
+
+    fn restamp(g: &mut [u8], version: Version, scheme: ChecksumScheme, full: bool) {
+        let at = GRID_OFF_VERSION as usize;
+        g[at..at + 4].copy_from_slice(&version.0.to_le_bytes());
+        store_checksum(g, Some((scheme, full))).unwrap();
+    }
+
+    /// The textbook bitwise CRC-32 that NanoVDB's `crc32` implements.
+    fn crc32_bitwise(data: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in data {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+        !crc
+    }
+
+    #[test]
+    fn crc_is_nanovdbs() {
+        assert_eq!(crc32_bitwise(b"123456789"), 0xCBF4_3926);
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        assert_eq!(crc32fast::hash(&data), crc32_bitwise(&data));
+    }
+
+    #[test]
+    fn blocked_crc_blocks() {
+        let data: Vec<u8> = (0..9000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(blocked_crc32(&[]), EMPTY32);
+        // Fewer than 4096 bytes: zero blocks, the CRC of nothing.
+        assert_eq!(blocked_crc32(&data[..4095]), crc32_bitwise(&[]));
+        let one = crc32_bitwise(&data[..5000]).to_le_bytes();
+        assert_eq!(blocked_crc32(&data[..5000]), crc32_bitwise(&one));
+        let mut two = crc32_bitwise(&data[..4096]).to_le_bytes().to_vec();
+        two.extend_from_slice(&crc32_bitwise(&data[4096..]).to_le_bytes());
+        assert_eq!(blocked_crc32(&data), crc32_bitwise(&two));
+        // Many blocks (the parallel path) agree with a serial computation.
+        let big: Vec<u8> = (0..(PARALLEL_MIN as u32 + 3) * 4096 + 17)
+            .map(|i| (i % 253) as u8)
+            .collect();
+        let mut crcs = Vec::new();
+        let blocks = big.len() / 4096;
+        for i in 0..blocks {
+            let end = if i + 1 == blocks {
+                big.len()
+            } else {
+                (i + 1) * 4096
+            };
+            crcs.extend_from_slice(&crc32_bitwise(&big[i * 4096..end]).to_le_bytes());
+        }
+        assert_eq!(blocked_crc32(&big), crc32_bitwise(&crcs));
+    }
+
+    #[test]
+    fn current_scheme_covers_headers_then_blocks() {
+        let g = grid(GridType::Fp8, NanoVdbVersion::V32_9);
+        let stored = u64::from_le_bytes(g[8..16].try_into().unwrap());
+        assert_eq!(stored as u32, crc32_bitwise(&g[16..736]));
+        assert_eq!((stored >> 32) as u32, blocked_crc32(&g[736..]));
+        assert_eq!(compute_checksum(&g).unwrap(), stored);
+        assert_eq!(
+            verify_checksum(&g, Version::new(32, 9, 2)),
+            ChecksumState::Valid
+        );
+        assert_eq!(
+            verify_checksum(&g, Version::new(32, 7, 0)),
+            ChecksumState::Valid
+        );
+        // Trailing padding (4 KiB alignment) is not part of the grid.
+        let mut padded = g.clone();
+        padded.resize(g.len().next_multiple_of(4096), 0xAA);
+        assert_eq!(
+            verify_checksum(&padded, Version::new(32, 9, 2)),
+            ChecksumState::Valid
+        );
+        // The same bytes judged as a 32.4 grid do not match.
+        assert!(matches!(
+            verify_checksum(&g, Version::new(32, 4, 2)),
+            ChecksumState::Mismatch { .. }
+        ));
+    }
+
+    #[test]
+    fn legacy_scheme_covers_root_and_nodes() {
+        let g = grid(GridType::Float, NanoVdbVersion::V32_4);
+        let stored = u64::from_le_bytes(g[8..16].try_into().unwrap());
+        let tiles = u32::from_le_bytes(g[736 + 24..736 + 28].try_into().unwrap()) as usize;
+        assert_eq!(stored as u32, crc32_bitwise(&g[16..736 + 64 + 32 * tiles]));
+        // Tail: CRC of the per-node CRCs widened to 8 bytes, nodes in memory order here.
+        let l = layout::layout(GridType::Float).unwrap();
+        let counts: Vec<usize> = (0..3)
+            .map(|i| {
+                u32::from_le_bytes(g[672 + 32 + 4 * i..672 + 36 + 4 * i].try_into().unwrap())
+                    as usize
+            })
+            .collect();
+        let mut at = 736 + 64 + 32 * tiles;
+        let mut list = Vec::new();
+        for (count, size) in [
+            (counts[2], l.upper.size),
+            (counts[1], l.lower.size),
+            (counts[0], l.leaf.size),
+        ] {
+            for _ in 0..count {
+                list.extend_from_slice(
+                    &u64::from(crc32_bitwise(&g[at..at + size as usize])).to_le_bytes(),
+                );
+                at += size as usize;
+            }
+        }
+        assert_eq!(at, g.len());
+        assert_eq!((stored >> 32) as u32, crc32_bitwise(&list));
+    }
+
+    #[test]
+    fn older_variants_verify_for_their_versions() {
+        let v32_4 = Version::new(32, 4, 2);
+        let v32_6 = Version::new(32, 6, 0);
+        for t in [GridType::Float, GridType::FpN] {
+            let base = grid(t, NanoVdbVersion::V32_4);
+            let variants = [
+                ChecksumScheme::LEGACY_LP64,
+                ChecksumScheme::NodeWise {
+                    entry_bytes: 4,
+                    fpn_whole_leaf: false,
+                },
+                ChecksumScheme::NodeWise {
+                    entry_bytes: 4,
+                    fpn_whole_leaf: true,
+                },
+            ];
+            for scheme in variants {
+                let mut g = base.clone();
+                restamp(&mut g, v32_4, scheme, true);
+                assert_eq!(
+                    verify_checksum(&g, v32_4),
+                    ChecksumState::Valid,
+                    "{t} {scheme:?}"
+                );
+                assert!(matches!(
+                    verify_checksum(&g, Version::new(32, 9, 0)),
+                    ChecksumState::Mismatch { .. }
+                ));
+            }
+            // 32.6 wrote the blocked tail from the first upper node; 32.7+ re-verify 32.6.0
+            // grids node-wise. Both count as valid for a 32.6 stamp.
+            for scheme in [
+                ChecksumScheme::Blocked32_6,
+                ChecksumScheme::NodeWise {
+                    entry_bytes: 4,
+                    fpn_whole_leaf: true,
+                },
+            ] {
+                let mut g = base.clone();
+                restamp(&mut g, v32_6, scheme, true);
+                assert_eq!(
+                    verify_checksum(&g, v32_6),
+                    ChecksumState::Valid,
+                    "{t} {scheme:?}"
+                );
+            }
+            // A head-only checksum is checked on the head alone.
+            let mut g = base.clone();
+            restamp(&mut g, v32_4, ChecksumScheme::LEGACY_LP64, false);
+            let last = g.len() - 1;
+            g[last] ^= 0xFF;
+            assert_eq!(verify_checksum(&g, v32_4), ChecksumState::Valid);
+            g[100] ^= 1;
+            let ChecksumState::Mismatch { stored, computed } = verify_checksum(&g, v32_4) else {
+                panic!("head change not detected");
+            };
+            assert_eq!((stored >> 32, computed >> 32), (0xFFFF_FFFF, 0xFFFF_FFFF));
+            assert_ne!(stored as u32, computed as u32);
+        }
+        // 8- and 4-byte entries really differ, so the variants are distinguishable.
+        let g = grid(GridType::Float, NanoVdbVersion::V32_4);
+        let a = compute_checksum_with(&g, ChecksumScheme::LEGACY_LP64, true).unwrap();
+        let b = compute_checksum_with(
+            &g,
+            ChecksumScheme::NodeWise {
+                entry_bytes: 4,
+                fpn_whole_leaf: false,
+            },
+            true,
+        )
+        .unwrap();
+        assert_eq!(a as u32, b as u32);
+        assert_ne!(a >> 32, b >> 32);
+    }
+
+    #[test]
+    fn broken_bytes_are_a_mismatch_not_a_panic() {
+        let g = grid(GridType::Float, NanoVdbVersion::V32_4);
+        let v = Version::new(32, 4, 2);
+        for cut in [0, 10, 700, 800, g.len() / 2] {
+            assert!(matches!(
+                verify_checksum(&g[..cut], v),
+                ChecksumState::Mismatch { .. }
+            ));
+        }
+        let mut bad = g.clone();
+        // A child offset pointing far outside the grid.
+        bad[736 + 64 + 8..736 + 64 + 16].copy_from_slice(&(1i64 << 40).to_le_bytes());
+        assert!(matches!(
+            verify_checksum(&bad, v),
+            ChecksumState::Mismatch { .. }
+        ));
+        assert!(
+            compute_checksum(&bad).is_err()
+                || compute_checksum(&bad).unwrap() != compute_checksum(&g).unwrap()
+        );
+        let empty = SparseVolume::default();
+        let e = build_grid(
+            &empty,
+            &BuildOptions {
+                checksum: ChecksumMode::Full,
+                ..BuildOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(verify_checksum(&e, v), ChecksumState::Valid);
+    }
+}

@@ -528,3 +528,131 @@ fn unique() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture_path(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/nanovdb")
+            .join(name)
+    }
+
+    #[test]
+    fn string_hash_like_nanovdb() {
+        assert_eq!(string_hash(""), 0);
+        assert_eq!(string_hash("a"), 97);
+        assert_eq!(string_hash("ab"), 97 * 67 + 98);
+        // The name keys nanovdb_convert wrote into the fixtures.
+        for name in [
+            "sphere_ls.nvdb",
+            "fog_zip.nvdb",
+            "velocity_zip.nvdb",
+            "unnamed.nvdb",
+        ] {
+            let g = read_nvdb(fixture_path(name)).unwrap();
+            assert_eq!(g[0].meta.name_key, string_hash(&g[0].name), "{name}");
+        }
+    }
+
+    #[test]
+    fn write_read_roundtrip_every_codec() {
+        let dir = tempfile::tempdir().unwrap();
+        let sphere = read_nvdb(fixture_path("sphere_ls.nvdb")).unwrap().remove(0);
+        let vel = read_nvdb(fixture_path("velocity_zip.nvdb"))
+            .unwrap()
+            .remove(0);
+        let inputs: [&[u8]; 2] = [&sphere.bytes, &vel.bytes];
+        for codec in [Codec::None, Codec::Zip, Codec::Blosc] {
+            let path = dir.path().join(format!("out_{codec}.nvdb"));
+            write_nvdb(&path, &inputs, codec).unwrap();
+            let back = read_nvdb(&path).unwrap();
+            assert_eq!(back.len(), 2);
+            for (b, orig) in back.iter().zip([&sphere, &vel]) {
+                assert_eq!(b.name, orig.name);
+                assert!(b.bytes == orig.bytes, "{codec}: bytes differ");
+                let mut meta = orig.meta.clone();
+                meta.codec = codec;
+                meta.file_size = b.meta.file_size;
+                assert_eq!(b.meta, meta);
+            }
+        }
+        // Only the three files: the temporary names are gone.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+        // A grid with the new magic is written with the old one (both readers accept it).
+        let mut new_magic = sphere.bytes.clone();
+        new_magic[..8].copy_from_slice(&l::MAGIC_GRID_BYTES);
+        let file = encode_nvdb(&[&new_magic], Codec::None).unwrap();
+        let back = read_nvdb_bytes(&file).unwrap();
+        assert!(back[0].bytes == sphere.bytes);
+        // Invalid inputs are refused with their index; nothing is left behind.
+        let path = dir.path().join("bad.nvdb");
+        let e = write_nvdb(&path, &[&sphere.bytes, &sphere.bytes[..1000]], Codec::Zip).unwrap_err();
+        assert!(e.to_string().contains("input grid 1"), "{e}");
+        assert!(!path.exists());
+        assert!(write_nvdb(&path, &[], Codec::Zip).is_err());
+    }
+
+    /// Every prefix of a valid file, corrupt headers, sizes and payloads: errors naming the
+    /// place, no panics, no large allocations.
+    #[test]
+    fn malformed_files() {
+        for name in [
+            "multi_segment.nvdb",
+            "two_segments.nvdb",
+            "sphere_fp8.nvdb",
+            "sphere_ls_blosc.nvdb",
+        ] {
+            let good = std::fs::read(fixture_path(name)).unwrap();
+            let n = good.len();
+            let mut cuts: Vec<usize> = (0..64).map(|i| n * i / 64).collect();
+            cuts.extend([1, 8, 15, 16, 17, 191, 192, 200, n - 1]);
+            for cut in cuts.into_iter().filter(|&c| c < n) {
+                assert!(
+                    read_nvdb_bytes(&good[..cut]).is_err(),
+                    "{name}: cut at {cut}"
+                );
+            }
+            let patch = |off: usize, v: &[u8]| {
+                let mut c = good.clone();
+                c[off..off + v.len()].copy_from_slice(v);
+                read_nvdb_bytes(&c).map(|_| ()).unwrap_err().to_string()
+            };
+            assert!(patch(0, b"NanoVDBX").contains("bad segment magic"));
+            assert!(patch(8, &Version::new(31, 0, 0).0.to_le_bytes()).contains("version"));
+            assert!(patch(12, &u16::MAX.to_le_bytes()).contains("claims 65535 grids"));
+            assert!(patch(14, &9u16.to_le_bytes()).contains("unknown codec 9"));
+            // Metadata of grid 0: grid size, file size, name size.
+            for gs in [0u64, 100, 1 << 40, u64::MAX] {
+                let e = patch(16, &gs.to_le_bytes());
+                assert!(e.contains("grid 0"), "{name}: grid size {gs}: {e}");
+            }
+            assert!(patch(24, &u64::MAX.to_le_bytes()).contains("runs past the end"));
+            assert!(patch(16 + 136, &u32::MAX.to_le_bytes()).contains("name size"));
+            // Payload bytes: flips give errors or (for unchecked bytes) valid grids.
+            let mut c = good.clone();
+            for off in (16..n).step_by(n / 300 + 1) {
+                c[off] ^= 0xa5;
+                let _ = read_nvdb_bytes(&c);
+                c[off] ^= 0xa5;
+            }
+        }
+        // Errors name the file and the grid.
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = std::fs::read(fixture_path("velocity_zip.nvdb")).unwrap();
+        let last = bytes.len() - 10;
+        bytes[last] ^= 0xff; // inside the zlib stream (Adler-32 or deflate data)
+        let path = dir.path().join("broken.nvdb");
+        std::fs::write(&path, &bytes).unwrap();
+        let e = read_nvdb(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("broken.nvdb") && e.contains("grid 0") && e.contains("velocity"),
+            "{e}"
+        );
+        let e = read_nvdb(dir.path().join("missing.nvdb"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing.nvdb") && e.contains("read"), "{e}");
+    }
+}

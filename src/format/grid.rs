@@ -414,9 +414,15 @@ impl<'a> Grid<'a> {
     pub fn tile_counts(&self) -> TileCounts {
         self.header.tile_counts
     }
-    /// The checksum as stored in the header (verification lives in `checksum.rs`).
+    /// The checksum as stored in the header: CRC-32 of the head in the low 32 bits, of the
+    /// tail in the high 32 bits; all ones means none (see `checksum.rs` for the schemes).
     pub fn stored_checksum(&self) -> u64 {
         self.header.checksum
+    }
+    /// Checks the stored checksum against the bytes with the scheme(s) of the grid's version
+    /// ([`super::checksum::verify_checksum`]). Costs a pass over the whole grid.
+    pub fn verify_checksum(&self) -> super::checksum::ChecksumState {
+        super::checksum::verify_checksum(self.data, self.header.version)
     }
     /// Number of root tiles (value tiles and child tiles).
     pub fn root_tile_count(&self) -> u32 {
@@ -953,7 +959,10 @@ impl Ctx<'_> {
             return Err(self.corrupt(
                 what(),
                 at,
-                format!("{role}offset {rel} points outside the {}-byte grid", self.g.len()),
+                format!(
+                    "{role}offset {rel} points outside the {}-byte grid",
+                    self.g.len()
+                ),
             ));
         }
         Ok(target as usize)
@@ -1183,9 +1192,7 @@ fn parse_at(buf: &[u8], base: u64) -> Result<Grid<'_>, FormatError> {
                     ),
                 )
                 })?;
-            let total = (count as u64)
-                .checked_mul(u64::from(size))
-                .unwrap_or(u64::MAX);
+            let total = (count as u64).saturating_mul(u64::from(size));
             cx.span(&|| format!("array of {count} {name}s"), lv.first, total)?;
             lv.end = lv.first + total as usize;
             Ok(lv)
@@ -1520,12 +1527,32 @@ pub(crate) mod tests {
         put(&mut b, 40, b"tiny");
         let m = GRID_OFF_MAP as usize;
         for i in [0, 4, 8] {
-            put(&mut b, m + MAP_OFF_MATD as usize + 8 * i, &1f64.to_le_bytes());
-            put(&mut b, m + MAP_OFF_INVMATD as usize + 8 * i, &1f64.to_le_bytes());
+            put(
+                &mut b,
+                m + MAP_OFF_MATD as usize + 8 * i,
+                &1f64.to_le_bytes(),
+            );
+            put(
+                &mut b,
+                m + MAP_OFF_INVMATD as usize + 8 * i,
+                &1f64.to_le_bytes(),
+            );
         }
-        put(&mut b, GRID_OFF_GRID_CLASS as usize, &(GridClass::FogVolume as u32).to_le_bytes());
-        put(&mut b, GRID_OFF_GRID_TYPE as usize, &(t.grid_type as u32).to_le_bytes());
-        put(&mut b, GRID_OFF_BLIND_METADATA_OFFSET as usize, &(size as i64).to_le_bytes());
+        put(
+            &mut b,
+            GRID_OFF_GRID_CLASS as usize,
+            &(GridClass::FogVolume as u32).to_le_bytes(),
+        );
+        put(
+            &mut b,
+            GRID_OFF_GRID_TYPE as usize,
+            &(t.grid_type as u32).to_le_bytes(),
+        );
+        put(
+            &mut b,
+            GRID_OFF_BLIND_METADATA_OFFSET as usize,
+            &(size as i64).to_le_bytes(),
+        );
         let tr = GRID_SIZE as usize;
         for (i, off) in [leaf, lower, upper, root].iter().enumerate() {
             put(&mut b, tr + 8 * i, &((off - tr) as u64).to_le_bytes());
@@ -1554,13 +1581,29 @@ pub(crate) mod tests {
         let nt = n ^ 1;
         set_bit(&mut b, upper + ul.off_child_mask as usize, n);
         set_bit(&mut b, upper + INTERNAL_OFF_VALUE_MASK as usize, nt);
-        put(&mut b, upper + ul.off_table as usize + n * ul.table_stride as usize, &((lower - upper) as i64).to_le_bytes());
-        put(&mut b, upper + ul.off_table as usize + nt * ul.table_stride as usize, &t.tile);
+        put(
+            &mut b,
+            upper + ul.off_table as usize + n * ul.table_stride as usize,
+            &((lower - upper) as i64).to_le_bytes(),
+        );
+        put(
+            &mut b,
+            upper + ul.off_table as usize + nt * ul.table_stride as usize,
+            &t.tile,
+        );
         // Lower: the child leaf and an (inactive) tile next to it.
         let n = lower_offset(t.origin);
         set_bit(&mut b, lower + ll.off_child_mask as usize, n);
-        put(&mut b, lower + ll.off_table as usize + n * ll.table_stride as usize, &((leaf - lower) as i64).to_le_bytes());
-        put(&mut b, lower + ll.off_table as usize + (n ^ 1) * ll.table_stride as usize, &t.tile);
+        put(
+            &mut b,
+            lower + ll.off_table as usize + n * ll.table_stride as usize,
+            &((leaf - lower) as i64).to_le_bytes(),
+        );
+        put(
+            &mut b,
+            lower + ll.off_table as usize + (n ^ 1) * ll.table_stride as usize,
+            &t.tile,
+        );
         // Leaf.
         put(&mut b, leaf, &bytes_of_coord(t.origin));
         b[leaf + 15] = t.leaf_flags;
@@ -1589,7 +1632,11 @@ pub(crate) mod tests {
     }
 
     fn leaf_ijk(origin: Coord, n: usize) -> Coord {
-        [origin[0] + (n >> 6) as i32, origin[1] + ((n >> 3) & 7) as i32, origin[2] + (n & 7) as i32]
+        [
+            origin[0] + (n >> 6) as i32,
+            origin[1] + ((n >> 3) & 7) as i32,
+            origin[2] + (n & 7) as i32,
+        ]
     }
 
     fn check_paths(g: &Grid<'_>, origin: Coord, bg: Value, tile: Value) {
@@ -1626,9 +1673,9 @@ pub(crate) mod tests {
         let g = Grid::parse(&b).unwrap();
         check_paths(&g, t.origin, Value::Float(1.0), Value::Float(-2.0));
         let mut acc = g.accessor();
-        for n in 0..512 {
+        for (n, &h) in halves.iter().enumerate() {
             let ijk = leaf_ijk(t.origin, n);
-            let want = Value::Float(half_to_f32(halves[n]));
+            let want = Value::Float(half_to_f32(h));
             assert!(same_bits(g.value(ijk).unwrap(), want), "{n}");
             assert!(same_bits(acc.value(ijk).unwrap(), want));
             assert_eq!(g.is_active(ijk), n % 2 == 0);
@@ -1640,7 +1687,9 @@ pub(crate) mod tests {
 
     fn same_bits(a: Value, b: Value) -> bool {
         match (a, b) {
-            (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+            (Value::Float(x), Value::Float(y)) => {
+                x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+            }
             _ => a == b,
         }
     }
@@ -1677,40 +1726,143 @@ pub(crate) mod tests {
 
     #[test]
     fn other_value_types() {
-        let cases: Vec<(GridType, Vec<u8>, Vec<u8>, Box<dyn Fn(usize) -> Vec<u8>>, Box<dyn Fn(usize) -> Value>, Value, Value)> = vec![
-            (GridType::Double, 2.5f64.to_le_bytes().into(), (-1f64).to_le_bytes().into(),
-             Box::new(|n| (n as f64 * 0.1).to_le_bytes().into()), Box::new(|n| Value::Double(n as f64 * 0.1)),
-             Value::Double(2.5), Value::Double(-1.0)),
-            (GridType::Int32, 7i32.to_le_bytes().into(), (-9i32).to_le_bytes().into(),
-             Box::new(|n| (n as i32 - 300).to_le_bytes().into()), Box::new(|n| Value::Int(n as i64 - 300)),
-             Value::Int(7), Value::Int(-9)),
-            (GridType::Int16, 7i16.to_le_bytes().into(), (-9i16).to_le_bytes().into(),
-             Box::new(|n| (n as i16 - 300).to_le_bytes().into()), Box::new(|n| Value::Int(n as i64 - 300)),
-             Value::Int(7), Value::Int(-9)),
-            (GridType::Int64, 7i64.to_le_bytes().into(), (-9i64).to_le_bytes().into(),
-             Box::new(|n| (n as i64 * -1_000_000_007).to_le_bytes().into()), Box::new(|n| Value::Int(n as i64 * -1_000_000_007)),
-             Value::Int(7), Value::Int(-9)),
-            (GridType::UInt32, 7u32.to_le_bytes().into(), u32::MAX.to_le_bytes().into(),
-             Box::new(|n| (n as u32 * 3).to_le_bytes().into()), Box::new(|n| Value::Int(n as i64 * 3)),
-             Value::Int(7), Value::Int(u32::MAX as i64)),
-            (GridType::UInt8, vec![7], vec![200],
-             Box::new(|n| vec![n as u8]), Box::new(|n| Value::Int((n as u8) as i64)),
-             Value::Int(7), Value::Int(200)),
-            (GridType::Vec3f, [1f32, 2., 3.].iter().flat_map(|v| v.to_le_bytes()).collect(), [4f32, 5., 6.].iter().flat_map(|v| v.to_le_bytes()).collect(),
-             Box::new(|n| [n as f32, -(n as f32), 0.5].iter().flat_map(|v| v.to_le_bytes()).collect()), Box::new(|n| Value::Vec3f([n as f32, -(n as f32), 0.5])),
-             Value::Vec3f([1., 2., 3.]), Value::Vec3f([4., 5., 6.])),
-            (GridType::Vec3d, [1f64, 2., 3.].iter().flat_map(|v| v.to_le_bytes()).collect(), [4f64, 5., 6.].iter().flat_map(|v| v.to_le_bytes()).collect(),
-             Box::new(|n| [n as f64, 1.0, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect()), Box::new(|n| Value::Vec3d([n as f64, 1.0, -2.0])),
-             Value::Vec3d([1., 2., 3.]), Value::Vec3d([4., 5., 6.])),
-            (GridType::Vec4f, [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect(), [4f32, 5., 6., 7.].iter().flat_map(|v| v.to_le_bytes()).collect(),
-             Box::new(|n| [n as f32, 1.0, -2.0, 3.0].iter().flat_map(|v| v.to_le_bytes()).collect()), Box::new(|n| Value::Vec4f([n as f32, 1.0, -2.0, 3.0])),
-             Value::Vec4f([1., 2., 3., 4.]), Value::Vec4f([4., 5., 6., 7.])),
-            (GridType::Rgba8, vec![1, 2, 3, 4], vec![9, 8, 7, 6],
-             Box::new(|n| vec![n as u8, 1, 2, 3]), Box::new(|n| Value::Rgba8([n as u8, 1, 2, 3])),
-             Value::Rgba8([1, 2, 3, 4]), Value::Rgba8([9, 8, 7, 6])),
+        // (type, background, tile value, leaf value encoder, expected leaf value, bg, tile)
+        type Case = (
+            GridType,
+            Vec<u8>,
+            Vec<u8>,
+            Box<dyn Fn(usize) -> Vec<u8>>,
+            Box<dyn Fn(usize) -> Value>,
+            Value,
+            Value,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                GridType::Double,
+                2.5f64.to_le_bytes().into(),
+                (-1f64).to_le_bytes().into(),
+                Box::new(|n| (n as f64 * 0.1).to_le_bytes().into()),
+                Box::new(|n| Value::Double(n as f64 * 0.1)),
+                Value::Double(2.5),
+                Value::Double(-1.0),
+            ),
+            (
+                GridType::Int32,
+                7i32.to_le_bytes().into(),
+                (-9i32).to_le_bytes().into(),
+                Box::new(|n| (n as i32 - 300).to_le_bytes().into()),
+                Box::new(|n| Value::Int(n as i64 - 300)),
+                Value::Int(7),
+                Value::Int(-9),
+            ),
+            (
+                GridType::Int16,
+                7i16.to_le_bytes().into(),
+                (-9i16).to_le_bytes().into(),
+                Box::new(|n| (n as i16 - 300).to_le_bytes().into()),
+                Box::new(|n| Value::Int(n as i64 - 300)),
+                Value::Int(7),
+                Value::Int(-9),
+            ),
+            (
+                GridType::Int64,
+                7i64.to_le_bytes().into(),
+                (-9i64).to_le_bytes().into(),
+                Box::new(|n| (n as i64 * -1_000_000_007).to_le_bytes().into()),
+                Box::new(|n| Value::Int(n as i64 * -1_000_000_007)),
+                Value::Int(7),
+                Value::Int(-9),
+            ),
+            (
+                GridType::UInt32,
+                7u32.to_le_bytes().into(),
+                u32::MAX.to_le_bytes().into(),
+                Box::new(|n| (n as u32 * 3).to_le_bytes().into()),
+                Box::new(|n| Value::Int(n as i64 * 3)),
+                Value::Int(7),
+                Value::Int(u32::MAX as i64),
+            ),
+            (
+                GridType::UInt8,
+                vec![7],
+                vec![200],
+                Box::new(|n| vec![n as u8]),
+                Box::new(|n| Value::Int((n as u8) as i64)),
+                Value::Int(7),
+                Value::Int(200),
+            ),
+            (
+                GridType::Vec3f,
+                [1f32, 2., 3.]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+                [4f32, 5., 6.]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+                Box::new(|n| {
+                    [n as f32, -(n as f32), 0.5]
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect()
+                }),
+                Box::new(|n| Value::Vec3f([n as f32, -(n as f32), 0.5])),
+                Value::Vec3f([1., 2., 3.]),
+                Value::Vec3f([4., 5., 6.]),
+            ),
+            (
+                GridType::Vec3d,
+                [1f64, 2., 3.]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+                [4f64, 5., 6.]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+                Box::new(|n| {
+                    [n as f64, 1.0, -2.0]
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect()
+                }),
+                Box::new(|n| Value::Vec3d([n as f64, 1.0, -2.0])),
+                Value::Vec3d([1., 2., 3.]),
+                Value::Vec3d([4., 5., 6.]),
+            ),
+            (
+                GridType::Vec4f,
+                [1f32, 2., 3., 4.]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+                [4f32, 5., 6., 7.]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+                Box::new(|n| {
+                    [n as f32, 1.0, -2.0, 3.0]
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect()
+                }),
+                Box::new(|n| Value::Vec4f([n as f32, 1.0, -2.0, 3.0])),
+                Value::Vec4f([1., 2., 3., 4.]),
+                Value::Vec4f([4., 5., 6., 7.]),
+            ),
+            (
+                GridType::Rgba8,
+                vec![1, 2, 3, 4],
+                vec![9, 8, 7, 6],
+                Box::new(|n| vec![n as u8, 1, 2, 3]),
+                Box::new(|n| Value::Rgba8([n as u8, 1, 2, 3])),
+                Value::Rgba8([1, 2, 3, 4]),
+                Value::Rgba8([9, 8, 7, 6]),
+            ),
         ];
         for (t, bg, tile, enc, dec, bgv, tilev) in cases {
-            let vals: Vec<u8> = (0..512).flat_map(|n| enc(n)).collect();
+            let vals: Vec<u8> = (0..512).flat_map(&enc).collect();
             let tiny = Tiny {
                 grid_type: t,
                 origin: [4088, -4096, 120],
@@ -1725,11 +1877,19 @@ pub(crate) mod tests {
             check_paths(&g, tiny.origin, bgv, tilev);
             assert_eq!(g.background().unwrap(), bgv);
             for n in 0..512 {
-                assert_eq!(g.value(leaf_ijk(tiny.origin, n)).unwrap(), dec(n), "{t:?} voxel {n}");
+                assert_eq!(
+                    g.value(leaf_ijk(tiny.origin, n)).unwrap(),
+                    dec(n),
+                    "{t:?} voxel {n}"
+                );
             }
             let leaf = g.leaves().next().unwrap();
             assert_eq!(leaf.value(3).unwrap(), dec(3));
-            assert_eq!(leaf.values_f32().is_ok(), dec(0).as_f32().is_some(), "{t:?}");
+            assert_eq!(
+                leaf.values_f32().is_ok(),
+                dec(0).as_f32().is_some(),
+                "{t:?}"
+            );
         }
     }
 
@@ -1757,7 +1917,11 @@ pub(crate) mod tests {
         assert!(g.is_active([0, 0, 1]) && !g.is_active([0, 0, 2]));
         assert!(g.root_stats().is_none());
         // Mask: the value is the active state.
-        let t = Tiny { grid_type: GridType::Mask, leaf_tail: vec![0u8; 16], ..t };
+        let t = Tiny {
+            grid_type: GridType::Mask,
+            leaf_tail: vec![0u8; 16],
+            ..t
+        };
         let b = tiny_grid(&t);
         let g = Grid::parse(&b).unwrap();
         assert_eq!(g.value([0, 0, 1]).unwrap(), Value::Bool(true));
@@ -1768,7 +1932,9 @@ pub(crate) mod tests {
     fn fpn_every_bit_width() {
         for log2 in 0..=4u8 {
             let bits = 1u32 << log2;
-            let codes: Vec<u32> = (0..512u32).map(|n| (n.wrapping_mul(2_654_435_761) >> 7) & ((1u64 << bits) - 1) as u32).collect();
+            let codes: Vec<u32> = (0..512u32)
+                .map(|n| (n.wrapping_mul(2_654_435_761) >> 7) & ((1u64 << bits) - 1) as u32)
+                .collect();
             let mut packed = vec![0u8; 64 * bits as usize];
             for (n, c) in codes.iter().enumerate() {
                 let bit = n * bits as usize;
@@ -1796,9 +1962,13 @@ pub(crate) mod tests {
             let b = tiny_grid(&t);
             let g = Grid::parse(&b).unwrap_or_else(|e| panic!("{bits} bits: {e}"));
             check_paths(&g, t.origin, Value::Float(0.5), Value::Float(9.0));
-            for n in 0..512 {
-                let want = codes[n] as f32 * q + min;
-                assert_eq!(g.value(leaf_ijk(t.origin, n)).unwrap(), Value::Float(want), "{bits} bits voxel {n}");
+            for (n, &code) in codes.iter().enumerate() {
+                let want = code as f32 * q + min;
+                assert_eq!(
+                    g.value(leaf_ijk(t.origin, n)).unwrap(),
+                    Value::Float(want),
+                    "{bits} bits voxel {n}"
+                );
             }
         }
         // Bit-width code 5 (32 bits) is not one NanoVDB decodes: rejected at parse.
@@ -1829,10 +1999,67 @@ pub(crate) mod tests {
         let b = tiny_grid(&t);
         let g = Grid::parse(&b).unwrap();
         let e = g.value([0, 0, 0]).unwrap_err();
-        assert!(matches!(e, FormatError::Unsupported { grid_type: GridType::OnIndex, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                FormatError::Unsupported {
+                    grid_type: GridType::OnIndex,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert!(e.to_string().contains("OnIndex"));
         assert!(g.background().is_err());
         assert!(!g.is_active([0, 0, 0]));
+    }
+
+    #[test]
+    fn long_grid_name_from_blind_data() {
+        let t = Tiny {
+            grid_type: GridType::Float,
+            origin: [0; 3],
+            background: 0f32.to_le_bytes().to_vec(),
+            tile: 0f32.to_le_bytes().to_vec(),
+            leaf_tail: plain_tail(GridType::Float, &[]),
+            leaf_flags: 0,
+            mask: [0; 8],
+        };
+        let mut b = tiny_grid(&t);
+        let long: String = (0..300)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let meta = b.len();
+        let data = meta + BLIND_META_SIZE as usize;
+        b.resize(data + (long.len() + 1).next_multiple_of(32), 0);
+        let size = b.len() as u64;
+        put(&mut b, GRID_OFF_GRID_SIZE as usize, &size.to_le_bytes());
+        put(
+            &mut b,
+            GRID_OFF_FLAGS as usize,
+            &(GRID_FLAG_HAS_LONG_GRID_NAME | GRID_FLAG_IS_BREADTH_FIRST).to_le_bytes(),
+        );
+        put(
+            &mut b,
+            GRID_OFF_BLIND_METADATA_OFFSET as usize,
+            &(meta as i64).to_le_bytes(),
+        );
+        put(
+            &mut b,
+            GRID_OFF_BLIND_METADATA_COUNT as usize,
+            &1u32.to_le_bytes(),
+        );
+        put(&mut b, meta, &((data - meta) as i64).to_le_bytes());
+        put(&mut b, meta + 8, &(long.len() as u64 + 1).to_le_bytes());
+        put(&mut b, meta + 16, &1u32.to_le_bytes());
+        put(&mut b, meta + 24, &BLIND_CLASS_GRID_NAME.to_le_bytes());
+        put(&mut b, data, long.as_bytes());
+        let g = Grid::parse(&b).unwrap();
+        assert_eq!(g.name(), long);
+        // Its data offset pointing outside the grid is an error naming the entry.
+        put(&mut b, meta, &(1i64 << 40).to_le_bytes());
+        let e = Grid::parse(&b).unwrap_err().to_string();
+        assert!(e.contains("blind metadata 0 (grid name)"), "{e}");
     }
 
     #[test]
@@ -1856,14 +2083,28 @@ pub(crate) mod tests {
             buf.extend_from_slice(&g);
         }
         let grids = Grid::parse_all(&buf).unwrap();
-        assert_eq!(grids.iter().map(|g| g.name().to_owned()).collect::<Vec<_>>(), ["ainy", "biny", "ciny"]);
+        assert_eq!(
+            grids
+                .iter()
+                .map(|g| g.name().to_owned())
+                .collect::<Vec<_>>(),
+            ["ainy", "biny", "ciny"]
+        );
         assert_eq!(grids[2].as_bytes().len(), one.len());
         // A missing third grid, a wrong index: errors that say which grid.
         let e = Grid::parse_all(&buf[..2 * one.len() + 100]).unwrap_err();
-        assert!(e.to_string().contains(&format!("byte {}", 2 * one.len())), "{e}");
+        assert!(
+            e.to_string().contains(&format!("byte {}", 2 * one.len())),
+            "{e}"
+        );
         let mut bad = buf.clone();
         bad[one.len() + 24] = 2;
-        assert!(Grid::parse_all(&bad).unwrap_err().to_string().contains("grid 1"));
+        assert!(
+            Grid::parse_all(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("grid 1")
+        );
     }
 }
 
@@ -1876,7 +2117,9 @@ mod corpus {
     use crate::format::layout::*;
 
     fn fixture(name: &str) -> Vec<u8> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nanovdb").join(name);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/nanovdb")
+            .join(name);
         read_nvdb(&path).unwrap().remove(0).bytes
     }
 
@@ -1886,7 +2129,7 @@ mod corpus {
         let _ = g.root_stats();
         let mut acc = g.accessor();
         let [lo, hi] = g.index_bbox();
-        for i in 0..64i32 {
+        for i in 0..16i32 {
             let ijk = [
                 lo[0].wrapping_add(i.wrapping_mul(7)),
                 lo[1].wrapping_add(i.wrapping_mul(3)),
@@ -1896,7 +2139,13 @@ mod corpus {
             let _ = acc.value(ijk);
             let _ = g.is_active(ijk);
         }
-        for leaf in g.leaves().take(50) {
+        // The first and the last leaf (debug builds decode slowly; the sweep runs thousands).
+        let n = g.leaves().len();
+        for leaf in g
+            .leaves()
+            .take(1)
+            .chain(g.leaves().skip(n.saturating_sub(1)))
+        {
             let _ = leaf.values_f32();
             let _ = leaf.value(511);
         }
@@ -1918,7 +2167,10 @@ mod corpus {
         let b = g.as_bytes();
         let tree = GRID_SIZE as usize;
         let counts = g.node_counts();
-        for (idx, n, size) in [(2, counts.upper, l.upper.size), (1, counts.lower, l.lower.size)] {
+        for (idx, n, size) in [
+            (2, counts.upper, l.upper.size),
+            (1, counts.lower, l.lower.size),
+        ] {
             let first = tree + u64_at(b, tree + 8 * idx) as usize;
             for i in 0..=n as usize {
                 marks.push(first + i * size as usize);
@@ -1959,7 +2211,10 @@ mod corpus {
                 if t.len() >= 40 {
                     t[32..40].copy_from_slice(&(cut as u64).to_le_bytes());
                 }
-                assert!(Grid::parse(&t).is_err(), "{name}: cut at {cut} with grid size patched");
+                assert!(
+                    Grid::parse(&t).is_err(),
+                    "{name}: cut at {cut} with grid size patched"
+                );
             }
         }
     }
@@ -1980,7 +2235,10 @@ mod corpus {
             assert!(e.contains("unsupported NanoVDB version"), "{e}");
         }
         for gs in [0u64, 735, b.len() as u64 + 1, u64::MAX] {
-            assert!(Grid::parse(&patch(32, &gs.to_le_bytes())).is_err(), "grid size {gs}");
+            assert!(
+                Grid::parse(&patch(32, &gs.to_le_bytes())).is_err(),
+                "grid size {gs}"
+            );
         }
         assert!(err(&patch(636, &99u32.to_le_bytes())).contains("unknown grid type 99"));
         assert!(err(&patch(636, &0u32.to_le_bytes())).contains("no defined layout"));
@@ -1995,7 +2253,10 @@ mod corpus {
         // Unknown classes are metadata only.
         let g = patch(632, &77u32.to_le_bytes());
         let g = Grid::parse(&g).unwrap();
-        assert_eq!((g.grid_class(), g.header().grid_class_raw), (GridClass::Unknown, 77));
+        assert_eq!(
+            (g.grid_class(), g.header().grid_class_raw),
+            (GridClass::Unknown, 77)
+        );
     }
 
     #[test]
@@ -2015,26 +2276,104 @@ mod corpus {
             upper + l.upper.off_table as usize + n * l.upper.table_stride as usize
         };
         let cases: Vec<(&str, usize, Vec<u8>, &str)> = vec![
-            ("root offset huge", tree + 24, u64::MAX.to_le_bytes().into(), "root offset"),
-            ("root offset past end", tree + 24, (b.len() as u64).to_le_bytes().into(), "root offset"),
-            ("root offset misaligned", tree + 24, (root as u64 - tree as u64 + 8).to_le_bytes().into(), "aligned"),
-            ("leaf offset huge", tree, (1u64 << 40).to_le_bytes().into(), "first leaf"),
-            ("upper offset misaligned", tree + 16, (upper as u64 - tree as u64 + 4).to_le_bytes().into(), "upper node"),
-            ("leaf count huge", tree + 32, u32::MAX.to_le_bytes().into(), "leafs"),
-            ("lower count huge", tree + 36, u32::MAX.to_le_bytes().into(), "lower nodes"),
-            ("upper count 0", tree + 40, 0u32.to_le_bytes().into(), "upper nodes"),
-            ("leaf count -1", tree + 32, (g.node_counts().leaves - 1).to_le_bytes().into(), "leaf"),
-            ("table size huge", root + 24, u32::MAX.to_le_bytes().into(), "root table"),
-            ("tile child outside", first_tile + 8, (1i64 << 40).to_le_bytes().into(), "root tile 0"),
-            ("tile child negative", first_tile + 8, (-(root as i64) - 1).to_le_bytes().into(), "root tile 0"),
-            ("tile child into root", first_tile + 8, 32i64.to_le_bytes().into(), "upper nodes"),
-            ("upper child outside", child_slot, (1i64 << 33).to_le_bytes().into(), "upper node 0"),
-            ("upper child misaligned", child_slot, (l.upper.size as i64 + 32).to_le_bytes().into(), "lower nodes"),
+            (
+                "root offset huge",
+                tree + 24,
+                u64::MAX.to_le_bytes().into(),
+                "root offset",
+            ),
+            (
+                "root offset past end",
+                tree + 24,
+                (b.len() as u64).to_le_bytes().into(),
+                "root offset",
+            ),
+            (
+                "root offset misaligned",
+                tree + 24,
+                (root as u64 - tree as u64 + 8).to_le_bytes().into(),
+                "aligned",
+            ),
+            (
+                "leaf offset huge",
+                tree,
+                (1u64 << 40).to_le_bytes().into(),
+                "first leaf",
+            ),
+            (
+                "upper offset misaligned",
+                tree + 16,
+                (upper as u64 - tree as u64 + 4).to_le_bytes().into(),
+                "upper node",
+            ),
+            (
+                "leaf count huge",
+                tree + 32,
+                u32::MAX.to_le_bytes().into(),
+                "leafs",
+            ),
+            (
+                "lower count huge",
+                tree + 36,
+                u32::MAX.to_le_bytes().into(),
+                "lower nodes",
+            ),
+            (
+                "upper count 0",
+                tree + 40,
+                0u32.to_le_bytes().into(),
+                "upper nodes",
+            ),
+            (
+                "leaf count -1",
+                tree + 32,
+                (g.node_counts().leaves - 1).to_le_bytes().into(),
+                "leaf",
+            ),
+            (
+                "table size huge",
+                root + 24,
+                u32::MAX.to_le_bytes().into(),
+                "root table",
+            ),
+            (
+                "tile child outside",
+                first_tile + 8,
+                (1i64 << 40).to_le_bytes().into(),
+                "root tile 0",
+            ),
+            (
+                "tile child negative",
+                first_tile + 8,
+                (-(root as i64) - 1).to_le_bytes().into(),
+                "root tile 0",
+            ),
+            (
+                "tile child into root",
+                first_tile + 8,
+                32i64.to_le_bytes().into(),
+                "upper nodes",
+            ),
+            (
+                "upper child outside",
+                child_slot,
+                (1i64 << 33).to_le_bytes().into(),
+                "upper node 0",
+            ),
+            (
+                "upper child misaligned",
+                child_slot,
+                (l.upper.size as i64 + 32).to_le_bytes().into(),
+                "lower nodes",
+            ),
         ];
         for (what, off, v, needle) in cases {
             let mut c = b.clone();
             c[off..off + v.len()].copy_from_slice(&v);
-            let e = Grid::parse(&c).err().unwrap_or_else(|| panic!("{what}: accepted")).to_string();
+            let e = Grid::parse(&c)
+                .err()
+                .unwrap_or_else(|| panic!("{what}: accepted"))
+                .to_string();
             assert!(e.contains(needle), "{what}: {e}");
         }
         // A stray child bit: the table entry there is a value, not a child offset.
@@ -2043,7 +2382,10 @@ mod corpus {
         let n = (0..32768).find(|&n| !bit_at(&b, mask, n)).unwrap();
         c[mask + n / 8] |= 1 << (n % 8);
         let e = Grid::parse(&c).unwrap_err().to_string();
-        assert!(e.contains("upper node 0") && e.contains(&format!("child {n}")), "{e}");
+        assert!(
+            e.contains("upper node 0") && e.contains(&format!("child {n}")),
+            "{e}"
+        );
         // A leaf whose stored origin disagrees with its place in the tree.
         let mut c = b.clone();
         let leaf = g.leaf_at_index(3).unwrap();
@@ -2053,19 +2395,20 @@ mod corpus {
 
     #[test]
     fn byte_flip_sweep() {
-        for (name, b) in bases() {
-            let t0 = std::time::Instant::now();
+        // The fog grid (6.8 MB, 4 ms per parse in debug builds) is left to the other tests.
+        for (name, b) in bases().into_iter().filter(|(n, _)| *n != "fog") {
             let g = Grid::parse(&b).unwrap();
-            eprintln!("{name}: parse {:?}", t0.elapsed());
-            let root_end = g.root + g.layout().root.size as usize + g.tile_count as usize * g.layout().root.tile_size as usize;
+            let root_end = g.root
+                + g.layout().root.size as usize
+                + g.tile_count as usize * g.layout().root.tile_size as usize;
             let structural: Vec<std::ops::Range<usize>> = vec![
-                0..8,                                      // magic
-                32..40,                                    // grid size
+                0..8,                                             // magic
+                32..40,                                           // grid size
                 GRID_SIZE as usize + 24..GRID_SIZE as usize + 28, // root offset (low bytes)
                 GRID_SIZE as usize + 32..GRID_SIZE as usize + 44, // node counts
             ];
             let mut offsets: Vec<usize> = (0..(root_end + 64).min(b.len())).collect();
-            offsets.extend((root_end..b.len()).step_by(b.len() / 2000 + 1));
+            offsets.extend((root_end..b.len()).step_by(b.len() / 500 + 1));
             let mut c = b.clone();
             for off in offsets {
                 for mask in [0x01u8, 0x10, 0x80, 0xff] {
@@ -2103,7 +2446,11 @@ mod corpus {
             for _ in 0..300 {
                 let mut changed = Vec::new();
                 for _ in 0..1 + rnd() % 8 {
-                    let off = if rnd() % 2 == 0 { (rnd() % 2048) as usize % len } else { (rnd() as usize) % len };
+                    let off = if rnd() % 2 == 0 {
+                        (rnd() % 2048) as usize % len
+                    } else {
+                        (rnd() as usize) % len
+                    };
                     changed.push((off, c[off]));
                     c[off] = rnd() as u8;
                 }

@@ -182,7 +182,7 @@ pub const TREE_OFF_TILE_COUNT_LOWER: u32 = 44;
 pub const TREE_OFF_TILE_COUNT_UPPER: u32 = 48;
 /// u32 number of active tiles in the root.
 pub const TREE_OFF_TILE_COUNT_ROOT: u32 = 52;
-/// u64 number of active voxels (tiles excluded).
+/// u64 number of active values, counting every voxel of an active tile.
 pub const TREE_OFF_VOXEL_COUNT: u32 = 56;
 
 // ------------------------------------------------------------------------------------------
@@ -479,7 +479,8 @@ const fn leaf_layout(t: GridType, v: u32, a: u32, s: u32) -> LeafLayout {
         },
         // LeafData<bool>: value mask (16..80), value bits (80..144), 16 bytes padding. NOTE:
         // PNanoVDB's table says 96 for the bool table offset, which disagrees with NanoVDB.h's
-        // struct; the C++ struct is what NanoVDB's own accessors read, so we follow it.
+        // struct; the C++ struct is what NanoVDB's own accessors read, so we follow it (checked
+        // against a BoolGrid converted by nanovdb_convert 32.4: tests/fixtures/nanovdb).
         Boolean => no_stats_leaf(LeafKind::Bits, 80, 1, 160),
         Index | OnIndex => no_stats_leaf(LeafKind::Index, 80, 0, 96),
         // Retired in 32.7; 32.5/32.6 stored an extra 512-bit mask after the offsets.

@@ -158,7 +158,11 @@ impl Metrics {
 
     /// The derived figures as of now.
     pub fn summary(&self) -> Summary {
-        summarize(&self.frames, self.window.as_secs_f64(), cpu_seconds() - self.cpu_start)
+        summarize(
+            &self.frames,
+            self.window.as_secs_f64(),
+            cpu_seconds() - self.cpu_start,
+        )
     }
 }
 
@@ -174,7 +178,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// window, `cpu` seconds of CPU spent.
 pub fn summarize(frames: &[FrameTimes], window: f64, cpu: f64) -> Summary {
     let bytes: u64 = frames.iter().map(|f| f.bytes).sum();
-    let end = frames.iter().filter_map(FrameTimes::done).fold(0.0f64, f64::max);
+    let end = frames
+        .iter()
+        .filter_map(FrameTimes::done)
+        .fold(0.0f64, f64::max);
     let rate = |b: f64, s: f64| if s > 0.0 { b / s } else { 0.0 };
     let wstart = (end - window).max(0.0);
     let wbytes: u64 = frames
@@ -185,14 +192,29 @@ pub fn summarize(frames: &[FrameTimes], window: f64, cpu: f64) -> Summary {
     let instant = frames
         .iter()
         .filter(|f| f.done().is_some())
-        .max_by(|a, b| a.done().partial_cmp(&b.done()).unwrap_or(std::cmp::Ordering::Equal))
+        .max_by(|a, b| {
+            a.done()
+                .partial_cmp(&b.done())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
         .map_or(0.0, |f| {
-            let from = f.first_byte.unwrap_or(f.requested).min(f.done().unwrap_or(0.0));
+            let from = f
+                .first_byte
+                .unwrap_or(f.requested)
+                .min(f.done().unwrap_or(0.0));
             // Measure from the request when the frame arrived in one read.
-            let from = if f.done().unwrap_or(0.0) - from > 0.0 { from } else { f.requested };
+            let from = if f.done().unwrap_or(0.0) - from > 0.0 {
+                from
+            } else {
+                f.requested
+            };
             rate(f.bytes as f64, f.done().unwrap_or(0.0) - from) / 1e9
         });
-    let mut lat: Vec<f64> = frames.iter().filter_map(FrameTimes::latency).map(|s| s * 1e3).collect();
+    let mut lat: Vec<f64> = frames
+        .iter()
+        .filter_map(FrameTimes::latency)
+        .map(|s| s * 1e3)
+        .collect();
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     let latency = Latency {
         min_ms: lat.first().copied().unwrap_or(0.0),
@@ -200,7 +222,11 @@ pub fn summarize(frames: &[FrameTimes], window: f64, cpu: f64) -> Summary {
         p90_ms: percentile(&lat, 0.9),
         p99_ms: percentile(&lat, 0.99),
         max_ms: lat.last().copied().unwrap_or(0.0),
-        mean_ms: if lat.is_empty() { 0.0 } else { lat.iter().sum::<f64>() / lat.len() as f64 },
+        mean_ms: if lat.is_empty() {
+            0.0
+        } else {
+            lat.iter().sum::<f64>() / lat.len() as f64
+        },
     };
     Summary {
         frames: frames.len() as u64,
@@ -213,7 +239,11 @@ pub fn summarize(frames: &[FrameTimes], window: f64, cpu: f64) -> Summary {
         frames_per_s: rate(frames.len() as f64, end),
         latency,
         cpu_seconds: cpu,
-        cpu_seconds_per_gb: if bytes > 0 { cpu / (bytes as f64 / 1e9) } else { 0.0 },
+        cpu_seconds_per_gb: if bytes > 0 {
+            cpu / (bytes as f64 / 1e9)
+        } else {
+            0.0
+        },
     }
 }
 

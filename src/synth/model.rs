@@ -78,21 +78,13 @@ pub enum Shape {
         /// Semi-axes along x and y.
         r: [f32; 2],
     },
-    /// The anvil's fan: half-width `half0` at `x0`, growing by `slope` per metre downwind,
-    /// centred on `y0`; its lowest point rises downwind (`zmin` per `seg` metres past x0).
+    /// The anvil: a fan centred on `y0` that starts widening at `x0`, with a lens-shaped
+    /// cross-section whose base rises downwind (see [`anvil_lowest_base`]).
     Fan {
-        /// Where the fan starts widening.
+        /// Where the fan starts widening (the tower top).
         x0: f32,
         /// Centre line.
         y0: f32,
-        /// Half-width at `x0` (and at most that upwind).
-        half0: f32,
-        /// Widening per metre downwind.
-        slope: f32,
-        /// Lowest possible anvil base per segment downwind of `x0`.
-        zmin: [f32; 16],
-        /// Segment length.
-        seg: f32,
     },
 }
 
@@ -166,18 +158,13 @@ impl Bound {
                 }
                 d2 <= 1.0
             }
-            Shape::Fan {
-                x0,
-                y0,
-                half0,
-                slope,
-                zmin,
-                seg,
-            } => {
-                let half = half0 + slope * (hi[0] - x0).max(0.0);
+            Shape::Fan { x0, y0 } => {
+                // The widest the anvil gets within the box (it widens downwind), hence the
+                // smallest lateral coordinate and the thickest lens section inside it.
+                let half = ANVIL_HALF + ANVIL_SPREAD * (hi[0] - x0).max(0.0);
                 let dy = (lo[1] - y0).max(0.0).max(y0 - hi[1]);
-                let k = ((lo[0] - x0).max(0.0) / seg) as usize;
-                dy <= half && hi[2] >= zmin[k.min(15)]
+                let lat = dy / half;
+                lat < ANVIL_LAT_MAX && hi[2] >= anvil_lowest_base(lo[0] - x0, lat)
             }
         }
     }
@@ -196,17 +183,25 @@ pub fn features_in(bounds: &[Bound], lo: [f32; 3], hi: [f32; 3]) -> (u32, bool) 
     (mask, active)
 }
 
-/// Lowest possible anvil base `ddx` metres downwind of the tower top (see the anvil in
-/// `eval_brick`: top >= TROPOPAUSE + 40, thickness and mammatus at most as below, and the
-/// noise lowers the base by at most 560 m).
-fn anvil_lowest_base(ddx: f32) -> f32 {
-    let thick = anvil_thickness(ddx.max(0.0));
+/// Anvil half-width at the tower top, metres.
+const ANVIL_HALF: f32 = 3_900.0;
+/// Anvil widening per metre downwind.
+const ANVIL_SPREAD: f32 = 0.55;
+/// The anvil reaches at most this many half-widths off its centre line (noise included).
+const ANVIL_LAT_MAX: f32 = 1.4;
+
+/// Lowest possible anvil base at or downwind of `ddx` metres past the tower top and at
+/// least `lat` half-widths off the centre line (see the anvil in `eval_brick`: the top is
+/// at least TROPOPAUSE + 40, thickness and mammatus at most as below, and the noise lowers
+/// the base by at most 320 m).
+fn anvil_lowest_base(ddx: f32, lat: f32) -> f32 {
+    let thick = anvil_thickness(ddx.max(0.0)) * (1.0 - 0.65 * lat * lat).max(0.0);
     let mam = if ddx < 14_000.0 {
         450.0 * 1.3 * (1.0 - ddx.max(0.0) / 14_000.0)
     } else {
         0.0
     };
-    TROPOPAUSE + 40.0 - thick - mam - 560.0 - 10.0
+    TROPOPAUSE + 40.0 - thick - mam - 320.0 - 10.0
 }
 
 /// Radius of the updraft tower at height z: widening above cloud base, narrowing a little
@@ -237,6 +232,12 @@ pub struct BrickFields {
     pub vort: [f32; 512],
     /// Whether the storm is present at the voxel (activity of the wind-derived fields).
     pub storm: [bool; 512],
+}
+
+impl Default for BrickFields {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl BrickFields {
@@ -285,10 +286,44 @@ struct ZTerms {
     hook_top: f32,
 }
 
+/// Anvil terms of one column.
+struct AnvilColumn {
+    yy: f32,
+    lat: f32,
+    thick: f32,
+    inv_thick: f32,
+    mam: f32,
+    q: f32,
+}
+
+/// Wall-cloud terms of one column.
+struct WallColumn {
+    rot: [f32; 2],
+    r2: f32,
+    r: f32,
+}
+
+/// Hook terms of one column.
+struct HookColumn {
+    band: f32,
+    top: f32,
+    q: f32,
+}
+
+/// Column-invariant terms of the features a brick evaluates.
+#[derive(Default)]
+struct Column {
+    anvil: Option<AnvilColumn>,
+    wall: Option<WallColumn>,
+    hook: Option<HookColumn>,
+}
+
 /// Smooth Hermite step from 0 at `e0` to 1 at `e1`.
 #[inline(always)]
 pub fn smoothstep(e0: f32, e1: f32, x: f32) -> f32 {
-    let t = ((x - e0) / (e1 - e0)).clamp(0.0, 1.0);
+    // A product with the reciprocal: with constant edges (the usual case) it folds to one
+    // multiplication instead of a division per call.
+    let t = ((x - e0) * (1.0 / (e1 - e0))).clamp(0.0, 1.0);
     t * t * (3.0 - 2.0 * t)
 }
 
@@ -402,9 +437,9 @@ impl<'a> FrameModel<'a> {
         // at `touchdown`, intensifies, then tilts and ropes out towards the end.
         let td = touchdown.clamp(0.1, 0.9);
         let lower = smoothstep(0.05, td, s);
-        // The tip ends 80 m below ground at touchdown, so the funnel meets the ground at
-        // nearly its full width rather than at a point.
-        let funnel_tip = FUNNEL_TOP - (FUNNEL_TOP + 80.0) * lower;
+        // The tip reaches the ground exactly at `touchdown`, then sinks 80 m below it so the
+        // funnel meets the ground at nearly its full width rather than at a point.
+        let funnel_tip = FUNNEL_TOP * (1.0 - lower) - 80.0 * smoothstep(td, td + 0.03, s);
         let formed = smoothstep(0.0, 0.08, s);
         let rope = smoothstep(0.72, 1.0, s);
         let debris = smoothstep(td, td + 0.06, s) * (1.0 - 0.5 * rope);
@@ -469,11 +504,6 @@ impl<'a> FrameModel<'a> {
         let wob = 260.0;
         let tilt = [TOWER_TILT, 0.0];
         let ax0 = mx + TOWER_TILT * TROPOPAUSE;
-        let mut zmin = [0f32; 16];
-        let seg = 2_000.0;
-        for (k, z) in zmin.iter_mut().enumerate() {
-            *z = anvil_lowest_base(k as f32 * seg);
-        }
         let mut b = vec![
             // Below cloud base only the updraft's core (w > 0) reaches out, to 0.66 R.
             Bound::cylinder(
@@ -515,16 +545,9 @@ impl<'a> FrameModel<'a> {
             Bound {
                 bit: F_ANVIL,
                 activates: true,
-                min: [ax0 - 4_800.0, -1e9, zmin[0]],
+                min: [ax0 - 4_800.0, -1e9, anvil_lowest_base(0.0, 0.0)],
                 max: [1e9, 1e9, TROPOPAUSE + 250.0 + 150.0 * 1.4 + 10.0],
-                shape: Shape::Fan {
-                    x0: ax0,
-                    y0: my,
-                    half0: 1.4 * 3_900.0,
-                    slope: 1.4 * 0.55,
-                    zmin,
-                    seg,
-                },
+                shape: Shape::Fan { x0: ax0, y0: my },
             },
             Bound::cylinder(
                 F_WALL,
@@ -537,7 +560,7 @@ impl<'a> FrameModel<'a> {
                 F_FFD,
                 [mx + 4_800.0, my + 3_000.0],
                 [0.3, 0.0],
-                [1.285 * 7_000.0, 1.285 * 3_200.0],
+                [1.16 * 7_000.0, 1.16 * 3_200.0],
                 [0.0, 8_000.0],
             ),
             Bound::cylinder(
@@ -679,6 +702,79 @@ impl<'a> FrameModel<'a> {
         k
     }
 
+    /// Terms that are constant along a vertical column of voxels.
+    #[inline(always)]
+    fn column(&self, x: f32, y: f32, mask: u32) -> Column {
+        let mut c = Column::default();
+        if mask & F_ANVIL != 0 {
+            let ddx = x - self.anvil_x0;
+            let yy = y - self.meso[1];
+            // Fan that widens downwind; rounded, short upwind (backsheared) edge.
+            let (half, round) = if ddx >= 0.0 {
+                (ANVIL_HALF + ANVIL_SPREAD * ddx, 1.0)
+            } else {
+                let f = sat(1.0 - (ddx * (1.0 / 4_800.0)).powi(2)).sqrt();
+                (ANVIL_HALF * f, f)
+            };
+            let lat = yy.abs() / half.max(1.0);
+            if lat < ANVIL_LAT_MAX {
+                let thick = anvil_thickness(ddx.max(0.0)) * round * (1.0 - 0.65 * lat * lat);
+                // Mammatus: pouches hanging from the base, near the tower.
+                let mam = if (0.0..14_000.0).contains(&ddx) {
+                    let so = self.seed_off;
+                    let nm = self.noise.sample(
+                        x * 0.022 + so[0] + 7.0,
+                        y * 0.022 + so[1],
+                        so[2] + 0.01 * self.t,
+                    );
+                    450.0 * (nm - 0.1).max(0.0) * (1.0 - ddx / 14_000.0)
+                } else {
+                    0.0
+                };
+                c.anvil = Some(AnvilColumn {
+                    yy,
+                    lat,
+                    thick,
+                    inv_thick: 1.0 / thick.max(100.0),
+                    mam,
+                    q: 0.65 - 0.4 * smoothstep(0.0, 20_000.0, ddx),
+                });
+            }
+        }
+        if mask & F_WALL != 0 {
+            let wx = x - self.meso[0] + 200.0;
+            let wy = y - self.meso[1] + 150.0;
+            // Texture turns with the mesocyclone.
+            let (cm, sm) = (self.meso_spin[0], self.meso_spin[1]);
+            let r2 = (wx * wx + wy * wy) * (1.0 / (WALL_RADIUS * WALL_RADIUS));
+            c.wall = Some(WallColumn {
+                rot: [wx * cm + wy * sm, -wx * sm + wy * cm],
+                r2,
+                r: r2.sqrt(),
+            });
+        }
+        if mask & F_HOOK != 0 {
+            let sx = x - self.meso[0];
+            let sy = y - self.meso[1];
+            let r = (sx * sx + sy * sy).sqrt();
+            let phi = angle(sy, sx);
+            // Spiral band from east-north-east (20°) round to the south (270°), narrowing
+            // and lowering towards its tip near the tornado.
+            let v = (phi - 0.35) * (1.0 / 4.36);
+            if (0.0..=1.0).contains(&v) {
+                let rh = 4_000.0 - 2_700.0 * v;
+                let wh = 1_300.0 - 800.0 * v;
+                let ends = smoothstep(0.0, 0.08, v) * smoothstep(1.0, 0.9, v);
+                c.hook = Some(HookColumn {
+                    band: 1.0 - (r - rh).abs() / wh,
+                    top: 5_000.0 - 2_000.0 * v,
+                    q: (2.6 - 1.6 * v) * ends,
+                });
+            }
+        }
+        c
+    }
+
     /// Evaluates every field on the brick whose voxel (0,0,0) is at world position `p0`,
     /// with voxel spacing `dx`, using only the features in `mask`.
     pub fn eval_brick(&self, p0: [f32; 3], dx: f32, mask: u32, out: &mut BrickFields) {
@@ -689,13 +785,12 @@ impl<'a> FrameModel<'a> {
         let nz = self.noise;
         let so = self.seed_off;
         let t = self.t;
-        let (cm, sm) = (self.meso_spin[0], self.meso_spin[1]);
-        let ax0 = self.anvil_x0;
         for i in 0..8 {
             let x = p0[0] + i as f32 * dx;
             for j in 0..8 {
                 let y = p0[1] + j as f32 * dx;
                 let base = i * 64 + j * 8;
+                let col = self.column(x, y, mask);
                 for (k, zk) in zt.iter().enumerate() {
                     let z = zk.z;
                     let n = base + k;
@@ -744,68 +839,36 @@ impl<'a> FrameModel<'a> {
                         }
                     }
 
-                    if mask & F_ANVIL != 0 {
-                        let ddx = x - ax0;
-                        let yy = y - self.meso[1];
-                        // Fan that widens downwind; rounded, short upwind (backsheared) edge.
-                        let (half, round) = if ddx >= 0.0 {
-                            (3_900.0 + 0.55 * ddx, 1.0)
-                        } else {
-                            let f = sat(1.0 - (ddx * (1.0 / 4_800.0)).powi(2)).sqrt();
-                            (3_900.0 * f, f)
-                        };
-                        let lat = yy.abs() / half.max(1.0);
-                        if lat < 1.4 {
-                            let down = smoothstep(0.0, 20_000.0, ddx);
-                            // Anvil ice drifts downwind at about 20 m/s relative to the storm.
-                            let na = nz.fbm(
-                                (x - self.meso[0] - 20.0 * t) * 0.0035 + so[1] + 11.0,
-                                yy * 0.008 + so[2],
-                                z * 0.012 + so[0],
-                            );
-                            let top = TROPOPAUSE + 250.0 + 150.0 * na;
-                            let thick =
-                                anvil_thickness(ddx.max(0.0)) * round * (1.0 - 0.65 * lat * lat);
-                            // Mammatus: pouches hanging from the base, near the tower.
-                            let mam = if (0.0..14_000.0).contains(&ddx) {
-                                let nm = nz.sample(
-                                    x * 0.022 + so[0] + 7.0,
-                                    y * 0.022 + so[1],
-                                    so[2] + 0.01 * t,
-                                );
-                                450.0 * (nm - 0.1).max(0.0) * (1.0 - ddx / 14_000.0)
-                            } else {
-                                0.0
-                            };
-                            let bot = top - thick - mam + 400.0 * na;
-                            let e_lat = 1.0 - lat + 0.25 * na;
-                            let e_v = ((z - bot).min(top - z)) * (1.0 / 250.0);
-                            let qa = (0.65 - 0.4 * down) * smoothstep(0.0, 0.3, e_lat);
-                            // Ice thins towards the base as it falls out (wispy underside).
-                            let depth = sat((z - bot) / thick.max(100.0));
-                            cloud = cloud
-                                .max(qa * sat(e_v) * (0.75 + 0.25 * na) * (0.35 + 0.65 * depth));
-                            w += 1.5 * na * sat(e_v);
-                        }
+                    if let Some(ac) = &col.anvil {
+                        // Anvil ice drifts downwind at about 20 m/s relative to the storm.
+                        let na = nz.fbm(
+                            (x - self.meso[0] - 20.0 * t) * 0.0035 + so[1] + 11.0,
+                            ac.yy * 0.008 + so[2],
+                            z * 0.012 + so[0],
+                        );
+                        let top = TROPOPAUSE + 250.0 + 150.0 * na;
+                        let bot = top - ac.thick - ac.mam + 400.0 * na.max(-0.8);
+                        let e_lat = 1.0 - ac.lat + 0.25 * na;
+                        let e_v = ((z - bot).min(top - z)) * (1.0 / 250.0);
+                        let qa = ac.q * smoothstep(0.0, 0.3, e_lat);
+                        // Ice thins towards the base as it falls out (wispy underside).
+                        let depth = sat((z - bot) * ac.inv_thick);
+                        cloud =
+                            cloud.max(qa * sat(e_v) * (0.75 + 0.25 * na) * (0.35 + 0.65 * depth));
+                        w += 1.5 * na * sat(e_v);
                     }
 
-                    if mask & F_WALL != 0 {
-                        let wx = x - self.meso[0] + 200.0;
-                        let wy = y - self.meso[1] + 150.0;
-                        // Texture turns with the mesocyclone.
-                        let rx = wx * cm + wy * sm;
-                        let ry = -wx * sm + wy * cm;
+                    if let Some(wc) = &col.wall {
                         let nw = nz.fbm(
-                            rx * 0.006 + so[2],
-                            ry * 0.006 + so[0],
+                            wc.rot[0] * 0.006 + so[2],
+                            wc.rot[1] * 0.006 + so[0],
                             z * 0.006 + so[1] + 23.0,
                         );
-                        let r2 = (wx * wx + wy * wy) * (1.0 / (WALL_RADIUS * WALL_RADIUS));
-                        let bottom = CLOUD_BASE - WALL_DROP * (1.0 - r2) + 120.0 * nw;
-                        let e = (1.0 - r2.sqrt() + 0.3 * nw).min((z - bottom) * (1.0 / 120.0));
+                        let bottom = CLOUD_BASE - WALL_DROP * (1.0 - wc.r2) + 120.0 * nw;
+                        let e = (1.0 - wc.r + 0.3 * nw).min((z - bottom) * (1.0 / 120.0));
                         let top_fade = 1.0 - smoothstep(CLOUD_BASE, CLOUD_BASE + 300.0, z);
                         cloud = cloud.max(1.4 * smoothstep(0.0, 0.25, e) * top_fade);
-                        w += 6.0 * sat(1.0 - r2) * top_fade * smoothstep(0.0, 600.0, z);
+                        w += 6.0 * sat(1.0 - wc.r2) * top_fade * smoothstep(0.0, 600.0, z);
                     }
 
                     if mask & (F_FUNNEL | F_TORNADO) != 0 {
@@ -882,29 +945,21 @@ impl<'a> FrameModel<'a> {
                             let ex = (sx - zk.ffd_shift - 4_800.0) * (1.0 / 7_000.0);
                             let ey = (sy - 3_000.0) * (1.0 / 3_200.0);
                             let e = 1.0 - (ex * ex + ey * ey);
-                            if e > -0.65 {
+                            if e > -0.34 {
                                 // Heaviest just north of the updraft, lighter downwind.
                                 let core = 4.5 - 2.5 * sat(ex + 0.3);
-                                let v = sat(e * 1.5 + 0.8 * nr - 0.15);
+                                // The noise is capped at 0.8 so the rain's reach (and
+                                // the bound) stays within e > -0.33.
+                                let v = sat(e * 1.5 + 0.8 * nr.min(0.8) - 0.15);
                                 rain += core * v * v * zk.ffd_q;
                             }
                         }
-                        if mask & F_HOOK != 0 && z < 5_000.0 {
-                            let r = (sx * sx + sy * sy).sqrt();
-                            let phi = angle(sy, sx);
-                            // Spiral band from east-north-east (20°) round to the south (270°).
-                            let v = (phi - 0.35) * (1.0 / 4.36);
-                            if (0.0..=1.0).contains(&v) {
-                                let rh = 4_000.0 - 2_700.0 * v;
-                                let wh = 1_300.0 - 800.0 * v;
-                                let top = 5_000.0 - 2_000.0 * v;
-                                let band = 1.0 - (r - rh).abs() / wh + 0.35 * nr;
-                                let ends = smoothstep(0.0, 0.08, v) * smoothstep(1.0, 0.9, v);
-                                let vert = smoothstep(top, top * 0.6, zk.hook_top);
-                                let q = (2.6 - 1.6 * v) * sat(band * 1.6) * ends * vert;
-                                rain += q;
-                                w -= 3.5 * q * smoothstep(5_000.0, 1_000.0, z);
-                            }
+                        if let Some(hc) = &col.hook {
+                            let band = hc.band + 0.35 * nr;
+                            let vert = smoothstep(hc.top, hc.top * 0.6, z);
+                            let q = hc.q * sat(band * 1.6) * vert;
+                            rain += q;
+                            w -= 3.5 * q * smoothstep(5_000.0, 1_000.0, z);
                         }
                         // Bounded weak echo region: the updraft core holds no rain.
                         if mask & F_TOWER != 0 && rain > 0.0 {

@@ -113,12 +113,16 @@ pub fn measure_frame(storm: &Storm, frame: u32, grid_type: GridType) -> SizeEsti
     }
 }
 
+/// One attribute of one calibration frame: leaves at both resolutions, and the brick
+/// origins at the finer one.
+type Sample = (u64, u64, Vec<[i32; 3]>);
+
 /// Calibration data: per sampled frame and attribute, leaf counts at both calibration
 /// resolutions, and the brick origins at the finer one (to count internal nodes).
 pub struct Calibration {
     attributes: Vec<Attribute>,
     /// `[frame][attribute] -> (leaves at N0, leaves at N1, origins at N1)`.
-    samples: Vec<Vec<(u64, u64, Vec<[i32; 3]>)>>,
+    samples: Vec<Vec<Sample>>,
 }
 
 impl Calibration {

@@ -1,0 +1,131 @@
+//! `supercell-data import` and `supercell-data export`.
+
+use crate::args::parse_size;
+use crate::generate::parse_lanes;
+use crate::target;
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use supercell::dataset::{DEFAULT_CHUNK_SIZE, Provenance, export_frame, import_nvdb_sequence};
+use supercell::format::Codec;
+
+/// Arguments of `import`.
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// The .nvdb files, one per frame, in frame order (each with the same set of grids).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Dataset directory to create.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Lanes: a count, a directory with numbered lane subdirectories, or a comma-separated
+    /// list of lane directories.
+    #[arg(long, default_value = "4")]
+    pub lanes: String,
+    /// Stripe chunk size, a multiple of 4 KiB.
+    #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
+    pub chunk_size: u64,
+    /// Seconds between frames (frame f is at f × this); default 1.
+    #[arg(long, default_value_t = 1.0)]
+    pub frame_interval: f64,
+}
+
+/// Arguments of `export`.
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// The dataset directory.
+    pub dataset: PathBuf,
+    /// The frame to export.
+    #[arg(long)]
+    pub frame: usize,
+    /// The .nvdb file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Compression of the grids in the file: none, zip or blosc.
+    #[arg(long, default_value = "none", value_parser = parse_codec)]
+    pub codec: Codec,
+}
+
+fn parse_codec(text: &str) -> Result<Codec> {
+    Ok(match text.to_ascii_lowercase().as_str() {
+        "none" => Codec::None,
+        "zip" => Codec::Zip,
+        "blosc" => Codec::Blosc,
+        other => bail!("unknown codec '{other}' (use none, zip or blosc)"),
+    })
+}
+
+/// Runs `import`.
+pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
+    if !(args.frame_interval.is_finite() && args.frame_interval > 0.0) {
+        bail!("--frame-interval must be a positive number of seconds");
+    }
+    let lanes = parse_lanes(&args.lanes)?;
+    let times: Vec<f64> = (0..args.files.len())
+        .map(|f| f as f64 * args.frame_interval)
+        .collect();
+    let bar = ProgressBar::new(args.files.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("import [{elapsed_precise}] [{wide_bar}] {pos}/{len} files")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let manifest = import_nvdb_sequence(
+        &args.files,
+        &args.out,
+        lanes,
+        args.chunk_size,
+        Some(&times),
+        Provenance::new(
+            "supercell-data import",
+            std::env::args().skip(1).collect::<Vec<_>>(),
+        ),
+        |done| bar.set_position(done as u64),
+    )
+    .with_context(|| format!("importing into {}", args.out.display()))?;
+    bar.finish_and_clear();
+    println!(
+        "{}: {} frames, {} attributes ({}), {:.3} GB",
+        args.out.display(),
+        manifest.frame_count(),
+        manifest.attributes.len(),
+        manifest
+            .attributes
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        manifest.total_bytes() as f64 / 1e9
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `export`.
+pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
+    let ds = target::open_dataset(&args.dataset)?;
+    if args.frame >= ds.frame_count() {
+        bail!(
+            "{}: frame {} does not exist (the dataset has {} frames)",
+            args.dataset.display(),
+            args.frame,
+            ds.frame_count()
+        );
+    }
+    export_frame(&ds, args.frame, &args.out, args.codec).with_context(|| {
+        format!(
+            "exporting frame {} of {} to {}",
+            args.frame,
+            args.dataset.display(),
+            args.out.display()
+        )
+    })?;
+    println!(
+        "{}: frame {} ({} grids, codec {})",
+        args.out.display(),
+        args.frame,
+        ds.manifest().attributes.len(),
+        args.codec
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,299 @@
+//! End-to-end tests of the `supercell-data` command line: generate → verify → inspect →
+//! sample → export → import, and the errors bad input must give.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use supercell::format::{Grid, Value, read_nvdb};
+
+fn tool(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_supercell-data"))
+        .args(args)
+        .output()
+        .expect("run supercell-data")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = tool(args);
+    assert!(
+        out.status.success(),
+        "supercell-data {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(args: &[&str], expect: &str) {
+    let out = tool(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} should fail");
+    assert!(
+        err.contains(expect),
+        "{args:?}: expected {expect:?} in {err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+}
+
+#[test]
+fn generate_verify_inspect_sample_export_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("storm");
+    let ds_s = ds.to_str().unwrap();
+    ok(&[
+        "generate",
+        ds_s,
+        "--frames",
+        "3",
+        "--resolution",
+        "96",
+        "--lanes",
+        "3",
+        "--chunk-size",
+        "64KiB",
+        "--grid-type",
+        "fp8",
+    ]);
+    let verified = ok(&["verify", ds_s]);
+    assert!(verified.contains("OK"), "{verified}");
+
+    // inspect --json describes frame 1's grids with what the reader sees.
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", ds_s, "--frame", "1", "--json"])).unwrap();
+    let grids = json["grids"].as_array().unwrap();
+    let names: Vec<&str> = grids.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names[..4],
+        ["cloud", "rain", "wind_speed", "vertical_velocity"]
+    );
+    assert!(
+        grids
+            .iter()
+            .all(|g| g["type"] == "Float8" && g["checksum"] == "valid")
+    );
+    assert_eq!(json["dataset"]["frames"], 3);
+
+    // Export frame 1 and read it with the library: same grids.
+    let nvdb = tmp.path().join("f1.nvdb");
+    ok(&[
+        "export",
+        ds_s,
+        "--frame",
+        "1",
+        "--out",
+        nvdb.to_str().unwrap(),
+        "--codec",
+        "zip",
+    ]);
+    let exported = read_nvdb(&nvdb).unwrap();
+    assert_eq!(exported.len(), names.len());
+
+    // sample --json returns exactly what the accessor reads, in the order asked, including
+    // negative and far-away coordinates (background).
+    let grid = Grid::parse(&exported[0].bytes).unwrap();
+    let leaf = grid.leaves().next().expect("cloud has leaves");
+    let o = leaf.origin();
+    let n = (0..512)
+        .find(|&n| leaf.is_active(n))
+        .expect("a leaf has an active voxel");
+    let active = [
+        o[0] + (n >> 6) as i32,
+        o[1] + ((n >> 3) & 7) as i32,
+        o[2] + (n & 7) as i32,
+    ];
+    let coords = [
+        active,
+        [o[0], o[1], o[2]],
+        [-5, 0, 7],
+        [100_000, -100_000, 3],
+    ];
+    let mut args: Vec<String> = ["sample", ds_s, "--frame", "1", "--grid", "cloud", "--json"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for c in &coords {
+        args.push(format!("--at={},{},{}", c[0], c[1], c[2]));
+    }
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let values: Vec<f64> = serde_json::from_str(&ok(&argv)).unwrap();
+    let mut acc = grid.accessor();
+    for (c, v) in coords.iter().zip(&values) {
+        let Value::Float(expect) = acc.value(*c).unwrap() else {
+            panic!("scalar grid")
+        };
+        assert_eq!(*v as f32, expect, "at {c:?}");
+    }
+    assert!(acc.is_active(active));
+    assert!(values[0] > 0.0, "an active cloud voxel holds condensate");
+
+    // The same file sampled directly, by grid index, agrees.
+    let text = ok(&[
+        "sample",
+        nvdb.to_str().unwrap(),
+        "--grid",
+        "0",
+        "--at=-5,0,7",
+    ]);
+    assert_eq!(text.trim(), format!("-5,0,7: {:?}", values[2] as f32));
+
+    // Import the exported frame (twice, as two frames) and compare grids byte for byte.
+    let ds2 = tmp.path().join("imported");
+    let n = nvdb.to_str().unwrap();
+    ok(&[
+        "import",
+        n,
+        n,
+        "--out",
+        ds2.to_str().unwrap(),
+        "--lanes",
+        "2",
+    ]);
+    ok(&["verify", ds2.to_str().unwrap()]);
+    let back = tmp.path().join("back.nvdb");
+    ok(&[
+        "export",
+        ds2.to_str().unwrap(),
+        "--frame",
+        "1",
+        "--out",
+        back.to_str().unwrap(),
+    ]);
+    let again = read_nvdb(&back).unwrap();
+    for (a, b) in exported.iter().zip(&again) {
+        assert_eq!(
+            a.bytes, b.bytes,
+            "grid {:?} changed in the round trip",
+            a.name
+        );
+    }
+}
+
+#[test]
+fn generate_is_deterministic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut slots = Vec::new();
+    for name in ["a", "b"] {
+        let ds = tmp.path().join(name);
+        ok(&[
+            "generate",
+            ds.to_str().unwrap(),
+            "--frames",
+            "2",
+            "--resolution",
+            "64",
+            "--lanes",
+            "2",
+            "--seed",
+            "7",
+        ]);
+        let out = tmp.path().join(format!("{name}.nvdb"));
+        ok(&[
+            "export",
+            ds.to_str().unwrap(),
+            "--frame",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        slots.push(std::fs::read(out).unwrap());
+    }
+    assert_eq!(slots[0], slots[1]);
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope.nvdb");
+    fails(&["inspect", missing.to_str().unwrap()], "no such file");
+    let junk = tmp.path().join("junk.nvdb");
+    std::fs::write(
+        &junk,
+        b"definitely not a NanoVDB file, but long enough to look at",
+    )
+    .unwrap();
+    fails(&["inspect", junk.to_str().unwrap()], "junk.nvdb");
+    fails(
+        &["sample", junk.to_str().unwrap(), "--at", "1,2"],
+        "three integers",
+    );
+    fails(
+        &["verify", tmp.path().to_str().unwrap()],
+        "not a supercell dataset",
+    );
+    fails(
+        &[
+            "generate",
+            tmp.path().join("x").to_str().unwrap(),
+            "--grid-type",
+            "fp3",
+        ],
+        "unknown grid type",
+    );
+    fails(
+        &[
+            "generate",
+            tmp.path().join("x").to_str().unwrap(),
+            "--lanes",
+            Path::new("/nonexistent/lanes").to_str().unwrap(),
+        ],
+        "not a directory",
+    );
+    fails(
+        &[
+            "generate",
+            tmp.path().join("x").to_str().unwrap(),
+            "--chunk-size",
+            "1000",
+        ],
+        "4096",
+    );
+
+    // A dataset: a grid that does not exist, and a frame out of range.
+    let ds = tmp.path().join("ds");
+    ok(&[
+        "generate",
+        ds.to_str().unwrap(),
+        "--frames",
+        "1",
+        "--resolution",
+        "48",
+        "--lanes",
+        "1",
+    ]);
+    fails(
+        &[
+            "sample",
+            ds.to_str().unwrap(),
+            "--grid",
+            "hail",
+            "--at",
+            "0,0,0",
+        ],
+        "no grid named",
+    );
+    fails(
+        &[
+            "sample",
+            ds.to_str().unwrap(),
+            "--frame",
+            "9",
+            "--at",
+            "0,0,0",
+        ],
+        "frame 9 does not exist",
+    );
+    // A truncated lane file is caught when the dataset is opened.
+    let lane = std::fs::read_dir(ds.join("lanes/0"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let len = std::fs::metadata(&lane).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lane)
+        .unwrap()
+        .set_len(len - 4096)
+        .unwrap();
+    fails(&["verify", ds.to_str().unwrap()], "lane");
+}

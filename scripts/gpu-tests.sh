@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# GPU tests and ingest benchmarks for the H200 machine.
+#
+# On the development machine (builds release binaries and stages them in .dev/):
+#   bash scripts/gpu-tests.sh prepare
+# On the GPU machine, from the repository root, with .dev/ (and .gl/, .whl/) sent along:
+#   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
+#
+# `run` sets up 8 RAM-backed lanes (lanes.sh), generates a dataset on them, runs the
+# #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs), then the
+# benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), a staged
+# sweep with its plot, the raw O_DIRECT and kvikio peers on the same files, and a cold
+# root-disk run against the raw O_DIRECT ceiling. Knobs (environment): FRAMES (16),
+# FRAME_SIZE (1GB), LANES (8), LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+prepare() {
+  set -e
+  cargo build --release --workspace
+  local bins
+  bins=$(cargo test --release --test ingest_gpu --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="ingest_gpu": print(m["executable"])')
+  mkdir -p .dev
+  cp target/release/supercell target/release/supercell-data .dev/
+  cp "$bins" .dev/ingest_gpu
+  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu || true
+  rm -rf .dev/device && cp -r ../shared/device .dev/device
+  cp scripts/gpu-tests.sh .dev/gpu-tests.sh
+  du -sh .dev
+}
+
+run() {
+  OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
+  local FRAMES=${FRAMES:-16} FRAME_SIZE=${FRAME_SIZE:-1GB} LANES=${LANES:-8} LANE_GIB=${LANE_GIB:-6}
+  local THREADS=${THREADS:-16} DURATION=${DURATION:-10}
+  local SC=.dev/supercell DATA=.dev/supercell-data DS=/var/tmp/sc-lanes-ds
+  local LOG="$OUT/bench.txt"
+  : >"$LOG"
+  say() { echo "== $*" | tee -a "$LOG"; }
+  # shellcheck disable=SC1091
+  source .dev/device/gpu-env.sh
+  bash .dev/device/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
+  nvidia-smi -L >>"$LOG" 2>&1 || true
+
+  $SC doctor /mnt/lanes/* / >"$OUT/doctor.txt" 2>&1
+
+  say "generate $FRAMES frames of $FRAME_SIZE over $LANES lanes"
+  ( time $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes ) >>"$LOG" 2>&1
+  $SC doctor --dataset "$DS" >>"$OUT/doctor.txt" 2>&1
+
+  say "GPU tests"
+  SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/ingest_gpu --ignored --test-threads 1 --nocapture \
+    >"$OUT/gpu-tests.txt" 2>&1
+  echo "gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+
+  local files
+  files=$(find /mnt/lanes -name '*.sclane' | sort)
+  local json_parts=()
+  for p in cpu-only staged gds; do
+    say "bench --path $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
+    timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+      --slots 4 --duration "$DURATION" --quiet --json "$OUT/b-$p.json" >>"$LOG" 2>&1
+    json_parts+=("$OUT/b-$p.json")
+  done
+  say "bench --path staged --verify"
+  timeout 120 $SC bench "$DS" --path staged --threads "$THREADS" --frames "$FRAMES" --verify --quiet >>"$LOG" 2>&1
+  say "bench --path gds --verify"
+  timeout 120 $SC bench "$DS" --path gds --threads "$THREADS" --frames "$FRAMES" --verify --quiet >>"$LOG" 2>&1
+
+  say "peers on the same files"
+  # shellcheck disable=SC2086
+  timeout 120 python3 .dev/device/peers.py raw --direct --threads "$THREADS" $files >>"$LOG" 2>&1
+  # shellcheck disable=SC2086
+  timeout 120 python3 .dev/device/peers.py kvikio --threads 8 $files >>"$LOG" 2>&1
+  # shellcheck disable=SC2086
+  timeout 120 python3 .dev/device/peers.py kvikio --threads 16 --task-mib 4 $files >>"$LOG" 2>&1
+
+  say "staged sweep"
+  timeout 200 $SC bench "$DS" --path staged --sweep --threads 32 --sweep-io-sizes 256K,1M,4M \
+    --duration 2 --quiet --plot "$OUT/sweep.png" --json "$OUT/b-sweep.json" >>"$LOG" 2>&1
+  json_parts+=("$OUT/b-sweep.json")
+
+  if [ -z "${SKIP_ROOT:-}" ]; then
+    local RDS=/var/tmp/sc-root-ds
+    say "cold root disk: dataset of 4 frames x 512MB in $RDS"
+    $DATA generate "$RDS" --frames 4 --frame-size 512MB --lanes 1 >>"$LOG" 2>&1
+    local rfiles
+    rfiles=$(find "$RDS" -name '*.sclane' | sort)
+    # shellcheck disable=SC2086
+    timeout 120 python3 .dev/device/peers.py raw --direct --cold --threads 16 $rfiles >>"$LOG" 2>&1
+    for p in cpu-only staged gds; do
+      say "cold root disk --path $p"
+      timeout 120 $SC bench "$RDS" --path "$p" --cold --threads 16 --quiet --json "$OUT/b-root-$p.json" >>"$LOG" 2>&1
+      json_parts+=("$OUT/b-root-$p.json")
+    done
+  fi
+
+  # One JSON file with every run (the result folder takes 8 files at most).
+  python3 - "$OUT/bench.json" "${json_parts[@]}" <<'PY'
+import json, os, sys
+out, parts = sys.argv[1], sys.argv[2:]
+runs = {}
+for p in parts:
+    if os.path.exists(p):
+        with open(p) as f:
+            runs[os.path.basename(p)[:-5]] = json.load(f)
+        os.remove(p)
+with open(out, "w") as f:
+    json.dump(runs, f)
+PY
+  grep -E "^(==|IoType|path:|fallback|cuFile live|throughput|verify|peer=|all jobs|note)" "$LOG" >"$OUT/summary.txt"
+  bash .dev/device/lanes.sh down >/dev/null 2>&1 || true
+  ls -la "$OUT"
+}
+
+case "${1:-run}" in
+  prepare) prepare ;;
+  run) run ;;
+  *) echo "usage: gpu-tests.sh prepare | run" >&2; exit 2 ;;
+esac

@@ -1,0 +1,772 @@
+// supercell ray-marcher: NanoVDB traversal from storage buffers, hierarchical empty-space
+// skipping, emission-absorption with a directional light, MIP and isosurface modes.
+//
+// The Rust side prepends a block of `const`s generated from `format::layout` (byte offsets
+// of every NanoVDB field read here, grid type numbers, magic numbers), so the offsets have one
+// source of truth. Everything below reads a grid as 32-bit words through `ld`, which is
+// bounds-checked: a corrupt or half-written grid gives wrong values, never a fault, and every
+// loop has a fixed or budgeted trip count, so it never hangs either.
+//
+// The CPU reference renderer (src/render/cpu.rs) mirrors this file function by function;
+// change both together.
+
+const MAX_ATTRS: u32 = 4u;
+const BAD: u32 = 0xffffffffu;
+const INF: f32 = 3.0e38;
+
+const MODE_SHADED: u32 = 0u;
+const MODE_MIP: u32 = 1u;
+const MODE_ISO: u32 = 2u;
+
+const FLAG_HDDA: u32 = 1u;
+const FLAG_ORTHO: u32 = 2u;
+const FLAG_SHADOWS: u32 = 4u;
+const FLAG_GROUND: u32 = 8u;
+const FLAG_JITTER: u32 = 16u;
+
+const KIND_SCATTER: u32 = 0u;
+const KIND_EMISSIVE: u32 = 1u;
+
+struct Attr {
+    range_lo: f32,
+    range_inv: f32,
+    extinction: f32,
+    emission: f32,
+    kind: u32,
+    enabled: u32,
+    tf_row: u32,
+    shadow: u32,
+}
+
+struct Params {
+    cam_pos: vec4<f32>,
+    cam_fwd: vec4<f32>,     // w: tan(fov_y / 2), or half the view height (orthographic)
+    cam_right: vec4<f32>,   // w: aspect (width / height)
+    cam_up: vec4<f32>,
+    light_dir: vec4<f32>,   // towards the light; w: Henyey-Greenstein g
+    light_color: vec4<f32>, // w: multiple-scattering strength
+    sky_zenith: vec4<f32>,  // w: ambient strength
+    sky_horizon: vec4<f32>, // w: exposure
+    ground: vec4<f32>,      // x: height, y: grid spacing, z: albedo, w: top of the scene
+    size: vec2<u32>,
+    mode: u32,
+    flags: u32,
+    dt: f32,
+    max_steps: u32,
+    t_cutoff: f32,
+    iso_value: f32,
+    iso_attr: u32,
+    shadow_steps: u32,
+    shadow_dt: f32,
+    shadow_growth: f32,
+    frame_seed: u32,
+    work_budget: u32,
+    pixel_angle: f32,
+    pad1: u32,
+    attrs: array<Attr, 4>,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> tf: array<vec4<f32>>;
+@group(0) @binding(2) var out_ldr: texture_storage_2d<rgba8unorm, write>;
+@group(0) @binding(3) var out_hdr: texture_storage_2d<rgba32float, write>;
+@group(0) @binding(4) var<storage, read> g0: array<u32>;
+@group(0) @binding(5) var<storage, read> g1: array<u32>;
+@group(0) @binding(6) var<storage, read> g2: array<u32>;
+@group(0) @binding(7) var<storage, read> g3: array<u32>;
+
+// ---------------------------------------------------------------------------------------
+// Bounds-checked reads
+// ---------------------------------------------------------------------------------------
+
+fn words(a: u32) -> u32 {
+    switch a {
+        case 0u: { return arrayLength(&g0); }
+        case 1u: { return arrayLength(&g1); }
+        case 2u: { return arrayLength(&g2); }
+        default: { return arrayLength(&g3); }
+    }
+}
+
+// Word `w` of grid `a`, 0 past the end.
+fn ld(a: u32, w: u32) -> u32 {
+    switch a {
+        case 0u: { if w < arrayLength(&g0) { return g0[w]; } }
+        case 1u: { if w < arrayLength(&g1) { return g1[w]; } }
+        case 2u: { if w < arrayLength(&g2) { return g2[w]; } }
+        default: { if w < arrayLength(&g3) { return g3[w]; } }
+    }
+    return 0u;
+}
+
+fn ld_b(a: u32, byte: u32) -> u32 { return ld(a, byte >> 2u); }
+fn ld_f(a: u32, byte: u32) -> f32 { return bitcast<f32>(ld(a, byte >> 2u)); }
+fn ld_i(a: u32, byte: u32) -> i32 { return bitcast<i32>(ld(a, byte >> 2u)); }
+fn ld_u8(a: u32, byte: u32) -> u32 { return (ld(a, byte >> 2u) >> ((byte & 3u) * 8u)) & 0xffu; }
+fn ld_u16(a: u32, byte: u32) -> u32 { return (ld(a, byte >> 2u) >> ((byte & 2u) * 8u)) & 0xffffu; }
+
+fn finite(v: f32) -> bool { return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u; }
+
+// A child reference: signed 64-bit `lo | hi << 32` bytes from `base`. Returns the absolute
+// byte address if it lies inside the grid with room for `size` bytes, else BAD.
+fn rel(a: u32, base: u32, lo: u32, hi: u32, size: u32) -> u32 {
+    let r = base + lo;
+    var ok = false;
+    if hi == 0u { ok = r >= base && lo != 0u; }
+    if hi == 0xffffffffu { ok = r < base; }
+    let len = words(a) * 4u;
+    if !ok || r > len || len - r < size || (r & 31u) != 0u { return BAD; }
+    return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Per-grid state: header facts, read once per ray, and the accessor's node cache
+// ---------------------------------------------------------------------------------------
+
+var<private> g_ok: array<bool, 4>;
+var<private> g_type: array<u32, 4>;
+var<private> g_root: array<u32, 4>;
+var<private> g_tiles: array<u32, 4>;
+var<private> g_bg: array<f32, 4>;
+var<private> g_bmin: array<vec3<i32>, 4>;
+var<private> g_bmax: array<vec3<i32>, 4>;
+var<private> g_inv0: array<vec3<f32>, 4>;
+var<private> g_inv1: array<vec3<f32>, 4>;
+var<private> g_inv2: array<vec3<f32>, 4>;
+var<private> g_vec: array<vec3<f32>, 4>;
+
+var<private> c_leaf: array<u32, 4>;
+var<private> c_leaf_org: array<vec3<i32>, 4>;
+var<private> c_lower: array<u32, 4>;
+var<private> c_lower_org: array<vec3<i32>, 4>;
+var<private> c_upper: array<u32, 4>;
+var<private> c_upper_org: array<vec3<i32>, 4>;
+
+// Work units spent by this ray (lookups and root-tile comparisons); the ray ends when it
+// passes P.work_budget, so even a grid with a huge corrupt tile table cannot stall a frame.
+var<private> work: u32;
+
+// A value of the root/internal value type (f32, or f16 for Half grids) at `byte`.
+fn node_value(a: u32, byte: u32) -> f32 {
+    if g_type[a] == GRID_TYPE_HALF {
+        return unpack2x16float(ld_u16(a, byte)).x;
+    }
+    return ld_f(a, byte);
+}
+
+fn read_vec3f(a: u32, byte: u32) -> vec3<f32> {
+    return vec3<f32>(ld_f(a, byte), ld_f(a, byte + 4u), ld_f(a, byte + 8u));
+}
+
+fn init_grid(a: u32) {
+    g_ok[a] = false;
+    c_leaf[a] = BAD;
+    c_lower[a] = BAD;
+    c_upper[a] = BAD;
+    if P.attrs[a].enabled == 0u { return; }
+    let m0 = ld(a, 0u);
+    let m1 = ld(a, 1u);
+    let magic = (m0 == MAGIC_NUMB_LO && m1 == MAGIC_NUMB_HI) || (m0 == MAGIC_GRID_LO && m1 == MAGIC_GRID_HI);
+    let t = ld_b(a, GRID_OFF_GRID_TYPE);
+    let typed = t == GRID_TYPE_FLOAT || t == GRID_TYPE_HALF || t == GRID_TYPE_FP4 || t == GRID_TYPE_FP8 || t == GRID_TYPE_FP16 || t == GRID_TYPE_FPN;
+    if !magic || !typed { return; }
+    g_type[a] = t;
+    let tree = GRID_SIZE;
+    let root = rel(a, tree, ld_b(a, tree + TREE_OFF_NODE_OFFSET_ROOT), ld_b(a, tree + TREE_OFF_NODE_OFFSET_ROOT + 4u), ROOT_SIZE);
+    if root == BAD { return; }
+    g_root[a] = root;
+    let len = words(a) * 4u;
+    let room = (len - root - ROOT_SIZE) / ROOT_TILE_SIZE;
+    g_tiles[a] = min(min(ld_b(a, root + ROOT_OFF_TABLE_SIZE), room), MAX_ROOT_TILES);
+    g_bg[a] = node_value(a, root + ROOT_OFF_BACKGROUND);
+    let bmin = vec3<i32>(ld_i(a, root + NODE_OFF_BBOX_MIN), ld_i(a, root + NODE_OFF_BBOX_MIN + 4u), ld_i(a, root + NODE_OFF_BBOX_MIN + 8u));
+    let bmax = vec3<i32>(ld_i(a, root + NODE_OFF_BBOX_MAX), ld_i(a, root + NODE_OFF_BBOX_MAX + 4u), ld_i(a, root + NODE_OFF_BBOX_MAX + 8u));
+    if any(bmin > bmax) { return; }
+    g_bmin[a] = bmin;
+    g_bmax[a] = bmax;
+    let map = GRID_OFF_MAP;
+    g_inv0[a] = read_vec3f(a, map + MAP_OFF_INVMATF);
+    g_inv1[a] = read_vec3f(a, map + MAP_OFF_INVMATF + 12u);
+    g_inv2[a] = read_vec3f(a, map + MAP_OFF_INVMATF + 24u);
+    g_vec[a] = read_vec3f(a, map + MAP_OFF_VECF);
+    var fin = finite(g_bg[a]);
+    for (var i = 0u; i < 3u; i++) {
+        fin = fin && finite(g_inv0[a][i]) && finite(g_inv1[a][i]) && finite(g_inv2[a][i]) && finite(g_vec[a][i]);
+    }
+    g_ok[a] = fin;
+}
+
+// World → index (NanoVDB's matrices are row-major: index = invMat · (world − vec), so each
+// component is a dot product with one stored row).
+fn to_index(a: u32, w: vec3<f32>) -> vec3<f32> {
+    let d = w - g_vec[a];
+    return vec3<f32>(dot(g_inv0[a], d), dot(g_inv1[a], d), dot(g_inv2[a], d));
+}
+fn dir_to_index(a: u32, d: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(dot(g_inv0[a], d), dot(g_inv1[a], d), dot(g_inv2[a], d));
+}
+
+// ---------------------------------------------------------------------------------------
+// Tree traversal with a cached read accessor
+// ---------------------------------------------------------------------------------------
+
+struct Look {
+    value: f32,
+    // 0: a leaf voxel; 1: a lower-node tile (8³); 2: an upper-node tile (128³);
+    // 3: a root tile or the background (4096³).
+    level: u32,
+}
+
+fn bit_at(a: u32, mask: u32, n: u32) -> bool {
+    return ((ld_b(a, mask + ((n >> 5u) << 2u)) >> (n & 31u)) & 1u) != 0u;
+}
+
+// Value `n` of a leaf. One load of the word holding it; quantized leaves add their
+// quantum and minimum. (Each read site here is inlined many times over, so the code keeps
+// them few: lavapipe compiles every inlined copy.)
+fn leaf_value(a: u32, leaf: u32, n: u32) -> f32 {
+    let t = g_type[a];
+    var bits = 32u;
+    var base = LEAF_FLOAT_OFF_TABLE;
+    if t == GRID_TYPE_HALF {
+        bits = 16u;
+        base = LEAF_HALF_OFF_TABLE;
+    } else if t != GRID_TYPE_FLOAT {
+        base = LEAF_FP_OFF_CODES;
+        bits = 16u;
+        if t == GRID_TYPE_FP4 { bits = 4u; }
+        if t == GRID_TYPE_FP8 { bits = 8u; }
+        if t == GRID_TYPE_FPN { bits = 1u << min(ld_u8(a, leaf + LEAF_OFF_FLAGS) >> 5u, 4u); }
+    }
+    let bitpos = n * bits;
+    let word = ld(a, ((leaf + base) >> 2u) + (bitpos >> 5u));
+    if t == GRID_TYPE_FLOAT { return bitcast<f32>(word); }
+    let code = (word >> (bitpos & 31u)) & ((1u << bits) - 1u);
+    if t == GRID_TYPE_HALF { return unpack2x16float(code).x; }
+    return f32(code) * ld_f(a, leaf + LEAF_FP_OFF_QUANTUM) + ld_f(a, leaf + LEAF_FP_OFF_MINIMUM);
+}
+
+fn leaf_index(ijk: vec3<i32>) -> u32 {
+    let l = vec3<u32>(ijk & vec3<i32>(7));
+    return (l.x << 6u) | (l.y << 3u) | l.z;
+}
+
+// The value at `ijk`, starting from the deepest cached node that contains it, and the level
+// it was found at. A single descent (root → upper → lower → leaf), written without nested
+// calls so that it is one block of code.
+fn lookup(a: u32, ijk: vec3<i32>) -> Look {
+    work += 1u;
+    var leaf = BAD;
+    var node = BAD;
+    var level = 3u;
+    // Where the value lives when it is not a leaf voxel: background by default.
+    var vaddr = g_root[a] + ROOT_OFF_BACKGROUND;
+    if c_leaf[a] != BAD && all((ijk & vec3<i32>(-8)) == c_leaf_org[a]) {
+        leaf = c_leaf[a];
+    } else if c_lower[a] != BAD && all((ijk & vec3<i32>(-128)) == c_lower_org[a]) {
+        node = c_lower[a];
+        level = 1u;
+    } else if c_upper[a] != BAD && all((ijk & vec3<i32>(-4096)) == c_upper_org[a]) {
+        node = c_upper[a];
+        level = 2u;
+    } else {
+        // NanoVDB's 64-bit root key: x:21 | y:21 | z:21 bits of (coordinate as u32) >> 12.
+        let k = bitcast<vec3<u32>>(ijk) >> vec3<u32>(12u);
+        let key_lo = k.z | (k.y << 21u);
+        let key_hi = (k.y >> 11u) | (k.x << 10u);
+        let root = g_root[a];
+        for (var i = 0u; i < g_tiles[a]; i++) {
+            work += 1u;
+            if work > P.work_budget { break; }
+            let tile = root + ROOT_SIZE + i * ROOT_TILE_SIZE;
+            if ld_b(a, tile + ROOT_TILE_OFF_KEY) == key_lo && ld_b(a, tile + ROOT_TILE_OFF_KEY + 4u) == key_hi {
+                vaddr = tile + ROOT_TILE_OFF_VALUE;
+                let lo = ld_b(a, tile + ROOT_TILE_OFF_CHILD);
+                let hi = ld_b(a, tile + ROOT_TILE_OFF_CHILD + 4u);
+                if lo != 0u || hi != 0u {
+                    node = rel(a, root, lo, hi, UPPER_SIZE);
+                    if node != BAD {
+                        level = 2u;
+                        c_upper[a] = node;
+                        c_upper_org[a] = ijk & vec3<i32>(-4096);
+                    }
+                }
+                break;
+            }
+        }
+    }
+    if level == 2u {
+        let l = vec3<u32>(ijk & vec3<i32>(4095)) >> vec3<u32>(7u);
+        let n = (l.x << 10u) | (l.y << 5u) | l.z;
+        let entry = node + UPPER_OFF_TABLE + n * TABLE_STRIDE;
+        vaddr = entry;
+        if bit_at(a, node + UPPER_OFF_CHILD_MASK, n) {
+            node = rel(a, node, ld_b(a, entry), ld_b(a, entry + 4u), LOWER_SIZE);
+            if node != BAD {
+                level = 1u;
+                c_lower[a] = node;
+                c_lower_org[a] = ijk & vec3<i32>(-128);
+            }
+        }
+    }
+    if level == 1u {
+        let l = vec3<u32>(ijk & vec3<i32>(127)) >> vec3<u32>(3u);
+        let n = (l.x << 8u) | (l.y << 4u) | l.z;
+        let entry = node + LOWER_OFF_TABLE + n * TABLE_STRIDE;
+        vaddr = entry;
+        if bit_at(a, node + LOWER_OFF_CHILD_MASK, n) {
+            leaf = rel(a, node, ld_b(a, entry), ld_b(a, entry + 4u), LEAF_MIN_SIZE);
+            if leaf != BAD {
+                c_leaf[a] = leaf;
+                c_leaf_org[a] = ijk & vec3<i32>(-8);
+            }
+        }
+    }
+    if leaf != BAD {
+        return Look(leaf_value(a, leaf, leaf_index(ijk)), 0u);
+    }
+    return Look(node_value(a, vaddr), level);
+}
+
+// ---------------------------------------------------------------------------------------
+// Trilinear sampling with constant-region detection
+// ---------------------------------------------------------------------------------------
+
+struct Smp {
+    value: f32,
+    // Whether every trilinear stencil in the region [org, org + size − 1) reads only this
+    // constant tile value; then the ray may skip to the region's exit.
+    constant: bool,
+    org: vec3<i32>,
+    size: i32,
+}
+
+fn region_shift(level: u32) -> u32 {
+    switch level {
+        case 1u: { return 3u; }
+        case 2u: { return 7u; }
+        default: { return 12u; }
+    }
+}
+
+fn trilerp(v: array<f32, 8>, f: vec3<f32>) -> f32 {
+    // v index: dx * 4 + dy * 2 + dz; interpolate along z, then y, then x.
+    let a00 = v[0] + (v[1] - v[0]) * f.z;
+    let a01 = v[2] + (v[3] - v[2]) * f.z;
+    let a10 = v[4] + (v[5] - v[4]) * f.z;
+    let a11 = v[6] + (v[7] - v[6]) * f.z;
+    let b0 = a00 + (a01 - a00) * f.y;
+    let b1 = a10 + (a11 - a10) * f.y;
+    return b0 + (b1 - b0) * f.x;
+}
+
+fn sample(a: u32, p: vec3<f32>) -> Smp {
+    let fp = floor(p);
+    let i0 = vec3<i32>(fp);
+    let f = p - fp;
+    var v: array<f32, 8>;
+    var fast = false;
+    var leaf = BAD;
+    var n0 = 0u;
+    for (var c = 0u; c < 8u; c++) {
+        let d = vec3<u32>(c >> 2u, (c >> 1u) & 1u, c & 1u);
+        if fast {
+            // The whole stencil is inside the leaf of corner 0: read it directly.
+            v[c] = leaf_value(a, leaf, n0 + d.x * 64u + d.y * 8u + d.z);
+            continue;
+        }
+        let l = lookup(a, i0 + vec3<i32>(d));
+        v[c] = l.value;
+        if c == 0u {
+            if l.level > 0u {
+                let s = 1 << region_shift(l.level);
+                let org = i0 & vec3<i32>(-s);
+                if all(p < vec3<f32>(org + vec3<i32>(s - 1))) {
+                    return Smp(l.value, true, org, s);
+                }
+            } else if all((i0 & vec3<i32>(7)) < vec3<i32>(7)) {
+                fast = true;
+                leaf = c_leaf[a];
+                n0 = leaf_index(i0);
+            }
+        }
+    }
+    return Smp(trilerp(v, f), false, i0, 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Transfer functions, rays, lighting
+// ---------------------------------------------------------------------------------------
+
+// Colour (rgb) and opacity (a) of `value` under attribute `a`'s transfer function: 256
+// entries over the attribute's value range, linearly interpolated.
+fn tf_eval(a: u32, value: f32) -> vec4<f32> {
+    if !finite(value) { return vec4<f32>(0.0); }
+    let at = P.attrs[a];
+    return tf_u(a, clamp((value - at.range_lo) * at.range_inv, 0.0, 1.0));
+}
+
+// The transfer function at normalized value `u` (0..1).
+fn tf_u(a: u32, u: f32) -> vec4<f32> {
+    let x = u * f32(TF_SIZE - 1u);
+    let i = min(u32(x), TF_SIZE - 2u);
+    let fr = x - f32(i);
+    let base = P.attrs[a].tf_row * TF_SIZE + i;
+    return mix(tf[base], tf[base + 1u], fr);
+}
+
+fn norm_value(a: u32, value: f32) -> f32 {
+    if !finite(value) { return 0.0; }
+    let at = P.attrs[a];
+    return clamp((value - at.range_lo) * at.range_inv, 0.0, 1.0);
+}
+
+fn safe_inv(d: vec3<f32>) -> vec3<f32> {
+    let tiny = select(vec3<f32>(-1e-20), vec3<f32>(1e-20), d >= vec3<f32>(0.0));
+    return 1.0 / select(d, tiny, abs(d) < vec3<f32>(1e-20));
+}
+
+// Entry and exit of the ray o + t·d through the box [lo, hi].
+fn ray_box(o: vec3<f32>, inv_d: vec3<f32>, lo: vec3<f32>, hi: vec3<f32>) -> vec2<f32> {
+    let t0 = (lo - o) * inv_d;
+    let t1 = (hi - o) * inv_d;
+    let tn = min(t0, t1);
+    let tx = max(t0, t1);
+    return vec2<f32>(max(max(tn.x, tn.y), tn.z), min(min(tx.x, tx.y), tx.z));
+}
+
+// Where the ray o + t·d (index space) leaves the constant region of `s`.
+fn region_exit(s: Smp, o: vec3<f32>, inv_d: vec3<f32>) -> f32 {
+    let lo = vec3<f32>(s.org);
+    let hi = vec3<f32>(s.org + vec3<i32>(s.size - 1));
+    return ray_box(o, inv_d, lo, hi).y;
+}
+
+fn pcg(v: u32) -> u32 {
+    let state = v * 747796405u + 2891336453u;
+    let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+    return (word >> 22u) ^ word;
+}
+
+fn jitter(px: vec2<u32>) -> f32 {
+    if (P.flags & FLAG_JITTER) == 0u { return 0.0; }
+    let h = pcg(px.x ^ pcg(px.y ^ pcg(P.frame_seed)));
+    return f32(h >> 8u) * (1.0 / 16777216.0);
+}
+
+struct Ray {
+    o: vec3<f32>,
+    d: vec3<f32>,
+}
+
+fn camera_ray(px: vec2<u32>) -> Ray {
+    let ndc_x = ((f32(px.x) + 0.5) / f32(P.size.x)) * 2.0 - 1.0;
+    let ndc_y = 1.0 - ((f32(px.y) + 0.5) / f32(P.size.y)) * 2.0;
+    let h = P.cam_fwd.w;
+    let sx = ndc_x * h * P.cam_right.w;
+    let sy = ndc_y * h;
+    if (P.flags & FLAG_ORTHO) != 0u {
+        return Ray(P.cam_pos.xyz + sx * P.cam_right.xyz + sy * P.cam_up.xyz, P.cam_fwd.xyz);
+    }
+    return Ray(P.cam_pos.xyz, normalize(P.cam_fwd.xyz + sx * P.cam_right.xyz + sy * P.cam_up.xyz));
+}
+
+// Transmittance towards the light from world point `w`: `steps` samples at geometrically
+// growing spacing (first `dt0`), over the attributes that cast shadows. A few long steps
+// instead of a full secondary march: soft self-shadowing at a fixed, small cost per sample.
+fn shadow(w: vec3<f32>, steps: u32, dt0: f32) -> f32 {
+    let L = P.light_dir.xyz;
+    var tau = 0.0;
+    var s = dt0;
+    var d = 0.5 * dt0;
+    for (var i = 0u; i < steps; i++) {
+        let q = w + L * d;
+        for (var a = 0u; a < MAX_ATTRS; a++) {
+            if !g_ok[a] || P.attrs[a].shadow == 0u { continue; }
+            let p = to_index(a, q);
+            if any(p <= vec3<f32>(g_bmin[a] - vec3<i32>(1))) || any(p >= vec3<f32>(g_bmax[a] + vec3<i32>(1))) { continue; }
+            let e = tf_eval(a, sample(a, p).value);
+            tau += e.a * P.attrs[a].extinction * s;
+        }
+        d += s;
+        s *= P.shadow_growth;
+    }
+    return exp(-tau);
+}
+
+fn sky(d: vec3<f32>) -> vec3<f32> {
+    let up = clamp(d.z, 0.0, 1.0);
+    var c = mix(P.sky_horizon.xyz, P.sky_zenith.xyz, sqrt(up));
+    if d.z < 0.0 {
+        c = P.sky_horizon.xyz * (1.0 - 0.5 * clamp(-d.z * 4.0, 0.0, 1.0));
+    }
+    let sun = max(dot(d, P.light_dir.xyz), 0.0);
+    c += P.light_color.xyz * (0.04 * pow(sun, 8.0) + 2.0 * pow(sun, 800.0));
+    return c;
+}
+
+fn grid_line(x: f32, spacing: f32, width: f32) -> f32 {
+    let d = abs(fract(x / spacing + 0.5) - 0.5) * spacing;
+    return 1.0 - smoothstep(0.5 * width, width, d);
+}
+
+// The lit ground at `w` (distance `t` along the ray), with sun visibility `sun_vis`.
+fn ground_color(w: vec3<f32>, t: f32, sun_vis: f32) -> vec3<f32> {
+    let spacing = P.ground.y;
+    // Lines stay about a pixel wide at any distance, and fade into the average far away.
+    let width = max(spacing * 0.015, t * P.pixel_angle * 1.5);
+    let line = max(grid_line(w.x, spacing, width), grid_line(w.y, spacing, width));
+    let fade = clamp(spacing * 0.06 / width, 0.0, 1.0);
+    let albedo = P.ground.z * mix(vec3<f32>(0.42, 0.45, 0.36), vec3<f32>(0.75, 0.77, 0.72), line * fade);
+    let sun = max(P.light_dir.z, 0.0) * sun_vis;
+    let lit = albedo * (P.light_color.xyz * sun + P.sky_zenith.xyz * P.sky_zenith.w);
+    // Aerial perspective towards the horizon.
+    let haze = 1.0 - exp(-t / (P.ground.y * 40.0));
+    return mix(lit, P.sky_horizon.xyz, haze * 0.8);
+}
+
+fn phase_hg(cos_t: f32, g: f32) -> f32 {
+    // Henyey-Greenstein, scaled so that an isotropic medium gives 1.
+    let g2 = g * g;
+    let den = 1.0 + g2 - 2.0 * g * cos_t;
+    return (1.0 - g2) / (den * sqrt(den));
+}
+
+// ---------------------------------------------------------------------------------------
+// The march
+// ---------------------------------------------------------------------------------------
+
+fn render_pixel(px: vec2<u32>) -> vec4<f32> {
+    work = 0u;
+    let ray = camera_ray(px);
+    var oi: array<vec3<f32>, 4>;
+    var di: array<vec3<f32>, 4>;
+    var inv_di: array<vec3<f32>, 4>;
+    var ta0: array<f32, 4>;
+    var ta1: array<f32, 4>;
+    var skip: array<f32, 4>;
+    var t_start = INF;
+    var t_end = -INF;
+    for (var a = 0u; a < MAX_ATTRS; a++) {
+        init_grid(a);
+        skip[a] = INF;
+        ta0[a] = INF;
+        ta1[a] = -INF;
+        if !g_ok[a] || (P.mode == MODE_ISO && a != P.iso_attr) { continue; }
+        oi[a] = to_index(a, ray.o);
+        di[a] = dir_to_index(a, ray.d);
+        inv_di[a] = safe_inv(di[a]);
+        // Samples can see active values only inside the index bbox grown by one voxel.
+        let r = ray_box(oi[a], inv_di[a], vec3<f32>(g_bmin[a] - vec3<i32>(1)), vec3<f32>(g_bmax[a] + vec3<i32>(1)));
+        if r.x <= r.y && r.y >= 0.0 {
+            ta0[a] = max(r.x, 0.0);
+            ta1[a] = r.y;
+            skip[a] = ta0[a];
+            t_start = min(t_start, ta0[a]);
+            t_end = max(t_end, ta1[a]);
+        }
+    }
+    var t_ground = INF;
+    if (P.flags & FLAG_GROUND) != 0u && P.mode != MODE_MIP && ray.d.z < 0.0 {
+        let tg = (P.ground.x - ray.o.z) / ray.d.z;
+        if tg > 0.0 { t_ground = tg; }
+    }
+    t_end = min(t_end, t_ground);
+
+    let dt = P.dt;
+    let jit = jitter(px);
+    let hdda = (P.flags & FLAG_HDDA) != 0u;
+    // Samples sit on the lattice t = (k + jitter)·dt, whether stepped or skipped to, so
+    // empty-space skipping visits a subset of the fixed-step march's samples.
+    var k = ceil(t_start / dt - jit);
+    var t = (k + jit) * dt;
+
+    var T = 1.0;
+    var C = vec3<f32>(0.0);
+    var mip: array<f32, 4>;
+    for (var a = 0u; a < MAX_ATTRS; a++) { mip[a] = 0.0; }
+    var iso_prev = 0.0;
+    var iso_has_prev = false;
+    var iso_hit = false;
+    let L = P.light_dir.xyz;
+    let phase = phase_hg(dot(L, ray.d), P.light_dir.w);
+    let top = max(P.ground.w - P.ground.x, 1e-6);
+
+    var steps = 0u;
+    loop {
+        if steps >= P.max_steps || !(t <= t_end) || T < P.t_cutoff || work > P.work_budget { break; }
+        steps += 1u;
+        var next = INF;
+        var sig = 0.0;
+        var scat = vec3<f32>(0.0);
+        var emit = vec3<f32>(0.0);
+        for (var a = 0u; a < MAX_ATTRS; a++) {
+            if t < skip[a] { next = min(next, skip[a]); continue; }
+            if t > ta1[a] { skip[a] = INF; continue; }
+            let p = oi[a] + t * di[a];
+            let s = sample(a, p);
+            var skippable = s.constant && hdda;
+            if P.mode == MODE_SHADED {
+                let e = tf_eval(a, s.value);
+                skippable = skippable && e.a == 0.0;
+                if e.a > 0.0 {
+                    let sa = e.a * P.attrs[a].extinction;
+                    sig += sa;
+                    if P.attrs[a].kind == KIND_EMISSIVE {
+                        emit += sa * e.rgb * P.attrs[a].emission;
+                    } else {
+                        scat += sa * e.rgb;
+                    }
+                }
+            } else if P.mode == MODE_MIP {
+                mip[a] = max(mip[a], norm_value(a, s.value));
+            } else {
+                // Isosurface: a sign change of (value − iso) between consecutive samples;
+                // refined after the loop.
+                let v = s.value - P.iso_value;
+                if iso_has_prev && v * iso_prev <= 0.0 && v != iso_prev {
+                    iso_hit = true;
+                    break;
+                }
+                iso_prev = v;
+                iso_has_prev = true;
+            }
+            if skippable {
+                // Stop just short of the exit: a lattice point on the boundary is sampled.
+                skip[a] = region_exit(s, oi[a], inv_di[a]) - 1e-3 * dt;
+                next = min(next, skip[a]);
+            } else {
+                next = min(next, t);
+            }
+        }
+        if iso_hit { break; }
+        if sig > 0.0 {
+            let w = ray.o + t * ray.d;
+            var src = emit;
+            if any(scat > vec3<f32>(0.0)) {
+                var ts = 1.0;
+                if (P.flags & FLAG_SHADOWS) != 0u {
+                    ts = shadow(w, P.shadow_steps, P.shadow_dt);
+                }
+                let h = clamp((w.z - P.ground.x) / top, 0.0, 1.0);
+                let amb = P.sky_zenith.xyz * P.sky_zenith.w * (0.35 + 0.65 * h);
+                let light = P.light_color.xyz * (phase * ts + P.light_color.w * sqrt(ts)) + amb;
+                src += scat * light;
+            }
+            let alpha = 1.0 - exp(-sig * dt);
+            C += T * alpha * (src / sig);
+            T *= 1.0 - alpha;
+        }
+        if next >= INF { break; }
+        k += 1.0;
+        t = (k + jit) * dt;
+        if next > t {
+            k = max(k, ceil(next / dt - jit));
+            t = (k + jit) * dt;
+        }
+    }
+
+    if P.mode == MODE_MIP {
+        var c = vec3<f32>(0.0);
+        var m = 0.0;
+        for (var a = 0u; a < MAX_ATTRS; a++) {
+            if !g_ok[a] { continue; }
+            c += tf_u(a, mip[a]).rgb * mip[a];
+            m = max(m, mip[a]);
+        }
+        return vec4<f32>(c, m);
+    }
+
+    // A surface behind the medium: the isosurface hit, else the ground. Refine the hit (8
+    // bisection steps, then a central-difference gradient) with one sampling loop.
+    var surf = false;
+    var spos = vec3<f32>(0.0);
+    var snrm = vec3<f32>(0.0, 0.0, 1.0);
+    var sdist = 0.0;
+    var sbase = vec3<f32>(0.0);
+    if iso_hit {
+        let a = P.iso_attr;
+        var lo = t - dt;
+        var hi = t;
+        var grad = vec3<f32>(0.0);
+        var ph = vec3<f32>(0.0);
+        for (var i = 0; i < 14; i++) {
+            var q: vec3<f32>;
+            if i < 8 {
+                q = oi[a] + (0.5 * (lo + hi)) * di[a];
+            } else {
+                if i == 8 { ph = oi[a] + (0.5 * (lo + hi)) * di[a]; }
+                let ax = (i - 8) / 2;
+                var e = vec3<f32>(0.0);
+                e[ax] = select(-0.5, 0.5, (i & 1) == 0);
+                q = ph + e;
+            }
+            let vm = sample(a, q).value - P.iso_value;
+            if i < 8 {
+                if vm * iso_prev > 0.0 { lo = 0.5 * (lo + hi); } else { hi = 0.5 * (lo + hi); }
+            } else {
+                let ax = (i - 8) / 2;
+                grad[ax] += select(-vm, vm, (i & 1) == 0);
+            }
+        }
+        let th = 0.5 * (lo + hi);
+        // World normal = invMatᵀ · index gradient, facing the side the ray came from.
+        let gw = g_inv0[a] * grad.x + g_inv1[a] * grad.y + g_inv2[a] * grad.z;
+        if dot(gw, gw) > 0.0 { snrm = normalize(gw) * sign(iso_prev); }
+        if dot(snrm, ray.d) > 0.0 { snrm = -snrm; }
+        surf = true;
+        sdist = th;
+        spos = ray.o + th * ray.d;
+        sbase = tf_eval(a, P.iso_value).rgb;
+    } else if t_ground < INF {
+        surf = true;
+        sdist = t_ground;
+        spos = ray.o + t_ground * ray.d;
+    }
+    var sun_vis = 1.0;
+    if surf && (P.flags & FLAG_SHADOWS) != 0u && dot(snrm, L) > 0.0 {
+        // Ground shadows reach further: more, longer steps.
+        var n_steps = P.shadow_steps;
+        var dt0 = P.shadow_dt;
+        if !iso_hit { n_steps += 6u; dt0 *= 2.0; }
+        sun_vis = shadow(spos + snrm * P.shadow_dt, n_steps, dt0);
+    }
+    var back = sky(ray.d);
+    if iso_hit {
+        let sun = max(dot(snrm, L), 0.0) * sun_vis;
+        let hv = normalize(L - ray.d);
+        let spec = pow(max(dot(snrm, hv), 0.0), 48.0) * 0.25;
+        let amb = P.sky_zenith.xyz * P.sky_zenith.w * (0.6 + 0.4 * snrm.z);
+        return vec4<f32>(sbase * (P.light_color.xyz * sun + amb) + P.light_color.xyz * spec * sun, 1.0);
+    }
+    if surf {
+        back = ground_color(spos, sdist, sun_vis);
+    }
+    if P.mode == MODE_ISO {
+        return vec4<f32>(back, 0.0);
+    }
+    C += T * back;
+    return vec4<f32>(C, 1.0 - T);
+}
+
+fn aces(x: vec3<f32>) -> vec3<f32> {
+    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3<f32>(0.0), vec3<f32>(1.0));
+}
+
+fn srgb(c: vec3<f32>) -> vec3<f32> {
+    let lo = c * 12.92;
+    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
+    return select(hi, lo, c <= vec3<f32>(0.0031308));
+}
+
+@compute @workgroup_size(8, 8, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if gid.x >= P.size.x || gid.y >= P.size.y { return; }
+    let r = render_pixel(gid.xy);
+    var ldr = r.rgb;
+    if P.mode != MODE_MIP {
+        ldr = aces(r.rgb * P.sky_horizon.w);
+    }
+    textureStore(out_hdr, vec2<i32>(gid.xy), r);
+    textureStore(out_ldr, vec2<i32>(gid.xy), vec4<f32>(srgb(clamp(ldr, vec3<f32>(0.0), vec3<f32>(1.0))), 1.0));
+}

@@ -1,0 +1,410 @@
+//! Job files: several benchmark jobs run at once and summed, like gdsio's config files.
+//!
+//! ```text
+//! # comments start with '#'
+//! [global]            # defaults for every job
+//! path=staged
+//! io_size=1MiB
+//! queue_depth=8
+//! duration=10
+//! [gpu0]
+//! gpu=0
+//! numa_node=0         # run the job's threads on this node's CPUs
+//! dataset=/data/storm # or: files=/mnt/lanes/0/a,/mnt/lanes/1/b
+//! lanes=0-3           # only the extents on these lanes
+//! threads=16
+//! [gpu1]
+//! ...
+//! ```
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::{BenchConfig, BenchResult, run};
+use crate::dataset::Dataset;
+use crate::ingest::{IngestError, IoBackend, PathKind, Result, Source};
+
+/// Parses a byte size: `4096`, `64K`/`64KiB` (1024-based), `8MB` (1000-based), `1M`, `2GiB`.
+/// Bare K/M/G are binary, as gdsio reads them.
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (e.g. 4096, 64K, 1MiB, 8MB)"))?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1048576.0,
+        "g" | "gib" => 1073741824.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        u => return Err(format!("'{text}': unknown unit '{u}'")),
+    };
+    let b = v * scale;
+    if !b.is_finite() || !(0.0..=1e15).contains(&b) {
+        return Err(format!("'{text}' is not a usable size"));
+    }
+    Ok(b.round() as u64)
+}
+
+/// Parses a list like `0,2,4-7`.
+pub fn parse_list(text: &str) -> std::result::Result<Vec<u32>, String> {
+    let mut v = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let a: u32 = a
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{part}' is not a range"))?;
+            let b: u32 = b
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{part}' is not a range"))?;
+            if a > b || b - a > 65536 {
+                return Err(format!("'{part}' is not a usable range"));
+            }
+            v.extend(a..=b);
+        } else {
+            v.push(
+                part.parse()
+                    .map_err(|_| format!("'{part}' is not a number"))?,
+            );
+        }
+    }
+    Ok(v)
+}
+
+/// Where a job reads from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SourceSpec {
+    /// A dataset directory (or manifest).
+    Dataset(PathBuf),
+    /// Plain files, cut into frames of `frame_size`.
+    Files(Vec<PathBuf>, u64),
+}
+
+/// One job of a job file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    /// Section name.
+    pub name: String,
+    /// Run settings.
+    pub cfg: BenchConfig,
+    /// What to read.
+    pub source: SourceSpec,
+    /// Only extents on these lanes.
+    pub lanes: Option<Vec<u32>>,
+    /// NUMA node whose CPUs run the job.
+    pub numa_node: Option<u32>,
+}
+
+fn apply(
+    cfg: &mut JobSpec,
+    key: &str,
+    val: &str,
+    have_source: &mut bool,
+) -> std::result::Result<(), String> {
+    let num = |v: &str| {
+        v.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{key}: '{v}' is not a number"))
+    };
+    match key {
+        "path" => {
+            cfg.cfg.path = match val {
+                "gds" => PathKind::Gds,
+                "staged" => PathKind::Staged,
+                "portable" => PathKind::Portable,
+                "cpu-only" | "cpuonly" | "cpu" => PathKind::CpuOnly,
+                _ => {
+                    return Err(format!(
+                        "path: '{val}' is not gds, staged, portable or cpu-only"
+                    ));
+                }
+            }
+        }
+        "threads" => cfg.cfg.threads = num(val)?,
+        "io_size" | "iosize" => cfg.cfg.io_size = parse_size(val)? as usize,
+        "queue_depth" => cfg.cfg.queue_depth = num(val)?,
+        "slots" => cfg.cfg.slots = num(val)?,
+        "streams" => cfg.cfg.streams = num(val)?,
+        "frames" => cfg.cfg.frames = Some(num(val)? as u64),
+        "duration" => {
+            cfg.cfg.duration = Some(
+                val.parse::<f64>()
+                    .ok()
+                    .filter(|d| *d > 0.0 && d.is_finite())
+                    .ok_or_else(|| {
+                        format!("duration: '{val}' is not a positive number of seconds")
+                    })?,
+            )
+        }
+        "gpu" => cfg.cfg.gpu = num(val)?,
+        "cold" => cfg.cfg.cold = matches!(val, "1" | "true" | "yes"),
+        "buffered" => cfg.cfg.buffered = matches!(val, "1" | "true" | "yes"),
+        "verify" => cfg.cfg.verify = matches!(val, "1" | "true" | "yes"),
+        "backend" => {
+            cfg.cfg.backend = match val {
+                "auto" => IoBackend::Auto,
+                "io_uring" | "uring" => IoBackend::IoUring,
+                "pread" => IoBackend::Pread,
+                _ => return Err(format!("backend: '{val}' is not auto, io_uring or pread")),
+            }
+        }
+        "numa_node" => cfg.numa_node = Some(num(val)? as u32),
+        "lanes" => cfg.lanes = Some(parse_list(val)?),
+        "dataset" => {
+            cfg.source = SourceSpec::Dataset(PathBuf::from(val));
+            *have_source = true;
+        }
+        "files" => {
+            let fs = match &cfg.source {
+                SourceSpec::Files(_, fs) => *fs,
+                SourceSpec::Dataset(_) => 256 << 20,
+            };
+            cfg.source = SourceSpec::Files(
+                val.split(',').map(|p| PathBuf::from(p.trim())).collect(),
+                fs,
+            );
+            *have_source = true;
+        }
+        "frame_size" => {
+            let fs = parse_size(val)?;
+            if let SourceSpec::Files(p, _) = &cfg.source {
+                cfg.source = SourceSpec::Files(p.clone(), fs);
+            } else {
+                cfg.source = SourceSpec::Files(Vec::new(), fs);
+            }
+        }
+        _ => return Err(format!("unknown key '{key}'")),
+    }
+    Ok(())
+}
+
+/// Parses a job file (see the module documentation).
+pub fn parse(text: &str) -> std::result::Result<Vec<JobSpec>, String> {
+    let blank = JobSpec {
+        name: "global".into(),
+        cfg: BenchConfig {
+            duration: Some(10.0),
+            ..BenchConfig::default()
+        },
+        source: SourceSpec::Files(Vec::new(), 256 << 20),
+        lanes: None,
+        numa_node: None,
+    };
+    let mut global = blank.clone();
+    let mut global_source = false;
+    let mut jobs: Vec<(JobSpec, bool)> = Vec::new();
+    let mut in_global = true;
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = |m: String| format!("line {}: {m}", n + 1);
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let name = name.trim();
+            if name.eq_ignore_ascii_case("global") {
+                in_global = true;
+            } else {
+                in_global = false;
+                let mut j = global.clone();
+                j.name = name.to_string();
+                jobs.push((j, global_source));
+            }
+            continue;
+        }
+        let (k, v) = line
+            .split_once('=')
+            .ok_or_else(|| at(format!("'{line}' is not key=value")))?;
+        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+        if in_global {
+            apply(&mut global, &k, v, &mut global_source).map_err(at)?;
+        } else {
+            let (j, have) = jobs.last_mut().expect("a section was opened");
+            apply(j, &k, v, have).map_err(at)?;
+        }
+    }
+    if jobs.is_empty() {
+        return Err("the job file defines no job (add a [name] section)".into());
+    }
+    for (j, have) in &jobs {
+        let empty_files = matches!(&j.source, SourceSpec::Files(f, _) if f.is_empty());
+        if !have || empty_files {
+            return Err(format!("job [{}] names no dataset= or files=", j.name));
+        }
+    }
+    Ok(jobs.into_iter().map(|(j, _)| j).collect())
+}
+
+/// Builds the job's workload.
+pub fn load_source(spec: &JobSpec) -> Result<Source> {
+    let mut s = match &spec.source {
+        SourceSpec::Dataset(p) => Source::from_manifest(Dataset::open(p)?.manifest()),
+        SourceSpec::Files(p, fs) => {
+            Source::from_files(p, *fs, (spec.cfg.io_size as u64).max(4096))?
+        }
+    };
+    if let Some(lanes) = &spec.lanes {
+        for f in &mut s.frames {
+            f.extents
+                .retain(|e| lanes.contains(&s.files[e.file as usize].lane));
+        }
+        s.frames.retain(|f| !f.extents.is_empty());
+        if s.frames.is_empty() {
+            return Err(IngestError::Usage(format!(
+                "job [{}]: no extent lies on lanes {lanes:?}",
+                spec.name
+            )));
+        }
+    }
+    Ok(s)
+}
+
+/// CPUs of a NUMA node, from sysfs.
+pub fn numa_cpus(node: u32) -> Option<Vec<usize>> {
+    let text =
+        std::fs::read_to_string(format!("/sys/devices/system/node/node{node}/cpulist")).ok()?;
+    parse_list(text.trim())
+        .ok()
+        .map(|v| v.into_iter().map(|c| c as usize).collect())
+}
+
+fn bind_to_cpus(cpus: &[usize]) -> std::result::Result<(), String> {
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity(0) affects the calling thread,
+    // and threads it starts afterwards inherit the mask.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(c, &mut set);
+            }
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+    }
+    Ok(())
+}
+
+/// The outcome of a job file: each job and their sum.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobsResult {
+    /// Per job: name and result (or error text).
+    pub jobs: Vec<(String, std::result::Result<BenchResult, String>)>,
+    /// Bytes moved by all jobs.
+    pub total_bytes: u64,
+    /// Longest job wall time, seconds.
+    pub wall_s: f64,
+    /// Sum of the jobs' GB/s.
+    pub sum_gbps: f64,
+    /// All bytes over the longest wall time, GB/s.
+    pub aggregate_gbps: f64,
+}
+
+/// Runs every job at once, each on its own thread (bound to its NUMA node when given).
+pub fn run_jobs(specs: &[JobSpec]) -> JobsResult {
+    let results: Vec<(String, std::result::Result<BenchResult, String>)> =
+        std::thread::scope(|s| {
+            let handles: Vec<_> = specs
+                .iter()
+                .map(|spec| {
+                    s.spawn(move || {
+                        let mut notes = Vec::new();
+                        if let Some(node) = spec.numa_node {
+                            match numa_cpus(node) {
+                                Some(cpus) if !cpus.is_empty() => {
+                                    if let Err(e) = bind_to_cpus(&cpus) {
+                                        notes.push(format!(
+                                            "could not bind to NUMA node {node}: {e}"
+                                        ));
+                                    }
+                                }
+                                _ => notes.push(format!(
+                                    "NUMA node {node} does not exist here; not bound"
+                                )),
+                            }
+                        }
+                        let r = load_source(spec).and_then(|src| run(&src, &spec.cfg));
+                        (
+                            spec.name.clone(),
+                            r.map(|mut r| {
+                                r.notes.extend(notes);
+                                r
+                            })
+                            .map_err(|e| e.to_string()),
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| ("?".into(), Err("job thread panicked".into())))
+                })
+                .collect()
+        });
+    let ok: Vec<&BenchResult> = results
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .collect();
+    let total_bytes = ok.iter().map(|r| r.summary.bytes).sum();
+    let wall_s = ok.iter().map(|r| r.total_time_s).fold(0.0, f64::max);
+    JobsResult {
+        sum_gbps: ok.iter().map(|r| r.summary.gbps).sum(),
+        aggregate_gbps: if wall_s > 0.0 {
+            total_bytes as f64 / wall_s / 1e9
+        } else {
+            0.0
+        },
+        total_bytes,
+        wall_s,
+        jobs: results,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_lists() {
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_size("8MB").unwrap(), 8_000_000);
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("1Q").is_err());
+        assert_eq!(parse_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
+        assert!(parse_list("3-1").is_err());
+    }
+
+    #[test]
+    fn job_files_parse_with_globals() {
+        let jobs = parse(
+            "[global]\npath=staged\nio_size=2M\n[a]\ngpu=1\ndataset=/d\nlanes=0-1\n[b]\nfiles=/x,/y\nthreads=4 # four\n",
+        )
+        .unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].cfg.path, PathKind::Staged);
+        assert_eq!(jobs[0].cfg.gpu, 1);
+        assert_eq!(jobs[0].lanes, Some(vec![0, 1]));
+        assert_eq!(jobs[1].cfg.io_size, 2 << 20);
+        assert_eq!(jobs[1].cfg.threads, 4);
+        assert!(matches!(&jobs[1].source, SourceSpec::Files(f, _) if f.len() == 2));
+        assert!(
+            parse("[a]\nthreads=2\n")
+                .unwrap_err()
+                .contains("names no dataset")
+        );
+        assert!(parse("[a]\nbogus=1\n").unwrap_err().contains("line 2"));
+        assert!(parse("").is_err());
+    }
+}

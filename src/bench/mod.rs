@@ -1,0 +1,461 @@
+//! `supercell bench`: a headless ingest benchmark modelled on gdsio.
+//!
+//! One run plays a [`Source`] (a dataset or plain files) through an engine and its frame
+//! ring, driven by the playback [`Scheduler`] (looping, as fast as frames arrive), for a
+//! number of frames or seconds, and reports gdsio-style lines plus the frame-level figures
+//! of [`Summary`]. [`sweep`] repeats runs over thread counts and I/O sizes; [`jobs`] runs
+//! several jobs at once (GPUs, NUMA nodes, lanes) and sums them.
+
+pub mod jobs;
+pub mod plot;
+pub mod report;
+pub mod sweep;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::gpu::{FrameRing, Gpu};
+use crate::ingest::gds::CuFileStats;
+use crate::ingest::{
+    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathInfo, PathKind,
+    ReadRequest, Result, Source, open_engine,
+};
+use crate::pipeline::metrics::{FrameTimes, Metrics, Summary};
+use crate::pipeline::{PlayMode, PlaybackConfig, Scheduler};
+
+/// Settings of one benchmark run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchConfig {
+    /// Path to measure.
+    pub path: PathKind,
+    /// I/O threads.
+    pub threads: usize,
+    /// Largest read, bytes.
+    pub io_size: usize,
+    /// Reads in flight per io_uring.
+    pub queue_depth: usize,
+    /// Frame-ring slots.
+    pub slots: usize,
+    /// Stop after this many frames (default: every frame of the source once).
+    pub frames: Option<u64>,
+    /// Stop after this many seconds.
+    pub duration: Option<f64>,
+    /// O_DIRECT and a dropped page cache (when root).
+    pub cold: bool,
+    /// Read through the page cache instead of O_DIRECT.
+    pub buffered: bool,
+    /// GPU ordinal.
+    pub gpu: usize,
+    /// Check every frame against its checksums (or the files) on arrival.
+    pub verify: bool,
+    /// io_uring or pread.
+    pub backend: IoBackend,
+    /// CUDA streams of the staged path.
+    pub streams: usize,
+    /// Show a progress line on stderr.
+    pub progress: bool,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            path: PathKind::CpuOnly,
+            threads: 8,
+            io_size: 1 << 20,
+            queue_depth: 8,
+            slots: 4,
+            frames: None,
+            duration: None,
+            cold: false,
+            buffered: false,
+            gpu: 0,
+            verify: false,
+            backend: IoBackend::Auto,
+            streams: 4,
+            progress: false,
+        }
+    }
+}
+
+/// Outcome of `--verify`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct VerifyOutcome {
+    /// Frames checked.
+    pub frames: u64,
+    /// Extents checked.
+    pub extents: u64,
+    /// Mismatches, described (at most 20 kept).
+    pub mismatches: Vec<String>,
+    /// Total mismatching extents.
+    pub mismatch_count: u64,
+}
+
+/// Everything one run measured (what `--json` writes).
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchResult {
+    /// Path asked for.
+    pub requested_path: String,
+    /// Path that ran.
+    pub path: String,
+    /// How it ran (io_uring / pread, O_DIRECT, cuFile mode, streams).
+    pub mode: String,
+    /// Why the requested path did not run, if it did not.
+    pub fallback: Option<String>,
+    /// Other notes (page cache not dropped, files without O_DIRECT, ...).
+    pub notes: Vec<String>,
+    /// gdsio XferType.
+    pub xfer_type: String,
+    /// GPU used, if any.
+    pub gpu: Option<String>,
+    /// I/O threads.
+    pub threads: usize,
+    /// I/O size, bytes.
+    pub io_size: usize,
+    /// Queue depth.
+    pub queue_depth: usize,
+    /// Slots in the ring.
+    pub slots: usize,
+    /// Whether the page cache was dropped.
+    pub cold: bool,
+    /// Reads completed.
+    pub ops: u64,
+    /// Failed reads.
+    pub op_errors: u64,
+    /// Bytes read by the I/O threads.
+    pub io_bytes: u64,
+    /// Mean read latency, microseconds.
+    pub avg_latency_us: f64,
+    /// Bytes the run meant to move.
+    pub planned_bytes: u64,
+    /// Wall time of the run, seconds.
+    pub total_time_s: f64,
+    /// Frame-level figures.
+    pub summary: Summary,
+    /// cuFile's own counters (gds path): the live mode.
+    pub cufile: Option<CuFileStatsJson>,
+    /// `--verify` outcome.
+    pub verify: Option<VerifyOutcome>,
+    /// Every frame's timings.
+    pub frames: Vec<FrameTimes>,
+}
+
+/// [`CuFileStats`] for JSON, with the live mode in words.
+#[derive(Clone, Debug, Serialize)]
+pub struct CuFileStatsJson {
+    /// Mode the counters show.
+    pub live_mode: String,
+    /// Bytes cuFile read.
+    pub read_bytes: u64,
+    /// P2P reads.
+    pub p2p_reads: u64,
+    /// nvidia-fs reads.
+    pub nvfs_reads: u64,
+    /// POSIX (compatibility) reads.
+    pub posix_reads: u64,
+    /// Failed reads.
+    pub read_errors: u64,
+}
+
+impl From<CuFileStats> for CuFileStatsJson {
+    fn from(s: CuFileStats) -> Self {
+        CuFileStatsJson {
+            live_mode: s.live_mode().into(),
+            read_bytes: s.read_bytes,
+            p2p_reads: s.p2p_reads,
+            nvfs_reads: s.nvfs_reads,
+            posix_reads: s.posix_reads,
+            read_errors: s.read_errors,
+        }
+    }
+}
+
+/// Drops the page cache (root only); returns a note when it could not.
+pub fn drop_page_cache() -> Option<String> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    match std::fs::write("/proc/sys/vm/drop_caches", "3\n") {
+        Ok(()) => None,
+        Err(e) => Some(format!(
+            "--cold: could not drop the page cache ({e}; needs root); reads are O_DIRECT, so the cache is bypassed anyway"
+        )),
+    }
+}
+
+/// Checks frame bytes against their checksums, or against the files (plain files carry
+/// no checksums), recording mismatches.
+fn verify_frame(source: &Source, frame: u32, bytes: &[u8], out: &mut VerifyOutcome) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    out.frames += 1;
+    let mut reference = Vec::new();
+    for e in &source.frames[frame as usize].extents {
+        out.extents += 1;
+        let got = &bytes[e.dst as usize..(e.dst + e.len) as usize];
+        let file = &source.files[e.file as usize];
+        let ok = match e.crc32 {
+            Some(crc) => crc32fast::hash(got) == crc,
+            None => {
+                reference.resize(e.len as usize, 0);
+                std::fs::File::open(&file.path)
+                    .and_then(|f| f.read_exact_at(&mut reference, e.offset))
+                    .map_err(|err| IngestError::io("cannot read for --verify", &file.path, err))?;
+                reference == got
+            }
+        };
+        if !ok {
+            out.mismatch_count += 1;
+            if out.mismatches.len() < 20 {
+                out.mismatches.push(format!(
+                    "frame {frame}: {} offset {} ({} bytes) -> slot offset {}: bytes differ",
+                    file.path.display(),
+                    e.offset,
+                    e.len,
+                    e.dst
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs one benchmark. Prints nothing itself except the progress line (when enabled).
+pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
+    if source.frames.is_empty() {
+        return Err(IngestError::Usage("nothing to read".into()));
+    }
+    if cfg.slots == 0 {
+        return Err(IngestError::Usage("--slots must be at least 1".into()));
+    }
+    let mut notes = Vec::new();
+    if source.skipped_tail_bytes > 0 {
+        notes.push(format!(
+            "{} bytes of partial trailing pages are not read (O_DIRECT reads whole 4 KiB pages)",
+            source.skipped_tail_bytes
+        ));
+    }
+    let io_mode = if cfg.buffered && !cfg.cold {
+        IoMode::Buffered
+    } else {
+        IoMode::Direct
+    };
+    if cfg.cold
+        && let Some(n) = drop_page_cache()
+    {
+        notes.push(n);
+    }
+    let slot_len = source.max_frame_len() as usize;
+    let gpu = if cfg.path.needs_cuda() {
+        Some(Gpu::open(cfg.gpu).map_err(|e| match e {
+            IngestError::Unavailable(m) => IngestError::Unavailable(format!(
+                "{m}; the {} path needs an NVIDIA GPU (--path portable or cpu-only run without one)",
+                cfg.path
+            )),
+            other => other,
+        })?)
+    } else {
+        None
+    };
+    let mut ring = match &gpu {
+        Some(g) => FrameRing::device(g, cfg.slots, slot_len)?,
+        None => FrameRing::host(cfg.slots, slot_len)?,
+    };
+    let ecfg = EngineConfig {
+        threads: cfg.threads,
+        queue_depth: cfg.queue_depth,
+        io_size: cfg.io_size,
+        backend: cfg.backend,
+        io_mode,
+        streams: cfg.streams,
+        staging_buffers: 0,
+    };
+    let mut engine = open_engine(
+        cfg.path,
+        gpu.as_ref(),
+        &source.files,
+        ring.memories(),
+        &ecfg,
+    )?;
+    let info: PathInfo = engine.info().clone();
+    notes.extend(info.notes.iter().cloned());
+
+    let n = source.frames.len() as u32;
+    let target_frames = match (cfg.frames, cfg.duration) {
+        (Some(f), _) => f,
+        (None, Some(_)) => u64::MAX,
+        (None, None) => u64::from(n),
+    };
+    let deadline = cfg.duration.map(Duration::from_secs_f64);
+    let planned_bytes = if target_frames == u64::MAX {
+        0
+    } else {
+        (0..target_frames)
+            .map(|i| source.frames[(i % u64::from(n)) as usize].bytes())
+            .sum()
+    };
+    let mut sched = Scheduler::new(PlaybackConfig {
+        frame_count: n,
+        mode: PlayMode::Loop,
+        speed_fps: None,
+        window: cfg.slots,
+    });
+    sched.set_playing(true);
+    let bar = progress_bar(cfg.progress, planned_bytes);
+    let mut metrics = Metrics::new(Duration::from_secs(1));
+    let mut verify = cfg.verify.then(VerifyOutcome::default);
+    let mut scratch = vec![0u8; if cfg.verify { slot_len } else { 0 }];
+    let mut pending: Vec<(u32, Instant)> = Vec::new();
+    let mut requested_count = 0u64;
+    let mut completed = 0u64;
+    let mut held: Option<usize> = None;
+    let mut metric_index = std::collections::HashMap::new();
+    let start = metrics.start();
+    let mut stopping = false;
+    let mut last_progress = Instant::now();
+    loop {
+        if !stopping
+            && (completed >= target_frames || deadline.is_some_and(|d| start.elapsed() >= d))
+        {
+            stopping = true;
+        }
+        if stopping && engine.in_flight() == 0 {
+            break;
+        }
+        if !stopping {
+            for f in sched.evictable() {
+                if ring.evict(f) {
+                    sched.evicted(f);
+                }
+            }
+            let plan = sched.plan();
+            pending.retain(|(f, _)| !plan.cancel.contains(f));
+            let now = Instant::now();
+            pending.extend(plan.request.into_iter().map(|f| (f, now)));
+            while let Some(&(f, at)) = pending.first() {
+                if requested_count >= target_frames {
+                    break;
+                }
+                let Some(slot) = ring.begin_write(f) else {
+                    break;
+                };
+                pending.remove(0);
+                engine.submit(ReadRequest {
+                    frame: f,
+                    slot,
+                    extents: source.frames[f as usize].extents.clone(),
+                    requested: at,
+                })?;
+                sched.started(f);
+                requested_count += 1;
+            }
+        }
+        if let Some(c) = engine.next_completion(Duration::from_millis(2))? {
+            let ok = c.result.is_ok();
+            ring.finish_write(c.slot, ok)?;
+            if let Err(e) = c.result {
+                bar.finish_and_clear();
+                return Err(e);
+            }
+            completed += 1;
+            let idx = metrics.record(
+                c.frame,
+                c.bytes,
+                c.requested,
+                c.first_byte,
+                c.last_byte,
+                c.on_gpu,
+            );
+            metric_index.insert(c.frame, idx);
+            if let Some(v) = verify.as_mut() {
+                let len = c.bytes as usize;
+                ring.read_back(c.slot, 0, &mut scratch[..len])?;
+                verify_frame(source, c.frame, &scratch[..len], v)?;
+            }
+            sched.loaded(c.frame);
+            bar.set_position(metrics.frames().iter().map(|f| f.bytes).sum());
+        }
+        if let Some(f) = sched.tick(start.elapsed().as_secs_f64()) {
+            // The consumer "shows" a frame by taking its slot; the previous one is released.
+            if let Some(h) = held.take() {
+                ring.release(h);
+            }
+            held = ring.acquire(f);
+            if let Some(&i) = metric_index.get(&f) {
+                metrics.shown(i, Instant::now());
+            }
+        }
+        if last_progress.elapsed() > Duration::from_millis(250) {
+            last_progress = Instant::now();
+            let s = metrics.summary();
+            bar.set_message(format!(
+                "{:.2} GB/s (1 s: {:.2}), {:.1} frames/s",
+                s.gbps, s.gbps_window, s.frames_per_s
+            ));
+        }
+    }
+    bar.finish_and_clear();
+    let total_time_s = start.elapsed().as_secs_f64();
+    let summary = metrics.summary();
+    let c = engine.counters();
+    let ops = c.ops.load(Ordering::Relaxed);
+    let lat = c.latency_ns.load(Ordering::Relaxed);
+    let cufile = engine.cufile_stats().map(CuFileStatsJson::from);
+    let result = BenchResult {
+        requested_path: info.requested.name().into(),
+        path: info.active.name().into(),
+        mode: info.mode.clone(),
+        fallback: info.fallback.clone(),
+        notes,
+        xfer_type: info.active.xfer_type().into(),
+        gpu: gpu
+            .as_ref()
+            .map(|g| format!("{} ({}) #{}", g.name, g.pci_bus_id, g.ordinal)),
+        threads: cfg.threads,
+        io_size: cfg.io_size,
+        queue_depth: cfg.queue_depth,
+        slots: cfg.slots,
+        cold: cfg.cold,
+        ops,
+        op_errors: c.errors.load(Ordering::Relaxed),
+        io_bytes: c.bytes.load(Ordering::Relaxed),
+        avg_latency_us: if ops > 0 {
+            lat as f64 / ops as f64 / 1e3
+        } else {
+            0.0
+        },
+        planned_bytes: if planned_bytes == 0 {
+            summary.bytes
+        } else {
+            planned_bytes
+        },
+        total_time_s,
+        summary,
+        cufile,
+        verify,
+        frames: metrics.frames().to_vec(),
+    };
+    drop(engine);
+    Ok(result)
+}
+
+fn progress_bar(enabled: bool, total: u64) -> indicatif::ProgressBar {
+    if !enabled {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = if total > 0 {
+        indicatif::ProgressBar::new(total)
+    } else {
+        indicatif::ProgressBar::new_spinner()
+    };
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bytes}/{total_bytes} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// The engine of a run, for callers that drive it themselves.
+pub type BenchEngine = Engine;

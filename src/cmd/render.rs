@@ -1,0 +1,360 @@
+//! `supercell render`: headless rendering of dataset frames to PNG (and linear PFM), and the
+//! renderer's timing mode (`--bench`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use supercell::dataset::{AlignedBuf, CrcCheck};
+use supercell::render::scene::{self, LoadedScene};
+use supercell::render::{GpuContext, Mode, Projection, Renderer, upload_slot};
+
+/// Rendering mode on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ModeArg {
+    /// Emission-absorption with sun, sky, shadows and ground.
+    Shaded,
+    /// Maximum-intensity projection.
+    Mip,
+    /// Isosurface of the first attribute at `--iso`.
+    Iso,
+}
+
+/// Arguments of `supercell render`.
+#[derive(clap::Args, Debug)]
+pub struct RenderArgs {
+    /// Scene file (`.toml`) or dataset directory.
+    pub scene: PathBuf,
+    /// Frame to render.
+    #[arg(long, default_value_t = 0)]
+    pub frame: usize,
+    /// Range of frames instead, `A..B` (B excluded) or `A..=B`.
+    #[arg(long)]
+    pub frames: Option<String>,
+    /// Image size, `WIDTHxHEIGHT`.
+    #[arg(long, default_value = "1280x720")]
+    pub size: String,
+    /// Output directory (PNG per frame: `frame_00012.png`).
+    #[arg(long, default_value = "render-out")]
+    pub out: PathBuf,
+    /// Also write the linear float image (`frame_00012.pfm`, RGB, rows bottom-up).
+    #[arg(long)]
+    pub linear: bool,
+    /// Rendering mode (default: the scene's, else shaded).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Attributes in slot order, comma-separated (default: the scene's, else
+    /// cloud,rain,wind_speed).
+    #[arg(long, value_delimiter = ',')]
+    pub attributes: Option<Vec<String>>,
+    /// Isosurface value (with `--mode iso`).
+    #[arg(long, default_value_t = 0.5)]
+    pub iso: f32,
+    /// Orthographic camera.
+    #[arg(long)]
+    pub ortho: bool,
+    /// Camera azimuth, degrees.
+    #[arg(long, allow_hyphen_values = true)]
+    pub yaw: Option<f32>,
+    /// Camera elevation, degrees.
+    #[arg(long, allow_hyphen_values = true)]
+    pub pitch: Option<f32>,
+    /// Zoom factor (> 1 closer).
+    #[arg(long)]
+    pub zoom: Option<f32>,
+    /// Step length in voxels.
+    #[arg(long)]
+    pub step: Option<f32>,
+    /// March with fixed steps (no empty-space skipping).
+    #[arg(long)]
+    pub no_hdda: bool,
+    /// No shadow rays.
+    #[arg(long)]
+    pub no_shadows: bool,
+    /// No ground plane.
+    #[arg(long)]
+    pub no_ground: bool,
+    /// Render with the CPU reference renderer instead (slow; for comparisons).
+    #[arg(long)]
+    pub cpu: bool,
+    /// Timing mode: renders `--frame` repeatedly at each `--bench-sizes` size, with and
+    /// without empty-space skipping, and prints ms/frame.
+    #[arg(long)]
+    pub bench: bool,
+    /// Sizes for `--bench`.
+    #[arg(
+        long,
+        default_value = "1280x720,1920x1080,3840x2160",
+        value_delimiter = ','
+    )]
+    pub bench_sizes: Vec<String>,
+    /// Timed renders per size and mode for `--bench` (after 3 warm-up renders).
+    #[arg(long, default_value_t = 20)]
+    pub bench_frames: u32,
+    /// Also write the `--bench` results as JSON here.
+    #[arg(long)]
+    pub bench_json: Option<PathBuf>,
+}
+
+fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .with_context(|| format!("size {s:?} is not WIDTHxHEIGHT"))?;
+    let (w, h): (u32, u32) = (w.trim().parse()?, h.trim().parse()?);
+    if w == 0 || h == 0 || w > 16384 || h > 16384 {
+        bail!("size {s:?} must be 1..16384 on each side");
+    }
+    Ok((w, h))
+}
+
+fn parse_frames(s: &str) -> anyhow::Result<std::ops::Range<usize>> {
+    if let Some((a, b)) = s.split_once("..=") {
+        return Ok(a.trim().parse()?..b.trim().parse::<usize>()? + 1);
+    }
+    if let Some((a, b)) = s.split_once("..") {
+        return Ok(a.trim().parse()?..b.trim().parse()?);
+    }
+    let f: usize = s.trim().parse()?;
+    Ok(f..f + 1)
+}
+
+fn apply_args(args: &RenderArgs, ls: &mut LoadedScene, aspect: f32) {
+    let v = &mut ls.view;
+    if let Some(m) = args.mode {
+        v.settings.mode = match m {
+            ModeArg::Shaded => Mode::Shaded,
+            ModeArg::Mip => Mode::Mip,
+            ModeArg::Iso => Mode::Isosurface,
+        };
+    }
+    if v.settings.mode == Mode::Isosurface {
+        v.settings.iso_value = args.iso;
+    }
+    if args.ortho {
+        v.camera.projection = Projection::Orthographic;
+    }
+    if let Some(y) = args.yaw {
+        v.camera.yaw_deg = y;
+    }
+    if let Some(p) = args.pitch {
+        v.camera.pitch_deg = p;
+    }
+    if args.yaw.is_some() || args.pitch.is_some() || args.ortho {
+        let b = v.world_bbox;
+        v.camera.fit_to(b, aspect);
+    }
+    if let Some(z) = args.zoom {
+        v.camera.zoom(z);
+    }
+    if let Some(s) = args.step {
+        v.settings.step_voxels = s;
+    }
+    v.settings.hdda &= !args.no_hdda;
+    v.settings.shadows &= !args.no_shadows;
+    v.settings.ground &= !args.no_ground;
+}
+
+/// Runs `supercell render`.
+pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
+    let (w, h) = parse_size(&args.size)?;
+    let mut ls = scene::load(&args.scene, w as f32 / h as f32, args.attributes.as_deref())?;
+    apply_args(args, &mut ls, w as f32 / h as f32);
+    let frames = match &args.frames {
+        Some(s) => parse_frames(s)?,
+        None => args.frame..args.frame + 1,
+    };
+    let n = ls.dataset.frame_count();
+    if frames.is_empty() || frames.end > n {
+        bail!("frames {frames:?} are not within the dataset's {n} frames");
+    }
+    if args.bench {
+        return bench(args, &mut ls, frames.start);
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| format!("{}", args.out.display()))?;
+    let mut slot = AlignedBuf::new();
+    if args.cpu {
+        for f in frames {
+            ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
+            let grids = cpu_grids(&ls, f, &slot)?;
+            let refs: Vec<_> = grids.iter().map(|g| g.as_ref()).collect();
+            let t0 = std::time::Instant::now();
+            let img = supercell::render::render_cpu(&refs, &ls.view, w, h);
+            eprintln!(
+                "frame {f}: CPU render in {:.2} s",
+                t0.elapsed().as_secs_f64()
+            );
+            save(&img, &args.out, f, args.linear)?;
+        }
+        return Ok(());
+    }
+    let ctx = GpuContext::headless()?;
+    eprintln!("rendering on {}", ctx.describe());
+    let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
+    for f in frames {
+        ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
+        let buffer = upload_slot(&ctx.device, &ctx.queue, &slot);
+        renderer.set_grids(&ls.grid_slices(f, &buffer)?)?;
+        let t = renderer.render_timed(&ls.view, w, h)?;
+        let img = renderer.read_image()?;
+        eprintln!(
+            "frame {f}: {w}x{h} in {:.2} ms{}",
+            t.wall_ms,
+            t.gpu_ms
+                .map(|g| format!(" (GPU {g:.2} ms)"))
+                .unwrap_or_default()
+        );
+        save(&img, &args.out, f, args.linear)?;
+    }
+    Ok(())
+}
+
+fn cpu_grids<'s>(
+    ls: &LoadedScene,
+    f: usize,
+    slot: &'s [u8],
+) -> anyhow::Result<Vec<Option<supercell::format::Grid<'s>>>> {
+    ls.slots
+        .iter()
+        .map(|s| {
+            let Some(a) = s else { return Ok(None) };
+            let bytes = ls.dataset.grid_bytes(f, *a, slot)?;
+            Ok(Some(supercell::format::Grid::parse(bytes)?))
+        })
+        .collect()
+}
+
+fn save(img: &supercell::render::Image, out: &Path, f: usize, linear: bool) -> anyhow::Result<()> {
+    let png = out.join(format!("frame_{f:05}.png"));
+    img.write_png(&png)?;
+    println!("{}", png.display());
+    if linear {
+        let pfm = out.join(format!("frame_{f:05}.pfm"));
+        img.write_pfm(&pfm)?;
+        println!("{}", pfm.display());
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct BenchRow {
+    width: u32,
+    height: u32,
+    hdda: bool,
+    frames: u32,
+    gpu_ms_median: Option<f64>,
+    gpu_ms_min: Option<f64>,
+    wall_ms_median: f64,
+    mpix_per_s: f64,
+}
+
+#[derive(Serialize)]
+struct BenchReport {
+    device: String,
+    dataset: String,
+    frame: usize,
+    grid_bytes: u64,
+    timer: &'static str,
+    rows: Vec<BenchRow>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Result<()> {
+    let ctx = GpuContext::headless()?;
+    let device = ctx.describe();
+    let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
+    let mut slot = AlignedBuf::new();
+    ls.dataset.read_frame(frame, &mut slot, CrcCheck::Skip)?;
+    let buffer = upload_slot(&ctx.device, &ctx.queue, &slot);
+    let slices = ls.grid_slices(frame, &buffer)?;
+    let grid_bytes = slices.iter().flatten().map(|s| s.size).sum();
+    renderer.set_grids(&slices)?;
+    let sizes: Vec<(u32, u32)> = args
+        .bench_sizes
+        .iter()
+        .map(|s| parse_size(s))
+        .collect::<anyhow::Result<_>>()?;
+    let mut rows = Vec::new();
+    let mut timer = "wall (submit to completion)";
+    println!("device: {device}");
+    println!(
+        "frame {frame}: {} grids, {:.1} MB",
+        slices.iter().flatten().count(),
+        grid_bytes as f64 / 1e6
+    );
+    println!(
+        "{:>11} {:>6} {:>12} {:>12} {:>12} {:>9}",
+        "size", "march", "GPU ms med", "GPU ms min", "wall ms med", "Mpix/s"
+    );
+    let base = ls.view.clone();
+    for &(w, h) in &sizes {
+        let mut med = [0.0f64; 2];
+        for (i, hdda) in [true, false].into_iter().enumerate() {
+            let mut view = base.clone();
+            view.camera.fit_to(view.world_bbox, w as f32 / h as f32);
+            view.settings.hdda = hdda;
+            for _ in 0..3 {
+                renderer.render_timed(&view, w, h)?;
+            }
+            let (mut gpu, mut wall) = (Vec::new(), Vec::new());
+            for _ in 0..args.bench_frames.max(1) {
+                let t = renderer.render_timed(&view, w, h)?;
+                wall.push(t.wall_ms);
+                if let Some(g) = t.gpu_ms {
+                    gpu.push(g);
+                }
+            }
+            let gpu_med = (!gpu.is_empty()).then(|| median(&mut gpu));
+            let gpu_min = gpu.iter().copied().reduce(f64::min);
+            if gpu_med.is_some() {
+                timer = "GPU timestamp queries around the compute pass";
+            }
+            let wall_med = median(&mut wall);
+            let ms = gpu_med.unwrap_or(wall_med);
+            med[i] = ms;
+            let mpix = w as f64 * h as f64 / (ms * 1e3);
+            let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+            println!(
+                "{:>11} {:>6} {:>12} {:>12} {:>12.3} {:>9.1}",
+                format!("{w}x{h}"),
+                if hdda { "hdda" } else { "fixed" },
+                f(gpu_med),
+                f(gpu_min),
+                wall_med,
+                mpix
+            );
+            rows.push(BenchRow {
+                width: w,
+                height: h,
+                hdda,
+                frames: args.bench_frames.max(1),
+                gpu_ms_median: gpu_med,
+                gpu_ms_min: gpu_min,
+                wall_ms_median: wall_med,
+                mpix_per_s: mpix,
+            });
+        }
+        println!(
+            "{:>11} HDDA speed-up over fixed step: {:.2}x",
+            format!("{w}x{h}"),
+            med[1] / med[0].max(1e-9)
+        );
+    }
+    println!("timer: {timer}");
+    if let Some(p) = &args.bench_json {
+        let report = BenchReport {
+            device,
+            dataset: args.scene.display().to_string(),
+            frame,
+            grid_bytes,
+            timer,
+            rows,
+        };
+        std::fs::write(p, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("{}", p.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,15 @@
+//! The GPU side of ingest: CUDA context and identity ([`Gpu`]), device and pinned host
+//! memory, and the [`FrameRing`] of slots frames are read into.
+//!
+//! CUDA is loaded at run time (cudarc's `dynamic-loading`): everything here first checks
+//! [`cuda_probe`], so machines without NVIDIA drivers get an error message, not a panic.
+//! A slot is a device pointer and a length, owned (allocated here) or borrowed (memory
+//! imported from Vulkan, a later step), so the frame ring does not care where it came from.
+
+mod cuda;
+mod ring;
+
+pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
+pub use ring::{FrameRing, SlotMemory, SlotState};
+
+pub(crate) use cuda::{check as check_pub, cuda_err as cuda_err_pub};

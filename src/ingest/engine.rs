@@ -1,0 +1,1106 @@
+//! The engines behind one interface, [`IngestEngine`]: "read these extents into this slot,
+//! tell me when all of it has arrived, with timings".
+//!
+//! Every [`Engine`] runs a coordinator thread that splits requests into reads of at most
+//! `io_size` bytes (interleaved across lanes so every lane stays busy), hands them to an
+//! I/O worker pool, and completes a frame once every byte is where it belongs:
+//!
+//! - **portable / cpu-only**: reads land straight in the slot's host memory;
+//! - **gds**: cuFile reads land straight in the slot's device memory;
+//! - **staged**: reads land in pinned staging buffers; each filled buffer is copied to the
+//!   slot with `cuMemcpyHtoDAsync` on one of several streams, an event recorded after it,
+//!   and the buffer is reused only once its event has completed. Reads and copies overlap.
+//!
+//! A frame whose read failed is still only completed after all of its other reads have
+//! finished, so nothing writes into a slot the ring believes is free.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::error::{IngestError, Result};
+use super::files::{IoMode, OpenFiles};
+use super::gds::GdsState;
+use super::io::{ActiveBackend, IoBackend, IoCounters, IoDone, IoPool, IoTask, PoolConfig, Target};
+use super::source::{ReadExtent, SourceFile};
+use crate::dataset::ALIGN;
+use crate::gpu::{Gpu, PinnedBuffer, SlotMemory};
+
+/// The data paths of the issue: which one to use, and which one ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PathKind {
+    /// GPUDirect Storage: cuFile reads into device memory.
+    Gds,
+    /// io_uring O_DIRECT reads into pinned host buffers, then async copies to the GPU.
+    Staged,
+    /// Reads into host memory for the renderer to upload through wgpu (no CUDA).
+    Portable,
+    /// Storage into host memory, no GPU at all: the storage ceiling.
+    CpuOnly,
+}
+
+impl PathKind {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PathKind::Gds => "gds",
+            PathKind::Staged => "staged",
+            PathKind::Portable => "portable",
+            PathKind::CpuOnly => "cpu-only",
+        }
+    }
+
+    /// gdsio's XferType for this path.
+    pub fn xfer_type(self) -> &'static str {
+        match self {
+            PathKind::Gds => "GPUD",
+            PathKind::Staged => "CPU_ASYNC_GPU",
+            PathKind::Portable => "CPU_GPU",
+            PathKind::CpuOnly => "CPUONLY",
+        }
+    }
+
+    /// Whether the path needs CUDA.
+    pub fn needs_cuda(self) -> bool {
+        matches!(self, PathKind::Gds | PathKind::Staged)
+    }
+}
+
+impl std::fmt::Display for PathKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which path ran and how: reported with every result, so no number is shown without
+/// the path that produced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathInfo {
+    /// The path asked for.
+    pub requested: PathKind,
+    /// The path running (differs after a fallback).
+    pub active: PathKind,
+    /// How it runs, e.g. "cuFile compatibility mode" or "io_uring, registered buffers,
+    /// O_DIRECT, 2 CUDA streams".
+    pub mode: String,
+    /// Why the requested path is not the active one.
+    pub fallback: Option<String>,
+    /// Other things the user should know (buffered files, pread fallback, ...).
+    pub notes: Vec<String>,
+}
+
+/// Engine settings (gdsio's knobs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// I/O threads (for gds: cuFile worker threads).
+    pub threads: usize,
+    /// Reads in flight per io_uring (per thread).
+    pub queue_depth: usize,
+    /// Largest single read, bytes (multiple of 4 KiB).
+    pub io_size: usize,
+    /// io_uring or pread.
+    pub backend: IoBackend,
+    /// O_DIRECT or page cache.
+    pub io_mode: IoMode,
+    /// CUDA streams for the staged copies (at least 2).
+    pub streams: usize,
+    /// Pinned staging buffers of `io_size` bytes (staged path); 0 picks
+    /// `threads * queue_depth + 2 * streams`.
+    pub staging_buffers: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            threads: 8,
+            queue_depth: 8,
+            io_size: 1 << 20,
+            backend: IoBackend::Auto,
+            io_mode: IoMode::Direct,
+            streams: 4,
+            staging_buffers: 0,
+        }
+    }
+}
+
+impl EngineConfig {
+    fn validate(&self) -> Result<()> {
+        if self.io_size == 0
+            || !(self.io_size as u64).is_multiple_of(ALIGN)
+            || self.io_size > 1 << 30
+        {
+            return Err(IngestError::Usage(format!(
+                "I/O size {} is not a multiple of 4 KiB between 4 KiB and 1 GiB",
+                self.io_size
+            )));
+        }
+        if !(1..=4096).contains(&self.threads) {
+            return Err(IngestError::Usage(format!(
+                "thread count {} is not in 1..=4096",
+                self.threads
+            )));
+        }
+        if !(1..=4096).contains(&self.queue_depth) {
+            return Err(IngestError::Usage(format!(
+                "queue depth {} is not in 1..=4096",
+                self.queue_depth
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Read `extents` of `frame` into slot `slot`.
+#[derive(Clone, Debug)]
+pub struct ReadRequest {
+    /// Frame number (reported back).
+    pub frame: u32,
+    /// Destination slot of the engine's frame ring.
+    pub slot: usize,
+    /// The extents; `dst + len` must lie inside the slot.
+    pub extents: Vec<ReadExtent>,
+    /// When the frame was requested (by the scheduler), for latency figures.
+    pub requested: Instant,
+}
+
+/// A frame that has arrived (or failed), with its timings.
+#[derive(Debug)]
+pub struct Completion {
+    /// Frame number.
+    pub frame: u32,
+    /// Slot written.
+    pub slot: usize,
+    /// Bytes of the frame.
+    pub bytes: u64,
+    /// When the frame was requested.
+    pub requested: Instant,
+    /// When the engine issued its first read.
+    pub submitted: Instant,
+    /// When the first read completed.
+    pub first_byte: Option<Instant>,
+    /// When the last read completed.
+    pub last_byte: Option<Instant>,
+    /// When every byte was in device memory (gds and staged paths).
+    pub on_gpu: Option<Instant>,
+    /// `Ok` when every byte arrived.
+    pub result: Result<()>,
+}
+
+/// The interface every engine offers. Engines know nothing of the renderer: they fill
+/// slots and say when.
+pub trait IngestEngine: Send {
+    /// Which path runs, and how.
+    fn info(&self) -> &PathInfo;
+    /// Starts reading a frame; returns at once.
+    fn submit(&mut self, req: ReadRequest) -> Result<()>;
+    /// The next finished frame, waiting up to `timeout`; `None` on timeout.
+    fn next_completion(&mut self, timeout: Duration) -> Result<Option<Completion>>;
+    /// Frames submitted and not yet completed.
+    fn in_flight(&self) -> usize;
+    /// I/O counters (reads, bytes, latency) for gdsio-style reports.
+    fn counters(&self) -> &IoCounters;
+}
+
+enum Msg {
+    Request(ReadRequest, Instant),
+    Io(IoDone),
+    Stop,
+}
+
+/// An engine: a coordinator thread and its I/O pool. See the module documentation.
+pub struct Engine {
+    info: PathInfo,
+    tx: Sender<Msg>,
+    done: Receiver<Completion>,
+    thread: Option<JoinHandle<()>>,
+    in_flight: usize,
+    counters: Arc<IoCounters>,
+    slot_lens: Vec<usize>,
+    file_count: usize,
+    gds_stats: Option<Arc<dyn Fn() -> Option<super::gds::CuFileStats> + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("info", &self.info).finish()
+    }
+}
+
+/// Staged-path state: pinned buffers, streams and their events.
+struct Staged {
+    gpu: Gpu,
+    streams: Vec<Arc<cudarc::driver::CudaStream>>,
+    bufs: Vec<StagingBuf>,
+    free: Vec<usize>,
+    pending: VecDeque<Piece>,
+    /// Buffers whose copy is queued, per stream, in issue order (events complete in order).
+    copying: Vec<VecDeque<usize>>,
+    next_stream: usize,
+}
+
+struct StagingBuf {
+    // Drop order: the event, then the pinned memory (unregistered, then unmapped).
+    event: cudarc::driver::CudaEvent,
+    mem: PinnedBuffer,
+    piece: Option<Piece>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    seq: u64,
+    file: u32,
+    offset: u64,
+    len: usize,
+    dst: u64,
+}
+
+struct Job {
+    req: ReadRequest,
+    /// The reads of a direct (non-staged) frame, indexed by the token's low 32 bits.
+    pieces: Vec<Piece>,
+    bytes: u64,
+    submitted: Instant,
+    left: usize,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    error: Option<IngestError>,
+}
+
+struct Coordinator {
+    kind: PathKind,
+    // Drop order matters: the pool (joins its workers, so no read is in flight) goes first,
+    // then the staged buffers and cuFile registrations, then the files and the slots.
+    pool: Option<IoPool>,
+    staged: Option<Staged>,
+    gds: Option<Arc<GdsState>>,
+    files: OpenFiles,
+    slots: Vec<Arc<SlotMemory>>,
+    io_size: usize,
+    jobs: HashMap<u64, Job>,
+    next_seq: u64,
+    done: Sender<Completion>,
+}
+
+/// Splits a frame into reads of at most `io_size`, interleaved across lanes (round robin
+/// over lanes, in slot order within a lane).
+fn split(seq: u64, extents: &[ReadExtent], files: &[SourceFile], io_size: usize) -> Vec<Piece> {
+    let mut per_lane: Vec<VecDeque<Piece>> = Vec::new();
+    for e in extents {
+        let lane = files[e.file as usize].lane as usize;
+        if per_lane.len() <= lane {
+            per_lane.resize_with(lane + 1, VecDeque::new);
+        }
+        let mut off = 0u64;
+        while off < e.len {
+            let n = (io_size as u64).min(e.len - off);
+            per_lane[lane].push_back(Piece {
+                seq,
+                file: e.file,
+                offset: e.offset + off,
+                len: n as usize,
+                dst: e.dst + off,
+            });
+            off += n;
+        }
+    }
+    let total = per_lane.iter().map(VecDeque::len).sum();
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        for l in per_lane.iter_mut() {
+            if let Some(p) = l.pop_front() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+impl Engine {
+    /// A host-memory engine: [`PathKind::Portable`] or [`PathKind::CpuOnly`]. The ring's
+    /// slots must be host memory.
+    pub fn host(
+        kind: PathKind,
+        files: &[SourceFile],
+        slots: Vec<Arc<SlotMemory>>,
+        cfg: &EngineConfig,
+    ) -> Result<Engine> {
+        if kind.needs_cuda() {
+            return Err(IngestError::Usage(format!("{kind} is not a host path")));
+        }
+        let mut regions = Vec::new();
+        for (i, s) in slots.iter().enumerate() {
+            match &**s {
+                SlotMemory::Host(b) => regions.push((b.as_mut_ptr() as usize, b.len())),
+                SlotMemory::Device(_) => {
+                    return Err(IngestError::Usage(format!(
+                        "the {kind} path reads into host memory, but slot {i} is device memory"
+                    )));
+                }
+            }
+        }
+        Engine::start(kind, kind, None, files, slots, cfg, regions, None, None)
+    }
+
+    /// The staged engine: O_DIRECT reads into pinned buffers, async copies to the slots'
+    /// device memory.
+    pub fn staged(
+        gpu: &Gpu,
+        files: &[SourceFile],
+        slots: Vec<Arc<SlotMemory>>,
+        cfg: &EngineConfig,
+    ) -> Result<Engine> {
+        Engine::staged_with_fallback(gpu, files, slots, cfg, PathKind::Staged, None)
+    }
+
+    fn staged_with_fallback(
+        gpu: &Gpu,
+        files: &[SourceFile],
+        slots: Vec<Arc<SlotMemory>>,
+        cfg: &EngineConfig,
+        requested: PathKind,
+        fallback: Option<String>,
+    ) -> Result<Engine> {
+        cfg.validate()?;
+        check_device_slots(&slots, gpu)?;
+        let streams_n = cfg.streams.max(2);
+        let nbufs = if cfg.staging_buffers > 0 {
+            cfg.staging_buffers
+        } else {
+            cfg.threads * cfg.queue_depth + 2 * streams_n
+        };
+        // Keep pinned memory bounded: at most 4 GiB of staging, at least 2 buffers per stream.
+        let nbufs = nbufs.min((4usize << 30) / cfg.io_size).max(2 * streams_n);
+        gpu.bind()?;
+        let mut streams = Vec::with_capacity(streams_n);
+        for _ in 0..streams_n {
+            streams.push(
+                gpu.context()
+                    .new_stream()
+                    .map_err(crate::gpu::cuda_err_pub("cuStreamCreate"))?,
+            );
+        }
+        let mut bufs = Vec::with_capacity(nbufs);
+        for _ in 0..nbufs {
+            let mem = PinnedBuffer::new(gpu, cfg.io_size)?;
+            let event = gpu
+                .context()
+                .new_event(None)
+                .map_err(crate::gpu::cuda_err_pub("cuEventCreate"))?;
+            bufs.push(StagingBuf {
+                event,
+                mem,
+                piece: None,
+            });
+        }
+        let regions = bufs
+            .iter()
+            .map(|b| (b.mem.host().as_mut_ptr() as usize, b.mem.host().len()))
+            .collect();
+        let staged = Staged {
+            gpu: gpu.clone(),
+            copying: (0..streams_n).map(|_| VecDeque::new()).collect(),
+            streams,
+            free: (0..nbufs).rev().collect(),
+            bufs,
+            pending: VecDeque::new(),
+            next_stream: 0,
+        };
+        Engine::start(
+            requested,
+            PathKind::Staged,
+            fallback,
+            files,
+            slots,
+            cfg,
+            regions,
+            Some(staged),
+            None,
+        )
+    }
+
+    /// The GPUDirect Storage engine. Fails with [`IngestError::Unavailable`] (saying why)
+    /// when cuFile cannot be used for these files; [`open_engine`] then falls back to the
+    /// staged path.
+    pub fn gds(
+        gpu: &Gpu,
+        files: &[SourceFile],
+        slots: Vec<Arc<SlotMemory>>,
+        cfg: &EngineConfig,
+    ) -> Result<Engine> {
+        cfg.validate()?;
+        check_device_slots(&slots, gpu)?;
+        let opened = OpenFiles::open(files, IoMode::Direct)?;
+        let state = GdsState::new(gpu, &opened, &slots)?;
+        Engine::start_with_files(
+            PathKind::Gds,
+            PathKind::Gds,
+            None,
+            files,
+            opened,
+            slots,
+            cfg,
+            Vec::new(),
+            None,
+            Some(Arc::new(state)),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        requested: PathKind,
+        kind: PathKind,
+        fallback: Option<String>,
+        files: &[SourceFile],
+        slots: Vec<Arc<SlotMemory>>,
+        cfg: &EngineConfig,
+        regions: Vec<(usize, usize)>,
+        staged: Option<Staged>,
+        gds: Option<Arc<GdsState>>,
+    ) -> Result<Engine> {
+        cfg.validate()?;
+        let opened = OpenFiles::open(files, cfg.io_mode)?;
+        Engine::start_with_files(
+            requested, kind, fallback, files, opened, slots, cfg, regions, staged, gds,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_with_files(
+        requested: PathKind,
+        kind: PathKind,
+        fallback: Option<String>,
+        files: &[SourceFile],
+        opened: OpenFiles,
+        slots: Vec<Arc<SlotMemory>>,
+        cfg: &EngineConfig,
+        regions: Vec<(usize, usize)>,
+        staged: Option<Staged>,
+        gds: Option<Arc<GdsState>>,
+    ) -> Result<Engine> {
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let (done_tx, done_rx) = mpsc::channel::<Completion>();
+        let sink_tx = std::sync::Mutex::new(tx.clone());
+        let sink: super::io::Sink = Arc::new(move |d: IoDone| {
+            // Sender is Sync; the mutex only keeps older toolchains' bounds happy.
+            let _ = sink_tx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .send(Msg::Io(d));
+        });
+        let lanes = files.iter().map(|f| f.lane + 1).max().unwrap_or(1);
+        let (device_read, on_start) = match &gds {
+            Some(g) => (Some(g.device_read()), Some(g.on_start())),
+            None => (None, None),
+        };
+        let pool = IoPool::new(
+            PoolConfig {
+                threads: cfg.threads,
+                queue_depth: cfg.queue_depth,
+                lanes,
+                backend: cfg.backend,
+                regions,
+                device_read,
+                on_start,
+            },
+            sink,
+        )?;
+        let mut notes = opened.notes.clone();
+        notes.extend(pool.notes.iter().cloned());
+        if let Some(g) = &gds {
+            notes.extend(g.notes.iter().cloned());
+        }
+        let direct = if opened.all_direct() {
+            "O_DIRECT"
+        } else if opened.files.iter().any(|f| f.direct) {
+            "partly O_DIRECT"
+        } else {
+            "page cache"
+        };
+        let mode = match (&gds, &staged) {
+            (Some(g), _) => format!("{}, {} cuFile threads", g.mode_text(), cfg.threads),
+            (None, Some(s)) => format!(
+                "{}, {direct}, queue depth {}, {} pinned {} KiB buffers, {} CUDA streams",
+                pool.backend,
+                cfg.queue_depth,
+                s.bufs.len(),
+                cfg.io_size >> 10,
+                s.streams.len()
+            ),
+            (None, None) => {
+                let qd = if matches!(pool.backend, ActiveBackend::IoUring { .. }) {
+                    format!(", queue depth {}", cfg.queue_depth)
+                } else {
+                    String::new()
+                };
+                format!("{}, {direct}{qd}, into host memory", pool.backend)
+            }
+        };
+        let info = PathInfo {
+            requested,
+            active: kind,
+            mode,
+            fallback,
+            notes,
+        };
+        let counters = pool.counters.clone();
+        let slot_lens = slots.iter().map(|s| s.len()).collect();
+        let file_count = files.len();
+        let gds_stats: Option<Arc<dyn Fn() -> Option<super::gds::CuFileStats> + Send + Sync>> =
+            gds.as_ref().map(|_| {
+                Arc::new(super::gds::read_stats)
+                    as Arc<dyn Fn() -> Option<super::gds::CuFileStats> + Send + Sync>
+            });
+        let mut coord = Coordinator {
+            kind,
+            pool: Some(pool),
+            staged,
+            gds,
+            files: opened,
+            slots,
+            io_size: cfg.io_size,
+            jobs: HashMap::new(),
+            next_seq: 1,
+            done: done_tx,
+        };
+        let source_files: Vec<SourceFile> = files.to_vec();
+        let thread = std::thread::Builder::new()
+            .name(format!("sc-{}", kind.name()))
+            .spawn(move || coord.run(rx, &source_files))
+            .map_err(|e| IngestError::Usage(format!("cannot start the engine thread: {e}")))?;
+        Ok(Engine {
+            info,
+            tx,
+            done: done_rx,
+            thread: Some(thread),
+            in_flight: 0,
+            counters,
+            slot_lens,
+            file_count,
+            gds_stats,
+        })
+    }
+
+    /// cuFile's own statistics (GDS path only): what cuFile says it did, P2P or POSIX.
+    pub fn cufile_stats(&self) -> Option<super::gds::CuFileStats> {
+        self.gds_stats.as_ref().and_then(|f| f())
+    }
+}
+
+fn check_device_slots(slots: &[Arc<SlotMemory>], gpu: &Gpu) -> Result<()> {
+    for (i, s) in slots.iter().enumerate() {
+        match &**s {
+            SlotMemory::Device(d) if Arc::ptr_eq(d.context(), gpu.context()) => {}
+            SlotMemory::Device(_) => {
+                return Err(IngestError::Usage(format!(
+                    "slot {i} belongs to another GPU context"
+                )));
+            }
+            SlotMemory::Host(_) => {
+                return Err(IngestError::Usage(format!(
+                    "the GPU paths read into device memory, but slot {i} is host memory"
+                )));
+            }
+        }
+    }
+    if slots.is_empty() {
+        return Err(IngestError::Usage("no slots".into()));
+    }
+    Ok(())
+}
+
+impl IngestEngine for Engine {
+    fn info(&self) -> &PathInfo {
+        &self.info
+    }
+
+    fn submit(&mut self, req: ReadRequest) -> Result<()> {
+        let slot_len = *self.slot_lens.get(req.slot).ok_or_else(|| {
+            IngestError::Usage(format!(
+                "slot {} does not exist (the ring has {})",
+                req.slot,
+                self.slot_lens.len()
+            ))
+        })?;
+        for e in &req.extents {
+            if e.file as usize >= self.file_count {
+                return Err(IngestError::Usage(format!(
+                    "frame {}: extent names file {} of {}",
+                    req.frame, e.file, self.file_count
+                )));
+            }
+            let fits = e
+                .dst
+                .checked_add(e.len)
+                .is_some_and(|end| end <= slot_len as u64);
+            if !fits || e.len == 0 {
+                return Err(IngestError::Usage(format!(
+                    "frame {}: extent of {} bytes at slot offset {} does not fit a {slot_len}-byte slot",
+                    req.frame, e.len, e.dst
+                )));
+            }
+            if !(e.offset.is_multiple_of(ALIGN)
+                && e.len.is_multiple_of(ALIGN)
+                && e.dst.is_multiple_of(ALIGN))
+            {
+                return Err(IngestError::Usage(format!(
+                    "frame {}: extent (offset {}, len {}, dst {}) is not 4 KiB aligned",
+                    req.frame, e.offset, e.len, e.dst
+                )));
+            }
+        }
+        self.tx
+            .send(Msg::Request(req, Instant::now()))
+            .map_err(|_| IngestError::Stopped("the coordinator thread has exited".into()))?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn next_completion(&mut self, timeout: Duration) -> Result<Option<Completion>> {
+        match self.done.recv_timeout(timeout) {
+            Ok(c) => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                Ok(Some(c))
+            }
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(IngestError::Stopped(
+                "the coordinator thread has exited (see the log above)".into(),
+            )),
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn counters(&self) -> &IoCounters {
+        &self.counters
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Coordinator {
+    fn run(&mut self, rx: Receiver<Msg>, files: &[SourceFile]) {
+        if let Some(s) = &self.staged
+            && let Err(e) = s.gpu.bind()
+        {
+            eprintln!("supercell: staged engine cannot bind its CUDA context: {e}");
+        }
+        loop {
+            let busy = self
+                .staged
+                .as_ref()
+                .is_some_and(|s| s.copying.iter().any(|c| !c.is_empty()));
+            let first = if busy {
+                // Copies in flight: come back soon to see their events.
+                match rx.recv_timeout(Duration::from_micros(50)) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => break,
+                }
+            };
+            let mut stop = false;
+            let mut msgs: Vec<Msg> = first.into_iter().collect();
+            msgs.extend(rx.try_iter());
+            for m in msgs {
+                match m {
+                    Msg::Request(req, t) => self.on_request(req, t, files),
+                    Msg::Io(d) => self.on_io(d),
+                    Msg::Stop => stop = true,
+                }
+            }
+            self.poll_copies();
+            self.dispatch_staged();
+            if stop {
+                break;
+            }
+        }
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        // Joining the pool waits for every read in flight; then wait for every copy.
+        self.pool.take();
+        if let Some(s) = &self.staged {
+            for st in &s.streams {
+                let _ = st.synchronize();
+            }
+        }
+        self.staged.take();
+        self.gds.take();
+    }
+
+    fn on_request(&mut self, req: ReadRequest, at: Instant, files: &[SourceFile]) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let mut pieces = split(seq, &req.extents, files, self.io_size);
+        let too_many = pieces.len() > u32::MAX as usize;
+        if too_many {
+            // Tokens carry the piece index in 32 bits; such a frame cannot be read.
+            pieces.clear();
+        }
+        let bytes = req.extents.iter().map(|e| e.len).sum();
+        let job = Job {
+            pieces: Vec::new(),
+            bytes,
+            submitted: at,
+            left: pieces.len(),
+            first: None,
+            last: None,
+            error: None,
+            req,
+        };
+        let slot = job.req.slot;
+        let mut job = job;
+        if too_many {
+            job.error = Some(IngestError::Usage(format!(
+                "frame {} needs more than 2^32 reads; use a larger --io-size",
+                job.req.frame
+            )));
+        }
+        self.jobs.insert(seq, job);
+        if pieces.is_empty() {
+            self.finish_job(seq);
+            return;
+        }
+        if let Some(s) = &mut self.staged {
+            s.pending.extend(pieces);
+            return;
+        }
+        let slot_mem = self.slots[slot].clone();
+        let tasks: Vec<IoTask> = pieces
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let f = &self.files.files[p.file as usize];
+                let target = match &*slot_mem {
+                    SlotMemory::Host(b) => Target::Host {
+                        addr: b.as_mut_ptr() as usize + p.dst as usize,
+                    },
+                    SlotMemory::Device(d) => Target::Device {
+                        handle: self.gds.as_ref().map_or(0, |g| g.handle(p.file as usize)),
+                        base: d.ptr(),
+                        dev_offset: p.dst,
+                    },
+                };
+                IoTask {
+                    token: (seq << 32) | i as u64,
+                    lane: f.lane,
+                    fd: f.fd(),
+                    offset: p.offset,
+                    len: p.len,
+                    target,
+                }
+            })
+            .collect();
+        if let Some(job) = self.jobs.get_mut(&seq) {
+            job.pieces = pieces;
+        }
+        if let Some(pool) = &self.pool {
+            pool.submit(tasks);
+        }
+    }
+
+    fn piece_done(&mut self, seq: u64, at: Instant, err: Option<IngestError>) {
+        let Some(job) = self.jobs.get_mut(&seq) else {
+            return;
+        };
+        job.first.get_or_insert(at);
+        job.last = Some(at);
+        if job.error.is_none() {
+            job.error = err;
+        }
+        job.left -= 1;
+        if job.left == 0 {
+            self.finish_job(seq);
+        }
+    }
+
+    fn read_err(&self, p: &Piece, msg: String) -> IngestError {
+        IngestError::Read {
+            path: self.files.files[p.file as usize].path.clone(),
+            offset: p.offset,
+            len: p.len as u64,
+            msg,
+        }
+    }
+
+    fn on_io(&mut self, d: IoDone) {
+        if self.staged.is_some() {
+            return self.on_staged_io(d);
+        }
+        let seq = d.token >> 32;
+        let idx = (d.token & 0xffff_ffff) as usize;
+        let err = match d.result {
+            Ok(()) => None,
+            Err(msg) => {
+                let piece = self.jobs.get(&seq).and_then(|j| j.pieces.get(idx)).copied();
+                Some(match piece {
+                    Some(p) => self.read_err(&p, msg),
+                    None => IngestError::Stopped(format!("read of an unknown frame failed: {msg}")),
+                })
+            }
+        };
+        self.piece_done(seq, d.completed, err);
+    }
+
+    fn on_staged_io(&mut self, d: IoDone) {
+        let Some(mut s) = self.staged.take() else {
+            return;
+        };
+        let b = d.token as usize;
+        let Some(piece) = s.bufs.get(b).and_then(|x| x.piece) else {
+            self.staged = Some(s);
+            return;
+        };
+        let mut failed: Option<IngestError> = None;
+        match d.result {
+            Err(msg) => failed = Some(self.read_err(&piece, msg)),
+            Ok(()) => {
+                // The read's arrival is the frame's first/last byte; the piece itself
+                // completes when its copy does.
+                let slot = self.jobs.get_mut(&piece.seq).map(|job| {
+                    job.first.get_or_insert(d.completed);
+                    job.last = Some(d.completed);
+                    job.req.slot
+                });
+                let dev = slot.and_then(|sl| match &*self.slots[sl] {
+                    SlotMemory::Device(dv) => Some(dv.ptr()),
+                    SlotMemory::Host(_) => None,
+                });
+                match dev {
+                    None => {
+                        failed = Some(IngestError::Usage(
+                            "staged slot is not device memory".into(),
+                        ))
+                    }
+                    Some(dev) => {
+                        let k = s.next_stream;
+                        s.next_stream = (k + 1) % s.streams.len();
+                        let stream = &s.streams[k];
+                        let buf = &s.bufs[b];
+                        // SAFETY: the source is a pinned buffer of at least `len` bytes that
+                        // is not reused until the event recorded below completes; the
+                        // destination lies inside the slot (checked at submit), whose memory
+                        // this coordinator keeps alive. The context is bound to this thread.
+                        let r = unsafe {
+                            cudarc::driver::sys::cuMemcpyHtoDAsync_v2(
+                                dev + piece.dst,
+                                buf.mem.host().as_ptr().cast(),
+                                piece.len,
+                                stream.cu_stream(),
+                            )
+                        };
+                        let r = crate::gpu::check_pub(r, "cuMemcpyHtoDAsync").and_then(|()| {
+                            buf.event
+                                .record(stream)
+                                .map_err(crate::gpu::cuda_err_pub("cuEventRecord"))
+                        });
+                        match r {
+                            Ok(()) => s.copying[k].push_back(b),
+                            Err(e) => {
+                                // Let whatever was queued finish so the buffer is idle
+                                // before it is reused.
+                                let _ = stream.synchronize();
+                                failed = Some(e);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if failed.is_some() {
+            s.bufs[b].piece = None;
+            s.free.push(b);
+        }
+        self.staged = Some(s);
+        if let Some(e) = failed {
+            self.piece_done(piece.seq, d.completed, Some(e));
+        }
+    }
+
+    fn poll_copies(&mut self) {
+        let Some(s) = &mut self.staged else {
+            return;
+        };
+        let mut finished = Vec::new();
+        for k in 0..s.copying.len() {
+            while let Some(&b) = s.copying[k].front() {
+                match s.bufs[b].event.try_is_complete() {
+                    Ok(true) => {
+                        s.copying[k].pop_front();
+                        let p = s.bufs[b].piece.take();
+                        s.free.push(b);
+                        if let Some(p) = p {
+                            finished.push((p.seq, None));
+                        }
+                    }
+                    Ok(false) => break,
+                    Err(e) => {
+                        s.copying[k].pop_front();
+                        let _ = s.streams[k].synchronize();
+                        let p = s.bufs[b].piece.take();
+                        s.free.push(b);
+                        if let Some(p) = p {
+                            finished.push((
+                                p.seq,
+                                Some(IngestError::Cuda(format!("copy to the GPU failed: {e}"))),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        let now = Instant::now();
+        for (seq, err) in finished {
+            if let Some(job) = self.jobs.get_mut(&seq) {
+                // The copy's completion is the on-GPU time; keep last-byte as the read's.
+                let last = job.last;
+                job.left -= 1;
+                if job.error.is_none() {
+                    job.error = err;
+                }
+                if job.left == 0 {
+                    self.finish_job_at(seq, Some(now), last);
+                }
+            }
+        }
+    }
+
+    fn dispatch_staged(&mut self) {
+        let Some(s) = &mut self.staged else {
+            return;
+        };
+        let mut tasks = Vec::new();
+        while !s.pending.is_empty() && !s.free.is_empty() {
+            let p = s.pending.pop_front().expect("not empty");
+            let b = s.free.pop().expect("not empty");
+            s.bufs[b].piece = Some(p);
+            let f = &self.files.files[p.file as usize];
+            tasks.push(IoTask {
+                token: b as u64,
+                lane: f.lane,
+                fd: f.fd(),
+                offset: p.offset,
+                len: p.len,
+                target: Target::Host {
+                    addr: s.bufs[b].mem.host().as_mut_ptr() as usize,
+                },
+            });
+        }
+        if !tasks.is_empty()
+            && let Some(pool) = &self.pool
+        {
+            pool.submit(tasks);
+        }
+    }
+
+    fn finish_job(&mut self, seq: u64) {
+        let on_gpu = match self.kind {
+            // cuFile returns once the bytes are in device memory.
+            PathKind::Gds => self.jobs.get(&seq).and_then(|j| j.last),
+            _ => None,
+        };
+        let last = self.jobs.get(&seq).and_then(|j| j.last);
+        self.finish_job_at(seq, on_gpu, last);
+    }
+
+    fn finish_job_at(&mut self, seq: u64, on_gpu: Option<Instant>, last: Option<Instant>) {
+        let Some(job) = self.jobs.remove(&seq) else {
+            return;
+        };
+        let c = Completion {
+            frame: job.req.frame,
+            slot: job.req.slot,
+            bytes: job.bytes,
+            requested: job.req.requested,
+            submitted: job.submitted,
+            first_byte: job.first,
+            last_byte: last,
+            on_gpu,
+            result: match job.error {
+                Some(e) => Err(e),
+                None => Ok(()),
+            },
+        };
+        let _ = self.done.send(c);
+    }
+}
+
+/// Opens the engine for `requested`, falling back from gds to staged when cuFile cannot be
+/// used (the reason is in [`PathInfo::fallback`]; nothing pretends to be GDS).
+pub fn open_engine(
+    requested: PathKind,
+    gpu: Option<&Gpu>,
+    files: &[SourceFile],
+    slots: Vec<Arc<SlotMemory>>,
+    cfg: &EngineConfig,
+) -> Result<Engine> {
+    match requested {
+        PathKind::Portable | PathKind::CpuOnly => Engine::host(requested, files, slots, cfg),
+        PathKind::Staged => {
+            let gpu =
+                gpu.ok_or_else(|| IngestError::Unavailable("the staged path needs a GPU".into()))?;
+            Engine::staged(gpu, files, slots, cfg)
+        }
+        PathKind::Gds => {
+            let gpu =
+                gpu.ok_or_else(|| IngestError::Unavailable("the gds path needs a GPU".into()))?;
+            match Engine::gds(gpu, files, slots.clone(), cfg) {
+                Ok(e) => Ok(e),
+                Err(IngestError::Unavailable(why)) => {
+                    Engine::staged_with_fallback(gpu, files, slots, cfg, PathKind::Gds, Some(why))
+                }
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_interleaves_lanes_and_caps_reads() {
+        let files = vec![
+            SourceFile {
+                path: "a".into(),
+                lane: 0,
+                size: 1 << 20,
+            },
+            SourceFile {
+                path: "b".into(),
+                lane: 1,
+                size: 1 << 20,
+            },
+        ];
+        let ext = |file: u32, dst: u64| ReadExtent {
+            file,
+            offset: 0,
+            len: 3 * 4096,
+            dst,
+            crc32: None,
+        };
+        let pieces = split(1, &[ext(0, 0), ext(1, 3 * 4096)], &files, 8192);
+        let lanes: Vec<u32> = pieces.iter().map(|p| files[p.file as usize].lane).collect();
+        assert_eq!(lanes, vec![0, 1, 0, 1]);
+        assert_eq!(pieces.iter().map(|p| p.len).sum::<usize>(), 6 * 4096);
+        assert_eq!(pieces[2].dst, 8192);
+        assert_eq!(pieces[2].len, 4096);
+    }
+}

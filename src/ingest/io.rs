@@ -1,0 +1,647 @@
+//! The I/O worker pool: reads `(fd, offset, len)` into host memory with one io_uring per
+//! worker thread (O_DIRECT, registered buffers, `ReadFixed`, many reads in flight), or with
+//! blocking `pread` per thread where io_uring is unavailable (seccomp, old kernels), or
+//! through a device-read hook (cuFile) for the GPUDirect path.
+//!
+//! Work is queued per lane. A worker serves its own lanes first (so every lane keeps reads
+//! in flight however the frames are striped) and helps other lanes when its own are empty.
+//! Every read is completed exactly once through the sink: short reads are continued,
+//! EAGAIN/EINTR retried, errors reported with the file offset.
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use io_uring::{IoUring, opcode, types};
+
+use super::error::{IngestError, Result};
+
+/// Which host read mechanism to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IoBackend {
+    /// io_uring when the kernel allows it, else pread threads (and say so).
+    #[default]
+    Auto,
+    /// io_uring or fail.
+    IoUring,
+    /// A pool of threads doing blocking `pread`.
+    Pread,
+}
+
+/// The mechanism a pool actually uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActiveBackend {
+    /// io_uring; `fixed` when the buffers are registered (`ReadFixed`).
+    IoUring {
+        /// Whether reads use registered buffers.
+        fixed: bool,
+    },
+    /// Blocking `pread` (or the device-read hook) per thread.
+    Pread,
+}
+
+impl std::fmt::Display for ActiveBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ActiveBackend::IoUring { fixed: true } => f.write_str("io_uring, registered buffers"),
+            ActiveBackend::IoUring { fixed: false } => f.write_str("io_uring"),
+            ActiveBackend::Pread => f.write_str("pread threads"),
+        }
+    }
+}
+
+/// Where a read's bytes go.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Target {
+    /// Host memory at this address (must lie inside memory that outlives the read).
+    Host { addr: usize },
+    /// Device memory through the pool's device-read hook (cuFile).
+    Device {
+        handle: usize,
+        base: u64,
+        dev_offset: u64,
+    },
+}
+
+/// One read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IoTask {
+    /// Caller's id, returned in [`IoDone`].
+    pub token: u64,
+    /// Lane queue to put the read on.
+    pub lane: u32,
+    pub fd: RawFd,
+    pub offset: u64,
+    pub len: usize,
+    pub target: Target,
+}
+
+/// A finished read.
+#[derive(Debug)]
+pub(crate) struct IoDone {
+    pub token: u64,
+    pub result: std::result::Result<(), String>,
+    pub completed: Instant,
+}
+
+/// Counters of a pool, for gdsio-style reports.
+#[derive(Debug, Default)]
+pub struct IoCounters {
+    /// Reads completed successfully.
+    pub ops: AtomicU64,
+    /// Bytes read.
+    pub bytes: AtomicU64,
+    /// Sum of read latencies (queued at the device to completed), nanoseconds.
+    pub latency_ns: AtomicU64,
+    /// Reads that failed.
+    pub errors: AtomicU64,
+}
+
+/// Reads `len` bytes of `fd` at `file_offset` into device memory; the GDS engine's hook.
+pub(crate) type DeviceRead =
+    Arc<dyn Fn(usize, u64, u64, u64, usize) -> std::result::Result<(), String> + Send + Sync>;
+/// Where finished reads go.
+pub(crate) type Sink = Arc<dyn Fn(IoDone) + Send + Sync>;
+/// Runs first on every worker thread (binds the CUDA context for cuFile).
+pub(crate) type OnStart = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
+
+/// Pool settings.
+pub(crate) struct PoolConfig {
+    pub threads: usize,
+    pub queue_depth: usize,
+    pub lanes: u32,
+    pub backend: IoBackend,
+    /// Host memory that reads target, registered with every ring (`ReadFixed`).
+    pub regions: Vec<(usize, usize)>,
+    pub device_read: Option<DeviceRead>,
+    pub on_start: Option<OnStart>,
+}
+
+/// Largest buffer io_uring registers in one piece.
+const MAX_REGION: usize = 1 << 30;
+
+struct Queues {
+    lanes: Vec<VecDeque<IoTask>>,
+    queued: usize,
+    shutdown: bool,
+}
+
+struct Shared {
+    q: Mutex<Queues>,
+    cv: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queues> {
+        // A worker that panicked holding the lock left consistent queues (pushes and pops
+        // are single operations), so the poison flag carries no information.
+        self.q.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The lanes worker `i` of `threads` serves first.
+fn own_lanes(i: usize, threads: usize, lanes: usize) -> Vec<usize> {
+    if threads >= lanes {
+        vec![i % lanes]
+    } else {
+        (0..lanes).filter(|l| l % threads == i).collect()
+    }
+}
+
+fn pop(q: &mut Queues, own: &[usize], rr: &mut usize) -> Option<IoTask> {
+    if q.queued == 0 {
+        return None;
+    }
+    let n = own.len();
+    for k in 0..n {
+        let l = own[(*rr + k) % n];
+        if let Some(t) = q.lanes[l].pop_front() {
+            *rr = (*rr + k + 1) % n;
+            q.queued -= 1;
+            return Some(t);
+        }
+    }
+    // Own lanes idle: help the longest queue.
+    let l = (0..q.lanes.len()).max_by_key(|&l| q.lanes[l].len())?;
+    let t = q.lanes[l].pop_front()?;
+    q.queued -= 1;
+    Some(t)
+}
+
+/// The worker pool. Dropping it stops the workers after their reads in flight complete.
+pub(crate) struct IoPool {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    /// What the pool uses.
+    pub backend: ActiveBackend,
+    /// What the user should know (fallbacks).
+    pub notes: Vec<String>,
+    /// Counters.
+    pub counters: Arc<IoCounters>,
+}
+
+/// Whether this process may create an io_uring; the error otherwise.
+pub fn io_uring_probe() -> std::result::Result<(), std::io::Error> {
+    IoUring::new(4).map(drop)
+}
+
+impl IoPool {
+    pub(crate) fn new(cfg: PoolConfig, sink: Sink) -> Result<IoPool> {
+        if cfg.threads == 0 || cfg.threads > 4096 {
+            return Err(IngestError::Usage(format!(
+                "thread count {} is not in 1..=4096",
+                cfg.threads
+            )));
+        }
+        if cfg.queue_depth == 0 || cfg.queue_depth > 4096 {
+            return Err(IngestError::Usage(format!(
+                "queue depth {} is not in 1..=4096",
+                cfg.queue_depth
+            )));
+        }
+        let lanes = cfg.lanes.max(1) as usize;
+        let mut notes = Vec::new();
+        let mut backend = match cfg.backend {
+            IoBackend::Pread => ActiveBackend::Pread,
+            IoBackend::IoUring | IoBackend::Auto => match io_uring_probe() {
+                Ok(()) => ActiveBackend::IoUring { fixed: true },
+                Err(e) if cfg.backend == IoBackend::IoUring => {
+                    return Err(IngestError::Unavailable(format!(
+                        "io_uring is not available here ({e}); a seccomp profile or \
+                         kernel.io_uring_disabled may block it"
+                    )));
+                }
+                Err(e) => {
+                    notes.push(format!(
+                        "io_uring is not available ({e}; a seccomp profile or \
+                         kernel.io_uring_disabled may block it): using {} pread threads",
+                        cfg.threads
+                    ));
+                    ActiveBackend::Pread
+                }
+            },
+        };
+        if cfg.device_read.is_some() {
+            // cuFile reads are blocking calls; the ring has nothing to do with them.
+            backend = ActiveBackend::Pread;
+        }
+        // Split regions into pieces io_uring accepts, sorted for lookup.
+        let mut regions: Vec<(usize, usize)> = Vec::new();
+        for &(start, len) in &cfg.regions {
+            let mut off = 0;
+            while off < len {
+                let n = MAX_REGION.min(len - off);
+                regions.push((start + off, n));
+                off += n;
+            }
+        }
+        regions.sort_unstable();
+        if regions.len() > u16::MAX as usize {
+            regions.clear();
+        }
+        if backend == (ActiveBackend::IoUring { fixed: true }) {
+            if regions.is_empty() {
+                backend = ActiveBackend::IoUring { fixed: false };
+            } else if let Err(e) = register_probe(&regions) {
+                notes.push(format!(
+                    "io_uring cannot register the buffers ({e}; RLIMIT_MEMLOCK?): plain reads"
+                ));
+                backend = ActiveBackend::IoUring { fixed: false };
+            }
+        }
+        let shared = Arc::new(Shared {
+            q: Mutex::new(Queues {
+                lanes: (0..lanes).map(|_| VecDeque::new()).collect(),
+                queued: 0,
+                shutdown: false,
+            }),
+            cv: Condvar::new(),
+        });
+        let counters = Arc::new(IoCounters::default());
+        let regions = Arc::new(regions);
+        let mut workers = Vec::with_capacity(cfg.threads);
+        for i in 0..cfg.threads {
+            let w = Worker {
+                shared: shared.clone(),
+                own: own_lanes(i, cfg.threads, lanes),
+                rr: 0,
+                sink: sink.clone(),
+                counters: counters.clone(),
+                regions: regions.clone(),
+                device_read: cfg.device_read.clone(),
+            };
+            let on_start = cfg.on_start.clone();
+            let depth = cfg.queue_depth;
+            let handle = std::thread::Builder::new()
+                .name(format!("sc-io-{i}"))
+                .spawn(move || {
+                    let start_err = on_start.and_then(|f| f().err());
+                    match backend {
+                        ActiveBackend::IoUring { fixed } if start_err.is_none() => {
+                            w.run_uring(depth, fixed)
+                        }
+                        _ => w.run_blocking(start_err),
+                    }
+                })
+                .map_err(|e| IngestError::Usage(format!("cannot start I/O thread: {e}")));
+            match handle {
+                Ok(h) => workers.push(h),
+                Err(e) => {
+                    // Stop the ones already running before failing.
+                    shared.lock().shutdown = true;
+                    shared.cv.notify_all();
+                    for h in workers {
+                        let _ = h.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(IoPool {
+            shared,
+            workers,
+            backend,
+            notes,
+            counters,
+        })
+    }
+
+    /// Queues reads; they complete through the sink.
+    pub(crate) fn submit(&self, tasks: impl IntoIterator<Item = IoTask>) {
+        let mut q = self.shared.lock();
+        let nl = q.lanes.len();
+        let mut n = 0usize;
+        for t in tasks {
+            q.lanes[t.lane as usize % nl].push_back(t);
+            q.queued += 1;
+            n += 1;
+        }
+        drop(q);
+        // Wake one idle worker per read rather than all of them for every batch (busy
+        // workers pick reads up themselves between completions).
+        if n >= self.workers.len() {
+            self.shared.cv.notify_all();
+        } else {
+            for _ in 0..n {
+                self.shared.cv.notify_one();
+            }
+        }
+    }
+}
+
+impl Drop for IoPool {
+    fn drop(&mut self) {
+        {
+            let mut q = self.shared.lock();
+            q.shutdown = true;
+            for l in &mut q.lanes {
+                l.clear();
+            }
+            q.queued = 0;
+        }
+        self.shared.cv.notify_all();
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+fn register_probe(regions: &[(usize, usize)]) -> std::io::Result<()> {
+    let ring = IoUring::new(4)?;
+    let iov = iovecs(regions);
+    // SAFETY: the regions are live memory owned by the engine, which outlives the probe
+    // ring (dropped at the end of this function, unregistering them).
+    unsafe { ring.submitter().register_buffers(&iov) }
+}
+
+fn iovecs(regions: &[(usize, usize)]) -> Vec<libc::iovec> {
+    regions
+        .iter()
+        .map(|&(a, n)| libc::iovec {
+            iov_base: a as *mut libc::c_void,
+            iov_len: n,
+        })
+        .collect()
+}
+
+struct InFlight {
+    task: IoTask,
+    done: usize,
+    submitted: Instant,
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    own: Vec<usize>,
+    rr: usize,
+    sink: Sink,
+    counters: Arc<IoCounters>,
+    regions: Arc<Vec<(usize, usize)>>,
+    device_read: Option<DeviceRead>,
+}
+
+impl Worker {
+    /// Next task; blocks while none is queued. `None`: shut down.
+    fn pop_blocking(&mut self) -> Option<IoTask> {
+        let mut q = self.shared.lock();
+        loop {
+            if q.shutdown {
+                return None;
+            }
+            if let Some(t) = pop(&mut q, &self.own, &mut self.rr) {
+                return Some(t);
+            }
+            q = self.shared.cv.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn try_pop(&mut self) -> Option<IoTask> {
+        let mut q = self.shared.lock();
+        if q.shutdown {
+            return None;
+        }
+        pop(&mut q, &self.own, &mut self.rr)
+    }
+
+    fn finish(&self, task: &IoTask, submitted: Instant, result: std::result::Result<(), String>) {
+        let completed = Instant::now();
+        if result.is_ok() {
+            self.counters.ops.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .bytes
+                .fetch_add(task.len as u64, Ordering::Relaxed);
+            self.counters.latency_ns.fetch_add(
+                completed.duration_since(submitted).as_nanos() as u64,
+                Ordering::Relaxed,
+            );
+        } else {
+            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        (self.sink)(IoDone {
+            token: task.token,
+            result,
+            completed,
+        });
+    }
+
+    fn run_blocking(mut self, start_err: Option<String>) {
+        while let Some(task) = self.pop_blocking() {
+            let submitted = Instant::now();
+            let result = match (&start_err, task.target) {
+                (Some(e), _) => Err(format!("I/O thread could not start: {e}")),
+                (None, Target::Host { addr }) => pread_all(task.fd, addr, task.len, task.offset),
+                (
+                    None,
+                    Target::Device {
+                        handle,
+                        base,
+                        dev_offset,
+                    },
+                ) => match &self.device_read {
+                    Some(f) => f(handle, base, dev_offset, task.offset, task.len),
+                    None => Err("device read without a device-read hook".into()),
+                },
+            };
+            self.finish(&task, submitted, result);
+        }
+    }
+
+    fn region_of(&self, addr: usize, len: usize) -> Option<u16> {
+        let i = self.regions.partition_point(|&(s, _)| s <= addr);
+        let (s, n) = *self.regions.get(i.checked_sub(1)?)?;
+        (addr + len <= s + n).then_some((i - 1) as u16)
+    }
+
+    fn sqe(&self, f: &InFlight, key: u64, fixed: bool) -> io_uring::squeue::Entry {
+        let Target::Host { addr } = f.task.target else {
+            unreachable!("device targets never reach a ring")
+        };
+        let ptr = (addr + f.done) as *mut u8;
+        // u32 length: reads are at most a chunk; clamp in case (the rest is continued).
+        let len = (f.task.len - f.done).min(1 << 30) as u32;
+        let off = f.task.offset + f.done as u64;
+        let fd = types::Fd(f.task.fd);
+        match fixed
+            .then(|| self.region_of(addr + f.done, len as usize))
+            .flatten()
+        {
+            Some(idx) => opcode::ReadFixed::new(fd, ptr, len, idx)
+                .offset(off)
+                .build()
+                .user_data(key),
+            None => opcode::Read::new(fd, ptr, len)
+                .offset(off)
+                .build()
+                .user_data(key),
+        }
+    }
+
+    fn run_uring(mut self, depth: usize, fixed_wanted: bool) {
+        let mut ring = match IoUring::builder().setup_clamp().build(depth as u32) {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!("cannot create io_uring: {e}");
+                return self.run_blocking(Some(msg));
+            }
+        };
+        let mut fixed = false;
+        if fixed_wanted && !self.regions.is_empty() {
+            let iov = iovecs(&self.regions);
+            // SAFETY: the regions belong to the engine, which joins this worker (dropping
+            // the ring and its registration) before freeing them.
+            fixed = unsafe { ring.submitter().register_buffers(&iov) }.is_ok();
+        }
+        let mut slab: Vec<Option<InFlight>> = (0..depth).map(|_| None).collect();
+        let mut free: Vec<usize> = (0..depth).rev().collect();
+        let mut inflight = 0usize;
+        loop {
+            // Fill the ring.
+            while let Some(&slot) = free.last() {
+                let task = if inflight == 0 {
+                    match self.pop_blocking() {
+                        Some(t) => t,
+                        None => return,
+                    }
+                } else {
+                    match self.try_pop() {
+                        Some(t) => t,
+                        None => break,
+                    }
+                };
+                if !matches!(task.target, Target::Host { .. }) {
+                    self.finish(
+                        &task,
+                        Instant::now(),
+                        Err("device read on a host pool".into()),
+                    );
+                    continue;
+                }
+                free.pop();
+                let f = InFlight {
+                    task,
+                    done: 0,
+                    submitted: Instant::now(),
+                };
+                let e = self.sqe(&f, slot as u64, fixed);
+                slab[slot] = Some(f);
+                // SAFETY: the entry points into live memory (see `register_buffers`) that
+                // stays valid until the completion is reaped below.
+                if unsafe { ring.submission().push(&e) }.is_err() {
+                    // Cannot happen: at most `depth` entries are outstanding and the
+                    // queue has at least `depth` slots. Fail the read rather than hang.
+                    let f = slab[slot].take().expect("just stored");
+                    free.push(slot);
+                    self.finish(&f.task, f.submitted, Err("submission queue full".into()));
+                    continue;
+                }
+                inflight += 1;
+            }
+            if inflight == 0 {
+                continue;
+            }
+            match ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => {
+                    // The ring is unusable: fail what is in flight once the kernel is done
+                    // with it. Without a working ring we cannot know when that is, so wait
+                    // for completions as long as the kernel gives them.
+                    let msg = format!("io_uring_enter failed: {e}");
+                    for s in slab.iter_mut() {
+                        if let Some(f) = s.take() {
+                            self.finish(&f.task, f.submitted, Err(msg.clone()));
+                        }
+                    }
+                    return self.run_blocking(Some(msg));
+                }
+            }
+            let cqes: Vec<(u64, i32)> = ring
+                .completion()
+                .map(|c: io_uring::cqueue::Entry| (c.user_data(), c.result()))
+                .collect();
+            for (key, res) in cqes {
+                let slot = key as usize;
+                let Some(mut f) = slab.get_mut(slot).and_then(Option::take) else {
+                    continue;
+                };
+                let outcome: Option<std::result::Result<(), String>> = if res > 0 {
+                    f.done += res as usize;
+                    (f.done >= f.task.len).then_some(Ok(()))
+                } else if res == 0 {
+                    Some(Err(format!(
+                        "unexpected end of file after {} of {} bytes",
+                        f.done, f.task.len
+                    )))
+                } else if res == -libc::EAGAIN || res == -libc::EINTR {
+                    None
+                } else {
+                    Some(Err(std::io::Error::from_raw_os_error(-res).to_string()))
+                };
+                match outcome {
+                    Some(r) => {
+                        inflight -= 1;
+                        free.push(slot);
+                        self.finish(&f.task, f.submitted, r);
+                    }
+                    None => {
+                        // Continue a short read (or retry) from where it stopped.
+                        let e = self.sqe(&f, key, fixed);
+                        slab[slot] = Some(f);
+                        // SAFETY: as above.
+                        if unsafe { ring.submission().push(&e) }.is_err() {
+                            let f = slab[slot].take().expect("just stored");
+                            inflight -= 1;
+                            free.push(slot);
+                            self.finish(&f.task, f.submitted, Err("submission queue full".into()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads exactly `len` bytes at `offset` into `addr`, continuing short reads.
+fn pread_all(fd: RawFd, addr: usize, len: usize, offset: u64) -> std::result::Result<(), String> {
+    let mut done = 0usize;
+    while done < len {
+        // SAFETY: `addr..addr+len` is live memory reserved for this read by the engine.
+        let n = unsafe {
+            libc::pread(
+                fd,
+                (addr + done) as *mut libc::c_void,
+                len - done,
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        if n > 0 {
+            done += n as usize;
+        } else if n == 0 {
+            return Err(format!(
+                "unexpected end of file after {done} of {len} bytes"
+            ));
+        } else {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e.to_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_are_shared_out() {
+        assert_eq!(own_lanes(0, 2, 5), vec![0, 2, 4]);
+        assert_eq!(own_lanes(1, 2, 5), vec![1, 3]);
+        assert_eq!(own_lanes(5, 8, 3), vec![2]);
+    }
+}

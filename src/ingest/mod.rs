@@ -1,0 +1,32 @@
+//! Ingest engines: storage → (host or GPU) memory, fast.
+//!
+//! - [`PathKind::Gds`]: cuFile reads straight into the slot's device memory (P2P where
+//!   nvidia-fs or PCI P2PDMA exist, else cuFile's compatibility mode — reported as such).
+//! - [`PathKind::Staged`]: one io_uring per worker thread reads with O_DIRECT into
+//!   registered, pinned host buffers; asynchronous copies on several CUDA streams move them
+//!   to the slot, overlapping with the next reads.
+//! - [`PathKind::Portable`] / [`PathKind::CpuOnly`]: the same reads into host memory (for
+//!   the wgpu renderer to upload, or for nothing: the storage ceiling).
+//!
+//! All share [`IngestEngine`]: submit a [`ReadRequest`] (extents → slot), receive a
+//! [`Completion`] with timings. Engines know nothing of the renderer; the frame ring
+//! ([`crate::gpu::FrameRing`]) decides which slot is free. Where io_uring is unavailable
+//! the engines use pread threads, and where cuFile cannot register a file
+//! [`open_engine`] falls back to staged; both say so in [`PathInfo`].
+
+mod engine;
+mod error;
+mod files;
+pub mod gds;
+mod hostmem;
+mod io;
+mod source;
+
+pub use engine::{
+    Completion, Engine, EngineConfig, IngestEngine, PathInfo, PathKind, ReadRequest, open_engine,
+};
+pub use error::{IngestError, Result};
+pub use files::{IoMode, OpenFile, OpenFiles};
+pub use hostmem::{HostBuffer, page_size};
+pub use io::{ActiveBackend, IoBackend, IoCounters, io_uring_probe};
+pub use source::{ReadExtent, Source, SourceFile, SourceFrame};

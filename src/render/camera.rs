@@ -1,0 +1,167 @@
+//! An orbit camera (z up): perspective or orthographic, orbit, pan, zoom, fit to a box.
+
+use glam::Vec3;
+use serde::{Deserialize, Serialize};
+
+/// How rays leave the camera.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Projection {
+    /// Rays from one point through the image plane.
+    #[default]
+    Perspective,
+    /// Parallel rays; the view height is [`Camera::ortho_height`].
+    Orthographic,
+}
+
+/// An orbit camera around `target`, world z up.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Camera {
+    /// The point orbited and looked at.
+    pub target: [f32; 3],
+    /// Distance from the target to the eye.
+    pub distance: f32,
+    /// Azimuth of the eye around the target, degrees counter-clockwise from +x.
+    pub yaw_deg: f32,
+    /// Elevation of the eye above the target's horizontal plane, degrees (−89..89).
+    pub pitch_deg: f32,
+    /// Vertical field of view, degrees (perspective).
+    pub fov_y_deg: f32,
+    /// Projection.
+    pub projection: Projection,
+    /// Height of the view in world units (orthographic).
+    pub ortho_height: f32,
+}
+
+impl Default for Camera {
+    fn default() -> Self {
+        Camera {
+            target: [0.0; 3],
+            distance: 10.0,
+            yaw_deg: -62.0,
+            pitch_deg: 16.0,
+            fov_y_deg: 35.0,
+            projection: Projection::Perspective,
+            ortho_height: 10.0,
+        }
+    }
+}
+
+/// Eye position and orthonormal basis of a camera.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CameraFrame {
+    /// Eye position.
+    pub eye: Vec3,
+    /// Viewing direction.
+    pub forward: Vec3,
+    /// Image right.
+    pub right: Vec3,
+    /// Image up.
+    pub up: Vec3,
+}
+
+impl Camera {
+    /// A camera with the default angles that frames the world box `bbox` (min, max) in an
+    /// image of aspect `aspect` (width / height), for either projection.
+    pub fn fit(bbox: [[f32; 3]; 2], aspect: f32) -> Camera {
+        let mut c = Camera::default();
+        c.fit_to(bbox, aspect);
+        c
+    }
+
+    /// Re-targets this camera (keeping its angles and projection) to frame `bbox`.
+    pub fn fit_to(&mut self, bbox: [[f32; 3]; 2], aspect: f32) {
+        let lo = Vec3::from(bbox[0]);
+        let hi = Vec3::from(bbox[1]);
+        let centre = (lo + hi) * 0.5;
+        // The bounding sphere always fits; it wastes some border on flat boxes, so shrink a
+        // little (the storm's box is twice as wide as tall).
+        let radius = ((hi - lo).length() * 0.5).max(1e-6) * 0.82;
+        let half_v = (self.fov_y_deg.to_radians() * 0.5).max(1e-3);
+        let half_h = (half_v.tan() * aspect.max(1e-3)).atan();
+        let half = half_v.min(half_h);
+        self.target = centre.into();
+        self.distance = radius / half.sin();
+        self.ortho_height = 2.0 * radius / aspect.clamp(1e-3, 1.0);
+    }
+
+    /// Eye position and basis.
+    pub fn frame(&self) -> CameraFrame {
+        let (yaw, pitch) = (
+            self.yaw_deg.to_radians(),
+            self.pitch_deg.clamp(-89.0, 89.0).to_radians(),
+        );
+        let offset = Vec3::new(
+            pitch.cos() * yaw.cos(),
+            pitch.cos() * yaw.sin(),
+            pitch.sin(),
+        );
+        let target = Vec3::from(self.target);
+        let eye = target + offset * self.distance;
+        let forward = -offset;
+        let right = forward.cross(Vec3::Z).normalize_or(Vec3::X);
+        let up = right.cross(forward);
+        CameraFrame {
+            eye,
+            forward,
+            right,
+            up,
+        }
+    }
+
+    /// Orbits by `d_yaw` and `d_pitch` degrees.
+    pub fn orbit(&mut self, d_yaw: f32, d_pitch: f32) {
+        self.yaw_deg = (self.yaw_deg + d_yaw).rem_euclid(360.0);
+        self.pitch_deg = (self.pitch_deg + d_pitch).clamp(-89.0, 89.0);
+    }
+
+    /// Moves the target in the image plane by `dx`, `dy` view heights.
+    pub fn pan(&mut self, dx: f32, dy: f32) {
+        let f = self.frame();
+        let h = self.view_height_at_target();
+        let t = Vec3::from(self.target) + (f.right * dx + f.up * dy) * h;
+        self.target = t.into();
+    }
+
+    /// Zooms by `factor` (> 1 moves closer / narrows the orthographic view).
+    pub fn zoom(&mut self, factor: f32) {
+        let f = factor.max(1e-3);
+        self.distance /= f;
+        self.ortho_height /= f;
+    }
+
+    /// Height of the view at the target's distance, world units.
+    pub fn view_height_at_target(&self) -> f32 {
+        match self.projection {
+            Projection::Perspective => {
+                2.0 * self.distance * (self.fov_y_deg.to_radians() * 0.5).tan()
+            }
+            Projection::Orthographic => self.ortho_height,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basis_is_orthonormal_and_looks_at_target() {
+        let mut c = Camera::fit([[-1.0, -2.0, 0.0], [3.0, 2.0, 1.0]], 1.5);
+        c.orbit(33.0, 10.0);
+        let f = c.frame();
+        assert!((f.forward.length() - 1.0).abs() < 1e-5);
+        assert!(f.forward.dot(f.right).abs() < 1e-5);
+        assert!(f.up.dot(f.right).abs() < 1e-5);
+        assert!(f.up.z > 0.0);
+        let to_target = (Vec3::from(c.target) - f.eye).normalize();
+        assert!(to_target.dot(f.forward) > 0.9999);
+        let before = c.distance;
+        c.zoom(2.0);
+        assert!((c.distance - before / 2.0).abs() < 1e-4);
+        let t0 = Vec3::from(c.target);
+        c.pan(0.1, 0.0);
+        assert!((Vec3::from(c.target) - t0).dot(f.right) > 0.0);
+    }
+}

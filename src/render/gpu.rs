@@ -1,0 +1,613 @@
+//! The GPU renderer: one compute pipeline over grids bound from a caller's buffer.
+
+use std::borrow::Cow;
+use std::num::NonZeroU64;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use super::image::Image;
+use super::params::{GpuParams, MAX_ATTRIBUTES, View};
+use super::shader::shader_source;
+use super::{RenderError, block_on};
+
+/// Workgroup edge of the ray-march kernel (8 × 8 pixels).
+const WG: u32 = 8;
+
+/// A headless wgpu device for rendering without a window (tests, `supercell render`).
+pub struct GpuContext {
+    /// The adapter the device came from.
+    pub adapter: wgpu::Adapter,
+    /// The device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+}
+
+impl GpuContext {
+    /// Opens the best adapter available (any backend compiled in; Vulkan on Linux, which
+    /// is Mesa's lavapipe on machines without a GPU), with its full storage-binding limit and
+    /// timestamp queries where supported.
+    pub fn headless() -> Result<GpuContext, RenderError> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+        let adapter = block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        }))
+        .map_err(|e| RenderError::NoDevice(e.to_string()))?;
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("supercell render"),
+            required_features: features,
+            // Big grids need the adapter's real storage-binding limit, not WebGPU's default.
+            required_limits: adapter.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| RenderError::NoDevice(e.to_string()))?;
+        Ok(GpuContext {
+            adapter,
+            device,
+            queue,
+        })
+    }
+
+    /// "name (backend, device type)" of the adapter.
+    pub fn describe(&self) -> String {
+        let i = self.adapter.get_info();
+        format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
+    }
+}
+
+/// One grid as the renderer sees it: `size` bytes at `offset` in `buffer`.
+///
+/// The buffer is the caller's (a frame-ring slot, possibly Vulkan memory shared with CUDA);
+/// it needs `STORAGE` usage, and `offset` must be a multiple of the device's
+/// `min_storage_buffer_offset_alignment` (the 4 KiB slot alignment always is).
+#[derive(Clone, Copy, Debug)]
+pub struct GridSlice<'a> {
+    /// The buffer holding the grid.
+    pub buffer: &'a wgpu::Buffer,
+    /// Byte offset of the grid.
+    pub offset: u64,
+    /// Bytes of the grid (NanoVDB's grid size).
+    pub size: u64,
+}
+
+struct Targets {
+    width: u32,
+    height: u32,
+    ldr: wgpu::Texture,
+    hdr: wgpu::Texture,
+}
+
+struct Timer {
+    queries: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    read: wgpu::Buffer,
+    period_ns: f64,
+}
+
+/// Timing of one [`Renderer::render_timed`] call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameTiming {
+    /// Kernel time from GPU timestamps, where the device has them.
+    pub gpu_ms: Option<f64>,
+    /// Wall time from submission to completion (includes submission overhead).
+    pub wall_ms: f64,
+}
+
+/// The ray-marcher. Create one per device; bind a frame's grids with
+/// [`set_grids`](Self::set_grids), then [`render`](Self::render) (or
+/// [`encode`](Self::encode) into your own command encoder) and display
+/// [`output`](Self::output) or [`read_image`](Self::read_image).
+pub struct Renderer {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    uniforms: wgpu::Buffer,
+    tf: wgpu::Buffer,
+    dummy: wgpu::Buffer,
+    grids: [Option<(wgpu::Buffer, u64, u64)>; MAX_ATTRIBUTES],
+    targets: Option<Targets>,
+    bind_group: Option<wgpu::BindGroup>,
+    timer: Option<Timer>,
+}
+
+fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+fn texture_entry(binding: u32, format: wgpu::TextureFormat) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::StorageTexture {
+            access: wgpu::StorageTextureAccess::WriteOnly,
+            format,
+            view_dimension: wgpu::TextureViewDimension::D2,
+        },
+        count: None,
+    }
+}
+
+/// Format of [`Renderer::output`]: tone-mapped, sRGB-encoded 8-bit.
+pub const LDR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
+/// Format of [`Renderer::output_linear`]: linear radiance, alpha = coverage.
+pub const HDR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
+
+impl Renderer {
+    /// Builds the pipeline on `device`. Validation problems come back as errors rather than
+    /// panics.
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Renderer, RenderError> {
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("supercell raymarch"),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source())),
+        });
+        let mut entries = vec![
+            wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            },
+            storage_entry(1, true),
+            texture_entry(2, LDR_FORMAT),
+            texture_entry(3, HDR_FORMAT),
+        ];
+        for i in 0..MAX_ATTRIBUTES as u32 {
+            entries.push(storage_entry(4 + i, true));
+        }
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("supercell raymarch"),
+            entries: &entries,
+        });
+        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("supercell raymarch"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("supercell raymarch"),
+            layout: Some(&pl),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let buf = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let uniforms = buf(
+            "supercell params",
+            std::mem::size_of::<GpuParams>() as u64,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        );
+        let tf = buf(
+            "supercell transfer functions",
+            (MAX_ATTRIBUTES * super::transfer::TF_SIZE * 16) as u64,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        );
+        // Bound in empty attribute slots: all zeros, so the shader sees no magic and skips it.
+        let dummy = buf("supercell empty grid", 256, wgpu::BufferUsages::STORAGE);
+        let timer = device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
+            .then(|| Timer {
+                queries: device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("supercell timer"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: 2,
+                }),
+                resolve: buf(
+                    "supercell timer resolve",
+                    16,
+                    wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                ),
+                read: buf(
+                    "supercell timer read",
+                    16,
+                    wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                ),
+                period_ns: queue.get_timestamp_period() as f64,
+            });
+        if let Some(e) = block_on(scope.pop()) {
+            return Err(RenderError::Gpu(e.to_string()));
+        }
+        Ok(Renderer {
+            device: device.clone(),
+            queue: queue.clone(),
+            pipeline,
+            layout,
+            uniforms,
+            tf,
+            dummy,
+            grids: Default::default(),
+            targets: None,
+            bind_group: None,
+            timer,
+        })
+    }
+
+    /// The largest grid one slot can bind (the device's storage-binding limit).
+    pub fn max_grid_bytes(&self) -> u64 {
+        self.device.limits().max_storage_buffer_binding_size
+    }
+
+    /// Binds grid `i` of `grids` to attribute slot `i` (at most [`MAX_ATTRIBUTES`]; `None`
+    /// leaves a slot empty). The buffers are kept alive (cloned handles) until the next call.
+    pub fn set_grids(&mut self, grids: &[Option<GridSlice<'_>>]) -> Result<(), RenderError> {
+        if grids.len() > MAX_ATTRIBUTES {
+            return Err(RenderError::Usage(format!(
+                "{} grids given; a frame binds at most {MAX_ATTRIBUTES}",
+                grids.len()
+            )));
+        }
+        let limits = self.device.limits();
+        let align = u64::from(limits.min_storage_buffer_offset_alignment);
+        let mut new: [Option<(wgpu::Buffer, u64, u64)>; MAX_ATTRIBUTES] = Default::default();
+        for (i, g) in grids.iter().enumerate() {
+            let Some(g) = g else { continue };
+            // The binding must be a whole number of words; grids are multiples of 32 bytes.
+            let size = g.size.div_ceil(4) * 4;
+            if g.offset % align != 0 {
+                return Err(RenderError::Usage(format!(
+                    "grid {i} at offset {} is not aligned to {align} bytes",
+                    g.offset
+                )));
+            }
+            if size == 0 || size > limits.max_storage_buffer_binding_size {
+                return Err(RenderError::Usage(format!(
+                    "grid {i} has {} bytes; this device binds 1 to {} bytes",
+                    g.size, limits.max_storage_buffer_binding_size
+                )));
+            }
+            if g.offset
+                .checked_add(size)
+                .is_none_or(|end| end > g.buffer.size())
+            {
+                return Err(RenderError::Usage(format!(
+                    "grid {i} (bytes {}..{}) lies outside its {}-byte buffer",
+                    g.offset,
+                    g.offset.saturating_add(size),
+                    g.buffer.size()
+                )));
+            }
+            new[i] = Some((g.buffer.clone(), g.offset, size));
+        }
+        self.grids = new;
+        self.bind_group = None;
+        Ok(())
+    }
+
+    fn ensure_targets(&mut self, width: u32, height: u32) {
+        if self
+            .targets
+            .as_ref()
+            .is_some_and(|t| t.width == width && t.height == height)
+        {
+            return;
+        }
+        let tex = |label: &str, format: wgpu::TextureFormat| {
+            self.device.create_texture(&wgpu::TextureDescriptor {
+                label: Some(label),
+                size: wgpu::Extent3d {
+                    width,
+                    height,
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format,
+                usage: wgpu::TextureUsages::STORAGE_BINDING
+                    | wgpu::TextureUsages::TEXTURE_BINDING
+                    | wgpu::TextureUsages::COPY_SRC,
+                view_formats: &[],
+            })
+        };
+        self.targets = Some(Targets {
+            width,
+            height,
+            ldr: tex("supercell image", LDR_FORMAT),
+            hdr: tex("supercell linear image", HDR_FORMAT),
+        });
+        self.bind_group = None;
+    }
+
+    fn ensure_bind_group(&mut self) {
+        if self.bind_group.is_some() {
+            return;
+        }
+        let t = self.targets.as_ref().expect("targets exist before binding");
+        let ldr = t.ldr.create_view(&Default::default());
+        let hdr = t.hdr.create_view(&Default::default());
+        let mut entries = vec![
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: self.uniforms.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: self.tf.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: wgpu::BindingResource::TextureView(&ldr),
+            },
+            wgpu::BindGroupEntry {
+                binding: 3,
+                resource: wgpu::BindingResource::TextureView(&hdr),
+            },
+        ];
+        for (i, g) in self.grids.iter().enumerate() {
+            let resource = match g {
+                Some((buffer, offset, size)) => {
+                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer,
+                        offset: *offset,
+                        size: NonZeroU64::new(*size),
+                    })
+                }
+                None => self.dummy.as_entire_binding(),
+            };
+            entries.push(wgpu::BindGroupEntry {
+                binding: 4 + i as u32,
+                resource,
+            });
+        }
+        self.bind_group = Some(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("supercell raymarch"),
+            layout: &self.layout,
+            entries: &entries,
+        }));
+    }
+
+    /// Records the ray-march of `view` at `width` × `height` into `encoder` (the output
+    /// textures are resized as needed). Uniforms are written through the queue, so submit
+    /// the encoder before the next `encode`.
+    pub fn encode(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        view: &View,
+        width: u32,
+        height: u32,
+    ) {
+        self.encode_inner(encoder, view, width, height, false);
+    }
+
+    fn encode_inner(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        view: &View,
+        width: u32,
+        height: u32,
+        timed: bool,
+    ) {
+        let (width, height) = (width.max(1), height.max(1));
+        self.ensure_targets(width, height);
+        self.ensure_bind_group();
+        let params = view.gpu_params(width, height);
+        self.queue
+            .write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&params));
+        self.queue
+            .write_buffer(&self.tf, 0, bytemuck::cast_slice(&view.tf_table()));
+        let timestamp_writes = match (&self.timer, timed) {
+            (Some(t), true) => Some(wgpu::ComputePassTimestampWrites {
+                query_set: &t.queries,
+                beginning_of_pass_write_index: Some(0),
+                end_of_pass_write_index: Some(1),
+            }),
+            _ => None,
+        };
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("supercell raymarch"),
+                timestamp_writes,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, self.bind_group.as_ref(), &[]);
+            pass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
+        }
+        if let (Some(t), true) = (&self.timer, timed) {
+            encoder.resolve_query_set(&t.queries, 0..2, &t.resolve, 0);
+            encoder.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, 16);
+        }
+    }
+
+    /// Renders `view` and submits the work (returns without waiting).
+    pub fn render(&mut self, view: &View, width: u32, height: u32) -> wgpu::SubmissionIndex {
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        self.encode(&mut enc, view, width, height);
+        self.queue.submit([enc.finish()])
+    }
+
+    /// Renders `view`, waits for it, and says how long it took (GPU timestamps around the
+    /// pass where available, and wall time from submission to completion).
+    pub fn render_timed(
+        &mut self,
+        view: &View,
+        width: u32,
+        height: u32,
+    ) -> Result<FrameTiming, RenderError> {
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        self.encode_inner(&mut enc, view, width, height, true);
+        let cmd = enc.finish();
+        let start = Instant::now();
+        let idx = self.queue.submit([cmd]);
+        self.wait(idx)?;
+        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        let gpu_ms = match &self.timer {
+            Some(t) => {
+                let bytes = self.map_read(&t.read, 16)?;
+                let ts: [u64; 2] = bytemuck::pod_read_unaligned(&bytes);
+                Some(ts[1].wrapping_sub(ts[0]) as f64 * t.period_ns / 1e6)
+            }
+            None => None,
+        };
+        Ok(FrameTiming { gpu_ms, wall_ms })
+    }
+
+    fn wait(&self, idx: wgpu::SubmissionIndex) -> Result<(), RenderError> {
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(idx),
+                timeout: None,
+            })
+            .map(|_| ())
+            .map_err(|e| RenderError::Gpu(e.to_string()))
+    }
+
+    fn map_read(&self, buffer: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, RenderError> {
+        let (tx, rx) = mpsc::channel();
+        buffer.map_async(wgpu::MapMode::Read, 0..len, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| RenderError::Gpu(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| RenderError::Gpu(e.to_string()))?
+            .map_err(|e| RenderError::Gpu(e.to_string()))?;
+        let out = buffer
+            .get_mapped_range(0..len)
+            .map_err(|e| RenderError::Gpu(e.to_string()))?
+            .to_vec();
+        buffer.unmap();
+        Ok(out)
+    }
+
+    /// The tone-mapped image of the last render ([`LDR_FORMAT`]), for display.
+    pub fn output(&self) -> Option<&wgpu::Texture> {
+        self.targets.as_ref().map(|t| &t.ldr)
+    }
+
+    /// The linear image of the last render ([`HDR_FORMAT`]).
+    pub fn output_linear(&self) -> Option<&wgpu::Texture> {
+        self.targets.as_ref().map(|t| &t.hdr)
+    }
+
+    /// Copies the last render back (waits for the GPU).
+    pub fn read_image(&self) -> Result<Image, RenderError> {
+        let t = self
+            .targets
+            .as_ref()
+            .ok_or_else(|| RenderError::Usage("nothing rendered yet".into()))?;
+        let (w, h) = (t.width, t.height);
+        let row = |bpp: u32| {
+            (w * bpp).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
+                * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT
+        };
+        let (ldr_row, hdr_row) = (row(4), row(16));
+        let ldr_len = u64::from(ldr_row) * u64::from(h);
+        let hdr_len = u64::from(hdr_row) * u64::from(h);
+        let mk = |len: u64| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("supercell readback"),
+                size: len,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let (ldr_buf, hdr_buf) = (mk(ldr_len), mk(hdr_len));
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        for (tex, buf, bpr) in [(&t.ldr, &ldr_buf, ldr_row), (&t.hdr, &hdr_buf, hdr_row)] {
+            enc.copy_texture_to_buffer(
+                wgpu::TexelCopyTextureInfo {
+                    texture: tex,
+                    mip_level: 0,
+                    origin: wgpu::Origin3d::ZERO,
+                    aspect: wgpu::TextureAspect::All,
+                },
+                wgpu::TexelCopyBufferInfo {
+                    buffer: buf,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: 0,
+                        bytes_per_row: Some(bpr),
+                        rows_per_image: Some(h),
+                    },
+                },
+                wgpu::Extent3d {
+                    width: w,
+                    height: h,
+                    depth_or_array_layers: 1,
+                },
+            );
+        }
+        let idx = self.queue.submit([enc.finish()]);
+        self.wait(idx)?;
+        let ldr = self.map_read(&ldr_buf, ldr_len)?;
+        let hdr = self.map_read(&hdr_buf, hdr_len)?;
+        let mut img = Image::new(w, h);
+        for y in 0..h as usize {
+            let src = &ldr[y * ldr_row as usize..][..w as usize * 4];
+            img.rgba8[y * w as usize * 4..][..w as usize * 4].copy_from_slice(src);
+            let src = &hdr[y * hdr_row as usize..][..w as usize * 16];
+            let dst = &mut img.linear[y * w as usize..][..w as usize];
+            // The mapped bytes need not be 4-byte aligned: copy rather than cast in place.
+            dst.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(src));
+        }
+        Ok(img)
+    }
+
+    /// The device this renderer draws with.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// Its queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+}
+
+/// Uploads bytes (a frame's slot image) into a new storage buffer, for callers without a
+/// frame ring of their own (tests, the portable path). The size is rounded up to 4 bytes.
+pub fn upload_slot(device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8]) -> wgpu::Buffer {
+    let size = (bytes.len() as u64).div_ceil(4).max(1) * 4;
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("supercell slot"),
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let whole = bytes.len() / 4 * 4;
+    if whole > 0 {
+        queue.write_buffer(&buffer, 0, &bytes[..whole]);
+    }
+    if whole < bytes.len() {
+        let mut tail = [0u8; 4];
+        tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+        queue.write_buffer(&buffer, whole as u64, &tail);
+    }
+    buffer
+}

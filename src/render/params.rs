@@ -1,0 +1,377 @@
+//! What a frame is rendered with: [`View`] (camera, attributes, settings) and its packing
+//! into the uniform block both renderers read ([`GpuParams`]).
+
+use bytemuck::{Pod, Zeroable};
+use glam::Vec3;
+use serde::{Deserialize, Serialize};
+
+use super::camera::{Camera, Projection};
+use super::transfer::{MediumKind, TF_SIZE, TransferFunction};
+
+/// Grids (attributes) one frame can composite at once.
+pub const MAX_ATTRIBUTES: usize = 4;
+
+/// Rendering mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Emission-absorption with sun, sky, shadows and a ground plane.
+    #[default]
+    Shaded,
+    /// Maximum-intensity projection of each attribute's normalized value.
+    Mip,
+    /// First crossing of one attribute's iso value (level sets: 0), lit.
+    Isosurface,
+}
+
+/// Lighting, sampling and output knobs; the defaults are the trade-show look.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenderSettings {
+    /// Rendering mode.
+    pub mode: Mode,
+    /// Empty-space skipping over the tree (off: fixed-step march, for comparison).
+    pub hdda: bool,
+    /// Step length in voxels of the finest grid.
+    pub step_voxels: f32,
+    /// Hard cap on march steps per ray.
+    pub max_steps: u32,
+    /// Rays stop once their transmittance falls below this.
+    pub transmittance_cutoff: f32,
+    /// Per-ray cap on traversal work (lookups plus root-tile comparisons), so that a corrupt
+    /// grid cannot stall a frame.
+    pub work_budget: u32,
+    /// Shadow rays towards the sun.
+    pub shadows: bool,
+    /// Samples per shadow ray.
+    pub shadow_steps: u32,
+    /// First shadow step, voxels; each later one is `shadow_growth` times longer.
+    pub shadow_step_voxels: f32,
+    /// Growth of shadow steps.
+    pub shadow_growth: f32,
+    /// Direction towards the sun: azimuth (degrees ccw from +x) and elevation (degrees).
+    pub sun_azimuth_deg: f32,
+    /// Sun elevation, degrees.
+    pub sun_elevation_deg: f32,
+    /// Sun colour times intensity (linear RGB).
+    pub sun_color: [f32; 3],
+    /// Henyey-Greenstein anisotropy of scattering media.
+    pub phase_g: f32,
+    /// Strength of the multiple-scattering approximation (light that still arrives through
+    /// thick cloud).
+    pub multiple_scattering: f32,
+    /// Sky colour at the zenith (linear RGB).
+    pub sky_zenith: [f32; 3],
+    /// Sky colour at the horizon.
+    pub sky_horizon: [f32; 3],
+    /// Ambient (sky) light strength on the medium and ground.
+    pub ambient: f32,
+    /// Exposure before tone mapping.
+    pub exposure: f32,
+    /// Draw the ground plane (at the bottom of the world box) with a grid.
+    pub ground: bool,
+    /// Ground grid spacing, world units (0: a tenth of the box width, rounded).
+    pub ground_spacing: f32,
+    /// Ground albedo scale.
+    pub ground_albedo: f32,
+    /// Per-pixel random offset of the sample lattice (hides banding).
+    pub jitter: bool,
+    /// Seed of the jitter (vary it per frame for temporal accumulation).
+    pub frame_seed: u32,
+    /// Isosurface mode: attribute slot and value.
+    pub iso_attribute: usize,
+    /// Isosurface value.
+    pub iso_value: f32,
+}
+
+impl Default for RenderSettings {
+    fn default() -> Self {
+        RenderSettings {
+            mode: Mode::Shaded,
+            hdda: true,
+            step_voxels: 0.5,
+            max_steps: 8192,
+            transmittance_cutoff: 0.004,
+            work_budget: 1 << 21,
+            shadows: true,
+            shadow_steps: 8,
+            shadow_step_voxels: 1.5,
+            shadow_growth: 1.6,
+            sun_azimuth_deg: 200.0,
+            sun_elevation_deg: 28.0,
+            sun_color: [3.2, 2.95, 2.6],
+            phase_g: 0.35,
+            multiple_scattering: 0.35,
+            sky_zenith: [0.16, 0.30, 0.60],
+            sky_horizon: [0.50, 0.60, 0.72],
+            ambient: 0.9,
+            exposure: 0.85,
+            ground: true,
+            ground_spacing: 0.0,
+            ground_albedo: 0.3,
+            jitter: true,
+            frame_seed: 0,
+            iso_attribute: 0,
+            iso_value: 0.0,
+        }
+    }
+}
+
+/// One attribute slot of a view: its transfer function and switch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttributeView {
+    /// Shown or not.
+    pub enabled: bool,
+    /// Its look.
+    pub tf: TransferFunction,
+}
+
+/// Everything needed to render a frame besides the grids themselves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct View {
+    /// The camera.
+    pub camera: Camera,
+    /// Attribute slot `i` styles grid `i` of the bound frame.
+    pub attributes: Vec<Option<AttributeView>>,
+    /// Settings.
+    pub settings: RenderSettings,
+    /// World box of the scene (ground height, ambient gradient, camera fit).
+    pub world_bbox: [[f32; 3]; 2],
+    /// Edge of the finest grid's voxel, world units (step lengths are given in voxels).
+    pub voxel_size: f32,
+}
+
+impl View {
+    /// A view of `world_bbox` with the default settings and camera fitted for `aspect`.
+    pub fn new(
+        world_bbox: [[f32; 3]; 2],
+        voxel_size: f32,
+        attributes: Vec<Option<AttributeView>>,
+        aspect: f32,
+    ) -> View {
+        View {
+            camera: Camera::fit(world_bbox, aspect),
+            attributes,
+            settings: RenderSettings::default(),
+            world_bbox,
+            voxel_size,
+        }
+    }
+
+    /// The baked transfer-function table: `MAX_ATTRIBUTES` rows of `TF_SIZE` entries.
+    pub fn tf_table(&self) -> Vec<[f32; 4]> {
+        let mut t = vec![[0.0f32; 4]; MAX_ATTRIBUTES * TF_SIZE];
+        for (i, a) in self.attributes.iter().take(MAX_ATTRIBUTES).enumerate() {
+            if let Some(a) = a {
+                t[i * TF_SIZE..(i + 1) * TF_SIZE].copy_from_slice(&a.tf.bake());
+            }
+        }
+        t
+    }
+
+    /// The uniform block for an image of `width` × `height`.
+    pub fn gpu_params(&self, width: u32, height: u32) -> GpuParams {
+        let s = &self.settings;
+        let f = self.camera.frame();
+        let aspect = width as f32 / height.max(1) as f32;
+        let ortho = self.camera.projection == Projection::Orthographic;
+        let (half, pixel_angle) = if ortho {
+            (self.camera.ortho_height * 0.5, 0.0)
+        } else {
+            let h = (self.camera.fov_y_deg.to_radians() * 0.5).tan();
+            (h, 2.0 * h / height.max(1) as f32)
+        };
+        let (az, el) = (
+            s.sun_azimuth_deg.to_radians(),
+            s.sun_elevation_deg.to_radians(),
+        );
+        let sun = Vec3::new(el.cos() * az.cos(), el.cos() * az.sin(), el.sin()).normalize();
+        let voxel = self.voxel_size.max(1e-12);
+        let [lo, hi] = self.world_bbox;
+        let spacing = if s.ground_spacing > 0.0 {
+            s.ground_spacing
+        } else {
+            nice_spacing((hi[0] - lo[0]).max(hi[1] - lo[1]) / 8.0)
+        };
+        let mut flags = 0;
+        for (on, bit) in [
+            (s.hdda, FLAG_HDDA),
+            (ortho, FLAG_ORTHO),
+            (s.shadows, FLAG_SHADOWS),
+            (s.ground, FLAG_GROUND),
+            (s.jitter, FLAG_JITTER),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        let mut attrs = [GpuAttr::zeroed(); MAX_ATTRIBUTES];
+        for (i, a) in self.attributes.iter().take(MAX_ATTRIBUTES).enumerate() {
+            let Some(a) = a else { continue };
+            attrs[i] = GpuAttr {
+                range_lo: a.tf.range[0],
+                range_inv: a.tf.range_inv(),
+                extinction: a.tf.extinction,
+                emission: a.tf.emission,
+                kind: match a.tf.kind {
+                    MediumKind::Scatter => 0,
+                    MediumKind::Emissive => 1,
+                },
+                enabled: a.enabled as u32,
+                tf_row: i as u32,
+                shadow: a.tf.casts_shadow as u32,
+            };
+        }
+        let v4 = |v: Vec3, w: f32| [v.x, v.y, v.z, w];
+        let a3 = |v: [f32; 3], w: f32| [v[0], v[1], v[2], w];
+        GpuParams {
+            cam_pos: v4(f.eye, ortho as u32 as f32),
+            cam_fwd: v4(f.forward, half),
+            cam_right: v4(f.right, aspect),
+            cam_up: v4(f.up, 0.0),
+            light_dir: v4(sun, s.phase_g),
+            light_color: a3(s.sun_color, s.multiple_scattering),
+            sky_zenith: a3(s.sky_zenith, s.ambient),
+            sky_horizon: a3(s.sky_horizon, s.exposure),
+            ground: [lo[2], spacing, s.ground_albedo, hi[2]],
+            size: [width, height],
+            mode: s.mode as u32,
+            flags,
+            dt: s.step_voxels.max(0.01) * voxel,
+            max_steps: s.max_steps,
+            t_cutoff: s.transmittance_cutoff,
+            iso_value: s.iso_value,
+            iso_attr: s.iso_attribute.min(MAX_ATTRIBUTES - 1) as u32,
+            shadow_steps: s.shadow_steps.min(64),
+            shadow_dt: s.shadow_step_voxels.max(0.01) * voxel,
+            shadow_growth: s.shadow_growth.clamp(1.0, 4.0),
+            frame_seed: s.frame_seed,
+            work_budget: s.work_budget,
+            pixel_angle,
+            pad1: 0,
+            attrs,
+        }
+    }
+}
+
+/// 1, 2 or 5 times a power of ten, near `x`.
+fn nice_spacing(x: f32) -> f32 {
+    if !(x.is_finite() && x > 0.0) {
+        return 1.0;
+    }
+    let p = 10f32.powf(x.log10().floor());
+    let m = x / p;
+    p * if m < 1.5 {
+        1.0
+    } else if m < 3.5 {
+        2.0
+    } else if m < 7.5 {
+        5.0
+    } else {
+        10.0
+    }
+}
+
+/// Flag bits of [`GpuParams::flags`] (same values as the shader's `FLAG_*`).
+pub const FLAG_HDDA: u32 = 1;
+/// Orthographic camera.
+pub const FLAG_ORTHO: u32 = 2;
+/// Shadow rays.
+pub const FLAG_SHADOWS: u32 = 4;
+/// Ground plane.
+pub const FLAG_GROUND: u32 = 8;
+/// Lattice jitter.
+pub const FLAG_JITTER: u32 = 16;
+
+/// Per-attribute uniform data (WGSL `Attr`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct GpuAttr {
+    /// Value at u = 0.
+    pub range_lo: f32,
+    /// 1 / (hi − lo).
+    pub range_inv: f32,
+    /// Extinction at opacity 1, per world unit.
+    pub extinction: f32,
+    /// Emission strength.
+    pub emission: f32,
+    /// 0 scatter, 1 emissive.
+    pub kind: u32,
+    /// 1 when shown.
+    pub enabled: u32,
+    /// Row of the transfer-function table.
+    pub tf_row: u32,
+    /// 1 when it shadows.
+    pub shadow: u32,
+}
+
+/// The uniform block (WGSL `Params`), field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct GpuParams {
+    /// Eye; w: 1 orthographic.
+    pub cam_pos: [f32; 4],
+    /// Forward; w: tan(fov/2) or half view height.
+    pub cam_fwd: [f32; 4],
+    /// Right; w: aspect.
+    pub cam_right: [f32; 4],
+    /// Up.
+    pub cam_up: [f32; 4],
+    /// Towards the sun; w: phase g.
+    pub light_dir: [f32; 4],
+    /// Sun colour; w: multiple scattering.
+    pub light_color: [f32; 4],
+    /// Zenith colour; w: ambient.
+    pub sky_zenith: [f32; 4],
+    /// Horizon colour; w: exposure.
+    pub sky_horizon: [f32; 4],
+    /// Ground height, grid spacing, albedo, scene top.
+    pub ground: [f32; 4],
+    /// Image size.
+    pub size: [u32; 2],
+    /// [`Mode`] as u32.
+    pub mode: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// Step, world units.
+    pub dt: f32,
+    /// Step cap.
+    pub max_steps: u32,
+    /// Transmittance cutoff.
+    pub t_cutoff: f32,
+    /// Iso value.
+    pub iso_value: f32,
+    /// Iso attribute slot.
+    pub iso_attr: u32,
+    /// Shadow samples.
+    pub shadow_steps: u32,
+    /// First shadow step, world units.
+    pub shadow_dt: f32,
+    /// Shadow step growth.
+    pub shadow_growth: f32,
+    /// Jitter seed.
+    pub frame_seed: u32,
+    /// Work budget per ray.
+    pub work_budget: u32,
+    /// Angle subtended by a pixel (perspective), radians.
+    pub pixel_angle: f32,
+    /// Padding.
+    pub pad1: u32,
+    /// Attribute slots.
+    pub attrs: [GpuAttr; MAX_ATTRIBUTES],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniform_layout_matches_wgsl() {
+        // 9 vec4 + 16 scalars + 4 × 32-byte attributes; WGSL's uniform rules give the same
+        // offsets because every member is naturally aligned.
+        assert_eq!(std::mem::size_of::<GpuParams>(), 9 * 16 + 16 * 4 + 4 * 32);
+        assert_eq!(std::mem::offset_of!(GpuParams, attrs), 208);
+        assert_eq!(nice_spacing(3800.0), 5000.0);
+        assert_eq!(nice_spacing(1.2), 1.0);
+    }
+}

@@ -1,0 +1,137 @@
+//! The WGSL source: `shaders/raymarch.wgsl` behind a block of constants generated from
+//! [`crate::format::layout`], so NanoVDB offsets live in one place.
+
+use std::fmt::Write;
+
+use crate::format::GridType;
+use crate::format::layout::{self as l, TreeLayout};
+
+use super::transfer::TF_SIZE;
+
+/// Root tiles the shader scans at most per lookup (a corrupt count is also capped by the
+/// buffer size). 32768 root tiles span 32 × 32 × 32 regions of 4096³ voxels.
+pub const MAX_ROOT_TILES: u32 = 1 << 15;
+
+/// Grid types the shader decodes. They share one root and internal-node layout (checked by
+/// [`shader_source`]), and differ only in their leaves and in the tile value type (Half).
+pub const SUPPORTED_TYPES: [GridType; 6] = [
+    GridType::Float,
+    GridType::Half,
+    GridType::Fp4,
+    GridType::Fp8,
+    GridType::Fp16,
+    GridType::FpN,
+];
+
+fn lay(t: GridType) -> TreeLayout {
+    l::layout(t).expect("supported grid types have layouts")
+}
+
+/// The WGSL constants the ray-marcher reads NanoVDB with.
+pub fn prelude() -> String {
+    let f = lay(GridType::Float);
+    let h = lay(GridType::Half);
+    for t in SUPPORTED_TYPES {
+        let o = lay(t);
+        // The shader walks every supported type with Float's node offsets; a type whose root
+        // or internal nodes differ would need its own constants.
+        assert_eq!(o.root.size, f.root.size, "{t:?} root size");
+        assert_eq!(o.root.tile_size, f.root.tile_size, "{t:?} tile size");
+        assert_eq!(
+            o.root.tile_off_value, f.root.tile_off_value,
+            "{t:?} tile value"
+        );
+        assert_eq!(
+            o.root.off_background, f.root.off_background,
+            "{t:?} background"
+        );
+        for (a, b) in [(o.upper, f.upper), (o.lower, f.lower)] {
+            assert_eq!(
+                (a.off_child_mask, a.off_table, a.table_stride, a.size),
+                (b.off_child_mask, b.off_table, b.table_stride, b.size),
+                "{t:?} internal node"
+            );
+        }
+    }
+    let fp = lay(GridType::Fp8);
+    assert_eq!(fp.leaf.off_table, l::LEAF_FP_OFF_CODES);
+    let mut s = String::from("// Generated from supercell::format::layout.\n");
+    let mut c = |name: &str, v: u32| {
+        let _ = writeln!(s, "const {name}: u32 = {v}u;");
+    };
+    c("MAGIC_NUMB_LO", l::MAGIC_NUMB as u32);
+    c("MAGIC_NUMB_HI", (l::MAGIC_NUMB >> 32) as u32);
+    c("MAGIC_GRID_LO", l::MAGIC_GRID as u32);
+    c("MAGIC_GRID_HI", (l::MAGIC_GRID >> 32) as u32);
+    c("GRID_TYPE_FLOAT", GridType::Float as u32);
+    c("GRID_TYPE_HALF", GridType::Half as u32);
+    c("GRID_TYPE_FP4", GridType::Fp4 as u32);
+    c("GRID_TYPE_FP8", GridType::Fp8 as u32);
+    c("GRID_TYPE_FP16", GridType::Fp16 as u32);
+    c("GRID_TYPE_FPN", GridType::FpN as u32);
+    c("GRID_SIZE", l::GRID_SIZE);
+    c("GRID_OFF_GRID_TYPE", l::GRID_OFF_GRID_TYPE);
+    c("GRID_OFF_MAP", l::GRID_OFF_MAP);
+    c("MAP_OFF_INVMATF", l::MAP_OFF_INVMATF);
+    c("MAP_OFF_VECF", l::MAP_OFF_VECF);
+    c("TREE_OFF_NODE_OFFSET_ROOT", l::TREE_OFF_NODE_OFFSET_ROOT);
+    c("NODE_OFF_BBOX_MIN", l::NODE_OFF_BBOX_MIN);
+    c("NODE_OFF_BBOX_MAX", l::NODE_OFF_BBOX_MAX);
+    c("ROOT_OFF_TABLE_SIZE", l::ROOT_OFF_TABLE_SIZE);
+    c("ROOT_OFF_BACKGROUND", f.root.off_background);
+    c("ROOT_SIZE", f.root.size);
+    c("ROOT_TILE_SIZE", f.root.tile_size);
+    c("ROOT_TILE_OFF_KEY", l::ROOT_TILE_OFF_KEY);
+    c("ROOT_TILE_OFF_CHILD", l::ROOT_TILE_OFF_CHILD);
+    c("ROOT_TILE_OFF_VALUE", f.root.tile_off_value);
+    c("MAX_ROOT_TILES", MAX_ROOT_TILES);
+    c("UPPER_OFF_CHILD_MASK", f.upper.off_child_mask);
+    c("UPPER_OFF_TABLE", f.upper.off_table);
+    c("UPPER_SIZE", f.upper.size);
+    c("LOWER_OFF_CHILD_MASK", f.lower.off_child_mask);
+    c("LOWER_OFF_TABLE", f.lower.off_table);
+    c("LOWER_SIZE", f.lower.size);
+    c("TABLE_STRIDE", f.upper.table_stride);
+    c("LEAF_OFF_FLAGS", l::LEAF_OFF_FLAGS);
+    c("LEAF_MIN_SIZE", l::LEAF_FPN_BASE_SIZE);
+    c("LEAF_FLOAT_OFF_TABLE", f.leaf.off_table);
+    c("LEAF_HALF_OFF_TABLE", h.leaf.off_table);
+    c("LEAF_FP_OFF_MINIMUM", l::LEAF_FP_OFF_MINIMUM);
+    c("LEAF_FP_OFF_QUANTUM", l::LEAF_FP_OFF_QUANTUM);
+    c("LEAF_FP_OFF_CODES", l::LEAF_FP_OFF_CODES);
+    c("TF_SIZE", TF_SIZE as u32);
+    s
+}
+
+/// The complete WGSL module.
+pub fn shader_source() -> String {
+    let mut s = prelude();
+    s.push('\n');
+    s.push_str(include_str!("../../shaders/raymarch.wgsl"));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prelude_has_every_constant_the_shader_uses() {
+        let p = prelude();
+        assert!(p.contains("const UPPER_OFF_TABLE: u32 = 8256u;"));
+        assert!(p.contains("const LOWER_SIZE: u32 = 33856u;"));
+        assert!(p.contains("const MAGIC_NUMB_LO: u32 = 1869504846u;"));
+        let src = shader_source();
+        for line in p.lines().filter(|l| l.starts_with("const ")) {
+            let name = line
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .trim_end_matches(':');
+            assert!(
+                src.matches(name).count() >= 2,
+                "{name} is generated but never used"
+            );
+        }
+    }
+}

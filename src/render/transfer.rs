@@ -1,0 +1,310 @@
+//! Transfer functions: how an attribute's values become colour and opacity.
+//!
+//! Each attribute has a colormap (colour stops in linear RGB), an opacity curve (piecewise
+//! linear over the normalized value `u = (v − lo) / (hi − lo)`), the value range `[lo, hi]`
+//! (by default the manifest's), and how the medium looks: a scattering medium lit by the sun
+//! (cloud, rain) or an emissive one (wind speed, vorticity). Both renderers read the same
+//! baked 256-entry table, so GPU and CPU agree on every value.
+
+use serde::{Deserialize, Serialize};
+
+/// Entries of a baked transfer-function table (per attribute).
+pub const TF_SIZE: usize = 256;
+
+/// How an attribute's medium contributes light.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MediumKind {
+    /// Absorbs and scatters sunlight and sky light; the colormap is its albedo.
+    #[default]
+    Scatter,
+    /// Absorbs and glows; the colormap is its emitted colour.
+    Emissive,
+}
+
+/// A named colormap or explicit stops.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Colormap {
+    /// One of [`Colormap::NAMES`].
+    Named(String),
+    /// `(u, [r, g, b])` stops in sRGB (0..1), ascending in `u`.
+    Stops(Vec<(f32, [f32; 3])>),
+}
+
+impl Colormap {
+    /// The built-in colormap names.
+    pub const NAMES: [&'static str; 8] = [
+        "cloud", "rain", "inferno", "viridis", "coolwarm", "ice", "grey", "magma",
+    ];
+
+    /// The sRGB stops of this colormap (an unknown name gives grey).
+    pub fn stops(&self) -> Vec<(f32, [f32; 3])> {
+        let s = |v: &[(f32, [u8; 3])]| {
+            v.iter()
+                .map(|&(u, c)| (u, c.map(|x| x as f32 / 255.0)))
+                .collect::<Vec<_>>()
+        };
+        match self {
+            Colormap::Stops(v) => v.clone(),
+            Colormap::Named(n) => match n.as_str() {
+                "cloud" => s(&[
+                    (0.0, [196, 202, 212]),
+                    (0.5, [232, 234, 238]),
+                    (1.0, [250, 250, 250]),
+                ]),
+                "rain" => s(&[
+                    (0.0, [70, 130, 230]),
+                    (0.5, [40, 95, 210]),
+                    (1.0, [25, 60, 180]),
+                ]),
+                "inferno" => s(&[
+                    (0.0, [0, 0, 4]),
+                    (0.14, [40, 11, 84]),
+                    (0.29, [101, 21, 110]),
+                    (0.43, [159, 42, 99]),
+                    (0.57, [212, 72, 66]),
+                    (0.71, [245, 125, 21]),
+                    (0.86, [250, 193, 39]),
+                    (1.0, [252, 255, 164]),
+                ]),
+                "magma" => s(&[
+                    (0.0, [0, 0, 4]),
+                    (0.25, [81, 18, 124]),
+                    (0.5, [183, 55, 121]),
+                    (0.75, [252, 137, 97]),
+                    (1.0, [252, 253, 191]),
+                ]),
+                "viridis" => s(&[
+                    (0.0, [68, 1, 84]),
+                    (0.25, [59, 82, 139]),
+                    (0.5, [33, 145, 140]),
+                    (0.75, [94, 201, 98]),
+                    (1.0, [253, 231, 37]),
+                ]),
+                "coolwarm" => s(&[
+                    (0.0, [59, 76, 192]),
+                    (0.5, [221, 221, 221]),
+                    (1.0, [180, 4, 38]),
+                ]),
+                "ice" => s(&[
+                    (0.0, [20, 40, 90]),
+                    (0.5, [60, 150, 220]),
+                    (1.0, [220, 245, 255]),
+                ]),
+                _ => s(&[(0.0, [0, 0, 0]), (1.0, [255, 255, 255])]),
+            },
+        }
+    }
+}
+
+/// The look of one attribute.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferFunction {
+    /// Value mapped to `u = 0` and `u = 1`.
+    pub range: [f32; 2],
+    /// Colour over `u`.
+    pub colormap: Colormap,
+    /// Opacity curve: `(u, opacity)` points, ascending in `u`, opacity 0..1; constant beyond
+    /// the first and last point. Opacity 0 is exactly transparent, which is what lets the
+    /// renderer skip tiles holding such values.
+    pub opacity: Vec<(f32, f32)>,
+    /// Scattering or emissive medium.
+    #[serde(default)]
+    pub kind: MediumKind,
+    /// Extinction coefficient at opacity 1, per world unit.
+    pub extinction: f32,
+    /// Emissive media: radiance per unit extinction (brightness of the glow).
+    #[serde(default = "one")]
+    pub emission: f32,
+    /// Whether the medium shadows (attenuates sunlight towards) other samples.
+    #[serde(default = "yes")]
+    pub casts_shadow: bool,
+}
+
+fn one() -> f32 {
+    1.0
+}
+fn yes() -> bool {
+    true
+}
+
+fn srgb_to_linear(c: f32) -> f32 {
+    if c <= 0.04045 {
+        c / 12.92
+    } else {
+        ((c + 0.055) / 1.055).powf(2.4)
+    }
+}
+
+fn piecewise(points: &[(f32, f32)], u: f32) -> f32 {
+    match points {
+        [] => 0.0,
+        [first, ..] if u <= first.0 => first.1,
+        [.., last] if u >= last.0 => last.1,
+        _ => {
+            let i = points
+                .iter()
+                .position(|p| p.0 > u)
+                .unwrap_or(points.len() - 1);
+            let (a, b) = (points[i - 1], points[i]);
+            let f = if b.0 > a.0 {
+                (u - a.0) / (b.0 - a.0)
+            } else {
+                1.0
+            };
+            a.1 + (b.1 - a.1) * f
+        }
+    }
+}
+
+impl TransferFunction {
+    /// The preset for an attribute name (`cloud`, `rain`, `wind_speed`, `vorticity`,
+    /// `vertical_velocity`; anything else gets a grey emissive ramp) over `range`, for a
+    /// scene whose largest world extent is `extent` (extinction scales with it so a storm
+    /// looks the same at every resolution and unit).
+    pub fn preset(name: &str, range: [f32; 2], extent: f32) -> TransferFunction {
+        let per = |optical_depth: f32| optical_depth / extent.max(1e-12);
+        let named = |n: &str| Colormap::Named(n.into());
+        match name {
+            "cloud" => TransferFunction {
+                range,
+                colormap: named("cloud"),
+                opacity: vec![(0.01, 0.0), (0.08, 0.25), (0.3, 0.7), (1.0, 1.0)],
+                kind: MediumKind::Scatter,
+                extinction: per(150.0),
+                emission: 1.0,
+                casts_shadow: true,
+            },
+            "rain" => TransferFunction {
+                range,
+                colormap: named("rain"),
+                opacity: vec![(0.02, 0.0), (0.15, 0.2), (0.5, 0.55), (1.0, 1.0)],
+                kind: MediumKind::Scatter,
+                extinction: per(18.0),
+                emission: 1.0,
+                casts_shadow: true,
+            },
+            "wind_speed" => TransferFunction {
+                range,
+                colormap: named("inferno"),
+                opacity: vec![(0.25, 0.0), (0.4, 0.1), (0.7, 0.6), (1.0, 1.0)],
+                kind: MediumKind::Emissive,
+                extinction: per(25.0),
+                emission: 5.0,
+                casts_shadow: false,
+            },
+            "vorticity" => TransferFunction {
+                range,
+                colormap: named("magma"),
+                opacity: vec![(0.02, 0.0), (0.1, 0.2), (0.5, 0.7), (1.0, 1.0)],
+                kind: MediumKind::Emissive,
+                extinction: per(25.0),
+                emission: 3.0,
+                casts_shadow: false,
+            },
+            "vertical_velocity" => {
+                // Transparent around zero, blue downdrafts, red updrafts.
+                let zero = if range[1] > range[0] {
+                    (-range[0] / (range[1] - range[0])).clamp(0.0, 1.0)
+                } else {
+                    0.5
+                };
+                TransferFunction {
+                    range,
+                    colormap: Colormap::Stops(vec![
+                        (0.0, [0.1, 0.3, 1.0]),
+                        (zero, [0.8, 0.8, 0.8]),
+                        (1.0, [1.0, 0.25, 0.1]),
+                    ]),
+                    opacity: vec![
+                        (0.0, 0.8),
+                        ((zero - 0.12).max(0.0), 0.0),
+                        ((zero + 0.12).min(1.0), 0.0),
+                        (1.0, 0.8),
+                    ],
+                    kind: MediumKind::Emissive,
+                    extinction: per(20.0),
+                    emission: 2.0,
+                    casts_shadow: false,
+                }
+            }
+            _ => TransferFunction {
+                range,
+                colormap: named("grey"),
+                opacity: vec![(0.05, 0.0), (1.0, 1.0)],
+                kind: MediumKind::Emissive,
+                extinction: per(20.0),
+                emission: 1.0,
+                casts_shadow: false,
+            },
+        }
+    }
+
+    /// Colour (linear RGB) and opacity at normalized value `u`.
+    pub fn eval(&self, u: f32) -> [f32; 4] {
+        let stops = self.colormap.stops();
+        let mut rgb = [0.0; 3];
+        for (c, out) in rgb.iter_mut().enumerate() {
+            let pts: Vec<(f32, f32)> = stops.iter().map(|s| (s.0, s.1[c])).collect();
+            *out = srgb_to_linear(piecewise(&pts, u).clamp(0.0, 1.0));
+        }
+        let a = piecewise(&self.opacity, u).clamp(0.0, 1.0);
+        [rgb[0], rgb[1], rgb[2], a]
+    }
+
+    /// The table both renderers interpolate: entry `i` is [`eval`](Self::eval) at
+    /// `i / (TF_SIZE − 1)`.
+    pub fn bake(&self) -> Vec<[f32; 4]> {
+        (0..TF_SIZE)
+            .map(|i| self.eval(i as f32 / (TF_SIZE - 1) as f32))
+            .collect()
+    }
+
+    /// `1 / (hi − lo)`, 0 for an empty range.
+    pub fn range_inv(&self) -> f32 {
+        let w = self.range[1] - self.range[0];
+        if w.is_finite() && w > 0.0 {
+            1.0 / w
+        } else {
+            0.0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opacity_is_exactly_zero_below_threshold() {
+        let tf = TransferFunction::preset("cloud", [0.0, 4.0], 1000.0);
+        let t = tf.bake();
+        assert_eq!(t.len(), TF_SIZE);
+        assert_eq!(t[0][3], 0.0);
+        assert_eq!(t[2][3], 0.0);
+        assert!(t[255][3] > 0.99);
+        assert!(t.windows(2).all(|w| w[1][3] >= w[0][3]));
+    }
+
+    #[test]
+    fn vertical_velocity_is_clear_at_zero() {
+        let tf = TransferFunction::preset("vertical_velocity", [-40.0, 70.0], 1.0);
+        let u0 = 40.0 / 110.0;
+        assert_eq!(tf.eval(u0)[3], 0.0);
+        assert!(tf.eval(0.0)[3] > 0.5 && tf.eval(1.0)[3] > 0.5);
+        assert!(tf.eval(1.0)[0] > tf.eval(1.0)[2]);
+    }
+
+    #[test]
+    fn colormaps_are_linear_rgb() {
+        let tf = TransferFunction::preset("wind_speed", [0.0, 130.0], 1.0);
+        let c = tf.eval(1.0);
+        assert!((c[0] - srgb_to_linear(252.0 / 255.0)).abs() < 1e-6);
+        assert!(c[2] < 0.4);
+        for n in Colormap::NAMES {
+            assert!(Colormap::Named(n.into()).stops().len() >= 2);
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! CI (no GPU): `supercell bench` and `supercell doctor` end to end on a small dataset,
+//! through the library and through the binary.
+
+use std::process::Command;
+
+use supercell::bench::{self, BenchConfig, jobs, plot, report, sweep};
+use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
+use supercell::ingest::{PathKind, Source};
+
+fn make(dir: &std::path::Path) {
+    let mut w = DatasetWriter::create(
+        dir,
+        LaneSpec::Count(2),
+        64 << 10,
+        vec![AttributeSpec::new("density")],
+        Provenance::new("bench test", ["x"]),
+    )
+    .unwrap();
+    for f in 0..5u8 {
+        w.push_frame_opaque(
+            f64::from(f),
+            vec![vec![
+                f.wrapping_mul(37) ^ 0x5a;
+                300_000 + usize::from(f) * 5000
+            ]],
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+}
+
+#[test]
+fn bench_runs_verifies_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path());
+    let ds = Dataset::open(dir.path()).unwrap();
+    let source = Source::from_manifest(ds.manifest());
+    for path in [PathKind::CpuOnly, PathKind::Portable] {
+        let cfg = BenchConfig {
+            path,
+            frames: Some(12),
+            verify: true,
+            slots: 3,
+            threads: 3,
+            io_size: 16 << 10,
+            ..BenchConfig::default()
+        };
+        let r = bench::run(&source, &cfg).unwrap();
+        assert_eq!(r.summary.frames, 12);
+        let v = r.verify.as_ref().unwrap();
+        assert_eq!((v.frames, v.mismatch_count), (12, 0));
+        assert_eq!(r.summary.bytes, r.planned_bytes);
+        assert_eq!(r.io_bytes, r.summary.bytes);
+        assert!(r.summary.gbps > 0.0 && r.ops > 0);
+        let line = report::gdsio_line(&r);
+        assert!(line.starts_with("IoType: READ XferType: "), "{line}");
+        assert!(
+            line.contains("Throughput: ")
+                && line.contains(" GiB/sec, Avg_Latency: ")
+                && line.contains(" ops: "),
+            "{line}"
+        );
+        let text = report::text(&r);
+        assert!(text.contains(&format!("path: {}", path.name())), "{text}");
+        assert!(text.contains("all bytes match"));
+        serde_json::to_string(&r).unwrap();
+    }
+    // A GPU path on a machine without CUDA fails with a message, never a panic.
+    if supercell::gpu::cuda_probe().is_err() {
+        let cfg = BenchConfig {
+            path: PathKind::Gds,
+            ..BenchConfig::default()
+        };
+        let e = bench::run(&source, &cfg).unwrap_err().to_string();
+        assert!(e.contains("CUDA") || e.contains("libcuda"), "{e}");
+    }
+    // A short sweep and its plot.
+    let base = BenchConfig {
+        path: PathKind::CpuOnly,
+        frames: Some(3),
+        ..BenchConfig::default()
+    };
+    let pts = sweep::sweep(
+        &source,
+        &base,
+        &sweep::thread_counts(4),
+        &[16 << 10, 64 << 10],
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(pts.len(), 6);
+    assert!(sweep::table(&pts).contains("64 KiB"));
+    let png_path = dir.path().join("sweep.png");
+    plot::write_png(&pts, "test", &png_path).unwrap();
+    let bytes = std::fs::read(&png_path).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+    // Two jobs at once.
+    let job = format!(
+        "[global]\npath=cpu-only\nframes=4\nio_size=32K\n[a]\ndataset={0}\nlanes=0\n[b]\ndataset={0}\nlanes=1\nthreads=2\n",
+        dir.path().display()
+    );
+    let specs = jobs::parse(&job).unwrap();
+    let r = jobs::run_jobs(&specs);
+    assert_eq!(r.jobs.len(), 2);
+    for (name, j) in &r.jobs {
+        assert!(j.is_ok(), "{name}: {j:?}");
+    }
+    assert!(r.total_bytes > 0 && r.aggregate_gbps > 0.0);
+}
+
+#[test]
+fn the_binary_benches_and_diagnoses() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path());
+    let exe = env!("CARGO_BIN_EXE_supercell");
+    let json = dir.path().join("r.json");
+    let out = Command::new(exe)
+        .args([
+            "bench",
+            "--path",
+            "cpu-only",
+            "--frames",
+            "7",
+            "--verify",
+            "--quiet",
+            "--io-size",
+            "64K",
+            "--json",
+        ])
+        .arg(&json)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("XferType: CPUONLY") && stdout.contains("all bytes match"),
+        "{stdout}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["summary"]["frames"], 7);
+    assert_eq!(v["path"], "cpu-only");
+    // Bad input: a clear error, not a panic.
+    let out = Command::new(exe)
+        .args(["bench", "--io-size", "lots"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a size"));
+    let out = Command::new(exe)
+        .args(["bench", "--io-size", "1000"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let out = Command::new(exe)
+        .args(["doctor", "--dataset"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("CUDA driver") && text.contains("io_uring") && text.contains("lane "),
+        "{text}"
+    );
+}

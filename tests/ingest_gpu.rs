@@ -1,0 +1,259 @@
+//! GPU machine only (`#[ignore]`d; run by scripts/gpu-tests.sh): the staged and gds
+//! engines deliver byte-exact frames into device memory, cuFile's mode is reported
+//! truthfully, and an unsupported file system falls back to staged with the reason.
+//!
+//! `SUPERCELL_TEST_DATASET` names a dataset to use (e.g. one on the RAM-backed lanes);
+//! otherwise a small one is written to a temporary directory.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use supercell::bench::{self, BenchConfig};
+use supercell::dataset::{
+    AlignedBuf, AttributeSpec, CrcCheck, Dataset, DatasetWriter, LaneSpec, Provenance,
+};
+use supercell::gpu::{FrameRing, Gpu};
+use supercell::ingest::{
+    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, ReadRequest, Source,
+    open_engine,
+};
+
+fn payload(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn write_dataset(dir: &Path, frames: usize, lanes: u32) {
+    let mut w = DatasetWriter::create(
+        dir,
+        LaneSpec::Count(lanes),
+        1 << 20,
+        vec![AttributeSpec::new("a"), AttributeSpec::new("b")],
+        Provenance::new("gpu test", ["x"]),
+    )
+    .unwrap();
+    for f in 0..frames {
+        w.push_frame_opaque(
+            f as f64,
+            vec![
+                payload(f as u64 + 1, 3_000_000 + f * 4097),
+                payload(f as u64 + 100, 777_777),
+            ],
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// The dataset to test with, and the temp dir that holds it (if any).
+fn dataset() -> (PathBuf, Option<tempfile::TempDir>) {
+    if let Some(p) = std::env::var_os("SUPERCELL_TEST_DATASET") {
+        return (PathBuf::from(p), None);
+    }
+    // The current directory is on a real block device (cuFile needs one), unlike /tmp
+    // on some machines.
+    let t = tempfile::tempdir_in(".").unwrap();
+    write_dataset(t.path(), 6, 3);
+    (t.path().to_path_buf(), Some(t))
+}
+
+/// Reads every frame through `engine` into `ring`, reads each back from the GPU and
+/// compares it with the reference reader.
+fn check_all(engine: &mut Engine, ring: &mut FrameRing, ds: &Dataset, limit: usize) {
+    let source = Source::from_manifest(ds.manifest());
+    let n = source.frames.len().min(limit);
+    let mut reference = AlignedBuf::new();
+    let mut got = Vec::new();
+    let mut next = 0usize;
+    let mut done = 0usize;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while done < n {
+        assert!(Instant::now() < deadline, "timed out");
+        while next < n {
+            let Some(slot) = ring.begin_write(next as u32) else {
+                break;
+            };
+            engine
+                .submit(ReadRequest {
+                    frame: next as u32,
+                    slot,
+                    extents: source.frames[next].extents.clone(),
+                    requested: Instant::now(),
+                })
+                .unwrap();
+            next += 1;
+        }
+        let Some(c) = engine.next_completion(Duration::from_millis(100)).unwrap() else {
+            continue;
+        };
+        if let Err(e) = &c.result {
+            panic!("frame {} failed: {e}", c.frame);
+        }
+        assert!(c.on_gpu.is_some(), "GPU paths report the on-GPU time");
+        ring.finish_write(c.slot, true).unwrap();
+        ds.read_frame(c.frame as usize, &mut reference, CrcCheck::Verify)
+            .unwrap();
+        got.resize(reference.len(), 0);
+        ring.read_back(c.slot, 0, &mut got).unwrap();
+        assert!(
+            got[..] == reference[..],
+            "frame {} differs on the GPU ({})",
+            c.frame,
+            engine.info().mode
+        );
+        assert!(ring.evict(c.frame));
+        done += 1;
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (scripts/gpu-tests.sh)"]
+fn staged_engine_is_byte_exact() {
+    let (dir, _keep) = dataset();
+    let ds = Dataset::open(&dir).unwrap();
+    let gpu = Gpu::open(0).unwrap();
+    eprintln!("GPU: {} at {}", gpu.name, gpu.pci_bus_id);
+    let slot = Source::from_manifest(ds.manifest()).max_frame_len() as usize;
+    for (backend, io_size, threads, streams) in [
+        (IoBackend::IoUring, 1 << 20, 8, 4),
+        (IoBackend::Pread, 256 << 10, 4, 2),
+        (IoBackend::Auto, 64 << 10, 2, 3),
+    ] {
+        let mut ring = FrameRing::device(&gpu, 3, slot).unwrap();
+        let cfg = EngineConfig {
+            threads,
+            io_size,
+            backend,
+            streams,
+            ..EngineConfig::default()
+        };
+        let mut e = Engine::staged(
+            &gpu,
+            &Source::from_manifest(ds.manifest()).files,
+            ring.memories(),
+            &cfg,
+        )
+        .unwrap();
+        eprintln!("staged: {} {:?}", e.info().mode, e.info().notes);
+        assert_eq!(e.info().active, PathKind::Staged);
+        check_all(&mut e, &mut ring, &ds, 24);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (scripts/gpu-tests.sh)"]
+fn gds_engine_is_byte_exact_and_reports_its_mode() {
+    let (dir, _keep) = dataset();
+    let ds = Dataset::open(&dir).unwrap();
+    let gpu = Gpu::open(0).unwrap();
+    let source = Source::from_manifest(ds.manifest());
+    let mut ring = FrameRing::device(&gpu, 3, source.max_frame_len() as usize).unwrap();
+    let cfg = EngineConfig {
+        threads: 8,
+        io_size: 1 << 20,
+        ..EngineConfig::default()
+    };
+    let mut e = open_engine(
+        PathKind::Gds,
+        Some(&gpu),
+        &source.files,
+        ring.memories(),
+        &cfg,
+    )
+    .unwrap();
+    let info = e.info().clone();
+    eprintln!(
+        "gds requested: active {} — {} — fallback {:?}",
+        info.active, info.mode, info.fallback
+    );
+    if info.active == PathKind::Staged {
+        let why = info.fallback.clone().expect("a fallback always says why");
+        assert!(why.contains("cuFile") || why.contains("libcufile"), "{why}");
+        assert!(
+            std::env::var_os("SUPERCELL_EXPECT_GDS").is_none(),
+            "GDS expected here but: {why}"
+        );
+    } else {
+        let nvfs = Path::new("/proc/driver/nvidia-fs").exists();
+        if !nvfs {
+            assert!(
+                !info.mode.contains("nvidia-fs"),
+                "never claims nvidia-fs P2P without the module: {}",
+                info.mode
+            );
+        }
+    }
+    check_all(&mut e, &mut ring, &ds, 24);
+    if info.active == PathKind::Gds {
+        let stats = e.cufile_stats();
+        eprintln!("cuFile stats: {stats:?}");
+        if let Some(s) = stats {
+            eprintln!("live mode: {}", s.live_mode());
+            if !Path::new("/proc/driver/nvidia-fs").exists() && !info.mode.contains("P2PDMA") {
+                assert_eq!(s.nvfs_reads, 0);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (scripts/gpu-tests.sh)"]
+fn gds_on_tmpfs_falls_back_to_staged_and_says_why() {
+    if !Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    let t = tempfile::tempdir_in("/dev/shm").unwrap();
+    write_dataset(t.path(), 2, 2);
+    let ds = Dataset::open(t.path()).unwrap();
+    let gpu = Gpu::open(0).unwrap();
+    let source = Source::from_manifest(ds.manifest());
+    let mut ring = FrameRing::device(&gpu, 2, source.max_frame_len() as usize).unwrap();
+    let cfg = EngineConfig::default();
+    match Engine::gds(&gpu, &source.files, ring.memories(), &cfg) {
+        Err(IngestError::Unavailable(why)) => eprintln!("as expected: {why}"),
+        Ok(e) => panic!("cuFile registered a tmpfs file?! {}", e.info().mode),
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+    let mut e = open_engine(
+        PathKind::Gds,
+        Some(&gpu),
+        &source.files,
+        ring.memories(),
+        &cfg,
+    )
+    .unwrap();
+    assert_eq!(e.info().active, PathKind::Staged);
+    assert_eq!(e.info().requested, PathKind::Gds);
+    eprintln!("fallback: {:?}", e.info().fallback);
+    assert!(e.info().fallback.is_some());
+    check_all(&mut e, &mut ring, &ds, 2);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU (scripts/gpu-tests.sh)"]
+fn bench_verifies_gpu_paths() {
+    let (dir, _keep) = dataset();
+    let ds = Dataset::open(&dir).unwrap();
+    let source = Source::from_manifest(ds.manifest());
+    for path in [PathKind::Staged, PathKind::Gds, PathKind::CpuOnly] {
+        let cfg = BenchConfig {
+            path,
+            verify: true,
+            frames: Some(12),
+            slots: 3,
+            ..BenchConfig::default()
+        };
+        let r = bench::run(&source, &cfg).unwrap();
+        print!("{}", bench::report::text(&r));
+        let v = r.verify.unwrap();
+        assert_eq!(v.mismatch_count, 0, "{:?}", v.mismatches);
+        assert_eq!(v.frames, 12);
+    }
+}
