@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v nanovdb_validate >/dev/null || need_apt+=(libnanovdb-tools)
 /usr/bin/python3 -c 'import pyopenvdb' 2>/dev/null || need_apt+=(python3-openvdb)
+# Mesa's software Vulkan (lavapipe) for the renderer tests.
+ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers libvulkan1)
 if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive

@@ -503,13 +503,13 @@ pub fn render_cpu(grids: &[Option<&Grid<'_>>], view: &View, width: u32, height: 
     let exposure = params.sky_horizon[3];
     for (i, px) in rows.into_iter().flatten().enumerate() {
         img.linear[i] = px;
-        for c in 0..3 {
+        for (out, &x) in img.rgba8[4 * i..4 * i + 3].iter_mut().zip(&px[..3]) {
             let v = if params.mode == Mode::Mip as u32 {
-                px[c]
+                x
             } else {
-                aces(px[c] * exposure)
+                aces(x * exposure)
             };
-            img.rgba8[4 * i + c] = (srgb_encode(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8;
+            *out = (srgb_encode(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8;
         }
         img.rgba8[4 * i + 3] = 255;
     }

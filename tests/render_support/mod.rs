@@ -35,10 +35,11 @@ pub fn test_volume() -> SparseVolume {
         for by in (-24..24).step_by(8) {
             for bz in (-24..24).step_by(8) {
                 let o = [bx, by, bz];
-                if (bx >= 128 && by >= 0 && bz >= 0)
-                    || (by < 0 && bz >= 0)
-                    || o == LOWER_TILE_ORIGIN
-                {
+                // Holes: the upper-node tile's region (x ≥ 128, y ≥ 0, z ≥ 0), the root
+                // tile's (y < 0, z ≥ 0), and the lower-node tile's brick.
+                let upper_hole = bx >= 128 && by >= 0;
+                let root_hole = by < 0;
+                if (bz >= 0 && (upper_hole || root_hole)) || o == LOWER_TILE_ORIGIN {
                     continue;
                 }
                 let mut b = LeafBrick::filled(o, 0.0);
