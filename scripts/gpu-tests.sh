@@ -49,7 +49,8 @@ run() {
   $SC doctor /mnt/lanes/* / >"$OUT/doctor.txt" 2>&1
 
   say "generate $FRAMES frames of $FRAME_SIZE over $LANES lanes"
-  ( time $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes ) >>"$LOG" 2>&1
+  ( time $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes \
+      --json "$OUT/generate.json" ) >>"$LOG" 2>&1
   $SC doctor --dataset "$DS" >>"$OUT/doctor.txt" 2>&1
 
   say "GPU tests"
@@ -99,12 +100,32 @@ run() {
     done
   fi
 
+  if [ -z "${SKIP_RENDER:-}" ]; then
+    # Renderer timings on a ~1 GB Float storm frame and its Fp8 version (same resolution),
+    # then the lane dataset's frame at 1920x1080 as a picture.
+    local RF=/var/tmp/sc-render-float R8=/var/tmp/sc-render-fp8 res
+    say "renderer: 1 GB Float frame and its Fp8 version"
+    $DATA generate "$RF" --frames 2 --frame-size 1GB --grid-type float --lanes 1 >>"$LOG" 2>&1
+    res=$(grep -o 'resolution [0-9]*' "$LOG" | tail -1 | awk '{print $2}')
+    $DATA generate "$R8" --frames 2 --resolution "$res" --grid-type fp8 --lanes 1 >>"$LOG" 2>&1
+    for d in "$RF" "$R8"; do
+      say "render --bench $(basename "$d") (1 and 3 attributes)"
+      timeout 150 $SC render "$d" --frame 1 --bench --bench-sizes 1280x720,1920x1080,3840x2160 \
+        --bench-frames 10 --attributes cloud --bench-json "$OUT/r-$(basename "$d")-1.json" >>"$LOG" 2>&1
+      timeout 150 $SC render "$d" --frame 1 --bench --bench-sizes 1920x1080,3840x2160 \
+        --bench-frames 10 --attributes cloud,rain,wind_speed --bench-json "$OUT/r-$(basename "$d")-3.json" >>"$LOG" 2>&1
+      json_parts+=("$OUT/r-$(basename "$d")-1.json" "$OUT/r-$(basename "$d")-3.json")
+    done
+    timeout 100 $SC render "$RF" --frame 1 --size 1920x1080 --out "$OUT/render" >>"$LOG" 2>&1
+    rm -rf "$RF" "$R8"
+  fi
+
   # One JSON file with every run (the result folder takes 8 files at most).
   python3 - "$OUT/bench.json" "${json_parts[@]}" <<'PY'
 import json, os, sys
 out, parts = sys.argv[1], sys.argv[2:]
 runs = {}
-for p in parts:
+for p in parts + [os.path.join(os.path.dirname(out), "generate.json")]:
     if os.path.exists(p):
         with open(p) as f:
             runs[os.path.basename(p)[:-5]] = json.load(f)
@@ -112,7 +133,7 @@ for p in parts:
 with open(out, "w") as f:
     json.dump(runs, f)
 PY
-  grep -E "^(==|IoType|path:|fallback|cuFile live|throughput|verify|peer=|all jobs|note)" "$LOG" >"$OUT/summary.txt"
+  grep -E "^(==|IoType|path:|fallback|cuFile live|throughput|verify|peer=|all jobs|note|/var/tmp|resolution|real|  *[0-9]+x[0-9]+)" "$LOG" >"$OUT/summary.txt"
   bash .dev/device/lanes.sh down >/dev/null 2>&1 || true
   ls -la "$OUT"
 }
