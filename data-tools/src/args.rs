@@ -28,7 +28,7 @@ pub fn parse_size(text: &str) -> Result<u64> {
         ),
     };
     let bytes = value * scale;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > 1e18 {
+    if !bytes.is_finite() || !(0.0..=1e18).contains(&bytes) {
         bail!("'{text}' is not a usable size");
     }
     Ok(bytes.round() as u64)
