@@ -26,8 +26,13 @@ if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && ! python3 -c 'import warp' 2>/dev/nul
   python3 -m pip install -q 'warp-lang==1.19.0' || echo "note: warp-lang not installed; its cross-check will be skipped" >&2
 fi
 
-# CI must fail when a cross-check tool is missing, rather than skip silently.
-if [ -n "${CI:-}" ]; then export SUPERCELL_REQUIRE_CROSSCHECK=1; fi
+# CI must fail when a cross-check tool or the software Vulkan adapter is missing, rather
+# than skip silently.
+if [ -n "${CI:-}" ]; then export SUPERCELL_REQUIRE_CROSSCHECK=1 SUPERCELL_REQUIRE_GPU=1; fi
+# Mesa's Vulkan loader wants a runtime directory; headless machines often have none.
+if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "${XDG_RUNTIME_DIR}" ]; then
+  XDG_RUNTIME_DIR=$(mktemp -d) && export XDG_RUNTIME_DIR
+fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
