@@ -85,13 +85,14 @@ fn leaf(
     values: &[f32; 512],
     active: impl Fn(usize) -> bool,
 ) -> Option<LeafBrick> {
+    // Branch-free so that both loops vectorise (this ran bit by bit before).
     let mut mask = [0u64; 8];
     for (w, word) in mask.iter_mut().enumerate() {
+        let mut m = 0u64;
         for b in 0..64 {
-            if active(w * 64 + b) {
-                *word |= 1 << b;
-            }
+            m |= u64::from(active(w * 64 + b)) << b;
         }
+        *word = m;
     }
     if mask.iter().all(|&w| w == 0) {
         return None;
@@ -100,9 +101,8 @@ fn leaf(
     for (n, v) in vals.iter_mut().enumerate() {
         // Inactive voxels hold the background (zero) so leaf statistics and quantisation
         // ranges cover active values only.
-        if mask[n >> 6] >> (n & 63) & 1 == 1 {
-            *v = values[n];
-        }
+        let on = mask[n >> 6] >> (n & 63) & 1 == 1;
+        *v = if on { values[n] } else { 0.0 };
     }
     Some(LeafBrick {
         origin,

@@ -11,6 +11,7 @@ use crate::dataset::{AttributeSpec, DatasetError, DatasetWriter, LaneSpec, Manif
 use crate::format::{
     BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid,
 };
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,9 +72,32 @@ impl Default for GenerateOptions {
             version: NanoVdbVersion::default(),
             checksum: ChecksumMode::default(),
             max_frames_in_flight: 0,
-            memory_budget: 8 << 30,
+            memory_budget: default_memory_budget(),
         }
     }
+}
+
+/// Half the memory this process may use: physical memory, or the cgroup limit where lower
+/// (8 GiB where neither can be read). A 1 GB Fp16 frame peaks at about 4 GB in flight, so a
+/// fixed 8 GiB budget allowed one frame at a time on big hosts and serialised evaluation,
+/// encoding and writing.
+fn default_memory_budget() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    });
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|m| m.trim().parse::<u64>().ok());
+    let limit = match (total, cgroup) {
+        (Some(t), Some(c)) => Some(t.min(c)),
+        (t, c) => t.or(c),
+    };
+    limit
+        .map(|b| b / 2)
+        .filter(|&b| b >= 1 << 30)
+        .unwrap_or(8 << 30)
 }
 
 /// One encoded frame.
@@ -163,31 +187,35 @@ pub fn encode_frame(
     let (vols, _) = storm.volumes_at(time);
     let eval_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let mut grids = Vec::with_capacity(vols.len());
-    let mut leaves = Vec::with_capacity(vols.len());
     let transform = params.transform();
-    for (attr, vol) in vols {
-        let info = attr.info();
-        let build = BuildOptions {
-            name: info.name.to_string(),
-            grid_type: opts.grid_type,
-            grid_class: info.class,
-            voxel_size: transform.voxel_size_m,
-            world_origin: transform.origin_m,
-            version: opts.version,
-            checksum: opts.checksum,
-            ..BuildOptions::default()
-        };
-        leaves.push(vol.bricks.len() as u64);
-        let grid = build_grid(&vol, &build).map_err(|source| SynthError::Format {
-            frame,
-            attribute: info.name,
-            source,
-        })?;
-        // Free the volume (as large as the grid or larger) before encoding the next.
-        drop(vol);
-        grids.push(grid);
-    }
+    // The attributes' grids are built concurrently: each build is parallel over leaves,
+    // but its planning, buffer set-up, checksum and the freeing of its volume are serial.
+    let built: Vec<(u64, Vec<u8>)> = vols
+        .into_par_iter()
+        .map(|(attr, vol)| {
+            let info = attr.info();
+            let build = BuildOptions {
+                name: info.name.to_string(),
+                grid_type: opts.grid_type,
+                grid_class: info.class,
+                voxel_size: transform.voxel_size_m,
+                world_origin: transform.origin_m,
+                version: opts.version,
+                checksum: opts.checksum,
+                ..BuildOptions::default()
+            };
+            let leaves = vol.bricks.len() as u64;
+            let grid = build_grid(&vol, &build).map_err(|source| SynthError::Format {
+                frame,
+                attribute: info.name,
+                source,
+            })?;
+            // Free the volume (as large as the grid or larger) here, in parallel.
+            drop(vol);
+            Ok((leaves, grid))
+        })
+        .collect::<Result<_, SynthError>>()?;
+    let (leaves, grids): (Vec<u64>, Vec<Vec<u8>>) = built.into_iter().unzip();
     Ok(EncodedFrame {
         frame,
         time: time as f64,
@@ -369,7 +397,9 @@ fn window_for(params: &StormParams, opts: &GenerateOptions) -> usize {
     let [nx, ny, nz] = params.dims().map(|d| d as u64);
     let bricks = nx * ny * nz / 512;
     let attrs = params.attributes.len() as u64;
-    let per_frame = bricks * 12 / 100 * attrs * (2_200 + 2_144);
+    // Volumes take about 2.2 KB per leaf (values, mask, allocation), grids one leaf each.
+    let leaf = super::size::leaf_bytes(opts.grid_type).unwrap_or(2_144);
+    let per_frame = bricks * 12 / 100 * attrs * (2_200 + leaf);
     let fit = (opts.memory_budget / per_frame.max(1)) as usize;
     fit.clamp(1, 2 * rayon::current_num_threads())
 }
