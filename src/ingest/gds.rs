@@ -44,6 +44,7 @@ const CU_FILE_HANDLE_TYPE_OPAQUE_FD: c_uint = 1;
 
 struct Api {
     driver_open: unsafe extern "C" fn() -> RawErr,
+    driver_close: Option<unsafe extern "C" fn() -> RawErr>,
     get_version: Option<unsafe extern "C" fn(*mut c_int) -> RawErr>,
     get_properties: unsafe extern "C" fn(*mut c_void) -> RawErr,
     handle_register: unsafe extern "C" fn(*mut *mut c_void, *mut RawDescr) -> RawErr,
@@ -82,6 +83,7 @@ fn api() -> std::result::Result<&'static Api, String> {
         }
         Ok(Api {
             driver_open: sym!("cuFileDriverOpen"),
+            driver_close: opt!("cuFileDriverClose_v2").or(opt!("cuFileDriverClose")),
             get_version: opt!("cuFileGetVersion"),
             get_properties: sym!("cuFileDriverGetProperties"),
             handle_register: sym!("cuFileHandleRegister"),
@@ -236,6 +238,26 @@ impl CuFileInfo {
 }
 
 static DRIVER: OnceLock<std::result::Result<CuFileInfo, String>> = OnceLock::new();
+
+/// Closes the cuFile driver if this process opened it. Call it once, at the end of a
+/// command, after every engine has been dropped: left open, libcufile tears itself down in
+/// its exit-time destructors, and on the H200 machine that crashed the process (SIGSEGV
+/// after all output was written) when a handle registration had failed and the run fell
+/// back to staged. After this call no cuFile function may be used again in the process.
+pub fn cufile_close() {
+    if !matches!(DRIVER.get(), Some(Ok(_))) {
+        return;
+    }
+    if let Ok(Api {
+        driver_close: Some(close),
+        ..
+    }) = api()
+    {
+        // SAFETY: the driver was opened by `cufile_open`; callers guarantee no handle,
+        // buffer or read is live any more.
+        let _ = unsafe { close() };
+    }
+}
 
 /// Opens the cuFile driver (once per process) and reports what it says. Never panics; the
 /// error says what is missing.
