@@ -268,6 +268,16 @@ struct Job {
     error: Option<IngestError>,
 }
 
+impl Job {
+    /// Records a read's arrival. Workers report arrivals out of time order (the coordinator
+    /// sees them in channel order), so first and last byte are the earliest and latest
+    /// arrival, not the first and last reported.
+    fn note_arrival(&mut self, at: Instant) {
+        self.first = Some(self.first.map_or(at, |f| f.min(at)));
+        self.last = Some(self.last.map_or(at, |l| l.max(at)));
+    }
+}
+
 struct Coordinator {
     kind: PathKind,
     // Drop order matters: the pool (joins its workers, so no read is in flight) goes first,
@@ -819,8 +829,7 @@ impl Coordinator {
         let Some(job) = self.jobs.get_mut(&seq) else {
             return;
         };
-        job.first.get_or_insert(at);
-        job.last = Some(at);
+        job.note_arrival(at);
         if job.error.is_none() {
             job.error = err;
         }
@@ -874,8 +883,7 @@ impl Coordinator {
                 // The read's arrival is the frame's first/last byte; the piece itself
                 // completes when its copy does.
                 let slot = self.jobs.get_mut(&piece.seq).map(|job| {
-                    job.first.get_or_insert(d.completed);
-                    job.last = Some(d.completed);
+                    job.note_arrival(d.completed);
                     job.req.slot
                 });
                 let dev = slot.and_then(|sl| match &*self.slots[sl] {
