@@ -13,7 +13,8 @@ pub struct LoadedGrids {
     pub frame: Option<usize>,
 }
 
-/// Whether `path` is a dataset directory (holds a manifest).
+/// Whether `path` names a dataset (a directory) rather than a file of grids; whether it
+/// really is one is checked by [`open_dataset`], which says what is missing.
 pub fn is_dataset(path: &Path) -> bool {
     path.is_dir()
 }
