@@ -29,6 +29,36 @@ fn make(dir: &std::path::Path) {
     w.finish().unwrap();
 }
 
+/// A dataset that fits in the frame ring entirely must still be streamed from storage on
+/// every loop: a run asking for more frames than the dataset holds used to hang once every
+/// frame was resident, because nothing was read any more.
+#[test]
+fn bench_streams_a_dataset_smaller_than_the_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path());
+    let ds = Dataset::open(dir.path()).unwrap();
+    let source = Source::from_manifest(ds.manifest());
+    for slots in [5, 8] {
+        let cfg = BenchConfig {
+            path: PathKind::CpuOnly,
+            frames: Some(17),
+            verify: true,
+            slots,
+            threads: 2,
+            io_size: 16 << 10,
+            ..BenchConfig::default()
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let src = source.clone();
+        std::thread::spawn(move || tx.send(bench::run(&src, &cfg).map(|r| r.summary.frames)));
+        let frames = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("bench finished (did not hang)")
+            .unwrap();
+        assert_eq!(frames, 17, "slots {slots}");
+    }
+}
+
 #[test]
 fn bench_runs_verifies_and_reports() {
     let dir = tempfile::tempdir().unwrap();

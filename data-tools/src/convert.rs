@@ -112,6 +112,25 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
             ds.frame_count()
         );
     }
+    // Writing into the dataset itself could replace its manifest or a lane file.
+    let inside = |dir: &std::path::Path| {
+        let out_dir = args
+            .out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        match (out_dir.canonicalize(), dir.canonicalize()) {
+            (Ok(o), Ok(d)) => o.starts_with(d),
+            _ => false,
+        }
+    };
+    let m = ds.manifest();
+    if inside(&args.dataset) || (0..m.lanes.len()).any(|l| inside(&m.lane_dir(l as u32))) {
+        bail!(
+            "{}: refusing to export into the dataset or one of its lanes",
+            args.out.display()
+        );
+    }
     export_frame(&ds, args.frame, &args.out, args.codec).with_context(|| {
         format!(
             "exporting frame {} of {} to {}",

@@ -48,6 +48,15 @@ pub struct GenerateArgs {
     pub json: Option<PathBuf>,
 }
 
+/// Largest `--resolution`: 16384 voxels across is ~100 GB per Float frame, beyond what a
+/// 4 GiB-per-grid frame can hold anyway.
+const MAX_RESOLUTION: u32 = 16384;
+/// Smallest `--frame-size` the storm can meaningfully be sampled at (resolution 16 gives
+/// about 1.6 MB).
+const MIN_FRAME_SIZE: u64 = 2_000_000;
+/// Largest `--frame-size`: five attributes each under the 4 GiB storage-binding limit.
+const MAX_FRAME_SIZE: u64 = 20_000_000_000;
+
 /// Parses a grid type name as the generator accepts it.
 pub fn parse_grid_type(text: &str) -> Result<GridType> {
     Ok(match text.to_ascii_lowercase().as_str() {
@@ -137,12 +146,20 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         params.time_span_s = t;
     }
     if let Some(r) = args.resolution {
-        if !(16..=65536).contains(&r) {
-            bail!("--resolution {r}: use 16 to 65536 voxels");
+        if !(16..=MAX_RESOLUTION).contains(&r) {
+            bail!("--resolution {r}: use 16 to {MAX_RESOLUTION} voxels");
         }
         params.resolution = r;
     }
     if let Some(target) = args.frame_size {
+        if !(MIN_FRAME_SIZE..=MAX_FRAME_SIZE).contains(&target) {
+            bail!(
+                "--frame-size {target} B: use {} MB to {} GB (each grid must stay under the \
+                 4 GiB a GPU storage binding can address)",
+                MIN_FRAME_SIZE / 1_000_000,
+                MAX_FRAME_SIZE / 1_000_000_000
+            );
+        }
         let est = resolution_for_target(&params, args.grid_type, target);
         eprintln!(
             "resolution {} for about {:.1} MB per frame as {} (target {:.1} MB)",

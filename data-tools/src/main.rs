@@ -37,6 +37,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Piped into `head` and the like, a command should end quietly when the reader goes
+    // away, as Unix tools do, rather than panic on the closed pipe.
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Generate(a) => generate::run(&a),

@@ -281,6 +281,64 @@ fn bad_input_gives_clear_errors() {
         ],
         "frame 9 does not exist",
     );
+    // Exporting into the dataset itself is refused (it could replace the manifest).
+    fails(
+        &[
+            "export",
+            ds.to_str().unwrap(),
+            "--frame",
+            "0",
+            "--out",
+            ds.join("manifest.json").to_str().unwrap(),
+        ],
+        "refusing to export into the dataset",
+    );
+    // Absurd sizes are refused up front instead of running for ever.
+    fails(
+        &[
+            "generate",
+            tmp.path().join("y").to_str().unwrap(),
+            "--frame-size",
+            "100TB",
+        ],
+        "--frame-size",
+    );
+    fails(
+        &[
+            "generate",
+            tmp.path().join("y").to_str().unwrap(),
+            "--resolution",
+            "65536",
+        ],
+        "--resolution",
+    );
+    // A manifest that files grids under the wrong attributes fails verification.
+    let swapped = tmp.path().join("swapped");
+    ok(&[
+        "generate",
+        swapped.to_str().unwrap(),
+        "--frames",
+        "1",
+        "--resolution",
+        "48",
+        "--lanes",
+        "1",
+    ]);
+    let mpath = swapped.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
+    let grids = m["frames"][0]["grids"].as_array_mut().unwrap();
+    let (a0, a2) = (grids[0]["attribute"].clone(), grids[2]["attribute"].clone());
+    grids[0]["attribute"] = a2;
+    grids[2]["attribute"] = a0;
+    std::fs::write(&mpath, serde_json::to_vec(&m).unwrap()).unwrap();
+    fails(&["verify", swapped.to_str().unwrap()], "");
+    let out = tool(&["verify", swapped.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("is named \"wind_speed\"") || text.contains("is named \"cloud\""),
+        "{text}"
+    );
+
     // A truncated lane file is caught when the dataset is opened.
     let lane = std::fs::read_dir(ds.join("lanes/0"))
         .unwrap()

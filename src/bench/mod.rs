@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::gpu::{FrameRing, Gpu};
+use crate::gpu::{FrameRing, Gpu, SlotState};
 use crate::ingest::gds::CuFileStats;
 use crate::ingest::{
     Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathInfo, PathKind,
@@ -375,9 +375,18 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
             bar.set_position(metrics.frames().iter().map(|f| f.bytes).sum());
         }
         if let Some(f) = sched.tick(start.elapsed().as_secs_f64()) {
-            // The consumer "shows" a frame by taking its slot; the previous one is released.
+            // The consumer "shows" a frame by taking its slot; the previous one is released
+            // and dropped from the ring: a benchmark streams every frame it shows from
+            // storage, so a dataset that fits in the slots must not turn into a cache (it
+            // would stop issuing reads, and a --frames run would never finish).
             if let Some(h) = held.take() {
                 ring.release(h);
+                if let Some(&SlotState::Ready(prev)) = ring.states().get(h)
+                    && prev != f
+                    && ring.evict(prev)
+                {
+                    sched.evicted(prev);
+                }
             }
             held = ring.acquire(f);
             if let Some(&i) = metric_index.get(&f) {

@@ -109,13 +109,20 @@ fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
 
 fn parse_frames(s: &str) -> anyhow::Result<std::ops::Range<usize>> {
     if let Some((a, b)) = s.split_once("..=") {
-        return Ok(a.trim().parse()?..b.trim().parse::<usize>()? + 1);
+        let end = b.trim().parse::<usize>()?;
+        let end = end
+            .checked_add(1)
+            .with_context(|| format!("frame range {s:?} is too large"))?;
+        return Ok(a.trim().parse()?..end);
     }
     if let Some((a, b)) = s.split_once("..") {
         return Ok(a.trim().parse()?..b.trim().parse()?);
     }
     let f: usize = s.trim().parse()?;
-    Ok(f..f + 1)
+    let end = f
+        .checked_add(1)
+        .with_context(|| format!("frame {s:?} is too large"))?;
+    Ok(f..end)
 }
 
 fn apply_args(args: &RenderArgs, ls: &mut LoadedScene, aspect: f32) {

@@ -201,6 +201,15 @@ pub fn verify(ds: &Dataset, mut progress: impl FnMut(&VerifyProgress)) -> Verify
                     info.checksum, g.checksum
                 )));
             }
+            // A grid that names itself must be the attribute the manifest says it is (a
+            // manifest with swapped attribute indices would otherwise verify clean and
+            // render one field as another).
+            if !info.name.is_empty() && info.name != attr.name {
+                report.push(grid_problem(format!(
+                    "the grid is named {:?}, but the manifest files it under attribute {:?}",
+                    info.name, attr.name
+                )));
+            }
             if info.grid_type != attr.grid_type || info.grid_class != attr.grid_class {
                 report.push(grid_problem(format!(
                     "grid is {} {}, the attribute is {} {}",
