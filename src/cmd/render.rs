@@ -107,6 +107,31 @@ fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
     Ok((w, h))
 }
 
+/// Camera and isosurface values must be finite (and the zoom positive): a NaN would render
+/// a blank image that looks like a data problem.
+fn check_camera_args(args: &RenderArgs) -> anyhow::Result<()> {
+    for (name, v) in [
+        ("--yaw", args.yaw),
+        ("--pitch", args.pitch),
+        ("--zoom", args.zoom),
+        ("--step", args.step),
+        ("--iso", Some(args.iso)),
+    ] {
+        if let Some(v) = v
+            && !v.is_finite()
+        {
+            bail!("{name} {v} is not a finite number");
+        }
+    }
+    if args.zoom.is_some_and(|z| z <= 0.0) {
+        bail!("--zoom must be positive (> 1 moves closer)");
+    }
+    if args.step.is_some_and(|s| s <= 0.0) {
+        bail!("--step must be a positive number of voxels");
+    }
+    Ok(())
+}
+
 fn parse_frames(s: &str) -> anyhow::Result<std::ops::Range<usize>> {
     if let Some((a, b)) = s.split_once("..=") {
         let end = b.trim().parse::<usize>()?;
@@ -163,13 +188,14 @@ fn apply_args(args: &RenderArgs, ls: &mut LoadedScene, aspect: f32) {
 
 /// Runs `supercell render`.
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
+    check_camera_args(args)?;
     let (w, h) = parse_size(&args.size)?;
-    let mut ls = scene::load(&args.scene, w as f32 / h as f32, args.attributes.as_deref())?;
-    apply_args(args, &mut ls, w as f32 / h as f32);
     let frames = match &args.frames {
         Some(s) => parse_frames(s)?,
-        None => args.frame..args.frame + 1,
+        None => parse_frames(&args.frame.to_string())?,
     };
+    let mut ls = scene::load(&args.scene, w as f32 / h as f32, args.attributes.as_deref())?;
+    apply_args(args, &mut ls, w as f32 / h as f32);
     let n = ls.dataset.frame_count();
     if frames.is_empty() || frames.end > n {
         bail!("frames {frames:?} are not within the dataset's {n} frames");

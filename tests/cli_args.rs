@@ -1,0 +1,43 @@
+//! The `supercell` binary refuses bad command-line values with a clear error before it
+//! touches a dataset or a GPU.
+
+use std::process::Command;
+
+fn fails(args: &[&str], expect: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_supercell"))
+        .args(args)
+        .output()
+        .expect("run supercell");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} should fail");
+    assert!(
+        err.contains(expect),
+        "{args:?}: expected {expect:?} in {err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+}
+
+#[test]
+fn render_refuses_non_finite_camera_values() {
+    fails(&["render", "/nonexistent", "--zoom", "NaN"], "--zoom");
+    fails(
+        &["render", "/nonexistent", "--zoom", "0"],
+        "--zoom must be positive",
+    );
+    fails(&["render", "/nonexistent", "--yaw", "inf"], "--yaw");
+    fails(&["render", "/nonexistent", "--iso", "NaN"], "--iso");
+    fails(&["render", "/nonexistent", "--step=-1"], "--step");
+    fails(
+        &["render", "/nonexistent", "--frame", "18446744073709551615"],
+        "too large",
+    );
+    fails(
+        &[
+            "render",
+            "/nonexistent",
+            "--frames",
+            "0..=18446744073709551615",
+        ],
+        "too large",
+    );
+}
