@@ -41,3 +41,11 @@ fn render_refuses_non_finite_camera_values() {
         "too large",
     );
 }
+
+#[test]
+fn bench_refuses_an_empty_run() {
+    fails(
+        &["bench", "/nonexistent", "--frames", "0"],
+        "--frames must be at least 1",
+    );
+}

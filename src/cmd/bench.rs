@@ -127,6 +127,9 @@ fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<()> {
 
 /// Runs `supercell bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
+    if args.frames == Some(0) {
+        bail!("--frames must be at least 1 (a run that reads nothing measures nothing)");
+    }
     if let Some(job) = &args.job {
         let text = std::fs::read_to_string(job)
             .with_context(|| format!("cannot read {}", job.display()))?;
