@@ -4,6 +4,7 @@
 //! Modules follow the data flow of `DESIGN.md`: [`format`] (NanoVDB bytes), [`dataset`]
 //! (manifest, lanes, striping), [`synth`] (the synthetic supercell generator).
 
+pub mod app;
 pub mod bench;
 pub mod dataset;
 pub mod doctor;

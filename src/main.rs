@@ -20,6 +20,8 @@ enum Command {
     Doctor(cmd::doctor::DoctorArgs),
     /// Create the built-in storm dataset if needed, verify it and summarise a dataset.
     Info(cmd::info::InfoArgs),
+    /// Play a dataset or scene: window with live overlay, kiosk, or headless measurement.
+    Play(cmd::play::PlayArgs),
     /// Render dataset frames to PNG headlessly, or time the renderer (`--bench`).
     Render(cmd::render::RenderArgs),
 }
@@ -47,6 +49,11 @@ fn main() -> std::process::ExitCode {
             r
         }
         Some(Command::Render(args)) => cmd::render::run(&args),
+        Some(Command::Play(args)) => {
+            let r = cmd::play::run(&args);
+            supercell::ingest::gds::cufile_close();
+            r
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

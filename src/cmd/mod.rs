@@ -3,4 +3,5 @@
 pub mod bench;
 pub mod doctor;
 pub mod info;
+pub mod play;
 pub mod render;

@@ -1,0 +1,950 @@
+//! The player core, without a window: dataset, scheduler, the two frame paths, the renderer
+//! and per-path statistics. The window and the headless run both drive [`Player::tick`].
+//!
+//! Frame paths:
+//! - *direct*: GDS engine (falling back to staged, with the reason) into ring slots that are
+//!   wgpu buffers CUDA writes (see [`super::direct`]); a frame is shown by binding its slot.
+//! - *host*: portable engine into host slots; a frame is shown by `queue.write_buffer` into
+//!   one of two upload buffers, then binding that.
+//!
+//! Slot lifetime: the shown frame's slot is `InUse` until the next frame has been rendered,
+//! and renders wait for the GPU ([`Renderer::render_timed`]), so no slot is rewritten while a
+//! render still reads it. Every previously shown frame is evicted as the next one appears, so
+//! playback streams from storage even when the dataset fits in the ring (a benchmark must not
+//! turn into a cache).
+
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::direct::{DirectSlots, direct_unavailable_reason, open_direct_slots};
+use super::stats::{PathFigures, PathStats};
+use crate::gpu::{FrameRing, SlotState};
+use crate::ingest::{
+    Engine, EngineConfig, IngestEngine, IoMode, PathInfo, PathKind, ReadRequest, Source,
+    open_engine,
+};
+use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
+use crate::render::scene::{self, LoadedScene};
+use crate::render::{RenderError, Renderer, View};
+
+/// What can go wrong in the player.
+#[derive(Debug, thiserror::Error)]
+pub enum PlayError {
+    /// The scene or dataset could not be opened.
+    #[error("{0}")]
+    Scene(String),
+    /// No GPU device, or the GPU reported an error.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// An ingest engine failed.
+    #[error("ingest: {0}")]
+    Ingest(#[from] crate::ingest::IngestError),
+    /// The caller asked for something impossible.
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Which of the two frame paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathSel {
+    /// GPUDirect Storage (or staged CUDA copies) into shared GPU buffers.
+    Direct,
+    /// Reads into host memory, uploaded through wgpu.
+    Host,
+}
+
+impl PathSel {
+    /// "direct" or "host".
+    pub fn name(self) -> &'static str {
+        match self {
+            PathSel::Direct => "direct",
+            PathSel::Host => "host",
+        }
+    }
+    fn index(self) -> usize {
+        match self {
+            PathSel::Direct => 0,
+            PathSel::Host => 1,
+        }
+    }
+    /// The other path.
+    pub fn other(self) -> PathSel {
+        match self {
+            PathSel::Direct => PathSel::Host,
+            PathSel::Host => PathSel::Direct,
+        }
+    }
+}
+
+/// Player settings.
+#[derive(Clone, Debug)]
+pub struct PlayerConfig {
+    /// Attributes in slot order (default: the scene's).
+    pub attributes: Option<Vec<String>>,
+    /// Render size.
+    pub width: u32,
+    /// Render height.
+    pub height: u32,
+    /// Ring slots per path (default: from frame size and memory, at least 3).
+    pub slots: Option<usize>,
+    /// I/O threads per engine.
+    pub threads: usize,
+    /// Reads in flight per thread.
+    pub queue_depth: usize,
+    /// Largest read, bytes.
+    pub io_size: usize,
+    /// Start on this path (falls back to host when direct is unavailable).
+    pub path: PathSel,
+    /// End-of-timeline behaviour.
+    pub mode: PlayMode,
+    /// Playback rate; `None`: as fast as frames arrive.
+    pub speed_fps: Option<f64>,
+    /// Start playing.
+    pub playing: bool,
+    /// First frame.
+    pub start_frame: u32,
+}
+
+impl Default for PlayerConfig {
+    fn default() -> Self {
+        PlayerConfig {
+            attributes: None,
+            width: 1280,
+            height: 720,
+            slots: None,
+            threads: 4,
+            queue_depth: 8,
+            io_size: 1 << 20,
+            path: PathSel::Direct,
+            mode: PlayMode::Loop,
+            speed_fps: None,
+            playing: true,
+            start_frame: 0,
+        }
+    }
+}
+
+/// One frame path: engine, ring, and the wgpu buffers frames are bound from.
+struct FramePath {
+    engine: Engine,
+    ring: FrameRing,
+    /// Direct: one buffer per ring slot (the same memory). Host: upload buffers.
+    buffers: Vec<wgpu::Buffer>,
+    next_upload: usize,
+    /// Requested by the scheduler, not yet submitted (waiting for a free slot).
+    pending: VecDeque<(u32, Instant)>,
+    /// Slots whose writes were issued before the path was last left: their frames are
+    /// dropped on arrival.
+    stale: HashSet<usize>,
+    info: PathInfo,
+    /// Reading host slots into upload buffers (host path) or binding slots (direct).
+    direct: bool,
+}
+
+/// The frame on screen and where its bytes are.
+#[derive(Clone, Copy, Debug)]
+struct Shown {
+    frame: u32,
+    path: PathSel,
+    slot: usize,
+}
+
+/// What one [`Player::tick`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TickOutcome {
+    /// A new frame was shown (and rendered).
+    pub shown: Option<u32>,
+    /// The output image changed (new frame or new view).
+    pub rendered: bool,
+}
+
+/// A path's availability and how it runs, for the overlay and the JSON.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PathReport {
+    /// "direct" or "host".
+    pub path: PathSel,
+    /// Whether the path can run here.
+    pub available: bool,
+    /// Why not, when it cannot.
+    pub unavailable_reason: Option<String>,
+    /// Short label: "GDS P2P", "GDS compat", "staged", "portable".
+    pub label: String,
+    /// Engine that runs (gds, staged, portable).
+    pub engine: Option<String>,
+    /// How it runs (the engine's words, e.g. cuFile mode, io_uring, O_DIRECT).
+    pub mode: Option<String>,
+    /// Why the engine asked for is not the one running (gds → staged).
+    pub fallback: Option<String>,
+    /// cuFile's live mode from its counters (P2P / compatibility), where known.
+    pub cufile_mode: Option<String>,
+    /// Ring slots.
+    pub slots: usize,
+    /// Notes from the engine.
+    pub notes: Vec<String>,
+}
+
+/// The player; see the module documentation.
+pub struct Player {
+    scene: LoadedScene,
+    source: Source,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    renderer: Renderer,
+    sched: Scheduler,
+    paths: [Option<FramePath>; 2],
+    direct_reason: Option<String>,
+    active: PathSel,
+    shown: Option<Shown>,
+    stats: [PathStats; 2],
+    epoch: Instant,
+    view: View,
+    view_dirty: bool,
+    size: (u32, u32),
+    slot_len: usize,
+    slots: usize,
+    /// A scrub in progress: target and when it was asked for.
+    scrub: Option<(u32, Instant)>,
+    last_scrub_ms: Option<f64>,
+    dragging: bool,
+    last_error: Option<String>,
+    gpu_buffer_bytes: u64,
+    last_gpu_ms: Option<f64>,
+}
+
+/// Frames a ring should hold: at least 3 (one shown, one arriving, one ahead), at most 8,
+/// and no more than a quarter of `budget` bytes.
+pub fn ring_slots(slot_len: usize, budget: u64) -> usize {
+    let by_memory = budget / 4 / (slot_len.max(1) as u64);
+    (by_memory as usize).clamp(3, 8)
+}
+
+fn available_memory() -> u64 {
+    // MemAvailable from /proc/meminfo; 4 GiB where it cannot be read.
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(4 << 30, |kib| kib * 1024)
+}
+
+fn new_buffer(device: &wgpu::Device, len: usize, label: &str) -> Result<wgpu::Buffer, PlayError> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let b = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: len as u64,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    if let Some(e) = crate::render::block_on(scope.pop()) {
+        return Err(PlayError::Usage(format!(
+            "cannot allocate a {len}-byte GPU slot: {e}"
+        )));
+    }
+    Ok(b)
+}
+
+impl Player {
+    /// Opens `scene_path` (a scene `.toml` or a dataset directory) on `device`.
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        scene_path: &Path,
+        cfg: &PlayerConfig,
+    ) -> Result<Player, PlayError> {
+        if cfg.width == 0 || cfg.height == 0 {
+            return Err(PlayError::Usage("the image size must be positive".into()));
+        }
+        let aspect = cfg.width as f32 / cfg.height as f32;
+        let scene = scene::load(scene_path, aspect, cfg.attributes.as_deref())
+            .map_err(|e| PlayError::Scene(e.to_string()))?;
+        let source = Source::from_manifest(scene.dataset.manifest());
+        if source.frames.is_empty() {
+            return Err(PlayError::Scene(format!(
+                "{}: the dataset has no frames",
+                scene_path.display()
+            )));
+        }
+        let slot_len = source.frames.iter().map(|f| f.len).max().unwrap_or(4096) as usize;
+        let limits = device.limits();
+        if slot_len as u64 > limits.max_buffer_size {
+            return Err(PlayError::Usage(format!(
+                "a frame of {slot_len} bytes exceeds this device's largest buffer ({} bytes)",
+                limits.max_buffer_size
+            )));
+        }
+        let slots = match cfg.slots {
+            Some(0) => return Err(PlayError::Usage("--slots must be at least 1".into())),
+            Some(n) => n,
+            None => ring_slots(slot_len, available_memory()),
+        };
+        let ecfg = EngineConfig {
+            threads: cfg.threads.max(1),
+            queue_depth: cfg.queue_depth.max(1),
+            io_size: cfg.io_size,
+            io_mode: IoMode::Direct,
+            ..EngineConfig::default()
+        };
+        let renderer = Renderer::new(device, queue)?;
+        let mut gpu_buffer_bytes = 0u64;
+
+        // Host path: always there (it needs nothing but wgpu).
+        let ring = FrameRing::host(slots, slot_len)?;
+        let engine = open_engine(
+            PathKind::Portable,
+            None,
+            &source.files,
+            ring.memories(),
+            &ecfg,
+        )?;
+        let uploads = (0..2)
+            .map(|_| new_buffer(device, slot_len, "supercell host upload"))
+            .collect::<Result<Vec<_>, _>>()?;
+        gpu_buffer_bytes += 2 * slot_len as u64;
+        let host = FramePath {
+            info: engine.info().clone(),
+            engine,
+            ring,
+            buffers: uploads,
+            next_upload: 0,
+            pending: VecDeque::new(),
+            stale: HashSet::new(),
+            direct: false,
+        };
+
+        // Direct path: only where shared buffers exist; else the reason is kept for the UI.
+        let (direct, direct_reason) = match direct_unavailable_reason()
+            .map_or_else(|| open_direct_slots(device, slots, slot_len), Err)
+        {
+            Ok(DirectSlots {
+                gpu,
+                memories,
+                buffers,
+            }) => {
+                let ring = FrameRing::new(memories)?;
+                match open_engine(
+                    PathKind::Gds,
+                    Some(&gpu),
+                    &source.files,
+                    ring.memories(),
+                    &ecfg,
+                ) {
+                    Ok(engine) => {
+                        gpu_buffer_bytes += (slots * slot_len) as u64;
+                        (
+                            Some(FramePath {
+                                info: engine.info().clone(),
+                                engine,
+                                ring,
+                                buffers,
+                                next_upload: 0,
+                                pending: VecDeque::new(),
+                                stale: HashSet::new(),
+                                direct: true,
+                            }),
+                            None,
+                        )
+                    }
+                    Err(e) => (None, Some(e.to_string())),
+                }
+            }
+            Err(why) => (None, Some(why)),
+        };
+        let active = if cfg.path == PathSel::Direct && direct.is_some() {
+            PathSel::Direct
+        } else {
+            PathSel::Host
+        };
+        let n = source.frames.len() as u32;
+        let mut sched = Scheduler::new(PlaybackConfig {
+            frame_count: n,
+            mode: cfg.mode,
+            speed_fps: cfg.speed_fps,
+            window: slots,
+        });
+        sched.scrub(cfg.start_frame.min(n - 1));
+        sched.set_playing(cfg.playing);
+        let epoch = Instant::now();
+        let mut stats: [PathStats; 2] = Default::default();
+        stats[active.index()].set_active(true, 0.0);
+        let view = scene.view.clone();
+        Ok(Player {
+            scene,
+            source,
+            device: device.clone(),
+            queue: queue.clone(),
+            renderer,
+            sched,
+            paths: [direct, Some(host)],
+            direct_reason,
+            active,
+            shown: None,
+            stats,
+            epoch,
+            view,
+            view_dirty: true,
+            size: (cfg.width, cfg.height),
+            slot_len,
+            slots,
+            scrub: None,
+            last_scrub_ms: None,
+            dragging: false,
+            last_error: None,
+            gpu_buffer_bytes,
+            last_gpu_ms: None,
+        })
+    }
+
+    fn now(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64()
+    }
+
+    fn path(&self, p: PathSel) -> Option<&FramePath> {
+        self.paths[p.index()].as_ref()
+    }
+
+    /// Advances everything once: collects arrivals, issues reads, lets the scheduler pick the
+    /// frame to show, and renders when the frame or the view changed.
+    pub fn tick(&mut self) -> Result<TickOutcome, PlayError> {
+        self.pump(PathSel::Direct)?;
+        self.pump(PathSel::Host)?;
+        self.feed()?;
+        let now = self.now();
+        let mut out = TickOutcome::default();
+        let mut next = self.sched.tick(now);
+        if next.is_none()
+            && self.dragging
+            && self.sched.state(self.sched.position()) != Some(FrameState::Ready)
+        {
+            // While the scrub slider is dragged, show whatever nearby frame has arrived
+            // rather than nothing; the exact frame follows once it is released.
+            next = self.nearest_ready();
+        }
+        if let Some(f) = next {
+            self.show(f)?;
+            out.shown = Some(f);
+            out.rendered = true;
+        } else if self.view_dirty && self.shown.is_some() {
+            self.render()?;
+            out.rendered = true;
+        }
+        let inflight = self.path(self.active).map_or(0, |p| p.engine.in_flight());
+        self.stats[self.active.index()].sample(now, inflight);
+        let other = self.active.other();
+        let other_inflight = self.path(other).map_or(0, |p| p.engine.in_flight());
+        self.stats[other.index()].sample(now, other_inflight);
+        Ok(out)
+    }
+
+    /// Waits up to `timeout` for an arrival on the active path (to idle without spinning).
+    pub fn wait(&mut self, timeout: Duration) {
+        let active = self.active;
+        let Some(p) = self.paths[active.index()].as_mut() else {
+            std::thread::sleep(timeout);
+            return;
+        };
+        if p.engine.in_flight() == 0 {
+            std::thread::sleep(timeout.min(Duration::from_millis(5)));
+            return;
+        }
+        match p.engine.next_completion(timeout) {
+            Ok(Some(c)) => {
+                if let Err(e) = self.on_completion(active, c) {
+                    self.last_error = Some(e.to_string());
+                }
+            }
+            Ok(None) => {}
+            Err(e) => self.last_error = Some(e.to_string()),
+        }
+    }
+
+    fn nearest_ready(&self) -> Option<u32> {
+        let p = self.path(self.active)?;
+        let pos = i64::from(self.sched.position());
+        p.ring
+            .states()
+            .iter()
+            .filter_map(|s| match s {
+                SlotState::Ready(f) => Some(*f),
+                _ => None,
+            })
+            .filter(|f| {
+                self.shown
+                    .is_none_or(|s| s.frame != *f || s.path != self.active)
+            })
+            .min_by_key(|f| (i64::from(*f) - pos).abs())
+    }
+
+    fn pump(&mut self, sel: PathSel) -> Result<(), PlayError> {
+        loop {
+            let Some(p) = self.paths[sel.index()].as_mut() else {
+                return Ok(());
+            };
+            if p.engine.in_flight() == 0 {
+                return Ok(());
+            }
+            match p.engine.next_completion(Duration::ZERO)? {
+                Some(c) => self.on_completion(sel, c)?,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn on_completion(
+        &mut self,
+        sel: PathSel,
+        c: crate::ingest::Completion,
+    ) -> Result<(), PlayError> {
+        let now = self.now();
+        let active = sel == self.active;
+        let Some(p) = self.paths[sel.index()].as_mut() else {
+            return Ok(());
+        };
+        let ok = c.result.is_ok();
+        p.ring.finish_write(c.slot, ok)?;
+        let stale = p.stale.remove(&c.slot);
+        if !active || stale {
+            // A read of a path no longer shown (or issued before it was left): drop it.
+            p.ring.evict(c.frame);
+            return Ok(());
+        }
+        match c.result {
+            Ok(()) => {
+                let done = c.on_gpu.or(c.last_byte).unwrap_or_else(Instant::now);
+                let latency = done.saturating_duration_since(c.requested).as_secs_f64();
+                self.stats[sel.index()].arrived(now, c.bytes, latency);
+                self.sched.loaded(c.frame);
+            }
+            Err(e) => {
+                // The frame is not shown; the scheduler asks for it again.
+                self.last_error = Some(format!("frame {}: {e}", c.frame));
+                self.sched.evicted(c.frame);
+            }
+        }
+        Ok(())
+    }
+
+    /// Issues reads the scheduler wants on the active path, as slots allow.
+    fn feed(&mut self) -> Result<(), PlayError> {
+        let Some(p) = self.paths[self.active.index()].as_mut() else {
+            return Ok(());
+        };
+        for f in self.sched.evictable() {
+            if p.ring.evict(f) {
+                self.sched.evicted(f);
+            }
+        }
+        let plan = self.sched.plan();
+        p.pending.retain(|(f, _)| !plan.cancel.contains(f));
+        let now = Instant::now();
+        p.pending.extend(plan.request.into_iter().map(|f| (f, now)));
+        while let Some(&(f, at)) = p.pending.front() {
+            let Some(slot) = p.ring.begin_write(f) else {
+                break;
+            };
+            p.pending.pop_front();
+            let extents = self.source.frames[f as usize].extents.clone();
+            if let Err(e) = p.engine.submit(ReadRequest {
+                frame: f,
+                slot,
+                extents,
+                requested: at,
+            }) {
+                let _ = p.ring.finish_write(slot, false);
+                return Err(e.into());
+            }
+            self.sched.started(f);
+        }
+        Ok(())
+    }
+
+    fn show(&mut self, frame: u32) -> Result<(), PlayError> {
+        let active = self.active;
+        let prev = self.shown;
+        let same_slot = |slot: usize| {
+            prev.is_some_and(|s| s.path == active && s.slot == slot && s.frame == frame)
+        };
+        let p = self.paths[active.index()]
+            .as_mut()
+            .ok_or_else(|| PlayError::Usage("the active path has no engine".into()))?;
+        let slot = match p.ring.ready_slot(frame) {
+            Some(s) if same_slot(s) => s,
+            _ => p
+                .ring
+                .acquire(frame)
+                .ok_or_else(|| PlayError::Usage(format!("frame {frame} is not resident")))?,
+        };
+        let buffer = if p.direct {
+            p.buffers[slot].clone()
+        } else {
+            let b = p.next_upload;
+            p.next_upload = (b + 1) % p.buffers.len();
+            let bytes = p
+                .ring
+                .host_bytes(slot)
+                .ok_or_else(|| PlayError::Usage(format!("slot {slot} holds no host bytes")))?;
+            let len = self.source.frames[frame as usize].len as usize;
+            // The queue copies the bytes now, so the host slot is reusable right away; the
+            // upload is ordered before the render submitted next.
+            self.queue.write_buffer(&p.buffers[b], 0, &bytes[..len]);
+            p.buffers[b].clone()
+        };
+        let slices = self.scene.grid_slices(frame as usize, &buffer)?;
+        self.renderer.set_grids(&slices)?;
+        self.shown = Some(Shown {
+            frame,
+            path: active,
+            slot,
+        });
+        self.render()?;
+        let now = self.now();
+        self.stats[active.index()].rendered(now, self.last_gpu_ms);
+        // The render waited for the GPU: the previous frame's slot is free to go.
+        if let Some(prev) = prev
+            && !(prev.path == active && prev.slot == slot)
+            && let Some(pp) = self.paths[prev.path.index()].as_mut()
+        {
+            pp.ring.release(prev.slot);
+            if pp.ring.evict(prev.frame) && prev.path == active {
+                self.sched.evicted(prev.frame);
+            }
+        }
+        if let Some((target, at)) = self.scrub
+            && target == frame
+        {
+            let ms = at.elapsed().as_secs_f64() * 1e3;
+            self.last_scrub_ms = Some(ms);
+            self.stats[active.index()].scrubbed(ms);
+            self.scrub = None;
+        }
+        Ok(())
+    }
+
+    fn render(&mut self) -> Result<(), PlayError> {
+        let (w, h) = self.size;
+        let t = self.renderer.render_timed(&self.view, w, h)?;
+        self.last_gpu_ms = t.gpu_ms;
+        self.view_dirty = false;
+        Ok(())
+    }
+
+    /// Switches to `sel` at run time. The old path's queued reads are dropped and its reads
+    /// in flight are discarded as they land (engines cannot cancel a read once issued); the
+    /// frame on screen stays until the new path delivers the same frame. Errors (with the
+    /// reason) when the path cannot run here.
+    pub fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
+        if sel == self.active {
+            return Ok(());
+        }
+        if self.path(sel).is_none() {
+            return Err(self
+                .direct_reason
+                .clone()
+                .unwrap_or_else(|| format!("the {} path is unavailable", sel.name())));
+        }
+        let now = self.now();
+        let old = self.active;
+        if let Some(p) = self.paths[old.index()].as_mut() {
+            p.pending.clear();
+            let states: Vec<SlotState> = p.ring.states().to_vec();
+            for (i, s) in states.into_iter().enumerate() {
+                match s {
+                    SlotState::Writing(_) => {
+                        p.stale.insert(i);
+                    }
+                    SlotState::Ready(f) => {
+                        p.ring.evict(f);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.stats[old.index()].set_active(false, now);
+        self.stats[sel.index()].set_active(true, now);
+        let old_sched = &self.sched;
+        let mut s = Scheduler::new(PlaybackConfig {
+            window: self.slots,
+            ..old_sched.config()
+        });
+        s.set_direction(old_sched.direction());
+        s.scrub(old_sched.position());
+        s.set_playing(old_sched.is_playing());
+        self.sched = s;
+        self.active = sel;
+        // Resident frames of the new path from an earlier visit are stale by now.
+        if let Some(p) = self.paths[sel.index()].as_mut() {
+            let states: Vec<SlotState> = p.ring.states().to_vec();
+            for s in states {
+                if let SlotState::Ready(f) = s {
+                    p.ring.evict(f);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Flips between direct and host (see [`Player::set_path`]).
+    pub fn toggle_path(&mut self) -> Result<PathSel, String> {
+        let to = self.active.other();
+        self.set_path(to).map(|()| to)
+    }
+
+    /// Jumps to `frame` (clamped); the time until that exact frame is shown is recorded as
+    /// the scrub latency.
+    pub fn scrub(&mut self, frame: u32) {
+        let target = frame.min(self.frame_count() - 1);
+        self.sched.scrub(target);
+        self.scrub = Some((target, Instant::now()));
+    }
+
+    /// While dragging, nearby arrived frames are shown until the exact one arrives.
+    pub fn set_dragging(&mut self, dragging: bool) {
+        self.dragging = dragging;
+    }
+
+    /// One frame forward or back (pauses).
+    pub fn step(&mut self, direction: Direction) {
+        self.sched.step(direction);
+        self.scrub = Some((self.sched.position(), Instant::now()));
+    }
+
+    /// Play or pause.
+    pub fn set_playing(&mut self, playing: bool) {
+        self.sched.set_playing(playing);
+    }
+    /// Whether playing.
+    pub fn is_playing(&self) -> bool {
+        self.sched.is_playing()
+    }
+    /// Playback direction.
+    pub fn direction(&self) -> Direction {
+        self.sched.direction()
+    }
+    /// Sets the playback direction.
+    pub fn set_direction(&mut self, d: Direction) {
+        self.sched.set_direction(d);
+    }
+    /// End-of-timeline behaviour.
+    pub fn mode(&self) -> PlayMode {
+        self.sched.config().mode
+    }
+    /// Sets the end-of-timeline behaviour.
+    pub fn set_mode(&mut self, m: PlayMode) {
+        self.sched.set_mode(m);
+    }
+    /// Playback rate (`None`: as fast as frames arrive).
+    pub fn speed(&self) -> Option<f64> {
+        self.sched.config().speed_fps
+    }
+    /// Sets the playback rate.
+    pub fn set_speed(&mut self, fps: Option<f64>) {
+        self.sched.set_speed(fps);
+    }
+    /// The frame at the playhead (shown, or being fetched after a scrub).
+    pub fn position(&self) -> u32 {
+        self.sched.position()
+    }
+    /// The frame on screen.
+    pub fn shown_frame(&self) -> Option<u32> {
+        self.shown.map(|s| s.frame)
+    }
+    /// Frames in the dataset.
+    pub fn frame_count(&self) -> u32 {
+        self.source.frames.len() as u32
+    }
+    /// Simulation time of `frame`.
+    pub fn frame_time(&self, frame: u32) -> f64 {
+        self.scene
+            .dataset
+            .frame(frame as usize)
+            .map_or(0.0, |f| f.time)
+    }
+    /// Bytes of `frame`'s slot image.
+    pub fn frame_bytes(&self, frame: u32) -> u64 {
+        self.source.frames.get(frame as usize).map_or(0, |f| f.len)
+    }
+    /// Mean slot-image bytes per frame over the dataset.
+    pub fn mean_frame_bytes(&self) -> f64 {
+        let n = self.source.frames.len().max(1) as f64;
+        self.source.frames.iter().map(|f| f.len as f64).sum::<f64>() / n
+    }
+    /// The path showing frames.
+    pub fn active_path(&self) -> PathSel {
+        self.active
+    }
+    /// Why the direct path cannot run here, if it cannot.
+    pub fn direct_unavailable(&self) -> Option<&str> {
+        self.path(PathSel::Direct)
+            .is_none()
+            .then(|| self.direct_reason.as_deref().unwrap_or("unavailable"))
+    }
+    /// Availability and mode of a path.
+    pub fn path_report(&self, sel: PathSel) -> PathReport {
+        match self.path(sel) {
+            None => PathReport {
+                path: sel,
+                available: false,
+                unavailable_reason: self.direct_reason.clone(),
+                label: "unavailable".into(),
+                engine: None,
+                mode: None,
+                fallback: None,
+                cufile_mode: None,
+                slots: 0,
+                notes: Vec::new(),
+            },
+            Some(p) => {
+                let cufile = p.engine.cufile_stats().map(|s| s.live_mode().to_string());
+                let label = match p.info.active {
+                    PathKind::Gds => match cufile.as_deref() {
+                        Some("P2P") => "GDS P2P".to_string(),
+                        Some(m) if m.starts_with("compat") => "GDS compat".to_string(),
+                        _ if p.info.mode.contains("compat") => "GDS compat".to_string(),
+                        _ => "GDS".to_string(),
+                    },
+                    k => k.name().to_string(),
+                };
+                PathReport {
+                    path: sel,
+                    available: true,
+                    unavailable_reason: None,
+                    label,
+                    engine: Some(p.info.active.name().into()),
+                    mode: Some(p.info.mode.clone()),
+                    fallback: p.info.fallback.clone(),
+                    cufile_mode: cufile,
+                    slots: p.ring.len(),
+                    notes: p.info.notes.clone(),
+                }
+            }
+        }
+    }
+    /// Figures of a path as of now.
+    pub fn figures(&self, sel: PathSel) -> PathFigures {
+        self.stats[sel.index()].figures(self.now())
+    }
+    /// Rolling statistics of a path (plot series, scrub latencies).
+    pub fn stats(&self, sel: PathSel) -> &PathStats {
+        &self.stats[sel.index()]
+    }
+    /// Clears a path's statistics.
+    pub fn reset_stats(&mut self, sel: PathSel) {
+        let now = self.now();
+        self.stats[sel.index()].reset(now);
+    }
+    /// Seconds since the player started (the time axis of the statistics).
+    pub fn clock(&self) -> f64 {
+        self.now()
+    }
+    /// Latency of the last completed scrub, ms.
+    pub fn last_scrub_ms(&self) -> Option<f64> {
+        self.last_scrub_ms
+    }
+    /// Whether a scrub is still waiting for its frame.
+    pub fn scrub_pending(&self) -> bool {
+        self.scrub.is_some()
+    }
+    /// The last error (a failed read), if any.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+    /// GPU memory the player allocated for frames (slots and upload buffers), bytes.
+    pub fn gpu_buffer_bytes(&self) -> u64 {
+        self.gpu_buffer_bytes
+    }
+    /// Bytes of one slot.
+    pub fn slot_len(&self) -> usize {
+        self.slot_len
+    }
+    /// Ring slots per path.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+    /// Reads in flight on the active path (frames).
+    pub fn in_flight(&self) -> usize {
+        self.path(self.active).map_or(0, |p| p.engine.in_flight())
+    }
+    /// GPU time of the last render, ms (where timestamps exist).
+    pub fn last_gpu_ms(&self) -> Option<f64> {
+        self.last_gpu_ms
+    }
+
+    /// The view (camera, attributes, settings).
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+    /// Changes the view; the shown frame is rendered again on the next tick.
+    pub fn view_mut(&mut self) -> &mut View {
+        self.view_dirty = true;
+        &mut self.view
+    }
+    /// The scene's original view (for "reset camera").
+    pub fn scene_view(&self) -> &View {
+        &self.scene.view
+    }
+    /// Attribute names per view slot.
+    pub fn attribute_names(&self) -> Vec<String> {
+        let m = self.scene.dataset.manifest();
+        self.scene
+            .slots
+            .iter()
+            .map(|s| {
+                s.and_then(|a| m.attributes.get(a))
+                    .map_or_else(String::new, |a| a.name.clone())
+            })
+            .collect()
+    }
+    /// Render size.
+    pub fn size(&self) -> (u32, u32) {
+        self.size
+    }
+    /// Changes the render size (the window's); keeps the camera's framing.
+    pub fn set_size(&mut self, width: u32, height: u32) {
+        let (w, h) = (width.max(1), height.max(1));
+        if (w, h) != self.size {
+            self.size = (w, h);
+            self.view_dirty = true;
+        }
+    }
+    /// The rendered image (rgba8, sRGB-encoded values in a `Rgba8Unorm` texture).
+    pub fn output(&self) -> Option<&wgpu::Texture> {
+        self.renderer.output()
+    }
+    /// Reads the rendered image back.
+    pub fn read_image(&self) -> Result<crate::render::Image, PlayError> {
+        Ok(self.renderer.read_image()?)
+    }
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+    /// The dataset's manifest.
+    pub fn manifest(&self) -> &crate::dataset::Manifest {
+        self.scene.dataset.manifest()
+    }
+
+    /// Stops issuing reads and waits (up to `timeout`) for reads in flight to land, so the
+    /// engines shut down idle.
+    pub fn drain(&mut self, timeout: Duration) {
+        let end = Instant::now() + timeout;
+        for p in self.paths.iter_mut().flatten() {
+            p.pending.clear();
+            while p.engine.in_flight() > 0 && Instant::now() < end {
+                if let Ok(Some(c)) = p.engine.next_completion(Duration::from_millis(10)) {
+                    let _ = p.ring.finish_write(c.slot, c.result.is_ok());
+                    p.stale.remove(&c.slot);
+                }
+            }
+        }
+    }
+}

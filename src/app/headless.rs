@@ -1,0 +1,440 @@
+//! `supercell play --headless`: the player core with an offscreen target, for measurements.
+//! Each path plays `frames` frames as fast as they arrive, then makes timed jumps to random
+//! frames (scrub latency), and the figures go to JSON.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::core::{PathReport, PathSel, PlayError, Player};
+use super::stats::PathFigures;
+use crate::pipeline::metrics::cpu_seconds;
+
+/// Version tag of the JSON written by headless runs.
+pub const SCHEMA: &str = "supercell-play-headless/1";
+
+/// What a headless run does.
+#[derive(Clone, Debug)]
+pub struct HeadlessOptions {
+    /// Frames to show per path.
+    pub frames: u64,
+    /// Paths, in order.
+    pub paths: Vec<PathSel>,
+    /// Timed jumps per path (at least 10 are reported as meaningful).
+    pub scrub_jumps: usize,
+    /// Give up on a path after this long.
+    pub timeout: Duration,
+}
+
+/// Scrub latency of one path: jump → exact frame shown.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ScrubReport {
+    /// Jumps made.
+    pub jumps: usize,
+    /// Targets, in order.
+    pub targets: Vec<u32>,
+    /// Every latency, ms.
+    pub latencies_ms: Vec<f64>,
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// Largest, ms.
+    pub max_ms: f64,
+    /// The bound to compare with: bytes per frame ÷ the path's mean GB/s + 20 ms.
+    pub bound_ms: Option<f64>,
+    /// Whether every jump landed on exactly its target.
+    pub exact: bool,
+}
+
+/// Memory at the start and end of a path's run.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct MemoryReport {
+    /// Resident set of this process, bytes, at the start.
+    pub rss_start: u64,
+    /// At the end.
+    pub rss_end: u64,
+    /// GPU memory in use on the device (CUDA's view, all processes), bytes, where CUDA
+    /// exists; `None` elsewhere (wgpu does not report it).
+    pub gpu_used_start: Option<u64>,
+    /// At the end.
+    pub gpu_used_end: Option<u64>,
+    /// GPU buffers the player allocated for frames (slots, upload buffers), bytes.
+    pub player_gpu_buffers: u64,
+}
+
+/// One path's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct PathRun {
+    /// Availability and mode (engine, fallback reason, cuFile mode).
+    pub info: PathReport,
+    /// Whether the run completed.
+    pub ran: bool,
+    /// Why it did not, or what went wrong.
+    pub error: Option<String>,
+    /// Figures of the playback part (scrubs excluded).
+    pub figures: Option<PathFigures>,
+    /// Scrub latency.
+    pub scrub: Option<ScrubReport>,
+    /// Wall seconds of the playback part.
+    pub wall_s: f64,
+    /// CPU seconds (user + system, whole process) during playback.
+    pub cpu_s: f64,
+    /// CPU use during playback, percent of one core.
+    pub cpu_percent: f64,
+    /// Memory.
+    pub memory: MemoryReport,
+}
+
+/// The machine a run was made on.
+#[derive(Clone, Debug, Serialize)]
+pub struct MachineReport {
+    /// Host name.
+    pub hostname: String,
+    /// CPU model.
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// wgpu adapter.
+    pub adapter: String,
+    /// CUDA availability (or why not).
+    pub cuda: String,
+}
+
+/// The dataset a run played.
+#[derive(Clone, Debug, Serialize)]
+pub struct DatasetReport {
+    /// Path given on the command line.
+    pub path: String,
+    /// Frames.
+    pub frames: u32,
+    /// Lanes.
+    pub lanes: usize,
+    /// Attribute names shown.
+    pub attributes: Vec<String>,
+    /// Mean slot-image bytes per frame.
+    pub bytes_per_frame: f64,
+    /// Total bytes.
+    pub total_bytes: u64,
+}
+
+/// What `--json` writes.
+#[derive(Clone, Debug, Serialize)]
+pub struct HeadlessReport {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// UTC date and time, ISO 8601.
+    pub date: String,
+    /// Machine.
+    pub machine: MachineReport,
+    /// Dataset.
+    pub dataset: DatasetReport,
+    /// Image size.
+    pub size: [u32; 2],
+    /// Ring slots per path.
+    pub slots: usize,
+    /// Frames asked for per path.
+    pub frames_per_path: u64,
+    /// One entry per path asked for.
+    pub paths: Vec<PathRun>,
+}
+
+/// Resident set size of this process, bytes.
+pub fn rss_bytes() -> u64 {
+    let page = crate::ingest::page_size() as u64;
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |p| p * page)
+}
+
+/// GPU memory in use on device 0 (CUDA's view), where CUDA exists.
+pub fn gpu_used_bytes() -> Option<u64> {
+    crate::gpu::cuda_probe().ok()?;
+    let g = crate::gpu::Gpu::open(0).ok()?;
+    let (free, total) = g.mem_info().ok()?;
+    Some(total.saturating_sub(free) as u64)
+}
+
+/// Seconds since the Unix epoch as ISO 8601 UTC (days-to-civil, proleptic Gregorian).
+pub fn iso8601(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+fn first_line_with(path: &str, key: &str) -> Option<String> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let l = s.lines().find(|l| l.starts_with(key))?;
+    Some(l.split_once(':')?.1.trim().to_string())
+}
+
+/// Describes this machine.
+pub fn machine(adapter: String) -> MachineReport {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    MachineReport {
+        hostname: read("/proc/sys/kernel/hostname"),
+        cpu: first_line_with("/proc/cpuinfo", "model name").unwrap_or_default(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        adapter,
+        cuda: match crate::gpu::cuda_probe() {
+            Ok(()) => "available".into(),
+            Err(e) => format!("unavailable: {e}"),
+        },
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
+}
+
+/// A small deterministic generator for scrub targets (the same jumps on every path).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: u32) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) % u64::from(n.max(1))) as u32
+    }
+}
+
+fn play_frames(
+    player: &mut Player,
+    sel: PathSel,
+    frames: u64,
+    deadline: Instant,
+) -> Result<(), PlayError> {
+    while player.figures(sel).frames_rendered < frames {
+        if Instant::now() > deadline {
+            return Err(PlayError::Usage(format!(
+                "timed out after {} of {frames} frames",
+                player.figures(sel).frames_rendered
+            )));
+        }
+        if player.tick()?.shown.is_none() {
+            player.wait(Duration::from_millis(2));
+        }
+    }
+    Ok(())
+}
+
+fn scrub_jumps(
+    player: &mut Player,
+    jumps: usize,
+    deadline: Instant,
+) -> Result<ScrubReport, PlayError> {
+    player.set_playing(false);
+    let n = player.frame_count();
+    let mut rng = Lcg(0x5eed);
+    let mut report = ScrubReport {
+        exact: true,
+        ..Default::default()
+    };
+    for _ in 0..jumps {
+        let mut target = rng.next(n);
+        if n > 1 && Some(target) == player.shown_frame() {
+            target = (target + 1) % n;
+        }
+        player.scrub(target);
+        let start = Instant::now();
+        loop {
+            if Instant::now() > deadline {
+                return Err(PlayError::Usage(format!(
+                    "scrub to frame {target} did not land in time"
+                )));
+            }
+            let t = player.tick()?;
+            if !player.scrub_pending() && player.shown_frame() == Some(target) {
+                break;
+            }
+            if t.shown.is_some_and(|f| f != target) {
+                report.exact = false;
+            }
+            if t.shown.is_none() {
+                player.wait(Duration::from_millis(1));
+            }
+        }
+        let ms = player
+            .last_scrub_ms()
+            .unwrap_or_else(|| start.elapsed().as_secs_f64() * 1e3);
+        report.targets.push(target);
+        report.latencies_ms.push(ms);
+    }
+    let mut sorted = report.latencies_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    report.jumps = sorted.len();
+    report.mean_ms = if sorted.is_empty() {
+        0.0
+    } else {
+        sorted.iter().sum::<f64>() / sorted.len() as f64
+    };
+    report.p50_ms = percentile(&sorted, 0.5);
+    report.max_ms = sorted.last().copied().unwrap_or(0.0);
+    player.set_playing(true);
+    Ok(report)
+}
+
+/// Runs each path of `opts` on `player` and collects the report (besides machine and
+/// dataset, which the caller fills in). Prints progress on stderr.
+pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
+    let mut runs = Vec::new();
+    for &sel in &opts.paths {
+        let mut run = PathRun {
+            info: player.path_report(sel),
+            ran: false,
+            error: None,
+            figures: None,
+            scrub: None,
+            wall_s: 0.0,
+            cpu_s: 0.0,
+            cpu_percent: 0.0,
+            memory: MemoryReport::default(),
+        };
+        if let Err(why) = player.set_path(sel) {
+            eprintln!("play: {} path unavailable: {why}", sel.name());
+            run.error = Some(why);
+            runs.push(run);
+            continue;
+        }
+        eprintln!(
+            "play: {} path ({}) for {} frames",
+            sel.name(),
+            run.info.label,
+            opts.frames
+        );
+        player.set_playing(true);
+        player.set_speed(None);
+        player.reset_stats(sel);
+        run.memory.rss_start = rss_bytes();
+        run.memory.gpu_used_start = gpu_used_bytes();
+        let deadline = Instant::now() + opts.timeout;
+        let (cpu0, t0) = (cpu_seconds(), Instant::now());
+        let played = play_frames(player, sel, opts.frames, deadline);
+        run.wall_s = t0.elapsed().as_secs_f64();
+        run.cpu_s = cpu_seconds() - cpu0;
+        run.cpu_percent = if run.wall_s > 0.0 {
+            run.cpu_s / run.wall_s * 100.0
+        } else {
+            0.0
+        };
+        let figures = player.figures(sel);
+        run.figures = Some(figures.clone());
+        match played.and_then(|()| scrub_jumps(player, opts.scrub_jumps, deadline)) {
+            Ok(mut s) => {
+                s.bound_ms = (figures.gbps_mean > 0.0)
+                    .then(|| figures.bytes_per_frame / (figures.gbps_mean * 1e9) * 1e3 + 20.0);
+                run.scrub = Some(s);
+                run.ran = true;
+            }
+            Err(e) => run.error = Some(e.to_string()),
+        }
+        run.memory.rss_end = rss_bytes();
+        run.memory.gpu_used_end = gpu_used_bytes();
+        run.memory.player_gpu_buffers = player.gpu_buffer_bytes();
+        // Refresh: the cuFile mode is known only after reads.
+        run.info = player.path_report(sel);
+        runs.push(run);
+    }
+    runs
+}
+
+/// The human summary (stderr).
+pub fn summary(report: &HeadlessReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} frames of {:.1} MB, {} frames/path at {}x{}, {} slots, adapter {}",
+        report.dataset.frames,
+        report.dataset.bytes_per_frame / 1e6,
+        report.frames_per_path,
+        report.size[0],
+        report.size[1],
+        report.slots,
+        report.machine.adapter
+    );
+    for r in &report.paths {
+        let name = r.info.path.name();
+        if !r.info.available {
+            let _ = writeln!(
+                s,
+                "  {name:<6} unavailable: {}",
+                r.info.unavailable_reason.as_deref().unwrap_or("?")
+            );
+            continue;
+        }
+        if let Some(f) = &r.figures {
+            let _ = writeln!(
+                s,
+                "  {name:<6} {:<10} {:6.2} GB/s (peak {:.2}), delivered {:.1} frames/s, rendered {:.1} frames/s{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%",
+                r.info.label,
+                f.gbps_mean,
+                f.gbps_peak,
+                f.delivered_fps,
+                f.rendered_fps,
+                f.gpu_ms_per_frame
+                    .map_or(String::new(), |ms| format!(" ({ms:.1} GPU ms)")),
+                f.latency_p50_ms,
+                f.latency_p99_ms,
+                r.cpu_percent
+            );
+        }
+        if let Some(sc) = &r.scrub {
+            let _ = writeln!(
+                s,
+                "         scrub: {} jumps, mean {:.1} ms, p50 {:.1} ms, max {:.1} ms (bound {}){}",
+                sc.jumps,
+                sc.mean_ms,
+                sc.p50_ms,
+                sc.max_ms,
+                sc.bound_ms.map_or("n/a".into(), |b| format!("{b:.1} ms")),
+                if sc.exact { "" } else { ", NOT exact" }
+            );
+        }
+        if let Some(fb) = &r.info.fallback {
+            let _ = writeln!(s, "         fallback: {fb}");
+        }
+        if let Some(e) = &r.error {
+            let _ = writeln!(s, "         error: {e}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso8601(1_796_012_656), "2026-11-30T04:24:16Z");
+    }
+}

@@ -1,0 +1,79 @@
+//! The player (`supercell play`): the core that streams frames into GPU memory and renders
+//! them ([`Player`]), its headless measurement run ([`headless`]), and the window with the
+//! egui overlay ([`window`]), driven by keys, mouse or a test script ([`script`]).
+//!
+//! The renderer stays free of egui and winit: the window composes the renderer's output
+//! texture and the overlay itself.
+
+pub mod core;
+pub mod direct;
+pub mod headless;
+pub mod overlay;
+pub mod script;
+pub mod stats;
+pub mod window;
+
+pub use self::core::{PathReport, PathSel, PlayError, Player, PlayerConfig, TickOutcome};
+pub use stats::{PathFigures, PathStats};
+
+use crate::render::RenderError;
+
+/// The wgpu objects the player draws with. On NVIDIA with CUDA↔Vulkan sharing the device
+/// would come from `gpu::interop` (so direct-path slots are buffers CUDA writes); elsewhere
+/// it is a plain wgpu device.
+pub struct PlayerGpu {
+    /// The instance (surfaces are created from it).
+    pub instance: wgpu::Instance,
+    /// The adapter.
+    pub adapter: wgpu::Adapter,
+    /// The device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+}
+
+impl PlayerGpu {
+    /// A new instance (environment overrides honoured, e.g. `WGPU_ADAPTER_NAME`).
+    pub fn instance() -> wgpu::Instance {
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env())
+    }
+
+    /// Opens the best adapter of `instance` (compatible with `surface` when given), with
+    /// its full buffer limits and timestamp queries where supported.
+    pub fn open(
+        instance: wgpu::Instance,
+        surface: Option<&wgpu::Surface<'_>>,
+    ) -> Result<PlayerGpu, RenderError> {
+        let adapter =
+            crate::render::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: surface,
+                apply_limit_buckets: false,
+            }))
+            .map_err(|e| RenderError::NoDevice(e.to_string()))?;
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        let (device, queue) =
+            crate::render::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: Some("supercell play"),
+                required_features: features,
+                required_limits: adapter.limits(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            }))
+            .map_err(|e| RenderError::NoDevice(e.to_string()))?;
+        Ok(PlayerGpu {
+            instance,
+            adapter,
+            device,
+            queue,
+        })
+    }
+
+    /// "name (backend, device type)".
+    pub fn describe(&self) -> String {
+        let i = self.adapter.get_info();
+        format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
+    }
+}

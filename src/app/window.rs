@@ -1,0 +1,850 @@
+//! The window: winit 0.30 application, a wgpu surface on the player's device, the renderer's
+//! image and the egui overlay composed into the swapchain, keys and mouse, kiosk mode and
+//! scripted input.
+//!
+//! Composition: the renderer's `Rgba8Unorm` output (sRGB-encoded values) is copied into a
+//! display texture of the same size whose format is `Rgba8UnormSrgb` (a copy between formats
+//! that differ only in sRGB-ness), registered with egui and painted full-window behind the
+//! overlay; egui samples it as linear colour and writes it out correctly for either kind of
+//! swapchain format. A screenshot renders the same egui output once more into an offscreen
+//! texture of the swapchain's format and size, and reads that back.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use winit::application::ApplicationHandler;
+use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::keyboard::{Key, ModifiersState, NamedKey};
+use winit::window::{Fullscreen, Window, WindowId};
+
+use super::PlayerGpu;
+use super::core::{PathSel, PlayError, Player, PlayerConfig};
+use super::overlay::{self, PRESETS, UiRequest, UiState};
+use super::script::{Action, Command, key_action};
+use crate::pipeline::{Direction, PlayMode};
+use crate::render::{Image, TransferFunction};
+
+/// What the window does.
+#[derive(Clone, Debug)]
+pub struct WindowOptions {
+    /// Scene file or dataset.
+    pub scene: PathBuf,
+    /// Player settings (its size is replaced by the window's).
+    pub player: PlayerConfig,
+    /// Initial window size.
+    pub window_size: (u32, u32),
+    /// Render at this fraction of the window size.
+    pub render_scale: f32,
+    /// Start fullscreen.
+    pub fullscreen: bool,
+    /// Large print.
+    pub large_print: bool,
+    /// Kiosk: camera flies, loops forever, no timeline.
+    pub kiosk: bool,
+    /// Flip direct/host on this period.
+    pub toggle_every: Option<Duration>,
+    /// Scripted input.
+    pub script: Vec<Command>,
+    /// Quit after this many frames have been shown.
+    pub exit_after: Option<u64>,
+}
+
+/// What can go wrong with the window.
+#[derive(Debug, thiserror::Error)]
+pub enum WindowError {
+    /// No display to open a window on.
+    #[error("cannot open a window (no display? use --headless): {0}")]
+    NoDisplay(String),
+    /// The player failed.
+    #[error(transparent)]
+    Play(#[from] PlayError),
+    /// Anything else (surface, script files).
+    #[error("{0}")]
+    Other(String),
+}
+
+struct Gfx {
+    window: Arc<Window>,
+    surface: wgpu::Surface<'static>,
+    config: wgpu::SurfaceConfiguration,
+    gpu: PlayerGpu,
+    player: Player,
+    egui_ctx: egui::Context,
+    egui_state: egui_winit::State,
+    egui_renderer: egui_wgpu::Renderer,
+    /// Display texture (sRGB view of the renderer's image), its egui id and size.
+    display: Option<(wgpu::Texture, egui::TextureId, (u32, u32))>,
+    image_fresh: bool,
+}
+
+/// Script progress: what the current command waits for.
+enum Waiting {
+    Until(Instant),
+    Frames(u64),
+    Shown(u32, Instant),
+}
+
+struct App {
+    opts: WindowOptions,
+    gfx: Option<Gfx>,
+    ui: UiState,
+    error: Option<WindowError>,
+    script: VecDeque<Command>,
+    waiting: Option<Waiting>,
+    screenshot: Option<PathBuf>,
+    mouse: (Option<(f64, f64)>, bool, bool),
+    modifiers: ModifiersState,
+    cpu_mark: (Instant, f64),
+    gpu_mark: Instant,
+    toggle_mark: Instant,
+    last_frame: Instant,
+}
+
+/// Opens the window and runs until it is closed, Esc, `quit` or `--exit-after`.
+pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
+    let event_loop = EventLoop::new().map_err(|e| WindowError::NoDisplay(e.to_string()))?;
+    event_loop.set_control_flow(ControlFlow::Poll);
+    let now = Instant::now();
+    let mut app = App {
+        ui: UiState {
+            help: false,
+            plots: true,
+            large_print: opts.large_print,
+            fullscreen: opts.fullscreen,
+            kiosk: opts.kiosk,
+            message: None,
+            slider: 0,
+            dragging: false,
+            cpu_percent: 0.0,
+            gpu_used: None,
+            frames_shown: 0,
+            presets: Vec::new(),
+            window_size: opts.window_size,
+            plot_window_s: 30.0,
+        },
+        script: opts.script.iter().cloned().collect(),
+        opts,
+        gfx: None,
+        error: None,
+        waiting: None,
+        screenshot: None,
+        mouse: (None, false, false),
+        modifiers: ModifiersState::empty(),
+        cpu_mark: (now, crate::pipeline::metrics::cpu_seconds()),
+        gpu_mark: now,
+        toggle_mark: now,
+        last_frame: now,
+    };
+    event_loop
+        .run_app(&mut app)
+        .map_err(|e| WindowError::Other(e.to_string()))?;
+    if let Some(g) = app.gfx.as_mut() {
+        g.player.drain(Duration::from_secs(5));
+    }
+    match app.error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn render_size(window: (u32, u32), scale: f32) -> (u32, u32) {
+    let s = |v: u32| ((v as f32 * scale).round() as u32).clamp(1, 16384);
+    (s(window.0), s(window.1))
+}
+
+impl App {
+    fn init(&mut self, event_loop: &ActiveEventLoop) -> Result<(), WindowError> {
+        let (w, h) = self.opts.window_size;
+        let mut attrs = Window::default_attributes()
+            .with_title("supercell")
+            .with_inner_size(winit::dpi::PhysicalSize::new(w, h));
+        if self.opts.fullscreen {
+            attrs = attrs.with_fullscreen(Some(Fullscreen::Borderless(None)));
+        }
+        let window = Arc::new(
+            event_loop
+                .create_window(attrs)
+                .map_err(|e| WindowError::NoDisplay(e.to_string()))?,
+        );
+        let instance = PlayerGpu::instance();
+        let surface = instance
+            .create_surface(window.clone())
+            .map_err(|e| WindowError::Other(format!("cannot create a surface: {e}")))?;
+        let gpu = PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
+        let size = window.inner_size();
+        let (sw, sh) = (size.width.max(1), size.height.max(1));
+        let caps = surface.get_capabilities(&gpu.adapter);
+        let format = caps
+            .formats
+            .iter()
+            .copied()
+            .find(|f| f.is_srgb())
+            .or_else(|| caps.formats.first().copied())
+            .ok_or_else(|| WindowError::Other("the surface supports no format".into()))?;
+        let config = wgpu::SurfaceConfiguration {
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+            format,
+            width: sw,
+            height: sh,
+            present_mode: wgpu::PresentMode::AutoVsync,
+            desired_maximum_frame_latency: 2,
+            alpha_mode: caps
+                .alpha_modes
+                .first()
+                .copied()
+                .unwrap_or(wgpu::CompositeAlphaMode::Auto),
+            view_formats: vec![],
+            color_space: wgpu::SurfaceColorSpace::Auto,
+        };
+        surface.configure(&gpu.device, &config);
+        let mut pcfg = self.opts.player.clone();
+        (pcfg.width, pcfg.height) = render_size((sw, sh), self.opts.render_scale);
+        let player = Player::new(&gpu.device, &gpu.queue, &self.opts.scene, &pcfg)?;
+        self.ui.presets = player
+            .attribute_names()
+            .iter()
+            .map(|n| {
+                PRESETS
+                    .iter()
+                    .position(|p| p == n)
+                    .unwrap_or(PRESETS.len() - 1)
+            })
+            .collect();
+        if self.opts.kiosk
+            && let Err(why) = self_set_path_quiet(&player)
+        {
+            self.ui.message = Some((why, Instant::now()));
+        }
+        let egui_ctx = egui::Context::default();
+        egui_ctx.set_zoom_factor(if self.ui.large_print { 2.0 } else { 1.0 });
+        let egui_state = egui_winit::State::new(
+            egui_ctx.clone(),
+            egui::ViewportId::ROOT,
+            &window,
+            Some(window.scale_factor() as f32),
+            None,
+            Some(gpu.device.limits().max_texture_dimension_2d as usize),
+        );
+        let egui_renderer =
+            egui_wgpu::Renderer::new(&gpu.device, format, egui_wgpu::RendererOptions::default());
+        self.ui.window_size = (sw, sh);
+        self.gfx = Some(Gfx {
+            window,
+            surface,
+            config,
+            gpu,
+            player,
+            egui_ctx,
+            egui_state,
+            egui_renderer,
+            display: None,
+            image_fresh: false,
+        });
+        Ok(())
+    }
+
+    fn message(&mut self, m: impl Into<String>) {
+        self.ui.message = Some((m.into(), Instant::now()));
+    }
+
+    fn apply_action(&mut self, a: Action, event_loop: &ActiveEventLoop) {
+        let Some(g) = self.gfx.as_mut() else { return };
+        let p = &mut g.player;
+        match a {
+            Action::TogglePlay => {
+                let on = !p.is_playing();
+                p.set_playing(on);
+            }
+            Action::Step(d) => p.step(d),
+            Action::ToggleDirect => match p.toggle_path() {
+                Ok(to) => {
+                    let label = p.path_report(to).label;
+                    self.message(format!("{} path: {label}", to.name()));
+                }
+                Err(why) => self.message(format!("direct path unavailable: {why}")),
+            },
+            Action::ToggleFullscreen => {
+                self.ui.fullscreen = !self.ui.fullscreen;
+                g.window
+                    .set_fullscreen(self.ui.fullscreen.then_some(Fullscreen::Borderless(None)));
+            }
+            Action::ToggleHelp => self.ui.help = !self.ui.help,
+            Action::Reverse => {
+                let d = match p.direction() {
+                    Direction::Forward => Direction::Reverse,
+                    Direction::Reverse => Direction::Forward,
+                };
+                p.set_direction(d);
+            }
+            Action::CycleMode => {
+                let m = match p.mode() {
+                    PlayMode::Loop => PlayMode::PingPong,
+                    PlayMode::PingPong => PlayMode::Once,
+                    PlayMode::Once => PlayMode::Loop,
+                };
+                p.set_mode(m);
+            }
+            Action::First => p.scrub(0),
+            Action::Last => {
+                let last = p.frame_count().saturating_sub(1);
+                p.scrub(last);
+            }
+            Action::Quit => event_loop.exit(),
+            Action::TogglePlots => self.ui.plots = !self.ui.plots,
+            Action::ToggleLargePrint => {
+                self.ui.large_print = !self.ui.large_print;
+                g.egui_ctx
+                    .set_zoom_factor(if self.ui.large_print { 2.0 } else { 1.0 });
+            }
+            Action::ResetCamera => {
+                let cam = p.scene_view().camera;
+                p.view_mut().camera = cam;
+            }
+            Action::ToggleAttribute(i) => {
+                if let Some(Some(a)) = p.view_mut().attributes.get_mut(i) {
+                    a.enabled = !a.enabled;
+                }
+            }
+            Action::NextPreset => {
+                let cur = self.ui.presets.first().copied().unwrap_or(0);
+                self.apply_request(
+                    UiRequest::SetPreset(0, (cur + 1) % PRESETS.len()),
+                    event_loop,
+                );
+            }
+            Action::Orbit(dy, dp) => p
+                .view_mut()
+                .camera
+                .orbit(f32::from(dy) * 10.0, f32::from(dp) * 5.0),
+            Action::Zoom(z) => p
+                .view_mut()
+                .camera
+                .zoom(if z > 0 { 1.15 } else { 1.0 / 1.15 }),
+        }
+    }
+
+    fn apply_request(&mut self, r: UiRequest, event_loop: &ActiveEventLoop) {
+        let Some(g) = self.gfx.as_mut() else { return };
+        let p = &mut g.player;
+        match r {
+            UiRequest::Action(a) => self.apply_action(a, event_loop),
+            UiRequest::SetPath(sel) => {
+                if let Err(why) = p.set_path(sel) {
+                    self.message(format!("{} path unavailable: {why}", sel.name()));
+                }
+            }
+            UiRequest::Scrub(f) => p.scrub(f),
+            UiRequest::Dragging(d) => p.set_dragging(d),
+            UiRequest::SetSpeed(s) => p.set_speed(s),
+            UiRequest::SetMode(m) => p.set_mode(m),
+            UiRequest::SetAttribute(i, on) => {
+                if let Some(Some(a)) = p.view_mut().attributes.get_mut(i) {
+                    a.enabled = on;
+                }
+            }
+            UiRequest::SetPreset(i, k) => {
+                let Some(name) = PRESETS.get(k) else { return };
+                let v = p.view();
+                let b = v.world_bbox;
+                let extent = (0..3).map(|a| b[1][a] - b[0][a]).fold(1e-6f32, f32::max);
+                if let Some(Some(a)) = p.view_mut().attributes.get_mut(i) {
+                    a.tf = TransferFunction::preset(name, a.tf.range, extent);
+                }
+                if let Some(slot) = self.ui.presets.get_mut(i) {
+                    *slot = k;
+                }
+            }
+        }
+    }
+
+    /// Runs script commands whose wait is over.
+    fn run_script(&mut self, event_loop: &ActiveEventLoop) {
+        loop {
+            let Some(g) = self.gfx.as_ref() else { return };
+            match &self.waiting {
+                Some(Waiting::Until(t)) if Instant::now() < *t => return,
+                Some(Waiting::Frames(n)) if self.ui.frames_shown < *n => return,
+                Some(Waiting::Shown(f, deadline)) => {
+                    if g.player.shown_frame() != Some(*f) || g.player.scrub_pending() {
+                        if Instant::now() > *deadline {
+                            self.error = Some(WindowError::Other(format!(
+                                "script: frame {f} was not shown within 60 s"
+                            )));
+                            event_loop.exit();
+                        }
+                        return;
+                    }
+                }
+                _ => {}
+            }
+            self.waiting = None;
+            let Some(cmd) = self.script.pop_front() else {
+                return;
+            };
+            match cmd {
+                Command::Wait(d) => self.waiting = Some(Waiting::Until(Instant::now() + d)),
+                Command::WaitFrames(n) => {
+                    self.waiting = Some(Waiting::Frames(self.ui.frames_shown + n));
+                }
+                Command::WaitShown(f) => {
+                    self.waiting =
+                        Some(Waiting::Shown(f, Instant::now() + Duration::from_secs(60)));
+                }
+                Command::Key(a) => self.apply_action(a, event_loop),
+                Command::Scrub(f) => {
+                    if let Some(g) = self.gfx.as_mut() {
+                        g.player.scrub(f);
+                    }
+                }
+                Command::Path(sel) => self.apply_request(UiRequest::SetPath(sel), event_loop),
+                Command::Screenshot(p) => {
+                    // Taken at the end of the next composed frame; later commands wait for it.
+                    self.screenshot = Some(p);
+                    return;
+                }
+                Command::Render(path) => {
+                    let r = g
+                        .player
+                        .read_image()
+                        .map_err(|e| e.to_string())
+                        .and_then(|img| img.write_png(&path).map_err(|e| e.to_string()));
+                    if let Err(e) = r {
+                        self.error = Some(WindowError::Other(format!("script render: {e}")));
+                        event_loop.exit();
+                        return;
+                    }
+                }
+                Command::DumpState(path) => {
+                    let d = overlay::dump(&g.player, &self.ui);
+                    let r = serde_json::to_string_pretty(&d)
+                        .map_err(|e| e.to_string())
+                        .and_then(|t| std::fs::write(&path, t).map_err(|e| e.to_string()));
+                    if let Err(e) = r {
+                        self.error = Some(WindowError::Other(format!(
+                            "script dump-state {}: {e}",
+                            path.display()
+                        )));
+                        event_loop.exit();
+                        return;
+                    }
+                }
+                Command::Quit => {
+                    event_loop.exit();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn timers(&mut self) {
+        let Some(g) = self.gfx.as_mut() else { return };
+        let now = Instant::now();
+        let dt = now.duration_since(self.last_frame).as_secs_f32().min(0.25);
+        self.last_frame = now;
+        if self.opts.kiosk {
+            // A slow orbit (the scene's camera path flies here once scenes carry one).
+            g.player.view_mut().camera.orbit(dt * 6.0, 0.0);
+        }
+        if let Some(every) = self.opts.toggle_every
+            && now.duration_since(self.toggle_mark) >= every
+        {
+            self.toggle_mark = now;
+            match g.player.toggle_path() {
+                Ok(to) => {
+                    let label = g.player.path_report(to).label;
+                    self.ui.message = Some((format!("{} path: {label}", to.name()), now));
+                }
+                Err(why) => {
+                    self.ui.message = Some((format!("direct path unavailable: {why}"), now));
+                }
+            }
+        }
+        let secs = now.duration_since(self.cpu_mark.0).as_secs_f64();
+        if secs >= 1.0 {
+            let cpu = crate::pipeline::metrics::cpu_seconds();
+            self.ui.cpu_percent = (cpu - self.cpu_mark.1) / secs * 100.0;
+            self.cpu_mark = (now, cpu);
+        }
+        if now.duration_since(self.gpu_mark) >= Duration::from_secs(2) {
+            self.gpu_mark = now;
+            self.ui.gpu_used = super::headless::gpu_used_bytes();
+        }
+    }
+
+    fn redraw(&mut self, event_loop: &ActiveEventLoop) {
+        self.run_script(event_loop);
+        self.timers();
+        let Some(g) = self.gfx.as_mut() else { return };
+        match g.player.tick() {
+            Ok(t) => {
+                if t.shown.is_some() {
+                    self.ui.frames_shown += 1;
+                }
+                g.image_fresh |= t.rendered;
+            }
+            Err(e) => {
+                self.ui.message = Some((format!("error: {e}"), Instant::now()));
+            }
+        }
+        if let Some(n) = self.opts.exit_after
+            && self.ui.frames_shown >= n
+        {
+            event_loop.exit();
+        }
+        let mut requests = Vec::new();
+        if let Err(e) = compose(g, &mut self.ui, &mut requests, self.screenshot.take()) {
+            self.error = Some(e);
+            event_loop.exit();
+            return;
+        }
+        for r in requests {
+            self.apply_request(r, event_loop);
+        }
+    }
+}
+
+/// The kiosk starts on the direct path where it can run; the reason is shown if not.
+fn self_set_path_quiet(player: &Player) -> Result<(), String> {
+    match player.direct_unavailable() {
+        Some(why) => Err(format!("direct path unavailable: {why}")),
+        None => Ok(()),
+    }
+}
+
+/// Composes the image and the overlay into the swapchain (and a screenshot when asked).
+fn compose(
+    g: &mut Gfx,
+    ui: &mut UiState,
+    requests: &mut Vec<UiRequest>,
+    screenshot: Option<PathBuf>,
+) -> Result<(), WindowError> {
+    let device = g.gpu.device.clone();
+    let queue = g.gpu.queue.clone();
+    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("supercell compose"),
+    });
+    // Keep the display texture in step with the renderer's image.
+    if let Some(out) = g.player.output() {
+        let size = (out.width(), out.height());
+        if g.display.as_ref().is_none_or(|d| d.2 != size) {
+            let tex = device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("supercell display"),
+                size: wgpu::Extent3d {
+                    width: size.0,
+                    height: size.1,
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba8UnormSrgb,
+                usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+                view_formats: &[],
+            });
+            let view = tex.create_view(&Default::default());
+            let id = match g.display.take() {
+                Some((_, id, _)) => {
+                    g.egui_renderer.update_egui_texture_from_wgpu_texture(
+                        &device,
+                        &view,
+                        wgpu::FilterMode::Linear,
+                        id,
+                    );
+                    id
+                }
+                None => g.egui_renderer.register_native_texture(
+                    &device,
+                    &view,
+                    wgpu::FilterMode::Linear,
+                ),
+            };
+            g.display = Some((tex, id, size));
+            g.image_fresh = true;
+        }
+        if g.image_fresh
+            && let Some((tex, _, _)) = &g.display
+        {
+            enc.copy_texture_to_texture(
+                out.as_image_copy(),
+                tex.as_image_copy(),
+                wgpu::Extent3d {
+                    width: size.0,
+                    height: size.1,
+                    depth_or_array_layers: 1,
+                },
+            );
+            g.image_fresh = false;
+        }
+    }
+    let raw = g.egui_state.take_egui_input(&g.window);
+    let image = g.display.as_ref().map(|d| d.1);
+    let player = &g.player;
+    let full = g
+        .egui_ctx
+        .run_pass(raw, |ctx| overlay::draw(ctx, player, ui, image, requests));
+    g.egui_state
+        .handle_platform_output(&g.window, full.platform_output);
+    let jobs = g.egui_ctx.tessellate(full.shapes, full.pixels_per_point);
+    for (id, deltas) in &full.textures_delta.set {
+        for delta in deltas {
+            g.egui_renderer.update_texture(&device, &queue, *id, delta);
+        }
+    }
+    let frame = match g.surface.get_current_texture() {
+        wgpu::CurrentSurfaceTexture::Success(t) | wgpu::CurrentSurfaceTexture::Suboptimal(t) => t,
+        wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+            g.surface.configure(&device, &g.config);
+            queue.submit([enc.finish()]);
+            return Ok(());
+        }
+        wgpu::CurrentSurfaceTexture::Timeout | wgpu::CurrentSurfaceTexture::Occluded => {
+            queue.submit([enc.finish()]);
+            return Ok(());
+        }
+        other => {
+            return Err(WindowError::Other(format!(
+                "cannot get the next swapchain image: {other:?}"
+            )));
+        }
+    };
+    let sd = egui_wgpu::ScreenDescriptor {
+        size_in_pixels: [g.config.width, g.config.height],
+        pixels_per_point: full.pixels_per_point,
+    };
+    let mut cmds = g
+        .egui_renderer
+        .update_buffers(&device, &queue, &mut enc, &jobs, &sd);
+    let target = frame.texture.create_view(&Default::default());
+    egui_pass(&g.egui_renderer, &mut enc, &target, &jobs, &sd);
+    let shot = screenshot.map(|path| {
+        let (w, h) = (g.config.width, g.config.height);
+        let tex = device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("supercell screenshot"),
+            size: wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: g.config.format,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
+        });
+        egui_pass(
+            &g.egui_renderer,
+            &mut enc,
+            &tex.create_view(&Default::default()),
+            &jobs,
+            &sd,
+        );
+        let bpr = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
+            * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let buf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("supercell screenshot readback"),
+            size: u64::from(bpr) * u64::from(h),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        enc.copy_texture_to_buffer(
+            tex.as_image_copy(),
+            wgpu::TexelCopyBufferInfo {
+                buffer: &buf,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(bpr),
+                    rows_per_image: Some(h),
+                },
+            },
+            wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+        );
+        (path, buf, bpr, w, h)
+    });
+    cmds.push(enc.finish());
+    queue.submit(cmds);
+    g.window.pre_present_notify();
+    queue.present(frame);
+    for id in &full.textures_delta.free {
+        g.egui_renderer.free_texture(id);
+    }
+    if let Some((path, buf, bpr, w, h)) = shot {
+        save_screenshot(&device, &buf, bpr, w, h, g.config.format, &path)?;
+    }
+    Ok(())
+}
+
+fn egui_pass(
+    r: &egui_wgpu::Renderer,
+    enc: &mut wgpu::CommandEncoder,
+    target: &wgpu::TextureView,
+    jobs: &[egui::ClippedPrimitive],
+    sd: &egui_wgpu::ScreenDescriptor,
+) {
+    let pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+        label: Some("supercell overlay"),
+        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+            view: target,
+            resolve_target: None,
+            depth_slice: None,
+            ops: wgpu::Operations {
+                load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+                store: wgpu::StoreOp::Store,
+            },
+        })],
+        depth_stencil_attachment: None,
+        timestamp_writes: None,
+        occlusion_query_set: None,
+        multiview_mask: None,
+    });
+    let mut pass = pass.forget_lifetime();
+    r.render(&mut pass, jobs, sd);
+}
+
+fn save_screenshot(
+    device: &wgpu::Device,
+    buf: &wgpu::Buffer,
+    bpr: u32,
+    w: u32,
+    h: u32,
+    format: wgpu::TextureFormat,
+    path: &std::path::Path,
+) -> Result<(), WindowError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    buf.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| WindowError::Other(e.to_string()))?;
+    rx.recv()
+        .map_err(|e| WindowError::Other(e.to_string()))?
+        .map_err(|e| WindowError::Other(e.to_string()))?;
+    let bgra = matches!(
+        format,
+        wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb
+    );
+    let mut img = Image::new(w, h);
+    {
+        let data = buf
+            .get_mapped_range(..)
+            .map_err(|e| WindowError::Other(format!("screenshot: {e}")))?;
+        for y in 0..h as usize {
+            let row = &data[y * bpr as usize..][..w as usize * 4];
+            let dst = &mut img.rgba8[y * w as usize * 4..][..w as usize * 4];
+            for (d, s) in dst.chunks_exact_mut(4).zip(row.chunks_exact(4)) {
+                if bgra {
+                    d.copy_from_slice(&[s[2], s[1], s[0], 255]);
+                } else {
+                    d.copy_from_slice(&[s[0], s[1], s[2], 255]);
+                }
+            }
+        }
+    }
+    buf.unmap();
+    img.write_png(path)
+        .map_err(|e| WindowError::Other(format!("screenshot: {e}")))
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.gfx.is_some() {
+            return;
+        }
+        if let Err(e) = self.init(event_loop) {
+            self.error = Some(e);
+            event_loop.exit();
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        let Some(g) = self.gfx.as_mut() else { return };
+        let resp = g.egui_state.on_window_event(&g.window, &event);
+        let egui_pointer =
+            g.egui_ctx.egui_wants_pointer_input() || g.egui_ctx.is_pointer_over_egui();
+        match event {
+            WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(size) => {
+                if size.width > 0 && size.height > 0 {
+                    g.config.width = size.width;
+                    g.config.height = size.height;
+                    g.surface.configure(&g.gpu.device, &g.config);
+                    let (w, h) = render_size((size.width, size.height), self.opts.render_scale);
+                    g.player.set_size(w, h);
+                    self.ui.window_size = (size.width, size.height);
+                }
+            }
+            WindowEvent::RedrawRequested => self.redraw(event_loop),
+            WindowEvent::ModifiersChanged(m) => self.modifiers = m.state(),
+            WindowEvent::KeyboardInput { event, .. } if !resp.consumed => {
+                if event.state == ElementState::Pressed {
+                    let name = match &event.logical_key {
+                        Key::Named(NamedKey::Space) => Some("space".to_string()),
+                        Key::Named(NamedKey::ArrowLeft) => Some("left".into()),
+                        Key::Named(NamedKey::ArrowRight) => Some("right".into()),
+                        Key::Named(NamedKey::Home) => Some("home".into()),
+                        Key::Named(NamedKey::End) => Some("end".into()),
+                        Key::Named(NamedKey::Escape) => Some("escape".into()),
+                        Key::Character(c) => Some(c.to_string()),
+                        _ => None,
+                    };
+                    // Held step keys repeat; toggles do not.
+                    let action = name.as_deref().and_then(key_action);
+                    if let Some(a) = action
+                        && (!event.repeat
+                            || matches!(a, Action::Step(_) | Action::Orbit(..) | Action::Zoom(_)))
+                    {
+                        self.apply_action(a, event_loop);
+                    }
+                }
+            }
+            WindowEvent::MouseInput { state, button, .. } => {
+                let down = state == ElementState::Pressed && !egui_pointer;
+                match button {
+                    MouseButton::Left => self.mouse.1 = down,
+                    MouseButton::Right | MouseButton::Middle => self.mouse.2 = down,
+                    _ => {}
+                }
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                let (x, y) = (position.x, position.y);
+                if let Some((px, py)) = self.mouse.0 {
+                    let (dx, dy) = ((x - px) as f32, (y - py) as f32);
+                    let h = g.config.height.max(1) as f32;
+                    let pan = self.mouse.2 || (self.mouse.1 && self.modifiers.shift_key());
+                    if pan {
+                        g.player.view_mut().camera.pan(-dx / h, dy / h);
+                    } else if self.mouse.1 {
+                        g.player.view_mut().camera.orbit(-dx * 0.3, dy * 0.3);
+                    }
+                }
+                self.mouse.0 = Some((x, y));
+            }
+            WindowEvent::MouseWheel { delta, .. } if !egui_pointer => {
+                let lines = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => y,
+                    MouseScrollDelta::PixelDelta(p) => p.y as f32 / 40.0,
+                };
+                g.player.view_mut().camera.zoom(1.1f32.powf(lines));
+            }
+            _ => {}
+        }
+    }
+
+    fn about_to_wait(&mut self, _event_loop: &ActiveEventLoop) {
+        if let Some(g) = &self.gfx {
+            g.window.request_redraw();
+        }
+    }
+}
+
+/// Which path a kiosk or windowed run starts on is the player's choice; this re-export keeps
+/// the selector in one place for callers.
+pub type StartPath = PathSel;

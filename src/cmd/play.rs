@@ -1,0 +1,278 @@
+//! `supercell play`: the player — a window with the live overlay, a kiosk mode for the show
+//! floor, and a headless measurement run that writes JSON.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessReport};
+use supercell::app::window::{self, WindowOptions};
+use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu, script};
+use supercell::pipeline::PlayMode;
+
+/// Which paths a headless run measures.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathArg {
+    /// GPUDirect Storage (or staged CUDA copies) into shared GPU buffers.
+    Direct,
+    /// Host memory, uploaded through wgpu.
+    Host,
+    /// Host, then direct (toggled at run time, as the D key does).
+    Both,
+}
+
+/// End-of-timeline behaviour on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ModeArg {
+    /// Wrap around.
+    Loop,
+    /// Reverse at either end.
+    PingPong,
+    /// Stop at the end.
+    Once,
+}
+
+/// Arguments of `supercell play`.
+#[derive(clap::Args, Debug)]
+pub struct PlayArgs {
+    /// Scene file (`.toml`) or dataset directory; the built-in storm when omitted.
+    pub scene: Option<PathBuf>,
+    /// No window: play, measure, and write `--json`.
+    #[arg(long)]
+    pub headless: bool,
+    /// Headless: frames to show per path.
+    #[arg(long, default_value_t = 100)]
+    pub frames: u64,
+    /// Path: headless, which to measure; windowed, which to start on.
+    #[arg(long, value_enum, default_value = "both")]
+    pub path: PathArg,
+    /// Render size `WxH` (headless; in a window the window's size times `--render-scale`).
+    #[arg(long, default_value = "1280x720")]
+    pub size: String,
+    /// Headless: write the results here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Headless: timed jumps to random frames per path (scrub latency).
+    #[arg(long, default_value_t = 12)]
+    pub scrub_jumps: usize,
+    /// Headless: give up on a path after this long.
+    #[arg(long, default_value = "300s")]
+    pub timeout: String,
+    /// Ring slots per path (default: from frame size and memory, 3 to 8).
+    #[arg(long)]
+    pub slots: Option<usize>,
+    /// I/O threads per engine.
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Attributes in slot order, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub attributes: Option<Vec<String>>,
+    /// Playback rate, frames/s (default: as fast as frames arrive).
+    #[arg(long)]
+    pub fps: Option<f64>,
+    /// End-of-timeline behaviour.
+    #[arg(long, value_enum, default_value = "loop")]
+    pub mode: ModeArg,
+    /// First frame.
+    #[arg(long, default_value_t = 0)]
+    pub start_frame: u32,
+    /// Start paused.
+    #[arg(long)]
+    pub paused: bool,
+    /// Trade-show mode: fullscreen, large print, loops forever, camera flies.
+    #[arg(long)]
+    pub kiosk: bool,
+    /// Flip direct/host on a timer (e.g. `20s`).
+    #[arg(long)]
+    pub toggle_every: Option<String>,
+    /// Start fullscreen.
+    #[arg(long)]
+    pub fullscreen: bool,
+    /// Large print (readable from two metres).
+    #[arg(long)]
+    pub large_print: bool,
+    /// Render at this fraction of the window size (software Vulkan is slow).
+    #[arg(long, default_value_t = 1.0)]
+    pub render_scale: f32,
+    /// Window size `WxH` at start.
+    #[arg(long, default_value = "1280x720")]
+    pub window_size: String,
+    /// Scripted input: commands or a file (see `supercell::app::script`).
+    #[arg(long)]
+    pub script: Option<String>,
+    /// Quit after this many frames have been shown.
+    #[arg(long)]
+    pub exit_after: Option<u64>,
+}
+
+fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .with_context(|| format!("size {s:?} is not WIDTHxHEIGHT"))?;
+    let (w, h): (u32, u32) = (
+        w.trim().parse().with_context(|| format!("size {s:?}"))?,
+        h.trim().parse().with_context(|| format!("size {s:?}"))?,
+    );
+    if w == 0 || h == 0 || w > 16384 || h > 16384 {
+        bail!("size {s:?} must be 1..16384 on each side");
+    }
+    Ok((w, h))
+}
+
+fn player_config(args: &PlayArgs, size: (u32, u32)) -> anyhow::Result<PlayerConfig> {
+    if let Some(f) = args.fps
+        && !(f.is_finite() && f > 0.0)
+    {
+        bail!("--fps must be a positive number");
+    }
+    if args.threads == 0 || args.threads > 256 {
+        bail!("--threads must be 1..256");
+    }
+    if args.slots == Some(0) {
+        bail!("--slots must be at least 1");
+    }
+    Ok(PlayerConfig {
+        attributes: args.attributes.clone(),
+        width: size.0,
+        height: size.1,
+        slots: args.slots,
+        threads: args.threads,
+        path: if args.path == PathArg::Host {
+            PathSel::Host
+        } else {
+            PathSel::Direct
+        },
+        mode: match args.mode {
+            ModeArg::Loop => PlayMode::Loop,
+            ModeArg::PingPong => PlayMode::PingPong,
+            ModeArg::Once => PlayMode::Once,
+        },
+        speed_fps: args.fps,
+        playing: !args.paused,
+        start_frame: args.start_frame,
+        ..PlayerConfig::default()
+    })
+}
+
+/// Runs `supercell play`.
+pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
+    let scene = match &args.scene {
+        Some(p) => p.clone(),
+        None => super::info::ensure_default_dataset()?,
+    };
+    if !scene.exists() {
+        bail!("{}: no such scene file or dataset", scene.display());
+    }
+    if args.headless {
+        headless_run(args, &scene)
+    } else {
+        window_run(args, &scene)
+    }
+}
+
+fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
+    if args.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    let size = parse_size(&args.size)?;
+    let timeout = script::parse_duration(&args.timeout).map_err(anyhow::Error::msg)?;
+    let cfg = player_config(args, size)?;
+    let gpu = PlayerGpu::open(PlayerGpu::instance(), None)?;
+    let mut player = Player::new(&gpu.device, &gpu.queue, scene, &cfg)?;
+    let paths = match args.path {
+        PathArg::Direct => vec![PathSel::Direct],
+        PathArg::Host => vec![PathSel::Host],
+        PathArg::Both => vec![PathSel::Host, PathSel::Direct],
+    };
+    let runs = headless::run_paths(
+        &mut player,
+        &HeadlessOptions {
+            frames: args.frames,
+            paths,
+            scrub_jumps: args.scrub_jumps,
+            timeout,
+        },
+    );
+    player.drain(Duration::from_secs(10));
+    let m = player.manifest();
+    let report = HeadlessReport {
+        schema: headless::SCHEMA.into(),
+        date: headless::iso8601(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        ),
+        machine: headless::machine(gpu.describe()),
+        dataset: DatasetReport {
+            path: scene.display().to_string(),
+            frames: player.frame_count(),
+            lanes: m.lanes.len(),
+            attributes: player.attribute_names(),
+            bytes_per_frame: player.mean_frame_bytes(),
+            total_bytes: m.total_bytes(),
+        },
+        size: [size.0, size.1],
+        slots: player.slots(),
+        frames_per_path: args.frames,
+        paths: runs,
+    };
+    eprint!("{}", headless::summary(&report));
+    if let Some(p) = &args.json {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(p, text + "\n").with_context(|| format!("{}", p.display()))?;
+    }
+    // Errors fail the run, except a direct path that cannot run here when both were asked
+    // for (the report says why).
+    for r in &report.paths {
+        if let Some(e) = &r.error {
+            let unavailable = !r.info.available;
+            if !(unavailable && args.path == PathArg::Both) {
+                bail!("{} path: {e}", r.info.path.name());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn window_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
+    let window_size = parse_size(&args.window_size)?;
+    if !(args.render_scale.is_finite() && args.render_scale > 0.0 && args.render_scale <= 4.0) {
+        bail!("--render-scale must be in (0, 4]");
+    }
+    let cfg = player_config(args, window_size)?;
+    let toggle_every = args
+        .toggle_every
+        .as_deref()
+        .map(script::parse_duration)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    if toggle_every.is_some_and(|d| d < Duration::from_millis(100)) {
+        bail!("--toggle-every must be at least 100ms");
+    }
+    let script = args
+        .script
+        .as_deref()
+        .map(script::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)?
+        .unwrap_or_default();
+    let mut cfg = cfg;
+    if args.kiosk {
+        cfg.mode = PlayMode::Loop;
+        cfg.playing = true;
+    }
+    let opts = WindowOptions {
+        scene: scene.to_path_buf(),
+        player: cfg,
+        window_size,
+        render_scale: args.render_scale,
+        fullscreen: args.fullscreen || args.kiosk,
+        large_print: args.large_print || args.kiosk,
+        kiosk: args.kiosk,
+        toggle_every,
+        script,
+        exit_after: args.exit_after,
+    };
+    window::run(opts)?;
+    Ok(())
+}

@@ -1,0 +1,518 @@
+//! The player: the core on a small generated storm (frames arrive, scrubs land exactly, the
+//! direct toggle says why it cannot run without CUDA), the headless run's JSON, and the
+//! window under X (Xvfb started here when there is no `DISPLAY`) driven by a script: overlay
+//! numbers, the toggle, a scrub, and a screenshot compared with a headless render of the same
+//! frame away from the overlay.
+//!
+//! Without a GPU adapter (or a display, for the window test) the tests print why and pass,
+//! unless `SUPERCELL_REQUIRE_GPU` is set (CI sets it). The `#[ignore]`d test needs the H200
+//! (`scripts/gpu-tests.sh` runs it with `SUPERCELL_TEST_DATASET`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
+use supercell::dataset::{LaneSpec, Provenance};
+use supercell::synth::{GenerateOptions, default_params, generate_dataset};
+
+fn require_gpu() -> bool {
+    std::env::var_os("SUPERCELL_REQUIRE_GPU").is_some()
+}
+
+fn skip(why: &str) {
+    if require_gpu() {
+        panic!("{why} and SUPERCELL_REQUIRE_GPU is set");
+    }
+    eprintln!("skipping: {why}");
+}
+
+fn out_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("play-tests");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A small storm (8 frames, two lanes), made once and shared by the tests.
+fn dataset() -> PathBuf {
+    let dir = out_dir().join("storm48x8");
+    if dir.join("manifest.json").exists() {
+        return dir;
+    }
+    // Tests run in parallel: build under a private name, then rename into place.
+    let tmp = out_dir().join(format!("storm48x8.tmp{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let mut p = default_params();
+    p.resolution = 48;
+    p.frames = 8;
+    generate_dataset(
+        &p,
+        &GenerateOptions::default(),
+        &tmp,
+        LaneSpec::Count(2),
+        1 << 20,
+        Provenance::new("play test", ["48".to_string()]),
+        |_| {},
+    )
+    .expect("storm dataset");
+    if std::fs::rename(&tmp, &dir).is_err() {
+        // Another test won the race.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    dir
+}
+
+fn gpu() -> Option<PlayerGpu> {
+    match PlayerGpu::open(PlayerGpu::instance(), None) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            skip(&format!("no GPU adapter ({e})"));
+            None
+        }
+    }
+}
+
+fn small_config() -> PlayerConfig {
+    PlayerConfig {
+        width: 64,
+        height: 48,
+        path: PathSel::Host,
+        threads: 2,
+        ..PlayerConfig::default()
+    }
+}
+
+fn run_until(player: &mut Player, what: &str, mut done: impl FnMut(&Player) -> bool) {
+    let end = Instant::now() + Duration::from_secs(60);
+    while !done(player) {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        if player.tick().expect("tick").shown.is_none() {
+            player.wait(Duration::from_millis(2));
+        }
+    }
+}
+
+#[test]
+fn core_plays_scrubs_exactly_and_reports_the_direct_path() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    let mut player = Player::new(&g.device, &g.queue, &ds, &small_config()).expect("player");
+    assert!(player.slots() >= 3, "at least 3 slots");
+    // More frames than slots: the ring streams.
+    assert!(player.frame_count() as usize > player.slots().min(8) - 1);
+    run_until(&mut player, "12 frames", |p| {
+        p.figures(PathSel::Host).frames_rendered >= 12
+    });
+    let f = player.figures(PathSel::Host);
+    assert!(f.frames_delivered >= 12 && f.bytes > 0, "{f:?}");
+    assert!(f.bytes_per_frame > 0.0);
+    assert_eq!(player.last_error(), None);
+
+    // Scrubs land on exactly the frame asked for, paused or playing.
+    player.set_playing(false);
+    for target in [5u32, 1, 7, 7, 0, 3] {
+        player.scrub(target);
+        run_until(&mut player, "scrub", |p| {
+            !p.scrub_pending() && p.shown_frame() == Some(target)
+        });
+        assert_eq!(player.shown_frame(), Some(target));
+    }
+    assert_eq!(
+        player.stats(PathSel::Host).scrub_latencies().len(),
+        6,
+        "every scrub timed"
+    );
+
+    // Without CUDA (and CUDA↔Vulkan sharing) the direct path is unavailable, with a reason;
+    // the toggle leaves the host path running.
+    if supercell::gpu::cuda_probe().is_err() {
+        let why = player
+            .direct_unavailable()
+            .expect("direct unavailable here");
+        assert!(!why.is_empty());
+        let err = player.toggle_path().expect_err("toggle refused");
+        assert!(err.contains("CUDA"), "{err}");
+        assert_eq!(player.active_path(), PathSel::Host);
+        let rep = player.path_report(PathSel::Direct);
+        assert!(!rep.available && rep.unavailable_reason.is_some());
+    }
+    // Keeps playing after the refused toggle.
+    player.set_playing(true);
+    let before = player.figures(PathSel::Host).frames_rendered;
+    run_until(&mut player, "frames after the toggle", |p| {
+        p.figures(PathSel::Host).frames_rendered >= before + 4
+    });
+    player.drain(Duration::from_secs(5));
+}
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_supercell")
+}
+
+#[test]
+fn headless_run_writes_sane_json() {
+    if gpu().is_none() {
+        return;
+    }
+    let ds = dataset();
+    let json = out_dir().join("headless.json");
+    let _ = std::fs::remove_file(&json);
+    let out = Command::new(bin())
+        .args(["play", ds.to_str().unwrap(), "--headless", "--frames", "10"])
+        .args(["--path", "both", "--size", "64x48", "--scrub-jumps", "10"])
+        .args(["--threads", "2", "--json", json.to_str().unwrap()])
+        .output()
+        .expect("run supercell play");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "play failed:\n{stderr}");
+    assert!(
+        stderr.contains("GB/s"),
+        "human summary on stderr:\n{stderr}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "supercell-play-headless/1");
+    assert!(v["date"].as_str().unwrap().starts_with("20"));
+    assert!(!v["machine"]["adapter"].as_str().unwrap().is_empty());
+    assert_eq!(v["dataset"]["frames"], 8);
+    assert_eq!(v["size"], serde_json::json!([64, 48]));
+    let paths = v["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2);
+    let host = &paths[0];
+    assert_eq!(host["info"]["path"], "host");
+    assert_eq!(host["info"]["available"], true);
+    assert_eq!(host["ran"], true, "{host}");
+    let f = &host["figures"];
+    assert!(f["frames_rendered"].as_u64().unwrap() >= 10);
+    assert!(f["frames_delivered"].as_u64().unwrap() >= 10);
+    assert!(f["gbps_mean"].as_f64().unwrap() > 0.0);
+    assert!(f["gbps_peak"].as_f64().unwrap() >= 0.0);
+    assert!(f["rendered_fps"].as_f64().unwrap() > 0.0);
+    assert!(f["bytes_per_frame"].as_f64().unwrap() > 4096.0);
+    let (p50, p99) = (
+        f["latency_p50_ms"].as_f64().unwrap(),
+        f["latency_p99_ms"].as_f64().unwrap(),
+    );
+    assert!(p50 > 0.0 && p99 >= p50, "{f}");
+    let s = &host["scrub"];
+    assert_eq!(s["jumps"], 10);
+    assert_eq!(s["exact"], true);
+    assert!(s["max_ms"].as_f64().unwrap() >= s["p50_ms"].as_f64().unwrap());
+    assert!(s["bound_ms"].as_f64().unwrap() > 20.0);
+    assert!(host["memory"]["rss_end"].as_u64().unwrap() > 0);
+    assert!(host["memory"]["player_gpu_buffers"].as_u64().unwrap() > 0);
+    assert!(host["cpu_s"].as_f64().unwrap() >= 0.0);
+    let direct = &paths[1];
+    assert_eq!(direct["info"]["path"], "direct");
+    if supercell::gpu::cuda_probe().is_err() {
+        assert_eq!(direct["info"]["available"], false);
+        assert!(
+            direct["info"]["unavailable_reason"]
+                .as_str()
+                .unwrap()
+                .contains("CUDA")
+        );
+        assert_eq!(direct["ran"], false);
+    }
+
+    // Bad input is refused with a message, not a panic.
+    for args in [
+        vec!["--frames", "0"],
+        vec!["--size", "0x10"],
+        vec!["--fps", "-1"],
+    ] {
+        let out = Command::new(bin())
+            .args(["play", ds.to_str().unwrap(), "--headless"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} accepted");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("error"), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+    }
+}
+
+/// An X display: `DISPLAY`, or an Xvfb started here (killed on drop).
+struct Display {
+    name: String,
+    child: Option<Child>,
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn display() -> Option<Display> {
+    if let Some(d) = std::env::var_os("DISPLAY").filter(|d| !d.is_empty()) {
+        return Some(Display {
+            name: d.to_string_lossy().into_owned(),
+            child: None,
+        });
+    }
+    let n = 90 + std::process::id() % 500;
+    let child = Command::new("Xvfb")
+        .args([
+            format!(":{n}").as_str(),
+            "-screen",
+            "0",
+            "1280x1024x24",
+            "-nolisten",
+            "tcp",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let d = Display {
+        name: format!(":{n}"),
+        child: Some(child),
+    };
+    let sock = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
+    let end = Instant::now() + Duration::from_secs(10);
+    while !sock.exists() {
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(d)
+}
+
+fn read_png(p: &Path) -> (u32, u32, Vec<u8>) {
+    let dec = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(p).unwrap()));
+    let mut r = dec.read_info().unwrap();
+    let mut buf = vec![0; r.output_buffer_size().unwrap()];
+    let info = r.next_frame(&mut buf).unwrap();
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    let ch = match info.color_type {
+        png::ColorType::Rgba => 4,
+        png::ColorType::Rgb => 3,
+        other => panic!("unexpected PNG colour type {other:?}"),
+    };
+    let mut rgb = Vec::with_capacity((info.width * info.height * 3) as usize);
+    for px in buf[..info.buffer_size()].chunks_exact(ch) {
+        rgb.extend_from_slice(&px[..3]);
+    }
+    (info.width, info.height, rgb)
+}
+
+/// Mean absolute difference (0..255) of two RGB images over the pixel box `[x0, x1) × [y0, y1)`.
+fn mean_abs_diff(a: &[u8], b: &[u8], w: u32, (x0, y0, x1, y1): (u32, u32, u32, u32)) -> f64 {
+    let mut sum = 0u64;
+    let mut n = 0u64;
+    for y in y0..y1 {
+        for x in x0..x1 {
+            let i = ((y * w + x) * 3) as usize;
+            for c in 0..3 {
+                sum += u64::from(a[i + c].abs_diff(b[i + c]));
+                n += 1;
+            }
+        }
+    }
+    sum as f64 / n.max(1) as f64
+}
+
+#[test]
+fn window_overlay_toggle_scrub_and_screenshot() {
+    if gpu().is_none() {
+        return;
+    }
+    let Some(disp) = display() else {
+        skip("no X display (DISPLAY unset and Xvfb not installed)");
+        return;
+    };
+    let ds = dataset();
+    let dir = out_dir().join("window");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let script = format!(
+        "wait-frames 4; dump-state {s1}; key D; wait 300ms; dump-state {s2}; key Space; \
+         scrub 5; wait-shown 5; wait 300ms; screenshot {shot}; render {img}; dump-state {s3}; \
+         key H; wait 100ms; dump-state {s4}; quit",
+        s1 = p("s1.json"),
+        s2 = p("s2.json"),
+        s3 = p("s3.json"),
+        s4 = p("s4.json"),
+        shot = p("shot.png"),
+        img = p("img.png"),
+    );
+    let mut child = Command::new(bin())
+        .args(["play", ds.to_str().unwrap(), "--window-size", "800x600"])
+        .args(["--threads", "2", "--fps", "20", "--script", &script])
+        .env("DISPLAY", &disp.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the window");
+    let end = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the window did not quit within 180 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !status.success() && stderr.contains("cannot open a window") {
+        skip(&format!("no window: {stderr}"));
+        return;
+    }
+    assert!(status.success(), "play (window) failed:\n{stderr}");
+    let read = |n: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
+    };
+    // The overlay shows numbers.
+    let s1 = read("s1.json");
+    assert!(s1["frames_shown"].as_u64().unwrap() >= 4, "{s1}");
+    let lines: Vec<String> = serde_json::from_value(s1["lines"].clone()).unwrap();
+    assert!(lines.iter().any(|l| l.contains("GB/s")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("frames/s")), "{lines:?}");
+    assert!(s1["host"]["frames_delivered"].as_u64().unwrap() >= 4);
+    assert!(s1["host"]["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(s1["active_path"], "host");
+    // The toggle: without CUDA it is refused with the reason, and the host path keeps going.
+    let s2 = read("s2.json");
+    if supercell::gpu::cuda_probe().is_err() {
+        assert_eq!(s2["direct_available"], false);
+        assert!(
+            s2["direct_unavailable_reason"]
+                .as_str()
+                .unwrap()
+                .contains("CUDA")
+        );
+        assert_eq!(s2["active_path"], "host");
+        assert!(
+            s2["message"].as_str().unwrap().contains("unavailable"),
+            "{s2}"
+        );
+        assert!(lines.iter().any(|l| l.contains("direct path unavailable")));
+    } else {
+        assert_eq!(s2["active_path"], "direct", "{s2}");
+    }
+    // The scrub landed on exactly frame 5, paused.
+    let s3 = read("s3.json");
+    assert_eq!(s3["shown_frame"], 5, "{s3}");
+    assert_eq!(s3["playing"], false);
+    assert!(s3["last_scrub_ms"].as_f64().is_some());
+    assert_eq!(s3["help_visible"], false);
+    assert_eq!(read("s4.json")["help_visible"], true);
+
+    // The screenshot is the window (image + overlay); away from the overlay it matches a
+    // headless render of frame 5 at the same size.
+    let [ww, wh] = [
+        s3["window_size"][0].as_u64().unwrap() as u32,
+        s3["window_size"][1].as_u64().unwrap() as u32,
+    ];
+    let [rw, rh] = [
+        s3["render_size"][0].as_u64().unwrap() as u32,
+        s3["render_size"][1].as_u64().unwrap() as u32,
+    ];
+    let (sw, sh, shot) = read_png(&dir.join("shot.png"));
+    assert_eq!((sw, sh), (ww, wh));
+    assert_eq!((rw, rh), (ww, wh), "render scale 1");
+    let rdir = dir.join("render");
+    let out = Command::new(bin())
+        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
+        .args([
+            "--size",
+            &format!("{rw}x{rh}"),
+            "--out",
+            rdir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
+    let (_, _, img) = read_png(&dir.join("img.png"));
+    // The player's own image is the renderer's image of frame 5 (same data, same view).
+    let whole = (0, 0, rw, rh);
+    let d_img = mean_abs_diff(&img, &reference, rw, whole);
+    assert!(
+        d_img < 2.0,
+        "player image vs headless render: mean abs diff {d_img}"
+    );
+    // A box in the middle of the window, clear of the panels (stats top left, plots top
+    // right, timeline bottom).
+    let free = (ww * 30 / 100, wh * 55 / 100, ww * 70 / 100, wh * 80 / 100);
+    let d_free = mean_abs_diff(&shot, &reference, ww, free);
+    assert!(
+        d_free < 6.0,
+        "screenshot vs headless render away from the overlay: {d_free}"
+    );
+    // Where the stats panel is, the overlay changed the picture.
+    let panel = (12, 12, ww * 30 / 100, wh * 20 / 100);
+    let d_panel = mean_abs_diff(&shot, &reference, ww, panel);
+    assert!(
+        d_panel > d_free + 3.0,
+        "no overlay in the screenshot? {d_panel} vs {d_free}"
+    );
+}
+
+/// On the H200: both paths, toggled during playback, each delivering frames, no errors, no
+/// growth of resident memory across toggles.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn toggle_during_playback_on_the_gpu() {
+    let ds = std::env::var_os("SUPERCELL_TEST_DATASET")
+        .map(PathBuf::from)
+        .unwrap_or_else(dataset);
+    let g = PlayerGpu::open(PlayerGpu::instance(), None).expect("GPU");
+    let mut player = Player::new(
+        &g.device,
+        &g.queue,
+        &ds,
+        &PlayerConfig {
+            width: 640,
+            height: 360,
+            path: PathSel::Direct,
+            threads: 8,
+            ..PlayerConfig::default()
+        },
+    )
+    .expect("player");
+    assert!(
+        player.direct_unavailable().is_none(),
+        "direct path unavailable on the GPU machine: {:?}",
+        player.direct_unavailable()
+    );
+    let rss0 = supercell::app::headless::rss_bytes();
+    for round in 0..6 {
+        let sel = player.active_path();
+        let before = player.figures(sel).frames_rendered;
+        run_until(&mut player, "frames on this path", |p| {
+            p.figures(sel).frames_rendered >= before + 5
+        });
+        eprintln!("round {round}: {} {:?}", sel.name(), player.figures(sel));
+        player.toggle_path().expect("toggle");
+    }
+    assert_eq!(player.last_error(), None);
+    for sel in [PathSel::Direct, PathSel::Host] {
+        let f = player.figures(sel);
+        assert!(
+            f.frames_delivered >= 15 && f.gbps_mean > 0.0,
+            "{sel:?}: {f:?}"
+        );
+    }
+    let rss1 = supercell::app::headless::rss_bytes();
+    assert!(
+        rss1 < rss0 + (512 << 20),
+        "resident memory grew from {rss0} to {rss1} over 6 toggles"
+    );
+    player.drain(Duration::from_secs(10));
+}
