@@ -10,8 +10,10 @@
 # #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs), then the
 # benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), a staged
 # sweep with its plot, the raw O_DIRECT and kvikio peers on the same files, and a cold
-# root-disk run against the raw O_DIRECT ceiling. Knobs (environment): FRAMES (16),
-# FRAME_SIZE (1GB), LANES (8), LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1.
+# root-disk run against the raw O_DIRECT ceiling, and the player headless on both paths
+# (play.json) plus a longer memory run (play-long.json). Knobs (environment): FRAMES (16),
+# FRAME_SIZE (1GB), LANES (8), LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1,
+# PLAY_FRAMES (64), PLAY_LONG_FRAMES (600), SKIP_PLAY=1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,15 +21,18 @@ prepare() {
   set -e
   cargo build --release --workspace
   local bins
-  bins=$(cargo test --release --test ingest_gpu --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
+  mkdir -p .dev
+  local t bin
+  for t in ingest_gpu play; do
+    bin=$(cargo test --release --test "$t" --no-run --message-format=json 2>/dev/null |
+      T="$t" python3 -c 'import json,os,sys
 for l in sys.stdin:
     m=json.loads(l)
-    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="ingest_gpu": print(m["executable"])')
-  mkdir -p .dev
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]==os.environ["T"]: print(m["executable"])')
+    cp "$bin" ".dev/$t"
+  done
   cp target/release/supercell target/release/supercell-data .dev/
-  cp "$bins" .dev/ingest_gpu
-  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu || true
+  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/play || true
   rm -rf .dev/device && cp -r ../shared/device .dev/device
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh
   du -sh .dev
@@ -57,10 +62,28 @@ run() {
   SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/ingest_gpu --ignored --test-threads 1 --nocapture \
     >"$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+  say "player GPU tests (toggle during playback, both paths)"
+  SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/play --ignored \
+    --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
+  echo "player gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+
+  if [ -z "${SKIP_PLAY:-}" ]; then
+    # The player headless: both paths on the lane dataset (host, then direct toggled at run
+    # time), with scrub latency; then a longer run to watch resident and GPU memory.
+    say "play --headless --path both --frames ${PLAY_FRAMES:-64}"
+    timeout 300 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-64}" --threads "$THREADS" \
+      --size 1920x1080 --json "$OUT/play.json" >>"$LOG" 2>&1
+    echo "play exit code: $?" | tee -a "$LOG"
+    say "play --headless memory run (${PLAY_LONG_FRAMES:-600} frames per path)"
+    timeout 500 $SC play "$DS" --headless --path both --frames "${PLAY_LONG_FRAMES:-600}" --threads "$THREADS" \
+      --size 1280x720 --scrub-jumps 10 --json "$OUT/play-long.json" >>"$LOG" 2>&1
+    echo "play (long) exit code: $?" | tee -a "$LOG"
+  fi
 
   local files
   files=$(find /mnt/lanes -name '*.sclane' | sort)
   local json_parts=()
+  [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-long.json")
   for p in cpu-only staged gds; do
     say "bench --path $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
     timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \

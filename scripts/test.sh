@@ -13,6 +13,11 @@ command -v nanovdb_validate >/dev/null || need_apt+=(libnanovdb-tools)
 /usr/bin/python3 -c 'import pyopenvdb' 2>/dev/null || need_apt+=(python3-openvdb)
 # Mesa's software Vulkan (lavapipe) for the renderer tests.
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers libvulkan1)
+# A virtual X server and the libraries winit loads at run time, for the player's window tests
+# (tests/play.rs starts its own Xvfb when DISPLAY is unset).
+command -v Xvfb >/dev/null || need_apt+=(xvfb)
+ldconfig -p 2>/dev/null | grep -q libxkbcommon-x11.so.0 || need_apt+=(libxkbcommon-x11-0)
+ldconfig -p 2>/dev/null | grep -q libXcursor.so.1 || need_apt+=(libxcursor1 libxi6 libxrandr2)
 if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
@@ -36,4 +41,10 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+# The player's window tests need an X display: an Xvfb per run keeps them off any real
+# desktop (and works where there is none).
+if command -v xvfb-run >/dev/null; then
+  xvfb-run -a -s "-screen 0 1280x1024x24" cargo test --workspace
+else
+  cargo test --workspace
+fi

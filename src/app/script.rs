@@ -78,7 +78,7 @@ pub fn key_action(name: &str) -> Option<Action> {
         "c" => Action::ResetCamera,
         "t" => Action::NextPreset,
         "1" | "2" | "3" | "4" => Action::ToggleAttribute(n.parse::<usize>().ok()? - 1),
-        "a" | "arrowup" => Action::Orbit(-1, 0),
+        "a" => Action::Orbit(-1, 0),
         "w" => Action::Orbit(0, 1),
         "s" => Action::Orbit(0, -1),
         "x" => Action::Orbit(1, 0),

@@ -3,11 +3,12 @@
 //! scripted input.
 //!
 //! Composition: the renderer's `Rgba8Unorm` output (sRGB-encoded values) is copied into a
-//! display texture of the same size whose format is `Rgba8UnormSrgb` (a copy between formats
-//! that differ only in sRGB-ness), registered with egui and painted full-window behind the
-//! overlay; egui samples it as linear colour and writes it out correctly for either kind of
-//! swapchain format. A screenshot renders the same egui output once more into an offscreen
-//! texture of the swapchain's format and size, and reads that back.
+//! display texture of the same format and size, registered with egui and painted full-window
+//! behind the overlay. egui treats texture values as gamma-encoded (as ours are) and blends in
+//! gamma space on a non-sRGB swapchain, its preferred case, so the image reaches the screen
+//! unchanged. (The copy keeps the egui bind group valid while the renderer resizes its
+//! targets.) A screenshot renders the same egui output once more into an offscreen texture of
+//! the swapchain's format and size, and reads that back.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -21,7 +22,7 @@ use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::{Fullscreen, Window, WindowId};
 
 use super::PlayerGpu;
-use super::core::{PathSel, PlayError, Player, PlayerConfig};
+use super::core::{PlayError, Player, PlayerConfig};
 use super::overlay::{self, PRESETS, UiRequest, UiState};
 use super::script::{Action, Command, key_action};
 use crate::pipeline::{Direction, PlayMode};
@@ -181,7 +182,13 @@ impl App {
             .formats
             .iter()
             .copied()
-            .find(|f| f.is_srgb())
+            .find(|f| {
+                !f.is_srgb()
+                    && matches!(
+                        f,
+                        wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Rgba8Unorm
+                    )
+            })
             .or_else(|| caps.formats.first().copied())
             .ok_or_else(|| WindowError::Other("the surface supports no format".into()))?;
         let config = wgpu::SurfaceConfiguration {
@@ -214,9 +221,10 @@ impl App {
             })
             .collect();
         if self.opts.kiosk
-            && let Err(why) = self_set_path_quiet(&player)
+            && let Some(why) = player.direct_unavailable()
         {
-            self.ui.message = Some((why, Instant::now()));
+            // The kiosk starts on the direct path where it can; the audience sees why not.
+            self.ui.message = Some((format!("direct path unavailable: {why}"), Instant::now()));
         }
         let egui_ctx = egui::Context::default();
         egui_ctx.set_zoom_factor(if self.ui.large_print { 2.0 } else { 1.0 });
@@ -506,14 +514,6 @@ impl App {
     }
 }
 
-/// The kiosk starts on the direct path where it can run; the reason is shown if not.
-fn self_set_path_quiet(player: &Player) -> Result<(), String> {
-    match player.direct_unavailable() {
-        Some(why) => Err(format!("direct path unavailable: {why}")),
-        None => Ok(()),
-    }
-}
-
 /// Composes the image and the overlay into the swapchain (and a screenshot when asked).
 fn compose(
     g: &mut Gfx,
@@ -540,7 +540,7 @@ fn compose(
                 mip_level_count: 1,
                 sample_count: 1,
                 dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::Rgba8UnormSrgb,
+                format: crate::render::LDR_FORMAT,
                 usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
                 view_formats: &[],
             });
@@ -588,20 +588,26 @@ fn compose(
     g.egui_state
         .handle_platform_output(&g.window, full.platform_output);
     let jobs = g.egui_ctx.tessellate(full.shapes, full.pixels_per_point);
-    for (id, deltas) in &full.textures_delta.set {
-        for delta in deltas {
-            g.egui_renderer.update_texture(&device, &queue, *id, delta);
+    let mut textures = full.textures_delta;
+    for (id, deltas) in textures.set.drain() {
+        for delta in &deltas {
+            g.egui_renderer.update_texture(&device, &queue, id, delta);
         }
     }
+    // Freed after this frame's submission (egui may still draw them in it).
+    let free: Vec<egui::TextureId> = textures.free.drain().collect();
+    textures.clear();
     let frame = match g.surface.get_current_texture() {
         wgpu::CurrentSurfaceTexture::Success(t) | wgpu::CurrentSurfaceTexture::Suboptimal(t) => t,
         wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
             g.surface.configure(&device, &g.config);
             queue.submit([enc.finish()]);
+            free.iter().for_each(|id| g.egui_renderer.free_texture(id));
             return Ok(());
         }
         wgpu::CurrentSurfaceTexture::Timeout | wgpu::CurrentSurfaceTexture::Occluded => {
             queue.submit([enc.finish()]);
+            free.iter().for_each(|id| g.egui_renderer.free_texture(id));
             return Ok(());
         }
         other => {
@@ -672,7 +678,7 @@ fn compose(
     queue.submit(cmds);
     g.window.pre_present_notify();
     queue.present(frame);
-    for id in &full.textures_delta.free {
+    for id in &free {
         g.egui_renderer.free_texture(id);
     }
     if let Some((path, buf, bpr, w, h)) = shot {
@@ -844,7 +850,3 @@ impl ApplicationHandler for App {
         }
     }
 }
-
-/// Which path a kiosk or windowed run starts on is the player's choice; this re-export keeps
-/// the selector in one place for callers.
-pub type StartPath = PathSel;
