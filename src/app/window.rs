@@ -375,16 +375,16 @@ impl App {
             match &self.waiting {
                 Some(Waiting::Until(t)) if Instant::now() < *t => return,
                 Some(Waiting::Frames(n)) if self.ui.frames_shown < *n => return,
-                Some(Waiting::Shown(f, deadline)) => {
-                    if g.player.shown_frame() != Some(*f) || g.player.scrub_pending() {
-                        if Instant::now() > *deadline {
-                            self.error = Some(WindowError::Other(format!(
-                                "script: frame {f} was not shown within 60 s"
-                            )));
-                            event_loop.exit();
-                        }
-                        return;
+                Some(Waiting::Shown(f, deadline))
+                    if g.player.shown_frame() != Some(*f) || g.player.scrub_pending() =>
+                {
+                    if Instant::now() > *deadline {
+                        self.error = Some(WindowError::Other(format!(
+                            "script: frame {f} was not shown within 60 s"
+                        )));
+                        event_loop.exit();
                     }
+                    return;
                 }
                 _ => {}
             }
@@ -777,38 +777,36 @@ impl ApplicationHandler for App {
             g.egui_ctx.egui_wants_pointer_input() || g.egui_ctx.is_pointer_over_egui();
         match event {
             WindowEvent::CloseRequested => event_loop.exit(),
-            WindowEvent::Resized(size) => {
-                if size.width > 0 && size.height > 0 {
-                    g.config.width = size.width;
-                    g.config.height = size.height;
-                    g.surface.configure(&g.gpu.device, &g.config);
-                    let (w, h) = render_size((size.width, size.height), self.opts.render_scale);
-                    g.player.set_size(w, h);
-                    self.ui.window_size = (size.width, size.height);
-                }
+            WindowEvent::Resized(size) if size.width > 0 && size.height > 0 => {
+                g.config.width = size.width;
+                g.config.height = size.height;
+                g.surface.configure(&g.gpu.device, &g.config);
+                let (w, h) = render_size((size.width, size.height), self.opts.render_scale);
+                g.player.set_size(w, h);
+                self.ui.window_size = (size.width, size.height);
             }
             WindowEvent::RedrawRequested => self.redraw(event_loop),
             WindowEvent::ModifiersChanged(m) => self.modifiers = m.state(),
-            WindowEvent::KeyboardInput { event, .. } if !resp.consumed => {
-                if event.state == ElementState::Pressed {
-                    let name = match &event.logical_key {
-                        Key::Named(NamedKey::Space) => Some("space".to_string()),
-                        Key::Named(NamedKey::ArrowLeft) => Some("left".into()),
-                        Key::Named(NamedKey::ArrowRight) => Some("right".into()),
-                        Key::Named(NamedKey::Home) => Some("home".into()),
-                        Key::Named(NamedKey::End) => Some("end".into()),
-                        Key::Named(NamedKey::Escape) => Some("escape".into()),
-                        Key::Character(c) => Some(c.to_string()),
-                        _ => None,
-                    };
-                    // Held step keys repeat; toggles do not.
-                    let action = name.as_deref().and_then(key_action);
-                    if let Some(a) = action
-                        && (!event.repeat
-                            || matches!(a, Action::Step(_) | Action::Orbit(..) | Action::Zoom(_)))
-                    {
-                        self.apply_action(a, event_loop);
-                    }
+            WindowEvent::KeyboardInput { event, .. }
+                if !resp.consumed && event.state == ElementState::Pressed =>
+            {
+                let name = match &event.logical_key {
+                    Key::Named(NamedKey::Space) => Some("space".to_string()),
+                    Key::Named(NamedKey::ArrowLeft) => Some("left".into()),
+                    Key::Named(NamedKey::ArrowRight) => Some("right".into()),
+                    Key::Named(NamedKey::Home) => Some("home".into()),
+                    Key::Named(NamedKey::End) => Some("end".into()),
+                    Key::Named(NamedKey::Escape) => Some("escape".into()),
+                    Key::Character(c) => Some(c.to_string()),
+                    _ => None,
+                };
+                // Held step keys repeat; toggles do not.
+                let action = name.as_deref().and_then(key_action);
+                if let Some(a) = action
+                    && (!event.repeat
+                        || matches!(a, Action::Step(_) | Action::Orbit(..) | Action::Zoom(_)))
+                {
+                    self.apply_action(a, event_loop);
                 }
             }
             WindowEvent::MouseInput { state, button, .. } => {
