@@ -372,7 +372,15 @@ pub fn draw(
     // Plots, top right.
     if ui_state.plots {
         egui::Area::new(egui::Id::unique("supercell-plots"))
-            .anchor(Align2::RIGHT_TOP, vec2(-12.0, 12.0))
+            // Kiosk: bottom right, clear of the large-print figures (no timeline there).
+            .anchor(
+                if ui_state.kiosk {
+                    Align2::RIGHT_BOTTOM
+                } else {
+                    Align2::RIGHT_TOP
+                },
+                vec2(-12.0, if ui_state.kiosk { -12.0 } else { 12.0 }),
+            )
             .show(ctx, |ui| {
                 panel.show(ui, |ui| {
                     let w = ui_state.plot_window_s;

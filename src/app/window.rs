@@ -151,6 +151,16 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
     }
 }
 
+/// Overlay zoom: 1 normally; in large print it grows with the window so that text stays
+/// readable from two metres on a 1080p or 4K screen (2× at 1080 pixels high).
+fn zoom_for(large_print: bool, height_px: u32, scale_factor: f64) -> f32 {
+    if !large_print {
+        return 1.0;
+    }
+    let logical_h = height_px as f32 / scale_factor.max(0.1) as f32;
+    (logical_h / 540.0).clamp(1.25, 3.0)
+}
+
 fn render_size(window: (u32, u32), scale: f32) -> (u32, u32) {
     let s = |v: u32| ((v as f32 * scale).round() as u32).clamp(1, 16384);
     (s(window.0), s(window.1))
@@ -227,7 +237,7 @@ impl App {
             self.ui.message = Some((format!("direct path unavailable: {why}"), Instant::now()));
         }
         let egui_ctx = egui::Context::default();
-        egui_ctx.set_zoom_factor(if self.ui.large_print { 2.0 } else { 1.0 });
+        egui_ctx.set_zoom_factor(zoom_for(self.ui.large_print, sh, window.scale_factor()));
         let egui_state = egui_winit::State::new(
             egui_ctx.clone(),
             egui::ViewportId::ROOT,
@@ -304,8 +314,12 @@ impl App {
             Action::TogglePlots => self.ui.plots = !self.ui.plots,
             Action::ToggleLargePrint => {
                 self.ui.large_print = !self.ui.large_print;
-                g.egui_ctx
-                    .set_zoom_factor(if self.ui.large_print { 2.0 } else { 1.0 });
+                let h = g.config.height;
+                g.egui_ctx.set_zoom_factor(zoom_for(
+                    self.ui.large_print,
+                    h,
+                    g.window.scale_factor(),
+                ));
             }
             Action::ResetCamera => {
                 let cam = p.scene_view().camera;
@@ -784,6 +798,11 @@ impl ApplicationHandler for App {
                 let (w, h) = render_size((size.width, size.height), self.opts.render_scale);
                 g.player.set_size(w, h);
                 self.ui.window_size = (size.width, size.height);
+                g.egui_ctx.set_zoom_factor(zoom_for(
+                    self.ui.large_print,
+                    size.height,
+                    g.window.scale_factor(),
+                ));
             }
             WindowEvent::RedrawRequested => self.redraw(event_loop),
             WindowEvent::ModifiersChanged(m) => self.modifiers = m.state(),
