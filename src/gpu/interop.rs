@@ -523,7 +523,7 @@ impl Exportable {
                 "a shared buffer needs at least one byte".into(),
             ));
         }
-        if len % wgpu::COPY_BUFFER_ALIGNMENT != 0 {
+        if !len.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT) {
             return Err(InteropError::Usage(format!(
                 "a shared buffer's size must be a multiple of {} bytes ({len} is not)",
                 wgpu::COPY_BUFFER_ALIGNMENT
@@ -834,7 +834,7 @@ pub fn probe(gpu: Option<&Gpu>) -> Result<String, String> {
     let dev = InteropDevice::open(gpu).map_err(|e| e.to_string())?;
     let len = 64 << 10;
     let shared = SharedBuffer::new(&dev, gpu, len).map_err(|e| e.to_string())?;
-    let word = 0x5c5c_e11u32;
+    let word = 0x5ce1_1f00_u32;
     gpu.bind().map_err(|e| e.to_string())?;
     // SAFETY: `len` bytes mapped at the pointer; context bound.
     cuda_check(
