@@ -172,8 +172,12 @@ struct VkDevice {
     device: ash::Device,
     external_fd: ash::khr::external_memory_fd::Device,
     memory: vk::PhysicalDeviceMemoryProperties,
-    /// `maxMemoryAllocationSize` (Vulkan 1.1), the largest allocation the driver promises.
+    /// `maxMemoryAllocationSize` (Vulkan 1.1), the largest allocation the driver promises
+    /// (a soft limit: NVIDIA reports 4 GiB and allocates more).
     max_allocation: u64,
+    /// `maxBufferSize` (Vulkan 1.3 / maintenance4), the hard limit of a `VkBuffer`'s size;
+    /// `None` where the device does not report it.
+    max_buffer: Option<u64>,
     /// Whether a dedicated allocation is required for exportable buffers.
     dedicated_only: bool,
 }
@@ -308,7 +312,7 @@ impl InteropDevice {
         let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let limits = adapter.limits();
         let hints = wgpu::MemoryHints::Performance;
-        let open = {
+        let (open, has_m4) = {
             // SAFETY: the guard is only used in this block, before wgpu sees the device.
             let hal = unsafe { adapter.as_hal::<Vulkan>() }
                 .ok_or_else(|| InteropError::NoVulkan(format!("{} is not Vulkan", info.name)))?;
@@ -356,10 +360,13 @@ impl InteropDevice {
                     }
                 }
             });
+            let has_m4 = caps.properties().api_version >= vk::API_VERSION_1_3
+                || caps.supports_extension(ash::khr::maintenance4::NAME);
             // SAFETY: features and limits come from this adapter; the callback only adds
             // an extension the adapter supports (checked above).
-            unsafe { hal.open_with_callback(features, &limits, &hints, Some(cb)) }
-                .map_err(|e| InteropError::Wgpu(format!("creating the Vulkan device: {e}")))?
+            let open = unsafe { hal.open_with_callback(features, &limits, &hints, Some(cb)) }
+                .map_err(|e| InteropError::Wgpu(format!("creating the Vulkan device: {e}")))?;
+            (open, has_m4)
         };
         let desc = wgpu::DeviceDescriptor {
             label: Some("supercell interop"),
@@ -391,9 +398,14 @@ impl InteropDevice {
             // SAFETY: valid physical device.
             let memory = unsafe { raw_instance.get_physical_device_memory_properties(pd) };
             let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
+            let mut m4 = vk::PhysicalDeviceMaintenance4Properties::default();
             {
                 let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut m3);
-                // SAFETY: valid physical device; Vulkan 1.1 checked above.
+                if has_m4 {
+                    p2 = p2.push_next(&mut m4);
+                }
+                // SAFETY: valid physical device; Vulkan 1.1 checked above; the maintenance4
+                // struct is chained only where the device knows it.
                 unsafe { raw_instance.get_physical_device_properties2(pd, &mut p2) };
             }
             let query = vk::PhysicalDeviceExternalBufferInfo::default()
@@ -409,6 +421,7 @@ impl InteropDevice {
                 external_fd,
                 memory,
                 max_allocation: m3.max_memory_allocation_size,
+                max_buffer: (has_m4 && m4.max_buffer_size > 0).then_some(m4.max_buffer_size),
                 dedicated_only: out
                     .external_memory_properties
                     .external_memory_features
@@ -434,7 +447,7 @@ impl InteropDevice {
             None => "no CUDA".into(),
         };
         format!(
-            "{} ({:?}, {:?}), driver {} {}, UUID {}, max allocation {} MiB{}, {cuda}",
+            "{} ({:?}, {:?}), driver {} {}, UUID {}, max allocation {} MiB, max shared buffer {} MiB{}, {cuda}",
             i.name,
             i.backend,
             i.device_type,
@@ -442,6 +455,7 @@ impl InteropDevice {
             i.driver_info,
             uuid_str(&self.uuid),
             self.vk.max_allocation >> 20,
+            self.max_shared_bytes() >> 20,
             if self.vk.dedicated_only {
                 ", export needs dedicated allocations"
             } else {
@@ -450,11 +464,16 @@ impl InteropDevice {
         )
     }
 
-    /// The largest shared buffer wgpu accepts on this device (`max_buffer_size`). Vulkan's
-    /// `maxMemoryAllocationSize` ([`describe`](Self::describe) shows it) is only a promise:
-    /// larger allocations are tried, and the driver's refusal is reported as an error.
+    /// The largest shared buffer this device can make: Vulkan's `maxBufferSize` where the
+    /// device reports it (Vulkan 1.3), else wgpu's `max_buffer_size`. wgpu caps its own
+    /// limit at `maxMemoryAllocationSize`, which is a soft limit (NVIDIA reports 4 GiB and
+    /// allocates more), so shared buffers may be larger than buffers wgpu creates; larger
+    /// allocations are tried and a refusal by the driver comes back as an error. A single
+    /// binding stays limited to `max_storage_buffer_binding_size` (4 GiB).
     pub fn max_shared_bytes(&self) -> u64 {
-        self.device.limits().max_buffer_size
+        self.vk
+            .max_buffer
+            .unwrap_or_else(|| self.device.limits().max_buffer_size)
     }
 
     /// Index of the memory type for an exportable buffer: device-local, preferring types
@@ -771,8 +790,12 @@ impl SharedBuffer {
             unsafe { sys::cuMemsetD8_v2(shared.cuda.ptr, 0, len as usize) },
             "cuMemsetD8 of the shared buffer",
         )?;
-        // SAFETY: no preconditions; waits for the memset.
-        cuda_check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+        // SAFETY: waits for the memset (issued on the legacy default stream), not for the
+        // context's other streams (engines may be reading into other slots).
+        cuda_check(
+            unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) },
+            "cuStreamSynchronize",
+        )?;
         Ok(shared)
     }
 
@@ -842,9 +865,12 @@ pub fn probe(gpu: Option<&Gpu>) -> Result<String, String> {
         "cuMemsetD32",
     )
     .map_err(|e| e.to_string())?;
-    // SAFETY: no preconditions.
-    cuda_check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
-        .map_err(|e| e.to_string())?;
+    // SAFETY: waits for the legacy default stream, where the memset ran.
+    cuda_check(
+        unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) },
+        "cuStreamSynchronize",
+    )
+    .map_err(|e| e.to_string())?;
     let back = read_buffer(&dev.device, &dev.queue, shared.wgpu(), 0, len)?;
     let bad = back
         .chunks_exact(4)
