@@ -1,18 +1,26 @@
 //! GPU machine only (`#[ignore]`d; run by scripts/gpu-tests.sh): zero-copy CUDA↔Vulkan
 //! sharing. Bytes CUDA writes are the bytes wgpu reads (and back), at offsets beyond 4 GiB
 //! where the device allows such a buffer; a NanoVDB frame written by CUDA into a shared
-//! frame-ring slot renders exactly like the same frame uploaded through wgpu; creating and
-//! dropping shared buffers leaks no device memory.
+//! frame-ring slot renders exactly like the same frame uploaded through wgpu; the staged and
+//! gds engines fill shared slots byte-exact as wgpu sees them; creating and dropping shared
+//! buffers leaks no device memory.
 
 mod render_support;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 use render_support::{test_grid, view_for};
+use supercell::dataset::{
+    AlignedBuf, AttributeSpec, CrcCheck, Dataset, DatasetWriter, LaneSpec, Provenance,
+};
 use supercell::format::{Grid, GridType};
 use supercell::gpu::interop::{self, read_buffer};
 use supercell::gpu::{FrameRing, Gpu, InteropDevice, SharedBuffer, SlotMemory};
+use supercell::ingest::{
+    Engine, EngineConfig, IngestEngine, PathKind, ReadRequest, Source, open_engine,
+};
 use supercell::render::{GridSlice, Image, Renderer, upload_slot};
 
 const GIB: u64 = 1 << 30;
@@ -290,4 +298,99 @@ fn creating_and_dropping_shared_buffers_does_not_leak() {
         "leak: {} bytes of device memory gone after 200 create/drop cycles",
         free0 - free1
     );
+}
+
+/// The engines write frames into shared slots (cuFile or async copies straight into the
+/// Vulkan memory); once a completion reports `on_gpu`, wgpu reads exactly the dataset's bytes.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA"]
+fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
+    let (gpu, dev) = setup();
+    // On the current directory's file system (cuFile needs a real block device).
+    let t = tempfile::tempdir_in(".").unwrap();
+    let mut w = DatasetWriter::create(
+        t.path(),
+        LaneSpec::Count(3),
+        1 << 20,
+        vec![AttributeSpec::new("a"), AttributeSpec::new("b")],
+        Provenance::new("interop test", ["x"]),
+    )
+    .unwrap();
+    for f in 0..5u64 {
+        w.push_frame_opaque(
+            f as f64,
+            vec![
+                pattern(f + 1, 2_500_000 + f as usize * 4097),
+                pattern(f + 50, 700_001),
+            ],
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let ds = Dataset::open(t.path()).unwrap();
+    let source = Source::from_manifest(ds.manifest());
+    let slot_len = source.max_frame_len().div_ceil(4) * 4;
+    for path in [PathKind::Staged, PathKind::Gds] {
+        let shared: Vec<Arc<SharedBuffer>> = (0..3)
+            .map(|_| Arc::new(SharedBuffer::new(&dev, &gpu, slot_len).unwrap()))
+            .collect();
+        let mut ring =
+            FrameRing::new(shared.iter().map(|s| s.slot_memory(&gpu)).collect()).unwrap();
+        let cfg = EngineConfig {
+            threads: 4,
+            io_size: 1 << 20,
+            ..EngineConfig::default()
+        };
+        let mut engine: Engine =
+            open_engine(path, Some(&gpu), &source.files, ring.memories(), &cfg).unwrap();
+        eprintln!(
+            "{path:?}: active {} — {} — {:?}",
+            engine.info().active,
+            engine.info().mode,
+            engine.info().notes
+        );
+        let n = source.frames.len();
+        let (mut next, mut done) = (0usize, 0usize);
+        let mut reference = AlignedBuf::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while done < n {
+            assert!(Instant::now() < deadline, "timed out");
+            while next < n {
+                let Some(slot) = ring.begin_write(next as u32) else {
+                    break;
+                };
+                engine
+                    .submit(ReadRequest {
+                        frame: next as u32,
+                        slot,
+                        extents: source.frames[next].extents.clone(),
+                        requested: Instant::now(),
+                    })
+                    .unwrap();
+                next += 1;
+            }
+            let Some(c) = engine.next_completion(Duration::from_millis(100)).unwrap() else {
+                continue;
+            };
+            c.result.as_ref().expect("frame read");
+            assert!(c.on_gpu.is_some(), "GPU paths report on_gpu");
+            ring.finish_write(c.slot, true).unwrap();
+            let slot = ring.acquire(c.frame).unwrap();
+            ds.read_frame(c.frame as usize, &mut reference, CrcCheck::Verify)
+                .unwrap();
+            let len = (reference.len() as u64).div_ceil(4) * 4;
+            let got = read_buffer(&dev.device, &dev.queue, shared[slot].wgpu(), 0, len).unwrap();
+            assert!(
+                got[..reference.len()] == reference[..],
+                "{path:?}: frame {} in slot {slot} differs through wgpu",
+                c.frame
+            );
+            ring.release(slot);
+            assert!(ring.evict(c.frame));
+            done += 1;
+        }
+        drop(engine);
+        drop(ring);
+        drop(shared);
+    }
 }

@@ -824,14 +824,22 @@ impl SharedBuffer {
 
     /// A frame-ring slot over this memory: [`SlotMemory::Device`] of a borrowed
     /// [`DeviceBuffer`] that keeps `self` (CUDA's import and the Vulkan memory) alive.
-    /// `gpu` must be the GPU the buffer was made for (the import's own context is used).
+    ///
+    /// The slot belongs to `gpu`'s context handle, so pass the same [`Gpu`] (or a clone)
+    /// you give the ingest engine: engines refuse slots of another context. `gpu` must be
+    /// the GPU the buffer was made for (panics otherwise: a programming error).
     pub fn slot_memory(self: &Arc<Self>, gpu: &Gpu) -> SlotMemory {
-        debug_assert_eq!(gpu.ordinal, self.cuda.gpu.ordinal, "slot for another GPU");
-        // SAFETY: the pointer maps `len` bytes of this context's memory, alive as long as
-        // the boxed Arc; the ring hands a slot to one writer at a time.
+        assert_eq!(
+            gpu.ordinal, self.cuda.gpu.ordinal,
+            "a shared buffer of CUDA GPU {} cannot be a slot of GPU {}",
+            self.cuda.gpu.ordinal, gpu.ordinal
+        );
+        // SAFETY: the pointer maps `len` bytes of this device's primary context (every
+        // `Gpu` of one ordinal shares it), alive as long as the boxed Arc; the ring hands a
+        // slot to one writer at a time.
         let buf = unsafe {
             DeviceBuffer::borrowed(
-                &self.cuda.gpu,
+                gpu,
                 self.cuda.ptr,
                 self.vk.len as usize,
                 Box::new(self.clone()),
