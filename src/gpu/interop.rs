@@ -23,7 +23,10 @@
 //!    event waited on by the host). Only after that (slot `Ready`, taken with
 //!    `FrameRing::acquire`) may the renderer bind the slot and submit work that reads it.
 //!    The host-side wait orders CUDA's writes before the Vulkan submission; no Vulkan
-//!    semaphore is needed because the submission happens after the wait.
+//!    semaphore is needed because the submission happens after the wait. (Strict Vulkan
+//!    would also want a queue-family ownership acquire from `VK_QUEUE_FAMILY_EXTERNAL` for
+//!    an `EXCLUSIVE` buffer written outside Vulkan; wgpu has no hook for it, NVIDIA's
+//!    driver does not need it for buffers, and the GPU tests check the bytes.)
 //! 2. **Renderer → CUDA.** The renderer must be done with a slot (the submission that reads
 //!    it complete: `device.poll(PollType::Wait { submission_index, .. })` or an
 //!    `on_submitted_work_done` callback) before it calls `FrameRing::release` and the ring
@@ -972,6 +975,14 @@ mod tests {
         let e = probe(None).expect_err("no CUDA here");
         assert!(e.contains("CUDA"), "{e}");
         eprintln!("probe(None): {e}");
+    }
+
+    #[test]
+    fn handles_can_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<InteropDevice>();
+        send_sync::<SharedBuffer>();
+        send_sync::<InteropError>();
     }
 
     #[test]
