@@ -487,10 +487,10 @@ fn toggle_during_playback_on_the_gpu() {
     let ds = std::env::var_os("SUPERCELL_TEST_DATASET")
         .map(PathBuf::from)
         .unwrap_or_else(dataset);
-    let g = PlayerGpu::open(PlayerGpu::instance(), None).expect("GPU");
-    let mut player = Player::new(
-        &g.device,
-        &g.queue,
+    // The device that shares memory with CUDA: the direct path's slots are its buffers.
+    let g = PlayerGpu::open_best().expect("GPU");
+    let mut player = Player::open(
+        &g,
         &ds,
         &PlayerConfig {
             width: 640,

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::direct::{DirectSlots, direct_unavailable_reason, open_direct_slots};
+use super::direct::{DirectSlots, no_sharing_reason, open_direct_slots};
 use super::stats::{PathFigures, PathStats};
 use crate::gpu::{FrameRing, SlotState};
 use crate::ingest::{
@@ -251,10 +251,38 @@ fn new_buffer(device: &wgpu::Device, len: usize, label: &str) -> Result<wgpu::Bu
 }
 
 impl Player {
-    /// Opens `scene_path` (a scene `.toml` or a dataset directory) on `device`.
+    /// Opens `scene_path` (a scene `.toml` or a dataset directory) on a plain `device`: the
+    /// host path only (the direct path needs [`Player::open`] on a device with CUDA↔Vulkan
+    /// sharing).
     pub fn new(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
+        scene_path: &Path,
+        cfg: &PlayerConfig,
+    ) -> Result<Player, PlayError> {
+        Self::build(device, queue, Err(no_sharing_reason()), scene_path, cfg)
+    }
+
+    /// Opens `scene_path` on `gpu`: with the direct path where `gpu` shares memory with CUDA.
+    pub fn open(
+        gpu: &super::PlayerGpu,
+        scene_path: &Path,
+        cfg: &PlayerConfig,
+    ) -> Result<Player, PlayError> {
+        let interop = match &gpu.interop {
+            Some((g, dev)) => Ok((g, dev)),
+            None => Err(gpu
+                .interop_unavailable
+                .clone()
+                .unwrap_or_else(no_sharing_reason)),
+        };
+        Self::build(&gpu.device, &gpu.queue, interop, scene_path, cfg)
+    }
+
+    fn build(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        interop: Result<(&crate::gpu::Gpu, &crate::gpu::InteropDevice), String>,
         scene_path: &Path,
         cfg: &PlayerConfig,
     ) -> Result<Player, PlayError> {
@@ -282,7 +310,15 @@ impl Player {
         let slots = match cfg.slots {
             Some(0) => return Err(PlayError::Usage("--slots must be at least 1".into())),
             Some(n) => n,
-            None => ring_slots(slot_len, available_memory()),
+            None => {
+                // Direct slots live in GPU memory: budget by the smaller of the two.
+                let gpu_free = interop
+                    .as_ref()
+                    .ok()
+                    .and_then(|(g, _)| g.mem_info().ok())
+                    .map_or(u64::MAX, |(free, _)| free as u64);
+                ring_slots(slot_len, available_memory().min(gpu_free))
+            }
         };
         let ecfg = EngineConfig {
             threads: cfg.threads.max(1),
@@ -319,43 +355,42 @@ impl Player {
         };
 
         // Direct path: only where shared buffers exist; else the reason is kept for the UI.
-        let (direct, direct_reason) = match direct_unavailable_reason()
-            .map_or_else(|| open_direct_slots(device, slots, slot_len), Err)
-        {
-            Ok(DirectSlots {
-                gpu,
-                memories,
-                buffers,
-            }) => {
-                let ring = FrameRing::new(memories)?;
-                match open_engine(
-                    PathKind::Gds,
-                    Some(&gpu),
-                    &source.files,
-                    ring.memories(),
-                    &ecfg,
-                ) {
-                    Ok(engine) => {
-                        gpu_buffer_bytes += (slots * slot_len) as u64;
-                        (
-                            Some(FramePath {
-                                info: engine.info().clone(),
-                                engine,
-                                ring,
-                                buffers,
-                                next_upload: 0,
-                                pending: VecDeque::new(),
-                                stale: HashSet::new(),
-                                direct: true,
-                            }),
-                            None,
-                        )
+        let (direct, direct_reason) =
+            match interop.and_then(|(g, dev)| open_direct_slots(g, dev, slots, slot_len)) {
+                Ok(DirectSlots {
+                    gpu,
+                    memories,
+                    buffers,
+                }) => {
+                    let ring = FrameRing::new(memories)?;
+                    match open_engine(
+                        PathKind::Gds,
+                        Some(&gpu),
+                        &source.files,
+                        ring.memories(),
+                        &ecfg,
+                    ) {
+                        Ok(engine) => {
+                            gpu_buffer_bytes += (slots * slot_len) as u64;
+                            (
+                                Some(FramePath {
+                                    info: engine.info().clone(),
+                                    engine,
+                                    ring,
+                                    buffers,
+                                    next_upload: 0,
+                                    pending: VecDeque::new(),
+                                    stale: HashSet::new(),
+                                    direct: true,
+                                }),
+                                None,
+                            )
+                        }
+                        Err(e) => (None, Some(e.to_string())),
                     }
-                    Err(e) => (None, Some(e.to_string())),
                 }
-            }
-            Err(why) => (None, Some(why)),
-        };
+                Err(why) => (None, Some(why)),
+            };
         let active = if cfg.path == PathSel::Direct && direct.is_some() {
             PathSel::Direct
         } else {

@@ -1,17 +1,18 @@
-//! The seam to the direct path's memory: ring slots that are wgpu buffers CUDA writes into
-//! (Vulkan memory exported to CUDA), so cuFile's bytes are the bytes the shader reads.
+//! The direct path's memory: ring slots that are wgpu buffers CUDA writes into (Vulkan
+//! memory exported to CUDA, [`crate::gpu::interop`]), so cuFile's bytes are the bytes the
+//! shader reads, with no copy.
 //!
-//! The shared buffers come from `gpu::interop` (built on its own branch). Until it is part
-//! of this build, [`open_direct_slots`] says why the direct path is unavailable, and the
-//! player runs the host path only; it never substitutes a copy through host memory and calls
-//! it direct.
+//! Where CUDA or the sharing is unavailable the player runs the host path only and says why;
+//! it never substitutes a copy through host memory and calls it direct.
 
-use crate::gpu::{Gpu, SlotMemory};
+use std::sync::Arc;
+
+use crate::gpu::{Gpu, InteropDevice, SharedBuffer, SlotMemory};
 
 /// Ring slots for the direct path: each is CUDA-visible memory and a wgpu buffer over the
 /// same bytes.
 pub struct DirectSlots {
-    /// The CUDA context the engine writes with.
+    /// The CUDA GPU the engine writes with.
     pub gpu: Gpu,
     /// Slot memories for the engine (device memory aliasing `buffers`).
     pub memories: Vec<SlotMemory>,
@@ -19,24 +20,43 @@ pub struct DirectSlots {
     pub buffers: Vec<wgpu::Buffer>,
 }
 
-/// Why the direct path cannot run here, checked before anything is allocated: no CUDA
-/// driver, or no CUDA↔Vulkan sharing in this build.
-pub fn direct_unavailable_reason() -> Option<String> {
-    if let Err(e) = crate::gpu::cuda_probe() {
-        return Some(format!("no CUDA: {e}"));
+/// Why there is no direct path when the player's device was not opened with sharing.
+pub fn no_sharing_reason() -> String {
+    match crate::gpu::cuda_probe() {
+        Err(e) => format!("no CUDA: {e}"),
+        Ok(()) => "the player's GPU device was opened without CUDA↔Vulkan sharing".into(),
     }
-    Some(
-        "CUDA↔Vulkan shared buffers (gpu::interop) are not part of this build, so GPUDirect \
-         reads cannot land in the renderer's memory without a host copy"
-            .into(),
-    )
 }
 
-/// Opens `count` direct-path slots of `len` bytes on the wgpu `device`, or says why not.
+/// Makes `count` shared slots of `len` bytes on `dev` (the Vulkan device that is `gpu`).
 pub fn open_direct_slots(
-    _device: &wgpu::Device,
-    _count: usize,
-    _len: usize,
+    gpu: &Gpu,
+    dev: &InteropDevice,
+    count: usize,
+    len: usize,
 ) -> Result<DirectSlots, String> {
-    Err(direct_unavailable_reason().unwrap_or_else(|| "direct path unavailable".into()))
+    let len4 = (len as u64).div_ceil(4) * 4;
+    if len4 > dev.max_shared_bytes() {
+        return Err(format!(
+            "a frame of {len} bytes exceeds the largest shared buffer ({} bytes)",
+            dev.max_shared_bytes()
+        ));
+    }
+    let mut memories = Vec::with_capacity(count);
+    let mut buffers = Vec::with_capacity(count);
+    for i in 0..count {
+        let shared = Arc::new(
+            SharedBuffer::new(dev, gpu, len4)
+                .map_err(|e| format!("shared slot {i} of {len4} bytes: {e}"))?,
+        );
+        // The slot memory keeps the CUDA mapping alive; the wgpu handle keeps the Vulkan
+        // memory alive until the last submission reading it is done.
+        memories.push(shared.slot_memory(gpu));
+        buffers.push(shared.wgpu().clone());
+    }
+    Ok(DirectSlots {
+        gpu: gpu.clone(),
+        memories,
+        buffers,
+    })
 }

@@ -30,6 +30,11 @@ pub struct PlayerGpu {
     pub device: wgpu::Device,
     /// Its queue.
     pub queue: wgpu::Queue,
+    /// The CUDA GPU and the Vulkan device that is it, when CUDA↔Vulkan sharing works (the
+    /// device above is then this one's).
+    pub interop: Option<(crate::gpu::Gpu, crate::gpu::InteropDevice)>,
+    /// Why there is no sharing, when there is none.
+    pub interop_unavailable: Option<String>,
 }
 
 impl PlayerGpu {
@@ -68,7 +73,39 @@ impl PlayerGpu {
             adapter,
             device,
             queue,
+            interop: None,
+            interop_unavailable: None,
         })
+    }
+
+    /// Opens CUDA GPU 0 and the Vulkan device that is it, with memory sharing (the direct
+    /// path), or says why not.
+    pub fn open_shared() -> Result<PlayerGpu, String> {
+        crate::gpu::cuda_probe().map_err(|e| format!("no CUDA: {e}"))?;
+        let gpu = crate::gpu::Gpu::open(0).map_err(|e| format!("CUDA GPU 0: {e}"))?;
+        let dev = crate::gpu::InteropDevice::open(&gpu)
+            .map_err(|e| format!("CUDA↔Vulkan sharing: {e}"))?;
+        Ok(PlayerGpu {
+            instance: dev.instance.clone(),
+            adapter: dev.adapter.clone(),
+            device: dev.device.clone(),
+            queue: dev.queue.clone(),
+            interop: Some((gpu, dev)),
+            interop_unavailable: None,
+        })
+    }
+
+    /// The shared device where it works, else any adapter (with the reason kept for the
+    /// overlay and the JSON).
+    pub fn open_best() -> Result<PlayerGpu, RenderError> {
+        match Self::open_shared() {
+            Ok(g) => Ok(g),
+            Err(why) => {
+                let mut g = Self::open(Self::instance(), None)?;
+                g.interop_unavailable = Some(why);
+                Ok(g)
+            }
+        }
     }
 
     /// "name (backend, device type)".

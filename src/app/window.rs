@@ -180,11 +180,29 @@ impl App {
                 .create_window(attrs)
                 .map_err(|e| WindowError::NoDisplay(e.to_string()))?,
         );
-        let instance = PlayerGpu::instance();
-        let surface = instance
-            .create_surface(window.clone())
-            .map_err(|e| WindowError::Other(format!("cannot create a surface: {e}")))?;
-        let gpu = PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
+        let no_surface = |e: wgpu::CreateSurfaceError| {
+            WindowError::Other(format!("cannot create a surface: {e}"))
+        };
+        // The device that shares memory with CUDA where there is one (the direct path),
+        // else any adapter that can present to the window.
+        let (gpu, surface) = match PlayerGpu::open_shared() {
+            Ok(g) => {
+                let surface = g
+                    .instance
+                    .create_surface(window.clone())
+                    .map_err(no_surface)?;
+                (g, surface)
+            }
+            Err(why) => {
+                let instance = PlayerGpu::instance();
+                let surface = instance
+                    .create_surface(window.clone())
+                    .map_err(no_surface)?;
+                let mut g = PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
+                g.interop_unavailable = Some(why);
+                (g, surface)
+            }
+        };
         let size = window.inner_size();
         let (sw, sh) = (size.width.max(1), size.height.max(1));
         let caps = surface.get_capabilities(&gpu.adapter);
@@ -219,7 +237,7 @@ impl App {
         surface.configure(&gpu.device, &config);
         let mut pcfg = self.opts.player.clone();
         (pcfg.width, pcfg.height) = render_size((sw, sh), self.opts.render_scale);
-        let player = Player::new(&gpu.device, &gpu.queue, &self.opts.scene, &pcfg)?;
+        let player = Player::open(&gpu, &self.opts.scene, &pcfg)?;
         self.ui.presets = player
             .attribute_names()
             .iter()

@@ -177,8 +177,8 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
     let size = parse_size(&args.size)?;
     let timeout = script::parse_duration(&args.timeout).map_err(anyhow::Error::msg)?;
     let cfg = player_config(args, size)?;
-    let gpu = PlayerGpu::open(PlayerGpu::instance(), None)?;
-    let mut player = Player::new(&gpu.device, &gpu.queue, scene, &cfg)?;
+    let gpu = PlayerGpu::open_best()?;
+    let mut player = Player::open(&gpu, scene, &cfg)?;
     let paths = match args.path {
         PathArg::Direct => vec![PathSel::Direct],
         PathArg::Host => vec![PathSel::Host],
