@@ -365,8 +365,8 @@ fn path_hits_keys_exactly() {
                 c.distance
             );
             let off = k.target_offset.unwrap_or([0.0; 3]);
-            for j in 0..3 {
-                assert!((c.target[j] - (f.target[j] + off[j])).abs() < 1e-2);
+            for ((got, fit), o) in c.target.iter().zip(f.target).zip(off) {
+                assert!((got - (fit + o)).abs() < 1e-2);
             }
         }
     }
