@@ -2,7 +2,8 @@
 //! ray-march every frame, and measure how fast data and frames arrive.
 //!
 //! Modules follow the data flow of `DESIGN.md`: [`format`] (NanoVDB bytes), [`dataset`]
-//! (manifest, lanes, striping), [`synth`] (the synthetic supercell generator).
+//! (manifest, lanes, striping), [`synth`] (the synthetic supercell generator), [`render`]
+//! (the ray-marcher) and [`scene`] (scene files: what to show and how).
 
 pub mod app;
 pub mod bench;
@@ -13,4 +14,5 @@ pub mod gpu;
 pub mod ingest;
 pub mod pipeline;
 pub mod render;
+pub mod scene;
 pub mod synth;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use render_support::{gpu, out_dir};
 use supercell::dataset::{AlignedBuf, CrcCheck, LaneSpec, Provenance};
 use supercell::format::Grid;
-use supercell::render::scene::{self, LoadedScene};
 use supercell::render::{Renderer, render_cpu, upload_slot};
+use supercell::scene::{LoadedScene, Scene};
 use supercell::synth::{GenerateOptions, default_params, generate_dataset};
 
 fn make_dataset(dir: &Path, res: u32, frames: u32) {
@@ -59,7 +59,10 @@ fn storm_small_matches_cpu() {
     let dir = out_dir().join("storm96");
     make_dataset(&dir, 96, 2);
     let (w, h) = (96, 64);
-    let ls = scene::load(&dir, w as f32 / h as f32, None).unwrap();
+    let ls = Scene::load(&dir)
+        .unwrap()
+        .open(w as f32 / h as f32, None)
+        .unwrap();
     let frame = 1;
     let g = render_frame(&ls, frame, w, h);
     let mut slot = AlignedBuf::new();
@@ -103,7 +106,10 @@ fn storm_picture() {
         .unwrap_or((1280u32, 720u32));
     let dir = out_dir().join(format!("storm{res}"));
     make_dataset(&dir, res, 3);
-    let ls = scene::load(&dir, w as f32 / h as f32, None).unwrap();
+    let ls = Scene::load(&dir)
+        .unwrap()
+        .open(w as f32 / h as f32, None)
+        .unwrap();
     let img = render_frame(&ls, frame, w, h);
     let out = std::env::var_os("STORM_OUT")
         .map(PathBuf::from)

@@ -5,8 +5,8 @@
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
-use supercell::dataset::{Dataset, LaneSpec, MANIFEST_FILE, Provenance, verify};
-use supercell::synth::{self, GenerateOptions};
+use supercell::dataset::{Dataset, verify};
+use supercell::scene::ensure_default_dataset;
 
 /// Arguments of `supercell info`.
 #[derive(clap::Args, Debug, Default)]
@@ -16,63 +16,6 @@ pub struct InfoArgs {
     /// Skip re-reading every extent (verification) and only summarise.
     #[arg(long)]
     pub no_verify: bool,
-}
-
-/// Name of the built-in dataset's directory; bump the suffix when the generator's output
-/// changes so that an old cache is not mistaken for the current default.
-const DEFAULT_DATASET_NAME: &str = "storm-default-v1";
-
-/// Where the built-in dataset lives: `$SUPERCELL_CACHE`, else `$XDG_CACHE_HOME/supercell`,
-/// else `~/.cache/supercell`.
-pub fn default_dataset_dir() -> Result<PathBuf> {
-    let base = if let Some(d) = std::env::var_os("SUPERCELL_CACHE") {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(d).join("supercell")
-    } else if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(home).join(".cache").join("supercell")
-    } else {
-        bail!("no cache directory: set SUPERCELL_CACHE, XDG_CACHE_HOME or HOME");
-    };
-    Ok(base.join(DEFAULT_DATASET_NAME))
-}
-
-/// Returns the built-in dataset, generating it first (with a progress bar) if it is missing.
-/// A half-written one from an interrupted run has no manifest and is simply rewritten.
-pub fn ensure_default_dataset() -> Result<PathBuf> {
-    let dir = default_dataset_dir()?;
-    if dir.join(MANIFEST_FILE).is_file() {
-        return Ok(dir);
-    }
-    let params = synth::default_params();
-    eprintln!(
-        "creating the built-in storm dataset in {} ({} frames, first run only)",
-        dir.display(),
-        params.frames
-    );
-    let bar = ProgressBar::new(u64::from(params.frames));
-    bar.set_style(
-        ProgressStyle::with_template(
-            "generate [{elapsed_precise}] [{wide_bar}] {pos}/{len} frames, {msg} (eta {eta})",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    synth::generate_dataset(
-        &params,
-        &GenerateOptions::default(),
-        &dir,
-        LaneSpec::Count(4),
-        supercell::dataset::DEFAULT_CHUNK_SIZE,
-        Provenance::new("supercell (built-in dataset)", Vec::<String>::new()),
-        |p| {
-            bar.set_position(u64::from(p.frames_done));
-            bar.set_message(format!("{:.2} GB", p.bytes_done as f64 / 1e9));
-        },
-    )
-    .with_context(|| format!("creating the built-in dataset in {}", dir.display()))?;
-    bar.finish_and_clear();
-    Ok(dir)
 }
 
 fn summarise(path: &Path, ds: &Dataset) {
@@ -108,7 +51,7 @@ fn summarise(path: &Path, ds: &Dataset) {
 pub fn run(args: &InfoArgs) -> Result<()> {
     let path = match &args.dataset {
         Some(p) => p.clone(),
-        None => ensure_default_dataset()?,
+        None => ensure_default_dataset(true)?,
     };
     let ds = Dataset::open(&path).with_context(|| format!("opening {}", path.display()))?;
     summarise(&path, &ds);

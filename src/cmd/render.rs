@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use supercell::dataset::{AlignedBuf, CrcCheck};
-use supercell::render::scene::{self, LoadedScene};
 use supercell::render::{GpuContext, Mode, Projection, Renderer, upload_slot};
+use supercell::scene::{LoadedScene, Scene};
 
 /// Rendering mode on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -53,6 +53,10 @@ pub struct RenderArgs {
     /// Orthographic camera.
     #[arg(long)]
     pub ortho: bool,
+    /// Camera from the scene's camera path at this time, seconds (default: the scene's
+    /// camera).
+    #[arg(long)]
+    pub path_time: Option<f64>,
     /// Camera azimuth, degrees.
     #[arg(long, allow_hyphen_values = true)]
     pub yaw: Option<f32>,
@@ -116,6 +120,7 @@ fn check_camera_args(args: &RenderArgs) -> anyhow::Result<()> {
         ("--zoom", args.zoom),
         ("--step", args.step),
         ("--iso", Some(args.iso)),
+        ("--path-time", args.path_time.map(|t| t as f32)),
     ] {
         if let Some(v) = v
             && !v.is_finite()
@@ -151,6 +156,9 @@ fn parse_frames(s: &str) -> anyhow::Result<std::ops::Range<usize>> {
 }
 
 fn apply_args(args: &RenderArgs, ls: &mut LoadedScene, aspect: f32) {
+    if let Some(t) = args.path_time {
+        ls.view.camera = ls.camera_at(t);
+    }
     let v = &mut ls.view;
     if let Some(m) = args.mode {
         v.settings.mode = match m {
@@ -194,7 +202,8 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         Some(s) => parse_frames(s)?,
         None => parse_frames(&args.frame.to_string())?,
     };
-    let mut ls = scene::load(&args.scene, w as f32 / h as f32, args.attributes.as_deref())?;
+    let scene = Scene::load(&args.scene)?;
+    let mut ls = scene.open(w as f32 / h as f32, args.attributes.as_deref())?;
     apply_args(args, &mut ls, w as f32 / h as f32);
     let n = ls.dataset.frame_count();
     if frames.is_empty() || frames.end > n {

@@ -24,7 +24,6 @@ mod cpu;
 mod gpu;
 mod image;
 mod params;
-pub mod scene;
 mod shader;
 mod transfer;
 

@@ -1,0 +1,311 @@
+//! Semantic checks of a parsed scene file; each failure points at the offending field.
+
+use super::error::{Seg, Source};
+use super::{CameraPathFile, SceneAttribute, SceneError, SceneFile};
+use crate::render::{Colormap, MAX_ATTRIBUTES};
+
+/// A field path under construction.
+#[derive(Clone)]
+struct P(Vec<Seg>);
+
+impl P {
+    fn root() -> P {
+        P(Vec::new())
+    }
+    fn k(&self, key: &str) -> P {
+        let mut v = self.0.clone();
+        v.push(Seg::Key(key.into()));
+        P(v)
+    }
+    fn i(&self, index: usize) -> P {
+        let mut v = self.0.clone();
+        v.push(Seg::Index(index));
+        P(v)
+    }
+}
+
+struct Check<'a> {
+    src: &'a Source,
+}
+
+type R = Result<(), SceneError>;
+
+impl Check<'_> {
+    fn fail(&self, p: &P, msg: impl Into<String>) -> R {
+        Err(self.src.error_at_path(&p.0, msg))
+    }
+
+    fn finite(&self, p: &P, v: f64) -> R {
+        if v.is_finite() {
+            Ok(())
+        } else {
+            self.fail(p, format!("{v} is not a finite number"))
+        }
+    }
+
+    fn positive(&self, p: &P, v: f64) -> R {
+        if v.is_finite() && v > 0.0 {
+            Ok(())
+        } else {
+            self.fail(p, format!("must be a finite number > 0, found {v}"))
+        }
+    }
+
+    fn non_negative(&self, p: &P, v: f64) -> R {
+        if v.is_finite() && v >= 0.0 {
+            Ok(())
+        } else {
+            self.fail(p, format!("must be a finite number ≥ 0, found {v}"))
+        }
+    }
+
+    fn fov(&self, p: &P, v: f32) -> R {
+        if v.is_finite() && v > 1.0 && v < 179.0 {
+            Ok(())
+        } else {
+            self.fail(
+                p,
+                format!("field of view must lie between 1 and 179 degrees, found {v}"),
+            )
+        }
+    }
+
+    fn pitch(&self, p: &P, v: f32) -> R {
+        if v.is_finite() && (-89.0..=89.0).contains(&v) {
+            Ok(())
+        } else {
+            self.fail(p, format!("pitch must lie in −89..89 degrees, found {v}"))
+        }
+    }
+
+    fn vec3(&self, p: &P, v: [f32; 3]) -> R {
+        for (i, x) in v.iter().enumerate() {
+            self.finite(&p.i(i), f64::from(*x))?;
+        }
+        Ok(())
+    }
+
+    fn attribute(&self, p: &P, a: &SceneAttribute) -> R {
+        if a.name.trim().is_empty() {
+            return self.fail(&p.k("name"), "attribute name is empty");
+        }
+        if let Some([lo, hi]) = a.range
+            && !(lo.is_finite() && hi.is_finite() && lo < hi)
+        {
+            return self.fail(
+                &p.k("range"),
+                format!("range must be two finite numbers [low, high] with low < high, found [{lo}, {hi}]"),
+            );
+        }
+        match &a.colormap {
+            Some(Colormap::Named(n)) if !Colormap::NAMES.contains(&n.as_str()) => {
+                return self.fail(
+                    &p.k("colormap"),
+                    format!(
+                        "unknown colormap {n:?} (known: {})",
+                        Colormap::NAMES.join(", ")
+                    ),
+                );
+            }
+            Some(Colormap::Stops(stops)) => {
+                if stops.is_empty() {
+                    return self.fail(&p.k("colormap"), "a colormap needs at least one stop");
+                }
+                for (i, (u, rgb)) in stops.iter().enumerate() {
+                    let q = p.k("colormap").i(i);
+                    if !u.is_finite() || (i > 0 && *u < stops[i - 1].0) {
+                        return self.fail(
+                            &q,
+                            "colormap stops must be sorted by their position u (ascending, finite)",
+                        );
+                    }
+                    if rgb.iter().any(|c| !(0.0..=1.0).contains(c)) {
+                        return self.fail(&q, "colours are sRGB components in 0..1");
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Some(points) = &a.opacity {
+            if points.is_empty() {
+                return self.fail(&p.k("opacity"), "an opacity curve needs at least one point");
+            }
+            for (i, &(u, o)) in points.iter().enumerate() {
+                let q = p.k("opacity").i(i);
+                if !u.is_finite() || (i > 0 && u < points[i - 1].0) {
+                    return self.fail(
+                        &q,
+                        "opacity points must be sorted by their position u (ascending, finite)",
+                    );
+                }
+                if !(0.0..=1.0).contains(&o) {
+                    return self.fail(&q, format!("opacity must lie in 0..1, found {o}"));
+                }
+            }
+        }
+        if let Some(s) = a.extinction_scale {
+            self.non_negative(&p.k("extinction_scale"), f64::from(s))?;
+        }
+        if let Some(e) = a.emission {
+            self.non_negative(&p.k("emission"), f64::from(e))?;
+        }
+        Ok(())
+    }
+
+    fn camera_path(&self, p: &P, cp: &CameraPathFile) -> R {
+        if cp.key.is_empty() {
+            return self.fail(p, "a camera path needs at least one [[camera_path.key]]");
+        }
+        for (i, k) in cp.key.iter().enumerate() {
+            let q = p.k("key").i(i);
+            self.finite(&q.k("time_s"), k.time_s)?;
+            if i > 0 && k.time_s <= cp.key[i - 1].time_s {
+                return self.fail(
+                    &q.k("time_s"),
+                    format!(
+                        "key times must increase strictly: {} follows {}",
+                        k.time_s,
+                        cp.key[i - 1].time_s
+                    ),
+                );
+            }
+            if let Some(y) = k.yaw_deg {
+                self.finite(&q.k("yaw_deg"), f64::from(y))?;
+            }
+            if let Some(v) = k.pitch_deg {
+                self.pitch(&q.k("pitch_deg"), v)?;
+            }
+            if let Some(v) = k.distance_scale {
+                self.positive(&q.k("distance_scale"), f64::from(v))?;
+            }
+            if let Some(v) = k.target_offset {
+                self.vec3(&q.k("target_offset"), v)?;
+            }
+            if let Some(v) = k.fov_y_deg {
+                self.fov(&q.k("fov_y_deg"), v)?;
+            }
+        }
+        if let Some(d) = cp.duration_s {
+            let span = cp.key[cp.key.len() - 1].time_s - cp.key[0].time_s;
+            if !(d.is_finite() && d > span) {
+                return self.fail(
+                    &p.k("duration_s"),
+                    format!(
+                        "the loop period must be a finite number larger than the keys' span ({span} s), found {d}"
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks every value the types alone do not.
+pub(super) fn scene_file(f: &SceneFile, src: &Source) -> Result<(), SceneError> {
+    let c = Check { src };
+    let root = P::root();
+    if let Some(d) = &f.dataset
+        && d.as_os_str().is_empty()
+    {
+        return c.fail(
+            &root.k("dataset"),
+            "dataset path is empty (leave it out for the built-in dataset)",
+        );
+    }
+    if f.attributes.len() > MAX_ATTRIBUTES {
+        return c.fail(
+            &root.k("attribute").i(MAX_ATTRIBUTES),
+            format!(
+                "{} attributes; at most {MAX_ATTRIBUTES} render at once",
+                f.attributes.len()
+            ),
+        );
+    }
+    for (i, a) in f.attributes.iter().enumerate() {
+        c.attribute(&root.k("attribute").i(i), a)?;
+    }
+
+    let cam = &f.camera;
+    let p = root.k("camera");
+    if let Some(fit) = &cam.fit
+        && fit.is_empty()
+    {
+        return c.fail(
+            &p.k("fit"),
+            "fit lists no attributes (leave it out to fit the shown ones)",
+        );
+    }
+    if let Some(v) = cam.yaw_deg {
+        c.finite(&p.k("yaw_deg"), f64::from(v))?;
+    }
+    if let Some(v) = cam.pitch_deg {
+        c.pitch(&p.k("pitch_deg"), v)?;
+    }
+    if let Some(v) = cam.fov_y_deg {
+        c.fov(&p.k("fov_y_deg"), v)?;
+    }
+    if let Some(v) = cam.target {
+        c.vec3(&p.k("target"), v)?;
+    }
+    if let Some(v) = cam.target_offset {
+        c.vec3(&p.k("target_offset"), v)?;
+    }
+    if let Some(v) = cam.distance {
+        c.positive(&p.k("distance"), f64::from(v))?;
+    }
+    if let Some(v) = cam.distance_scale {
+        c.positive(&p.k("distance_scale"), f64::from(v))?;
+    }
+    if let Some(v) = cam.ortho_height {
+        c.positive(&p.k("ortho_height"), f64::from(v))?;
+    }
+
+    if let Some(cp) = &f.camera_path {
+        c.camera_path(&root.k("camera_path"), cp)?;
+    }
+
+    c.non_negative(&root.k("playback").k("fps"), f.playback.fps)?;
+    c.positive(
+        &root.k("overlay").k("plot_window_s"),
+        f.overlay.plot_window_s,
+    )?;
+
+    let s = &f.settings;
+    let p = root.k("settings");
+    c.positive(&p.k("step_voxels"), f64::from(s.step_voxels))?;
+    c.positive(&p.k("exposure"), f64::from(s.exposure))?;
+    c.positive(&p.k("shadow_step_voxels"), f64::from(s.shadow_step_voxels))?;
+    c.non_negative(&p.k("ambient"), f64::from(s.ambient))?;
+    c.finite(&p.k("sun_azimuth_deg"), f64::from(s.sun_azimuth_deg))?;
+    if !(-90.0..=90.0).contains(&s.sun_elevation_deg) {
+        return c.fail(
+            &p.k("sun_elevation_deg"),
+            format!(
+                "sun elevation must lie in −90..90 degrees, found {}",
+                s.sun_elevation_deg
+            ),
+        );
+    }
+    if !(-1.0 < s.phase_g && s.phase_g < 1.0) {
+        return c.fail(
+            &p.k("phase_g"),
+            format!("phase_g must lie in (−1, 1), found {}", s.phase_g),
+        );
+    }
+    if s.iso_attribute >= MAX_ATTRIBUTES {
+        return c.fail(
+            &p.k("iso_attribute"),
+            format!("iso_attribute is a slot 0..{}", MAX_ATTRIBUTES - 1),
+        );
+    }
+    for (name, v) in [
+        ("sun_color", s.sun_color),
+        ("sky_zenith", s.sky_zenith),
+        ("sky_horizon", s.sky_horizon),
+    ] {
+        for (i, x) in v.iter().enumerate() {
+            c.non_negative(&p.k(name).i(i), f64::from(*x))?;
+        }
+    }
+    Ok(())
+}

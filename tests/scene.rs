@@ -1,0 +1,401 @@
+//! Scene files: every kind of error names the file, line, column and field; the shipped
+//! scenes load; camera paths are smooth, hit their keys and loop without a seam.
+
+use std::path::{Path, PathBuf};
+
+use supercell::dataset::{LaneSpec, Provenance};
+use supercell::pipeline::PlayMode;
+use supercell::render::Camera;
+use supercell::scene::{CameraKey, CameraPath, DatasetSpec, Scene, SceneError};
+use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Parses `text` as `bad.toml` and returns its error.
+fn err(text: &str) -> SceneError {
+    match Scene::parse(text, Path::new("scenes/bad.toml")) {
+        Ok(_) => panic!("scene parsed but should not:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+fn check(e: &SceneError, line: usize, field: &str, needle: &str) {
+    assert_eq!(e.file, Path::new("scenes/bad.toml"), "{e}");
+    assert_eq!(e.line, Some(line), "{e}");
+    assert!(e.column.is_some(), "{e}");
+    assert_eq!(e.field.as_deref(), Some(field), "{e}");
+    assert!(e.message.contains(needle), "{e}: wanted {needle:?}");
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with(&format!("scenes/bad.toml:{line}:")),
+        "{shown}"
+    );
+    assert!(shown.contains(&format!(": {field}: ")), "{shown}");
+}
+
+const PATH_HEAD: &str = "[camera_path]
+looped = true
+
+[[camera_path.key]]
+time_s = 0.0
+
+[[camera_path.key]]
+time_s = 10.0
+";
+
+#[test]
+fn syntax_error_names_line() {
+    let e = err("dataset = \"x\"\n[camera]\nyaw_deg = = 3\n");
+    assert_eq!(e.line, Some(3), "{e}");
+    assert_eq!(e.file, Path::new("scenes/bad.toml"));
+    assert!(e.to_string().starts_with("scenes/bad.toml:3:"), "{e}");
+}
+
+#[test]
+fn type_error_names_line_and_field() {
+    let text = format!("{PATH_HEAD}\n[[camera_path.key]]\ntime_s = 20.0\nyaw_deg = \"fast\"\n");
+    let e = err(&text);
+    check(
+        &e,
+        12,
+        "camera_path.key[2].yaw_deg",
+        "expected a number, found a string",
+    );
+    assert_eq!(e.column, Some(11), "{e}");
+}
+
+#[test]
+fn unknown_field_names_line_and_field() {
+    let e = err("[camera]\nyaw_deg = 10.0\nzoom = 2.0\n");
+    check(&e, 3, "camera.zoom", "unknown field");
+    let e = err(
+        "[[attribute]]\nname = \"cloud\"\n\n[[attribute]]\nname = \"rain\"\ncolour = \"blue\"\n",
+    );
+    check(&e, 6, "attribute[1].colour", "unknown field");
+    let e = err("dataset = \"a\"\nfps = 3\n");
+    check(&e, 2, "fps", "unknown field");
+}
+
+#[test]
+fn semantic_errors_name_line_and_field() {
+    check(
+        &err("[camera]\nfov_y_deg = 200.0\n"),
+        2,
+        "camera.fov_y_deg",
+        "between 1 and 179",
+    );
+    check(
+        &err("[camera]\ndistance = -1.0\n"),
+        2,
+        "camera.distance",
+        "> 0",
+    );
+    check(
+        &err(&format!("{PATH_HEAD}\n[[camera_path.key]]\ntime_s = 5.0\n")),
+        11,
+        "camera_path.key[2].time_s",
+        "increase strictly",
+    );
+    check(
+        &err(&format!("{PATH_HEAD}pitch_deg = 95.0\n")),
+        9,
+        "camera_path.key[1].pitch_deg",
+        "−89..89",
+    );
+    check(
+        &err(&format!("{PATH_HEAD}fov_y_deg = 1.0\n")),
+        9,
+        "camera_path.key[1].fov_y_deg",
+        "between 1 and 179",
+    );
+    check(
+        &err("[playback]\nmode = \"loop\"\nfps = -24.0\n"),
+        3,
+        "playback.fps",
+        "≥ 0",
+    );
+    check(&err("[playback]\nfps = nan\n"), 2, "playback.fps", "≥ 0");
+    check(
+        &err("[[attribute]]\nname = \"cloud\"\nopacity = [[0.0, 0.0], [0.5, 1.5]]\n"),
+        3,
+        "attribute[0].opacity[1]",
+        "0..1",
+    );
+    check(
+        &err("[[attribute]]\nname = \"cloud\"\nopacity = [[0.5, 0.0], [0.2, 1.0]]\n"),
+        3,
+        "attribute[0].opacity[1]",
+        "sorted",
+    );
+    check(
+        &err("[[attribute]]\nname = \"cloud\"\ncolormap = \"rainbow\"\n"),
+        3,
+        "attribute[0].colormap",
+        "unknown colormap",
+    );
+    let five: String = [
+        "cloud",
+        "rain",
+        "wind_speed",
+        "vorticity",
+        "vertical_velocity",
+    ]
+    .iter()
+    .map(|n| format!("[[attribute]]\nname = \"{n}\"\n\n"))
+    .collect();
+    check(&err(&five), 13, "attribute[4]", "at most 4");
+    check(
+        &err(
+            "[camera_path]\nlooped = true\nduration_s = 5.0\n[[camera_path.key]]\ntime_s = 0.0\n[[camera_path.key]]\ntime_s = 10.0\n",
+        ),
+        3,
+        "camera_path.duration_s",
+        "loop period",
+    );
+}
+
+#[test]
+fn missing_file_is_named() {
+    let e = Scene::load(Path::new("/nonexistent/scene.toml")).unwrap_err();
+    assert_eq!(e.file, Path::new("/nonexistent/scene.toml"));
+    assert!(
+        e.to_string().starts_with("/nonexistent/scene.toml: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn shipped_scenes_parse_and_validate() {
+    let dir = repo().join("scenes");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            Scene::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 3, "scenes/ holds {n} scenes");
+    let s = Scene::builtin();
+    assert_eq!(s.dataset, DatasetSpec::Default);
+    assert_eq!(s.playback.fps, 24.0);
+    assert_eq!(s.playback.mode, PlayMode::Loop);
+    assert!(s.overlay.plots);
+    let path = s
+        .camera_path
+        .as_ref()
+        .expect("the storm scene has a camera path");
+    assert!(path.looped);
+    assert!((50.0..=70.0).contains(&path.duration_s()));
+    let names: Vec<&str> = s.attributes.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["cloud", "rain", "wind_speed"]);
+    // The file on disk is the embedded one.
+    let on_disk = Scene::load(&dir.join("storm.toml")).unwrap();
+    assert_eq!(on_disk.camera_path, s.camera_path);
+    assert_eq!(on_disk.settings, s.settings);
+}
+
+#[test]
+fn relative_dataset_paths_resolve_next_to_the_scene() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sub = tmp.path().join("scenes");
+    std::fs::create_dir_all(&sub).unwrap();
+    let f = sub.join("a.toml");
+    std::fs::write(&f, "dataset = \"../data/storm\"\n").unwrap();
+    let s = Scene::load(&f).unwrap();
+    assert_eq!(s.dataset, DatasetSpec::Path(sub.join("../data/storm")));
+    std::fs::write(&f, "dataset = \"/abs/storm\"\n").unwrap();
+    assert_eq!(
+        Scene::load(&f).unwrap().dataset,
+        DatasetSpec::Path("/abs/storm".into())
+    );
+    // No dataset line: the built-in dataset.
+    std::fs::write(&f, "[playback]\nfps = 0\n").unwrap();
+    let s = Scene::load(&f).unwrap();
+    assert_eq!(s.dataset, DatasetSpec::Default);
+    assert_eq!(s.playback.fps, 0.0);
+}
+
+fn small_dataset(dir: &Path) {
+    let mut p = default_params();
+    p.resolution = 24;
+    p.frames = 2;
+    p.attributes = vec![Attribute::Cloud, Attribute::Rain];
+    generate_dataset(
+        &p,
+        &GenerateOptions::default(),
+        dir,
+        LaneSpec::Count(1),
+        1 << 20,
+        Provenance::new("scene test", Vec::<String>::new()),
+        |_| {},
+    )
+    .unwrap();
+}
+
+#[test]
+fn dataset_directory_gives_defaults_and_open_checks_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("storm");
+    small_dataset(&ds);
+    let s = Scene::load(&ds).unwrap();
+    assert_eq!(s.source, ds);
+    assert_eq!(s.dataset, DatasetSpec::Path(ds.clone()));
+    assert!(s.attributes.is_empty());
+    assert!(s.camera_path.is_none());
+    assert_eq!(s.playback, Default::default());
+    assert_eq!(s.overlay, Default::default());
+    let ls = s.open(16.0 / 9.0, None).unwrap();
+    assert_eq!(ls.slots, vec![Some(0), Some(1)]);
+    assert_eq!(ls.view.camera, ls.fitted);
+
+    // A scene naming an attribute the dataset lacks: line of that name, and what it has.
+    let f = tmp.path().join("s.toml");
+    std::fs::write(
+        &f,
+        "dataset = \"storm\"\n\n[[attribute]]\nname = \"cloud\"\n\n[[attribute]]\nname = \"snow\"\n",
+    )
+    .unwrap();
+    let e = Scene::load(&f).unwrap().open(1.0, None).err().unwrap();
+    assert_eq!(e.file, f);
+    assert_eq!(e.line, Some(7), "{e}");
+    assert_eq!(e.field.as_deref(), Some("attribute[1].name"), "{e}");
+    assert!(e.message.contains("cloud, rain"), "{e}");
+
+    // --attributes names are checked too.
+    let e = s
+        .open(1.0, Some(&["hail".to_string()]))
+        .err()
+        .expect("unknown attribute");
+    assert!(e.message.contains("hail"), "{e}");
+
+    // A start frame past the end points at its line.
+    std::fs::write(&f, "dataset = \"storm\"\n[playback]\nstart_frame = 9\n").unwrap();
+    let e = Scene::load(&f).unwrap().open(1.0, None).err().unwrap();
+    assert_eq!(
+        (e.line, e.field.as_deref()),
+        (Some(3), Some("playback.start_frame"))
+    );
+
+    // A missing dataset points at the dataset line.
+    std::fs::write(&f, "\n\ndataset = \"nowhere\"\n").unwrap();
+    let e = Scene::load(&f).unwrap().open(1.0, None).err().unwrap();
+    assert_eq!(
+        (e.line, e.field.as_deref()),
+        (Some(3), Some("dataset")),
+        "{e}"
+    );
+}
+
+/// Angle between two yaws, 0..180.
+fn ang(a: f32, b: f32) -> f32 {
+    let d = (a - b).rem_euclid(360.0);
+    d.min(360.0 - d)
+}
+
+fn fitted() -> Camera {
+    Camera::fit(
+        [[0.0, 0.0, 0.0], [32_000.0, 32_000.0, 16_000.0]],
+        16.0 / 9.0,
+    )
+}
+
+/// Largest change between consecutive 1 ms samples over `0..until` seconds.
+fn assert_continuous(p: &CameraPath, until: f64) {
+    let f = fitted();
+    let mut prev = p.at(0.0, &f);
+    let steps = (until * 1000.0) as usize;
+    for i in 1..=steps {
+        let t = i as f64 * 1e-3;
+        let c = p.at(t, &f);
+        assert!(
+            ang(c.yaw_deg, prev.yaw_deg) < 0.05,
+            "yaw jumps at {t}: {prev:?} → {c:?}"
+        );
+        assert!(
+            (c.pitch_deg - prev.pitch_deg).abs() < 0.05,
+            "pitch jumps at {t}"
+        );
+        assert!(
+            (c.distance / prev.distance - 1.0).abs() < 1e-3,
+            "distance jumps at {t}"
+        );
+        assert!(
+            (c.fov_y_deg - prev.fov_y_deg).abs() < 0.05,
+            "fov jumps at {t}"
+        );
+        for k in 0..3 {
+            assert!(
+                (c.target[k] - prev.target[k]).abs() < 5.0,
+                "target jumps at {t}"
+            );
+        }
+        prev = c;
+    }
+}
+
+#[test]
+fn builtin_path_is_continuous_across_keys_and_the_loop_seam() {
+    let s = Scene::builtin();
+    let p = s.camera_path.unwrap();
+    // Two whole periods: every key and the seam (twice).
+    assert_continuous(&p, 2.0 * p.duration_s() + 0.5);
+}
+
+#[test]
+fn path_hits_keys_exactly() {
+    let f = fitted();
+    let p = Scene::builtin().camera_path.unwrap();
+    for (i, k) in p.keys().iter().enumerate() {
+        for t in [k.time_s, k.time_s + p.duration_s()] {
+            let c = p.at(t, &f);
+            let yaw = k.yaw_deg.unwrap_or(f.yaw_deg).rem_euclid(360.0);
+            assert!(
+                ang(c.yaw_deg, yaw) < 1e-3,
+                "key {i} at {t}: yaw {}",
+                c.yaw_deg
+            );
+            assert!((c.pitch_deg - k.pitch_deg.unwrap_or(f.pitch_deg)).abs() < 1e-4);
+            let d = f.distance * k.distance_scale.unwrap_or(1.0);
+            assert!(
+                (c.distance / d - 1.0).abs() < 1e-5,
+                "key {i}: {} vs {d}",
+                c.distance
+            );
+            let off = k.target_offset.unwrap_or([0.0; 3]);
+            for ((got, fit), o) in c.target.iter().zip(f.target).zip(off) {
+                assert!((got - (fit + o)).abs() < 1e-2);
+            }
+        }
+    }
+}
+
+#[test]
+fn yaw_goes_the_short_way_round() {
+    let f = fitted();
+    let key = |t: f64, yaw: f32| CameraKey {
+        time_s: t,
+        yaw_deg: Some(yaw),
+        ..Default::default()
+    };
+    let p = CameraPath::new(
+        vec![key(0.0, 350.0), key(4.0, 10.0), key(8.0, 30.0)],
+        true,
+        Some(12.0),
+    )
+    .unwrap();
+    assert_eq!(p.at(0.0, &f).yaw_deg, 350.0);
+    assert_eq!(p.at(4.0, &f).yaw_deg, 10.0);
+    // From 350° to 10° the camera passes 0°, never 180°.
+    for i in 0..=4000 {
+        let y = p.at(i as f64 * 1e-3, &f).yaw_deg;
+        assert!(ang(y, 0.0) <= 12.0, "yaw {y} at {i} ms");
+    }
+    assert_continuous(&p, 25.0);
+    // A path that does not loop holds its ends.
+    let once = CameraPath::new(vec![key(1.0, 350.0), key(2.0, 10.0)], false, None).unwrap();
+    assert_eq!(once.at(0.0, &f).yaw_deg, 350.0);
+    assert_eq!(once.at(9.0, &f).yaw_deg, 10.0);
+}
