@@ -27,8 +27,8 @@ use crate::ingest::{
     open_engine,
 };
 use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
-use crate::render::scene::{self, LoadedScene};
 use crate::render::{RenderError, Renderer, View};
+use crate::scene::{LoadedScene, Scene};
 
 /// What can go wrong in the player.
 #[derive(Debug, thiserror::Error)]
@@ -290,7 +290,8 @@ impl Player {
             return Err(PlayError::Usage("the image size must be positive".into()));
         }
         let aspect = cfg.width as f32 / cfg.height as f32;
-        let scene = scene::load(scene_path, aspect, cfg.attributes.as_deref())
+        let scene = Scene::load(scene_path)
+            .and_then(|s| s.open(aspect, cfg.attributes.as_deref()))
             .map_err(|e| PlayError::Scene(e.to_string()))?;
         let source = Source::from_manifest(scene.dataset.manifest());
         if source.frames.is_empty() {
@@ -922,6 +923,14 @@ impl Player {
     /// The scene's original view (for "reset camera").
     pub fn scene_view(&self) -> &View {
         &self.scene.view
+    }
+    /// Whether the scene has a camera path (the kiosk flies it).
+    pub fn has_camera_path(&self) -> bool {
+        self.scene.camera_path.is_some()
+    }
+    /// The scene's camera at `time_s` seconds along its camera path (its camera without one).
+    pub fn scene_camera_at(&self, time_s: f64) -> crate::render::Camera {
+        self.scene.camera_at(time_s)
     }
     /// Attribute names per view slot.
     pub fn attribute_names(&self) -> Vec<String> {

@@ -102,6 +102,7 @@ struct App {
     gpu_mark: Instant,
     toggle_mark: Instant,
     last_frame: Instant,
+    kiosk_start: Instant,
 }
 
 /// Opens the window and runs until it is closed, Esc, `quit` or `--exit-after`.
@@ -138,6 +139,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         gpu_mark: now,
         toggle_mark: now,
         last_frame: now,
+        kiosk_start: now,
     };
     event_loop
         .run_app(&mut app)
@@ -485,8 +487,14 @@ impl App {
         let dt = now.duration_since(self.last_frame).as_secs_f32().min(0.25);
         self.last_frame = now;
         if self.opts.kiosk {
-            // A slow orbit (the scene's camera path flies here once scenes carry one).
-            g.player.view_mut().camera.orbit(dt * 6.0, 0.0);
+            // The scene's camera path flies (it loops with the clock), else a slow orbit.
+            if g.player.has_camera_path() {
+                let t = now.duration_since(self.kiosk_start).as_secs_f64();
+                let cam = g.player.scene_camera_at(t);
+                g.player.view_mut().camera = cam;
+            } else {
+                g.player.view_mut().camera.orbit(dt * 6.0, 0.0);
+            }
         }
         if let Some(every) = self.opts.toggle_every
             && now.duration_since(self.toggle_mark) >= every

@@ -158,7 +158,7 @@ fn player_config(args: &PlayArgs, size: (u32, u32)) -> anyhow::Result<PlayerConf
 pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
     let scene = match &args.scene {
         Some(p) => p.clone(),
-        None => super::info::ensure_default_dataset()?,
+        None => supercell::scene::ensure_default_dataset(true)?,
     };
     if !scene.exists() {
         bail!("{}: no such scene file or dataset", scene.display());
