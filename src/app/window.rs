@@ -43,6 +43,12 @@ pub struct WindowOptions {
     pub fullscreen: bool,
     /// Large print.
     pub large_print: bool,
+    /// Plots shown at start.
+    pub plots: bool,
+    /// Seconds of history in the plots (at most 60).
+    pub plot_window_s: f64,
+    /// Help card shown at start.
+    pub help: bool,
     /// Kiosk: camera flies, loops forever, no timeline.
     pub kiosk: bool,
     /// Flip direct/host on this period.
@@ -112,8 +118,8 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
     let now = Instant::now();
     let mut app = App {
         ui: UiState {
-            help: false,
-            plots: true,
+            help: opts.help,
+            plots: opts.plots,
             large_print: opts.large_print,
             fullscreen: opts.fullscreen,
             kiosk: opts.kiosk,
@@ -125,7 +131,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             frames_shown: 0,
             presets: Vec::new(),
             window_size: opts.window_size,
-            plot_window_s: 30.0,
+            plot_window_s: opts.plot_window_s,
         },
         script: opts.script.iter().cloned().collect(),
         opts,

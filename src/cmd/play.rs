@@ -9,6 +9,7 @@ use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessRep
 use supercell::app::window::{self, WindowOptions};
 use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu, script};
 use supercell::pipeline::PlayMode;
+use supercell::scene::{PlaybackDefaults, Scene};
 
 /// Which paths a headless run measures.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,15 +68,15 @@ pub struct PlayArgs {
     /// Attributes in slot order, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub attributes: Option<Vec<String>>,
-    /// Playback rate, frames/s (default: as fast as frames arrive).
+    /// Playback rate, frames/s; 0: as fast as frames arrive (default: the scene's, 24).
     #[arg(long)]
     pub fps: Option<f64>,
-    /// End-of-timeline behaviour.
-    #[arg(long, value_enum, default_value = "loop")]
-    pub mode: ModeArg,
-    /// First frame.
-    #[arg(long, default_value_t = 0)]
-    pub start_frame: u32,
+    /// End-of-timeline behaviour (default: the scene's, loop).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// First frame (default: the scene's, 0).
+    #[arg(long)]
+    pub start_frame: Option<u32>,
     /// Start paused.
     #[arg(long)]
     pub paused: bool,
@@ -119,12 +120,18 @@ fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
     Ok((w, h))
 }
 
-fn player_config(args: &PlayArgs, size: (u32, u32)) -> anyhow::Result<PlayerConfig> {
+/// Player settings: the command line over the scene's `[playback]` defaults.
+fn player_config(
+    args: &PlayArgs,
+    size: (u32, u32),
+    defaults: &PlaybackDefaults,
+) -> anyhow::Result<PlayerConfig> {
     if let Some(f) = args.fps
-        && !(f.is_finite() && f > 0.0)
+        && !(f.is_finite() && f >= 0.0)
     {
-        bail!("--fps must be a positive number");
+        bail!("--fps must be a number ≥ 0 (0: as fast as frames arrive)");
     }
+    let fps = args.fps.unwrap_or(defaults.fps);
     if args.threads == 0 || args.threads > 256 {
         bail!("--threads must be 1..256");
     }
@@ -137,19 +144,21 @@ fn player_config(args: &PlayArgs, size: (u32, u32)) -> anyhow::Result<PlayerConf
         height: size.1,
         slots: args.slots,
         threads: args.threads,
-        path: if args.path == PathArg::Host {
-            PathSel::Host
-        } else {
-            PathSel::Direct
+        path: match args.path {
+            PathArg::Host => PathSel::Host,
+            PathArg::Direct => PathSel::Direct,
+            PathArg::Both if defaults.direct => PathSel::Direct,
+            PathArg::Both => PathSel::Host,
         },
         mode: match args.mode {
-            ModeArg::Loop => PlayMode::Loop,
-            ModeArg::PingPong => PlayMode::PingPong,
-            ModeArg::Once => PlayMode::Once,
+            Some(ModeArg::Loop) => PlayMode::Loop,
+            Some(ModeArg::PingPong) => PlayMode::PingPong,
+            Some(ModeArg::Once) => PlayMode::Once,
+            None => defaults.mode,
         },
-        speed_fps: args.fps,
-        playing: !args.paused,
-        start_frame: args.start_frame,
+        speed_fps: (fps > 0.0).then_some(fps),
+        playing: !args.paused && defaults.playing,
+        start_frame: args.start_frame.unwrap_or(defaults.start_frame),
         ..PlayerConfig::default()
     })
 }
@@ -176,7 +185,8 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
     }
     let size = parse_size(&args.size)?;
     let timeout = script::parse_duration(&args.timeout).map_err(anyhow::Error::msg)?;
-    let cfg = player_config(args, size)?;
+    // Headless measures as fast as frames arrive, whatever the scene's playback says.
+    let cfg = player_config(args, size, &PlaybackDefaults::default())?;
     let gpu = PlayerGpu::open_best()?;
     let mut player = Player::open(&gpu, scene, &cfg)?;
     let paths = match args.path {
@@ -239,7 +249,12 @@ fn window_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
     if !(args.render_scale.is_finite() && args.render_scale > 0.0 && args.render_scale <= 4.0) {
         bail!("--render-scale must be in (0, 4]");
     }
-    let cfg = player_config(args, window_size)?;
+    let scene_file = Scene::load(scene)?;
+    let cfg = player_config(args, window_size, &scene_file.playback)?;
+    let overlay = &scene_file.overlay;
+    if !(overlay.plot_window_s.is_finite() && overlay.plot_window_s > 0.0) {
+        bail!("the scene's plot_window_s must be positive");
+    }
     let toggle_every = args
         .toggle_every
         .as_deref()
@@ -267,7 +282,10 @@ fn window_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
         window_size,
         render_scale: args.render_scale,
         fullscreen: args.fullscreen || args.kiosk,
-        large_print: args.large_print || args.kiosk,
+        large_print: args.large_print || args.kiosk || overlay.large_print,
+        plots: overlay.plots,
+        plot_window_s: overlay.plot_window_s.min(60.0),
+        help: overlay.show_help,
         kiosk: args.kiosk,
         toggle_every,
         script,
