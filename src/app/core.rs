@@ -107,6 +107,11 @@ pub struct PlayerConfig {
     pub playing: bool,
     /// First frame.
     pub start_frame: u32,
+    /// Tests only: stand a second host-path engine in for the direct path (reported as
+    /// "loopback (test)", never as direct), so the run-time toggle's drain and hand-over can
+    /// be exercised on machines without CUDA.
+    #[doc(hidden)]
+    pub loopback_direct: bool,
 }
 
 impl Default for PlayerConfig {
@@ -124,6 +129,7 @@ impl Default for PlayerConfig {
             speed_fps: None,
             playing: true,
             start_frame: 0,
+            loopback_direct: false,
         }
     }
 }
@@ -332,28 +338,31 @@ impl Player {
         let mut gpu_buffer_bytes = 0u64;
 
         // Host path: always there (it needs nothing but wgpu).
-        let ring = FrameRing::host(slots, slot_len)?;
-        let engine = open_engine(
-            PathKind::Portable,
-            None,
-            &source.files,
-            ring.memories(),
-            &ecfg,
-        )?;
-        let uploads = (0..2)
-            .map(|_| new_buffer(device, slot_len, "supercell host upload"))
-            .collect::<Result<Vec<_>, _>>()?;
-        gpu_buffer_bytes += 2 * slot_len as u64;
-        let host = FramePath {
-            info: engine.info().clone(),
-            engine,
-            ring,
-            buffers: uploads,
-            next_upload: 0,
-            pending: VecDeque::new(),
-            stale: HashSet::new(),
-            direct: false,
+        let host_path = |label: &str| -> Result<FramePath, PlayError> {
+            let ring = FrameRing::host(slots, slot_len)?;
+            let engine = open_engine(
+                PathKind::Portable,
+                None,
+                &source.files,
+                ring.memories(),
+                &ecfg,
+            )?;
+            let uploads = (0..2)
+                .map(|_| new_buffer(device, slot_len, label))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(FramePath {
+                info: engine.info().clone(),
+                engine,
+                ring,
+                buffers: uploads,
+                next_upload: 0,
+                pending: VecDeque::new(),
+                stale: HashSet::new(),
+                direct: false,
+            })
         };
+        let host = host_path("supercell host upload")?;
+        gpu_buffer_bytes += 2 * slot_len as u64;
 
         // Direct path: only where shared buffers exist; else the reason is kept for the UI.
         let (direct, direct_reason) =
@@ -392,6 +401,12 @@ impl Player {
                 }
                 Err(why) => (None, Some(why)),
             };
+        let (direct, direct_reason) = if cfg.loopback_direct {
+            gpu_buffer_bytes += 2 * slot_len as u64;
+            (Some(host_path("supercell loopback upload")?), None)
+        } else {
+            (direct, direct_reason)
+        };
         let active = if cfg.path == PathSel::Direct && direct.is_some() {
             PathSel::Direct
         } else {
@@ -844,6 +859,7 @@ impl Player {
                         _ if p.info.mode.contains("compat") => "GDS compat".to_string(),
                         _ => "GDS".to_string(),
                     },
+                    _ if !p.direct && sel == PathSel::Direct => "loopback (test)".to_string(),
                     k => k.name().to_string(),
                 };
                 PathReport {
