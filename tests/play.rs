@@ -378,11 +378,13 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     let script = format!(
         "wait-frames 4; dump-state {s1}; key D; wait 300ms; dump-state {s2}; key Space; \
          scrub 5; wait-shown 5; wait 300ms; screenshot {shot}; render {img}; dump-state {s3}; \
-         key H; wait 100ms; dump-state {s4}; quit",
+         key H; wait 100ms; dump-state {s4}; drag 2; wait 200ms; drag 3; wait 200ms; \
+         release 1; wait-shown 1; dump-state {s5}; quit",
         s1 = p("s1.json"),
         s2 = p("s2.json"),
         s3 = p("s3.json"),
         s4 = p("s4.json"),
+        s5 = p("s5.json"),
         shot = p("shot.png"),
         img = p("img.png"),
     );
@@ -454,6 +456,10 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     assert!(s3["last_scrub_ms"].as_f64().is_some());
     assert_eq!(s3["help_visible"], false);
     assert_eq!(read("s4.json")["help_visible"], true);
+    // Dragging the slider, then releasing it: the exact frame of the release is shown.
+    let s5 = read("s5.json");
+    assert_eq!(s5["shown_frame"], 1, "{s5}");
+    assert_eq!(s5["position"], 1);
 
     // The screenshot is the window (image + overlay); away from the overlay it matches a
     // headless render of frame 5 at the render size (the window shows it scaled up 4×, so

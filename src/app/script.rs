@@ -8,6 +8,8 @@
 //! - `wait-shown N` — until frame N is on screen (scrubs and steps land exactly);
 //! - `key NAME` — a key press: `Space`, `Left`, `Right`, `Home`, `End`, `Escape`, or a letter;
 //! - `scrub N` — jump to frame N (as releasing the slider there does);
+//! - `drag N` / `release N` — the timeline slider dragged to N (nearby frames show as they
+//!   arrive) and released at N (the exact frame follows);
 //! - `path direct|host` — choose a path (as the overlay's switch does);
 //! - `screenshot FILE` — the composed window (image and overlay) as PNG;
 //! - `render FILE` — the renderer's image alone as PNG;
@@ -101,6 +103,10 @@ pub enum Command {
     Key(Action),
     /// Jump to a frame.
     Scrub(u32),
+    /// Slider dragged to a frame.
+    Drag(u32),
+    /// Slider released at a frame.
+    Release(u32),
     /// Choose a path.
     Path(super::PathSel),
     /// Save the composed window.
@@ -179,6 +185,8 @@ pub fn parse(text_or_path: &str) -> Result<Vec<Command>, String> {
                     .ok_or_else(|| err(format!("unknown key {arg:?}")))?,
             ),
             "scrub" => Command::Scrub(frame(need("a frame")?)?),
+            "drag" => Command::Drag(frame(need("a frame")?)?),
+            "release" => Command::Release(frame(need("a frame")?)?),
             "path" => Command::Path(match need("direct or host")? {
                 "direct" => super::PathSel::Direct,
                 "host" => super::PathSel::Host,

@@ -447,6 +447,18 @@ impl App {
                         g.player.scrub(f);
                     }
                 }
+                Command::Drag(f) => {
+                    self.ui.dragging = true;
+                    self.ui.slider = f;
+                    self.apply_request(UiRequest::Dragging(true), event_loop);
+                    self.apply_request(UiRequest::Scrub(f), event_loop);
+                }
+                Command::Release(f) => {
+                    self.ui.dragging = false;
+                    self.ui.slider = f;
+                    self.apply_request(UiRequest::Dragging(false), event_loop);
+                    self.apply_request(UiRequest::Scrub(f), event_loop);
+                }
                 Command::Path(sel) => self.apply_request(UiRequest::SetPath(sel), event_loop),
                 Command::Screenshot(p) => {
                     // Taken at the end of the next composed frame; later commands wait for it.
