@@ -16,6 +16,7 @@ ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulk
 # A virtual X server and the libraries winit loads at run time, for the player's window tests
 # (tests/play.rs starts its own Xvfb when DISPLAY is unset).
 command -v Xvfb >/dev/null || need_apt+=(xvfb)
+command -v xauth >/dev/null || need_apt+=(xauth)  # xvfb-run needs it
 ldconfig -p 2>/dev/null | grep -q libxkbcommon-x11.so.0 || need_apt+=(libxkbcommon-x11-0)
 ldconfig -p 2>/dev/null | grep -q libXcursor.so.1 || need_apt+=(libxcursor1 libxi6 libxrandr2)
 if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && [ ${#need_apt[@]} -gt 0 ]; then
