@@ -11,7 +11,8 @@
 # benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), a staged
 # sweep with its plot, the raw O_DIRECT and kvikio peers on the same files, and a cold
 # root-disk run against the raw O_DIRECT ceiling. Knobs (environment): FRAMES (16),
-# FRAME_SIZE (1GB), LANES (8), LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1.
+# FRAME_SIZE (1GB), LANES (8), LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1,
+# SKIP_RENDER=1, ONLY_RENDER=1 (the renderer benchmark alone).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +44,8 @@ run() {
   say() { echo "== $*" | tee -a "$LOG"; }
   # shellcheck disable=SC1091
   source .dev/device/gpu-env.sh
+  local json_parts=()
+  if [ -z "${ONLY_RENDER:-}" ]; then
   bash .dev/device/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
   nvidia-smi -L >>"$LOG" 2>&1 || true
 
@@ -60,7 +63,6 @@ run() {
 
   local files
   files=$(find /mnt/lanes -name '*.sclane' | sort)
-  local json_parts=()
   for p in cpu-only staged gds; do
     say "bench --path $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
     timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
@@ -98,6 +100,8 @@ run() {
       timeout 120 $SC bench "$RDS" --path "$p" --cold --threads 16 --quiet --json "$OUT/b-root-$p.json" >>"$LOG" 2>&1
       json_parts+=("$OUT/b-root-$p.json")
     done
+  fi
+
   fi
 
   if [ -z "${SKIP_RENDER:-}" ]; then

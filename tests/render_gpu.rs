@@ -122,9 +122,14 @@ fn hdda_matches_fixed_step() {
             let mut view = view_for(&grid, &["cloud"], W, H);
             tweak(&mut view, mode);
             view.settings.iso_value = 0.35;
+            // Fixed base steps on both sides: skipping (tiles, acceleration cells) must
+            // only drop samples that add nothing.
+            view.settings.max_step_scale = 1;
             view.settings.hdda = true;
+            view.settings.accel = true;
             let a = gpu.render(&[&bytes], &view, W, H);
             view.settings.hdda = false;
+            view.settings.accel = false;
             let b = gpu.render(&[&bytes], &view, W, H);
             let d = a.diff(&b);
             eprintln!("hdda vs fixed {t:?} {mode:?}: {d:?}");
@@ -210,7 +215,11 @@ fn three_attributes_from_one_slot_buffer() {
     view.attributes[1].as_mut().unwrap().enabled = false;
     r.render(&view, W, H);
     let off = r.read_image().unwrap();
-    assert!(off.diff(&g).max > 0.05, "disabling rain changed nothing");
+    let d = off.diff(&g);
+    assert!(
+        d.max > 0.02 && d.mean > 1e-3,
+        "disabling rain changed nothing: {d:?}"
+    );
 }
 
 fn corruptions(good: &[u8]) -> Vec<(String, Vec<u8>)> {
