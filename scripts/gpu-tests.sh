@@ -7,7 +7,8 @@
 #   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
 #
 # `run` sets up 8 RAM-backed lanes (lanes.sh), generates a dataset on them, runs the
-# #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs), then the
+# #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs; CUDA<->Vulkan
+# zero-copy sharing: interop_gpu), then the
 # benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), a staged
 # sweep with its plot, the raw O_DIRECT and kvikio peers on the same files, and a cold
 # root-disk run against the raw O_DIRECT ceiling. Knobs (environment): FRAMES (16),
@@ -19,16 +20,18 @@ cd "$(dirname "$0")/.."
 prepare() {
   set -e
   cargo build --release --workspace
-  local bins
-  bins=$(cargo test --release --test ingest_gpu --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    m=json.loads(l)
-    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="ingest_gpu": print(m["executable"])')
   mkdir -p .dev
   cp target/release/supercell target/release/supercell-data .dev/
-  cp "$bins" .dev/ingest_gpu
-  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu || true
+  local t bin
+  for t in ingest_gpu interop_gpu; do
+    bin=$(cargo test --release --test "$t" --no-run --message-format=json 2>/dev/null |
+      T="$t" python3 -c 'import json,os,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]==os.environ["T"]: print(m["executable"])')
+    cp "$bin" ".dev/$t"
+  done
+  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/interop_gpu || true
   rm -rf .dev/device && cp -r ../shared/device .dev/device
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh
   du -sh .dev
@@ -60,6 +63,12 @@ run() {
   SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/ingest_gpu --ignored --test-threads 1 --nocapture \
     >"$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+  # CUDA<->Vulkan sharing (appended to the same file: the result folder takes 8 files).
+  say "interop GPU tests"
+  echo "== interop_gpu" >>"$OUT/gpu-tests.txt"
+  RUST_BACKTRACE=1 timeout 300 .dev/interop_gpu --ignored --test-threads 1 --nocapture \
+    >>"$OUT/gpu-tests.txt" 2>&1
+  echo "interop tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
 
   local files
   files=$(find /mnt/lanes -name '*.sclane' | sort)

@@ -4,12 +4,14 @@
 //! CUDA is loaded at run time (cudarc's `dynamic-loading`): everything here first checks
 //! [`cuda_probe`], so machines without NVIDIA drivers get an error message, not a panic.
 //! A slot is a device pointer and a length, owned (allocated here) or borrowed (memory
-//! imported from Vulkan, a later step), so the frame ring does not care where it came from.
+//! imported from Vulkan: [`interop`]), so the frame ring does not care where it came from.
 
 mod cuda;
+pub mod interop;
 mod ring;
 
 pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
+pub use interop::{InteropDevice, InteropError, SharedBuffer};
 pub use ring::{FrameRing, SlotMemory, SlotState};
 
 pub(crate) use cuda::{check as check_pub, cuda_err as cuda_err_pub};
