@@ -303,3 +303,32 @@ fn corrupt_grids_render_without_fault() {
         check_close(&g.diff(&c), &format!("{t:?} after corrupt grids"));
     }
 }
+
+#[test]
+fn adaptive_steps_stay_close_to_fixed_steps() {
+    let Some(mut gpu) = gpu() else { return };
+    for t in [GridType::Float, GridType::Fp8] {
+        let bytes = test_grid(t, true);
+        let grid = Grid::parse(&bytes).unwrap();
+        let mut view = view_for(&grid, &["cloud"], W, H);
+        tweak(&mut view, Mode::Shaded);
+        // Thin enough that adaptive steps engage over much of the volume.
+        if let Some(a) = view.attributes[0].as_mut() {
+            a.tf.extinction *= 0.05;
+        }
+        view.settings.max_step_scale = 4;
+        let a = gpu.render(&[&bytes], &view, W, H);
+        let c = render_cpu(&[Some(&grid)], &view, W, H);
+        check_close(&a.diff(&c), &format!("adaptive {t:?} GPU vs CPU"));
+        view.settings.max_step_scale = 1;
+        let b = gpu.render(&[&bytes], &view, W, H);
+        let d = a.diff(&b);
+        eprintln!("adaptive vs fixed {t:?}: {d:?}");
+        save(&a, &format!("adaptive_{t:?}"));
+        assert!(d.max > 0.0, "{t:?}: adaptive steps never engaged");
+        assert!(
+            d.mean <= 2e-3 && d.p99 <= 2e-2,
+            "{t:?}: adaptive steps moved the picture too far: {d:?}"
+        );
+    }
+}
