@@ -118,12 +118,16 @@ fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
                 for (var j = 0u; j < 8u; j++) {
                     let n = li + 64u * j;
                     let ijk = bo + vec3<i32>(vec3<u32>(n >> 6u, (n >> 3u) & 7u, n & 7u));
-                    let v = lookup(a, ijk).value;
-                    if finite(v) {
-                        lo = min(lo, v);
-                        hi = max(hi, v);
-                        sum += tf_eval(a, v).a;
+                    let l = lookup(a, ijk);
+                    // A tile (or the background) covers the whole aligned 8³ block with one
+                    // value: count this thread's eight voxels at once.
+                    let reps = select(1.0, f32(8u - j), l.level > 0u);
+                    if finite(l.value) {
+                        lo = min(lo, l.value);
+                        hi = max(hi, l.value);
+                        sum += tf_eval(a, l.value).a * reps;
                     }
+                    if l.level > 0u { break; }
                 }
             }
             sum = sum / f32(blocks * 512u);
@@ -191,6 +195,24 @@ fn mean_extinction(b: u32, q: vec3<f32>) -> f32 {
     return accel[b * ACCEL_CELLS + cell_linear(si, vec3<u32>(c))].z;
 }
 
+// Whether the march can read the sun grid at cell `c` of the reference slot: cells on the
+// faces of the grid (surfaces outside it look up where their sun ray enters), and cells
+// where some scattering slot can be visible (its cell's dilated extinction bound is above
+// 0: a lit sample's trilinear lookup reads only such cells). Others keep 1, unread.
+fn sun_needed(si: SlotAccel, c: vec3<u32>, w: vec3<f32>) -> bool {
+    if any(c == vec3<u32>(0u)) || any(c + vec3<u32>(1u) == si.dims) { return true; }
+    for (var b = 0u; b < MAX_ATTRS; b++) {
+        let sb = ainfo.slots[b];
+        if sb.ok == 0u || P.attrs[b].kind != KIND_SCATTER { continue; }
+        let p = floor(to_index(b, w));
+        if any(abs(p) > vec3<f32>(2.0e9)) { continue; }
+        let cb = (vec3<i32>(p) >> vec3<u32>(sb.shift)) - sb.org;
+        if any(cb < vec3<i32>(0)) || any(vec3<u32>(cb) >= sb.dims) { continue; }
+        if accel[b * ACCEL_CELLS + cell_linear(sb, vec3<u32>(cb))].w > 0.0 { return true; }
+    }
+    return false;
+}
+
 @compute @workgroup_size(64, 1, 1)
 fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let r = ainfo.shadow_ref;
@@ -203,8 +225,11 @@ fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     let size = f32(1u << si.shift);
     // Centre of the cell: the sample positions whose base voxel lies in it span
     // [(org + c)·s, (org + c + 1)·s) in index space.
-    let centre = (vec3<f32>(si.org + vec3<i32>(c)) + 0.5) * size;
-    let w0 = to_world(r, centre);
+    let w0 = to_world(r, (vec3<f32>(si.org + vec3<i32>(c)) + 0.5) * size);
+    if !sun_needed(si, c, w0) {
+        sun_grid[cell] = 1.0;
+        return;
+    }
     let L = P.light_dir.xyz;
     // One cell of the reference slot per step, in world units.
     let h = size / max(length(dir_to_index(r, L)), 1e-30);

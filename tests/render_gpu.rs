@@ -317,6 +317,8 @@ fn adaptive_steps_stay_close_to_fixed_steps() {
             a.tf.extinction *= 0.05;
         }
         view.settings.max_step_scale = 4;
+        // Large enough that steps double over much of the volume (σ·dt is 0.05–0.1 here).
+        view.settings.step_tau = 0.2;
         let a = gpu.render(&[&bytes], &view, W, H);
         let c = render_cpu(&[Some(&grid)], &view, W, H);
         check_close(&a.diff(&c), &format!("adaptive {t:?} GPU vs CPU"));
@@ -326,8 +328,11 @@ fn adaptive_steps_stay_close_to_fixed_steps() {
         eprintln!("adaptive vs fixed {t:?}: {d:?}");
         save(&a, &format!("adaptive_{t:?}"));
         assert!(d.max > 0.0, "{t:?}: adaptive steps never engaged");
+        // Doubled steps sample the test volume's sharp edges half as often, which moves
+        // a few pixels by up to ~0.15 (measured on lavapipe: mean 0.0055, p99 0.07); the
+        // bound catches a broken step rule (skipped media, wrong opacity per step).
         assert!(
-            d.mean <= 2e-3 && d.p99 <= 2e-2,
+            d.mean <= 1e-2 && d.p99 <= 0.1,
             "{t:?}: adaptive steps moved the picture too far: {d:?}"
         );
     }

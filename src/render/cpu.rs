@@ -676,6 +676,26 @@ impl Ctx<'_> {
                     (si.org[2] + c[2] as i32) as f32 + 0.5,
                 ) * size;
                 let w0 = gr.to_world(centre);
+                // `sun_needed`: faces of the grid, and cells where a scattering slot can be
+                // visible.
+                let face = (0..3).any(|k| c[k] == 0 || c[k] + 1 == d[k]);
+                let visible = (0..MAX_ATTRIBUTES).any(|b| {
+                    let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
+                        return false;
+                    };
+                    if p.attrs[b].kind != 0 {
+                        return false;
+                    }
+                    let fl = gb.to_index(w0).floor();
+                    fl.abs().max_element() <= 2.0e9
+                        && sb
+                            .cell_of([fl.x as i32, fl.y as i32, fl.z as i32])
+                            .is_some_and(|cc| sb.cells[sb.linear(cc)][3] > 0.0)
+                });
+                if !face && !visible {
+                    *out = 1.0;
+                    continue;
+                }
                 let mut tau = 0.0f32;
                 for k in 0..p.shadow_steps {
                     let q = w0 + l * ((k as f32 + 0.5) * h);

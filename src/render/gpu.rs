@@ -143,6 +143,11 @@ struct Accel {
     sun_key: Option<Vec<u8>>,
 }
 
+/// Where the march's timestamps are resolved (the preparation's go to 0).
+const RESOLVE_MARCH: u64 = 256;
+/// Bytes of the resolve and read-back buffers.
+const RESOLVE_BYTES: u64 = RESOLVE_MARCH + 16;
+
 /// Bytes of `AccelInfo` in accel.wgsl: four 32-byte slot records and four u32.
 const ACCEL_INFO_BYTES: u64 = 4 * 32 + 16;
 
@@ -355,12 +360,12 @@ impl Renderer {
                 }),
                 resolve: buf(
                     "supercell timer resolve",
-                    32,
+                    RESOLVE_BYTES,
                     wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 ),
                 read: buf(
                     "supercell timer read",
-                    32,
+                    RESOLVE_BYTES,
                     wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 ),
                 period_ns: queue.get_timestamp_period() as f64,
@@ -602,9 +607,13 @@ impl Renderer {
             pass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
         }
         if let (Some(t), true) = (&self.timer, timed) {
-            let first = if prepared { 0 } else { 2 };
-            encoder.resolve_query_set(&t.queries, first..4, &t.resolve, u64::from(first) * 8);
-            encoder.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, 32);
+            // Resolve offsets must be multiples of QUERY_RESOLVE_BUFFER_ALIGNMENT (256): the
+            // preparation's pair at 0, the march's at 256.
+            if prepared {
+                encoder.resolve_query_set(&t.queries, 0..2, &t.resolve, 0);
+            }
+            encoder.resolve_query_set(&t.queries, 2..4, &t.resolve, RESOLVE_MARCH);
+            encoder.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, RESOLVE_BYTES);
         }
         self.last_prepared = prepared;
     }
@@ -694,12 +703,14 @@ impl Renderer {
         let wall_ms = start.elapsed().as_secs_f64() * 1e3;
         let (gpu_ms, prepare_ms) = match &self.timer {
             Some(t) => {
-                let bytes = self.map_read(&t.read, 32)?;
-                let ts: [u64; 4] = bytemuck::pod_read_unaligned(&bytes);
+                let bytes = self.map_read(&t.read, RESOLVE_BYTES)?;
+                let ts =
+                    |i: usize| -> u64 { bytemuck::pod_read_unaligned(&bytes[i * 8..i * 8 + 8]) };
                 let ms = |a: u64, b: u64| b.wrapping_sub(a) as f64 * t.period_ns / 1e6;
+                let m = RESOLVE_MARCH as usize / 8;
                 (
-                    Some(ms(ts[2], ts[3])),
-                    self.last_prepared.then(|| ms(ts[0], ts[1])),
+                    Some(ms(ts(m), ts(m + 1))),
+                    self.last_prepared.then(|| ms(ts(0), ts(1))),
                 )
             }
             None => (None, None),
