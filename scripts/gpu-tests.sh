@@ -14,7 +14,8 @@
 # root-disk run against the raw O_DIRECT ceiling, and the player headless on both paths
 # (play.json) plus a longer memory run (play-long.json). Knobs (environment): FRAMES (16),
 # FRAME_SIZE (1GB), LANES (8), LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1,
-# PLAY_FRAMES (64), PLAY_LONG_FRAMES (600), SKIP_PLAY=1.
+# PLAY_FRAMES (64), PLAY_LONG_FRAMES (600), SKIP_PLAY=1, SKIP_RENDER=1, ONLY_RENDER=1 (the
+# renderer benchmark and interop tests alone).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +49,8 @@ run() {
   say() { echo "== $*" | tee -a "$LOG"; }
   # shellcheck disable=SC1091
   source .dev/device/gpu-env.sh
+  local json_parts=()
+  if [ -z "${ONLY_RENDER:-}" ]; then
   bash .dev/device/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
   nvidia-smi -L >>"$LOG" 2>&1 || true
 
@@ -88,7 +91,6 @@ run() {
 
   local files
   files=$(find /mnt/lanes -name '*.sclane' | sort)
-  local json_parts=()
   [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-long.json")
   for p in cpu-only staged gds; do
     say "bench --path $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
@@ -129,6 +131,8 @@ run() {
     done
   fi
 
+  fi
+
   if [ -z "${SKIP_RENDER:-}" ]; then
     # Renderer timings on a ~1 GB Float storm frame and its Fp8 version (same resolution),
     # then the lane dataset's frame at 1920x1080 as a picture.
@@ -145,8 +149,29 @@ run() {
         --bench-frames 10 --attributes cloud,rain,wind_speed --bench-json "$OUT/r-$(basename "$d")-3.json" >>"$LOG" 2>&1
       json_parts+=("$OUT/r-$(basename "$d")-1.json" "$OUT/r-$(basename "$d")-3.json")
     done
+    # What the march's knobs cost: longer base steps, no shadows (1080p, three attributes).
+    say "render --bench knobs: --step 1.0; --no-shadows"
+    timeout 100 $SC render "$RF" --frame 1 --bench --bench-sizes 1920x1080 --bench-frames 10 \
+      --attributes cloud,rain,wind_speed --step 1.0 >>"$LOG" 2>&1
+    timeout 100 $SC render "$RF" --frame 1 --bench --bench-sizes 1920x1080 --bench-frames 10 \
+      --attributes cloud,rain,wind_speed --no-shadows >>"$LOG" 2>&1
+    # Where the time goes: rays capped at 512 steps (a latency tail of long rays?), and
+    # longer adaptive steps.
+    printf 'dataset = "%s"\n[settings]\nmax_steps = 512\n' "$RF" >/var/tmp/sc-steps512.toml
+    printf 'dataset = "%s"\n[settings]\nmax_step_scale = 16\nstep_tau = 0.1\n' "$RF" >/var/tmp/sc-scale16.toml
+    for t in sc-steps512 sc-scale16; do
+      say "render --bench $t"
+      timeout 100 $SC render /var/tmp/$t.toml --frame 1 --bench --bench-sizes 1280x720,1920x1080 --bench-frames 10 \
+        --attributes cloud >>"$LOG" 2>&1
+    done
     timeout 100 $SC render "$RF" --frame 1 --size 1920x1080 --out "$OUT/render" >>"$LOG" 2>&1
     rm -rf "$RF" "$R8"
+  fi
+  if [ -n "${ONLY_RENDER:-}" ]; then
+    say "interop GPU tests"
+    RUST_BACKTRACE=1 timeout 300 .dev/interop_gpu --ignored --test-threads 1 --nocapture \
+      >"$OUT/gpu-tests.txt" 2>&1
+    echo "interop tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
   fi
 
   # One JSON file with every run (the result folder takes 8 files at most).

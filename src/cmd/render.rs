@@ -281,7 +281,11 @@ fn save(img: &supercell::render::Image, out: &Path, f: usize, linear: bool) -> a
 struct BenchRow {
     width: u32,
     height: u32,
-    hdda: bool,
+    /// "adaptive" (skipping + adaptive steps, the default), "skip" (skipping, fixed base
+    /// steps) or "fixed" (every lattice point sampled).
+    march: &'static str,
+    /// Acceleration and sun-grid passes, when the grids or the look change (median).
+    prepare_ms_median: Option<f64>,
     frames: u32,
     gpu_ms_median: Option<f64>,
     gpu_ms_min: Option<f64>,
@@ -328,20 +332,25 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
         grid_bytes as f64 / 1e6
     );
     println!(
-        "{:>11} {:>6} {:>12} {:>12} {:>12} {:>9}",
-        "size", "march", "GPU ms med", "GPU ms min", "wall ms med", "Mpix/s"
+        "{:>11} {:>8} {:>12} {:>12} {:>12} {:>9} {:>10}",
+        "size", "march", "GPU ms med", "GPU ms min", "wall ms med", "Mpix/s", "prepare ms"
     );
     let base = ls.view.clone();
+    let slice_refs = slices.clone();
     for &(w, h) in &sizes {
-        let mut med = [0.0f64; 2];
-        for (i, hdda) in [true, false].into_iter().enumerate() {
+        let mut med = [0.0f64; 3];
+        for (i, march) in ["adaptive", "skip", "fixed"].into_iter().enumerate() {
             let mut view = base.clone();
             view.camera.fit_to(view.world_bbox, w as f32 / h as f32);
-            view.settings.hdda = hdda;
+            view.settings.hdda = march != "fixed";
+            view.settings.accel = march != "fixed";
+            if march != "adaptive" {
+                view.settings.max_step_scale = 1;
+            }
             for _ in 0..3 {
                 renderer.render_timed(&view, w, h)?;
             }
-            let (mut gpu, mut wall) = (Vec::new(), Vec::new());
+            let (mut gpu, mut wall, mut prep) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..args.bench_frames.max(1) {
                 let t = renderer.render_timed(&view, w, h)?;
                 wall.push(t.wall_ms);
@@ -349,10 +358,18 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
                     gpu.push(g);
                 }
             }
+            // The per-frame preparation: rebinding the grids forces it.
+            for _ in 0..3 {
+                renderer.set_grids(&slice_refs)?;
+                if let Some(p) = renderer.render_timed(&view, w, h)?.prepare_ms {
+                    prep.push(p);
+                }
+            }
             let gpu_med = (!gpu.is_empty()).then(|| median(&mut gpu));
             let gpu_min = gpu.iter().copied().reduce(f64::min);
+            let prep_med = (!prep.is_empty()).then(|| median(&mut prep));
             if gpu_med.is_some() {
-                timer = "GPU timestamp queries around the compute pass";
+                timer = "GPU timestamp queries around the compute passes";
             }
             let wall_med = median(&mut wall);
             let ms = gpu_med.unwrap_or(wall_med);
@@ -360,18 +377,20 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
             let mpix = w as f64 * h as f64 / (ms * 1e3);
             let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
             println!(
-                "{:>11} {:>6} {:>12} {:>12} {:>12.3} {:>9.1}",
+                "{:>11} {:>8} {:>12} {:>12} {:>12.3} {:>9.1} {:>10}",
                 format!("{w}x{h}"),
-                if hdda { "hdda" } else { "fixed" },
+                march,
                 f(gpu_med),
                 f(gpu_min),
                 wall_med,
-                mpix
+                mpix,
+                f(prep_med)
             );
             rows.push(BenchRow {
                 width: w,
                 height: h,
-                hdda,
+                march,
+                prepare_ms_median: prep_med,
                 frames: args.bench_frames.max(1),
                 gpu_ms_median: gpu_med,
                 gpu_ms_min: gpu_min,
@@ -380,9 +399,10 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
             });
         }
         println!(
-            "{:>11} HDDA speed-up over fixed step: {:.2}x",
+            "{:>11} speed-up over the fixed-step march: skipping {:.2}x, skipping + adaptive steps {:.2}x",
             format!("{w}x{h}"),
-            med[1] / med[0].max(1e-9)
+            med[2] / med[1].max(1e-9),
+            med[2] / med[0].max(1e-9)
         );
     }
     println!("timer: {timer}");

@@ -1,19 +1,22 @@
 //! The CPU reference renderer: the shader's camera, sampling and compositing in Rust, over
 //! [`crate::format::Grid`]'s value accessor, for tests.
 //!
-//! It always marches with fixed steps (the lattice the GPU's empty-space skipping visits a
-//! subset of), so comparing the GPU's skipping march against it checks the tree walk, the
-//! decoding and the skipping at once. It reads the same [`GpuParams`] and transfer-function
-//! table as the shader; the functions below follow `shaders/raymarch.wgsl` one for one.
+//! It builds the same acceleration and sun grids as `shaders/accel.wgsl` and marches as
+//! `shaders/march.wgsl` does (skipping cells the transfer functions make transparent, taking
+//! adaptive steps in thin media), but never skips tiles: tile skipping only drops samples
+//! that add nothing, so comparing the GPU against it checks the tree walk, the decoding and
+//! the skipping at once. It reads the same [`GpuParams`] and transfer-function table as the
+//! shaders; the functions below follow them one for one.
 
 use glam::Vec3;
 use rayon::prelude::*;
 
 use super::image::{Image, aces, srgb_encode};
 use super::params::{
-    FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, GpuParams, MAX_ATTRIBUTES, Mode, View,
+    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, GpuParams, MAX_ATTRIBUTES,
+    Mode, View,
 };
-use super::shader::SUPPORTED_TYPES;
+use super::shader::{ACCEL_CELLS, SUPPORTED_TYPES};
 use super::transfer::TF_SIZE;
 use crate::format::{Grid, ReadAccessor};
 
@@ -24,10 +27,14 @@ struct GridState<'g, 'a> {
     bmin: [i32; 3],
     bmax: [i32; 3],
     inv: [Vec3; 3],
+    mat: [Vec3; 3],
     vec: Vec3,
 }
 
 impl GridState<'_, '_> {
+    fn to_world(&self, p: Vec3) -> Vec3 {
+        Vec3::new(self.mat[0].dot(p), self.mat[1].dot(p), self.mat[2].dot(p)) + self.vec
+    }
     fn to_index(&self, w: Vec3) -> Vec3 {
         let d = w - self.vec;
         Vec3::new(self.inv[0].dot(d), self.inv[1].dot(d), self.inv[2].dot(d))
@@ -56,19 +63,6 @@ impl GridState<'_, '_> {
             ]);
         }
         trilerp(&v, f)
-    }
-    fn outside(&self, p: Vec3) -> bool {
-        let lo = Vec3::new(
-            (self.bmin[0] - 1) as f32,
-            (self.bmin[1] - 1) as f32,
-            (self.bmin[2] - 1) as f32,
-        );
-        let hi = Vec3::new(
-            (self.bmax[0] + 1) as f32,
-            (self.bmax[1] + 1) as f32,
-            (self.bmax[2] + 1) as f32,
-        );
-        p.cmple(lo).any() || p.cmpge(hi).any()
     }
 }
 
@@ -145,29 +139,44 @@ impl Ctx<'_> {
         self.tf_u(a, self.norm(a, v))
     }
 
-    fn shadow(&self, g: &mut [Option<GridState>], w: Vec3, steps: u32, dt0: f32) -> f32 {
-        let l = v3(self.p.light_dir);
-        let mut tau = 0.0;
-        let mut s = dt0;
-        let mut d = 0.5 * dt0;
-        for _ in 0..steps {
-            let q = w + l * d;
-            for (a, gs) in g.iter_mut().enumerate() {
-                let Some(gs) = gs else { continue };
-                if self.p.attrs[a].shadow == 0 {
-                    continue;
-                }
-                let p = gs.to_index(q);
-                if gs.outside(p) {
-                    continue;
-                }
-                let e = self.tf_eval(a, gs.sample(p));
-                tau += e[3] * self.p.attrs[a].extinction * s;
-            }
-            d += s;
-            s *= self.p.shadow_growth;
+    /// `sun_transmittance` of march.wgsl.
+    fn sun_transmittance(&self, g: &[Option<GridState>], acc: &Accel, w: Vec3) -> f32 {
+        let Some(r) = acc.shadow_ref else { return 1.0 };
+        if self.p.flags & FLAG_SHADOWS == 0 {
+            return 1.0;
         }
-        (-tau).exp()
+        let (Some(gs), Some(si)) = (&g[r], &acc.slots[r]) else {
+            return 1.0;
+        };
+        let size = (1u32 << si.shift) as f32;
+        let dims = Vec3::new(si.dims[0] as f32, si.dims[1] as f32, si.dims[2] as f32);
+        let org = Vec3::new(si.org[0] as f32, si.org[1] as f32, si.org[2] as f32);
+        let mut u = gs.to_index(w) / size - org - Vec3::splat(0.5);
+        let lo = Vec3::splat(-0.5);
+        let hi = dims - Vec3::splat(0.5);
+        if u.cmplt(lo).any() || u.cmpgt(hi).any() {
+            let du = gs.dir_to_index(v3(self.p.light_dir)) / size;
+            let (e0, e1) = ray_box(u, safe_inv(du), lo, hi);
+            if e0.partial_cmp(&e1).is_none_or(|o| o.is_gt()) || e1 < 0.0 {
+                return 1.0;
+            }
+            u += du * e0.max(0.0);
+        }
+        u = u.clamp(Vec3::ZERO, dims - Vec3::ONE);
+        let fl = u.floor();
+        let i0 = [fl.x as u32, fl.y as u32, fl.z as u32];
+        let i1: [u32; 3] = std::array::from_fn(|k| (i0[k] + 1).min(si.dims[k] - 1));
+        let f = u - fl;
+        let mut v = [0.0f32; 8];
+        for (n, out) in v.iter_mut().enumerate() {
+            let c = [
+                if n & 4 != 0 { i1[0] } else { i0[0] },
+                if n & 2 != 0 { i1[1] } else { i0[1] },
+                if n & 1 != 0 { i1[2] } else { i0[2] },
+            ];
+            *out = acc.sun[si.linear(c)];
+        }
+        trilerp(&v, f)
     }
 
     fn sky(&self, d: Vec3) -> Vec3 {
@@ -216,7 +225,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn pixel(&self, g: &mut [Option<GridState>], x: u32, y: u32) -> [f32; 4] {
+    fn pixel(&self, g: &mut [Option<GridState>], acc: &Accel, x: u32, y: u32) -> [f32; 4] {
         let p = self.p;
         let mode = p.mode;
         let (o, d) = self.camera_ray(x, y);
@@ -280,27 +289,61 @@ impl Ctx<'_> {
             (1.0 - g_hg * g_hg) / (den * den.sqrt())
         };
         let top = (p.ground[3] - p.ground[0]).max(1e-6);
+        let accel_on = p.flags & FLAG_ACCEL != 0 && mode == Mode::Shaded as u32;
+        let mut skip = ta0;
         let mut steps = 0;
         loop {
-            if steps >= p.max_steps || t.is_nan() || t > t_end || tr < p.t_cutoff {
+            if steps >= p.max_steps
+                || t.partial_cmp(&t_end).is_none_or(|o| o.is_gt())
+                || tr < p.t_cutoff
+            {
                 break;
             }
             steps += 1;
-            let mut any_left = false;
+            let mut next = INF;
             let (mut sig, mut scat, mut emit) = (0.0f32, Vec3::ZERO, Vec3::ZERO);
+            let mut sig_max = 0.0f32;
             for a in 0..MAX_ATTRIBUTES {
-                if t < ta0[a] {
-                    if ta0[a] < INF {
-                        any_left = true;
-                    }
+                if t < skip[a] {
+                    next = next.min(skip[a]);
                     continue;
                 }
                 if t > ta1[a] {
+                    skip[a] = INF;
                     continue;
                 }
-                any_left = true;
+                let pa = oi[a] + t * di[a];
+                if accel_on {
+                    let fl = pa.floor();
+                    let cell = acc.slots[a].as_ref().and_then(|si| {
+                        Some((si, si.cell_of([fl.x as i32, fl.y as i32, fl.z as i32])?))
+                    });
+                    match cell {
+                        Some((si, c)) => {
+                            let m = si.cells[si.linear(c)][3];
+                            if m <= 0.0 {
+                                let lo = Vec3::new(
+                                    ((si.org[0] + c[0] as i32) << si.shift) as f32,
+                                    ((si.org[1] + c[1] as i32) << si.shift) as f32,
+                                    ((si.org[2] + c[2] as i32) << si.shift) as f32,
+                                );
+                                let size = (1u32 << si.shift) as f32;
+                                let exit =
+                                    ray_box(oi[a], safe_inv(di[a]), lo, lo + Vec3::splat(size)).1
+                                        - 1e-3 * dt;
+                                if exit > t {
+                                    skip[a] = exit;
+                                    next = next.min(exit);
+                                    continue;
+                                }
+                            }
+                            sig_max = sig_max.max(m);
+                        }
+                        None => sig_max = INF,
+                    }
+                }
                 let gs = g[a].as_mut().expect("attributes with a range have grids");
-                let v = gs.sample(oi[a] + t * di[a]);
+                let v = gs.sample(pa);
                 if mode == Mode::Shaded as u32 {
                     let e = self.tf_eval(a, v);
                     if e[3] > 0.0 {
@@ -324,41 +367,38 @@ impl Ctx<'_> {
                     iso_prev = v;
                     iso_has_prev = true;
                 }
+                next = next.min(t);
             }
             if iso_hit {
                 break;
+            }
+            let mut mult = 1.0f32;
+            if accel_on && p.max_step_scale > 1 && sig_max < INF {
+                mult = (p.step_tau / (sig_max * dt).max(1e-30))
+                    .floor()
+                    .clamp(1.0, p.max_step_scale as f32);
             }
             if sig > 0.0 {
                 let w = o + t * d;
                 let mut src = emit;
                 if scat.cmpgt(Vec3::ZERO).any() {
-                    let ts = if p.flags & FLAG_SHADOWS != 0 {
-                        self.shadow(g, w, p.shadow_steps, p.shadow_dt)
-                    } else {
-                        1.0
-                    };
+                    let ts = self.sun_transmittance(g, acc, w);
                     let h = ((w.z - p.ground[0]) / top).clamp(0.0, 1.0);
                     let amb = v3(p.sky_zenith) * p.sky_zenith[3] * (0.35 + 0.65 * h);
                     let light =
                         v3(p.light_color) * (phase * ts + p.light_color[3] * ts.sqrt()) + amb;
                     src += scat * light;
                 }
-                let alpha = 1.0 - (-sig * dt).exp();
+                let alpha = 1.0 - (-sig * dt * mult).exp();
                 c += tr * alpha * (src / sig);
                 tr *= 1.0 - alpha;
             }
-            if !any_left {
+            if next >= INF {
                 break;
             }
-            k += 1.0;
+            k += mult;
             t = (k + jit) * dt;
-            // Jump to the first grid's entry when every grid is still ahead (the shader
-            // does the same through its skip bounds, HDDA or not).
-            let next = (0..MAX_ATTRIBUTES)
-                .filter(|&a| ta0[a] < INF && t <= ta1[a])
-                .map(|a| ta0[a])
-                .fold(INF, f32::min);
-            if next > t && next < INF {
+            if next > t {
                 k = k.max((next / dt - jit).ceil());
                 t = (k + jit) * dt;
             }
@@ -426,13 +466,8 @@ impl Ctx<'_> {
             spos = o + t_ground * d;
         }
         let mut sun_vis = 1.0;
-        if surf && p.flags & FLAG_SHADOWS != 0 && snrm.dot(l) > 0.0 {
-            let (mut n_steps, mut dt0) = (p.shadow_steps, p.shadow_dt);
-            if !iso_hit {
-                n_steps += 6;
-                dt0 *= 2.0;
-            }
-            sun_vis = self.shadow(g, spos + snrm * p.shadow_dt, n_steps, dt0);
+        if surf && snrm.dot(l) > 0.0 {
+            sun_vis = self.sun_transmittance(g, acc, spos);
         }
         let lc = v3(p.light_color);
         if iso_hit {
@@ -456,6 +491,250 @@ impl Ctx<'_> {
     }
 }
 
+/// One slot's acceleration grid (`SlotAccel` and its cells in accel.wgsl).
+struct SlotAccel {
+    org: [i32; 3],
+    shift: u32,
+    dims: [u32; 3],
+    /// (min, max, mean extinction, max extinction around) per cell.
+    cells: Vec<[f32; 4]>,
+}
+
+impl SlotAccel {
+    fn linear(&self, c: [u32; 3]) -> usize {
+        (c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])) as usize
+    }
+    /// The cell holding base voxel `i`, if inside the grid.
+    fn cell_of(&self, i: [i32; 3]) -> Option<[u32; 3]> {
+        let mut c = [0u32; 3];
+        for k in 0..3 {
+            let v = (i[k] >> self.shift) - self.org[k];
+            if v < 0 || v as u32 >= self.dims[k] {
+                return None;
+            }
+            c[k] = v as u32;
+        }
+        Some(c)
+    }
+}
+
+/// The acceleration and sun grids of accel.wgsl.
+struct Accel {
+    slots: Vec<Option<SlotAccel>>,
+    shadow_ref: Option<usize>,
+    sun: Vec<f32>,
+}
+
+/// Cells larger than this (as a shift) are not scanned (accel.wgsl's `SCAN_SHIFT_MAX`).
+const SCAN_SHIFT_MAX: u32 = 6;
+
+impl Ctx<'_> {
+    /// `tf_max_alpha` of accel.wgsl.
+    fn tf_max_alpha(&self, a: usize, lo: f32, hi: f32) -> f32 {
+        if lo.partial_cmp(&hi).is_none_or(|o| o.is_gt()) {
+            return 0.0;
+        }
+        let (u0, u1) = (self.norm(a, lo), self.norm(a, hi));
+        let mut m = self.tf_u(a, u0)[3].max(self.tf_u(a, u1)[3]);
+        let top = (TF_SIZE - 1) as f32;
+        let i0 = (u0 * top).ceil() as usize;
+        let i1 = ((u1 * top).floor() as usize).min(TF_SIZE - 1);
+        let row = self.p.attrs[a].tf_row as usize * TF_SIZE;
+        for i in i0..=i1 {
+            m = m.max(self.tf[row + i][3]);
+        }
+        m
+    }
+
+    /// Passes `accel_info`, `accel_cells`, `accel_dilate` and `accel_sun`.
+    #[allow(clippy::needless_range_loop)] // slot indices address several parallel arrays
+    fn build_accel(&self, g: &mut [Option<GridState>]) -> Accel {
+        let p = self.p;
+        let on = p.mode == Mode::Shaded as u32;
+        let mut acc = Accel {
+            slots: (0..MAX_ATTRIBUTES).map(|_| None).collect(),
+            shadow_ref: None,
+            sun: Vec::new(),
+        };
+        for a in 0..MAX_ATTRIBUTES {
+            let Some(gs) = g[a].as_mut() else { continue };
+            if !on {
+                continue;
+            }
+            let (bmin, bmax) = (gs.bmin, gs.bmax);
+            let mut shift = 3u32;
+            loop {
+                let sz = (1u32 << shift) as f32;
+                let n: [f32; 3] = std::array::from_fn(|k| {
+                    (bmax[k] as f32 / sz).floor() - (bmin[k] as f32 / sz).floor() + 1.0
+                });
+                if n[0] * n[1] * n[2] <= ACCEL_CELLS as f32 || shift >= 30 {
+                    break;
+                }
+                shift += 1;
+            }
+            let org: [i32; 3] = std::array::from_fn(|k| bmin[k] >> shift);
+            let dims: [u32; 3] = std::array::from_fn(|k| ((bmax[k] >> shift) - org[k] + 1) as u32);
+            let count = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+            if count > u64::from(ACCEL_CELLS) {
+                continue;
+            }
+            if acc.shadow_ref.is_none() && p.attrs[a].shadow != 0 && p.flags & FLAG_SHADOWS != 0 {
+                acc.shadow_ref = Some(a);
+            }
+            // accel_cells
+            let mut cells = vec![[0.0f32; 4]; count as usize];
+            for (idx, cell) in cells.iter_mut().enumerate() {
+                let i = idx as u32;
+                let c = [
+                    i % dims[0],
+                    (i / dims[0]) % dims[1],
+                    i / (dims[0] * dims[1]),
+                ];
+                if shift > SCAN_SHIFT_MAX {
+                    *cell = [-INF, INF, 0.0, 0.0];
+                    continue;
+                }
+                let base: [i32; 3] = std::array::from_fn(|k| (org[k] + c[k] as i32) << shift);
+                let per = 1u32 << (shift - 3);
+                let blocks = per * per * per;
+                let (mut lo, mut hi, mut sum) = (INF, -INF, 0.0f32);
+                for b in 0..blocks {
+                    let bo = [
+                        base[0] + 8 * (b / (per * per)) as i32,
+                        base[1] + 8 * ((b / per) % per) as i32,
+                        base[2] + 8 * (b % per) as i32,
+                    ];
+                    for n in 0..512u32 {
+                        let ijk = [
+                            bo[0] + (n >> 6) as i32,
+                            bo[1] + ((n >> 3) & 7) as i32,
+                            bo[2] + (n & 7) as i32,
+                        ];
+                        let v = gs.value(ijk);
+                        if v.is_finite() {
+                            lo = lo.min(v);
+                            hi = hi.max(v);
+                            sum += self.tf_eval(a, v)[3];
+                        }
+                    }
+                }
+                *cell = [
+                    lo,
+                    hi,
+                    sum / (blocks * 512) as f32 * p.attrs[a].extinction,
+                    0.0,
+                ];
+            }
+            // accel_dilate
+            let mut sa = SlotAccel {
+                org,
+                shift,
+                dims,
+                cells,
+            };
+            let mut wmax = vec![0.0f32; sa.cells.len()];
+            for (idx, out) in wmax.iter_mut().enumerate() {
+                let i = idx as u32;
+                let c = [
+                    (i % dims[0]) as i32,
+                    ((i / dims[0]) % dims[1]) as i32,
+                    (i / (dims[0] * dims[1])) as i32,
+                ];
+                let (mut lo, mut hi) = (INF, -INF);
+                for n in 0..27 {
+                    let q = [c[0] + n / 9 - 1, c[1] + (n / 3) % 3 - 1, c[2] + n % 3 - 1];
+                    if (0..3).any(|k| q[k] < 0 || q[k] as u32 >= dims[k]) {
+                        continue;
+                    }
+                    let m = sa.cells[sa.linear([q[0] as u32, q[1] as u32, q[2] as u32])];
+                    lo = lo.min(m[0]);
+                    hi = hi.max(m[1]);
+                }
+                *out = self.tf_max_alpha(a, lo, hi) * p.attrs[a].extinction;
+            }
+            for (cell, w) in sa.cells.iter_mut().zip(wmax) {
+                cell[3] = w;
+            }
+            acc.slots[a] = Some(sa);
+        }
+        // accel_sun
+        if let Some(r) = acc.shadow_ref {
+            let si = acc.slots[r].as_ref().expect("the reference slot has cells");
+            let gr = g[r].as_ref().expect("the reference slot has a grid");
+            let size = (1u32 << si.shift) as f32;
+            let l = v3(p.light_dir);
+            let h = size / gr.dir_to_index(l).length().max(1e-30);
+            let mut sun = vec![0.0f32; si.cells.len()];
+            for (idx, out) in sun.iter_mut().enumerate() {
+                let i = idx as u32;
+                let d = si.dims;
+                let c = [i % d[0], (i / d[0]) % d[1], i / (d[0] * d[1])];
+                let centre = Vec3::new(
+                    (si.org[0] + c[0] as i32) as f32 + 0.5,
+                    (si.org[1] + c[1] as i32) as f32 + 0.5,
+                    (si.org[2] + c[2] as i32) as f32 + 0.5,
+                ) * size;
+                let w0 = gr.to_world(centre);
+                // `sun_needed`: faces of the grid, and cells where a scattering slot can be
+                // visible.
+                let face = (0..3).any(|k| c[k] == 0 || c[k] + 1 == d[k]);
+                let visible = (0..MAX_ATTRIBUTES).any(|b| {
+                    let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
+                        return false;
+                    };
+                    if p.attrs[b].kind != 0 {
+                        return false;
+                    }
+                    let fl = gb.to_index(w0).floor();
+                    fl.abs().max_element() <= 2.0e9
+                        && sb
+                            .cell_of([fl.x as i32, fl.y as i32, fl.z as i32])
+                            .is_some_and(|cc| sb.cells[sb.linear(cc)][3] > 0.0)
+                });
+                if !face && !visible {
+                    *out = 1.0;
+                    continue;
+                }
+                let mut tau = 0.0f32;
+                for k in 0..p.shadow_steps {
+                    let q = w0 + l * ((k as f32 + 0.5) * h);
+                    let mut inside = false;
+                    for b in 0..MAX_ATTRIBUTES {
+                        let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
+                            continue;
+                        };
+                        if p.attrs[b].shadow == 0 {
+                            continue;
+                        }
+                        let pi = gb.to_index(q);
+                        let sz = (1u32 << sb.shift) as f32;
+                        let lo: [f32; 3] = std::array::from_fn(|k| (sb.org[k] << sb.shift) as f32);
+                        let ins = (0..3)
+                            .all(|k| pi[k] >= lo[k] && pi[k] < lo[k] + sb.dims[k] as f32 * sz);
+                        if ins {
+                            inside = true;
+                            let fl = pi.floor();
+                            if fl.abs().max_element() <= 2.0e9
+                                && let Some(cc) =
+                                    sb.cell_of([fl.x as i32, fl.y as i32, fl.z as i32])
+                            {
+                                tau += sb.cells[sb.linear(cc)][2] * h;
+                            }
+                        }
+                    }
+                    if !inside || tau > p.shadow_tau_max {
+                        break;
+                    }
+                }
+                *out = (-tau).exp();
+            }
+            acc.sun = sun;
+        }
+        acc
+    }
+}
+
 /// Renders `view` at `width` × `height` on the CPU from parsed grids (slot `i` styles
 /// `grids[i]`), marching with fixed steps whatever `view.settings.hdda` says. Grids of types
 /// the shader does not decode are left out, as on the GPU.
@@ -466,37 +745,40 @@ pub fn render_cpu(grids: &[Option<&Grid<'_>>], view: &View, width: u32, height: 
         p: &params,
         tf: &tf,
     };
+    let make_states = || -> Vec<Option<GridState>> {
+        (0..MAX_ATTRIBUTES)
+            .map(|a| {
+                let g = grids.get(a).copied().flatten()?;
+                if params.attrs[a].enabled == 0 || !SUPPORTED_TYPES.contains(&g.grid_type()) {
+                    return None;
+                }
+                let [bmin, bmax] = g.index_bbox();
+                if (0..3).any(|i| bmin[i] > bmax[i]) {
+                    return None;
+                }
+                let m = g.map();
+                let row = |mat: &[f32; 9], i: usize| {
+                    Vec3::new(mat[3 * i], mat[3 * i + 1], mat[3 * i + 2])
+                };
+                Some(GridState {
+                    acc: g.accessor(),
+                    bmin,
+                    bmax,
+                    inv: [0, 1, 2].map(|i| row(&m.inv_mat_f, i)),
+                    mat: [0, 1, 2].map(|i| row(&m.mat_f, i)),
+                    vec: Vec3::from(m.vec_f),
+                })
+            })
+            .collect()
+    };
+    let accel = ctx.build_accel(&mut make_states());
     let rows: Vec<Vec<[f32; 4]>> = (0..height)
         .into_par_iter()
         .map(|y| {
-            let mut states: Vec<Option<GridState>> = (0..MAX_ATTRIBUTES)
-                .map(|a| {
-                    let g = grids.get(a).copied().flatten()?;
-                    if params.attrs[a].enabled == 0 || !SUPPORTED_TYPES.contains(&g.grid_type()) {
-                        return None;
-                    }
-                    let [bmin, bmax] = g.index_bbox();
-                    if (0..3).any(|i| bmin[i] > bmax[i]) {
-                        return None;
-                    }
-                    let m = g.map();
-                    let r = |i: usize| {
-                        Vec3::new(
-                            m.inv_mat_f[3 * i],
-                            m.inv_mat_f[3 * i + 1],
-                            m.inv_mat_f[3 * i + 2],
-                        )
-                    };
-                    Some(GridState {
-                        acc: g.accessor(),
-                        bmin,
-                        bmax,
-                        inv: [r(0), r(1), r(2)],
-                        vec: Vec3::from(m.vec_f),
-                    })
-                })
-                .collect();
-            (0..width).map(|x| ctx.pixel(&mut states, x, y)).collect()
+            let mut states = make_states();
+            (0..width)
+                .map(|x| ctx.pixel(&mut states, &accel, x, y))
+                .collect()
         })
         .collect();
     let mut img = Image::new(width, height);

@@ -6,8 +6,9 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use super::image::Image;
+use super::params::FLAG_SHADOWS;
 use super::params::{GpuParams, MAX_ATTRIBUTES, View};
-use super::shader::shader_source;
+use super::shader::{ACCEL_CELLS, ShaderPart, shader_source_of};
 use super::{RenderError, block_on};
 
 /// Workgroup edge of the ray-march kernel (8 × 8 pixels).
@@ -94,8 +95,11 @@ struct Timer {
 /// Timing of one [`Renderer::render_timed`] call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameTiming {
-    /// Kernel time from GPU timestamps, where the device has them.
+    /// Ray-march kernel time from GPU timestamps, where the device has them.
     pub gpu_ms: Option<f64>,
+    /// Time of the acceleration and sun-grid passes, when this call ran them (new grids,
+    /// transfer functions or light) and the device has timestamps.
+    pub prepare_ms: Option<f64>,
     /// Wall time from submission to completion (includes submission overhead).
     pub wall_ms: f64,
 }
@@ -116,6 +120,55 @@ pub struct Renderer {
     targets: Option<Targets>,
     bind_group: Option<wgpu::BindGroup>,
     timer: Option<Timer>,
+    accel: Accel,
+    last_prepared: bool,
+}
+
+/// The acceleration and sun grids (shaders/accel.wgsl) and what they were built from.
+struct Accel {
+    layout: wgpu::BindGroupLayout,
+    args_bind_group: wgpu::BindGroup,
+    info: wgpu::ComputePipeline,
+    cells: wgpu::ComputePipeline,
+    dilate: wgpu::ComputePipeline,
+    sun: wgpu::ComputePipeline,
+    cells_buf: wgpu::Buffer,
+    sun_buf: wgpu::Buffer,
+    info_buf: wgpu::Buffer,
+    args: wgpu::Buffer,
+    bind_group: Option<wgpu::BindGroup>,
+    /// Inputs of the last build of the cell grids (grids, transfer functions, mode), and of
+    /// the sun grid (those plus the light); `None`: rebuild.
+    cells_key: Option<Vec<u8>>,
+    sun_key: Option<Vec<u8>>,
+}
+
+/// Where the march's timestamps are resolved (the preparation's go to 0).
+const RESOLVE_MARCH: u64 = 256;
+/// Bytes of the resolve and read-back buffers.
+const RESOLVE_BYTES: u64 = RESOLVE_MARCH + 16;
+
+/// Bytes of `AccelInfo` in accel.wgsl: four 32-byte slot records and four u32.
+const ACCEL_INFO_BYTES: u64 = 4 * 32 + 16;
+
+/// What the cell grids depend on besides the grids themselves.
+fn cells_key(p: &GpuParams, tf: &[[f32; 4]]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(tf.len() * 16 + 160);
+    k.extend_from_slice(&p.mode.to_le_bytes());
+    k.extend_from_slice(&p.work_budget.to_le_bytes());
+    k.extend_from_slice(bytemuck::cast_slice(&p.attrs));
+    k.extend_from_slice(bytemuck::cast_slice(tf));
+    k
+}
+
+/// What the sun grid depends on besides the cell grids.
+fn sun_key(p: &GpuParams) -> Vec<u8> {
+    let mut k = Vec::with_capacity(32);
+    k.extend_from_slice(bytemuck::cast_slice(&p.light_dir[..3]));
+    k.extend_from_slice(&(p.flags & FLAG_SHADOWS).to_le_bytes());
+    k.extend_from_slice(&p.shadow_steps.to_le_bytes());
+    k.extend_from_slice(&p.shadow_tau_max.to_le_bytes());
+    k
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -154,9 +207,26 @@ impl Renderer {
     /// panics.
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Renderer, RenderError> {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        // Acceleration cells per slot: as many as one binding of all four slots' cells holds
+        // (16 bytes each), up to ACCEL_CELLS.
+        let binding = device.limits().max_storage_buffer_binding_size;
+        let accel_cells = (binding / (16 * MAX_ATTRIBUTES as u64))
+            .min(u64::from(ACCEL_CELLS))
+            .max(1 << 12) as u32;
+        let accel_cells = 1u32 << (31 - accel_cells.leading_zeros());
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("supercell raymarch"),
-            source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source())),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source_of(
+                ShaderPart::March,
+                accel_cells,
+            ))),
+        });
+        let accel_module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("supercell accel"),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source_of(
+                ShaderPart::Accel,
+                accel_cells,
+            ))),
         });
         let mut entries = vec![
             wgpu::BindGroupLayoutEntry {
@@ -176,10 +246,48 @@ impl Renderer {
         for i in 0..MAX_ATTRIBUTES as u32 {
             entries.push(storage_entry(4 + i, true));
         }
+        // The march reads the acceleration grids; the accel passes write them.
+        let mut accel_entries = entries.clone();
+        for b in 8..=10 {
+            entries.push(storage_entry(b, true));
+            accel_entries.push(storage_entry(b, false));
+        }
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("supercell raymarch"),
             entries: &entries,
         });
+        let accel_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("supercell accel"),
+            entries: &accel_entries,
+        });
+        let args_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("supercell accel dispatch"),
+            entries: &[storage_entry(0, false)],
+        });
+        let accel_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("supercell accel"),
+            bind_group_layouts: &[Some(&accel_layout)],
+            immediate_size: 0,
+        });
+        let info_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("supercell accel info"),
+            bind_group_layouts: &[Some(&accel_layout), Some(&args_layout)],
+            immediate_size: 0,
+        });
+        let accel_pipeline = |entry: &str, pl: &wgpu::PipelineLayout| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(pl),
+                module: &accel_module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let info = accel_pipeline("accel_info", &info_pl);
+        let cells = accel_pipeline("accel_cells", &accel_pl);
+        let dilate = accel_pipeline("accel_dilate", &accel_pl);
+        let sun = accel_pipeline("accel_sun", &accel_pl);
         let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("supercell raymarch"),
             bind_group_layouts: &[Some(&layout)],
@@ -213,6 +321,34 @@ impl Renderer {
         );
         // Bound in empty attribute slots: all zeros, so the shader sees no magic and skips it.
         let dummy = buf("supercell empty grid", 256, wgpu::BufferUsages::STORAGE);
+        let cells_buf = buf(
+            "supercell accel cells",
+            u64::from(accel_cells) * 16 * MAX_ATTRIBUTES as u64,
+            wgpu::BufferUsages::STORAGE,
+        );
+        let sun_buf = buf(
+            "supercell sun grid",
+            u64::from(accel_cells) * 4,
+            wgpu::BufferUsages::STORAGE,
+        );
+        let info_buf = buf(
+            "supercell accel info",
+            ACCEL_INFO_BYTES,
+            wgpu::BufferUsages::STORAGE,
+        );
+        let args = buf(
+            "supercell accel dispatch",
+            48,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT,
+        );
+        let args_bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("supercell accel dispatch"),
+            layout: &args_layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: args.as_entire_binding(),
+            }],
+        });
         let timer = device
             .features()
             .contains(wgpu::Features::TIMESTAMP_QUERY)
@@ -220,16 +356,16 @@ impl Renderer {
                 queries: device.create_query_set(&wgpu::QuerySetDescriptor {
                     label: Some("supercell timer"),
                     ty: wgpu::QueryType::Timestamp,
-                    count: 2,
+                    count: 4,
                 }),
                 resolve: buf(
                     "supercell timer resolve",
-                    16,
+                    RESOLVE_BYTES,
                     wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 ),
                 read: buf(
                     "supercell timer read",
-                    16,
+                    RESOLVE_BYTES,
                     wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 ),
                 period_ns: queue.get_timestamp_period() as f64,
@@ -249,6 +385,22 @@ impl Renderer {
             targets: None,
             bind_group: None,
             timer,
+            accel: Accel {
+                layout: accel_layout,
+                args_bind_group,
+                info,
+                cells,
+                dilate,
+                sun,
+                cells_buf,
+                sun_buf,
+                info_buf,
+                args,
+                bind_group: None,
+                cells_key: None,
+                sun_key: None,
+            },
+            last_prepared: false,
         })
     }
 
@@ -300,6 +452,9 @@ impl Renderer {
         }
         self.grids = new;
         self.bind_group = None;
+        self.accel.bind_group = None;
+        self.accel.cells_key = None;
+        self.accel.sun_key = None;
         Ok(())
     }
 
@@ -336,12 +491,19 @@ impl Renderer {
             hdr: tex("supercell linear image", HDR_FORMAT),
         });
         self.bind_group = None;
+        self.accel.bind_group = None;
     }
 
     fn ensure_bind_group(&mut self) {
-        if self.bind_group.is_some() {
-            return;
+        if self.bind_group.is_none() {
+            self.bind_group = Some(self.make_bind_group(&self.layout));
         }
+        if self.accel.bind_group.is_none() {
+            self.accel.bind_group = Some(self.make_bind_group(&self.accel.layout));
+        }
+    }
+
+    fn make_bind_group(&self, layout: &wgpu::BindGroupLayout) -> wgpu::BindGroup {
         let t = self.targets.as_ref().expect("targets exist before binding");
         let ldr = t.ldr.create_view(&Default::default());
         let hdr = t.hdr.create_view(&Default::default());
@@ -379,11 +541,21 @@ impl Renderer {
                 resource,
             });
         }
-        self.bind_group = Some(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        for (binding, buffer) in [
+            (8, &self.accel.cells_buf),
+            (9, &self.accel.sun_buf),
+            (10, &self.accel.info_buf),
+        ] {
+            entries.push(wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            });
+        }
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("supercell raymarch"),
-            layout: &self.layout,
+            layout,
             entries: &entries,
-        }));
+        })
     }
 
     /// Records the ray-march of `view` at `width` × `height` into `encoder` (the output
@@ -411,15 +583,17 @@ impl Renderer {
         self.ensure_targets(width, height);
         self.ensure_bind_group();
         let params = view.gpu_params(width, height);
+        let tf = view.tf_table();
         self.queue
             .write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&params));
         self.queue
-            .write_buffer(&self.tf, 0, bytemuck::cast_slice(&view.tf_table()));
+            .write_buffer(&self.tf, 0, bytemuck::cast_slice(&tf));
+        let prepared = self.encode_accel(encoder, &params, &tf, timed);
         let timestamp_writes = match (&self.timer, timed) {
             (Some(t), true) => Some(wgpu::ComputePassTimestampWrites {
                 query_set: &t.queries,
-                beginning_of_pass_write_index: Some(0),
-                end_of_pass_write_index: Some(1),
+                beginning_of_pass_write_index: Some(2),
+                end_of_pass_write_index: Some(3),
             }),
             _ => None,
         };
@@ -433,9 +607,72 @@ impl Renderer {
             pass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
         }
         if let (Some(t), true) = (&self.timer, timed) {
-            encoder.resolve_query_set(&t.queries, 0..2, &t.resolve, 0);
-            encoder.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, 16);
+            // Resolve offsets must be multiples of QUERY_RESOLVE_BUFFER_ALIGNMENT (256): the
+            // preparation's pair at 0, the march's at 256.
+            if prepared {
+                encoder.resolve_query_set(&t.queries, 0..2, &t.resolve, 0);
+            }
+            encoder.resolve_query_set(&t.queries, 2..4, &t.resolve, RESOLVE_MARCH);
+            encoder.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, RESOLVE_BYTES);
         }
+        self.last_prepared = prepared;
+    }
+
+    /// Records the acceleration passes that `params` and `tf` need (none when nothing they
+    /// depend on changed); returns whether any ran.
+    fn encode_accel(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        params: &GpuParams,
+        tf: &[[f32; 4]],
+        timed: bool,
+    ) -> bool {
+        let ck = cells_key(params, tf);
+        let sk = sun_key(params);
+        let cells = self.accel.cells_key.as_ref() != Some(&ck);
+        let sun = cells || self.accel.sun_key.as_ref() != Some(&sk);
+        if !sun {
+            return false;
+        }
+        let a = &self.accel;
+        let group = a.bind_group.as_ref();
+        let ts = |begin: Option<u32>, end: Option<u32>| match (&self.timer, timed) {
+            (Some(t), true) => Some(wgpu::ComputePassTimestampWrites {
+                query_set: &t.queries,
+                beginning_of_pass_write_index: begin,
+                end_of_pass_write_index: end,
+            }),
+            _ => None,
+        };
+        {
+            // Its own pass: the dispatch sizes it writes are read as indirect arguments next.
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("supercell accel info"),
+                timestamp_writes: ts(Some(0), None),
+            });
+            pass.set_pipeline(&a.info);
+            pass.set_bind_group(0, group, &[]);
+            pass.set_bind_group(1, Some(&a.args_bind_group), &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("supercell accel grids"),
+                timestamp_writes: ts(None, Some(1)),
+            });
+            pass.set_bind_group(0, group, &[]);
+            if cells {
+                pass.set_pipeline(&a.cells);
+                pass.dispatch_workgroups_indirect(&a.args, 0);
+                pass.set_pipeline(&a.dilate);
+                pass.dispatch_workgroups_indirect(&a.args, 12);
+            }
+            pass.set_pipeline(&a.sun);
+            pass.dispatch_workgroups_indirect(&a.args, 24);
+        }
+        self.accel.cells_key = Some(ck);
+        self.accel.sun_key = Some(sk);
+        true
     }
 
     /// Renders `view` and submits the work (returns without waiting).
@@ -464,15 +701,25 @@ impl Renderer {
         let idx = self.queue.submit([cmd]);
         self.wait(idx)?;
         let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        let gpu_ms = match &self.timer {
+        let (gpu_ms, prepare_ms) = match &self.timer {
             Some(t) => {
-                let bytes = self.map_read(&t.read, 16)?;
-                let ts: [u64; 2] = bytemuck::pod_read_unaligned(&bytes);
-                Some(ts[1].wrapping_sub(ts[0]) as f64 * t.period_ns / 1e6)
+                let bytes = self.map_read(&t.read, RESOLVE_BYTES)?;
+                let ts =
+                    |i: usize| -> u64 { bytemuck::pod_read_unaligned(&bytes[i * 8..i * 8 + 8]) };
+                let ms = |a: u64, b: u64| b.wrapping_sub(a) as f64 * t.period_ns / 1e6;
+                let m = RESOLVE_MARCH as usize / 8;
+                (
+                    Some(ms(ts(m), ts(m + 1))),
+                    self.last_prepared.then(|| ms(ts(0), ts(1))),
+                )
             }
-            None => None,
+            None => (None, None),
         };
-        Ok(FrameTiming { gpu_ms, wall_ms })
+        Ok(FrameTiming {
+            gpu_ms,
+            prepare_ms,
+            wall_ms,
+        })
     }
 
     fn wait(&self, idx: wgpu::SubmissionIndex) -> Result<(), RenderError> {

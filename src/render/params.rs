@@ -30,8 +30,17 @@ pub enum Mode {
 pub struct RenderSettings {
     /// Rendering mode.
     pub mode: Mode,
-    /// Empty-space skipping over the tree (off: fixed-step march, for comparison).
+    /// Empty-space skipping over the tree's tiles (off: fixed-step march, for comparison).
     pub hdda: bool,
+    /// Empty-space skipping and adaptive steps over the acceleration grid (cells of 8³
+    /// voxels whose largest possible extinction under the transfer functions is known;
+    /// shaded mode). Off: every lattice point is sampled.
+    pub accel: bool,
+    /// Adaptive steps span up to this many base steps where the medium is thin (1: fixed
+    /// steps; needs `accel`).
+    pub max_step_scale: u32,
+    /// Optical depth one adaptive step may span at the largest extinction around it.
+    pub step_tau: f32,
     /// Step length in voxels of the finest grid.
     pub step_voxels: f32,
     /// Hard cap on march steps per ray.
@@ -41,14 +50,13 @@ pub struct RenderSettings {
     /// Per-ray cap on traversal work (lookups plus root-tile comparisons), so that a corrupt
     /// grid cannot stall a frame.
     pub work_budget: u32,
-    /// Shadow rays towards the sun.
+    /// Sun shadows (from a sun-transmittance grid at acceleration-cell resolution, rebuilt
+    /// when the grids, the look or the light change).
     pub shadows: bool,
-    /// Samples per shadow ray.
+    /// Most steps (one acceleration cell each) of a sun-grid march.
     pub shadow_steps: u32,
-    /// First shadow step, voxels; each later one is `shadow_growth` times longer.
-    pub shadow_step_voxels: f32,
-    /// Growth of shadow steps.
-    pub shadow_growth: f32,
+    /// Sun-grid marches stop at this optical depth (transmittance e^-x, about 0).
+    pub shadow_tau_max: f32,
     /// Direction towards the sun: azimuth (degrees ccw from +x) and elevation (degrees).
     pub sun_azimuth_deg: f32,
     /// Sun elevation, degrees.
@@ -89,14 +97,16 @@ impl Default for RenderSettings {
         RenderSettings {
             mode: Mode::Shaded,
             hdda: true,
+            accel: true,
+            max_step_scale: 4,
+            step_tau: 0.03,
             step_voxels: 0.5,
             max_steps: 8192,
             transmittance_cutoff: 0.004,
             work_budget: 1 << 21,
             shadows: true,
-            shadow_steps: 8,
-            shadow_step_voxels: 1.5,
-            shadow_growth: 1.6,
+            shadow_steps: 1024,
+            shadow_tau_max: 12.0,
             sun_azimuth_deg: 200.0,
             sun_elevation_deg: 28.0,
             sun_color: [3.2, 2.95, 2.6],
@@ -200,6 +210,7 @@ impl View {
             (s.shadows, FLAG_SHADOWS),
             (s.ground, FLAG_GROUND),
             (s.jitter, FLAG_JITTER),
+            (s.accel, FLAG_ACCEL),
         ] {
             if on {
                 flags |= bit;
@@ -242,13 +253,21 @@ impl View {
             t_cutoff: s.transmittance_cutoff,
             iso_value: s.iso_value,
             iso_attr: s.iso_attribute.min(MAX_ATTRIBUTES - 1) as u32,
-            shadow_steps: s.shadow_steps.min(64),
-            shadow_dt: s.shadow_step_voxels.max(0.01) * voxel,
-            shadow_growth: s.shadow_growth.clamp(1.0, 4.0),
+            shadow_steps: s.shadow_steps.min(1 << 16),
+            step_tau: if s.step_tau.is_finite() {
+                s.step_tau.clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
+            shadow_tau_max: if s.shadow_tau_max.is_finite() {
+                s.shadow_tau_max.clamp(0.0, 80.0)
+            } else {
+                12.0
+            },
             frame_seed: s.frame_seed,
             work_budget: s.work_budget,
             pixel_angle,
-            pad1: 0,
+            max_step_scale: s.max_step_scale.clamp(1, 64),
             attrs,
         }
     }
@@ -282,6 +301,8 @@ pub const FLAG_SHADOWS: u32 = 4;
 pub const FLAG_GROUND: u32 = 8;
 /// Lattice jitter.
 pub const FLAG_JITTER: u32 = 16;
+/// Acceleration-grid skipping and adaptive steps.
+pub const FLAG_ACCEL: u32 = 32;
 
 /// Per-attribute uniform data (WGSL `Attr`).
 #[repr(C)]
@@ -343,20 +364,20 @@ pub struct GpuParams {
     pub iso_value: f32,
     /// Iso attribute slot.
     pub iso_attr: u32,
-    /// Shadow samples.
+    /// Most steps of a sun-grid march.
     pub shadow_steps: u32,
-    /// First shadow step, world units.
-    pub shadow_dt: f32,
-    /// Shadow step growth.
-    pub shadow_growth: f32,
+    /// Optical depth of one adaptive step.
+    pub step_tau: f32,
+    /// Sun-grid marches stop at this optical depth.
+    pub shadow_tau_max: f32,
     /// Jitter seed.
     pub frame_seed: u32,
     /// Work budget per ray.
     pub work_budget: u32,
     /// Angle subtended by a pixel (perspective), radians.
     pub pixel_angle: f32,
-    /// Padding.
-    pub pad1: u32,
+    /// Longest adaptive step, in base steps.
+    pub max_step_scale: u32,
     /// Attribute slots.
     pub attrs: [GpuAttr; MAX_ATTRIBUTES],
 }

@@ -1,5 +1,7 @@
-//! The WGSL source: `shaders/raymarch.wgsl` behind a block of constants generated from
-//! [`crate::format::layout`], so NanoVDB offsets live in one place.
+//! The WGSL sources: `shaders/common.wgsl` (NanoVDB traversal, sampling, transfer functions)
+//! behind a block of constants generated from [`crate::format::layout`], so NanoVDB offsets
+//! live in one place, followed by `shaders/march.wgsl` (the ray-marcher) or
+//! `shaders/accel.wgsl` (the acceleration and sun grids).
 
 use std::fmt::Write;
 
@@ -11,6 +13,11 @@ use super::transfer::TF_SIZE;
 /// Root tiles the shader scans at most per lookup (a corrupt count is also capped by the
 /// buffer size). 32768 root tiles span 32 × 32 × 32 regions of 4096³ voxels.
 pub const MAX_ROOT_TILES: u32 = 1 << 15;
+
+/// Cells of one slot's acceleration grid at most (16 bytes each). A grid whose bbox would
+/// need more at 8³ voxels per cell gets larger cells. 2²¹ cells hold a 1024 × 1024 × 512
+/// voxel bbox at 8³.
+pub const ACCEL_CELLS: u32 = 1 << 21;
 
 /// Grid types the shader decodes. They share one root and internal-node layout (checked by
 /// [`shader_source`]), and differ only in their leaves and in the tile value type (Half).
@@ -29,6 +36,10 @@ fn lay(t: GridType) -> TreeLayout {
 
 /// The WGSL constants the ray-marcher reads NanoVDB with.
 pub fn prelude() -> String {
+    prelude_with(ACCEL_CELLS)
+}
+
+fn prelude_with(accel_cells: u32) -> String {
     let f = lay(GridType::Float);
     let h = lay(GridType::Half);
     for t in SUPPORTED_TYPES {
@@ -72,6 +83,7 @@ pub fn prelude() -> String {
     c("GRID_SIZE", l::GRID_SIZE);
     c("GRID_OFF_GRID_TYPE", l::GRID_OFF_GRID_TYPE);
     c("GRID_OFF_MAP", l::GRID_OFF_MAP);
+    c("MAP_OFF_MATF", l::MAP_OFF_MATF);
     c("MAP_OFF_INVMATF", l::MAP_OFF_INVMATF);
     c("MAP_OFF_VECF", l::MAP_OFF_VECF);
     c("TREE_OFF_NODE_OFFSET_ROOT", l::TREE_OFF_NODE_OFFSET_ROOT);
@@ -100,15 +112,41 @@ pub fn prelude() -> String {
     c("LEAF_FP_OFF_QUANTUM", l::LEAF_FP_OFF_QUANTUM);
     c("LEAF_FP_OFF_CODES", l::LEAF_FP_OFF_CODES);
     c("TF_SIZE", TF_SIZE as u32);
+    c("ACCEL_CELLS", accel_cells);
     s
 }
 
-/// The complete WGSL module.
-pub fn shader_source() -> String {
-    let mut s = prelude();
+/// Which WGSL module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShaderPart {
+    /// The ray-marcher (entry point `main`); reads the acceleration grids.
+    March,
+    /// The acceleration and sun grid passes (`accel_info`, `accel_cells`, `accel_dilate`,
+    /// `accel_sun`); writes them.
+    Accel,
+}
+
+/// The complete WGSL module of `part`, with acceleration grids of at most `accel_cells`
+/// cells per slot.
+pub fn shader_source_of(part: ShaderPart, accel_cells: u32) -> String {
+    let mut s = prelude_with(accel_cells);
     s.push('\n');
-    s.push_str(include_str!("../../shaders/raymarch.wgsl"));
+    let access = match part {
+        ShaderPart::March => "read",
+        ShaderPart::Accel => "read_write",
+    };
+    s.push_str(&include_str!("../../shaders/common.wgsl").replace("ACCEL_ACCESS", access));
+    s.push('\n');
+    s.push_str(match part {
+        ShaderPart::March => include_str!("../../shaders/march.wgsl"),
+        ShaderPart::Accel => include_str!("../../shaders/accel.wgsl"),
+    });
     s
+}
+
+/// The ray-marcher's complete WGSL module.
+pub fn shader_source() -> String {
+    shader_source_of(ShaderPart::March, ACCEL_CELLS)
 }
 
 #[cfg(test)]
@@ -121,7 +159,7 @@ mod tests {
         assert!(p.contains("const UPPER_OFF_TABLE: u32 = 8256u;"));
         assert!(p.contains("const LOWER_SIZE: u32 = 33856u;"));
         assert!(p.contains("const MAGIC_NUMB_LO: u32 = 1869504846u;"));
-        let src = shader_source();
+        let src = shader_source() + &shader_source_of(ShaderPart::Accel, ACCEL_CELLS);
         for line in p.lines().filter(|l| l.starts_with("const ")) {
             let name = line
                 .split_whitespace()
@@ -129,7 +167,7 @@ mod tests {
                 .unwrap()
                 .trim_end_matches(':');
             assert!(
-                src.matches(name).count() >= 2,
+                src.matches(name).count() >= 3,
                 "{name} is generated but never used"
             );
         }

@@ -1,0 +1,254 @@
+// Acceleration and shadow grids, built on the GPU from the bound NanoVDB grids whenever the
+// grids, the transfer functions or the light change (src/render/gpu.rs decides when), in
+// four passes:
+//
+// 1. `accel_info` (one thread): per slot, the cell size (2^shift voxels, 8 or more so that
+//    the grid fits ACCEL_CELLS cells), the first cell and the cell counts, from the grid's
+//    index bbox; the shadow reference slot; and the indirect dispatch sizes of passes 2–4.
+// 2. `accel_cells` (a workgroup of 64 per cell): every voxel of the cell through the same
+//    `lookup` the march uses, so tiles and background count exactly as the march sees them:
+//    minimum and maximum finite value, and mean extinction (transfer function opacity ×
+//    extinction, averaged over the voxels).
+// 3. `accel_dilate` (a thread per cell): the most extinction any trilinear sample can have
+//    whose base voxel lies in the cell: the transfer function's largest opacity over the
+//    value range of the cell and its 26 neighbours (a trilinear stencil reaches one voxel
+//    into the next cell). The march skips cells where this is 0 and takes longer steps where
+//    it is small.
+// 4. `accel_sun` (a thread per cell of the reference slot): sun transmittance at the cell
+//    centre, marching the mean-extinction cells of every shadow-casting slot towards the
+//    light, one cell per step. The march reads it trilinearly instead of casting a shadow
+//    ray per sample.
+//
+// src/render/cpu.rs mirrors these passes; change both together.
+
+// Dispatch sizes written by `accel_info` (a separate bind group: an indirect buffer may not
+// be bound for writing in the pass that reads it as dispatch arguments).
+@group(1) @binding(0) var<storage, read_write> dispatch_args: array<u32, 12>;
+
+// Cells per workgroup row of the indirect dispatches (the y dimension counts rows).
+const ROW: u32 = 32768u;
+
+fn slot_cells(si: SlotAccel) -> u32 {
+    return si.dims.x * si.dims.y * si.dims.z;
+}
+
+@compute @workgroup_size(1, 1, 1)
+fn accel_info() {
+    var most = 0u;
+    ainfo.shadow_ref = 4u;
+    for (var a = 0u; a < MAX_ATTRS; a++) {
+        init_grid(a);
+        var si = SlotAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
+        // Acceleration and shadows serve the shaded mode (MIP and isosurfaces skip tiles
+        // only); the march uses the cells for skipping only with FLAG_ACCEL.
+        if g_ok[a] && P.mode == MODE_SHADED {
+            // Span in voxels per axis, as f32 so that a corrupt bbox cannot overflow.
+            let span = vec3<f32>(g_bmax[a]) - vec3<f32>(g_bmin[a]) + 1.0;
+            var shift = 3u;
+            loop {
+                let s = f32(1u << shift);
+                let n = floor(vec3<f32>(g_bmax[a]) / s) - floor(vec3<f32>(g_bmin[a]) / s) + 1.0;
+                if n.x * n.y * n.z <= f32(ACCEL_CELLS) || shift >= 30u { break; }
+                shift += 1u;
+            }
+            let org = g_bmin[a] >> vec3<u32>(shift);
+            let dims = vec3<u32>((g_bmax[a] >> vec3<u32>(shift)) - org + vec3<i32>(1));
+            if dims.x * dims.y * dims.z <= ACCEL_CELLS && all(span > vec3<f32>(0.0)) {
+                si = SlotAccel(org, shift, dims, 1u);
+                most = max(most, dims.x * dims.y * dims.z);
+                if ainfo.shadow_ref == 4u && P.attrs[a].shadow != 0u && (P.flags & FLAG_SHADOWS) != 0u {
+                    ainfo.shadow_ref = a;
+                }
+            }
+        }
+        ainfo.slots[a] = si;
+    }
+    ainfo.cells_max = most;
+    // Pass 2: a workgroup per cell, z = slot.
+    dispatch_args[0] = min(most, ROW);
+    dispatch_args[1] = (most + ROW - 1u) / ROW;
+    dispatch_args[2] = MAX_ATTRS;
+    // Pass 3: 64 cells per workgroup, z = slot.
+    let g = (most + 63u) / 64u;
+    dispatch_args[3] = min(g, ROW);
+    dispatch_args[4] = (g + ROW - 1u) / ROW;
+    dispatch_args[5] = MAX_ATTRS;
+    // Pass 4: 64 cells of the reference slot per workgroup.
+    var r = 0u;
+    if ainfo.shadow_ref < 4u { r = (slot_cells(ainfo.slots[ainfo.shadow_ref]) + 63u) / 64u; }
+    dispatch_args[6] = min(r, ROW);
+    dispatch_args[7] = (r + ROW - 1u) / ROW;
+    dispatch_args[8] = 1u;
+    for (var i = 0u; i < 9u; i += 3u) {
+        // A dispatch with a zero dimension must still be valid: an empty grid of 1 × 0 × 1.
+        if dispatch_args[i] == 0u { dispatch_args[i + 1u] = 0u; }
+    }
+}
+
+var<workgroup> red_lo: array<f32, 64>;
+var<workgroup> red_hi: array<f32, 64>;
+var<workgroup> red_sum: array<f32, 64>;
+
+// Cells larger than 64³ voxels (grids whose bbox is huge) are not scanned voxel by voxel:
+// their range is unknown (−∞..∞: never skipped) and they cast no shadow.
+const SCAN_SHIFT_MAX: u32 = 6u;
+
+@compute @workgroup_size(64, 1, 1)
+fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let a = wg.z;
+    let si = ainfo.slots[a];
+    let cell = wg.x + wg.y * ROW;
+    let valid = si.ok != 0u && cell < slot_cells(si);
+    var lo = INF;
+    var hi = -INF;
+    var sum = 0.0;
+    if valid {
+        init_grid(a);
+        let c = vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
+        if si.shift > SCAN_SHIFT_MAX {
+            lo = -INF;
+            hi = INF;
+        } else {
+            let base = (si.org + vec3<i32>(c)) << vec3<u32>(si.shift);
+            let per_axis = 1u << (si.shift - 3u);
+            let blocks = per_axis * per_axis * per_axis;
+            for (var b = 0u; b < blocks; b++) {
+                work = 0u;
+                let bo = base + 8 * vec3<i32>(vec3<u32>(b / (per_axis * per_axis), (b / per_axis) % per_axis, b % per_axis));
+                for (var j = 0u; j < 8u; j++) {
+                    let n = li + 64u * j;
+                    let ijk = bo + vec3<i32>(vec3<u32>(n >> 6u, (n >> 3u) & 7u, n & 7u));
+                    let l = lookup(a, ijk);
+                    // A tile (or the background) covers the whole aligned 8³ block with one
+                    // value: count this thread's eight voxels at once.
+                    let reps = select(1.0, f32(8u - j), l.level > 0u);
+                    if finite(l.value) {
+                        lo = min(lo, l.value);
+                        hi = max(hi, l.value);
+                        sum += tf_eval(a, l.value).a * reps;
+                    }
+                    if l.level > 0u { break; }
+                }
+            }
+            sum = sum / f32(blocks * 512u);
+        }
+    }
+    red_lo[li] = lo;
+    red_hi[li] = hi;
+    red_sum[li] = sum;
+    for (var w = 32u; w > 0u; w >>= 1u) {
+        workgroupBarrier();
+        if li < w {
+            red_lo[li] = min(red_lo[li], red_lo[li + w]);
+            red_hi[li] = max(red_hi[li], red_hi[li + w]);
+            red_sum[li] = red_sum[li] + red_sum[li + w];
+        }
+    }
+    workgroupBarrier();
+    if li == 0u && valid {
+        accel[a * ACCEL_CELLS + cell] = vec4<f32>(red_lo[0], red_hi[0], red_sum[0] * P.attrs[a].extinction, 0.0);
+    }
+}
+
+// The largest opacity of attribute `a`'s transfer function over values [lo, hi] (the
+// table is piecewise linear, so its endpoints and the entries between them bound it).
+fn tf_max_alpha(a: u32, lo: f32, hi: f32) -> f32 {
+    if !(lo <= hi) { return 0.0; }
+    let u0 = norm_value(a, lo);
+    let u1 = norm_value(a, hi);
+    var m = max(tf_u(a, u0).a, tf_u(a, u1).a);
+    let i0 = u32(ceil(u0 * f32(TF_SIZE - 1u)));
+    let i1 = min(u32(floor(u1 * f32(TF_SIZE - 1u))), TF_SIZE - 1u);
+    let row = P.attrs[a].tf_row * TF_SIZE;
+    for (var i = i0; i <= i1; i++) {
+        m = max(m, tf[row + i].a);
+    }
+    return m;
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn accel_dilate(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let a = wg.z;
+    let si = ainfo.slots[a];
+    let cell = (wg.x + wg.y * ROW) * 64u + li;
+    if si.ok == 0u || cell >= slot_cells(si) { return; }
+    let c = vec3<i32>(vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y)));
+    var lo = INF;
+    var hi = -INF;
+    for (var n = 0; n < 27; n++) {
+        let q = c + vec3<i32>(n / 9 - 1, (n / 3) % 3 - 1, n % 3 - 1);
+        if any(q < vec3<i32>(0)) || any(vec3<u32>(q) >= si.dims) { continue; }
+        let m = accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(q))];
+        lo = min(lo, m.x);
+        hi = max(hi, m.y);
+    }
+    accel[a * ACCEL_CELLS + cell].w = tf_max_alpha(a, lo, hi) * P.attrs[a].extinction;
+}
+
+// Mean extinction of the cell of slot `b` that world point `q` lies in; 0 outside.
+fn mean_extinction(b: u32, q: vec3<f32>) -> f32 {
+    let si = ainfo.slots[b];
+    let p = floor(to_index(b, q));
+    if any(abs(p) > vec3<f32>(2.0e9)) { return 0.0; }
+    let c = (vec3<i32>(p) >> vec3<u32>(si.shift)) - si.org;
+    if any(c < vec3<i32>(0)) || any(vec3<u32>(c) >= si.dims) { return 0.0; }
+    return accel[b * ACCEL_CELLS + cell_linear(si, vec3<u32>(c))].z;
+}
+
+// Whether the march can read the sun grid at cell `c` of the reference slot: cells on the
+// faces of the grid (surfaces outside it look up where their sun ray enters), and cells
+// where some scattering slot can be visible (its cell's dilated extinction bound is above
+// 0: a lit sample's trilinear lookup reads only such cells). Others keep 1, unread.
+fn sun_needed(si: SlotAccel, c: vec3<u32>, w: vec3<f32>) -> bool {
+    if any(c == vec3<u32>(0u)) || any(c + vec3<u32>(1u) == si.dims) { return true; }
+    for (var b = 0u; b < MAX_ATTRS; b++) {
+        let sb = ainfo.slots[b];
+        if sb.ok == 0u || P.attrs[b].kind != KIND_SCATTER { continue; }
+        let p = floor(to_index(b, w));
+        if any(abs(p) > vec3<f32>(2.0e9)) { continue; }
+        let cb = (vec3<i32>(p) >> vec3<u32>(sb.shift)) - sb.org;
+        if any(cb < vec3<i32>(0)) || any(vec3<u32>(cb) >= sb.dims) { continue; }
+        if accel[b * ACCEL_CELLS + cell_linear(sb, vec3<u32>(cb))].w > 0.0 { return true; }
+    }
+    return false;
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let r = ainfo.shadow_ref;
+    if r >= 4u { return; }
+    let si = ainfo.slots[r];
+    let cell = (wg.x + wg.y * ROW) * 64u + li;
+    if cell >= slot_cells(si) { return; }
+    for (var a = 0u; a < MAX_ATTRS; a++) { init_grid(a); }
+    let c = vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
+    let size = f32(1u << si.shift);
+    // Centre of the cell: the sample positions whose base voxel lies in it span
+    // [(org + c)·s, (org + c + 1)·s) in index space.
+    let w0 = to_world(r, (vec3<f32>(si.org + vec3<i32>(c)) + 0.5) * size);
+    if !sun_needed(si, c, w0) {
+        sun_grid[cell] = 1.0;
+        return;
+    }
+    let L = P.light_dir.xyz;
+    // One cell of the reference slot per step, in world units.
+    let h = size / max(length(dir_to_index(r, L)), 1e-30);
+    var tau = 0.0;
+    for (var k = 0u; k < P.shadow_steps; k++) {
+        let q = w0 + L * ((f32(k) + 0.5) * h);
+        var inside = false;
+        for (var b = 0u; b < MAX_ATTRS; b++) {
+            let sb = ainfo.slots[b];
+            if sb.ok == 0u || P.attrs[b].shadow == 0u { continue; }
+            let p = to_index(b, q);
+            let lo = vec3<f32>(sb.org << vec3<u32>(sb.shift));
+            let hi = lo + vec3<f32>(sb.dims) * f32(1u << sb.shift);
+            if all(p >= lo) && all(p < hi) {
+                inside = true;
+                tau += mean_extinction(b, q) * h;
+            }
+        }
+        if !inside || tau > P.shadow_tau_max { break; }
+    }
+    sun_grid[cell] = exp(-tau);
+}

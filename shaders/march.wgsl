@@ -1,0 +1,362 @@
+fn pcg(v: u32) -> u32 {
+    let state = v * 747796405u + 2891336453u;
+    let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+    return (word >> 22u) ^ word;
+}
+
+fn jitter(px: vec2<u32>) -> f32 {
+    if (P.flags & FLAG_JITTER) == 0u { return 0.0; }
+    let h = pcg(px.x ^ pcg(px.y ^ pcg(P.frame_seed)));
+    return f32(h >> 8u) * (1.0 / 16777216.0);
+}
+
+struct Ray {
+    o: vec3<f32>,
+    d: vec3<f32>,
+}
+
+fn camera_ray(px: vec2<u32>) -> Ray {
+    let ndc_x = ((f32(px.x) + 0.5) / f32(P.size.x)) * 2.0 - 1.0;
+    let ndc_y = 1.0 - ((f32(px.y) + 0.5) / f32(P.size.y)) * 2.0;
+    let h = P.cam_fwd.w;
+    let sx = ndc_x * h * P.cam_right.w;
+    let sy = ndc_y * h;
+    if (P.flags & FLAG_ORTHO) != 0u {
+        return Ray(P.cam_pos.xyz + sx * P.cam_right.xyz + sy * P.cam_up.xyz, P.cam_fwd.xyz);
+    }
+    return Ray(P.cam_pos.xyz, normalize(P.cam_fwd.xyz + sx * P.cam_right.xyz + sy * P.cam_up.xyz));
+}
+
+// Sun transmittance at world point `w`: the sun grid (accel.wgsl) interpolated between cell
+// centres. A point outside the reference slot's cells looks up where the ray towards the sun
+// enters them (outside them there is nothing to cast a shadow), or sees the sun unhindered.
+fn sun_transmittance(w: vec3<f32>) -> f32 {
+    let r = ainfo.shadow_ref;
+    if r >= 4u || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
+    let si = ainfo.slots[r];
+    let size = f32(1u << si.shift);
+    let dims = vec3<f32>(si.dims);
+    // Cell coordinates: cell centres at integers 0..dims-1.
+    var u = to_index(r, w) / size - vec3<f32>(si.org) - 0.5;
+    let lo = vec3<f32>(-0.5);
+    let hi = dims - 0.5;
+    if any(u < lo) || any(u > hi) {
+        let du = dir_to_index(r, P.light_dir.xyz) / size;
+        let e = ray_box(u, safe_inv(du), lo, hi);
+        if !(e.x <= e.y) || e.y < 0.0 { return 1.0; }
+        u = u + du * max(e.x, 0.0);
+    }
+    u = clamp(u, vec3<f32>(0.0), dims - 1.0);
+    let i0 = vec3<u32>(floor(u));
+    let i1 = min(i0 + vec3<u32>(1u), si.dims - vec3<u32>(1u));
+    let f = u - floor(u);
+    var v: array<f32, 8>;
+    for (var n = 0u; n < 8u; n++) {
+        let c = select(i0, i1, vec3<bool>((n & 4u) != 0u, (n & 2u) != 0u, (n & 1u) != 0u));
+        v[n] = sun_grid[cell_linear(si, c)];
+    }
+    return trilerp(v, f);
+}
+
+fn sky(d: vec3<f32>) -> vec3<f32> {
+    let up = clamp(d.z, 0.0, 1.0);
+    var c = mix(P.sky_horizon.xyz, P.sky_zenith.xyz, sqrt(up));
+    if d.z < 0.0 {
+        c = P.sky_horizon.xyz * (1.0 - 0.5 * clamp(-d.z * 4.0, 0.0, 1.0));
+    }
+    let sun = max(dot(d, P.light_dir.xyz), 0.0);
+    c += P.light_color.xyz * (0.04 * pow(sun, 8.0) + 2.0 * pow(sun, 800.0));
+    return c;
+}
+
+fn grid_line(x: f32, spacing: f32, width: f32) -> f32 {
+    let d = abs(fract(x / spacing + 0.5) - 0.5) * spacing;
+    return 1.0 - smoothstep(0.5 * width, width, d);
+}
+
+// The lit ground at `w` (distance `t` along the ray), with sun visibility `sun_vis`.
+fn ground_color(w: vec3<f32>, t: f32, sun_vis: f32) -> vec3<f32> {
+    let spacing = P.ground.y;
+    // Lines stay about a pixel wide at any distance, and fade into the average far away.
+    let width = max(spacing * 0.015, t * P.pixel_angle * 1.5);
+    let line = max(grid_line(w.x, spacing, width), grid_line(w.y, spacing, width));
+    let fade = clamp(spacing * 0.06 / width, 0.0, 1.0);
+    let albedo = P.ground.z * mix(vec3<f32>(0.42, 0.45, 0.36), vec3<f32>(0.75, 0.77, 0.72), line * fade);
+    let sun = max(P.light_dir.z, 0.0) * sun_vis;
+    let lit = albedo * (P.light_color.xyz * sun + P.sky_zenith.xyz * P.sky_zenith.w);
+    // Aerial perspective towards the horizon.
+    let haze = 1.0 - exp(-t / (P.ground.y * 40.0));
+    return mix(lit, P.sky_horizon.xyz, haze * 0.8);
+}
+
+fn phase_hg(cos_t: f32, g: f32) -> f32 {
+    // Henyey-Greenstein, scaled so that an isotropic medium gives 1.
+    let g2 = g * g;
+    let den = 1.0 + g2 - 2.0 * g * cos_t;
+    return (1.0 - g2) / (den * sqrt(den));
+}
+
+// ---------------------------------------------------------------------------------------
+// The march
+// ---------------------------------------------------------------------------------------
+
+fn render_pixel(px: vec2<u32>) -> vec4<f32> {
+    work = 0u;
+    let ray = camera_ray(px);
+    var oi: array<vec3<f32>, 4>;
+    var di: array<vec3<f32>, 4>;
+    var inv_di: array<vec3<f32>, 4>;
+    var ta0: array<f32, 4>;
+    var ta1: array<f32, 4>;
+    var skip: array<f32, 4>;
+    var t_start = INF;
+    var t_end = -INF;
+    for (var a = 0u; a < MAX_ATTRS; a++) {
+        init_grid(a);
+        skip[a] = INF;
+        ta0[a] = INF;
+        ta1[a] = -INF;
+        if !g_ok[a] || (P.mode == MODE_ISO && a != P.iso_attr) { continue; }
+        oi[a] = to_index(a, ray.o);
+        di[a] = dir_to_index(a, ray.d);
+        inv_di[a] = safe_inv(di[a]);
+        // Samples can see active values only inside the index bbox grown by one voxel.
+        let r = ray_box(oi[a], inv_di[a], vec3<f32>(g_bmin[a] - vec3<i32>(1)), vec3<f32>(g_bmax[a] + vec3<i32>(1)));
+        if r.x <= r.y && r.y >= 0.0 {
+            ta0[a] = max(r.x, 0.0);
+            ta1[a] = r.y;
+            skip[a] = ta0[a];
+            t_start = min(t_start, ta0[a]);
+            t_end = max(t_end, ta1[a]);
+        }
+    }
+    let accel_on = (P.flags & FLAG_ACCEL) != 0u && P.mode == MODE_SHADED;
+    var t_ground = INF;
+    if (P.flags & FLAG_GROUND) != 0u && P.mode != MODE_MIP && ray.d.z < 0.0 {
+        let tg = (P.ground.x - ray.o.z) / ray.d.z;
+        if tg > 0.0 { t_ground = tg; }
+    }
+    t_end = min(t_end, t_ground);
+
+    let dt = P.dt;
+    let jit = jitter(px);
+    let hdda = (P.flags & FLAG_HDDA) != 0u;
+    // Samples sit on the lattice t = (k + jitter)·dt, whether stepped or skipped to, so
+    // empty-space skipping visits a subset of the fixed-step march's samples.
+    var k = ceil(t_start / dt - jit);
+    var t = (k + jit) * dt;
+
+    var T = 1.0;
+    var C = vec3<f32>(0.0);
+    var mip: array<f32, 4>;
+    for (var a = 0u; a < MAX_ATTRS; a++) { mip[a] = 0.0; }
+    var iso_prev = 0.0;
+    var iso_has_prev = false;
+    var iso_hit = false;
+    let L = P.light_dir.xyz;
+    let phase = phase_hg(dot(L, ray.d), P.light_dir.w);
+    let top = max(P.ground.w - P.ground.x, 1e-6);
+
+    var steps = 0u;
+    loop {
+        if steps >= P.max_steps || !(t <= t_end) || T < P.t_cutoff || work > P.work_budget { break; }
+        steps += 1u;
+        var next = INF;
+        var sig = 0.0;
+        var scat = vec3<f32>(0.0);
+        var emit = vec3<f32>(0.0);
+        // Largest extinction any sample in the cells around this point can have.
+        var sig_max = 0.0;
+        for (var a = 0u; a < MAX_ATTRS; a++) {
+            if t < skip[a] { next = min(next, skip[a]); continue; }
+            if t > ta1[a] { skip[a] = INF; continue; }
+            let p = oi[a] + t * di[a];
+            if accel_on {
+                let si = ainfo.slots[a];
+                let c = (vec3<i32>(floor(p)) >> vec3<u32>(si.shift)) - si.org;
+                if si.ok != 0u && all(c >= vec3<i32>(0)) && all(vec3<u32>(c) < si.dims) {
+                    let m = accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(c))].w;
+                    if m <= 0.0 {
+                        // Nothing visible up to where the ray leaves this cell: every sample
+                        // whose base voxel lies in it reads values the transfer function
+                        // makes transparent.
+                        let lo = vec3<f32>((si.org + c) << vec3<u32>(si.shift));
+                        let exit = ray_box(oi[a], inv_di[a], lo, lo + f32(1u << si.shift)).y - 1e-3 * dt;
+                        if exit > t {
+                            skip[a] = exit;
+                            next = min(next, exit);
+                            continue;
+                        }
+                    }
+                    sig_max = max(sig_max, m);
+                } else {
+                    sig_max = INF;
+                }
+            }
+            let s = sample(a, p);
+            // In shaded mode with the acceleration grid on, its cells do the skipping (they
+            // subsume tiles); tile skipping serves MIP and isosurfaces.
+            var skippable = s.constant && hdda && !accel_on;
+            if P.mode == MODE_SHADED {
+                let e = tf_eval(a, s.value);
+                skippable = skippable && e.a == 0.0;
+                if e.a > 0.0 {
+                    let sa = e.a * P.attrs[a].extinction;
+                    sig += sa;
+                    if P.attrs[a].kind == KIND_EMISSIVE {
+                        emit += sa * e.rgb * P.attrs[a].emission;
+                    } else {
+                        scat += sa * e.rgb;
+                    }
+                }
+            } else if P.mode == MODE_MIP {
+                mip[a] = max(mip[a], norm_value(a, s.value));
+            } else {
+                // Isosurface: a sign change of (value − iso) between consecutive samples;
+                // refined after the loop.
+                let v = s.value - P.iso_value;
+                if iso_has_prev && v * iso_prev <= 0.0 && v != iso_prev {
+                    iso_hit = true;
+                    break;
+                }
+                iso_prev = v;
+                iso_has_prev = true;
+            }
+            if skippable {
+                // Stop just short of the exit: a lattice point on the boundary is sampled.
+                skip[a] = region_exit(s, oi[a], inv_di[a]) - 1e-3 * dt;
+                next = min(next, skip[a]);
+            } else {
+                next = min(next, t);
+            }
+        }
+        if iso_hit { break; }
+        // Thin media take longer steps: as many base steps (up to max_step_scale) as keep
+        // the optical depth of one step under step_tau at the largest extinction around.
+        var mult = 1.0;
+        if accel_on && P.max_step_scale > 1u && sig_max < INF {
+            mult = clamp(floor(P.step_tau / max(sig_max * dt, 1e-30)), 1.0, f32(P.max_step_scale));
+        }
+        if sig > 0.0 {
+            let w = ray.o + t * ray.d;
+            var src = emit;
+            if any(scat > vec3<f32>(0.0)) {
+                let ts = sun_transmittance(w);
+                let h = clamp((w.z - P.ground.x) / top, 0.0, 1.0);
+                let amb = P.sky_zenith.xyz * P.sky_zenith.w * (0.35 + 0.65 * h);
+                let light = P.light_color.xyz * (phase * ts + P.light_color.w * sqrt(ts)) + amb;
+                src += scat * light;
+            }
+            let alpha = 1.0 - exp(-sig * dt * mult);
+            C += T * alpha * (src / sig);
+            T *= 1.0 - alpha;
+        }
+        if next >= INF { break; }
+        k += mult;
+        t = (k + jit) * dt;
+        if next > t {
+            k = max(k, ceil(next / dt - jit));
+            t = (k + jit) * dt;
+        }
+    }
+
+    if P.mode == MODE_MIP {
+        var c = vec3<f32>(0.0);
+        var m = 0.0;
+        for (var a = 0u; a < MAX_ATTRS; a++) {
+            if !g_ok[a] { continue; }
+            c += tf_u(a, mip[a]).rgb * mip[a];
+            m = max(m, mip[a]);
+        }
+        return vec4<f32>(c, m);
+    }
+
+    // A surface behind the medium: the isosurface hit, else the ground. Refine the hit (8
+    // bisection steps, then a central-difference gradient) with one sampling loop.
+    var surf = false;
+    var spos = vec3<f32>(0.0);
+    var snrm = vec3<f32>(0.0, 0.0, 1.0);
+    var sdist = 0.0;
+    var sbase = vec3<f32>(0.0);
+    if iso_hit {
+        let a = P.iso_attr;
+        var lo = t - dt;
+        var hi = t;
+        var grad = vec3<f32>(0.0);
+        var ph = vec3<f32>(0.0);
+        for (var i = 0; i < 14; i++) {
+            var q: vec3<f32>;
+            if i < 8 {
+                q = oi[a] + (0.5 * (lo + hi)) * di[a];
+            } else {
+                if i == 8 { ph = oi[a] + (0.5 * (lo + hi)) * di[a]; }
+                let ax = (i - 8) / 2;
+                var e = vec3<f32>(0.0);
+                e[ax] = select(-0.5, 0.5, (i & 1) == 0);
+                q = ph + e;
+            }
+            let vm = sample(a, q).value - P.iso_value;
+            if i < 8 {
+                if vm * iso_prev > 0.0 { lo = 0.5 * (lo + hi); } else { hi = 0.5 * (lo + hi); }
+            } else {
+                let ax = (i - 8) / 2;
+                grad[ax] += select(-vm, vm, (i & 1) == 0);
+            }
+        }
+        let th = 0.5 * (lo + hi);
+        // World normal = invMatᵀ · index gradient, facing the side the ray came from.
+        let gw = g_inv0[a] * grad.x + g_inv1[a] * grad.y + g_inv2[a] * grad.z;
+        if dot(gw, gw) > 0.0 { snrm = normalize(gw) * sign(iso_prev); }
+        if dot(snrm, ray.d) > 0.0 { snrm = -snrm; }
+        surf = true;
+        sdist = th;
+        spos = ray.o + th * ray.d;
+        sbase = tf_eval(a, P.iso_value).rgb;
+    } else if t_ground < INF {
+        surf = true;
+        sdist = t_ground;
+        spos = ray.o + t_ground * ray.d;
+    }
+    var sun_vis = 1.0;
+    if surf && dot(snrm, L) > 0.0 {
+        sun_vis = sun_transmittance(spos);
+    }
+    var back = sky(ray.d);
+    if iso_hit {
+        let sun = max(dot(snrm, L), 0.0) * sun_vis;
+        let hv = normalize(L - ray.d);
+        let spec = pow(max(dot(snrm, hv), 0.0), 48.0) * 0.25;
+        let amb = P.sky_zenith.xyz * P.sky_zenith.w * (0.6 + 0.4 * snrm.z);
+        return vec4<f32>(sbase * (P.light_color.xyz * sun + amb) + P.light_color.xyz * spec * sun, 1.0);
+    }
+    if surf {
+        back = ground_color(spos, sdist, sun_vis);
+    }
+    if P.mode == MODE_ISO {
+        return vec4<f32>(back, 0.0);
+    }
+    C += T * back;
+    return vec4<f32>(C, 1.0 - T);
+}
+
+fn aces(x: vec3<f32>) -> vec3<f32> {
+    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3<f32>(0.0), vec3<f32>(1.0));
+}
+
+fn srgb(c: vec3<f32>) -> vec3<f32> {
+    let lo = c * 12.92;
+    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
+    return select(hi, lo, c <= vec3<f32>(0.0031308));
+}
+
+@compute @workgroup_size(8, 8, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if gid.x >= P.size.x || gid.y >= P.size.y { return; }
+    let r = render_pixel(gid.xy);
+    var ldr = r.rgb;
+    if P.mode != MODE_MIP {
+        ldr = aces(r.rgb * P.sky_horizon.w);
+    }
+    textureStore(out_hdr, vec2<i32>(gid.xy), r);
+    textureStore(out_ldr, vec2<i32>(gid.xy), vec4<f32>(srgb(clamp(ldr, vec3<f32>(0.0), vec3<f32>(1.0))), 1.0));
+}
