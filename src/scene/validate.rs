@@ -274,7 +274,8 @@ pub(super) fn scene_file(f: &SceneFile, src: &Source) -> Result<(), SceneError> 
     let p = root.k("settings");
     c.positive(&p.k("step_voxels"), f64::from(s.step_voxels))?;
     c.positive(&p.k("exposure"), f64::from(s.exposure))?;
-    c.positive(&p.k("shadow_step_voxels"), f64::from(s.shadow_step_voxels))?;
+    c.non_negative(&p.k("step_tau"), f64::from(s.step_tau))?;
+    c.non_negative(&p.k("shadow_tau_max"), f64::from(s.shadow_tau_max))?;
     c.non_negative(&p.k("ambient"), f64::from(s.ambient))?;
     c.finite(&p.k("sun_azimuth_deg"), f64::from(s.sun_azimuth_deg))?;
     if !(-90.0..=90.0).contains(&s.sun_elevation_deg) {
