@@ -5,10 +5,11 @@
 // 1. `accel_info` (one thread): per slot, the cell size (2^shift voxels, 8 or more so that
 //    the grid fits ACCEL_CELLS cells), the first cell and the cell counts, from the grid's
 //    index bbox; the shadow reference slot; and the indirect dispatch sizes of passes 2–4.
-// 2. `accel_cells` (a workgroup of 64 per cell): every voxel of the cell through the same
-//    `lookup` the march uses, so tiles and background count exactly as the march sees them:
-//    minimum and maximum finite value, and mean extinction (transfer function opacity ×
-//    extinction, averaged over the voxels).
+// 2. `accel_cells` (a thread per cell): every voxel of the cell, found with the same
+//    `lookup` the march uses (one per 8³ block: a leaf, or a tile or the background that
+//    covers the block), so values count exactly as the march sees them: minimum and maximum
+//    finite value, and mean extinction (transfer function opacity × extinction, averaged
+//    over the voxels).
 // 3. `accel_dilate` (a thread per cell): the most extinction any trilinear sample can have
 //    whose base voxel lies in the cell: the transfer function's largest opacity over the
 //    value range of the cell and its 26 neighbours (a trilinear stencil reaches one voxel
@@ -35,6 +36,7 @@ fn slot_cells(si: SlotAccel) -> u32 {
 @compute @workgroup_size(1, 1, 1)
 fn accel_info() {
     var most = 0u;
+    var slots_used = 0u;
     ainfo.shadow_ref = 4u;
     for (var a = 0u; a < MAX_ATTRS; a++) {
         init_grid(a);
@@ -56,6 +58,7 @@ fn accel_info() {
             if dims.x * dims.y * dims.z <= ACCEL_CELLS && all(span > vec3<f32>(0.0)) {
                 si = SlotAccel(org, shift, dims, 1u);
                 most = max(most, dims.x * dims.y * dims.z);
+                slots_used = a + 1u;
                 if ainfo.shadow_ref == 4u && P.attrs[a].shadow != 0u && (P.flags & FLAG_SHADOWS) != 0u {
                     ainfo.shadow_ref = a;
                 }
@@ -64,15 +67,14 @@ fn accel_info() {
         ainfo.slots[a] = si;
     }
     ainfo.cells_max = most;
-    // Pass 2: a workgroup per cell, z = slot.
-    dispatch_args[0] = min(most, ROW);
-    dispatch_args[1] = (most + ROW - 1u) / ROW;
-    dispatch_args[2] = MAX_ATTRS;
-    // Pass 3: 64 cells per workgroup, z = slot.
+    // Passes 2 and 3: 64 cells per workgroup, z = slot (up to the last slot with a grid).
     let g = (most + 63u) / 64u;
-    dispatch_args[3] = min(g, ROW);
-    dispatch_args[4] = (g + ROW - 1u) / ROW;
-    dispatch_args[5] = MAX_ATTRS;
+    dispatch_args[0] = min(g, ROW);
+    dispatch_args[1] = (g + ROW - 1u) / ROW;
+    dispatch_args[2] = slots_used;
+    dispatch_args[3] = dispatch_args[0];
+    dispatch_args[4] = dispatch_args[1];
+    dispatch_args[5] = slots_used;
     // Pass 4: 64 cells of the reference slot per workgroup.
     var r = 0u;
     if ainfo.shadow_ref < 4u { r = (slot_cells(ainfo.slots[ainfo.shadow_ref]) + 63u) / 64u; }
@@ -85,10 +87,6 @@ fn accel_info() {
     }
 }
 
-var<workgroup> red_lo: array<f32, 64>;
-var<workgroup> red_hi: array<f32, 64>;
-var<workgroup> red_sum: array<f32, 64>;
-
 // Cells larger than 64³ voxels (grids whose bbox is huge) are not scanned voxel by voxel:
 // their range is unknown (−∞..∞: never skipped) and they cast no shadow.
 const SCAN_SHIFT_MAX: u32 = 6u;
@@ -97,57 +95,46 @@ const SCAN_SHIFT_MAX: u32 = 6u;
 fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let a = wg.z;
     let si = ainfo.slots[a];
-    let cell = wg.x + wg.y * ROW;
-    let valid = si.ok != 0u && cell < slot_cells(si);
+    let cell = (wg.x + wg.y * ROW) * 64u + li;
+    if si.ok == 0u || cell >= slot_cells(si) { return; }
+    init_grid(a);
+    let c = vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
     var lo = INF;
     var hi = -INF;
     var sum = 0.0;
-    if valid {
-        init_grid(a);
-        let c = vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
-        if si.shift > SCAN_SHIFT_MAX {
-            lo = -INF;
-            hi = INF;
-        } else {
-            let base = (si.org + vec3<i32>(c)) << vec3<u32>(si.shift);
-            let per_axis = 1u << (si.shift - 3u);
-            let blocks = per_axis * per_axis * per_axis;
-            for (var b = 0u; b < blocks; b++) {
-                work = 0u;
-                let bo = base + 8 * vec3<i32>(vec3<u32>(b / (per_axis * per_axis), (b / per_axis) % per_axis, b % per_axis));
-                for (var j = 0u; j < 8u; j++) {
-                    let n = li + 64u * j;
-                    let ijk = bo + vec3<i32>(vec3<u32>(n >> 6u, (n >> 3u) & 7u, n & 7u));
-                    let l = lookup(a, ijk);
-                    // A tile (or the background) covers the whole aligned 8³ block with one
-                    // value: count this thread's eight voxels at once.
-                    let reps = select(1.0, f32(8u - j), l.level > 0u);
-                    if finite(l.value) {
-                        lo = min(lo, l.value);
-                        hi = max(hi, l.value);
-                        sum += tf_eval(a, l.value).a * reps;
-                    }
-                    if l.level > 0u { break; }
+    if si.shift > SCAN_SHIFT_MAX {
+        lo = -INF;
+        hi = INF;
+    } else {
+        let base = (si.org + vec3<i32>(c)) << vec3<u32>(si.shift);
+        let per_axis = 1u << (si.shift - 3u);
+        let blocks = per_axis * per_axis * per_axis;
+        for (var b = 0u; b < blocks; b++) {
+            work = 0u;
+            let bo = base + 8 * vec3<i32>(vec3<u32>(b / (per_axis * per_axis), (b / per_axis) % per_axis, b % per_axis));
+            // The aligned 8³ block is one leaf, or lies inside one tile (or the background).
+            let l = lookup(a, bo);
+            if l.level > 0u {
+                if finite(l.value) {
+                    lo = min(lo, l.value);
+                    hi = max(hi, l.value);
+                    sum += tf_eval(a, l.value).a * 512.0;
+                }
+                continue;
+            }
+            let leaf = c_leaf[a];
+            for (var n = 0u; n < 512u; n++) {
+                let v = leaf_value(a, leaf, n);
+                if finite(v) {
+                    lo = min(lo, v);
+                    hi = max(hi, v);
+                    sum += tf_eval(a, v).a;
                 }
             }
-            sum = sum / f32(blocks * 512u);
         }
+        sum = sum / f32(blocks * 512u);
     }
-    red_lo[li] = lo;
-    red_hi[li] = hi;
-    red_sum[li] = sum;
-    for (var w = 32u; w > 0u; w >>= 1u) {
-        workgroupBarrier();
-        if li < w {
-            red_lo[li] = min(red_lo[li], red_lo[li + w]);
-            red_hi[li] = max(red_hi[li], red_hi[li + w]);
-            red_sum[li] = red_sum[li] + red_sum[li + w];
-        }
-    }
-    workgroupBarrier();
-    if li == 0u && valid {
-        accel[a * ACCEL_CELLS + cell] = vec4<f32>(red_lo[0], red_hi[0], red_sum[0] * P.attrs[a].extinction, 0.0);
-    }
+    accel[a * ACCEL_CELLS + cell] = vec4<f32>(lo, hi, sum * P.attrs[a].extinction, 0.0);
 }
 
 // The largest opacity of attribute `a`'s transfer function over values [lo, hi] (the

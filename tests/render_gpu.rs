@@ -317,6 +317,7 @@ fn adaptive_steps_stay_close_to_fixed_steps() {
             a.tf.extinction *= 0.05;
         }
         view.settings.max_step_scale = 4;
+        view.settings.step_voxels = 0.5;
         // Large enough that steps double over much of the volume (σ·dt is 0.05–0.1 here).
         view.settings.step_tau = 0.2;
         let a = gpu.render(&[&bytes], &view, W, H);

@@ -69,7 +69,7 @@ pub struct RenderArgs {
     /// Step length in voxels.
     #[arg(long)]
     pub step: Option<f32>,
-    /// March with fixed steps (no empty-space skipping).
+    /// March with fixed steps (no empty-space skipping, no adaptive steps).
     #[arg(long)]
     pub no_hdda: bool,
     /// No shadow rays.
@@ -189,7 +189,11 @@ fn apply_args(args: &RenderArgs, ls: &mut LoadedScene, aspect: f32) {
     if let Some(s) = args.step {
         v.settings.step_voxels = s;
     }
-    v.settings.hdda &= !args.no_hdda;
+    if args.no_hdda {
+        v.settings.hdda = false;
+        v.settings.accel = false;
+        v.settings.max_step_scale = 1;
+    }
     v.settings.shadows &= !args.no_shadows;
     v.settings.ground &= !args.no_ground;
 }
