@@ -35,6 +35,13 @@ fn out_dir() -> PathBuf {
 
 /// A small storm (8 frames, two lanes), made once and shared by the tests.
 fn dataset() -> PathBuf {
+    // The tests of this binary run on parallel threads of one process: build it once here
+    // (the temporary name below only separates processes).
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_dataset).clone()
+}
+
+fn build_dataset() -> PathBuf {
     let dir = out_dir().join("storm48x8");
     if dir.join("manifest.json").exists() {
         return dir;

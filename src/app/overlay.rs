@@ -458,16 +458,17 @@ pub fn draw(
 fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<UiRequest>) {
     ui.horizontal(|ui| {
         if ui
-            .button(if player.is_playing() { "⏸" } else { "▶" })
+            // Plain words: egui's built-in fonts lack the media-control glyphs.
+            .button(if player.is_playing() { "pause" } else { "play" })
             .on_hover_text("play / pause (Space)")
             .clicked()
         {
             out.push(UiRequest::Action(Action::TogglePlay));
         }
-        if ui.button("⏮").on_hover_text("step back (←)").clicked() {
+        if ui.button("< step").on_hover_text("step back (←)").clicked() {
             out.push(UiRequest::Action(Action::Step(Direction::Reverse)));
         }
-        if ui.button("⏭").on_hover_text("step (→)").clicked() {
+        if ui.button("step >").on_hover_text("step (→)").clicked() {
             out.push(UiRequest::Action(Action::Step(Direction::Forward)));
         }
         let rev = player.direction() == Direction::Reverse;
