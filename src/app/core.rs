@@ -1212,8 +1212,7 @@ mod tests {
         device
             .poll(wgpu::PollType::wait_indefinitely())
             .expect("poll");
-        let v = out.get_mapped_range(..).expect("range").to_vec();
-        v
+        out.get_mapped_range(..).expect("range").to_vec()
     }
 
     /// The staging upload over several rayon chunks and a length that is not a multiple of
