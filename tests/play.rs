@@ -13,7 +13,10 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
+use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::dataset::{LaneSpec, Provenance};
+use supercell::render::{Renderer, upload_slot};
+use supercell::scene::Scene;
 use supercell::synth::{GenerateOptions, default_params, generate_dataset};
 
 fn require_gpu() -> bool {
@@ -149,6 +152,59 @@ fn core_plays_scrubs_exactly_and_reports_the_direct_path() {
     run_until(&mut player, "frames after the toggle", |p| {
         p.figures(PathSel::Host).frames_rendered >= before + 4
     });
+    player.drain(Duration::from_secs(5));
+}
+
+/// The host path (cpu-only reads into host slots, a parallel copy into a reused staging
+/// buffer, a GPU copy into an upload buffer) shows exactly the frame: the player's image of
+/// each frame is byte-identical to the renderer's image of the same frame read with the
+/// dataset reader and uploaded with `queue.write_buffer` (what `supercell render` does),
+/// including revisits, which reuse the staging and upload buffers.
+#[test]
+fn host_path_shows_the_exact_frames() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    let cfg = small_config();
+    let mut player = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
+    let rep = player.path_report(PathSel::Host);
+    assert_eq!(rep.engine.as_deref(), Some("cpu-only"), "{rep:?}");
+    assert!(rep.label.starts_with("cpu-only ("), "{rep:?}");
+    player.set_playing(false);
+    let ls = Scene::load(&ds)
+        .and_then(|s| s.open(cfg.width as f32 / cfg.height as f32, None))
+        .expect("scene");
+    let mut renderer = Renderer::new(&g.device, &g.queue).expect("renderer");
+    let mut slot = AlignedBuf::new();
+    for target in [3u32, 0, 7, 1, 3, 0] {
+        player.scrub(target);
+        run_until(&mut player, "scrub", |p| {
+            !p.scrub_pending() && p.shown_frame() == Some(target)
+        });
+        let got = player.read_image().expect("player image");
+        ls.dataset
+            .read_frame(target as usize, &mut slot, CrcCheck::Verify)
+            .expect("read frame");
+        let buffer = upload_slot(&g.device, &g.queue, &slot);
+        renderer
+            .set_grids(&ls.grid_slices(target as usize, &buffer).expect("slices"))
+            .expect("grids");
+        renderer
+            .render_timed(player.view(), cfg.width, cfg.height)
+            .expect("render");
+        let want = renderer.read_image().expect("reference image");
+        assert_eq!((got.width, got.height), (want.width, want.height));
+        assert!(
+            got.rgba8 == want.rgba8,
+            "frame {target}: the host path's image differs from a plain upload's"
+        );
+    }
+    assert_eq!(player.last_error(), None);
+    let f = player.figures(PathSel::Host);
+    assert!(f.upload_gbps.is_some_and(|g| g > 0.0), "{f:?}");
+    eprintln!(
+        "host upload: {:.3} GB/s (lavapipe; not a benchmark)",
+        f.upload_gbps.unwrap_or(0.0)
+    );
     player.drain(Duration::from_secs(5));
 }
 

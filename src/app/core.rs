@@ -4,8 +4,10 @@
 //! Frame paths:
 //! - *direct*: GDS engine (falling back to staged, with the reason) into ring slots that are
 //!   wgpu buffers CUDA writes (see [`super::direct`]); a frame is shown by binding its slot.
-//! - *host*: portable engine into host slots; a frame is shown by `queue.write_buffer` into
-//!   one of two upload buffers, then binding that.
+//! - *host*: cpu-only engine (io_uring, O_DIRECT where the file system allows; portable,
+//!   with the reason, where it cannot open) into page-aligned host slots; a frame is shown by
+//!   copying its bytes with rayon into a persistently mapped staging buffer, a GPU copy into
+//!   one of two upload buffers, then binding that (see [`Staging`]).
 //!
 //! Slot lifetime: the shown frame's slot is `InUse` until the next frame has been rendered,
 //! and renders wait for the GPU ([`Renderer::render_timed`]), so no slot is rewritten while a
@@ -140,6 +142,8 @@ struct FramePath {
     ring: FrameRing,
     /// Direct: one buffer per ring slot (the same memory). Host: upload buffers.
     buffers: Vec<wgpu::Buffer>,
+    /// Host: one staging buffer per upload buffer (same index); direct: none.
+    staging: Vec<Staging>,
     next_upload: usize,
     /// Requested by the scheduler, not yet submitted (waiting for a free slot).
     pending: VecDeque<(u32, Instant)>,
@@ -177,9 +181,10 @@ pub struct PathReport {
     pub available: bool,
     /// Why not, when it cannot.
     pub unavailable_reason: Option<String>,
-    /// Short label: "GDS P2P", "GDS compat", "staged", "portable".
+    /// Short label: "GDS P2P", "GDS compat", "staged", "cpu-only (io_uring)" (or
+    /// "cpu-only (pread)", "…, page cache" where reads cannot be O_DIRECT), "portable".
     pub label: String,
-    /// Engine that runs (gds, staged, portable).
+    /// Engine that runs (gds, staged, cpu-only, portable).
     pub engine: Option<String>,
     /// How it runs (the engine's words, e.g. cuFile mode, io_uring, O_DIRECT).
     pub mode: Option<String>,
@@ -241,19 +246,154 @@ fn available_memory() -> u64 {
 }
 
 fn new_buffer(device: &wgpu::Device, len: usize, label: &str) -> Result<wgpu::Buffer, PlayError> {
+    alloc_buffer(
+        device,
+        len,
+        label,
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        false,
+    )
+}
+
+fn alloc_buffer(
+    device: &wgpu::Device,
+    len: usize,
+    label: &str,
+    usage: wgpu::BufferUsages,
+    mapped_at_creation: bool,
+) -> Result<wgpu::Buffer, PlayError> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let b = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: len as u64,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
+        usage,
+        mapped_at_creation,
     });
     if let Some(e) = crate::render::block_on(scope.pop()) {
         return Err(PlayError::Usage(format!(
-            "cannot allocate a {len}-byte GPU slot: {e}"
+            "cannot allocate a {len}-byte GPU buffer ({label}): {e}"
         )));
     }
     Ok(b)
+}
+
+/// `len` rounded up to wgpu's copy alignment (4 bytes): buffer copies move whole words.
+fn copy_len(len: usize) -> usize {
+    let a = wgpu::COPY_BUFFER_ALIGNMENT as usize;
+    len.div_ceil(a) * a
+}
+
+/// Bytes one rayon task copies into a staging buffer: large enough that task overhead is
+/// noise, small enough that a 1 GB frame spreads over every core.
+const UPLOAD_CHUNK: usize = 8 << 20;
+
+/// A reusable host→GPU staging buffer (`MAP_WRITE | COPY_SRC`), kept mapped between uses.
+///
+/// `queue.write_buffer` copies a frame on one thread into wgpu's staging belt (and allocates
+/// it anew for large writes); here the frame is copied once, by all cores, into memory the
+/// GPU copies from. After the GPU copy is submitted the buffer is asked to map again; wgpu
+/// maps it once that submission completes, so the next use only waits if the copy is still
+/// running.
+struct Staging {
+    buffer: wgpu::Buffer,
+    /// Reports the outstanding `map_async`; `None` while the buffer is mapped (it is
+    /// created mapped).
+    remap: Option<std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>>,
+}
+
+impl Staging {
+    fn new(device: &wgpu::Device, len: usize) -> Result<Staging, PlayError> {
+        let buffer = alloc_buffer(
+            device,
+            copy_len(len.max(1)),
+            "supercell host staging",
+            wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            true,
+        )?;
+        Ok(Staging {
+            buffer,
+            remap: None,
+        })
+    }
+
+    /// Copies `bytes` into the staging buffer and submits a copy of them (padded to the
+    /// copy alignment with zeros) to the start of `dst`. When this returns `bytes` may be
+    /// reused; the GPU copy is ordered before anything submitted later on `queue`.
+    fn upload(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        bytes: &[u8],
+        dst: &wgpu::Buffer,
+    ) -> Result<(), PlayError> {
+        use rayon::prelude::*;
+        let len = bytes.len();
+        let padded = copy_len(len);
+        if padded as u64 > self.buffer.size() || padded as u64 > dst.size() {
+            return Err(PlayError::Usage(format!(
+                "a {len}-byte frame does not fit the upload buffers"
+            )));
+        }
+        if let Some(rx) = self.remap.take() {
+            // Normally mapped already: the last render waited for the GPU, and the copy
+            // was submitted before it. Otherwise wait for that copy to finish.
+            let r = match rx.try_recv() {
+                Ok(r) => r,
+                Err(_) => {
+                    device
+                        .poll(wgpu::PollType::wait_indefinitely())
+                        .map_err(|e| PlayError::Usage(format!("staging buffer: {e}")))?;
+                    rx.recv()
+                        .map_err(|e| PlayError::Usage(format!("staging buffer: {e}")))?
+                }
+            };
+            r.map_err(|e| PlayError::Usage(format!("cannot map the staging buffer: {e}")))?;
+        }
+        if padded > 0 {
+            let mut view = self
+                .buffer
+                .get_mapped_range_mut(..padded as u64)
+                .map_err(|e| PlayError::Usage(format!("staging buffer: {e}")))?;
+            let mut whole = view.slice(..);
+            // wgpu's write-only view is not `Send` (it hands out no `&mut [u8]`: mapped
+            // memory may be write-combined, where reads are slow), so the threads get its
+            // address and only ever write through it.
+            let dst = whole.as_raw_element_ptr().as_ptr() as usize;
+            bytes
+                .par_chunks(UPLOAD_CHUNK)
+                .enumerate()
+                .for_each(|(i, src)| {
+                    // SAFETY: chunk `i` is written to `dst + i * UPLOAD_CHUNK ..+ src.len()`,
+                    // inside the mapped range (`padded >= len`, checked above), which `whole`
+                    // borrows exclusively until this loop ends; chunks do not overlap, and
+                    // `bytes` (a host slot) is not the mapping.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            src.as_ptr(),
+                            (dst as *mut u8).add(i * UPLOAD_CHUNK),
+                            src.len(),
+                        );
+                    }
+                });
+            // A mapped buffer's contents persist between uses: clear the padding so the
+            // GPU buffer never holds another frame's bytes past this one's end.
+            whole.slice(len..).fill(0);
+        }
+        self.buffer.unmap();
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("supercell host upload"),
+        });
+        if padded > 0 {
+            enc.copy_buffer_to_buffer(&self.buffer, 0, dst, 0, padded as u64);
+        }
+        queue.submit([enc.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.buffer.map_async(wgpu::MapMode::Write, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.remap = Some(rx);
+        Ok(())
+    }
 }
 
 impl Player {
@@ -340,21 +480,46 @@ impl Player {
         // Host path: always there (it needs nothing but wgpu).
         let host_path = |label: &str| -> Result<FramePath, PlayError> {
             let ring = FrameRing::host(slots, slot_len)?;
-            let engine = open_engine(
-                PathKind::Portable,
+            // cpu-only: io_uring with O_DIRECT straight into the page-aligned host slots
+            // (the engine itself notes files whose file system refuses O_DIRECT, e.g.
+            // tmpfs, and reads those through the page cache). Where it cannot start at
+            // all, the portable engine runs and the reason is kept.
+            let (engine, fallback) = match open_engine(
+                PathKind::CpuOnly,
                 None,
                 &source.files,
                 ring.memories(),
                 &ecfg,
-            )?;
+            ) {
+                Ok(e) => (e, None),
+                Err(e) => (
+                    open_engine(
+                        PathKind::Portable,
+                        None,
+                        &source.files,
+                        ring.memories(),
+                        &ecfg,
+                    )?,
+                    Some(format!("cpu-only: {e}")),
+                ),
+            };
+            let mut info = engine.info().clone();
+            if fallback.is_some() {
+                info.requested = PathKind::CpuOnly;
+                info.fallback = fallback;
+            }
             let uploads = (0..2)
-                .map(|_| new_buffer(device, slot_len, label))
+                .map(|_| new_buffer(device, copy_len(slot_len), label))
+                .collect::<Result<Vec<_>, _>>()?;
+            let staging = (0..uploads.len())
+                .map(|_| Staging::new(device, slot_len))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(FramePath {
-                info: engine.info().clone(),
+                info,
                 engine,
                 ring,
                 buffers: uploads,
+                staging,
                 next_upload: 0,
                 pending: VecDeque::new(),
                 stale: HashSet::new(),
@@ -362,7 +527,7 @@ impl Player {
             })
         };
         let host = host_path("supercell host upload")?;
-        gpu_buffer_bytes += 2 * slot_len as u64;
+        gpu_buffer_bytes += 2 * copy_len(slot_len) as u64;
 
         // Direct path: only where shared buffers exist; else the reason is kept for the UI.
         let (direct, direct_reason) =
@@ -388,6 +553,7 @@ impl Player {
                                     engine,
                                     ring,
                                     buffers,
+                                    staging: Vec::new(),
                                     next_upload: 0,
                                     pending: VecDeque::new(),
                                     stale: HashSet::new(),
@@ -402,7 +568,7 @@ impl Player {
                 Err(why) => (None, Some(why)),
             };
         let (direct, direct_reason) = if cfg.loopback_direct {
-            gpu_buffer_bytes += 2 * slot_len as u64;
+            gpu_buffer_bytes += 2 * copy_len(slot_len) as u64;
             (Some(host_path("supercell loopback upload")?), None)
         } else {
             (direct, direct_reason)
@@ -641,9 +807,13 @@ impl Player {
                 .host_bytes(slot)
                 .ok_or_else(|| PlayError::Usage(format!("slot {slot} holds no host bytes")))?;
             let len = self.source.frames[frame as usize].len as usize;
-            // The queue copies the bytes now, so the host slot is reusable right away; the
-            // upload is ordered before the render submitted next.
-            self.queue.write_buffer(&p.buffers[b], 0, &bytes[..len]);
+            // The bytes are copied out before this returns, so the host slot's release
+            // (below, as usual) is safe; the GPU copy is ordered before the render submitted
+            // next, and upload buffer `b` is not read by any render in flight: renders wait
+            // for the GPU, so the last one to bind `b` has finished.
+            let t0 = Instant::now();
+            p.staging[b].upload(&self.device, &self.queue, &bytes[..len], &p.buffers[b])?;
+            self.stats[active.index()].uploaded(len as u64, t0.elapsed().as_secs_f64());
             p.buffers[b].clone()
         };
         let slices = self.scene.grid_slices(frame as usize, &buffer)?;
@@ -860,6 +1030,20 @@ impl Player {
                         _ => "GDS".to_string(),
                     },
                     _ if !p.direct && sel == PathSel::Direct => "loopback (test)".to_string(),
+                    // Honest about how the reads really run: io_uring or pread threads,
+                    // and whether every file is read with O_DIRECT.
+                    PathKind::CpuOnly => {
+                        let io = if p.info.mode.starts_with("io_uring") {
+                            "io_uring"
+                        } else {
+                            "pread"
+                        };
+                        if p.info.mode.contains(", O_DIRECT") {
+                            format!("cpu-only ({io})")
+                        } else {
+                            format!("cpu-only ({io}, page cache)")
+                        }
+                    }
                     k => k.name().to_string(),
                 };
                 PathReport {
@@ -1005,6 +1189,63 @@ impl Player {
                     p.stale.remove(&c.slot);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads all of `buf` (COPY_SRC) back to the host.
+    fn read_back(device: &wgpu::Device, queue: &wgpu::Queue, buf: &wgpu::Buffer) -> Vec<u8> {
+        let out = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: buf.size(),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(buf, 0, &out, 0, buf.size());
+        queue.submit([enc.finish()]);
+        out.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .expect("poll");
+        out.get_mapped_range(..).expect("range").to_vec()
+    }
+
+    /// The staging upload over several rayon chunks and a length that is not a multiple of
+    /// 4: every byte arrives at its place, the padding is zero (also after a longer frame
+    /// used the same buffers), and the buffers are reused through the remap.
+    #[test]
+    fn staging_upload_is_exact_across_chunks_and_odd_lengths() {
+        let Ok(ctx) = crate::render::GpuContext::headless() else {
+            eprintln!("skipping: no GPU adapter");
+            return;
+        };
+        let (device, queue) = (&ctx.device, &ctx.queue);
+        let cap = 2 * UPLOAD_CHUNK + 7;
+        let mut staging = Staging::new(device, cap).expect("staging");
+        let dst = alloc_buffer(
+            device,
+            copy_len(cap),
+            "test upload",
+            wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            false,
+        )
+        .expect("dst");
+        let long: Vec<u8> = (0..cap).map(|i| (i * 7 + 3) as u8 | 1).collect();
+        for len in [cap, UPLOAD_CHUNK + 1, 5, cap] {
+            staging
+                .upload(device, queue, &long[..len], &dst)
+                .expect("upload");
+            let got = read_back(device, queue, &dst);
+            assert_eq!(&got[..len], &long[..len], "{len} bytes");
+            assert!(
+                got[len..copy_len(len)].iter().all(|&b| b == 0),
+                "{len}: padding not cleared"
+            );
         }
     }
 }

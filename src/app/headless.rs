@@ -392,7 +392,7 @@ pub fn summary(report: &HeadlessReport) -> String {
         if let Some(f) = &r.figures {
             let _ = writeln!(
                 s,
-                "  {name:<6} {:<10} {:6.2} GB/s (peak {:.2}), delivered {:.1} frames/s, rendered {:.1} frames/s{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%",
+                "  {name:<6} {:<10} {:6.2} GB/s (peak {:.2}), delivered {:.1} frames/s, rendered {:.1} frames/s{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
                 r.info.label,
                 f.gbps_mean,
                 f.gbps_peak,
@@ -402,7 +402,9 @@ pub fn summary(report: &HeadlessReport) -> String {
                     .map_or(String::new(), |ms| format!(" ({ms:.1} GPU ms)")),
                 f.latency_p50_ms,
                 f.latency_p99_ms,
-                r.cpu_percent
+                r.cpu_percent,
+                f.upload_gbps
+                    .map_or(String::new(), |g| format!(", upload {g:.2} GB/s"))
             );
         }
         if let Some(sc) = &r.scrub {

@@ -96,7 +96,8 @@ pub struct OverlayDump {
     pub speed_fps: Option<f64>,
     /// "direct" / "host".
     pub active_path: PathSel,
-    /// Label of the path in use ("GDS P2P", "GDS compat", "staged", "portable").
+    /// Label of the path in use ("GDS P2P", "GDS compat", "staged", "cpu-only (io_uring)",
+    /// "portable").
     pub path_label: String,
     /// Whether the direct path can run here.
     pub direct_available: bool,

@@ -45,6 +45,9 @@ pub struct PathStats {
     inflight_sum: f64,
     inflight_n: u64,
     inflight_max: usize,
+    /// Host path uploads (host slot → GPU buffer): bytes and seconds spent in them.
+    upload_bytes: u64,
+    upload_s: f64,
 }
 
 /// The figures of a path at one moment (what the overlay and JSON show).
@@ -84,6 +87,10 @@ pub struct PathFigures {
     pub latency_p50_ms: f64,
     /// 99th percentile.
     pub latency_p99_ms: f64,
+    /// GB/s of the host path's uploads while they ran (bytes ÷ time spent waiting for a
+    /// staging buffer, copying into it and submitting the GPU copy); `None` where nothing
+    /// was uploaded (the direct path binds its slots).
+    pub upload_gbps: Option<f64>,
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -145,6 +152,12 @@ impl PathStats {
             self.peak_gbps = self.peak_gbps.max(rate);
         }
         self.trim(now);
+    }
+
+    /// `bytes` were uploaded from a host slot in `secs`.
+    pub fn uploaded(&mut self, bytes: u64, secs: f64) {
+        self.upload_bytes += bytes;
+        self.upload_s += secs;
     }
 
     /// A newly shown frame was rendered at `now` (GPU time where measured).
@@ -268,6 +281,8 @@ impl PathStats {
             frames_in_flight_max: self.inflight_max,
             latency_p50_ms: percentile(&lat, 0.5),
             latency_p99_ms: percentile(&lat, 0.99),
+            upload_gbps: (self.upload_bytes > 0 && self.upload_s > 0.0)
+                .then(|| self.upload_bytes as f64 / self.upload_s / 1e9),
         }
     }
 }
