@@ -642,4 +642,8 @@ fn toggle_during_playback_on_the_gpu() {
         "resident memory grew from {rss0} to {rss1} over 6 toggles"
     );
     player.drain(Duration::from_secs(10));
+    drop(player);
+    // Like the binaries: close the cuFile driver once nothing uses it, or its own teardown at
+    // process exit can crash after a gds → staged fallback (seen as exit code 139).
+    supercell::ingest::gds::cufile_close();
 }
