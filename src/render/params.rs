@@ -99,7 +99,7 @@ impl Default for RenderSettings {
             hdda: true,
             accel: true,
             max_step_scale: 16,
-            step_tau: 0.1,
+            step_tau: 0.3,
             step_voxels: 1.0,
             max_steps: 8192,
             transmittance_cutoff: 0.01,
