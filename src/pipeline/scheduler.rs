@@ -200,13 +200,16 @@ impl Scheduler {
         }
     }
 
-    /// The frames the window should hold, most urgent first: the position, then its
-    /// successors in play order (without repeats).
+    /// The frames the window should hold, most urgent first: the position, then, while
+    /// playing, its successors in play order (without repeats). Paused, only the position:
+    /// a paused timeline is scrubbed or stepped, and a read-ahead still in flight would make
+    /// the next jump wait behind it (the reads cannot be cancelled once issued).
     fn wanted(&self) -> Vec<u32> {
-        let mut wanted = Vec::with_capacity(self.config.window);
+        let window = if self.playing { self.config.window } else { 1 };
+        let mut wanted = Vec::with_capacity(window);
         let (mut frame, mut dir) = (self.position, self.direction);
         wanted.push(frame);
-        while wanted.len() < self.config.window {
+        while wanted.len() < window {
             match self.successor(frame, dir) {
                 Some((next, next_dir)) if !wanted.contains(&next) => {
                     wanted.push(next);
@@ -456,6 +459,7 @@ mod tests {
     #[test]
     fn scrub_cancels_queued_reads_and_puts_the_target_first() {
         let mut s = Scheduler::new(config(100, PlayMode::Loop, None, 4));
+        s.set_playing(true);
         let first = s.plan();
         assert_eq!(first.request, vec![0, 1, 2, 3]);
         s.started(0);
@@ -473,7 +477,7 @@ mod tests {
             s.evicted(f);
         }
         assert_eq!(s.plan().request, vec![52, 53]);
-        // The target is shown as soon as it arrives, even while paused.
+        // The target is shown as soon as it arrives.
         assert_eq!(s.tick(0.0), None);
         s.loaded(51);
         assert_eq!(
@@ -483,6 +487,26 @@ mod tests {
         );
         s.loaded(50);
         assert_eq!(s.tick(0.0), Some(50));
+    }
+
+    #[test]
+    fn paused_reads_only_the_frame_asked_for() {
+        // Paused, nothing is read ahead: the next jump finds no read in flight to wait
+        // behind, and every slot is free for it.
+        let mut s = Scheduler::new(config(100, PlayMode::Loop, None, 4));
+        assert_eq!(s.plan().request, vec![0]);
+        s.started(0);
+        s.loaded(0);
+        assert_eq!(s.tick(0.0), Some(0));
+        assert!(s.plan().request.is_empty(), "no read-ahead while paused");
+        s.scrub(70);
+        assert_eq!(s.plan().request, vec![70]);
+        s.started(70);
+        s.loaded(70);
+        assert_eq!(s.tick(0.0), Some(70));
+        // Playing again reads ahead through the whole window.
+        s.set_playing(true);
+        assert_eq!(s.plan().request, vec![71, 72]);
     }
 
     #[test]
