@@ -66,7 +66,6 @@ fn accel_info() {
         }
         ainfo.slots[a] = si;
     }
-    ainfo.cells_max = most;
     // Passes 2 and 3: 64 cells per workgroup, z = slot (up to the last slot with a grid).
     let g = (most + 63u) / 64u;
     dispatch_args[0] = min(g, ROW);

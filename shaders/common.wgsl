@@ -90,9 +90,9 @@ struct SlotAccel {
 struct AccelInfo {
     slots: array<SlotAccel, 4>,
     shadow_ref: u32,  // slot whose cells carry the shadow grid; 4: no shadows
-    cells_max: u32,   // most cells of any slot
     pad0: u32,
     pad1: u32,
+    pad2: u32,
 }
 @group(0) @binding(8) var<storage, ACCEL_ACCESS> accel: array<vec4<f32>>;
 @group(0) @binding(9) var<storage, ACCEL_ACCESS> sun_grid: array<f32>;

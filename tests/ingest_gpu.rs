@@ -5,6 +5,9 @@
 //! `SUPERCELL_TEST_DATASET` names a dataset to use (e.g. one on the RAM-backed lanes);
 //! otherwise a small one is written to a temporary directory.
 
+mod test_bytes;
+use test_bytes::xorshift_bytes as payload;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -17,18 +20,6 @@ use supercell::ingest::{
     Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, ReadRequest, Source,
     open_engine,
 };
-
-fn payload(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn write_dataset(dir: &Path, frames: usize, lanes: u32) {
     let mut w = DatasetWriter::create(

@@ -3,6 +3,9 @@
 //! byte-exact against what was written; plus error handling and the frame ring driven by
 //! the scheduler.
 
+mod test_bytes;
+use test_bytes::xorshift_bytes as payload;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,18 +18,6 @@ use supercell::ingest::{
 use supercell::pipeline::{PlayMode, PlaybackConfig, Scheduler};
 
 const PAGE: usize = 4096;
-
-fn payload(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// Writes a dataset of `frames` frames (two attributes of odd sizes) over `lanes` lanes
 /// with a small chunk, returning each frame's expected slot image.

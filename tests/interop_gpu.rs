@@ -7,6 +7,9 @@
 
 mod render_support;
 
+mod test_bytes;
+use test_bytes::xorshift_bytes as pattern;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -58,18 +61,6 @@ fn cuda_read(gpu: &Gpu, src: sys::CUdeviceptr, len: usize) -> Vec<u8> {
         "cuMemcpyDtoH",
     );
     out
-}
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 #[test]
