@@ -284,3 +284,88 @@ fn failed_reads_complete_with_an_error_naming_the_file() {
         assert_eq!(engine.in_flight(), 0);
     }
 }
+
+/// A cancelled read drops its queued reads and completes with `Cancelled`; the engine goes
+/// on reading (the same slot again, byte-exact), and cancelling an idle slot does nothing.
+///
+/// With one thread and one lane, reads are issued in request order, so the second frame's
+/// reads cannot start before the first frame's 8,192 reads are done; the cancel, sent right
+/// after the second request, always finds them queued.
+#[test]
+fn cancel_drops_queued_reads_and_the_engine_reads_on() {
+    const FRAME: usize = 32 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let data = payload(7, 2 * FRAME);
+    let p = dir.path().join("frames.bin");
+    std::fs::write(&p, &data).unwrap();
+    let source = Source::from_files(std::slice::from_ref(&p), FRAME as u64, FRAME as u64).unwrap();
+    assert_eq!(source.frames.len(), 2);
+    let reads_per_frame = (FRAME / PAGE) as u64;
+    for backend in backends() {
+        let mut ring = FrameRing::host(2, FRAME).unwrap();
+        let cfg = EngineConfig {
+            threads: 1,
+            queue_depth: 1,
+            backend,
+            io_mode: IoMode::Buffered,
+            io_size: PAGE,
+            ..EngineConfig::default()
+        };
+        let mut engine =
+            Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+        let request = |frame: u32, slot| ReadRequest {
+            frame,
+            slot,
+            extents: source.frames[frame as usize].extents.clone(),
+            requested: Instant::now(),
+        };
+        // Nothing in flight into slot 1: no effect, no completion.
+        engine.cancel(1).unwrap();
+        for (frame, slot) in [(0, 0), (1, 1)] {
+            assert_eq!(ring.begin_write(frame), Some(slot));
+            engine.submit(request(frame, slot)).unwrap();
+        }
+        engine.cancel(1).unwrap();
+        let mut results = std::collections::HashMap::new();
+        while results.len() < 2 {
+            let c = engine
+                .next_completion(Duration::from_secs(30))
+                .unwrap()
+                .expect("both frames complete");
+            ring.finish_write(c.slot, c.result.is_ok()).unwrap();
+            results.insert(c.frame, c.result);
+        }
+        results.remove(&0).unwrap().expect("frame 0 reads whole");
+        assert_eq!(ring.host_bytes(0).unwrap(), &data[..FRAME]);
+        match results.remove(&1).unwrap() {
+            Err(IngestError::Cancelled(1)) => {}
+            other => panic!("{backend:?}: frame 1 should be cancelled, got {other:?}"),
+        }
+        assert_eq!(engine.in_flight(), 0);
+        let ops = engine
+            .counters()
+            .ops
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            ops < reads_per_frame + 8,
+            "{backend:?}: {ops} reads issued; the cancelled frame's queued reads ran"
+        );
+        // The cancelled slot is free and reads again, byte-exact.
+        assert_eq!(ring.begin_write(1), Some(1));
+        engine.submit(request(1, 1)).unwrap();
+        let c = engine
+            .next_completion(Duration::from_secs(30))
+            .unwrap()
+            .expect("completes");
+        assert_eq!((c.frame, c.slot), (1, 1));
+        c.result.unwrap();
+        ring.finish_write(1, true).unwrap();
+        assert_eq!(ring.host_bytes(1).unwrap(), &data[FRAME..]);
+        assert!(
+            engine
+                .next_completion(Duration::from_millis(50))
+                .unwrap()
+                .is_none()
+        );
+    }
+}

@@ -160,6 +160,51 @@ fn core_plays_scrubs_exactly_and_reports_the_direct_path() {
 /// each frame is byte-identical to the renderer's image of the same frame read with the
 /// dataset reader and uploaded with `queue.write_buffer` (what `supercell render` does),
 /// including revisits, which reuse the staging and upload buffers.
+/// A jump while reads are in flight abandons the read-ahead (its queued reads are
+/// cancelled in the engine) rather than waiting behind it, lands on the exact frame, and
+/// leaves no error and no slot behind: playback goes on afterwards.
+#[test]
+fn scrub_during_playback_aborts_the_read_ahead() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    // One thread, 4 KiB reads, one at a time: the read-ahead is still in flight right
+    // after it is issued.
+    let cfg = PlayerConfig {
+        threads: 1,
+        queue_depth: 1,
+        io_size: 4096,
+        ..small_config()
+    };
+    let mut player = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
+    let n = player.frame_count();
+    run_until(&mut player, "first frame", |p| p.shown_frame().is_some());
+    // Scheduling can delay the jump until the reads have landed: try a few times.
+    let mut attempts = 0;
+    while player.cancelled_reads() == 0 {
+        attempts += 1;
+        assert!(attempts <= 20, "no read-ahead was ever aborted");
+        let from = player.position();
+        let target = (from + n / 2) % n;
+        player.set_playing(true);
+        player.tick().expect("tick issues the read-ahead");
+        player.set_playing(false);
+        player.scrub(target);
+        run_until(&mut player, "the exact frame", |p| {
+            !p.scrub_pending() && p.shown_frame() == Some(target)
+        });
+    }
+    assert!(player.scheduler_stats().aborted >= player.cancelled_reads());
+    assert_eq!(player.last_error(), None, "an aborted read is not an error");
+    // Every slot comes back: playback goes on through the whole ring.
+    player.set_playing(true);
+    let before = player.figures(PathSel::Host).frames_rendered;
+    run_until(&mut player, "playback after the aborts", |p| {
+        p.figures(PathSel::Host).frames_rendered >= before + 2 * n as u64
+    });
+    assert_eq!(player.last_error(), None);
+    player.drain(Duration::from_secs(5));
+}
+
 #[test]
 fn host_path_shows_the_exact_frames() {
     let Some(g) = gpu() else { return };

@@ -9,11 +9,16 @@
 //!   copying its bytes with rayon into a persistently mapped staging buffer, a GPU copy into
 //!   one of two upload buffers, then binding that (see [`Staging`]).
 //!
-//! Slot lifetime: the shown frame's slot is `InUse` until the next frame has been rendered,
-//! and renders wait for the GPU ([`Renderer::render_timed`]), so no slot is rewritten while a
-//! render still reads it. Every previously shown frame is evicted as the next one appears, so
-//! playback streams from storage even when the dataset fits in the ring (a benchmark must not
-//! turn into a cache).
+//! Overlap: a render is submitted without waiting ([`Renderer::submit_timed`]); the next
+//! frame's host-side work (the host path's copy into staging, reads landing) runs while the
+//! GPU renders, and the player waits for that render only just before it submits the next
+//! one. One render is in flight at a time.
+//!
+//! Slot lifetime: the shown frame's slot is `InUse` until the render that reads it has
+//! finished and the next frame's render has been submitted with other buffers, so no slot is
+//! rewritten while a render still reads it. Every previously shown frame is evicted as the
+//! next one appears, so playback streams from storage even when the dataset fits in the ring
+//! (a benchmark must not turn into a cache).
 
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
@@ -163,6 +168,15 @@ struct Shown {
     slot: usize,
 }
 
+/// The render in flight and what to record when it completes.
+#[derive(Clone, Copy, Debug)]
+struct RenderInFlight {
+    /// The path whose newly shown frame it renders (`None`: the same frame, new view).
+    new_frame_on: Option<PathSel>,
+    /// When the scrub it completes was asked for.
+    scrub_asked: Option<Instant>,
+}
+
 /// What one [`Player::tick`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TickOutcome {
@@ -224,6 +238,10 @@ pub struct Player {
     last_error: Option<String>,
     gpu_buffer_bytes: u64,
     last_gpu_ms: Option<f64>,
+    /// The render submitted and not yet seen complete.
+    in_flight_render: Option<RenderInFlight>,
+    /// Reads that completed cancelled (aborted read-ahead, left paths).
+    cancelled_reads: u64,
 }
 
 /// Frames a ring should hold: at least 3 (one shown, one arriving, one ahead), at most 8,
@@ -296,9 +314,12 @@ const UPLOAD_CHUNK: usize = 8 << 20;
 /// running.
 struct Staging {
     buffer: wgpu::Buffer,
-    /// Reports the outstanding `map_async`; `None` while the buffer is mapped (it is
-    /// created mapped).
-    remap: Option<std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>>,
+    /// Reports the outstanding `map_async`, and the submission whose copy it waits for;
+    /// `None` while the buffer is mapped (it is created mapped).
+    remap: Option<(
+        std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+        wgpu::SubmissionIndex,
+    )>,
 }
 
 impl Staging {
@@ -334,14 +355,18 @@ impl Staging {
                 "a {len}-byte frame does not fit the upload buffers"
             )));
         }
-        if let Some(rx) = self.remap.take() {
-            // Normally mapped already: the last render waited for the GPU, and the copy
-            // was submitted before it. Otherwise wait for that copy to finish.
+        if let Some((rx, copy)) = self.remap.take() {
+            // Normally mapped already: this buffer's copy was submitted two frames ago, and
+            // a render submitted after it has finished since. Otherwise wait for that copy
+            // alone (not for work submitted after it, such as the render in flight).
             let r = match rx.try_recv() {
                 Ok(r) => r,
                 Err(_) => {
                     device
-                        .poll(wgpu::PollType::wait_indefinitely())
+                        .poll(wgpu::PollType::Wait {
+                            submission_index: Some(copy),
+                            timeout: None,
+                        })
                         .map_err(|e| PlayError::Usage(format!("staging buffer: {e}")))?;
                     rx.recv()
                         .map_err(|e| PlayError::Usage(format!("staging buffer: {e}")))?
@@ -386,12 +411,12 @@ impl Staging {
         if padded > 0 {
             enc.copy_buffer_to_buffer(&self.buffer, 0, dst, 0, padded as u64);
         }
-        queue.submit([enc.finish()]);
+        let copy = queue.submit([enc.finish()]);
         let (tx, rx) = std::sync::mpsc::channel();
         self.buffer.map_async(wgpu::MapMode::Write, .., move |r| {
             let _ = tx.send(r);
         });
-        self.remap = Some(rx);
+        self.remap = Some((rx, copy));
         Ok(())
     }
 }
@@ -615,6 +640,8 @@ impl Player {
             last_error: None,
             gpu_buffer_bytes,
             last_gpu_ms: None,
+            in_flight_render: None,
+            cancelled_reads: 0,
         })
     }
 
@@ -629,6 +656,7 @@ impl Player {
     /// Advances everything once: collects arrivals, issues reads, lets the scheduler pick the
     /// frame to show, and renders when the frame or the view changed.
     pub fn tick(&mut self) -> Result<TickOutcome, PlayError> {
+        self.complete_render(false)?;
         self.pump(PathSel::Direct)?;
         self.pump(PathSel::Host)?;
         self.feed()?;
@@ -724,6 +752,9 @@ impl Player {
             return Ok(());
         };
         let ok = c.result.is_ok();
+        if matches!(c.result, Err(crate::ingest::IngestError::Cancelled(_))) {
+            self.cancelled_reads += 1;
+        }
         p.ring.finish_write(c.slot, ok)?;
         let stale = p.stale.remove(&c.slot);
         if !active || stale {
@@ -739,8 +770,11 @@ impl Player {
                 self.sched.loaded(c.frame);
             }
             Err(e) => {
-                // The frame is not shown; the scheduler asks for it again.
-                self.last_error = Some(format!("frame {}: {e}", c.frame));
+                // The frame is not shown; the scheduler asks for it again if it still
+                // wants it. An aborted read is no error.
+                if !matches!(e, crate::ingest::IngestError::Cancelled(_)) {
+                    self.last_error = Some(format!("frame {}: {e}", c.frame));
+                }
                 self.sched.evicted(c.frame);
             }
         }
@@ -759,6 +793,17 @@ impl Player {
         }
         let plan = self.sched.plan();
         p.pending.retain(|(f, _)| !plan.cancel.contains(f));
+        for f in &plan.abort {
+            // The frame's slot is freed when the engine reports the read (cancelled).
+            if let Some(slot) = p
+                .ring
+                .states()
+                .iter()
+                .position(|s| *s == SlotState::Writing(*f))
+            {
+                p.engine.cancel(slot)?;
+            }
+        }
         let now = Instant::now();
         p.pending.extend(plan.request.into_iter().map(|f| (f, now)));
         while let Some(&(f, at)) = p.pending.front() {
@@ -807,26 +852,39 @@ impl Player {
                 .host_bytes(slot)
                 .ok_or_else(|| PlayError::Usage(format!("slot {slot} holds no host bytes")))?;
             let len = self.source.frames[frame as usize].len as usize;
-            // The bytes are copied out before this returns, so the host slot's release
-            // (below, as usual) is safe; the GPU copy is ordered before the render submitted
-            // next, and upload buffer `b` is not read by any render in flight: renders wait
-            // for the GPU, so the last one to bind `b` has finished.
+            // This runs while the GPU still renders the previous frame (that render reads
+            // the other upload buffer). Upload buffer `b` was last bound by the render before
+            // that one, which has finished: the player waits for each render before it
+            // submits the next. The bytes are copied out before this returns, so the host
+            // slot's release (below, as usual) is safe; the GPU copy is ordered before the
+            // render submitted next.
             let t0 = Instant::now();
             p.staging[b].upload(&self.device, &self.queue, &bytes[..len], &p.buffers[b])?;
             self.stats[active.index()].uploaded(len as u64, t0.elapsed().as_secs_f64());
             p.buffers[b].clone()
         };
         let slices = self.scene.grid_slices(frame as usize, &buffer)?;
+        // The previous frame's render must be done before its slot goes back to the engine
+        // (below) and before the renderer's timestamp buffer is reused.
+        self.complete_render(true)?;
         self.renderer.set_grids(&slices)?;
         self.shown = Some(Shown {
             frame,
             path: active,
             slot,
         });
-        self.render()?;
-        let now = self.now();
-        self.stats[active.index()].rendered(now, self.last_gpu_ms);
-        // The render waited for the GPU: the previous frame's slot is free to go.
+        let scrub_asked = match self.scrub {
+            Some((target, at)) if target == frame => {
+                self.scrub = None;
+                Some(at)
+            }
+            _ => None,
+        };
+        self.submit_render(RenderInFlight {
+            new_frame_on: Some(active),
+            scrub_asked,
+        })?;
+        // No render in flight reads the previous frame's slot: free it.
         if let Some(prev) = prev
             && !(prev.path == active && prev.slot == slot)
             && let Some(pp) = self.paths[prev.path.index()].as_mut()
@@ -836,27 +894,55 @@ impl Player {
                 self.sched.evicted(prev.frame);
             }
         }
-        if let Some((target, at)) = self.scrub
-            && target == frame
-        {
-            let ms = at.elapsed().as_secs_f64() * 1e3;
-            self.last_scrub_ms = Some(ms);
-            self.stats[active.index()].scrubbed(ms);
-            self.scrub = None;
-        }
         Ok(())
     }
 
+    /// Renders the shown frame again (new view or size).
     fn render(&mut self) -> Result<(), PlayError> {
+        self.submit_render(RenderInFlight {
+            new_frame_on: None,
+            scrub_asked: None,
+        })
+    }
+
+    fn submit_render(&mut self, what: RenderInFlight) -> Result<(), PlayError> {
+        self.complete_render(true)?;
         let (w, h) = self.size;
-        let t = self.renderer.render_timed(&self.view, w, h)?;
-        self.last_gpu_ms = t.gpu_ms;
+        self.renderer.submit_timed(&self.view, w, h)?;
+        self.in_flight_render = Some(what);
         self.view_dirty = false;
         Ok(())
     }
 
-    /// Switches to `sel` at run time. The old path's queued reads are dropped and its reads
-    /// in flight are discarded as they land (engines cannot cancel a read once issued); the
+    /// Records the render in flight once it has finished: waits for it with `wait`, else
+    /// only looks.
+    fn complete_render(&mut self, wait: bool) -> Result<(), PlayError> {
+        if self.in_flight_render.is_none() || (!wait && !self.renderer.pending_done()) {
+            return Ok(());
+        }
+        let timing = self.renderer.finish_pending()?;
+        let Some(done) = self.in_flight_render.take() else {
+            return Ok(());
+        };
+        if let Some(t) = timing {
+            self.last_gpu_ms = t.gpu_ms;
+        }
+        let now = self.now();
+        if let Some(path) = done.new_frame_on {
+            self.stats[path.index()].rendered(now, self.last_gpu_ms);
+        }
+        if let Some(at) = done.scrub_asked {
+            let ms = at.elapsed().as_secs_f64() * 1e3;
+            self.last_scrub_ms = Some(ms);
+            if let Some(path) = done.new_frame_on {
+                self.stats[path.index()].scrubbed(ms);
+            }
+        }
+        Ok(())
+    }
+
+    /// Switches to `sel` at run time. The old path's queued requests are dropped, its reads
+    /// not yet issued are cancelled, and what is in flight is discarded as it lands; the
     /// frame on screen stays until the new path delivers the same frame. Errors (with the
     /// reason) when the path cannot run here.
     pub fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
@@ -877,7 +963,10 @@ impl Player {
             for (i, s) in states.into_iter().enumerate() {
                 match s {
                     SlotState::Writing(_) => {
+                        // Dropped on arrival; abandon what is not yet issued so the path
+                        // goes idle quickly (a failed cancel only means a slower drain).
                         p.stale.insert(i);
+                        let _ = p.engine.cancel(i);
                     }
                     SlotState::Ready(f) => {
                         p.ring.evict(f);
@@ -1082,9 +1171,21 @@ impl Player {
     pub fn last_scrub_ms(&self) -> Option<f64> {
         self.last_scrub_ms
     }
-    /// Whether a scrub is still waiting for its frame.
+    /// Frame reads the engines gave up part-way because the player cancelled them (a jump
+    /// or a pause abandoned the read-ahead, or the path was switched).
+    pub fn cancelled_reads(&self) -> u64 {
+        self.cancelled_reads
+    }
+    /// The scheduler's counters (frames shown, stalls, cancelled and aborted reads).
+    pub fn scheduler_stats(&self) -> crate::pipeline::SchedulerStats {
+        self.sched.stats()
+    }
+    /// Whether a scrub is still waiting for its frame to be rendered.
     pub fn scrub_pending(&self) -> bool {
         self.scrub.is_some()
+            || self
+                .in_flight_render
+                .is_some_and(|r| r.scrub_asked.is_some())
     }
     /// The last error (a failed read), if any.
     pub fn last_error(&self) -> Option<&str> {
@@ -1180,9 +1281,17 @@ impl Player {
     /// Stops issuing reads and waits (up to `timeout`) for reads in flight to land, so the
     /// engines shut down idle.
     pub fn drain(&mut self, timeout: Duration) {
+        if let Err(e) = self.complete_render(true) {
+            self.last_error = Some(e.to_string());
+        }
         let end = Instant::now() + timeout;
         for p in self.paths.iter_mut().flatten() {
             p.pending.clear();
+            for (i, s) in p.ring.states().iter().enumerate() {
+                if matches!(s, SlotState::Writing(_)) {
+                    let _ = p.engine.cancel(i);
+                }
+            }
             while p.engine.in_flight() > 0 && Instant::now() < end {
                 if let Ok(Some(c)) = p.engine.next_completion(Duration::from_millis(10)) {
                     let _ = p.ring.finish_write(c.slot, c.result.is_ok());

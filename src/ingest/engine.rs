@@ -197,6 +197,12 @@ pub trait IngestEngine: Send {
     fn submit(&mut self, req: ReadRequest) -> Result<()>;
     /// The next finished frame, waiting up to `timeout`; `None` on timeout.
     fn next_completion(&mut self, timeout: Duration) -> Result<Option<Completion>>;
+    /// Abandons the read into `slot` (a scrub moved away from its frame): reads not yet
+    /// issued are dropped, reads in flight finish, and the frame then completes with
+    /// [`IngestError::Cancelled`] (or `Ok` where every read had already been issued). Returns
+    /// at once; a slot with no read in flight is left alone. The slot must not be reused
+    /// before the completion arrives.
+    fn cancel(&mut self, slot: usize) -> Result<()>;
     /// Frames submitted and not yet completed.
     fn in_flight(&self) -> usize;
     /// I/O counters (reads, bytes, latency) for gdsio-style reports.
@@ -205,6 +211,7 @@ pub trait IngestEngine: Send {
 
 enum Msg {
     Request(ReadRequest, Instant),
+    Cancel(usize),
     Io(IoDone),
     Stop,
 }
@@ -680,6 +687,12 @@ impl IngestEngine for Engine {
         }
     }
 
+    fn cancel(&mut self, slot: usize) -> Result<()> {
+        self.tx
+            .send(Msg::Cancel(slot))
+            .map_err(|_| IngestError::Stopped("the coordinator thread has exited".into()))
+    }
+
     fn in_flight(&self) -> usize {
         self.in_flight
     }
@@ -729,6 +742,7 @@ impl Coordinator {
             for m in msgs {
                 match m {
                     Msg::Request(req, t) => self.on_request(req, t, files),
+                    Msg::Cancel(slot) => self.on_cancel(slot),
                     Msg::Io(d) => self.on_io(d),
                     Msg::Stop => stop = true,
                 }
@@ -822,6 +836,40 @@ impl Coordinator {
         }
         if let Some(pool) = &self.pool {
             pool.submit(tasks);
+        }
+    }
+
+    /// Drops the queued reads of the job writing `slot` (see [`IngestEngine::cancel`]).
+    fn on_cancel(&mut self, slot: usize) {
+        let Some(seq) = self
+            .jobs
+            .iter()
+            .find(|(_, j)| j.req.slot == slot)
+            .map(|(s, _)| *s)
+        else {
+            return;
+        };
+        let dropped = match (&mut self.staged, &self.pool) {
+            (Some(s), _) => {
+                let before = s.pending.len();
+                s.pending.retain(|p| p.seq != seq);
+                before - s.pending.len()
+            }
+            (None, Some(pool)) => pool.cancel(|token| token >> 32 == seq),
+            (None, None) => 0,
+        };
+        if dropped == 0 {
+            return;
+        }
+        let Some(job) = self.jobs.get_mut(&seq) else {
+            return;
+        };
+        job.left -= dropped;
+        if job.error.is_none() {
+            job.error = Some(IngestError::Cancelled(job.req.frame));
+        }
+        if job.left == 0 {
+            self.finish_job(seq);
         }
     }
 

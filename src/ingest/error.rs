@@ -67,6 +67,10 @@ pub enum IngestError {
     /// The dataset layer failed.
     #[error(transparent)]
     Dataset(#[from] DatasetError),
+    /// The read was abandoned by [`IngestEngine::cancel`](super::IngestEngine::cancel)
+    /// before all of it was issued; the slot holds a partial frame.
+    #[error("frame {0}: read cancelled")]
+    Cancelled(u32),
     /// The engine's worker thread has stopped (a bug or a panic); the text says what it saw.
     #[error("ingest engine stopped: {0}")]
     Stopped(String),

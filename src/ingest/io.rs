@@ -332,6 +332,22 @@ impl IoPool {
     }
 }
 
+impl IoPool {
+    /// Drops the queued (not yet issued) reads whose token `matches`; returns how many.
+    /// Reads already issued complete as usual.
+    pub(crate) fn cancel(&self, matches: impl Fn(u64) -> bool) -> usize {
+        let mut q = self.shared.lock();
+        let mut removed = 0;
+        for l in &mut q.lanes {
+            let before = l.len();
+            l.retain(|t| !matches(t.token));
+            removed += before - l.len();
+        }
+        q.queued -= removed;
+        removed
+    }
+}
+
 impl Drop for IoPool {
     fn drop(&mut self) {
         {

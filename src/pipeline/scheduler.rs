@@ -11,8 +11,8 @@
 //! moves onto a frame that has not arrived (storage slower than the clock: playback stalls
 //! rather than showing a half-written or stale frame, and the stall is counted).
 
-use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What happens at the ends of the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +39,8 @@ pub enum Direction {
 pub enum FrameState {
     /// Requested, no read issued yet: can still be cancelled.
     Queued,
-    /// Reads in flight: cannot be cancelled, will arrive.
+    /// Reads in flight: will arrive, or, once aborted ([`Plan::abort`]), complete early
+    /// without the frame (the pipeline then reports [`Scheduler::evicted`]).
     Loading,
     /// Whole frame resident in a slot, ready to show.
     Ready,
@@ -50,6 +51,10 @@ pub enum FrameState {
 pub struct Plan {
     /// Queued frames no longer wanted (a scrub moved the playhead away): drop their requests.
     pub cancel: Vec<u32>,
+    /// Loading frames no longer wanted: abandon their reads not yet issued, so the frames
+    /// now wanted do not wait behind them. Each is listed once; it keeps its slot until the
+    /// read reports back.
+    pub abort: Vec<u32>,
     /// Frames to request, most urgent first.
     pub request: Vec<u32>,
 }
@@ -77,6 +82,8 @@ pub struct SchedulerStats {
     pub stalls: u64,
     /// Requests cancelled before their reads started.
     pub cancelled: u64,
+    /// Loading frames whose reads were abandoned.
+    pub aborted: u64,
 }
 
 /// Decides what to read and what to show; see the module documentation.
@@ -93,6 +100,8 @@ pub struct Scheduler {
     last_tick: Option<f64>,
     owed: f64,
     frames: BTreeMap<u32, FrameState>,
+    /// Loading frames already listed in a [`Plan::abort`].
+    aborting: BTreeSet<u32>,
     stats: SchedulerStats,
 }
 
@@ -111,6 +120,7 @@ impl Scheduler {
             last_tick: None,
             owed: 0.0,
             frames: BTreeMap::new(),
+            aborting: BTreeSet::new(),
             stats: SchedulerStats::default(),
         }
     }
@@ -203,7 +213,7 @@ impl Scheduler {
     /// The frames the window should hold, most urgent first: the position, then, while
     /// playing, its successors in play order (without repeats). Paused, only the position:
     /// a paused timeline is scrubbed or stepped, and a read-ahead still in flight would make
-    /// the next jump wait behind it (the reads cannot be cancelled once issued).
+    /// the next jump wait behind it (reads already issued cannot be recalled).
     fn wanted(&self) -> Vec<u32> {
         let window = if self.playing { self.config.window } else { 1 };
         let mut wanted = Vec::with_capacity(window);
@@ -238,6 +248,19 @@ impl Scheduler {
             self.stats.cancelled += 1;
             plan.cancel.push(f);
         }
+        let abandoned: Vec<u32> = self
+            .frames
+            .iter()
+            .filter(|(f, s)| {
+                **s == FrameState::Loading && !wanted.contains(f) && !self.aborting.contains(f)
+            })
+            .map(|(f, _)| *f)
+            .collect();
+        for f in abandoned {
+            self.aborting.insert(f);
+            self.stats.aborted += 1;
+            plan.abort.push(f);
+        }
         // Frames outside the window that are loading or resident still hold slots.
         let held_elsewhere = self.frames.keys().filter(|f| !wanted.contains(f)).count();
         let mut budget = self.config.window.saturating_sub(held_elsewhere);
@@ -267,7 +290,7 @@ impl Scheduler {
             .collect()
     }
 
-    /// The pipeline issued the reads of `frame`: it can no longer be cancelled.
+    /// The pipeline issued the reads of `frame`: from now on it can only be aborted.
     pub fn started(&mut self, frame: u32) {
         if let Some(s) = self.frames.get_mut(&frame) {
             *s = FrameState::Loading;
@@ -275,10 +298,12 @@ impl Scheduler {
     }
     /// All of `frame` is resident.
     pub fn loaded(&mut self, frame: u32) {
+        self.aborting.remove(&frame);
         self.frames.insert(frame, FrameState::Ready);
     }
-    /// `frame`'s slot was reused: it is no longer resident.
+    /// `frame`'s slot was reused, or its read failed or was aborted: it is not resident.
     pub fn evicted(&mut self, frame: u32) {
+        self.aborting.remove(&frame);
         self.frames.remove(&frame);
     }
 
@@ -487,6 +512,42 @@ mod tests {
         );
         s.loaded(50);
         assert_eq!(s.tick(0.0), Some(50));
+    }
+
+    #[test]
+    fn scrub_aborts_reads_in_flight_once_and_keeps_their_slots_until_they_report() {
+        let mut s = Scheduler::new(config(100, PlayMode::Loop, None, 4));
+        s.set_playing(true);
+        assert_eq!(s.plan().request, vec![0, 1, 2, 3]);
+        for f in 0..4 {
+            s.started(f);
+        }
+        s.loaded(0);
+        assert_eq!(s.tick(0.0), Some(0));
+        s.scrub(60);
+        let plan = s.plan();
+        // 0 is resident (evictable, not aborted); 1..3 are loading and not wanted.
+        assert_eq!(plan.abort, vec![1, 2, 3]);
+        assert!(plan.cancel.is_empty());
+        // The aborted reads still hold three slots; 0 is resident: nothing fits yet.
+        assert!(plan.request.is_empty(), "{plan:?}");
+        assert!(s.plan().abort.is_empty(), "each frame is aborted once");
+        assert_eq!(s.stats().aborted, 3);
+        s.evicted(0);
+        assert_eq!(s.plan().request, vec![60]);
+        // Aborted reads report back (failed, or whole if they were already issued).
+        s.evicted(1);
+        s.loaded(2);
+        s.evicted(3);
+        assert_eq!(s.evictable(), vec![2]);
+        s.evicted(2);
+        assert_eq!(s.plan().request, vec![61, 62, 63]);
+        // Pausing aborts the read-ahead, not the frame asked for.
+        for f in 60..64 {
+            s.started(f);
+        }
+        s.set_playing(false);
+        assert_eq!(s.plan().abort, vec![61, 62, 63]);
     }
 
     #[test]

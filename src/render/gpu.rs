@@ -2,7 +2,8 @@
 
 use std::borrow::Cow;
 use std::num::NonZeroU64;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
 use super::image::Image;
@@ -92,7 +93,8 @@ struct Timer {
     period_ns: f64,
 }
 
-/// Timing of one [`Renderer::render_timed`] call.
+/// Timing of one [`Renderer::render_timed`] call (or of a render submitted with
+/// [`Renderer::submit_timed`], once finished).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameTiming {
     /// Ray-march kernel time from GPU timestamps, where the device has them.
@@ -100,8 +102,19 @@ pub struct FrameTiming {
     /// Time of the acceleration and sun-grid passes, when this call ran them (new grids,
     /// transfer functions or light) and the device has timestamps.
     pub prepare_ms: Option<f64>,
-    /// Wall time from submission to completion (includes submission overhead).
+    /// Wall time from submission until completion was seen (includes submission overhead;
+    /// for [`Renderer::submit_timed`], until [`Renderer::finish_pending`] or
+    /// [`Renderer::pending_done`] saw it done).
     pub wall_ms: f64,
+}
+
+/// A render submitted and not yet seen complete.
+struct PendingRender {
+    index: wgpu::SubmissionIndex,
+    submitted: Instant,
+    prepared: bool,
+    /// Set by the queue's work-done callback (fired during a device poll).
+    done: Arc<AtomicBool>,
 }
 
 /// The ray-marcher. Create one per device; bind a frame's grids with
@@ -122,6 +135,7 @@ pub struct Renderer {
     timer: Option<Timer>,
     accel: Accel,
     last_prepared: bool,
+    pending: Option<PendingRender>,
 }
 
 /// The acceleration and sun grids (shaders/accel.wgsl) and what they were built from.
@@ -401,6 +415,7 @@ impl Renderer {
                 sun_key: None,
             },
             last_prepared: false,
+            pending: None,
         })
     }
 
@@ -692,15 +707,65 @@ impl Renderer {
         width: u32,
         height: u32,
     ) -> Result<FrameTiming, RenderError> {
+        self.submit_timed(view, width, height)?;
+        self.finish_pending()?
+            .ok_or_else(|| RenderError::Gpu("the render just submitted is not pending".into()))
+    }
+
+    /// Submits a timed render of `view` and returns without waiting for the GPU, so the
+    /// caller can prepare the next frame while this one renders. A render still pending
+    /// from an earlier call is finished first (its timing is returned): one timed render
+    /// is in flight at a time, because its timestamps come back through one buffer.
+    ///
+    /// Buffers bound with [`set_grids`](Self::set_grids) must stay unchanged until the
+    /// render is finished ([`finish_pending`](Self::finish_pending) or
+    /// [`pending_done`](Self::pending_done) returning `true`).
+    pub fn submit_timed(
+        &mut self,
+        view: &View,
+        width: u32,
+        height: u32,
+    ) -> Result<Option<FrameTiming>, RenderError> {
+        let earlier = self.finish_pending()?;
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
         self.encode_inner(&mut enc, view, width, height, true);
         let cmd = enc.finish();
-        let start = Instant::now();
-        let idx = self.queue.submit([cmd]);
-        self.wait(idx)?;
-        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        let submitted = Instant::now();
+        let index = self.queue.submit([cmd]);
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        self.queue
+            .on_submitted_work_done(move || flag.store(true, Ordering::Release));
+        self.pending = Some(PendingRender {
+            index,
+            submitted,
+            prepared: self.last_prepared,
+            done,
+        });
+        Ok(earlier)
+    }
+
+    /// Whether the render submitted by [`submit_timed`](Self::submit_timed) has completed
+    /// (`true` also when none is pending). Does not wait.
+    pub fn pending_done(&self) -> bool {
+        let Some(p) = &self.pending else {
+            return true;
+        };
+        // Polling runs the work-done callbacks of whatever has completed.
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        p.done.load(Ordering::Acquire)
+    }
+
+    /// Waits for the render submitted by [`submit_timed`](Self::submit_timed) and returns
+    /// its timing; `None` when no render is pending.
+    pub fn finish_pending(&mut self) -> Result<Option<FrameTiming>, RenderError> {
+        let Some(p) = self.pending.take() else {
+            return Ok(None);
+        };
+        self.wait(p.index)?;
+        let wall_ms = p.submitted.elapsed().as_secs_f64() * 1e3;
         let (gpu_ms, prepare_ms) = match &self.timer {
             Some(t) => {
                 let bytes = self.map_read(&t.read, RESOLVE_BYTES)?;
@@ -710,16 +775,16 @@ impl Renderer {
                 let m = RESOLVE_MARCH as usize / 8;
                 (
                     Some(ms(ts(m), ts(m + 1))),
-                    self.last_prepared.then(|| ms(ts(0), ts(1))),
+                    p.prepared.then(|| ms(ts(0), ts(1))),
                 )
             }
             None => (None, None),
         };
-        Ok(FrameTiming {
+        Ok(Some(FrameTiming {
             gpu_ms,
             prepare_ms,
             wall_ms,
-        })
+        }))
     }
 
     fn wait(&self, idx: wgpu::SubmissionIndex) -> Result<(), RenderError> {
