@@ -300,6 +300,52 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_supercell")
 }
 
+/// `--soak`: the kiosk's workload for a set time, sampling memory and handles.
+#[test]
+fn headless_soak_samples_memory_and_handles() {
+    if gpu().is_none() {
+        return;
+    }
+    let ds = dataset();
+    let json = out_dir().join("soak.json");
+    let _ = std::fs::remove_file(&json);
+    let out = Command::new(bin())
+        .args(["play", ds.to_str().unwrap(), "--headless", "--soak", "3s"])
+        .args(["--sample-every", "500ms", "--toggle-every", "1s"])
+        .args(["--size", "32x24", "--threads", "2", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run supercell play");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "play failed:\n{stderr}");
+    assert!(stderr.contains("soak: "), "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["paths"].as_array().unwrap().len(), 0);
+    let s = &v["soak"];
+    let d = s["duration_s"].as_f64().unwrap();
+    assert!((3.0..30.0).contains(&d), "{d}");
+    let samples = s["samples"].as_array().unwrap();
+    assert!(samples.len() >= 6, "{} samples", samples.len());
+    let t: Vec<f64> = samples.iter().map(|x| x["t_s"].as_f64().unwrap()).collect();
+    assert!(t.windows(2).all(|w| w[1] > w[0]), "{t:?}");
+    assert!(s["frames"].as_u64().unwrap() > 0 && s["bytes"].as_u64().unwrap() > 0);
+    let last = &samples[samples.len() - 1];
+    assert!(last["rss"].as_u64().unwrap() > 1 << 20);
+    assert!(last["fds"].as_u64().unwrap() >= 3);
+    assert!(last["threads"].as_u64().unwrap() >= 3, "I/O threads run");
+    let fds = s["fds_range"].as_array().unwrap();
+    assert!(fds[0].as_u64().unwrap() <= fds[1].as_u64().unwrap());
+    if supercell::gpu::cuda_probe().is_err() {
+        // No direct path: no flips, and the report says why.
+        assert_eq!(s["toggles"], 0);
+        assert!(s["toggle_unavailable"].as_str().unwrap().contains("CUDA"));
+    } else {
+        assert!(s["toggles"].as_u64().unwrap() >= 2, "{s}");
+    }
+    assert_eq!(s["errors"].as_array().unwrap().len(), 0, "{s}");
+}
+
 #[test]
 fn headless_run_writes_sane_json() {
     if gpu().is_none() {

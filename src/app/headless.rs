@@ -137,8 +137,11 @@ pub struct HeadlessReport {
     pub slots: usize,
     /// Frames asked for per path.
     pub frames_per_path: u64,
-    /// One entry per path asked for.
+    /// One entry per path asked for (none in a `--soak` run).
     pub paths: Vec<PathRun>,
+    /// The long run, with `--soak`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::SoakReport>,
 }
 
 /// Resident set size of this process, bytes.

@@ -10,6 +10,7 @@ pub mod direct;
 pub mod headless;
 pub mod overlay;
 pub mod script;
+pub mod soak;
 pub mod stats;
 pub mod window;
 

@@ -129,13 +129,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         (v, 1.0)
     } else if let Some(v) = s.strip_suffix("min") {
         (v, 60.0)
+    } else if let Some(v) = s.strip_suffix('h') {
+        (v, 3600.0)
     } else {
         (s, 1.0)
     };
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("{s:?} is not a duration (e.g. 2s, 250ms)"))?;
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 2s, 250ms, 5min, 2h)"))?;
     let secs = v * scale;
     if !secs.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&secs) {
         return Err(format!("duration {s:?} is out of range"));

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessReport};
 use supercell::app::window::{self, WindowOptions};
-use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu, script};
+use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu, script, soak};
 use supercell::pipeline::PlayMode;
 use supercell::scene::{PlaybackDefaults, Scene};
 
@@ -56,6 +56,14 @@ pub struct PlayArgs {
     /// Headless: timed jumps to random frames per path (scrub latency).
     #[arg(long, default_value_t = 12)]
     pub scrub_jumps: usize,
+    /// Headless: instead of measuring each path, run this long (e.g. `2h`) as a kiosk
+    /// would (looping, camera flying, `--toggle-every` flips) and sample memory, file
+    /// descriptors and threads every `--sample-every`; the JSON gets a `soak` section.
+    #[arg(long)]
+    pub soak: Option<String>,
+    /// Headless `--soak`: sampling interval.
+    #[arg(long, default_value = "1s")]
+    pub sample_every: String,
     /// Headless: give up on a path after this long.
     #[arg(long, default_value = "300s")]
     pub timeout: String,
@@ -189,7 +197,49 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
     let cfg = player_config(args, size, &PlaybackDefaults::default())?;
     let gpu = PlayerGpu::open_best()?;
     let mut player = Player::open(&gpu, scene, &cfg)?;
+    let soak = match &args.soak {
+        Some(d) => {
+            let duration = script::parse_duration(d).map_err(anyhow::Error::msg)?;
+            let sample_every =
+                script::parse_duration(&args.sample_every).map_err(anyhow::Error::msg)?;
+            if sample_every.is_zero() {
+                bail!("--sample-every must be positive");
+            }
+            let toggle_every = args
+                .toggle_every
+                .as_deref()
+                .map(script::parse_duration)
+                .transpose()
+                .map_err(anyhow::Error::msg)?
+                .filter(|d| !d.is_zero());
+            let opts = soak::SoakOptions {
+                duration,
+                toggle_every,
+                sample_every,
+            };
+            let bar = indicatif::ProgressBar::new(duration.as_secs().max(1));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("soak {bar:30} {pos}/{len} s  {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            let r = soak::run(&mut player, &opts, |s| {
+                bar.set_position(s.t_s as u64);
+                bar.set_message(format!(
+                    "{} frames, RSS {:.0} MB, {} fds, {} threads",
+                    s.frames,
+                    s.rss as f64 / 1e6,
+                    s.fds,
+                    s.threads
+                ));
+            })?;
+            bar.finish_and_clear();
+            eprint!("{}", soak::summary(&r));
+            Some(r)
+        }
+        None => None,
+    };
     let paths = match args.path {
+        _ if soak.is_some() => Vec::new(),
         PathArg::Direct => vec![PathSel::Direct],
         PathArg::Host => vec![PathSel::Host],
         PathArg::Both => vec![PathSel::Host, PathSel::Direct],
@@ -223,8 +273,9 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
         },
         size: [size.0, size.1],
         slots: player.slots(),
-        frames_per_path: args.frames,
+        frames_per_path: if soak.is_some() { 0 } else { args.frames },
         paths: runs,
+        soak,
     };
     eprint!("{}", headless::summary(&report));
     if let Some(p) = &args.json {

@@ -84,6 +84,9 @@ struct Targets {
     height: u32,
     ldr: wgpu::Texture,
     hdr: wgpu::Texture,
+    /// Views made once per size, not per bind group.
+    ldr_view: wgpu::TextureView,
+    hdr_view: wgpu::TextureView,
 }
 
 struct Timer {
@@ -499,11 +502,17 @@ impl Renderer {
                 view_formats: &[],
             })
         };
+        let (ldr, hdr) = (
+            tex("supercell image", LDR_FORMAT),
+            tex("supercell linear image", HDR_FORMAT),
+        );
         self.targets = Some(Targets {
             width,
             height,
-            ldr: tex("supercell image", LDR_FORMAT),
-            hdr: tex("supercell linear image", HDR_FORMAT),
+            ldr_view: ldr.create_view(&Default::default()),
+            hdr_view: hdr.create_view(&Default::default()),
+            ldr,
+            hdr,
         });
         self.bind_group = None;
         self.accel.bind_group = None;
@@ -520,8 +529,7 @@ impl Renderer {
 
     fn make_bind_group(&self, layout: &wgpu::BindGroupLayout) -> wgpu::BindGroup {
         let t = self.targets.as_ref().expect("targets exist before binding");
-        let ldr = t.ldr.create_view(&Default::default());
-        let hdr = t.hdr.create_view(&Default::default());
+        let (ldr, hdr) = (&t.ldr_view, &t.hdr_view);
         let mut entries = vec![
             wgpu::BindGroupEntry {
                 binding: 0,
@@ -533,11 +541,11 @@ impl Renderer {
             },
             wgpu::BindGroupEntry {
                 binding: 2,
-                resource: wgpu::BindingResource::TextureView(&ldr),
+                resource: wgpu::BindingResource::TextureView(ldr),
             },
             wgpu::BindGroupEntry {
                 binding: 3,
-                resource: wgpu::BindingResource::TextureView(&hdr),
+                resource: wgpu::BindingResource::TextureView(hdr),
             },
         ];
         for (i, g) in self.grids.iter().enumerate() {
