@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
+use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu};
 use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::dataset::{LaneSpec, Provenance};
 use supercell::render::{Renderer, upload_slot};
@@ -205,11 +205,22 @@ fn scrub_during_playback_aborts_the_read_ahead() {
     player.drain(Duration::from_secs(5));
 }
 
+/// Both host routes (the GPU copying from imported host slots, and the CPU's staging copy)
+/// show byte-identical images to a plain upload of the same frame.
 #[test]
 fn host_path_shows_the_exact_frames() {
     let Some(g) = gpu() else { return };
+    for host_copy in [HostCopy::Auto, HostCopy::Staging] {
+        host_path_shows_the_exact_frames_with(&g, host_copy);
+    }
+}
+
+fn host_path_shows_the_exact_frames_with(g: &PlayerGpu, host_copy: HostCopy) {
     let ds = dataset();
-    let cfg = small_config();
+    let cfg = PlayerConfig {
+        host_copy,
+        ..small_config()
+    };
     let mut player = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
     let rep = player.path_report(PathSel::Host);
     assert_eq!(rep.engine.as_deref(), Some("cpu-only"), "{rep:?}");
@@ -244,12 +255,22 @@ fn host_path_shows_the_exact_frames() {
         );
     }
     assert_eq!(player.last_error(), None);
+    // The route the frames took: the GPU copying from imported host slots, or (where the
+    // device cannot import) the CPU's staging copy, whose rate is then reported.
     let f = player.figures(PathSel::Host);
-    assert!(f.upload_gbps.is_some_and(|g| g > 0.0), "{f:?}");
-    eprintln!(
-        "host upload: {:.3} GB/s (lavapipe; not a benchmark)",
-        f.upload_gbps.unwrap_or(0.0)
-    );
+    let route = player
+        .path_report(PathSel::Host)
+        .upload
+        .expect("host route");
+    if host_copy == HostCopy::Staging {
+        assert!(route.contains("staging"), "{route}");
+    }
+    if route.contains("VK_EXT_external_memory_host") {
+        assert_eq!(f.upload_gbps, None, "no CPU copy to time: {f:?}");
+    } else {
+        assert!(f.upload_gbps.is_some_and(|g| g > 0.0), "{route}: {f:?}");
+    }
+    eprintln!("host path route: {route}");
     player.drain(Duration::from_secs(5));
 }
 
@@ -378,6 +399,12 @@ fn headless_run_writes_sane_json() {
     let host = &paths[0];
     assert_eq!(host["info"]["path"], "host");
     assert_eq!(host["info"]["available"], true);
+    // The host path names its route to the GPU; lavapipe imports host memory.
+    let upload = host["info"]["upload"].as_str().unwrap();
+    assert!(
+        upload.contains("VK_EXT_external_memory_host") || upload.contains("staging"),
+        "{upload}"
+    );
     assert_eq!(host["ran"], true, "{host}");
     let f = &host["figures"];
     assert!(f["frames_rendered"].as_u64().unwrap() >= 10);

@@ -87,6 +87,17 @@ impl PathSel {
     }
 }
 
+/// How the host path moves a frame from its host slot to the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostCopy {
+    /// The GPU copies from the host slots themselves where the device can import host
+    /// memory (`VK_EXT_external_memory_host`); else as [`HostCopy::Staging`].
+    #[default]
+    Auto,
+    /// The CPU copies each frame into a mapped staging buffer, then the GPU copies that.
+    Staging,
+}
+
 /// Player settings.
 #[derive(Clone, Debug)]
 pub struct PlayerConfig {
@@ -106,6 +117,8 @@ pub struct PlayerConfig {
     pub io_size: usize,
     /// Start on this path (falls back to host when direct is unavailable).
     pub path: PathSel,
+    /// The host path's route to the GPU.
+    pub host_copy: HostCopy,
     /// End-of-timeline behaviour.
     pub mode: PlayMode,
     /// Playback rate; `None`: as fast as frames arrive.
@@ -132,6 +145,7 @@ impl Default for PlayerConfig {
             queue_depth: 8,
             io_size: 1 << 20,
             path: PathSel::Direct,
+            host_copy: HostCopy::Auto,
             mode: PlayMode::Loop,
             speed_fps: None,
             playing: true,
@@ -147,8 +161,13 @@ struct FramePath {
     ring: FrameRing,
     /// Direct: one buffer per ring slot (the same memory). Host: upload buffers.
     buffers: Vec<wgpu::Buffer>,
-    /// Host: one staging buffer per upload buffer (same index); direct: none.
+    /// Host, where the device can import host memory: each ring slot as a GPU copy source
+    /// (same index as the slot); the GPU copies frames out of the slots themselves.
+    imported: Vec<wgpu::Buffer>,
+    /// Host without imports: one staging buffer per upload buffer (same index); else none.
     staging: Vec<Staging>,
+    /// Host: how frames reach the GPU, for the report.
+    upload_route: Option<String>,
     next_upload: usize,
     /// Requested by the scheduler, not yet submitted (waiting for a free slot).
     pending: VecDeque<(u32, Instant)>,
@@ -208,6 +227,8 @@ pub struct PathReport {
     pub cufile_mode: Option<String>,
     /// Ring slots.
     pub slots: usize,
+    /// Host path: how frames get from the host slots to the GPU.
+    pub upload: Option<String>,
     /// Notes from the engine.
     pub notes: Vec<String>,
 }
@@ -536,15 +557,46 @@ impl Player {
             let uploads = (0..2)
                 .map(|_| new_buffer(device, copy_len(slot_len), label))
                 .collect::<Result<Vec<_>, _>>()?;
-            let staging = (0..uploads.len())
-                .map(|_| Staging::new(device, slot_len))
-                .collect::<Result<Vec<_>, _>>()?;
+            // Best: the GPU copies straight out of the host slots (imported host memory);
+            // else each frame is copied by the CPU into a staging buffer first.
+            let imported = match cfg.host_copy {
+                HostCopy::Staging => Err(String::new()),
+                HostCopy::Auto => crate::gpu::HostImporter::new(device),
+            }
+            .and_then(|imp| {
+                ring.memories()
+                    .into_iter()
+                    .map(|m| imp.import(device, m, "supercell host slot"))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            let (imported, staging, route) = match imported {
+                Ok(b) => (
+                    b,
+                    Vec::new(),
+                    "GPU copy from the host slots (VK_EXT_external_memory_host)".to_string(),
+                ),
+                Err(why) => (
+                    Vec::new(),
+                    (0..uploads.len())
+                        .map(|_| Staging::new(device, slot_len))
+                        .collect::<Result<Vec<_>, _>>()?,
+                    if why.is_empty() {
+                        "CPU copy into a staging buffer, then a GPU copy (as asked)".to_string()
+                    } else {
+                        format!(
+                            "CPU copy into a staging buffer, then a GPU copy (host memory cannot be imported: {why})"
+                        )
+                    },
+                ),
+            };
             Ok(FramePath {
                 info,
                 engine,
                 ring,
                 buffers: uploads,
+                imported,
                 staging,
+                upload_route: Some(route),
                 next_upload: 0,
                 pending: VecDeque::new(),
                 stale: HashSet::new(),
@@ -578,7 +630,9 @@ impl Player {
                                     engine,
                                     ring,
                                     buffers,
+                                    imported: Vec::new(),
                                     staging: Vec::new(),
+                                    upload_route: None,
                                     next_upload: 0,
                                     pending: VecDeque::new(),
                                     stale: HashSet::new(),
@@ -855,12 +909,23 @@ impl Player {
             // This runs while the GPU still renders the previous frame (that render reads
             // the other upload buffer). Upload buffer `b` was last bound by the render before
             // that one, which has finished: the player waits for each render before it
-            // submits the next. The bytes are copied out before this returns, so the host
-            // slot's release (below, as usual) is safe; the GPU copy is ordered before the
-            // render submitted next.
-            let t0 = Instant::now();
-            p.staging[b].upload(&self.device, &self.queue, &bytes[..len], &p.buffers[b])?;
-            self.stats[active.index()].uploaded(len as u64, t0.elapsed().as_secs_f64());
+            // submits the next. The GPU copy is ordered before the render submitted next.
+            if let Some(src) = p.imported.get(slot) {
+                // The copy engine reads the host slot itself. The slot stays `InUse` until
+                // this frame's render (queued after the copy) has finished: see below.
+                let mut enc = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("supercell host slot copy"),
+                    });
+                enc.copy_buffer_to_buffer(src, 0, &p.buffers[b], 0, copy_len(len) as u64);
+                self.queue.submit([enc.finish()]);
+            } else {
+                // The bytes are copied out before this returns.
+                let t0 = Instant::now();
+                p.staging[b].upload(&self.device, &self.queue, &bytes[..len], &p.buffers[b])?;
+                self.stats[active.index()].uploaded(len as u64, t0.elapsed().as_secs_f64());
+            }
             p.buffers[b].clone()
         };
         let slices = self.scene.grid_slices(frame as usize, &buffer)?;
@@ -1107,6 +1172,7 @@ impl Player {
                 fallback: None,
                 cufile_mode: None,
                 slots: 0,
+                upload: None,
                 notes: Vec::new(),
             },
             Some(p) => {
@@ -1145,6 +1211,7 @@ impl Player {
                     fallback: p.info.fallback.clone(),
                     cufile_mode: cufile,
                     slots: p.ring.len(),
+                    upload: p.upload_route.clone(),
                     notes: p.info.notes.clone(),
                 }
             }

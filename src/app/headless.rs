@@ -425,6 +425,9 @@ pub fn summary(report: &HeadlessReport) -> String {
         if let Some(fb) = &r.info.fallback {
             let _ = writeln!(s, "         fallback: {fb}");
         }
+        if let Some(u) = &r.info.upload {
+            let _ = writeln!(s, "         to the GPU: {u}");
+        }
         if let Some(e) = &r.error {
             let _ = writeln!(s, "         error: {e}");
         }

@@ -14,7 +14,7 @@ pub mod soak;
 pub mod stats;
 pub mod window;
 
-pub use self::core::{PathReport, PathSel, PlayError, Player, PlayerConfig, TickOutcome};
+pub use self::core::{HostCopy, PathReport, PathSel, PlayError, Player, PlayerConfig, TickOutcome};
 pub use stats::{PathFigures, PathStats};
 
 use crate::render::RenderError;
@@ -58,16 +58,9 @@ impl PlayerGpu {
                 apply_limit_buckets: false,
             }))
             .map_err(|e| RenderError::NoDevice(e.to_string()))?;
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
-        let (device, queue) =
-            crate::render::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-                label: Some("supercell play"),
-                required_features: features,
-                required_limits: adapter.limits(),
-                experimental_features: wgpu::ExperimentalFeatures::disabled(),
-                memory_hints: wgpu::MemoryHints::Performance,
-                trace: wgpu::Trace::Off,
-            }))
+        // With VK_EXT_external_memory_host where the adapter has it: the host path's GPU
+        // copies then read the host slots themselves.
+        let (device, queue) = crate::gpu::hostimport::request_device(&adapter, "supercell play")
             .map_err(|e| RenderError::NoDevice(e.to_string()))?;
         Ok(PlayerGpu {
             instance,

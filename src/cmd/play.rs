@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessReport};
 use supercell::app::window::{self, WindowOptions};
-use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu, script, soak};
+use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, script, soak};
 use supercell::pipeline::PlayMode;
 use supercell::scene::{PlaybackDefaults, Scene};
 
@@ -20,6 +20,15 @@ pub enum PathArg {
     Host,
     /// Host, then direct (toggled at run time, as the D key does).
     Both,
+}
+
+/// The host path's route to the GPU on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum HostCopyArg {
+    /// The GPU copies from the host slots where the device can import host memory.
+    Auto,
+    /// The CPU copies each frame into a staging buffer first (for comparison).
+    Staging,
 }
 
 /// End-of-timeline behaviour on the command line.
@@ -73,6 +82,9 @@ pub struct PlayArgs {
     /// I/O threads per engine.
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
+    /// How the host path moves frames to the GPU.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub host_copy: HostCopyArg,
     /// Attributes in slot order, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub attributes: Option<Vec<String>>,
@@ -152,6 +164,10 @@ fn player_config(
         height: size.1,
         slots: args.slots,
         threads: args.threads,
+        host_copy: match args.host_copy {
+            HostCopyArg::Auto => HostCopy::Auto,
+            HostCopyArg::Staging => HostCopy::Staging,
+        },
         path: match args.path {
             PathArg::Host => PathSel::Host,
             PathArg::Direct => PathSel::Direct,

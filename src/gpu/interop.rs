@@ -330,6 +330,8 @@ impl InteropDevice {
                 return Err(unsupported("VK_KHR_external_memory_fd"));
             }
             needed.push(ash::khr::external_memory_fd::NAME);
+            // The host path's slots are imported too, where the driver can (hostimport).
+            super::hostimport::enable_on(&hal, &mut needed);
             // Can a storage buffer's memory be exported as an opaque fd at all?
             let ext = {
                 let query = vk::PhysicalDeviceExternalBufferInfo::default()

@@ -7,10 +7,12 @@
 //! imported from Vulkan: [`interop`]), so the frame ring does not care where it came from.
 
 mod cuda;
+pub mod hostimport;
 pub mod interop;
 mod ring;
 
 pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
+pub use hostimport::HostImporter;
 pub use interop::{InteropDevice, InteropError, SharedBuffer};
 pub use ring::{FrameRing, SlotMemory, SlotState};
 

@@ -1,0 +1,397 @@
+//! Host memory the GPU copies from directly (`VK_EXT_external_memory_host`).
+//!
+//! The host path reads frames into page-aligned host slots. Without this, each frame is
+//! copied once more by the CPU into a wgpu staging buffer before the GPU copies it to device
+//! memory. With it, each host slot is imported into Vulkan as a transfer-source buffer, and
+//! the GPU's copy engine reads the slot itself over PCIe: the same route as CUDA's
+//! `cuMemHostRegister` + `cudaMemcpy` in the classic "read into pinned memory, then copy"
+//! pipeline that GPUDirect Storage is compared with. The driver pins the pages for as long
+//! as the import lives.
+//!
+//! - [`enable_on`] adds the extension to a device being created where the adapter has it
+//!   (the player opens its devices through it; see `crate::app::PlayerGpu`).
+//! - [`HostImporter::new`] says whether a device can import, and why not.
+//! - [`HostImporter::import`] wraps a [`HostBuffer`] as a `COPY_SRC` [`wgpu::Buffer`].
+//!
+//! Lifetime: the Vulkan buffer and its imported memory are destroyed by wgpu's drop callback
+//! (after the last handle is gone and every submission using it has completed), and that
+//! callback also holds a reference to the host memory, so the pages are never unmapped while
+//! the GPU may still read them.
+
+use std::sync::Arc;
+
+use ash::vk;
+use wgpu::hal::api::Vulkan;
+
+use super::SlotMemory;
+use crate::render::block_on;
+
+const HANDLE: vk::ExternalMemoryHandleTypeFlags =
+    vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
+
+/// Adds `VK_EXT_external_memory_host` to `extensions` when `adapter` supports it; returns
+/// whether it did. For the extension list of `wgpu::hal::vulkan::Adapter::open_with_callback`.
+pub fn enable_on(
+    adapter: &wgpu::hal::vulkan::Adapter,
+    extensions: &mut Vec<&'static std::ffi::CStr>,
+) -> bool {
+    let name = ash::ext::external_memory_host::NAME;
+    if !adapter
+        .physical_device_capabilities()
+        .supports_extension(name)
+    {
+        return false;
+    }
+    if !extensions.contains(&name) {
+        extensions.push(name);
+    }
+    true
+}
+
+/// Opens a device on `adapter` with its own limits, `TIMESTAMP_QUERY` where available, and
+/// `VK_EXT_external_memory_host` where a Vulkan adapter has it; other adapters get a plain
+/// device.
+pub fn request_device(
+    adapter: &wgpu::Adapter,
+    label: &str,
+) -> Result<(wgpu::Device, wgpu::Queue), wgpu::RequestDeviceError> {
+    let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+    let desc = wgpu::DeviceDescriptor {
+        label: Some(label),
+        required_features: features,
+        required_limits: adapter.limits(),
+        experimental_features: wgpu::ExperimentalFeatures::disabled(),
+        memory_hints: wgpu::MemoryHints::Performance,
+        trace: wgpu::Trace::Off,
+    };
+    let open = {
+        // SAFETY: the guard is used only in this block, before wgpu sees the device.
+        match unsafe { adapter.as_hal::<Vulkan>() } {
+            Some(hal)
+                if hal
+                    .physical_device_capabilities()
+                    .supports_extension(ash::ext::external_memory_host::NAME) =>
+            {
+                let cb: Box<wgpu::hal::vulkan::CreateDeviceCallback<'_>> = Box::new(|args| {
+                    let name = ash::ext::external_memory_host::NAME;
+                    if !args.extensions.contains(&name) {
+                        args.extensions.push(name);
+                    }
+                });
+                // SAFETY: features and limits come from this adapter; the callback adds an
+                // extension the adapter supports (checked above).
+                unsafe {
+                    hal.open_with_callback(
+                        desc.required_features,
+                        &desc.required_limits,
+                        &desc.memory_hints,
+                        Some(cb),
+                    )
+                }
+                .ok()
+            }
+            _ => None,
+        }
+    };
+    match open {
+        // SAFETY: `open` was created from this adapter with these features and limits.
+        Some(open) => unsafe { adapter.create_device_from_hal::<Vulkan>(open, &desc) },
+        None => block_on(adapter.request_device(&desc)),
+    }
+}
+
+/// Imports host memory into one Vulkan device; see the module documentation.
+pub struct HostImporter {
+    device: ash::Device,
+    ext: ash::ext::external_memory_host::Device,
+    memory: vk::PhysicalDeviceMemoryProperties,
+    /// `minImportedHostPointerAlignment`: address and size must be multiples of it.
+    alignment: u64,
+}
+
+impl std::fmt::Debug for HostImporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostImporter")
+            .field("alignment", &self.alignment)
+            .finish()
+    }
+}
+
+/// Owns the Vulkan side of one import, and keeps the host memory mapped while it lives.
+struct Imported {
+    device: ash::Device,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    _host: Arc<SlotMemory>,
+}
+
+impl Drop for Imported {
+    fn drop(&mut self) {
+        // SAFETY: created on this device, used by no submission still running (wgpu calls
+        // the drop callback only after that), destroyed exactly once here. The host memory
+        // (`_host`) is released after the Vulkan objects, as the struct's field order says.
+        unsafe {
+            self.device.destroy_buffer(self.buffer, None);
+            self.device.free_memory(self.memory, None);
+        }
+    }
+}
+
+impl HostImporter {
+    /// An importer for `device`, or why it cannot import: not Vulkan, or created without
+    /// `VK_EXT_external_memory_host` (open it with [`request_device`]).
+    pub fn new(device: &wgpu::Device) -> Result<HostImporter, String> {
+        // SAFETY: handles are read, not destroyed; they live as long as `device`, which the
+        // importer's users keep (every import is wrapped as a buffer of that device).
+        let hal = unsafe { device.as_hal::<Vulkan>() }
+            .ok_or_else(|| "the device is not a Vulkan device".to_string())?;
+        if !hal
+            .enabled_device_extensions()
+            .contains(&ash::ext::external_memory_host::NAME)
+        {
+            return Err("the Vulkan device has no VK_EXT_external_memory_host".into());
+        }
+        let instance = hal.shared_instance().raw_instance();
+        let pd = hal.raw_physical_device();
+        let raw = hal.raw_device().clone();
+        let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+        {
+            let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
+            // SAFETY: valid physical device; the extension (and so the struct) is supported.
+            unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
+        }
+        // SAFETY: valid physical device.
+        let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
+        Ok(HostImporter {
+            ext: ash::ext::external_memory_host::Device::new(instance, &raw),
+            device: raw,
+            memory,
+            alignment: host.min_imported_host_pointer_alignment.max(1),
+        })
+    }
+
+    /// Address and size alignment imports need (`minImportedHostPointerAlignment`).
+    pub fn alignment(&self) -> u64 {
+        self.alignment
+    }
+
+    /// Wraps all of the host slot `host` as a `COPY_SRC` buffer of `device` (the device this
+    /// importer was made for). The GPU reads the host pages themselves: whoever writes
+    /// `host` must not do so while a copy from the buffer may run (the frame ring's states
+    /// see to that).
+    pub fn import(
+        &self,
+        device: &wgpu::Device,
+        host: Arc<SlotMemory>,
+        label: &str,
+    ) -> Result<wgpu::Buffer, String> {
+        let SlotMemory::Host(h) = &*host else {
+            return Err("only host slots can be imported".into());
+        };
+        let (ptr, len) = (h.as_mut_ptr(), h.len() as u64);
+        if !(ptr as u64).is_multiple_of(self.alignment) || !len.is_multiple_of(self.alignment) {
+            return Err(format!(
+                "host memory at {ptr:p} of {len} bytes is not aligned to the {} bytes imports need",
+                self.alignment
+            ));
+        }
+        let d = &self.device;
+        let mut props = vk::MemoryHostPointerPropertiesEXT::default();
+        // SAFETY: `ptr` is the start of a live mapping of `len` bytes, aligned as required.
+        let r = unsafe {
+            (self.ext.fp().get_memory_host_pointer_properties_ext)(
+                self.ext.device(),
+                HANDLE,
+                ptr.cast::<std::ffi::c_void>(),
+                &mut props,
+            )
+        };
+        if r != vk::Result::SUCCESS {
+            return Err(format!("vkGetMemoryHostPointerPropertiesEXT: {r}"));
+        }
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(HANDLE);
+        let info = vk::BufferCreateInfo::default()
+            .size(len)
+            .usage(vk::BufferUsageFlags::TRANSFER_SRC)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: valid create info.
+        let buffer = unsafe { d.create_buffer(&info, None) }
+            .map_err(|e| format!("vkCreateBuffer of {len} bytes over host memory: {e}"))?;
+        let destroy_buffer = || {
+            // SAFETY: the buffer is unused and destroyed once, on this failure path only.
+            unsafe { d.destroy_buffer(buffer, None) }
+        };
+        // SAFETY: a buffer of this device.
+        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let bits = req.memory_type_bits & props.memory_type_bits;
+        let Some(type_index) = (0..self.memory.memory_type_count).find(|&i| bits & (1 << i) != 0)
+        else {
+            destroy_buffer();
+            return Err(format!(
+                "no memory type can hold imported host memory for a buffer (buffer types {:#x}, host pointer types {:#x})",
+                req.memory_type_bits, props.memory_type_bits
+            ));
+        };
+        if req.size > len {
+            destroy_buffer();
+            return Err(format!(
+                "a {len}-byte buffer needs {} bytes of memory, more than the host memory has",
+                req.size
+            ));
+        }
+        let mut import = vk::ImportMemoryHostPointerInfoEXT::default()
+            .handle_type(HANDLE)
+            .host_pointer(ptr.cast::<std::ffi::c_void>());
+        let ai = vk::MemoryAllocateInfo::default()
+            .allocation_size(len)
+            .memory_type_index(type_index)
+            .push_next(&mut import);
+        // SAFETY: valid allocate info over live, aligned host memory that `Imported` keeps
+        // mapped until the memory is freed.
+        let memory = match unsafe { d.allocate_memory(&ai, None) } {
+            Ok(m) => m,
+            Err(e) => {
+                destroy_buffer();
+                return Err(format!(
+                    "importing {len} bytes of host memory (memory type {type_index}): {e}"
+                ));
+            }
+        };
+        let owner = Imported {
+            device: d.clone(),
+            buffer,
+            memory,
+            _host: host,
+        };
+        // SAFETY: fresh buffer and memory of sufficient size, offset 0.
+        unsafe { d.bind_buffer_memory(buffer, memory, 0) }
+            .map_err(|e| format!("vkBindBufferMemory of imported host memory: {e}"))?;
+        // SAFETY: `buffer` lives until the callback drops `owner`; wgpu never maps it (no
+        // MAP_* usage) and uses it only as a copy source, as the descriptor says.
+        let hal = unsafe {
+            wgpu::hal::vulkan::Buffer::from_raw_externally_owned(
+                buffer,
+                Box::new(move || drop(owner)),
+            )
+        };
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        // SAFETY: created on this device, bound to memory, non-zero size, usage as stated.
+        let wrapped = unsafe {
+            device.create_buffer_from_hal::<Vulkan>(
+                hal,
+                &wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: len,
+                    usage: wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                },
+            )
+        };
+        if let Some(e) = block_on(scope.pop()) {
+            return Err(format!("wrapping imported host memory: {e}"));
+        }
+        Ok(wrapped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::HostBuffer;
+
+    fn device() -> Option<(wgpu::Device, wgpu::Queue)> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+        let adapters = block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN));
+        adapters
+            .iter()
+            .find_map(|a| request_device(a, "host import test").ok())
+    }
+
+    fn read_back(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        src: &wgpu::Buffer,
+        len: u64,
+    ) -> Vec<u8> {
+        let dst = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: len,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let out = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: len,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&Default::default());
+        // Host memory → device buffer (what the player does), then back for checking.
+        enc.copy_buffer_to_buffer(src, 0, &dst, 0, len);
+        enc.copy_buffer_to_buffer(&dst, 0, &out, 0, len);
+        queue.submit([enc.finish()]);
+        out.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .expect("poll");
+        out.get_mapped_range(..).expect("range").to_vec()
+    }
+
+    /// The GPU copies exactly the host bytes, sees later host writes (no stale copy), and
+    /// the host memory stays mapped until wgpu has destroyed the import.
+    #[test]
+    fn imported_host_memory_is_copied_byte_exact_and_kept_alive() {
+        let Some((device, queue)) = device() else {
+            eprintln!("skipping: no Vulkan adapter");
+            return;
+        };
+        let importer = match HostImporter::new(&device) {
+            Ok(i) => i,
+            Err(why) => {
+                eprintln!("skipping: {why}");
+                return;
+            }
+        };
+        let len = (3 << 20) + 4096;
+        let hb = HostBuffer::new(len).unwrap();
+        let (ptr, hlen) = (hb.as_mut_ptr(), hb.len());
+        let host = Arc::new(SlotMemory::Host(hb));
+        let fill = |seed: u8| {
+            // SAFETY: no copy from the buffer is in flight while the test writes it, and
+            // `host` keeps the mapping alive.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, hlen) };
+            for (i, b) in bytes.iter_mut().enumerate() {
+                *b = (i as u32)
+                    .wrapping_mul(2_654_435_761)
+                    .rotate_left(u32::from(seed)) as u8;
+            }
+            bytes.to_vec()
+        };
+        let want = fill(3);
+        let buf = importer
+            .import(&device, host.clone(), "test import")
+            .unwrap();
+        assert_eq!(buf.size(), hlen as u64);
+        assert_eq!(read_back(&device, &queue, &buf, buf.size()), want);
+        let want = fill(11);
+        assert_eq!(
+            read_back(&device, &queue, &buf, buf.size()),
+            want,
+            "stale bytes"
+        );
+        // wgpu's buffer keeps the host memory alive; dropping it lets go.
+        assert_eq!(Arc::strong_count(&host), 2);
+        drop(buf);
+        device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+        assert_eq!(Arc::strong_count(&host), 1, "import not released");
+        // Misaligned sizes are refused with a reason, not imported.
+        if importer.alignment() > 1 {
+            let odd = Arc::new(SlotMemory::Host(HostBuffer::new(4096).unwrap()));
+            if importer.alignment() > 4096 {
+                assert!(importer.import(&device, odd, "odd").is_err());
+            }
+        }
+    }
+}
