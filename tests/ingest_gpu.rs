@@ -77,6 +77,7 @@ fn check_all(engine: &mut Engine, ring: &mut FrameRing, ds: &Dataset, limit: usi
                     slot,
                     extents: source.frames[next].extents.clone(),
                     requested: Instant::now(),
+                    progress: None,
                 })
                 .unwrap();
             next += 1;

@@ -13,7 +13,7 @@ use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Proven
 use supercell::gpu::FrameRing;
 use supercell::ingest::{
     Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathKind, ReadExtent,
-    ReadRequest, Source, io_uring_probe,
+    ReadProgress, ReadRequest, Source, io_uring_probe,
 };
 use supercell::pipeline::{PlayMode, PlaybackConfig, Scheduler};
 
@@ -98,6 +98,7 @@ fn play_all(
                     slot,
                     extents: source.frames[f as usize].extents.clone(),
                     requested: Instant::now(),
+                    progress: None,
                 })
                 .unwrap();
             sched.started(f);
@@ -237,6 +238,7 @@ fn failed_reads_complete_with_an_error_naming_the_file() {
                 slot: 0,
                 extents: vec![beyond, good],
                 requested: Instant::now(),
+                progress: None,
             })
             .unwrap();
         let c = engine
@@ -255,6 +257,7 @@ fn failed_reads_complete_with_an_error_naming_the_file() {
             slot,
             extents: vec![e],
             requested: Instant::now(),
+            progress: None,
         };
         let misaligned = ReadExtent {
             offset: 100,
@@ -318,6 +321,7 @@ fn cancel_drops_queued_reads_and_the_engine_reads_on() {
             slot,
             extents: source.frames[frame as usize].extents.clone(),
             requested: Instant::now(),
+            progress: None,
         };
         // Nothing in flight into slot 1: no effect, no completion.
         engine.cancel(1).unwrap();
@@ -368,4 +372,73 @@ fn cancel_drops_queued_reads_and_the_engine_reads_on() {
                 .is_none()
         );
     }
+}
+
+/// Progress reports cover every byte of the frame exactly once, as merged ranges of the
+/// slot, and nothing is reported twice.
+#[test]
+fn progress_reports_each_landed_range_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let images = make_dataset(dir.path(), 2, 3, 2 * PAGE as u64);
+    let ds = Dataset::open(dir.path()).unwrap();
+    let source = Source::from_manifest(ds.manifest());
+    let ring = FrameRing::host(1, source.max_frame_len() as usize).unwrap();
+    let cfg = EngineConfig {
+        threads: 3,
+        io_size: PAGE,
+        io_mode: IoMode::Buffered,
+        ..EngineConfig::default()
+    };
+    let mut engine = Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+    let progress = ReadProgress::new();
+    engine
+        .submit(ReadRequest {
+            frame: 1,
+            slot: 0,
+            extents: source.frames[1].extents.clone(),
+            requested: Instant::now(),
+            progress: Some(progress.clone()),
+        })
+        .unwrap();
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    let c = loop {
+        seen.extend(progress.take());
+        if let Some(c) = engine.next_completion(Duration::from_millis(1)).unwrap() {
+            break c;
+        }
+    };
+    c.result.unwrap();
+    seen.extend(progress.take());
+    assert!(progress.take().is_empty(), "reported twice");
+    // Everything seen, merged, is exactly the extents' slot ranges, merged.
+    fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+        v.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for (s, l) in v {
+            match out.last_mut() {
+                Some((os, ol)) if *os + *ol == s => *ol += l,
+                Some((os, ol)) => {
+                    assert!(*os + *ol < s, "ranges overlap at {s}");
+                    out.push((s, l));
+                }
+                None => out.push((s, l)),
+            }
+        }
+        out
+    }
+    let covered = merge(seen);
+    let merged = merge(
+        source.frames[1]
+            .extents
+            .iter()
+            .map(|e| (e.dst, e.len))
+            .collect(),
+    );
+    assert_eq!(covered, merged);
+    assert_eq!(
+        covered.iter().map(|r| r.1).sum::<u64>(),
+        source.frames[1].len,
+        "{} bytes in the image",
+        images[1].len()
+    );
 }

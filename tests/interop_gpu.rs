@@ -356,6 +356,7 @@ fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
                         slot,
                         extents: source.frames[next].extents.clone(),
                         requested: Instant::now(),
+                        progress: None,
                     })
                     .unwrap();
                 next += 1;

@@ -217,8 +217,12 @@ fn host_path_shows_the_exact_frames() {
 
 fn host_path_shows_the_exact_frames_with(g: &PlayerGpu, host_copy: HostCopy) {
     let ds = dataset();
+    // 4 KiB reads on one thread: a frame lands over many ticks, so the imported route
+    // copies it to the GPU in many pieces while it is read.
     let cfg = PlayerConfig {
         host_copy,
+        io_size: 4096,
+        threads: 1,
         ..small_config()
     };
     let mut player = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");

@@ -22,6 +22,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -30,8 +31,8 @@ use super::direct::{DirectSlots, no_sharing_reason, open_direct_slots};
 use super::stats::{PathFigures, PathStats};
 use crate::gpu::{FrameRing, SlotState};
 use crate::ingest::{
-    Engine, EngineConfig, IngestEngine, IoMode, PathInfo, PathKind, ReadRequest, Source,
-    open_engine,
+    Engine, EngineConfig, IngestEngine, IoMode, PathInfo, PathKind, ReadProgress, ReadRequest,
+    Source, open_engine,
 };
 use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
 use crate::render::{RenderError, Renderer, View};
@@ -159,11 +160,15 @@ impl Default for PlayerConfig {
 struct FramePath {
     engine: Engine,
     ring: FrameRing,
-    /// Direct: one buffer per ring slot (the same memory). Host: upload buffers.
+    /// Direct: one buffer per ring slot (the same memory). Host with imports: one device
+    /// buffer per ring slot (a copy). Host with staging: two upload buffers.
     buffers: Vec<wgpu::Buffer>,
     /// Host, where the device can import host memory: each ring slot as a GPU copy source
-    /// (same index as the slot); the GPU copies frames out of the slots themselves.
+    /// (same index as the slot). The ranges of a frame are copied into `buffers[slot]` (a
+    /// device buffer per slot) as their reads land, so the copy overlaps the read.
     imported: Vec<wgpu::Buffer>,
+    /// Host with imports: the landed ranges of the frame being read into each slot.
+    progress: Vec<Option<Arc<ReadProgress>>>,
     /// Host without imports: one staging buffer per upload buffer (same index); else none.
     staging: Vec<Staging>,
     /// Host: how frames reach the GPU, for the report.
@@ -521,7 +526,6 @@ impl Player {
             ..EngineConfig::default()
         };
         let renderer = Renderer::new(device, queue)?;
-        let mut gpu_buffer_bytes = 0u64;
 
         // Host path: always there (it needs nothing but wgpu).
         let host_path = |label: &str| -> Result<FramePath, PlayError> {
@@ -554,9 +558,6 @@ impl Player {
                 info.requested = PathKind::CpuOnly;
                 info.fallback = fallback;
             }
-            let uploads = (0..2)
-                .map(|_| new_buffer(device, copy_len(slot_len), label))
-                .collect::<Result<Vec<_>, _>>()?;
             // Best: the GPU copies straight out of the host slots (imported host memory);
             // else each frame is copied by the CPU into a staging buffer first.
             let imported = match cfg.host_copy {
@@ -569,15 +570,22 @@ impl Player {
                     .map(|m| imp.import(device, m, "supercell host slot"))
                     .collect::<Result<Vec<_>, _>>()
             });
-            let (imported, staging, route) = match imported {
+            let (imported, buffers, staging, route) = match imported {
                 Ok(b) => (
                     b,
+                    (0..slots)
+                        .map(|_| new_buffer(device, copy_len(slot_len), label))
+                        .collect::<Result<Vec<_>, _>>()?,
                     Vec::new(),
-                    "GPU copy from the host slots (VK_EXT_external_memory_host)".to_string(),
+                    "GPU copies from the host slots as reads land (VK_EXT_external_memory_host)"
+                        .to_string(),
                 ),
                 Err(why) => (
                     Vec::new(),
-                    (0..uploads.len())
+                    (0..2)
+                        .map(|_| new_buffer(device, copy_len(slot_len), label))
+                        .collect::<Result<Vec<_>, _>>()?,
+                    (0..2)
                         .map(|_| Staging::new(device, slot_len))
                         .collect::<Result<Vec<_>, _>>()?,
                     if why.is_empty() {
@@ -592,8 +600,9 @@ impl Player {
             Ok(FramePath {
                 info,
                 engine,
+                buffers,
+                progress: vec![None; ring.len()],
                 ring,
-                buffers: uploads,
                 imported,
                 staging,
                 upload_route: Some(route),
@@ -604,7 +613,6 @@ impl Player {
             })
         };
         let host = host_path("supercell host upload")?;
-        gpu_buffer_bytes += 2 * copy_len(slot_len) as u64;
 
         // Direct path: only where shared buffers exist; else the reason is kept for the UI.
         let (direct, direct_reason) =
@@ -622,32 +630,29 @@ impl Player {
                         ring.memories(),
                         &ecfg,
                     ) {
-                        Ok(engine) => {
-                            gpu_buffer_bytes += (slots * slot_len) as u64;
-                            (
-                                Some(FramePath {
-                                    info: engine.info().clone(),
-                                    engine,
-                                    ring,
-                                    buffers,
-                                    imported: Vec::new(),
-                                    staging: Vec::new(),
-                                    upload_route: None,
-                                    next_upload: 0,
-                                    pending: VecDeque::new(),
-                                    stale: HashSet::new(),
-                                    direct: true,
-                                }),
-                                None,
-                            )
-                        }
+                        Ok(engine) => (
+                            Some(FramePath {
+                                info: engine.info().clone(),
+                                engine,
+                                ring,
+                                buffers,
+                                imported: Vec::new(),
+                                progress: Vec::new(),
+                                staging: Vec::new(),
+                                upload_route: None,
+                                next_upload: 0,
+                                pending: VecDeque::new(),
+                                stale: HashSet::new(),
+                                direct: true,
+                            }),
+                            None,
+                        ),
                         Err(e) => (None, Some(e.to_string())),
                     }
                 }
                 Err(why) => (None, Some(why)),
             };
         let (direct, direct_reason) = if cfg.loopback_direct {
-            gpu_buffer_bytes += 2 * copy_len(slot_len) as u64;
             (Some(host_path("supercell loopback upload")?), None)
         } else {
             (direct, direct_reason)
@@ -657,6 +662,13 @@ impl Player {
         } else {
             PathSel::Host
         };
+        // GPU memory held for frames: shared slots, per-slot copies, upload buffers.
+        let gpu_buffer_bytes = direct
+            .iter()
+            .chain(std::iter::once(&host))
+            .flat_map(|p| p.buffers.iter())
+            .map(wgpu::Buffer::size)
+            .sum::<u64>();
         let n = source.frames.len() as u32;
         let mut sched = Scheduler::new(PlaybackConfig {
             frame_count: n,
@@ -713,6 +725,7 @@ impl Player {
         self.complete_render(false)?;
         self.pump(PathSel::Direct)?;
         self.pump(PathSel::Host)?;
+        self.copy_landed(None)?;
         self.feed()?;
         let now = self.now();
         let mut out = TickOutcome::default();
@@ -809,6 +822,17 @@ impl Player {
         if matches!(c.result, Err(crate::ingest::IngestError::Cancelled(_))) {
             self.cancelled_reads += 1;
         }
+        let stale = p.stale.contains(&c.slot);
+        if ok && active && !stale {
+            // The last ranges go to the GPU before the frame can be shown.
+            self.copy_landed(Some(c.slot))?;
+        }
+        let Some(p) = self.paths[sel.index()].as_mut() else {
+            return Ok(());
+        };
+        if let Some(pr) = p.progress.get_mut(c.slot) {
+            *pr = None;
+        }
         p.ring.finish_write(c.slot, ok)?;
         let stale = p.stale.remove(&c.slot);
         if !active || stale {
@@ -866,16 +890,62 @@ impl Player {
             };
             p.pending.pop_front();
             let extents = self.source.frames[f as usize].extents.clone();
+            // Host slots the GPU can copy from: copy each range as it lands.
+            let progress = (!p.imported.is_empty()).then(ReadProgress::new);
+            p.progress[slot] = progress.clone();
             if let Err(e) = p.engine.submit(ReadRequest {
                 frame: f,
                 slot,
                 extents,
                 requested: at,
+                progress,
             }) {
                 let _ = p.ring.finish_write(slot, false);
                 return Err(e.into());
             }
             self.sched.started(f);
+        }
+        Ok(())
+    }
+
+    /// Host path with imported slots: submits GPU copies of the byte ranges that have landed
+    /// since the last call, in the slots being read (`only`: in that slot alone), from each
+    /// host slot into its device buffer. The copies overlap the rest of the read, so a frame
+    /// is on the GPU a moment after its last byte arrives. Each slot stays `Writing` (then
+    /// `Ready`, then `InUse` until its render has finished) while copies from it may run,
+    /// so the engine never rewrites bytes a copy still reads.
+    fn copy_landed(&mut self, only: Option<usize>) -> Result<(), PlayError> {
+        let Some(p) = self.paths[self.active.index()].as_mut() else {
+            return Ok(());
+        };
+        if p.imported.is_empty() {
+            return Ok(());
+        }
+        let mut enc: Option<wgpu::CommandEncoder> = None;
+        for slot in 0..p.progress.len() {
+            if only.is_some_and(|o| o != slot) {
+                continue;
+            }
+            let Some(progress) = &p.progress[slot] else {
+                continue;
+            };
+            let ranges = progress.take();
+            if ranges.is_empty() || p.stale.contains(&slot) {
+                continue;
+            }
+            let enc = enc.get_or_insert_with(|| {
+                self.device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("supercell host slot copies"),
+                    })
+            });
+            for (dst, len) in ranges {
+                // Extents are 4 KiB aligned (checked at submit), so copies are too.
+                enc.copy_buffer_to_buffer(&p.imported[slot], dst, &p.buffers[slot], dst, len);
+            }
+        }
+        if let Some(enc) = enc {
+            self.queue.submit([enc.finish()]);
         }
         Ok(())
     }
@@ -896,7 +966,9 @@ impl Player {
                 .acquire(frame)
                 .ok_or_else(|| PlayError::Usage(format!("frame {frame} is not resident")))?,
         };
-        let buffer = if p.direct {
+        let buffer = if p.direct || !p.imported.is_empty() {
+            // The slot itself (direct), or its device copy, whose copies were all submitted
+            // (the last when the read completed) before this render, on the same queue.
             p.buffers[slot].clone()
         } else {
             let b = p.next_upload;
@@ -910,22 +982,10 @@ impl Player {
             // the other upload buffer). Upload buffer `b` was last bound by the render before
             // that one, which has finished: the player waits for each render before it
             // submits the next. The GPU copy is ordered before the render submitted next.
-            if let Some(src) = p.imported.get(slot) {
-                // The copy engine reads the host slot itself. The slot stays `InUse` until
-                // this frame's render (queued after the copy) has finished: see below.
-                let mut enc = self
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("supercell host slot copy"),
-                    });
-                enc.copy_buffer_to_buffer(src, 0, &p.buffers[b], 0, copy_len(len) as u64);
-                self.queue.submit([enc.finish()]);
-            } else {
-                // The bytes are copied out before this returns.
-                let t0 = Instant::now();
-                p.staging[b].upload(&self.device, &self.queue, &bytes[..len], &p.buffers[b])?;
-                self.stats[active.index()].uploaded(len as u64, t0.elapsed().as_secs_f64());
-            }
+            // The bytes are copied out before this returns.
+            let t0 = Instant::now();
+            p.staging[b].upload(&self.device, &self.queue, &bytes[..len], &p.buffers[b])?;
+            self.stats[active.index()].uploaded(len as u64, t0.elapsed().as_secs_f64());
             p.buffers[b].clone()
         };
         let slices = self.scene.grid_slices(frame as usize, &buffer)?;

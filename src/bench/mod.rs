@@ -344,6 +344,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
                     slot,
                     extents: source.frames[f as usize].extents.clone(),
                     requested: at,
+                    progress: None,
                 })?;
                 sched.started(f);
                 requested_count += 1;

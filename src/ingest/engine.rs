@@ -163,6 +163,46 @@ pub struct ReadRequest {
     pub extents: Vec<ReadExtent>,
     /// When the frame was requested (by the scheduler), for latency figures.
     pub requested: Instant,
+    /// Where to report the slot's byte ranges as their reads land (host-memory and gds
+    /// engines; the staged engine reports nothing before the frame completes).
+    pub progress: Option<Arc<ReadProgress>>,
+}
+
+/// The byte ranges of a slot whose reads have landed, while its frame is still being read:
+/// a consumer can start moving those bytes on (the player copies them to the GPU) before
+/// the whole frame is in.
+#[derive(Debug, Default)]
+pub struct ReadProgress {
+    landed: std::sync::Mutex<Vec<(u64, u64)>>,
+}
+
+impl ReadProgress {
+    /// An empty report.
+    pub fn new() -> Arc<ReadProgress> {
+        Arc::new(ReadProgress::default())
+    }
+
+    fn push(&self, dst: u64, len: u64) {
+        self.landed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((dst, len));
+    }
+
+    /// The ranges (slot offset, length) that landed since the last call, sorted, with
+    /// touching ranges merged. Every byte is reported once, after its read completed.
+    pub fn take(&self) -> Vec<(u64, u64)> {
+        let mut v = std::mem::take(&mut *self.landed.lock().unwrap_or_else(|p| p.into_inner()));
+        v.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+        for (start, len) in v {
+            match out.last_mut() {
+                Some((s, l)) if *s + *l == start => *l += len,
+                _ => out.push((start, len)),
+            }
+        }
+        out
+    }
 }
 
 /// A frame that has arrived (or failed), with its timings.
@@ -903,7 +943,14 @@ impl Coordinator {
         let seq = d.token >> 32;
         let idx = (d.token & 0xffff_ffff) as usize;
         let err = match d.result {
-            Ok(()) => None,
+            Ok(()) => {
+                if let Some(job) = self.jobs.get(&seq)
+                    && let (Some(p), Some(piece)) = (&job.req.progress, job.pieces.get(idx))
+                {
+                    p.push(piece.dst, piece.len as u64);
+                }
+                None
+            }
             Err(msg) => {
                 let piece = self.jobs.get(&seq).and_then(|j| j.pieces.get(idx)).copied();
                 Some(match piece {

@@ -23,7 +23,8 @@ mod io;
 mod source;
 
 pub use engine::{
-    Completion, Engine, EngineConfig, IngestEngine, PathInfo, PathKind, ReadRequest, open_engine,
+    Completion, Engine, EngineConfig, IngestEngine, PathInfo, PathKind, ReadProgress, ReadRequest,
+    open_engine,
 };
 pub use error::{IngestError, Result};
 pub use files::{IoMode, OpenFile, OpenFiles};
