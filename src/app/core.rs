@@ -601,7 +601,11 @@ impl Player {
                 info,
                 engine,
                 buffers,
-                progress: vec![None; ring.len()],
+                progress: if imported.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![None; ring.len()]
+                },
                 ring,
                 imported,
                 staging,
@@ -891,8 +895,12 @@ impl Player {
             p.pending.pop_front();
             let extents = self.source.frames[f as usize].extents.clone();
             // Host slots the GPU can copy from: copy each range as it lands.
-            let progress = (!p.imported.is_empty()).then(ReadProgress::new);
-            p.progress[slot] = progress.clone();
+            // (`progress` has an entry per slot on that route only.)
+            let progress = p.progress.get_mut(slot).map(|entry| {
+                let fresh = ReadProgress::new();
+                *entry = Some(fresh.clone());
+                fresh
+            });
             if let Err(e) = p.engine.submit(ReadRequest {
                 frame: f,
                 slot,
