@@ -451,36 +451,9 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         shot = p("shot.png"),
         img = p("img.png"),
     );
-    let mut child = Command::new(bin())
-        .args(["play", ds.to_str().unwrap(), "--window-size", "800x600"])
-        // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
-        // quarter of the window and let the window scale it up.
-        .args(["--render-scale", "0.25"])
-        .args(["--threads", "2", "--fps", "20", "--script", &script])
-        .env("DISPLAY", &disp.name)
-        .env_remove("WAYLAND_DISPLAY")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the window");
-    let end = Instant::now() + Duration::from_secs(180);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("the window did not quit within 180 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !status.success() && stderr.contains("cannot open a window") {
-        skip(&format!("no window: {stderr}"));
+    if !play_window(&disp, &["--window-size", "800x600"], &script) {
         return;
     }
-    assert!(status.success(), "play (window) failed:\n{stderr}");
     let read = |n: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
     };
@@ -589,6 +562,176 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         d_panel > d_free + 3.0,
         "no overlay in the screenshot? {d_panel} vs {d_free}"
     );
+}
+
+/// An Xvfb of this test's own with one screen of `w` × `h` (what a fullscreen kiosk fills),
+/// on a display number Xvfb picks; `None` without Xvfb.
+fn own_xvfb(w: u32, h: u32) -> Option<Display> {
+    use std::io::BufRead;
+    let mut child = Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", &format!("{w}x{h}x24")])
+        .args(["-nolisten", "tcp"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut n = String::new();
+    let read = std::io::BufReader::new(child.stdout.as_mut()?).read_line(&mut n);
+    let mut d = Display {
+        name: format!(":{}", n.trim()),
+        child: Some(child),
+    };
+    if read.is_err() || n.trim().parse::<u32>().is_err() {
+        d.name.clear();
+        return None;
+    }
+    Some(d)
+}
+
+/// Runs the player's window on display `disp` with `args` and `script`; false when no window
+/// could open here (after saying why).
+fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
+    let ds = dataset();
+    let mut child = Command::new(bin())
+        .args(["play", ds.to_str().unwrap()])
+        .args(args)
+        // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
+        // quarter of the window and let the window scale it up.
+        .args(["--render-scale", "0.25", "--threads", "2", "--fps", "20"])
+        .args(["--script", script])
+        .env("DISPLAY", &disp.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the window");
+    let end = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the window ({args:?}) did not quit within 180 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !status.success() && stderr.contains("cannot open a window") {
+        skip(&format!("no window: {stderr}"));
+        return false;
+    }
+    assert!(status.success(), "play {args:?} failed:\n{stderr}");
+    true
+}
+
+/// In large print and in kiosk mode, at 960 × 540 and at 640 × 360: the overlay's panels
+/// (figures, plots, timeline, help) never overlap and stay inside the window, with the help
+/// card shown or not, the plots on or off.
+#[test]
+fn large_print_panels_never_overlap_in_small_windows() {
+    if gpu().is_none() {
+        return;
+    }
+    dataset();
+    let cases = [
+        (960, 540, false),
+        (640, 360, false),
+        (960, 540, true),
+        (640, 360, true),
+    ];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(w, h, kiosk)| {
+            std::thread::spawn(move || -> Option<Vec<(String, serde_json::Value)>> {
+                let Some(disp) = own_xvfb(w, h) else {
+                    skip("no Xvfb");
+                    return None;
+                };
+                let dir = out_dir().join(format!("panels-{w}x{h}-{kiosk}"));
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir_all(&dir).unwrap();
+                let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+                let settle = "wait-frames 2; wait 700ms";
+                let script = format!(
+                    "{settle}; dump-state {a}; key H; {settle}; dump-state {b}; key P; \
+                     {settle}; dump-state {c}; key H; {settle}; dump-state {d}; quit",
+                    a = p("a.json"),
+                    b = p("b.json"),
+                    c = p("c.json"),
+                    d = p("d.json"),
+                );
+                let size = format!("{w}x{h}");
+                let mut args = vec!["--window-size", &size];
+                args.push(if kiosk { "--kiosk" } else { "--large-print" });
+                if !play_window(&disp, &args, &script) {
+                    return None;
+                }
+                Some(
+                    ["a.json", "b.json", "c.json", "d.json"]
+                        .iter()
+                        .map(|n| {
+                            let t = std::fs::read_to_string(dir.join(n)).unwrap();
+                            (
+                                format!("{size} kiosk {kiosk} {n}"),
+                                serde_json::from_str(&t).unwrap(),
+                            )
+                        })
+                        .collect(),
+                )
+            })
+        })
+        .collect();
+    for (run, (w, h, kiosk)) in runs.into_iter().zip(cases) {
+        let Some(dumps) = run.join().unwrap() else {
+            continue;
+        };
+        for (i, (what, s)) in dumps.iter().enumerate() {
+            assert_eq!(s["window_size"], serde_json::json!([w, h]), "{what}");
+            assert_eq!(s["large_print"], true, "{what}");
+            let help = i == 1 || i == 2;
+            assert_eq!(s["help_visible"], help, "{what}");
+            let panels: Vec<(String, [f32; 4])> = serde_json::from_value::<
+                std::collections::BTreeMap<String, [f32; 4]>,
+            >(s["panels"].clone())
+            .unwrap()
+            .into_iter()
+            .collect();
+            let has = |n: &str| panels.iter().any(|(p, _)| p == n);
+            assert_eq!(has("timeline"), !kiosk, "{what}: {panels:?}");
+            assert_eq!(has("help"), help, "{what}: {panels:?}");
+            assert_eq!(
+                has("stats"),
+                s["help_alone"] == false,
+                "{what}: the figures show unless the help card takes their place: {panels:?}"
+            );
+            let plots_on = i < 2;
+            assert_eq!(
+                has("plots"),
+                plots_on && s["plots_no_room"] == false && s["help_alone"] == false,
+                "{what}: {s}"
+            );
+            for (n, r) in &panels {
+                assert!(r[0] < r[2] && r[1] < r[3], "{what}: {n} empty {r:?}");
+                let inside = r[0] >= -0.5 && r[1] >= -0.5;
+                assert!(
+                    inside && r[2] <= w as f32 + 0.5 && r[3] <= h as f32 + 0.5,
+                    "{what}: {n} {r:?} outside the window"
+                );
+            }
+            for (i, (na, a)) in panels.iter().enumerate() {
+                for (nb, b) in &panels[i + 1..] {
+                    let apart = a[2] <= b[0] || b[2] <= a[0] || a[3] <= b[1] || b[3] <= a[1];
+                    assert!(apart, "{what}: {na} {a:?} overlaps {nb} {b:?}");
+                }
+            }
+        }
+        // At 960 × 540 there is room for the plots next to the figures.
+        if w == 960 {
+            assert_eq!(dumps[0].1["plots_no_room"], false, "{}", dumps[0].1);
+        }
+    }
 }
 
 /// On the H200: both paths, toggled during playback, each delivering frames, no errors, no
