@@ -7,6 +7,7 @@
 
 pub mod core;
 pub mod direct;
+pub mod gpumem;
 pub mod headless;
 pub mod overlay;
 pub mod script;
@@ -14,6 +15,7 @@ pub mod stats;
 pub mod window;
 
 pub use self::core::{PathReport, PathSel, PlayError, Player, PlayerConfig, TickOutcome};
+pub use gpumem::{GpuMemory, gpu_memory};
 pub use stats::{PathFigures, PathStats};
 
 use crate::render::RenderError;

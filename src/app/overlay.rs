@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::core::{PathSel, Player};
+use super::gpumem::GpuMemory;
 use super::script::Action;
 use super::stats::PathFigures;
 use crate::pipeline::{Direction, PlayMode};
@@ -42,8 +43,8 @@ pub struct UiState {
     pub dragging: bool,
     /// CPU use of the process, percent of one core (last second).
     pub cpu_percent: f64,
-    /// GPU memory in use (CUDA's view), where known.
-    pub gpu_used: Option<u64>,
+    /// GPU memory in use and where the figure comes from, where known.
+    pub gpu_memory: Option<GpuMemory>,
     /// Frames shown since start.
     pub frames_shown: u64,
     /// Preset index per attribute slot.
@@ -144,8 +145,13 @@ pub struct OverlayDump {
     pub render_size: [u32; 2],
     /// CPU use, percent of one core.
     pub cpu_percent: f64,
-    /// GPU memory in use (CUDA's view), bytes.
+    /// GPU memory in use, bytes, where known.
     pub gpu_used: Option<u64>,
+    /// Where `gpu_used` comes from: "CUDA", "Vulkan memory budget: heap usage" or "wgpu
+    /// allocator".
+    pub gpu_memory_source: Option<String>,
+    /// The better sources that gave nothing here, and why.
+    pub gpu_memory_absent: Vec<String>,
     /// GPU buffers the player allocated for frames, bytes.
     pub player_gpu_buffers: u64,
     /// The last error, if any.
@@ -203,8 +209,10 @@ pub fn stats_lines(player: &Player, ui: &UiState) -> Vec<String> {
         format!(
             "CPU {:.0}%   GPU memory {}{}",
             ui.cpu_percent,
-            ui.gpu_used
-                .map_or_else(|| "n/a".to_string(), |b| bytes_h(b as f64)),
+            ui.gpu_memory.as_ref().map_or_else(
+                || "n/a".to_string(),
+                |m| format!("{} ({})", bytes_h(m.used as f64), m.source)
+            ),
             format_args!(" (frames {})", bytes_h(player.gpu_buffer_bytes() as f64))
         ),
     ];
@@ -271,7 +279,12 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         window_size: [ui.window_size.0, ui.window_size.1],
         render_size: [player.size().0, player.size().1],
         cpu_percent: ui.cpu_percent,
-        gpu_used: ui.gpu_used,
+        gpu_used: ui.gpu_memory.as_ref().map(|m| m.used),
+        gpu_memory_source: ui.gpu_memory.as_ref().map(|m| m.source.to_string()),
+        gpu_memory_absent: ui
+            .gpu_memory
+            .as_ref()
+            .map_or_else(Vec::new, |m| m.absent.clone()),
         player_gpu_buffers: player.gpu_buffer_bytes(),
         last_error: player.last_error().map(str::to_string),
         message: ui.message.as_ref().map(|(m, _)| m.clone()),

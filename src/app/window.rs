@@ -127,7 +127,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             slider: 0,
             dragging: false,
             cpu_percent: 0.0,
-            gpu_used: None,
+            gpu_memory: None,
             frames_shown: 0,
             presets: Vec::new(),
             window_size: opts.window_size,
@@ -544,7 +544,7 @@ impl App {
         }
         if now.duration_since(self.gpu_mark) >= Duration::from_secs(2) {
             self.gpu_mark = now;
-            self.ui.gpu_used = super::headless::gpu_used_bytes();
+            self.ui.gpu_memory = super::gpumem::gpu_memory(g.player.device());
         }
     }
 
