@@ -252,6 +252,33 @@ fn toggling_paths_during_playback_neither_stalls_nor_leaks() {
     player.drain(Duration::from_secs(5));
 }
 
+/// A resize refits the scene's camera (what "reset camera" and the kiosk's path use) while
+/// the user has not moved it; a moved camera keeps its view in sight and comes back exactly.
+#[test]
+fn resizing_refits_the_scene_camera_and_keeps_a_moved_one() {
+    let Some(g) = gpu() else { return };
+    let mut player = Player::new(&g.device, &g.queue, &dataset(), &small_config()).unwrap();
+    let wide = player.view().camera;
+    assert_eq!(wide, player.scene_view().camera);
+    // Landscape 64 × 48 to portrait 48 × 64: further back, so that the width stays framed.
+    player.set_size(48, 64);
+    let tall = player.view().camera;
+    assert!(tall.distance > wide.distance * 1.2, "{wide:?} → {tall:?}");
+    assert_eq!(tall, player.scene_view().camera);
+    assert_eq!(tall, player.scene_camera_at(3.0));
+    player.set_size(64, 48);
+    assert_eq!(player.view().camera, wide);
+    // Moved by the user: the view it had at 4:3 is kept whole at 3:4, and it comes back.
+    player.view_mut().camera.orbit(30.0, 5.0);
+    let moved = player.view().camera;
+    player.set_size(48, 64);
+    let r = player.view().camera.distance / moved.distance;
+    assert!((r - 16.0 / 9.0).abs() < 1e-4, "{r}");
+    assert_eq!(player.scene_view().camera, tall);
+    player.set_size(64, 48);
+    assert_eq!(player.view().camera, moved);
+}
+
 /// GPU memory has a labelled source that sees allocations: without CUDA, Vulkan's memory
 /// budget (where the driver counts this process's use) or the wgpu allocator; a fresh
 /// 64 MiB buffer, filled, raises the figure by at least its size.
