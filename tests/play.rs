@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu};
+use supercell::app::gpumem::{CUDA, VULKAN_BUDGET, WGPU_ALLOCATOR};
+use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, gpu_memory};
 use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::dataset::{LaneSpec, Provenance};
 use supercell::render::{Renderer, upload_slot};
@@ -321,6 +322,86 @@ fn toggling_paths_during_playback_neither_stalls_nor_leaks() {
     player.drain(Duration::from_secs(5));
 }
 
+/// A resize refits the scene's camera (what "reset camera" and the kiosk's path use) while
+/// the user has not moved it; a moved camera keeps its view in sight and comes back exactly.
+#[test]
+fn resizing_refits_the_scene_camera_and_keeps_a_moved_one() {
+    let Some(g) = gpu() else { return };
+    let mut player = Player::new(&g.device, &g.queue, &dataset(), &small_config()).unwrap();
+    let wide = player.view().camera;
+    assert_eq!(wide, player.scene_view().camera);
+    // Landscape 64 × 48 to portrait 48 × 64: further back, so that the width stays framed.
+    player.set_size(48, 64);
+    let tall = player.view().camera;
+    assert!(tall.distance > wide.distance * 1.2, "{wide:?} → {tall:?}");
+    assert_eq!(tall, player.scene_view().camera);
+    assert_eq!(tall, player.scene_camera_at(3.0));
+    player.set_size(64, 48);
+    assert_eq!(player.view().camera, wide);
+    // Moved by the user: the view it had at 4:3 is kept whole at 3:4, and it comes back.
+    player.view_mut().camera.orbit(30.0, 5.0);
+    let moved = player.view().camera;
+    player.set_size(48, 64);
+    let r = player.view().camera.distance / moved.distance;
+    assert!((r - 16.0 / 9.0).abs() < 1e-4, "{r}");
+    assert_eq!(player.scene_view().camera, tall);
+    player.set_size(64, 48);
+    assert_eq!(player.view().camera, moved);
+}
+
+/// GPU memory has a labelled source that sees allocations: without CUDA, Vulkan's memory
+/// budget (where the driver counts this process's use) or the wgpu allocator; a fresh
+/// 64 MiB buffer, filled, raises the figure by at least its size.
+#[test]
+fn gpu_memory_is_labelled_and_sees_a_64_mib_buffer() {
+    let Some(g) = gpu() else { return };
+    let first = gpu_memory(&g.device).expect("a GPU memory figure on Vulkan");
+    eprintln!("GPU memory: {first:?}");
+    let cuda = supercell::gpu::cuda_probe().is_ok();
+    assert_eq!(first.source == CUDA, cuda, "{first:?}");
+    if !cuda {
+        // Each source passed over says why.
+        assert!(first.absent[0].starts_with("CUDA: "), "{first:?}");
+        if first.source == WGPU_ALLOCATOR {
+            assert!(first.absent[1].starts_with(VULKAN_BUDGET), "{first:?}");
+        }
+    }
+    if let Some(total) = first.total {
+        assert!(
+            first.used <= total.max(first.used) && total > 0,
+            "{first:?}"
+        );
+    }
+    // Other tests of this binary allocate and free on other threads (the process-wide
+    // figures see them): a few tries, one of which must see the whole buffer.
+    const SIZE: u64 = 64 << 20;
+    let mut grew = Vec::new();
+    for _ in 0..5 {
+        let before = gpu_memory(&g.device).unwrap();
+        let buf = g.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("64 MiB"),
+            size: SIZE,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        // Touch every page (a driver may commit memory lazily).
+        g.queue.write_buffer(&buf, 0, &vec![1u8; SIZE as usize]);
+        g.queue.submit([]);
+        g.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+        let after = gpu_memory(&g.device).unwrap();
+        assert_eq!(after.source, before.source);
+        drop(buf);
+        grew.push(after.used as i64 - before.used as i64);
+        if after.used >= before.used + SIZE {
+            return;
+        }
+    }
+    panic!(
+        "{}: a 64 MiB buffer did not show, growth {grew:?}",
+        first.source
+    );
+}
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_supercell")
 }
@@ -410,6 +491,22 @@ fn headless_run_writes_sane_json() {
         "{upload}"
     );
     assert_eq!(host["ran"], true, "{host}");
+    // GPU memory with its source: on Vulkan one always gives a figure (the wgpu allocator
+    // at least), and CUDA only where it exists.
+    let mem = &host["memory"];
+    let source = mem["gpu_memory_source"]
+        .as_str()
+        .expect("a GPU memory source");
+    assert!(
+        [CUDA, VULKAN_BUDGET, WGPU_ALLOCATOR].contains(&source),
+        "{mem}"
+    );
+    assert_eq!(
+        source == CUDA,
+        supercell::gpu::cuda_probe().is_ok(),
+        "{mem}"
+    );
+    assert!(mem["gpu_used_end"].as_u64().unwrap() > 0, "{mem}");
     let f = &host["figures"];
     assert!(f["frames_rendered"].as_u64().unwrap() >= 10);
     assert!(f["frames_delivered"].as_u64().unwrap() >= 10);
@@ -573,36 +670,12 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         shot = p("shot.png"),
         img = p("img.png"),
     );
-    let mut child = Command::new(bin())
-        .args(["play", ds.to_str().unwrap(), "--window-size", "800x600"])
-        // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
-        // quarter of the window and let the window scale it up.
-        .args(["--render-scale", "0.25"])
-        .args(["--threads", "2", "--fps", "20", "--script", &script])
-        .env("DISPLAY", &disp.name)
-        .env_remove("WAYLAND_DISPLAY")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the window");
-    let end = Instant::now() + Duration::from_secs(180);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("the window did not quit within 180 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !status.success() && stderr.contains("cannot open a window") {
-        skip(&format!("no window: {stderr}"));
+    // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
+    // quarter of the window and let the window scale it up.
+    let args = ["--window-size", "800x600", "--render-scale", "0.25"];
+    if !play_window(&disp, &args, &script) {
         return;
     }
-    assert!(status.success(), "play (window) failed:\n{stderr}");
     let read = |n: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
     };
@@ -711,6 +784,176 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         d_panel > d_free + 3.0,
         "no overlay in the screenshot? {d_panel} vs {d_free}"
     );
+}
+
+/// An Xvfb of this test's own with one screen of `w` × `h` (what a fullscreen kiosk fills),
+/// on a display number Xvfb picks; `None` without Xvfb.
+fn own_xvfb(w: u32, h: u32) -> Option<Display> {
+    use std::io::BufRead;
+    let mut child = Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", &format!("{w}x{h}x24")])
+        .args(["-nolisten", "tcp"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut n = String::new();
+    let read = std::io::BufReader::new(child.stdout.as_mut()?).read_line(&mut n);
+    let mut d = Display {
+        name: format!(":{}", n.trim()),
+        child: Some(child),
+    };
+    if read.is_err() || n.trim().parse::<u32>().is_err() {
+        d.name.clear();
+        return None;
+    }
+    Some(d)
+}
+
+/// Runs the player's window on display `disp` with `args` and `script`; false when no window
+/// could open here (after saying why).
+fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
+    let ds = dataset();
+    let mut child = Command::new(bin())
+        .args(["play", ds.to_str().unwrap()])
+        .args(args)
+        .args(["--threads", "2", "--fps", "20"])
+        .args(["--script", script])
+        .env("DISPLAY", &disp.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the window");
+    let end = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the window ({args:?}) did not quit within 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !status.success() && stderr.contains("cannot open a window") {
+        skip(&format!("no window: {stderr}"));
+        return false;
+    }
+    assert!(status.success(), "play {args:?} failed:\n{stderr}");
+    true
+}
+
+/// In large print and in kiosk mode, at 960 × 540 and at 640 × 360: the overlay's panels
+/// (figures, plots, timeline, help) never overlap and stay inside the window, with the help
+/// card shown or not, the plots on or off.
+#[test]
+fn large_print_panels_never_overlap_in_small_windows() {
+    if gpu().is_none() {
+        return;
+    }
+    dataset();
+    let cases = [
+        (960, 540, false),
+        (640, 360, false),
+        (960, 540, true),
+        (640, 360, true),
+    ];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(w, h, kiosk)| {
+            std::thread::spawn(move || -> Option<Vec<(String, serde_json::Value)>> {
+                let Some(disp) = own_xvfb(w, h) else {
+                    skip("no Xvfb");
+                    return None;
+                };
+                let dir = out_dir().join(format!("panels-{w}x{h}-{kiosk}"));
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir_all(&dir).unwrap();
+                let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+                let settle = "wait-frames 2; wait 700ms";
+                let script = format!(
+                    "{settle}; dump-state {a}; key H; {settle}; dump-state {b}; key P; \
+                     {settle}; dump-state {c}; key H; {settle}; dump-state {d}; quit",
+                    a = p("a.json"),
+                    b = p("b.json"),
+                    c = p("c.json"),
+                    d = p("d.json"),
+                );
+                let size = format!("{w}x{h}");
+                // The image only needs to be there: the kiosk's flying camera renders it
+                // on every redraw.
+                let mut args = vec!["--window-size", &size, "--render-scale", "0.1"];
+                args.push(if kiosk { "--kiosk" } else { "--large-print" });
+                if !play_window(&disp, &args, &script) {
+                    return None;
+                }
+                Some(
+                    ["a.json", "b.json", "c.json", "d.json"]
+                        .iter()
+                        .map(|n| {
+                            let t = std::fs::read_to_string(dir.join(n)).unwrap();
+                            (
+                                format!("{size} kiosk {kiosk} {n}"),
+                                serde_json::from_str(&t).unwrap(),
+                            )
+                        })
+                        .collect(),
+                )
+            })
+        })
+        .collect();
+    for (run, (w, h, kiosk)) in runs.into_iter().zip(cases) {
+        let Some(dumps) = run.join().unwrap() else {
+            continue;
+        };
+        for (i, (what, s)) in dumps.iter().enumerate() {
+            assert_eq!(s["window_size"], serde_json::json!([w, h]), "{what}");
+            assert_eq!(s["large_print"], true, "{what}");
+            let help = i == 1 || i == 2;
+            assert_eq!(s["help_visible"], help, "{what}");
+            let panels: Vec<(String, [f32; 4])> = serde_json::from_value::<
+                std::collections::BTreeMap<String, [f32; 4]>,
+            >(s["panels"].clone())
+            .unwrap()
+            .into_iter()
+            .collect();
+            let has = |n: &str| panels.iter().any(|(p, _)| p == n);
+            assert_eq!(has("timeline"), !kiosk, "{what}: {panels:?}");
+            assert_eq!(has("help"), help, "{what}: {panels:?}");
+            assert_eq!(
+                has("stats"),
+                s["help_alone"] == false,
+                "{what}: the figures show unless the help card takes their place: {panels:?}"
+            );
+            let plots_on = i < 2;
+            assert_eq!(
+                has("plots"),
+                plots_on && s["plots_no_room"] == false && s["help_alone"] == false,
+                "{what}: {s}"
+            );
+            for (n, r) in &panels {
+                assert!(r[0] < r[2] && r[1] < r[3], "{what}: {n} empty {r:?}");
+                let inside = r[0] >= -0.5 && r[1] >= -0.5;
+                assert!(
+                    inside && r[2] <= w as f32 + 0.5 && r[3] <= h as f32 + 0.5,
+                    "{what}: {n} {r:?} outside the window"
+                );
+            }
+            for (i, (na, a)) in panels.iter().enumerate() {
+                for (nb, b) in &panels[i + 1..] {
+                    let apart = a[2] <= b[0] || b[2] <= a[0] || a[3] <= b[1] || b[3] <= a[1];
+                    assert!(apart, "{what}: {na} {a:?} overlaps {nb} {b:?}");
+                }
+            }
+        }
+        // At 960 × 540 there is room for the plots next to the figures.
+        if w == 960 {
+            assert_eq!(dumps[0].1["plots_no_room"], false, "{}", dumps[0].1);
+        }
+    }
 }
 
 /// On the H200: both paths, toggled during playback, each delivering frames, no errors, no

@@ -1384,11 +1384,14 @@ impl Player {
     pub fn size(&self) -> (u32, u32) {
         self.size
     }
-    /// Changes the render size (the window's); keeps the camera's framing.
+    /// Changes the render size (the window's). A new aspect refits the scene's camera (and
+    /// its camera path) to the data and keeps what the user framed in sight
+    /// ([`crate::scene::Framing`]).
     pub fn set_size(&mut self, width: u32, height: u32) {
         let (w, h) = (width.max(1), height.max(1));
         if (w, h) != self.size {
             self.size = (w, h);
+            self.view.camera = self.scene.set_aspect(w as f32 / h as f32, self.view.camera);
             self.view_dirty = true;
         }
     }

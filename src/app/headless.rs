@@ -54,11 +54,14 @@ pub struct MemoryReport {
     pub rss_start: u64,
     /// At the end.
     pub rss_end: u64,
-    /// GPU memory in use on the device (CUDA's view, all processes), bytes, where CUDA
-    /// exists; `None` elsewhere (wgpu does not report it).
+    /// GPU memory in use, bytes, where a source gives it (see `gpu_memory_source`).
     pub gpu_used_start: Option<u64>,
     /// At the end.
     pub gpu_used_end: Option<u64>,
+    /// Where `gpu_used_*` come from: "CUDA" (the device, all processes), "Vulkan memory
+    /// budget: heap usage" (this process, device-local heaps) or "wgpu allocator" (this
+    /// device's allocations through wgpu); `None` when no source gives a figure.
+    pub gpu_memory_source: Option<&'static str>,
     /// GPU buffers the player allocated for frames (slots, upload buffers), bytes.
     pub player_gpu_buffers: u64,
 }
@@ -151,14 +154,6 @@ pub fn rss_bytes() -> u64 {
         .ok()
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
         .map_or(0, |p| p * page)
-}
-
-/// GPU memory in use on device 0 (CUDA's view), where CUDA exists.
-pub fn gpu_used_bytes() -> Option<u64> {
-    crate::gpu::cuda_probe().ok()?;
-    let g = crate::gpu::Gpu::open(0).ok()?;
-    let (free, total) = g.mem_info().ok()?;
-    Some(total.saturating_sub(free) as u64)
 }
 
 /// Seconds since the Unix epoch as ISO 8601 UTC (days-to-civil, proleptic Gregorian).
@@ -335,7 +330,9 @@ pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
         player.set_speed(None);
         player.reset_stats(sel);
         run.memory.rss_start = rss_bytes();
-        run.memory.gpu_used_start = gpu_used_bytes();
+        let gpu = super::gpumem::gpu_memory(player.device());
+        run.memory.gpu_used_start = gpu.as_ref().map(|m| m.used);
+        run.memory.gpu_memory_source = gpu.map(|m| m.source);
         let deadline = Instant::now() + opts.timeout;
         let (cpu0, t0) = (cpu_seconds(), Instant::now());
         let played = play_frames(player, sel, opts.frames, deadline);
@@ -358,7 +355,7 @@ pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
             Err(e) => run.error = Some(e.to_string()),
         }
         run.memory.rss_end = rss_bytes();
-        run.memory.gpu_used_end = gpu_used_bytes();
+        run.memory.gpu_used_end = super::gpumem::gpu_memory(player.device()).map(|m| m.used);
         run.memory.player_gpu_buffers = player.gpu_buffer_bytes();
         // Refresh: the cuFile mode is known only after reads.
         run.info = player.path_report(sel);

@@ -7,6 +7,7 @@
 
 pub mod core;
 pub mod direct;
+pub mod gpumem;
 pub mod headless;
 pub mod overlay;
 pub mod script;
@@ -15,6 +16,7 @@ pub mod stats;
 pub mod window;
 
 pub use self::core::{HostCopy, PathReport, PathSel, PlayError, Player, PlayerConfig, TickOutcome};
+pub use gpumem::{GpuMemory, gpu_memory};
 pub use stats::{PathFigures, PathStats};
 
 use crate::render::RenderError;

@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::core::{PathSel, Player};
+use super::gpumem::GpuMemory;
 use super::script::Action;
 use super::stats::PathFigures;
 use crate::pipeline::{Direction, PlayMode};
@@ -42,8 +43,8 @@ pub struct UiState {
     pub dragging: bool,
     /// CPU use of the process, percent of one core (last second).
     pub cpu_percent: f64,
-    /// GPU memory in use (CUDA's view), where known.
-    pub gpu_used: Option<u64>,
+    /// GPU memory in use and where the figure comes from, where known.
+    pub gpu_memory: Option<GpuMemory>,
     /// Frames shown since start.
     pub frames_shown: u64,
     /// Preset index per attribute slot.
@@ -52,6 +53,23 @@ pub struct UiState {
     pub window_size: (u32, u32),
     /// Seconds of history in the plots.
     pub plot_window_s: f64,
+    /// Where the panels went (kept between frames: the layout plans with the last sizes).
+    pub layout: PanelLayout,
+}
+
+/// Where the overlay's panels were drawn in the last frame, and the sizes they took.
+#[derive(Clone, Debug, Default)]
+pub struct PanelLayout {
+    /// Each panel drawn, by name ("stats", "plots", "timeline", "help"): its rectangle in
+    /// window pixels, `[x0, y0, x1, y1]`.
+    pub rects: Vec<(&'static str, [f32; 4])>,
+    /// The plots are on but were left out: no room for them beside or below the figures.
+    pub plots_no_room: bool,
+    /// The help card took the figures' and plots' place (no room for it beside them).
+    pub help_alone: bool,
+    /// Sizes when last drawn (points).
+    stats_size: Option<egui::Vec2>,
+    help_size: Option<egui::Vec2>,
 }
 
 /// Something the user asked for in the overlay.
@@ -127,8 +145,13 @@ pub struct OverlayDump {
     pub render_size: [u32; 2],
     /// CPU use, percent of one core.
     pub cpu_percent: f64,
-    /// GPU memory in use (CUDA's view), bytes.
+    /// GPU memory in use, bytes, where known.
     pub gpu_used: Option<u64>,
+    /// Where `gpu_used` comes from: "CUDA", "Vulkan memory budget: heap usage" or "wgpu
+    /// allocator".
+    pub gpu_memory_source: Option<String>,
+    /// The better sources that gave nothing here, and why.
+    pub gpu_memory_absent: Vec<String>,
     /// GPU buffers the player allocated for frames, bytes.
     pub player_gpu_buffers: u64,
     /// The last error, if any.
@@ -137,6 +160,12 @@ pub struct OverlayDump {
     pub message: Option<String>,
     /// Attribute names and whether each is shown.
     pub attributes: Vec<(String, bool)>,
+    /// The panels drawn in the last frame: name → `[x0, y0, x1, y1]`, window pixels.
+    pub panels: std::collections::BTreeMap<String, [f32; 4]>,
+    /// The plots are on but there was no room for them.
+    pub plots_no_room: bool,
+    /// The help card hides the figures and plots (no room for it beside them).
+    pub help_alone: bool,
 }
 
 fn mode_name(m: PlayMode) -> &'static str {
@@ -180,8 +209,10 @@ pub fn stats_lines(player: &Player, ui: &UiState) -> Vec<String> {
         format!(
             "CPU {:.0}%   GPU memory {}{}",
             ui.cpu_percent,
-            ui.gpu_used
-                .map_or_else(|| "n/a".to_string(), |b| bytes_h(b as f64)),
+            ui.gpu_memory.as_ref().map_or_else(
+                || "n/a".to_string(),
+                |m| format!("{} ({})", bytes_h(m.used as f64), m.source)
+            ),
             format_args!(" (frames {})", bytes_h(player.gpu_buffer_bytes() as f64))
         ),
     ];
@@ -248,7 +279,12 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         window_size: [ui.window_size.0, ui.window_size.1],
         render_size: [player.size().0, player.size().1],
         cpu_percent: ui.cpu_percent,
-        gpu_used: ui.gpu_used,
+        gpu_used: ui.gpu_memory.as_ref().map(|m| m.used),
+        gpu_memory_source: ui.gpu_memory.as_ref().map(|m| m.source.to_string()),
+        gpu_memory_absent: ui
+            .gpu_memory
+            .as_ref()
+            .map_or_else(Vec::new, |m| m.absent.clone()),
         player_gpu_buffers: player.gpu_buffer_bytes(),
         last_error: player.last_error().map(str::to_string),
         message: ui.message.as_ref().map(|(m, _)| m.clone()),
@@ -257,6 +293,14 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
             .zip(&player.view().attributes)
             .map(|(n, a)| (n, a.as_ref().is_some_and(|a| a.enabled)))
             .collect(),
+        panels: ui
+            .layout
+            .rects
+            .iter()
+            .map(|(n, r)| (n.to_string(), *r))
+            .collect(),
+        plots_no_room: ui.layout.plots_no_room,
+        help_alone: ui.layout.help_alone,
     }
 }
 
@@ -279,7 +323,81 @@ const HELP: &[(&str, &str)] = &[
     ("Esc", "quit"),
 ];
 
+/// Gap between the panels and the window's edges, points.
+const GAP: f32 = 12.0;
+/// A panel's inner margin, points.
+const PAD: f32 = 10.0;
+/// Plot size when there is room, and the smallest worth showing, points.
+const PLOT_SIZE: egui::Vec2 = egui::vec2(360.0, 120.0);
+const PLOT_MIN: egui::Vec2 = egui::vec2(160.0, 64.0);
+/// The figures panel's widest (long lines, such as why the direct path is unavailable, wrap),
+/// points: leaves the plots room beside it from 960 points wide.
+const STATS_MAX_W: f32 = 560.0;
+/// The plots panel's height besides the two plots: margins, two titles, spacing.
+const PLOTS_EXTRA_H: f32 = 2.0 * PAD + 2.0 * 24.0 + 8.0;
+
+/// Where the plots go in `room` (a rectangle of the window free of other panels): the
+/// plot size, if they fit at all.
+fn plot_size_in(room: egui::Rect) -> Option<egui::Vec2> {
+    let w = (room.width() - 2.0 * PAD).min(PLOT_SIZE.x);
+    let h = ((room.height() - PLOTS_EXTRA_H) / 2.0).min(PLOT_SIZE.y);
+    (w >= PLOT_MIN.x && h >= PLOT_MIN.y).then(|| egui::vec2(w, h))
+}
+
+/// The room for the plots in region `top` with the figures at `stats`: beside them or below
+/// them, whichever gives bigger plots (the room and the plot size).
+fn plots_room(top: egui::Rect, stats: egui::Rect) -> Option<(egui::Rect, egui::Vec2)> {
+    let beside = egui::Rect::from_min_max(
+        egui::pos2(stats.right() + GAP, top.top()),
+        top.right_bottom(),
+    );
+    let below = egui::Rect::from_min_max(
+        egui::pos2(top.left(), stats.bottom() + GAP),
+        top.right_bottom(),
+    );
+    [beside, below]
+        .into_iter()
+        .filter(|r| r.is_positive())
+        .filter_map(|r| plot_size_in(r).map(|s| (r, s)))
+        .max_by(|a, b| (a.1.x * a.1.y).total_cmp(&(b.1.x * b.1.y)))
+}
+
+/// The plots panel's rectangle in `room` for plots of `size`: the room's top right corner
+/// (bottom right in kiosk mode, where there is no timeline).
+fn plots_rect(room: egui::Rect, size: egui::Vec2, kiosk: bool) -> egui::Rect {
+    let panel = egui::vec2(size.x + 2.0 * PAD, 2.0 * size.y + PLOTS_EXTRA_H);
+    let align = if kiosk {
+        egui::Align2::RIGHT_BOTTOM
+    } else {
+        egui::Align2::RIGHT_TOP
+    };
+    align.align_size_within_rect(panel, room)
+}
+
+/// The room right of the figures `stats` in region `top` that the plots (`plots`) leave.
+fn help_room(top: egui::Rect, stats: egui::Rect, plots: Option<egui::Rect>) -> egui::Rect {
+    let free = egui::Rect::from_min_max(
+        egui::pos2(stats.right() + GAP, top.top()),
+        top.right_bottom(),
+    );
+    let Some(p) = plots.filter(|p| p.intersects(free)) else {
+        return free;
+    };
+    let left = egui::Rect::from_min_max(free.min, egui::pos2(p.left() - GAP, free.bottom()));
+    let above = egui::Rect::from_min_max(free.min, egui::pos2(free.right(), p.top() - GAP));
+    if left.area() >= above.area() {
+        left
+    } else {
+        above
+    }
+}
+
 /// Draws the overlay over the image `image` (the renderer's output) and collects requests.
+///
+/// The panels never overlap and stay inside the window, down to 640 × 360 in large print:
+/// the timeline spans the bottom; the figures take the top left (scrolling when taller than
+/// the room); the plots go beside or below them where they fit (shrunk, or left out); the
+/// help card goes in the room they leave, else in their place while it shows.
 pub fn draw(
     ctx: &egui::Context,
     player: &Player,
@@ -287,7 +405,7 @@ pub fn draw(
     image: Option<egui::TextureId>,
     out: &mut Vec<UiRequest>,
 ) {
-    use egui::{Align2, Color32, RichText, pos2, vec2};
+    use egui::{Align2, Color32, Rect, RichText, pos2, vec2};
     let screen = ctx.content_rect();
     if let Some(tex) = image {
         ctx.layer_painter(egui::LayerId::background()).image(
@@ -299,89 +417,81 @@ pub fn draw(
     }
     let panel = egui::Frame::new()
         .fill(Color32::from_black_alpha(150))
-        .inner_margin(10.0)
+        .inner_margin(PAD)
         .corner_radius(6.0);
     let lines = stats_lines(player, ui_state);
     let now = player.clock();
+    let inner = screen.shrink(GAP);
+    let mut drawn: Vec<(&'static str, Rect)> = Vec::new();
 
-    // Figures, top left.
-    egui::Area::new(egui::Id::unique("supercell-stats"))
-        .anchor(Align2::LEFT_TOP, vec2(12.0, 12.0))
-        .show(ctx, |ui| {
-            panel.show(ui, |ui| {
-                for (i, l) in lines.iter().enumerate() {
-                    let t = RichText::new(l).color(Color32::WHITE).monospace();
-                    ui.label(if i == 0 {
-                        t.size(20.0).strong()
-                    } else {
-                        t.size(14.0)
-                    });
-                }
-                ui.add_space(6.0);
-                // Both modes side by side.
-                egui::Grid::new("supercell-both")
-                    .striped(false)
-                    .show(ui, |ui| {
-                        let hdr = |s: &str| RichText::new(s).color(Color32::LIGHT_GRAY).monospace();
-                        ui.label(hdr(""));
-                        ui.label(hdr("direct"));
-                        ui.label(hdr("host"));
-                        ui.end_row();
-                        let d = player.figures(PathSel::Direct);
-                        let h = player.figures(PathSel::Host);
-                        let direct_ok = player.direct_unavailable().is_none();
-                        let cell = |ok: bool, s: String| {
-                            RichText::new(if ok { s } else { "n/a".into() })
-                                .color(Color32::WHITE)
-                                .monospace()
-                        };
-                        for (name, dv, hv) in [
-                            ("GB/s avg", d.gbps_mean, h.gbps_mean),
-                            ("GB/s peak", d.gbps_peak, h.gbps_peak),
-                            ("frames/s", d.rendered_fps, h.rendered_fps),
-                        ] {
-                            ui.label(hdr(name));
-                            ui.label(cell(direct_ok, format!("{dv:.2}")));
-                            ui.label(cell(true, format!("{hv:.2}")));
-                            ui.end_row();
-                        }
-                    });
-                let direct_ok = player.direct_unavailable().is_none();
-                let mut direct_on = player.active_path() == PathSel::Direct;
-                let resp = ui.add_enabled(
-                    direct_ok,
-                    egui::Checkbox::new(&mut direct_on, "direct paths (D)"),
-                );
-                if resp.changed() {
-                    out.push(UiRequest::SetPath(if direct_on {
-                        PathSel::Direct
-                    } else {
-                        PathSel::Host
-                    }));
-                }
-                if let Some(why) = player.direct_unavailable() {
-                    resp.on_disabled_hover_text(why);
-                }
-                if let Some((m, at)) = &ui_state.message
-                    && at.elapsed().as_secs_f64() < 6.0
-                {
-                    ui.label(RichText::new(m).color(Color32::YELLOW));
-                }
-            });
+    // Timeline and settings, bottom (not in kiosk mode: nobody touches a kiosk).
+    let mut top = inner;
+    if !ui_state.kiosk {
+        let r = egui::Area::new(egui::Id::unique("supercell-timeline"))
+            .anchor(Align2::CENTER_BOTTOM, vec2(0.0, -GAP))
+            .show(ctx, |ui| {
+                ui.set_max_width(inner.width());
+                panel.show(ui, |ui| {
+                    timeline(ui, player, ui_state, out);
+                    ui.horizontal_wrapped(|ui| attributes(ui, player, ui_state, out));
+                });
+            })
+            .response
+            .rect;
+        drawn.push(("timeline", r));
+        top.max.y = (r.top() - GAP).max(top.top());
+    }
+
+    // The plan, from the sizes the panels took last time.
+    let stats_plan = Rect::from_min_size(
+        top.min,
+        ui_state
+            .layout
+            .stats_size
+            .unwrap_or(vec2(0.0, 0.0))
+            .min(top.size()),
+    );
+    let plots_plan = ui_state
+        .plots
+        .then(|| plots_room(top, stats_plan))
+        .flatten()
+        .map(|(room, size)| plots_rect(room, size, ui_state.kiosk));
+    let help_alone = ui_state.help
+        && ui_state.layout.help_size.is_some_and(|s| {
+            let room = help_room(top, stats_plan, plots_plan);
+            s.x > room.width() || s.y > room.height()
         });
 
-    // Plots, top right.
-    if ui_state.plots {
-        egui::Area::new(egui::Id::unique("supercell-plots"))
-            // Kiosk: bottom right, clear of the large-print figures (no timeline there).
-            .anchor(
-                if ui_state.kiosk {
-                    Align2::RIGHT_BOTTOM
-                } else {
-                    Align2::RIGHT_TOP
-                },
-                vec2(-12.0, if ui_state.kiosk { -12.0 } else { 12.0 }),
-            )
+    // Figures, top left.
+    let mut stats_rect = None;
+    if !help_alone {
+        let r = egui::Area::new(egui::Id::unique("supercell-stats"))
+            .fixed_pos(top.min)
+            .show(ctx, |ui| {
+                ui.set_max_size(vec2(top.width().min(STATS_MAX_W), top.height()));
+                panel.show(ui, |ui| {
+                    egui::ScrollArea::vertical()
+                        .id_salt("supercell-stats-scroll")
+                        .max_height((top.height() - 2.0 * PAD).max(16.0))
+                        .show(ui, |ui| stats_panel(ui, player, ui_state, &lines, out));
+                });
+            })
+            .response
+            .rect;
+        drawn.push(("stats", r));
+        ui_state.layout.stats_size = Some(r.size());
+        stats_rect = Some(r);
+    }
+
+    // Plots: beside or below the figures, where they fit.
+    let plots_room_now = stats_rect.and_then(|s| plots_room(top, s));
+    ui_state.layout.plots_no_room = ui_state.plots && !help_alone && plots_room_now.is_none();
+    if ui_state.plots
+        && let Some((room, size)) = plots_room_now
+    {
+        let want = plots_rect(room, size, ui_state.kiosk);
+        let r = egui::Area::new(egui::Id::unique("supercell-plots"))
+            .fixed_pos(want.min)
             .show(ctx, |ui| {
                 panel.show(ui, |ui| {
                     let w = ui_state.plot_window_s;
@@ -397,8 +507,8 @@ pub fn draw(
                     for (title, gb) in [("GB/s", true), ("frames/s", false)] {
                         ui.label(RichText::new(title).color(Color32::WHITE).strong());
                         egui_plot::Plot::new(title)
-                            .width(360.0)
-                            .height(120.0)
+                            .width(size.x)
+                            .height(size.y)
                             .include_x(-w)
                             .include_x(0.0)
                             .include_y(0.0)
@@ -418,46 +528,138 @@ pub fn draw(
                             });
                     }
                 });
-            });
+            })
+            .response
+            .rect;
+        drawn.push(("plots", r));
     }
 
-    // Timeline and settings, bottom (not in kiosk mode: nobody touches a kiosk).
-    if !ui_state.kiosk {
-        egui::Area::new(egui::Id::unique("supercell-timeline"))
-            .anchor(Align2::CENTER_BOTTOM, vec2(0.0, -12.0))
-            .show(ctx, |ui| {
-                panel.show(ui, |ui| {
-                    timeline(ui, player, ui_state, out);
-                    ui.horizontal(|ui| attributes(ui, player, ui_state, out));
-                });
-            });
-    }
-
+    // Help: in the room the figures and plots leave, else in their place.
     if ui_state.help {
-        egui::Area::new(egui::Id::unique("supercell-help"))
-            .anchor(Align2::CENTER_CENTER, vec2(0.0, 0.0))
+        let room = if help_alone {
+            top
+        } else {
+            help_room(top, stats_plan, plots_plan)
+        };
+        let r = egui::Area::new(egui::Id::unique("supercell-help"))
+            .pivot(Align2::CENTER_CENTER)
+            .fixed_pos(room.center())
             .show(ctx, |ui| {
+                ui.set_max_size(top.size());
                 panel.show(ui, |ui| {
-                    ui.label(
-                        RichText::new("Keys")
-                            .size(18.0)
-                            .strong()
-                            .color(Color32::WHITE),
-                    );
-                    egui::Grid::new("supercell-help-grid").show(ui, |ui| {
-                        for (k, what) in HELP {
-                            ui.label(RichText::new(*k).monospace().color(Color32::WHITE));
-                            ui.label(RichText::new(*what).color(Color32::LIGHT_GRAY));
-                            ui.end_row();
-                        }
-                    });
+                    egui::ScrollArea::vertical()
+                        .id_salt("supercell-help-scroll")
+                        .max_height((top.height() - 2.0 * PAD).max(16.0))
+                        .show(ui, help_card);
                 });
-            });
+            })
+            .response
+            .rect;
+        drawn.push(("help", r));
+        ui_state.layout.help_size = Some(r.size());
+    }
+    ui_state.layout.help_alone = help_alone;
+    let ppp = ctx.pixels_per_point();
+    ui_state.layout.rects = drawn
+        .into_iter()
+        .map(|(n, r)| {
+            (
+                n,
+                [r.min.x * ppp, r.min.y * ppp, r.max.x * ppp, r.max.y * ppp],
+            )
+        })
+        .collect();
+}
+
+/// The figures panel's contents.
+fn stats_panel(
+    ui: &mut egui::Ui,
+    player: &Player,
+    ui_state: &UiState,
+    lines: &[String],
+    out: &mut Vec<UiRequest>,
+) {
+    use egui::{Color32, RichText};
+    for (i, l) in lines.iter().enumerate() {
+        let t = RichText::new(l).color(Color32::WHITE).monospace();
+        ui.label(if i == 0 {
+            t.size(20.0).strong()
+        } else {
+            t.size(14.0)
+        });
+    }
+    ui.add_space(6.0);
+    // Both modes side by side.
+    egui::Grid::new("supercell-both")
+        .striped(false)
+        .show(ui, |ui| {
+            let hdr = |s: &str| RichText::new(s).color(Color32::LIGHT_GRAY).monospace();
+            ui.label(hdr(""));
+            ui.label(hdr("direct"));
+            ui.label(hdr("host"));
+            ui.end_row();
+            let d = player.figures(PathSel::Direct);
+            let h = player.figures(PathSel::Host);
+            let direct_ok = player.direct_unavailable().is_none();
+            let cell = |ok: bool, s: String| {
+                RichText::new(if ok { s } else { "n/a".into() })
+                    .color(Color32::WHITE)
+                    .monospace()
+            };
+            for (name, dv, hv) in [
+                ("GB/s avg", d.gbps_mean, h.gbps_mean),
+                ("GB/s peak", d.gbps_peak, h.gbps_peak),
+                ("frames/s", d.rendered_fps, h.rendered_fps),
+            ] {
+                ui.label(hdr(name));
+                ui.label(cell(direct_ok, format!("{dv:.2}")));
+                ui.label(cell(true, format!("{hv:.2}")));
+                ui.end_row();
+            }
+        });
+    let direct_ok = player.direct_unavailable().is_none();
+    let mut direct_on = player.active_path() == PathSel::Direct;
+    let resp = ui.add_enabled(
+        direct_ok,
+        egui::Checkbox::new(&mut direct_on, "direct paths (D)"),
+    );
+    if resp.changed() {
+        out.push(UiRequest::SetPath(if direct_on {
+            PathSel::Direct
+        } else {
+            PathSel::Host
+        }));
+    }
+    if let Some(why) = player.direct_unavailable() {
+        resp.on_disabled_hover_text(why);
+    }
+    if let Some((m, at)) = &ui_state.message
+        && at.elapsed().as_secs_f64() < 6.0
+    {
+        ui.label(RichText::new(m).color(Color32::YELLOW));
     }
 }
 
+/// The help card's contents.
+fn help_card(ui: &mut egui::Ui) {
+    use egui::{Color32, RichText};
+    ui.label(
+        RichText::new("Keys")
+            .size(18.0)
+            .strong()
+            .color(Color32::WHITE),
+    );
+    egui::Grid::new("supercell-help-grid").show(ui, |ui| {
+        for (k, what) in HELP {
+            ui.label(RichText::new(*k).monospace().color(Color32::WHITE));
+            ui.label(RichText::new(*what).color(Color32::LIGHT_GRAY));
+            ui.end_row();
+        }
+    });
+}
+
 fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<UiRequest>) {
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         if ui
             // Plain words: egui's built-in fonts lack the media-control glyphs.
             .button(if player.is_playing() { "pause" } else { "play" })
@@ -487,6 +689,9 @@ fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<
         if mode != player.mode() {
             out.push(UiRequest::SetMode(mode));
         }
+    });
+    // The speed on a row of its own: a slider does not wrap.
+    ui.horizontal_wrapped(|ui| {
         let mut unlimited = player.speed().is_none();
         let mut fps = player.speed().unwrap_or(10.0);
         if ui.checkbox(&mut unlimited, "max speed").changed() {

@@ -127,11 +127,12 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             slider: 0,
             dragging: false,
             cpu_percent: 0.0,
-            gpu_used: None,
+            gpu_memory: None,
             frames_shown: 0,
             presets: Vec::new(),
             window_size: opts.window_size,
             plot_window_s: opts.plot_window_s,
+            layout: Default::default(),
         },
         script: opts.script.iter().cloned().collect(),
         opts,
@@ -160,13 +161,16 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
 }
 
 /// Overlay zoom: 1 normally; in large print it grows with the window so that text stays
-/// readable from two metres on a 1080p or 4K screen (2× at 1080 pixels high).
-fn zoom_for(large_print: bool, height_px: u32, scale_factor: f64) -> f32 {
+/// readable from two metres on a 1080p or 4K screen (2× at 1920 × 1080), and shrinks with
+/// it down to 1 (at 960 × 540 and smaller) so that the panels keep fitting. A window
+/// narrower than 16:9 counts by its width.
+fn zoom_for(large_print: bool, (width_px, height_px): (u32, u32), scale_factor: f64) -> f32 {
     if !large_print {
         return 1.0;
     }
-    let logical_h = height_px as f32 / scale_factor.max(0.1) as f32;
-    (logical_h / 540.0).clamp(1.25, 3.0)
+    let s = scale_factor.max(0.1) as f32;
+    let logical = (height_px as f32 / s).min(width_px as f32 / s * 9.0 / 16.0);
+    (logical / 540.0).clamp(1.0, 3.0)
 }
 
 fn render_size(window: (u32, u32), scale: f32) -> (u32, u32) {
@@ -263,7 +267,11 @@ impl App {
             self.ui.message = Some((format!("direct path unavailable: {why}"), Instant::now()));
         }
         let egui_ctx = egui::Context::default();
-        egui_ctx.set_zoom_factor(zoom_for(self.ui.large_print, sh, window.scale_factor()));
+        egui_ctx.set_zoom_factor(zoom_for(
+            self.ui.large_print,
+            (sw, sh),
+            window.scale_factor(),
+        ));
         let egui_state = egui_winit::State::new(
             egui_ctx.clone(),
             egui::ViewportId::ROOT,
@@ -340,10 +348,10 @@ impl App {
             Action::TogglePlots => self.ui.plots = !self.ui.plots,
             Action::ToggleLargePrint => {
                 self.ui.large_print = !self.ui.large_print;
-                let h = g.config.height;
+                let size = (g.config.width, g.config.height);
                 g.egui_ctx.set_zoom_factor(zoom_for(
                     self.ui.large_print,
-                    h,
+                    size,
                     g.window.scale_factor(),
                 ));
             }
@@ -536,7 +544,7 @@ impl App {
         }
         if now.duration_since(self.gpu_mark) >= Duration::from_secs(2) {
             self.gpu_mark = now;
-            self.ui.gpu_used = super::headless::gpu_used_bytes();
+            self.ui.gpu_memory = super::gpumem::gpu_memory(g.player.device());
         }
     }
 
@@ -844,7 +852,7 @@ impl ApplicationHandler for App {
                 self.ui.window_size = (size.width, size.height);
                 g.egui_ctx.set_zoom_factor(zoom_for(
                     self.ui.large_print,
-                    size.height,
+                    (size.width, size.height),
                     g.window.scale_factor(),
                 ));
             }

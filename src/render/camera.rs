@@ -84,6 +84,48 @@ impl Camera {
         self.target = centre.into();
         self.distance = radius / half.sin();
         self.ortho_height = 2.0 * radius / aspect.clamp(1e-3, 1.0);
+        // Narrower than square the sides bind, and the shrunk sphere can cut the box's
+        // corners off there: keep every corner between them.
+        if aspect < 1.0 {
+            let f = self.frame();
+            let aspect = aspect.max(1e-3);
+            for p in box_corners(bbox) {
+                let (x, z) = ((p - centre).dot(f.right).abs(), (p - centre).dot(f.forward));
+                self.distance = self.distance.max(x / half_h.tan() - z);
+                self.ortho_height = self.ortho_height.max(2.0 * x / aspect);
+            }
+        }
+    }
+
+    /// This camera for an image of aspect `to` (width / height) that keeps in sight what it
+    /// showed at aspect `from`: the view's rectangle at the target's distance becomes the
+    /// smallest one of the new aspect that contains it. A narrower image keeps the width (and
+    /// shows more above and below); a wider one keeps the height. Angles, target and field of
+    /// view stay; the distance (perspective) or the orthographic height grows.
+    pub fn reframed(&self, from: f32, to: f32) -> Camera {
+        let s = (from.max(1e-3) / to.max(1e-3)).max(1.0);
+        let mut c = *self;
+        c.distance *= s;
+        c.ortho_height *= s;
+        c
+    }
+
+    /// Whether world point `p` is inside the view of an image of aspect `aspect`
+    /// (width / height): in front of the eye and within the image's edges.
+    pub fn sees(&self, p: Vec3, aspect: f32) -> bool {
+        let f = self.frame();
+        let d = p - f.eye;
+        let (x, y, z) = (d.dot(f.right), d.dot(f.up), d.dot(f.forward));
+        let half_h = match self.projection {
+            Projection::Perspective => {
+                if z <= 0.0 {
+                    return false;
+                }
+                z * (self.fov_y_deg.to_radians() * 0.5).tan()
+            }
+            Projection::Orthographic => self.ortho_height * 0.5,
+        };
+        y.abs() <= half_h && x.abs() <= half_h * aspect
     }
 
     /// Eye position and basis.
@@ -142,6 +184,11 @@ impl Camera {
     }
 }
 
+/// The eight corners of box `b` (min, max).
+pub(crate) fn box_corners(b: [[f32; 3]; 2]) -> impl Iterator<Item = Vec3> {
+    (0..8).map(move |i| Vec3::new(b[i & 1][0], b[(i >> 1) & 1][1], b[(i >> 2) & 1][2]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +210,31 @@ mod tests {
         let t0 = Vec3::from(c.target);
         c.pan(0.1, 0.0);
         assert!((Vec3::from(c.target) - t0).dot(f.right) > 0.0);
+    }
+
+    #[test]
+    fn a_box_framed_landscape_stays_in_view_in_portrait_and_back() {
+        // The storm's proportions: twice as wide as deep, flat.
+        let b = [[-40.0, -20.0, 0.0], [40.0, 20.0, 16.0]];
+        let (wide, tall) = (16.0 / 9.0, 9.0 / 16.0);
+        for projection in [Projection::Perspective, Projection::Orthographic] {
+            let mut c = Camera {
+                projection,
+                ..Camera::default()
+            };
+            c.fit_to(b, wide);
+            assert!(box_corners(b).all(|p| c.sees(p, wide)), "{projection:?}");
+            // Unchanged, the camera crops the box in a portrait window.
+            assert!(!box_corners(b).all(|p| c.sees(p, tall)), "{projection:?}");
+            let r = c.reframed(wide, tall);
+            assert!(box_corners(b).all(|p| r.sees(p, tall)), "{projection:?}");
+            // Wider keeps the framing: the same camera from the reference.
+            assert_eq!(c.reframed(wide, 21.0 / 9.0), c);
+            // Not a zoom of the angles or the target.
+            assert_eq!(
+                (r.yaw_deg, r.pitch_deg, r.target),
+                (c.yaw_deg, c.pitch_deg, c.target)
+            );
+        }
     }
 }

@@ -27,6 +27,8 @@ mod params;
 mod shader;
 mod transfer;
 
+#[cfg(test)]
+pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
 pub use cpu::render_cpu;
 pub use gpu::{FrameTiming, GpuContext, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer, upload_slot};

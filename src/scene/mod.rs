@@ -27,6 +27,7 @@
 
 mod cache;
 mod error;
+mod framing;
 mod path;
 mod validate;
 
@@ -38,6 +39,7 @@ use serde::{Deserialize, Serialize};
 pub use cache::{DEFAULT_DATASET_NAME, default_dataset_dir, ensure_default_dataset};
 pub use error::SceneError;
 use error::{Seg, Source, plain_message, resolve_relative};
+pub use framing::Framing;
 pub use path::{CameraKey, CameraPath};
 
 use crate::dataset::{Dataset, Manifest};
@@ -508,12 +510,13 @@ impl Scene {
                 ),
             ));
         }
-        let (view, fitted) = build_view(m, &attributes, &slots, self, aspect);
+        let (view, fitted, fit_box) = build_view(m, &attributes, &slots, self, aspect);
         Ok(LoadedScene {
             dataset,
             slots,
             view,
             fitted,
+            framing: Framing::new(self.camera.clone(), fit_box, aspect),
             camera_path: self.camera_path.clone(),
         })
     }
@@ -539,7 +542,7 @@ fn build_view(
     slots: &[Option<usize>],
     scene: &Scene,
     aspect: f32,
-) -> (View, Camera) {
+) -> (View, Camera, [[f32; 3]; 2]) {
     let all: Vec<usize> = slots.iter().flatten().copied().collect();
     let world = union_bbox(m, all.iter().copied()).unwrap_or([[0.0; 3], [1.0; 3]]);
     let [lo, hi] = world;
@@ -602,7 +605,7 @@ fn build_view(
     let mut view = View::new(world, voxel, attrs, aspect);
     view.settings = scene.settings.clone();
     view.camera = fitted;
-    (view, fitted)
+    (view, fitted, fit_box)
 }
 
 /// [`DEFAULT_ATTRIBUTES`] the manifest has, or its first three attributes if none.
@@ -634,11 +637,26 @@ pub struct LoadedScene {
     /// The scene's camera (fitted to the data, `[camera]` applied): what the camera path is
     /// relative to.
     pub fitted: Camera,
+    /// The scene's camera fit and the user's framing across image aspects.
+    pub framing: Framing,
     /// The scene's camera path.
     pub camera_path: Option<CameraPath>,
 }
 
 impl LoadedScene {
+    /// Moves to images of aspect `aspect` (width / height): refits the scene's camera (and
+    /// so its camera path) to the data at that aspect, and returns the camera to show
+    /// instead of `current` (see [`Framing`]): the new scene camera while the user has not
+    /// moved it, else what they framed, kept in sight.
+    pub fn set_aspect(&mut self, aspect: f32, current: Camera) -> Camera {
+        let Some(shown) = self.framing.set_aspect(aspect, current) else {
+            return current;
+        };
+        self.fitted = self.framing.fitted();
+        self.view.camera = self.fitted;
+        shown
+    }
+
     /// The camera at `time_s` seconds: the camera path's, or the scene's camera when it has
     /// no path.
     pub fn camera_at(&self, time_s: f64) -> Camera {
