@@ -12,10 +12,12 @@
 # benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), a staged
 # sweep with its plot, the raw O_DIRECT and kvikio peers on the same files, and a cold
 # root-disk run against the raw O_DIRECT ceiling, and the player headless on both paths
-# (play.json) plus a longer memory run (play-long.json). Knobs (environment): FRAMES (16),
-# FRAME_SIZE (1GB), LANES (8), LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1,
-# PLAY_FRAMES (64), PLAY_LONG_FRAMES (600), SKIP_PLAY=1, SKIP_RENDER=1, ONLY_RENDER=1 (the
-# renderer benchmark and interop tests alone).
+# (play.json; play-staging.json: the host path's staging route for comparison) plus a soak:
+# the kiosk workload (storm scene, camera path, path flips every 20 s) sampling memory and
+# handles (soak.json). Knobs (environment): FRAMES (16), FRAME_SIZE (1GB), LANES (8),
+# LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1, PLAY_FRAMES (96), SOAK (300s),
+# SKIP_PLAY=1, SKIP_RENDER=1, ONLY_RENDER=1 (the renderer benchmark and interop tests alone).
+# One call on the GPU machine is limited to 10 minutes: split with the SKIP_* knobs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +38,7 @@ for l in sys.stdin:
   strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/interop_gpu .dev/play || true
   rm -rf .dev/device && cp -r ../shared/device .dev/device
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh
+  cp scenes/storm.toml .dev/storm.toml
   du -sh .dev
 }
 
@@ -78,20 +81,25 @@ run() {
 
   if [ -z "${SKIP_PLAY:-}" ]; then
     # The player headless: both paths on the lane dataset (host, then direct toggled at run
-    # time), with scrub latency; then a longer run to watch resident and GPU memory.
-    say "play --headless --path both --frames ${PLAY_FRAMES:-64}"
-    timeout 300 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-64}" --threads "$THREADS" \
+    # time), with scrub latency; the host path's staging route for comparison; then the
+    # kiosk workload for $SOAK, sampling memory and handles.
+    say "play --headless --path both --frames ${PLAY_FRAMES:-96}"
+    timeout 300 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-96}" --threads "$THREADS" \
       --size 1920x1080 --json "$OUT/play.json" >>"$LOG" 2>&1
     echo "play exit code: $?" | tee -a "$LOG"
-    say "play --headless memory run (${PLAY_LONG_FRAMES:-600} frames per path)"
-    timeout 500 $SC play "$DS" --headless --path both --frames "${PLAY_LONG_FRAMES:-600}" --threads "$THREADS" \
-      --size 1280x720 --scrub-jumps 10 --json "$OUT/play-long.json" >>"$LOG" 2>&1
-    echo "play (long) exit code: $?" | tee -a "$LOG"
+    timeout 200 $SC play "$DS" --headless --path host --host-copy staging --frames 64 \
+      --threads "$THREADS" --size 1920x1080 --json "$OUT/play-staging.json" >>"$LOG" 2>&1
+    echo "play (staging route) exit code: $?" | tee -a "$LOG"
+    say "play --headless --soak ${SOAK:-300s} (storm scene, flips every 20 s)"
+    { printf 'dataset = "%s"\n' "$DS"; cat .dev/storm.toml; } >/var/tmp/soak.toml
+    timeout 590 $SC play /var/tmp/soak.toml --headless --soak "${SOAK:-300s}" --toggle-every 20s \
+      --sample-every 2s --threads "$THREADS" --size 1920x1080 --json "$OUT/soak.json" >>"$LOG" 2>&1
+    echo "soak exit code: $?" | tee -a "$LOG"
   fi
 
   local files
   files=$(find /mnt/lanes -name '*.sclane' | sort)
-  [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-long.json")
+  [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-staging.json" "$OUT/soak.json")
   for p in cpu-only staged gds; do
     say "bench --path $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
     timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
