@@ -169,6 +169,10 @@ struct FramePath {
     imported: Vec<wgpu::Buffer>,
     /// Host with imports: the landed ranges of the frame being read into each slot.
     progress: Vec<Option<Arc<ReadProgress>>>,
+    /// Host with imports: the last submission that copies from each slot. A slot can go
+    /// back to Free without being shown (an aborted or failed read, an evicted read-ahead,
+    /// a path switch); before the engine may write it again, that copy must be done.
+    last_copy: Vec<Option<wgpu::SubmissionIndex>>,
     /// Host without imports: one staging buffer per upload buffer (same index); else none.
     staging: Vec<Staging>,
     /// Host: how frames reach the GPU, for the report.
@@ -570,12 +574,19 @@ impl Player {
                     .map(|m| imp.import(device, m, "supercell host slot"))
                     .collect::<Result<Vec<_>, _>>()
             });
+            // The imported route needs a device buffer per slot; where the GPU has no room
+            // for them, the staging route needs only two.
+            let imported = imported.and_then(|b| {
+                (0..slots)
+                    .map(|_| new_buffer(device, copy_len(slot_len), label))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|d| (b, d))
+                    .map_err(|e| e.to_string())
+            });
             let (imported, buffers, staging, route) = match imported {
-                Ok(b) => (
+                Ok((b, d)) => (
                     b,
-                    (0..slots)
-                        .map(|_| new_buffer(device, copy_len(slot_len), label))
-                        .collect::<Result<Vec<_>, _>>()?,
+                    d,
                     Vec::new(),
                     "GPU copies from the host slots as reads land (VK_EXT_external_memory_host)"
                         .to_string(),
@@ -602,6 +613,11 @@ impl Player {
                 engine,
                 buffers,
                 progress: if imported.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![None; ring.len()]
+                },
+                last_copy: if imported.is_empty() {
                     Vec::new()
                 } else {
                     vec![None; ring.len()]
@@ -642,6 +658,7 @@ impl Player {
                                 buffers,
                                 imported: Vec::new(),
                                 progress: Vec::new(),
+                                last_copy: Vec::new(),
                                 staging: Vec::new(),
                                 upload_route: None,
                                 next_upload: 0,
@@ -837,13 +854,14 @@ impl Player {
         if let Some(pr) = p.progress.get_mut(c.slot) {
             *pr = None;
         }
-        p.ring.finish_write(c.slot, ok)?;
         let stale = p.stale.remove(&c.slot);
         if !active || stale {
-            // A read of a path no longer shown (or issued before it was left): drop it.
-            p.ring.evict(c.frame);
+            // A read of a path no longer shown (or issued before it was left): free its slot
+            // (by slot: the same frame may be resident elsewhere, read for the new schedule).
+            p.ring.finish_write(c.slot, false)?;
             return Ok(());
         }
+        p.ring.finish_write(c.slot, ok)?;
         match c.result {
             Ok(()) => {
                 let done = c.on_gpu.or(c.last_byte).unwrap_or_else(Instant::now);
@@ -881,7 +899,8 @@ impl Player {
                 .ring
                 .states()
                 .iter()
-                .position(|s| *s == SlotState::Writing(*f))
+                .enumerate()
+                .position(|(i, s)| *s == SlotState::Writing(*f) && !p.stale.contains(&i))
             {
                 p.engine.cancel(slot)?;
             }
@@ -893,6 +912,15 @@ impl Player {
                 break;
             };
             p.pending.pop_front();
+            if let Some(copy) = p.last_copy.get_mut(slot).and_then(Option::take) {
+                // Normally long done; a slot freed without being shown may still be copied.
+                self.device
+                    .poll(wgpu::PollType::Wait {
+                        submission_index: Some(copy),
+                        timeout: None,
+                    })
+                    .map_err(|e| PlayError::Usage(format!("waiting for a slot copy: {e}")))?;
+            }
             let extents = self.source.frames[f as usize].extents.clone();
             // Host slots the GPU can copy from: copy each range as it lands.
             // (`progress` has an entry per slot on that route only.)
@@ -930,6 +958,7 @@ impl Player {
             return Ok(());
         }
         let mut enc: Option<wgpu::CommandEncoder> = None;
+        let mut copied = Vec::new();
         for slot in 0..p.progress.len() {
             if only.is_some_and(|o| o != slot) {
                 continue;
@@ -951,9 +980,13 @@ impl Player {
                 // Extents are 4 KiB aligned (checked at submit), so copies are too.
                 enc.copy_buffer_to_buffer(&p.imported[slot], dst, &p.buffers[slot], dst, len);
             }
+            copied.push(slot);
         }
         if let Some(enc) = enc {
-            self.queue.submit([enc.finish()]);
+            let idx = self.queue.submit([enc.finish()]);
+            for slot in copied {
+                p.last_copy[slot] = Some(idx.clone());
+            }
         }
         Ok(())
     }

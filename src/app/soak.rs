@@ -38,7 +38,8 @@ pub struct SoakSample {
     pub fds: u64,
     /// Threads of the process.
     pub threads: u64,
-    /// GPU memory in use (CUDA's view, whole device), bytes, where CUDA exists.
+    /// GPU memory in use, bytes: CUDA's view of the whole device where CUDA exists, else
+    /// what the player's device reports (see `gpumem`).
     pub gpu_used: Option<u64>,
 }
 
@@ -101,12 +102,16 @@ pub fn run(
     mut progress: impl FnMut(&SoakSample),
 ) -> Result<SoakReport, PlayError> {
     // One CUDA handle for the whole run: opening one per sample would itself allocate.
+    // Without CUDA, the player's device says what it can (Vulkan budget, wgpu allocator).
     let cuda = crate::gpu::cuda_probe()
         .ok()
         .and_then(|()| crate::gpu::Gpu::open(0).ok());
-    let gpu_used = || {
-        let (free, total) = cuda.as_ref()?.mem_info().ok()?;
-        Some(total.saturating_sub(free) as u64)
+    let gpu_used = |p: &Player| match &cuda {
+        Some(g) => g
+            .mem_info()
+            .ok()
+            .map(|(free, total)| total.saturating_sub(free) as u64),
+        None => super::gpumem::gpu_memory(p.device()).map(|m| m.used),
     };
     player.set_playing(true);
     player.set_speed(None);
@@ -160,11 +165,12 @@ pub fn run(
                 rss: rss_bytes(),
                 fds: open_fds(),
                 threads: thread_count(),
-                gpu_used: gpu_used(),
+                gpu_used: gpu_used(player),
             };
             progress(&s);
             report.samples.push(s);
-            next_sample += opts.sample_every;
+            // After a stall, sample on the grid again rather than catching up in a burst.
+            next_sample = (next_sample + opts.sample_every).max(now);
             if let Some(e) = player.last_error()
                 && !report.errors.iter().any(|x| x == e)
             {
@@ -174,8 +180,16 @@ pub fn run(
         if t >= opts.duration {
             break;
         }
-        if player.tick()?.shown.is_none() {
-            player.wait(Duration::from_millis(2));
+        match player.tick() {
+            Ok(t) if t.shown.is_none() => player.wait(Duration::from_millis(2)),
+            Ok(_) => {}
+            Err(e) => {
+                // Stop, but keep what was measured: the report says what went wrong.
+                report
+                    .errors
+                    .push(format!("stopped at {:.1} s: {e}", t.as_secs_f64()));
+                break;
+            }
         }
     }
     report.duration_s = start.elapsed().as_secs_f64();

@@ -68,7 +68,7 @@ pub struct PlayArgs {
     /// Headless: instead of measuring each path, run this long (e.g. `2h`) as a kiosk
     /// would (looping, camera flying, `--toggle-every` flips) and sample memory, file
     /// descriptors and threads every `--sample-every`; the JSON gets a `soak` section.
-    #[arg(long)]
+    #[arg(long, requires = "headless")]
     pub soak: Option<String>,
     /// Headless `--soak`: sampling interval.
     #[arg(long, default_value = "1s")]
@@ -307,6 +307,11 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
                 bail!("{} path: {e}", r.info.path.name());
             }
         }
+    }
+    if let Some(soak) = &report.soak
+        && !soak.errors.is_empty()
+    {
+        bail!("soak: {}", soak.errors.join("; "));
     }
     Ok(())
 }

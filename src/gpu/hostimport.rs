@@ -11,7 +11,7 @@
 //! - [`enable_on`] adds the extension to a device being created where the adapter has it
 //!   (the player opens its devices through it; see `crate::app::PlayerGpu`).
 //! - [`HostImporter::new`] says whether a device can import, and why not.
-//! - [`HostImporter::import`] wraps a [`HostBuffer`] as a `COPY_SRC` [`wgpu::Buffer`].
+//! - [`HostImporter::import`] wraps a host ring slot as a `COPY_SRC` [`wgpu::Buffer`].
 //!
 //! Lifetime: the Vulkan buffer and its imported memory are destroyed by wgpu's drop callback
 //! (after the last handle is gone and every submission using it has completed), and that
@@ -225,7 +225,18 @@ impl HostImporter {
         // SAFETY: a buffer of this device.
         let req = unsafe { d.get_buffer_memory_requirements(buffer) };
         let bits = req.memory_type_bits & props.memory_type_bits;
-        let Some(type_index) = (0..self.memory.memory_type_count).find(|&i| bits & (1 << i) != 0)
+        // Prefer a coherent type: host writes then need no flush before a copy reads them.
+        let allowed = |i: &u32| bits & (1 << i) != 0;
+        let coherent = |i: &u32| {
+            self.memory.memory_types[*i as usize]
+                .property_flags
+                .contains(vk::MemoryPropertyFlags::HOST_COHERENT)
+        };
+        let types = 0..self.memory.memory_type_count;
+        let Some(type_index) = types
+            .clone()
+            .find(|i| allowed(i) && coherent(i))
+            .or_else(|| types.clone().find(allowed))
         else {
             destroy_buffer();
             return Err(format!(

@@ -772,11 +772,13 @@ impl Renderer {
         let Some(p) = self.pending.take() else {
             return Ok(None);
         };
-        self.wait(p.index)?;
+        self.wait(p.index.clone())?;
         let wall_ms = p.submitted.elapsed().as_secs_f64() * 1e3;
         let (gpu_ms, prepare_ms) = match &self.timer {
             Some(t) => {
-                let bytes = self.map_read(&t.read, RESOLVE_BYTES)?;
+                // Wait for this render's submission only: work queued after it (the next
+                // frame's copies) must not hold up its timing.
+                let bytes = self.map_read_after(&t.read, RESOLVE_BYTES, Some(p.index))?;
                 let ts =
                     |i: usize| -> u64 { bytemuck::pod_read_unaligned(&bytes[i * 8..i * 8 + 8]) };
                 let ms = |a: u64, b: u64| b.wrapping_sub(a) as f64 * t.period_ns / 1e6;
@@ -806,12 +808,26 @@ impl Renderer {
     }
 
     fn map_read(&self, buffer: &wgpu::Buffer, len: u64) -> Result<Vec<u8>, RenderError> {
+        self.map_read_after(buffer, len, None)
+    }
+
+    /// Maps `buffer` (last used by submission `after`, or by anything submitted so far when
+    /// `None`) and copies out its first `len` bytes.
+    fn map_read_after(
+        &self,
+        buffer: &wgpu::Buffer,
+        len: u64,
+        after: Option<wgpu::SubmissionIndex>,
+    ) -> Result<Vec<u8>, RenderError> {
         let (tx, rx) = mpsc::channel();
         buffer.map_async(wgpu::MapMode::Read, 0..len, move |r| {
             let _ = tx.send(r);
         });
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait {
+                submission_index: after,
+                timeout: None,
+            })
             .map_err(|e| RenderError::Gpu(e.to_string()))?;
         rx.recv()
             .map_err(|e| RenderError::Gpu(e.to_string()))?
