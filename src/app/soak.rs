@@ -1,5 +1,6 @@
-//! Long runs (`supercell play --headless --soak 2h`): the kiosk's workload without a window.
-//! Playback loops, the camera flies the scene's path, the path flips on a timer, and the
+//! Long runs (`supercell play --headless --soak 2h`): the kiosk's workload without a window,
+//! and harder: playback loops as fast as frames arrive (not at the scene's rate), the camera
+//! flies the scene's path, the path flips on a timer, and the
 //! process's memory, open file descriptors and threads (and the GPU's memory, where CUDA can
 //! say) are sampled, so a booth's "flat over hours" can be checked rather than hoped for.
 

@@ -66,8 +66,9 @@ pub struct PlayArgs {
     #[arg(long, default_value_t = 12)]
     pub scrub_jumps: usize,
     /// Headless: instead of measuring each path, run this long (e.g. `2h`) as a kiosk
-    /// would (looping, camera flying, `--toggle-every` flips) and sample memory, file
-    /// descriptors and threads every `--sample-every`; the JSON gets a `soak` section.
+    /// would (looping, camera flying, `--toggle-every` flips; frames as fast as they arrive)
+    /// and sample memory, file descriptors and threads every `--sample-every`; the JSON gets
+    /// a `soak` section.
     #[arg(long, requires = "headless")]
     pub soak: Option<String>,
     /// Headless `--soak`: sampling interval.
