@@ -46,7 +46,7 @@ pub struct SoakSample {
 
 /// What a long run found. "Settled" figures leave out the first tenth of the run (at most a
 /// minute), while allocators and caches warm up.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct SoakReport {
     /// Seconds run.
     pub duration_s: f64,
@@ -102,8 +102,9 @@ pub fn run(
     opts: &SoakOptions,
     mut progress: impl FnMut(&SoakSample),
 ) -> Result<SoakReport, PlayError> {
-    // One CUDA handle for the whole run: opening one per sample would itself allocate.
-    // Without CUDA, the player's device says what it can (Vulkan budget, wgpu allocator).
+    // One CUDA handle for the whole run rather than one per sample (as `gpumem` opens), so
+    // the sampling itself holds nothing that comes and goes. Without CUDA, the player's
+    // device says what it can (Vulkan budget, wgpu allocator).
     let cuda = crate::gpu::cuda_probe()
         .ok()
         .and_then(|()| crate::gpu::Gpu::open(0).ok());
@@ -119,22 +120,7 @@ pub fn run(
     let start = Instant::now();
     let mut next_sample = start;
     let mut next_toggle = opts.toggle_every.map(|d| start + d);
-    let mut report = SoakReport {
-        duration_s: 0.0,
-        toggles: 0,
-        toggle_unavailable: None,
-        frames: 0,
-        bytes: 0,
-        errors: Vec::new(),
-        rss_settled_start: 0,
-        rss_settled_end: 0,
-        rss_growth: 0,
-        fds_range: [0, 0],
-        threads_range: [0, 0],
-        gpu_used_range: None,
-        paths: Vec::new(),
-        samples: Vec::new(),
-    };
+    let mut report = SoakReport::default();
     let totals = |p: &Player| {
         let (d, h) = (p.figures(PathSel::Direct), p.figures(PathSel::Host));
         (d.frames_rendered + h.frames_rendered, d.bytes + h.bytes)
@@ -294,18 +280,6 @@ mod tests {
     fn settled_figures_skip_the_warm_up_and_compare_the_ends() {
         let mut r = SoakReport {
             duration_s: 100.0,
-            toggles: 0,
-            toggle_unavailable: None,
-            frames: 0,
-            bytes: 0,
-            errors: Vec::new(),
-            rss_settled_start: 0,
-            rss_settled_end: 0,
-            rss_growth: 0,
-            fds_range: [0, 0],
-            threads_range: [0, 0],
-            gpu_used_range: None,
-            paths: Vec::new(),
             // Warm-up (first 10 s) grows fast; then a slow leak of 1 MB per 10 s.
             samples: (0..=100)
                 .map(|t| {
@@ -318,6 +292,7 @@ mod tests {
                     sample(t, rss, if t < 10.0 { 3 } else { 20 })
                 })
                 .collect(),
+            ..SoakReport::default()
         };
         summarise(&mut r);
         // Settled span 10..100 s: first tenth 10..19 s, last 91..100 s.
