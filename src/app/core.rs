@@ -1477,24 +1477,6 @@ impl Player {
 mod tests {
     use super::*;
 
-    /// Reads all of `buf` (COPY_SRC) back to the host.
-    fn read_back(device: &wgpu::Device, queue: &wgpu::Queue, buf: &wgpu::Buffer) -> Vec<u8> {
-        let out = device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: buf.size(),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc = device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(buf, 0, &out, 0, buf.size());
-        queue.submit([enc.finish()]);
-        out.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
-        device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .expect("poll");
-        out.get_mapped_range(..).expect("range").to_vec()
-    }
-
     /// The staging upload over several rayon chunks and a length that is not a multiple of
     /// 4: every byte arrives at its place, the padding is zero (also after a longer frame
     /// used the same buffers), and the buffers are reused through the remap.
@@ -1520,7 +1502,7 @@ mod tests {
             staging
                 .upload(device, queue, &long[..len], &dst)
                 .expect("upload");
-            let got = read_back(device, queue, &dst);
+            let got = crate::gpu::interop::read_buffer(device, queue, &dst, 0, dst.size()).unwrap();
             assert_eq!(&got[..len], &long[..len], "{len} bytes");
             assert!(
                 got[len..copy_len(len)].iter().all(|&b| b == 0),

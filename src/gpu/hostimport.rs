@@ -320,6 +320,8 @@ mod tests {
             .find_map(|a| request_device(a, "host import test").ok())
     }
 
+    /// Copies `len` bytes of `src` into a device buffer (what the player does), and reads
+    /// that back.
     fn read_back(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
@@ -332,22 +334,10 @@ mod tests {
             usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let out = device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: len,
-            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
-            mapped_at_creation: false,
-        });
         let mut enc = device.create_command_encoder(&Default::default());
-        // Host memory → device buffer (what the player does), then back for checking.
         enc.copy_buffer_to_buffer(src, 0, &dst, 0, len);
-        enc.copy_buffer_to_buffer(&dst, 0, &out, 0, len);
         queue.submit([enc.finish()]);
-        out.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
-        device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .expect("poll");
-        out.get_mapped_range(..).expect("range").to_vec()
+        crate::gpu::interop::read_buffer(device, queue, &dst, 0, len).expect("read back")
     }
 
     /// The GPU copies exactly the host bytes, sees later host writes (no stale copy), and
@@ -397,12 +387,22 @@ mod tests {
         drop(buf);
         device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
         assert_eq!(Arc::strong_count(&host), 1, "import not released");
-        // Misaligned sizes are refused with a reason, not imported.
-        if importer.alignment() > 1 {
-            let odd = Arc::new(SlotMemory::Host(HostBuffer::new(4096).unwrap()));
-            if importer.alignment() > 4096 {
-                assert!(importer.import(&device, odd, "odd").is_err());
-            }
-        }
+    }
+
+    /// A device opened without the extension (plain `request_device`) is refused with the
+    /// reason, so the player takes the staging route instead of failing.
+    #[test]
+    fn a_device_without_the_extension_is_refused_with_the_reason() {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+        let adapters = block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN));
+        let Some(adapter) = adapters.first() else {
+            eprintln!("skipping: no Vulkan adapter");
+            return;
+        };
+        let (device, _queue) =
+            block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).unwrap();
+        let why = HostImporter::new(&device).expect_err("no extension, no importer");
+        assert!(why.contains("VK_EXT_external_memory_host"), "{why}");
     }
 }
