@@ -1,5 +1,8 @@
 //! Property tests: striping arithmetic, and write → read of random frames is byte-exact.
 
+mod test_bytes;
+use test_bytes::xorshift_bytes as payload;
+
 use proptest::prelude::*;
 use supercell::dataset::stripe::{slot_layout, stripe};
 use supercell::dataset::{
@@ -59,19 +62,6 @@ fn expected_slot(grids: &[Vec<u8>]) -> Vec<u8> {
         v.resize(v.len().next_multiple_of(PAGE as usize), 0);
     }
     v
-}
-
-fn payload(seed: u64, len: usize) -> Vec<u8> {
-    // xorshift: cheap, non-repeating enough to catch misplaced bytes.
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 proptest! {

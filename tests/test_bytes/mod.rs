@@ -1,4 +1,4 @@
-//! Test payloads shared by the ingest and interop tests.
+//! Test payloads shared by the dataset, ingest and interop tests.
 
 /// `len` pseudo-random bytes (xorshift seeded by `seed`): cheap, and non-repeating enough
 /// that a byte landing in the wrong place or frame shows.
