@@ -33,6 +33,11 @@ fn slot_cells(si: SlotAccel) -> u32 {
     return si.dims.x * si.dims.y * si.dims.z;
 }
 
+// The cell grid coordinate of linear cell index `cell` (x fastest).
+fn cell_coord(si: SlotAccel, cell: u32) -> vec3<u32> {
+    return vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
+}
+
 @compute @workgroup_size(1, 1, 1)
 fn accel_info() {
     var most = 0u;
@@ -97,7 +102,7 @@ fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
     let cell = (wg.x + wg.y * ROW) * 64u + li;
     if si.ok == 0u || cell >= slot_cells(si) { return; }
     init_grid(a);
-    let c = vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
+    let c = cell_coord(si, cell);
     var lo = INF;
     var hi = -INF;
     var sum = 0.0;
@@ -158,7 +163,7 @@ fn accel_dilate(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_
     let si = ainfo.slots[a];
     let cell = (wg.x + wg.y * ROW) * 64u + li;
     if si.ok == 0u || cell >= slot_cells(si) { return; }
-    let c = vec3<i32>(vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y)));
+    let c = vec3<i32>(cell_coord(si, cell));
     var lo = INF;
     var hi = -INF;
     for (var n = 0; n < 27; n++) {
@@ -207,7 +212,7 @@ fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     let cell = (wg.x + wg.y * ROW) * 64u + li;
     if cell >= slot_cells(si) { return; }
     for (var a = 0u; a < MAX_ATTRS; a++) { init_grid(a); }
-    let c = vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
+    let c = cell_coord(si, cell);
     let size = f32(1u << si.shift);
     // Centre of the cell: the sample positions whose base voxel lies in it span
     // [(org + c)·s, (org + c + 1)·s) in index space.
