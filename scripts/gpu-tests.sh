@@ -5,6 +5,7 @@
 #   bash scripts/gpu-tests.sh prepare
 # On the GPU machine, from the repository root, with .dev/ (and .gl/, .whl/) sent along:
 #   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
+#   bash scripts/gpu-tests.sh verify         # verified vs unverified streaming on 16 lanes, exit statuses
 #
 # `run` sets up 8 RAM-backed lanes (lanes.sh), generates a dataset on them, runs the
 # #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs; CUDA<->Vulkan
@@ -65,7 +66,7 @@ run() {
   $SC doctor --dataset "$DS" >>"$OUT/doctor.txt" 2>&1
 
   say "GPU tests"
-  SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/ingest_gpu --ignored --test-threads 1 --nocapture \
+  SUPERCELL_TEST_DATASET="$DS" SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 240 .dev/ingest_gpu --ignored --test-threads 1 --nocapture \
     >"$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
   # CUDA<->Vulkan sharing (appended to the same file: the result folder takes 8 files).
@@ -193,8 +194,73 @@ PY
   ls -la "$OUT"
 }
 
+# Verified against unverified streaming on the 16-lane rig, beside fio's ceiling, and the
+# GPU test binaries' exit status (every binary must exit 0, not die in cuFile's teardown).
+# Knobs: LANES (16), LANE_GIB (3), FRAMES (12), FRAME_SIZE (1GB), THREADS (16), DURATION (8),
+# PLAY_FRAMES (96), SKIP_TESTS=1.
+verify_run() {
+  OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
+  local FRAMES=${FRAMES:-12} FRAME_SIZE=${FRAME_SIZE:-1GB} LANES=${LANES:-16} LANE_GIB=${LANE_GIB:-3}
+  local THREADS=${THREADS:-16} DURATION=${DURATION:-8}
+  local SC=.dev/supercell DATA=.dev/supercell-data DS=/var/tmp/sc-lanes-ds
+  local LOG="$OUT/verify.txt"
+  : >"$LOG"
+  say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+  # shellcheck disable=SC1091
+  source .dev/device/gpu-env.sh
+  bash .dev/device/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
+  nvidia-smi -L >>"$LOG" 2>&1 || true
+  say "generate $FRAMES frames of $FRAME_SIZE over $LANES lanes"
+  ( time $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes ) >>"$LOG" 2>&1
+  local files
+  files=$(find /mnt/lanes -name '*.sclane' | sort)
+  say "ceiling (fio)"
+  # shellcheck disable=SC2086
+  bash .dev/device/ceiling.sh $files >>"$LOG" 2>&1
+  if [ -z "${SKIP_TESTS:-}" ]; then
+    say "ingest GPU tests (with the exit-status test)"
+    SUPERCELL_TEST_DATASET="$DS" SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 300 \
+      .dev/ingest_gpu --ignored --test-threads 1 --nocapture >"$OUT/gpu-tests.txt" 2>&1
+    echo "ingest_gpu exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+    RUST_BACKTRACE=1 timeout 300 .dev/interop_gpu --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
+    echo "interop_gpu exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+    SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/play --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
+    echo "play gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+  fi
+  for p in cpu-only staged gds; do
+    for v in "" --verify; do
+      say "bench --path $p $v (${DURATION}s, $THREADS threads)"
+      timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+        --slots 4 --duration "$DURATION" $v --quiet --json "$OUT/b-$p${v:+-verify}.json" >>"$LOG" 2>&1
+      echo "exit code: $?" >>"$LOG"
+    done
+  done
+  if $SC play --help 2>/dev/null | grep -q -- '--verify'; then
+    for v in "" --verify; do
+      say "play --headless --path both --frames ${PLAY_FRAMES:-96} $v"
+      timeout 200 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-96}" --threads "$THREADS" \
+        --size 1920x1080 $v --json "$OUT/play${v:+-verify}.json" >>"$LOG" 2>&1
+      echo "exit code: $?" >>"$LOG"
+    done
+  fi
+  python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+runs = {}
+for p in sorted(glob.glob(os.path.join(out, "b-*.json")) + glob.glob(os.path.join(out, "play*.json"))):
+    with open(p) as f:
+        runs[os.path.basename(p)[:-5]] = json.load(f)
+    os.remove(p)
+with open(os.path.join(out, "verify.json"), "w") as f:
+    json.dump(runs, f)
+PY
+  bash .dev/device/lanes.sh down >/dev/null 2>&1 || true
+  ls -la "$OUT"
+}
+
 case "${1:-run}" in
   prepare) prepare ;;
   run) run ;;
-  *) echo "usage: gpu-tests.sh prepare | run" >&2; exit 2 ;;
+  verify) verify_run ;;
+  *) echo "usage: gpu-tests.sh prepare | run | verify" >&2; exit 2 ;;
 esac

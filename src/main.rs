@@ -37,23 +37,11 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         None => cmd::info::run(&cmd::info::InfoArgs::default()),
         Some(Command::Info(args)) => cmd::info::run(&args),
-        Some(Command::Bench(args)) => {
-            let r = cmd::bench::run(&args);
-            // Every engine is dropped by now: close cuFile before exit-time teardown.
-            supercell::ingest::gds::cufile_close();
-            r
-        }
-        Some(Command::Doctor(args)) => {
-            let r = cmd::doctor::run(&args);
-            supercell::ingest::gds::cufile_close();
-            r
-        }
+        // The cuFile driver, where one was opened, closes itself at exit (gds.rs).
+        Some(Command::Bench(args)) => cmd::bench::run(&args),
+        Some(Command::Doctor(args)) => cmd::doctor::run(&args),
         Some(Command::Render(args)) => cmd::render::run(&args),
-        Some(Command::Play(args)) => {
-            let r = cmd::play::run(&args);
-            supercell::ingest::gds::cufile_close();
-            r
-        }
+        Some(Command::Play(args)) => cmd::play::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

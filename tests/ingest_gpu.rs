@@ -249,3 +249,93 @@ fn bench_verifies_gpu_paths() {
         assert_eq!(v.frames, 12);
     }
 }
+
+/// The `supercell` binary to run: `SUPERCELL_BIN` on the GPU machine (where the test binary
+/// travels without the build tree), else the one cargo built beside this test.
+fn supercell_bin() -> PathBuf {
+    std::env::var_os("SUPERCELL_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_supercell")))
+}
+
+/// Runs `cmd` to its end and fails the test unless it exited with status 0: a process
+/// killed by a signal (the SIGSEGV of a cuFile teardown at exit shows as 139 in a shell)
+/// has no exit code at all.
+fn assert_exits_cleanly(what: &str, cmd: &mut std::process::Command) {
+    use std::os::unix::process::ExitStatusExt;
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let tail = |b: &[u8]| {
+        let s = String::from_utf8_lossy(b);
+        s.lines()
+            .rev()
+            .take(15)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        out.status.code() == Some(0),
+        "{what}: exit status {:?}, signal {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        out.status.signal(),
+        tail(&out.stdout),
+        tail(&out.stderr)
+    );
+    eprintln!("{what}: exit status 0");
+}
+
+/// Every binary that may open cuFile exits with status 0, whichever way its engines went:
+/// cuFile used (gds), cuFile opened but refused (a tmpfs file: gds falls back to staged),
+/// cuFile only probed (doctor), and this test binary itself after each of those. Before
+/// the driver closed itself at exit, this binary ended with SIGSEGV after its tests passed.
+#[test]
+#[ignore = "needs an NVIDIA GPU (scripts/gpu-tests.sh)"]
+fn binaries_exit_cleanly_after_every_fallback_order() {
+    let me = std::env::current_exe().unwrap();
+    // This test binary, one test per process, in each order of fallbacks.
+    for (tests, what) in [
+        (
+            &["gds_on_tmpfs_falls_back_to_staged_and_says_why"][..],
+            "fallback only",
+        ),
+        (
+            &["gds_engine_is_byte_exact_and_reports_its_mode"][..],
+            "gds only",
+        ),
+        (
+            &[
+                "gds_on_tmpfs_falls_back_to_staged_and_says_why",
+                "gds_engine_is_byte_exact_and_reports_its_mode",
+            ][..],
+            "fallback, then gds",
+        ),
+    ] {
+        let mut cmd = std::process::Command::new(&me);
+        cmd.args(["--ignored", "--exact", "--test-threads", "1"])
+            .args(tests);
+        assert_exits_cleanly(&format!("ingest_gpu test binary ({what})"), &mut cmd);
+    }
+    // The supercell binary: gds on a tmpfs dataset (fallback), gds on a real file system,
+    // and doctor (cuFile probed, no engine).
+    let bin = supercell_bin();
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    write_dataset(shm.path(), 2, 2);
+    let (dir, _keep) = dataset();
+    for (ds, what) in [
+        (shm.path(), "bench gds on tmpfs (fallback)"),
+        (dir.as_path(), "bench gds"),
+    ] {
+        let mut cmd = std::process::Command::new(&bin);
+        cmd.arg("bench")
+            .arg(ds)
+            .args(["--path", "gds", "--frames", "2", "--slots", "2"]);
+        assert_exits_cleanly(what, &mut cmd);
+    }
+    let mut cmd = std::process::Command::new(&bin);
+    cmd.arg("doctor").arg(&dir);
+    assert_exits_cleanly("doctor", &mut cmd);
+}

@@ -385,7 +385,4 @@ fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
         drop(ring);
         drop(shared);
     }
-    // Like the binaries: close the cuFile driver once nothing uses it, or its own teardown at
-    // process exit can crash after a gds → staged fallback (seen as exit code 139).
-    supercell::ingest::gds::cufile_close();
 }

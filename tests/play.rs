@@ -1017,7 +1017,4 @@ fn toggle_during_playback_on_the_gpu() {
     );
     player.drain(Duration::from_secs(10));
     drop(player);
-    // Like the binaries: close the cuFile driver once nothing uses it, or its own teardown at
-    // process exit can crash after a gds → staged fallback (seen as exit code 139).
-    supercell::ingest::gds::cufile_close();
 }

@@ -239,13 +239,24 @@ impl CuFileInfo {
 
 static DRIVER: OnceLock<std::result::Result<CuFileInfo, String>> = OnceLock::new();
 
-/// Closes the cuFile driver if this process opened it. Call it once, at the end of a
-/// command, after every engine has been dropped: left open, libcufile tears itself down in
-/// its exit-time destructors, and on the H200 machine that crashed the process (SIGSEGV
-/// after all output was written) when a handle registration had failed and the run fell
-/// back to staged. After this call no cuFile function may be used again in the process.
-pub fn cufile_close() {
-    if !matches!(DRIVER.get(), Some(Ok(_))) {
+/// Set once the driver has been closed, so that it is closed exactly once.
+static DRIVER_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Closes the cuFile driver at process exit, before libcufile's own exit-time teardown.
+///
+/// The driver lives as long as the process (as KvikIO's driver singleton does): it is opened
+/// once by [`cufile_open`], and this hook, registered with `atexit` right after the open,
+/// closes it. Left open, libcufile tears itself down in its static destructors, and on the
+/// H200 machine that crashed the process (SIGSEGV, exit status 139, after all output was
+/// written) once a handle registration had failed and a run fell back to staged. Exit
+/// handlers run in the reverse order of their registration, and libcufile (and libcuda,
+/// which it needs) registered theirs when they were loaded, before the open: this one
+/// therefore runs first, while both libraries are still whole. Every binary, test harnesses
+/// included, gets this without a call of its own. By the time `exit` runs, every engine
+/// has been dropped (engines join their workers when dropped), so no handle, buffer or read
+/// is live.
+extern "C" fn close_driver_at_exit() {
+    if DRIVER_CLOSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
     if let Ok(Api {
@@ -253,8 +264,8 @@ pub fn cufile_close() {
         ..
     }) = api()
     {
-        // SAFETY: the driver was opened by `cufile_open`; callers guarantee no handle,
-        // buffer or read is live any more.
+        // SAFETY: the driver was opened by `cufile_open` (the hook is registered only after
+        // a successful open) and, at exit, nothing uses it any more (see above).
         let _ = unsafe { close() };
     }
 }
@@ -272,6 +283,14 @@ pub fn cufile_open() -> std::result::Result<CuFileInfo, String> {
                     "cuFileDriverOpen failed: {} (is /etc/cufile.json valid, and compat mode allowed when nvidia-fs is absent?)",
                     err_text(r)
                 ));
+            }
+            // SAFETY: registers a plain `extern "C" fn()` with the C library; it runs once,
+            // at exit.
+            if unsafe { libc::atexit(close_driver_at_exit) } != 0 {
+                // Without the hook the driver would be left to libcufile's own teardown:
+                // close it now and use no cuFile in this process rather than risk that.
+                close_driver_at_exit();
+                return Err("cannot register the cuFile driver's exit hook (atexit failed)".into());
             }
             let mut version = None;
             if let Some(gv) = api.get_version {
