@@ -291,14 +291,19 @@ fn gpu_crc_kernel_matches_crc32fast() {
     }
     buf.write(0, &host).unwrap();
     let chunk = 8u64 << 20;
-    let ranges: Vec<(u64, u64)> = (0..big as u64 / chunk).map(|i| (i * chunk, chunk)).collect();
+    let ranges: Vec<(u64, u64)> = (0..big as u64 / chunk)
+        .map(|i| (i * chunk, chunk))
+        .collect();
     let mut best = f64::MAX;
     for _ in 0..5 {
         let t = Instant::now();
         // SAFETY: as above.
         let got = unsafe { kernel.extent_crcs(buf.ptr(), &ranges) }.unwrap();
         best = best.min(t.elapsed().as_secs_f64());
-        assert_eq!(got[5], crc32fast::hash(&host[5 * chunk as usize..6 * chunk as usize]));
+        assert_eq!(
+            got[5],
+            crc32fast::hash(&host[5 * chunk as usize..6 * chunk as usize])
+        );
     }
     let t = Instant::now();
     let cpu = crc32fast::hash(&host);
@@ -344,7 +349,12 @@ fn verify_on_gpu_paths_names_a_flipped_byte() {
         let r = bench::run(&source, &cfg).unwrap();
         print!("{}", bench::report::text(&r));
         let v = r.verify.unwrap();
-        assert_eq!((v.frames, v.mismatch_count), (8, 2), "{path}: {:?}", v.mismatches);
+        assert_eq!(
+            (v.frames, v.mismatch_count),
+            (8, 2),
+            "{path}: {:?}",
+            v.mismatches
+        );
         let name = bad_file.path.display().to_string();
         assert!(
             v.mismatches.iter().all(|m| m.contains("frame 1")

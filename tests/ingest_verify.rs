@@ -14,8 +14,8 @@ use supercell::bench::{self, BenchConfig};
 use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
 use supercell::gpu::FrameRing;
 use supercell::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, ReadExtent,
-    ReadRequest, Source, io_uring_probe,
+    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, ReadExtent, ReadRequest,
+    Source, io_uring_probe,
 };
 
 /// Five frames of two attributes over two lanes, in 64 KiB chunks.
@@ -45,7 +45,11 @@ fn make_dataset(dir: &Path) -> Source {
 /// Flips one byte `at` bytes into `extent` on storage.
 fn corrupt(source: &Source, extent: &ReadExtent, at: u64) {
     let path = &source.files[extent.file as usize].path;
-    let f = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
     let mut b = [0u8; 1];
     f.read_exact_at(&mut b, extent.offset + at).unwrap();
     b[0] ^= 0x10;
@@ -117,7 +121,10 @@ fn host_verify_names_the_frame_lane_file_and_offset_of_a_flipped_byte() {
     let source = make_dataset(dir.path());
     // Frame 2: flip a byte in its second extent, and in its last one.
     let extents = &source.frames[2].extents;
-    assert!(extents.len() >= 3, "the test needs a frame of several extents");
+    assert!(
+        extents.len() >= 3,
+        "the test needs a frame of several extents"
+    );
     let (bad, also_bad) = (extents[1], extents[extents.len() - 1]);
     corrupt(&source, &bad, 5_000);
     corrupt(&source, &also_bad, 0);
@@ -203,7 +210,9 @@ fn bench_verify_counts_every_bad_extent_and_keeps_measuring() {
         let v = r.verify.as_ref().unwrap();
         // Ten frames of a five-frame loop: frame 3 was read twice.
         assert_eq!((v.frames, v.mismatch_count), (10, 2), "{:?}", v.mismatches);
-        let want: u64 = (0..10).map(|i| source.frames[i % 5].extents.len() as u64).sum();
+        let want: u64 = (0..10)
+            .map(|i| source.frames[i % 5].extents.len() as u64)
+            .sum();
         assert_eq!(v.extents, want);
         let file = source.files[bad.file as usize].path.display().to_string();
         assert!(
@@ -216,9 +225,82 @@ fn bench_verify_counts_every_bad_extent_and_keeps_measuring() {
         let text = bench::report::text(&r);
         assert!(text.contains("DIFFER"), "{text}");
         assert!(
-            r.notes.iter().any(|n| n.contains("CRC-32") && n.contains("CPU threads")),
+            r.notes
+                .iter()
+                .any(|n| n.contains("CRC-32") && n.contains("CPU threads")),
             "{:?}",
             r.notes
         );
     }
+}
+
+/// A cancelled frame still completes (with `Cancelled`, never a checksum error over the
+/// bytes it did not read), and the engine goes on verifying the frames after it.
+#[test]
+fn cancel_under_verify_completes_and_the_engine_verifies_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = make_dataset(dir.path());
+    let cfg = EngineConfig {
+        threads: 1,
+        queue_depth: 1,
+        io_size: 4096,
+        backend: IoBackend::Pread,
+        verify: true,
+        ..EngineConfig::default()
+    };
+    let ring = FrameRing::host(2, source.max_frame_len() as usize).unwrap();
+    let mut engine = Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+    let req = |frame: usize, slot| ReadRequest {
+        frame: frame as u32,
+        slot,
+        extents: source.frames[frame].extents.clone(),
+        requested: Instant::now(),
+        progress: None,
+    };
+    // One thread reads in request order: frame 1's ~100 reads wait behind frame 0's.
+    engine.submit(req(0, 0)).unwrap();
+    engine.submit(req(1, 1)).unwrap();
+    engine.cancel(1).unwrap();
+    let mut results = Vec::new();
+    for _ in 0..2 {
+        let c = engine
+            .next_completion(Duration::from_secs(30))
+            .unwrap()
+            .expect("completes");
+        results.push((c.frame, c.result));
+    }
+    results.sort_by_key(|r| r.0);
+    assert!(results[0].1.is_ok(), "{:?}", results[0]);
+    assert!(
+        matches!(results[1].1, Err(IngestError::Cancelled(1))),
+        "{:?}",
+        results[1]
+    );
+    engine.submit(req(1, 1)).unwrap();
+    let c = engine
+        .next_completion(Duration::from_secs(30))
+        .unwrap()
+        .expect("completes");
+    assert!(c.result.is_ok(), "{:?}", c.result);
+}
+
+/// Plain files carry no checksums: `bench --verify` compares them with the files.
+#[test]
+fn bench_verify_compares_plain_files_with_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plain.bin");
+    std::fs::write(&p, payload(9, 300 << 10)).unwrap();
+    let source = Source::from_files(&[p], 64 << 10, 16 << 10).unwrap();
+    let cfg = BenchConfig {
+        path: PathKind::CpuOnly,
+        verify: true,
+        slots: 2,
+        threads: 2,
+        io_size: 16 << 10,
+        ..BenchConfig::default()
+    };
+    let r = bench::run(&source, &cfg).unwrap();
+    let v = r.verify.unwrap();
+    assert_eq!(v.mismatch_count, 0, "{:?}", v.mismatches);
+    assert_eq!(v.frames, source.frames.len() as u64);
 }

@@ -209,7 +209,9 @@ mod tests {
         let t = CrcTables::new();
         let mut s = 0x5eed_u64;
         let mut next = |m: u64| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (s >> 33) % m
         };
         for case in 0..200 {

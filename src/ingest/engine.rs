@@ -855,7 +855,9 @@ impl Coordinator {
                     Msg::Request(req, t) => self.on_request(req, t, files),
                     Msg::Cancel(slot) => self.on_cancel(slot),
                     Msg::Io(d) => self.on_io(d),
-                    Msg::PieceChecked(seq, idx, crc, at) => self.on_piece_checked(seq, idx, crc, at),
+                    Msg::PieceChecked(seq, idx, crc, at) => {
+                        self.on_piece_checked(seq, idx, crc, at)
+                    }
                     Msg::FrameChecked(seq, r) => self.on_frame_checked(seq, r),
                     Msg::Stop => stop = true,
                 }

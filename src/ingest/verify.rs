@@ -61,9 +61,8 @@ impl HostChecker {
                     // SAFETY: the range is inside the mapping (checked), which `slot` keeps
                     // alive; its read has completed and nothing writes it before `done`
                     // runs (caller's contract).
-                    let bytes = unsafe {
-                        std::slice::from_raw_parts(b.as_ptr().add(dst as usize), len)
-                    };
+                    let bytes =
+                        unsafe { std::slice::from_raw_parts(b.as_ptr().add(dst as usize), len) };
                     crc32fast::hash(bytes)
                 }
                 // Not reachable through the engine (host checks run on host slots, ranges
@@ -120,9 +119,9 @@ impl DeviceChecker {
                         (Err(e), _, _) => Err(IngestError::Cuda(e.to_string())),
                         (Ok(()), Some(k), _) => gpu_crcs(k, &job.slot, &job.ranges),
                         (Ok(()), None, Some(h)) => copied_crcs(h, &job.slot, &job.ranges),
-                        (Ok(()), None, None) => Err(IngestError::Usage(
-                            "no way to check device memory".into(),
-                        )),
+                        (Ok(()), None, None) => {
+                            Err(IngestError::Usage("no way to check device memory".into()))
+                        }
                     };
                     (job.done)(r);
                 }
@@ -139,16 +138,19 @@ impl DeviceChecker {
     ///
     /// The caller guarantees that the ranges lie inside the slot and that nothing writes
     /// the slot until `done` has run.
-    pub(crate) fn check_frame(&self, slot: Arc<SlotMemory>, ranges: Vec<(u64, u64)>, done: FrameDone) {
-        let job = FrameJob {
-            slot,
-            ranges,
-            done,
-        };
+    pub(crate) fn check_frame(
+        &self,
+        slot: Arc<SlotMemory>,
+        ranges: Vec<(u64, u64)>,
+        done: FrameDone,
+    ) {
+        let job = FrameJob { slot, ranges, done };
         if let Some(tx) = &self.tx
             && let Err(mpsc::SendError(job)) = tx.send(job)
         {
-            (job.done)(Err(IngestError::Stopped("the CRC thread has exited".into())));
+            (job.done)(Err(IngestError::Stopped(
+                "the CRC thread has exited".into(),
+            )));
         }
     }
 }
