@@ -12,8 +12,8 @@
 //! Results come back to the engine's coordinator through callbacks; a frame completes
 //! only after all of its checks.
 
-use std::sync::Arc;
 use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use rayon::prelude::*;
@@ -30,6 +30,23 @@ pub(crate) type FrameDone = Box<dyn FnOnce(Result<Vec<u32>>) + Send>;
 /// Hashes host memory on its own CPU threads.
 pub(crate) struct HostChecker {
     pool: Arc<rayon::ThreadPool>,
+    /// Checks queued or running. Dropping the checker waits for none to be left, so no
+    /// check reads a slot after its engine is gone (when the slot's owner may reuse it).
+    busy: Arc<(Mutex<usize>, Condvar)>,
+}
+
+/// Counts one check out when dropped (also if the check panics).
+struct BusyGuard(Arc<(Mutex<usize>, Condvar)>);
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        let (count, cv) = &*self.0;
+        let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+        *n -= 1;
+        if *n == 0 {
+            cv.notify_all();
+        }
+    }
 }
 
 impl HostChecker {
@@ -42,6 +59,7 @@ impl HostChecker {
             .map_err(|e| IngestError::Usage(format!("cannot start the CRC threads: {e}")))?;
         Ok(HostChecker {
             pool: Arc::new(pool),
+            busy: Arc::new((Mutex::new(0), Condvar::new())),
         })
     }
 
@@ -55,7 +73,10 @@ impl HostChecker {
     /// The caller guarantees that the range lies inside the slot and that nothing writes
     /// it until `done` has run (the engine completes a frame only after all its checks).
     pub(crate) fn check_piece(&self, slot: Arc<SlotMemory>, dst: u64, len: usize, done: PieceDone) {
+        *self.busy.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        let guard = BusyGuard(self.busy.clone());
         self.pool.spawn(move || {
+            let _guard = guard;
             let crc = match &*slot {
                 SlotMemory::Host(b) if (dst as usize).saturating_add(len) <= b.len() => {
                     // SAFETY: the range is inside the mapping (checked), which `slot` keeps
@@ -71,6 +92,16 @@ impl HostChecker {
             };
             done(crc);
         });
+    }
+}
+
+impl Drop for HostChecker {
+    fn drop(&mut self) {
+        let (count, cv) = &*self.busy;
+        let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+        while *n > 0 {
+            n = cv.wait(n).unwrap_or_else(|p| p.into_inner());
+        }
     }
 }
 
