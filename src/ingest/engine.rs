@@ -1243,13 +1243,10 @@ impl Coordinator {
         let Some((on_gpu, last)) = job.checking else {
             return;
         };
-        let error = match result {
+        job.error = match result {
             Ok(crcs) => first_mismatch(&job.req, &crcs, &self.files),
             Err(e) => Some(e),
         };
-        if let Some(job) = self.jobs.get_mut(&seq) {
-            job.error = error;
-        }
         self.finish_job_at(seq, on_gpu, last);
     }
 
