@@ -7,14 +7,14 @@
 #   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
 #
 # `run` sets up 8 RAM-backed lanes (lanes.sh), generates a dataset on them, runs the
-# #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs; CUDA<->Vulkan
-# zero-copy sharing: interop_gpu), then the
-# benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), each again
-# with --verify, a staged
-# sweep with its plot, the raw O_DIRECT and kvikio peers on the same files, and a cold
-# root-disk run against the raw O_DIRECT ceiling, and the player headless on both paths
-# (play.json; play-verify.json: the same with --verify; play-staging.json: the host path's staging route for comparison) plus a soak:
-# the kiosk workload (storm scene, camera path, path flips every 20 s) sampling memory and
+# #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs, the GPU CRC
+# kernel and --verify on the GPU paths; CUDA<->Vulkan zero-copy sharing: interop_gpu), then
+# the benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), each
+# again with --verify, a staged sweep with its plot, the raw O_DIRECT and kvikio peers on
+# the same files, and a cold root-disk run against the raw O_DIRECT ceiling, and the player
+# headless on both paths (play.json; play-verify.json: the same with --verify;
+# play-staging.json: the host path's staging route for comparison) plus a soak: the kiosk
+# workload (storm scene, camera path, path flips every 20 s) sampling memory and
 # handles (soak.json). Knobs (environment): FRAMES (16), FRAME_SIZE (1GB), LANES (8),
 # LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1, PLAY_FRAMES (96), SOAK (300s),
 # SKIP_PLAY=1, SKIP_RENDER=1, ONLY_RENDER=1 (the renderer benchmark and interop tests alone).
