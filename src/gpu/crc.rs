@@ -94,6 +94,22 @@ extern "C" __global__ void crc32_extents(
 }
 "#;
 
+/// The kernel's extent table for `ranges` (offset, length): the offsets, the lengths, then
+/// the index of each extent's first block followed by the total block count
+/// (`3 · n + 1` words); and that block count.
+fn extent_table(ranges: &[(u64, u64)]) -> (Vec<u64>, u64) {
+    let mut desc = Vec::with_capacity(3 * ranges.len() + 1);
+    desc.extend(ranges.iter().map(|r| r.0));
+    desc.extend(ranges.iter().map(|r| r.1));
+    let mut blocks = 0u64;
+    for &(_, len) in ranges {
+        desc.push(blocks);
+        blocks += len.div_ceil(GPU_CRC_BLOCK);
+    }
+    desc.push(blocks);
+    (desc, blocks)
+}
+
 /// The PTX, compiled once per process (or why it could not be).
 fn ptx() -> std::result::Result<String, String> {
     static PTX: OnceLock<std::result::Result<String, String>> = OnceLock::new();
@@ -181,16 +197,7 @@ impl GpuCrc {
         }
         let n_ext = u32::try_from(ranges.len())
             .map_err(|_| IngestError::Usage("too many extents for one CRC launch".into()))?;
-        // Offsets, lengths, then the first block of each extent (and the total).
-        let mut desc = Vec::with_capacity(3 * ranges.len() + 1);
-        desc.extend(ranges.iter().map(|r| r.0));
-        desc.extend(ranges.iter().map(|r| r.1));
-        let mut blocks = 0u64;
-        for &(_, len) in ranges {
-            desc.push(blocks);
-            blocks += len.div_ceil(GPU_CRC_BLOCK);
-        }
-        desc.push(blocks);
+        let (desc, blocks) = extent_table(ranges);
         let grid = u32::try_from(blocks.div_ceil(u64::from(THREADS_PER_BLOCK)))
             .map_err(|_| IngestError::Usage("extents too large for one CRC launch".into()))?;
         self.gpu.bind()?;
@@ -231,5 +238,69 @@ impl GpuCrc {
         s.synchronize()
             .map_err(cuda_err("waiting for the CRC kernel"))?;
         Ok(crcs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::crc::shift;
+
+    /// What the kernel does, thread by thread, on the host: the same extent table, the
+    /// same search for a block's extent, the same block bounds, shift and XOR.
+    fn emulate(base: &[u8], ranges: &[(u64, u64)]) -> Vec<u32> {
+        let tables = CrcTables::new();
+        let (desc, n_blocks) = extent_table(ranges);
+        let n = ranges.len();
+        let (off, len, first) = (&desc[..n], &desc[n..2 * n], &desc[2 * n..]);
+        let mut out = vec![0u32; n];
+        for b in 0..n_blocks {
+            let (mut lo, mut hi) = (0usize, n);
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2;
+                if first[mid] <= b {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            let e = lo;
+            let start = (b - first[e]) * GPU_CRC_BLOCK;
+            let block_len = (len[e] - start).min(GPU_CRC_BLOCK);
+            let at = (off[e] + start) as usize;
+            let c = tables.crc32(&base[at..at + block_len as usize]);
+            out[e] ^= shift(c, len[e] - (start + block_len));
+        }
+        out
+    }
+
+    #[test]
+    fn the_kernels_extent_table_and_search_give_crc32fast() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let data: Vec<u8> = (0..(3 << 20))
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let n = data.len() as u64;
+        let mut ranges = vec![
+            (0, 0),
+            (0, n),
+            (5, 4096),
+            (4096, 0),
+            (17, 100_003),
+            (n - 1, 1),
+            (8192, 3 * 4096),
+        ];
+        ranges.extend((0..40u64).map(|i| (i * 65536, 65536 - i * 48)));
+        ranges.push((0, 0));
+        let got = emulate(&data, &ranges);
+        for (r, g) in ranges.iter().zip(got) {
+            let want = crc32fast::hash(&data[r.0 as usize..(r.0 + r.1) as usize]);
+            assert_eq!(g, want, "range {r:?}");
+        }
     }
 }
