@@ -8,13 +8,14 @@
 #   bash scripts/gpu-tests.sh verify         # verified vs unverified streaming on 16 lanes, exit statuses
 #
 # `run` sets up 8 RAM-backed lanes (lanes.sh), generates a dataset on them, runs the
-# #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs; CUDA<->Vulkan
-# zero-copy sharing: interop_gpu), then the
-# benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), a staged
-# sweep with its plot, the raw O_DIRECT and kvikio peers on the same files, and a cold
-# root-disk run against the raw O_DIRECT ceiling, and the player headless on both paths
-# (play.json; play-staging.json: the host path's staging route for comparison) plus a soak:
-# the kiosk workload (storm scene, camera path, path flips every 20 s) sampling memory and
+# #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs, the GPU CRC
+# kernel and --verify on the GPU paths; CUDA<->Vulkan zero-copy sharing: interop_gpu), then
+# the benchmarks: cpu-only (storage ceiling), staged, gds (cuFile compat mode here), each
+# again with --verify, a staged sweep with its plot, the raw O_DIRECT and kvikio peers on
+# the same files, and a cold root-disk run against the raw O_DIRECT ceiling, and the player
+# headless on both paths (play.json; play-verify.json: the same with --verify;
+# play-staging.json: the host path's staging route for comparison) plus a soak: the kiosk
+# workload (storm scene, camera path, path flips every 20 s) sampling memory and
 # handles (soak.json). Knobs (environment): FRAMES (16), FRAME_SIZE (1GB), LANES (8),
 # LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1, PLAY_FRAMES (96), SOAK (300s),
 # SKIP_PLAY=1, SKIP_RENDER=1, ONLY_RENDER=1 (the renderer benchmark and interop tests alone).
@@ -88,6 +89,10 @@ run() {
     timeout 300 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-96}" --threads "$THREADS" \
       --size 1920x1080 --json "$OUT/play.json" >>"$LOG" 2>&1
     echo "play exit code: $?" | tee -a "$LOG"
+    say "play --headless --path both --verify --frames ${PLAY_FRAMES:-96}"
+    timeout 300 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-96}" --threads "$THREADS" \
+      --size 1920x1080 --verify --json "$OUT/play-verify.json" >>"$LOG" 2>&1
+    echo "play --verify exit code: $?" | tee -a "$LOG"
     timeout 200 $SC play "$DS" --headless --path host --host-copy staging --frames 64 \
       --threads "$THREADS" --size 1920x1080 --json "$OUT/play-staging.json" >>"$LOG" 2>&1
     echo "play (staging route) exit code: $?" | tee -a "$LOG"
@@ -100,17 +105,20 @@ run() {
 
   local files
   files=$(find /mnt/lanes -name '*.sclane' | sort)
-  [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-staging.json" "$OUT/soak.json")
+  [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-verify.json" "$OUT/play-staging.json" "$OUT/soak.json")
   for p in cpu-only staged gds; do
     say "bench --path $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
     timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
       --slots 4 --duration "$DURATION" --quiet --json "$OUT/b-$p.json" >>"$LOG" 2>&1
     json_parts+=("$OUT/b-$p.json")
   done
-  say "bench --path staged --verify"
-  timeout 120 $SC bench "$DS" --path staged --threads "$THREADS" --frames "$FRAMES" --verify --quiet >>"$LOG" 2>&1
-  say "bench --path gds --verify"
-  timeout 120 $SC bench "$DS" --path gds --threads "$THREADS" --frames "$FRAMES" --verify --quiet >>"$LOG" 2>&1
+  # The same runs with every extent's CRC-32 checked (on the GPU for staged and gds).
+  for p in cpu-only staged gds; do
+    say "bench --path $p --verify (O_DIRECT, $THREADS threads, ${DURATION}s)"
+    timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+      --slots 4 --duration "$DURATION" --verify --quiet --json "$OUT/b-$p-verify.json" >>"$LOG" 2>&1
+    json_parts+=("$OUT/b-$p-verify.json")
+  done
 
   say "peers on the same files"
   # shellcheck disable=SC2086

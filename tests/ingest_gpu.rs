@@ -15,7 +15,7 @@ use supercell::bench::{self, BenchConfig};
 use supercell::dataset::{
     AlignedBuf, AttributeSpec, CrcCheck, Dataset, DatasetWriter, LaneSpec, Provenance,
 };
-use supercell::gpu::{FrameRing, Gpu};
+use supercell::gpu::{DeviceBuffer, FrameRing, Gpu, GpuCrc};
 use supercell::ingest::{
     Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, ReadRequest, Source,
     open_engine,
@@ -247,6 +247,129 @@ fn bench_verifies_gpu_paths() {
         let v = r.verify.unwrap();
         assert_eq!(v.mismatch_count, 0, "{:?}", v.mismatches);
         assert_eq!(v.frames, 12);
+    }
+}
+
+/// The CRC kernel against crc32fast on ranges of every shape (unaligned starts, partial
+/// blocks, empty, hundreds of extents in one launch), then its throughput on 1 GiB.
+#[test]
+#[ignore = "needs an NVIDIA GPU and NVRTC (scripts/gpu-tests.sh)"]
+fn gpu_crc_kernel_matches_crc32fast() {
+    let gpu = Gpu::open(0).unwrap();
+    let kernel = GpuCrc::new(&gpu).unwrap_or_else(|e| panic!("the CRC kernel: {e}"));
+    let len = (32usize << 20) + 12_345;
+    let data = payload(77, len);
+    let buf = DeviceBuffer::alloc(&gpu, len).unwrap();
+    buf.write(0, &data).unwrap();
+    let n = len as u64;
+    let mut ranges: Vec<(u64, u64)> = vec![
+        (0, n),
+        (0, 4096),
+        (4096, 8 << 20),
+        (1, 4095),
+        (17, 100_000),
+        (4096 * 3, 0),
+        (16, 4096 * 1000 + 7),
+        (n - 1, 1),
+    ];
+    ranges.extend((0..300u64).map(|i| (i * 65536 + 4096, 65536 - (i % 7) * 16)));
+    // SAFETY: every range lies inside `buf`, which nothing else touches.
+    let got = unsafe { kernel.extent_crcs(buf.ptr(), &ranges) }.unwrap();
+    assert_eq!(got.len(), ranges.len());
+    for (r, g) in ranges.iter().zip(&got) {
+        let want = crc32fast::hash(&data[r.0 as usize..(r.0 + r.1) as usize]);
+        assert_eq!(*g, want, "range {r:?}");
+    }
+    drop(buf);
+
+    // Throughput: 1 GiB as 128 extents of 8 MiB (a lane dataset's chunk size).
+    let big = 1usize << 30;
+    let buf = DeviceBuffer::alloc(&gpu, big).unwrap();
+    let mut host = Vec::with_capacity(big);
+    while host.len() < big {
+        host.extend_from_slice(&data[..(big - host.len()).min(32 << 20)]);
+    }
+    buf.write(0, &host).unwrap();
+    let chunk = 8u64 << 20;
+    let ranges: Vec<(u64, u64)> = (0..big as u64 / chunk)
+        .map(|i| (i * chunk, chunk))
+        .collect();
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        // SAFETY: as above.
+        let got = unsafe { kernel.extent_crcs(buf.ptr(), &ranges) }.unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+        assert_eq!(
+            got[5],
+            crc32fast::hash(&host[5 * chunk as usize..6 * chunk as usize])
+        );
+    }
+    let t = Instant::now();
+    let cpu = crc32fast::hash(&host);
+    let cpu_s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "GPU CRC-32: 1 GiB in {:.2} ms = {:.1} GB/s (launch to results on the host); crc32fast on one core: {:.2} GB/s ({cpu:08x})",
+        best * 1e3,
+        big as f64 / best / 1e9,
+        big as f64 / cpu_s / 1e9
+    );
+}
+
+/// `--verify` on the GPU paths (checked on the GPU) and cpu-only: a byte flipped on storage
+/// is reported with its frame, lane and file every time that frame is read, and the run
+/// goes on.
+#[test]
+#[ignore = "needs an NVIDIA GPU (scripts/gpu-tests.sh)"]
+fn verify_on_gpu_paths_names_a_flipped_byte() {
+    use std::os::unix::fs::FileExt;
+    let t = tempfile::tempdir_in(".").unwrap();
+    write_dataset(t.path(), 4, 3);
+    let ds = Dataset::open(t.path()).unwrap();
+    let source = Source::from_manifest(ds.manifest());
+    let bad = source.frames[1].extents[1];
+    let bad_file = &source.files[bad.file as usize];
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&bad_file.path)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, bad.offset + 777).unwrap();
+    f.write_all_at(&[b[0] ^ 1], bad.offset + 777).unwrap();
+    drop(f);
+    for path in [PathKind::Staged, PathKind::Gds, PathKind::CpuOnly] {
+        let cfg = BenchConfig {
+            path,
+            verify: true,
+            frames: Some(8),
+            slots: 2,
+            ..BenchConfig::default()
+        };
+        let r = bench::run(&source, &cfg).unwrap();
+        print!("{}", bench::report::text(&r));
+        let v = r.verify.unwrap();
+        assert_eq!(
+            (v.frames, v.mismatch_count),
+            (8, 2),
+            "{path}: {:?}",
+            v.mismatches
+        );
+        let name = bad_file.path.display().to_string();
+        assert!(
+            v.mismatches.iter().all(|m| m.contains("frame 1")
+                && m.contains(&format!("lane {}", bad_file.lane))
+                && m.contains(&name)),
+            "{:?}",
+            v.mismatches
+        );
+        if path != PathKind::CpuOnly {
+            assert!(
+                r.notes.iter().any(|n| n.contains("computed on the GPU")),
+                "{path}: the check must run on the GPU: {:?}",
+                r.notes
+            );
+        }
     }
 }
 

@@ -128,6 +128,9 @@ pub struct PlayerConfig {
     pub playing: bool,
     /// First frame.
     pub start_frame: u32,
+    /// Check every extent's CRC-32 on arrival (`--verify`); a mismatching frame is not
+    /// shown and its error is reported.
+    pub verify: bool,
     /// Tests only: stand a second host-path engine in for the direct path (reported as
     /// "loopback (test)", never as direct), so the run-time toggle's drain and hand-over can
     /// be exercised on machines without CUDA.
@@ -151,6 +154,7 @@ impl Default for PlayerConfig {
             speed_fps: None,
             playing: true,
             start_frame: 0,
+            verify: false,
             loopback_direct: false,
         }
     }
@@ -527,6 +531,7 @@ impl Player {
             queue_depth: cfg.queue_depth.max(1),
             io_size: cfg.io_size,
             io_mode: IoMode::Direct,
+            verify: cfg.verify,
             ..EngineConfig::default()
         };
         let renderer = Renderer::new(device, queue)?;

@@ -83,6 +83,10 @@ pub struct PlayArgs {
     /// I/O threads per engine.
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
+    /// Check every extent's CRC-32 as it arrives (on the GPU for the direct path, on CPU
+    /// threads for the host path); a frame that fails is not shown.
+    #[arg(long)]
+    pub verify: bool,
     /// How the host path moves frames to the GPU.
     #[arg(long, value_enum, default_value = "auto")]
     pub host_copy: HostCopyArg,
@@ -184,6 +188,7 @@ fn player_config(
         speed_fps: (fps > 0.0).then_some(fps),
         playing: !args.paused && defaults.playing,
         start_frame: args.start_frame.unwrap_or(defaults.start_frame),
+        verify: args.verify,
         ..PlayerConfig::default()
     })
 }

@@ -226,6 +226,29 @@ impl DeviceBuffer {
         &self.ctx
     }
 
+    /// Copies `data` to `offset` (synchronous; for tests and checks). The caller makes sure
+    /// nothing else uses that range meanwhile.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+        if offset.checked_add(data.len()).is_none_or(|e| e > self.len) {
+            return Err(IngestError::Usage(format!(
+                "write of {} bytes at {offset} is outside a {}-byte device buffer",
+                data.len(),
+                self.len
+            )));
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("binding the CUDA context"))?;
+        // SAFETY: the range is inside the allocation (checked) and `data` is readable host
+        // memory of that length; the copy is synchronous.
+        check(
+            unsafe {
+                sys::cuMemcpyHtoD_v2(self.ptr + offset as u64, data.as_ptr().cast(), data.len())
+            },
+            "cuMemcpyHtoD",
+        )
+    }
+
     /// Copies `out.len()` bytes at `offset` back to the host (synchronous; for checks).
     pub fn read_back(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         let end = offset.checked_add(out.len()).filter(|&e| e <= self.len);

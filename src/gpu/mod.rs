@@ -6,11 +6,13 @@
 //! A slot is a device pointer and a length, owned (allocated here) or borrowed (memory
 //! imported from Vulkan: [`interop`]), so the frame ring does not care where it came from.
 
+mod crc;
 mod cuda;
 pub mod hostimport;
 pub mod interop;
 mod ring;
 
+pub use crc::{GPU_CRC_BLOCK, GpuCrc};
 pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
 pub use hostimport::HostImporter;
 pub use interop::{InteropDevice, InteropError, SharedBuffer};

@@ -25,6 +25,7 @@ use super::files::{IoMode, OpenFiles};
 use super::gds::GdsState;
 use super::io::{ActiveBackend, IoBackend, IoCounters, IoDone, IoPool, IoTask, PoolConfig, Target};
 use super::source::{ReadExtent, SourceFile};
+use super::verify::{DeviceChecker, HostChecker};
 use crate::dataset::ALIGN;
 use crate::gpu::{Gpu, PinnedBuffer, SlotMemory};
 
@@ -109,6 +110,10 @@ pub struct EngineConfig {
     /// Pinned staging buffers of `io_size` bytes (staged path); 0 picks
     /// `threads * queue_depth + 2 * streams`.
     pub staging_buffers: usize,
+    /// Check every extent that carries a CRC-32 against the bytes that arrived, off the
+    /// caller's thread (see `super::verify`); a mismatch completes the frame with
+    /// [`IngestError::Checksum`].
+    pub verify: bool,
 }
 
 impl Default for EngineConfig {
@@ -121,6 +126,7 @@ impl Default for EngineConfig {
             io_mode: IoMode::Direct,
             streams: 4,
             staging_buffers: 0,
+            verify: false,
         }
     }
 }
@@ -253,7 +259,49 @@ enum Msg {
     Request(ReadRequest, Instant),
     Cancel(usize),
     Io(IoDone),
+    /// A host piece's CRC (`--verify`): job, piece index, CRC, when its read landed.
+    PieceChecked(u64, usize, u32, Instant),
+    /// A device frame's extent CRCs (`--verify`).
+    FrameChecked(u64, Result<Vec<u32>>),
     Stop,
+}
+
+/// How an engine checks arriving bytes (`EngineConfig::verify`).
+enum Checks {
+    Off,
+    /// Host slots: each piece hashed on CPU threads as it lands.
+    Host(HostChecker),
+    /// Device slots: each complete frame's extents hashed where they are.
+    Device(DeviceChecker),
+}
+
+impl Checks {
+    fn host(cfg: &EngineConfig) -> Result<Checks> {
+        if !cfg.verify {
+            return Ok(Checks::Off);
+        }
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        Ok(Checks::Host(HostChecker::new(threads)?))
+    }
+
+    fn device(cfg: &EngineConfig, gpu: &Gpu) -> Result<Checks> {
+        if !cfg.verify {
+            return Ok(Checks::Off);
+        }
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        Ok(Checks::Device(DeviceChecker::new(gpu, threads)?))
+    }
+
+    fn note(&self) -> Option<String> {
+        match self {
+            Checks::Off => None,
+            Checks::Host(h) => Some(format!(
+                "--verify: every read's CRC-32 is computed on {} CPU threads as it lands",
+                h.threads()
+            )),
+            Checks::Device(d) => Some(d.how.clone()),
+        }
+    }
 }
 
 /// An engine: a coordinator thread and its I/O pool. See the module documentation.
@@ -297,6 +345,8 @@ struct StagingBuf {
 #[derive(Clone, Copy, Debug)]
 struct Piece {
     seq: u64,
+    /// Index of the extent in the request.
+    extent: u32,
     file: u32,
     offset: u64,
     len: usize,
@@ -307,6 +357,11 @@ struct Job {
     req: ReadRequest,
     /// The reads of a direct (non-staged) frame, indexed by the token's low 32 bits.
     pieces: Vec<Piece>,
+    /// The CRC of each piece (host `--verify`), indexed like `pieces`.
+    piece_crcs: Vec<u32>,
+    /// Device `--verify`: the frame is complete and its check is running; the completion
+    /// times wait here.
+    checking: Option<(Option<Instant>, Option<Instant>)>,
     bytes: u64,
     submitted: Instant,
     left: usize,
@@ -338,13 +393,16 @@ struct Coordinator {
     jobs: HashMap<u64, Job>,
     next_seq: u64,
     done: Sender<Completion>,
+    checks: Checks,
+    /// The coordinator's own inbox, for check results.
+    inbox: Sender<Msg>,
 }
 
 /// Splits a frame into reads of at most `io_size`, interleaved across lanes (round robin
 /// over lanes, in slot order within a lane).
 fn split(seq: u64, extents: &[ReadExtent], files: &[SourceFile], io_size: usize) -> Vec<Piece> {
     let mut per_lane: Vec<VecDeque<Piece>> = Vec::new();
-    for e in extents {
+    for (i, e) in extents.iter().enumerate() {
         let lane = files[e.file as usize].lane as usize;
         if per_lane.len() <= lane {
             per_lane.resize_with(lane + 1, VecDeque::new);
@@ -354,6 +412,7 @@ fn split(seq: u64, extents: &[ReadExtent], files: &[SourceFile], io_size: usize)
             let n = (io_size as u64).min(e.len - off);
             per_lane[lane].push_back(Piece {
                 seq,
+                extent: i as u32,
                 file: e.file,
                 offset: e.offset + off,
                 len: n as usize,
@@ -397,7 +456,10 @@ impl Engine {
                 }
             }
         }
-        Engine::start(kind, kind, None, files, slots, cfg, regions, None, None)
+        let checks = Checks::host(cfg)?;
+        Engine::start(
+            kind, kind, None, files, slots, cfg, regions, None, None, checks,
+        )
     }
 
     /// The staged engine: O_DIRECT reads into pinned buffers, async copies to the slots'
@@ -455,6 +517,7 @@ impl Engine {
             .iter()
             .map(|b| (b.mem.host().as_mut_ptr() as usize, b.mem.host().len()))
             .collect();
+        let checks = Checks::device(cfg, gpu)?;
         let staged = Staged {
             gpu: gpu.clone(),
             copying: (0..streams_n).map(|_| VecDeque::new()).collect(),
@@ -474,6 +537,7 @@ impl Engine {
             regions,
             Some(staged),
             None,
+            checks,
         )
     }
 
@@ -490,6 +554,7 @@ impl Engine {
         check_device_slots(&slots, gpu)?;
         let opened = OpenFiles::open(files, IoMode::Direct)?;
         let state = GdsState::new(gpu, &opened, &slots)?;
+        let checks = Checks::device(cfg, gpu)?;
         Engine::start_with_files(
             PathKind::Gds,
             PathKind::Gds,
@@ -501,6 +566,7 @@ impl Engine {
             Vec::new(),
             None,
             Some(Arc::new(state)),
+            checks,
         )
     }
 
@@ -515,11 +581,12 @@ impl Engine {
         regions: Vec<(usize, usize)>,
         staged: Option<Staged>,
         gds: Option<Arc<GdsState>>,
+        checks: Checks,
     ) -> Result<Engine> {
         cfg.validate()?;
         let opened = OpenFiles::open(files, cfg.io_mode)?;
         Engine::start_with_files(
-            requested, kind, fallback, files, opened, slots, cfg, regions, staged, gds,
+            requested, kind, fallback, files, opened, slots, cfg, regions, staged, gds, checks,
         )
     }
 
@@ -535,6 +602,7 @@ impl Engine {
         regions: Vec<(usize, usize)>,
         staged: Option<Staged>,
         gds: Option<Arc<GdsState>>,
+        checks: Checks,
     ) -> Result<Engine> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let (done_tx, done_rx) = mpsc::channel::<Completion>();
@@ -568,6 +636,7 @@ impl Engine {
         if let Some(g) = &gds {
             notes.extend(g.notes.iter().cloned());
         }
+        notes.extend(checks.note());
         let direct = if opened.all_direct() {
             "O_DIRECT"
         } else if opened.files.iter().any(|f| f.direct) {
@@ -620,6 +689,8 @@ impl Engine {
             jobs: HashMap::new(),
             next_seq: 1,
             done: done_tx,
+            checks,
+            inbox: tx.clone(),
         };
         let source_files: Vec<SourceFile> = files.to_vec();
         let thread = std::thread::Builder::new()
@@ -784,6 +855,10 @@ impl Coordinator {
                     Msg::Request(req, t) => self.on_request(req, t, files),
                     Msg::Cancel(slot) => self.on_cancel(slot),
                     Msg::Io(d) => self.on_io(d),
+                    Msg::PieceChecked(seq, idx, crc, at) => {
+                        self.on_piece_checked(seq, idx, crc, at)
+                    }
+                    Msg::FrameChecked(seq, r) => self.on_frame_checked(seq, r),
                     Msg::Stop => stop = true,
                 }
             }
@@ -804,6 +879,9 @@ impl Coordinator {
                 let _ = st.synchronize();
             }
         }
+        // The device checker's thread finishes the frame it is checking before the GPU
+        // state goes.
+        self.checks = Checks::Off;
         self.staged.take();
         self.gds.take();
     }
@@ -820,6 +898,8 @@ impl Coordinator {
         let bytes = req.extents.iter().map(|e| e.len).sum();
         let job = Job {
             pieces: Vec::new(),
+            piece_crcs: Vec::new(),
+            checking: None,
             bytes,
             submitted: at,
             left: pieces.len(),
@@ -872,6 +952,9 @@ impl Coordinator {
             })
             .collect();
         if let Some(job) = self.jobs.get_mut(&seq) {
+            if matches!(self.checks, Checks::Host(_)) {
+                job.piece_crcs = vec![0; pieces.len()];
+            }
             job.pieces = pieces;
         }
         if let Some(pool) = &self.pool {
@@ -948,6 +1031,24 @@ impl Coordinator {
                     && let (Some(p), Some(piece)) = (&job.req.progress, job.pieces.get(idx))
                 {
                     p.push(piece.dst, piece.len as u64);
+                }
+                if let Checks::Host(h) = &self.checks
+                    && let Some(job) = self.jobs.get(&seq)
+                    && let Some(piece) = job.pieces.get(idx)
+                    && job.req.extents[piece.extent as usize].crc32.is_some()
+                {
+                    // The piece counts as done once its CRC is back.
+                    let inbox = self.inbox.clone();
+                    let at = d.completed;
+                    h.check_piece(
+                        self.slots[job.req.slot].clone(),
+                        piece.dst,
+                        piece.len,
+                        Box::new(move |crc| {
+                            let _ = inbox.send(Msg::PieceChecked(seq, idx, crc, at));
+                        }),
+                    );
+                    return;
                 }
                 None
             }
@@ -1122,10 +1223,67 @@ impl Coordinator {
         self.finish_job_at(seq, on_gpu, last);
     }
 
-    fn finish_job_at(&mut self, seq: u64, on_gpu: Option<Instant>, last: Option<Instant>) {
-        let Some(job) = self.jobs.remove(&seq) else {
+    /// A host piece's CRC is back: the piece is done.
+    fn on_piece_checked(&mut self, seq: u64, idx: usize, crc: u32, at: Instant) {
+        if let Some(c) = self
+            .jobs
+            .get_mut(&seq)
+            .and_then(|job| job.piece_crcs.get_mut(idx))
+        {
+            *c = crc;
+        }
+        self.piece_done(seq, at, None);
+    }
+
+    /// A device frame's CRCs are back: compare them and complete the frame.
+    fn on_frame_checked(&mut self, seq: u64, result: Result<Vec<u32>>) {
+        let Some(job) = self.jobs.get_mut(&seq) else {
             return;
         };
+        let Some((on_gpu, last)) = job.checking else {
+            return;
+        };
+        job.error = match result {
+            Ok(crcs) => first_mismatch(&job.req, &crcs, &self.files),
+            Err(e) => Some(e),
+        };
+        self.finish_job_at(seq, on_gpu, last);
+    }
+
+    fn finish_job_at(&mut self, seq: u64, on_gpu: Option<Instant>, last: Option<Instant>) {
+        // Device slots under --verify: check the complete frame first; the completion
+        // follows when the CRCs are back (`on_frame_checked`).
+        if let Checks::Device(checker) = &self.checks
+            && let Some(job) = self.jobs.get_mut(&seq)
+            && job.error.is_none()
+            && job.checking.is_none()
+            && job.req.extents.iter().any(|e| e.crc32.is_some())
+        {
+            job.checking = Some((on_gpu, last));
+            let ranges = job.req.extents.iter().map(|e| (e.dst, e.len)).collect();
+            let inbox = self.inbox.clone();
+            checker.check_frame(
+                self.slots[job.req.slot].clone(),
+                ranges,
+                Box::new(move |r| {
+                    let _ = inbox.send(Msg::FrameChecked(seq, r));
+                }),
+            );
+            return;
+        }
+        let Some(mut job) = self.jobs.remove(&seq) else {
+            return;
+        };
+        if job.error.is_none() && !job.piece_crcs.is_empty() {
+            // Host --verify: each extent's CRC from its pieces. `split` keeps an extent's
+            // pieces in slot order, so folding in piece order is folding in byte order.
+            let mut crcs = vec![0u32; job.req.extents.len()];
+            for (p, &c) in job.pieces.iter().zip(&job.piece_crcs) {
+                let e = p.extent as usize;
+                crcs[e] = super::crc::combine(crcs[e], c, p.len as u64);
+            }
+            job.error = first_mismatch(&job.req, &crcs, &self.files);
+        }
         let c = Completion {
             frame: job.req.frame,
             slot: job.req.slot,
@@ -1142,6 +1300,28 @@ impl Coordinator {
         };
         let _ = self.done.send(c);
     }
+}
+
+/// The checksum error for the extents of `req` whose CRC in `crcs` (one per extent, in
+/// order) differs from the one they carry, or `None` when all match.
+fn first_mismatch(req: &ReadRequest, crcs: &[u32], files: &OpenFiles) -> Option<IngestError> {
+    let mut bad = req
+        .extents
+        .iter()
+        .zip(crcs)
+        .filter(|(e, c)| e.crc32.is_some_and(|want| want != **c));
+    let (e, &actual) = bad.next()?;
+    let file = &files.files[e.file as usize];
+    Some(IngestError::Checksum {
+        frame: req.frame,
+        lane: file.lane,
+        path: file.path.clone(),
+        offset: e.offset,
+        len: e.len,
+        expected: e.crc32.unwrap_or_default(),
+        actual,
+        more: bad.count() as u64,
+    })
 }
 
 /// Opens the engine for `requested`, falling back from gds to staged when cuFile cannot be

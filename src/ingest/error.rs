@@ -45,14 +45,18 @@ pub enum IngestError {
     /// bad configuration).
     #[error("{0}")]
     Usage(String),
-    /// Bytes that arrived do not match the checksum recorded for them.
+    /// Bytes that arrived do not match the checksum recorded for them (`--verify`). Names
+    /// the first mismatching extent of the frame and counts the others.
     #[error(
-        "frame {frame}: {} at offset {offset} ({len} bytes): CRC32 is {actual:08x}, expected {expected:08x}",
-        .path.display()
+        "frame {frame}: lane {lane}, {} at offset {offset} ({len} bytes): CRC-32 of the bytes that arrived is {actual:08x}, the manifest says {expected:08x}{}",
+        .path.display(),
+        more_extents(*.more)
     )]
     Checksum {
         /// Frame index.
         frame: u32,
+        /// Lane of the file.
+        lane: u32,
         /// File the bytes came from.
         path: PathBuf,
         /// Offset in that file.
@@ -63,6 +67,8 @@ pub enum IngestError {
         expected: u32,
         /// CRC32 of the bytes that arrived.
         actual: u32,
+        /// Further extents of the same frame that mismatch.
+        more: u64,
     },
     /// The dataset layer failed.
     #[error(transparent)]
@@ -78,6 +84,14 @@ pub enum IngestError {
 
 /// Result alias for the ingest layer.
 pub type Result<T, E = IngestError> = std::result::Result<T, E>;
+
+fn more_extents(more: u64) -> String {
+    match more {
+        0 => String::new(),
+        1 => " (and 1 more extent of this frame)".into(),
+        n => format!(" (and {n} more extents of this frame)"),
+    }
+}
 
 impl IngestError {
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, err: io::Error) -> IngestError {

@@ -14,6 +14,7 @@
 //! the engines use pread threads, and where cuFile cannot register a file
 //! [`open_engine`] falls back to staged; both say so in [`PathInfo`].
 
+pub mod crc;
 mod engine;
 mod error;
 mod files;
@@ -21,6 +22,7 @@ pub mod gds;
 mod hostmem;
 mod io;
 mod source;
+mod verify;
 
 pub use engine::{
     Completion, Engine, EngineConfig, IngestEngine, PathInfo, PathKind, ReadProgress, ReadRequest,
