@@ -195,7 +195,14 @@ impl DatasetWriter {
             OpenOptions::new().create(true).truncate(false).write(true),
             &lock_path,
         )?
-        .expect("created if missing");
+        .ok_or_else(|| {
+            // Only when the directory vanished between its creation and here.
+            DatasetError::io(
+                "cannot create lock file",
+                &lock_path,
+                io::ErrorKind::NotFound.into(),
+            )
+        })?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
@@ -946,7 +953,7 @@ enum Existing {
     /// Nothing: a new dataset.
     Absent,
     /// A supercell manifest that loads: its lane files are candidates for deletion.
-    Dataset(Manifest),
+    Dataset(Box<Manifest>),
     /// A supercell manifest of this version that does not load (the message says why): it
     /// is replaced, but which files it had is unknown, so none are deleted.
     Damaged(String),
@@ -980,7 +987,7 @@ fn existing_manifest(path: &Path) -> Result<Existing> {
     let text = fs::read(path).ctx("cannot read", path)?;
     check_header(&text).map_err(refuse)?;
     Ok(match Manifest::from_json(&text, path) {
-        Ok(m) => Existing::Dataset(m),
+        Ok(m) => Existing::Dataset(Box::new(m)),
         Err(e) => Existing::Damaged(e.to_string()),
     })
 }
