@@ -239,7 +239,14 @@ fn lane_file_names_and_sizes() {
     );
     expect(
         &open_after(|v| v["lanes"][0]["files"][0]["name"] = json!("missing.sclane")),
-        &["lane 0 file 0", "missing.sclane"],
+        &[
+            "lanes[0].files[0].name \"missing.sclane\"",
+            "naming pattern",
+        ],
+    );
+    expect(
+        &open_after(|v| v["write_id"] = json!("../w1")),
+        &["write_id \"../w1\""],
     );
     expect(
         &open_after(|v| {
@@ -247,6 +254,19 @@ fn lane_file_names_and_sizes() {
             v["lanes"][1]["files"][0]["size"] = json!(s + 4096);
         }),
         &["lane 1 file 0", "manifest says"],
+    );
+}
+
+#[test]
+fn missing_lane_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path());
+    let p = Dataset::open(dir.path()).unwrap().lane_file_path(0, 0);
+    std::fs::remove_file(&p).unwrap();
+    let msg = Dataset::open(dir.path()).unwrap_err().to_string();
+    expect(
+        &msg,
+        &["lane 0 file 0", p.to_str().unwrap(), "cannot be read"],
     );
 }
 

@@ -355,3 +355,116 @@ fn bad_input_gives_clear_errors() {
         .unwrap();
     fails(&["verify", ds.to_str().unwrap()], "lane");
 }
+
+/// A dataset directory whose manifest says its first lane is `lane_path`: the lane files
+/// it lists there must survive `generate` and `import` into the directory.
+fn point_first_lane_at(ds: &Path, lane_path: &str) -> String {
+    let mpath = ds.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
+    m["lanes"][0]["path"] = serde_json::json!(lane_path);
+    std::fs::write(&mpath, serde_json::to_vec(&m).unwrap()).unwrap();
+    m["lanes"][0]["files"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+const NVDB_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/nanovdb/sphere_fp16.nvdb"
+);
+
+#[test]
+fn writers_leave_files_named_outside_their_lanes_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    let ds_s = ds.to_str().unwrap();
+    let v = tmp.path().join("v");
+    std::fs::create_dir_all(&v).unwrap();
+    let generate = [
+        "generate",
+        ds_s,
+        "--frames",
+        "1",
+        "--resolution",
+        "32",
+        "--lanes",
+        "2",
+    ];
+    let import = ["import", NVDB_FIXTURE, "--out", ds_s, "--lanes", "2"];
+    for (i, (cmd, lane_path)) in [
+        (&generate[..], "../v".to_owned()),
+        (&generate[..], v.to_str().unwrap().to_owned()),
+        (&import[..], "../v".to_owned()),
+        (&import[..], v.to_str().unwrap().to_owned()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        ok(&generate);
+        let name = point_first_lane_at(&ds, &lane_path);
+        let precious = v.join(&name);
+        std::fs::write(&precious, b"precious").unwrap();
+        let out = tool(cmd);
+        assert!(out.status.success(), "case {i}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("left alone"), "case {i}: {err}");
+        assert_eq!(std::fs::read(&precious).unwrap(), b"precious", "case {i}");
+        ok(&["verify", ds_s]);
+    }
+}
+
+#[test]
+fn writers_refuse_a_directory_with_another_programs_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("webapp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = br#"{"name": "webapp", "version": "2.1.0"}"#;
+    std::fs::write(dir.join("manifest.json"), text).unwrap();
+    let d = dir.to_str().unwrap();
+    fails(
+        &["generate", d, "--frames", "1", "--resolution", "32"],
+        "not a supercell dataset",
+    );
+    fails(&["import", NVDB_FIXTURE, "--out", d], "manifest.json");
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), text);
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
+#[test]
+fn export_replaces_a_symlink_at_its_output_instead_of_writing_through_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    let ds_s = ds.to_str().unwrap();
+    ok(&[
+        "generate",
+        ds_s,
+        "--frames",
+        "1",
+        "--resolution",
+        "32",
+        "--lanes",
+        "1",
+    ]);
+    let target = tmp.path().join("target.txt");
+    std::fs::write(&target, b"precious").unwrap();
+    let out = tmp.path().join("frame.nvdb");
+    std::os::unix::fs::symlink(&target, &out).unwrap();
+    ok(&[
+        "export",
+        ds_s,
+        "--frame",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    assert!(
+        !std::fs::symlink_metadata(&out)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(!read_nvdb(&out).unwrap().is_empty());
+}

@@ -38,7 +38,9 @@
 //! An extent is `[lane, file, offset, len, dst, crc32]`: `len` bytes at `offset` of file
 //! `file` of lane `lane` go to `dst` in the slot image. Offsets, lengths and destinations
 //! are multiples of 4 KiB, lengths at most `chunk_size`, extents sorted by `dst`. Lane paths
-//! are relative to the manifest's directory, or absolute. Checksums are hex strings because
+//! are relative to the manifest's directory, or absolute. File `f` of lane `l` must be named
+//! `<write_id>-L<l>-S<f>.sclane` (`l` at least three digits, `f` at least five), so a
+//! manifest can only ever point a reader at lane files. Checksums are hex strings because
 //! JSON tools round integers above 2^53.
 
 use std::fs;
@@ -48,6 +50,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::{DatasetError, IoContext, Result};
+use super::naming;
 use super::stripe::align_up;
 use super::{ALIGN, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
 use crate::format::{Coord, GridClass, GridType};
@@ -290,30 +293,7 @@ impl Manifest {
     /// to resolve relative lane paths). Does not touch the lane files.
     pub fn from_json(text: &[u8], path: &Path) -> Result<Manifest> {
         let bad = |msg: String| DatasetError::manifest(path, msg);
-        let header: Header =
-            serde_json::from_slice(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
-        match header.format.as_deref() {
-            Some(FORMAT_NAME) => {}
-            Some(other) => {
-                return Err(bad(format!(
-                    "format is {other:?}, expected {FORMAT_NAME:?}"
-                )));
-            }
-            None => {
-                return Err(bad(format!(
-                    "no \"format\" field (expected {FORMAT_NAME:?})"
-                )));
-            }
-        }
-        match header.version {
-            Some(v) if v == u64::from(FORMAT_VERSION) => {}
-            Some(v) => {
-                return Err(bad(format!(
-                    "version {v} is not supported (this build reads version {FORMAT_VERSION})"
-                )));
-            }
-            None => return Err(bad("no \"version\" field".into())),
-        }
+        check_header(text).map_err(bad)?;
         let mut m: Manifest =
             serde_json::from_slice(text).map_err(|e| bad(format!("malformed: {e}")))?;
         m.path = path.to_path_buf();
@@ -381,36 +361,52 @@ impl Manifest {
         v
     }
 
-    /// Checks that every lane file exists, is a regular file, and has the recorded size.
+    /// Checks that every lane file exists, is a regular file (not a symbolic link), and has
+    /// the recorded size.
+    ///
+    /// The actual size of a wrong-sized file is only reported for lane directories inside
+    /// the dataset directory: a manifest that names directories elsewhere must not turn
+    /// the error into a way of learning the sizes of files there.
     pub fn check_files(&self) -> Result<()> {
+        let base = self.base_dir().canonicalize().ok();
         for (l, lane) in self.lanes.iter().enumerate() {
+            let inside = base.as_ref().is_some_and(|b| {
+                self.lane_dir(l as u32)
+                    .canonicalize()
+                    .is_ok_and(|d| d.starts_with(b))
+            });
             for (f, file) in lane.files.iter().enumerate() {
                 let p = self.lane_file_path(l as u32, f as u32);
-                let md = match fs::metadata(&p) {
-                    Ok(md) => md,
-                    Err(e) => {
-                        return Err(DatasetError::manifest(
-                            &self.path,
-                            format!("lane {l} file {f} ({}): {e}", p.display()),
-                        ));
-                    }
-                };
-                if !md.is_file() {
-                    return Err(DatasetError::manifest(
+                let bad = |msg: String| {
+                    Err(DatasetError::manifest(
                         &self.path,
-                        format!("lane {l} file {f} ({}) is not a regular file", p.display()),
-                    ));
+                        format!("lane {l} file {f} ({}) {msg}", p.display()),
+                    ))
+                };
+                // Not following a link: a lane file is data the writer created in place.
+                let md = match fs::symlink_metadata(&p) {
+                    Ok(md) => md,
+                    Err(e) => return bad(format!("cannot be read: {e}")),
+                };
+                if md.file_type().is_symlink() {
+                    return bad("is a symbolic link; lane files must be regular files".into());
+                }
+                if !md.is_file() {
+                    return bad("is not a regular file".into());
                 }
                 if md.len() != file.size {
-                    return Err(DatasetError::manifest(
-                        &self.path,
-                        format!(
-                            "lane {l} file {f} ({}) is {} bytes, manifest says {}",
-                            p.display(),
+                    return if inside {
+                        bad(format!(
+                            "is {} bytes, manifest says {}",
                             md.len(),
                             file.size
-                        ),
-                    ));
+                        ))
+                    } else {
+                        bad(format!(
+                            "does not have the {} bytes the manifest says",
+                            file.size
+                        ))
+                    };
                 }
             }
         }
@@ -428,6 +424,12 @@ impl Manifest {
         }
         if self.version != FORMAT_VERSION {
             return Err(format!("version {} is not supported", self.version));
+        }
+        if !naming::is_write_id(&self.write_id) {
+            return Err(format!(
+                "write_id {:?} is not 1 to 96 ASCII letters, digits, '-' or '_'",
+                self.write_id
+            ));
         }
         if self.chunk_size == 0 || !self.chunk_size.is_multiple_of(ALIGN) {
             return Err(format!(
@@ -455,6 +457,15 @@ impl Manifest {
                 if !is_plain_file_name(&file.name) {
                     return Err(format!(
                         "lanes[{l}].files[{f}].name {:?} is not a plain file name",
+                        file.name
+                    ));
+                }
+                // Only files of this write's naming pattern are ever opened, so a manifest
+                // cannot point a reader at an arbitrary file of a lane directory.
+                let expected = naming::lane_file_name(&self.write_id, l as u32, f);
+                if file.name != expected {
+                    return Err(format!(
+                        "lanes[{l}].files[{f}].name {:?} does not follow the dataset's naming pattern (expected {expected:?})",
                         file.name
                     ));
                 }
@@ -698,6 +709,38 @@ impl Manifest {
         fs::rename(&tmp, &dst).ctx("cannot rename into place", &dst)?;
         sync_dir(dir)
     }
+}
+
+/// Checks that `text` is JSON with this build's `format` and `version`: whether it is a
+/// supercell manifest this build can read at all, before its structure is looked at (a
+/// newer version gets "unsupported version" rather than a structural error).
+pub(crate) fn check_header(text: &[u8]) -> Result<(), String> {
+    let header: Header = serde_json::from_slice(text).map_err(|e| {
+        if e.is_data() {
+            format!("not a manifest object ({e})")
+        } else {
+            format!("not valid JSON: {e}")
+        }
+    })?;
+    match header.format.as_deref() {
+        Some(FORMAT_NAME) => {}
+        Some(other) => {
+            return Err(format!("format is {other:?}, expected {FORMAT_NAME:?}"));
+        }
+        None => {
+            return Err(format!("no \"format\" field (expected {FORMAT_NAME:?})"));
+        }
+    }
+    match header.version {
+        Some(v) if v == u64::from(FORMAT_VERSION) => {}
+        Some(v) => {
+            return Err(format!(
+                "version {v} is not supported (this build reads version {FORMAT_VERSION})"
+            ));
+        }
+        None => return Err("no \"version\" field".into()),
+    }
+    Ok(())
 }
 
 /// fsyncs a directory so that renames and creations inside it are durable.

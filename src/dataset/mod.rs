@@ -18,6 +18,7 @@ mod aligned;
 mod convert;
 mod error;
 mod manifest;
+mod naming;
 mod nvdb;
 mod reader;
 pub mod stripe;

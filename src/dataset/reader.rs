@@ -4,8 +4,8 @@
 //! cuFile; this reader is the reference they are compared against, and what `verify`,
 //! export and the portable path use.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::MANIFEST_FILE;
@@ -45,7 +45,14 @@ impl Dataset {
             let mut v = Vec::with_capacity(lane.files.len());
             for f in 0..lane.files.len() {
                 let p = manifest.lane_file_path(l as u32, f as u32);
-                v.push(File::open(&p).ctx("cannot open lane file", &p)?);
+                // No symlink at the lane file itself (check_files refused one; this closes
+                // the window between that check and the open).
+                let file = OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&p)
+                    .ctx("cannot open lane file", &p)?;
+                v.push(file);
             }
             files.push(v);
         }

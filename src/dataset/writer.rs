@@ -17,9 +17,22 @@
 //! and it references only old files, which are untouched. A crash after it leaves the new
 //! one, complete. Either way the next writer's `create` reads the intent and deletes the
 //! orphans: this write's files if its manifest never landed, the replaced files if it did.
+//!
+//! What a writer may delete or replace. The existing manifest and intent come with the
+//! directory and may have been written by anyone, so a path they name proves nothing. A
+//! writer deletes only files that are provably its own: names of the lane-file pattern
+//! (see `naming`) inside an *owned* lane directory, which is one of this write's lane
+//! directories or a real (not symlinked) `lanes/<n>` directory of the dataset. Files the
+//! replaced manifest or an intent names anywhere else are left alone and listed by
+//! [`DatasetWriter::left_alone`]. A `manifest.json` that is not a supercell manifest is
+//! refused before anything is created. Files are created with `O_EXCL` (a planted symlink
+//! at the name makes creation fail instead of redirecting it), control files are opened
+//! with `O_NOFOLLOW`, and renames replace whatever is at the target name, never what a
+//! symlink there points to.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -29,8 +42,10 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{DatasetError, IoContext, Result};
 use super::manifest::{
-    Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance, sync_dir,
+    Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance, check_header,
+    sync_dir,
 };
+use super::naming::{TMP_EXT, is_write_id, lane_file_name, parse_lane_file_name};
 use super::nvdb::{self, GridInfo};
 use super::stripe::{StripeChunk, slot_layout, stripe};
 use super::{ALIGN, DEFAULT_SEGMENT_SIZE, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
@@ -38,8 +53,8 @@ use crate::format::{GridClass, GridType};
 
 const LOCK_FILE: &str = ".supercell-write.lock";
 const INTENT_FILE: &str = ".supercell-write.intent";
-const LANE_EXT: &str = "sclane";
-const TMP_EXT: &str = "tmp";
+/// Largest write-intent record read back (it lists the replaced dataset's lane files).
+const MAX_INTENT_BYTES: u64 = 64 << 20;
 
 /// Where the lanes of a new dataset live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,7 +138,9 @@ pub struct DatasetWriter {
     attributes: Vec<Attribute>,
     frames: Vec<Frame>,
     provenance: Provenance,
-    replaced: Option<Manifest>,
+    /// Lane files of the replaced dataset to delete after the commit (owned, canonical).
+    replaced_files: Vec<PathBuf>,
+    left_alone: Vec<PathBuf>,
     phase: Phase,
     failed: Option<String>,
     crash_at: Option<CrashPoint>,
@@ -168,15 +185,24 @@ impl DatasetWriter {
         }
         fs::create_dir_all(dir).ctx("cannot create dataset directory", dir)?;
         let dir = dir.canonicalize().ctx("cannot resolve", dir)?;
+        let manifest_path = dir.join(MANIFEST_FILE);
+        // Another program's directory is refused before anything (even a lock) is put in it.
+        existing_manifest(&manifest_path)?;
 
         // Lock first: recovery and everything after must not race another writer.
         let lock_path = dir.join(LOCK_FILE);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .ctx("cannot open lock file", &lock_path)?;
+        let lock = open_control_file(
+            OpenOptions::new().create(true).truncate(false).write(true),
+            &lock_path,
+        )?
+        .ok_or_else(|| {
+            // Only when the directory vanished between its creation and here.
+            DatasetError::io(
+                "cannot create lock file",
+                &lock_path,
+                io::ErrorKind::NotFound.into(),
+            )
+        })?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
@@ -189,18 +215,15 @@ impl DatasetWriter {
                 return Err(DatasetError::io("cannot lock", &lock_path, e));
             }
         }
-        recover(&dir)?;
+        // Again under the lock: this is the manifest that gets replaced.
+        let existing = existing_manifest(&manifest_path)?;
 
         let lane_dirs: Vec<PathBuf> = match lanes {
             LaneSpec::Count(0) => {
                 return Err(DatasetError::Usage("lane count must be at least 1".into()));
             }
             LaneSpec::Count(n) => (0..n)
-                .map(|i| {
-                    let d = dir.join("lanes").join(i.to_string());
-                    fs::create_dir_all(&d).ctx("cannot create lane directory", &d)?;
-                    Ok(d)
-                })
+                .map(|i| default_lane_dir(&dir, i))
                 .collect::<Result<_>>()?,
             LaneSpec::Dirs(ds) => {
                 if ds.is_empty() {
@@ -242,22 +265,39 @@ impl DatasetWriter {
             canon.push(c);
         }
 
-        let manifest_path = dir.join(MANIFEST_FILE);
-        // The replaced dataset's files are deleted once the new manifest is in place. If
-        // its manifest is unreadable we cannot know them; they are then left alone.
-        let replaced = if manifest_path.exists() {
-            Manifest::load_unchecked_files(&manifest_path).ok()
-        } else {
-            None
-        };
+        let owned = owned_lane_dirs(&dir, &canon);
+        let mut left_alone = Vec::new();
+        recover(&dir, &owned, &mut left_alone)?;
+        // The replaced dataset's files in owned lane directories are deleted once the new
+        // manifest is in place; the rest are not ours to delete.
+        let mut replaced_files = Vec::new();
+        match &existing {
+            Existing::Absent => {}
+            Existing::Dataset(old) => {
+                for f in old.all_file_paths() {
+                    match owned_lane_file(&f, &owned) {
+                        Some(p) => replaced_files.push(p),
+                        None => left_alone.push(f),
+                    }
+                }
+            }
+            Existing::Damaged(why) => eprintln!(
+                "supercell: note: replacing damaged {why}; its lane files are unknown and left alone"
+            ),
+        }
+        if !left_alone.is_empty() {
+            eprintln!(
+                "supercell: note: {} lane file(s) or director(ies) that the replaced manifest or an interrupted write of {} names lie outside this write's lane directories; they are left alone (e.g. {})",
+                left_alone.len(),
+                dir.display(),
+                left_alone[0].display()
+            );
+        }
         let write_id = new_write_id();
         let intent = Intent {
             write_id: write_id.clone(),
             lane_dirs: canon.clone(),
-            replaced_files: replaced
-                .as_ref()
-                .map(Manifest::all_file_paths)
-                .unwrap_or_default(),
+            replaced_files: replaced_files.clone(),
         };
         write_small_atomic(
             &dir,
@@ -297,7 +337,8 @@ impl DatasetWriter {
                 .collect(),
             frames: Vec::new(),
             provenance,
-            replaced,
+            replaced_files,
+            left_alone,
             phase: Phase::Writing,
             failed: None,
             crash_at: None,
@@ -336,6 +377,13 @@ impl DatasetWriter {
     /// The dataset directory (canonical).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Lane files (or, for an interrupted write, lane directories) that the replaced
+    /// dataset's manifest or an interrupted write's intent names outside this write's lane
+    /// directories and the dataset's own `lanes/<n>`: this writer does not delete them.
+    pub fn left_alone(&self) -> &[PathBuf] {
+        &self.left_alone
     }
 
     /// Appends a frame: one NanoVDB grid buffer per attribute, in attribute order, at
@@ -628,11 +676,8 @@ impl DatasetWriter {
         }
         // 4. Clean up the replaced dataset. Failures here do not undo the commit; the
         // intent stays and the next writer retries.
-        let mut clean = true;
-        if let Some(old) = self.replaced.take() {
-            clean &= remove_unreferenced(&old.all_file_paths(), &manifest);
-        }
-        if clean {
+        let replaced = std::mem::take(&mut self.replaced_files);
+        if remove_unreferenced(&replaced, &canonical_files(&manifest)) {
             let intent = self.dir.join(INTENT_FILE);
             if fs::remove_file(&intent).is_ok() {
                 let _ = sync_dir(&self.dir);
@@ -732,11 +777,7 @@ impl LaneWriter {
             };
             if need_new {
                 self.close_current()?;
-                let name = format!(
-                    "{write_id}-L{:03}-S{:05}.{LANE_EXT}",
-                    self.index,
-                    self.files.len()
-                );
+                let name = lane_file_name(write_id, self.index, self.files.len());
                 let path = tmp_path(&self.dir.join(&name));
                 let file = OpenOptions::new()
                     .write(true)
@@ -860,7 +901,18 @@ fn new_write_id() -> String {
 fn write_small_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     let dst = dir.join(name);
     let tmp = tmp_path(&dst);
-    let mut f = File::create(&tmp).ctx("cannot create", &tmp)?;
+    // A leftover temp is ours to replace: unlinking removes a symlink itself, never what
+    // it points to, and `create_new` (O_EXCL) refuses to follow one planted since.
+    match fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(DatasetError::io("cannot remove stale", &tmp, e)),
+    }
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .ctx("cannot create", &tmp)?;
     f.write_all(bytes).ctx("cannot write", &tmp)?;
     f.sync_all().ctx("cannot fsync", &tmp)?;
     drop(f);
@@ -868,13 +920,160 @@ fn write_small_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     sync_dir(dir)
 }
 
-/// Deletes `files` that `keep` does not reference; returns whether all went well.
-fn remove_unreferenced(files: &[PathBuf], keep: &Manifest) -> bool {
-    let kept = keep.all_file_paths();
+/// Opens one of the writer's control files (the lock, the intent) without following a
+/// symbolic link at its name and without blocking on a FIFO; anything but a regular file
+/// is refused. `None` when the file does not exist and `opts` does not create it.
+fn open_control_file(opts: &mut OpenOptions, path: &Path) -> Result<Option<File>> {
+    let file = match opts
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(DatasetError::Input {
+                path: path.to_path_buf(),
+                msg: "is a symbolic link; the writer's lock and intent files are regular files it creates itself (check where it points, then remove it)".into(),
+            });
+        }
+        Err(e) => return Err(DatasetError::io("cannot open", path, e)),
+    };
+    let md = file.metadata().ctx("cannot inspect", path)?;
+    if !md.is_file() {
+        return Err(DatasetError::Input {
+            path: path.to_path_buf(),
+            msg: "is not a regular file; the writer's lock and intent files are regular files it creates itself".into(),
+        });
+    }
+    Ok(Some(file))
+}
+
+/// What `manifest.json` holds in a directory about to be written.
+enum Existing {
+    /// Nothing: a new dataset.
+    Absent,
+    /// A supercell manifest that loads: its lane files are candidates for deletion.
+    Dataset(Box<Manifest>),
+    /// A supercell manifest of this version that does not load (the message says why): it
+    /// is replaced, but which files it had is unknown, so none are deleted.
+    Damaged(String),
+}
+
+/// Looks at the manifest a write would replace. Anything that is not a supercell manifest
+/// of this format version (another program's JSON, not JSON at all, a directory, a newer
+/// version) is refused: the directory is not ours to write into.
+fn existing_manifest(path: &Path) -> Result<Existing> {
+    let refuse = |why: String| {
+        DatasetError::manifest(
+            path,
+            format!(
+                "{why}; not a supercell dataset this build can replace, so nothing in this directory is changed (choose another directory, or move the file away)"
+            ),
+        )
+    };
+    let md = match fs::metadata(path) {
+        Ok(md) => md,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if fs::symlink_metadata(path).is_ok() {
+                return Err(refuse("is a symbolic link to nothing".into()));
+            }
+            return Ok(Existing::Absent);
+        }
+        Err(e) => return Err(DatasetError::io("cannot inspect", path, e)),
+    };
+    if !md.is_file() {
+        return Err(refuse("is not a regular file".into()));
+    }
+    let text = fs::read(path).ctx("cannot read", path)?;
+    check_header(&text).map_err(refuse)?;
+    Ok(match Manifest::from_json(&text, path) {
+        Ok(m) => Existing::Dataset(Box::new(m)),
+        Err(e) => Existing::Damaged(e.to_string()),
+    })
+}
+
+/// `DATASET/lanes/<i>`, created if missing. An existing one must be a real directory: a
+/// symbolic link there (say, in a dataset copied from elsewhere) would send this write's
+/// files, and later deletions, somewhere else.
+fn default_lane_dir(dir: &Path, i: u32) -> Result<PathBuf> {
+    let lanes = dir.join("lanes");
+    let lane = lanes.join(i.to_string());
+    for p in [&lanes, &lane] {
+        match fs::create_dir(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let md = fs::symlink_metadata(p).ctx("cannot inspect", p)?;
+                if !md.is_dir() {
+                    let what = if md.file_type().is_symlink() {
+                        "a symbolic link"
+                    } else {
+                        "not a directory"
+                    };
+                    return Err(DatasetError::Usage(format!(
+                        "{} is {what}; a dataset's own lanes are real directories inside it (name lane directories elsewhere explicitly instead)",
+                        p.display()
+                    )));
+                }
+            }
+            Err(e) => return Err(DatasetError::io("cannot create lane directory", p, e)),
+        }
+    }
+    Ok(lane)
+}
+
+/// The lane directories whose lane files a writer of `dir` may delete, canonical: this
+/// write's own (`this_write`, canonical) and every real directory `DATASET/lanes/<n>`.
+fn owned_lane_dirs(dir: &Path, this_write: &[PathBuf]) -> Vec<PathBuf> {
+    let mut owned = this_write.to_vec();
+    let lanes = dir.join("lanes");
+    // `symlink_metadata`: a symlinked `lanes` is not the dataset's own directory.
+    if fs::symlink_metadata(&lanes).is_ok_and(|m| m.is_dir())
+        && let Ok(entries) = fs::read_dir(&lanes)
+    {
+        for e in entries.flatten() {
+            let numbered = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            // `DirEntry::file_type` does not follow a symlink either.
+            if numbered && e.file_type().is_ok_and(|t| t.is_dir()) && !owned.contains(&e.path()) {
+                owned.push(e.path());
+            }
+        }
+    }
+    owned
+}
+
+/// `path` with its directory resolved, if it may be deleted by a writer that owns the lane
+/// directories `owned`: its name follows the lane-file pattern and its directory is owned.
+fn owned_lane_file(path: &Path, owned: &[PathBuf]) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    parse_lane_file_name(name)?;
+    let dir = path.parent()?.canonicalize().ok()?;
+    owned.contains(&dir).then(|| dir.join(name))
+}
+
+/// Every lane file `m` references, with resolved directories (comparable with
+/// [`owned_lane_file`]'s paths).
+fn canonical_files(m: &Manifest) -> Vec<PathBuf> {
+    m.all_file_paths()
+        .into_iter()
+        .map(
+            |p| match (p.parent().map(Path::canonicalize), p.file_name()) {
+                (Some(Ok(d)), Some(n)) => d.join(n),
+                _ => p,
+            },
+        )
+        .collect()
+}
+
+/// Deletes `files` (owned lane files, resolved) that `keep` does not list; returns whether
+/// all went well.
+fn remove_unreferenced(files: &[PathBuf], keep: &[PathBuf]) -> bool {
     let mut ok = true;
     let mut dirs = Vec::new();
     for p in files {
-        if kept.contains(p) {
+        if keep.contains(p) {
             continue;
         }
         match fs::remove_file(p) {
@@ -896,22 +1095,36 @@ fn remove_unreferenced(files: &[PathBuf], keep: &Manifest) -> bool {
 }
 
 /// Finishes or rolls back a write that was interrupted (crash, kill, power loss), using
-/// its intent file. Called with the write lock held.
-fn recover(dir: &Path) -> Result<()> {
+/// its intent file. Called with the write lock held. The intent is as untrusted as the
+/// rest of the directory: only lane files in `owned` lane directories are deleted; what it
+/// names elsewhere is added to `left_alone`.
+fn recover(dir: &Path, owned: &[PathBuf], left_alone: &mut Vec<PathBuf>) -> Result<()> {
     let intent_path = dir.join(INTENT_FILE);
-    let text = match fs::read(&intent_path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(DatasetError::io("cannot read", &intent_path, e)),
+    let Some(file) = open_control_file(OpenOptions::new().read(true), &intent_path)? else {
+        return Ok(());
     };
+    let mut text = Vec::new();
+    file.take(MAX_INTENT_BYTES + 1)
+        .read_to_end(&mut text)
+        .ctx("cannot read", &intent_path)?;
     // The intent is written atomically, so an unparsable one was not written by us;
     // refuse rather than guess which files are safe to delete.
-    let intent: Intent = serde_json::from_slice(&text).map_err(|e| DatasetError::Input {
+    let unreadable = |why: String| DatasetError::Input {
         path: intent_path.clone(),
         msg: format!(
-            "unreadable write-intent record ({e}); remove it by hand after checking the lanes"
+            "unreadable write-intent record ({why}); remove it by hand after checking the lanes"
         ),
-    })?;
+    };
+    if text.len() as u64 > MAX_INTENT_BYTES {
+        return Err(unreadable(format!("larger than {MAX_INTENT_BYTES} bytes")));
+    }
+    let intent: Intent = serde_json::from_slice(&text).map_err(|e| unreadable(e.to_string()))?;
+    if !is_write_id(&intent.write_id) {
+        return Err(unreadable(format!(
+            "write id {:?} is not one a writer makes",
+            intent.write_id
+        )));
+    }
     let manifest_path = dir.join(MANIFEST_FILE);
     let current = Manifest::load_unchecked_files(&manifest_path).ok();
     let id = intent.write_id.as_bytes();
@@ -929,35 +1142,46 @@ fn recover(dir: &Path) -> Result<()> {
             ),
         ));
     }
+    let keep = current.as_ref().map(canonical_files).unwrap_or_default();
     match current {
         Some(m) if m.write_id == intent.write_id => {
             // The interrupted write committed; only the replaced files remain to go.
-            if !remove_unreferenced(&intent.replaced_files, &m) {
+            let mut doomed = Vec::new();
+            for f in &intent.replaced_files {
+                match owned_lane_file(f, owned) {
+                    Some(p) => doomed.push(p),
+                    None => left_alone.push(f.clone()),
+                }
+            }
+            if !remove_unreferenced(&doomed, &keep) {
                 return Ok(()); // keep the intent for another try
             }
         }
-        current => {
+        _ => {
             // Never committed: delete everything it created (its id prefixes every name).
-            let prefix = format!("{}-", intent.write_id);
-            let referenced = current
-                .as_ref()
-                .map(Manifest::all_file_paths)
-                .unwrap_or_default();
             for d in &intent.lane_dirs {
-                let Ok(entries) = fs::read_dir(d) else {
+                let Ok(canon) = d.canonicalize() else {
+                    continue; // gone: nothing to clean
+                };
+                if !owned.contains(&canon) {
+                    left_alone.push(d.clone());
+                    continue;
+                }
+                let Ok(entries) = fs::read_dir(&canon) else {
                     continue;
                 };
                 for e in entries.flatten() {
                     let name = e.file_name();
-                    let Some(name) = name.to_str() else { continue };
-                    let ours = name.starts_with(&prefix)
-                        && (name.ends_with(&format!(".{LANE_EXT}"))
-                            || name.ends_with(&format!(".{LANE_EXT}.{TMP_EXT}")));
-                    if ours && !referenced.contains(&e.path()) {
+                    let ours = name
+                        .to_str()
+                        .and_then(parse_lane_file_name)
+                        .is_some_and(|n| n.write_id == intent.write_id);
+                    let not_dir = e.file_type().is_ok_and(|t| !t.is_dir());
+                    if ours && not_dir && !keep.contains(&e.path()) {
                         let _ = fs::remove_file(e.path());
                     }
                 }
-                let _ = sync_dir(d);
+                let _ = sync_dir(&canon);
             }
         }
     }
