@@ -16,6 +16,7 @@
 
 mod engine;
 mod error;
+pub mod faults;
 mod files;
 pub mod gds;
 mod hostmem;
@@ -23,9 +24,10 @@ mod io;
 mod source;
 
 pub use engine::{
-    Completion, Engine, EngineConfig, IngestEngine, PathInfo, PathKind, ReadProgress, ReadRequest,
-    open_engine,
+    Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, IngestEngine, PathInfo, PathKind,
+    ReadProgress, ReadRequest, open_engine,
 };
+pub use faults::{FaultKind, FaultPlan};
 pub use error::{IngestError, Result};
 pub use files::{IoMode, OpenFile, OpenFiles};
 pub use hostmem::{HostBuffer, page_size};
