@@ -274,6 +274,10 @@ impl Scheduler {
         let held_elsewhere = self.frames.keys().filter(|f| !wanted.contains(f)).count();
         let mut budget = self.config.window.saturating_sub(held_elsewhere);
         for f in wanted {
+            if self.frames.get(&f) == Some(&FrameState::Damaged) {
+                // Holds no slot: the frames after it get the room.
+                continue;
+            }
             if budget == 0 {
                 break;
             }
@@ -367,15 +371,11 @@ impl Scheduler {
             self.playing = false; // end of a `Once` timeline
             return None;
         };
-        if self.state(self.position) == Some(FrameState::Damaged) && next != self.position {
-            // The playhead leaves a damaged frame: its visit is over, and it is read again
-            // for the next one (in a short loop it may still be in the window).
-            self.frames.remove(&self.position);
-        }
         if self.state(next) == Some(FrameState::Damaged) {
             // Pass over it: the playhead moves on, the screen keeps the last good frame, and
             // the frame is read again on its next visit.
             self.owed = (self.owed - 1.0).max(0.0);
+            self.leave_position();
             self.position = next;
             self.direction = dir;
             self.stats.damaged_skipped += 1;
@@ -386,10 +386,19 @@ impl Scheduler {
             return None;
         }
         self.owed = (self.owed - 1.0).max(0.0);
+        self.leave_position();
         self.position = next;
         self.direction = dir;
         self.stats.shown += 1;
         Some(next)
+    }
+
+    /// The playhead moves on: a damaged frame it leaves has had its visit and is read again
+    /// for the next one (in a short loop it may still be in the window).
+    fn leave_position(&mut self) {
+        if self.state(self.position) == Some(FrameState::Damaged) {
+            self.frames.remove(&self.position);
+        }
     }
 }
 
