@@ -158,7 +158,10 @@ fn eio_fails_only_the_chosen_extent_and_names_its_lane_file() {
             if f == 2 {
                 let err = c.result.as_ref().expect_err("frame 2 has the EIO");
                 let msg = err.to_string();
-                assert!(msg.contains("Input/output error") && msg.contains("(injected)"), "{msg}");
+                assert!(
+                    msg.contains("Input/output error") && msg.contains("(injected)"),
+                    "{msg}"
+                );
                 let (path, _, _) = err.site().expect("the error names its file");
                 assert_eq!(lane_of(&rig, path), 1, "{backend:?}: {msg}");
             } else {
@@ -167,7 +170,12 @@ fn eio_fails_only_the_chosen_extent_and_names_its_lane_file() {
             }
         }
         assert!(plan.fired(FaultKind::Eio) >= 1);
-        assert!(e.counters().errors.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+        assert!(
+            e.counters()
+                .errors
+                .load(std::sync::atomic::Ordering::Relaxed)
+                >= 1
+        );
     }
 }
 
@@ -182,7 +190,10 @@ fn short_reads_are_continued_byte_exact() {
             c.result.as_ref().unwrap();
             assert_exact(&mut ring, &rig, &c);
         }
-        assert!(plan.fired(FaultKind::Short) > 3, "{backend:?}: reads came back short");
+        assert!(
+            plan.fired(FaultKind::Short) > 3,
+            "{backend:?}: reads came back short"
+        );
     }
 }
 
@@ -204,10 +215,20 @@ fn hung_lane_times_out_and_keeps_the_slot_until_the_read_ends() {
             Err(IngestError::TimedOut { frame: 0, lane, .. }) => assert_eq!(*lane, Some(1)),
             other => panic!("{other:?}"),
         }
-        assert!(c.result.as_ref().unwrap_err().to_string().contains("lane 1"));
+        assert!(
+            c.result
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .contains("lane 1")
+        );
         assert_eq!(e.in_flight(), 1, "the read is still out");
         // Nothing releases the slot while the lane hangs.
-        assert!(e.next_completion(Duration::from_millis(400)).unwrap().is_none());
+        assert!(
+            e.next_completion(Duration::from_millis(400))
+                .unwrap()
+                .is_none()
+        );
         plan.lift();
         let r = next(&mut e, Duration::from_secs(10));
         assert!(
@@ -277,10 +298,18 @@ fn io_uring_enter_failure_waits_for_reads_still_out() {
         "a read still out must keep its slot: {:?}",
         c.result
     );
-    assert!(e.next_completion(Duration::from_millis(300)).unwrap().is_none());
+    assert!(
+        e.next_completion(Duration::from_millis(300))
+            .unwrap()
+            .is_none()
+    );
     plan.lift();
     let r = next(&mut e, Duration::from_secs(10));
-    assert!(matches!(r.result, Err(IngestError::Released(0))), "{:?}", r.result);
+    assert!(
+        matches!(r.result, Err(IngestError::Released(0))),
+        "{:?}",
+        r.result
+    );
     ring.finish_write(slot, false).unwrap();
     for f in [1, 2, 0] {
         let c = read(&mut e, &mut ring, &rig, f);
@@ -367,9 +396,16 @@ fn bench_counts_errors_per_lane_and_file() {
         assert_eq!(e.lane, Some(1));
         let lane1 = rig.source.files.iter().find(|f| f.lane == 1).unwrap();
         assert_eq!(e.file.as_deref(), Some(&*lane1.path.display().to_string()));
-        assert!(e.first.contains("frame") || e.first.contains("Input/output"), "{}", e.first);
+        assert!(
+            e.first.contains("frame") || e.first.contains("Input/output"),
+            "{}",
+            e.first
+        );
         let text = bench::report::text(&r);
-        assert!(text.contains("errors: ") && text.contains("lane 1"), "{text}");
+        assert!(
+            text.contains("errors: ") && text.contains("lane 1"),
+            "{text}"
+        );
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["errors"][0]["lane"], 1);
         assert!(json["failed_frames"].as_u64().unwrap() >= 1);

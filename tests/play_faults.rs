@@ -151,20 +151,31 @@ fn failed_read_marks_the_frame_damaged_and_playback_goes_on() {
     let lane = src.files[e.file as usize].lane;
     for backend in backends() {
         let plan = Arc::new(FaultPlan::parse(&format!("eio:lane={lane},frame=3")).unwrap());
-        let mut p = Player::new(&g.device, &g.queue, &ds, &config(backend, Some(plan.clone())))
-            .expect("player");
+        let mut p = Player::new(
+            &g.device,
+            &g.queue,
+            &ds,
+            &config(backend, Some(plan.clone())),
+        )
+        .expect("player");
         let mut shown = Vec::new();
         run_until(&mut p, &mut shown, "two passes", |p, _| {
             p.figures(PathSel::Host).frames_rendered >= 14
         });
-        assert!(!shown.contains(&3), "{backend:?}: a failed frame was shown: {shown:?}");
+        assert!(
+            !shown.contains(&3),
+            "{backend:?}: a failed frame was shown: {shown:?}"
+        );
         let after: Vec<u32> = shown.iter().copied().filter(|&f| f > 3).collect();
         assert!(after.len() >= 4, "playback went on past frame 3: {shown:?}");
         assert_eq!(p.damaged_frames().get(&3), Some(&FrameFaultKind::Read));
         let f = p.faults().find(|f| f.frame == 3).expect("fault listed");
         assert_eq!(f.lane, Some(lane));
         assert!(f.message.contains("(injected)"), "{}", f.message);
-        assert!(f.file.as_deref().is_some_and(|x| x.contains("lane")), "{f:?}");
+        assert!(
+            f.file.as_deref().is_some_and(|x| x.contains("lane")),
+            "{f:?}"
+        );
         assert!(p.scheduler_stats().damaged_skipped >= 1);
         // The lane comes back: frame 3 plays on a later pass.
         plan.lift();
@@ -220,9 +231,12 @@ fn hung_lane_times_out_and_recovers() {
                 && (backend == IoBackend::Pread || s[n..].iter().any(|&f| f > 2))
         });
         plan.lift();
-        run_until(&mut p, &mut shown, "frame 2 once the lane is back", |p, s| {
-            s[n..].contains(&2) && p.held_slots() == 0
-        });
+        run_until(
+            &mut p,
+            &mut shown,
+            "frame 2 once the lane is back",
+            |p, s| s[n..].contains(&2) && p.held_slots() == 0,
+        );
         assert!(p.recovered_frames() >= 1);
         p.drain(Duration::from_secs(5));
     }
@@ -271,7 +285,9 @@ fn truncated_lane_file_while_playing_marks_frames_and_recovers() {
             });
         }
         std::fs::write(&victim.path, &saved).unwrap();
-        run_until(&mut p, &mut shown, "recovery", |p, _| p.recovered_frames() >= 1);
+        run_until(&mut p, &mut shown, "recovery", |p, _| {
+            p.recovered_frames() >= 1
+        });
         p.drain(Duration::from_secs(5));
     }
 }
@@ -336,7 +352,10 @@ fn frame_with_a_damaged_grid_header_is_never_rendered() {
         run_until(&mut p, &mut shown, "two passes", |p, _| {
             p.figures(PathSel::Host).frames_rendered >= 14
         });
-        assert!(!shown.contains(&2), "{backend:?}: damaged frame shown: {shown:?}");
+        assert!(
+            !shown.contains(&2),
+            "{backend:?}: damaged frame shown: {shown:?}"
+        );
         assert_eq!(p.damaged_frames().get(&2), Some(&FrameFaultKind::Header));
         let f = p.faults().find(|f| f.frame == 2).unwrap();
         assert!(f.message.contains("magic"), "{}", f.message);
@@ -386,7 +405,9 @@ fn headless_json_lists_the_faults() {
     assert!(f["file"].as_str().is_some(), "{f}");
     let notes = run["info"]["notes"].as_array().unwrap();
     assert!(
-        notes.iter().any(|n| n.as_str().unwrap().contains("fault injection")),
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("fault injection")),
         "{notes:?}"
     );
 }

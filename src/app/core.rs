@@ -1086,11 +1086,16 @@ impl Player {
                     ),
                 ))
             };
-            if start.checked_add(len).is_none_or(|end| end > p.ring.slot_len()) {
+            if start
+                .checked_add(len)
+                .is_none_or(|end| end > p.ring.slot_len())
+            {
                 return bad(format!("{len} bytes do not fit the slot"));
             }
             let checked = match p.ring.host_bytes(slot) {
-                Some(bytes) => crate::format::Grid::check_header(&bytes[start..start + len], g.size),
+                Some(bytes) => {
+                    crate::format::Grid::check_header(&bytes[start..start + len], g.size)
+                }
                 None => {
                     // Device memory: read the headers back (a few KiB).
                     prefix.resize(len.min(crate::format::Grid::HEADER_PREFIX), 0);
@@ -1128,15 +1133,9 @@ impl Player {
         p.pending.retain(|(f, _)| !plan.cancel.contains(f));
         for f in &plan.abort {
             // The frame's slot is freed when the engine reports the read (cancelled).
-            if let Some(slot) = p
-                .ring
-                .states()
-                .iter()
-                .enumerate()
-                .position(|(i, s)| {
-                    *s == SlotState::Writing(*f) && !p.stale.contains(&i) && !p.held.contains(&i)
-                })
-            {
+            if let Some(slot) = p.ring.states().iter().enumerate().position(|(i, s)| {
+                *s == SlotState::Writing(*f) && !p.stale.contains(&i) && !p.held.contains(&i)
+            }) {
                 p.engine.cancel(slot)?;
             }
         }

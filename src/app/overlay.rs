@@ -772,7 +772,10 @@ fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<
         for &f in damaged.keys() {
             let x = r.left() + inset + (rail - 2.0 * inset) * f as f32 / last as f32;
             painter.line_segment(
-                [egui::pos2(x, r.bottom() - 4.0), egui::pos2(x, r.bottom() + 2.0)],
+                [
+                    egui::pos2(x, r.bottom() - 4.0),
+                    egui::pos2(x, r.bottom() + 2.0),
+                ],
                 egui::Stroke::new(3.0, egui::Color32::RED),
             );
         }

@@ -171,13 +171,8 @@ pub struct BenchErrors {
 fn tally(errors: &mut Vec<BenchErrors>, source: &Source, e: &IngestError) {
     let (file, lane) = match e.site() {
         Some((path, _, lane)) => {
-            let lane = lane.or_else(|| {
-                source
-                    .files
-                    .iter()
-                    .find(|f| f.path == path)
-                    .map(|f| f.lane)
-            });
+            let lane =
+                lane.or_else(|| source.files.iter().find(|f| f.path == path).map(|f| f.lane));
             (Some(path.display().to_string()), lane)
         }
         None => (None, None),
@@ -526,7 +521,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         frames: metrics.frames().to_vec(),
         failed_frames,
         errors: {
-            errors.sort_by(|a, b| b.count.cmp(&a.count));
+            errors.sort_by_key(|e| std::cmp::Reverse(e.count));
             errors
         },
     };

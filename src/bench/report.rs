@@ -61,7 +61,11 @@ pub fn text(r: &BenchResult) -> String {
         for e in &r.errors {
             let lane = e.lane.map_or_else(|| "?".to_string(), |l| l.to_string());
             let file = e.file.as_deref().unwrap_or("-");
-            let _ = writeln!(s, "  lane {lane} {file}: {} frames; first: {}", e.count, e.first);
+            let _ = writeln!(
+                s,
+                "  lane {lane} {file}: {} frames; first: {}",
+                e.count, e.first
+            );
         }
     }
     let m = &r.summary;

@@ -1169,8 +1169,18 @@ fn check_header(g: &[u8], len: u64) -> Result<u64, FormatError> {
         l::LEAF_FPN_BASE_SIZE
     };
     for (idx, name, count, size) in [
-        (2, "upper node", tcnt(l::TREE_OFF_NODE_COUNT_UPPER), layout.upper.size),
-        (1, "lower node", tcnt(l::TREE_OFF_NODE_COUNT_LOWER), layout.lower.size),
+        (
+            2,
+            "upper node",
+            tcnt(l::TREE_OFF_NODE_COUNT_UPPER),
+            layout.upper.size,
+        ),
+        (
+            1,
+            "lower node",
+            tcnt(l::TREE_OFF_NODE_COUNT_LOWER),
+            layout.lower.size,
+        ),
         (0, "leaf", tcnt(l::TREE_OFF_NODE_COUNT_LEAF), leaf_size),
     ] {
         if count == 0 {
@@ -1872,7 +1882,8 @@ pub(crate) mod tests {
         let prefix = &good[..Grid::HEADER_PREFIX.min(good.len())];
         assert_eq!(Grid::check_header(prefix, len).unwrap(), len);
         let tree = GRID_SIZE as usize;
-        let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>, &str)> = vec![
+        type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+        let cases: Vec<(&str, Damage, &str)> = vec![
             ("magic", Box::new(|b| b[0] ^= 0xff), "magic"),
             (
                 "version",
@@ -1900,14 +1911,22 @@ pub(crate) mod tests {
             (
                 "root",
                 Box::new(move |b| {
-                    put(b, tree + TREE_OFF_NODE_OFFSET_LEAF as usize + 24, &(1u64 << 40).to_le_bytes())
+                    put(
+                        b,
+                        tree + TREE_OFF_NODE_OFFSET_LEAF as usize + 24,
+                        &(1u64 << 40).to_le_bytes(),
+                    )
                 }),
                 "root offset",
             ),
             (
                 "leaves",
                 Box::new(move |b| {
-                    put(b, tree + TREE_OFF_NODE_OFFSET_LEAF as usize, &(1u64 << 40).to_le_bytes())
+                    put(
+                        b,
+                        tree + TREE_OFF_NODE_OFFSET_LEAF as usize,
+                        &(1u64 << 40).to_le_bytes(),
+                    )
                 }),
                 "first leaf",
             ),

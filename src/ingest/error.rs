@@ -113,7 +113,11 @@ impl IngestError {
     }
 }
 
-fn timed_out_site(lane: Option<u32>, path: Option<&std::path::Path>, offset: Option<u64>) -> String {
+fn timed_out_site(
+    lane: Option<u32>,
+    path: Option<&std::path::Path>,
+    offset: Option<u64>,
+) -> String {
     match (lane, path, offset) {
         (Some(l), Some(p), Some(o)) => format!(" from lane {l} ({} at offset {o})", p.display()),
         _ => String::new(),

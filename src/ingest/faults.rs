@@ -180,9 +180,8 @@ impl FaultPlan {
                     "count" => r.count = Some(v.parse().map_err(|_| bad("a count"))?),
                     "for" => {
                         let s: f64 = v.parse().map_err(|_| bad("a number of seconds"))?;
-                        r.duration = Some(
-                            Duration::try_from_secs_f64(s).map_err(|_| bad("a duration"))?,
-                        );
+                        r.duration =
+                            Some(Duration::try_from_secs_f64(s).map_err(|_| bad("a duration"))?);
                     }
                     _ => {
                         return Err(format!(
@@ -288,7 +287,10 @@ mod tests {
         assert!(p.fire(FaultKind::Eio, &site(1, 4, 0)).is_none());
         assert!(p.fire(FaultKind::Short, &site(7, 9, 0)).is_some());
         assert!(p.fire(FaultKind::CuFile, &site(0, 0, 0)).is_some());
-        assert!(p.fire(FaultKind::CuFile, &site(0, 0, 0)).is_none(), "count=1");
+        assert!(
+            p.fire(FaultKind::CuFile, &site(0, 0, 0)).is_none(),
+            "count=1"
+        );
         assert_eq!(p.fired(FaultKind::CuFile), 1);
         let h = p.fire(FaultKind::Hang, &site(2, 0, 0)).unwrap();
         assert!(p.still_active(h));

@@ -105,9 +105,8 @@ pub struct IoCounters {
 
 /// Reads `len` bytes of `fd` at `file_offset` into device memory; the GDS engine's hook.
 /// The last argument asks for an injected cuFile error (a `cufile` fault rule).
-pub(crate) type DeviceRead = Arc<
-    dyn Fn(usize, u64, u64, u64, usize, bool) -> std::result::Result<(), String> + Send + Sync,
->;
+pub(crate) type DeviceRead =
+    Arc<dyn Fn(usize, u64, u64, u64, usize, bool) -> std::result::Result<(), String> + Send + Sync>;
 /// Where finished reads go.
 pub(crate) type Sink = Arc<dyn Fn(IoDone) + Send + Sync>;
 /// Runs first on every worker thread (binds the CUDA context for cuFile).

@@ -27,8 +27,8 @@ pub use engine::{
     Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, IngestEngine, PathInfo, PathKind,
     ReadProgress, ReadRequest, open_engine,
 };
-pub use faults::{FaultKind, FaultPlan};
 pub use error::{IngestError, Result};
+pub use faults::{FaultKind, FaultPlan};
 pub use files::{IoMode, OpenFile, OpenFiles};
 pub use hostmem::{HostBuffer, page_size};
 pub use io::{ActiveBackend, IoBackend, IoCounters, io_uring_probe};

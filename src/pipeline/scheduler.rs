@@ -498,8 +498,14 @@ mod tests {
         assert!(s.stats().damaged_skipped >= 1);
         assert_eq!(s.stats().stalls, 0, "a damaged frame is not waited for");
         // Frame 2 was asked for again and plays once it can be read.
-        assert!(requests.iter().filter(|&&f| f == 2).count() >= 2, "{requests:?}");
-        let first_two = shown.iter().position(|&f| f == 2).expect("frame 2 plays again");
+        assert!(
+            requests.iter().filter(|&&f| f == 2).count() >= 2,
+            "{requests:?}"
+        );
+        let first_two = shown
+            .iter()
+            .position(|&f| f == 2)
+            .expect("frame 2 plays again");
         assert!(first_two > 4);
     }
 
