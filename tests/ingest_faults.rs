@@ -461,3 +461,41 @@ fn cufile_error_fails_only_its_frame() {
     }
     assert!(plan.fired(FaultKind::CuFile) >= 1);
 }
+
+/// `SUPERCELL_FAULTS` reaches `bench`: a bad rule is refused with the variable and the rule
+/// named; a good one makes frames fail and the report say where.
+#[test]
+fn faults_env_reaches_bench_and_bad_rules_are_named() {
+    let rig = rig(2, 2);
+    let ds = rig._dir.path().to_str().unwrap().to_string();
+    let bench = |faults: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_supercell"))
+            .env("SUPERCELL_FAULTS", faults)
+            .args(["bench", &ds, "--path", "cpu-only", "--buffered", "--quiet"])
+            .args(["--frames", "4", "--slots", "2", "--threads", "2"])
+            .output()
+            .expect("run supercell bench")
+    };
+    let out = bench("boom:lane=1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("SUPERCELL_FAULTS") && stderr.contains("unknown kind `boom`"),
+        "{stderr}"
+    );
+    let out = bench("eio:lane=0,frame=1");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("errors: ") && stdout.contains("lane 0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("fault injection is on") || stdout.contains("(injected)"),
+        "{stdout}"
+    );
+}

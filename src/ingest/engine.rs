@@ -614,10 +614,7 @@ impl Engine {
         )?;
         let mut notes = opened.notes.clone();
         if faults.is_some() {
-            notes.push(format!(
-                "fault injection is on ({}): some reads fail on purpose",
-                super::faults::FAULTS_ENV
-            ));
+            notes.push("fault injection is on: some reads fail on purpose".into());
         }
         notes.extend(pool.notes.iter().cloned());
         if let Some(g) = &gds {

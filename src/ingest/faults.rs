@@ -199,13 +199,18 @@ impl FaultPlan {
     }
 
     /// The plan in `SUPERCELL_FAULTS`, if set and not empty; an error names the variable.
+    /// Read once per process: every engine shares the plan (its counts and time limits).
     pub fn from_env() -> Result<Option<Arc<FaultPlan>>> {
-        match std::env::var(FAULTS_ENV) {
+        static PLAN: std::sync::OnceLock<std::result::Result<Option<Arc<FaultPlan>>, String>> =
+            std::sync::OnceLock::new();
+        PLAN.get_or_init(|| match std::env::var(FAULTS_ENV) {
             Ok(s) if !s.trim().is_empty() => FaultPlan::parse(&s)
                 .map(|p| Some(Arc::new(p)))
-                .map_err(|e| IngestError::Usage(format!("{FAULTS_ENV}: {e}"))),
+                .map_err(|e| format!("{FAULTS_ENV}: {e}")),
             _ => Ok(None),
-        }
+        })
+        .clone()
+        .map_err(IngestError::Usage)
     }
 
     /// Ends every rule (the lane comes back): held reads are issued, nothing fires again.
