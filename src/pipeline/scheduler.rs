@@ -509,6 +509,24 @@ mod tests {
         assert!(first_two > 4);
     }
 
+    /// A damaged frame holds no slot: with the shown frame still held (not evicted), the
+    /// frame after the damaged one is still asked for, so playback does not wait forever.
+    #[test]
+    fn damaged_frames_leave_their_window_room_to_the_next() {
+        let mut s = Scheduler::new(config(6, PlayMode::Loop, None, 2));
+        s.set_playing(true);
+        assert_eq!(s.plan().request, vec![0, 1]);
+        s.started(0);
+        s.started(1);
+        s.loaded(0);
+        s.failed(1);
+        assert_eq!(s.tick(0.0), Some(0));
+        // Frame 0 stays on screen (its slot held); the playhead passes frame 1.
+        assert_eq!(s.tick(0.1), None);
+        assert_eq!(s.position(), 1);
+        assert_eq!(s.plan().request, vec![2]);
+    }
+
     /// Paused on a damaged frame, the scheduler does not ask for it again and again.
     #[test]
     fn paused_on_a_damaged_frame_does_not_reread_it() {
