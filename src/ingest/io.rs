@@ -778,7 +778,15 @@ impl Worker {
                     // Come back to look at the hung reads.
                     let ts = types::Timespec::new().nsec(HANG_POLL.as_nanos() as u32);
                     let args = types::SubmitArgs::new().timespec(&ts);
-                    ring.submitter().submit_with_args(1, &args)
+                    match ring.submitter().submit_with_args(1, &args) {
+                        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                            // Kernels before 5.11 cannot wait with a time limit: submit,
+                            // and look again shortly.
+                            std::thread::sleep(HANG_POLL);
+                            ring.submit()
+                        }
+                        r => r,
+                    }
                 };
                 match waited {
                     Ok(_) => {}
