@@ -29,7 +29,7 @@ prepare() {
   mkdir -p .dev
   cp target/release/supercell target/release/supercell-data .dev/
   local t bin
-  for t in ingest_gpu interop_gpu play; do
+  for t in ingest_gpu ingest_faults interop_gpu play; do
     bin=$(cargo test --release --test "$t" --no-run --message-format=json 2>/dev/null |
       T="$t" python3 -c 'import json,os,sys
 for l in sys.stdin:
@@ -37,7 +37,8 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]==os.environ["T"]: print(m["executable"])')
     cp "$bin" ".dev/$t"
   done
-  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/interop_gpu .dev/play || true
+  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/interop_gpu \
+    .dev/play || true
   rm -rf .dev/device && cp -r ../shared/device .dev/device
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh
   cp scenes/storm.toml .dev/storm.toml
@@ -70,6 +71,11 @@ run() {
   SUPERCELL_TEST_DATASET="$DS" SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 240 .dev/ingest_gpu --ignored --test-threads 1 --nocapture \
     >"$OUT/gpu-tests.txt" 2>&1
   echo "gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+  # An injected cuFile error fails its frame only.
+  echo "== ingest_faults (cuFile)" >>"$OUT/gpu-tests.txt"
+  RUST_BACKTRACE=1 timeout 120 .dev/ingest_faults --ignored --test-threads 1 --nocapture \
+    >>"$OUT/gpu-tests.txt" 2>&1
+  echo "fault tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
   # CUDA<->Vulkan sharing (appended to the same file: the result folder takes 8 files).
   say "interop GPU tests"
   echo "== interop_gpu" >>"$OUT/gpu-tests.txt"

@@ -20,7 +20,7 @@
 //! next one appears, so playback streams from storage even when the dataset fits in the ring
 //! (a benchmark must not turn into a cache).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,8 +31,8 @@ use super::direct::{DirectSlots, no_sharing_reason, open_direct_slots};
 use super::stats::{PathFigures, PathStats};
 use crate::gpu::{FrameRing, SlotState};
 use crate::ingest::{
-    Engine, EngineConfig, IngestEngine, IoMode, PathInfo, PathKind, ReadProgress, ReadRequest,
-    Source, open_engine,
+    Engine, EngineConfig, FaultPlan, IngestEngine, IngestError, IoMode, PathInfo, PathKind,
+    ReadProgress, ReadRequest, Source, open_engine,
 };
 use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
 use crate::render::{RenderError, Renderer, View};
@@ -136,7 +136,63 @@ pub struct PlayerConfig {
     /// be exercised on machines without CUDA.
     #[doc(hidden)]
     pub loopback_direct: bool,
+    /// A frame whose reads make no progress for this long is marked damaged and playback
+    /// goes on; `None`: wait forever.
+    pub read_timeout: Option<Duration>,
+    /// Faults to inject into the engines (tests, demonstrations); `None`: the plan in
+    /// `SUPERCELL_FAULTS`, if any.
+    pub faults: Option<Arc<FaultPlan>>,
+    /// How the host engines read: io_uring where allowed (else pread), or pread.
+    pub io_backend: crate::ingest::IoBackend,
 }
+
+/// Why a frame could not be shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameFaultKind {
+    /// A read failed (an I/O error, an unexpected end of file, a cuFile error).
+    Read,
+    /// A lane did not answer within the read timeout.
+    Timeout,
+    /// The bytes arrived, but a grid header failed the structural check.
+    Header,
+}
+
+impl FrameFaultKind {
+    /// The word used in the overlay.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameFaultKind::Read => "read error",
+            FrameFaultKind::Timeout => "timeout",
+            FrameFaultKind::Header => "damaged header",
+        }
+    }
+}
+
+/// A frame that could not be shown, and where and why: the overlay shows the latest, the
+/// timeline marks the frame, the headless JSON lists them all.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FrameFault {
+    /// The frame.
+    pub frame: u32,
+    /// The path that read it.
+    pub path: PathSel,
+    /// What went wrong.
+    pub kind: FrameFaultKind,
+    /// The lane of the read or grid at fault, where known.
+    pub lane: Option<u32>,
+    /// The lane file, where known.
+    pub file: Option<String>,
+    /// The byte offset in that file, where known.
+    pub offset: Option<u64>,
+    /// The full message.
+    pub message: String,
+    /// Seconds since the player started.
+    pub at_s: f64,
+}
+
+/// Faults kept for the overlay and the JSON (the count goes on past it).
+const FAULTS_KEPT: usize = 1000;
 
 impl Default for PlayerConfig {
     fn default() -> Self {
@@ -156,6 +212,9 @@ impl Default for PlayerConfig {
             start_frame: 0,
             verify: false,
             loopback_direct: false,
+            read_timeout: Some(crate::ingest::DEFAULT_READ_TIMEOUT),
+            faults: None,
+            io_backend: crate::ingest::IoBackend::Auto,
         }
     }
 }
@@ -187,6 +246,9 @@ struct FramePath {
     /// Slots whose writes were issued before the path was last left: their frames are
     /// dropped on arrival.
     stale: HashSet<usize>,
+    /// Slots whose frame timed out while reads into them were still out: reserved until
+    /// the engine releases them ([`IngestError::Released`]).
+    held: HashSet<usize>,
     info: PathInfo,
     /// Reading host slots into upload buffers (host path) or binding slots (direct).
     direct: bool,
@@ -276,6 +338,14 @@ pub struct Player {
     in_flight_render: Option<RenderInFlight>,
     /// Reads that completed cancelled (aborted read-ahead, left paths).
     cancelled_reads: u64,
+    /// The latest frame faults, oldest first (at most [`FAULTS_KEPT`]).
+    faults: VecDeque<FrameFault>,
+    /// Frame faults since the start.
+    fault_count: u64,
+    /// Frames marked damaged now (until they play), with why.
+    damaged: BTreeMap<u32, FrameFaultKind>,
+    /// Damaged frames that played later (their lane came back).
+    recovered: u64,
 }
 
 /// Frames a ring should hold: at least 3 (one shown, one arriving, one ahead), at most 8,
@@ -532,6 +602,9 @@ impl Player {
             io_size: cfg.io_size,
             io_mode: IoMode::Direct,
             verify: cfg.verify,
+            read_timeout: cfg.read_timeout,
+            faults: cfg.faults.clone(),
+            backend: cfg.io_backend,
             ..EngineConfig::default()
         };
         let renderer = Renderer::new(device, queue)?;
@@ -634,6 +707,7 @@ impl Player {
                 next_upload: 0,
                 pending: VecDeque::new(),
                 stale: HashSet::new(),
+                held: HashSet::new(),
                 direct: false,
             })
         };
@@ -669,6 +743,7 @@ impl Player {
                                 next_upload: 0,
                                 pending: VecDeque::new(),
                                 stale: HashSet::new(),
+                                held: HashSet::new(),
                                 direct: true,
                             }),
                             None,
@@ -734,6 +809,10 @@ impl Player {
             last_gpu_ms: None,
             in_flight_render: None,
             cancelled_reads: 0,
+            faults: VecDeque::new(),
+            fault_count: 0,
+            damaged: BTreeMap::new(),
+            recovered: 0,
         })
     }
 
@@ -844,12 +923,52 @@ impl Player {
         let Some(p) = self.paths[sel.index()].as_mut() else {
             return Ok(());
         };
+        if c.holds_slot() {
+            // The frame failed, but reads into its slot are still out: the slot stays
+            // `Writing` (reserved) until the engine releases it.
+            p.held.insert(c.slot);
+            let stale = p.stale.contains(&c.slot);
+            if let Err(e) = &c.result
+                && active
+                && !stale
+            {
+                self.fault(sel, c.frame, FrameFaultKind::Timeout, e);
+                self.sched.failed(c.frame);
+            }
+            return Ok(());
+        }
+        if matches!(c.result, Err(IngestError::Released(_))) {
+            p.held.remove(&c.slot);
+            p.stale.remove(&c.slot);
+            if let Some(pr) = p.progress.get_mut(c.slot) {
+                *pr = None;
+            }
+            p.ring.finish_write(c.slot, false)?;
+            return Ok(());
+        }
         let ok = c.result.is_ok();
-        if matches!(c.result, Err(crate::ingest::IngestError::Cancelled(_))) {
+        if matches!(c.result, Err(IngestError::Cancelled(_))) {
             self.cancelled_reads += 1;
         }
-        let stale = p.stale.contains(&c.slot);
-        if ok && active && !stale {
+        let stale = p.stale.remove(&c.slot);
+        if !active || stale {
+            // A read of a path no longer shown (or issued before it was left): free its slot
+            // (by slot: the same frame may be resident elsewhere, read for the new schedule).
+            if let Some(pr) = p.progress.get_mut(c.slot) {
+                *pr = None;
+            }
+            p.ring.finish_write(c.slot, false)?;
+            return Ok(());
+        }
+        p.ring.finish_write(c.slot, ok)?;
+        // Every grid header of the frame passes the structural check before the frame can
+        // be shown; a frame that fails is never handed to the renderer.
+        let header = if ok {
+            self.check_headers(sel, c.slot, c.frame)
+        } else {
+            None
+        };
+        if ok && header.is_none() {
             // The last ranges go to the GPU before the frame can be shown.
             self.copy_landed(Some(c.slot))?;
         }
@@ -859,31 +978,150 @@ impl Player {
         if let Some(pr) = p.progress.get_mut(c.slot) {
             *pr = None;
         }
-        let stale = p.stale.remove(&c.slot);
-        if !active || stale {
-            // A read of a path no longer shown (or issued before it was left): free its slot
-            // (by slot: the same frame may be resident elsewhere, read for the new schedule).
-            p.ring.finish_write(c.slot, false)?;
-            return Ok(());
+        if header.is_some() {
+            // Resident for the check only: free the slot again.
+            p.ring.evict(c.frame);
         }
-        p.ring.finish_write(c.slot, ok)?;
         match c.result {
             Ok(()) => {
+                if let Some((lane, offset, msg)) = header {
+                    self.record_fault(FrameFault {
+                        frame: c.frame,
+                        path: sel,
+                        kind: FrameFaultKind::Header,
+                        lane,
+                        file: None,
+                        offset,
+                        message: msg,
+                        at_s: now,
+                    });
+                    self.sched.failed(c.frame);
+                    return Ok(());
+                }
+                if self.damaged.remove(&c.frame).is_some() {
+                    self.recovered += 1;
+                }
                 let done = c.on_gpu.or(c.last_byte).unwrap_or_else(Instant::now);
                 let latency = done.saturating_duration_since(c.requested).as_secs_f64();
                 self.stats[sel.index()].arrived(now, c.bytes, latency);
                 self.sched.loaded(c.frame);
             }
-            Err(e) => {
-                // The frame is not shown; the scheduler asks for it again if it still
-                // wants it. An aborted read is no error.
-                if !matches!(e, crate::ingest::IngestError::Cancelled(_)) {
-                    self.last_error = Some(format!("frame {}: {e}", c.frame));
-                }
+            Err(IngestError::Cancelled(_)) => {
+                // An aborted read is no error: the scheduler asks again if it still wants it.
                 self.sched.evicted(c.frame);
+            }
+            Err(e) => {
+                // The frame is marked damaged and passed over; it is read again on a later
+                // visit (a lane that comes back plays again).
+                self.fault(sel, c.frame, FrameFaultKind::Read, &e);
+                self.sched.failed(c.frame);
             }
         }
         Ok(())
+    }
+
+    /// Records a failed read of `frame` as a fault, with the lane and file it names.
+    fn fault(&mut self, sel: PathSel, frame: u32, kind: FrameFaultKind, e: &IngestError) {
+        let (file, offset, lane) = match e.site() {
+            Some((path, offset, lane)) => {
+                let lane = lane.or_else(|| {
+                    self.source
+                        .files
+                        .iter()
+                        .find(|f| f.path == path)
+                        .map(|f| f.lane)
+                });
+                (Some(path.display().to_string()), Some(offset), lane)
+            }
+            None => (None, None, None),
+        };
+        let at_s = self.now();
+        self.record_fault(FrameFault {
+            frame,
+            path: sel,
+            kind,
+            lane,
+            file,
+            offset,
+            message: e.to_string(),
+            at_s,
+        });
+    }
+
+    fn record_fault(&mut self, f: FrameFault) {
+        self.last_error = Some(format!("frame {}: {}", f.frame, f.message));
+        self.damaged.insert(f.frame, f.kind);
+        self.fault_count += 1;
+        if self.faults.len() == FAULTS_KEPT {
+            self.faults.pop_front();
+        }
+        self.faults.push_back(f);
+    }
+
+    /// The structural check of every grid header of `frame` in `slot` (see
+    /// [`crate::format::Grid::check_header`]): `None` when all pass, else the lane and
+    /// file offset of the first bad grid, where known, and what is wrong.
+    fn check_headers(
+        &self,
+        sel: PathSel,
+        slot: usize,
+        frame: u32,
+    ) -> Option<(Option<u32>, Option<u64>, String)> {
+        let p = self.path(sel)?;
+        let f = self.scene.dataset.frame(frame as usize)?;
+        let mut prefix = Vec::new();
+        for g in &f.grids {
+            let (start, len) = (g.offset as usize, g.size as usize);
+            let bad = |msg: String| {
+                // Which lane holds the grid's first bytes, and where.
+                let at = self.source.frames.get(frame as usize).and_then(|sf| {
+                    let e = sf
+                        .extents
+                        .iter()
+                        .find(|e| e.dst <= g.offset && g.offset < e.dst + e.len)?;
+                    let file = self.source.files.get(e.file as usize)?;
+                    Some((file.lane, e.offset + (g.offset - e.dst)))
+                });
+                Some((
+                    at.map(|a| a.0),
+                    at.map(|a| a.1),
+                    format!(
+                        "grid of attribute {} at slot offset {}: {msg}",
+                        g.attribute, g.offset
+                    ),
+                ))
+            };
+            if start
+                .checked_add(len)
+                .is_none_or(|end| end > p.ring.slot_len())
+            {
+                return bad(format!("{len} bytes do not fit the slot"));
+            }
+            let checked = match p.ring.host_bytes(slot) {
+                Some(bytes) => {
+                    crate::format::Grid::check_header(&bytes[start..start + len], g.size)
+                }
+                None => {
+                    // Device memory: read the headers back (a few KiB).
+                    prefix.resize(len.min(crate::format::Grid::HEADER_PREFIX), 0);
+                    match p.ring.read_back(slot, start, &mut prefix) {
+                        Ok(()) => crate::format::Grid::check_header(&prefix, g.size),
+                        Err(e) => return bad(format!("cannot read the header back: {e}")),
+                    }
+                }
+            };
+            match checked {
+                Ok(size) if size == g.size => {}
+                Ok(size) => {
+                    return bad(format!(
+                        "the header says {size} bytes, the dataset {} bytes",
+                        g.size
+                    ));
+                }
+                Err(e) => return bad(e.to_string()),
+            }
+        }
+        None
     }
 
     /// Issues reads the scheduler wants on the active path, as slots allow.
@@ -900,13 +1138,9 @@ impl Player {
         p.pending.retain(|(f, _)| !plan.cancel.contains(f));
         for f in &plan.abort {
             // The frame's slot is freed when the engine reports the read (cancelled).
-            if let Some(slot) = p
-                .ring
-                .states()
-                .iter()
-                .enumerate()
-                .position(|(i, s)| *s == SlotState::Writing(*f) && !p.stale.contains(&i))
-            {
+            if let Some(slot) = p.ring.states().iter().enumerate().position(|(i, s)| {
+                *s == SlotState::Writing(*f) && !p.stale.contains(&i) && !p.held.contains(&i)
+            }) {
                 p.engine.cancel(slot)?;
             }
         }
@@ -1360,6 +1594,27 @@ impl Player {
                 .in_flight_render
                 .is_some_and(|r| r.scrub_asked.is_some())
     }
+    /// The latest frame faults (read errors, time-outs, damaged headers), oldest first.
+    pub fn faults(&self) -> impl ExactSizeIterator<Item = &FrameFault> {
+        self.faults.iter()
+    }
+    /// Frame faults since the start (the list keeps the latest 1000).
+    pub fn fault_count(&self) -> u64 {
+        self.fault_count
+    }
+    /// Frames marked damaged now, with why; a frame leaves the list when it plays.
+    pub fn damaged_frames(&self) -> &BTreeMap<u32, FrameFaultKind> {
+        &self.damaged
+    }
+    /// Damaged frames that played later (read again once their lane came back).
+    pub fn recovered_frames(&self) -> u64 {
+        self.recovered
+    }
+    /// Slots of the active path reserved by timed-out reads still out.
+    pub fn held_slots(&self) -> usize {
+        self.path(self.active).map_or(0, |p| p.held.len())
+    }
+
     /// The last error (a failed read), if any.
     pub fn last_error(&self) -> Option<&str> {
         self.last_error.as_deref()
@@ -1470,8 +1725,14 @@ impl Player {
             }
             while p.engine.in_flight() > 0 && Instant::now() < end {
                 if let Ok(Some(c)) = p.engine.next_completion(Duration::from_millis(10)) {
+                    if c.holds_slot() {
+                        // Reads still out: the slot is freed when they end.
+                        p.held.insert(c.slot);
+                        continue;
+                    }
                     let _ = p.ring.finish_write(c.slot, c.result.is_ok());
                     p.stale.remove(&c.slot);
+                    p.held.remove(&c.slot);
                 }
             }
         }

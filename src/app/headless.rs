@@ -87,6 +87,41 @@ pub struct PathRun {
     pub cpu_percent: f64,
     /// Memory.
     pub memory: MemoryReport,
+    /// Frames that could not be shown on this path during its run.
+    pub faults: FaultReport,
+}
+
+/// The faults of a run: every frame that could not be shown, and where and why.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FaultReport {
+    /// Frame faults (read errors, time-outs, damaged headers).
+    pub count: u64,
+    /// Frames still marked damaged at the end.
+    pub damaged_frames: Vec<u32>,
+    /// Damaged frames that played later (their lane came back).
+    pub recovered_frames: u64,
+    /// The faults, oldest first (the player keeps the latest 1000).
+    pub faults: Vec<super::core::FrameFault>,
+}
+
+impl FaultReport {
+    /// The faults `player` recorded on `sel` since it had counted `since` faults and
+    /// `recovered_since` recoveries.
+    pub fn since(player: &Player, sel: PathSel, since: u64, recovered_since: u64) -> FaultReport {
+        let new = (player.fault_count() - since) as usize;
+        let all: Vec<_> = player.faults().collect();
+        let faults: Vec<_> = all[all.len().saturating_sub(new)..]
+            .iter()
+            .filter(|f| f.path == sel)
+            .map(|f| (*f).clone())
+            .collect();
+        FaultReport {
+            count: faults.len() as u64,
+            damaged_frames: player.damaged_frames().keys().copied().collect(),
+            recovered_frames: player.recovered_frames() - recovered_since,
+            faults,
+        }
+    }
 }
 
 /// The machine a run was made on.
@@ -261,7 +296,12 @@ fn scrub_jumps(
         }
         player.scrub(target);
         let start = Instant::now();
+        let faults0 = player.fault_count();
         loop {
+            if player.fault_count() > faults0 && player.damaged_frames().contains_key(&target) {
+                // The target could not be read: that jump has no latency to report.
+                break;
+            }
             if Instant::now() > deadline {
                 return Err(PlayError::Usage(format!(
                     "scrub to frame {target} did not land in time"
@@ -277,6 +317,9 @@ fn scrub_jumps(
             if t.shown.is_none() {
                 player.wait(Duration::from_millis(1));
             }
+        }
+        if player.shown_frame() != Some(target) {
+            continue;
         }
         let ms = player
             .last_scrub_ms()
@@ -313,7 +356,9 @@ pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
             cpu_s: 0.0,
             cpu_percent: 0.0,
             memory: MemoryReport::default(),
+            faults: FaultReport::default(),
         };
+        let (faults0, recovered0) = (player.fault_count(), player.recovered_frames());
         if let Err(why) = player.set_path(sel) {
             eprintln!("play: {} path unavailable: {why}", sel.name());
             run.error = Some(why);
@@ -359,6 +404,7 @@ pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
         run.memory.player_gpu_buffers = player.gpu_buffer_bytes();
         // Refresh: the cuFile mode is known only after reads.
         run.info = player.path_report(sel);
+        run.faults = FaultReport::since(player, sel, faults0, recovered0);
         runs.push(run);
     }
     runs
@@ -427,6 +473,16 @@ pub fn summary(report: &HeadlessReport) -> String {
         }
         if let Some(e) = &r.error {
             let _ = writeln!(s, "         error: {e}");
+        }
+        if r.faults.count > 0 {
+            let _ = writeln!(
+                s,
+                "         faults: {} ({} frames damaged at the end, {} recovered); first: {}",
+                r.faults.count,
+                r.faults.damaged_frames.len(),
+                r.faults.recovered_frames,
+                r.faults.faults.first().map_or("?", |f| f.message.as_str())
+            );
         }
     }
     s

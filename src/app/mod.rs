@@ -15,7 +15,10 @@ pub mod soak;
 pub mod stats;
 pub mod window;
 
-pub use self::core::{HostCopy, PathReport, PathSel, PlayError, Player, PlayerConfig, TickOutcome};
+pub use self::core::{
+    FrameFault, FrameFaultKind, HostCopy, PathReport, PathSel, PlayError, Player, PlayerConfig,
+    TickOutcome,
+};
 pub use gpumem::{GpuMemory, gpu_memory};
 pub use stats::{PathFigures, PathStats};
 

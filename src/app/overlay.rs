@@ -156,6 +156,10 @@ pub struct OverlayDump {
     pub player_gpu_buffers: u64,
     /// The last error, if any.
     pub last_error: Option<String>,
+    /// Frame faults since the start (read errors, time-outs, damaged headers).
+    pub fault_count: u64,
+    /// Frames marked damaged on the timeline now.
+    pub damaged_frames: Vec<u32>,
     /// The last message shown (e.g. why a toggle was refused).
     pub message: Option<String>,
     /// Attribute names and whether each is shown.
@@ -243,6 +247,42 @@ pub fn stats_lines(player: &Player, ui: &UiState) -> Vec<String> {
             .speed()
             .map_or_else(String::new, |s| format!(" at {s:.0} frames/s"))
     ));
+    v.extend(fault_lines(player));
+    v
+}
+
+/// The overlay's fault lines: how many, which frames are damaged, the latest with its
+/// reason, and slots still held by reads that did not answer. Empty while all is well.
+pub fn fault_lines(player: &Player) -> Vec<String> {
+    let mut v = Vec::new();
+    if player.fault_count() == 0 {
+        return v;
+    }
+    let damaged = player.damaged_frames();
+    v.push(format!(
+        "faults: {}   damaged frames: {}   recovered: {}",
+        player.fault_count(),
+        damaged.len(),
+        player.recovered_frames()
+    ));
+    if let Some(f) = player.faults().last() {
+        let lane = f.lane.map_or_else(String::new, |l| format!(", lane {l}"));
+        let mut msg = f.message.clone();
+        if msg.chars().count() > 110 {
+            msg = msg.chars().take(107).collect::<String>() + "...";
+        }
+        v.push(format!(
+            "frame {} damaged ({}{lane}): {msg}",
+            f.frame,
+            f.kind.name()
+        ));
+    }
+    let held = player.held_slots();
+    if held > 0 {
+        v.push(format!(
+            "{held} slot(s) held by reads that did not answer (freed when they end)"
+        ));
+    }
     v
 }
 
@@ -287,6 +327,8 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
             .map_or_else(Vec::new, |m| m.absent.clone()),
         player_gpu_buffers: player.gpu_buffer_bytes(),
         last_error: player.last_error().map(str::to_string),
+        fault_count: player.fault_count(),
+        damaged_frames: player.damaged_frames().keys().copied().collect(),
         message: ui.message.as_ref().map(|(m, _)| m.clone()),
         attributes: names
             .into_iter()
@@ -720,6 +762,24 @@ fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<
             .text(format!("frame (t = {time:.1} s)"))
             .clamping(egui::SliderClamping::Always),
     );
+    // Damaged frames: red marks under the slider's rail, where their frames sit.
+    let damaged = player.damaged_frames();
+    if !damaged.is_empty() && last > 0 {
+        let rail = ui.spacing().slider_width;
+        let r = resp.rect;
+        let inset = r.height() / 2.0;
+        let painter = ui.painter();
+        for &f in damaged.keys() {
+            let x = r.left() + inset + (rail - 2.0 * inset) * f as f32 / last as f32;
+            painter.line_segment(
+                [
+                    egui::pos2(x, r.bottom() - 4.0),
+                    egui::pos2(x, r.bottom() + 2.0),
+                ],
+                egui::Stroke::new(3.0, egui::Color32::RED),
+            );
+        }
+    }
     if resp.drag_started() {
         st.dragging = true;
         out.push(UiRequest::Dragging(true));

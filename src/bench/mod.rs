@@ -56,6 +56,12 @@ pub struct BenchConfig {
     pub streams: usize,
     /// Show a progress line on stderr.
     pub progress: bool,
+    /// A frame whose reads make no progress for this long fails (see
+    /// [`EngineConfig::read_timeout`]).
+    pub read_timeout: Option<Duration>,
+    /// Faults to inject ([`crate::ingest::FaultPlan`]); `None`: the plan in
+    /// `SUPERCELL_FAULTS`, if any.
+    pub faults: Option<std::sync::Arc<crate::ingest::FaultPlan>>,
 }
 
 impl Default for BenchConfig {
@@ -75,6 +81,8 @@ impl Default for BenchConfig {
             backend: IoBackend::Auto,
             streams: 4,
             progress: false,
+            read_timeout: Some(crate::ingest::DEFAULT_READ_TIMEOUT),
+            faults: None,
         }
     }
 }
@@ -139,6 +147,45 @@ pub struct BenchResult {
     pub verify: Option<VerifyOutcome>,
     /// Every frame's timings.
     pub frames: Vec<FrameTimes>,
+    /// Frames that failed (a read error, a time-out): they are counted here and left out
+    /// of the rates, and the run goes on.
+    pub failed_frames: u64,
+    /// The failures by lane and file, most frequent first.
+    pub errors: Vec<BenchErrors>,
+}
+
+/// Failed frames of one lane and file (or of no file, where the error names none).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BenchErrors {
+    /// The lane, where known.
+    pub lane: Option<u32>,
+    /// The file, where the error names one.
+    pub file: Option<String>,
+    /// Frames failed here.
+    pub count: u64,
+    /// The first failure, in full.
+    pub first: String,
+}
+
+/// Adds a failure to the per-lane, per-file tally.
+fn tally(errors: &mut Vec<BenchErrors>, source: &Source, e: &IngestError) {
+    let (file, lane) = match e.site() {
+        Some((path, _, lane)) => {
+            let lane =
+                lane.or_else(|| source.files.iter().find(|f| f.path == path).map(|f| f.lane));
+            (Some(path.display().to_string()), lane)
+        }
+        None => (None, None),
+    };
+    match errors.iter_mut().find(|x| x.file == file && x.lane == lane) {
+        Some(x) => x.count += 1,
+        None => errors.push(BenchErrors {
+            lane,
+            file,
+            count: 1,
+            first: e.to_string(),
+        }),
+    }
 }
 
 /// [`CuFileStats`] for JSON, with the live mode in words.
@@ -283,6 +330,8 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         streams: cfg.streams,
         staging_buffers: 0,
         verify: cfg.verify,
+        read_timeout: cfg.read_timeout,
+        faults: cfg.faults.clone(),
     };
     let mut engine = open_engine(
         cfg.path,
@@ -321,6 +370,8 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let mut pending: Vec<(u32, Instant)> = Vec::new();
     let mut requested_count = 0u64;
     let mut completed = 0u64;
+    let mut failed_frames = 0u64;
+    let mut errors: Vec<BenchErrors> = Vec::new();
     let mut held: Option<usize> = None;
     let mut metric_index = std::collections::HashMap::new();
     let start = metrics.start();
@@ -371,11 +422,37 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
                 Err(e @ IngestError::Checksum { more, .. }) => Some((1 + more, e.to_string())),
                 _ => None,
             };
-            let ok = c.result.is_ok() || mismatch.is_some();
-            ring.finish_write(c.slot, ok)?;
-            if let (Err(e), None) = (c.result, &mismatch) {
-                bar.finish_and_clear();
-                return Err(e);
+            // Any other failure is counted (by lane and file) and the frame skipped, and the
+            // run goes on: one bad extent or a lane that stops answering is a finding to
+            // report with the figures of what did work, not a reason to lose them. It counts
+            // toward --frames, so a run whose every read fails still ends.
+            match &c.result {
+                Ok(()) => ring.finish_write(c.slot, true)?,
+                Err(_) if mismatch.is_some() => ring.finish_write(c.slot, true)?,
+                // Reads still out: the slot stays reserved until they end.
+                Err(e) if c.holds_slot() => {
+                    failed_frames += 1;
+                    completed += 1;
+                    tally(&mut errors, source, e);
+                    sched.failed(c.frame);
+                    continue;
+                }
+                Err(IngestError::Released(_)) => {
+                    ring.finish_write(c.slot, false)?;
+                    continue;
+                }
+                Err(e @ IngestError::Stopped(_)) => {
+                    bar.finish_and_clear();
+                    return Err(IngestError::Stopped(e.to_string()));
+                }
+                Err(e) => {
+                    ring.finish_write(c.slot, false)?;
+                    failed_frames += 1;
+                    completed += 1;
+                    tally(&mut errors, source, e);
+                    sched.failed(c.frame);
+                    continue;
+                }
             }
             completed += 1;
             let idx = metrics.record(
@@ -466,6 +543,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         cufile,
         verify,
         frames: metrics.frames().to_vec(),
+        failed_frames,
+        errors: {
+            errors.sort_by_key(|e| std::cmp::Reverse(e.count));
+            errors
+        },
     };
     drop(engine);
     Ok(result)

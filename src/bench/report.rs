@@ -52,6 +52,22 @@ pub fn text(r: &BenchResult) -> String {
             c.live_mode, c.p2p_reads, c.nvfs_reads, c.posix_reads, c.read_errors
         );
     }
+    if r.failed_frames > 0 {
+        let _ = writeln!(
+            s,
+            "errors: {} frames failed ({} reads); the figures below leave them out",
+            r.failed_frames, r.op_errors
+        );
+        for e in &r.errors {
+            let lane = e.lane.map_or_else(|| "?".to_string(), |l| l.to_string());
+            let file = e.file.as_deref().unwrap_or("-");
+            let _ = writeln!(
+                s,
+                "  lane {lane} {file}: {} frames; first: {}",
+                e.count, e.first
+            );
+        }
+    }
     let m = &r.summary;
     let _ = writeln!(
         s,

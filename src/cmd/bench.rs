@@ -98,6 +98,10 @@ pub struct BenchArgs {
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// Seconds a frame's reads may go without progress before it fails (a lane that stopped
+    /// answering); 0: wait forever.
+    #[arg(long, default_value_t = 10.0)]
+    pub read_timeout: f64,
 }
 
 fn is_dataset(p: &Path) -> bool {
@@ -186,6 +190,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         },
         streams: args.streams,
         progress: !args.quiet,
+        read_timeout: crate::cmd::play::timeout_arg(args.read_timeout)?,
+        faults: None,
     };
     if let Some(d) = cfg.duration
         && !(d.is_finite() && d > 0.0)

@@ -129,6 +129,21 @@ pub struct PlayArgs {
     /// Quit after this many frames have been shown.
     #[arg(long)]
     pub exit_after: Option<u64>,
+    /// Seconds a frame's reads may go without progress before the frame is marked damaged
+    /// and playback goes on (a lane that stopped answering); 0: wait forever.
+    #[arg(long, default_value_t = 10.0)]
+    pub read_timeout: f64,
+}
+
+/// `--read-timeout` in seconds as the engines take it (0: none).
+pub fn timeout_arg(secs: f64) -> anyhow::Result<Option<Duration>> {
+    if secs == 0.0 {
+        return Ok(None);
+    }
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if secs.is_finite() => Ok(Some(d)),
+        _ => bail!("--read-timeout {secs} is not a number of seconds (0: none)"),
+    }
 }
 
 fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
@@ -189,6 +204,7 @@ fn player_config(
         playing: !args.paused && defaults.playing,
         start_frame: args.start_frame.unwrap_or(defaults.start_frame),
         verify: args.verify,
+        read_timeout: timeout_arg(args.read_timeout)?,
         ..PlayerConfig::default()
     })
 }

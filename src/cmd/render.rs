@@ -238,6 +238,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
     for f in frames {
         ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
+        check_headers(&ls, f, &slot)?;
         let buffer = upload_slot(&ctx.device, &ctx.queue, &slot);
         renderer.set_grids(&ls.grid_slices(f, &buffer)?)?;
         let t = renderer.render_timed(&ls.view, w, h)?;
@@ -250,6 +251,41 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
                 .unwrap_or_default()
         );
         save(&img, &args.out, f, args.linear)?;
+    }
+    Ok(())
+}
+
+/// Refuses a frame whose grid headers fail the structural check
+/// ([`supercell::format::Grid::check_header`]): the GPU renderer would follow whatever
+/// offsets a damaged header holds.
+fn check_headers(ls: &LoadedScene, f: usize, slot: &[u8]) -> anyhow::Result<()> {
+    let m = ls.dataset.manifest();
+    let frame = ls
+        .dataset
+        .frame(f)
+        .with_context(|| format!("frame {f} does not exist"))?;
+    for g in &frame.grids {
+        let name = m
+            .attributes
+            .get(g.attribute as usize)
+            .map_or("?", |a| a.name.as_str());
+        let what = format!(
+            "frame {f}: grid of attribute {} ({name}) at slot offset {}",
+            g.attribute, g.offset
+        );
+        let bytes = usize::try_from(g.offset)
+            .ok()
+            .zip(usize::try_from(g.offset.saturating_add(g.size)).ok())
+            .and_then(|(a, b)| slot.get(a..b))
+            .with_context(|| format!("{what}: {} bytes lie past the slot image", g.size))?;
+        match supercell::format::Grid::check_header(bytes, g.size) {
+            Ok(size) if size == g.size => {}
+            Ok(size) => bail!(
+                "{what}: the header says {size} bytes, the dataset {}: damaged, not rendered",
+                g.size
+            ),
+            Err(e) => bail!("{what}: damaged grid header ({e}); not rendered"),
+        }
     }
     Ok(())
 }
@@ -318,6 +354,7 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
     let mut slot = AlignedBuf::new();
     ls.dataset.read_frame(frame, &mut slot, CrcCheck::Skip)?;
+    check_headers(ls, frame, &slot)?;
     let buffer = upload_slot(&ctx.device, &ctx.queue, &slot);
     let slices = ls.grid_slices(frame, &buffer)?;
     let grid_bytes = slices.iter().flatten().map(|s| s.size).sum();

@@ -324,6 +324,22 @@ fn masked(ijk: Coord, mask: i32) -> Coord {
 }
 
 impl<'a> Grid<'a> {
+    /// The cheap structural checks of the grid at the start of `bytes`, for a frame that has
+    /// just arrived and is about to be rendered: magic, version, grid size against the
+    /// buffer, grid index and count, a grid type the renderer can draw, and the tree's
+    /// offsets and node arrays inside the grid (with the root and its tile table). Reads a
+    /// few hundred bytes whatever the grid's size: no node is visited, so it does not replace
+    /// [`Grid::parse`] or the checksum.
+    ///
+    /// `bytes` is the start of the grid's `len` bytes (all of them, or a prefix: 4 KiB hold
+    /// every header checked); returns the grid size, at most `len`.
+    pub fn check_header(bytes: &[u8], len: u64) -> Result<u64, FormatError> {
+        check_header(bytes, len)
+    }
+
+    /// Bytes of a grid that [`Grid::check_header`] needs to see.
+    pub const HEADER_PREFIX: usize = 4096;
+
     /// Validates the first grid in `bytes` (trailing bytes are ignored) and returns a view.
     pub fn parse(bytes: &'a [u8]) -> Result<Grid<'a>, FormatError> {
         parse_at(bytes, 0)
@@ -1028,6 +1044,167 @@ fn add_coord(a: Coord, b: Coord) -> Coord {
     ]
 }
 
+/// See [`Grid::check_header`].
+fn check_header(g: &[u8], len: u64) -> Result<u64, FormatError> {
+    let hdr_err = |detail: String| FormatError::Corrupt {
+        what: "grid header".into(),
+        offset: 0,
+        detail,
+    };
+    let header_need = u64::from(l::GRID_SIZE + l::TREE_SIZE);
+    let have = (g.len() as u64).min(len);
+    if have < header_need {
+        return Err(FormatError::Truncated {
+            what: "grid header".into(),
+            offset: 0,
+            need: header_need,
+            len: have,
+            within: "buffer",
+        });
+    }
+    let magic: [u8; 8] = bytes(g, 0);
+    if magic != l::MAGIC_NUMB_BYTES && magic != l::MAGIC_GRID_BYTES {
+        return Err(FormatError::BadMagic {
+            offset: 0,
+            found: String::from_utf8_lossy(&magic).into_owned(),
+        });
+    }
+    let version = Version(u32_at(g, l::GRID_OFF_VERSION as usize));
+    if version.major() != l::MAJOR_VERSION
+        || !(l::MIN_MINOR_VERSION..=l::MAX_MINOR_VERSION).contains(&version.minor())
+    {
+        return Err(FormatError::Version { offset: 0, version });
+    }
+    let grid_size = u64_at(g, l::GRID_OFF_GRID_SIZE as usize);
+    if grid_size < header_need {
+        return Err(hdr_err(format!(
+            "grid size {grid_size} is smaller than the {header_need}-byte grid and tree headers"
+        )));
+    }
+    if grid_size > len {
+        return Err(FormatError::Truncated {
+            what: "grid".into(),
+            offset: 0,
+            need: grid_size,
+            len,
+            within: "buffer",
+        });
+    }
+    let type_raw = u32_at(g, l::GRID_OFF_GRID_TYPE as usize);
+    let grid_type = GridType::from_u32(type_raw)
+        .ok_or_else(|| hdr_err(format!("unknown grid type {type_raw}")))?;
+    let layout = l::layout(grid_type).ok_or_else(|| {
+        hdr_err(format!(
+            "grid type {type_raw} ({grid_type:?}) has no defined layout"
+        ))
+    })?;
+    {
+        use GridType::*;
+        if matches!(
+            grid_type,
+            Index | OnIndex | IndexMask | OnIndexMask | PointIndex | Unknown
+        ) {
+            return Err(FormatError::Unsupported {
+                grid_type,
+                detail: "index and point grids store offsets into external arrays",
+            });
+        }
+    }
+    let grid_index = u32_at(g, l::GRID_OFF_GRID_INDEX as usize);
+    let grid_count = u32_at(g, l::GRID_OFF_GRID_COUNT as usize);
+    if grid_count == 0 || grid_index >= grid_count {
+        return Err(hdr_err(format!(
+            "grid index {grid_index} is not below grid count {grid_count}"
+        )));
+    }
+    let tree = l::GRID_SIZE as usize;
+    let tree_err = |detail: String| FormatError::Corrupt {
+        what: "tree".into(),
+        offset: tree as u64,
+        detail,
+    };
+    let span = |what: String, off: u64, n: u64| match off.checked_add(n) {
+        Some(end) if end <= grid_size => Ok(()),
+        _ => Err(FormatError::Truncated {
+            what,
+            offset: off,
+            need: n,
+            len: grid_size,
+            within: "grid",
+        }),
+    };
+    let toff = |i: u32| u64_at(g, tree + (l::TREE_OFF_NODE_OFFSET_LEAF + 8 * i) as usize);
+    let tcnt = |off: u32| u32_at(g, tree + off as usize);
+    let align = u64::from(l::DATA_ALIGNMENT);
+    let root_rel = toff(3);
+    let root = root_rel
+        .checked_add(tree as u64)
+        .filter(|&r| r >= header_need && r < grid_size && r % align == 0)
+        .ok_or_else(|| {
+            tree_err(format!(
+                "root offset {root_rel} points outside the {grid_size}-byte grid, overlaps the \
+                 headers or is not 32-byte aligned"
+            ))
+        })?;
+    let rl = layout.root;
+    span("root".into(), root, u64::from(rl.size))?;
+    // The root follows the tree header in every NanoVDB grid, so it lies in any prefix
+    // of a few KiB; the tile count is the one value read past the headers.
+    let count_at = root + u64::from(l::ROOT_OFF_TABLE_SIZE);
+    if count_at + 4 > have {
+        return Err(tree_err(format!(
+            "the root at byte {root} lies past the first {have} bytes, where it always starts"
+        )));
+    }
+    let tile_count = u32_at(g, count_at as usize);
+    span(
+        format!("root table of {tile_count} tiles"),
+        root + u64::from(rl.size),
+        u64::from(tile_count) * u64::from(rl.tile_size),
+    )?;
+    let leaf_size = if layout.leaf.fixed_size() {
+        layout.leaf.size
+    } else {
+        // FpN leaves vary in size; none is smaller than this.
+        l::LEAF_FPN_BASE_SIZE
+    };
+    for (idx, name, count, size) in [
+        (
+            2,
+            "upper node",
+            tcnt(l::TREE_OFF_NODE_COUNT_UPPER),
+            layout.upper.size,
+        ),
+        (
+            1,
+            "lower node",
+            tcnt(l::TREE_OFF_NODE_COUNT_LOWER),
+            layout.lower.size,
+        ),
+        (0, "leaf", tcnt(l::TREE_OFF_NODE_COUNT_LEAF), leaf_size),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        let rel = toff(idx);
+        let first = rel
+            .checked_add(tree as u64)
+            .filter(|&f| f < grid_size && f % align == 0)
+            .ok_or_else(|| {
+                tree_err(format!(
+                    "offset {rel} of the first {name} points outside the {grid_size}-byte grid \
+                     or is not 32-byte aligned"
+                ))
+            })?;
+        span(
+            format!("array of {count} {name}s"),
+            first,
+            u64::from(count).saturating_mul(u64::from(size)),
+        )?;
+    }
+    Ok(grid_size)
+}
+
 fn parse_at(buf: &[u8], base: u64) -> Result<Grid<'_>, FormatError> {
     let avail = usize::try_from(base)
         .ok()
@@ -1683,6 +1860,85 @@ pub(crate) mod tests {
         let leaf = g.leaves().next().unwrap();
         assert_eq!(leaf.origin(), t.origin);
         assert_eq!(leaf.active_count(), 256);
+    }
+
+    /// The cheap header check accepts a good grid (whole or a 4 KiB prefix) and names each
+    /// structural damage: magic, version, size, type, grid index, tree offsets.
+    #[test]
+    fn header_check_accepts_good_grids_and_names_damage() {
+        let halves: Vec<u8> = (0..512u16).flat_map(|h| h.to_le_bytes()).collect();
+        let t = Tiny {
+            grid_type: GridType::Half,
+            origin: [0, 0, 0],
+            background: 0x3c00u16.to_le_bytes().to_vec(),
+            tile: 0xc000u16.to_le_bytes().to_vec(),
+            leaf_tail: plain_tail(GridType::Half, &halves),
+            leaf_flags: 0,
+            mask: [u64::MAX; 8],
+        };
+        let good = tiny_grid(&t);
+        let len = good.len() as u64;
+        assert_eq!(Grid::check_header(&good, len).unwrap(), len);
+        let prefix = &good[..Grid::HEADER_PREFIX.min(good.len())];
+        assert_eq!(Grid::check_header(prefix, len).unwrap(), len);
+        let tree = GRID_SIZE as usize;
+        type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+        let cases: Vec<(&str, Damage, &str)> = vec![
+            ("magic", Box::new(|b| b[0] ^= 0xff), "magic"),
+            (
+                "version",
+                Box::new(|b| put(b, 16, &Version::new(99, 0, 0).0.to_le_bytes())),
+                "version",
+            ),
+            (
+                "size",
+                Box::new(|b| {
+                    let n = b.len() as u64 * 2;
+                    put(b, 32, &n.to_le_bytes())
+                }),
+                "grid",
+            ),
+            (
+                "type",
+                Box::new(|b| put(b, GRID_OFF_GRID_TYPE as usize, &999u32.to_le_bytes())),
+                "unknown grid type 999",
+            ),
+            (
+                "index",
+                Box::new(|b| put(b, GRID_OFF_GRID_INDEX as usize, &5u32.to_le_bytes())),
+                "grid index 5",
+            ),
+            (
+                "root",
+                Box::new(move |b| {
+                    put(
+                        b,
+                        tree + TREE_OFF_NODE_OFFSET_LEAF as usize + 24,
+                        &(1u64 << 40).to_le_bytes(),
+                    )
+                }),
+                "root offset",
+            ),
+            (
+                "leaves",
+                Box::new(move |b| {
+                    put(
+                        b,
+                        tree + TREE_OFF_NODE_OFFSET_LEAF as usize,
+                        &(1u64 << 40).to_le_bytes(),
+                    )
+                }),
+                "first leaf",
+            ),
+        ];
+        for (name, damage, needle) in cases {
+            let mut b = good.clone();
+            damage(&mut b);
+            let e = Grid::check_header(&b, len).expect_err(name).to_string();
+            assert!(e.contains(needle), "{name}: {e}");
+        }
+        // Too short to hold the headers at all.
+        assert!(Grid::check_header(&good[..100], len).is_err());
     }
 
     fn same_bits(a: Value, b: Value) -> bool {

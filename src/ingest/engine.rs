@@ -13,6 +13,13 @@
 //!
 //! A frame whose read failed is still only completed after all of its other reads have
 //! finished, so nothing writes into a slot the ring believes is free.
+//!
+//! A frame whose reads make no progress for [`EngineConfig::read_timeout`] (a lane that
+//! stopped answering) is reported at once as [`IngestError::TimedOut`], so playback can go
+//! on; its slot stays reserved ([`Completion::holds_slot`]) because the kernel or cuFile may
+//! still write into it, and a second completion, [`IngestError::Released`], frees it when
+//! the reads really end. Faults can be injected for tests and demonstrations
+//! ([`super::faults`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -21,6 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::error::{IngestError, Result};
+use super::faults::FaultPlan;
 use super::files::{IoMode, OpenFiles};
 use super::gds::GdsState;
 use super::io::{ActiveBackend, IoBackend, IoCounters, IoDone, IoPool, IoTask, PoolConfig, Target};
@@ -114,7 +122,17 @@ pub struct EngineConfig {
     /// caller's thread (see `super::verify`); a mismatch completes the frame with
     /// [`IngestError::Checksum`].
     pub verify: bool,
+    /// A frame whose reads make no progress for this long fails with
+    /// [`IngestError::TimedOut`] (its slot stays reserved until the reads really end);
+    /// `None`: wait forever.
+    pub read_timeout: Option<Duration>,
+    /// Faults to inject ([`FaultPlan`]); `None`: the plan in `SUPERCELL_FAULTS`, if any.
+    pub faults: Option<Arc<FaultPlan>>,
 }
+
+/// The default [`EngineConfig::read_timeout`]: long enough for any healthy read of a frame,
+/// short enough that a lane that stopped answering is noticed while someone watches.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -127,6 +145,8 @@ impl Default for EngineConfig {
             streams: 4,
             staging_buffers: 0,
             verify: false,
+            read_timeout: Some(DEFAULT_READ_TIMEOUT),
+            faults: None,
         }
     }
 }
@@ -153,6 +173,11 @@ impl EngineConfig {
                 "queue depth {} is not in 1..=4096",
                 self.queue_depth
             )));
+        }
+        if self.read_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(IngestError::Usage(
+                "the read timeout must be positive (or none)".into(),
+            ));
         }
         Ok(())
     }
@@ -232,6 +257,16 @@ pub struct Completion {
     pub on_gpu: Option<Instant>,
     /// `Ok` when every byte arrived.
     pub result: Result<()>,
+}
+
+impl Completion {
+    /// Whether the slot is still being written: the frame timed out
+    /// ([`IngestError::TimedOut`]) with reads outstanding. A second completion for the same
+    /// slot ([`IngestError::Released`]) follows once they end; only then may the slot be
+    /// written again.
+    pub fn holds_slot(&self) -> bool {
+        matches!(self.result, Err(IngestError::TimedOut { .. }))
+    }
 }
 
 /// The interface every engine offers. Engines know nothing of the renderer: they fill
@@ -368,6 +403,13 @@ struct Job {
     first: Option<Instant>,
     last: Option<Instant>,
     error: Option<IngestError>,
+    /// The last time a read of this frame ended (or the frame was submitted).
+    progress: Instant,
+    /// Direct frames: which pieces have ended (to say which read timed out).
+    ended: Vec<bool>,
+    /// The frame was reported [`IngestError::TimedOut`]; its final completion is
+    /// [`IngestError::Released`].
+    timed_out: bool,
 }
 
 impl Job {
@@ -377,6 +419,7 @@ impl Job {
     fn note_arrival(&mut self, at: Instant) {
         self.first = Some(self.first.map_or(at, |f| f.min(at)));
         self.last = Some(self.last.map_or(at, |l| l.max(at)));
+        self.progress = self.progress.max(at);
     }
 }
 
@@ -396,6 +439,7 @@ struct Coordinator {
     checks: Checks,
     /// The coordinator's own inbox, for check results.
     inbox: Sender<Msg>,
+    read_timeout: Option<Duration>,
 }
 
 /// Splits a frame into reads of at most `io_size`, interleaved across lanes (round robin
@@ -615,6 +659,10 @@ impl Engine {
                 .send(Msg::Io(d));
         });
         let lanes = files.iter().map(|f| f.lane + 1).max().unwrap_or(1);
+        let faults = match &cfg.faults {
+            Some(p) => Some(p.clone()),
+            None => FaultPlan::from_env()?,
+        };
         let (device_read, on_start) = match &gds {
             Some(g) => (Some(g.device_read()), Some(g.on_start())),
             None => (None, None),
@@ -628,10 +676,14 @@ impl Engine {
                 regions,
                 device_read,
                 on_start,
+                faults: faults.clone(),
             },
             sink,
         )?;
         let mut notes = opened.notes.clone();
+        if faults.is_some() {
+            notes.push("fault injection is on: some reads fail on purpose".into());
+        }
         notes.extend(pool.notes.iter().cloned());
         if let Some(g) = &gds {
             notes.extend(g.notes.iter().cloned());
@@ -691,6 +743,7 @@ impl Engine {
             done: done_tx,
             checks,
             inbox: tx.clone(),
+            read_timeout: cfg.read_timeout,
         };
         let source_files: Vec<SourceFile> = files.to_vec();
         let thread = std::thread::Builder::new()
@@ -788,7 +841,10 @@ impl IngestEngine for Engine {
     fn next_completion(&mut self, timeout: Duration) -> Result<Option<Completion>> {
         match self.done.recv_timeout(timeout) {
             Ok(c) => {
-                self.in_flight = self.in_flight.saturating_sub(1);
+                // A timed-out frame's reads are still out: it counts until it is released.
+                if !c.holds_slot() {
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                }
                 Ok(Some(c))
             }
             Err(RecvTimeoutError::Timeout) => Ok(None),
@@ -841,6 +897,14 @@ impl Coordinator {
                     Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
+            } else if let (Some(t), false) = (self.read_timeout, self.jobs.is_empty()) {
+                // Frames in flight: come back in time to see one time out.
+                let look = (t / 4).clamp(Duration::from_millis(1), Duration::from_millis(250));
+                match rx.recv_timeout(look) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
             } else {
                 match rx.recv() {
                     Ok(m) => Some(m),
@@ -863,6 +927,7 @@ impl Coordinator {
                 }
             }
             self.poll_copies();
+            self.check_timeouts();
             self.dispatch_staged();
             if stop {
                 break;
@@ -906,6 +971,9 @@ impl Coordinator {
             first: None,
             last: None,
             error: None,
+            progress: at,
+            ended: Vec::new(),
+            timed_out: false,
             req,
         };
         let slot = job.req.slot;
@@ -926,6 +994,7 @@ impl Coordinator {
             return;
         }
         let slot_mem = self.slots[slot].clone();
+        let frame = self.jobs.get(&seq).map_or(0, |j| j.req.frame);
         let tasks: Vec<IoTask> = pieces
             .iter()
             .enumerate()
@@ -948,6 +1017,7 @@ impl Coordinator {
                     offset: p.offset,
                     len: p.len,
                     target,
+                    frame: Some(frame),
                 }
             })
             .collect();
@@ -955,6 +1025,7 @@ impl Coordinator {
             if matches!(self.checks, Checks::Host(_)) {
                 job.piece_crcs = vec![0; pieces.len()];
             }
+            job.ended = vec![false; pieces.len()];
             job.pieces = pieces;
         }
         if let Some(pool) = &self.pool {
@@ -996,6 +1067,90 @@ impl Coordinator {
         }
     }
 
+    /// Fails the frames whose reads made no progress within the read timeout: each is
+    /// reported [`IngestError::TimedOut`] at once (naming a read that did not answer), its
+    /// reads not yet issued are dropped, and its slot stays reserved until the reads issued
+    /// end ([`IngestError::Released`]): the kernel or cuFile may still write into it.
+    fn check_timeouts(&mut self) {
+        let Some(limit) = self.read_timeout else {
+            return;
+        };
+        let now = Instant::now();
+        let expired: Vec<u64> = self
+            .jobs
+            .iter()
+            // A frame whose check is running (device --verify) has all its bytes: its reads
+            // cannot be the ones that stopped answering.
+            .filter(|(_, j)| {
+                !j.timed_out
+                    && j.checking.is_none()
+                    && now.saturating_duration_since(j.progress) >= limit
+            })
+            .map(|(s, _)| *s)
+            .collect();
+        for seq in expired {
+            // A read still out: a direct frame's first piece not ended, else (staged) one in
+            // a staging buffer or still queued.
+            let stuck = self.jobs.get(&seq).and_then(|j| {
+                j.pieces
+                    .iter()
+                    .zip(&j.ended)
+                    .find(|(_, e)| !**e)
+                    .map(|(p, _)| *p)
+            });
+            let stuck = stuck.or_else(|| {
+                let s = self.staged.as_ref()?;
+                s.bufs
+                    .iter()
+                    .filter_map(|b| b.piece)
+                    .chain(s.pending.iter().copied())
+                    .find(|p| p.seq == seq)
+            });
+            let dropped = match (&mut self.staged, &self.pool) {
+                (Some(s), _) => {
+                    let before = s.pending.len();
+                    s.pending.retain(|p| p.seq != seq);
+                    before - s.pending.len()
+                }
+                (None, Some(pool)) => pool.cancel(|token| token >> 32 == seq),
+                (None, None) => 0,
+            };
+            let Some(job) = self.jobs.get_mut(&seq) else {
+                continue;
+            };
+            job.timed_out = true;
+            job.left -= dropped;
+            let (lane, path, offset) = match stuck {
+                Some(p) => {
+                    let f = &self.files.files[p.file as usize];
+                    (Some(f.lane), Some(f.path.clone()), Some(p.offset))
+                }
+                None => (None, None, None),
+            };
+            let c = Completion {
+                frame: job.req.frame,
+                slot: job.req.slot,
+                bytes: job.bytes,
+                requested: job.req.requested,
+                submitted: job.submitted,
+                first_byte: job.first,
+                last_byte: job.last,
+                on_gpu: None,
+                result: Err(IngestError::TimedOut {
+                    frame: job.req.frame,
+                    lane,
+                    path,
+                    offset,
+                    waited: now.saturating_duration_since(job.progress),
+                }),
+            };
+            let _ = self.done.send(c);
+            if job.left == 0 {
+                self.finish_job(seq);
+            }
+        }
+    }
+
     fn piece_done(&mut self, seq: u64, at: Instant, err: Option<IngestError>) {
         let Some(job) = self.jobs.get_mut(&seq) else {
             return;
@@ -1025,6 +1180,9 @@ impl Coordinator {
         }
         let seq = d.token >> 32;
         let idx = (d.token & 0xffff_ffff) as usize;
+        if let Some(e) = self.jobs.get_mut(&seq).and_then(|j| j.ended.get_mut(idx)) {
+            *e = true;
+        }
         let err = match d.result {
             Ok(()) => {
                 if let Some(job) = self.jobs.get(&seq)
@@ -1073,8 +1231,17 @@ impl Coordinator {
             return;
         };
         let mut failed: Option<IngestError> = None;
+        let abandoned = self.jobs.get(&piece.seq).is_none_or(|j| j.timed_out);
         match d.result {
             Err(msg) => failed = Some(self.read_err(&piece, msg)),
+            Ok(()) if abandoned => {
+                // The frame timed out: its slot gets nothing more. The buffer is free.
+                s.bufs[b].piece = None;
+                s.free.push(b);
+                self.staged = Some(s);
+                self.piece_done(piece.seq, d.completed, None);
+                return;
+            }
             Ok(()) => {
                 // The read's arrival is the frame's first/last byte; the piece itself
                 // completes when its copy does.
@@ -1195,12 +1362,14 @@ impl Coordinator {
             let b = s.free.pop().expect("not empty");
             s.bufs[b].piece = Some(p);
             let f = &self.files.files[p.file as usize];
+            let frame = self.jobs.get(&p.seq).map(|j| j.req.frame);
             tasks.push(IoTask {
                 token: b as u64,
                 lane: f.lane,
                 fd: f.fd(),
                 offset: p.offset,
                 len: p.len,
+                frame,
                 target: Target::Host {
                     addr: s.bufs[b].mem.host().as_mut_ptr() as usize,
                 },
@@ -1256,6 +1425,7 @@ impl Coordinator {
         if let Checks::Device(checker) = &self.checks
             && let Some(job) = self.jobs.get_mut(&seq)
             && job.error.is_none()
+            && !job.timed_out
             && job.checking.is_none()
             && job.req.extents.iter().any(|e| e.crc32.is_some())
         {
@@ -1294,6 +1464,7 @@ impl Coordinator {
             last_byte: last,
             on_gpu,
             result: match job.error {
+                _ if job.timed_out => Err(IngestError::Released(job.req.frame)),
                 Some(e) => Err(e),
                 None => Ok(()),
             },

@@ -77,6 +77,30 @@ pub enum IngestError {
     /// before all of it was issued; the slot holds a partial frame.
     #[error("frame {0}: read cancelled")]
     Cancelled(u32),
+    /// Reads of the frame made no progress within the read timeout (a lane stopped
+    /// answering). The slot is still being written: it stays reserved until a second
+    /// completion for it, [`IngestError::Released`], says the reads have ended.
+    #[error(
+        "frame {frame}: no answer for {:.1} s{}",
+        .waited.as_secs_f64(),
+        timed_out_site(*.lane, .path.as_deref(), *.offset)
+    )]
+    TimedOut {
+        /// Frame index.
+        frame: u32,
+        /// The lane of a read that did not answer, where known.
+        lane: Option<u32>,
+        /// Its file.
+        path: Option<PathBuf>,
+        /// Its offset in the file.
+        offset: Option<u64>,
+        /// How long the frame went without progress.
+        waited: std::time::Duration,
+    },
+    /// A frame that had timed out: its last reads have ended and its slot may be written
+    /// again. The frame itself was already reported failed.
+    #[error("frame {0}: the reads that had timed out have ended; the slot is free again")]
+    Released(u32),
     /// The engine's worker thread has stopped (a bug or a panic); the text says what it saw.
     #[error("ingest engine stopped: {0}")]
     Stopped(String),
@@ -99,6 +123,35 @@ impl IngestError {
             op,
             path: path.into(),
             err,
+        }
+    }
+}
+
+fn timed_out_site(
+    lane: Option<u32>,
+    path: Option<&std::path::Path>,
+    offset: Option<u64>,
+) -> String {
+    match (lane, path, offset) {
+        (Some(l), Some(p), Some(o)) => format!(" from lane {l} ({} at offset {o})", p.display()),
+        _ => String::new(),
+    }
+}
+
+impl IngestError {
+    /// The file, offset and lane a read error or time-out points at, where it names one
+    /// (the lane only for time-outs; map the file to its lane otherwise).
+    pub fn site(&self) -> Option<(&std::path::Path, u64, Option<u32>)> {
+        match self {
+            IngestError::Read { path, offset, .. } => Some((path, *offset, None)),
+            IngestError::Checksum { path, offset, .. } => Some((path, *offset, None)),
+            IngestError::TimedOut {
+                path: Some(p),
+                offset: Some(o),
+                lane,
+                ..
+            } => Some((p, *o, *lane)),
+            _ => None,
         }
     }
 }

@@ -100,6 +100,9 @@ fn api() -> std::result::Result<&'static Api, String> {
     .map_err(Clone::clone)
 }
 
+/// The cuFile error a `cufile` fault rule makes a read return: CU_FILE_NVFS_DRIVER_ERROR.
+pub const INJECTED_CUFILE_ERROR: u32 = 5010;
+
 /// The name of a cuFile error code (cufile.h's `CUfileOpError`).
 pub fn op_error_name(code: u32) -> &'static str {
     match code {
@@ -496,21 +499,29 @@ impl GdsState {
         Arc::new(move || gpu.bind().map_err(|e| e.to_string()))
     }
 
+    /// The device-read hook: reads with cuFile into a registered slot. Its last argument
+    /// makes the call fail with [`INJECTED_CUFILE_ERROR`] instead (a `cufile` fault rule).
     pub(crate) fn device_read(&self) -> DeviceRead {
-        Arc::new(|handle, base, dev_offset, file_offset, len| {
+        Arc::new(|handle, base, dev_offset, file_offset, len, inject| {
             let api = api()?;
             let mut done = 0usize;
             while done < len {
-                // SAFETY: `handle` is registered for an open file; `base` is a registered
-                // device buffer and `dev_offset + len` lies inside it (checked at submit).
-                let n = unsafe {
-                    (api.read)(
-                        handle as *mut c_void,
-                        base as *mut c_void,
-                        len - done,
-                        (file_offset + done as u64) as i64,
-                        (dev_offset + done as u64) as i64,
-                    )
+                let n = if inject {
+                    // A fault plan's `cufile` rule: cuFileRead's answer is an error code,
+                    // handled below like a real one.
+                    -(INJECTED_CUFILE_ERROR as isize)
+                } else {
+                    // SAFETY: `handle` is registered for an open file; `base` is a registered
+                    // device buffer and `dev_offset + len` lies inside it (checked at submit).
+                    unsafe {
+                        (api.read)(
+                            handle as *mut c_void,
+                            base as *mut c_void,
+                            len - done,
+                            (file_offset + done as u64) as i64,
+                            (dev_offset + done as u64) as i64,
+                        )
+                    }
                 };
                 if n > 0 {
                     done += n as usize;
@@ -525,7 +536,12 @@ impl GdsState {
                     }
                 } else {
                     let code = n.unsigned_abs() as u32;
-                    return Err(format!("cuFileRead: {} ({code})", op_error_name(code)));
+                    let what = format!("cuFileRead: {} ({code})", op_error_name(code));
+                    return Err(if inject {
+                        super::faults::injected(&what)
+                    } else {
+                        what
+                    });
                 }
             }
             Ok(())

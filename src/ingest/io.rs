@@ -13,11 +13,12 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use io_uring::{IoUring, opcode, types};
 
 use super::error::{IngestError, Result};
+use super::faults::{FaultKind, FaultPlan, ReadSite, injected};
 
 /// Which host read mechanism to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -77,6 +78,8 @@ pub(crate) struct IoTask {
     pub offset: u64,
     pub len: usize,
     pub target: Target,
+    /// The frame the read belongs to (for fault rules that select frames).
+    pub frame: Option<u32>,
 }
 
 /// A finished read.
@@ -101,8 +104,9 @@ pub struct IoCounters {
 }
 
 /// Reads `len` bytes of `fd` at `file_offset` into device memory; the GDS engine's hook.
+/// The last argument asks for an injected cuFile error (a `cufile` fault rule).
 pub(crate) type DeviceRead =
-    Arc<dyn Fn(usize, u64, u64, u64, usize) -> std::result::Result<(), String> + Send + Sync>;
+    Arc<dyn Fn(usize, u64, u64, u64, usize, bool) -> std::result::Result<(), String> + Send + Sync>;
 /// Where finished reads go.
 pub(crate) type Sink = Arc<dyn Fn(IoDone) + Send + Sync>;
 /// Runs first on every worker thread (binds the CUDA context for cuFile).
@@ -118,6 +122,8 @@ pub(crate) struct PoolConfig {
     pub regions: Vec<(usize, usize)>,
     pub device_read: Option<DeviceRead>,
     pub on_start: Option<OnStart>,
+    /// Faults to inject into the reads (tests, demonstrations).
+    pub faults: Option<Arc<FaultPlan>>,
 }
 
 /// Largest buffer io_uring registers in one piece.
@@ -272,6 +278,7 @@ impl IoPool {
                 counters: counters.clone(),
                 regions: regions.clone(),
                 device_read: cfg.device_read.clone(),
+                faults: cfg.faults.clone(),
             };
             let on_start = cfg.on_start.clone();
             let depth = cfg.queue_depth;
@@ -387,7 +394,24 @@ struct InFlight {
     task: IoTask,
     done: usize,
     submitted: Instant,
+    /// An injected short read: the first attempt asks for this many bytes only.
+    short: Option<usize>,
 }
+
+/// What the fault plan does to a read about to be issued.
+enum Injected {
+    /// Nothing: issue it.
+    None,
+    /// Fail it with this message (nothing is read).
+    Fail(String),
+    /// Hold it back while rule `0` lasts, then issue it.
+    Hang(usize),
+    /// Ask for this many bytes first.
+    Short(usize),
+}
+
+/// How long a worker holding hung reads sleeps between looks at the plan and the queue.
+const HANG_POLL: Duration = Duration::from_millis(5);
 
 struct Worker {
     shared: Arc<Shared>,
@@ -397,6 +421,7 @@ struct Worker {
     counters: Arc<IoCounters>,
     regions: Arc<Vec<(usize, usize)>>,
     device_read: Option<DeviceRead>,
+    faults: Option<Arc<FaultPlan>>,
 }
 
 impl Worker {
@@ -422,6 +447,10 @@ impl Worker {
         pop(&mut q, &self.own, &mut self.rr)
     }
 
+    fn shutting_down(&self) -> bool {
+        self.shared.lock().shutdown
+    }
+
     fn finish(&self, task: &IoTask, submitted: Instant, result: std::result::Result<(), String>) {
         let completed = Instant::now();
         if result.is_ok() {
@@ -443,12 +472,81 @@ impl Worker {
         });
     }
 
+    /// Consults the fault plan for `task` (see [`super::faults`]).
+    fn inject(&self, task: &IoTask) -> Injected {
+        let Some(plan) = &self.faults else {
+            return Injected::None;
+        };
+        let site = ReadSite {
+            lane: task.lane,
+            frame: task.frame,
+            offset: task.offset,
+            len: task.len,
+        };
+        if plan.fire(FaultKind::Eio, &site).is_some() {
+            return Injected::Fail(injected(
+                &std::io::Error::from_raw_os_error(libc::EIO).to_string(),
+            ));
+        }
+        if let Some(rule) = plan.fire(FaultKind::Hang, &site) {
+            return Injected::Hang(rule);
+        }
+        // Half the read, in whole pages (O_DIRECT), when it has at least two.
+        let half = (task.len / 2) & !4095;
+        if half > 0 && plan.fire(FaultKind::Short, &site).is_some() {
+            return Injected::Short(half);
+        }
+        Injected::None
+    }
+
+    /// Whether the plan makes this worker's next `io_uring_enter` fail (`site`: a read it has
+    /// in the kernel).
+    fn enter_fails(&self, site: Option<ReadSite>) -> bool {
+        match (&self.faults, site) {
+            (Some(plan), Some(site)) => plan.fire(FaultKind::Enter, &site).is_some(),
+            _ => false,
+        }
+    }
+
+    /// Holds a hung read (blocking backend) until its rule ends; `false` when the pool
+    /// shuts down first.
+    fn hold(&self, rule: usize) -> bool {
+        let Some(plan) = &self.faults else {
+            return true;
+        };
+        while plan.still_active(rule) {
+            if self.shutting_down() {
+                return false;
+            }
+            plan.wait(HANG_POLL);
+        }
+        true
+    }
+
     fn run_blocking(mut self, start_err: Option<String>) {
         while let Some(task) = self.pop_blocking() {
             let submitted = Instant::now();
+            let mut first = None;
+            match self.inject(&task) {
+                Injected::Fail(msg) => {
+                    self.finish(&task, submitted, Err(msg));
+                    continue;
+                }
+                Injected::Hang(rule) => {
+                    if !self.hold(rule) {
+                        let msg = "the engine stopped while the lane was not answering";
+                        self.finish(&task, submitted, Err(msg.into()));
+                        continue;
+                    }
+                }
+                Injected::Short(n) => first = Some(n),
+                Injected::None => {}
+            }
             let result = match (&start_err, task.target) {
                 (Some(e), _) => Err(format!("I/O thread could not start: {e}")),
-                (None, Target::Host { addr }) => pread_all(task.fd, addr, task.len, task.offset),
+                (None, Target::Host { addr }) => {
+                    pread_all(task.fd, addr, task.len, task.offset, first)
+                }
                 (
                     None,
                     Target::Device {
@@ -457,7 +555,18 @@ impl Worker {
                         dev_offset,
                     },
                 ) => match &self.device_read {
-                    Some(f) => f(handle, base, dev_offset, task.offset, task.len),
+                    Some(f) => {
+                        let inject = self.faults.as_ref().is_some_and(|p| {
+                            let site = ReadSite {
+                                lane: task.lane,
+                                frame: task.frame,
+                                offset: task.offset,
+                                len: task.len,
+                            };
+                            p.fire(FaultKind::CuFile, &site).is_some()
+                        });
+                        f(handle, base, dev_offset, task.offset, task.len, inject)
+                    }
                     None => Err("device read without a device-read hook".into()),
                 },
             };
@@ -477,7 +586,11 @@ impl Worker {
         };
         let ptr = (addr + f.done) as *mut u8;
         // u32 length: reads are at most a chunk; clamp in case (the rest is continued).
-        let len = (f.task.len - f.done).min(1 << 30) as u32;
+        let want = match f.short {
+            Some(n) if f.done == 0 => n,
+            _ => f.task.len - f.done,
+        };
+        let len = want.min(1 << 30) as u32;
         let off = f.task.offset + f.done as u64;
         let fd = types::Fd(f.task.fd);
         match fixed
@@ -512,11 +625,58 @@ impl Worker {
         }
         let mut slab: Vec<Option<InFlight>> = (0..depth).map(|_| None).collect();
         let mut free: Vec<usize> = (0..depth).rev().collect();
+        // Reads the kernel holds (their memory is the kernel's until their completion).
         let mut inflight = 0usize;
+        // Reads held back by a `hang` fault: (slab slot, rule). They keep their slab slot.
+        let mut hung: Vec<(usize, usize)> = Vec::new();
+        // Set once `io_uring_enter` failed: the ring takes nothing new; the reads the
+        // kernel holds are waited for (their completions still arrive in the completion
+        // queue), then the worker carries on with blocking reads.
+        let mut broken: Option<String> = None;
         loop {
+            // Issue hung reads whose lane came back; fail them (never issued) at shutdown.
+            if !hung.is_empty() {
+                let shutdown = self.shutting_down();
+                let plan = self.faults.clone();
+                let mut still = Vec::with_capacity(hung.len());
+                for (slot, rule) in hung.drain(..) {
+                    let holds = plan.as_ref().is_some_and(|p| p.still_active(rule));
+                    if holds && !shutdown {
+                        still.push((slot, rule));
+                        continue;
+                    }
+                    let Some(f) = slab[slot].take() else {
+                        free.push(slot);
+                        continue;
+                    };
+                    if shutdown || broken.is_some() {
+                        free.push(slot);
+                        let msg = match &broken {
+                            Some(m) => m.clone(),
+                            None => "the engine stopped while the lane was not answering".into(),
+                        };
+                        self.finish(&f.task, f.submitted, Err(msg));
+                        continue;
+                    }
+                    let e = self.sqe(&f, slot as u64, fixed);
+                    slab[slot] = Some(f);
+                    // SAFETY: the entry points into live memory (see `register_buffers`)
+                    // that stays valid until the completion is reaped below.
+                    if unsafe { ring.submission().push(&e) }.is_err() {
+                        let f = slab[slot].take().expect("just stored");
+                        free.push(slot);
+                        self.finish(&f.task, f.submitted, Err("submission queue full".into()));
+                    } else {
+                        inflight += 1;
+                    }
+                }
+                hung = still;
+            }
             // Fill the ring.
-            while let Some(&slot) = free.last() {
-                let task = if inflight == 0 {
+            while broken.is_none()
+                && let Some(&slot) = free.last()
+            {
+                let task = if inflight == 0 && hung.is_empty() {
                     match self.pop_blocking() {
                         Some(t) => t,
                         None => return,
@@ -535,11 +695,32 @@ impl Worker {
                     );
                     continue;
                 }
+                let mut short = None;
+                match self.inject(&task) {
+                    Injected::Fail(msg) => {
+                        self.finish(&task, Instant::now(), Err(msg));
+                        continue;
+                    }
+                    Injected::Hang(rule) => {
+                        free.pop();
+                        slab[slot] = Some(InFlight {
+                            task,
+                            done: 0,
+                            submitted: Instant::now(),
+                            short: None,
+                        });
+                        hung.push((slot, rule));
+                        continue;
+                    }
+                    Injected::Short(n) => short = Some(n),
+                    Injected::None => {}
+                }
                 free.pop();
                 let f = InFlight {
                     task,
                     done: 0,
                     submitted: Instant::now(),
+                    short,
                 };
                 let e = self.sqe(&f, slot as u64, fixed);
                 slab[slot] = Some(f);
@@ -556,23 +737,68 @@ impl Worker {
                 inflight += 1;
             }
             if inflight == 0 {
+                if hung.is_empty()
+                    && let Some(msg) = broken.take()
+                {
+                    // Nothing of ours is in the kernel any more: the ring (and its buffer
+                    // registration) can go; later reads use pread.
+                    drop(ring);
+                    eprintln!("supercell: {msg}; this I/O thread continues with pread");
+                    return self.run_blocking(None);
+                }
+                if !hung.is_empty()
+                    && let Some(p) = &self.faults
+                {
+                    p.wait(HANG_POLL);
+                }
                 continue;
             }
-            match ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-                Err(e) => {
-                    // The ring is unusable: fail what is in flight once the kernel is done
-                    // with it. Without a working ring we cannot know when that is, so wait
-                    // for completions as long as the kernel gives them.
-                    let msg = format!("io_uring_enter failed: {e}");
-                    for s in slab.iter_mut() {
-                        if let Some(f) = s.take() {
-                            self.finish(&f.task, f.submitted, Err(msg.clone()));
+            if broken.is_some() {
+                // The ring cannot be waited on. Completions still reach the completion
+                // queue (the kernel posts them when this thread returns from a system call,
+                // such as this sleep): look there until every read we issued has ended.
+                // Entries the failed call left unsubmitted go in if the ring works again.
+                let _ = ring.submit();
+                std::thread::sleep(Duration::from_millis(1));
+            } else {
+                let site = slab.iter().flatten().next().map(|f| ReadSite {
+                    lane: f.task.lane,
+                    frame: f.task.frame,
+                    offset: f.task.offset,
+                    len: f.task.len,
+                });
+                let waited = if self.enter_fails(site) {
+                    // The reads go to the kernel, then the wait fails: the case where
+                    // memory is still being written after the error.
+                    let _ = ring.submit();
+                    Err(std::io::Error::other(injected("io_uring_enter: I/O error")))
+                } else if hung.is_empty() {
+                    ring.submit_and_wait(1)
+                } else {
+                    // Come back to look at the hung reads.
+                    let ts = types::Timespec::new().nsec(HANG_POLL.as_nanos() as u32);
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    match ring.submitter().submit_with_args(1, &args) {
+                        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                            // Kernels before 5.11 cannot wait with a time limit: submit,
+                            // and look again shortly.
+                            std::thread::sleep(HANG_POLL);
+                            ring.submit()
                         }
+                        r => r,
                     }
-                    return self.run_blocking(Some(msg));
+                };
+                match waited {
+                    Ok(_) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                    Err(e)
+                        if e.raw_os_error() == Some(libc::EBUSY)
+                            || e.raw_os_error() == Some(libc::ETIME) => {}
+                    Err(e) => {
+                        // The reads already in the kernel may still be writing: they are
+                        // not reported until their completions arrive (above).
+                        broken = Some(format!("io_uring_enter failed: {e}"));
+                    }
                 }
             }
             let cqes: Vec<(u64, i32)> = ring
@@ -596,6 +822,14 @@ impl Worker {
                     None
                 } else {
                     Some(Err(std::io::Error::from_raw_os_error(-res).to_string()))
+                };
+                let outcome = match (outcome, &broken) {
+                    // A short read cannot be continued on a ring that no longer works.
+                    (None, Some(msg)) => Some(Err(format!(
+                        "{msg} after {} of {} bytes",
+                        f.done, f.task.len
+                    ))),
+                    (o, _) => o,
                 };
                 match outcome {
                     Some(r) => {
@@ -621,16 +855,27 @@ impl Worker {
     }
 }
 
-/// Reads exactly `len` bytes at `offset` into `addr`, continuing short reads.
-fn pread_all(fd: RawFd, addr: usize, len: usize, offset: u64) -> std::result::Result<(), String> {
+/// Reads exactly `len` bytes at `offset` into `addr`, continuing short reads; `first`: ask
+/// for only this many bytes in the first call (an injected short read).
+fn pread_all(
+    fd: RawFd,
+    addr: usize,
+    len: usize,
+    offset: u64,
+    first: Option<usize>,
+) -> std::result::Result<(), String> {
     let mut done = 0usize;
     while done < len {
+        let want = match first {
+            Some(n) if done == 0 => n.min(len),
+            _ => len - done,
+        };
         // SAFETY: `addr..addr+len` is live memory reserved for this read by the engine.
         let n = unsafe {
             libc::pread(
                 fd,
                 (addr + done) as *mut libc::c_void,
-                len - done,
+                want,
                 (offset + done as u64) as libc::off_t,
             )
         };

@@ -17,6 +17,7 @@
 pub mod crc;
 mod engine;
 mod error;
+pub mod faults;
 mod files;
 pub mod gds;
 mod hostmem;
@@ -25,10 +26,11 @@ mod source;
 mod verify;
 
 pub use engine::{
-    Completion, Engine, EngineConfig, IngestEngine, PathInfo, PathKind, ReadProgress, ReadRequest,
-    open_engine,
+    Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, IngestEngine, PathInfo, PathKind,
+    ReadProgress, ReadRequest, open_engine,
 };
 pub use error::{IngestError, Result};
+pub use faults::{FaultKind, FaultPlan};
 pub use files::{IoMode, OpenFile, OpenFiles};
 pub use hostmem::{HostBuffer, page_size};
 pub use io::{ActiveBackend, IoBackend, IoCounters, io_uring_probe};

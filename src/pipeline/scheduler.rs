@@ -44,6 +44,10 @@ pub enum FrameState {
     Loading,
     /// Whole frame resident in a slot, ready to show.
     Ready,
+    /// Its read failed (an error, a time-out, a damaged header): playback passes over it
+    /// without showing it, and it is read again on a later visit (once the playhead has
+    /// moved past it), so a lane that comes back plays again.
+    Damaged,
 }
 
 /// What the pipeline should do next.
@@ -84,6 +88,8 @@ pub struct SchedulerStats {
     pub cancelled: u64,
     /// Loading frames whose reads were abandoned.
     pub aborted: u64,
+    /// Damaged frames the playhead passed over.
+    pub damaged_skipped: u64,
 }
 
 /// Decides what to read and what to show; see the module documentation.
@@ -261,10 +267,17 @@ impl Scheduler {
             self.stats.aborted += 1;
             plan.abort.push(f);
         }
+        // A damaged frame out of the window is forgotten: the next visit reads it again.
+        self.frames
+            .retain(|f, s| *s != FrameState::Damaged || wanted.contains(f));
         // Frames outside the window that are loading or resident still hold slots.
         let held_elsewhere = self.frames.keys().filter(|f| !wanted.contains(f)).count();
         let mut budget = self.config.window.saturating_sub(held_elsewhere);
         for f in wanted {
+            if self.frames.get(&f) == Some(&FrameState::Damaged) {
+                // Holds no slot: the frames after it get the room.
+                continue;
+            }
             if budget == 0 {
                 break;
             }
@@ -301,6 +314,16 @@ impl Scheduler {
         self.aborting.remove(&frame);
         self.frames.insert(frame, FrameState::Ready);
     }
+    /// `frame` could not be read (or is damaged): playback passes over it until the playhead
+    /// has left it, then reads it again.
+    pub fn failed(&mut self, frame: u32) {
+        self.aborting.remove(&frame);
+        // An aborted read that failed is no longer wanted: forget it instead.
+        if self.frames.contains_key(&frame) {
+            self.frames.insert(frame, FrameState::Damaged);
+        }
+    }
+
     /// `frame`'s slot was reused, or its read failed or was aborted: it is not resident.
     pub fn evicted(&mut self, frame: u32) {
         self.aborting.remove(&frame);
@@ -312,11 +335,20 @@ impl Scheduler {
     pub fn tick(&mut self, now: f64) -> Option<u32> {
         // A scrub target (or the first frame) is shown as soon as it arrives.
         if !self.position_shown {
-            if self.state(self.position) == Some(FrameState::Ready) {
-                self.position_shown = true;
-                self.stats.shown += 1;
-                self.last_tick = Some(now);
-                return Some(self.position);
+            match self.state(self.position) {
+                Some(FrameState::Ready) => {
+                    self.position_shown = true;
+                    self.stats.shown += 1;
+                    self.last_tick = Some(now);
+                    return Some(self.position);
+                }
+                Some(FrameState::Damaged) => {
+                    // Nothing to show here; playing moves on from it.
+                    self.position_shown = true;
+                    self.stats.damaged_skipped += 1;
+                    self.last_tick = Some(now);
+                }
+                _ => {}
             }
             return None;
         }
@@ -339,15 +371,34 @@ impl Scheduler {
             self.playing = false; // end of a `Once` timeline
             return None;
         };
+        if self.state(next) == Some(FrameState::Damaged) {
+            // Pass over it: the playhead moves on, the screen keeps the last good frame, and
+            // the frame is read again on its next visit.
+            self.owed = (self.owed - 1.0).max(0.0);
+            self.leave_position();
+            self.position = next;
+            self.direction = dir;
+            self.stats.damaged_skipped += 1;
+            return None;
+        }
         if self.state(next) != Some(FrameState::Ready) {
             self.stats.stalls += 1;
             return None;
         }
         self.owed = (self.owed - 1.0).max(0.0);
+        self.leave_position();
         self.position = next;
         self.direction = dir;
         self.stats.shown += 1;
         Some(next)
+    }
+
+    /// The playhead moves on: a damaged frame it leaves has had its visit and is read again
+    /// for the next one (in a short loop it may still be in the window).
+    fn leave_position(&mut self) {
+        if self.state(self.position) == Some(FrameState::Damaged) {
+            self.frames.remove(&self.position);
+        }
     }
 }
 
@@ -410,6 +461,91 @@ mod tests {
                 self.step(f64::from(i) * dt);
             }
         }
+    }
+
+    /// A frame whose read fails is passed over (not waited for), the frames after it play,
+    /// and it is read again on the next pass, where it plays once its lane is back.
+    #[test]
+    fn damaged_frames_are_skipped_and_read_again_later() {
+        let mut s = Scheduler::new(config(6, PlayMode::Loop, None, 3));
+        s.set_playing(true);
+        let mut shown = Vec::new();
+        let mut requests = Vec::new();
+        let mut broken = true;
+        for i in 0..40 {
+            let now = f64::from(i) * 0.1;
+            for f in s.evictable() {
+                s.evicted(f);
+            }
+            for f in s.plan().request {
+                s.started(f);
+                requests.push(f);
+                if f == 2 && broken {
+                    s.failed(f);
+                } else {
+                    s.loaded(f);
+                }
+            }
+            if let Some(f) = s.tick(now) {
+                shown.push(f);
+            }
+            if shown.len() >= 8 {
+                broken = false; // the lane comes back
+            }
+        }
+        // First pass: 0, 1, then 3 (2 skipped), ...
+        assert_eq!(&shown[..5], &[0, 1, 3, 4, 5], "{shown:?}");
+        assert!(s.stats().damaged_skipped >= 1);
+        assert_eq!(s.stats().stalls, 0, "a damaged frame is not waited for");
+        // Frame 2 was asked for again and plays once it can be read.
+        assert!(
+            requests.iter().filter(|&&f| f == 2).count() >= 2,
+            "{requests:?}"
+        );
+        let first_two = shown
+            .iter()
+            .position(|&f| f == 2)
+            .expect("frame 2 plays again");
+        assert!(first_two > 4);
+    }
+
+    /// A damaged frame holds no slot: with the shown frame still held (not evicted), the
+    /// frame after the damaged one is still asked for, so playback does not wait forever.
+    #[test]
+    fn damaged_frames_leave_their_window_room_to_the_next() {
+        let mut s = Scheduler::new(config(6, PlayMode::Loop, None, 2));
+        s.set_playing(true);
+        assert_eq!(s.plan().request, vec![0, 1]);
+        s.started(0);
+        s.started(1);
+        s.loaded(0);
+        s.failed(1);
+        assert_eq!(s.tick(0.0), Some(0));
+        // Frame 0 stays on screen (its slot held); the playhead passes frame 1.
+        assert_eq!(s.tick(0.1), None);
+        assert_eq!(s.position(), 1);
+        assert_eq!(s.plan().request, vec![2]);
+    }
+
+    /// Paused on a damaged frame, the scheduler does not ask for it again and again.
+    #[test]
+    fn paused_on_a_damaged_frame_does_not_reread_it() {
+        let mut s = Scheduler::new(config(6, PlayMode::Loop, None, 3));
+        s.scrub(4);
+        let plan = s.plan();
+        assert_eq!(plan.request, vec![4]);
+        s.started(4);
+        s.failed(4);
+        for i in 0..5 {
+            assert_eq!(s.tick(f64::from(i)), None);
+            assert!(s.plan().request.is_empty());
+        }
+        assert_eq!(s.state(4), Some(FrameState::Damaged));
+        // Stepping away and back reads it again.
+        s.scrub(3);
+        let _ = s.plan();
+        s.scrub(4);
+        assert!(s.plan().request.contains(&4));
     }
 
     #[test]
