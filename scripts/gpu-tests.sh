@@ -73,7 +73,7 @@ run() {
   echo "gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
   # An injected cuFile error fails its frame only.
   echo "== ingest_faults (cuFile)" >>"$OUT/gpu-tests.txt"
-  RUST_BACKTRACE=1 timeout 120 .dev/ingest_faults --ignored --test-threads 1 --nocapture \
+  SUPERCELL_TEST_DIR=/mnt/lanes/0 RUST_BACKTRACE=1 timeout 120 .dev/ingest_faults --ignored --test-threads 1 --nocapture \
     >>"$OUT/gpu-tests.txt" 2>&1
   echo "fault tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
   # CUDA<->Vulkan sharing (appended to the same file: the result folder takes 8 files).
@@ -236,7 +236,7 @@ verify_run() {
     SUPERCELL_TEST_DATASET="$DS" SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 300 \
       .dev/ingest_gpu --ignored --test-threads 1 --nocapture >"$OUT/gpu-tests.txt" 2>&1
     echo "ingest_gpu exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
-    RUST_BACKTRACE=1 timeout 120 .dev/ingest_faults --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
+    SUPERCELL_TEST_DIR=/mnt/lanes/0 RUST_BACKTRACE=1 timeout 120 .dev/ingest_faults --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
     echo "ingest_faults exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
     RUST_BACKTRACE=1 timeout 300 .dev/interop_gpu --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
     echo "interop_gpu exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
