@@ -355,3 +355,181 @@ fn bad_input_gives_clear_errors() {
         .unwrap();
     fails(&["verify", ds.to_str().unwrap()], "lane");
 }
+
+/// Address space given to a run that must not allocate what its input claims: a process
+/// that tried would fail its allocation (Rust then aborts) instead of the test machine
+/// swapping or killing it.
+const ADDRESS_SPACE_LIMIT: u64 = 4 << 30;
+
+/// Runs supercell-data under [`ADDRESS_SPACE_LIMIT`]; the run must fail cleanly (exit
+/// status 1, not a signal) with `expect` in its message and no panic. Returns its stdout.
+fn fails_within_memory_limit(args: &[&str], expect: &[&str]) -> String {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_supercell-data"));
+    cmd.args(args);
+    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit,
+    // which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: ADDRESS_SPACE_LIMIT as libc::rlim_t,
+                rlim_max: ADDRESS_SPACE_LIMIT as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run supercell-data");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{args:?} must fail cleanly, not abort or be killed ({}): {err}",
+        out.status
+    );
+    for e in expect {
+        assert!(err.contains(e), "{args:?}: expected {e:?} in {err}");
+    }
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A one-frame, one-lane dataset whose manifest says the frame is one 64 GiB extent of a
+/// (sparse) 64 GiB lane file: every size in it is consistent, only the memory is missing.
+fn dataset_with_a_64_gib_extent(dir: &Path) {
+    const HUGE: u64 = 64 << 30;
+    ok(&[
+        "generate",
+        dir.to_str().unwrap(),
+        "--frames",
+        "1",
+        "--resolution",
+        "16",
+        "--lanes",
+        "1",
+    ]);
+    let mpath = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
+    m["chunk_size"] = HUGE.into();
+    m["frames"][0]["slot_size"] = HUGE.into();
+    m["frames"][0]["extents"] = serde_json::json!([[0, 0, 0, HUGE, 0, 0]]);
+    assert_eq!(m["lanes"][0]["files"].as_array().unwrap().len(), 1);
+    m["lanes"][0]["files"][0]["size"] = HUGE.into();
+    let lane = dir
+        .join(m["lanes"][0]["path"].as_str().unwrap())
+        .join(m["lanes"][0]["files"][0]["name"].as_str().unwrap());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lane)
+        .unwrap()
+        .set_len(HUGE)
+        .unwrap();
+    std::fs::write(&mpath, serde_json::to_vec(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn a_frame_larger_than_memory_is_refused_not_allocated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("huge");
+    dataset_with_a_64_gib_extent(&ds);
+    let ds_s = ds.to_str().unwrap();
+    let out = tmp.path().join("f0.nvdb");
+    let named = ["frame 0", "68719476736 bytes", "can get at most"];
+    // verify reports it as the frame's problem (on stdout, with the others).
+    let report = fails_within_memory_limit(&["verify", ds_s], &[]);
+    for n in named {
+        assert!(report.contains(n), "expected {n:?} in {report}");
+    }
+    fails_within_memory_limit(&["inspect", ds_s], &named);
+    fails_within_memory_limit(
+        &[
+            "export",
+            ds_s,
+            "--frame",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &named,
+    );
+    fails_within_memory_limit(&["sample", ds_s, "--at", "0,0,0"], &named);
+    assert!(!out.exists());
+}
+
+/// A `.nvdb` file holding `fog_zip.nvdb`'s one grid description, with a ZIP payload of
+/// `zeros_mib` MiB of zeros and a metadata grid size of `claim` bytes.
+fn zip_bomb(path: &Path, claim: u64, zeros_mib: usize) {
+    use flate2::{Compress, Compression, FlushCompress};
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/nanovdb/fog_zip.nvdb");
+    let src = std::fs::read(fixture).unwrap();
+    assert_eq!(u16::from_le_bytes([src[12], src[13]]), 1, "one grid");
+    let name_size = u32::from_le_bytes(src[16 + 136..16 + 140].try_into().unwrap()) as usize;
+    let mut file = src[..16 + 176 + name_size].to_vec();
+    // One MiB of zeros after a full flush is a self-contained, byte-aligned run of deflate
+    // blocks: repeating it makes a stream of any length in no time.
+    let mib = vec![0u8; 1 << 20];
+    let mut c = Compress::new(Compression::best(), true);
+    let mut stream = Vec::with_capacity(1 << 16);
+    c.compress_vec(&mib, &mut stream, FlushCompress::Full)
+        .unwrap();
+    let mut repeat = Vec::with_capacity(1 << 16);
+    c.compress_vec(&mib, &mut repeat, FlushCompress::Full)
+        .unwrap();
+    for _ in 1..zeros_mib {
+        stream.extend_from_slice(&repeat);
+    }
+    let mut end = Vec::with_capacity(64);
+    c.compress_vec(&[], &mut end, FlushCompress::Finish)
+        .unwrap();
+    stream.extend_from_slice(&end);
+    file[16..24].copy_from_slice(&claim.to_le_bytes());
+    file[24..32].copy_from_slice(&(stream.len() as u64 + 8).to_le_bytes());
+    file.extend_from_slice(&(stream.len() as u64).to_le_bytes());
+    file.extend_from_slice(&stream);
+    std::fs::write(path, file).unwrap();
+}
+
+#[test]
+fn a_zip_bomb_is_refused_within_its_claim() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 6 MiB of compressed zeros (6 GiB inflated) claiming a 12 GiB grid: the claim is
+    // plausible for its compressed size, but more than this process may have. Refused
+    // before inflating anything.
+    let big = tmp.path().join("big_claim.nvdb");
+    zip_bomb(&big, 12 << 30, 6 * 1024);
+    assert!(std::fs::metadata(&big).unwrap().len() < 8 << 20);
+    fails_within_memory_limit(
+        &["inspect", big.to_str().unwrap()],
+        &[
+            "big_claim.nvdb",
+            "grid 0",
+            "12884901888 bytes",
+            "can get at most",
+        ],
+    );
+    fails_within_memory_limit(
+        &["sample", big.to_str().unwrap(), "--at", "0,0,0"],
+        &["big_claim.nvdb", "12884901888 bytes"],
+    );
+    // The same stream claiming 1 MiB: inflation stops one byte past the claim.
+    let small = tmp.path().join("small_claim.nvdb");
+    zip_bomb(&small, 1 << 20, 6 * 1024);
+    fails_within_memory_limit(
+        &["inspect", small.to_str().unwrap()],
+        &["small_claim.nvdb", "more than the 1048576 bytes expected"],
+    );
+}
+
+#[test]
+fn generate_refuses_a_resolution_larger_than_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("storm");
+    fails_within_memory_limit(
+        &["generate", ds.to_str().unwrap(), "--resolution", "16384"],
+        &["--resolution 16384", "16384x16384x8192", "can get at most"],
+    );
+    assert!(!ds.join("manifest.json").exists());
+}

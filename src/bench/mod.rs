@@ -25,6 +25,10 @@ use crate::ingest::{
 use crate::pipeline::metrics::{FrameTimes, Metrics, Summary};
 use crate::pipeline::{PlayMode, PlaybackConfig, Scheduler};
 
+/// Fewest ring slots a run can stream with: the scheduler keeps the frame shown resident and
+/// reads the next one into another slot, so with one slot playback would wait forever.
+pub const MIN_SLOTS: usize = 2;
+
 /// Settings of one benchmark run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchConfig {
@@ -224,8 +228,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     if source.frames.is_empty() {
         return Err(IngestError::Usage("nothing to read".into()));
     }
-    if cfg.slots == 0 {
-        return Err(IngestError::Usage("--slots must be at least 1".into()));
+    if cfg.slots < MIN_SLOTS {
+        return Err(IngestError::Usage(format!(
+            "--slots {}: at least {MIN_SLOTS} are needed (the frame shown holds one slot while the next is read into another)",
+            cfg.slots
+        )));
     }
     let mut notes = Vec::new();
     if source.skipped_tail_bytes > 0 {
@@ -303,7 +310,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let bar = progress_bar(cfg.progress, planned_bytes);
     let mut metrics = Metrics::new(Duration::from_secs(1));
     let mut verify = cfg.verify.then(VerifyOutcome::default);
-    let mut scratch = vec![0u8; if cfg.verify { slot_len } else { 0 }];
+    let mut scratch = crate::memory::try_zeroed_vec(
+        || format!("--verify: a {slot_len}-byte copy of a frame"),
+        if cfg.verify { slot_len } else { 0 },
+    )
+    .map_err(|e| IngestError::Usage(e.to_string()))?;
     let mut pending: Vec<(u32, Instant)> = Vec::new();
     let mut requested_count = 0u64;
     let mut completed = 0u64;

@@ -11,9 +11,10 @@
 //!   `min(gridSize - i * 2^30, 2^30)` bytes.
 //!
 //! Decoding is bounded: the caller gives the expected size (from file metadata, checked
-//! against [`MAX_GRID_BYTES`]), output never grows past it, and a compressed input must be
-//! at least `1 / MAX_RATIO` of what it claims to expand to, so a corrupt size field cannot
-//! make us allocate more than about `MAX_RATIO` times the file's real size.
+//! against [`MAX_GRID_BYTES`] and against the memory this process can get), the output is
+//! allocated once at that size and never grows past it, and a compressed input must be at
+//! least `1 / MAX_RATIO` of what it claims to expand to, so a corrupt size field cannot make
+//! us allocate more than about `MAX_RATIO` times the file's real size.
 
 use super::types::Codec;
 use flate2::Compression;
@@ -53,6 +54,10 @@ fn read_u64(b: &[u8], at: usize) -> Option<u64> {
 
 /// Decodes one grid payload (exactly the `fileSize` bytes the file metadata gives) into the
 /// `grid_size`-byte grid buffer.
+///
+/// The output is allocated once, at the size the metadata claims, and only after checking
+/// that this process can get that much memory (see [`crate::memory`]); decompression stops
+/// at the claimed size, so a stream that expands further costs no more than the claim.
 pub fn decode(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
     if grid_size > MAX_GRID_BYTES {
         return err(format!(
@@ -72,6 +77,15 @@ pub fn decode(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u8>, C
         Codec::Zip => decode_zip(payload, grid_size),
         Codec::Blosc => decode_blosc(payload, grid_size),
     }
+}
+
+/// An empty buffer with room for exactly the `grid_size` bytes a compressed grid claims, if
+/// this process can get them.
+fn output_buffer(codec: &str, grid_size: u64) -> Result<Vec<u8>, CodecError> {
+    let len = usize::try_from(grid_size)
+        .map_err(|_| CodecError(format!("grid size {grid_size} does not fit in memory")))?;
+    crate::memory::try_vec_with_capacity(|| format!("the decompressed {codec} grid"), len)
+        .map_err(|e| CodecError(e.to_string()))
 }
 
 fn check_ratio(compressed: u64, expanded: u64, what: &str) -> Result<(), CodecError> {
@@ -94,28 +108,35 @@ fn decode_zip(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
         ));
     }
     check_ratio(n, grid_size, "ZIP")?;
-    let mut out = Vec::new();
-    // Reads at most one byte more than expected, so an over-long stream is detected without
-    // growing the buffer past the expected size.
-    let mut dec = ZlibDecoder::new(&payload[8..]).take(grid_size + 1);
-    dec.read_to_end(&mut out)
+    let mut out = output_buffer("ZIP", grid_size)?;
+    let mut dec = ZlibDecoder::new(&payload[8..]);
+    // Inflates at most the claimed size into the buffer allocated for it...
+    (&mut dec)
+        .take(grid_size)
+        .read_to_end(&mut out)
         .map_err(|e| CodecError(format!("ZIP stream is corrupt: {e}")))?;
-    if out.len() as u64 != grid_size {
+    if (out.len() as u64) < grid_size {
         return err(format!(
-            "ZIP stream inflates to {}{} bytes, expected {grid_size}",
-            out.len().min(grid_size as usize),
-            if out.len() as u64 > grid_size {
-                "+"
-            } else {
-                ""
-            }
+            "ZIP stream inflates to {} bytes, expected {grid_size}",
+            out.len()
+        ));
+    }
+    // ...then one byte more, into a byte of its own: a stream longer than its claim is
+    // found without growing the buffer.
+    let mut probe = [0u8; 1];
+    let extra = dec
+        .read(&mut probe)
+        .map_err(|e| CodecError(format!("ZIP stream is corrupt: {e}")))?;
+    if extra != 0 {
+        return err(format!(
+            "ZIP stream inflates to more than the {grid_size} bytes expected"
         ));
     }
     Ok(out)
 }
 
 fn decode_blosc(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
-    let mut out: Vec<u8> = Vec::new();
+    let mut out = output_buffer("Blosc", grid_size)?;
     let mut pos = 0usize;
     let mut residual = grid_size;
     let mut chunk_index = 0u64;
@@ -141,10 +162,9 @@ fn decode_blosc(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
         let src = &payload[start..end];
         let chunk = residual.min(BLOSC_CHUNK);
         check_ratio(n, chunk, &what)?;
-        let produced = blosc_decompress(src, chunk as usize)
-            .map_err(|e| CodecError(format!("{what}: {e}")))?;
-        out.reserve(chunk as usize);
-        out.extend_from_slice(&produced);
+        let done = out.len();
+        out.resize(done + chunk as usize, 0);
+        blosc_decompress(src, &mut out[done..]).map_err(|e| CodecError(format!("{what}: {e}")))?;
         residual -= chunk;
         pos = end;
         chunk_index += 1;
@@ -161,8 +181,9 @@ fn decode_blosc(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
     Ok(out)
 }
 
-/// Decompresses one c-blosc buffer that must expand to exactly `expected` bytes.
-fn blosc_decompress(src: &[u8], expected: usize) -> Result<Vec<u8>, String> {
+/// Decompresses one c-blosc buffer that must expand to exactly `dst.len()` bytes, into `dst`.
+fn blosc_decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    let expected = dst.len();
     if src.len() < BLOSC_HEADER {
         return Err(format!(
             "{} bytes is shorter than a Blosc header",
@@ -184,7 +205,6 @@ fn blosc_decompress(src: &[u8], expected: usize) -> Result<Vec<u8>, String> {
             "Blosc header says {nbytes} bytes, expected {expected}"
         ));
     }
-    let mut dst = vec![0u8; expected];
     // SAFETY: `src` was validated above; `dst` has `expected` writable bytes and the call is
     // told so. One internal thread: the context variant keeps no global state.
     let got = unsafe {
@@ -198,7 +218,7 @@ fn blosc_decompress(src: &[u8], expected: usize) -> Result<Vec<u8>, String> {
     if got < 0 || got as usize != expected {
         return Err(format!("Blosc decompression failed (code {got})"));
     }
-    Ok(dst)
+    Ok(())
 }
 
 /// Encodes one grid buffer as NanoVDB writes it with `codec`.

@@ -113,13 +113,35 @@ pub fn string_hash(name: &str) -> u64 {
 }
 
 /// Reads every grid of a `.nvdb` file (segmented, any codec, or a raw grid-buffer file).
+///
+/// The whole file is read into memory, after checking that this process can get that much
+/// (a sparse file can be far larger than its disk use).
 pub fn read_nvdb(path: impl AsRef<Path>) -> Result<Vec<FileGrid>, NvdbError> {
+    use std::io::Read;
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| NvdbError::Io {
-        path: path.to_owned(),
-        op: "read",
-        source,
-    })?;
+    let io = |op: &'static str| {
+        move |source| NvdbError::Io {
+            path: path.to_owned(),
+            op,
+            source,
+        }
+    };
+    let file = std::fs::File::open(path).map_err(io("open"))?;
+    let len = file.metadata().map_err(io("stat"))?.len();
+    let mut bytes = usize::try_from(len)
+        .ok()
+        .ok_or_else(|| format!("{len} bytes do not fit in memory"))
+        .and_then(|n| {
+            crate::memory::try_vec_with_capacity(|| format!("reading the {len}-byte file"), n)
+                .map_err(|e| e.to_string())
+        })
+        .map_err(|detail| NvdbError::File {
+            path: path.to_owned(),
+            offset: 0,
+            detail,
+        })?;
+    // At most the length seen (a file that grows meanwhile is read as it was).
+    file.take(len).read_to_end(&mut bytes).map_err(io("read"))?;
     read_nvdb_from(&bytes, path)
 }
 
