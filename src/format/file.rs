@@ -126,8 +126,8 @@ pub fn read_nvdb(path: impl AsRef<Path>) -> Result<Vec<FileGrid>, NvdbError> {
             source,
         }
     };
-    let file = std::fs::File::open(path).map_err(io("open"))?;
-    let len = file.metadata().map_err(io("stat"))?.len();
+    let file = std::fs::File::open(path).map_err(io("read"))?;
+    let len = file.metadata().map_err(io("read"))?.len();
     let mut bytes = usize::try_from(len)
         .ok()
         .ok_or_else(|| format!("{len} bytes do not fit in memory"))
@@ -328,7 +328,7 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
                         bytes.len()
                     ))
                 })?;
-            let data = codec::decode(codec, &bytes[pos..end], meta.grid_size)
+            let data = codec::decode_grid(codec, &bytes[pos..end], meta.grid_size)
                 .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
             let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
             if grid.grid_size() != meta.grid_size {

@@ -99,7 +99,7 @@ impl FrameRing {
     pub fn host(count: usize, len: usize) -> Result<FrameRing> {
         let total = (count as u64).saturating_mul(len as u64);
         crate::memory::check_available(
-            || format!("--slots {count}: {count} host ring slots of {len} bytes each"),
+            || format!("--slots {count} ({count} host ring slots of {len} bytes)"),
             total,
         )
         .map_err(|e| IngestError::Usage(e.to_string()))?;
