@@ -167,7 +167,7 @@ fn address_space_headroom() -> Option<u64> {
     }
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let used = proc_kib_field(&status, "VmSize:")?;
-    Some((lim.rlim_cur as u64).saturating_sub(used))
+    Some(lim.rlim_cur.saturating_sub(used))
 }
 
 #[cfg(test)]

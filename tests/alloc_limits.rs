@@ -166,6 +166,33 @@ fn bench_refuses_more_slots_than_memory() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU with CUDA"]
+fn bench_refuses_more_device_slots_than_the_gpu_has() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 16 MiB frames: 100000 device slots are 1.6 TB, more than any GPU has.
+    opaque(tmp.path(), 2, 16 << 20);
+    let args = [
+        "bench",
+        tmp.path().to_str().unwrap(),
+        "--path",
+        "staged",
+        "--slots",
+        "100000",
+        "--quiet",
+    ];
+    let out = run(&args, false, Duration::from_secs(120));
+    failed_cleanly(
+        &args,
+        &out,
+        &[
+            "--slots 100000",
+            "device ring slots of 16777216 bytes",
+            "free",
+        ],
+    );
+}
+
+#[test]
 fn bench_with_any_accepted_slot_count_finishes() {
     let tmp = tempfile::tempdir().unwrap();
     opaque(tmp.path(), 3, 100_000);

@@ -364,6 +364,10 @@ const ADDRESS_SPACE_LIMIT: u64 = 4 << 30;
 /// Runs supercell-data (under [`ADDRESS_SPACE_LIMIT`] with `limit_memory`), failing the
 /// test if it runs longer than a minute. Returns its exit status, stdout, stderr and peak
 /// resident memory in bytes.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which also reports its peak memory"
+)]
 fn run_measured(args: &[&str], limit_memory: bool) -> (Option<i32>, String, String, u64) {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
@@ -413,6 +417,7 @@ fn run_measured(args: &[&str], limit_memory: bool) -> (Option<i32>, String, Stri
         assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
         if start.elapsed() > std::time::Duration::from_secs(60) {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("supercell-data {args:?} did not finish in a minute");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
