@@ -310,3 +310,50 @@ fn render_refuses_a_frame_over_the_largest_buffer() {
         ],
     );
 }
+
+#[test]
+fn play_refuses_one_slot_instead_of_waiting_forever() {
+    let tmp = tempfile::tempdir().unwrap();
+    storm(tmp.path());
+    let json = tmp.path().join("play.json");
+    let args = [
+        "play",
+        tmp.path().to_str().unwrap(),
+        "--headless",
+        "--frames",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+        "--slots",
+        "1",
+    ];
+    let out = run(&args, false, Duration::from_secs(60));
+    failed_cleanly(&args, &out, &["--slots 1", "at least 2"]);
+}
+
+#[test]
+fn play_refuses_more_slots_than_memory() {
+    if render_limits().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    opaque(tmp.path(), 2, 16 << 20);
+    let json = tmp.path().join("play.json");
+    let args = [
+        "play",
+        tmp.path().to_str().unwrap(),
+        "--headless",
+        "--frames",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+        "--slots",
+        "100000",
+    ];
+    let out = run(&args, false, Duration::from_secs(120));
+    failed_cleanly(
+        &args,
+        &out,
+        &["--slots 100000", "16777216 bytes", "can get at most"],
+    );
+}
