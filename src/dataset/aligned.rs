@@ -116,7 +116,6 @@ impl AlignedBuf {
                 requested: len as u64,
                 available: memory::available(),
             };
-            // A growing buffer holds old and new allocations for a moment.
             memory::check_available(&mut name, len as u64)?;
             let Some(layout) = Self::layout_for(len) else {
                 return Err(fail(&mut name));
