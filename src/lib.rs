@@ -12,6 +12,7 @@ pub mod doctor;
 pub mod format;
 pub mod gpu;
 pub mod ingest;
+pub mod memory;
 pub mod pipeline;
 pub mod render;
 pub mod scene;

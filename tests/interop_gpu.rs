@@ -217,7 +217,7 @@ fn a_frame_written_by_cuda_renders_like_an_upload() {
             }),
         ])
         .expect("bind");
-        let idx = r.render(&view, w, h);
+        let idx = r.render(&view, w, h).expect("render");
         dev.device
             .poll(wgpu::PollType::Wait {
                 submission_index: Some(idx),

@@ -205,7 +205,7 @@ fn three_attributes_from_one_slot_buffer() {
         })
         .collect();
     r.set_grids(&slices).unwrap();
-    r.render(&view, W, H);
+    r.render(&view, W, H).unwrap();
     let g = r.read_image().unwrap();
     let refs: Vec<Option<&Grid>> = parsed.iter().map(Some).collect();
     let c = render_cpu(&refs, &view, W, H);
@@ -213,7 +213,7 @@ fn three_attributes_from_one_slot_buffer() {
     check_close(&g.diff(&c), "three attributes");
     // Switching one attribute off changes the picture.
     view.attributes[1].as_mut().unwrap().enabled = false;
-    r.render(&view, W, H);
+    r.render(&view, W, H).unwrap();
     let off = r.read_image().unwrap();
     let d = off.diff(&g);
     assert!(

@@ -170,6 +170,17 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         );
         params.resolution = est.resolution;
     }
+    // One frame in flight must fit in memory; say which flag asked for it.
+    let flag = match (args.resolution, args.frame_size) {
+        (Some(r), _) => format!("--resolution {r}"),
+        (None, Some(t)) => format!("--frame-size {t} B (resolution {})", params.resolution),
+        (None, None) => format!("resolution {}", params.resolution),
+    };
+    let [nx, ny, nz] = params.dims();
+    supercell::memory::check_available(
+        || format!("{flag}: generating one {nx}x{ny}x{nz}-voxel frame"),
+        synth::frame_peak_memory(&params, args.grid_type),
+    )?;
     let opts = GenerateOptions {
         grid_type: args.grid_type,
         ..GenerateOptions::default()

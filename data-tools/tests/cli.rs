@@ -468,3 +468,249 @@ fn export_replaces_a_symlink_at_its_output_instead_of_writing_through_it() {
     );
     assert!(!read_nvdb(&out).unwrap().is_empty());
 }
+
+/// Address space given to a run that must not allocate what its input claims: a process
+/// that tried would fail its allocation (Rust then aborts) instead of the test machine
+/// swapping or killing it.
+const ADDRESS_SPACE_LIMIT: u64 = 4 << 30;
+
+/// Runs supercell-data (under [`ADDRESS_SPACE_LIMIT`] with `limit_memory`), failing the
+/// test if it runs longer than a minute. Returns its exit status, stdout, stderr and peak
+/// resident memory in bytes.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which also reports its peak memory"
+)]
+fn run_measured(args: &[&str], limit_memory: bool) -> (Option<i32>, String, String, u64) {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_supercell-data"));
+    cmd.args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if limit_memory {
+        // SAFETY: the closure runs in the forked child before exec and only calls
+        // setrlimit, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit {
+                    rlim_cur: ADDRESS_SPACE_LIMIT as libc::rlim_t,
+                    rlim_max: ADDRESS_SPACE_LIMIT as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd.spawn().expect("run supercell-data");
+    let pid = child.id() as libc::pid_t;
+    // Drain the pipes on their own threads so a chatty child never blocks on them.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = std::time::Instant::now();
+    let mut status = 0;
+    // SAFETY: rusage is plain integers and timevals; all zeros is a valid value.
+    let mut usage = unsafe { std::mem::zeroed::<libc::rusage>() };
+    loop {
+        // SAFETY: waits for our own child, writing its status and rusage through valid
+        // pointers; WNOHANG returns at once.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            break;
+        }
+        assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("supercell-data {args:?} did not finish in a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let peak = usage.ru_maxrss as u64 * 1024;
+    (code, out.join().unwrap(), err.join().unwrap(), peak)
+}
+
+/// Runs supercell-data under [`ADDRESS_SPACE_LIMIT`]; the run must fail cleanly (exit
+/// status 1, not a signal) with `expect` in its message and no panic. Returns its stdout.
+fn fails_within_memory_limit(args: &[&str], expect: &[&str]) -> String {
+    let (code, out, err, _) = run_measured(args, true);
+    assert_eq!(
+        code,
+        Some(1),
+        "{args:?} must fail cleanly, not abort or be killed: {err}"
+    );
+    for e in expect {
+        assert!(err.contains(e), "{args:?}: expected {e:?} in {err}");
+    }
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    out
+}
+
+/// A one-frame, one-lane dataset whose manifest says the frame is one 64 GiB extent of a
+/// (sparse) 64 GiB lane file: every size in it is consistent, only the memory is missing.
+fn dataset_with_a_64_gib_extent(dir: &Path) {
+    const HUGE: u64 = 64 << 30;
+    ok(&[
+        "generate",
+        dir.to_str().unwrap(),
+        "--frames",
+        "1",
+        "--resolution",
+        "16",
+        "--lanes",
+        "1",
+    ]);
+    let mpath = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
+    m["chunk_size"] = HUGE.into();
+    m["frames"][0]["slot_size"] = HUGE.into();
+    m["frames"][0]["extents"] = serde_json::json!([[0, 0, 0, HUGE, 0, 0]]);
+    assert_eq!(m["lanes"][0]["files"].as_array().unwrap().len(), 1);
+    m["lanes"][0]["files"][0]["size"] = HUGE.into();
+    let lane = dir
+        .join(m["lanes"][0]["path"].as_str().unwrap())
+        .join(m["lanes"][0]["files"][0]["name"].as_str().unwrap());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lane)
+        .unwrap()
+        .set_len(HUGE)
+        .unwrap();
+    std::fs::write(&mpath, serde_json::to_vec(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn a_frame_larger_than_memory_is_refused_not_allocated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("huge");
+    dataset_with_a_64_gib_extent(&ds);
+    let ds_s = ds.to_str().unwrap();
+    let out = tmp.path().join("f0.nvdb");
+    let named = ["frame 0", "68719476736 bytes", "can get at most"];
+    // verify reports it as the frame's problem (on stdout, with the others).
+    let report = fails_within_memory_limit(&["verify", ds_s], &[]);
+    for n in named {
+        assert!(report.contains(n), "expected {n:?} in {report}");
+    }
+    fails_within_memory_limit(&["inspect", ds_s], &named);
+    fails_within_memory_limit(
+        &[
+            "export",
+            ds_s,
+            "--frame",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &named,
+    );
+    fails_within_memory_limit(&["sample", ds_s, "--at", "0,0,0"], &named);
+    assert!(!out.exists());
+}
+
+/// A `.nvdb` file holding `fog_zip.nvdb`'s one grid description, with a ZIP payload of
+/// `zeros_mib` MiB of zeros and a metadata grid size of `claim` bytes. With `grid_head`,
+/// the stream starts with a grid magic and `claim` as the header's grid size, so only the
+/// size of what follows gives it away.
+fn zip_bomb(path: &Path, claim: u64, zeros_mib: usize, grid_head: bool) {
+    use flate2::{Compress, Compression, FlushCompress};
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/nanovdb/fog_zip.nvdb");
+    let src = std::fs::read(fixture).unwrap();
+    assert_eq!(u16::from_le_bytes([src[12], src[13]]), 1, "one grid");
+    let name_size = u32::from_le_bytes(src[16 + 136..16 + 140].try_into().unwrap()) as usize;
+    let mut file = src[..16 + 176 + name_size].to_vec();
+    // One MiB of zeros after a full flush is a self-contained, byte-aligned run of deflate
+    // blocks: repeating it makes a stream of any length in no time.
+    let mib = vec![0u8; 1 << 20];
+    let mut c = Compress::new(Compression::best(), true);
+    let mut stream = Vec::with_capacity(1 << 16);
+    if grid_head {
+        let mut head = [0u8; 40];
+        head[..8].copy_from_slice(b"NanoVDB1");
+        head[32..].copy_from_slice(&claim.to_le_bytes());
+        c.compress_vec(&head, &mut stream, FlushCompress::Full)
+            .unwrap();
+    }
+    let mut first = Vec::with_capacity(1 << 16);
+    c.compress_vec(&mib, &mut first, FlushCompress::Full)
+        .unwrap();
+    stream.extend_from_slice(&first);
+    let mut repeat = Vec::with_capacity(1 << 16);
+    c.compress_vec(&mib, &mut repeat, FlushCompress::Full)
+        .unwrap();
+    for _ in 1..zeros_mib {
+        stream.extend_from_slice(&repeat);
+    }
+    let mut end = Vec::with_capacity(64);
+    c.compress_vec(&[], &mut end, FlushCompress::Finish)
+        .unwrap();
+    stream.extend_from_slice(&end);
+    file[16..24].copy_from_slice(&claim.to_le_bytes());
+    file[24..32].copy_from_slice(&(stream.len() as u64 + 8).to_le_bytes());
+    file.extend_from_slice(&(stream.len() as u64).to_le_bytes());
+    file.extend_from_slice(&stream);
+    std::fs::write(path, file).unwrap();
+}
+
+#[test]
+fn a_zip_bomb_is_refused_within_its_claim() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 6 MiB of compressed zeros (6 GiB inflated) claiming a 12 GiB grid: the claim is
+    // plausible for its compressed size, but more than this process may have. Refused
+    // before inflating anything.
+    let big = tmp.path().join("big_claim.nvdb");
+    zip_bomb(&big, 12 << 30, 6 * 1024, false);
+    assert!(std::fs::metadata(&big).unwrap().len() < 8 << 20);
+    fails_within_memory_limit(
+        &["inspect", big.to_str().unwrap()],
+        &[
+            "big_claim.nvdb",
+            "grid 0",
+            "12884901888 bytes",
+            "can get at most",
+        ],
+    );
+    fails_within_memory_limit(
+        &["sample", big.to_str().unwrap(), "--at", "0,0,0"],
+        &["big_claim.nvdb", "12884901888 bytes"],
+    );
+    // Without a limit (where the claim may fit), the stream is still rejected as soon as
+    // its first bytes are not a grid header: the process never holds more than a small
+    // part of the 6 GiB the stream expands to.
+    let (code, _, err, peak) = run_measured(&["inspect", big.to_str().unwrap()], false);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(peak < 512 << 20, "peak memory {peak} bytes: {err}");
+    // A stream that starts like a grid and claims 1 MiB: inflation stops one byte past
+    // the claim.
+    let small = tmp.path().join("small_claim.nvdb");
+    zip_bomb(&small, 1 << 20, 6 * 1024, true);
+    fails_within_memory_limit(
+        &["inspect", small.to_str().unwrap()],
+        &["small_claim.nvdb", "more than the 1048576 bytes expected"],
+    );
+    let (code, _, err, peak) = run_measured(&["inspect", small.to_str().unwrap()], false);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(peak < 512 << 20, "peak memory {peak} bytes: {err}");
+}
+
+#[test]
+fn generate_refuses_a_resolution_larger_than_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("storm");
+    fails_within_memory_limit(
+        &["generate", ds.to_str().unwrap(), "--resolution", "16384"],
+        &["--resolution 16384", "16384x16384x8192", "can get at most"],
+    );
+    assert!(!ds.join("manifest.json").exists());
+}

@@ -584,7 +584,12 @@ impl Player {
             )));
         }
         let slots = match cfg.slots {
-            Some(0) => return Err(PlayError::Usage("--slots must be at least 1".into())),
+            Some(n) if n < crate::bench::MIN_SLOTS => {
+                return Err(PlayError::Usage(format!(
+                    "--slots {n}: at least {} are needed (the frame shown holds one slot while the next is read into another)",
+                    crate::bench::MIN_SLOTS
+                )));
+            }
             Some(n) => n,
             None => {
                 // Direct slots live in GPU memory: budget by the smaller of the two.

@@ -42,6 +42,14 @@ pub fn open_direct_slots(
             dev.max_shared_bytes()
         ));
     }
+    let total = (count as u64).saturating_mul(len4);
+    if let Ok((free, _)) = gpu.mem_info()
+        && total > free as u64
+    {
+        return Err(format!(
+            "{count} shared slots of {len4} bytes need {total} bytes, but the GPU has {free} bytes free"
+        ));
+    }
     let mut memories = Vec::with_capacity(count);
     let mut buffers = Vec::with_capacity(count);
     for i in 0..count {

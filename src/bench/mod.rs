@@ -25,6 +25,10 @@ use crate::ingest::{
 use crate::pipeline::metrics::{FrameTimes, Metrics, Summary};
 use crate::pipeline::{PlayMode, PlaybackConfig, Scheduler};
 
+/// Fewest ring slots a run can stream with: the scheduler keeps the frame shown resident and
+/// reads the next one into another slot, so with one slot playback would wait forever.
+pub const MIN_SLOTS: usize = 2;
+
 /// Settings of one benchmark run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchConfig {
@@ -258,6 +262,12 @@ fn verify_unchecksummed(
         .filter(|e| e.crc32.is_none())
     {
         let file = &source.files[e.file as usize];
+        // Two copies of the extent: sized by the file, so checked against what we can get.
+        crate::memory::check_available(
+            || format!("--verify: two {}-byte copies of {}", e.len, file.path.display()),
+            e.len.saturating_mul(2),
+        )
+        .map_err(|err| IngestError::Usage(err.to_string()))?;
         reference.resize(e.len as usize, 0);
         got.resize(e.len as usize, 0);
         ring.read_back(slot, e.dst as usize, &mut got)?;
@@ -285,8 +295,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     if source.frames.is_empty() {
         return Err(IngestError::Usage("nothing to read".into()));
     }
-    if cfg.slots == 0 {
-        return Err(IngestError::Usage("--slots must be at least 1".into()));
+    if cfg.slots < MIN_SLOTS {
+        return Err(IngestError::Usage(format!(
+            "--slots {}: at least {MIN_SLOTS} are needed (the frame shown holds one slot while the next is read into another)",
+            cfg.slots
+        )));
     }
     let mut notes = Vec::new();
     if source.skipped_tail_bytes > 0 {

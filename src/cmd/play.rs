@@ -175,8 +175,13 @@ fn player_config(
     if args.threads == 0 || args.threads > 256 {
         bail!("--threads must be 1..256");
     }
-    if args.slots == Some(0) {
-        bail!("--slots must be at least 1");
+    if let Some(n) = args.slots
+        && n < supercell::bench::MIN_SLOTS
+    {
+        bail!(
+            "--slots {n}: at least {} are needed (the frame shown holds one slot while the next is read into another)",
+            supercell::bench::MIN_SLOTS
+        );
     }
     Ok(PlayerConfig {
         attributes: args.attributes.clone(),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use supercell::dataset::{AlignedBuf, CrcCheck};
-use supercell::render::{GpuContext, Mode, Projection, Renderer, upload_slot};
+use supercell::render::{GpuContext, Mode, Projection, Renderer, try_upload_slot};
 use supercell::scene::{LoadedScene, Scene};
 
 /// Rendering mode on the command line.
@@ -105,10 +105,26 @@ fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
         .split_once(['x', 'X'])
         .with_context(|| format!("size {s:?} is not WIDTHxHEIGHT"))?;
     let (w, h): (u32, u32) = (w.trim().parse()?, h.trim().parse()?);
-    if w == 0 || h == 0 || w > 16384 || h > 16384 {
-        bail!("size {s:?} must be 1..16384 on each side");
+    // The upper bound is the device's (Renderer::check_image_size), checked once it is open.
+    if w == 0 || h == 0 {
+        bail!("size {s:?} must be at least 1 on each side");
     }
     Ok((w, h))
+}
+
+/// Refuses an image size the device (or, for the CPU renderer, host memory) cannot hold,
+/// naming the flag.
+fn check_size(flag: &str, renderer: Option<&Renderer>, w: u32, h: u32) -> anyhow::Result<()> {
+    let checked = match renderer {
+        Some(r) => r.check_image_size(w, h).map_err(anyhow::Error::from),
+        // The CPU renderer keeps an RGBA8 and a linear RGBA32F image.
+        None => supercell::memory::check_available(
+            || format!("a {w}x{h} image"),
+            u64::from(w) * u64::from(h) * 20,
+        )
+        .map_err(anyhow::Error::from),
+    };
+    checked.with_context(|| format!("{flag} {w}x{h}"))
 }
 
 /// Camera and isosurface values must be finite (and the zoom positive): a NaN would render
@@ -219,6 +235,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("{}", args.out.display()))?;
     let mut slot = AlignedBuf::new();
     if args.cpu {
+        check_size("--size", None, w, h)?;
         for f in frames {
             ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
             let grids = cpu_grids(&ls, f, &slot)?;
@@ -236,10 +253,15 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let ctx = GpuContext::headless()?;
     eprintln!("rendering on {}", ctx.describe());
     let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
+    check_size("--size", Some(&renderer), w, h)?;
+    for f in frames.clone() {
+        check_frame_fits(&ls, &ctx.device, f)?;
+    }
     for f in frames {
         ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
         check_headers(&ls, f, &slot)?;
-        let buffer = upload_slot(&ctx.device, &ctx.queue, &slot);
+        let buffer = try_upload_slot(&ctx.device, &ctx.queue, &slot)
+            .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
         renderer.set_grids(&ls.grid_slices(f, &buffer)?)?;
         let t = renderer.render_timed(&ls.view, w, h)?;
         let img = renderer.read_image()?;
@@ -286,6 +308,22 @@ fn check_headers(ls: &LoadedScene, f: usize, slot: &[u8]) -> anyhow::Result<()> 
             ),
             Err(e) => bail!("{what}: damaged grid header ({e}); not rendered"),
         }
+    }
+    Ok(())
+}
+
+/// Refuses a frame whose slot image is larger than the device's largest buffer before it
+/// is read (the manifest says how large it is).
+fn check_frame_fits(ls: &LoadedScene, device: &wgpu::Device, f: usize) -> anyhow::Result<()> {
+    let max = device.limits().max_buffer_size;
+    if let Some(frame) = ls.dataset.frame(f)
+        && frame.slot_size > max
+    {
+        bail!(
+            "{}: frame {f} is {} bytes, more than this device's largest buffer ({max} bytes)",
+            ls.dataset.manifest().path().display(),
+            frame.slot_size
+        );
     }
     Ok(())
 }
@@ -352,18 +390,23 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     let ctx = GpuContext::headless()?;
     let device = ctx.describe();
     let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
-    let mut slot = AlignedBuf::new();
-    ls.dataset.read_frame(frame, &mut slot, CrcCheck::Skip)?;
-    check_headers(ls, frame, &slot)?;
-    let buffer = upload_slot(&ctx.device, &ctx.queue, &slot);
-    let slices = ls.grid_slices(frame, &buffer)?;
-    let grid_bytes = slices.iter().flatten().map(|s| s.size).sum();
-    renderer.set_grids(&slices)?;
     let sizes: Vec<(u32, u32)> = args
         .bench_sizes
         .iter()
         .map(|s| parse_size(s))
         .collect::<anyhow::Result<_>>()?;
+    for &(w, h) in &sizes {
+        check_size("--bench-sizes", Some(&renderer), w, h)?;
+    }
+    check_frame_fits(ls, &ctx.device, frame)?;
+    let mut slot = AlignedBuf::new();
+    ls.dataset.read_frame(frame, &mut slot, CrcCheck::Skip)?;
+    check_headers(ls, frame, &slot)?;
+    let buffer = try_upload_slot(&ctx.device, &ctx.queue, &slot)
+        .with_context(|| format!("{}: frame {frame}", args.scene.display()))?;
+    let slices = ls.grid_slices(frame, &buffer)?;
+    let grid_bytes = slices.iter().flatten().map(|s| s.size).sum();
+    renderer.set_grids(&slices)?;
     let mut rows = Vec::new();
     let mut timer = "wall (submit to completion)";
     println!("device: {device}");

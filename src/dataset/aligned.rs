@@ -11,6 +11,7 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::{self, NonNull};
 
 use super::ALIGN;
+use crate::memory::{self, MemoryError};
 
 /// A growable, zero-initialised byte buffer whose pointer and capacity are multiples of
 /// [`ALIGN`] (4 KiB).
@@ -88,27 +89,69 @@ impl AlignedBuf {
     /// Panics if `len` rounded up to 4 KiB overflows `isize`.
     pub fn resize(&mut self, len: usize) {
         if len > self.cap {
-            let new_cap = len
-                .checked_next_multiple_of(ALIGN as usize)
-                .filter(|&c| c <= isize::MAX as usize)
-                .expect("AlignedBuf capacity overflow");
-            let layout = Layout::from_size_align(new_cap, ALIGN as usize)
-                .expect("size checked against isize::MAX");
-            // SAFETY: layout has non-zero size (len > cap >= 0, so new_cap >= 4096).
+            let layout = Self::layout_for(len).expect("AlignedBuf capacity overflow");
+            // SAFETY: layout has non-zero size (len > cap >= 0, so its size is >= 4096).
             let raw = unsafe { alloc::alloc_zeroed(layout) };
             let Some(new_ptr) = NonNull::new(raw) else {
                 alloc::handle_alloc_error(layout)
             };
-            if self.cap > 0 {
-                // SAFETY: both regions are valid for `self.len` bytes and do not overlap.
-                unsafe { ptr::copy_nonoverlapping(self.ptr.as_ptr(), raw, self.len) };
-                // SAFETY: ptr was allocated with this layout.
-                unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout()) };
-            }
-            self.ptr = new_ptr;
-            self.cap = new_cap;
+            self.adopt(new_ptr, layout.size());
         }
         self.len = len;
+    }
+
+    /// [`resize`](Self::resize) for a length that comes from input: growing checks first
+    /// that this process can get the memory (see [`crate::memory`]), and an allocation
+    /// that fails anyway is an error too. `what` names the request in the error.
+    pub fn try_resize(
+        &mut self,
+        len: usize,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), MemoryError> {
+        if len > self.cap {
+            let mut what = Some(what);
+            let mut name = || what.take().map_or_else(String::new, |f| f());
+            let fail = |name: &mut dyn FnMut() -> String| MemoryError {
+                what: name(),
+                requested: len as u64,
+                available: memory::available(),
+            };
+            memory::check_available(&mut name, len as u64)?;
+            let Some(layout) = Self::layout_for(len) else {
+                return Err(fail(&mut name));
+            };
+            // SAFETY: layout has non-zero size (len > cap >= 0, so its size is >= 4096).
+            let raw = unsafe { alloc::alloc_zeroed(layout) };
+            let Some(new_ptr) = NonNull::new(raw) else {
+                return Err(fail(&mut name));
+            };
+            self.adopt(new_ptr, layout.size());
+        }
+        self.len = len;
+        Ok(())
+    }
+
+    /// The layout of a buffer of capacity `len` rounded up to 4 KiB, or `None` past
+    /// `isize::MAX`.
+    fn layout_for(len: usize) -> Option<Layout> {
+        let cap = len
+            .checked_next_multiple_of(ALIGN as usize)
+            .filter(|&c| c <= isize::MAX as usize)?;
+        Layout::from_size_align(cap, ALIGN as usize).ok()
+    }
+
+    /// Moves the contents into the zeroed allocation `new_ptr` of `new_cap` bytes and frees
+    /// the old one.
+    fn adopt(&mut self, new_ptr: NonNull<u8>, new_cap: usize) {
+        if self.cap > 0 {
+            // SAFETY: both regions are valid for `self.len` bytes (len <= cap < new_cap)
+            // and do not overlap.
+            unsafe { ptr::copy_nonoverlapping(self.ptr.as_ptr(), new_ptr.as_ptr(), self.len) };
+            // SAFETY: ptr was allocated with this layout.
+            unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout()) };
+        }
+        self.ptr = new_ptr;
+        self.cap = new_cap;
     }
 
     fn layout(&self) -> Layout {
@@ -189,5 +232,22 @@ mod tests {
         let c = b.clone();
         assert_eq!(&*c, &[1, 2]);
         assert_eq!(c.as_ptr() as usize % 4096, 0);
+    }
+
+    #[test]
+    fn try_resize_refuses_what_the_machine_cannot_give() {
+        let mut b = AlignedBuf::new();
+        b.try_resize(5000, || "small".into()).unwrap();
+        assert_eq!(b.capacity(), 8192);
+        b[0] = 7;
+        let e = b
+            .try_resize(isize::MAX as usize, || "frame 0's slot image".into())
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("frame 0's slot image needs"),
+            "{e}"
+        );
+        // The buffer is left as it was.
+        assert_eq!((b.len(), b.capacity(), b[0]), (5000, 8192, 7));
     }
 }

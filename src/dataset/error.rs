@@ -64,6 +64,10 @@ pub enum DatasetError {
     /// frame index out of range, ...).
     #[error("{0}")]
     Usage(String),
+    /// A read needs more host memory than this process can get (a manifest's slot size is
+    /// input: it is checked before it is allocated).
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
     /// Another writer holds the dataset's write lock.
     #[error("dataset {} is being written by another writer (lock {} is held)", .dir.display(), .lock.display())]
     Locked {

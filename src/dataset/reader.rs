@@ -163,9 +163,21 @@ impl Dataset {
                 self.frame_count()
             ))
         })?;
-        let slot = usize::try_from(f.slot_size)
-            .map_err(|_| DatasetError::Usage(format!("frame {frame} does not fit in memory")))?;
-        buf.resize(slot);
+        // The slot size comes from the manifest: ask before allocating it.
+        let what = || {
+            format!(
+                "reading frame {frame} of dataset {}: its slot image",
+                self.manifest.path.display()
+            )
+        };
+        let slot = usize::try_from(f.slot_size).map_err(|_| {
+            DatasetError::Memory(crate::memory::MemoryError {
+                what: what(),
+                requested: f.slot_size,
+                available: crate::memory::available(),
+            })
+        })?;
+        buf.try_resize(slot, what)?;
         // Extents tile the slot image in dst order (validated at load), so splitting the
         // buffer in that order hands each extent its own disjoint destination slice.
         let mut per_lane: Vec<Vec<(usize, &Extent, &mut [u8])>> =

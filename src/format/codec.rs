@@ -11,10 +11,12 @@
 //!   `min(gridSize - i * 2^30, 2^30)` bytes.
 //!
 //! Decoding is bounded: the caller gives the expected size (from file metadata, checked
-//! against [`MAX_GRID_BYTES`]), output never grows past it, and a compressed input must be
-//! at least `1 / MAX_RATIO` of what it claims to expand to, so a corrupt size field cannot
-//! make us allocate more than about `MAX_RATIO` times the file's real size.
+//! against [`MAX_GRID_BYTES`] and against the memory this process can get), the output is
+//! allocated once at that size and never grows past it, and a compressed input must be at
+//! least `1 / MAX_RATIO` of what it claims to expand to, so a corrupt size field cannot make
+//! us allocate more than about `MAX_RATIO` times the file's real size.
 
+use super::layout as l;
 use super::types::Codec;
 use flate2::Compression;
 use flate2::read::ZlibDecoder;
@@ -53,7 +55,48 @@ fn read_u64(b: &[u8], at: usize) -> Option<u64> {
 
 /// Decodes one grid payload (exactly the `fileSize` bytes the file metadata gives) into the
 /// `grid_size`-byte grid buffer.
+///
+/// The output is allocated once, at the size the metadata claims, and only after checking
+/// that this process can get that much memory (see [`crate::memory`]); decompression stops
+/// at the claimed size, so a stream that expands further costs no more than the claim.
 pub fn decode(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
+    decode_checked(codec, payload, grid_size, |_| Ok(()))
+}
+
+/// [`decode`] for a NanoVDB grid: as soon as the first bytes are out, they must start a
+/// grid header (a grid magic, and the grid size the file metadata claims), so a payload
+/// that is not a grid (a decompression bomb of zeros, say) is rejected after inflating a
+/// few bytes rather than its whole claim.
+pub fn decode_grid(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
+    decode_checked(codec, payload, grid_size, |head| {
+        let magic = &head[..8.min(head.len())];
+        if magic != l::MAGIC_NUMB_BYTES && magic != l::MAGIC_GRID_BYTES {
+            return err(format!(
+                "decompressed data does not start with a grid magic (found {:?})",
+                String::from_utf8_lossy(magic)
+            ));
+        }
+        if let Some(size) = read_u64(head, l::GRID_OFF_GRID_SIZE as usize)
+            && size != grid_size
+        {
+            return err(format!(
+                "decompressed grid header says {size} bytes, file metadata {grid_size}"
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// Bytes of the decompressed output [`decode_grid`] checks before inflating the rest: the
+/// grid magic and size fields.
+const HEAD_CHECK: u64 = l::GRID_OFF_GRID_SIZE as u64 + 8;
+
+fn decode_checked(
+    codec: Codec,
+    payload: &[u8],
+    grid_size: u64,
+    check_head: impl FnOnce(&[u8]) -> Result<(), CodecError>,
+) -> Result<Vec<u8>, CodecError> {
     if grid_size > MAX_GRID_BYTES {
         return err(format!(
             "grid size {grid_size} exceeds the {MAX_GRID_BYTES}-byte limit"
@@ -67,11 +110,21 @@ pub fn decode(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u8>, C
                     payload.len()
                 ));
             }
+            check_head(&payload[..(HEAD_CHECK as usize).min(payload.len())])?;
             Ok(payload.to_vec())
         }
-        Codec::Zip => decode_zip(payload, grid_size),
-        Codec::Blosc => decode_blosc(payload, grid_size),
+        Codec::Zip => decode_zip(payload, grid_size, check_head),
+        Codec::Blosc => decode_blosc(payload, grid_size, check_head),
     }
+}
+
+/// An empty buffer with room for exactly the `grid_size` bytes a compressed grid claims, if
+/// this process can get them.
+fn output_buffer(codec: &str, grid_size: u64) -> Result<Vec<u8>, CodecError> {
+    let len = usize::try_from(grid_size)
+        .map_err(|_| CodecError(format!("grid size {grid_size} does not fit in memory")))?;
+    crate::memory::try_vec_with_capacity(|| format!("the decompressed {codec} grid"), len)
+        .map_err(|e| CodecError(e.to_string()))
 }
 
 fn check_ratio(compressed: u64, expanded: u64, what: &str) -> Result<(), CodecError> {
@@ -83,7 +136,11 @@ fn check_ratio(compressed: u64, expanded: u64, what: &str) -> Result<(), CodecEr
     Ok(())
 }
 
-fn decode_zip(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
+fn decode_zip(
+    payload: &[u8],
+    grid_size: u64,
+    check_head: impl FnOnce(&[u8]) -> Result<(), CodecError>,
+) -> Result<Vec<u8>, CodecError> {
     let Some(n) = read_u64(payload, 0) else {
         return err("ZIP payload is shorter than its 8-byte size prefix");
     };
@@ -94,28 +151,50 @@ fn decode_zip(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
         ));
     }
     check_ratio(n, grid_size, "ZIP")?;
-    let mut out = Vec::new();
-    // Reads at most one byte more than expected, so an over-long stream is detected without
-    // growing the buffer past the expected size.
-    let mut dec = ZlibDecoder::new(&payload[8..]).take(grid_size + 1);
-    dec.read_to_end(&mut out)
-        .map_err(|e| CodecError(format!("ZIP stream is corrupt: {e}")))?;
-    if out.len() as u64 != grid_size {
+    let mut out = output_buffer("ZIP", grid_size)?;
+    let mut dec = ZlibDecoder::new(&payload[8..]);
+    let corrupt = |e: std::io::Error| CodecError(format!("ZIP stream is corrupt: {e}"));
+    // The head first: a stream that is no grid stops here.
+    let head = HEAD_CHECK.min(grid_size);
+    (&mut dec)
+        .take(head)
+        .read_to_end(&mut out)
+        .map_err(corrupt)?;
+    if out.len() as u64 == head {
+        check_head(&out)?;
+    }
+    // Then at most the rest of the claimed size, into the buffer allocated for it...
+    (&mut dec)
+        .take(grid_size - head)
+        .read_to_end(&mut out)
+        .map_err(corrupt)?;
+    if (out.len() as u64) < grid_size {
         return err(format!(
-            "ZIP stream inflates to {}{} bytes, expected {grid_size}",
-            out.len().min(grid_size as usize),
-            if out.len() as u64 > grid_size {
-                "+"
-            } else {
-                ""
-            }
+            "ZIP stream inflates to {} bytes, expected {grid_size}",
+            out.len()
+        ));
+    }
+    // ...then one byte more, into a byte of its own: a stream longer than its claim is
+    // found without growing the buffer.
+    let mut probe = [0u8; 1];
+    let extra = dec.read(&mut probe).map_err(corrupt)?;
+    if extra != 0 {
+        return err(format!(
+            "ZIP stream inflates to more than the {grid_size} bytes expected"
         ));
     }
     Ok(out)
 }
 
-fn decode_blosc(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
-    let mut out: Vec<u8> = Vec::new();
+fn decode_blosc(
+    payload: &[u8],
+    grid_size: u64,
+    check_head: impl FnOnce(&[u8]) -> Result<(), CodecError>,
+) -> Result<Vec<u8>, CodecError> {
+    // Blosc chunks decompress whole: the head is checked after the first (at most 1 GiB,
+    // and never more than the claim).
+    let mut check_head = Some(check_head);
+    let mut out = output_buffer("Blosc", grid_size)?;
     let mut pos = 0usize;
     let mut residual = grid_size;
     let mut chunk_index = 0u64;
@@ -141,10 +220,12 @@ fn decode_blosc(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
         let src = &payload[start..end];
         let chunk = residual.min(BLOSC_CHUNK);
         check_ratio(n, chunk, &what)?;
-        let produced = blosc_decompress(src, chunk as usize)
-            .map_err(|e| CodecError(format!("{what}: {e}")))?;
-        out.reserve(chunk as usize);
-        out.extend_from_slice(&produced);
+        let done = out.len();
+        out.resize(done + chunk as usize, 0);
+        blosc_decompress(src, &mut out[done..]).map_err(|e| CodecError(format!("{what}: {e}")))?;
+        if let Some(check) = check_head.take() {
+            check(&out[..(HEAD_CHECK as usize).min(out.len())])?;
+        }
         residual -= chunk;
         pos = end;
         chunk_index += 1;
@@ -161,8 +242,9 @@ fn decode_blosc(payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
     Ok(out)
 }
 
-/// Decompresses one c-blosc buffer that must expand to exactly `expected` bytes.
-fn blosc_decompress(src: &[u8], expected: usize) -> Result<Vec<u8>, String> {
+/// Decompresses one c-blosc buffer that must expand to exactly `dst.len()` bytes, into `dst`.
+fn blosc_decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    let expected = dst.len();
     if src.len() < BLOSC_HEADER {
         return Err(format!(
             "{} bytes is shorter than a Blosc header",
@@ -184,7 +266,6 @@ fn blosc_decompress(src: &[u8], expected: usize) -> Result<Vec<u8>, String> {
             "Blosc header says {nbytes} bytes, expected {expected}"
         ));
     }
-    let mut dst = vec![0u8; expected];
     // SAFETY: `src` was validated above; `dst` has `expected` writable bytes and the call is
     // told so. One internal thread: the context variant keeps no global state.
     let got = unsafe {
@@ -198,7 +279,7 @@ fn blosc_decompress(src: &[u8], expected: usize) -> Result<Vec<u8>, String> {
     if got < 0 || got as usize != expected {
         return Err(format!("Blosc decompression failed (code {got})"));
     }
-    Ok(dst)
+    Ok(())
 }
 
 /// Encodes one grid buffer as NanoVDB writes it with `codec`.
@@ -310,5 +391,49 @@ mod tests {
             assert!(decode(codec, &huge, 50_000).is_err());
         }
         assert!(decode(Codec::None, &g, 49_999).is_err());
+    }
+
+    #[test]
+    fn decode_grid_checks_the_head_before_the_rest() {
+        let mut g = vec![0u8; 1 << 20];
+        for codec in [Codec::None, Codec::Zip, Codec::Blosc] {
+            let len = g.len() as u64;
+            // Zeros: no grid magic.
+            let msg = decode_grid(codec, &encode(codec, &g).unwrap(), len)
+                .unwrap_err()
+                .0;
+            assert!(msg.contains("grid magic"), "{codec}: {msg}");
+            // A magic, but a header size other than the metadata's.
+            g[..8].copy_from_slice(&l::MAGIC_GRID_BYTES);
+            g[32..40].copy_from_slice(&(len * 2).to_le_bytes());
+            let msg = decode_grid(codec, &encode(codec, &g).unwrap(), len)
+                .unwrap_err()
+                .0;
+            assert!(
+                msg.contains(&format!("says {} bytes", len * 2)),
+                "{codec}: {msg}"
+            );
+            // Both right: decoded (whether the rest is a valid grid is the parser's call).
+            g[32..40].copy_from_slice(&len.to_le_bytes());
+            assert_eq!(
+                decode_grid(codec, &encode(codec, &g).unwrap(), len).unwrap(),
+                g
+            );
+            g.fill(0);
+        }
+    }
+
+    #[test]
+    fn output_is_allocated_once_at_the_claimed_size() {
+        let g = sample(300_000);
+        for codec in [Codec::Zip, Codec::Blosc] {
+            let e = encode(codec, &g).unwrap();
+            let out = decode(codec, &e, g.len() as u64).unwrap();
+            assert_eq!(out.capacity(), g.len(), "{codec}: the buffer never grew");
+        }
+        // A stream that inflates past its claim stops one byte after it.
+        let e = encode(Codec::Zip, &g).unwrap();
+        let msg = decode(Codec::Zip, &e, 100_000).unwrap_err().0;
+        assert!(msg.contains("more than the 100000 bytes"), "{msg}");
     }
 }

@@ -113,13 +113,35 @@ pub fn string_hash(name: &str) -> u64 {
 }
 
 /// Reads every grid of a `.nvdb` file (segmented, any codec, or a raw grid-buffer file).
+///
+/// The whole file is read into memory, after checking that this process can get that much
+/// (a sparse file can be far larger than its disk use).
 pub fn read_nvdb(path: impl AsRef<Path>) -> Result<Vec<FileGrid>, NvdbError> {
+    use std::io::Read;
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| NvdbError::Io {
-        path: path.to_owned(),
-        op: "read",
-        source,
-    })?;
+    let io = |op: &'static str| {
+        move |source| NvdbError::Io {
+            path: path.to_owned(),
+            op,
+            source,
+        }
+    };
+    let file = std::fs::File::open(path).map_err(io("read"))?;
+    let len = file.metadata().map_err(io("read"))?.len();
+    let mut bytes = usize::try_from(len)
+        .ok()
+        .ok_or_else(|| format!("{len} bytes do not fit in memory"))
+        .and_then(|n| {
+            crate::memory::try_vec_with_capacity(|| format!("reading the {len}-byte file"), n)
+                .map_err(|e| e.to_string())
+        })
+        .map_err(|detail| NvdbError::File {
+            path: path.to_owned(),
+            offset: 0,
+            detail,
+        })?;
+    // At most the length seen (a file that grows meanwhile is read as it was).
+    file.take(len).read_to_end(&mut bytes).map_err(io("read"))?;
     read_nvdb_from(&bytes, path)
 }
 
@@ -306,7 +328,7 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
                         bytes.len()
                     ))
                 })?;
-            let data = codec::decode(codec, &bytes[pos..end], meta.grid_size)
+            let data = codec::decode_grid(codec, &bytes[pos..end], meta.grid_size)
                 .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
             let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
             if grid.grid_size() != meta.grid_size {

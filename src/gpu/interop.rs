@@ -1211,7 +1211,7 @@ mod tests {
                 size: g.len() as u64,
             })])
             .unwrap();
-            r.render(&view, w, h);
+            r.render(&view, w, h).unwrap();
             r.read_image().unwrap()
         };
         let a = draw(&shared.buffer, 4096);

@@ -92,7 +92,17 @@ impl FrameRing {
     }
 
     /// `count` host slots of `len` bytes each (page-aligned anonymous memory).
+    ///
+    /// The slots' total is checked against the memory this process can get first: anonymous
+    /// memory is granted lazily, so too many slots would otherwise be found only when reads
+    /// touch them (and the kernel kills the process).
     pub fn host(count: usize, len: usize) -> Result<FrameRing> {
+        let total = (count as u64).saturating_mul(len as u64);
+        crate::memory::check_available(
+            || format!("--slots {count} ({count} host ring slots of {len} bytes)"),
+            total,
+        )
+        .map_err(|e| IngestError::Usage(e.to_string()))?;
         let mut v = Vec::with_capacity(count);
         for _ in 0..count {
             v.push(SlotMemory::Host(HostBuffer::new(len).map_err(|e| {
@@ -103,7 +113,21 @@ impl FrameRing {
     }
 
     /// `count` device slots of `len` bytes each on `gpu`.
+    ///
+    /// The slots' total is checked against the GPU's free memory first, so a slot count
+    /// the GPU cannot hold is refused before thousands of allocations are tried.
     pub fn device(gpu: &Gpu, count: usize, len: usize) -> Result<FrameRing> {
+        let total = (count as u64).saturating_mul(len as u64);
+        if let Ok((free, _)) = gpu.mem_info()
+            && total > free as u64
+        {
+            return Err(IngestError::Usage(format!(
+                "--slots {count}: {count} device ring slots of {len} bytes each need {total} bytes ({}), but GPU {} has {free} bytes ({}) free",
+                crate::memory::human(total),
+                gpu.ordinal,
+                crate::memory::human(free as u64)
+            )));
+        }
         let mut v = Vec::with_capacity(count);
         for _ in 0..count {
             v.push(SlotMemory::Device(DeviceBuffer::alloc(gpu, len)?));

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Instant;
 
 use super::image::Image;
@@ -11,6 +11,51 @@ use super::params::FLAG_SHADOWS;
 use super::params::{GpuParams, MAX_ATTRIBUTES, View};
 use super::shader::{ACCEL_CELLS, ShaderPart, shader_source_of};
 use super::{RenderError, block_on};
+
+/// The first GPU error of this process that no error scope caught (see
+/// [`catch_uncaptured_errors`]).
+static UNCAPTURED: Mutex<Option<String>> = Mutex::new(None);
+
+/// Makes `device` keep errors that no error scope caught for
+/// [`take_uncaptured_error`] (and print them), instead of panicking, wgpu's default. The
+/// renderer installs it on every device it draws with; its fallible calls then return the
+/// error.
+pub fn catch_uncaptured_errors(device: &wgpu::Device) {
+    device.on_uncaptured_error(Arc::new(|e: wgpu::Error| {
+        eprintln!("GPU error: {e}");
+        let mut first = UNCAPTURED.lock().unwrap_or_else(PoisonError::into_inner);
+        first.get_or_insert_with(|| e.to_string());
+    }));
+}
+
+/// The first GPU error no error scope caught since the last call, if any.
+pub fn take_uncaptured_error() -> Option<String> {
+    UNCAPTURED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+}
+
+/// Runs `make` (which creates GPU resources) under out-of-memory and validation error
+/// scopes, so a refused allocation comes back as an error naming `what` rather than a panic.
+pub fn create_scoped<T>(
+    device: &wgpu::Device,
+    what: impl FnOnce() -> String,
+    make: impl FnOnce() -> T,
+) -> Result<T, RenderError> {
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let made = make();
+    let invalid = block_on(validation.pop());
+    let out_of_memory = block_on(oom.pop());
+    match invalid.or(out_of_memory) {
+        Some(e) => Err(RenderError::Gpu(format!("{}: {e}", what()))),
+        None => Ok(made),
+    }
+}
+
+/// Bytes per pixel of the two output textures, their read-back copies and the host image.
+const HOST_BYTES_PER_PIXEL: u64 = 4 + 16 + 4 + 16;
 
 /// Workgroup edge of the ray-march kernel (8 × 8 pixels).
 const WG: u32 = 8;
@@ -223,6 +268,8 @@ impl Renderer {
     /// Builds the pipeline on `device`. Validation problems come back as errors rather than
     /// panics.
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Renderer, RenderError> {
+        catch_uncaptured_errors(device);
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         // Acceleration cells per slot: as many as one binding of all four slots' cells holds
         // (16 bytes each), up to ACCEL_CELLS.
@@ -387,7 +434,8 @@ impl Renderer {
                 ),
                 period_ns: queue.get_timestamp_period() as f64,
             });
-        if let Some(e) = block_on(scope.pop()) {
+        let invalid = block_on(scope.pop());
+        if let Some(e) = invalid.or(block_on(oom.pop())) {
             return Err(RenderError::Gpu(e.to_string()));
         }
         Ok(Renderer {
@@ -476,14 +524,45 @@ impl Renderer {
         Ok(())
     }
 
-    fn ensure_targets(&mut self, width: u32, height: u32) {
+    /// Checks that this device (and host memory) can hold the output textures, their
+    /// read-back buffers and the image of a `width` × `height` render, before any of them is
+    /// created.
+    pub fn check_image_size(&self, width: u32, height: u32) -> Result<(), RenderError> {
+        let limits = self.device.limits();
+        let max = limits.max_texture_dimension_2d;
+        if width == 0 || height == 0 || width > max || height > max {
+            return Err(RenderError::Usage(format!(
+                "image size {width}x{height}: this device renders 1 to {max} pixels on each side"
+            )));
+        }
+        // The linear image's read-back buffer is the largest (16 bytes per pixel).
+        let hdr_row =
+            u64::from(width * 16).next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
+        let hdr_bytes = hdr_row * u64::from(height);
+        if hdr_bytes > limits.max_buffer_size {
+            return Err(RenderError::Usage(format!(
+                "image size {width}x{height}: reading the linear image back needs a \
+                 {hdr_bytes}-byte buffer, over this device's largest ({} bytes)",
+                limits.max_buffer_size
+            )));
+        }
+        let host = u64::from(width) * u64::from(height) * HOST_BYTES_PER_PIXEL;
+        crate::memory::check_available(
+            || format!("image size {width}x{height}: reading the image back"),
+            host,
+        )
+        .map_err(|e| RenderError::Usage(e.to_string()))
+    }
+
+    fn ensure_targets(&mut self, width: u32, height: u32) -> Result<(), RenderError> {
         if self
             .targets
             .as_ref()
             .is_some_and(|t| t.width == width && t.height == height)
         {
-            return;
+            return Ok(());
         }
+        self.check_image_size(width, height)?;
         let tex = |label: &str, format: wgpu::TextureFormat| {
             self.device.create_texture(&wgpu::TextureDescriptor {
                 label: Some(label),
@@ -502,10 +581,16 @@ impl Renderer {
                 view_formats: &[],
             })
         };
-        let (ldr, hdr) = (
-            tex("supercell image", LDR_FORMAT),
-            tex("supercell linear image", HDR_FORMAT),
-        );
+        let (ldr, hdr) = create_scoped(
+            &self.device,
+            || format!("creating the {width}x{height} output images"),
+            || {
+                (
+                    tex("supercell image", LDR_FORMAT),
+                    tex("supercell linear image", HDR_FORMAT),
+                )
+            },
+        )?;
         self.targets = Some(Targets {
             width,
             height,
@@ -516,6 +601,7 @@ impl Renderer {
         });
         self.bind_group = None;
         self.accel.bind_group = None;
+        Ok(())
     }
 
     fn ensure_bind_group(&mut self) {
@@ -584,14 +670,17 @@ impl Renderer {
     /// Records the ray-march of `view` at `width` × `height` into `encoder` (the output
     /// textures are resized as needed). Uniforms are written through the queue, so submit
     /// the encoder before the next `encode`.
+    ///
+    /// An image size the device cannot hold (see [`check_image_size`](Self::check_image_size))
+    /// is an error, and nothing is recorded.
     pub fn encode(
         &mut self,
         encoder: &mut wgpu::CommandEncoder,
         view: &View,
         width: u32,
         height: u32,
-    ) {
-        self.encode_inner(encoder, view, width, height, false);
+    ) -> Result<(), RenderError> {
+        self.encode_inner(encoder, view, width, height, false)
     }
 
     fn encode_inner(
@@ -601,9 +690,9 @@ impl Renderer {
         width: u32,
         height: u32,
         timed: bool,
-    ) {
+    ) -> Result<(), RenderError> {
         let (width, height) = (width.max(1), height.max(1));
-        self.ensure_targets(width, height);
+        self.ensure_targets(width, height)?;
         self.ensure_bind_group();
         let params = view.gpu_params(width, height);
         let tf = view.tf_table();
@@ -639,6 +728,7 @@ impl Renderer {
             encoder.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, RESOLVE_BYTES);
         }
         self.last_prepared = prepared;
+        Ok(())
     }
 
     /// Records the acceleration passes that `params` and `tf` need (none when nothing they
@@ -699,12 +789,17 @@ impl Renderer {
     }
 
     /// Renders `view` and submits the work (returns without waiting).
-    pub fn render(&mut self, view: &View, width: u32, height: u32) -> wgpu::SubmissionIndex {
+    pub fn render(
+        &mut self,
+        view: &View,
+        width: u32,
+        height: u32,
+    ) -> Result<wgpu::SubmissionIndex, RenderError> {
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        self.encode(&mut enc, view, width, height);
-        self.queue.submit([enc.finish()])
+        self.encode(&mut enc, view, width, height)?;
+        Ok(self.queue.submit([enc.finish()]))
     }
 
     /// Renders `view`, waits for it, and says how long it took (GPU timestamps around the
@@ -738,7 +833,7 @@ impl Renderer {
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        self.encode_inner(&mut enc, view, width, height, true);
+        self.encode_inner(&mut enc, view, width, height, true)?;
         let cmd = enc.finish();
         let submitted = Instant::now();
         let index = self.queue.submit([cmd]);
@@ -773,6 +868,9 @@ impl Renderer {
             return Ok(None);
         };
         self.wait(p.index.clone())?;
+        if let Some(e) = take_uncaptured_error() {
+            return Err(RenderError::Gpu(e));
+        }
         let wall_ms = p.submitted.elapsed().as_secs_f64() * 1e3;
         let (gpu_ms, prepare_ms) = match &self.timer {
             Some(t) => {
@@ -872,7 +970,11 @@ impl Renderer {
                 mapped_at_creation: false,
             })
         };
-        let (ldr_buf, hdr_buf) = (mk(ldr_len), mk(hdr_len));
+        let (ldr_buf, hdr_buf) = create_scoped(
+            &self.device,
+            || format!("creating the read-back buffers of a {w}x{h} image"),
+            || (mk(ldr_len), mk(hdr_len)),
+        )?;
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
@@ -901,6 +1003,9 @@ impl Renderer {
         }
         let idx = self.queue.submit([enc.finish()]);
         self.wait(idx)?;
+        if let Some(e) = take_uncaptured_error() {
+            return Err(RenderError::Gpu(e));
+        }
         let ldr = self.map_read(&ldr_buf, ldr_len)?;
         let hdr = self.map_read(&hdr_buf, hdr_len)?;
         let mut img = Image::new(w, h);
@@ -928,14 +1033,40 @@ impl Renderer {
 
 /// Uploads bytes (a frame's slot image) into a new storage buffer, for callers without a
 /// frame ring of their own (tests, the portable path). The size is rounded up to 4 bytes.
+///
+/// # Panics
+/// Panics if the device refuses the buffer; bytes whose size comes from input go through
+/// [`try_upload_slot`].
 pub fn upload_slot(device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8]) -> wgpu::Buffer {
+    try_upload_slot(device, queue, bytes).expect("the device holds the slot buffer")
+}
+
+/// [`upload_slot`] for bytes of any size: a slot over the device's largest buffer, or one
+/// the device has no memory for, is an error naming both sizes.
+pub fn try_upload_slot(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    bytes: &[u8],
+) -> Result<wgpu::Buffer, RenderError> {
     let size = (bytes.len() as u64).div_ceil(4).max(1) * 4;
-    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("supercell slot"),
-        size,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let max = device.limits().max_buffer_size;
+    if size > max {
+        return Err(RenderError::Usage(format!(
+            "a frame of {size} bytes exceeds this device's largest buffer ({max} bytes)"
+        )));
+    }
+    let buffer = create_scoped(
+        device,
+        || format!("creating a {size}-byte buffer for the frame"),
+        || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("supercell slot"),
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        },
+    )?;
     let whole = bytes.len() / 4 * 4;
     if whole > 0 {
         queue.write_buffer(&buffer, 0, &bytes[..whole]);
@@ -945,5 +1076,5 @@ pub fn upload_slot(device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8]) -> 
         tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
         queue.write_buffer(&buffer, whole as u64, &tail);
     }
-    buffer
+    Ok(buffer)
 }

@@ -31,7 +31,10 @@ mod transfer;
 pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
 pub use cpu::render_cpu;
-pub use gpu::{FrameTiming, GpuContext, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer, upload_slot};
+pub use gpu::{
+    FrameTiming, GpuContext, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer, catch_uncaptured_errors,
+    create_scoped, take_uncaptured_error, try_upload_slot, upload_slot,
+};
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{AttributeView, GpuAttr, GpuParams, MAX_ATTRIBUTES, Mode, RenderSettings, View};
 pub use shader::{

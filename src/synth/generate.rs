@@ -384,7 +384,36 @@ fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError>
             "several frames need a positive time span (frame times must increase)".into(),
         ));
     }
+    // At least one frame is in flight: a resolution whose frame cannot fit is refused here
+    // rather than found by the kernel's out-of-memory killer halfway through.
+    let [nx, ny, nz] = params.dims();
+    crate::memory::check_available(
+        || {
+            format!(
+                "resolution {} ({nx}x{ny}x{nz} voxels, {} attributes as {}): generating one frame",
+                params.resolution,
+                params.attributes.len(),
+                opts.grid_type
+            )
+        },
+        frame_peak_memory(params, opts.grid_type),
+    )
+    .map_err(|e| SynthError::Usage(e.to_string()))?;
     Ok(())
+}
+
+/// Memory one frame in flight takes at its peak, estimated from the voxel count: the storm
+/// fills about 12 % of the domain's bricks at moderate resolution, and each frame holds its
+/// volumes (about 2.2 KB per leaf: values, mask, allocation) and then its grids (one leaf
+/// each).
+pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
+    let [nx, ny, nz] = params.dims().map(u64::from);
+    let bricks = nx * ny * nz / 512;
+    let attrs = params.attributes.len() as u64;
+    let leaf = super::size::leaf_bytes(grid_type).unwrap_or(2_144);
+    (bricks * 12 / 100)
+        .saturating_mul(attrs)
+        .saturating_mul(2_200 + leaf)
 }
 
 /// The reorder window: as given, or as many frames as fit the memory budget (a frame in
@@ -394,14 +423,7 @@ fn window_for(params: &StormParams, opts: &GenerateOptions) -> usize {
     if opts.max_frames_in_flight > 0 {
         return opts.max_frames_in_flight;
     }
-    // A quick estimate from the voxel count: the storm fills about 12 % of the domain's
-    // bricks at moderate resolution, and each frame's peak is about volumes + grids.
-    let [nx, ny, nz] = params.dims().map(|d| d as u64);
-    let bricks = nx * ny * nz / 512;
-    let attrs = params.attributes.len() as u64;
-    // Volumes take about 2.2 KB per leaf (values, mask, allocation), grids one leaf each.
-    let leaf = super::size::leaf_bytes(opts.grid_type).unwrap_or(2_144);
-    let per_frame = bricks * 12 / 100 * attrs * (2_200 + leaf);
+    let per_frame = frame_peak_memory(params, opts.grid_type);
     let fit = (opts.memory_budget / per_frame.max(1)) as usize;
     fit.clamp(1, 2 * rayon::current_num_threads())
 }

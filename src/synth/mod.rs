@@ -270,6 +270,6 @@ pub const DOMAIN_WIDTH_M: f32 = DOMAIN_XY_M;
 
 pub use generate::{
     EncodedFrame, GenerateOptions, Progress, Report, SynthError, attribute_specs, encode_frame,
-    generate_dataset, generate_frames,
+    frame_peak_memory, generate_dataset, generate_frames,
 };
 pub use size::{SizeEstimate, resolution_for_target};

@@ -416,7 +416,7 @@ impl TestGpu {
             })
             .collect();
         self.r.set_grids(&slices).expect("bind");
-        self.r.render(view, w, h);
+        self.r.render(view, w, h).expect("render");
         self.r.read_image().expect("read back")
     }
 }
