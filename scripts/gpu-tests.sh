@@ -29,7 +29,7 @@ prepare() {
   mkdir -p .dev
   cp target/release/supercell target/release/supercell-data .dev/
   local t bin
-  for t in ingest_gpu ingest_faults interop_gpu play; do
+  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play; do
     bin=$(cargo test --release --test "$t" --no-run --message-format=json 2>/dev/null |
       T="$t" python3 -c 'import json,os,sys
 for l in sys.stdin:
@@ -37,7 +37,7 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]==os.environ["T"]: print(m["executable"])')
     cp "$bin" ".dev/$t"
   done
-  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/interop_gpu \
+  strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/alloc_limits .dev/interop_gpu \
     .dev/play || true
   rm -rf .dev/device && cp -r ../shared/device .dev/device
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh
@@ -238,6 +238,8 @@ verify_run() {
     echo "ingest_gpu exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
     SUPERCELL_TEST_DIR=/mnt/lanes/0 RUST_BACKTRACE=1 timeout 120 .dev/ingest_faults --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
     echo "ingest_faults exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+    SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 120 .dev/alloc_limits --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
+    echo "alloc_limits exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
     RUST_BACKTRACE=1 timeout 300 .dev/interop_gpu --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
     echo "interop_gpu exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
     SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/play --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1

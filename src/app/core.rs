@@ -48,7 +48,7 @@ pub enum PlayError {
     #[error(transparent)]
     Render(#[from] RenderError),
     /// An ingest engine failed.
-    #[error("ingest: {0}")]
+    #[error(transparent)]
     Ingest(#[from] crate::ingest::IngestError),
     /// The caller asked for something impossible.
     #[error("{0}")]
