@@ -33,7 +33,10 @@ pub use camera::{Camera, CameraFrame, Projection};
 pub use cpu::render_cpu;
 pub use gpu::{FrameTiming, GpuContext, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer, upload_slot};
 pub use image::{Image, ImageDiff, aces, srgb_encode};
-pub use params::{AttributeView, GpuAttr, GpuParams, MAX_ATTRIBUTES, Mode, RenderSettings, View};
+pub use params::{
+    AttributeView, GpuAttr, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, Mode, RenderSettings,
+    View, limits,
+};
 pub use shader::{
     ACCEL_CELLS, MAX_ROOT_TILES, SUPPORTED_TYPES, ShaderPart, prelude, shader_source,
     shader_source_of,

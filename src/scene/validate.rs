@@ -1,7 +1,7 @@
 //! Semantic checks of a parsed scene file; each failure points at the offending field.
 
 use super::error::{Seg, Source};
-use super::{CameraPathFile, SceneAttribute, SceneError, SceneFile};
+use super::{CameraPathFile, MAX_PLOT_WINDOW_S, SceneAttribute, SceneError, SceneFile};
 use crate::render::{Colormap, MAX_ATTRIBUTES};
 
 /// A field path under construction.
@@ -119,8 +119,11 @@ impl Check<'_> {
                             "colormap stops must be sorted by their position u (ascending, finite)",
                         );
                     }
-                    if rgb.iter().any(|c| !(0.0..=1.0).contains(c)) {
-                        return self.fail(&q, "colours are sRGB components in 0..1");
+                    if let Some(c) = rgb.iter().find(|c| !(0.0..=1.0).contains(*c)) {
+                        return self.fail(
+                            &q,
+                            format!("colours are sRGB components in 0..1, found {c}"),
+                        );
                     }
                 }
             }
@@ -265,48 +268,24 @@ pub(super) fn scene_file(f: &SceneFile, src: &Source) -> Result<(), SceneError> 
     }
 
     c.non_negative(&root.k("playback").k("fps"), f.playback.fps)?;
-    c.positive(
-        &root.k("overlay").k("plot_window_s"),
-        f.overlay.plot_window_s,
-    )?;
-
-    let s = &f.settings;
-    let p = root.k("settings");
-    c.positive(&p.k("step_voxels"), f64::from(s.step_voxels))?;
-    c.positive(&p.k("exposure"), f64::from(s.exposure))?;
-    c.non_negative(&p.k("step_tau"), f64::from(s.step_tau))?;
-    c.non_negative(&p.k("shadow_tau_max"), f64::from(s.shadow_tau_max))?;
-    c.non_negative(&p.k("ambient"), f64::from(s.ambient))?;
-    c.finite(&p.k("sun_azimuth_deg"), f64::from(s.sun_azimuth_deg))?;
-    if !(-90.0..=90.0).contains(&s.sun_elevation_deg) {
+    let window = f.overlay.plot_window_s;
+    if !(window.is_finite() && window > 0.0 && window <= MAX_PLOT_WINDOW_S) {
         return c.fail(
-            &p.k("sun_elevation_deg"),
+            &root.k("overlay").k("plot_window_s"),
             format!(
-                "sun elevation must lie in −90..90 degrees, found {}",
-                s.sun_elevation_deg
+                "the plots span more than 0 and at most {MAX_PLOT_WINDOW_S} seconds, found {window}"
             ),
         );
     }
-    if !(-1.0 < s.phase_g && s.phase_g < 1.0) {
-        return c.fail(
-            &p.k("phase_g"),
-            format!("phase_g must lie in (−1, 1), found {}", s.phase_g),
-        );
-    }
-    if s.iso_attribute >= MAX_ATTRIBUTES {
-        return c.fail(
-            &p.k("iso_attribute"),
-            format!("iso_attribute is a slot 0..{}", MAX_ATTRIBUTES - 1),
-        );
-    }
-    for (name, v) in [
-        ("sun_color", s.sun_color),
-        ("sky_zenith", s.sky_zenith),
-        ("sky_horizon", s.sky_horizon),
-    ] {
-        for (i, x) in v.iter().enumerate() {
-            c.non_negative(&p.k(name).i(i), f64::from(*x))?;
+
+    // The renderer's own limits (`render::limits`), so that what a scene accepts is what
+    // the renderer draws.
+    if let Err(bad) = f.settings.validate() {
+        let mut q = root.k("settings").k(bad.field);
+        if let Some(i) = bad.index {
+            q = q.i(i);
         }
+        return c.fail(&q, bad.message);
     }
     Ok(())
 }
