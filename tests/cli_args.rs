@@ -49,3 +49,17 @@ fn bench_refuses_an_empty_run() {
         "--frames must be at least 1",
     );
 }
+
+#[test]
+fn play_refuses_window_flags_with_headless() {
+    for flag in [
+        &["--script", "quit"][..],
+        &["--exit-after", "3"],
+        &["--kiosk"],
+        &["--fullscreen"],
+    ] {
+        let mut args = vec!["play", "/nonexistent", "--headless"];
+        args.extend_from_slice(flag);
+        fails(&args, &format!("{} drives the window", flag[0]));
+    }
+}
