@@ -606,3 +606,13 @@ ground_albedo = 1.0
         check(&err(&changed), line, &format!("settings.{key}"), "found");
     }
 }
+
+#[test]
+fn a_colormap_of_the_wrong_shape_says_what_a_colormap_is() {
+    check(
+        &err("[[attribute]]\nname = \"cloud\"\ncolormap = 5\n"),
+        3,
+        "attribute[0].colormap",
+        "expected a colormap name (cloud, ",
+    );
+}

@@ -196,16 +196,20 @@ impl Limits {
     }
 
     /// Whether `v` is finite and within the bounds.
+    ///
+    /// The bounds are compared as `f32`, the settings' own precision: `0.01` written in a
+    /// scene is the `f32` nearest 0.01, slightly below the `f64` 0.01, and is allowed.
     pub fn contains(&self, v: f64) -> bool {
+        let (min, max) = (f64::from(self.min as f32), f64::from(self.max as f32));
         let lo = if self.min_inclusive {
-            v >= self.min
+            v >= min
         } else {
-            v > self.min
+            v > min
         };
         let hi = if self.max_inclusive {
-            v <= self.max
+            v <= max
         } else {
-            v < self.max
+            v < max
         };
         v.is_finite() && lo && hi
     }

@@ -379,6 +379,7 @@ impl Scene {
             file: file.to_path_buf(),
             text: text.to_string(),
         };
+        validate::array_lengths(&src)?;
         let raw: SceneFile = toml::from_str(text)
             .map_err(|e| src.error_at_span(e.span(), plain_message(e.message())))?;
         validate::scene_file(&raw, &src)?;

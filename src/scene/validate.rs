@@ -3,6 +3,7 @@
 use super::error::{Seg, Source};
 use super::{CameraPathFile, MAX_PLOT_WINDOW_S, SceneAttribute, SceneError, SceneFile};
 use crate::render::{Colormap, MAX_ATTRIBUTES};
+use toml::de::{DeTable, DeValue};
 
 /// A field path under construction.
 #[derive(Clone)]
@@ -201,6 +202,71 @@ impl Check<'_> {
         }
         Ok(())
     }
+}
+
+/// Fixed-length arrays of the format and their lengths; `*` stands for every index. The
+/// TOML deserializer fills a `[f32; 3]` from the first three elements of a longer array and
+/// ignores the rest, so lengths are checked on the document itself.
+const FIXED_ARRAYS: &[(&[&str], usize)] = &[
+    (&["settings", "sun_color"], 3),
+    (&["settings", "sky_zenith"], 3),
+    (&["settings", "sky_horizon"], 3),
+    (&["camera", "target"], 3),
+    (&["camera", "target_offset"], 3),
+    (&["camera_path", "key", "*", "target_offset"], 3),
+    (&["attribute", "*", "range"], 2),
+    (&["attribute", "*", "opacity", "*"], 2),
+    (&["attribute", "*", "colormap", "*"], 2),
+    (&["attribute", "*", "colormap", "*", "1"], 3),
+];
+
+/// Checks that every array matched by `pattern` (from `value`, at `path`) has `len` items.
+fn array_length(
+    c: &Check<'_>,
+    value: &DeValue<'_>,
+    pattern: &[&str],
+    path: &P,
+    len: usize,
+) -> R {
+    let Some((first, rest)) = pattern.split_first() else {
+        return match value {
+            DeValue::Array(a) if a.len() != len => c.fail(
+                path,
+                format!("expected an array of length {len}, found one of length {}", a.len()),
+            ),
+            _ => Ok(()),
+        };
+    };
+    match value {
+        DeValue::Table(t) => match t.iter().find(|(k, _)| k.get_ref() == first) {
+            Some((_, v)) => array_length(c, v.get_ref(), rest, &path.k(first), len),
+            None => Ok(()),
+        },
+        DeValue::Array(a) if *first == "*" => {
+            for (i, item) in a.iter().enumerate() {
+                array_length(c, item.get_ref(), rest, &path.i(i), len)?;
+            }
+            Ok(())
+        }
+        DeValue::Array(a) => match first.parse::<usize>().ok().and_then(|i| a.get(i).map(|v| (i, v))) {
+            Some((i, v)) => array_length(c, v.get_ref(), rest, &path.i(i), len),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Checks the lengths of the format's fixed-length arrays ([`FIXED_ARRAYS`]); run before
+/// deserializing, so that a short array is reported as such too, not as a type mismatch.
+pub(super) fn array_lengths(src: &Source) -> Result<(), SceneError> {
+    let c = Check { src };
+    if let Ok(doc) = DeTable::parse(&src.text) {
+        let doc = DeValue::Table(doc.into_inner());
+        for (pattern, len) in FIXED_ARRAYS {
+            array_length(&c, &doc, pattern, &P::root(), *len)?;
+        }
+    }
+    Ok(())
 }
 
 /// Checks every value the types alone do not.
