@@ -1032,10 +1032,7 @@ fn start_frame_past_the_end_is_refused() {
         Ok(_) => panic!("start frame 8 of an 8-frame dataset was accepted"),
         Err(e) => e.to_string(),
     };
-    assert!(
-        e.contains("start frame 8") && e.contains("8 frames"),
-        "{e}"
-    );
+    assert!(e.contains("start frame 8") && e.contains("8 frames"), "{e}");
     cfg.start_frame = 7;
     Player::new(&g.device, &g.queue, &ds, &cfg).expect("the last frame is a valid start");
 }

@@ -437,8 +437,16 @@ fn every_render_setting_is_range_checked() {
             "settings.transmittance_cutoff",
             "[0, 1)",
         ),
-        ("sun_azimuth_deg = inf", "settings.sun_azimuth_deg", "finite"),
-        ("sun_elevation_deg = nan", "settings.sun_elevation_deg", "-90..90"),
+        (
+            "sun_azimuth_deg = inf",
+            "settings.sun_azimuth_deg",
+            "finite",
+        ),
+        (
+            "sun_elevation_deg = nan",
+            "settings.sun_elevation_deg",
+            "-90..90",
+        ),
         ("phase_g = 1.0", "settings.phase_g", "(-1, 1)"),
         (
             "multiple_scattering = -0.5",
@@ -448,9 +456,21 @@ fn every_render_setting_is_range_checked() {
         ("ambient = inf", "settings.ambient", "≥ 0"),
         ("ground_spacing = -5.0", "settings.ground_spacing", "≥ 0"),
         ("iso_attribute = 4", "settings.iso_attribute", "0..3"),
-        ("sun_color = [1.0, nan, 1.0]", "settings.sun_color[1]", "≥ 0"),
-        ("sky_zenith = [0.1, 0.2, -0.3]", "settings.sky_zenith[2]", "≥ 0"),
-        ("sky_horizon = [inf, 0.2, 0.3]", "settings.sky_horizon[0]", "≥ 0"),
+        (
+            "sun_color = [1.0, nan, 1.0]",
+            "settings.sun_color[1]",
+            "≥ 0",
+        ),
+        (
+            "sky_zenith = [0.1, 0.2, -0.3]",
+            "settings.sky_zenith[2]",
+            "≥ 0",
+        ),
+        (
+            "sky_horizon = [inf, 0.2, 0.3]",
+            "settings.sky_horizon[0]",
+            "≥ 0",
+        ),
     ];
     for (line, field, needle) in cases {
         check(&settings_err(line), 2, field, needle);
@@ -531,13 +551,21 @@ fn other_numbers_are_checked_too() {
 fn arrays_of_the_wrong_length_name_the_field() {
     let attr = "[[attribute]]\nname = \"cloud\"\n";
     let cases = [
-        ("[settings]\nsun_color = [1.0, 2.0]\n".to_string(), 2, "settings.sun_color"),
+        (
+            "[settings]\nsun_color = [1.0, 2.0]\n".to_string(),
+            2,
+            "settings.sun_color",
+        ),
         (
             "[settings]\nsky_zenith = [0.1, 0.2, 0.3, 0.4]\n".to_string(),
             2,
             "settings.sky_zenith",
         ),
-        ("[camera]\ntarget = [1.0, 2.0]\n".to_string(), 2, "camera.target"),
+        (
+            "[camera]\ntarget = [1.0, 2.0]\n".to_string(),
+            2,
+            "camera.target",
+        ),
         (format!("{attr}range = [0.0]\n"), 3, "attribute[0].range"),
         (
             format!("{attr}opacity = [[0.0, 0.5, 1.0]]\n"),

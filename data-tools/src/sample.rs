@@ -98,7 +98,11 @@ pub fn run(args: &SampleArgs) -> Result<ExitCode> {
         .frame
         .map_or(String::new(), |f| format!("frame {f} "));
     target::check_checksum(
-        &format!("{}: {frame}grid {index} ({:?})", args.path.display(), fg.name),
+        &format!(
+            "{}: {frame}grid {index} ({:?})",
+            args.path.display(),
+            fg.name
+        ),
         &fg.bytes,
         grid.version(),
         args.allow_bad_checksum,

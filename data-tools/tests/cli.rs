@@ -412,7 +412,10 @@ fn inspect_names_the_checksum_kind_and_sample_refuses_a_mismatch() {
 
     // The same grid with a full checksum, then one leaf byte flipped.
     let full = tmp.path().join("full.nvdb");
-    let mut bytes = read_nvdb(fixture("sphere_ls.nvdb")).unwrap().remove(0).bytes;
+    let mut bytes = read_nvdb(fixture("sphere_ls.nvdb"))
+        .unwrap()
+        .remove(0)
+        .bytes;
     let sum = supercell::format::compute_checksum(&bytes).unwrap();
     bytes[8..16].copy_from_slice(&sum.to_le_bytes());
     supercell::format::write_nvdb(&full, &[&bytes[..]], supercell::format::Codec::None).unwrap();
@@ -424,12 +427,9 @@ fn inspect_names_the_checksum_kind_and_sample_refuses_a_mismatch() {
     flip_leaf_byte(&full);
     let (success, text, _) = stderr_of(&["inspect", f]);
     assert!(!success, "inspect of a damaged grid must fail");
-    assert!(
-        text.contains("checksum full, MISMATCH (stored "),
-        "{text}"
-    );
-    let json: serde_json::Value = serde_json::from_str(&stderr_of(&["inspect", f, "--json"]).1)
-        .unwrap();
+    assert!(text.contains("checksum full, MISMATCH (stored "), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stderr_of(&["inspect", f, "--json"]).1).unwrap();
     assert_eq!(json["grids"][0]["checksum_kind"], "full", "{json}");
     assert_eq!(json["grids"][0]["checksum"], "MISMATCH", "{json}");
     assert!(json["grids"][0]["checksum_computed"].is_string(), "{json}");
@@ -445,7 +445,10 @@ fn inspect_names_the_checksum_kind_and_sample_refuses_a_mismatch() {
     let (success, out, err) = stderr_of(&["sample", f, "--at", "0,0,0", "--allow-bad-checksum"]);
     assert!(success, "{err}");
     assert!(out.starts_with("0,0,0: "), "{out}");
-    assert!(err.contains("warning") && err.contains("checksum mismatch"), "{err}");
+    assert!(
+        err.contains("warning") && err.contains("checksum mismatch"),
+        "{err}"
+    );
 }
 
 /// Damages one leaf byte of frame 0's first grid in a dataset and fixes the extent CRC, as
@@ -517,7 +520,10 @@ fn export_and_sample_refuse_a_dataset_grid_whose_checksum_mismatches() {
     assert!(err.contains("frame 0 grid 0 (\"cloud\")"), "{err}");
     assert!(err.contains("stored "), "{err}");
     assert!(!out.exists(), "nothing written");
-    fails(&["sample", d, "--grid", "cloud", "--at", "0,0,0"], "checksum mismatch");
+    fails(
+        &["sample", d, "--grid", "cloud", "--at", "0,0,0"],
+        "checksum mismatch",
+    );
     // Explicitly allowed: written, with a warning; the copy carries the damage faithfully.
     let (success, _, err) = stderr_of(&[
         "export",

@@ -31,7 +31,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(p.shadow_tau_max, s.shadow_tau_max, "shadow_tau_max clamped");
     assert_eq!(p.shadow_steps, s.shadow_steps, "shadow_steps clamped");
     assert_eq!(p.max_step_scale, s.max_step_scale, "max_step_scale clamped");
-    assert_eq!(p.iso_attr as usize, s.iso_attribute, "iso_attribute clamped");
+    assert_eq!(
+        p.iso_attr as usize, s.iso_attribute,
+        "iso_attribute clamped"
+    );
     assert_eq!(p.dt, s.step_voxels * 10.0, "step_voxels clamped");
     if let Some(path) = &scene.camera_path {
         let d = path.duration_s();

@@ -34,8 +34,8 @@ pub use cpu::render_cpu;
 pub use gpu::{FrameTiming, GpuContext, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer, upload_slot};
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{
-    AttributeView, GpuAttr, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, Mode, RenderSettings,
-    View, limits,
+    AttributeView, GpuAttr, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, Mode,
+    RenderSettings, View, limits,
 };
 pub use shader::{
     ACCEL_CELLS, MAX_ROOT_TILES, SUPPORTED_TYPES, ShaderPart, prelude, shader_source,

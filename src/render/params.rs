@@ -391,7 +391,10 @@ impl RenderSettings {
             f64::from(self.multiple_scattering),
             l::MULTIPLE_SCATTERING,
         ));
-        for (name, rgb) in [("sky_zenith", self.sky_zenith), ("sky_horizon", self.sky_horizon)] {
+        for (name, rgb) in [
+            ("sky_zenith", self.sky_zenith),
+            ("sky_horizon", self.sky_horizon),
+        ] {
             for (i, c) in rgb.iter().enumerate() {
                 v.push((name, Some(i), f64::from(*c), l::COLOR));
             }
@@ -571,7 +574,8 @@ impl View {
             max_steps: s.max_steps,
             t_cutoff: s.transmittance_cutoff,
             iso_value: s.iso_value,
-            iso_attr: limits::ISO_ATTRIBUTE.clamp_u32(s.iso_attribute.min(u32::MAX as usize) as u32),
+            iso_attr: limits::ISO_ATTRIBUTE
+                .clamp_u32(s.iso_attribute.min(u32::MAX as usize) as u32),
             shadow_steps: limits::SHADOW_STEPS.clamp_u32(s.shadow_steps),
             step_tau: limits::STEP_TAU.clamp(s.step_tau, 0.0),
             shadow_tau_max: limits::SHADOW_TAU_MAX.clamp(s.shadow_tau_max, 12.0),

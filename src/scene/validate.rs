@@ -221,18 +221,15 @@ const FIXED_ARRAYS: &[(&[&str], usize)] = &[
 ];
 
 /// Checks that every array matched by `pattern` (from `value`, at `path`) has `len` items.
-fn array_length(
-    c: &Check<'_>,
-    value: &DeValue<'_>,
-    pattern: &[&str],
-    path: &P,
-    len: usize,
-) -> R {
+fn array_length(c: &Check<'_>, value: &DeValue<'_>, pattern: &[&str], path: &P, len: usize) -> R {
     let Some((first, rest)) = pattern.split_first() else {
         return match value {
             DeValue::Array(a) if a.len() != len => c.fail(
                 path,
-                format!("expected an array of length {len}, found one of length {}", a.len()),
+                format!(
+                    "expected an array of length {len}, found one of length {}",
+                    a.len()
+                ),
             ),
             _ => Ok(()),
         };
@@ -248,7 +245,11 @@ fn array_length(
             }
             Ok(())
         }
-        DeValue::Array(a) => match first.parse::<usize>().ok().and_then(|i| a.get(i).map(|v| (i, v))) {
+        DeValue::Array(a) => match first
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| a.get(i).map(|v| (i, v)))
+        {
             Some((i, v)) => array_length(c, v.get_ref(), rest, &path.i(i), len),
             None => Ok(()),
         },
