@@ -27,6 +27,8 @@ fn render_refuses_non_finite_camera_values() {
     fails(&["render", "/nonexistent", "--yaw", "inf"], "--yaw");
     fails(&["render", "/nonexistent", "--iso", "NaN"], "--iso");
     fails(&["render", "/nonexistent", "--step=-1"], "--step");
+    // The renderer would clamp a shorter step to 0.01 voxels: refused instead.
+    fails(&["render", "/nonexistent", "--step", "0.001"], "≥ 0.01");
     fails(
         &["render", "/nonexistent", "--frame", "18446744073709551615"],
         "too large",

@@ -429,3 +429,54 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use supercell::dataset::{LaneSpec, Provenance};
+    use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RenderArgs,
+    }
+
+    #[test]
+    fn the_scene_iso_value_stands_unless_iso_is_given() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut p = default_params();
+        p.resolution = 16;
+        p.frames = 1;
+        p.attributes = vec![Attribute::Cloud];
+        generate_dataset(
+            &p,
+            &GenerateOptions::default(),
+            &tmp.path().join("ds"),
+            LaneSpec::Count(1),
+            1 << 20,
+            Provenance::new("render test", Vec::<String>::new()),
+            |_| {},
+        )
+        .unwrap();
+        let scene = tmp.path().join("iso.toml");
+        std::fs::write(
+            &scene,
+            "dataset = \"ds\"\n[settings]\nmode = \"isosurface\"\niso_value = 0.25\n",
+        )
+        .unwrap();
+        let args = |extra: &[&str]| {
+            let mut argv = vec!["render", scene.to_str().unwrap()];
+            argv.extend_from_slice(extra);
+            Cli::parse_from(argv).args
+        };
+        let mut ls = Scene::load(&scene).unwrap().open(1.0, None).unwrap();
+        apply_args(&args(&[]), &mut ls, 1.0);
+        assert_eq!(ls.view.settings.iso_value, 0.25, "the scene's value");
+        apply_args(&args(&["--mode", "iso"]), &mut ls, 1.0);
+        assert_eq!(ls.view.settings.iso_value, 0.25, "--mode iso alone");
+        apply_args(&args(&["--iso=-0.5"]), &mut ls, 1.0);
+        assert_eq!(ls.view.settings.iso_value, -0.5, "--iso");
+    }
+}
