@@ -27,6 +27,8 @@ fn render_refuses_non_finite_camera_values() {
     fails(&["render", "/nonexistent", "--yaw", "inf"], "--yaw");
     fails(&["render", "/nonexistent", "--iso", "NaN"], "--iso");
     fails(&["render", "/nonexistent", "--step=-1"], "--step");
+    // The renderer would clamp a shorter step to 0.01 voxels: refused instead.
+    fails(&["render", "/nonexistent", "--step", "0.001"], "≥ 0.01");
     fails(
         &["render", "/nonexistent", "--frame", "18446744073709551615"],
         "too large",
@@ -48,4 +50,18 @@ fn bench_refuses_an_empty_run() {
         &["bench", "/nonexistent", "--frames", "0"],
         "--frames must be at least 1",
     );
+}
+
+#[test]
+fn play_refuses_window_flags_with_headless() {
+    for flag in [
+        &["--script", "quit"][..],
+        &["--exit-after", "3"],
+        &["--kiosk"],
+        &["--fullscreen"],
+    ] {
+        let mut args = vec!["play", "/nonexistent", "--headless"];
+        args.extend_from_slice(flag);
+        fails(&args, &format!("{} drives the window", flag[0]));
+    }
 }

@@ -1018,3 +1018,18 @@ fn toggle_during_playback_on_the_gpu() {
     player.drain(Duration::from_secs(10));
     drop(player);
 }
+
+#[test]
+fn start_frame_past_the_end_is_refused() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    let mut cfg = small_config();
+    cfg.start_frame = 8;
+    let e = match Player::new(&g.device, &g.queue, &ds, &cfg) {
+        Ok(_) => panic!("start frame 8 of an 8-frame dataset was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("start frame 8") && e.contains("8 frames"), "{e}");
+    cfg.start_frame = 7;
+    Player::new(&g.device, &g.queue, &ds, &cfg).expect("the last frame is a valid start");
+}

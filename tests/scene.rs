@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use supercell::dataset::{LaneSpec, Provenance};
 use supercell::pipeline::PlayMode;
-use supercell::render::Camera;
+use supercell::render::{Camera, View};
 use supercell::scene::{CameraKey, CameraPath, DatasetSpec, Scene, SceneError};
 use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
 
@@ -398,4 +398,249 @@ fn yaw_goes_the_short_way_round() {
     let once = CameraPath::new(vec![key(1.0, 350.0), key(2.0, 10.0)], false, None).unwrap();
     assert_eq!(once.at(0.0, &f).yaw_deg, 350.0);
     assert_eq!(once.at(9.0, &f).yaw_deg, 10.0);
+}
+
+/// `[settings]` with one line `line` (on line 2 of the file).
+fn settings_err(line: &str) -> SceneError {
+    err(&format!("[settings]\n{line}\n"))
+}
+
+#[test]
+fn every_render_setting_is_range_checked() {
+    // (line, field, words of the message): NaN, infinities and values the renderer would
+    // otherwise clamp or render as garbage.
+    let cases = [
+        ("exposure = nan", "settings.exposure", "> 0"),
+        ("exposure = inf", "settings.exposure", "> 0"),
+        ("exposure = 0.0", "settings.exposure", "> 0"),
+        ("ground_albedo = 1.5", "settings.ground_albedo", "0..1"),
+        ("ground_albedo = nan", "settings.ground_albedo", "0..1"),
+        ("ground_albedo = -0.1", "settings.ground_albedo", "0..1"),
+        ("iso_value = nan", "settings.iso_value", "finite"),
+        ("iso_value = -inf", "settings.iso_value", "finite"),
+        ("step_tau = 2.0", "settings.step_tau", "0..1"),
+        ("step_voxels = 0.001", "settings.step_voxels", "≥ 0.01"),
+        ("shadow_tau_max = 100.0", "settings.shadow_tau_max", "0..80"),
+        ("shadow_steps = 100000", "settings.shadow_steps", "1..65536"),
+        ("shadow_steps = 0", "settings.shadow_steps", "1..65536"),
+        ("max_step_scale = 0", "settings.max_step_scale", "1..64"),
+        ("max_step_scale = 65", "settings.max_step_scale", "1..64"),
+        ("max_steps = 0", "settings.max_steps", "≥ 1"),
+        ("work_budget = 0", "settings.work_budget", "≥ 1"),
+        (
+            "transmittance_cutoff = 1.0",
+            "settings.transmittance_cutoff",
+            "[0, 1)",
+        ),
+        (
+            "transmittance_cutoff = nan",
+            "settings.transmittance_cutoff",
+            "[0, 1)",
+        ),
+        (
+            "sun_azimuth_deg = inf",
+            "settings.sun_azimuth_deg",
+            "finite",
+        ),
+        (
+            "sun_elevation_deg = nan",
+            "settings.sun_elevation_deg",
+            "-90..90",
+        ),
+        ("phase_g = 1.0", "settings.phase_g", "(-1, 1)"),
+        (
+            "multiple_scattering = -0.5",
+            "settings.multiple_scattering",
+            "≥ 0",
+        ),
+        ("ambient = inf", "settings.ambient", "≥ 0"),
+        ("ground_spacing = -5.0", "settings.ground_spacing", "≥ 0"),
+        ("iso_attribute = 4", "settings.iso_attribute", "0..3"),
+        (
+            "sun_color = [1.0, nan, 1.0]",
+            "settings.sun_color[1]",
+            "≥ 0",
+        ),
+        (
+            "sky_zenith = [0.1, 0.2, -0.3]",
+            "settings.sky_zenith[2]",
+            "≥ 0",
+        ),
+        (
+            "sky_horizon = [inf, 0.2, 0.3]",
+            "settings.sky_horizon[0]",
+            "≥ 0",
+        ),
+    ];
+    for (line, field, needle) in cases {
+        check(&settings_err(line), 2, field, needle);
+    }
+}
+
+#[test]
+fn other_numbers_are_checked_too() {
+    let attr = "[[attribute]]\nname = \"cloud\"\n";
+    let cases = [
+        (
+            format!("{attr}colormap = [[0.0, [0.2, nan, 0.2]], [1.0, [1.0, 1.0, 1.0]]]\n"),
+            3,
+            "attribute[0].colormap[0]",
+            "0..1",
+        ),
+        (
+            format!("{attr}colormap = [[0.0, [0.2, 0.2, 1.5]]]\n"),
+            3,
+            "attribute[0].colormap[0]",
+            "0..1",
+        ),
+        (
+            format!("{attr}range = [0.0, inf]\n"),
+            3,
+            "attribute[0].range",
+            "finite",
+        ),
+        (
+            format!("{attr}opacity = [[0.0, nan]]\n"),
+            3,
+            "attribute[0].opacity[0]",
+            "0..1",
+        ),
+        (
+            format!("{attr}extinction_scale = inf\n"),
+            3,
+            "attribute[0].extinction_scale",
+            "≥ 0",
+        ),
+        (
+            format!("{attr}emission = nan\n"),
+            3,
+            "attribute[0].emission",
+            "≥ 0",
+        ),
+        (
+            "[camera]\ntarget = [0.0, nan, 0.0]\n".to_string(),
+            2,
+            "camera.target[1]",
+            "finite",
+        ),
+        (
+            "[overlay]\nplot_window_s = 120.0\n".to_string(),
+            2,
+            "overlay.plot_window_s",
+            "at most 60",
+        ),
+        (
+            "[overlay]\nplot_window_s = inf\n".to_string(),
+            2,
+            "overlay.plot_window_s",
+            "at most 60",
+        ),
+        (
+            "[playback]\nfps = inf\n".to_string(),
+            2,
+            "playback.fps",
+            "≥ 0",
+        ),
+    ];
+    for (text, line, field, needle) in cases {
+        check(&err(&text), line, field, needle);
+    }
+}
+
+#[test]
+fn arrays_of_the_wrong_length_name_the_field() {
+    let attr = "[[attribute]]\nname = \"cloud\"\n";
+    let cases = [
+        (
+            "[settings]\nsun_color = [1.0, 2.0]\n".to_string(),
+            2,
+            "settings.sun_color",
+        ),
+        (
+            "[settings]\nsky_zenith = [0.1, 0.2, 0.3, 0.4]\n".to_string(),
+            2,
+            "settings.sky_zenith",
+        ),
+        (
+            "[camera]\ntarget = [1.0, 2.0]\n".to_string(),
+            2,
+            "camera.target",
+        ),
+        (format!("{attr}range = [0.0]\n"), 3, "attribute[0].range"),
+        (
+            format!("{attr}opacity = [[0.0, 0.5, 1.0]]\n"),
+            3,
+            "attribute[0].opacity[0]",
+        ),
+        (
+            format!("{attr}colormap = [[0.0, [1.0, 1.0]]]\n"),
+            3,
+            "attribute[0].colormap[0][1]",
+        ),
+    ];
+    for (text, line, field) in cases {
+        let e = err(&text);
+        assert_eq!(e.line, Some(line), "{text}: {e}");
+        assert_eq!(e.field.as_deref(), Some(field), "{text}: {e}");
+        assert!(e.message.contains("length"), "{text}: {e}");
+    }
+}
+
+/// The validator and the renderer share their limits: a scene at the edge of every range
+/// reaches the uniform block unchanged, and one step beyond is refused.
+#[test]
+fn accepted_settings_reach_the_renderer_unclamped() {
+    let text = "[settings]
+step_tau = 1.0
+step_voxels = 0.01
+shadow_tau_max = 80.0
+shadow_steps = 65536
+max_step_scale = 64
+iso_attribute = 3
+ground_albedo = 1.0
+";
+    let s = Scene::parse(text, Path::new("scenes/edge.toml")).unwrap();
+    let mut view = View::new([[0.0; 3], [1.0; 3]], 2.0, Vec::new(), 1.0);
+    view.settings = s.settings.clone();
+    let p = view.gpu_params(8, 8);
+    assert_eq!(p.step_tau, 1.0);
+    assert_eq!(p.dt, 0.01 * 2.0);
+    assert_eq!(p.shadow_tau_max, 80.0);
+    assert_eq!(p.shadow_steps, 65536);
+    assert_eq!(p.max_step_scale, 64);
+    assert_eq!(p.iso_attr, 3);
+    assert_eq!(p.ground[2], 1.0);
+    for (line, beyond) in [
+        (2, "step_tau = 1.0001"),
+        (3, "step_voxels = 0.0099"),
+        (4, "shadow_tau_max = 80.01"),
+        (5, "shadow_steps = 65537"),
+        (6, "max_step_scale = 65"),
+        (7, "iso_attribute = 4"),
+        (8, "ground_albedo = 1.01"),
+    ] {
+        let key = beyond.split(' ').next().unwrap();
+        let changed: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("{key} ")) {
+                    beyond.to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        check(&err(&changed), line, &format!("settings.{key}"), "found");
+    }
+}
+
+#[test]
+fn a_colormap_of_the_wrong_shape_says_what_a_colormap_is() {
+    check(
+        &err("[[attribute]]\nname = \"cloud\"\ncolormap = 5\n"),
+        3,
+        "attribute[0].colormap",
+        "expected a colormap name (cloud, ",
+    );
 }

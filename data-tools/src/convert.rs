@@ -7,8 +7,10 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use supercell::dataset::{DEFAULT_CHUNK_SIZE, Provenance, export_frame, import_nvdb_sequence};
-use supercell::format::Codec;
+use supercell::dataset::{
+    AlignedBuf, CrcCheck, DEFAULT_CHUNK_SIZE, Provenance, import_nvdb_sequence,
+};
+use supercell::format::{Codec, Grid, write_nvdb};
 
 /// Arguments of `import`.
 #[derive(clap::Args, Debug)]
@@ -45,6 +47,10 @@ pub struct ExportArgs {
     /// Compression of the grids in the file: none, zip or blosc.
     #[arg(long, default_value = "none", value_parser = parse_codec)]
     pub codec: Codec,
+    /// Export grids whose stored checksum does not match their bytes (with a warning)
+    /// instead of refusing the frame.
+    #[arg(long)]
+    pub allow_bad_checksum: bool,
 }
 
 fn parse_codec(text: &str) -> Result<Codec> {
@@ -131,14 +137,45 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
             args.out.display()
         );
     }
-    export_frame(&ds, args.frame, &args.out, args.codec).with_context(|| {
+    let context = || {
         format!(
             "exporting frame {} of {} to {}",
             args.frame,
             args.dataset.display(),
             args.out.display()
         )
-    })?;
+    };
+    // The extent CRCs (checked on the read) prove the bytes are what was written; the grid
+    // checksums prove the grids are what their producer made. A damaged grid is not copied
+    // into a file that would then look as trustworthy as any other.
+    let mut buf = AlignedBuf::new();
+    ds.read_frame(args.frame, &mut buf, CrcCheck::Verify)
+        .with_context(context)?;
+    let mut grids = Vec::with_capacity(m.attributes.len());
+    for (a, attr) in m.attributes.iter().enumerate() {
+        let bytes = ds.grid_bytes(args.frame, a, &buf).with_context(context)?;
+        let grid = Grid::parse(bytes).with_context(|| {
+            format!(
+                "{}: frame {} grid {a} ({:?})",
+                args.dataset.display(),
+                args.frame,
+                attr.name
+            )
+        })?;
+        target::check_checksum(
+            &format!(
+                "{}: frame {} grid {a} ({:?})",
+                args.dataset.display(),
+                args.frame,
+                attr.name
+            ),
+            bytes,
+            grid.version(),
+            args.allow_bad_checksum,
+        )?;
+        grids.push(bytes);
+    }
+    write_nvdb(&args.out, &grids, args.codec).with_context(context)?;
     println!(
         "{}: frame {} ({} grids, codec {})",
         args.out.display(),

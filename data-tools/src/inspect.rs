@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use supercell::format::{ChecksumState, FileGrid, Grid, Value, verify_checksum};
+use supercell::format::{ChecksumKind, ChecksumState, FileGrid, Grid, Value, verify_checksum};
 
 /// Arguments of `inspect`.
 #[derive(clap::Args, Debug)]
@@ -37,7 +37,14 @@ struct GridReport {
     world_bbox: [[f64; 3]; 2],
     voxel_size: [f64; 3],
     range: Option<(Value, Value)>,
+    /// `valid`, `absent` or `MISMATCH`.
     checksum: &'static str,
+    /// What the stored checksum covers.
+    checksum_kind: ChecksumKind,
+    /// The stored 64-bit checksum.
+    checksum_stored: u64,
+    /// Stored and computed values of a mismatching checksum.
+    mismatch: Option<(u64, u64)>,
 }
 
 fn value_json(v: &Value) -> serde_json::Value {
@@ -68,10 +75,15 @@ fn value_text(v: &Value) -> String {
 
 fn report(index: usize, fg: &FileGrid, grid: &Grid<'_>) -> GridReport {
     let h = grid.header();
-    let checksum = match verify_checksum(&fg.bytes, h.version) {
+    let state = verify_checksum(&fg.bytes, h.version);
+    let checksum = match state {
         ChecksumState::Absent => "absent",
         ChecksumState::Valid => "valid",
         ChecksumState::Mismatch { .. } => "MISMATCH",
+    };
+    let mismatch = match state {
+        ChecksumState::Mismatch { stored, computed } => Some((stored, computed)),
+        _ => None,
     };
     GridReport {
         index,
@@ -94,6 +106,25 @@ fn report(index: usize, fg: &FileGrid, grid: &Grid<'_>) -> GridReport {
         voxel_size: h.voxel_size,
         range: grid.root_stats().map(|s| (s.min, s.max)),
         checksum,
+        checksum_kind: ChecksumKind::of(grid.stored_checksum()),
+        checksum_stored: grid.stored_checksum(),
+        mismatch,
+    }
+}
+
+/// The checksum in words: `checksum full, valid`, `checksum head-only (leaves not covered),
+/// valid`, `checksum none`, `checksum full, MISMATCH (stored …, computed …)`.
+fn checksum_text(r: &GridReport) -> String {
+    let kind = match r.checksum_kind {
+        ChecksumKind::Full => "full",
+        ChecksumKind::HeadOnly => "head-only (leaves not covered)",
+        ChecksumKind::None => return "checksum none".into(),
+    };
+    match r.mismatch {
+        Some((stored, computed)) => {
+            format!("checksum {kind}, MISMATCH (stored {stored:016x}, computed {computed:016x})")
+        }
+        None => format!("checksum {kind}, {}", r.checksum),
     }
 }
 
@@ -130,6 +161,9 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
                     "voxel_size": r.voxel_size,
                     "value_range": r.range.map(|(a, b)| json!([value_json(&a), value_json(&b)])),
                     "checksum": r.checksum,
+                    "checksum_kind": r.checksum_kind.name(),
+                    "checksum_stored": format!("{:016x}", r.checksum_stored),
+                    "checksum_computed": r.mismatch.map(|(_, c)| format!("{c:016x}")),
                 })
             })
             .collect();
@@ -164,7 +198,7 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         }
         for r in &reports {
             println!(
-                "grid {} {:?}: {} {} (NanoVDB {}), {} bytes{}, codec {}, checksum {}",
+                "grid {} {:?}: {} {} (NanoVDB {}), {} bytes{}, codec {}, {}",
                 r.index,
                 r.name,
                 r.grid_type,
@@ -177,7 +211,7 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
                     String::new()
                 },
                 r.codec,
-                r.checksum
+                checksum_text(r)
             );
             println!(
                 "  active voxels {}, nodes leaf/lower/upper {}/{}/{}, active tiles lower/upper/root {}/{}/{}",

@@ -24,6 +24,10 @@ pub struct SampleArgs {
     /// Print a JSON array of the values, in the order asked; floats read back exactly.
     #[arg(long)]
     pub json: bool,
+    /// Sample a grid whose stored checksum does not match its bytes (with a warning)
+    /// instead of refusing it.
+    #[arg(long)]
+    pub allow_bad_checksum: bool,
 }
 
 fn f64_text(v: f64) -> String {
@@ -90,6 +94,19 @@ pub fn run(args: &SampleArgs) -> Result<ExitCode> {
         bail!("{}: holds no grids", args.path.display());
     };
     let grid = fg.grid()?;
+    let frame = loaded
+        .frame
+        .map_or(String::new(), |f| format!("frame {f} "));
+    target::check_checksum(
+        &format!(
+            "{}: {frame}grid {index} ({:?})",
+            args.path.display(),
+            fg.name
+        ),
+        &fg.bytes,
+        grid.version(),
+        args.allow_bad_checksum,
+    )?;
     let mut acc = grid.accessor();
     let mut values = Vec::with_capacity(args.at.len());
     for ijk in &args.at {

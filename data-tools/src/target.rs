@@ -3,7 +3,9 @@
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 use supercell::dataset::{AlignedBuf, CrcCheck, Dataset, MANIFEST_FILE};
-use supercell::format::{FileGrid, read_nvdb};
+use supercell::format::{
+    ChecksumKind, ChecksumState, FileGrid, Version, read_nvdb, verify_checksum,
+};
 
 /// Grids loaded from a PATH argument, with where they came from.
 pub struct LoadedGrids {
@@ -72,4 +74,26 @@ pub fn load(path: &Path, frame: Option<usize>) -> Result<LoadedGrids> {
     }
     let grids = read_nvdb(path)?;
     Ok(LoadedGrids { grids, frame: None })
+}
+
+/// Checks the NanoVDB checksum stored in grid `bytes` (of NanoVDB `version`) against its
+/// bytes. `what` names the grid in messages (`storm: frame 0 grid 1 ("rain")`).
+///
+/// A mismatch is an error, or with `allow_bad` (the `--allow-bad-checksum` flag) a warning on
+/// stderr; a grid without a checksum, or one whose checksum matches, passes silently.
+pub fn check_checksum(what: &str, bytes: &[u8], version: Version, allow_bad: bool) -> Result<()> {
+    let ChecksumState::Mismatch { stored, computed } = verify_checksum(bytes, version) else {
+        return Ok(());
+    };
+    let kind = ChecksumKind::of(stored).name();
+    let problem = format!(
+        "{what}: NanoVDB checksum mismatch ({kind} checksum stored {stored:016x}, the bytes give \
+         {computed:016x}): the grid is damaged"
+    );
+    if allow_bad {
+        eprintln!("supercell-data: warning: {problem}; reading it anyway (--allow-bad-checksum)");
+        Ok(())
+    } else {
+        bail!("{problem} (--allow-bad-checksum reads it anyway)")
+    }
 }

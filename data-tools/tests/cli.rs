@@ -714,3 +714,189 @@ fn generate_refuses_a_resolution_larger_than_memory() {
     );
     assert!(!ds.join("manifest.json").exists());
 }
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/nanovdb")
+        .join(name)
+}
+
+/// Flips one byte inside the first leaf's voxel data of the only grid of the uncompressed
+/// file `path`.
+fn flip_leaf_byte(path: &Path) {
+    let grids = read_nvdb(path).unwrap();
+    let grid_bytes = &grids[0].bytes;
+    let leaf = Grid::parse(grid_bytes)
+        .unwrap()
+        .leaves()
+        .next()
+        .expect("a leaf")
+        .offset();
+    let mut file = std::fs::read(path).unwrap();
+    let start = file
+        .windows(256)
+        .position(|w| w == &grid_bytes[..256])
+        .expect("the grid is stored uncompressed");
+    file[start + leaf + 200] ^= 0x40;
+    std::fs::write(path, file).unwrap();
+}
+
+fn stderr_of(args: &[&str]) -> (bool, String, String) {
+    let out = tool(args);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn inspect_names_the_checksum_kind_and_sample_refuses_a_mismatch() {
+    let tmp = tempfile::tempdir().unwrap();
+
+    // NanoVDB's tools write head-only checksums: a damaged leaf goes unnoticed, and inspect
+    // says so rather than calling the grid simply "valid".
+    let head_only = tmp.path().join("head_only.nvdb");
+    std::fs::copy(fixture("sphere_ls.nvdb"), &head_only).unwrap();
+    flip_leaf_byte(&head_only);
+    let h = head_only.to_str().unwrap();
+    let text = ok(&["inspect", h]);
+    assert!(
+        text.contains("checksum head-only (leaves not covered), valid"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", h, "--json"])).unwrap();
+    assert_eq!(json["grids"][0]["checksum_kind"], "head-only", "{json}");
+    ok(&["sample", h, "--at", "0,0,0"]);
+
+    // The same grid with a full checksum, then one leaf byte flipped.
+    let full = tmp.path().join("full.nvdb");
+    let mut bytes = read_nvdb(fixture("sphere_ls.nvdb"))
+        .unwrap()
+        .remove(0)
+        .bytes;
+    let sum = supercell::format::compute_checksum(&bytes).unwrap();
+    bytes[8..16].copy_from_slice(&sum.to_le_bytes());
+    supercell::format::write_nvdb(&full, &[&bytes[..]], supercell::format::Codec::None).unwrap();
+    let f = full.to_str().unwrap();
+    let text = ok(&["inspect", f]);
+    assert!(text.contains("checksum full, valid"), "{text}");
+    ok(&["sample", f, "--at", "0,0,0"]);
+
+    flip_leaf_byte(&full);
+    let (success, text, _) = stderr_of(&["inspect", f]);
+    assert!(!success, "inspect of a damaged grid must fail");
+    assert!(text.contains("checksum full, MISMATCH (stored "), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stderr_of(&["inspect", f, "--json"]).1).unwrap();
+    assert_eq!(json["grids"][0]["checksum_kind"], "full", "{json}");
+    assert_eq!(json["grids"][0]["checksum"], "MISMATCH", "{json}");
+    assert!(json["grids"][0]["checksum_computed"].is_string(), "{json}");
+
+    // sample refuses it, naming the file, the grid and both values...
+    fails(&["sample", f, "--at", "0,0,0"], "checksum mismatch");
+    let (success, _, err) = stderr_of(&["sample", f, "--at", "0,0,0"]);
+    assert!(!success);
+    assert!(err.contains("full.nvdb: grid 0 ("), "{err}");
+    assert!(err.contains(&format!("stored {sum:016x}")), "{err}");
+    assert!(err.contains("--allow-bad-checksum"), "{err}");
+    // ...unless told to read it anyway, with a warning.
+    let (success, out, err) = stderr_of(&["sample", f, "--at", "0,0,0", "--allow-bad-checksum"]);
+    assert!(success, "{err}");
+    assert!(out.starts_with("0,0,0: "), "{out}");
+    assert!(
+        err.contains("warning") && err.contains("checksum mismatch"),
+        "{err}"
+    );
+}
+
+/// Damages one leaf byte of frame 0's first grid in a dataset and fixes the extent CRC, as
+/// a writer that striped an already-damaged grid would have: only the grid's own checksum
+/// can tell.
+fn damage_dataset_grid(ds: &Path) {
+    use supercell::dataset::{AlignedBuf, CrcCheck, Dataset};
+    let dataset = Dataset::open(ds).unwrap();
+    let mut buf = AlignedBuf::new();
+    dataset.read_frame(0, &mut buf, CrcCheck::Verify).unwrap();
+    let leaf = Grid::parse(dataset.grid_bytes(0, 0, &buf).unwrap())
+        .unwrap()
+        .leaves()
+        .next()
+        .expect("a leaf")
+        .offset();
+    let manifest_path = ds.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let grid = &m["frames"][0]["grids"][0];
+    assert_eq!(grid["attribute"], 0);
+    let at = grid["offset"].as_u64().unwrap() + leaf as u64 + 200;
+    let extents = m["frames"][0]["extents"].as_array_mut().unwrap();
+    let e = extents
+        .iter_mut()
+        .find(|e| {
+            let (dst, len) = (e[4].as_u64().unwrap(), e[3].as_u64().unwrap());
+            dst <= at && at < dst + len
+        })
+        .expect("an extent holds the byte");
+    let (lane, file, offset, len, dst) = (
+        e[0].as_u64().unwrap() as usize,
+        e[1].as_u64().unwrap() as usize,
+        e[2].as_u64().unwrap() as usize,
+        e[3].as_u64().unwrap() as usize,
+        e[4].as_u64().unwrap(),
+    );
+    let lane_path = dataset.manifest().lane_dir(lane as u32);
+    let name = dataset.manifest().lanes[lane].files[file].name.clone();
+    let lane_file = lane_path.join(name);
+    let mut bytes = std::fs::read(&lane_file).unwrap();
+    bytes[offset + (at - dst) as usize] ^= 0x40;
+    e[5] = crc32fast::hash(&bytes[offset..offset + len]).into();
+    std::fs::write(&lane_file, bytes).unwrap();
+    std::fs::write(&manifest_path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn export_and_sample_refuse_a_dataset_grid_whose_checksum_mismatches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    let d = ds.to_str().unwrap();
+    ok(&[
+        "generate",
+        d,
+        "--frames",
+        "1",
+        "--resolution",
+        "48",
+        "--lanes",
+        "1",
+    ]);
+    damage_dataset_grid(&ds);
+    let out = tmp.path().join("f0.nvdb");
+    let o = out.to_str().unwrap();
+    let (success, _, err) = stderr_of(&["export", d, "--frame", "0", "--out", o]);
+    assert!(!success, "export of a damaged grid must fail");
+    assert!(err.contains("checksum mismatch"), "{err}");
+    assert!(err.contains("frame 0 grid 0 (\"cloud\")"), "{err}");
+    assert!(err.contains("stored "), "{err}");
+    assert!(!out.exists(), "nothing written");
+    fails(
+        &["sample", d, "--grid", "cloud", "--at", "0,0,0"],
+        "checksum mismatch",
+    );
+    // Explicitly allowed: written, with a warning; the copy carries the damage faithfully.
+    let (success, _, err) = stderr_of(&[
+        "export",
+        d,
+        "--frame",
+        "0",
+        "--out",
+        o,
+        "--allow-bad-checksum",
+    ]);
+    assert!(success, "{err}");
+    assert!(err.contains("warning"), "{err}");
+    let (success, text, _) = stderr_of(&["inspect", o]);
+    assert!(!success);
+    assert!(text.contains("MISMATCH"), "{text}");
+    ok(&["sample", d, "--grid", "rain", "--at", "0,0,0"]);
+}

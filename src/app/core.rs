@@ -575,6 +575,14 @@ impl Player {
                 scene_path.display()
             )));
         }
+        if cfg.start_frame as usize >= source.frames.len() {
+            return Err(PlayError::Usage(format!(
+                "start frame {} (--start-frame) is past the end: the dataset has {} frames (0..={})",
+                cfg.start_frame,
+                source.frames.len(),
+                source.frames.len() - 1
+            )));
+        }
         let slot_len = source.frames.iter().map(|f| f.len).max().unwrap_or(4096) as usize;
         let limits = device.limits();
         if slot_len as u64 > limits.max_buffer_size {
@@ -782,7 +790,7 @@ impl Player {
             speed_fps: cfg.speed_fps,
             window: slots,
         });
-        sched.scrub(cfg.start_frame.min(n - 1));
+        sched.scrub(cfg.start_frame);
         sched.set_playing(cfg.playing);
         let epoch = Instant::now();
         let mut stats: [PathStats; 2] = Default::default();

@@ -5,8 +5,9 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-/// How far back the rolling series reach (the plots show 30 s of it).
-const HISTORY_S: f64 = 60.0;
+/// How far back the rolling series reach (the plots show 30 s of it by default; a scene's
+/// `plot_window_s` may ask for all of it).
+const HISTORY_S: f64 = crate::scene::MAX_PLOT_WINDOW_S;
 /// Width of the "now" windows (GB/s, frames/s), seconds.
 const WINDOW_S: f64 = 1.0;
 /// Latencies kept for percentiles (the most recent ones).

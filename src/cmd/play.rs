@@ -214,8 +214,33 @@ fn player_config(
     })
 }
 
+/// Flags that only mean something with a window, refused with `--headless` rather than
+/// ignored: a headless run measures fixed paths and has no keys, overlay or screen to
+/// script.
+fn refuse_window_flags(args: &PlayArgs) -> anyhow::Result<()> {
+    if !args.headless {
+        return Ok(());
+    }
+    for (given, flag) in [
+        (args.script.is_some(), "--script"),
+        (args.exit_after.is_some(), "--exit-after"),
+        (args.kiosk, "--kiosk"),
+        (args.fullscreen, "--fullscreen"),
+    ] {
+        if given {
+            bail!(
+                "{flag} drives the window and cannot be used with --headless (a headless run \
+                 measures each path for --frames frames; script a window instead, under Xvfb \
+                 where there is no display)"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs `supercell play`.
 pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
+    refuse_window_flags(args)?;
     let scene = match &args.scene {
         Some(p) => p.clone(),
         None => supercell::scene::ensure_default_dataset(true)?,
@@ -351,9 +376,8 @@ fn window_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
     let scene_file = Scene::load(scene)?;
     let cfg = player_config(args, window_size, &scene_file.playback)?;
     let overlay = &scene_file.overlay;
-    if !(overlay.plot_window_s.is_finite() && overlay.plot_window_s > 0.0) {
-        bail!("the scene's plot_window_s must be positive");
-    }
+    // Scene::load checked plot_window_s against the same bounds.
+    let plot_window_s = overlay.plot_window_s;
     let toggle_every = args
         .toggle_every
         .as_deref()
@@ -383,7 +407,7 @@ fn window_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
         fullscreen: args.fullscreen || args.kiosk,
         large_print: args.large_print || args.kiosk || overlay.large_print,
         plots: overlay.plots,
-        plot_window_s: overlay.plot_window_s.min(60.0),
+        plot_window_s,
         help: overlay.show_help,
         kiosk: args.kiosk,
         toggle_every,

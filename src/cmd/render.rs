@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use supercell::dataset::{AlignedBuf, CrcCheck};
-use supercell::render::{GpuContext, Mode, Projection, Renderer, try_upload_slot};
+use supercell::render::{GpuContext, Mode, Projection, Renderer, limits, try_upload_slot};
 use supercell::scene::{LoadedScene, Scene};
 
 /// Rendering mode on the command line.
@@ -16,7 +16,7 @@ pub enum ModeArg {
     Shaded,
     /// Maximum-intensity projection.
     Mip,
-    /// Isosurface of the first attribute at `--iso`.
+    /// Isosurface of an attribute at `--iso` (default: the scene's `iso_value`).
     Iso,
 }
 
@@ -47,9 +47,9 @@ pub struct RenderArgs {
     /// cloud,rain,wind_speed).
     #[arg(long, value_delimiter = ',')]
     pub attributes: Option<Vec<String>>,
-    /// Isosurface value (with `--mode iso`).
-    #[arg(long, default_value_t = 0.5)]
-    pub iso: f32,
+    /// Isosurface value (isosurface mode; default: the scene's `iso_value`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub iso: Option<f32>,
     /// Orthographic camera.
     #[arg(long)]
     pub ortho: bool,
@@ -135,7 +135,7 @@ fn check_camera_args(args: &RenderArgs) -> anyhow::Result<()> {
         ("--pitch", args.pitch),
         ("--zoom", args.zoom),
         ("--step", args.step),
-        ("--iso", Some(args.iso)),
+        ("--iso", args.iso),
         ("--path-time", args.path_time.map(|t| t as f32)),
     ] {
         if let Some(v) = v
@@ -147,8 +147,13 @@ fn check_camera_args(args: &RenderArgs) -> anyhow::Result<()> {
     if args.zoom.is_some_and(|z| z <= 0.0) {
         bail!("--zoom must be positive (> 1 moves closer)");
     }
-    if args.step.is_some_and(|s| s <= 0.0) {
-        bail!("--step must be a positive number of voxels");
+    if let Some(s) = args.step
+        && !limits::STEP_VOXELS.contains(f64::from(s))
+    {
+        bail!(
+            "--step {s}: the step length in voxels must be {}",
+            limits::STEP_VOXELS.describe()
+        );
     }
     Ok(())
 }
@@ -183,8 +188,8 @@ fn apply_args(args: &RenderArgs, ls: &mut LoadedScene, aspect: f32) {
             ModeArg::Iso => Mode::Isosurface,
         };
     }
-    if v.settings.mode == Mode::Isosurface {
-        v.settings.iso_value = args.iso;
+    if let Some(iso) = args.iso {
+        v.settings.iso_value = iso;
     }
     if args.ortho {
         v.camera.projection = Projection::Orthographic;
@@ -503,4 +508,55 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
             .with_context(|| format!("{}", p.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use supercell::dataset::{LaneSpec, Provenance};
+    use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RenderArgs,
+    }
+
+    #[test]
+    fn the_scene_iso_value_stands_unless_iso_is_given() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut p = default_params();
+        p.resolution = 16;
+        p.frames = 1;
+        p.attributes = vec![Attribute::Cloud];
+        generate_dataset(
+            &p,
+            &GenerateOptions::default(),
+            &tmp.path().join("ds"),
+            LaneSpec::Count(1),
+            1 << 20,
+            Provenance::new("render test", Vec::<String>::new()),
+            |_| {},
+        )
+        .unwrap();
+        let scene = tmp.path().join("iso.toml");
+        std::fs::write(
+            &scene,
+            "dataset = \"ds\"\n[settings]\nmode = \"isosurface\"\niso_value = 0.25\n",
+        )
+        .unwrap();
+        let args = |extra: &[&str]| {
+            let mut argv = vec!["render", scene.to_str().unwrap()];
+            argv.extend_from_slice(extra);
+            Cli::parse_from(argv).args
+        };
+        let mut ls = Scene::load(&scene).unwrap().open(1.0, None).unwrap();
+        apply_args(&args(&[]), &mut ls, 1.0);
+        assert_eq!(ls.view.settings.iso_value, 0.25, "the scene's value");
+        apply_args(&args(&["--mode", "iso"]), &mut ls, 1.0);
+        assert_eq!(ls.view.settings.iso_value, 0.25, "--mode iso alone");
+        apply_args(&args(&["--iso=-0.5"]), &mut ls, 1.0);
+        assert_eq!(ls.view.settings.iso_value, -0.5, "--iso");
+    }
 }

@@ -71,6 +71,41 @@ pub enum ChecksumState {
     },
 }
 
+/// Which checksum a grid carries, from its stored 64-bit value alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChecksumKind {
+    /// Head and tail: every byte of the grid after the checksum field is covered.
+    Full,
+    /// Head only (NanoVDB's "partial" mode, the default of its tools): the grid and tree
+    /// headers (and, before 32.6, the root and its tiles) are covered, the nodes and leaves
+    /// are not, so damage to voxel data goes unnoticed.
+    HeadOnly,
+    /// No checksum (all 64 bits set).
+    None,
+}
+
+impl ChecksumKind {
+    /// The kind of a stored checksum value.
+    pub fn of(stored: u64) -> ChecksumKind {
+        if stored == CHECKSUM_DISABLED {
+            ChecksumKind::None
+        } else if (stored >> 32) as u32 == EMPTY32 {
+            ChecksumKind::HeadOnly
+        } else {
+            ChecksumKind::Full
+        }
+    }
+
+    /// `full`, `head-only` or `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChecksumKind::Full => "full",
+            ChecksumKind::HeadOnly => "head-only",
+            ChecksumKind::None => "none",
+        }
+    }
+}
+
 /// One of NanoVDB's checksum algorithms (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChecksumScheme {

@@ -16,7 +16,9 @@ pub mod sparse;
 pub mod types;
 
 pub use build::{BuildOptions, ChecksumMode, NanoVdbVersion, build_grid, build_grid_into};
-pub use checksum::{ChecksumScheme, ChecksumState, compute_checksum, verify_checksum};
+pub use checksum::{
+    ChecksumKind, ChecksumScheme, ChecksumState, compute_checksum, verify_checksum,
+};
 pub use error::{FormatError, NvdbError};
 pub use file::{FileGrid, FileGridMeta, encode_nvdb, read_nvdb, read_nvdb_bytes, write_nvdb};
 pub use grid::{Grid, GridHeader, LeafView, ReadAccessor, Value};

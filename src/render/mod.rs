@@ -36,7 +36,10 @@ pub use gpu::{
     create_scoped, take_uncaptured_error, try_upload_slot, upload_slot,
 };
 pub use image::{Image, ImageDiff, aces, srgb_encode};
-pub use params::{AttributeView, GpuAttr, GpuParams, MAX_ATTRIBUTES, Mode, RenderSettings, View};
+pub use params::{
+    AttributeView, GpuAttr, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, Mode,
+    RenderSettings, View, limits,
+};
 pub use shader::{
     ACCEL_CELLS, MAX_ROOT_TILES, SUPPORTED_TYPES, ShaderPart, prelude, shader_source,
     shader_source_of,

@@ -127,6 +127,326 @@ impl Default for RenderSettings {
     }
 }
 
+/// The values one numeric render setting may take: a finite number between `min` and `max`
+/// (each bound inclusive or not).
+///
+/// [`RenderSettings::validate`] (and so the scene validator) rejects values outside these
+/// bounds, and [`View::gpu_params`] clamps to the same bounds, so that a setting the scene
+/// accepted always reaches the renderer unchanged; the clamps only guard settings built in
+/// code.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// Lower bound.
+    pub min: f64,
+    /// Whether `min` itself is allowed.
+    pub min_inclusive: bool,
+    /// Upper bound (`f64::MAX`: none).
+    pub max: f64,
+    /// Whether `max` itself is allowed.
+    pub max_inclusive: bool,
+}
+
+impl Limits {
+    /// Any finite number.
+    pub const FINITE: Limits = Limits::between(f64::MIN, f64::MAX);
+
+    /// `min ≤ v ≤ max`.
+    pub const fn between(min: f64, max: f64) -> Limits {
+        Limits {
+            min,
+            min_inclusive: true,
+            max,
+            max_inclusive: true,
+        }
+    }
+
+    /// `min < v < max`.
+    pub const fn strictly_between(min: f64, max: f64) -> Limits {
+        Limits {
+            min,
+            min_inclusive: false,
+            max,
+            max_inclusive: false,
+        }
+    }
+
+    /// `v ≥ min`.
+    pub const fn at_least(min: f64) -> Limits {
+        Limits::between(min, f64::MAX)
+    }
+
+    /// `v > min`.
+    pub const fn above(min: f64) -> Limits {
+        Limits {
+            min,
+            min_inclusive: false,
+            max: f64::MAX,
+            max_inclusive: true,
+        }
+    }
+
+    /// `min ≤ v < max`.
+    pub const fn from_below(min: f64, max: f64) -> Limits {
+        Limits {
+            min,
+            min_inclusive: true,
+            max,
+            max_inclusive: false,
+        }
+    }
+
+    /// Whether `v` is finite and within the bounds.
+    ///
+    /// The bounds are compared as `f32`, the settings' own precision: `0.01` written in a
+    /// scene is the `f32` nearest 0.01, slightly below the `f64` 0.01, and is allowed.
+    pub fn contains(&self, v: f64) -> bool {
+        let (min, max) = (f64::from(self.min as f32), f64::from(self.max as f32));
+        let lo = if self.min_inclusive {
+            v >= min
+        } else {
+            v > min
+        };
+        let hi = if self.max_inclusive {
+            v <= max
+        } else {
+            v < max
+        };
+        v.is_finite() && lo && hi
+    }
+
+    /// The allowed values in words: `a finite number`, `a finite number ≥ 0`, `in 0..1`,
+    /// `in (−1, 1)`.
+    pub fn describe(&self) -> String {
+        let has_min = self.min > f64::MIN;
+        let has_max = self.max < f64::MAX;
+        match (has_min, has_max) {
+            (false, false) => "a finite number".into(),
+            (true, false) => {
+                let op = if self.min_inclusive { "≥" } else { ">" };
+                format!("a finite number {op} {}", self.min)
+            }
+            (false, true) => {
+                let op = if self.max_inclusive { "≤" } else { "<" };
+                format!("a finite number {op} {}", self.max)
+            }
+            (true, true) if self.min_inclusive && self.max_inclusive => {
+                format!("in {}..{}", self.min, self.max)
+            }
+            (true, true) => format!(
+                "in {}{}, {}{}",
+                if self.min_inclusive { '[' } else { '(' },
+                self.min,
+                self.max,
+                if self.max_inclusive { ']' } else { ')' },
+            ),
+        }
+    }
+
+    /// `v` moved into the closed bounds; `fallback` when it is not finite. (Open bounds
+    /// clamp to the bound itself: only use this with closed ones.)
+    pub fn clamp(&self, v: f32, fallback: f32) -> f32 {
+        if v.is_finite() {
+            (f64::from(v).clamp(self.min, self.max)) as f32
+        } else {
+            fallback
+        }
+    }
+
+    /// `v` moved into the bounds (for integer settings).
+    pub fn clamp_u32(&self, v: u32) -> u32 {
+        (f64::from(v).clamp(self.min, self.max)) as u32
+    }
+}
+
+/// The [`Limits`] of each numeric [`RenderSettings`] field, shared by the validator and the
+/// renderer.
+pub mod limits {
+    use super::{Limits, MAX_ATTRIBUTES};
+
+    /// `max_step_scale`: 1 (fixed steps) to 64 base steps.
+    pub const MAX_STEP_SCALE: Limits = Limits::between(1.0, 64.0);
+    /// `step_tau`: optical depth of one adaptive step.
+    pub const STEP_TAU: Limits = Limits::between(0.0, 1.0);
+    /// `step_voxels`: at least a hundredth of a voxel.
+    pub const STEP_VOXELS: Limits = Limits::at_least(0.01);
+    /// `max_steps`: at least one step per ray.
+    pub const MAX_STEPS: Limits = Limits::at_least(1.0);
+    /// `transmittance_cutoff`: 0 (never stop early) up to, not including, 1.
+    pub const TRANSMITTANCE_CUTOFF: Limits = Limits::from_below(0.0, 1.0);
+    /// `work_budget`: at least one lookup per ray.
+    pub const WORK_BUDGET: Limits = Limits::at_least(1.0);
+    /// `shadow_steps`: 1 to 65536 cells per sun-grid march.
+    pub const SHADOW_STEPS: Limits = Limits::between(1.0, 65536.0);
+    /// `shadow_tau_max`: 0 to 80 (transmittance e^-80 is 0 in f32).
+    pub const SHADOW_TAU_MAX: Limits = Limits::between(0.0, 80.0);
+    /// `sun_azimuth_deg`: any finite angle.
+    pub const SUN_AZIMUTH_DEG: Limits = Limits::FINITE;
+    /// `sun_elevation_deg`: −90..90 degrees.
+    pub const SUN_ELEVATION_DEG: Limits = Limits::between(-90.0, 90.0);
+    /// Components of `sun_color`, `sky_zenith` and `sky_horizon`: linear RGB ≥ 0.
+    pub const COLOR: Limits = Limits::at_least(0.0);
+    /// `phase_g`: Henyey-Greenstein anisotropy, strictly between −1 and 1.
+    pub const PHASE_G: Limits = Limits::strictly_between(-1.0, 1.0);
+    /// `multiple_scattering`: strength ≥ 0.
+    pub const MULTIPLE_SCATTERING: Limits = Limits::at_least(0.0);
+    /// `ambient`: strength ≥ 0.
+    pub const AMBIENT: Limits = Limits::at_least(0.0);
+    /// `exposure`: > 0.
+    pub const EXPOSURE: Limits = Limits::above(0.0);
+    /// `ground_spacing`: world units ≥ 0 (0: automatic).
+    pub const GROUND_SPACING: Limits = Limits::at_least(0.0);
+    /// `ground_albedo`: 0..1.
+    pub const GROUND_ALBEDO: Limits = Limits::between(0.0, 1.0);
+    /// `iso_attribute`: an attribute slot.
+    pub const ISO_ATTRIBUTE: Limits = Limits::between(0.0, (MAX_ATTRIBUTES - 1) as f64);
+    /// `iso_value`: any finite value.
+    pub const ISO_VALUE: Limits = Limits::FINITE;
+}
+
+/// A render setting outside its [`Limits`].
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}: {message}", self.field_path())]
+pub struct InvalidSetting {
+    /// The field, as written in a scene's `[settings]` table.
+    pub field: &'static str,
+    /// The component, for colours.
+    pub index: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl InvalidSetting {
+    /// `field` or `field[index]`.
+    pub fn field_path(&self) -> String {
+        match self.index {
+            Some(i) => format!("{}[{i}]", self.field),
+            None => self.field.to_string(),
+        }
+    }
+}
+
+impl RenderSettings {
+    /// Every numeric field: name, component (colours), value and limits.
+    fn numeric_fields(&self) -> Vec<(&'static str, Option<usize>, f64, Limits)> {
+        use limits as l;
+        let mut v = vec![
+            (
+                "max_step_scale",
+                None,
+                f64::from(self.max_step_scale),
+                l::MAX_STEP_SCALE,
+            ),
+            ("step_tau", None, f64::from(self.step_tau), l::STEP_TAU),
+            (
+                "step_voxels",
+                None,
+                f64::from(self.step_voxels),
+                l::STEP_VOXELS,
+            ),
+            ("max_steps", None, f64::from(self.max_steps), l::MAX_STEPS),
+            (
+                "transmittance_cutoff",
+                None,
+                f64::from(self.transmittance_cutoff),
+                l::TRANSMITTANCE_CUTOFF,
+            ),
+            (
+                "work_budget",
+                None,
+                f64::from(self.work_budget),
+                l::WORK_BUDGET,
+            ),
+            (
+                "shadow_steps",
+                None,
+                f64::from(self.shadow_steps),
+                l::SHADOW_STEPS,
+            ),
+            (
+                "shadow_tau_max",
+                None,
+                f64::from(self.shadow_tau_max),
+                l::SHADOW_TAU_MAX,
+            ),
+            (
+                "sun_azimuth_deg",
+                None,
+                f64::from(self.sun_azimuth_deg),
+                l::SUN_AZIMUTH_DEG,
+            ),
+            (
+                "sun_elevation_deg",
+                None,
+                f64::from(self.sun_elevation_deg),
+                l::SUN_ELEVATION_DEG,
+            ),
+        ];
+        for (i, c) in self.sun_color.iter().enumerate() {
+            v.push(("sun_color", Some(i), f64::from(*c), l::COLOR));
+        }
+        v.push(("phase_g", None, f64::from(self.phase_g), l::PHASE_G));
+        v.push((
+            "multiple_scattering",
+            None,
+            f64::from(self.multiple_scattering),
+            l::MULTIPLE_SCATTERING,
+        ));
+        for (name, rgb) in [
+            ("sky_zenith", self.sky_zenith),
+            ("sky_horizon", self.sky_horizon),
+        ] {
+            for (i, c) in rgb.iter().enumerate() {
+                v.push((name, Some(i), f64::from(*c), l::COLOR));
+            }
+        }
+        v.extend([
+            ("ambient", None, f64::from(self.ambient), l::AMBIENT),
+            ("exposure", None, f64::from(self.exposure), l::EXPOSURE),
+            (
+                "ground_spacing",
+                None,
+                f64::from(self.ground_spacing),
+                l::GROUND_SPACING,
+            ),
+            (
+                "ground_albedo",
+                None,
+                f64::from(self.ground_albedo),
+                l::GROUND_ALBEDO,
+            ),
+            (
+                "iso_attribute",
+                None,
+                self.iso_attribute as f64,
+                l::ISO_ATTRIBUTE,
+            ),
+            ("iso_value", None, f64::from(self.iso_value), l::ISO_VALUE),
+        ]);
+        v
+    }
+
+    /// Checks every numeric field against its [`limits`]; the first one outside them is the
+    /// error.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        for (field, index, value, lim) in self.numeric_fields() {
+            if !lim.contains(value) {
+                // f32 settings print as written (1.0001, not 1.000100016593933).
+                let shown = if f64::from(value as f32) == value || value.is_nan() {
+                    format!("{}", value as f32)
+                } else {
+                    format!("{value}")
+                };
+                return Err(InvalidSetting {
+                    field,
+                    index,
+                    message: format!("must be {}, found {shown}", lim.describe()),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One attribute slot of a view: its transfer function and switch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttributeView {
@@ -248,26 +568,21 @@ impl View {
             size: [width, height],
             mode: s.mode as u32,
             flags,
-            dt: s.step_voxels.max(0.01) * voxel,
+            // The clamps below use the limits the validator enforces, so they never change
+            // a validated setting; they keep settings built in code from breaking a frame.
+            dt: limits::STEP_VOXELS.clamp(s.step_voxels, 1.0) * voxel,
             max_steps: s.max_steps,
             t_cutoff: s.transmittance_cutoff,
             iso_value: s.iso_value,
-            iso_attr: s.iso_attribute.min(MAX_ATTRIBUTES - 1) as u32,
-            shadow_steps: s.shadow_steps.min(1 << 16),
-            step_tau: if s.step_tau.is_finite() {
-                s.step_tau.clamp(0.0, 1.0)
-            } else {
-                0.0
-            },
-            shadow_tau_max: if s.shadow_tau_max.is_finite() {
-                s.shadow_tau_max.clamp(0.0, 80.0)
-            } else {
-                12.0
-            },
+            iso_attr: limits::ISO_ATTRIBUTE
+                .clamp_u32(s.iso_attribute.min(u32::MAX as usize) as u32),
+            shadow_steps: limits::SHADOW_STEPS.clamp_u32(s.shadow_steps),
+            step_tau: limits::STEP_TAU.clamp(s.step_tau, 0.0),
+            shadow_tau_max: limits::SHADOW_TAU_MAX.clamp(s.shadow_tau_max, 12.0),
             frame_seed: s.frame_seed,
             work_budget: s.work_budget,
             pixel_angle,
-            max_step_scale: s.max_step_scale.clamp(1, 64),
+            max_step_scale: limits::MAX_STEP_SCALE.clamp_u32(s.max_step_scale),
             attrs,
         }
     }

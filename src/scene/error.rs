@@ -218,6 +218,12 @@ fn locate(doc: &DeTable<'_>, path: &[Seg]) -> Option<Range<usize>> {
 /// "x", expected f32` becomes `expected a number, found a string`.
 pub(crate) fn plain_message(msg: &str) -> String {
     let msg = msg.trim_end();
+    if msg.contains("did not match any variant of untagged enum Colormap") {
+        return format!(
+            "expected a colormap name ({}) or stops [[u, [r, g, b]], ...]",
+            crate::render::Colormap::NAMES.join(", ")
+        );
+    }
     if let Some(rest) = msg.strip_prefix("invalid type: ")
         && let Some((found, expected)) = rest.split_once(", expected ")
     {

@@ -243,6 +243,10 @@ impl Default for PlaybackDefaults {
     }
 }
 
+/// Longest span the overlay's plots can show, seconds: the statistics keep this much
+/// history.
+pub const MAX_PLOT_WINDOW_S: f64 = 60.0;
+
 /// What the player's overlay shows at start.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -251,7 +255,7 @@ pub struct OverlayOptions {
     pub large_print: bool,
     /// Frames/s and GB/s plots (default true).
     pub plots: bool,
-    /// Time span of the plots, seconds (default 30).
+    /// Time span of the plots, seconds, at most [`MAX_PLOT_WINDOW_S`] (default 30).
     pub plot_window_s: f64,
     /// Show the key help (default false).
     pub show_help: bool,
@@ -375,6 +379,7 @@ impl Scene {
             file: file.to_path_buf(),
             text: text.to_string(),
         };
+        validate::array_lengths(&src)?;
         let raw: SceneFile = toml::from_str(text)
             .map_err(|e| src.error_at_span(e.span(), plain_message(e.message())))?;
         validate::scene_file(&raw, &src)?;

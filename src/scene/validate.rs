@@ -1,8 +1,9 @@
 //! Semantic checks of a parsed scene file; each failure points at the offending field.
 
 use super::error::{Seg, Source};
-use super::{CameraPathFile, SceneAttribute, SceneError, SceneFile};
+use super::{CameraPathFile, MAX_PLOT_WINDOW_S, SceneAttribute, SceneError, SceneFile};
 use crate::render::{Colormap, MAX_ATTRIBUTES};
+use toml::de::{DeTable, DeValue};
 
 /// A field path under construction.
 #[derive(Clone)]
@@ -119,8 +120,11 @@ impl Check<'_> {
                             "colormap stops must be sorted by their position u (ascending, finite)",
                         );
                     }
-                    if rgb.iter().any(|c| !(0.0..=1.0).contains(c)) {
-                        return self.fail(&q, "colours are sRGB components in 0..1");
+                    if let Some(c) = rgb.iter().find(|c| !(0.0..=1.0).contains(*c)) {
+                        return self.fail(
+                            &q,
+                            format!("colours are sRGB components in 0..1, found {c}"),
+                        );
                     }
                 }
             }
@@ -200,6 +204,72 @@ impl Check<'_> {
     }
 }
 
+/// Fixed-length arrays of the format and their lengths; `*` stands for every index. The
+/// TOML deserializer fills a `[f32; 3]` from the first three elements of a longer array and
+/// ignores the rest, so lengths are checked on the document itself.
+const FIXED_ARRAYS: &[(&[&str], usize)] = &[
+    (&["settings", "sun_color"], 3),
+    (&["settings", "sky_zenith"], 3),
+    (&["settings", "sky_horizon"], 3),
+    (&["camera", "target"], 3),
+    (&["camera", "target_offset"], 3),
+    (&["camera_path", "key", "*", "target_offset"], 3),
+    (&["attribute", "*", "range"], 2),
+    (&["attribute", "*", "opacity", "*"], 2),
+    (&["attribute", "*", "colormap", "*"], 2),
+    (&["attribute", "*", "colormap", "*", "1"], 3),
+];
+
+/// Checks that every array matched by `pattern` (from `value`, at `path`) has `len` items.
+fn array_length(c: &Check<'_>, value: &DeValue<'_>, pattern: &[&str], path: &P, len: usize) -> R {
+    let Some((first, rest)) = pattern.split_first() else {
+        return match value {
+            DeValue::Array(a) if a.len() != len => c.fail(
+                path,
+                format!(
+                    "expected an array of length {len}, found one of length {}",
+                    a.len()
+                ),
+            ),
+            _ => Ok(()),
+        };
+    };
+    match value {
+        DeValue::Table(t) => match t.iter().find(|(k, _)| k.get_ref() == first) {
+            Some((_, v)) => array_length(c, v.get_ref(), rest, &path.k(first), len),
+            None => Ok(()),
+        },
+        DeValue::Array(a) if *first == "*" => {
+            for (i, item) in a.iter().enumerate() {
+                array_length(c, item.get_ref(), rest, &path.i(i), len)?;
+            }
+            Ok(())
+        }
+        DeValue::Array(a) => match first
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| a.get(i).map(|v| (i, v)))
+        {
+            Some((i, v)) => array_length(c, v.get_ref(), rest, &path.i(i), len),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Checks the lengths of the format's fixed-length arrays ([`FIXED_ARRAYS`]); run before
+/// deserializing, so that a short array is reported as such too, not as a type mismatch.
+pub(super) fn array_lengths(src: &Source) -> Result<(), SceneError> {
+    let c = Check { src };
+    if let Ok(doc) = DeTable::parse(&src.text) {
+        let doc = DeValue::Table(doc.into_inner());
+        for (pattern, len) in FIXED_ARRAYS {
+            array_length(&c, &doc, pattern, &P::root(), *len)?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks every value the types alone do not.
 pub(super) fn scene_file(f: &SceneFile, src: &Source) -> Result<(), SceneError> {
     let c = Check { src };
@@ -265,48 +335,24 @@ pub(super) fn scene_file(f: &SceneFile, src: &Source) -> Result<(), SceneError> 
     }
 
     c.non_negative(&root.k("playback").k("fps"), f.playback.fps)?;
-    c.positive(
-        &root.k("overlay").k("plot_window_s"),
-        f.overlay.plot_window_s,
-    )?;
-
-    let s = &f.settings;
-    let p = root.k("settings");
-    c.positive(&p.k("step_voxels"), f64::from(s.step_voxels))?;
-    c.positive(&p.k("exposure"), f64::from(s.exposure))?;
-    c.non_negative(&p.k("step_tau"), f64::from(s.step_tau))?;
-    c.non_negative(&p.k("shadow_tau_max"), f64::from(s.shadow_tau_max))?;
-    c.non_negative(&p.k("ambient"), f64::from(s.ambient))?;
-    c.finite(&p.k("sun_azimuth_deg"), f64::from(s.sun_azimuth_deg))?;
-    if !(-90.0..=90.0).contains(&s.sun_elevation_deg) {
+    let window = f.overlay.plot_window_s;
+    if !(window.is_finite() && window > 0.0 && window <= MAX_PLOT_WINDOW_S) {
         return c.fail(
-            &p.k("sun_elevation_deg"),
+            &root.k("overlay").k("plot_window_s"),
             format!(
-                "sun elevation must lie in −90..90 degrees, found {}",
-                s.sun_elevation_deg
+                "the plots span more than 0 and at most {MAX_PLOT_WINDOW_S} seconds, found {window}"
             ),
         );
     }
-    if !(-1.0 < s.phase_g && s.phase_g < 1.0) {
-        return c.fail(
-            &p.k("phase_g"),
-            format!("phase_g must lie in (−1, 1), found {}", s.phase_g),
-        );
-    }
-    if s.iso_attribute >= MAX_ATTRIBUTES {
-        return c.fail(
-            &p.k("iso_attribute"),
-            format!("iso_attribute is a slot 0..{}", MAX_ATTRIBUTES - 1),
-        );
-    }
-    for (name, v) in [
-        ("sun_color", s.sun_color),
-        ("sky_zenith", s.sky_zenith),
-        ("sky_horizon", s.sky_horizon),
-    ] {
-        for (i, x) in v.iter().enumerate() {
-            c.non_negative(&p.k(name).i(i), f64::from(*x))?;
+
+    // The renderer's own limits (`render::limits`), so that what a scene accepts is what
+    // the renderer draws.
+    if let Err(bad) = f.settings.validate() {
+        let mut q = root.k("settings").k(bad.field);
+        if let Some(i) = bad.index {
+            q = q.i(i);
         }
+        return c.fail(&q, bad.message);
     }
     Ok(())
 }
