@@ -19,8 +19,8 @@ const ADDRESS_SPACE_LIMIT: u64 = 4 << 30;
 fn run(args: &[&str], limit_memory: bool, timeout: Duration) -> Output {
     use std::os::unix::process::CommandExt;
     // `SUPERCELL_BIN` on the GPU machine, where this test travels without the build tree.
-    let bin = std::env::var_os("SUPERCELL_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_supercell").into());
+    let bin =
+        std::env::var_os("SUPERCELL_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_supercell").into());
     let mut cmd = Command::new(bin);
     cmd.args(args)
         .env("XDG_RUNTIME_DIR", std::env::temp_dir())

@@ -264,7 +264,13 @@ fn verify_unchecksummed(
         let file = &source.files[e.file as usize];
         // Two copies of the extent: sized by the file, so checked against what we can get.
         crate::memory::check_available(
-            || format!("--verify: two {}-byte copies of {}", e.len, file.path.display()),
+            || {
+                format!(
+                    "--verify: two {}-byte copies of {}",
+                    e.len,
+                    file.path.display()
+                )
+            },
             e.len.saturating_mul(2),
         )
         .map_err(|err| IngestError::Usage(err.to_string()))?;
