@@ -229,16 +229,7 @@ impl DeviceBuffer {
     /// Copies `data` to `offset` (synchronous; for tests and checks). The caller makes sure
     /// nothing else uses that range meanwhile.
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
-        if offset.checked_add(data.len()).is_none_or(|e| e > self.len) {
-            return Err(IngestError::Usage(format!(
-                "write of {} bytes at {offset} is outside a {}-byte device buffer",
-                data.len(),
-                self.len
-            )));
-        }
-        self.ctx
-            .bind_to_thread()
-            .map_err(cuda_err("binding the CUDA context"))?;
+        self.bind_for_copy("write", offset, data.len())?;
         // SAFETY: the range is inside the allocation (checked) and `data` is readable host
         // memory of that length; the copy is synchronous.
         check(
@@ -249,19 +240,23 @@ impl DeviceBuffer {
         )
     }
 
-    /// Copies `out.len()` bytes at `offset` back to the host (synchronous; for checks).
-    pub fn read_back(&self, offset: usize, out: &mut [u8]) -> Result<()> {
-        let end = offset.checked_add(out.len()).filter(|&e| e <= self.len);
-        if end.is_none() {
+    /// Checks that `len` bytes at `offset` lie inside the buffer and binds its context, before
+    /// a synchronous copy (`what` names the copy in the error).
+    fn bind_for_copy(&self, what: &str, offset: usize, len: usize) -> Result<()> {
+        if offset.checked_add(len).is_none_or(|e| e > self.len) {
             return Err(IngestError::Usage(format!(
-                "read back of {} bytes at {offset} is outside a {}-byte device buffer",
-                out.len(),
+                "{what} of {len} bytes at {offset} is outside a {}-byte device buffer",
                 self.len
             )));
         }
         self.ctx
             .bind_to_thread()
-            .map_err(cuda_err("binding the CUDA context"))?;
+            .map_err(cuda_err("binding the CUDA context"))
+    }
+
+    /// Copies `out.len()` bytes at `offset` back to the host (synchronous; for checks).
+    pub fn read_back(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.bind_for_copy("read back", offset, out.len())?;
         // SAFETY: the range is inside the allocation (checked) and `out` is writable host
         // memory of that length. The synchronous copy waits for prior work in the context's
         // legacy stream; callers read back only slots whose writes have completed.

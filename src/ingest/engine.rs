@@ -1043,15 +1043,7 @@ impl Coordinator {
         else {
             return;
         };
-        let dropped = match (&mut self.staged, &self.pool) {
-            (Some(s), _) => {
-                let before = s.pending.len();
-                s.pending.retain(|p| p.seq != seq);
-                before - s.pending.len()
-            }
-            (None, Some(pool)) => pool.cancel(|token| token >> 32 == seq),
-            (None, None) => 0,
-        };
+        let dropped = self.drop_queued_reads(seq);
         if dropped == 0 {
             return;
         }
@@ -1106,15 +1098,7 @@ impl Coordinator {
                     .chain(s.pending.iter().copied())
                     .find(|p| p.seq == seq)
             });
-            let dropped = match (&mut self.staged, &self.pool) {
-                (Some(s), _) => {
-                    let before = s.pending.len();
-                    s.pending.retain(|p| p.seq != seq);
-                    before - s.pending.len()
-                }
-                (None, Some(pool)) => pool.cancel(|token| token >> 32 == seq),
-                (None, None) => 0,
-            };
+            let dropped = self.drop_queued_reads(seq);
             let Some(job) = self.jobs.get_mut(&seq) else {
                 continue;
             };
@@ -1148,6 +1132,21 @@ impl Coordinator {
             if job.left == 0 {
                 self.finish_job(seq);
             }
+        }
+    }
+
+    /// Drops the reads of frame `seq` that are queued and not yet issued (staged: waiting for
+    /// a staging buffer; direct: waiting in the I/O pool), returning how many. Reads already
+    /// issued go on and report back.
+    fn drop_queued_reads(&mut self, seq: u64) -> usize {
+        match (&mut self.staged, &self.pool) {
+            (Some(s), _) => {
+                let before = s.pending.len();
+                s.pending.retain(|p| p.seq != seq);
+                before - s.pending.len()
+            }
+            (None, Some(pool)) => pool.cancel(|token| token >> 32 == seq),
+            (None, None) => 0,
         }
     }
 
