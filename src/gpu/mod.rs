@@ -11,11 +11,13 @@ mod cuda;
 pub mod hostimport;
 pub mod interop;
 mod ring;
+mod wgpu_crc;
 
 pub use crc::{GPU_CRC_BLOCK, GpuCrc};
 pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
 pub use hostimport::HostImporter;
 pub use interop::{InteropDevice, InteropError, SharedBuffer};
 pub use ring::{FrameRing, SlotMemory, SlotState};
+pub use wgpu_crc::{WGPU_CRC_BLOCK, WgpuCrc};
 
 pub(crate) use cuda::{check as check_pub, cuda_err as cuda_err_pub};
