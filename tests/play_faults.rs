@@ -444,3 +444,79 @@ fn render_refuses_a_frame_with_a_damaged_grid_header() {
         String::from_utf8_lossy(&good.stderr)
     );
 }
+
+/// `--verify` on the host route with imported slots: the CRC-32 is computed on the GPU
+/// after each frame's copy (the engine computes none on the CPU), and a byte flipped on
+/// storage after the manifest was written marks exactly that frame damaged, naming its
+/// lane, file and offset; the other frames play.
+#[test]
+fn host_verify_on_the_gpu_marks_a_flipped_frame_damaged() {
+    use std::os::unix::fs::FileExt;
+    let Some(g) = gpu() else { return };
+    let (_t, ds) = storm_copy();
+    let src = source(&ds);
+    // The last byte of frame 5's last extent (past its grid headers).
+    let e = *src.frames[5].extents.last().unwrap();
+    assert!(e.crc32.is_some(), "the manifest records CRCs");
+    let file = &src.files[e.file as usize];
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file.path)
+        .unwrap();
+    let at = e.offset + e.len - 1;
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ 0x40], at).unwrap();
+    for backend in backends() {
+        let cfg = PlayerConfig {
+            verify: true,
+            ..config(backend, None)
+        };
+        let mut p = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
+        let report = p.path_report(PathSel::Host);
+        if !report
+            .upload
+            .as_deref()
+            .is_some_and(|u| u.contains("external_memory_host"))
+        {
+            eprintln!("skipping: host slots cannot be imported here ({report:?})");
+            return;
+        }
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.contains("on the GPU after its copy")),
+            "{report:?}"
+        );
+        assert!(
+            !report.notes.iter().any(|n| n.contains("CPU threads")),
+            "the engine still checks on the CPU: {report:?}"
+        );
+        let mut shown = Vec::new();
+        run_until(&mut p, &mut shown, "two passes", |p, _| {
+            p.figures(PathSel::Host).frames_rendered >= 14
+        });
+        assert!(
+            !shown.contains(&5),
+            "{backend:?}: a frame with a flipped byte was shown: {shown:?}"
+        );
+        let played: BTreeSet<u32> = shown.iter().copied().collect();
+        assert_eq!(
+            played,
+            (0..8).filter(|&f| f != 5).collect::<BTreeSet<u32>>(),
+            "the other frames play"
+        );
+        assert_eq!(p.damaged_frames().get(&5), Some(&FrameFaultKind::Read));
+        let fault = p.faults().find(|f| f.frame == 5).expect("fault listed");
+        assert!(fault.message.contains("CRC-32"), "{}", fault.message);
+        assert_eq!(fault.lane, Some(file.lane));
+        assert_eq!(fault.offset, Some(e.offset));
+        assert_eq!(
+            fault.file.as_deref(),
+            Some(file.path.display().to_string().as_str())
+        );
+        p.drain(Duration::from_secs(5));
+    }
+}

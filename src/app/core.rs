@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use super::direct::{DirectSlots, no_sharing_reason, open_direct_slots};
 use super::stats::{PathFigures, PathStats};
-use crate::gpu::{FrameRing, SlotState};
+use crate::gpu::{FrameRing, SlotState, WgpuCrc};
 use crate::ingest::{
     Engine, EngineConfig, FaultPlan, IngestEngine, IngestError, IoMode, PathInfo, PathKind,
     ReadProgress, ReadRequest, Source, open_engine,
@@ -236,6 +236,9 @@ struct FramePath {
     /// back to Free without being shown (an aborted or failed read, an evicted read-ahead,
     /// a path switch); before the engine may write it again, that copy must be done.
     last_copy: Vec<Option<wgpu::SubmissionIndex>>,
+    /// Host with imports and `--verify`: the CRC pass run on each frame's device buffer
+    /// after its last copy (the engine then computes no CRCs on the CPU).
+    gpu_crc: Option<WgpuCrc>,
     /// Host without imports: one staging buffer per upload buffer (same index); else none.
     staging: Vec<Staging>,
     /// Host: how frames reach the GPU, for the report.
@@ -625,6 +628,34 @@ impl Player {
         // Host path: always there (it needs nothing but wgpu).
         let host_path = |label: &str| -> Result<FramePath, PlayError> {
             let ring = FrameRing::host(slots, slot_len)?;
+            // Best: the GPU copies straight out of the host slots (imported host memory);
+            // else each frame is copied by the CPU into a staging buffer first.
+            let imported = match cfg.host_copy {
+                HostCopy::Staging => Err(String::new()),
+                HostCopy::Auto => crate::gpu::HostImporter::new(device),
+            }
+            .and_then(|imp| {
+                ring.memories()
+                    .into_iter()
+                    .map(|m| imp.import(device, m, "supercell host slot"))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            // The imported route needs a device buffer per slot; where the GPU has no room
+            // for them, the staging route needs only two.
+            let imported = imported.and_then(|b| {
+                (0..slots)
+                    .map(|_| new_buffer(device, copy_len(slot_len), label))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|d| (b, d))
+                    .map_err(|e| e.to_string())
+            });
+            // With imported slots every frame passes through a device buffer, so `--verify`
+            // checks it there (on the GPU) rather than on CPU threads as reads land.
+            let gpu_crc = (cfg.verify && imported.is_ok()).then(|| WgpuCrc::new(device));
+            let ecfg = EngineConfig {
+                verify: cfg.verify && gpu_crc.is_none(),
+                ..ecfg.clone()
+            };
             // cpu-only: io_uring with O_DIRECT straight into the page-aligned host slots
             // (the engine itself notes files whose file system refuses O_DIRECT, e.g.
             // tmpfs, and reads those through the page cache). Where it cannot start at
@@ -653,27 +684,11 @@ impl Player {
                 info.requested = PathKind::CpuOnly;
                 info.fallback = fallback;
             }
-            // Best: the GPU copies straight out of the host slots (imported host memory);
-            // else each frame is copied by the CPU into a staging buffer first.
-            let imported = match cfg.host_copy {
-                HostCopy::Staging => Err(String::new()),
-                HostCopy::Auto => crate::gpu::HostImporter::new(device),
+            if gpu_crc.is_some() {
+                info.notes.push(
+                    "--verify: each frame's CRC-32 is computed on the GPU after its copy".into(),
+                );
             }
-            .and_then(|imp| {
-                ring.memories()
-                    .into_iter()
-                    .map(|m| imp.import(device, m, "supercell host slot"))
-                    .collect::<Result<Vec<_>, _>>()
-            });
-            // The imported route needs a device buffer per slot; where the GPU has no room
-            // for them, the staging route needs only two.
-            let imported = imported.and_then(|b| {
-                (0..slots)
-                    .map(|_| new_buffer(device, copy_len(slot_len), label))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(|d| (b, d))
-                    .map_err(|e| e.to_string())
-            });
             let (imported, buffers, staging, route) = match imported {
                 Ok((b, d)) => (
                     b,
@@ -715,6 +730,7 @@ impl Player {
                 },
                 ring,
                 imported,
+                gpu_crc,
                 staging,
                 upload_route: Some(route),
                 next_upload: 0,
@@ -749,6 +765,7 @@ impl Player {
                                 ring,
                                 buffers,
                                 imported: Vec::new(),
+                                gpu_crc: None,
                                 progress: Vec::new(),
                                 last_copy: Vec::new(),
                                 staging: Vec::new(),
@@ -981,9 +998,11 @@ impl Player {
         } else {
             None
         };
+        let mut checksum = None;
         if ok && header.is_none() {
             // The last ranges go to the GPU before the frame can be shown.
             self.copy_landed(Some(c.slot))?;
+            checksum = self.check_crcs(sel, c.slot, c.frame)?;
         }
         let Some(p) = self.paths[sel.index()].as_mut() else {
             return Ok(());
@@ -991,7 +1010,7 @@ impl Player {
         if let Some(pr) = p.progress.get_mut(c.slot) {
             *pr = None;
         }
-        if header.is_some() {
+        if header.is_some() || checksum.is_some() {
             // Resident for the check only: free the slot again.
             p.ring.evict(c.frame);
         }
@@ -1008,6 +1027,12 @@ impl Player {
                         message: msg,
                         at_s: now,
                     });
+                    self.sched.failed(c.frame);
+                    return Ok(());
+                }
+                if let Some(e) = checksum {
+                    // As the engine's own check reports it: a failed read of that frame.
+                    self.fault(sel, c.frame, FrameFaultKind::Read, &e);
                     self.sched.failed(c.frame);
                     return Ok(());
                 }
@@ -1031,6 +1056,47 @@ impl Player {
             }
         }
         Ok(())
+    }
+
+    /// Host route with imported slots and `--verify`: the CRC-32 of each extent of `frame`
+    /// in `slot`'s device buffer (computed on the GPU after the last copy), compared with
+    /// the manifest's. The checksum error for the first mismatch, as the engine reports one;
+    /// `None` when all match or the path has no GPU check.
+    fn check_crcs(
+        &mut self,
+        sel: PathSel,
+        slot: usize,
+        frame: u32,
+    ) -> Result<Option<IngestError>, PlayError> {
+        let Some(p) = self.paths[sel.index()].as_ref() else {
+            return Ok(None);
+        };
+        let (Some(crc), Some(f)) = (&p.gpu_crc, self.source.frames.get(frame as usize)) else {
+            return Ok(None);
+        };
+        let ranges: Vec<(u64, u64)> = f.extents.iter().map(|e| (e.dst, e.len)).collect();
+        let got = crc
+            .crc32(&self.device, &self.queue, &p.buffers[slot], &ranges)
+            .map_err(|e| IngestError::Unavailable(format!("GPU CRC check: {e}")))?;
+        let mut bad = f
+            .extents
+            .iter()
+            .zip(&got)
+            .filter(|(e, c)| e.crc32.is_some_and(|want| want != **c));
+        let Some((e, &actual)) = bad.next() else {
+            return Ok(None);
+        };
+        let file = &self.source.files[e.file as usize];
+        Ok(Some(IngestError::Checksum {
+            frame,
+            lane: file.lane,
+            path: file.path.clone(),
+            offset: e.offset,
+            len: e.len,
+            expected: e.crc32.unwrap_or_default(),
+            actual,
+            more: bad.count() as u64,
+        }))
     }
 
     /// Records a failed read of `frame` as a fault, with the lane and file it names.
