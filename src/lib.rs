@@ -1,9 +1,13 @@
 //! supercell: stream time series of sparse NanoVDB volumes from fast storage into GPU memory,
 //! ray-march every frame, and measure how fast data and frames arrive.
 //!
-//! Modules follow the data flow of `DESIGN.md`: [`format`] (NanoVDB bytes), [`dataset`]
-//! (manifest, lanes, striping), [`synth`] (the synthetic supercell generator), [`render`]
-//! (the ray-marcher) and [`scene`] (scene files: what to show and how).
+//! Modules follow the data flow from lanes to screen (the README's "Layout of the code"
+//! table says what each may know): [`format`] (NanoVDB bytes), [`dataset`] (manifest,
+//! lanes, striping), [`ingest`] (engines that read frames into ring slots), [`gpu`] (CUDA,
+//! frame rings, Vulkan sharing), [`pipeline`] (scheduler, metrics), [`render`] (the
+//! ray-marcher), [`scene`] (scene files), [`app`] (the player), [`bench`] and [`doctor`]
+//! (measuring and diagnosing), [`memory`] (what an allocation may ask for) and [`synth`]
+//! (the synthetic supercell generator).
 
 pub mod app;
 pub mod bench;

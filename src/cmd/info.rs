@@ -81,9 +81,11 @@ pub fn run(args: &InfoArgs) -> Result<()> {
             report.extents, report.grids_checked
         );
     }
+    // What to do with it next, in commands this binary has.
     println!(
-        "the ingest engines, renderer and player build on this dataset (see the issues); \
-         supercell-data inspect/sample show its grids"
+        "play it: supercell play {0}   (no display: add --headless --frames 96 --json play.json)\n\
+         a picture: supercell render {0} --frame 0 --size 1280x720 --out frames",
+        path.display()
     );
     Ok(())
 }
