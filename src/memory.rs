@@ -38,6 +38,9 @@ impl fmt::Display for MemoryError {
 
 impl std::error::Error for MemoryError {}
 
+/// [`Available::limited_by`] when no limit could be read: only the address space bounds it.
+pub const UNKNOWN_LIMIT: &str = "the address space";
+
 /// Host memory this process can get now, and which limit decides it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Available {
@@ -54,7 +57,7 @@ pub struct Available {
 pub fn available() -> Available {
     let mut best = Available {
         bytes: isize::MAX as u64,
-        limited_by: "the address space",
+        limited_by: UNKNOWN_LIMIT,
     };
     let mut consider = |bytes: Option<u64>, limited_by: &'static str| {
         if let Some(b) = bytes

@@ -358,18 +358,6 @@ pub fn ring_slots(slot_len: usize, budget: u64) -> usize {
     (by_memory as usize).clamp(3, 8)
 }
 
-fn available_memory() -> u64 {
-    // MemAvailable from /proc/meminfo; 4 GiB where it cannot be read.
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map_or(4 << 30, |kib| kib * 1024)
-}
-
 fn new_buffer(device: &wgpu::Device, len: usize, label: &str) -> Result<wgpu::Buffer, PlayError> {
     alloc_buffer(
         device,
@@ -609,7 +597,7 @@ impl Player {
                     .ok()
                     .and_then(|(g, _)| g.mem_info().ok())
                     .map_or(u64::MAX, |(free, _)| free as u64);
-                ring_slots(slot_len, available_memory().min(gpu_free))
+                ring_slots(slot_len, crate::memory::available().bytes.min(gpu_free))
             }
         };
         let ecfg = EngineConfig {

@@ -77,26 +77,17 @@ impl Default for GenerateOptions {
     }
 }
 
-/// Half the memory this process may use: the memory available now, or the cgroup limit where
-/// lower (8 GiB where neither can be read). Available rather than total memory, because on
-/// the benchmark rig the lanes themselves live in RAM (tmpfs-backed loop devices) and fill
-/// as the dataset is written. A 1 GB Fp16 frame peaks at about 4 GB in flight, so a
-/// fixed 8 GiB budget allowed one frame at a time on big hosts and serialised evaluation,
-/// encoding and writing.
+/// Half the memory this process may use now ([`crate::memory::available`]: the memory
+/// available, the cgroup's headroom, the address-space limit; 8 GiB where none can be read).
+/// Available rather than total memory, because on the benchmark rig the lanes themselves live
+/// in RAM (tmpfs-backed loop devices) and fill as the dataset is written. A 1 GB Fp16 frame
+/// peaks at about 4 GB in flight, so a fixed 8 GiB budget allowed one frame at a time on big
+/// hosts and serialised evaluation, encoding and writing.
 fn default_memory_budget() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
-    });
-    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
-        .ok()
-        .and_then(|m| m.trim().parse::<u64>().ok());
-    let limit = match (total, cgroup) {
-        (Some(t), Some(c)) => Some(t.min(c)),
-        (t, c) => t.or(c),
-    };
-    limit
+    let avail = crate::memory::available();
+    let known = avail.limited_by != crate::memory::UNKNOWN_LIMIT;
+    Some(avail.bytes)
+        .filter(|_| known)
         .map(|b| b / 2)
         .filter(|&b| b >= 1 << 30)
         .unwrap_or(8 << 30)
