@@ -1044,13 +1044,96 @@ fn add_coord(a: Coord, b: Coord) -> Coord {
     ]
 }
 
-/// See [`Grid::check_header`].
-fn check_header(g: &[u8], len: u64) -> Result<u64, FormatError> {
+/// The grid header's fields that both the full parse ([`parse_at`]) and the cheap arrival
+/// check ([`check_header`]) start from, validated once, in one place.
+struct GridHead {
+    magic: GridMagic,
+    version: Version,
+    grid_size: u64,
+    grid_type: GridType,
+    layout: l::TreeLayout,
+    grid_index: u32,
+    grid_count: u32,
+}
+
+/// Validates the grid header at the start of `h` (which holds at least the 672-byte grid
+/// header): magic, version, a grid size between the two headers' size and `limit` (the bytes
+/// the grid may span), a grid type with a layout, and the grid index and count. `base` is the
+/// header's offset, for the errors.
+fn grid_head(h: &[u8], limit: u64, base: u64) -> Result<GridHead, FormatError> {
+    let header_need = u64::from(l::GRID_SIZE + l::TREE_SIZE);
+    let magic: [u8; 8] = bytes(h, 0);
+    let magic = match magic {
+        l::MAGIC_NUMB_BYTES => GridMagic::Legacy,
+        l::MAGIC_GRID_BYTES => GridMagic::Grid,
+        other => {
+            let mut found = String::from_utf8_lossy(&other).into_owned();
+            if other == l::MAGIC_FILE_BYTES {
+                found.push_str(" (a segmented .nvdb file header, not a grid)");
+            }
+            return Err(FormatError::BadMagic {
+                offset: base,
+                found,
+            });
+        }
+    };
+    let version = Version(u32_at(h, l::GRID_OFF_VERSION as usize));
+    if version.major() != l::MAJOR_VERSION
+        || !(l::MIN_MINOR_VERSION..=l::MAX_MINOR_VERSION).contains(&version.minor())
+    {
+        return Err(FormatError::Version {
+            offset: base,
+            version,
+        });
+    }
     let hdr_err = |detail: String| FormatError::Corrupt {
         what: "grid header".into(),
-        offset: 0,
+        offset: base,
         detail,
     };
+    let grid_size = u64_at(h, l::GRID_OFF_GRID_SIZE as usize);
+    if grid_size < header_need {
+        return Err(hdr_err(format!(
+            "grid size {grid_size} is smaller than the {header_need}-byte grid and tree headers"
+        )));
+    }
+    if grid_size > limit {
+        return Err(FormatError::Truncated {
+            what: "grid".into(),
+            offset: base,
+            need: grid_size,
+            len: limit,
+            within: "buffer",
+        });
+    }
+    let type_raw = u32_at(h, l::GRID_OFF_GRID_TYPE as usize);
+    let grid_type = GridType::from_u32(type_raw)
+        .ok_or_else(|| hdr_err(format!("unknown grid type {type_raw}")))?;
+    let layout = l::layout(grid_type).ok_or_else(|| {
+        hdr_err(format!(
+            "grid type {type_raw} ({grid_type:?}) has no defined layout"
+        ))
+    })?;
+    let grid_index = u32_at(h, l::GRID_OFF_GRID_INDEX as usize);
+    let grid_count = u32_at(h, l::GRID_OFF_GRID_COUNT as usize);
+    if grid_count == 0 || grid_index >= grid_count {
+        return Err(hdr_err(format!(
+            "grid index {grid_index} is not below grid count {grid_count}"
+        )));
+    }
+    Ok(GridHead {
+        magic,
+        version,
+        grid_size,
+        grid_type,
+        layout,
+        grid_index,
+        grid_count,
+    })
+}
+
+/// See [`Grid::check_header`].
+fn check_header(g: &[u8], len: u64) -> Result<u64, FormatError> {
     let header_need = u64::from(l::GRID_SIZE + l::TREE_SIZE);
     let have = (g.len() as u64).min(len);
     if have < header_need {
@@ -1062,42 +1145,12 @@ fn check_header(g: &[u8], len: u64) -> Result<u64, FormatError> {
             within: "buffer",
         });
     }
-    let magic: [u8; 8] = bytes(g, 0);
-    if magic != l::MAGIC_NUMB_BYTES && magic != l::MAGIC_GRID_BYTES {
-        return Err(FormatError::BadMagic {
-            offset: 0,
-            found: String::from_utf8_lossy(&magic).into_owned(),
-        });
-    }
-    let version = Version(u32_at(g, l::GRID_OFF_VERSION as usize));
-    if version.major() != l::MAJOR_VERSION
-        || !(l::MIN_MINOR_VERSION..=l::MAX_MINOR_VERSION).contains(&version.minor())
-    {
-        return Err(FormatError::Version { offset: 0, version });
-    }
-    let grid_size = u64_at(g, l::GRID_OFF_GRID_SIZE as usize);
-    if grid_size < header_need {
-        return Err(hdr_err(format!(
-            "grid size {grid_size} is smaller than the {header_need}-byte grid and tree headers"
-        )));
-    }
-    if grid_size > len {
-        return Err(FormatError::Truncated {
-            what: "grid".into(),
-            offset: 0,
-            need: grid_size,
-            len,
-            within: "buffer",
-        });
-    }
-    let type_raw = u32_at(g, l::GRID_OFF_GRID_TYPE as usize);
-    let grid_type = GridType::from_u32(type_raw)
-        .ok_or_else(|| hdr_err(format!("unknown grid type {type_raw}")))?;
-    let layout = l::layout(grid_type).ok_or_else(|| {
-        hdr_err(format!(
-            "grid type {type_raw} ({grid_type:?}) has no defined layout"
-        ))
-    })?;
+    let GridHead {
+        grid_size,
+        grid_type,
+        layout,
+        ..
+    } = grid_head(g, len, 0)?;
     {
         use GridType::*;
         if matches!(
@@ -1109,13 +1162,6 @@ fn check_header(g: &[u8], len: u64) -> Result<u64, FormatError> {
                 detail: "index and point grids store offsets into external arrays",
             });
         }
-    }
-    let grid_index = u32_at(g, l::GRID_OFF_GRID_INDEX as usize);
-    let grid_count = u32_at(g, l::GRID_OFF_GRID_COUNT as usize);
-    if grid_count == 0 || grid_index >= grid_count {
-        return Err(hdr_err(format!(
-            "grid index {grid_index} is not below grid count {grid_count}"
-        )));
     }
     let tree = l::GRID_SIZE as usize;
     let tree_err = |detail: String| FormatError::Corrupt {
@@ -1223,68 +1269,22 @@ fn parse_at(buf: &[u8], base: u64) -> Result<Grid<'_>, FormatError> {
         len: avail.len() as u64,
         within: "buffer",
     };
-    let header_need = u64::from(l::GRID_SIZE + l::TREE_SIZE);
     if (avail.len() as u64) < u64::from(l::GRID_SIZE) {
         return Err(trunc("grid header", u64::from(l::GRID_SIZE)));
     }
-    let magic: [u8; 8] = bytes(avail, 0);
-    let magic = match magic {
-        l::MAGIC_NUMB_BYTES => GridMagic::Legacy,
-        l::MAGIC_GRID_BYTES => GridMagic::Grid,
-        other => {
-            let mut found = String::from_utf8_lossy(&other).into_owned();
-            if other == l::MAGIC_FILE_BYTES {
-                found.push_str(" (a segmented .nvdb file header, not a grid)");
-            }
-            return Err(FormatError::BadMagic {
-                offset: base,
-                found,
-            });
-        }
-    };
-    let version = Version(u32_at(avail, l::GRID_OFF_VERSION as usize));
-    if version.major() != l::MAJOR_VERSION
-        || !(l::MIN_MINOR_VERSION..=l::MAX_MINOR_VERSION).contains(&version.minor())
-    {
-        return Err(FormatError::Version {
-            offset: base,
-            version,
-        });
-    }
-    let grid_size = u64_at(avail, l::GRID_OFF_GRID_SIZE as usize);
-    let hdr_err = |detail: String| FormatError::Corrupt {
-        what: "grid header".into(),
-        offset: base,
-        detail,
-    };
-    if grid_size < header_need {
-        return Err(hdr_err(format!(
-            "grid size {grid_size} is smaller than the {header_need}-byte grid and tree headers"
-        )));
-    }
-    if grid_size > avail.len() as u64 {
-        return Err(trunc("grid", grid_size));
-    }
+    let GridHead {
+        magic,
+        version,
+        grid_size,
+        grid_type,
+        layout,
+        grid_index,
+        grid_count,
+    } = grid_head(avail, avail.len() as u64, base)?;
     let g = &avail[..grid_size as usize];
     let cx = Ctx { base, g };
-
-    let type_raw = u32_at(g, l::GRID_OFF_GRID_TYPE as usize);
-    let grid_type = GridType::from_u32(type_raw)
-        .ok_or_else(|| hdr_err(format!("unknown grid type {type_raw}")))?;
-    let layout = l::layout(grid_type).ok_or_else(|| {
-        hdr_err(format!(
-            "grid type {type_raw} ({grid_type:?}) has no defined layout"
-        ))
-    })?;
     let class_raw = u32_at(g, l::GRID_OFF_GRID_CLASS as usize);
     let grid_class = GridClass::from_u32(class_raw).unwrap_or(GridClass::Unknown);
-    let grid_index = u32_at(g, l::GRID_OFF_GRID_INDEX as usize);
-    let grid_count = u32_at(g, l::GRID_OFF_GRID_COUNT as usize);
-    if grid_count == 0 || grid_index >= grid_count {
-        return Err(hdr_err(format!(
-            "grid index {grid_index} is not below grid count {grid_count}"
-        )));
-    }
     let flags = u32_at(g, l::GRID_OFF_FLAGS as usize);
 
     // Tree header.
