@@ -11,32 +11,59 @@ pub type Coord = [i32; 3];
 #[serde(rename_all = "lowercase")]
 #[repr(u32)]
 pub enum GridType {
+    /// No or an unrecognised value type.
     Unknown = 0,
+    /// 32-bit float values.
     Float = 1,
+    /// 64-bit float values.
     Double = 2,
+    /// 16-bit signed integers.
     Int16 = 3,
+    /// 32-bit signed integers.
     Int32 = 4,
+    /// 64-bit signed integers.
     Int64 = 5,
+    /// Three 32-bit floats (e.g. velocity).
     Vec3f = 6,
+    /// Three 64-bit floats.
     Vec3d = 7,
+    /// Active states only, no values.
     Mask = 8,
+    /// 16-bit IEEE half floats.
     Half = 9,
+    /// 32-bit unsigned integers.
     UInt32 = 10,
+    /// One bit per voxel.
     Boolean = 11,
+    /// Four 8-bit colour channels packed in 32 bits.
     Rgba8 = 12,
+    /// 4-bit quantised floats (per-leaf minimum and scale).
     Fp4 = 13,
+    /// 8-bit quantised floats (per-leaf minimum and scale).
     Fp8 = 14,
+    /// 16-bit quantised floats (per-leaf minimum and scale).
     Fp16 = 15,
+    /// Variable-bit-width quantised floats.
     FpN = 16,
+    /// Four 32-bit floats.
     Vec4f = 17,
+    /// Four 64-bit floats.
     Vec4d = 18,
+    /// Indices into external value arrays, every voxel.
     Index = 19,
+    /// Indices into external value arrays, active voxels only.
     OnIndex = 20,
+    /// `Index` with a mask.
     IndexMask = 21,
+    /// `OnIndex` with a mask.
     OnIndexMask = 22,
+    /// Point indices.
     PointIndex = 23,
+    /// Three 8-bit unsigned integers.
     Vec3u8 = 24,
+    /// Three 16-bit unsigned integers.
     Vec3u16 = 25,
+    /// 8-bit unsigned integers.
     UInt8 = 26,
 }
 
@@ -122,15 +149,25 @@ impl fmt::Display for GridType {
 #[serde(rename_all = "snake_case")]
 #[repr(u32)]
 pub enum GridClass {
+    /// Nothing said about the values.
     Unknown = 0,
+    /// Signed distances to a surface.
     LevelSet = 1,
+    /// Densities in [0, 1], zero outside.
     FogVolume = 2,
+    /// A MAC (face-centred) vector grid.
     Staggered = 3,
+    /// Indices of points.
     PointIndex = 4,
+    /// Point attributes.
     PointData = 5,
+    /// Active states only.
     Topology = 6,
+    /// Voxels drawn as boxes.
     VoxelVolume = 7,
+    /// An index grid into external values.
     IndexGrid = 8,
+    /// Tensor values.
     TensorGrid = 9,
 }
 
@@ -182,8 +219,11 @@ impl fmt::Display for GridClass {
 #[serde(rename_all = "lowercase")]
 #[repr(u16)]
 pub enum Codec {
+    /// Stored uncompressed.
     None = 0,
+    /// zlib (deflate) compressed.
     Zip = 1,
+    /// Blosc compressed (LZ4 inside, as NanoVDB writes it).
     Blosc = 2,
 }
 
