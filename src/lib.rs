@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod crc32;
 pub mod dataset;
 pub mod doctor;
 pub mod format;

@@ -1,7 +1,7 @@
 //! CRC-32 of extents in device memory, computed on the GPU: one thread per 4 KiB block
 //! (slicing-by-4 tables in shared memory), each block's CRC moved past the bytes after it
-//! in its extent and XORed into the extent's result (see [`crate::ingest::crc`], whose
-//! [`blocked_crc32`](crate::ingest::crc::blocked_crc32) is the same algorithm on the host).
+//! in its extent and XORed into the extent's result (see [`crate::crc32`], whose
+//! [`blocked_crc32`](crate::crc32::blocked_crc32) is the same algorithm on the host).
 //! Only a few bytes per extent come back to the host.
 //!
 //! The kernel is compiled with NVRTC once per process and loaded once per context. Where
@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::cuda::{Gpu, cuda_err};
-use crate::ingest::crc::{BYTE_POWERS, CrcTables};
+use crate::crc32::{BYTE_POWERS, CrcTables};
 use crate::ingest::{IngestError, Result};
 
 /// Bytes per GPU thread. Extents are 4 KiB multiples, so most blocks are whole.
@@ -244,7 +244,7 @@ impl GpuCrc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::crc::shift;
+    use crate::crc32::shift;
 
     /// What the kernel does, thread by thread, on the host: the same extent table, the
     /// same search for a block's extent, the same block bounds, shift and XOR.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use cudarc::driver::CudaContext;
 use cudarc::driver::sys;
 
-use crate::ingest::{HostBuffer, IngestError, Result};
+use super::hostmem::HostBuffer;
+use crate::ingest::{IngestError, Result};
 
 /// Why CUDA cannot be used here, or `Ok` when the driver library loads and initialises.
 ///

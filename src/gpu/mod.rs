@@ -8,6 +8,7 @@
 
 mod crc;
 mod cuda;
+mod hostmem;
 pub mod hostimport;
 pub mod interop;
 mod ring;
@@ -16,6 +17,7 @@ mod wgpu_crc;
 pub use crc::{GPU_CRC_BLOCK, GpuCrc};
 pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
 pub use hostimport::HostImporter;
+pub use hostmem::{HostBuffer, page_size};
 pub use interop::{InteropDevice, InteropError, SharedBuffer};
 pub use ring::{FrameRing, SlotMemory, SlotState};
 pub use wgpu_crc::{WGPU_CRC_BLOCK, WgpuCrc};

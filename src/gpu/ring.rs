@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use super::cuda::{DeviceBuffer, Gpu};
-use crate::ingest::{HostBuffer, IngestError, Result};
+use super::hostmem::HostBuffer;
+use crate::ingest::{IngestError, Result};
 
 /// Where a slot's bytes live.
 #[derive(Debug)]

@@ -10,7 +10,7 @@ use std::num::NonZeroU64;
 
 use wgpu::util::DeviceExt;
 
-use crate::ingest::crc::{BYTE_POWERS, CrcTables, combine};
+use crate::crc32::{BYTE_POWERS, CrcTables, combine};
 
 /// Bytes per invocation.
 pub const WGPU_CRC_BLOCK: u64 = 4096;

@@ -1449,7 +1449,7 @@ impl Coordinator {
             let mut crcs = vec![0u32; job.req.extents.len()];
             for (p, &c) in job.pieces.iter().zip(&job.piece_crcs) {
                 let e = p.extent as usize;
-                crcs[e] = super::crc::combine(crcs[e], c, p.len as u64);
+                crcs[e] = crate::crc32::combine(crcs[e], c, p.len as u64);
             }
             job.error = first_mismatch(&job.req, &crcs, &self.files);
         }

@@ -3,7 +3,7 @@
 //!
 //! - host slots: each read's bytes are hashed on a pool of CPU threads as soon as the read
 //!   lands (while they are still in cache), and an extent's CRC is combined from its
-//!   pieces' ([`super::crc::combine`]);
+//!   pieces' ([`crate::crc32::combine`]);
 //! - device slots: once a frame is complete in device memory, a GPU kernel computes every
 //!   extent's CRC where the bytes are ([`crate::gpu::GpuCrc`]); only the CRCs come back.
 //!   Where the kernel cannot run (no NVRTC), each extent is copied back and hashed on the
