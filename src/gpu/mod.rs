@@ -8,6 +8,7 @@
 
 mod crc;
 mod cuda;
+mod error;
 mod hostmem;
 pub mod hostimport;
 pub mod interop;
@@ -16,10 +17,11 @@ mod wgpu_crc;
 
 pub use crc::{GPU_CRC_BLOCK, GpuCrc};
 pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
+pub use error::{GpuError, Result};
 pub use hostimport::HostImporter;
 pub use hostmem::{HostBuffer, page_size};
 pub use interop::{InteropDevice, InteropError, SharedBuffer};
 pub use ring::{FrameRing, SlotMemory, SlotState};
 pub use wgpu_crc::{WGPU_CRC_BLOCK, WgpuCrc};
 
-pub(crate) use cuda::{check as check_pub, cuda_err as cuda_err_pub};
+pub(crate) use cuda::{cuda_check, cuda_error};

@@ -4,6 +4,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::dataset::DatasetError;
+use crate::gpu::GpuError;
 
 /// Everything that can go wrong reading frames. Messages name the file, offset and path
 /// (engine) involved, so that a message alone says where to look.
@@ -104,6 +105,17 @@ pub enum IngestError {
     /// The engine's worker thread has stopped (a bug or a panic); the text says what it saw.
     #[error("ingest engine stopped: {0}")]
     Stopped(String),
+}
+
+/// The GPU layer's errors keep their text: each has an ingest variant of the same wording.
+impl From<GpuError> for IngestError {
+    fn from(e: GpuError) -> IngestError {
+        match e {
+            GpuError::Cuda(m) => IngestError::Cuda(m),
+            GpuError::Unavailable(m) => IngestError::Unavailable(m),
+            GpuError::Usage(m) => IngestError::Usage(m),
+        }
+    }
 }
 
 /// Result alias for the ingest layer.

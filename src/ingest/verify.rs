@@ -215,7 +215,7 @@ fn gpu_crcs(kernel: &GpuCrc, slot: &SlotMemory, ranges: &[(u64, u64)]) -> Result
     };
     // SAFETY: the ranges lie inside the slot (checked), whose allocation the job keeps
     // alive; the engine writes nothing into it until the frame's check has completed.
-    unsafe { kernel.extent_crcs(d.ptr(), ranges) }
+    Ok(unsafe { kernel.extent_crcs(d.ptr(), ranges) }?)
 }
 
 fn copied_crcs(host: &HostChecker, slot: &SlotMemory, ranges: &[(u64, u64)]) -> Result<Vec<u32>> {
