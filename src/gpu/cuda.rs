@@ -305,9 +305,8 @@ impl std::fmt::Debug for PinnedBuffer {
 impl PinnedBuffer {
     /// Maps and pins `len` bytes (rounded up to pages).
     pub fn new(gpu: &Gpu, len: usize) -> Result<PinnedBuffer> {
-        let buf = HostBuffer::new(len).map_err(|e| {
-            GpuError::Usage(format!("cannot map {len} bytes of host memory: {e}"))
-        })?;
+        let buf = HostBuffer::new(len)
+            .map_err(|e| GpuError::Usage(format!("cannot map {len} bytes of host memory: {e}")))?;
         gpu.bind()?;
         // SAFETY: the mapping is live for `buf.len()` bytes and stays so until Drop
         // unregisters it. PORTABLE: usable from every context, should a second one appear.

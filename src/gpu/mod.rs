@@ -1,5 +1,10 @@
-//! The GPU side of ingest: CUDA context and identity ([`Gpu`]), device and pinned host
-//! memory, and the [`FrameRing`] of slots frames are read into.
+//! The GPU side of ingest: CUDA context and identity ([`Gpu`]), host, pinned and device
+//! memory ([`HostBuffer`], [`PinnedBuffer`], [`DeviceBuffer`]), and the [`FrameRing`] of
+//! slots frames are read into.
+//!
+//! The ingest engines use this module, never the other way round: errors here are
+//! [`GpuError`]s (the ingest layer converts them, keeping their text), and the CRC-32
+//! arithmetic the kernels share with the host checks lives in the leaf [`crate::crc32`].
 //!
 //! CUDA is loaded at run time (cudarc's `dynamic-loading`): everything here first checks
 //! [`cuda_probe`], so machines without NVIDIA drivers get an error message, not a panic.
@@ -9,8 +14,8 @@
 mod crc;
 mod cuda;
 mod error;
-mod hostmem;
 pub mod hostimport;
+mod hostmem;
 pub mod interop;
 mod ring;
 mod wgpu_crc;

@@ -23,6 +23,7 @@ mod io;
 mod source;
 mod verify;
 
+pub use crate::gpu::{HostBuffer, page_size};
 pub use engine::{
     Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, IngestEngine, PathInfo, PathKind,
     ReadProgress, ReadRequest, open_engine,
@@ -30,6 +31,5 @@ pub use engine::{
 pub use error::{IngestError, Result};
 pub use faults::{FaultKind, FaultPlan};
 pub use files::{IoMode, OpenFile, OpenFiles};
-pub use crate::gpu::{HostBuffer, page_size};
 pub use io::{ActiveBackend, IoBackend, IoCounters, io_uring_probe};
 pub use source::{ReadExtent, Source, SourceFile, SourceFrame};

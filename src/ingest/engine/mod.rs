@@ -24,7 +24,7 @@
 mod plan;
 mod staged;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -37,9 +37,9 @@ use super::gds::GdsState;
 use super::io::{ActiveBackend, IoBackend, IoCounters, IoDone, IoPool, PoolConfig};
 use super::source::{ReadExtent, SourceFile};
 use crate::dataset::ALIGN;
-use crate::gpu::{Gpu, PinnedBuffer, SlotMemory};
+use crate::gpu::{Gpu, SlotMemory};
 use plan::{Checks, Coordinator, Msg};
-use staged::{Staged, StagingBuf};
+use staged::Staged;
 
 /// The data paths of the issue: which one to use, and which one ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -294,7 +294,6 @@ pub trait IngestEngine: Send {
     fn counters(&self) -> &IoCounters;
 }
 
-
 /// An engine: a coordinator thread and its I/O pool. See the module documentation.
 pub struct Engine {
     info: PathInfo,
@@ -312,6 +311,45 @@ impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine").field("info", &self.info).finish()
     }
+}
+
+/// Where an engine's reads land, and what moves the bytes on from there.
+enum Backend {
+    /// Reads straight into host slots ([`PathKind::Portable`] or [`PathKind::CpuOnly`]).
+    Host(PathKind),
+    /// Reads into pinned staging buffers, copied to device slots on CUDA streams.
+    Staged(Staged),
+    /// cuFile reads straight into device slots.
+    Gds(Arc<GdsState>),
+}
+
+impl Backend {
+    /// The path that runs.
+    fn kind(&self) -> PathKind {
+        match self {
+            Backend::Host(kind) => *kind,
+            Backend::Staged(_) => PathKind::Staged,
+            Backend::Gds(_) => PathKind::Gds,
+        }
+    }
+}
+
+/// What every engine is started with, besides its backend and configuration.
+struct Launch<'a> {
+    /// The path asked for (differs from the backend's after a fallback).
+    requested: PathKind,
+    /// Why the requested path is not the one running.
+    fallback: Option<String>,
+    /// The dataset's files, as the requests name them.
+    files: &'a [SourceFile],
+    /// Those files, open.
+    opened: OpenFiles,
+    /// The ring's slot memories.
+    slots: Vec<Arc<SlotMemory>>,
+    /// Host memory the reads land in (slots or staging buffers), for io_uring to register.
+    regions: Vec<(usize, usize)>,
+    /// How arriving bytes are checked.
+    checks: Checks,
 }
 
 impl Engine {
@@ -338,8 +376,20 @@ impl Engine {
             }
         }
         let checks = Checks::host(cfg)?;
+        cfg.validate()?;
+        let opened = OpenFiles::open(files, cfg.io_mode)?;
         Engine::start(
-            kind, kind, None, files, slots, cfg, regions, None, None, checks,
+            Backend::Host(kind),
+            Launch {
+                requested: kind,
+                fallback: None,
+                files,
+                opened,
+                slots,
+                regions,
+                checks,
+            },
+            cfg,
         )
     }
 
@@ -364,61 +414,22 @@ impl Engine {
     ) -> Result<Engine> {
         cfg.validate()?;
         check_device_slots(&slots, gpu)?;
-        let streams_n = cfg.streams.max(2);
-        let nbufs = if cfg.staging_buffers > 0 {
-            cfg.staging_buffers
-        } else {
-            cfg.threads * cfg.queue_depth + 2 * streams_n
-        };
-        // Keep pinned memory bounded: at most 4 GiB of staging, at least 2 buffers per stream.
-        let nbufs = nbufs.min((4usize << 30) / cfg.io_size).max(2 * streams_n);
-        gpu.bind()?;
-        let mut streams = Vec::with_capacity(streams_n);
-        for _ in 0..streams_n {
-            streams.push(
-                gpu.context()
-                    .new_stream()
-                    .map_err(crate::gpu::cuda_error("cuStreamCreate"))?,
-            );
-        }
-        let mut bufs = Vec::with_capacity(nbufs);
-        for _ in 0..nbufs {
-            let mem = PinnedBuffer::new(gpu, cfg.io_size)?;
-            let event = gpu
-                .context()
-                .new_event(None)
-                .map_err(crate::gpu::cuda_error("cuEventCreate"))?;
-            bufs.push(StagingBuf {
-                event,
-                mem,
-                piece: None,
-            });
-        }
-        let regions = bufs
-            .iter()
-            .map(|b| (b.mem.host().as_mut_ptr() as usize, b.mem.host().len()))
-            .collect();
+        let staged = Staged::new(gpu, cfg)?;
+        let regions = staged.regions();
         let checks = Checks::device(cfg, gpu)?;
-        let staged = Staged {
-            gpu: gpu.clone(),
-            copying: (0..streams_n).map(|_| VecDeque::new()).collect(),
-            streams,
-            free: (0..nbufs).rev().collect(),
-            bufs,
-            pending: VecDeque::new(),
-            next_stream: 0,
-        };
+        let opened = OpenFiles::open(files, cfg.io_mode)?;
         Engine::start(
-            requested,
-            PathKind::Staged,
-            fallback,
-            files,
-            slots,
+            Backend::Staged(staged),
+            Launch {
+                requested,
+                fallback,
+                files,
+                opened,
+                slots,
+                regions,
+                checks,
+            },
             cfg,
-            regions,
-            Some(staged),
-            None,
-            checks,
         )
     }
 
@@ -436,55 +447,38 @@ impl Engine {
         let opened = OpenFiles::open(files, IoMode::Direct)?;
         let state = GdsState::new(gpu, &opened, &slots)?;
         let checks = Checks::device(cfg, gpu)?;
-        Engine::start_with_files(
-            PathKind::Gds,
-            PathKind::Gds,
-            None,
+        Engine::start(
+            Backend::Gds(Arc::new(state)),
+            Launch {
+                requested: PathKind::Gds,
+                fallback: None,
+                files,
+                opened,
+                slots,
+                regions: Vec::new(),
+                checks,
+            },
+            cfg,
+        )
+    }
+
+    /// Starts the I/O pool and the coordinator thread of an engine on `backend`.
+    fn start(backend: Backend, launch: Launch<'_>, cfg: &EngineConfig) -> Result<Engine> {
+        let Launch {
+            requested,
+            fallback,
             files,
             opened,
             slots,
-            cfg,
-            Vec::new(),
-            None,
-            Some(Arc::new(state)),
+            regions,
             checks,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn start(
-        requested: PathKind,
-        kind: PathKind,
-        fallback: Option<String>,
-        files: &[SourceFile],
-        slots: Vec<Arc<SlotMemory>>,
-        cfg: &EngineConfig,
-        regions: Vec<(usize, usize)>,
-        staged: Option<Staged>,
-        gds: Option<Arc<GdsState>>,
-        checks: Checks,
-    ) -> Result<Engine> {
-        cfg.validate()?;
-        let opened = OpenFiles::open(files, cfg.io_mode)?;
-        Engine::start_with_files(
-            requested, kind, fallback, files, opened, slots, cfg, regions, staged, gds, checks,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn start_with_files(
-        requested: PathKind,
-        kind: PathKind,
-        fallback: Option<String>,
-        files: &[SourceFile],
-        opened: OpenFiles,
-        slots: Vec<Arc<SlotMemory>>,
-        cfg: &EngineConfig,
-        regions: Vec<(usize, usize)>,
-        staged: Option<Staged>,
-        gds: Option<Arc<GdsState>>,
-        checks: Checks,
-    ) -> Result<Engine> {
+        } = launch;
+        let kind = backend.kind();
+        let (staged, gds) = match backend {
+            Backend::Host(_) => (None, None),
+            Backend::Staged(s) => (Some(s), None),
+            Backend::Gds(g) => (None, Some(g)),
+        };
         let (tx, rx) = mpsc::channel::<Msg>();
         let (done_tx, done_rx) = mpsc::channel::<Completion>();
         let sink_tx = std::sync::Mutex::new(tx.clone());
@@ -634,40 +628,7 @@ impl IngestEngine for Engine {
     }
 
     fn submit(&mut self, req: ReadRequest) -> Result<()> {
-        let slot_len = *self.slot_lens.get(req.slot).ok_or_else(|| {
-            IngestError::Usage(format!(
-                "slot {} does not exist (the ring has {})",
-                req.slot,
-                self.slot_lens.len()
-            ))
-        })?;
-        for e in &req.extents {
-            if e.file as usize >= self.file_count {
-                return Err(IngestError::Usage(format!(
-                    "frame {}: extent names file {} of {}",
-                    req.frame, e.file, self.file_count
-                )));
-            }
-            let fits = e
-                .dst
-                .checked_add(e.len)
-                .is_some_and(|end| end <= slot_len as u64);
-            if !fits || e.len == 0 {
-                return Err(IngestError::Usage(format!(
-                    "frame {}: extent of {} bytes at slot offset {} does not fit a {slot_len}-byte slot",
-                    req.frame, e.len, e.dst
-                )));
-            }
-            if !(e.offset.is_multiple_of(ALIGN)
-                && e.len.is_multiple_of(ALIGN)
-                && e.dst.is_multiple_of(ALIGN))
-            {
-                return Err(IngestError::Usage(format!(
-                    "frame {}: extent (offset {}, len {}, dst {}) is not 4 KiB aligned",
-                    req.frame, e.offset, e.len, e.dst
-                )));
-            }
-        }
+        plan::check_request(&req, &self.slot_lens, self.file_count)?;
         self.tx
             .send(Msg::Request(req, Instant::now()))
             .map_err(|_| IngestError::Stopped("the coordinator thread has exited".into()))?;
@@ -714,7 +675,6 @@ impl Drop for Engine {
         }
     }
 }
-
 
 /// Opens the engine for `requested`, falling back from gds to staged when cuFile cannot be
 /// used (the reason is in [`PathInfo::fallback`]; nothing pretends to be GDS).

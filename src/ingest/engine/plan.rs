@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::staged::Staged;
 use super::{Completion, EngineConfig, PathKind, ReadRequest};
+use crate::dataset::ALIGN;
 use crate::gpu::{Gpu, SlotMemory};
 use crate::ingest::error::{IngestError, Result};
 use crate::ingest::files::OpenFiles;
@@ -322,7 +323,8 @@ impl Coordinator {
         }
     }
 
-    /// Drops the queued reads of the job writing `slot` (see [`IngestEngine::cancel`]).
+    /// Drops the queued reads of the job writing `slot` (see
+    /// [`IngestEngine::cancel`](super::IngestEngine::cancel)).
     fn on_cancel(&mut self, slot: usize) {
         let Some(seq) = self
             .jobs
@@ -546,7 +548,12 @@ impl Coordinator {
         self.finish_job_at(seq, on_gpu, last);
     }
 
-    pub(super) fn finish_job_at(&mut self, seq: u64, on_gpu: Option<Instant>, last: Option<Instant>) {
+    pub(super) fn finish_job_at(
+        &mut self,
+        seq: u64,
+        on_gpu: Option<Instant>,
+        last: Option<Instant>,
+    ) {
         // Device slots under --verify: check the complete frame first; the completion
         // follows when the CRCs are back (`on_frame_checked`).
         if let Checks::Device(checker) = &self.checks
@@ -598,6 +605,50 @@ impl Coordinator {
         };
         let _ = self.done.send(c);
     }
+}
+
+/// Refuses a request the plan cannot carry out: an unknown slot or file, an extent outside
+/// the slot, empty, or not 4 KiB aligned (O_DIRECT and the staging buffers need that).
+pub(super) fn check_request(
+    req: &ReadRequest,
+    slot_lens: &[usize],
+    file_count: usize,
+) -> Result<()> {
+    let slot_len = *slot_lens.get(req.slot).ok_or_else(|| {
+        IngestError::Usage(format!(
+            "slot {} does not exist (the ring has {})",
+            req.slot,
+            slot_lens.len()
+        ))
+    })?;
+    for e in &req.extents {
+        if e.file as usize >= file_count {
+            return Err(IngestError::Usage(format!(
+                "frame {}: extent names file {} of {}",
+                req.frame, e.file, file_count
+            )));
+        }
+        let fits = e
+            .dst
+            .checked_add(e.len)
+            .is_some_and(|end| end <= slot_len as u64);
+        if !fits || e.len == 0 {
+            return Err(IngestError::Usage(format!(
+                "frame {}: extent of {} bytes at slot offset {} does not fit a {slot_len}-byte slot",
+                req.frame, e.len, e.dst
+            )));
+        }
+        if !(e.offset.is_multiple_of(ALIGN)
+            && e.len.is_multiple_of(ALIGN)
+            && e.dst.is_multiple_of(ALIGN))
+        {
+            return Err(IngestError::Usage(format!(
+                "frame {}: extent (offset {}, len {}, dst {}) is not 4 KiB aligned",
+                req.frame, e.offset, e.len, e.dst
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The checksum error for the extents of `req` whose CRC in `crcs` (one per extent, in

@@ -6,9 +6,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::EngineConfig;
 use super::plan::{Coordinator, Piece};
-use crate::gpu::{Gpu, PinnedBuffer, SlotMemory};
-use crate::ingest::error::IngestError;
+use crate::gpu::{Gpu, PinnedBuffer, SlotMemory, cuda_check, cuda_error};
+use crate::ingest::error::{IngestError, Result};
 use crate::ingest::io::{IoDone, IoTask, Target};
 
 /// Staged-path state: pinned buffers, streams and their events.
@@ -28,6 +29,59 @@ pub(super) struct StagingBuf {
     pub(super) event: cudarc::driver::CudaEvent,
     pub(super) mem: PinnedBuffer,
     pub(super) piece: Option<Piece>,
+}
+
+impl Staged {
+    /// Streams, pinned buffers of `cfg.io_size` bytes and their events on `gpu`.
+    pub(super) fn new(gpu: &Gpu, cfg: &EngineConfig) -> Result<Staged> {
+        let streams_n = cfg.streams.max(2);
+        let nbufs = if cfg.staging_buffers > 0 {
+            cfg.staging_buffers
+        } else {
+            cfg.threads * cfg.queue_depth + 2 * streams_n
+        };
+        // Keep pinned memory bounded: at most 4 GiB of staging, at least 2 buffers per stream.
+        let nbufs = nbufs.min((4usize << 30) / cfg.io_size).max(2 * streams_n);
+        gpu.bind()?;
+        let mut streams = Vec::with_capacity(streams_n);
+        for _ in 0..streams_n {
+            streams.push(
+                gpu.context()
+                    .new_stream()
+                    .map_err(cuda_error("cuStreamCreate"))?,
+            );
+        }
+        let mut bufs = Vec::with_capacity(nbufs);
+        for _ in 0..nbufs {
+            let mem = PinnedBuffer::new(gpu, cfg.io_size)?;
+            let event = gpu
+                .context()
+                .new_event(None)
+                .map_err(cuda_error("cuEventCreate"))?;
+            bufs.push(StagingBuf {
+                event,
+                mem,
+                piece: None,
+            });
+        }
+        Ok(Staged {
+            gpu: gpu.clone(),
+            copying: (0..streams_n).map(|_| VecDeque::new()).collect(),
+            streams,
+            free: (0..nbufs).rev().collect(),
+            bufs,
+            pending: VecDeque::new(),
+            next_stream: 0,
+        })
+    }
+
+    /// The staging buffers' host memory (address, length), for io_uring to register.
+    pub(super) fn regions(&self) -> Vec<(usize, usize)> {
+        self.bufs
+            .iter()
+            .map(|b| (b.mem.host().as_mut_ptr() as usize, b.mem.host().len()))
+            .collect()
+    }
 }
 
 impl Coordinator {
@@ -86,10 +140,10 @@ impl Coordinator {
                                 stream.cu_stream(),
                             )
                         };
-                        let r = crate::gpu::cuda_check(r, "cuMemcpyHtoDAsync").and_then(|()| {
+                        let r = cuda_check(r, "cuMemcpyHtoDAsync").and_then(|()| {
                             buf.event
                                 .record(stream)
-                                .map_err(crate::gpu::cuda_error("cuEventRecord"))
+                                .map_err(cuda_error("cuEventRecord"))
                         });
                         match r {
                             Ok(()) => s.copying[k].push_back(b),
