@@ -9,7 +9,7 @@
 //! is independent, and the sum order does not matter. Polynomials are kept bit-reflected,
 //! as the CRC itself is (bit 31 is the coefficient of x⁰).
 //!
-//! [`blocked_crc32`] is the host twin of the GPU kernels (CUDA and WGSL, in `crate::gpu`):
+//! [`blocked_crc32`] is the host twin of the GPU kernels (CUDA and WGSL, in the `gpu` module):
 //! the same tables ([`CrcTables`]), the same per-block loop and the same combine, so a test
 //! on any machine proves the arithmetic the kernels do.
 //!

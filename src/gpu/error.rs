@@ -1,5 +1,5 @@
-//! The GPU layer's error type. The ingest layer turns it into its own
-//! ([`IngestError`](crate::ingest::IngestError) has a variant for each, with the same text).
+//! The GPU layer's error type. Layers above turn it into their own error, keeping the
+//! text (the ingest layer has a variant for each).
 
 /// What can go wrong with CUDA, device or pinned memory, or a frame ring.
 #[derive(Debug, thiserror::Error)]

@@ -167,3 +167,38 @@ impl IngestError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GPU error reads the same, and keeps its kind, once it is an ingest error (callers
+    /// match `Unavailable` to fall back, and users see the text).
+    #[test]
+    fn gpu_errors_keep_their_kind_and_text() {
+        let cases = [
+            GpuError::Cuda("cuMemAlloc of 4096 bytes: out of memory".into()),
+            GpuError::Unavailable("GPU 3 does not exist (CUDA sees 1)".into()),
+            GpuError::Usage("a device buffer needs at least one byte".into()),
+        ];
+        for e in cases {
+            let text = e.to_string();
+            let kind = std::mem::discriminant(&e);
+            let converted = IngestError::from(e);
+            assert_eq!(converted.to_string(), text);
+            let same_kind = match converted {
+                IngestError::Cuda(_) => {
+                    kind == std::mem::discriminant(&GpuError::Cuda(String::new()))
+                }
+                IngestError::Unavailable(_) => {
+                    kind == std::mem::discriminant(&GpuError::Unavailable(String::new()))
+                }
+                IngestError::Usage(_) => {
+                    kind == std::mem::discriminant(&GpuError::Usage(String::new()))
+                }
+                _ => false,
+            };
+            assert!(same_kind, "{text}");
+        }
+    }
+}
