@@ -20,6 +20,10 @@
 //! still write into it, and a second completion, [`IngestError::Released`], frees it when
 //! the reads really end. Faults can be injected for tests and demonstrations
 //! ([`super::faults`]).
+//!
+//! This file is the interface and the engines' construction (each on a [`Backend`]);
+//! `plan` splits requests into reads and keeps each frame's books on the coordinator
+//! thread; `staged` is the CUDA half of the staged path (buffers, copies, events).
 
 mod plan;
 mod staged;
