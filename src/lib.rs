@@ -6,11 +6,13 @@
 //! lanes, striping), [`ingest`] (engines that read frames into ring slots), [`gpu`] (CUDA,
 //! frame rings, Vulkan sharing), [`pipeline`] (scheduler, metrics), [`render`] (the
 //! ray-marcher), [`scene`] (scene files), [`app`] (the player), [`bench`] and [`doctor`]
-//! (measuring and diagnosing), [`memory`] (what an allocation may ask for) and [`synth`]
-//! (the synthetic supercell generator).
+//! (measuring and diagnosing), [`memory`] (what an allocation may ask for), [`crc32`]
+//! (CRC-32 in pieces, shared by the host and GPU checks) and [`synth`] (the synthetic
+//! supercell generator).
 
 pub mod app;
 pub mod bench;
+pub mod crc32;
 pub mod dataset;
 pub mod doctor;
 pub mod format;

@@ -55,6 +55,12 @@ pub enum PlayError {
     Usage(String),
 }
 
+impl From<crate::gpu::GpuError> for PlayError {
+    fn from(e: crate::gpu::GpuError) -> PlayError {
+        PlayError::Ingest(e.into())
+    }
+}
+
 /// Which of the two frame paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

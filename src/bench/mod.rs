@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::gpu::{FrameRing, Gpu, SlotState};
+use crate::gpu::{FrameRing, Gpu, GpuError, SlotState};
 use crate::ingest::gds::CuFileStats;
 use crate::ingest::{
     Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathInfo, PathKind,
@@ -327,11 +327,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let slot_len = source.max_frame_len() as usize;
     let gpu = if cfg.path.needs_cuda() {
         Some(Gpu::open(cfg.gpu).map_err(|e| match e {
-            IngestError::Unavailable(m) => IngestError::Unavailable(format!(
+            GpuError::Unavailable(m) => IngestError::Unavailable(format!(
                 "{m}; the {} path needs an NVIDIA GPU (--path portable or cpu-only run without one)",
                 cfg.path
             )),
-            other => other,
+            other => other.into(),
         })?)
     } else {
         None

@@ -1,7 +1,7 @@
 //! CRC-32 of extents in device memory, computed on the GPU: one thread per 4 KiB block
 //! (slicing-by-4 tables in shared memory), each block's CRC moved past the bytes after it
-//! in its extent and XORed into the extent's result (see [`crate::ingest::crc`], whose
-//! [`blocked_crc32`](crate::ingest::crc::blocked_crc32) is the same algorithm on the host).
+//! in its extent and XORed into the extent's result (see [`crate::crc32`], whose
+//! [`blocked_crc32`](crate::crc32::blocked_crc32) is the same algorithm on the host).
 //! Only a few bytes per extent come back to the host.
 //!
 //! The kernel is compiled with NVRTC once per process and loaded once per context. Where
@@ -11,9 +11,9 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::cuda::{Gpu, cuda_err};
-use crate::ingest::crc::{BYTE_POWERS, CrcTables};
-use crate::ingest::{IngestError, Result};
+use super::cuda::{Gpu, cuda_error};
+use super::error::{GpuError, Result};
+use crate::crc32::{BYTE_POWERS, CrcTables};
 
 /// Bytes per GPU thread. Extents are 4 KiB multiples, so most blocks are whole.
 pub const GPU_CRC_BLOCK: u64 = 4096;
@@ -151,32 +151,32 @@ impl std::fmt::Debug for GpuCrc {
 
 impl GpuCrc {
     /// Compiles (once per process) and loads the kernel. Fails with
-    /// [`IngestError::Unavailable`] saying why when NVRTC is missing or the driver cannot
+    /// [`GpuError::Unavailable`] saying why when NVRTC is missing or the driver cannot
     /// load the result.
     pub fn new(gpu: &Gpu) -> Result<GpuCrc> {
-        let ptx = ptx().map_err(IngestError::Unavailable)?;
+        let ptx = ptx().map_err(GpuError::Unavailable)?;
         gpu.bind()?;
         let module = gpu
             .context()
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(|e| {
-                IngestError::Unavailable(format!(
+                GpuError::Unavailable(format!(
                     "the CUDA driver cannot load the CRC kernel: {}",
                     super::cuda::driver_err(e.0)
                 ))
             })?;
         let func = module
             .load_function("crc32_extents")
-            .map_err(cuda_err("loading crc32_extents"))?;
+            .map_err(cuda_error("loading crc32_extents"))?;
         let stream = gpu
             .context()
             .new_stream()
-            .map_err(cuda_err("cuStreamCreate"))?;
+            .map_err(cuda_error("cuStreamCreate"))?;
         let mut host_tables = CrcTables::new().flat();
         host_tables.extend_from_slice(&BYTE_POWERS);
         let tables = stream
             .clone_htod(&host_tables)
-            .map_err(cuda_err("uploading the CRC tables"))?;
+            .map_err(cuda_error("uploading the CRC tables"))?;
         Ok(GpuCrc {
             gpu: gpu.clone(),
             stream,
@@ -196,18 +196,18 @@ impl GpuCrc {
             return Ok(Vec::new());
         }
         let n_ext = u32::try_from(ranges.len())
-            .map_err(|_| IngestError::Usage("too many extents for one CRC launch".into()))?;
+            .map_err(|_| GpuError::Usage("too many extents for one CRC launch".into()))?;
         let (desc, blocks) = extent_table(ranges);
         let grid = u32::try_from(blocks.div_ceil(u64::from(THREADS_PER_BLOCK)))
-            .map_err(|_| IngestError::Usage("extents too large for one CRC launch".into()))?;
+            .map_err(|_| GpuError::Usage("extents too large for one CRC launch".into()))?;
         self.gpu.bind()?;
         let s = &self.stream;
         let desc = s
             .clone_htod(&desc)
-            .map_err(cuda_err("uploading extent descriptors"))?;
+            .map_err(cuda_error("uploading extent descriptors"))?;
         let mut out = s
             .alloc_zeros::<u32>(ranges.len())
-            .map_err(cuda_err("allocating CRC results"))?;
+            .map_err(cuda_error("allocating CRC results"))?;
         let n = ranges.len();
         let off = desc.slice(0..n);
         let len = desc.slice(n..2 * n);
@@ -231,12 +231,12 @@ impl GpuCrc {
         // results are live allocations of the sizes the kernel indexes (n_ext + 1 prefix
         // entries, n_ext results); the ranges are readable device memory (caller's
         // contract), and the kernel reads exactly them.
-        unsafe { launch.launch(cfg) }.map_err(cuda_err("launching crc32_extents"))?;
+        unsafe { launch.launch(cfg) }.map_err(cuda_error("launching crc32_extents"))?;
         let crcs = s
             .clone_dtoh(&out)
-            .map_err(cuda_err("reading CRC results back"))?;
+            .map_err(cuda_error("reading CRC results back"))?;
         s.synchronize()
-            .map_err(cuda_err("waiting for the CRC kernel"))?;
+            .map_err(cuda_error("waiting for the CRC kernel"))?;
         Ok(crcs)
     }
 }
@@ -244,7 +244,7 @@ impl GpuCrc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::crc::shift;
+    use crate::crc32::shift;
 
     /// What the kernel does, thread by thread, on the host: the same extent table, the
     /// same search for a block's extent, the same block bounds, shift and XOR.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use cudarc::driver::CudaContext;
 use cudarc::driver::sys;
 
-use crate::ingest::{HostBuffer, IngestError, Result};
+use super::error::{GpuError, Result};
+use super::hostmem::HostBuffer;
 
 /// Why CUDA cannot be used here, or `Ok` when the driver library loads and initialises.
 ///
@@ -38,24 +39,27 @@ pub(crate) fn driver_err(r: sys::CUresult) -> String {
     }
 }
 
-pub(crate) fn check(r: sys::CUresult, what: &str) -> Result<()> {
+/// `Ok` for a successful CUDA driver call, else [`GpuError::Cuda`] naming the call (`what`)
+/// and the driver's text for `r`.
+pub(crate) fn cuda_check(r: sys::CUresult, what: &str) -> Result<()> {
     if r == sys::CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(IngestError::Cuda(format!("{what}: {}", driver_err(r))))
+        Err(GpuError::Cuda(format!("{what}: {}", driver_err(r))))
     }
 }
 
-pub(crate) fn cuda_err(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> IngestError + '_ {
-    move |e| IngestError::Cuda(format!("{what}: {}", driver_err(e.0)))
+/// Turns a cudarc error of the call `what` into [`GpuError::Cuda`] (for `map_err`).
+pub(crate) fn cuda_error(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
+    move |e| GpuError::Cuda(format!("{what}: {}", driver_err(e.0)))
 }
 
 /// The CUDA driver version as (major, minor), e.g. (13, 0).
 pub fn driver_version() -> Result<(i32, i32)> {
-    cuda_probe().map_err(IngestError::Unavailable)?;
+    cuda_probe().map_err(GpuError::Unavailable)?;
     let mut v = 0;
     // SAFETY: writes one int.
-    check(
+    cuda_check(
         unsafe { sys::cuDriverGetVersion(&mut v) },
         "cuDriverGetVersion",
     )?;
@@ -85,18 +89,18 @@ pub struct Gpu {
 impl Gpu {
     /// Opens GPU `ordinal` (retains its primary context and binds it to this thread).
     pub fn open(ordinal: usize) -> Result<Gpu> {
-        cuda_probe().map_err(IngestError::Unavailable)?;
-        let count = CudaContext::device_count().map_err(cuda_err("cuDeviceGetCount"))?;
+        cuda_probe().map_err(GpuError::Unavailable)?;
+        let count = CudaContext::device_count().map_err(cuda_error("cuDeviceGetCount"))?;
         if ordinal >= count.max(0) as usize {
-            return Err(IngestError::Unavailable(format!(
+            return Err(GpuError::Unavailable(format!(
                 "GPU {ordinal} does not exist (CUDA sees {count})"
             )));
         }
-        let ctx = CudaContext::new(ordinal).map_err(cuda_err("creating the CUDA context"))?;
-        let name = ctx.name().map_err(cuda_err("cuDeviceGetName"))?;
+        let ctx = CudaContext::new(ordinal).map_err(cuda_error("creating the CUDA context"))?;
+        let name = ctx.name().map_err(cuda_error("cuDeviceGetName"))?;
         let mut bus = [0 as std::ffi::c_char; 32];
         // SAFETY: writes a NUL-terminated string of at most `len` bytes.
-        check(
+        cuda_check(
             unsafe {
                 sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), bus.len() as i32, ctx.cu_device())
             },
@@ -123,12 +127,12 @@ impl Gpu {
     pub fn bind(&self) -> Result<()> {
         self.ctx
             .bind_to_thread()
-            .map_err(cuda_err("binding the CUDA context"))
+            .map_err(cuda_error("binding the CUDA context"))
     }
 
     /// Free and total device memory in bytes.
     pub fn mem_info(&self) -> Result<(usize, usize)> {
-        self.ctx.mem_get_info().map_err(cuda_err("cuMemGetInfo"))
+        self.ctx.mem_get_info().map_err(cuda_error("cuMemGetInfo"))
     }
 }
 
@@ -164,14 +168,14 @@ impl DeviceBuffer {
     /// stale data of another frame).
     pub fn alloc(gpu: &Gpu, len: usize) -> Result<DeviceBuffer> {
         if len == 0 {
-            return Err(IngestError::Usage(
+            return Err(GpuError::Usage(
                 "a device buffer needs at least one byte".into(),
             ));
         }
         gpu.bind()?;
         let mut ptr: sys::CUdeviceptr = 0;
         // SAFETY: writes one device pointer; the context is current.
-        check(
+        cuda_check(
             unsafe { sys::cuMemAlloc_v2(&mut ptr, len) },
             &format!("cuMemAlloc of {len} bytes"),
         )?;
@@ -182,7 +186,7 @@ impl DeviceBuffer {
             ctx: gpu.ctx.clone(),
         };
         // SAFETY: `ptr` is a fresh allocation of `len` bytes.
-        check(unsafe { sys::cuMemsetD8_v2(ptr, 0, len) }, "cuMemsetD8")?;
+        cuda_check(unsafe { sys::cuMemsetD8_v2(ptr, 0, len) }, "cuMemsetD8")?;
         Ok(buf)
     }
 
@@ -232,7 +236,7 @@ impl DeviceBuffer {
         self.bind_for_copy("write", offset, data.len())?;
         // SAFETY: the range is inside the allocation (checked) and `data` is readable host
         // memory of that length; the copy is synchronous.
-        check(
+        cuda_check(
             unsafe {
                 sys::cuMemcpyHtoD_v2(self.ptr + offset as u64, data.as_ptr().cast(), data.len())
             },
@@ -244,14 +248,14 @@ impl DeviceBuffer {
     /// a synchronous copy (`what` names the copy in the error).
     fn bind_for_copy(&self, what: &str, offset: usize, len: usize) -> Result<()> {
         if offset.checked_add(len).is_none_or(|e| e > self.len) {
-            return Err(IngestError::Usage(format!(
+            return Err(GpuError::Usage(format!(
                 "{what} of {len} bytes at {offset} is outside a {}-byte device buffer",
                 self.len
             )));
         }
         self.ctx
             .bind_to_thread()
-            .map_err(cuda_err("binding the CUDA context"))
+            .map_err(cuda_error("binding the CUDA context"))
     }
 
     /// Copies `out.len()` bytes at `offset` back to the host (synchronous; for checks).
@@ -260,7 +264,7 @@ impl DeviceBuffer {
         // SAFETY: the range is inside the allocation (checked) and `out` is writable host
         // memory of that length. The synchronous copy waits for prior work in the context's
         // legacy stream; callers read back only slots whose writes have completed.
-        check(
+        cuda_check(
             unsafe {
                 sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr + offset as u64, out.len())
             },
@@ -301,13 +305,12 @@ impl std::fmt::Debug for PinnedBuffer {
 impl PinnedBuffer {
     /// Maps and pins `len` bytes (rounded up to pages).
     pub fn new(gpu: &Gpu, len: usize) -> Result<PinnedBuffer> {
-        let buf = HostBuffer::new(len).map_err(|e| {
-            IngestError::Usage(format!("cannot map {len} bytes of host memory: {e}"))
-        })?;
+        let buf = HostBuffer::new(len)
+            .map_err(|e| GpuError::Usage(format!("cannot map {len} bytes of host memory: {e}")))?;
         gpu.bind()?;
         // SAFETY: the mapping is live for `buf.len()` bytes and stays so until Drop
         // unregisters it. PORTABLE: usable from every context, should a second one appear.
-        check(
+        cuda_check(
             unsafe {
                 sys::cuMemHostRegister_v2(
                     buf.as_mut_ptr().cast(),

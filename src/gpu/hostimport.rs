@@ -309,7 +309,7 @@ impl HostImporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::HostBuffer;
+    use crate::gpu::HostBuffer;
 
     fn device() -> Option<(wgpu::Device, wgpu::Queue)> {
         let instance =

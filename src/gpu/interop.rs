@@ -1143,88 +1143,42 @@ mod tests {
         assert!(weak.upgrade().is_none());
     }
 
-    /// A small Float grid: a blob over 4³ bricks.
-    fn blob_grid() -> Vec<u8> {
-        use crate::format::{BuildOptions, LEAF_DIM, LeafBrick, SparseVolume, build_grid};
-        let mut bricks = Vec::new();
-        for bx in (0..32).step_by(8) {
-            for by in (0..32).step_by(8) {
-                for bz in (0..32).step_by(8) {
-                    let mut b = LeafBrick::filled([bx, by, bz], 0.0);
-                    for x in 0..LEAF_DIM {
-                        for y in 0..LEAF_DIM {
-                            for z in 0..LEAF_DIM {
-                                let p = [bx + x as i32, by + y as i32, bz + z as i32];
-                                let d2: i32 = p.iter().map(|&c| (c - 16) * (c - 16)).sum();
-                                let v = (1.0 - d2 as f32 / 200.0).max(0.0);
-                                if v > 0.0 {
-                                    b.set_active(LeafBrick::index(x, y, z), v);
-                                }
-                            }
-                        }
-                    }
-                    bricks.push(b);
-                }
-            }
-        }
-        let vol = SparseVolume {
-            background: 0.0,
-            bricks,
-        };
-        build_grid(&vol, &BuildOptions::default()).unwrap()
-    }
-
-    /// The renderer binds an exported buffer (wrapped, not created, by wgpu) like one of its
-    /// own: the same grid renders identically from both.
+    /// A compute pass binds an exported buffer (wrapped, not created, by wgpu) at an offset
+    /// like a buffer of its own: the CRC pass reads the same bytes from both. (The GPU
+    /// machine's `tests/interop_gpu.rs` renders a frame from a CUDA-shared slot.)
     #[test]
-    fn renderer_reads_an_exported_buffer_like_an_uploaded_one() {
-        use crate::format::Grid;
-        use crate::render::{AttributeView, GridSlice, Renderer, TransferFunction, View};
+    fn shaders_read_an_exported_buffer_like_an_uploaded_one() {
+        use wgpu::util::DeviceExt;
         let Some(dev) = vulkan_only() else { return };
-        let g = blob_grid();
-        let grid = Grid::parse(&g).unwrap();
-        let b = grid.world_bbox();
-        let bbox = [b[0].map(|v| v as f32), b[1].map(|v| v as f32)];
-        let attrs = vec![Some(AttributeView {
-            enabled: true,
-            tf: TransferFunction::preset("cloud", [0.0, 1.0], bbox[1][0] - bbox[0][0]),
-        })];
-        let (w, h) = (48, 32);
-        let view = View::new(
-            bbox,
-            grid.voxel_size()[0] as f32,
-            attrs,
-            w as f32 / h as f32,
-        );
-        let len = (g.len() as u64 + 8192).div_ceil(4096) * 4096;
+        let data: Vec<u8> = (0..300_003u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let mut padded = data.clone();
+        padded.resize(data.len().div_ceil(4) * 4, 0);
+        let len = (data.len() as u64 + 8192).div_ceil(4096) * 4096;
         let shared = Exportable::new(&dev, len).unwrap();
-        // The grid at a 4 KiB offset, as in a slot image.
-        let mut padded = g.clone();
-        padded.resize(g.len().div_ceil(4) * 4, 0);
+        // The bytes at a 4 KiB offset, as in a slot image.
         dev.queue.write_buffer(&shared.buffer, 4096, &padded);
-        let uploaded = crate::render::upload_slot(&dev.device, &dev.queue, &g);
-        let mut r = Renderer::new(&dev.device, &dev.queue).unwrap();
-        let mut draw = |buffer: &wgpu::Buffer, offset: u64| {
-            r.set_grids(&[Some(GridSlice {
-                buffer,
-                offset,
-                size: g.len() as u64,
-            })])
+        let uploaded = dev
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("uploaded"),
+                contents: &padded,
+                usage: WGPU_USAGE,
+            });
+        let ranges = [(0, data.len() as u64), (12288, 5000), (65536, 4096), (8, 3)];
+        let at_4k: Vec<(u64, u64)> = ranges.iter().map(|&(o, l)| (o + 4096, l)).collect();
+        let crc = super::super::WgpuCrc::new(&dev.device);
+        let from_shared = crc
+            .crc32(&dev.device, &dev.queue, &shared.buffer, &at_4k)
             .unwrap();
-            r.render(&view, w, h).unwrap();
-            r.read_image().unwrap()
-        };
-        let a = draw(&shared.buffer, 4096);
-        let b = draw(&uploaded, 0);
-        let lit = b.linear.iter().filter(|p| p[3] > 0.05).count();
-        assert!(lit > 50, "only {lit} pixels lit");
-        assert_eq!(a.rgba8, b.rgba8);
-        assert!(
-            a.linear
-                .iter()
-                .zip(&b.linear)
-                .all(|(p, q)| p.map(f32::to_bits) == q.map(f32::to_bits))
-        );
+        let from_uploaded = crc
+            .crc32(&dev.device, &dev.queue, &uploaded, &ranges)
+            .unwrap();
+        assert_eq!(from_shared, from_uploaded);
+        for (&(o, l), got) in ranges.iter().zip(&from_shared) {
+            assert_eq!(*got, crc32fast::hash(&data[o as usize..(o + l) as usize]));
+        }
     }
 
     #[test]

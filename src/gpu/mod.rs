@@ -1,5 +1,10 @@
-//! The GPU side of ingest: CUDA context and identity ([`Gpu`]), device and pinned host
-//! memory, and the [`FrameRing`] of slots frames are read into.
+//! The GPU side of ingest: CUDA context and identity ([`Gpu`]), host, pinned and device
+//! memory ([`HostBuffer`], [`PinnedBuffer`], [`DeviceBuffer`]), and the [`FrameRing`] of
+//! slots frames are read into.
+//!
+//! The ingest engines use this module, never the other way round: errors here are
+//! [`GpuError`]s (the ingest layer converts them, keeping their text), and the CRC-32
+//! arithmetic the kernels share with the host checks lives in the leaf [`crate::crc32`].
 //!
 //! CUDA is loaded at run time (cudarc's `dynamic-loading`): everything here first checks
 //! [`cuda_probe`], so machines without NVIDIA drivers get an error message, not a panic.
@@ -8,16 +13,20 @@
 
 mod crc;
 mod cuda;
+mod error;
 pub mod hostimport;
+mod hostmem;
 pub mod interop;
 mod ring;
 mod wgpu_crc;
 
 pub use crc::{GPU_CRC_BLOCK, GpuCrc};
 pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
+pub use error::{GpuError, Result};
 pub use hostimport::HostImporter;
+pub use hostmem::{HostBuffer, page_size};
 pub use interop::{InteropDevice, InteropError, SharedBuffer};
 pub use ring::{FrameRing, SlotMemory, SlotState};
 pub use wgpu_crc::{WGPU_CRC_BLOCK, WgpuCrc};
 
-pub(crate) use cuda::{check as check_pub, cuda_err as cuda_err_pub};
+pub(crate) use cuda::{cuda_check, cuda_error};

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use super::cuda::{DeviceBuffer, Gpu};
-use crate::ingest::{HostBuffer, IngestError, Result};
+use super::error::{GpuError, Result};
+use super::hostmem::HostBuffer;
 
 /// Where a slot's bytes live.
 #[derive(Debug)]
@@ -40,7 +41,7 @@ impl SlotMemory {
                     .checked_add(out.len())
                     .filter(|&e| e <= b.len())
                     .ok_or_else(|| {
-                        IngestError::Usage(format!(
+                        GpuError::Usage(format!(
                             "read back of {} bytes at {offset} is outside a {}-byte slot",
                             out.len(),
                             b.len()
@@ -80,7 +81,7 @@ impl FrameRing {
     /// A ring over the given slot memories (e.g. imported external allocations).
     pub fn new(memories: Vec<SlotMemory>) -> Result<FrameRing> {
         if memories.is_empty() {
-            return Err(IngestError::Usage(
+            return Err(GpuError::Usage(
                 "a frame ring needs at least one slot".into(),
             ));
         }
@@ -102,11 +103,11 @@ impl FrameRing {
             || format!("--slots {count} ({count} host ring slots of {len} bytes)"),
             total,
         )
-        .map_err(|e| IngestError::Usage(e.to_string()))?;
+        .map_err(|e| GpuError::Usage(e.to_string()))?;
         let mut v = Vec::with_capacity(count);
         for _ in 0..count {
             v.push(SlotMemory::Host(HostBuffer::new(len).map_err(|e| {
-                IngestError::Usage(format!("cannot map a {len}-byte host slot: {e}"))
+                GpuError::Usage(format!("cannot map a {len}-byte host slot: {e}"))
             })?));
         }
         FrameRing::new(v)
@@ -121,7 +122,7 @@ impl FrameRing {
         if let Ok((free, _)) = gpu.mem_info()
             && total > free as u64
         {
-            return Err(IngestError::Usage(format!(
+            return Err(GpuError::Usage(format!(
                 "--slots {count}: {count} device ring slots of {len} bytes each need {total} bytes ({}), but GPU {} has {free} bytes ({}) free",
                 crate::memory::human(total),
                 gpu.ordinal,
@@ -184,7 +185,7 @@ impl FrameRing {
                 };
                 Ok(())
             }
-            other => Err(IngestError::Usage(format!(
+            other => Err(GpuError::Usage(format!(
                 "finish_write: slot {slot} is {other:?}, not being written"
             ))),
         }
@@ -235,7 +236,7 @@ impl FrameRing {
             Some(SlotState::Ready(_) | SlotState::InUse(_)) => {
                 self.slots[slot].copy_out(offset, out)
             }
-            other => Err(IngestError::Usage(format!(
+            other => Err(GpuError::Usage(format!(
                 "slot {slot} is {other:?}: only resident frames can be read"
             ))),
         }

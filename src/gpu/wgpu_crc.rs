@@ -10,7 +10,7 @@ use std::num::NonZeroU64;
 
 use wgpu::util::DeviceExt;
 
-use crate::ingest::crc::{BYTE_POWERS, CrcTables, combine};
+use crate::crc32::{BYTE_POWERS, CrcTables, combine};
 
 /// Bytes per invocation.
 pub const WGPU_CRC_BLOCK: u64 = 4096;
@@ -280,10 +280,32 @@ impl WgpuCrc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::PlayerGpu;
 
-    fn gpu() -> Option<PlayerGpu> {
-        match PlayerGpu::open(PlayerGpu::instance(), None) {
+    /// A wgpu device and its queue.
+    struct TestGpu {
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+    }
+
+    /// The best adapter, opened as the player opens it (full buffer limits).
+    fn open() -> Result<TestGpu, String> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+        let adapter =
+            crate::render::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                apply_limit_buckets: false,
+            }))
+            .map_err(|e| e.to_string())?;
+        let (device, queue) = super::super::hostimport::request_device(&adapter, "crc test")
+            .map_err(|e| e.to_string())?;
+        Ok(TestGpu { device, queue })
+    }
+
+    fn gpu() -> Option<TestGpu> {
+        match open() {
             Ok(g) => Some(g),
             Err(e) => {
                 if std::env::var_os("SUPERCELL_REQUIRE_GPU").is_some() {
@@ -306,7 +328,7 @@ mod tests {
             .collect()
     }
 
-    fn upload(g: &PlayerGpu, data: &[u8]) -> wgpu::Buffer {
+    fn upload(g: &TestGpu, data: &[u8]) -> wgpu::Buffer {
         g.device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("crc test data"),

@@ -4,6 +4,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::dataset::DatasetError;
+use crate::gpu::GpuError;
 
 /// Everything that can go wrong reading frames. Messages name the file, offset and path
 /// (engine) involved, so that a message alone says where to look.
@@ -106,6 +107,17 @@ pub enum IngestError {
     Stopped(String),
 }
 
+/// The GPU layer's errors keep their text: each has an ingest variant of the same wording.
+impl From<GpuError> for IngestError {
+    fn from(e: GpuError) -> IngestError {
+        match e {
+            GpuError::Cuda(m) => IngestError::Cuda(m),
+            GpuError::Unavailable(m) => IngestError::Unavailable(m),
+            GpuError::Usage(m) => IngestError::Usage(m),
+        }
+    }
+}
+
 /// Result alias for the ingest layer.
 pub type Result<T, E = IngestError> = std::result::Result<T, E>;
 
@@ -152,6 +164,41 @@ impl IngestError {
                 ..
             } => Some((p, *o, *lane)),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GPU error reads the same, and keeps its kind, once it is an ingest error (callers
+    /// match `Unavailable` to fall back, and users see the text).
+    #[test]
+    fn gpu_errors_keep_their_kind_and_text() {
+        let cases = [
+            GpuError::Cuda("cuMemAlloc of 4096 bytes: out of memory".into()),
+            GpuError::Unavailable("GPU 3 does not exist (CUDA sees 1)".into()),
+            GpuError::Usage("a device buffer needs at least one byte".into()),
+        ];
+        for e in cases {
+            let text = e.to_string();
+            let kind = std::mem::discriminant(&e);
+            let converted = IngestError::from(e);
+            assert_eq!(converted.to_string(), text);
+            let same_kind = match converted {
+                IngestError::Cuda(_) => {
+                    kind == std::mem::discriminant(&GpuError::Cuda(String::new()))
+                }
+                IngestError::Unavailable(_) => {
+                    kind == std::mem::discriminant(&GpuError::Unavailable(String::new()))
+                }
+                IngestError::Usage(_) => {
+                    kind == std::mem::discriminant(&GpuError::Usage(String::new()))
+                }
+                _ => false,
+            };
+            assert!(same_kind, "{text}");
         }
     }
 }

@@ -14,17 +14,16 @@
 //! the engines use pread threads, and where cuFile cannot register a file
 //! [`open_engine`] falls back to staged; both say so in [`PathInfo`].
 
-pub mod crc;
 mod engine;
 mod error;
 pub mod faults;
 mod files;
 pub mod gds;
-mod hostmem;
 mod io;
 mod source;
 mod verify;
 
+pub use crate::gpu::{HostBuffer, page_size};
 pub use engine::{
     Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, IngestEngine, PathInfo, PathKind,
     ReadProgress, ReadRequest, open_engine,
@@ -32,6 +31,5 @@ pub use engine::{
 pub use error::{IngestError, Result};
 pub use faults::{FaultKind, FaultPlan};
 pub use files::{IoMode, OpenFile, OpenFiles};
-pub use hostmem::{HostBuffer, page_size};
 pub use io::{ActiveBackend, IoBackend, IoCounters, io_uring_probe};
 pub use source::{ReadExtent, Source, SourceFile, SourceFrame};

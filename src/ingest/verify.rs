@@ -3,7 +3,7 @@
 //!
 //! - host slots: each read's bytes are hashed on a pool of CPU threads as soon as the read
 //!   lands (while they are still in cache), and an extent's CRC is combined from its
-//!   pieces' ([`super::crc::combine`]);
+//!   pieces' ([`crate::crc32::combine`]);
 //! - device slots: once a frame is complete in device memory, a GPU kernel computes every
 //!   extent's CRC where the bytes are ([`crate::gpu::GpuCrc`]); only the CRCs come back.
 //!   Where the kernel cannot run (no NVRTC), each extent is copied back and hashed on the
@@ -215,7 +215,7 @@ fn gpu_crcs(kernel: &GpuCrc, slot: &SlotMemory, ranges: &[(u64, u64)]) -> Result
     };
     // SAFETY: the ranges lie inside the slot (checked), whose allocation the job keeps
     // alive; the engine writes nothing into it until the frame's check has completed.
-    unsafe { kernel.extent_crcs(d.ptr(), ranges) }
+    Ok(unsafe { kernel.extent_crcs(d.ptr(), ranges) }?)
 }
 
 fn copied_crcs(host: &HostChecker, slot: &SlotMemory, ranges: &[(u64, u64)]) -> Result<Vec<u32>> {

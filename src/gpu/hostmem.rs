@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 ///
 /// The buffer hands out raw pointers only: engines write into it from worker threads and
 /// the DMA engine, so safe slices are given out by whoever knows no write is in flight
-/// (the frame ring, see `crate::gpu::FrameRing`).
+/// (the frame ring, see [`FrameRing`](super::FrameRing)).
 #[derive(Debug)]
 pub struct HostBuffer {
     ptr: NonNull<u8>,

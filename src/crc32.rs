@@ -9,9 +9,12 @@
 //! is independent, and the sum order does not matter. Polynomials are kept bit-reflected,
 //! as the CRC itself is (bit 31 is the coefficient of x⁰).
 //!
-//! [`blocked_crc32`] is the host twin of the GPU kernel (`crate::gpu::crc`): the same
-//! tables ([`CrcTables`]), the same per-block loop and the same combine, so a test on any
-//! machine proves the arithmetic the kernel does.
+//! [`blocked_crc32`] is the host twin of the GPU kernels (CUDA and WGSL, in the `gpu` module):
+//! the same tables ([`CrcTables`]), the same per-block loop and the same combine, so a test
+//! on any machine proves the arithmetic the kernels do.
+//!
+//! A leaf: it uses nothing of the crate, so the ingest engines (host checks) and the GPU
+//! layer (kernels) share it without depending on each other.
 
 /// The reflected CRC-32 polynomial (x³² + x²⁶ + … + 1).
 const POLY: u32 = 0xEDB8_8320;

@@ -1,0 +1,708 @@
+//! The read plan: a request split into reads of at most `io_size` bytes, interleaved across
+//! lanes ([`split`]), and the coordinator thread that tracks each frame ([`Job`]) from its
+//! first read to its completion: arrivals, failures, cancels, time-outs and checks.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use super::staged::Staged;
+use super::{Completion, EngineConfig, PathKind, ReadRequest};
+use crate::dataset::ALIGN;
+use crate::gpu::{Gpu, SlotMemory};
+use crate::ingest::error::{IngestError, Result};
+use crate::ingest::files::OpenFiles;
+use crate::ingest::gds::GdsState;
+use crate::ingest::io::{IoDone, IoPool, IoTask, Target};
+use crate::ingest::source::{ReadExtent, SourceFile};
+use crate::ingest::verify::{DeviceChecker, HostChecker};
+
+/// What the coordinator thread is told.
+pub(super) enum Msg {
+    Request(ReadRequest, Instant),
+    Cancel(usize),
+    Io(IoDone),
+    /// A host piece's CRC (`--verify`): job, piece index, CRC, when its read landed.
+    PieceChecked(u64, usize, u32, Instant),
+    /// A device frame's extent CRCs (`--verify`).
+    FrameChecked(u64, Result<Vec<u32>>),
+    Stop,
+}
+
+/// How an engine checks arriving bytes (`EngineConfig::verify`).
+pub(super) enum Checks {
+    Off,
+    /// Host slots: each piece hashed on CPU threads as it lands.
+    Host(HostChecker),
+    /// Device slots: each complete frame's extents hashed where they are.
+    Device(DeviceChecker),
+}
+
+impl Checks {
+    pub(super) fn host(cfg: &EngineConfig) -> Result<Checks> {
+        if !cfg.verify {
+            return Ok(Checks::Off);
+        }
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        Ok(Checks::Host(HostChecker::new(threads)?))
+    }
+
+    pub(super) fn device(cfg: &EngineConfig, gpu: &Gpu) -> Result<Checks> {
+        if !cfg.verify {
+            return Ok(Checks::Off);
+        }
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        Ok(Checks::Device(DeviceChecker::new(gpu, threads)?))
+    }
+
+    pub(super) fn note(&self) -> Option<String> {
+        match self {
+            Checks::Off => None,
+            Checks::Host(h) => Some(format!(
+                "--verify: every read's CRC-32 is computed on {} CPU threads as it lands",
+                h.threads()
+            )),
+            Checks::Device(d) => Some(d.how.clone()),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Piece {
+    pub(super) seq: u64,
+    /// Index of the extent in the request.
+    pub(super) extent: u32,
+    pub(super) file: u32,
+    pub(super) offset: u64,
+    pub(super) len: usize,
+    pub(super) dst: u64,
+}
+
+pub(super) struct Job {
+    pub(super) req: ReadRequest,
+    /// The reads of a direct (non-staged) frame, indexed by the token's low 32 bits.
+    pub(super) pieces: Vec<Piece>,
+    /// The CRC of each piece (host `--verify`), indexed like `pieces`.
+    pub(super) piece_crcs: Vec<u32>,
+    /// Device `--verify`: the frame is complete and its check is running; the completion
+    /// times wait here.
+    pub(super) checking: Option<(Option<Instant>, Option<Instant>)>,
+    pub(super) bytes: u64,
+    pub(super) submitted: Instant,
+    pub(super) left: usize,
+    pub(super) first: Option<Instant>,
+    pub(super) last: Option<Instant>,
+    pub(super) error: Option<IngestError>,
+    /// The last time a read of this frame ended (or the frame was submitted).
+    pub(super) progress: Instant,
+    /// Direct frames: which pieces have ended (to say which read timed out).
+    pub(super) ended: Vec<bool>,
+    /// The frame was reported [`IngestError::TimedOut`]; its final completion is
+    /// [`IngestError::Released`].
+    pub(super) timed_out: bool,
+}
+
+impl Job {
+    /// Records a read's arrival. Workers report arrivals out of time order (the coordinator
+    /// sees them in channel order), so first and last byte are the earliest and latest
+    /// arrival, not the first and last reported.
+    pub(super) fn note_arrival(&mut self, at: Instant) {
+        self.first = Some(self.first.map_or(at, |f| f.min(at)));
+        self.last = Some(self.last.map_or(at, |l| l.max(at)));
+        self.progress = self.progress.max(at);
+    }
+}
+
+pub(super) struct Coordinator {
+    pub(super) kind: PathKind,
+    // Drop order matters: the pool (joins its workers, so no read is in flight) goes first,
+    // then the staged buffers and cuFile registrations, then the files and the slots.
+    pub(super) pool: Option<IoPool>,
+    pub(super) staged: Option<Staged>,
+    pub(super) gds: Option<Arc<GdsState>>,
+    pub(super) files: OpenFiles,
+    pub(super) slots: Vec<Arc<SlotMemory>>,
+    pub(super) io_size: usize,
+    pub(super) jobs: HashMap<u64, Job>,
+    pub(super) next_seq: u64,
+    pub(super) done: Sender<Completion>,
+    pub(super) checks: Checks,
+    /// The coordinator's own inbox, for check results.
+    pub(super) inbox: Sender<Msg>,
+    pub(super) read_timeout: Option<Duration>,
+}
+
+/// Splits a frame into reads of at most `io_size`, interleaved across lanes (round robin
+/// over lanes, in slot order within a lane).
+fn split(seq: u64, extents: &[ReadExtent], files: &[SourceFile], io_size: usize) -> Vec<Piece> {
+    let mut per_lane: Vec<VecDeque<Piece>> = Vec::new();
+    for (i, e) in extents.iter().enumerate() {
+        let lane = files[e.file as usize].lane as usize;
+        if per_lane.len() <= lane {
+            per_lane.resize_with(lane + 1, VecDeque::new);
+        }
+        let mut off = 0u64;
+        while off < e.len {
+            let n = (io_size as u64).min(e.len - off);
+            per_lane[lane].push_back(Piece {
+                seq,
+                extent: i as u32,
+                file: e.file,
+                offset: e.offset + off,
+                len: n as usize,
+                dst: e.dst + off,
+            });
+            off += n;
+        }
+    }
+    let total = per_lane.iter().map(VecDeque::len).sum();
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        for l in per_lane.iter_mut() {
+            if let Some(p) = l.pop_front() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+impl Coordinator {
+    pub(super) fn run(&mut self, rx: Receiver<Msg>, files: &[SourceFile]) {
+        if let Some(s) = &self.staged
+            && let Err(e) = s.gpu.bind()
+        {
+            eprintln!("supercell: staged engine cannot bind its CUDA context: {e}");
+        }
+        loop {
+            let busy = self
+                .staged
+                .as_ref()
+                .is_some_and(|s| s.copying.iter().any(|c| !c.is_empty()));
+            let first = if busy {
+                // Copies in flight: come back soon to see their events.
+                match rx.recv_timeout(Duration::from_micros(50)) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else if let (Some(t), false) = (self.read_timeout, self.jobs.is_empty()) {
+                // Frames in flight: come back in time to see one time out.
+                let look = (t / 4).clamp(Duration::from_millis(1), Duration::from_millis(250));
+                match rx.recv_timeout(look) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => break,
+                }
+            };
+            let mut stop = false;
+            let mut msgs: Vec<Msg> = first.into_iter().collect();
+            msgs.extend(rx.try_iter());
+            for m in msgs {
+                match m {
+                    Msg::Request(req, t) => self.on_request(req, t, files),
+                    Msg::Cancel(slot) => self.on_cancel(slot),
+                    Msg::Io(d) => self.on_io(d),
+                    Msg::PieceChecked(seq, idx, crc, at) => {
+                        self.on_piece_checked(seq, idx, crc, at)
+                    }
+                    Msg::FrameChecked(seq, r) => self.on_frame_checked(seq, r),
+                    Msg::Stop => stop = true,
+                }
+            }
+            self.poll_copies();
+            self.check_timeouts();
+            self.dispatch_staged();
+            if stop {
+                break;
+            }
+        }
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        // Joining the pool waits for every read in flight; then wait for every copy.
+        self.pool.take();
+        if let Some(s) = &self.staged {
+            for st in &s.streams {
+                let _ = st.synchronize();
+            }
+        }
+        // The device checker's thread finishes the frame it is checking before the GPU
+        // state goes.
+        self.checks = Checks::Off;
+        self.staged.take();
+        self.gds.take();
+    }
+
+    fn on_request(&mut self, req: ReadRequest, at: Instant, files: &[SourceFile]) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let mut pieces = split(seq, &req.extents, files, self.io_size);
+        let too_many = pieces.len() > u32::MAX as usize;
+        if too_many {
+            // Tokens carry the piece index in 32 bits; such a frame cannot be read.
+            pieces.clear();
+        }
+        let bytes = req.extents.iter().map(|e| e.len).sum();
+        let job = Job {
+            pieces: Vec::new(),
+            piece_crcs: Vec::new(),
+            checking: None,
+            bytes,
+            submitted: at,
+            left: pieces.len(),
+            first: None,
+            last: None,
+            error: None,
+            progress: at,
+            ended: Vec::new(),
+            timed_out: false,
+            req,
+        };
+        let slot = job.req.slot;
+        let mut job = job;
+        if too_many {
+            job.error = Some(IngestError::Usage(format!(
+                "frame {} needs more than 2^32 reads; use a larger --io-size",
+                job.req.frame
+            )));
+        }
+        self.jobs.insert(seq, job);
+        if pieces.is_empty() {
+            self.finish_job(seq);
+            return;
+        }
+        if let Some(s) = &mut self.staged {
+            s.pending.extend(pieces);
+            return;
+        }
+        let slot_mem = self.slots[slot].clone();
+        let frame = self.jobs.get(&seq).map_or(0, |j| j.req.frame);
+        let tasks: Vec<IoTask> = pieces
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let f = &self.files.files[p.file as usize];
+                let target = match &*slot_mem {
+                    SlotMemory::Host(b) => Target::Host {
+                        addr: b.as_mut_ptr() as usize + p.dst as usize,
+                    },
+                    SlotMemory::Device(d) => Target::Device {
+                        handle: self.gds.as_ref().map_or(0, |g| g.handle(p.file as usize)),
+                        base: d.ptr(),
+                        dev_offset: p.dst,
+                    },
+                };
+                IoTask {
+                    token: (seq << 32) | i as u64,
+                    lane: f.lane,
+                    fd: f.fd(),
+                    offset: p.offset,
+                    len: p.len,
+                    target,
+                    frame: Some(frame),
+                }
+            })
+            .collect();
+        if let Some(job) = self.jobs.get_mut(&seq) {
+            if matches!(self.checks, Checks::Host(_)) {
+                job.piece_crcs = vec![0; pieces.len()];
+            }
+            job.ended = vec![false; pieces.len()];
+            job.pieces = pieces;
+        }
+        if let Some(pool) = &self.pool {
+            pool.submit(tasks);
+        }
+    }
+
+    /// Drops the queued reads of the job writing `slot` (see
+    /// [`IngestEngine::cancel`](super::IngestEngine::cancel)).
+    fn on_cancel(&mut self, slot: usize) {
+        let Some(seq) = self
+            .jobs
+            .iter()
+            .find(|(_, j)| j.req.slot == slot)
+            .map(|(s, _)| *s)
+        else {
+            return;
+        };
+        let dropped = self.drop_queued_reads(seq);
+        if dropped == 0 {
+            return;
+        }
+        let Some(job) = self.jobs.get_mut(&seq) else {
+            return;
+        };
+        job.left -= dropped;
+        if job.error.is_none() {
+            job.error = Some(IngestError::Cancelled(job.req.frame));
+        }
+        if job.left == 0 {
+            self.finish_job(seq);
+        }
+    }
+
+    /// Fails the frames whose reads made no progress within the read timeout: each is
+    /// reported [`IngestError::TimedOut`] at once (naming a read that did not answer), its
+    /// reads not yet issued are dropped, and its slot stays reserved until the reads issued
+    /// end ([`IngestError::Released`]): the kernel or cuFile may still write into it.
+    fn check_timeouts(&mut self) {
+        let Some(limit) = self.read_timeout else {
+            return;
+        };
+        let now = Instant::now();
+        let expired: Vec<u64> = self
+            .jobs
+            .iter()
+            // A frame whose check is running (device --verify) has all its bytes: its reads
+            // cannot be the ones that stopped answering.
+            .filter(|(_, j)| {
+                !j.timed_out
+                    && j.checking.is_none()
+                    && now.saturating_duration_since(j.progress) >= limit
+            })
+            .map(|(s, _)| *s)
+            .collect();
+        for seq in expired {
+            // A read still out: a direct frame's first piece not ended, else (staged) one in
+            // a staging buffer or still queued.
+            let stuck = self.jobs.get(&seq).and_then(|j| {
+                j.pieces
+                    .iter()
+                    .zip(&j.ended)
+                    .find(|(_, e)| !**e)
+                    .map(|(p, _)| *p)
+            });
+            let stuck = stuck.or_else(|| {
+                let s = self.staged.as_ref()?;
+                s.bufs
+                    .iter()
+                    .filter_map(|b| b.piece)
+                    .chain(s.pending.iter().copied())
+                    .find(|p| p.seq == seq)
+            });
+            let dropped = self.drop_queued_reads(seq);
+            let Some(job) = self.jobs.get_mut(&seq) else {
+                continue;
+            };
+            job.timed_out = true;
+            job.left -= dropped;
+            let (lane, path, offset) = match stuck {
+                Some(p) => {
+                    let f = &self.files.files[p.file as usize];
+                    (Some(f.lane), Some(f.path.clone()), Some(p.offset))
+                }
+                None => (None, None, None),
+            };
+            let c = Completion {
+                frame: job.req.frame,
+                slot: job.req.slot,
+                bytes: job.bytes,
+                requested: job.req.requested,
+                submitted: job.submitted,
+                first_byte: job.first,
+                last_byte: job.last,
+                on_gpu: None,
+                result: Err(IngestError::TimedOut {
+                    frame: job.req.frame,
+                    lane,
+                    path,
+                    offset,
+                    waited: now.saturating_duration_since(job.progress),
+                }),
+            };
+            let _ = self.done.send(c);
+            if job.left == 0 {
+                self.finish_job(seq);
+            }
+        }
+    }
+
+    /// Drops the reads of frame `seq` that are queued and not yet issued (staged: waiting for
+    /// a staging buffer; direct: waiting in the I/O pool), returning how many. Reads already
+    /// issued go on and report back.
+    fn drop_queued_reads(&mut self, seq: u64) -> usize {
+        match (&mut self.staged, &self.pool) {
+            (Some(s), _) => {
+                let before = s.pending.len();
+                s.pending.retain(|p| p.seq != seq);
+                before - s.pending.len()
+            }
+            (None, Some(pool)) => pool.cancel(|token| token >> 32 == seq),
+            (None, None) => 0,
+        }
+    }
+
+    pub(super) fn piece_done(&mut self, seq: u64, at: Instant, err: Option<IngestError>) {
+        let Some(job) = self.jobs.get_mut(&seq) else {
+            return;
+        };
+        job.note_arrival(at);
+        if job.error.is_none() {
+            job.error = err;
+        }
+        job.left -= 1;
+        if job.left == 0 {
+            self.finish_job(seq);
+        }
+    }
+
+    pub(super) fn read_err(&self, p: &Piece, msg: String) -> IngestError {
+        IngestError::Read {
+            path: self.files.files[p.file as usize].path.clone(),
+            offset: p.offset,
+            len: p.len as u64,
+            msg,
+        }
+    }
+
+    fn on_io(&mut self, d: IoDone) {
+        if self.staged.is_some() {
+            return self.on_staged_io(d);
+        }
+        let seq = d.token >> 32;
+        let idx = (d.token & 0xffff_ffff) as usize;
+        if let Some(e) = self.jobs.get_mut(&seq).and_then(|j| j.ended.get_mut(idx)) {
+            *e = true;
+        }
+        let err = match d.result {
+            Ok(()) => {
+                if let Some(job) = self.jobs.get(&seq)
+                    && let (Some(p), Some(piece)) = (&job.req.progress, job.pieces.get(idx))
+                {
+                    p.push(piece.dst, piece.len as u64);
+                }
+                if let Checks::Host(h) = &self.checks
+                    && let Some(job) = self.jobs.get(&seq)
+                    && let Some(piece) = job.pieces.get(idx)
+                    && job.req.extents[piece.extent as usize].crc32.is_some()
+                {
+                    // The piece counts as done once its CRC is back.
+                    let inbox = self.inbox.clone();
+                    let at = d.completed;
+                    h.check_piece(
+                        self.slots[job.req.slot].clone(),
+                        piece.dst,
+                        piece.len,
+                        Box::new(move |crc| {
+                            let _ = inbox.send(Msg::PieceChecked(seq, idx, crc, at));
+                        }),
+                    );
+                    return;
+                }
+                None
+            }
+            Err(msg) => {
+                let piece = self.jobs.get(&seq).and_then(|j| j.pieces.get(idx)).copied();
+                Some(match piece {
+                    Some(p) => self.read_err(&p, msg),
+                    None => IngestError::Stopped(format!("read of an unknown frame failed: {msg}")),
+                })
+            }
+        };
+        self.piece_done(seq, d.completed, err);
+    }
+
+    fn finish_job(&mut self, seq: u64) {
+        let on_gpu = match self.kind {
+            // cuFile returns once the bytes are in device memory.
+            PathKind::Gds => self.jobs.get(&seq).and_then(|j| j.last),
+            _ => None,
+        };
+        let last = self.jobs.get(&seq).and_then(|j| j.last);
+        self.finish_job_at(seq, on_gpu, last);
+    }
+
+    /// A host piece's CRC is back: the piece is done.
+    fn on_piece_checked(&mut self, seq: u64, idx: usize, crc: u32, at: Instant) {
+        if let Some(c) = self
+            .jobs
+            .get_mut(&seq)
+            .and_then(|job| job.piece_crcs.get_mut(idx))
+        {
+            *c = crc;
+        }
+        self.piece_done(seq, at, None);
+    }
+
+    /// A device frame's CRCs are back: compare them and complete the frame.
+    fn on_frame_checked(&mut self, seq: u64, result: Result<Vec<u32>>) {
+        let Some(job) = self.jobs.get_mut(&seq) else {
+            return;
+        };
+        let Some((on_gpu, last)) = job.checking else {
+            return;
+        };
+        job.error = match result {
+            Ok(crcs) => first_mismatch(&job.req, &crcs, &self.files),
+            Err(e) => Some(e),
+        };
+        self.finish_job_at(seq, on_gpu, last);
+    }
+
+    pub(super) fn finish_job_at(
+        &mut self,
+        seq: u64,
+        on_gpu: Option<Instant>,
+        last: Option<Instant>,
+    ) {
+        // Device slots under --verify: check the complete frame first; the completion
+        // follows when the CRCs are back (`on_frame_checked`).
+        if let Checks::Device(checker) = &self.checks
+            && let Some(job) = self.jobs.get_mut(&seq)
+            && job.error.is_none()
+            && !job.timed_out
+            && job.checking.is_none()
+            && job.req.extents.iter().any(|e| e.crc32.is_some())
+        {
+            job.checking = Some((on_gpu, last));
+            let ranges = job.req.extents.iter().map(|e| (e.dst, e.len)).collect();
+            let inbox = self.inbox.clone();
+            checker.check_frame(
+                self.slots[job.req.slot].clone(),
+                ranges,
+                Box::new(move |r| {
+                    let _ = inbox.send(Msg::FrameChecked(seq, r));
+                }),
+            );
+            return;
+        }
+        let Some(mut job) = self.jobs.remove(&seq) else {
+            return;
+        };
+        if job.error.is_none() && !job.piece_crcs.is_empty() {
+            // Host --verify: each extent's CRC from its pieces. `split` keeps an extent's
+            // pieces in slot order, so folding in piece order is folding in byte order.
+            let mut crcs = vec![0u32; job.req.extents.len()];
+            for (p, &c) in job.pieces.iter().zip(&job.piece_crcs) {
+                let e = p.extent as usize;
+                crcs[e] = crate::crc32::combine(crcs[e], c, p.len as u64);
+            }
+            job.error = first_mismatch(&job.req, &crcs, &self.files);
+        }
+        let c = Completion {
+            frame: job.req.frame,
+            slot: job.req.slot,
+            bytes: job.bytes,
+            requested: job.req.requested,
+            submitted: job.submitted,
+            first_byte: job.first,
+            last_byte: last,
+            on_gpu,
+            result: match job.error {
+                _ if job.timed_out => Err(IngestError::Released(job.req.frame)),
+                Some(e) => Err(e),
+                None => Ok(()),
+            },
+        };
+        let _ = self.done.send(c);
+    }
+}
+
+/// Refuses a request the plan cannot carry out: an unknown slot or file, an extent outside
+/// the slot, empty, or not 4 KiB aligned (O_DIRECT and the staging buffers need that).
+pub(super) fn check_request(
+    req: &ReadRequest,
+    slot_lens: &[usize],
+    file_count: usize,
+) -> Result<()> {
+    let slot_len = *slot_lens.get(req.slot).ok_or_else(|| {
+        IngestError::Usage(format!(
+            "slot {} does not exist (the ring has {})",
+            req.slot,
+            slot_lens.len()
+        ))
+    })?;
+    for e in &req.extents {
+        if e.file as usize >= file_count {
+            return Err(IngestError::Usage(format!(
+                "frame {}: extent names file {} of {}",
+                req.frame, e.file, file_count
+            )));
+        }
+        let fits = e
+            .dst
+            .checked_add(e.len)
+            .is_some_and(|end| end <= slot_len as u64);
+        if !fits || e.len == 0 {
+            return Err(IngestError::Usage(format!(
+                "frame {}: extent of {} bytes at slot offset {} does not fit a {slot_len}-byte slot",
+                req.frame, e.len, e.dst
+            )));
+        }
+        if !(e.offset.is_multiple_of(ALIGN)
+            && e.len.is_multiple_of(ALIGN)
+            && e.dst.is_multiple_of(ALIGN))
+        {
+            return Err(IngestError::Usage(format!(
+                "frame {}: extent (offset {}, len {}, dst {}) is not 4 KiB aligned",
+                req.frame, e.offset, e.len, e.dst
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The checksum error for the extents of `req` whose CRC in `crcs` (one per extent, in
+/// order) differs from the one they carry, or `None` when all match.
+fn first_mismatch(req: &ReadRequest, crcs: &[u32], files: &OpenFiles) -> Option<IngestError> {
+    let mut bad = req
+        .extents
+        .iter()
+        .zip(crcs)
+        .filter(|(e, c)| e.crc32.is_some_and(|want| want != **c));
+    let (e, &actual) = bad.next()?;
+    let file = &files.files[e.file as usize];
+    Some(IngestError::Checksum {
+        frame: req.frame,
+        lane: file.lane,
+        path: file.path.clone(),
+        offset: e.offset,
+        len: e.len,
+        expected: e.crc32.unwrap_or_default(),
+        actual,
+        more: bad.count() as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_interleaves_lanes_and_caps_reads() {
+        let files = vec![
+            SourceFile {
+                path: "a".into(),
+                lane: 0,
+                size: 1 << 20,
+            },
+            SourceFile {
+                path: "b".into(),
+                lane: 1,
+                size: 1 << 20,
+            },
+        ];
+        let ext = |file: u32, dst: u64| ReadExtent {
+            file,
+            offset: 0,
+            len: 3 * 4096,
+            dst,
+            crc32: None,
+        };
+        let pieces = split(1, &[ext(0, 0), ext(1, 3 * 4096)], &files, 8192);
+        let lanes: Vec<u32> = pieces.iter().map(|p| files[p.file as usize].lane).collect();
+        assert_eq!(lanes, vec![0, 1, 0, 1]);
+        assert_eq!(pieces.iter().map(|p| p.len).sum::<usize>(), 6 * 4096);
+        assert_eq!(pieces[2].dst, 8192);
+        assert_eq!(pieces[2].len, 4096);
+    }
+}
