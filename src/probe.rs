@@ -5,13 +5,10 @@
 //! Every reading is best effort: a probe that cannot read its `/proc` or `/sys` file gives 0
 //! or `None`, never an error, because a missing figure must not stop a run.
 
-/// Resident set size of this process, bytes.
+/// Resident set size of this process (`VmRSS` in `/proc/self/status`: the resident pages
+/// `/proc/self/statm` counts, in bytes), or 0 where it cannot be read.
 pub fn rss_bytes() -> u64 {
-    let page = crate::ingest::page_size() as u64;
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |p| p * page)
+    proc_self_status_kib("VmRSS:").unwrap_or(0)
 }
 
 /// Open file descriptors of this process.
@@ -70,22 +67,59 @@ pub fn cgroup_memory_headroom() -> Option<u64> {
 
 /// Virtual size of this process (`VmSize` in `/proc/self/status`), bytes.
 pub fn virtual_size() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    proc_kib_field(&status, "VmSize:")
+    proc_self_status_kib("VmSize:")
 }
 
-/// The `p`-th quantile (0..1) of an ascending `sorted` sample.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+/// A `kB` field of `/proc/self/status` in bytes.
+fn proc_self_status_kib(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    proc_kib_field(&status, key)
+}
+
+/// The `p` quantile (`p` in 0..1) of an ascending `sorted` sample: the element at rank
+/// `round((n − 1) · p)` (nearest rank over the sample's span; ties round away from zero, so
+/// the median of an even sample is its upper middle element); zero (`T::default()`) for an
+/// empty sample.
+///
+/// Every reported percentile uses this: bench latencies, the player's and a headless run's
+/// latencies, scrub times, render timings and image differences.
+pub fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
-        return 0.0;
+        return T::default();
     }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
+    let last = sorted.len() - 1;
+    // `as usize` saturates: a negative p gives rank 0.
+    let rank = (last as f64 * p).round() as usize;
+    sorted[rank.min(last)]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentile_is_the_nearest_rank_over_the_span() {
+        let sample: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&sample, 0.0), 1.0);
+        assert_eq!(percentile(&sample, 0.5), 51.0); // rank round(49.5) = 50
+        assert_eq!(percentile(&sample, 0.9), 90.0); // rank round(89.1) = 89
+        assert_eq!(percentile(&sample, 0.99), 99.0); // rank round(98.01) = 98
+        assert_eq!(percentile(&sample, 1.0), 100.0);
+        assert_eq!(percentile(&sample, 1.5), 100.0);
+        assert_eq!(percentile(&sample, -0.5), 1.0);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 0.5), 3.0);
+        assert_eq!(percentile(&[7.5f32], 0.99), 7.5);
+        assert_eq!(percentile::<f64>(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn memory_figures_are_read() {
+        let rss = rss_bytes();
+        assert!(rss > 1 << 20, "{rss}");
+        assert!(virtual_size().is_some_and(|v| v >= rss));
+        assert!(mem_available().is_some_and(|m| m > 0));
+        assert!(cpu_seconds() > 0.0);
+    }
 
     #[test]
     fn handle_counts_are_read() {

@@ -388,7 +388,7 @@ struct BenchReport {
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    supercell::probe::percentile(v, 0.5)
 }
 
 fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Result<()> {
