@@ -91,10 +91,9 @@ fn accel_info() {
     }
 }
 
-// Cells larger than 64³ voxels (grids whose bbox is huge) are not scanned voxel by voxel:
-// their range is unknown (−∞..∞: never skipped) and they cast no shadow.
-const SCAN_SHIFT_MAX: u32 = 6u;
-
+// Cells larger than 2^SCAN_SHIFT_MAX (generated: 64³) voxels, in grids whose bbox is huge,
+// are not scanned voxel by voxel: their range is unknown (−∞..∞: never skipped) and they cast
+// no shadow.
 @compute @workgroup_size(64, 1, 1)
 fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let a = wg.z;

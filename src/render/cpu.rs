@@ -16,7 +16,7 @@ use super::params::{
     FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, GpuParams, KIND_EMISSIVE,
     KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
 };
-use super::shader::{ACCEL_CELLS, SUPPORTED_TYPES};
+use super::shader::{ACCEL_CELLS, SCAN_SHIFT_MAX, SUPPORTED_TYPES};
 use super::transfer::TF_SIZE;
 use crate::format::{Grid, ReadAccessor};
 
@@ -524,9 +524,6 @@ struct Accel {
     shadow_ref: Option<usize>,
     sun: Vec<f32>,
 }
-
-/// Cells larger than this (as a shift) are not scanned (accel.wgsl's `SCAN_SHIFT_MAX`).
-const SCAN_SHIFT_MAX: u32 = 6;
 
 impl Ctx<'_> {
     /// `tf_max_alpha` of accel.wgsl.

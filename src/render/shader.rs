@@ -23,6 +23,11 @@ pub const MAX_ROOT_TILES: u32 = 1 << 15;
 /// voxel bbox at 8³.
 pub const ACCEL_CELLS: u32 = 1 << 21;
 
+/// Acceleration cells larger than `2^SCAN_SHIFT_MAX` voxels a side (64³) are not scanned
+/// voxel by voxel: their range is unknown (never skipped) and they cast no shadow. The CPU
+/// reference uses the same bound.
+pub const SCAN_SHIFT_MAX: u32 = 6;
+
 /// Grid types the shader decodes. They share one root and internal-node layout (checked by
 /// [`shader_source`]), and differ only in their leaves and in the tile value type (Half).
 pub const SUPPORTED_TYPES: [GridType; 6] = [
@@ -117,6 +122,7 @@ fn prelude_with(accel_cells: u32) -> String {
     c("LEAF_FP_OFF_CODES", l::LEAF_FP_OFF_CODES);
     c("TF_SIZE", TF_SIZE as u32);
     c("ACCEL_CELLS", accel_cells);
+    c("SCAN_SHIFT_MAX", SCAN_SHIFT_MAX);
     for (name, value) in uniform_constants() {
         c(name, value);
     }
