@@ -42,7 +42,7 @@ fn cell_coord(si: SlotAccel, cell: u32) -> vec3<u32> {
 fn accel_info() {
     var most = 0u;
     var slots_used = 0u;
-    ainfo.shadow_ref = 4u;
+    ainfo.shadow_ref = MAX_ATTRS;
     for (var a = 0u; a < MAX_ATTRS; a++) {
         init_grid(a);
         var si = SlotAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
@@ -64,7 +64,7 @@ fn accel_info() {
                 si = SlotAccel(org, shift, dims, 1u);
                 most = max(most, dims.x * dims.y * dims.z);
                 slots_used = a + 1u;
-                if ainfo.shadow_ref == 4u && P.attrs[a].shadow != 0u && (P.flags & FLAG_SHADOWS) != 0u {
+                if ainfo.shadow_ref == MAX_ATTRS && P.attrs[a].shadow != 0u && (P.flags & FLAG_SHADOWS) != 0u {
                     ainfo.shadow_ref = a;
                 }
             }
@@ -81,7 +81,7 @@ fn accel_info() {
     dispatch_args[5] = slots_used;
     // Pass 4: 64 cells of the reference slot per workgroup.
     var r = 0u;
-    if ainfo.shadow_ref < 4u { r = (slot_cells(ainfo.slots[ainfo.shadow_ref]) + 63u) / 64u; }
+    if ainfo.shadow_ref < MAX_ATTRS { r = (slot_cells(ainfo.slots[ainfo.shadow_ref]) + 63u) / 64u; }
     dispatch_args[6] = min(r, ROW);
     dispatch_args[7] = (r + ROW - 1u) / ROW;
     dispatch_args[8] = 1u;
@@ -91,10 +91,9 @@ fn accel_info() {
     }
 }
 
-// Cells larger than 64³ voxels (grids whose bbox is huge) are not scanned voxel by voxel:
-// their range is unknown (−∞..∞: never skipped) and they cast no shadow.
-const SCAN_SHIFT_MAX: u32 = 6u;
-
+// Cells larger than 2^SCAN_SHIFT_MAX (generated: 64³) voxels, in grids whose bbox is huge,
+// are not scanned voxel by voxel: their range is unknown (−∞..∞: never skipped) and they cast
+// no shadow.
 @compute @workgroup_size(64, 1, 1)
 fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let a = wg.z;
@@ -207,7 +206,7 @@ fn sun_needed(si: SlotAccel, c: vec3<u32>, w: vec3<f32>) -> bool {
 @compute @workgroup_size(64, 1, 1)
 fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let r = ainfo.shadow_ref;
-    if r >= 4u { return; }
+    if r >= MAX_ATTRS { return; }
     let si = ainfo.slots[r];
     let cell = (wg.x + wg.y * ROW) * 64u + li;
     if cell >= slot_cells(si) { return; }

@@ -3,31 +3,17 @@
 // ray-marcher) and `accel.wgsl` (the per-frame acceleration and shadow grids) follow it.
 //
 // The Rust side prepends a block of `const`s generated from `format::layout` (byte offsets
-// of every NanoVDB field read here, grid type numbers, magic numbers), so the offsets have one
-// source of truth. Everything below reads a grid as 32-bit words through `ld`, which is
+// of every NanoVDB field read here, grid type numbers, magic numbers) and from
+// `render::params` (MAX_ATTRS, MODE_*, FLAG_*, KIND_*: the encoding of the uniform block), so
+// each has one source of truth. Everything below reads a grid as 32-bit words through `ld`, which is
 // bounds-checked: a corrupt or half-written grid gives wrong values, never a fault, and every
 // loop has a fixed or budgeted trip count, so it never hangs either.
 //
 // The CPU reference renderer (src/render/cpu.rs) mirrors this file function by function;
 // change both together.
 
-const MAX_ATTRS: u32 = 4u;
 const BAD: u32 = 0xffffffffu;
 const INF: f32 = 3.0e38;
-
-const MODE_SHADED: u32 = 0u;
-const MODE_MIP: u32 = 1u;
-const MODE_ISO: u32 = 2u;
-
-const FLAG_HDDA: u32 = 1u;
-const FLAG_ORTHO: u32 = 2u;
-const FLAG_SHADOWS: u32 = 4u;
-const FLAG_GROUND: u32 = 8u;
-const FLAG_JITTER: u32 = 16u;
-const FLAG_ACCEL: u32 = 32u;
-
-const KIND_SCATTER: u32 = 0u;
-const KIND_EMISSIVE: u32 = 1u;
 
 struct Attr {
     range_lo: f32,
@@ -65,7 +51,7 @@ struct Params {
     work_budget: u32,
     pixel_angle: f32,
     max_step_scale: u32,    // adaptive steps are at most this many base steps
-    attrs: array<Attr, 4>,
+    attrs: array<Attr, MAX_ATTRS>,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -88,8 +74,8 @@ struct SlotAccel {
     ok: u32,          // 0: no grid for this slot (nothing to skip or shadow with)
 }
 struct AccelInfo {
-    slots: array<SlotAccel, 4>,
-    shadow_ref: u32,  // slot whose cells carry the shadow grid; 4: no shadows
+    slots: array<SlotAccel, MAX_ATTRS>,
+    shadow_ref: u32,  // slot whose cells carry the shadow grid; MAX_ATTRS: no shadows
     pad0: u32,
     pad1: u32,
     pad2: u32,
@@ -150,27 +136,27 @@ fn rel(a: u32, base: u32, lo: u32, hi: u32, size: u32) -> u32 {
 // Per-grid state: header facts, read once per ray, and the accessor's node cache
 // ---------------------------------------------------------------------------------------
 
-var<private> g_ok: array<bool, 4>;
-var<private> g_type: array<u32, 4>;
-var<private> g_root: array<u32, 4>;
-var<private> g_tiles: array<u32, 4>;
-var<private> g_bg: array<f32, 4>;
-var<private> g_bmin: array<vec3<i32>, 4>;
-var<private> g_bmax: array<vec3<i32>, 4>;
-var<private> g_inv0: array<vec3<f32>, 4>;
-var<private> g_inv1: array<vec3<f32>, 4>;
-var<private> g_inv2: array<vec3<f32>, 4>;
-var<private> g_vec: array<vec3<f32>, 4>;
-var<private> g_mat0: array<vec3<f32>, 4>;
-var<private> g_mat1: array<vec3<f32>, 4>;
-var<private> g_mat2: array<vec3<f32>, 4>;
+var<private> g_ok: array<bool, MAX_ATTRS>;
+var<private> g_type: array<u32, MAX_ATTRS>;
+var<private> g_root: array<u32, MAX_ATTRS>;
+var<private> g_tiles: array<u32, MAX_ATTRS>;
+var<private> g_bg: array<f32, MAX_ATTRS>;
+var<private> g_bmin: array<vec3<i32>, MAX_ATTRS>;
+var<private> g_bmax: array<vec3<i32>, MAX_ATTRS>;
+var<private> g_inv0: array<vec3<f32>, MAX_ATTRS>;
+var<private> g_inv1: array<vec3<f32>, MAX_ATTRS>;
+var<private> g_inv2: array<vec3<f32>, MAX_ATTRS>;
+var<private> g_vec: array<vec3<f32>, MAX_ATTRS>;
+var<private> g_mat0: array<vec3<f32>, MAX_ATTRS>;
+var<private> g_mat1: array<vec3<f32>, MAX_ATTRS>;
+var<private> g_mat2: array<vec3<f32>, MAX_ATTRS>;
 
-var<private> c_leaf: array<u32, 4>;
-var<private> c_leaf_org: array<vec3<i32>, 4>;
-var<private> c_lower: array<u32, 4>;
-var<private> c_lower_org: array<vec3<i32>, 4>;
-var<private> c_upper: array<u32, 4>;
-var<private> c_upper_org: array<vec3<i32>, 4>;
+var<private> c_leaf: array<u32, MAX_ATTRS>;
+var<private> c_leaf_org: array<vec3<i32>, MAX_ATTRS>;
+var<private> c_lower: array<u32, MAX_ATTRS>;
+var<private> c_lower_org: array<vec3<i32>, MAX_ATTRS>;
+var<private> c_upper: array<u32, MAX_ATTRS>;
+var<private> c_upper_org: array<vec3<i32>, MAX_ATTRS>;
 
 // Work units spent by this ray (lookups and root-tile comparisons); the ray ends when it
 // passes P.work_budget, so even a grid with a huge corrupt tile table cannot stall a frame.

@@ -32,7 +32,7 @@ fn camera_ray(px: vec2<u32>) -> Ray {
 // enters them (outside them there is nothing to cast a shadow), or sees the sun unhindered.
 fn sun_transmittance(w: vec3<f32>) -> f32 {
     let r = ainfo.shadow_ref;
-    if r >= 4u || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
+    if r >= MAX_ATTRS || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
     let si = ainfo.slots[r];
     let size = f32(1u << si.shift);
     let dims = vec3<f32>(si.dims);
@@ -103,12 +103,12 @@ fn phase_hg(cos_t: f32, g: f32) -> f32 {
 fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     work = 0u;
     let ray = camera_ray(px);
-    var oi: array<vec3<f32>, 4>;
-    var di: array<vec3<f32>, 4>;
-    var inv_di: array<vec3<f32>, 4>;
-    var ta0: array<f32, 4>;
-    var ta1: array<f32, 4>;
-    var skip: array<f32, 4>;
+    var oi: array<vec3<f32>, MAX_ATTRS>;
+    var di: array<vec3<f32>, MAX_ATTRS>;
+    var inv_di: array<vec3<f32>, MAX_ATTRS>;
+    var ta0: array<f32, MAX_ATTRS>;
+    var ta1: array<f32, MAX_ATTRS>;
+    var skip: array<f32, MAX_ATTRS>;
     var t_start = INF;
     var t_end = -INF;
     for (var a = 0u; a < MAX_ATTRS; a++) {
@@ -148,7 +148,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
 
     var T = 1.0;
     var C = vec3<f32>(0.0);
-    var mip: array<f32, 4>;
+    var mip: array<f32, MAX_ATTRS>;
     for (var a = 0u; a < MAX_ATTRS; a++) { mip[a] = 0.0; }
     var iso_prev = 0.0;
     var iso_has_prev = false;

@@ -6,7 +6,8 @@
 //! lanes, striping), [`ingest`] (engines that read frames into ring slots), [`gpu`] (CUDA,
 //! frame rings, Vulkan sharing), [`pipeline`] (scheduler, metrics), [`render`] (the
 //! ray-marcher), [`scene`] (scene files), [`app`] (the player), [`bench`] and [`doctor`]
-//! (measuring and diagnosing), [`memory`] (what an allocation may ask for), [`crc32`]
+//! (measuring and diagnosing), [`memory`] (what an allocation may ask for), [`probe`] (what
+//! the process uses: memory, descriptors, threads, CPU time; percentiles), [`crc32`]
 //! (CRC-32 in pieces, shared by the host and GPU checks) and [`synth`] (the synthetic
 //! supercell generator).
 
@@ -20,6 +21,7 @@ pub mod gpu;
 pub mod ingest;
 pub mod memory;
 pub mod pipeline;
+pub mod probe;
 pub mod render;
 pub mod scene;
 pub mod synth;

@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use crate::probe;
+
 /// A request for more host memory than this process can get.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryError {
@@ -69,8 +71,8 @@ pub fn available() -> Available {
             };
         }
     };
-    consider(meminfo_available(), "MemAvailable in /proc/meminfo");
-    consider(cgroup_headroom(), "cgroup memory.max");
+    consider(probe::mem_available(), "MemAvailable in /proc/meminfo");
+    consider(probe::cgroup_memory_headroom(), "cgroup memory.max");
     consider(
         address_space_headroom(),
         "the address-space limit (RLIMIT_AS)",
@@ -132,30 +134,6 @@ pub fn human(bytes: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
-/// A `kB` field of a `/proc` file in bytes.
-fn proc_kib_field(text: &str, key: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with(key))?;
-    let kib: u64 = line[key.len()..].split_whitespace().next()?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
-
-fn meminfo_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    proc_kib_field(&text, "MemAvailable:")
-}
-
-/// `memory.max - memory.current` of this process's cgroup (v2), where it has a limit.
-fn cgroup_headroom() -> Option<u64> {
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    // cgroup v2: the single line "0::/path".
-    let rel = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let dir = std::path::Path::new("/sys/fs/cgroup").join(rel.trim_start_matches('/'));
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
-    let max: u64 = read("memory.max")?.trim().parse().ok()?; // "max" (no limit) fails here
-    let current: u64 = read("memory.current")?.trim().parse().ok()?;
-    Some(max.saturating_sub(current))
-}
-
 /// `RLIMIT_AS` minus the current virtual size, where a limit is set.
 fn address_space_headroom() -> Option<u64> {
     let mut lim = libc::rlimit {
@@ -168,8 +146,7 @@ fn address_space_headroom() -> Option<u64> {
     {
         return None;
     }
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let used = proc_kib_field(&status, "VmSize:")?;
+    let used = probe::virtual_size()?;
     Some(lim.rlim_cur.saturating_sub(used))
 }
 

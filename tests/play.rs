@@ -992,7 +992,7 @@ fn toggle_during_playback_on_the_gpu() {
         "direct path unavailable on the GPU machine: {:?}",
         player.direct_unavailable()
     );
-    let rss0 = supercell::app::headless::rss_bytes();
+    let rss0 = supercell::probe::rss_bytes();
     for round in 0..6 {
         let sel = player.active_path();
         let before = player.figures(sel).frames_rendered;
@@ -1010,7 +1010,7 @@ fn toggle_during_playback_on_the_gpu() {
             "{sel:?}: {f:?}"
         );
     }
-    let rss1 = supercell::app::headless::rss_bytes();
+    let rss1 = supercell::probe::rss_bytes();
     assert!(
         rss1 < rss0 + (512 << 20),
         "resident memory grew from {rss0} to {rss1} over 6 toggles"

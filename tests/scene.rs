@@ -289,6 +289,29 @@ fn dataset_directory_gives_defaults_and_open_checks_names() {
     );
 }
 
+#[test]
+fn an_isosurface_of_an_empty_slot_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    small_dataset(&tmp.path().join("storm"));
+    let f = tmp.path().join("s.toml");
+    // The dataset's two attributes fill slots 0 and 1; slot 2 (allowed by the renderer's
+    // limits) holds nothing.
+    let scene = |iso: usize| {
+        format!("dataset = \"storm\"\n[settings]\nmode = \"isosurface\"\niso_attribute = {iso}\n")
+    };
+    std::fs::write(&f, scene(1)).unwrap();
+    assert!(Scene::load(&f).unwrap().open(1.0, None).is_ok());
+    std::fs::write(&f, scene(2)).unwrap();
+    let e = Scene::load(&f).unwrap().open(1.0, None).err().unwrap();
+    assert_eq!(e.file, f);
+    assert_eq!(
+        (e.line, e.field.as_deref()),
+        (Some(4), Some("settings.iso_attribute")),
+        "{e}"
+    );
+    assert!(e.message.contains("renders 2 attribute(s)"), "{e}");
+}
+
 /// Angle between two yaws, 0..180.
 fn ang(a: f32, b: f32) -> f32 {
     let d = (a - b).rem_euclid(360.0);

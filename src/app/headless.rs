@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::core::{PathReport, PathSel, PlayError, Player};
 use super::stats::PathFigures;
-use crate::pipeline::metrics::cpu_seconds;
+use crate::probe::{cpu_seconds, percentile, rss_bytes};
 
 /// Version tag of the JSON written by headless runs.
 pub const SCHEMA: &str = "supercell-play-headless/1";
@@ -182,15 +182,6 @@ pub struct HeadlessReport {
     pub soak: Option<super::soak::SoakReport>,
 }
 
-/// Resident set size of this process, bytes.
-pub fn rss_bytes() -> u64 {
-    let page = crate::ingest::page_size() as u64;
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |p| p * page)
-}
-
 /// Seconds since the Unix epoch as ISO 8601 UTC (days-to-civil, proleptic Gregorian).
 pub fn iso8601(unix: u64) -> String {
     let days = (unix / 86_400) as i64;
@@ -236,13 +227,6 @@ pub fn machine(adapter: String) -> MachineReport {
             Err(e) => format!("unavailable: {e}"),
         },
     }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
 }
 
 /// A small deterministic generator for scrub targets (the same jumps on every path).

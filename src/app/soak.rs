@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::core::{PathSel, PlayError, Player};
-use super::headless::rss_bytes;
+use crate::probe::{open_fds, rss_bytes, thread_count};
 
 /// What a long run does.
 #[derive(Clone, Debug)]
@@ -77,23 +77,6 @@ pub struct SoakReport {
     pub paths: Vec<(PathSel, super::stats::PathFigures)>,
     /// Every sample.
     pub samples: Vec<SoakSample>,
-}
-
-/// Open file descriptors of this process.
-pub fn open_fds() -> u64 {
-    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)
-}
-
-/// Threads of this process.
-pub fn thread_count() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Threads:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Runs the long run on `player`; `progress` is called after each sample.
@@ -302,35 +285,5 @@ mod tests {
         assert_eq!(r.fds_range, [20, 20]);
         assert_eq!(r.threads_range, [9, 9]);
         assert_eq!(r.gpu_used_range, None);
-    }
-
-    #[test]
-    fn handle_counts_are_read() {
-        // Other tests of this binary open and close files and threads concurrently: compare
-        // with margins far larger than anything they hold.
-        let fds = open_fds();
-        assert!(fds >= 3, "{fds}");
-        let files: Vec<std::fs::File> = (0..64)
-            .map(|_| std::fs::File::open("/proc/self/status").unwrap())
-            .collect();
-        let with = open_fds();
-        assert!(with >= fds + 32, "{fds} → {with} with 64 more files open");
-        drop(files);
-        assert!(open_fds() + 32 <= with);
-        let gate = std::sync::Arc::new(std::sync::Barrier::new(33));
-        let waiting: Vec<_> = (0..32)
-            .map(|_| {
-                let g = gate.clone();
-                std::thread::spawn(move || {
-                    g.wait();
-                })
-            })
-            .collect();
-        let many = thread_count();
-        gate.wait();
-        for h in waiting {
-            h.join().unwrap();
-        }
-        assert!(many >= 33, "{many} threads with 32 waiting");
     }
 }

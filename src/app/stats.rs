@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
+use crate::probe::percentile;
+
 /// How far back the rolling series reach (the plots show 30 s of it by default; a scene's
 /// `plot_window_s` may ask for all of it).
 const HISTORY_S: f64 = crate::scene::MAX_PLOT_WINDOW_S;
@@ -92,14 +94,6 @@ pub struct PathFigures {
     /// staging buffer, copying into it and submitting the GPU copy); `None` where nothing
     /// was uploaded (the direct path binds its slots).
     pub upload_gbps: Option<f64>,
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 impl PathStats {

@@ -142,7 +142,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         screenshot: None,
         mouse: (None, false, false),
         modifiers: ModifiersState::empty(),
-        cpu_mark: (now, crate::pipeline::metrics::cpu_seconds()),
+        cpu_mark: (now, crate::probe::cpu_seconds()),
         gpu_mark: now,
         toggle_mark: now,
         last_frame: now,
@@ -538,7 +538,7 @@ impl App {
         }
         let secs = now.duration_since(self.cpu_mark.0).as_secs_f64();
         if secs >= 1.0 {
-            let cpu = crate::pipeline::metrics::cpu_seconds();
+            let cpu = crate::probe::cpu_seconds();
             self.ui.cpu_percent = (cpu - self.cpu_mark.1) / secs * 100.0;
             self.cpu_mark = (now, cpu);
         }

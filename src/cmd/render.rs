@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use supercell::dataset::{AlignedBuf, CrcCheck};
-use supercell::render::{GpuContext, Mode, Projection, Renderer, limits, try_upload_slot};
+use supercell::render::{Camera, GpuContext, Mode, Projection, Renderer, limits, try_upload_slot};
 use supercell::scene::{LoadedScene, Scene};
 
 /// Rendering mode on the command line.
@@ -146,6 +146,14 @@ fn check_camera_args(args: &RenderArgs) -> anyhow::Result<()> {
     }
     if args.zoom.is_some_and(|z| z <= 0.0) {
         bail!("--zoom must be positive (> 1 moves closer)");
+    }
+    if let Some(p) = args.pitch
+        && !Camera::PITCH_DEG.contains(f64::from(p))
+    {
+        bail!(
+            "--pitch {p}: the elevation in degrees must be {}",
+            Camera::PITCH_DEG.describe()
+        );
     }
     if let Some(s) = args.step
         && !limits::STEP_VOXELS.contains(f64::from(s))
@@ -388,7 +396,7 @@ struct BenchReport {
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    supercell::probe::percentile(v, 0.5)
 }
 
 fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Result<()> {
@@ -521,6 +529,19 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         args: RenderArgs,
+    }
+
+    #[test]
+    fn a_pitch_the_camera_cannot_take_is_an_error() {
+        let check = |pitch: &str| {
+            check_camera_args(&Cli::parse_from(["render", "s.toml", "--pitch", pitch]).args)
+                .map_err(|e| e.to_string())
+        };
+        assert!(check("89").is_ok());
+        assert!(check("-89").is_ok());
+        let e = check("95").unwrap_err();
+        assert_eq!(e, "--pitch 95: the elevation in degrees must be in -89..89");
+        assert!(check("-89.5").is_err());
     }
 
     #[test]

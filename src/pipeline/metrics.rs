@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::probe::{cpu_seconds, percentile};
+
 /// The life of one frame, in seconds since the run started.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct FrameTimes {
@@ -80,17 +82,6 @@ pub struct Summary {
     pub cpu_seconds_per_gb: f64,
 }
 
-/// User and system CPU seconds of this process so far (getrusage).
-pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes one struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 /// Collects frame timings of one run.
 #[derive(Clone, Debug)]
 pub struct Metrics {
@@ -164,14 +155,6 @@ impl Metrics {
             cpu_seconds() - self.cpu_start,
         )
     }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 /// The figures of a set of frames (pure, for tests): `window` seconds for the moving

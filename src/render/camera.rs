@@ -3,6 +3,8 @@
 use glam::Vec3;
 use serde::{Deserialize, Serialize};
 
+use super::params::Limits;
+
 /// How rays leave the camera.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -45,6 +47,19 @@ impl Default for Camera {
             projection: Projection::Perspective,
             ortho_height: 10.0,
         }
+    }
+}
+
+impl Camera {
+    /// The pitches a camera takes, degrees: short of the poles, where the orbit's basis
+    /// degenerates. Scenes and `render --pitch` are held to it, and the orbit clamps to it.
+    pub const PITCH_DEG: Limits = Limits::between(-89.0, 89.0);
+    /// The vertical fields of view a scene may ask for, degrees (both bounds excluded).
+    pub const FOV_Y_DEG: Limits = Limits::strictly_between(1.0, 179.0);
+
+    /// `pitch` moved into [`Camera::PITCH_DEG`].
+    pub fn clamp_pitch(pitch: f32) -> f32 {
+        pitch.clamp(Self::PITCH_DEG.min as f32, Self::PITCH_DEG.max as f32)
     }
 }
 
@@ -132,7 +147,7 @@ impl Camera {
     pub fn frame(&self) -> CameraFrame {
         let (yaw, pitch) = (
             self.yaw_deg.to_radians(),
-            self.pitch_deg.clamp(-89.0, 89.0).to_radians(),
+            Self::clamp_pitch(self.pitch_deg).to_radians(),
         );
         let offset = Vec3::new(
             pitch.cos() * yaw.cos(),
@@ -155,7 +170,7 @@ impl Camera {
     /// Orbits by `d_yaw` and `d_pitch` degrees.
     pub fn orbit(&mut self, d_yaw: f32, d_pitch: f32) {
         self.yaw_deg = (self.yaw_deg + d_yaw).rem_euclid(360.0);
-        self.pitch_deg = (self.pitch_deg + d_pitch).clamp(-89.0, 89.0);
+        self.pitch_deg = Self::clamp_pitch(self.pitch_deg + d_pitch);
     }
 
     /// Moves the target in the image plane by `dx`, `dy` view heights.

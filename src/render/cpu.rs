@@ -13,10 +13,10 @@ use rayon::prelude::*;
 
 use super::image::{Image, aces, srgb_encode};
 use super::params::{
-    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, GpuParams, MAX_ATTRIBUTES,
-    Mode, View,
+    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, GpuParams, KIND_EMISSIVE,
+    KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
 };
-use super::shader::{ACCEL_CELLS, SUPPORTED_TYPES};
+use super::shader::{ACCEL_CELLS, SCAN_SHIFT_MAX, SUPPORTED_TYPES};
 use super::transfer::TF_SIZE;
 use crate::format::{Grid, ReadAccessor};
 
@@ -350,7 +350,7 @@ impl Ctx<'_> {
                         let sa = e[3] * p.attrs[a].extinction;
                         sig += sa;
                         let rgb = Vec3::new(e[0], e[1], e[2]);
-                        if p.attrs[a].kind == 1 {
+                        if p.attrs[a].kind == KIND_EMISSIVE {
                             emit += sa * rgb * p.attrs[a].emission;
                         } else {
                             scat += sa * rgb;
@@ -525,9 +525,6 @@ struct Accel {
     sun: Vec<f32>,
 }
 
-/// Cells larger than this (as a shift) are not scanned (accel.wgsl's `SCAN_SHIFT_MAX`).
-const SCAN_SHIFT_MAX: u32 = 6;
-
 impl Ctx<'_> {
     /// `tf_max_alpha` of accel.wgsl.
     fn tf_max_alpha(&self, a: usize, lo: f32, hi: f32) -> f32 {
@@ -683,7 +680,7 @@ impl Ctx<'_> {
                     let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
                         return false;
                     };
-                    if p.attrs[b].kind != 0 {
+                    if p.attrs[b].kind != KIND_SCATTER {
                         return false;
                     }
                     let fl = gb.to_index(w0).floor();

@@ -101,10 +101,7 @@ impl Image {
         }
         per_pixel.sort_by(f32::total_cmp);
         let n = per_pixel.len().max(1);
-        let p99 = per_pixel
-            .get(((n as f64 * 0.99) as usize).min(n - 1))
-            .copied()
-            .unwrap_or(0.0);
+        let p99 = crate::probe::percentile(&per_pixel, 0.99);
         let over = per_pixel.iter().filter(|&&d| d > 0.05).count();
         ImageDiff {
             max,

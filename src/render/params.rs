@@ -545,8 +545,8 @@ impl View {
                 extinction: a.tf.extinction,
                 emission: a.tf.emission,
                 kind: match a.tf.kind {
-                    MediumKind::Scatter => 0,
-                    MediumKind::Emissive => 1,
+                    MediumKind::Scatter => KIND_SCATTER,
+                    MediumKind::Emissive => KIND_EMISSIVE,
                 },
                 enabled: a.enabled as u32,
                 tf_row: i as u32,
@@ -606,7 +606,10 @@ fn nice_spacing(x: f32) -> f32 {
     }
 }
 
-/// Flag bits of [`GpuParams::flags`] (same values as the shader's `FLAG_*`).
+// The shader's `FLAG_*`, `KIND_*`, `MODE_*` and `MAX_ATTRS` are generated from these
+// constants, [`Mode`] and [`MAX_ATTRIBUTES`] (`shader::prelude`).
+
+/// Flag bits of [`GpuParams::flags`]: tile skipping (HDDA).
 pub const FLAG_HDDA: u32 = 1;
 /// Orthographic camera.
 pub const FLAG_ORTHO: u32 = 2;
@@ -618,6 +621,11 @@ pub const FLAG_GROUND: u32 = 8;
 pub const FLAG_JITTER: u32 = 16;
 /// Acceleration-grid skipping and adaptive steps.
 pub const FLAG_ACCEL: u32 = 32;
+
+/// [`GpuAttr::kind`] of a scattering medium ([`MediumKind::Scatter`]).
+pub const KIND_SCATTER: u32 = 0;
+/// [`GpuAttr::kind`] of an emissive medium ([`MediumKind::Emissive`]).
+pub const KIND_EMISSIVE: u32 = 1;
 
 /// Per-attribute uniform data (WGSL `Attr`).
 #[repr(C)]
@@ -631,7 +639,7 @@ pub struct GpuAttr {
     pub extinction: f32,
     /// Emission strength.
     pub emission: f32,
-    /// 0 scatter, 1 emissive.
+    /// [`KIND_SCATTER`] or [`KIND_EMISSIVE`].
     pub kind: u32,
     /// 1 when shown.
     pub enabled: u32,

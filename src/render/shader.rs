@@ -8,6 +8,10 @@ use std::fmt::Write;
 use crate::format::GridType;
 use crate::format::layout::{self as l, TreeLayout};
 
+use super::params::{
+    FLAG_ACCEL, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, KIND_EMISSIVE,
+    KIND_SCATTER, MAX_ATTRIBUTES, Mode,
+};
 use super::transfer::TF_SIZE;
 
 /// Root tiles the shader scans at most per lookup (a corrupt count is also capped by the
@@ -18,6 +22,11 @@ pub const MAX_ROOT_TILES: u32 = 1 << 15;
 /// need more at 8³ voxels per cell gets larger cells. 2²¹ cells hold a 1024 × 1024 × 512
 /// voxel bbox at 8³.
 pub const ACCEL_CELLS: u32 = 1 << 21;
+
+/// Acceleration cells larger than `2^SCAN_SHIFT_MAX` voxels a side (64³) are not scanned
+/// voxel by voxel: their range is unknown (never skipped) and they cast no shadow. The CPU
+/// reference uses the same bound.
+pub const SCAN_SHIFT_MAX: u32 = 6;
 
 /// Grid types the shader decodes. They share one root and internal-node layout (checked by
 /// [`shader_source`]), and differ only in their leaves and in the tile value type (Half).
@@ -66,7 +75,7 @@ fn prelude_with(accel_cells: u32) -> String {
     }
     let fp = lay(GridType::Fp8);
     assert_eq!(fp.leaf.off_table, l::LEAF_FP_OFF_CODES);
-    let mut s = String::from("// Generated from supercell::format::layout.\n");
+    let mut s = String::from("// Generated from supercell::format::layout and render::params.\n");
     let mut c = |name: &str, v: u32| {
         let _ = writeln!(s, "const {name}: u32 = {v}u;");
     };
@@ -113,7 +122,30 @@ fn prelude_with(accel_cells: u32) -> String {
     c("LEAF_FP_OFF_CODES", l::LEAF_FP_OFF_CODES);
     c("TF_SIZE", TF_SIZE as u32);
     c("ACCEL_CELLS", accel_cells);
+    c("SCAN_SHIFT_MAX", SCAN_SHIFT_MAX);
+    for (name, value) in uniform_constants() {
+        c(name, value);
+    }
     s
+}
+
+/// The constants of the uniform block's encoding ([`super::GpuParams`]): attribute slots,
+/// mode numbers, flag bits and medium kinds, under their WGSL names.
+fn uniform_constants() -> [(&'static str, u32); 12] {
+    [
+        ("MAX_ATTRS", MAX_ATTRIBUTES as u32),
+        ("MODE_SHADED", Mode::Shaded as u32),
+        ("MODE_MIP", Mode::Mip as u32),
+        ("MODE_ISO", Mode::Isosurface as u32),
+        ("FLAG_HDDA", FLAG_HDDA),
+        ("FLAG_ORTHO", FLAG_ORTHO),
+        ("FLAG_SHADOWS", FLAG_SHADOWS),
+        ("FLAG_GROUND", FLAG_GROUND),
+        ("FLAG_JITTER", FLAG_JITTER),
+        ("FLAG_ACCEL", FLAG_ACCEL),
+        ("KIND_SCATTER", KIND_SCATTER),
+        ("KIND_EMISSIVE", KIND_EMISSIVE),
+    ]
 }
 
 /// Which WGSL module.
@@ -170,6 +202,74 @@ mod tests {
                 src.matches(name).count() >= 3,
                 "{name} is generated but never used"
             );
+        }
+    }
+
+    /// The shader files as written, before the prelude.
+    const FILES: [(&str, &str); 4] = [
+        ("common.wgsl", include_str!("../../shaders/common.wgsl")),
+        ("march.wgsl", include_str!("../../shaders/march.wgsl")),
+        ("accel.wgsl", include_str!("../../shaders/accel.wgsl")),
+        ("crc.wgsl", include_str!("../../shaders/crc.wgsl")),
+    ];
+
+    #[test]
+    fn uniform_encoding_constants_are_generated_from_rust() {
+        let p = prelude();
+        for (name, value) in [
+            ("MAX_ATTRS", MAX_ATTRIBUTES as u32),
+            ("MODE_SHADED", Mode::Shaded as u32),
+            ("MODE_MIP", Mode::Mip as u32),
+            ("MODE_ISO", Mode::Isosurface as u32),
+            ("FLAG_HDDA", FLAG_HDDA),
+            ("FLAG_ORTHO", FLAG_ORTHO),
+            ("FLAG_SHADOWS", FLAG_SHADOWS),
+            ("FLAG_GROUND", FLAG_GROUND),
+            ("FLAG_JITTER", FLAG_JITTER),
+            ("FLAG_ACCEL", FLAG_ACCEL),
+            ("KIND_SCATTER", KIND_SCATTER),
+            ("KIND_EMISSIVE", KIND_EMISSIVE),
+        ] {
+            let line = format!("const {name}: u32 = {value}u;");
+            assert_eq!(p.matches(&line).count(), 1, "prelude lacks {line:?}");
+        }
+        // No shader file declares a constant the prelude generates (a second declaration
+        // could drift from the Rust value; WGSL would reject the duplicate anyway, but only
+        // on a device).
+        let generated: Vec<&str> = p
+            .lines()
+            .filter_map(|l| l.strip_prefix("const ")?.split(':').next())
+            .collect();
+        for (file, text) in FILES {
+            for line in text.lines() {
+                if let Some(rest) = line.trim_start().strip_prefix("const ") {
+                    let name = rest.split(':').next().unwrap_or_default().trim();
+                    assert!(
+                        !generated.contains(&name),
+                        "{file} declares {name}, which the prelude generates"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_shader_parses_and_validates() {
+        let modules = [
+            ("march", shader_source()),
+            ("accel", shader_source_of(ShaderPart::Accel, ACCEL_CELLS)),
+            ("crc", FILES[3].1.to_string()),
+        ];
+        // What every Vulkan device wgpu opens grants (`unpack2x16float` of Half grids needs
+        // the f16-in-f32 downlevel capability).
+        let caps = naga::valid::Capabilities::default()
+            | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+        for (name, src) in modules {
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
         }
     }
 }

@@ -45,7 +45,7 @@ pub use path::{CameraKey, CameraPath};
 use crate::dataset::{Dataset, Manifest};
 use crate::pipeline::PlayMode;
 use crate::render::{
-    AttributeView, Camera, Colormap, GridSlice, MAX_ATTRIBUTES, MediumKind, Projection,
+    AttributeView, Camera, Colormap, GridSlice, MAX_ATTRIBUTES, MediumKind, Mode, Projection,
     RenderError, RenderSettings, TransferFunction, View,
 };
 
@@ -504,6 +504,17 @@ impl Scene {
                     ));
                 }
             }
+        }
+        // The isosurface of a slot that holds no attribute would be an empty picture.
+        let iso = self.settings.iso_attribute;
+        if self.settings.mode == Mode::Isosurface && iso >= attributes.len() {
+            return Err(self.error(
+                &[Seg::Key("settings".into()), Seg::Key("iso_attribute".into())],
+                format!(
+                    "iso_attribute {iso} is not an attribute slot of this scene, which renders {} attribute(s) (slots from 0)",
+                    attributes.len()
+                ),
+            ));
         }
         let frames = m.frame_count();
         if self.playback.start_frame as usize >= frames.max(1) {

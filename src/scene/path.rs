@@ -207,10 +207,10 @@ impl CameraPath {
         let mut c = *fitted;
         let [yaw, pitch, ln_d, x, y, z, fov] = p.ch;
         c.yaw_deg = yaw.rem_euclid(360.0) as f32;
-        c.pitch_deg = pitch.clamp(-89.0, 89.0) as f32;
+        c.pitch_deg = Camera::clamp_pitch(pitch as f32);
         c.distance = ln_d.exp() as f32;
         c.target = [x as f32, y as f32, z as f32];
-        c.fov_y_deg = fov.clamp(1.0, 179.0) as f32;
+        c.fov_y_deg = fov.clamp(Camera::FOV_Y_DEG.min, Camera::FOV_Y_DEG.max) as f32;
         c.ortho_height = fitted.ortho_height * c.distance / fitted.distance.max(1e-12);
         c
     }

@@ -2,7 +2,7 @@
 
 use super::error::{Seg, Source};
 use super::{CameraPathFile, MAX_PLOT_WINDOW_S, SceneAttribute, SceneError, SceneFile};
-use crate::render::{Colormap, MAX_ATTRIBUTES};
+use crate::render::{Camera, Colormap, MAX_ATTRIBUTES};
 use toml::de::{DeTable, DeValue};
 
 /// A field path under construction.
@@ -61,21 +61,32 @@ impl Check<'_> {
     }
 
     fn fov(&self, p: &P, v: f32) -> R {
-        if v.is_finite() && v > 1.0 && v < 179.0 {
+        let lim = Camera::FOV_Y_DEG;
+        if lim.contains(f64::from(v)) {
             Ok(())
         } else {
             self.fail(
                 p,
-                format!("field of view must lie between 1 and 179 degrees, found {v}"),
+                format!(
+                    "field of view must lie between {} and {} degrees, found {v}",
+                    lim.min, lim.max
+                ),
             )
         }
     }
 
     fn pitch(&self, p: &P, v: f32) -> R {
-        if v.is_finite() && (-89.0..=89.0).contains(&v) {
+        let lim = Camera::PITCH_DEG;
+        if lim.contains(f64::from(v)) {
             Ok(())
         } else {
-            self.fail(p, format!("pitch must lie in −89..89 degrees, found {v}"))
+            self.fail(
+                p,
+                format!(
+                    "pitch must lie in −{}..{} degrees, found {v}",
+                    -lim.min, lim.max
+                ),
+            )
         }
     }
 
