@@ -266,10 +266,11 @@ impl WgpuCrc {
             pass.dispatch_workgroups(x as u32, y as u32, 1);
         }
         queue.submit([enc.finish()]);
-        if let Some(e) = crate::render::block_on(scope.pop()) {
+        if let Some(e) = crate::device::block_on(scope.pop()) {
             return Err(format!("CRC pass: {e}"));
         }
-        let back = super::interop::read_buffer(device, queue, &out, 0, out_len)?;
+        let back = crate::device::read_buffer(device, queue, &out, 0, out_len)
+            .map_err(|e| e.to_string())?;
         for (r, w) in results.iter_mut().zip(back.chunks_exact(4)) {
             *r = u32::from_le_bytes(w.try_into().expect("4 bytes"));
         }
@@ -280,10 +281,11 @@ impl WgpuCrc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::PlayerGpu;
+    use crate::device::{GpuDevice, Want};
 
-    fn gpu() -> Option<PlayerGpu> {
-        match PlayerGpu::open(PlayerGpu::instance(), None) {
+    /// The device the player opens (host import where the adapter has it).
+    fn gpu() -> Option<GpuDevice> {
+        match crate::device::open(&Want::HostImport, "crc test") {
             Ok(g) => Some(g),
             Err(e) => {
                 if std::env::var_os("SUPERCELL_REQUIRE_GPU").is_some() {
@@ -306,7 +308,7 @@ mod tests {
             .collect()
     }
 
-    fn upload(g: &PlayerGpu, data: &[u8]) -> wgpu::Buffer {
+    fn upload(g: &GpuDevice, data: &[u8]) -> wgpu::Buffer {
         g.device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("crc test data"),

@@ -3,14 +3,15 @@
 use std::borrow::Cow;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use super::RenderError;
 use super::image::Image;
 use super::params::FLAG_SHADOWS;
 use super::params::{GpuParams, MAX_ATTRIBUTES, View};
 use super::shader::{ACCEL_CELLS, ShaderPart, shader_source_of};
-use super::{RenderError, block_on};
+use crate::device::{DeviceCaps, Want, block_on};
 
 /// The first GPU error of this process that no error scope caught (see
 /// [`catch_uncaptured_errors`]).
@@ -68,44 +69,28 @@ pub struct GpuContext {
     pub device: wgpu::Device,
     /// Its queue.
     pub queue: wgpu::Queue,
+    /// What the device can do.
+    pub caps: DeviceCaps,
 }
 
 impl GpuContext {
     /// Opens the best adapter available (any backend compiled in; Vulkan on Linux, which
     /// is Mesa's lavapipe on machines without a GPU), with its full storage-binding limit and
-    /// timestamp queries where supported.
+    /// timestamp queries where supported ([`Want::Plain`]).
     pub fn headless() -> Result<GpuContext, RenderError> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
-        let adapter = block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            force_fallback_adapter: false,
-            compatible_surface: None,
-            apply_limit_buckets: false,
-        }))
-        .map_err(|e| RenderError::NoDevice(e.to_string()))?;
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
-        let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("supercell render"),
-            required_features: features,
-            // Big grids need the adapter's real storage-binding limit, not WebGPU's default.
-            required_limits: adapter.limits(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| RenderError::NoDevice(e.to_string()))?;
+        let g = crate::device::open(&Want::Plain, "supercell render")
+            .map_err(|e| RenderError::NoDevice(e.to_string()))?;
         Ok(GpuContext {
-            adapter,
-            device,
-            queue,
+            adapter: g.adapter,
+            device: g.device,
+            queue: g.queue,
+            caps: g.caps,
         })
     }
 
     /// "name (backend, device type)" of the adapter.
     pub fn describe(&self) -> String {
-        let i = self.adapter.get_info();
-        format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
+        self.caps.describe()
     }
 }
 
@@ -917,25 +902,8 @@ impl Renderer {
         len: u64,
         after: Option<wgpu::SubmissionIndex>,
     ) -> Result<Vec<u8>, RenderError> {
-        let (tx, rx) = mpsc::channel();
-        buffer.map_async(wgpu::MapMode::Read, 0..len, move |r| {
-            let _ = tx.send(r);
-        });
-        self.device
-            .poll(wgpu::PollType::Wait {
-                submission_index: after,
-                timeout: None,
-            })
-            .map_err(|e| RenderError::Gpu(e.to_string()))?;
-        rx.recv()
-            .map_err(|e| RenderError::Gpu(e.to_string()))?
-            .map_err(|e| RenderError::Gpu(e.to_string()))?;
-        let out = buffer
-            .get_mapped_range(0..len)
-            .map_err(|e| RenderError::Gpu(e.to_string()))?
-            .to_vec();
-        buffer.unmap();
-        Ok(out)
+        crate::device::map_read(&self.device, buffer, 0..len, after, None)
+            .map_err(|e| RenderError::Gpu(e.to_string()))
     }
 
     /// The tone-mapped image of the last render ([`LDR_FORMAT`]), for display.

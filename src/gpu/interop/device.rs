@@ -1,6 +1,8 @@
-//! The Vulkan device CUDA shares memory with: adapter matching by UUID, device creation.
+//! The Vulkan device CUDA shares memory with: opened by [`crate::device`] (adapter matched
+//! by UUID, memory export enabled), plus the Vulkan handles the allocations here need.
 
 use super::*;
+use crate::device::{DeviceCaps, SharingCaps, Want};
 
 /// Raw Vulkan handles and function tables of the device wgpu created (valid while the
 /// `wgpu::Device` lives; every holder keeps a `wgpu::Device` clone for that).
@@ -9,14 +11,8 @@ pub(super) struct VkDevice {
     pub(super) device: ash::Device,
     pub(super) external_fd: ash::khr::external_memory_fd::Device,
     pub(super) memory: vk::PhysicalDeviceMemoryProperties,
-    /// `maxMemoryAllocationSize` (Vulkan 1.1), the largest allocation the driver promises
-    /// (a soft limit: NVIDIA reports 4 GiB and allocates more).
-    pub(super) max_allocation: u64,
-    /// `maxBufferSize` (Vulkan 1.3 / maintenance4), the hard limit of a `VkBuffer`'s size;
-    /// `None` where the device does not report it.
-    pub(super) max_buffer: Option<u64>,
-    /// Whether a dedicated allocation is required for exportable buffers.
-    pub(super) dedicated_only: bool,
+    /// What the driver says of exported memory (from [`DeviceCaps::sharing`]).
+    pub(super) sharing: SharingCaps,
 }
 
 /// A Vulkan adapter and device that CUDA can share memory with. The public fields are an
@@ -31,6 +27,8 @@ pub struct InteropDevice {
     pub device: wgpu::Device,
     /// Its queue.
     pub queue: wgpu::Queue,
+    /// What it can do ([`DeviceCaps::sharing`] is always set).
+    pub caps: DeviceCaps,
     /// The adapter's device UUID (equal to the CUDA GPU's when opened with [`open`](Self::open)).
     pub(super) uuid: [u8; 16],
     /// CUDA ordinal this device was matched with (`None`: opened without CUDA, tests only).
@@ -44,32 +42,11 @@ impl std::fmt::Debug for InteropDevice {
     }
 }
 
-/// The device UUID of a Vulkan adapter (needs Vulkan 1.1 on instance and device).
-fn adapter_uuid(hal: &wgpu::hal::vulkan::Adapter) -> Option<[u8; 16]> {
-    let caps = hal.physical_device_capabilities();
-    if hal.shared_instance().instance_api_version() < vk::API_VERSION_1_1
-        || caps.properties().api_version < vk::API_VERSION_1_1
-    {
-        return None;
-    }
-    let mut id = vk::PhysicalDeviceIDProperties::default();
-    {
-        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
-        // SAFETY: a valid physical device of this instance; Vulkan 1.1 checked above.
-        unsafe {
-            hal.shared_instance()
-                .raw_instance()
-                .get_physical_device_properties2(hal.raw_physical_device(), &mut p2)
-        };
-    }
-    Some(id.device_uuid)
-}
-
 impl InteropDevice {
     /// Opens the Vulkan adapter whose `VkPhysicalDeviceIDProperties::deviceUUID` equals the
     /// CUDA device's (`cuDeviceGetUuid`), and creates a device on it with
     /// `VK_KHR_external_memory(_fd)` enabled, `adapter.limits()` (the full storage-binding
-    /// size) and `TIMESTAMP_QUERY` when available.
+    /// size) and `TIMESTAMP_QUERY` when available (see [`crate::device::open`]).
     ///
     /// Errors name why: no CUDA, no Vulkan, no Vulkan adapter with that UUID, extension or
     /// export capability missing.
@@ -82,198 +59,49 @@ impl InteropDevice {
     /// The Vulkan half of [`open`](Self::open): with `want`, the adapter with that UUID;
     /// without (tests on machines without CUDA), the first adapter that can export memory.
     pub(super) fn open_vulkan(want: Option<([u8; 16], &Gpu)>) -> IResult<InteropDevice> {
-        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle().with_env();
-        desc.backends = wgpu::Backends::VULKAN;
-        let instance = wgpu::Instance::new(desc);
-        let adapters = block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN));
-        if adapters.is_empty() {
-            return Err(InteropError::NoVulkan(
-                "the Vulkan loader found no adapter".into(),
-            ));
-        }
-        let mut seen = Vec::new();
-        let mut last_unsupported = None;
-        for adapter in adapters {
-            let name = adapter.get_info().name;
-            // SAFETY: only reads the hal adapter's handles.
-            let uuid = match unsafe { adapter.as_hal::<Vulkan>() } {
-                Some(hal) => adapter_uuid(&hal),
-                None => continue,
-            };
-            let Some(uuid) = uuid else {
-                seen.push(format!("{name} (Vulkan 1.0: no device UUID)"));
-                continue;
-            };
-            seen.push(format!("{name} ({})", uuid_str(&uuid)));
-            match want {
-                Some((w, _)) if w != uuid => continue,
-                Some(_) => return Self::open_adapter(instance, adapter, uuid, want.map(|w| w.1)),
-                None => match Self::open_adapter(instance.clone(), adapter, uuid, None) {
-                    Ok(d) => return Ok(d),
-                    Err(e @ InteropError::Unsupported { .. }) => last_unsupported = Some(e),
-                    Err(e) => return Err(e),
-                },
-            }
-        }
-        if let Some(e) = last_unsupported {
-            return Err(e);
-        }
-        match want {
-            Some((uuid, gpu)) => Err(InteropError::NoMatchingAdapter {
-                gpu: format!("{} ({})", gpu.ordinal, gpu.name),
-                uuid: uuid_str(&uuid),
-                seen: if seen.is_empty() {
-                    "no Vulkan adapter".into()
-                } else {
-                    seen.join(", ")
-                },
-            }),
-            None => Err(InteropError::NoVulkan(format!(
-                "no Vulkan 1.1 adapter (found {})",
-                seen.join(", ")
-            ))),
-        }
-    }
-
-    fn open_adapter(
-        instance: wgpu::Instance,
-        adapter: wgpu::Adapter,
-        uuid: [u8; 16],
-        gpu: Option<&Gpu>,
-    ) -> IResult<InteropDevice> {
-        let info = adapter.get_info();
+        let kind = match want {
+            Some((uuid, gpu)) => Want::CudaShared {
+                uuid,
+                name: format!("{} ({})", gpu.ordinal, gpu.name),
+            },
+            None => Want::AnyExporter,
+        };
+        let opened = crate::device::open(&kind, "supercell interop")?;
         let unsupported = |what: &str| InteropError::Unsupported {
-            adapter: info.name.clone(),
+            adapter: opened.caps.name.clone(),
             what: what.into(),
         };
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
-        let limits = adapter.limits();
-        let hints = wgpu::MemoryHints::Performance;
-        let (open, has_m4) = {
-            // SAFETY: the guard is only used in this block, before wgpu sees the device.
-            let hal = unsafe { adapter.as_hal::<Vulkan>() }
-                .ok_or_else(|| InteropError::NoVulkan(format!("{} is not Vulkan", info.name)))?;
-            let caps = hal.physical_device_capabilities();
-            let mut needed: Vec<&'static std::ffi::CStr> = Vec::new();
-            if caps.properties().api_version < vk::API_VERSION_1_1 {
-                // Core in 1.1; only as an extension before (and then also needs the
-                // instance extension, which wgpu does not enable: refuse).
-                return Err(unsupported("Vulkan 1.1 (VK_KHR_external_memory)"));
-            }
-            if !caps.supports_extension(ash::khr::external_memory_fd::NAME) {
-                return Err(unsupported("VK_KHR_external_memory_fd"));
-            }
-            needed.push(ash::khr::external_memory_fd::NAME);
-            // The host path's slots are imported too, where the driver can (hostimport).
-            super::hostimport::enable_on(&hal, &mut needed);
-            // Can a storage buffer's memory be exported as an opaque fd at all?
-            let ext = {
-                let query = vk::PhysicalDeviceExternalBufferInfo::default()
-                    .usage(VK_USAGE)
-                    .handle_type(HANDLE);
-                let mut out = vk::ExternalBufferProperties::default();
-                // SAFETY: valid physical device; Vulkan 1.1 checked above.
-                unsafe {
-                    hal.shared_instance()
-                        .raw_instance()
-                        .get_physical_device_external_buffer_properties(
-                            hal.raw_physical_device(),
-                            &query,
-                            &mut out,
-                        )
-                };
-                out.external_memory_properties
-            };
-            if !ext
-                .external_memory_features
-                .contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE)
-            {
-                return Err(unsupported(
-                    "exporting storage-buffer memory as an opaque file descriptor",
-                ));
-            }
-            let cb: Box<wgpu::hal::vulkan::CreateDeviceCallback<'_>> = Box::new(move |args| {
-                for e in needed {
-                    if !args.extensions.contains(&e) {
-                        args.extensions.push(e);
-                    }
-                }
-            });
-            let has_m4 = caps.properties().api_version >= vk::API_VERSION_1_3
-                || caps.supports_extension(ash::khr::maintenance4::NAME);
-            // SAFETY: features and limits come from this adapter; the callback only adds
-            // an extension the adapter supports (checked above).
-            let open = unsafe { hal.open_with_callback(features, &limits, &hints, Some(cb)) }
-                .map_err(|e| InteropError::Wgpu(format!("creating the Vulkan device: {e}")))?;
-            (open, has_m4)
+        let (Some(uuid), Some(sharing)) = (opened.caps.uuid, opened.caps.sharing) else {
+            return Err(unsupported(
+                "VK_KHR_external_memory_fd (not enabled on the device)",
+            ));
         };
-        let desc = wgpu::DeviceDescriptor {
-            label: Some("supercell interop"),
-            required_features: features,
-            required_limits: limits,
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: hints,
-            trace: wgpu::Trace::Off,
-        };
-        // SAFETY: `open` was created from this adapter with these features and limits.
-        let (device, queue) = unsafe { adapter.create_device_from_hal::<Vulkan>(open, &desc) }
-            .map_err(|e| InteropError::Wgpu(format!("wrapping the Vulkan device: {e}")))?;
         let vk = {
             // SAFETY: handles are read, not destroyed; they live as long as `device`.
-            let hal = unsafe { device.as_hal::<Vulkan>() }
+            let hal = unsafe { opened.device.as_hal::<Vulkan>() }
                 .ok_or_else(|| InteropError::Wgpu("the device is not a Vulkan device".into()))?;
-            if !hal
-                .enabled_device_extensions()
-                .contains(&ash::khr::external_memory_fd::NAME)
-            {
-                return Err(unsupported(
-                    "VK_KHR_external_memory_fd (not enabled on the device)",
-                ));
-            }
             let raw_instance = hal.shared_instance().raw_instance();
             let device = hal.raw_device().clone();
-            let pd = hal.raw_physical_device();
             let external_fd = ash::khr::external_memory_fd::Device::new(raw_instance, &device);
             // SAFETY: valid physical device.
-            let memory = unsafe { raw_instance.get_physical_device_memory_properties(pd) };
-            let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
-            let mut m4 = vk::PhysicalDeviceMaintenance4Properties::default();
-            {
-                let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut m3);
-                if has_m4 {
-                    p2 = p2.push_next(&mut m4);
-                }
-                // SAFETY: valid physical device; Vulkan 1.1 checked above; the maintenance4
-                // struct is chained only where the device knows it.
-                unsafe { raw_instance.get_physical_device_properties2(pd, &mut p2) };
-            }
-            let query = vk::PhysicalDeviceExternalBufferInfo::default()
-                .usage(VK_USAGE)
-                .handle_type(HANDLE);
-            let mut out = vk::ExternalBufferProperties::default();
-            // SAFETY: as above.
-            unsafe {
-                raw_instance.get_physical_device_external_buffer_properties(pd, &query, &mut out)
+            let memory = unsafe {
+                raw_instance.get_physical_device_memory_properties(hal.raw_physical_device())
             };
             VkDevice {
                 device,
                 external_fd,
                 memory,
-                max_allocation: m3.max_memory_allocation_size,
-                max_buffer: (has_m4 && m4.max_buffer_size > 0).then_some(m4.max_buffer_size),
-                dedicated_only: out
-                    .external_memory_properties
-                    .external_memory_features
-                    .contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY),
+                sharing,
             }
         };
         Ok(InteropDevice {
-            instance,
-            adapter,
-            device,
-            queue,
+            instance: opened.instance,
+            adapter: opened.adapter,
+            device: opened.device,
+            queue: opened.queue,
+            caps: opened.caps,
             uuid,
-            cuda_ordinal: gpu.map(|g| g.ordinal),
+            cuda_ordinal: want.map(|(_, g)| g.ordinal),
             vk,
         })
     }
@@ -293,9 +121,9 @@ impl InteropDevice {
             i.driver,
             i.driver_info,
             uuid_str(&self.uuid),
-            self.vk.max_allocation >> 20,
+            self.vk.sharing.max_allocation >> 20,
             self.max_shared_bytes() >> 20,
-            if self.vk.dedicated_only {
+            if self.vk.sharing.dedicated_only {
                 ", export needs dedicated allocations"
             } else {
                 ""
@@ -311,8 +139,9 @@ impl InteropDevice {
     /// binding stays limited to `max_storage_buffer_binding_size` (4 GiB).
     pub fn max_shared_bytes(&self) -> u64 {
         self.vk
+            .sharing
             .max_buffer
-            .unwrap_or_else(|| self.device.limits().max_buffer_size)
+            .unwrap_or(self.caps.max_buffer_size)
     }
 
     /// Index of the memory type for an exportable buffer: device-local, preferring types
@@ -336,4 +165,3 @@ impl InteropDevice {
             .map(|i| i as u32)
     }
 }
-

@@ -93,10 +93,11 @@ impl Exportable {
             .memory_type_index(type_index)
             .push_next(&mut export)
             .push_next(&mut dedicated);
-        let over = if dev.vk.max_allocation != 0 && req.size > dev.vk.max_allocation {
+        let over = if dev.vk.sharing.max_allocation != 0 && req.size > dev.vk.sharing.max_allocation
+        {
             format!(
                 ", above the driver's maxMemoryAllocationSize of {} bytes",
-                dev.vk.max_allocation
+                dev.vk.sharing.max_allocation
             )
         } else {
             String::new()
@@ -167,4 +168,3 @@ impl Exportable {
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 }
-

@@ -56,7 +56,8 @@ use wgpu::hal::api::Vulkan;
 
 use super::cuda::{Gpu, cuda_probe, driver_err};
 use super::{DeviceBuffer, SlotMemory};
-use crate::render::block_on;
+use crate::device::vulkan::{SHARED_HANDLE as HANDLE, SHARED_VK_USAGE as VK_USAGE};
+use crate::device::{DeviceError, block_on, read_buffer, uuid_str};
 
 /// What can go wrong setting up CUDA↔Vulkan sharing. Each message says what to do next.
 #[derive(Debug, thiserror::Error)]
@@ -115,18 +116,22 @@ pub enum InteropError {
 
 type IResult<T> = std::result::Result<T, InteropError>;
 
-/// Handle type of every export here.
-const HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+impl From<DeviceError> for InteropError {
+    fn from(e: DeviceError) -> InteropError {
+        match e {
+            DeviceError::NoAdapter(m) | DeviceError::NoVulkan(m) => InteropError::NoVulkan(m),
+            DeviceError::NoMatchingAdapter { gpu, uuid, seen } => {
+                InteropError::NoMatchingAdapter { gpu, uuid, seen }
+            }
+            DeviceError::Unsupported { adapter, what } => {
+                InteropError::Unsupported { adapter, what }
+            }
+            DeviceError::Device(m) => InteropError::Wgpu(m),
+        }
+    }
+}
 
-/// Vulkan usage of a shared buffer; matches [`WGPU_USAGE`] (wgpu maps both storage kinds
-/// to `STORAGE_BUFFER`, copies to `TRANSFER_*`).
-const VK_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
-    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
-        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
-        | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
-);
-
-/// wgpu usage of a shared buffer.
+/// wgpu usage of a shared buffer; matches [`VK_USAGE`].
 const WGPU_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
     .union(wgpu::BufferUsages::COPY_DST);
@@ -144,19 +149,6 @@ fn cuda_check(r: sys::CUresult, what: &str) -> IResult<()> {
     }
 }
 
-/// A UUID as 8-4-4-4-12 hex digits.
-fn uuid_str(u: &[u8; 16]) -> String {
-    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
-}
-
 /// The CUDA device's UUID (binds the context to this thread).
 fn cuda_uuid(gpu: &Gpu) -> IResult<[u8; 16]> {
     gpu.bind()
@@ -168,7 +160,6 @@ fn cuda_uuid(gpu: &Gpu) -> IResult<[u8; 16]> {
     Ok(u.bytes.map(|b| b as u8))
 }
 
-
 mod device;
 mod export;
 mod shared;
@@ -176,9 +167,8 @@ mod shared;
 mod tests;
 
 pub use device::InteropDevice;
-pub use shared::SharedBuffer;
-use device::VkDevice;
 use export::Exportable;
+pub use shared::SharedBuffer;
 
 /// Whether zero-copy sharing works here: opens GPU 0 (or `gpu`), the matching Vulkan
 /// device, makes a 64 KiB shared buffer, writes it with CUDA and reads it back through wgpu.
@@ -210,7 +200,8 @@ pub fn probe(gpu: Option<&Gpu>) -> Result<String, String> {
         "cuStreamSynchronize",
     )
     .map_err(|e| e.to_string())?;
-    let back = read_buffer(&dev.device, &dev.queue, shared.wgpu(), 0, len)?;
+    let back =
+        read_buffer(&dev.device, &dev.queue, shared.wgpu(), 0, len).map_err(|e| e.to_string())?;
     let bad = back
         .chunks_exact(4)
         .position(|c| u32::from_le_bytes(c.try_into().unwrap()) != word);
@@ -225,50 +216,3 @@ pub fn probe(gpu: Option<&Gpu>) -> Result<String, String> {
         dev.describe()
     ))
 }
-
-/// Copies `len` bytes at `offset` of `buffer` (COPY_SRC usage) back to the host through a
-/// MAP_READ staging buffer and waits. Offset and length must be multiples of 4.
-pub fn read_buffer(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    buffer: &wgpu::Buffer,
-    offset: u64,
-    len: u64,
-) -> Result<Vec<u8>, String> {
-    let staging = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("supercell interop readback"),
-        size: len,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let mut enc = device.create_command_encoder(&Default::default());
-    enc.copy_buffer_to_buffer(buffer, offset, &staging, 0, len);
-    let idx = queue.submit([enc.finish()]);
-    if let Some(e) = block_on(scope.pop()) {
-        return Err(format!("copying {len} bytes at {offset}: {e}"));
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    staging.map_async(wgpu::MapMode::Read, .., move |r| {
-        let _ = tx.send(r);
-    });
-    device
-        .poll(wgpu::PollType::Wait {
-            submission_index: Some(idx),
-            timeout: None,
-        })
-        .map_err(|e| e.to_string())?;
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| e.to_string())?;
-    rx.recv()
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    let out = staging
-        .get_mapped_range(..)
-        .map_err(|e| e.to_string())?
-        .to_vec();
-    staging.unmap();
-    Ok(out)
-}
-

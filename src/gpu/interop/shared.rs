@@ -186,4 +186,3 @@ impl SharedBuffer {
         SlotMemory::Device(buf)
     }
 }
-
