@@ -11,7 +11,7 @@
 //!   that into CUDA, which maps it at [`SharedBuffer::cuda_ptr`]. The same bytes, two names.
 //! - [`SharedBuffer::slot_memory`] makes it a frame-ring slot ([`SlotMemory::Device`] of a
 //!   borrowed [`DeviceBuffer`]), so the ingest engines write frames straight into memory the
-//!   shader binds with [`GridSlice`](crate::render::GridSlice).
+//!   shader binds (the renderer's `GridSlice`).
 //! - [`probe`] says whether all of this works on a machine, and why not.
 //!
 //! # Synchronisation contract

@@ -137,9 +137,8 @@ impl SharedBuffer {
         Ok(shared)
     }
 
-    /// The buffer as wgpu sees it (bind slices of it with
-    /// [`GridSlice`](crate::render::GridSlice)). Clones keep the memory alive, not CUDA's
-    /// mapping.
+    /// The buffer as wgpu sees it (the renderer binds slices of it as `GridSlice`s). Clones
+    /// keep the memory alive, not CUDA's mapping.
     pub fn wgpu(&self) -> &wgpu::Buffer {
         &self.vk.buffer
     }
