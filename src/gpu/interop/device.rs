@@ -108,18 +108,17 @@ impl InteropDevice {
 
     /// "name (Vulkan, type), driver …, UUID …, CUDA GPU n" for logs and `doctor`.
     pub fn describe(&self) -> String {
-        let i = self.adapter.get_info();
+        let c = &self.caps;
         let cuda = match self.cuda_ordinal {
             Some(n) => format!("CUDA GPU {n}"),
             None => "no CUDA".into(),
         };
         format!(
-            "{} ({:?}, {:?}), driver {} {}, UUID {}, max allocation {} MiB, max shared buffer {} MiB{}, {cuda}",
-            i.name,
-            i.backend,
-            i.device_type,
-            i.driver,
-            i.driver_info,
+            "{} ({:?}, {:?}), driver {}, UUID {}, max allocation {} MiB, max shared buffer {} MiB{}, {cuda}",
+            c.name,
+            c.backend,
+            c.device_type,
+            c.driver,
             uuid_str(&self.uuid),
             self.vk.sharing.max_allocation >> 20,
             self.max_shared_bytes() >> 20,

@@ -78,7 +78,7 @@ impl Exportable {
         let type_index =
             dev.memory_type(req.memory_type_bits)
                 .ok_or_else(|| InteropError::Unsupported {
-                    adapter: dev.adapter.get_info().name,
+                    adapter: dev.caps.name.clone(),
                     what: format!(
                         "a memory type for exportable buffers (type bits {:#x})",
                         req.memory_type_bits
