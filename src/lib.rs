@@ -3,7 +3,8 @@
 //!
 //! Modules follow the data flow from lanes to screen (the README's "Layout of the code"
 //! table says what each may know): [`format`] (NanoVDB bytes), [`dataset`] (manifest,
-//! lanes, striping), [`ingest`] (engines that read frames into ring slots), [`gpu`] (CUDA,
+//! lanes, striping), [`device`] (opening wgpu devices, their capabilities, read-back),
+//! [`ingest`] (engines that read frames into ring slots), [`gpu`] (CUDA,
 //! frame rings, Vulkan sharing), [`pipeline`] (scheduler, metrics), [`render`] (the
 //! ray-marcher), [`scene`] (scene files), [`app`] (the player), [`bench`] and [`doctor`]
 //! (measuring and diagnosing), [`memory`] (what an allocation may ask for), [`probe`] (what
@@ -15,6 +16,7 @@ pub mod app;
 pub mod bench;
 pub mod crc32;
 pub mod dataset;
+pub mod device;
 pub mod doctor;
 pub mod format;
 pub mod gpu;

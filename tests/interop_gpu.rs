@@ -18,8 +18,9 @@ use render_support::{test_grid, view_for};
 use supercell::dataset::{
     AlignedBuf, AttributeSpec, CrcCheck, Dataset, DatasetWriter, LaneSpec, Provenance,
 };
+use supercell::device::read_buffer;
 use supercell::format::{Grid, GridType};
-use supercell::gpu::interop::{self, read_buffer};
+use supercell::gpu::interop;
 use supercell::gpu::{FrameRing, Gpu, InteropDevice, SharedBuffer, SlotMemory};
 use supercell::ingest::{
     Engine, EngineConfig, IngestEngine, PathKind, ReadRequest, Source, open_engine,

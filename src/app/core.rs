@@ -388,7 +388,7 @@ fn alloc_buffer(
         usage,
         mapped_at_creation,
     });
-    if let Some(e) = crate::render::block_on(scope.pop()) {
+    if let Some(e) = crate::device::block_on(scope.pop()) {
         return Err(PlayError::Usage(format!(
             "cannot allocate a {len}-byte GPU buffer ({label}): {e}"
         )));
@@ -1841,7 +1841,7 @@ mod tests {
             staging
                 .upload(device, queue, &long[..len], &dst)
                 .expect("upload");
-            let got = crate::gpu::interop::read_buffer(device, queue, &dst, 0, dst.size()).unwrap();
+            let got = crate::device::read_buffer(device, queue, &dst, 0, dst.size()).unwrap();
             assert_eq!(&got[..len], &long[..len], "{len} bytes");
             assert!(
                 got[len..copy_len(len)].iter().all(|&b| b == 0),

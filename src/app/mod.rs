@@ -36,6 +36,8 @@ pub struct PlayerGpu {
     pub device: wgpu::Device,
     /// Its queue.
     pub queue: wgpu::Queue,
+    /// What the device can do.
+    pub caps: crate::device::DeviceCaps,
     /// The CUDA GPU and the Vulkan device that is it, when CUDA↔Vulkan sharing works (the
     /// device above is then this one's).
     pub interop: Option<(crate::gpu::Gpu, crate::gpu::InteropDevice)>,
@@ -46,7 +48,7 @@ pub struct PlayerGpu {
 impl PlayerGpu {
     /// A new instance (environment overrides honoured, e.g. `WGPU_ADAPTER_NAME`).
     pub fn instance() -> wgpu::Instance {
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env())
+        crate::device::instance(&crate::device::Want::HostImport)
     }
 
     /// Opens the best adapter of `instance` (compatible with `surface` when given), with
@@ -55,23 +57,21 @@ impl PlayerGpu {
         instance: wgpu::Instance,
         surface: Option<&wgpu::Surface<'_>>,
     ) -> Result<PlayerGpu, RenderError> {
-        let adapter =
-            crate::render::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                force_fallback_adapter: false,
-                compatible_surface: surface,
-                apply_limit_buckets: false,
-            }))
-            .map_err(|e| RenderError::NoDevice(e.to_string()))?;
         // With VK_EXT_external_memory_host where the adapter has it: the host path's GPU
         // copies then read the host slots themselves.
-        let (device, queue) = crate::gpu::hostimport::request_device(&adapter, "supercell play")
-            .map_err(|e| RenderError::NoDevice(e.to_string()))?;
-        Ok(PlayerGpu {
+        let g = crate::device::open_on(
             instance,
-            adapter,
-            device,
-            queue,
+            surface,
+            &crate::device::Want::HostImport,
+            "supercell play",
+        )
+        .map_err(|e| RenderError::NoDevice(e.to_string()))?;
+        Ok(PlayerGpu {
+            instance: g.instance,
+            adapter: g.adapter,
+            device: g.device,
+            queue: g.queue,
+            caps: g.caps,
             interop: None,
             interop_unavailable: None,
         })
@@ -89,6 +89,7 @@ impl PlayerGpu {
             adapter: dev.adapter.clone(),
             device: dev.device.clone(),
             queue: dev.queue.clone(),
+            caps: dev.caps.clone(),
             interop: Some((gpu, dev)),
             interop_unavailable: None,
         })
@@ -109,7 +110,6 @@ impl PlayerGpu {
 
     /// "name (backend, device type)".
     pub fn describe(&self) -> String {
-        let i = self.adapter.get_info();
-        format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
+        self.caps.describe()
     }
 }

@@ -278,7 +278,7 @@ impl App {
             &window,
             Some(window.scale_factor() as f32),
             None,
-            Some(gpu.device.limits().max_texture_dimension_2d as usize),
+            Some(gpu.caps.max_texture_2d as usize),
         );
         let egui_renderer =
             egui_wgpu::Renderer::new(&gpu.device, format, egui_wgpu::RendererOptions::default());
@@ -789,38 +789,24 @@ fn save_screenshot(
     format: wgpu::TextureFormat,
     path: &std::path::Path,
 ) -> Result<(), WindowError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    buf.map_async(wgpu::MapMode::Read, .., move |r| {
-        let _ = tx.send(r);
-    });
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| WindowError::Other(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| WindowError::Other(e.to_string()))?
-        .map_err(|e| WindowError::Other(e.to_string()))?;
+    let data = crate::device::map_read(device, buf, 0..buf.size(), None, None)
+        .map_err(|e| WindowError::Other(format!("screenshot: {e}")))?;
     let bgra = matches!(
         format,
         wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb
     );
     let mut img = Image::new(w, h);
-    {
-        let data = buf
-            .get_mapped_range(..)
-            .map_err(|e| WindowError::Other(format!("screenshot: {e}")))?;
-        for y in 0..h as usize {
-            let row = &data[y * bpr as usize..][..w as usize * 4];
-            let dst = &mut img.rgba8[y * w as usize * 4..][..w as usize * 4];
-            for (d, s) in dst.chunks_exact_mut(4).zip(row.chunks_exact(4)) {
-                if bgra {
-                    d.copy_from_slice(&[s[2], s[1], s[0], 255]);
-                } else {
-                    d.copy_from_slice(&[s[0], s[1], s[2], 255]);
-                }
+    for y in 0..h as usize {
+        let row = &data[y * bpr as usize..][..w as usize * 4];
+        let dst = &mut img.rgba8[y * w as usize * 4..][..w as usize * 4];
+        for (d, s) in dst.chunks_exact_mut(4).zip(row.chunks_exact(4)) {
+            if bgra {
+                d.copy_from_slice(&[s[2], s[1], s[0], 255]);
+            } else {
+                d.copy_from_slice(&[s[0], s[1], s[2], 255]);
             }
         }
     }
-    buf.unmap();
     img.write_png(path)
         .map_err(|e| WindowError::Other(format!("screenshot: {e}")))
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Serialize;
 use supercell::dataset::{AlignedBuf, CrcCheck};
+use supercell::device::DeviceCaps;
 use supercell::render::{Camera, GpuContext, Mode, Projection, Renderer, limits, try_upload_slot};
 use supercell::scene::{LoadedScene, Scene};
 
@@ -268,7 +269,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
     check_size("--size", Some(&renderer), w, h)?;
     for f in frames.clone() {
-        check_frame_fits(&ls, &ctx.device, f)?;
+        check_frame_fits(&ls, &ctx.caps, f)?;
     }
     for f in frames {
         ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
@@ -327,8 +328,8 @@ fn check_headers(ls: &LoadedScene, f: usize, slot: &[u8]) -> anyhow::Result<()> 
 
 /// Refuses a frame whose slot image is larger than the device's largest buffer before it
 /// is read (the manifest says how large it is).
-fn check_frame_fits(ls: &LoadedScene, device: &wgpu::Device, f: usize) -> anyhow::Result<()> {
-    let max = device.limits().max_buffer_size;
+fn check_frame_fits(ls: &LoadedScene, caps: &DeviceCaps, f: usize) -> anyhow::Result<()> {
+    let max = caps.max_buffer_size;
     if let Some(frame) = ls.dataset.frame(f)
         && frame.slot_size > max
     {
@@ -411,7 +412,7 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     for &(w, h) in &sizes {
         check_size("--bench-sizes", Some(&renderer), w, h)?;
     }
-    check_frame_fits(ls, &ctx.device, frame)?;
+    check_frame_fits(ls, &ctx.caps, frame)?;
     let mut slot = AlignedBuf::new();
     ls.dataset.read_frame(frame, &mut slot, CrcCheck::Skip)?;
     check_headers(ls, frame, &slot)?;

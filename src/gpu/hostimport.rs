@@ -8,8 +8,9 @@
 //! pipeline that GPUDirect Storage is compared with. The driver pins the pages for as long
 //! as the import lives.
 //!
-//! - [`enable_on`] adds the extension to a device being created where the adapter has it
-//!   (the player opens its devices through it; see `crate::app::PlayerGpu`).
+//! - [`crate::device::open`] with [`Want::HostImport`](crate::device::Want::HostImport)
+//!   adds the extension to the device where the adapter has it (the player opens its devices
+//!   so).
 //! - [`HostImporter::new`] says whether a device can import, and why not.
 //! - [`HostImporter::import`] wraps a host ring slot as a `COPY_SRC` [`wgpu::Buffer`].
 //!
@@ -24,81 +25,10 @@ use ash::vk;
 use wgpu::hal::api::Vulkan;
 
 use super::SlotMemory;
-use crate::render::block_on;
+use crate::device::block_on;
 
 const HANDLE: vk::ExternalMemoryHandleTypeFlags =
     vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
-
-/// Adds `VK_EXT_external_memory_host` to `extensions` when `adapter` supports it; returns
-/// whether it did. For the extension list of `wgpu::hal::vulkan::Adapter::open_with_callback`.
-pub fn enable_on(
-    adapter: &wgpu::hal::vulkan::Adapter,
-    extensions: &mut Vec<&'static std::ffi::CStr>,
-) -> bool {
-    let name = ash::ext::external_memory_host::NAME;
-    if !adapter
-        .physical_device_capabilities()
-        .supports_extension(name)
-    {
-        return false;
-    }
-    if !extensions.contains(&name) {
-        extensions.push(name);
-    }
-    true
-}
-
-/// Opens a device on `adapter` with its own limits, `TIMESTAMP_QUERY` where available, and
-/// `VK_EXT_external_memory_host` where a Vulkan adapter has it; other adapters get a plain
-/// device.
-pub fn request_device(
-    adapter: &wgpu::Adapter,
-    label: &str,
-) -> Result<(wgpu::Device, wgpu::Queue), wgpu::RequestDeviceError> {
-    let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
-    let desc = wgpu::DeviceDescriptor {
-        label: Some(label),
-        required_features: features,
-        required_limits: adapter.limits(),
-        experimental_features: wgpu::ExperimentalFeatures::disabled(),
-        memory_hints: wgpu::MemoryHints::Performance,
-        trace: wgpu::Trace::Off,
-    };
-    let open = {
-        // SAFETY: the guard is used only in this block, before wgpu sees the device.
-        match unsafe { adapter.as_hal::<Vulkan>() } {
-            Some(hal)
-                if hal
-                    .physical_device_capabilities()
-                    .supports_extension(ash::ext::external_memory_host::NAME) =>
-            {
-                let cb: Box<wgpu::hal::vulkan::CreateDeviceCallback<'_>> = Box::new(|args| {
-                    let name = ash::ext::external_memory_host::NAME;
-                    if !args.extensions.contains(&name) {
-                        args.extensions.push(name);
-                    }
-                });
-                // SAFETY: features and limits come from this adapter; the callback adds an
-                // extension the adapter supports (checked above).
-                unsafe {
-                    hal.open_with_callback(
-                        desc.required_features,
-                        &desc.required_limits,
-                        &desc.memory_hints,
-                        Some(cb),
-                    )
-                }
-                .ok()
-            }
-            _ => None,
-        }
-    };
-    match open {
-        // SAFETY: `open` was created from this adapter with these features and limits.
-        Some(open) => unsafe { adapter.create_device_from_hal::<Vulkan>(open, &desc) },
-        None => block_on(adapter.request_device(&desc)),
-    }
-}
 
 /// Imports host memory into one Vulkan device; see the module documentation.
 pub struct HostImporter {
@@ -139,34 +69,23 @@ impl Drop for Imported {
 
 impl HostImporter {
     /// An importer for `device`, or why it cannot import: not Vulkan, or created without
-    /// `VK_EXT_external_memory_host` (open it with [`request_device`]).
+    /// `VK_EXT_external_memory_host` (open it with [`Want::HostImport`](crate::device::Want::HostImport)).
     pub fn new(device: &wgpu::Device) -> Result<HostImporter, String> {
         // SAFETY: handles are read, not destroyed; they live as long as `device`, which the
         // importer's users keep (every import is wrapped as a buffer of that device).
         let hal = unsafe { device.as_hal::<Vulkan>() }
             .ok_or_else(|| "the device is not a Vulkan device".to_string())?;
-        if !hal
-            .enabled_device_extensions()
-            .contains(&ash::ext::external_memory_host::NAME)
-        {
-            return Err("the Vulkan device has no VK_EXT_external_memory_host".into());
-        }
+        let alignment = crate::device::vulkan::host_import_alignment(&hal)?;
         let instance = hal.shared_instance().raw_instance();
-        let pd = hal.raw_physical_device();
         let raw = hal.raw_device().clone();
-        let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
-        {
-            let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
-            // SAFETY: valid physical device; the extension (and so the struct) is supported.
-            unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
-        }
         // SAFETY: valid physical device.
-        let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
+        let memory =
+            unsafe { instance.get_physical_device_memory_properties(hal.raw_physical_device()) };
         Ok(HostImporter {
             ext: ash::ext::external_memory_host::Device::new(instance, &raw),
             device: raw,
             memory,
-            alignment: host.min_imported_host_pointer_alignment.max(1),
+            alignment,
         })
     }
 
@@ -309,15 +228,11 @@ impl HostImporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::HostBuffer;
+    use crate::gpu::FrameRing;
 
     fn device() -> Option<(wgpu::Device, wgpu::Queue)> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
-        let adapters = block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN));
-        adapters
-            .iter()
-            .find_map(|a| request_device(a, "host import test").ok())
+        let g = crate::device::open(&crate::device::Want::HostImport, "host import test").ok()?;
+        Some((g.device, g.queue))
     }
 
     /// Copies `len` bytes of `src` into a device buffer (what the player does), and reads
@@ -337,7 +252,7 @@ mod tests {
         let mut enc = device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(src, 0, &dst, 0, len);
         queue.submit([enc.finish()]);
-        crate::gpu::interop::read_buffer(device, queue, &dst, 0, len).expect("read back")
+        crate::device::read_buffer(device, queue, &dst, 0, len).expect("read back")
     }
 
     /// The GPU copies exactly the host bytes, sees later host writes (no stale copy), and
@@ -356,9 +271,13 @@ mod tests {
             }
         };
         let len = (3 << 20) + 4096;
-        let hb = HostBuffer::new(len).unwrap();
+        // A host ring slot, as the player imports them (the ring keeps one reference).
+        let ring = FrameRing::host(1, len).unwrap();
+        let host = ring.memory(0).unwrap().clone();
+        let SlotMemory::Host(hb) = &*host else {
+            unreachable!("a host ring has host slots")
+        };
         let (ptr, hlen) = (hb.as_mut_ptr(), hb.len());
-        let host = Arc::new(SlotMemory::Host(hb));
         let fill = |seed: u8| {
             // SAFETY: no copy from the buffer is in flight while the test writes it, and
             // `host` keeps the mapping alive.
@@ -383,10 +302,33 @@ mod tests {
             "stale bytes"
         );
         // wgpu's buffer keeps the host memory alive; dropping it lets go.
-        assert_eq!(Arc::strong_count(&host), 2);
+        assert_eq!(
+            Arc::strong_count(&host),
+            3,
+            "the ring, the test, the import"
+        );
         drop(buf);
         device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-        assert_eq!(Arc::strong_count(&host), 1, "import not released");
+        assert_eq!(Arc::strong_count(&host), 2, "import not released");
+    }
+
+    /// The device's capabilities say what the importer finds: import support and its
+    /// alignment.
+    #[test]
+    fn caps_say_what_the_importer_finds() {
+        let g = match crate::device::open(&crate::device::Want::HostImport, "host import test") {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("skipping: no device ({e})");
+                return;
+            }
+        };
+        let importer = HostImporter::new(&g.device);
+        eprintln!("{}: {:?}", g.caps.describe(), importer);
+        assert_eq!(
+            g.caps.host_import_alignment,
+            importer.ok().map(|i| i.alignment())
+        );
     }
 
     /// A device opened without the extension (plain `request_device`) is refused with the

@@ -266,10 +266,11 @@ impl WgpuCrc {
             pass.dispatch_workgroups(x as u32, y as u32, 1);
         }
         queue.submit([enc.finish()]);
-        if let Some(e) = crate::render::block_on(scope.pop()) {
+        if let Some(e) = crate::device::block_on(scope.pop()) {
             return Err(format!("CRC pass: {e}"));
         }
-        let back = super::interop::read_buffer(device, queue, &out, 0, out_len)?;
+        let back = crate::device::read_buffer(device, queue, &out, 0, out_len)
+            .map_err(|e| e.to_string())?;
         for (r, w) in results.iter_mut().zip(back.chunks_exact(4)) {
             *r = u32::from_le_bytes(w.try_into().expect("4 bytes"));
         }
@@ -280,32 +281,11 @@ impl WgpuCrc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::{GpuDevice, Want};
 
-    /// A wgpu device and its queue.
-    struct TestGpu {
-        device: wgpu::Device,
-        queue: wgpu::Queue,
-    }
-
-    /// The best adapter, opened as the player opens it (full buffer limits).
-    fn open() -> Result<TestGpu, String> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
-        let adapter =
-            crate::render::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                force_fallback_adapter: false,
-                compatible_surface: None,
-                apply_limit_buckets: false,
-            }))
-            .map_err(|e| e.to_string())?;
-        let (device, queue) = super::super::hostimport::request_device(&adapter, "crc test")
-            .map_err(|e| e.to_string())?;
-        Ok(TestGpu { device, queue })
-    }
-
-    fn gpu() -> Option<TestGpu> {
-        match open() {
+    /// The device the player opens (host import where the adapter has it).
+    fn gpu() -> Option<GpuDevice> {
+        match crate::device::open(&Want::HostImport, "crc test") {
             Ok(g) => Some(g),
             Err(e) => {
                 if std::env::var_os("SUPERCELL_REQUIRE_GPU").is_some() {
@@ -328,7 +308,7 @@ mod tests {
             .collect()
     }
 
-    fn upload(g: &TestGpu, data: &[u8]) -> wgpu::Buffer {
+    fn upload(g: &GpuDevice, data: &[u8]) -> wgpu::Buffer {
         g.device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("crc test data"),

@@ -3,14 +3,15 @@
 use std::borrow::Cow;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use super::RenderError;
 use super::image::Image;
 use super::params::FLAG_SHADOWS;
 use super::params::{GpuParams, MAX_ATTRIBUTES, View};
 use super::shader::{ACCEL_CELLS, ShaderPart, shader_source_of};
-use super::{RenderError, block_on};
+use crate::device::{DeviceCaps, Want, block_on};
 
 /// The first GPU error of this process that no error scope caught (see
 /// [`catch_uncaptured_errors`]).
@@ -68,44 +69,28 @@ pub struct GpuContext {
     pub device: wgpu::Device,
     /// Its queue.
     pub queue: wgpu::Queue,
+    /// What the device can do.
+    pub caps: DeviceCaps,
 }
 
 impl GpuContext {
     /// Opens the best adapter available (any backend compiled in; Vulkan on Linux, which
     /// is Mesa's lavapipe on machines without a GPU), with its full storage-binding limit and
-    /// timestamp queries where supported.
+    /// timestamp queries where supported ([`Want::Plain`]).
     pub fn headless() -> Result<GpuContext, RenderError> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
-        let adapter = block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            force_fallback_adapter: false,
-            compatible_surface: None,
-            apply_limit_buckets: false,
-        }))
-        .map_err(|e| RenderError::NoDevice(e.to_string()))?;
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
-        let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("supercell render"),
-            required_features: features,
-            // Big grids need the adapter's real storage-binding limit, not WebGPU's default.
-            required_limits: adapter.limits(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| RenderError::NoDevice(e.to_string()))?;
+        let g = crate::device::open(&Want::Plain, "supercell render")
+            .map_err(|e| RenderError::NoDevice(e.to_string()))?;
         Ok(GpuContext {
-            adapter,
-            device,
-            queue,
+            adapter: g.adapter,
+            device: g.device,
+            queue: g.queue,
+            caps: g.caps,
         })
     }
 
     /// "name (backend, device type)" of the adapter.
     pub fn describe(&self) -> String {
-        let i = self.adapter.get_info();
-        format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
+        self.caps.describe()
     }
 }
 
@@ -172,6 +157,8 @@ struct PendingRender {
 pub struct Renderer {
     device: wgpu::Device,
     queue: wgpu::Queue,
+    /// What the device can do (limits, timestamps), probed once.
+    caps: DeviceCaps,
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
     uniforms: wgpu::Buffer,
@@ -269,11 +256,12 @@ impl Renderer {
     /// panics.
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Renderer, RenderError> {
         catch_uncaptured_errors(device);
+        let caps = DeviceCaps::of(device);
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         // Acceleration cells per slot: as many as one binding of all four slots' cells holds
         // (16 bytes each), up to ACCEL_CELLS.
-        let binding = device.limits().max_storage_buffer_binding_size;
+        let binding = caps.max_storage_binding;
         let accel_cells = (binding / (16 * MAX_ATTRIBUTES as u64))
             .min(u64::from(ACCEL_CELLS))
             .max(1 << 12) as u32;
@@ -413,27 +401,24 @@ impl Renderer {
                 resource: args.as_entire_binding(),
             }],
         });
-        let timer = device
-            .features()
-            .contains(wgpu::Features::TIMESTAMP_QUERY)
-            .then(|| Timer {
-                queries: device.create_query_set(&wgpu::QuerySetDescriptor {
-                    label: Some("supercell timer"),
-                    ty: wgpu::QueryType::Timestamp,
-                    count: 4,
-                }),
-                resolve: buf(
-                    "supercell timer resolve",
-                    RESOLVE_BYTES,
-                    wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                ),
-                read: buf(
-                    "supercell timer read",
-                    RESOLVE_BYTES,
-                    wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                ),
-                period_ns: queue.get_timestamp_period() as f64,
-            });
+        let timer = caps.timestamps.then(|| Timer {
+            queries: device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("supercell timer"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 4,
+            }),
+            resolve: buf(
+                "supercell timer resolve",
+                RESOLVE_BYTES,
+                wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            ),
+            read: buf(
+                "supercell timer read",
+                RESOLVE_BYTES,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+            period_ns: queue.get_timestamp_period() as f64,
+        });
         let invalid = block_on(scope.pop());
         if let Some(e) = invalid.or(block_on(oom.pop())) {
             return Err(RenderError::Gpu(e.to_string()));
@@ -441,6 +426,7 @@ impl Renderer {
         Ok(Renderer {
             device: device.clone(),
             queue: queue.clone(),
+            caps,
             pipeline,
             layout,
             uniforms,
@@ -472,7 +458,12 @@ impl Renderer {
 
     /// The largest grid one slot can bind (the device's storage-binding limit).
     pub fn max_grid_bytes(&self) -> u64 {
-        self.device.limits().max_storage_buffer_binding_size
+        self.caps.max_storage_binding
+    }
+
+    /// What the device this renderer draws with can do.
+    pub fn caps(&self) -> &DeviceCaps {
+        &self.caps
     }
 
     /// Binds grid `i` of `grids` to attribute slot `i` (at most [`MAX_ATTRIBUTES`]; `None`
@@ -484,8 +475,8 @@ impl Renderer {
                 grids.len()
             )));
         }
-        let limits = self.device.limits();
-        let align = u64::from(limits.min_storage_buffer_offset_alignment);
+        let align = u64::from(self.caps.storage_offset_alignment);
+        let max_binding = self.caps.max_storage_binding;
         let mut new: [Option<(wgpu::Buffer, u64, u64)>; MAX_ATTRIBUTES] = Default::default();
         for (i, g) in grids.iter().enumerate() {
             let Some(g) = g else { continue };
@@ -497,10 +488,10 @@ impl Renderer {
                     g.offset
                 )));
             }
-            if size == 0 || size > limits.max_storage_buffer_binding_size {
+            if size == 0 || size > max_binding {
                 return Err(RenderError::Usage(format!(
-                    "grid {i} has {} bytes; this device binds 1 to {} bytes",
-                    g.size, limits.max_storage_buffer_binding_size
+                    "grid {i} has {} bytes; this device binds 1 to {max_binding} bytes",
+                    g.size
                 )));
             }
             if g.offset
@@ -528,8 +519,7 @@ impl Renderer {
     /// read-back buffers and the image of a `width` × `height` render, before any of them is
     /// created.
     pub fn check_image_size(&self, width: u32, height: u32) -> Result<(), RenderError> {
-        let limits = self.device.limits();
-        let max = limits.max_texture_dimension_2d;
+        let max = self.caps.max_texture_2d;
         if width == 0 || height == 0 || width > max || height > max {
             return Err(RenderError::Usage(format!(
                 "image size {width}x{height}: this device renders 1 to {max} pixels on each side"
@@ -539,11 +529,11 @@ impl Renderer {
         let hdr_row =
             u64::from(width * 16).next_multiple_of(u64::from(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT));
         let hdr_bytes = hdr_row * u64::from(height);
-        if hdr_bytes > limits.max_buffer_size {
+        if hdr_bytes > self.caps.max_buffer_size {
             return Err(RenderError::Usage(format!(
                 "image size {width}x{height}: reading the linear image back needs a \
                  {hdr_bytes}-byte buffer, over this device's largest ({} bytes)",
-                limits.max_buffer_size
+                self.caps.max_buffer_size
             )));
         }
         let host = u64::from(width) * u64::from(height) * HOST_BYTES_PER_PIXEL;
@@ -917,25 +907,8 @@ impl Renderer {
         len: u64,
         after: Option<wgpu::SubmissionIndex>,
     ) -> Result<Vec<u8>, RenderError> {
-        let (tx, rx) = mpsc::channel();
-        buffer.map_async(wgpu::MapMode::Read, 0..len, move |r| {
-            let _ = tx.send(r);
-        });
-        self.device
-            .poll(wgpu::PollType::Wait {
-                submission_index: after,
-                timeout: None,
-            })
-            .map_err(|e| RenderError::Gpu(e.to_string()))?;
-        rx.recv()
-            .map_err(|e| RenderError::Gpu(e.to_string()))?
-            .map_err(|e| RenderError::Gpu(e.to_string()))?;
-        let out = buffer
-            .get_mapped_range(0..len)
-            .map_err(|e| RenderError::Gpu(e.to_string()))?
-            .to_vec();
-        buffer.unmap();
-        Ok(out)
+        crate::device::map_read(&self.device, buffer, 0..len, after, None)
+            .map_err(|e| RenderError::Gpu(e.to_string()))
     }
 
     /// The tone-mapped image of the last render ([`LDR_FORMAT`]), for display.

@@ -62,16 +62,3 @@ pub enum RenderError {
     #[error("{0}")]
     Io(String),
 }
-
-/// Polls a future to completion on this thread. wgpu's native futures (adapter and device
-/// requests, error scopes) are ready when first polled, so no executor is needed.
-pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    loop {
-        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::yield_now();
-    }
-}
