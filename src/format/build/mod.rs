@@ -361,10 +361,6 @@ pub fn build_grid_into(
     checksum::store_checksum(out, mode)
 }
 
-// ------------------------------------------------------------------------------------------
-// Options
-// ------------------------------------------------------------------------------------------
-
 fn invalid(what: impl Into<String>, offset: u64, detail: impl Into<String>) -> FormatError {
     FormatError::Corrupt {
         what: what.into(),

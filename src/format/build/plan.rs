@@ -2,10 +2,6 @@
 
 use super::*;
 
-// ------------------------------------------------------------------------------------------
-// Tree topology
-// ------------------------------------------------------------------------------------------
-
 /// A node and the contiguous run of its children in the next level's array.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Span {

@@ -2,10 +2,6 @@
 
 use super::*;
 
-// ------------------------------------------------------------------------------------------
-// Statistics (NanoVDB's GridStats with Stats<float>)
-// ------------------------------------------------------------------------------------------
-
 /// Running statistics exactly as NanoVDB's `Stats<float>`: f32 extrema, f64 Welford mean and
 /// sum of squared deviations, merged with Chan's formula.
 #[derive(Clone, Copy, Debug, PartialEq)]

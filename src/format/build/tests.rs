@@ -3,6 +3,7 @@
 use super::*;
 use crate::format::grid::{Grid, Value};
 use crate::format::layout::{TREE_OFF_NODE_COUNT_LOWER, TREE_OFF_NODE_COUNT_UPPER};
+use crate::format::le::LeBytes;
 
 /// SplitMix64: deterministic test data without extra dependencies.
 pub(crate) struct Rng(u64);
@@ -82,16 +83,16 @@ fn opts(t: GridType) -> BuildOptions {
 }
 
 fn f32_at(b: &[u8], at: usize) -> f32 {
-    f32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    LeBytes::new(b).f32_at(at, "test field").unwrap()
 }
 fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    LeBytes::new(b).u32_at(at, "test field").unwrap()
 }
 fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+    LeBytes::new(b).u64_at(at, "test field").unwrap()
 }
 fn coord_at(b: &[u8], at: usize) -> Coord {
-    [0, 1, 2].map(|a| i32::from_le_bytes(b[at + 4 * a..at + 4 * a + 4].try_into().unwrap()))
+    LeBytes::new(b).coord_at(at, "test field").unwrap()
 }
 
 /// An independent, deliberately plain transcription of NanoVDB's quantizer for one leaf:
@@ -529,7 +530,11 @@ fn statistics_equal_brute_force() {
             } else {
                 let (m, q) = (f32_at(&buf, at + 80), f32_at(&buf, at + 84));
                 let s = |k: usize| {
-                    u16::from_le_bytes([buf[at + 88 + 2 * k], buf[at + 89 + 2 * k]]) as f32
+                    f32::from(
+                        LeBytes::new(&buf)
+                            .u16_at(at + 88 + 2 * k, "leaf stats")
+                            .unwrap(),
+                    )
                 };
                 let tol = q as f64 * 0.5001 + 1e-6 * scale;
                 assert!(((s(0) * q + m) as f64 - min as f64).abs() <= tol);

@@ -2,10 +2,6 @@
 
 use super::*;
 
-// ------------------------------------------------------------------------------------------
-// Internal nodes, root, tree, grid
-// ------------------------------------------------------------------------------------------
-
 /// Writes an internal node (zeroed `dst`) whose children are `(table index, byte offset)`
 /// in table order, with `child_stats` their statistics in the same order.
 pub(super) fn write_internal(

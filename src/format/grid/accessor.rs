@@ -1,8 +1,10 @@
 //! Value lookup: locating a coordinate in the tree and decoding the value there.
 
 use super::super::layout::LeafKind;
+use super::super::le::LeBytes;
 use super::*;
 
+/// Where a coordinate's value lives.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Loc {
     /// The root's background (no tile): value offset in the grid.
@@ -32,6 +34,8 @@ pub(super) fn masked(ijk: Coord, mask: i32) -> Coord {
     [ijk[0] & !mask, ijk[1] & !mask, ijk[2] & !mask]
 }
 
+// Lookups read only what parse validated: root tiles, the child and value masks of nodes and
+// the child offsets under set child bits; such reads go through `proven`.
 impl<'a> Grid<'a> {
     pub(super) fn check_supported(&self) -> Result<(), FormatError> {
         use GridType::*;
@@ -62,20 +66,29 @@ impl<'a> Grid<'a> {
         let size = self.layout.root.tile_size as usize;
         (0..self.tile_count as usize)
             .map(|t| first + t * size)
-            .find(|&tile| u64_at(self.data, tile + l::ROOT_TILE_OFF_KEY as usize) == key)
+            .find(|&tile| {
+                proven(
+                    self.le()
+                        .u64_at(tile + l::ROOT_TILE_OFF_KEY as usize, "root tile key"),
+                ) == key
+            })
     }
 
     pub(super) fn child(&self, node: usize, table: u32, stride: u32, n: usize) -> usize {
         let entry = node + table as usize + n * stride as usize;
         // Validated at parse: node + offset is a node of the next level inside the grid.
-        (node as i64).wrapping_add(i64_at(self.data, entry)) as usize
+        let child = proven(self.le().i64_at(entry, "child offset"));
+        (node as i64).wrapping_add(child) as usize
     }
 
     pub(super) fn locate_from_root(&self, ijk: Coord, cache: &mut impl Cache) -> Loc {
         let Some(tile) = self.find_tile(ijk) else {
             return Loc::Background(self.root + self.layout.root.off_background as usize);
         };
-        let child = i64_at(self.data, tile + l::ROOT_TILE_OFF_CHILD as usize);
+        let child = proven(
+            self.le()
+                .i64_at(tile + l::ROOT_TILE_OFF_CHILD as usize, "root tile child"),
+        );
         if child == 0 {
             return Loc::RootTile(tile);
         }
@@ -87,7 +100,7 @@ impl<'a> Grid<'a> {
     pub(super) fn locate_from_upper(&self, ijk: Coord, node: usize, cache: &mut impl Cache) -> Loc {
         let u = &self.layout.upper;
         let n = upper_offset(ijk);
-        if !bit_at(self.data, node + u.off_child_mask as usize, n) {
+        if !self.mask_bit(node + u.off_child_mask as usize, n) {
             return Loc::Internal { level: 2, node, n };
         }
         let lower = self.child(node, u.off_table, u.table_stride, n);
@@ -98,7 +111,7 @@ impl<'a> Grid<'a> {
     pub(super) fn locate_from_lower(&self, ijk: Coord, node: usize, cache: &mut impl Cache) -> Loc {
         let lo = &self.layout.lower;
         let n = lower_offset(ijk);
-        if !bit_at(self.data, node + lo.off_child_mask as usize, n) {
+        if !self.mask_bit(node + lo.off_child_mask as usize, n) {
             return Loc::Internal { level: 1, node, n };
         }
         let leaf = self.child(node, lo.off_table, lo.table_stride, n);
@@ -109,14 +122,25 @@ impl<'a> Grid<'a> {
         }
     }
 
+    /// Bit `n` of the node mask at `mask_off` (a mask of a node parse validated).
+    #[inline]
+    pub(super) fn mask_bit(&self, mask_off: usize, n: usize) -> bool {
+        proven(self.le().bit_at(mask_off, n, "node mask"))
+    }
+
     pub(super) fn active_at(&self, loc: Loc) -> bool {
         match loc {
             Loc::Background(_) => false,
-            Loc::RootTile(tile) => u32_at(self.data, tile + l::ROOT_TILE_OFF_STATE as usize) != 0,
-            Loc::Internal { node, n, .. } => {
-                bit_at(self.data, node + l::INTERNAL_OFF_VALUE_MASK as usize, n)
+            Loc::RootTile(tile) => {
+                proven(
+                    self.le()
+                        .u32_at(tile + l::ROOT_TILE_OFF_STATE as usize, "root tile state"),
+                ) != 0
             }
-            Loc::Leaf { node, n } => bit_at(self.data, node + l::LEAF_OFF_VALUE_MASK as usize, n),
+            Loc::Internal { node, n, .. } => {
+                self.mask_bit(node + l::INTERNAL_OFF_VALUE_MASK as usize, n)
+            }
+            Loc::Leaf { node, n } => self.mask_bit(node + l::LEAF_OFF_VALUE_MASK as usize, n),
         }
     }
 
@@ -139,24 +163,25 @@ impl<'a> Grid<'a> {
     /// Decodes a value of the root/internal value type stored at `off`.
     pub(super) fn tile_value(&self, off: usize) -> Result<Value, FormatError> {
         use GridType::*;
-        let b = self.data;
+        let b = self.le();
+        let f = "value";
         Ok(match self.header.grid_type {
-            Float | Fp4 | Fp8 | Fp16 | FpN => Value::Float(f32_at(b, off)),
-            Half => Value::Float(half_to_f32(u16_at(b, off))),
-            Double => Value::Double(f64_at(b, off)),
-            Int16 => Value::Int(i64::from(u16_at(b, off) as i16)),
-            Int32 => Value::Int(i64::from(i32_at(b, off))),
-            Int64 => Value::Int(i64_at(b, off)),
-            UInt32 => Value::Int(i64::from(u32_at(b, off))),
-            UInt8 => Value::Int(i64::from(u8_at(b, off))),
-            Vec3f => Value::Vec3f(f32s(b, off)),
-            Vec3d => Value::Vec3d(f64s(b, off)),
-            Vec4f => Value::Vec4f(f32s(b, off)),
-            Vec4d => Value::Vec4d(f64s(b, off)),
-            Mask | Boolean => Value::Bool(u8_at(b, off) != 0),
-            Rgba8 => Value::Rgba8(bytes(b, off)),
-            Vec3u8 => Value::Vec3u8(bytes(b, off)),
-            Vec3u16 => Value::Vec3u16(std::array::from_fn(|i| u16_at(b, off + 2 * i))),
+            Float | Fp4 | Fp8 | Fp16 | FpN => Value::Float(b.f32_at(off, f)?),
+            Half => Value::Float(half_to_f32(b.u16_at(off, f)?)),
+            Double => Value::Double(b.f64_at(off, f)?),
+            Int16 => Value::Int(i64::from(b.u16_at(off, f)? as i16)),
+            Int32 => Value::Int(i64::from(b.i32_at(off, f)?)),
+            Int64 => Value::Int(b.i64_at(off, f)?),
+            UInt32 => Value::Int(i64::from(b.u32_at(off, f)?)),
+            UInt8 => Value::Int(i64::from(b.u8_at(off, f)?)),
+            Vec3f => Value::Vec3f(b.f32s(off, f)?),
+            Vec3d => Value::Vec3d(b.f64s(off, f)?),
+            Vec4f => Value::Vec4f(b.f32s(off, f)?),
+            Vec4d => Value::Vec4d(b.f64s(off, f)?),
+            Mask | Boolean => Value::Bool(b.u8_at(off, f)? != 0),
+            Rgba8 => Value::Rgba8(b.array(off, f)?),
+            Vec3u8 => Value::Vec3u8(b.array(off, f)?),
+            Vec3u16 => Value::Vec3u16(b.u16s(off, f)?),
             Index | OnIndex | IndexMask | OnIndexMask | PointIndex | Unknown => {
                 self.check_supported()?;
                 unreachable_value()
@@ -166,27 +191,32 @@ impl<'a> Grid<'a> {
 
     /// Decodes voxel `n` of the leaf at `leaf`.
     pub(super) fn leaf_value(&self, leaf: usize, n: usize) -> Result<Value, FormatError> {
-        let b = self.data;
+        let b = self.le();
         let lf = &self.layout.leaf;
         let table = leaf + lf.off_table as usize;
-        let quantized = |code: u32| -> Value {
-            let min = f32_at(b, leaf + l::LEAF_FP_OFF_MINIMUM as usize);
-            let q = f32_at(b, leaf + l::LEAF_FP_OFF_QUANTUM as usize);
+        let quantized = |code: u32| -> Result<Value, FormatError> {
+            let min = b.f32_at(leaf + l::LEAF_FP_OFF_MINIMUM as usize, "leaf minimum")?;
+            let q = b.f32_at(leaf + l::LEAF_FP_OFF_QUANTUM as usize, "leaf quantum")?;
             // NanoVDB: float(code) * mQuantum + mMinimum, two roundings (no fused multiply-add).
-            Value::Float(code as f32 * q + min)
+            Ok(Value::Float(code as f32 * q + min))
         };
         Ok(match lf.kind {
             LeafKind::Plain => {
                 let size = (lf.value_bits / 8) as usize;
                 return self.tile_value(table + n * size);
             }
-            LeafKind::Mask => Value::Bool(bit_at(b, leaf + l::LEAF_OFF_VALUE_MASK as usize, n)),
-            LeafKind::Bits => Value::Bool(bit_at(b, table, n)),
-            LeafKind::Quantized { bits } => quantized(fp_code(b, table, bits, n)),
+            LeafKind::Mask => Value::Bool(b.bit_at(
+                leaf + l::LEAF_OFF_VALUE_MASK as usize,
+                n,
+                "leaf value mask",
+            )?),
+            LeafKind::Bits => Value::Bool(b.bit_at(table, n, "leaf value bits")?),
+            LeafKind::Quantized { bits } => quantized(fp_code(&b, table, bits, n)?)?,
             LeafKind::QuantizedVariable => {
-                let flags = u8_at(b, leaf + l::LEAF_OFF_FLAGS as usize);
+                let flags = b.u8_at(leaf + l::LEAF_OFF_FLAGS as usize, "leaf flags")?;
+                // Parse checked every FpN leaf's bit-width code.
                 let bits = l::fpn_bit_width(flags).unwrap_or(16);
-                quantized(fp_code(b, table, bits, n))
+                quantized(fp_code(&b, table, bits, n)?)?
             }
             LeafKind::Index | LeafKind::PointIndex => {
                 self.check_supported()?;
@@ -203,20 +233,23 @@ pub(super) fn unreachable_value() -> Value {
 
 /// Code `n` of a little-endian packed array of `bits`-bit codes (1, 2, 4, 8 or 16 bits).
 #[inline]
-pub(super) fn fp_code(b: &[u8], table: usize, bits: u32, n: usize) -> u32 {
-    match bits {
-        16 => u32::from(u16_at(b, table + 2 * n)),
-        8 => u32::from(u8_at(b, table + n)),
+pub(super) fn fp_code(
+    b: &LeBytes<'_>,
+    table: usize,
+    bits: u32,
+    n: usize,
+) -> Result<u32, FormatError> {
+    let f = "quantized code";
+    Ok(match bits {
+        16 => u32::from(b.u16_at(table + 2 * n, f)?),
+        8 => u32::from(b.u8_at(table + n, f)?),
         _ => {
             let bit = n * bits as usize;
-            let byte = u8_at(b, table + (bit >> 3));
+            let byte = b.u8_at(table + (bit >> 3), f)?;
             u32::from(byte >> (bit & 7)) & ((1 << bits) - 1)
         }
-    }
+    })
 }
-// ------------------------------------------------------------------------------------------
-// Cached accessor
-// ------------------------------------------------------------------------------------------
 
 pub(super) trait Cache {
     fn set(&mut self, level: u8, key: Coord, node: usize);
@@ -301,5 +334,3 @@ impl<'g, 'a> ReadAccessor<'g, 'a> {
         self.grid.active_at(loc)
     }
 }
-
-// ------------------------------------------------------------------------------------------

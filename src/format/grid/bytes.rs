@@ -1,58 +1,34 @@
-//! Little-endian reads that never panic.
+//! Reading a validated grid's bytes: fields go through the one bounds-checked little-endian
+//! reader ([`LeBytes`]); half floats are widened here.
 
-use super::super::types::Coord;
+use super::super::le::LeBytes;
+use super::{FormatError, Grid};
 
+impl<'a> Grid<'a> {
+    /// The grid's bytes through the bounds-checked reader; errors give offsets in the buffer
+    /// handed to [`Grid::parse`] / [`Grid::parse_all`].
+    #[inline]
+    pub(super) fn le(&self) -> LeBytes<'a> {
+        LeBytes::grid(self.data, self.base)
+    }
+}
+
+/// The result of reading a field that [`Grid::parse`] has already proven to lie inside the
+/// grid, for the accessors whose signatures have no room for an error (`is_active`,
+/// `LeafView::origin`, `active_mask`, ...).
+///
+/// Such a read cannot fail. Should validation ever miss a case, this deliberately returns the
+/// type's zero (`false`, `0`) in release builds, as a second line of defence that keeps a
+/// renderer running, and stops debug builds (and so every test) at once.
 #[inline]
-pub(super) fn bytes<const N: usize>(b: &[u8], off: usize) -> [u8; N] {
-    off.checked_add(N)
-        .and_then(|end| b.get(off..end))
-        .and_then(|s| s.try_into().ok())
-        .unwrap_or([0; N])
-}
-#[inline]
-pub(super) fn u8_at(b: &[u8], off: usize) -> u8 {
-    b.get(off).copied().unwrap_or(0)
-}
-#[inline]
-pub(super) fn u16_at(b: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes(bytes(b, off))
-}
-#[inline]
-pub(super) fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(bytes(b, off))
-}
-#[inline]
-pub(super) fn i32_at(b: &[u8], off: usize) -> i32 {
-    i32::from_le_bytes(bytes(b, off))
-}
-#[inline]
-pub(super) fn u64_at(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(bytes(b, off))
-}
-#[inline]
-pub(super) fn i64_at(b: &[u8], off: usize) -> i64 {
-    i64::from_le_bytes(bytes(b, off))
-}
-#[inline]
-pub(super) fn f32_at(b: &[u8], off: usize) -> f32 {
-    f32::from_le_bytes(bytes(b, off))
-}
-#[inline]
-pub(super) fn f64_at(b: &[u8], off: usize) -> f64 {
-    f64::from_le_bytes(bytes(b, off))
-}
-pub(super) fn coord_at(b: &[u8], off: usize) -> Coord {
-    [i32_at(b, off), i32_at(b, off + 4), i32_at(b, off + 8)]
-}
-pub(super) fn f64s<const N: usize>(b: &[u8], off: usize) -> [f64; N] {
-    std::array::from_fn(|i| f64_at(b, off + 8 * i))
-}
-pub(super) fn f32s<const N: usize>(b: &[u8], off: usize) -> [f32; N] {
-    std::array::from_fn(|i| f32_at(b, off + 4 * i))
-}
-#[inline]
-pub(super) fn bit_at(b: &[u8], mask_off: usize, n: usize) -> bool {
-    u8_at(b, mask_off + (n >> 3)) >> (n & 7) & 1 == 1
+pub(super) fn proven<T: Default>(read: Result<T, FormatError>) -> T {
+    match read {
+        Ok(v) => v,
+        Err(e) => {
+            debug_assert!(false, "read of a validated grid failed: {e}");
+            T::default()
+        }
+    }
 }
 
 /// IEEE 754 binary16 → binary32, exact for every input (as NanoVDB's `Half` → `float`).

@@ -3,6 +3,14 @@
 use super::*;
 use crate::format::file::read_nvdb;
 use crate::format::layout::*;
+use crate::format::le::LeBytes;
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    LeBytes::new(b).u64_at(off, "test field").unwrap()
+}
+fn bit_at(b: &[u8], mask: usize, n: usize) -> bool {
+    LeBytes::new(b).bit_at(mask, n, "test mask").unwrap()
+}
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,8 +2,14 @@
 //!
 //! [`Grid::parse`] checks untrusted bytes once: header fields, the tree header, every root
 //! tile, every internal-node child reference and every leaf. After that, every read made
-//! through [`Grid`], [`ReadAccessor`] and [`LeafView`] lies inside the buffer; the byte
-//! helpers below still fall back to zeros instead of panicking, as a second line of defence.
+//! through [`Grid`], [`ReadAccessor`] and [`LeafView`] lies inside the buffer. All reads go
+//! through the bounds-checked [`LeBytes`](super::le::LeBytes); the few accessors that cannot
+//! return an error say how they treat a read that validation should have made impossible.
+//!
+//! The parse runs in phases, one file each: `header` (grid and tree headers, name, map),
+//! `validate` (root, node arrays, overlaps, child references and origins), `leaves` (the leaf
+//! array, FpN's variable-size leaves, and the leaf views), then `accessor` (value lookup) and
+//! `bytes` (field reads and value widening) serve the validated grid.
 
 use super::error::FormatError;
 use super::layout::{self as l, TreeLayout};
@@ -20,17 +26,13 @@ mod leaves;
 pub(crate) mod tests;
 mod validate;
 
+use accessor::NoCache;
 pub use accessor::ReadAccessor;
-use accessor::{NoCache, masked};
 pub use bytes::half_to_f32;
-use bytes::*;
-use header::{GridHead, check_header, grid_head};
+use bytes::proven;
+use header::check_header;
 pub use leaves::{LeafView, Leaves};
-use validate::*;
-
-// ------------------------------------------------------------------------------------------
-// Public data types
-// ------------------------------------------------------------------------------------------
+use validate::Ctx;
 
 /// A value read from a grid, in the grid's own precision.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -216,10 +218,6 @@ pub struct GridHeader {
     pub tile_counts: TileCounts,
 }
 
-// ------------------------------------------------------------------------------------------
-// Grid
-// ------------------------------------------------------------------------------------------
-
 /// A validated NanoVDB grid borrowed from a byte buffer.
 #[derive(Clone, Debug)]
 pub struct Grid<'a> {
@@ -378,12 +376,14 @@ impl<'a> Grid<'a> {
         let r = &self.layout.root;
         let min = self.tile_value(self.root + r.off_min as usize).ok()?;
         let max = self.tile_value(self.root + r.off_max as usize).ok()?;
+        // The statistics lie inside the root, which parse checked.
+        let le = self.le();
         let stat = |off: u32| -> f64 {
             let off = self.root + off as usize;
-            match self.layout.stats_size {
-                8 => f64_at(self.data, off),
-                _ => f64::from(f32_at(self.data, off)),
-            }
+            proven(match self.layout.stats_size {
+                8 => le.f64_at(off, "root statistic"),
+                _ => le.f32_at(off, "root statistic").map(f64::from),
+            })
         };
         Some(RootStats {
             min,
@@ -440,405 +440,25 @@ fn check_index(g: &Grid<'_>, i: u32, count: u32) -> Result<(), FormatError> {
     Ok(())
 }
 
+/// Parses and validates the grid starting at byte `base` of `buf`, phase by phase.
 fn parse_at(buf: &[u8], base: u64) -> Result<Grid<'_>, FormatError> {
-    let avail = usize::try_from(base)
-        .ok()
-        .and_then(|b| buf.get(b..))
-        .ok_or(FormatError::Truncated {
-            what: "grid header".into(),
-            offset: base,
-            need: u64::from(l::GRID_SIZE),
-            len: buf.len() as u64,
-            within: "buffer",
-        })?;
-    let trunc = |what: &str, need: u64| FormatError::Truncated {
-        what: what.into(),
-        offset: base,
-        need,
-        len: avail.len() as u64,
-        within: "buffer",
-    };
-    if (avail.len() as u64) < u64::from(l::GRID_SIZE) {
-        return Err(trunc("grid header", u64::from(l::GRID_SIZE)));
-    }
-    let GridHead {
-        magic,
-        version,
-        grid_size,
-        grid_type,
-        layout,
-        grid_index,
-        grid_count,
-    } = grid_head(avail, avail.len() as u64, base)?;
-    let g = &avail[..grid_size as usize];
+    let (g, head) = header::grid_bytes(buf, base)?;
     let cx = Ctx { base, g };
-    let class_raw = u32_at(g, l::GRID_OFF_GRID_CLASS as usize);
-    let grid_class = GridClass::from_u32(class_raw).unwrap_or(GridClass::Unknown);
-    let flags = u32_at(g, l::GRID_OFF_FLAGS as usize);
-
-    // Tree header.
-    let tree = l::GRID_SIZE as usize;
-    let toff = |i: u32| u64_at(g, tree + (l::TREE_OFF_NODE_OFFSET_LEAF + 8 * i) as usize);
-    let tcnt = |off: u32| u32_at(g, tree + off as usize);
-    let node_counts = NodeCounts {
-        leaves: tcnt(l::TREE_OFF_NODE_COUNT_LEAF),
-        lower: tcnt(l::TREE_OFF_NODE_COUNT_LOWER),
-        upper: tcnt(l::TREE_OFF_NODE_COUNT_UPPER),
-    };
-    let tile_counts = TileCounts {
-        lower: tcnt(l::TREE_OFF_TILE_COUNT_LOWER),
-        upper: tcnt(l::TREE_OFF_TILE_COUNT_UPPER),
-        root: tcnt(l::TREE_OFF_TILE_COUNT_ROOT),
-    };
-    let active_voxel_count = u64_at(g, tree + l::TREE_OFF_VOXEL_COUNT as usize);
-
-    // Root and its tiles.
-    let root_rel = toff(3);
-    let root = usize::try_from(root_rel)
-        .ok()
-        .and_then(|r| r.checked_add(tree))
-        .filter(|&r| r < g.len())
-        .ok_or_else(|| {
-            cx.corrupt(
-                "tree",
-                tree,
-                format!(
-                    "root offset {root_rel} points outside the {}-byte grid",
-                    g.len()
-                ),
-            )
-        })?;
-    if root < tree + l::TREE_SIZE as usize || root % l::DATA_ALIGNMENT as usize != 0 {
-        return Err(cx.corrupt(
-            "tree",
-            tree,
-            format!("root offset {root_rel} overlaps the headers or is not 32-byte aligned"),
-        ));
-    }
-    let rl = layout.root;
-    cx.span(&|| "root".into(), root, u64::from(rl.size))?;
-    let tile_count = u32_at(g, root + l::ROOT_OFF_TABLE_SIZE as usize);
-    let tiles_len = u64::from(tile_count) * u64::from(rl.tile_size);
-    cx.span(
-        &|| format!("root table of {tile_count} tiles"),
-        root + rl.size as usize,
-        tiles_len,
-    )?;
-    let root_end = root + rl.size as usize + tiles_len as usize;
-
-    // Node arrays: each level is contiguous, starting at the tree's offset for it.
-    let lf = layout.leaf;
-    let level =
-        |name: &'static str, idx: u32, count: u32, size: u32| -> Result<Level, FormatError> {
-            let count = count as usize;
-            let mut lv = Level {
-                name,
-                first: 0,
-                count,
-                size: size as usize,
-                offsets: None,
-                end: 0,
-            };
-            if count == 0 {
-                return Ok(lv);
-            }
-            let rel = toff(idx);
-            lv.first = usize::try_from(rel)
-                .ok()
-                .and_then(|r| r.checked_add(tree))
-                .filter(|&f| f < g.len() && f % l::DATA_ALIGNMENT as usize == 0)
-                .ok_or_else(|| {
-                    cx.corrupt(
-                    "tree",
-                    tree,
-                    format!(
-                        "offset {rel} of the first {name} points outside the {}-byte grid or is \
-                         not 32-byte aligned",
-                        g.len()
-                    ),
-                )
-                })?;
-            let total = (count as u64).saturating_mul(u64::from(size));
-            cx.span(&|| format!("array of {count} {name}s"), lv.first, total)?;
-            lv.end = lv.first + total as usize;
-            Ok(lv)
-        };
-    let upper = level("upper node", 2, node_counts.upper, layout.upper.size)?;
-    let lower = level("lower node", 1, node_counts.lower, layout.lower.size)?;
-    let leaves = if lf.fixed_size() {
-        level("leaf", 0, node_counts.leaves, lf.size)?
-    } else {
-        // FpN: the smallest leaf (1-bit codes) has 160 bytes, which bounds the walk and the
-        // allocation before any leaf is read.
-        let mut lv = level("leaf", 0, node_counts.leaves, l::LEAF_FPN_BASE_SIZE + 64)?;
-        let mut offsets = Vec::with_capacity(lv.count);
-        let mut off = lv.first;
-        for i in 0..lv.count {
-            cx.span(
-                &|| format!("leaf {i}"),
-                off,
-                u64::from(l::LEAF_FPN_BASE_SIZE),
-            )?;
-            let flags = u8_at(g, off + l::LEAF_OFF_FLAGS as usize);
-            let size = l::fpn_leaf_size(flags).ok_or_else(|| {
-                cx.corrupt(
-                    format!("leaf {i}"),
-                    off,
-                    format!(
-                        "FpN bit-width code {} (flags {flags:#04x}) is not 1, 2, 4, 8 or 16 bits",
-                        flags >> 5
-                    ),
-                )
-            })? as usize;
-            cx.span(&|| format!("leaf {i}"), off, size as u64)?;
-            offsets.push(off);
-            off += size;
-        }
-        lv.size = 0;
-        lv.offsets = Some(offsets);
-        lv.end = off;
-        lv
-    };
-
-    // The regions must not overlap (NanoVDB writes them in this order, back to back).
-    let mut regions = vec![(
-        0usize,
-        tree + l::TREE_SIZE as usize,
-        "grid and tree headers",
-    )];
-    regions.push((root, root_end, "root and its tiles"));
-    for lv in [&upper, &lower, &leaves] {
-        if lv.count > 0 {
-            regions.push((lv.first, lv.end, lv.name));
-        }
-    }
-    regions.sort();
-    for w in regions.windows(2) {
-        if w[0].1 > w[1].0 {
-            return Err(cx.corrupt(
-                w[1].2,
-                w[1].0,
-                format!("overlaps the {} (bytes {}..{})", w[0].2, w[0].0, w[0].1),
-            ));
-        }
-    }
-
-    // Root tiles → upper nodes. Every node must be referenced exactly once; origins follow
-    // from the path (root key, then table positions) and are checked against the leaves.
-    let mut upper_origin: Vec<Option<Coord>> = vec![None; upper.count];
-    for t in 0..tile_count as usize {
-        let tile = root + rl.size as usize + t * rl.tile_size as usize;
-        let child = i64_at(g, tile + l::ROOT_TILE_OFF_CHILD as usize);
-        if child == 0 {
-            continue;
-        }
-        let what = || format!("root tile {t}");
-        let target = cx.rel(&what, tile, root, child)?;
-        let idx = upper.index_of(target).ok_or_else(|| {
-            cx.corrupt(
-                what(),
-                tile,
-                format!(
-                    "child offset {child} does not point at one of the {} upper nodes",
-                    upper.count
-                ),
-            )
-        })?;
-        if upper_origin[idx].is_some() {
-            return Err(cx.corrupt(
-                what(),
-                tile,
-                format!("upper node {idx} is referenced twice"),
-            ));
-        }
-        let key = u64_at(g, tile + l::ROOT_TILE_OFF_KEY as usize);
-        upper_origin[idx] = Some(l::key_to_coord(key));
-    }
-    let origins =
-        |v: Vec<Option<Coord>>, lv: &Level, by: &str| -> Result<Vec<Coord>, FormatError> {
-            v.iter()
-                .enumerate()
-                .map(|(i, o)| {
-                    o.ok_or_else(|| {
-                        cx.corrupt(
-                            format!("{} {i}", lv.name),
-                            lv.offset(i),
-                            format!("is not referenced by any {by}"),
-                        )
-                    })
-                })
-                .collect()
-        };
-    let upper_origin = origins(upper_origin, &upper, "root tile")?;
-
-    // Internal nodes → children.
-    let check_children = |parent: &Level,
-                          parent_origin: &[Coord],
-                          nl: &l::NodeLayout,
-                          child_level: &Level,
-                          child_origin: &mut [Option<Coord>]|
-     -> Result<(), FormatError> {
-        let child_shift = if nl.log2dim == l::UPPER_LOG2DIM {
-            l::LOWER_TOTAL
-        } else {
-            l::LEAF_TOTAL
-        };
-        let dim_mask = (1usize << nl.log2dim) - 1;
-        for (i, &origin) in parent_origin.iter().enumerate() {
-            let node = parent.offset(i);
-            let what = || format!("{} {i}", parent.name);
-            for_each_set_bit(
-                g,
-                node + nl.off_child_mask as usize,
-                nl.table_count() as usize,
-                |n| {
-                    let entry = node + nl.off_table as usize + n * nl.table_stride as usize;
-                    let child = i64_at(g, entry);
-                    let target = cx.rel_as(&what, &format!("child {n}: "), node, node, child)?;
-                    let idx = child_level.index_of(target).ok_or_else(|| {
-                        cx.corrupt(
-                            what(),
-                            node,
-                            format!(
-                                "child {n}: offset {child} does not point at one of the {} {}s",
-                                child_level.count, child_level.name
-                            ),
-                        )
-                    })?;
-                    if child_origin[idx].is_some() {
-                        return Err(cx.corrupt(
-                            what(),
-                            node,
-                            format!("child {n}: {} {idx} is referenced twice", child_level.name),
-                        ));
-                    }
-                    let local = [
-                        ((n >> (2 * nl.log2dim)) & dim_mask) as i32,
-                        ((n >> nl.log2dim) & dim_mask) as i32,
-                        (n & dim_mask) as i32,
-                    ];
-                    let local = local.map(|c| c << child_shift);
-                    child_origin[idx] = Some(add_coord(origin, local));
-                    Ok(())
-                },
-            )?;
-        }
-        Ok(())
-    };
-    let mut lower_origin = vec![None; lower.count];
-    check_children(
-        &upper,
-        &upper_origin,
-        &layout.upper,
-        &lower,
-        &mut lower_origin,
-    )?;
-    let lower_origin = origins(lower_origin, &lower, "upper node")?;
-    let mut leaf_origin = vec![None; leaves.count];
-    check_children(
-        &lower,
-        &lower_origin,
-        &layout.lower,
-        &leaves,
-        &mut leaf_origin,
-    )?;
-    let leaf_origin = origins(leaf_origin, &leaves, "lower node")?;
-    for (i, expected) in leaf_origin.iter().enumerate() {
-        let off = leaves.offset(i);
-        let stored = masked(coord_at(g, off + l::LEAF_OFF_BBOX_MIN as usize), 7);
-        if stored != *expected {
-            return Err(cx.corrupt(
-                format!("leaf {i}"),
-                off,
-                format!("origin {stored:?} does not match its place {expected:?} in the tree"),
-            ));
-        }
-    }
-
-    // Blind metadata (and the long grid name, if there is one).
-    let blind_metadata_offset = i64_at(g, l::GRID_OFF_BLIND_METADATA_OFFSET as usize);
-    let blind_metadata_count = u32_at(g, l::GRID_OFF_BLIND_METADATA_COUNT as usize);
-    let mut long_name = None;
-    if blind_metadata_count > 0 {
-        let what = || "blind metadata".to_string();
-        let first = cx.rel(&what, 0, 0, blind_metadata_offset)?;
-        cx.span(
-            &what,
-            first,
-            u64::from(blind_metadata_count) * u64::from(l::BLIND_META_SIZE),
-        )?;
-        if flags & l::GRID_FLAG_HAS_LONG_GRID_NAME != 0 {
-            for i in 0..blind_metadata_count as usize {
-                let meta = first + i * l::BLIND_META_SIZE as usize;
-                if u32_at(g, meta + l::BLIND_META_OFF_DATA_CLASS as usize)
-                    != l::BLIND_CLASS_GRID_NAME
-                {
-                    continue;
-                }
-                let what = || format!("blind metadata {i} (grid name)");
-                let data_rel = i64_at(g, meta + l::BLIND_META_OFF_DATA_OFFSET as usize);
-                let data = cx.rel(&what, meta, meta, data_rel)?;
-                let max = usize::try_from(u64_at(g, meta + l::BLIND_META_OFF_VALUE_COUNT as usize))
-                    .unwrap_or(usize::MAX);
-                let s = &g[data..g.len().min(data.saturating_add(max))];
-                let s = s.split(|&c| c == 0).next().unwrap_or(s);
-                long_name = Some(String::from_utf8_lossy(s).into_owned());
-                break;
-            }
-        }
-    }
-    let name = long_name.unwrap_or_else(|| {
-        let field = &g
-            [l::GRID_OFF_GRID_NAME as usize..(l::GRID_OFF_GRID_NAME + l::GRID_NAME_SIZE) as usize];
-        let s = field.split(|&c| c == 0).next().unwrap_or(field);
-        String::from_utf8_lossy(s).into_owned()
-    });
-
-    let map_off = l::GRID_OFF_MAP as usize;
-    let map = Map {
-        mat: f64s(g, map_off + l::MAP_OFF_MATD as usize),
-        inv_mat: f64s(g, map_off + l::MAP_OFF_INVMATD as usize),
-        vec: f64s(g, map_off + l::MAP_OFF_VECD as usize),
-        taper: f64_at(g, map_off + l::MAP_OFF_TAPERD as usize),
-        mat_f: f32s(g, map_off + l::MAP_OFF_MATF as usize),
-        inv_mat_f: f32s(g, map_off + l::MAP_OFF_INVMATF as usize),
-        vec_f: f32s(g, map_off + l::MAP_OFF_VECF as usize),
-    };
-    let wb: [f64; 6] = f64s(g, l::GRID_OFF_WORLD_BBOX as usize);
-    let header = GridHeader {
-        magic,
-        checksum: u64_at(g, l::GRID_OFF_CHECKSUM as usize),
-        version,
-        flags,
-        grid_index,
-        grid_count,
-        grid_size,
-        name,
-        map,
-        world_bbox: [[wb[0], wb[1], wb[2]], [wb[3], wb[4], wb[5]]],
-        voxel_size: f64s(g, l::GRID_OFF_VOXEL_SIZE as usize),
-        grid_class,
-        grid_class_raw: class_raw,
-        grid_type,
-        blind_metadata_offset,
-        blind_metadata_count,
-        data1: u64_at(g, l::GRID_OFF_DATA1 as usize),
-        index_bbox: [
-            coord_at(g, root + l::NODE_OFF_BBOX_MIN as usize),
-            coord_at(g, root + l::NODE_OFF_BBOX_MAX as usize),
-        ],
-        active_voxel_count,
-        node_counts,
-        tile_counts,
-    };
+    let tree = header::tree_head(&cx)?;
+    let layout = head.layout;
+    let root = validate::root(&cx, &layout)?;
+    let levels = validate::node_levels(&cx, &layout, &tree.node_counts)?;
+    validate::check_no_overlap(&cx, &root, &levels)?;
+    validate::check_links(&cx, &layout, &root, &levels)?;
+    let header = header::grid_header(&cx, head, tree, root.offset)?;
     Ok(Grid {
         data: g,
         base,
         header,
         layout,
-        root,
-        tile_count,
-        leaf_first: leaves.first,
-        fpn_leaves: leaves.offsets.unwrap_or_default(),
+        root: root.offset,
+        tile_count: root.tile_count,
+        leaf_first: levels.leaves.first,
+        fpn_leaves: levels.leaves.offsets.unwrap_or_default(),
     })
 }
