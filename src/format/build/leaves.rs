@@ -480,3 +480,81 @@ pub(super) fn leaf_bbox(origin: Coord, active: &[u64; 8]) -> (Coord, [u8; 3], bo
         true,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::Rng;
+    use super::*;
+
+    #[test]
+    fn interleaved_welford_equals_sequential() {
+        let mut rng = Rng(9);
+        for lens in [
+            [512; 8],
+            [0, 3, 512, 77, 5, 511, 510, 0],
+            [1, 0, 0, 0, 0, 0, 0, 0],
+            [2, 400, 1, 12, 256, 256, 9, 64],
+        ] {
+            let leaves: Vec<Pending> = lens
+                .iter()
+                .map(|&n| {
+                    let mut p = Pending {
+                        vals: [0.0; 512],
+                        n,
+                        min: 0.0,
+                        max: 0.0,
+                        codec: None,
+                        bbox: ([0; 3], [0; 3]),
+                    };
+                    for v in p.vals.iter_mut().take(n) {
+                        *v = (rng.unit() - 0.5) * 1e3;
+                    }
+                    p
+                })
+                .collect();
+            for count in 1..=LANES {
+                let got = welford_lanes(&leaves[..count]);
+                for (k, p) in leaves[..count].iter().enumerate() {
+                    let mut s = Stats::EMPTY;
+                    p.vals[..p.n].iter().for_each(|&v| s.add(v));
+                    assert_eq!(got[k].0.to_bits(), s.avg.to_bits());
+                    assert_eq!(got[k].1.to_bits(), s.aux.to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn extrema_match_a_sequential_scan() {
+        let sequential = |v: &[f32]| {
+            let (mut lo, mut hi) = (f32::MAX, -f32::MAX);
+            for &x in v {
+                if x < lo {
+                    lo = x;
+                }
+                if x > hi {
+                    hi = x;
+                }
+            }
+            (lo.to_bits(), hi.to_bits())
+        };
+        let mut rng = Rng(11);
+        for case in 0..200 {
+            let n = 1 + (case * 7) % 512;
+            let mut v: Vec<f32> = (0..n).map(|_| (rng.unit() - 0.5) * 4.0).collect();
+            if case % 3 == 0 {
+                // Zeros of both signs as the extremum: the first one seen must win.
+                v.iter_mut().for_each(|x| *x = x.abs());
+                let i = rng.below(n as u64) as usize;
+                v[i] = if case % 2 == 0 { -0.0 } else { 0.0 };
+                let j = rng.below(n as u64) as usize;
+                v[j] = if case % 2 == 0 { 0.0 } else { -0.0 };
+            }
+            if case % 5 == 0 {
+                v[0] = f32::NAN;
+            }
+            let (lo, hi) = extrema(&v);
+            assert_eq!((lo.to_bits(), hi.to_bits()), sequential(&v), "case {case}");
+        }
+    }
+}
