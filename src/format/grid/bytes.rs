@@ -48,3 +48,38 @@ pub fn half_to_f32(h: u16) -> f32 {
     };
     f32::from_bits(bits)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_conversion_is_exact() {
+        assert_eq!(half_to_f32(0x0000), 0.0);
+        assert_eq!(half_to_f32(0x8000).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(half_to_f32(0x3c00), 1.0);
+        assert_eq!(half_to_f32(0xc000), -2.0);
+        assert_eq!(half_to_f32(0x7bff), 65504.0);
+        assert_eq!(half_to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(half_to_f32(0x03ff), 1023.0 * 2f32.powi(-24));
+        assert_eq!(half_to_f32(0x0400), 2f32.powi(-14));
+        assert_eq!(half_to_f32(0x3555), 0.333_251_95);
+        assert_eq!(half_to_f32(0x7c00), f32::INFINITY);
+        assert_eq!(half_to_f32(0xfc00), f32::NEG_INFINITY);
+        assert!(half_to_f32(0x7e00).is_nan());
+        // Every finite half: value = (-1)^s · 2^(e-15) · (1 + m/1024), or m · 2^-24.
+        for h in 0..=u16::MAX {
+            let (s, e, m) = (h >> 15, (h >> 10) & 31, h & 1023);
+            if e == 31 {
+                continue;
+            }
+            let mag = if e == 0 {
+                f64::from(m) * 2f64.powi(-24)
+            } else {
+                2f64.powi(i32::from(e) - 15) * (1.0 + f64::from(m) / 1024.0)
+            };
+            let v = if s == 1 { -mag } else { mag };
+            assert_eq!(f64::from(half_to_f32(h)), v, "{h:#06x}");
+        }
+    }
+}
