@@ -146,7 +146,7 @@ pub fn read_nvdb(path: impl AsRef<Path>) -> Result<Vec<FileGrid>, NvdbError> {
     read_nvdb_from(&bytes, path)
 }
 
-/// Reads every grid of an in-memory `.nvdb` file; errors name the file as "<memory>".
+/// Reads every grid of an in-memory `.nvdb` file; errors name the file as `<memory>`.
 pub fn read_nvdb_bytes(bytes: &[u8]) -> Result<Vec<FileGrid>, NvdbError> {
     read_nvdb_from(bytes, Path::new("<memory>"))
 }

@@ -1,4 +1,4 @@
-//! Statistics (NanoVDB's GridStats with Stats<float>).
+//! Statistics (NanoVDB's `GridStats` with `Stats<float>`).
 
 use super::*;
 

@@ -3,7 +3,7 @@
 //! [`Grid::parse`] checks untrusted bytes once: header fields, the tree header, every root
 //! tile, every internal-node child reference and every leaf. After that, every read made
 //! through [`Grid`], [`ReadAccessor`] and [`LeafView`] lies inside the buffer. All reads go
-//! through the bounds-checked [`LeBytes`](super::le::LeBytes); the few accessors that cannot
+//! through the bounds-checked `format::le::LeBytes`; the few accessors that cannot
 //! return an error say how they treat a read that validation should have made impossible.
 //!
 //! The parse runs in phases, one file each: `header` (grid and tree headers, name, map),
