@@ -39,6 +39,7 @@ use super::layout::{
     LEAF_OFF_FLAGS, ROOT_OFF_TABLE_SIZE, ROOT_TILE_OFF_CHILD, TREE_OFF_NODE_COUNT_LEAF,
     TREE_OFF_NODE_OFFSET_LEAF, TREE_OFF_NODE_OFFSET_ROOT, TREE_OFF_NODE_OFFSET_UPPER, TREE_SIZE,
 };
+use super::le::LeBytes;
 use super::types::{GridType, Version};
 
 /// The stored value meaning "no checksum" (all bits set).
@@ -192,7 +193,7 @@ impl ChecksumScheme {
 /// `grid` must start at the grid header and hold at least the grid's `mGridSize` bytes (extra
 /// trailing bytes, such as 4 KiB padding, are ignored).
 pub fn compute_checksum(grid: &[u8]) -> Result<u64, FormatError> {
-    let version = Version(read_u32(grid, GRID_OFF_VERSION as usize)?);
+    let version = Version(LeBytes::new(grid).u32_at(GRID_OFF_VERSION as usize, "grid version")?);
     compute_checksum_with(grid, ChecksumScheme::for_version(version), true)
 }
 
@@ -220,7 +221,7 @@ pub fn compute_checksum_with(
 /// walked (truncated, offsets out of bounds) count as a mismatch with a computed value of all
 /// ones; [`super::grid::Grid::parse`] reports such damage in detail.
 pub fn verify_checksum(grid: &[u8], version: Version) -> ChecksumState {
-    let Ok(stored) = read_u64(grid, GRID_OFF_CHECKSUM as usize) else {
+    let Ok(stored) = LeBytes::new(grid).u64_at(GRID_OFF_CHECKSUM as usize, "grid checksum") else {
         return ChecksumState::Mismatch {
             stored: CHECKSUM_DISABLED,
             computed: CHECKSUM_DISABLED,
@@ -278,7 +279,7 @@ fn pack(head: u32, tail: u32) -> u64 {
 
 /// The grid's own bytes: `grid[..mGridSize]`.
 fn grid_slice(grid: &[u8]) -> Result<&[u8], FormatError> {
-    let size = read_u64(grid, GRID_OFF_GRID_SIZE as usize)?;
+    let size = LeBytes::new(grid).u64_at(GRID_OFF_GRID_SIZE as usize, "grid size")?;
     let size = usize::try_from(size).map_err(|_| malformed("grid size does not fit in memory"))?;
     if size < HEADERS_END || size > grid.len() {
         return Err(malformed("grid size outside the buffer"));
@@ -384,11 +385,17 @@ fn node_wise_tail(grid: &[u8], entry_bytes: u8, fpn_whole_leaf: bool) -> Result<
 
 /// Start of the blind metadata, or the grid's end when it has none.
 fn blind_start(grid: &[u8]) -> Result<usize, FormatError> {
-    let count = read_u32(grid, layout::GRID_OFF_BLIND_METADATA_COUNT as usize)?;
+    let count = LeBytes::new(grid).u32_at(
+        layout::GRID_OFF_BLIND_METADATA_COUNT as usize,
+        "blind metadata count",
+    )?;
     if count == 0 {
         return Ok(grid.len());
     }
-    let off = read_u64(grid, layout::GRID_OFF_BLIND_METADATA_OFFSET as usize)?;
+    let off = LeBytes::new(grid).u64_at(
+        layout::GRID_OFF_BLIND_METADATA_OFFSET as usize,
+        "blind metadata offset",
+    )?;
     usize::try_from(off)
         .ok()
         .filter(|&o| (HEADERS_END..=grid.len()).contains(&o))
@@ -408,17 +415,18 @@ struct Tree {
 
 impl Tree {
     fn read(grid: &[u8]) -> Result<Tree, FormatError> {
-        let type_id = read_u32(grid, GRID_OFF_GRID_TYPE as usize)?;
+        let le = LeBytes::new(grid);
+        let type_id = le.u32_at(GRID_OFF_GRID_TYPE as usize, "grid type")?;
         let grid_type = GridType::from_u32(type_id)
             .filter(|t| *t != GridType::Unknown)
             .ok_or_else(|| malformed("unknown grid type"))?;
         let layout = layout::layout(grid_type).ok_or_else(|| malformed("unknown grid type"))?;
-        let flags = read_u32(grid, GRID_OFF_FLAGS as usize)?;
+        let flags = le.u32_at(GRID_OFF_FLAGS as usize, "grid flags")?;
         let tree = GRID_SIZE as usize;
         let node_offset = |level: u32| -> Result<Option<usize>, FormatError> {
-            let off = read_u64(
-                grid,
+            let off = le.u64_at(
                 tree + (TREE_OFF_NODE_OFFSET_LEAF + 8 * level) as usize,
+                "tree node offset",
             )?;
             if off == 0 {
                 return Ok(None);
@@ -433,13 +441,16 @@ impl Tree {
         let root = node_offset(3)?.ok_or_else(|| malformed("grid has no root"))?;
         debug_assert_eq!(TREE_OFF_NODE_OFFSET_ROOT, TREE_OFF_NODE_OFFSET_LEAF + 24);
         debug_assert_eq!(TREE_OFF_NODE_OFFSET_UPPER, TREE_OFF_NODE_OFFSET_LEAF + 16);
-        let table_size = read_u32(grid, root + ROOT_OFF_TABLE_SIZE as usize)? as usize;
+        let table_size =
+            le.u32_at(root + ROOT_OFF_TABLE_SIZE as usize, "root tile count")? as usize;
         let mut node_offsets = [0; 3];
         let mut node_counts = [0; 3];
         for level in 0..3u32 {
             node_offsets[level as usize] = node_offset(level)?.unwrap_or(0);
-            node_counts[level as usize] =
-                read_u32(grid, tree + (TREE_OFF_NODE_COUNT_LEAF + 4 * level) as usize)? as usize;
+            node_counts[level as usize] = le.u32_at(
+                tree + (TREE_OFF_NODE_COUNT_LEAF + 4 * level) as usize,
+                "tree node count",
+            )? as usize;
         }
         let first_upper = (node_counts[2] > 0 && node_offsets[2] != 0).then_some(node_offsets[2]);
         Ok(Tree {
@@ -462,6 +473,7 @@ impl Tree {
         fpn_whole_leaf: bool,
     ) -> Result<Vec<(usize, usize)>, FormatError> {
         let l = &self.layout;
+        let le = LeBytes::new(grid);
         let fixed = l.leaf.fixed_size();
         let sizes = [
             l.leaf.size as usize,
@@ -493,7 +505,7 @@ impl Tree {
         let tiles = self.root + l.root.size as usize;
         for i in 0..self.table_size {
             let tile = tiles + i * l.root.tile_size as usize;
-            let child = read_i64(grid, tile + ROOT_TILE_OFF_CHILD as usize)?;
+            let child = le.i64_at(tile + ROOT_TILE_OFF_CHILD as usize, "root tile child")?;
             if child != 0 {
                 uppers.push(in_grid(offset_by(self.root, child)?, sizes[2])?);
             }
@@ -502,12 +514,13 @@ impl Tree {
             let mut found = Vec::new();
             let words = nl.mask_bytes() as usize / 8;
             for w in 0..words {
-                let mut bits = read_u64(grid, node + nl.off_child_mask as usize + 8 * w)?;
+                let mut bits =
+                    le.u64_at(node + nl.off_child_mask as usize + 8 * w, "child mask")?;
                 while bits != 0 {
                     let n = w * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
                     let entry = node + nl.off_table as usize + n * nl.table_stride as usize;
-                    found.push(offset_by(node, read_i64(grid, entry)?)?);
+                    found.push(offset_by(node, le.i64_at(entry, "child offset")?)?);
                 }
             }
             Ok(found)
@@ -548,22 +561,6 @@ fn offset_by(base: usize, rel: i64) -> Result<usize, FormatError> {
 
 fn overflow() -> FormatError {
     malformed("node offsets overflow")
-}
-
-fn read_u32(b: &[u8], at: usize) -> Result<u32, FormatError> {
-    b.get(at..at + 4)
-        .map(|s| u32::from_le_bytes(s.try_into().unwrap()))
-        .ok_or_else(|| malformed("read past the end of the grid"))
-}
-
-fn read_u64(b: &[u8], at: usize) -> Result<u64, FormatError> {
-    b.get(at..at + 8)
-        .map(|s| u64::from_le_bytes(s.try_into().unwrap()))
-        .ok_or_else(|| malformed("read past the end of the grid"))
-}
-
-fn read_i64(b: &[u8], at: usize) -> Result<i64, FormatError> {
-    read_u64(b, at).map(|v| v as i64)
 }
 
 /// The grid cannot be walked for its checksum; Grid::parse gives the detailed reason.
@@ -664,7 +661,7 @@ mod tests {
     #[test]
     fn current_scheme_covers_headers_then_blocks() {
         let g = grid(GridType::Fp8, NanoVdbVersion::V32_9);
-        let stored = u64::from_le_bytes(g[8..16].try_into().unwrap());
+        let stored = LeBytes::new(&g).u64_at(8, "checksum").unwrap();
         assert_eq!(stored as u32, crc32_bitwise(&g[16..736]));
         assert_eq!((stored >> 32) as u32, blocked_crc32(&g[736..]));
         assert_eq!(compute_checksum(&g).unwrap(), stored);
@@ -693,16 +690,13 @@ mod tests {
     #[test]
     fn legacy_scheme_covers_root_and_nodes() {
         let g = grid(GridType::Float, NanoVdbVersion::V32_4);
-        let stored = u64::from_le_bytes(g[8..16].try_into().unwrap());
-        let tiles = u32::from_le_bytes(g[736 + 24..736 + 28].try_into().unwrap()) as usize;
+        let stored = LeBytes::new(&g).u64_at(8, "checksum").unwrap();
+        let tiles = LeBytes::new(&g).u32_at(736 + 24, "tiles").unwrap() as usize;
         assert_eq!(stored as u32, crc32_bitwise(&g[16..736 + 64 + 32 * tiles]));
         // Tail: CRC of the per-node CRCs widened to 8 bytes, nodes in memory order here.
         let l = layout::layout(GridType::Float).unwrap();
         let counts: Vec<usize> = (0..3)
-            .map(|i| {
-                u32::from_le_bytes(g[672 + 32 + 4 * i..672 + 36 + 4 * i].try_into().unwrap())
-                    as usize
-            })
+            .map(|i| LeBytes::new(&g).u32_at(672 + 32 + 4 * i, "count").unwrap() as usize)
             .collect();
         let mut at = 736 + 64 + 32 * tiles;
         let mut list = Vec::new();

@@ -17,6 +17,7 @@
 //! us allocate more than about `MAX_RATIO` times the file's real size.
 
 use super::layout as l;
+use super::le::LeBytes;
 use super::types::Codec;
 use flate2::Compression;
 use flate2::read::ZlibDecoder;
@@ -48,11 +49,6 @@ fn err<T>(msg: impl Into<String>) -> Result<T, CodecError> {
     Err(CodecError(msg.into()))
 }
 
-fn read_u64(b: &[u8], at: usize) -> Option<u64> {
-    let s = b.get(at..at.checked_add(8)?)?;
-    Some(u64::from_le_bytes(s.try_into().ok()?))
-}
-
 /// Decodes one grid payload (exactly the `fileSize` bytes the file metadata gives) into the
 /// `grid_size`-byte grid buffer.
 ///
@@ -76,7 +72,9 @@ pub fn decode_grid(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u
                 String::from_utf8_lossy(magic)
             ));
         }
-        if let Some(size) = read_u64(head, l::GRID_OFF_GRID_SIZE as usize)
+        // `head` may be shorter than the header (a grid that small fails its own parse
+        // later); only a size that is there is compared.
+        if let Ok(size) = LeBytes::new(head).u64_at(l::GRID_OFF_GRID_SIZE as usize, "grid size")
             && size != grid_size
         {
             return err(format!(
@@ -141,7 +139,7 @@ fn decode_zip(
     grid_size: u64,
     check_head: impl FnOnce(&[u8]) -> Result<(), CodecError>,
 ) -> Result<Vec<u8>, CodecError> {
-    let Some(n) = read_u64(payload, 0) else {
+    let Ok(n) = LeBytes::new(payload).u64_at(0, "ZIP size prefix") else {
         return err("ZIP payload is shorter than its 8-byte size prefix");
     };
     let avail = payload.len() as u64 - 8;
@@ -201,7 +199,7 @@ fn decode_blosc(
     // NanoVDB writes at least one chunk, even for an (impossible) empty grid.
     loop {
         let what = format!("Blosc chunk {chunk_index}");
-        let Some(n) = read_u64(payload, pos) else {
+        let Ok(n) = LeBytes::new(payload).u64_at(pos, "Blosc chunk size") else {
             return err(format!(
                 "{what}: payload ends before its 8-byte size prefix"
             ));

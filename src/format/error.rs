@@ -79,7 +79,7 @@ pub enum NvdbError {
     /// The file's segment structure is wrong (header, metadata, sizes).
     #[error("{path}: byte {offset}: {detail}")]
     File {
-        /// The file (or "<memory>").
+        /// The file (or `<memory>`).
         path: PathBuf,
         /// Where in the file.
         offset: u64,
@@ -89,7 +89,7 @@ pub enum NvdbError {
     /// One grid's data is wrong (decompression, or its buffer fails validation).
     #[error("{path}: grid {index} ({name:?}): {detail}")]
     Grid {
-        /// The file (or "<memory>").
+        /// The file (or `<memory>`).
         path: PathBuf,
         /// Index of the grid in the file, counting across segments.
         index: usize,

@@ -30,6 +30,7 @@ use super::codec::{self, CodecError};
 use super::error::{FormatError, NvdbError};
 use super::grid::Grid;
 use super::layout as l;
+use super::le::LeBytes;
 use super::types::{Codec, Coord, GridClass, GridType, Version};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -145,25 +146,19 @@ pub fn read_nvdb(path: impl AsRef<Path>) -> Result<Vec<FileGrid>, NvdbError> {
     read_nvdb_from(&bytes, path)
 }
 
-/// Reads every grid of an in-memory `.nvdb` file; errors name the file as "<memory>".
+/// Reads every grid of an in-memory `.nvdb` file; errors name the file as `<memory>`.
 pub fn read_nvdb_bytes(bytes: &[u8]) -> Result<Vec<FileGrid>, NvdbError> {
     read_nvdb_from(bytes, Path::new("<memory>"))
 }
 
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]))
-}
-fn f64_at(b: &[u8], at: usize) -> f64 {
-    f64::from_bits(u64_at(b, at))
-}
-fn i32_at(b: &[u8], at: usize) -> i32 {
-    u32_at(b, at) as i32
+/// A field of a segment header or grid metadata record that the bounds-checked reader could
+/// not read, as a file error at the record's offset `at`.
+fn short_record(path: &Path, at: usize) -> impl Fn(FormatError) -> NvdbError + '_ {
+    move |e| NvdbError::File {
+        path: path.to_owned(),
+        offset: at as u64,
+        detail: e.to_string(),
+    }
 }
 
 /// Whether `b` starts like a raw grid buffer rather than a file header, by the checks NanoVDB's
@@ -178,11 +173,19 @@ fn looks_like_raw_grid(b: &[u8]) -> bool {
     if magic != l::MAGIC_NUMB_BYTES || b.len() < l::GRID_SIZE as usize {
         return false;
     }
-    let version = Version(u32_at(b, l::GRID_OFF_VERSION as usize));
-    let index = u32_at(b, l::GRID_OFF_GRID_INDEX as usize);
-    let count = u32_at(b, l::GRID_OFF_GRID_COUNT as usize);
-    let class = u32_at(b, l::GRID_OFF_GRID_CLASS as usize);
-    let gtype = u32_at(b, l::GRID_OFF_GRID_TYPE as usize);
+    let le = LeBytes::new(b);
+    let field = |off: u32| le.u32_at(off as usize, "grid header field").ok();
+    // The length check above makes these reads succeed; a failed one is "not a grid".
+    let (Some(version), Some(index), Some(count), Some(class), Some(gtype)) = (
+        field(l::GRID_OFF_VERSION),
+        field(l::GRID_OFF_GRID_INDEX),
+        field(l::GRID_OFF_GRID_COUNT),
+        field(l::GRID_OFF_GRID_CLASS),
+        field(l::GRID_OFF_GRID_TYPE),
+    ) else {
+        return false;
+    };
+    let version = Version(version);
     version.major() == l::MAJOR_VERSION
         && count > 0
         && index < count
@@ -234,15 +237,24 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
                 ),
             ));
         }
-        let version = Version(u32_at(rest, 8));
+        let head = LeBytes::new(rest);
+        let version = Version(
+            head.u32_at(8, "segment version")
+                .map_err(short_record(path, seg))?,
+        );
         if version.major() != l::MAJOR_VERSION {
             return Err(file_err(
                 pos,
                 format!("segment version {version}: only 32.x files are read"),
             ));
         }
-        let count = usize::from(u16_at(rest, 12));
-        let codec_raw = u16_at(rest, 14);
+        let count = usize::from(
+            head.u16_at(12, "segment grid count")
+                .map_err(short_record(path, seg))?,
+        );
+        let codec_raw = head
+            .u16_at(14, "segment codec")
+            .map_err(short_record(path, seg))?;
         let codec = Codec::from_u16(codec_raw)
             .ok_or_else(|| file_err(pos, format!("unknown codec {codec_raw}")))?;
         pos += FILE_HEADER_SIZE;
@@ -266,7 +278,10 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
                     format!("file ends inside the metadata of grid {idx}"),
                 ));
             };
-            let name_size = u32_at(m, 136);
+            let meta_at = pos;
+            let m = LeBytes::new(m);
+            let rd = short_record(path, meta_at);
+            let name_size = m.u32_at(136, "grid name size").map_err(&rd)?;
             if name_size > MAX_NAME_SIZE || name_size as usize > bytes.len() - pos - FILE_META_SIZE
             {
                 return Err(file_err(
@@ -278,31 +293,26 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
                 &bytes[pos + FILE_META_SIZE..pos + FILE_META_SIZE + name_size as usize];
             let name_bytes = name_bytes.split(|&c| c == 0).next().unwrap_or(name_bytes);
             let name = String::from_utf8_lossy(name_bytes).into_owned();
+            let wb: [f64; 6] = m.f64s(40, "world bounding box").map_err(&rd)?;
             let meta = FileGridMeta {
-                grid_size: u64_at(m, 0),
-                file_size: u64_at(m, 8),
-                name_key: u64_at(m, 16),
-                voxel_count: u64_at(m, 24),
-                grid_type: GridType::from_u32(u32_at(m, 32)).unwrap_or(GridType::Unknown),
-                grid_class: GridClass::from_u32(u32_at(m, 36)).unwrap_or(GridClass::Unknown),
-                world_bbox: [
-                    [f64_at(m, 40), f64_at(m, 48), f64_at(m, 56)],
-                    [f64_at(m, 64), f64_at(m, 72), f64_at(m, 80)],
-                ],
+                grid_size: m.u64_at(0, "grid size").map_err(&rd)?,
+                file_size: m.u64_at(8, "payload size").map_err(&rd)?,
+                name_key: m.u64_at(16, "name key").map_err(&rd)?,
+                voxel_count: m.u64_at(24, "voxel count").map_err(&rd)?,
+                grid_type: GridType::from_u32(m.u32_at(32, "grid type").map_err(&rd)?)
+                    .unwrap_or(GridType::Unknown),
+                grid_class: GridClass::from_u32(m.u32_at(36, "grid class").map_err(&rd)?)
+                    .unwrap_or(GridClass::Unknown),
+                world_bbox: [[wb[0], wb[1], wb[2]], [wb[3], wb[4], wb[5]]],
                 index_bbox: [
-                    [i32_at(m, 88), i32_at(m, 92), i32_at(m, 96)],
-                    [i32_at(m, 100), i32_at(m, 104), i32_at(m, 108)],
+                    m.coord_at(88, "index bounding box").map_err(&rd)?,
+                    m.coord_at(100, "index bounding box").map_err(&rd)?,
                 ],
-                voxel_size: [f64_at(m, 112), f64_at(m, 120), f64_at(m, 128)],
-                node_count: [
-                    u32_at(m, 140),
-                    u32_at(m, 144),
-                    u32_at(m, 148),
-                    u32_at(m, 152),
-                ],
-                tile_count: [u32_at(m, 156), u32_at(m, 160), u32_at(m, 164)],
+                voxel_size: m.f64s(112, "voxel size").map_err(&rd)?,
+                node_count: m.u32s(140, "node counts").map_err(&rd)?,
+                tile_count: m.u32s(156, "tile counts").map_err(&rd)?,
                 codec,
-                blind_data_count: u16_at(m, 170),
+                blind_data_count: m.u16_at(170, "blind data count").map_err(&rd)?,
                 version,
             };
             pos += FILE_META_SIZE + name_size as usize;

@@ -12,6 +12,7 @@ pub mod error;
 pub mod file;
 pub mod grid;
 pub mod layout;
+pub(crate) mod le;
 pub mod sparse;
 pub mod types;
 
