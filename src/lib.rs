@@ -4,7 +4,8 @@
 //! Modules follow the data flow from lanes to screen (the README's "Layout of the code"
 //! table says what each may know): [`format`] (NanoVDB bytes), [`dataset`] (manifest,
 //! lanes, striping), [`ingest`] (engines that read frames into ring slots), [`gpu`] (CUDA,
-//! frame rings, Vulkan sharing), [`pipeline`] (scheduler, metrics), [`render`] (the
+//! frame rings, Vulkan sharing), [`pipeline`] (scheduler, metrics), [`stream`] (the loop
+//! that drives an engine and its ring from the scheduler), [`render`] (the
 //! ray-marcher), [`scene`] (scene files), [`app`] (the player), [`bench`] and [`doctor`]
 //! (measuring and diagnosing), [`memory`] (what an allocation may ask for) and [`synth`]
 //! (the synthetic supercell generator).
@@ -20,4 +21,6 @@ pub mod memory;
 pub mod pipeline;
 pub mod render;
 pub mod scene;
+/// The stream loop: scheduler plan → engine → frame ring → classified completions.
+pub mod stream;
 pub mod synth;
