@@ -10,6 +10,7 @@ pub mod direct;
 pub mod gpumem;
 pub mod headless;
 pub mod overlay;
+mod route;
 pub mod script;
 pub mod soak;
 pub mod stats;
