@@ -1,8 +1,317 @@
-//! How a frame gets from its ring slot to the buffer the renderer binds.
+//! How a frame gets from its ring slot to the buffer the renderer binds: the
+//! [`UploadRoute`] of a frame path, with what each route needs (the staging buffers, the
+//! imported host slots and the copies out of them).
 
-use super::core::PlayError;
+use std::sync::Arc;
+use std::time::Instant;
 
-pub(super) fn new_buffer(device: &wgpu::Device, len: usize, label: &str) -> Result<wgpu::Buffer, PlayError> {
+use super::core::{HostCopy, PlayError};
+use crate::gpu::{FrameRing, WgpuCrc};
+use crate::ingest::{IngestError, ReadProgress, Source};
+
+/// How frames of one path reach the buffer the renderer binds.
+pub(super) enum UploadRoute {
+    /// Direct path: each ring slot is a wgpu buffer CUDA writes (the same memory); a frame
+    /// is shown by binding its slot.
+    Shared {
+        /// One buffer per ring slot (same index).
+        buffers: Vec<wgpu::Buffer>,
+    },
+    /// Host path where the device can import host memory: the GPU copies each frame's
+    /// ranges out of its host slot into a device buffer per slot as their reads land.
+    ImportedCopy(ImportedCopy),
+    /// Host path otherwise: the CPU copies each frame into a mapped staging buffer, then
+    /// the GPU copies that into one of two upload buffers.
+    Staging(StagedUpload),
+}
+
+/// The imported-copy route's buffers and bookkeeping (all indexed by ring slot).
+pub(super) struct ImportedCopy {
+    /// Each host slot as a GPU copy source.
+    imported: Vec<wgpu::Buffer>,
+    /// A device buffer per slot: the frame is bound from here.
+    buffers: Vec<wgpu::Buffer>,
+    /// The landed ranges of the frame being read into each slot.
+    progress: Vec<Option<Arc<ReadProgress>>>,
+    /// The last submission that copies from each slot. A slot can go back to Free without
+    /// being shown (an aborted or failed read, an evicted read-ahead, a path switch);
+    /// before the engine may write it again, that copy must be done.
+    last_copy: Vec<Option<wgpu::SubmissionIndex>>,
+    /// With `--verify`: the CRC pass run on each frame's device buffer after its last copy
+    /// (the engine then computes no CRCs on the CPU).
+    gpu_crc: Option<WgpuCrc>,
+}
+
+/// The staging route's buffers.
+pub(super) struct StagedUpload {
+    /// Two upload buffers, bound in turn.
+    buffers: Vec<wgpu::Buffer>,
+    /// One staging buffer per upload buffer (same index).
+    staging: Vec<Staging>,
+    /// The upload buffer the next frame goes to.
+    next: usize,
+    /// Why the GPU cannot copy from the host slots themselves (empty: staging was asked
+    /// for).
+    why: String,
+}
+
+impl UploadRoute {
+    /// The route for the host slots of `ring`: the GPU copies from the slots themselves
+    /// where the device imports host memory (and has room for a device buffer per slot),
+    /// else through staging buffers. With `verify`, the imported route checks each frame's
+    /// CRCs on the GPU.
+    pub(super) fn for_host_slots(
+        device: &wgpu::Device,
+        ring: &FrameRing,
+        host_copy: HostCopy,
+        verify: bool,
+        label: &str,
+    ) -> Result<UploadRoute, PlayError> {
+        let (slots, slot_len) = (ring.len(), ring.slot_len());
+        let imported = match host_copy {
+            HostCopy::Staging => Err(String::new()),
+            HostCopy::Auto => crate::gpu::HostImporter::new(device),
+        }
+        .and_then(|imp| {
+            ring.memories()
+                .into_iter()
+                .map(|m| imp.import(device, m, "supercell host slot"))
+                .collect::<Result<Vec<_>, _>>()
+        });
+        // The imported route needs a device buffer per slot; where the GPU has no room
+        // for them, the staging route needs only two.
+        let imported = imported.and_then(|b| {
+            (0..slots)
+                .map(|_| new_buffer(device, copy_len(slot_len), label))
+                .collect::<Result<Vec<_>, _>>()
+                .map(|d| (b, d))
+                .map_err(|e| e.to_string())
+        });
+        Ok(match imported {
+            Ok((imported, buffers)) => UploadRoute::ImportedCopy(ImportedCopy {
+                imported,
+                buffers,
+                progress: vec![None; slots],
+                last_copy: vec![None; slots],
+                // Every frame passes through a device buffer, so `--verify` checks it
+                // there (on the GPU) rather than on CPU threads as reads land.
+                gpu_crc: verify.then(|| WgpuCrc::new(device)),
+            }),
+            Err(why) => UploadRoute::Staging(StagedUpload {
+                buffers: (0..2)
+                    .map(|_| new_buffer(device, copy_len(slot_len), label))
+                    .collect::<Result<Vec<_>, _>>()?,
+                staging: (0..2)
+                    .map(|_| Staging::new(device, slot_len))
+                    .collect::<Result<Vec<_>, _>>()?,
+                next: 0,
+                why,
+            }),
+        })
+    }
+
+    /// How frames reach the GPU, for the report (host routes only).
+    pub(super) fn description(&self) -> Option<String> {
+        match self {
+            UploadRoute::Shared { .. } => None,
+            UploadRoute::ImportedCopy(_) => Some(
+                "GPU copies from the host slots as reads land (VK_EXT_external_memory_host)".into(),
+            ),
+            UploadRoute::Staging(s) if s.why.is_empty() => {
+                Some("CPU copy into a staging buffer, then a GPU copy (as asked)".into())
+            }
+            UploadRoute::Staging(s) => Some(format!(
+                "CPU copy into a staging buffer, then a GPU copy (host memory cannot be imported: {})",
+                s.why
+            )),
+        }
+    }
+
+    /// Whether frames are bound from the slots themselves (the direct path).
+    pub(super) fn is_shared(&self) -> bool {
+        matches!(self, UploadRoute::Shared { .. })
+    }
+
+    /// Whether `--verify` runs on the GPU (the engine then checks nothing itself).
+    pub(super) fn checks_on_gpu(&self) -> bool {
+        matches!(self, UploadRoute::ImportedCopy(c) if c.gpu_crc.is_some())
+    }
+
+    /// The GPU buffers frames are bound from (the memory the player holds for frames).
+    pub(super) fn buffers(&self) -> &[wgpu::Buffer] {
+        match self {
+            UploadRoute::Shared { buffers } => buffers,
+            UploadRoute::ImportedCopy(c) => &c.buffers,
+            UploadRoute::Staging(s) => &s.buffers,
+        }
+    }
+
+    /// `slot` was just taken for a new read: waits for copies still reading it, and
+    /// returns where the engine should report the ranges as they land (imported route).
+    pub(super) fn prepare_slot(
+        &mut self,
+        device: &wgpu::Device,
+        slot: usize,
+    ) -> Result<Option<Arc<ReadProgress>>, PlayError> {
+        let UploadRoute::ImportedCopy(c) = self else {
+            return Ok(None);
+        };
+        if let Some(copy) = c.last_copy.get_mut(slot).and_then(Option::take) {
+            // Normally long done; a slot freed without being shown may still be copied.
+            device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: Some(copy),
+                    timeout: None,
+                })
+                .map_err(|e| PlayError::Usage(format!("waiting for a slot copy: {e}")))?;
+        }
+        Ok(c.progress.get_mut(slot).map(|entry| {
+            let fresh = ReadProgress::new();
+            *entry = Some(fresh.clone());
+            fresh
+        }))
+    }
+
+    /// The read into `slot` ended (landed and copied, failed, or released): no more
+    /// ranges will land there.
+    pub(super) fn read_ended(&mut self, slot: usize) {
+        if let UploadRoute::ImportedCopy(c) = self
+            && let Some(p) = c.progress.get_mut(slot)
+        {
+            *p = None;
+        }
+    }
+
+    /// Imported route: submits GPU copies of the byte ranges that have landed since the
+    /// last call, in the slots being read (`only`: in that slot alone; slots for which
+    /// `stale` holds are skipped), from each host slot into its device buffer. The copies
+    /// overlap the rest of the read, so a frame is on the GPU a moment after its last byte
+    /// arrives. Each slot stays `Writing` (then `Ready`, then `InUse` until its render has
+    /// finished) while copies from it may run, so the engine never rewrites bytes a copy
+    /// still reads.
+    pub(super) fn copy_landed(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        only: Option<usize>,
+        stale: impl Fn(usize) -> bool,
+    ) {
+        let UploadRoute::ImportedCopy(c) = self else {
+            return;
+        };
+        let mut enc: Option<wgpu::CommandEncoder> = None;
+        let mut copied = Vec::new();
+        for slot in 0..c.progress.len() {
+            if only.is_some_and(|o| o != slot) {
+                continue;
+            }
+            let Some(progress) = &c.progress[slot] else {
+                continue;
+            };
+            let ranges = progress.take();
+            if ranges.is_empty() || stale(slot) {
+                continue;
+            }
+            let enc = enc.get_or_insert_with(|| {
+                device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("supercell host slot copies"),
+                })
+            });
+            for (dst, len) in ranges {
+                // Extents are 4 KiB aligned (checked at submit), so copies are too.
+                enc.copy_buffer_to_buffer(&c.imported[slot], dst, &c.buffers[slot], dst, len);
+            }
+            copied.push(slot);
+        }
+        if let Some(enc) = enc {
+            let idx = queue.submit([enc.finish()]);
+            for slot in copied {
+                c.last_copy[slot] = Some(idx.clone());
+            }
+        }
+    }
+
+    /// Imported route with `--verify`: the CRC-32 of each extent of `frame` in `slot`'s
+    /// device buffer (computed on the GPU after the last copy), compared with the
+    /// manifest's. The checksum error for the first mismatch, as the engine reports one;
+    /// `None` when all match or the route has no GPU check.
+    pub(super) fn check_crcs(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        source: &Source,
+        slot: usize,
+        frame: u32,
+    ) -> Result<Option<IngestError>, PlayError> {
+        let UploadRoute::ImportedCopy(c) = self else {
+            return Ok(None);
+        };
+        let (Some(crc), Some(f)) = (&c.gpu_crc, source.frames.get(frame as usize)) else {
+            return Ok(None);
+        };
+        let ranges: Vec<(u64, u64)> = f.extents.iter().map(|e| (e.dst, e.len)).collect();
+        let got = crc
+            .crc32(device, queue, &c.buffers[slot], &ranges)
+            .map_err(|e| IngestError::Unavailable(format!("GPU CRC check: {e}")))?;
+        let mut bad = f
+            .extents
+            .iter()
+            .zip(&got)
+            .filter(|(e, c)| e.crc32.is_some_and(|want| want != **c));
+        let Some((e, &actual)) = bad.next() else {
+            return Ok(None);
+        };
+        let file = &source.files[e.file as usize];
+        Ok(Some(IngestError::Checksum {
+            frame,
+            lane: file.lane,
+            path: file.path.clone(),
+            offset: e.offset,
+            len: e.len,
+            expected: e.crc32.unwrap_or_default(),
+            actual,
+            more: bad.count() as u64,
+        }))
+    }
+
+    /// The buffer to bind for the first `len` bytes of the frame resident in `slot`, and
+    /// the seconds the CPU spent copying it (staging route). Shared and imported routes
+    /// bind the slot's own buffer, whose copies were all submitted (the last when the read
+    /// completed) before this render, on the same queue.
+    pub(super) fn frame_buffer(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        ring: &FrameRing,
+        slot: usize,
+        len: usize,
+    ) -> Result<(wgpu::Buffer, Option<f64>), PlayError> {
+        let s = match self {
+            UploadRoute::Shared { buffers } => return Ok((buffers[slot].clone(), None)),
+            UploadRoute::ImportedCopy(c) => return Ok((c.buffers[slot].clone(), None)),
+            UploadRoute::Staging(s) => s,
+        };
+        let b = s.next;
+        s.next = (b + 1) % s.buffers.len();
+        let bytes = ring
+            .host_bytes(slot)
+            .ok_or_else(|| PlayError::Usage(format!("slot {slot} holds no host bytes")))?;
+        // This runs while the GPU still renders the previous frame (that render reads the
+        // other upload buffer). Upload buffer `b` was last bound by the render before that
+        // one, which has finished: the player waits for each render before it submits the
+        // next. The GPU copy is ordered before the render submitted next. The bytes are
+        // copied out before this returns.
+        let t0 = Instant::now();
+        s.staging[b].upload(device, queue, &bytes[..len], &s.buffers[b])?;
+        Ok((s.buffers[b].clone(), Some(t0.elapsed().as_secs_f64())))
+    }
+}
+
+pub(super) fn new_buffer(
+    device: &wgpu::Device,
+    len: usize,
+    label: &str,
+) -> Result<wgpu::Buffer, PlayError> {
     alloc_buffer(
         device,
         len,

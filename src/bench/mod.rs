@@ -19,8 +19,8 @@ use serde::Serialize;
 use crate::gpu::{FrameRing, Gpu, SlotState};
 use crate::ingest::gds::CuFileStats;
 use crate::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathInfo, PathKind,
-    Result, Source, open_engine,
+    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathInfo, PathKind, Result,
+    Source, open_engine,
 };
 use crate::pipeline::metrics::{FrameTimes, Metrics, Summary};
 use crate::pipeline::{PlayMode, PlaybackConfig, Scheduler};

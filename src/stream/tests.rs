@@ -83,10 +83,7 @@ fn event(stream: &mut FrameStream, sched: &mut Scheduler) -> StreamEvent {
     let end = Instant::now() + Duration::from_secs(20);
     loop {
         assert!(Instant::now() < end, "no completion");
-        if let Some(e) = stream
-            .next_event(sched, Duration::from_millis(20))
-            .unwrap()
-        {
+        if let Some(e) = stream.next_event(sched, Duration::from_millis(20)).unwrap() {
             return e;
         }
     }
@@ -116,7 +113,10 @@ fn frames_land_in_order_and_play_through_a_small_ring() {
     let mut on_screen: Option<usize> = None;
     let end = Instant::now() + Duration::from_secs(30);
     while shown.len() < 7 {
-        assert!(Instant::now() < end, "stuck: landed {landed:?}, shown {shown:?}");
+        assert!(
+            Instant::now() < end,
+            "stuck: landed {landed:?}, shown {shown:?}"
+        );
         stream.feed(&mut sched, &rig.source).unwrap();
         assert!(stream.in_flight() <= 3);
         if let Some(e) = stream
@@ -199,7 +199,11 @@ fn reads_issued_before_leaving_are_stale() {
     assert_eq!(kind(&event(&mut stream, &mut old)), ("landed", Some(0)));
     stream.leave();
     assert!(stream.is_stale(1) && stream.is_stale(2) && !stream.is_stale(0));
-    assert_eq!(stream.ring().states()[0], SlotState::Free, "resident frames go");
+    assert_eq!(
+        stream.ring().states()[0],
+        SlotState::Free,
+        "resident frames go"
+    );
     // A new schedule at frame 1, paused: it wants frame 1 alone, in the free slot.
     let mut new = scheduler(8, 3, PlayMode::Loop);
     new.set_playing(false);
@@ -241,9 +245,7 @@ fn a_failed_read_marks_the_frame_damaged() {
     let mut stream = rig.stream(3, None);
     let mut sched = scheduler(6, 3, PlayMode::Once);
     stream.feed(&mut sched, &rig.source).unwrap();
-    let events: Vec<_> = (0..3)
-        .map(|_| event(&mut stream, &mut sched))
-        .collect();
+    let events: Vec<_> = (0..3).map(|_| event(&mut stream, &mut sched)).collect();
     assert_eq!(
         events.iter().map(kind).collect::<Vec<_>>(),
         [
@@ -304,9 +306,12 @@ fn checksum_mismatches_land_only_when_asked() {
         let data = vec![7u8; FRAME_PAGES * PAGE];
         let file = dir.path().join("f.bin");
         std::fs::write(&file, &data).unwrap();
-        let mut source =
-            Source::from_files(&[file], (FRAME_PAGES * PAGE) as u64, (FRAME_PAGES * PAGE) as u64)
-                .unwrap();
+        let mut source = Source::from_files(
+            &[file],
+            (FRAME_PAGES * PAGE) as u64,
+            (FRAME_PAGES * PAGE) as u64,
+        )
+        .unwrap();
         for e in &mut source.frames[0].extents {
             e.crc32 = Some(0xdead_beef);
         }
