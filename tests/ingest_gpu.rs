@@ -18,8 +18,7 @@ use supercell::dataset::{
 };
 use supercell::gpu::{DeviceBuffer, FrameRing, Gpu, GpuCrc};
 use supercell::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, ReadRequest, Source,
-    open_engine,
+    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, Source, open_engine,
 };
 use supercell::stream::FrameStream;
 

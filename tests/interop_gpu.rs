@@ -12,7 +12,7 @@ mod test_stream;
 use test_bytes::xorshift_bytes as pattern;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cudarc::driver::sys;
 use render_support::{test_grid, view_for};
@@ -22,9 +22,7 @@ use supercell::dataset::{
 use supercell::format::{Grid, GridType};
 use supercell::gpu::interop::{self, read_buffer};
 use supercell::gpu::{FrameRing, Gpu, InteropDevice, SharedBuffer, SlotMemory};
-use supercell::ingest::{
-    Engine, EngineConfig, IngestEngine, PathKind, ReadRequest, Source, open_engine,
-};
+use supercell::ingest::{Engine, EngineConfig, IngestEngine, PathKind, Source, open_engine};
 use supercell::render::{GridSlice, Image, Renderer, upload_slot};
 use supercell::stream::FrameStream;
 
