@@ -162,19 +162,19 @@ fn a_jump_cancels_abandoned_reads() {
     sched.scrub(6);
     assert_eq!(stream.feed(&mut sched, &rig.source).unwrap(), 1);
     assert_eq!(sched.stats().aborted, 2);
+    // Frame 2 has no read issued: it ends as soon as the engine takes the cancel, which
+    // it takes after frame 1's, so frame 1's queued reads are gone before its hung read
+    // is let go.
+    assert_eq!(
+        kind(&event(&mut stream, &mut sched)),
+        ("cancelled", Some(2))
+    );
     rig.plan.lift();
-    let mut events: Vec<_> = (0..3)
+    let mut events: Vec<_> = (0..2)
         .map(|_| kind(&event(&mut stream, &mut sched)))
         .collect();
     events.sort();
-    assert_eq!(
-        events,
-        [
-            ("cancelled", Some(1)),
-            ("cancelled", Some(2)),
-            ("landed", Some(6))
-        ]
-    );
+    assert_eq!(events, [("cancelled", Some(1)), ("landed", Some(6))]);
     assert_eq!(sched.state(1), None);
     assert_eq!(sched.state(2), None);
     assert_eq!(sched.state(6), Some(FrameState::Ready));
@@ -214,18 +214,20 @@ fn reads_issued_before_leaving_are_stale() {
     // The scheduler aborts nothing: the stale slot holding frame 1 is not the new read.
     assert_eq!(new.stats().aborted, 0);
     rig.plan.lift();
-    let events: Vec<_> = (0..3)
+    let mut events: Vec<_> = (0..3)
         .map(|_| {
             let e = event(&mut stream, &mut new);
             (kind(&e), e.slot())
         })
         .collect();
+    // Frame 2 (no read issued) ends when cancelled, frame 1 once its hung read does.
+    events.sort();
     assert_eq!(
         events,
         [
+            (("landed", Some(1)), 0),
             (("stale", Some(1)), 1),
-            (("stale", Some(2)), 2),
-            (("landed", Some(1)), 0)
+            (("stale", Some(2)), 2)
         ]
     );
     assert_eq!(new.state(1), Some(FrameState::Ready));
@@ -270,8 +272,15 @@ fn a_failed_read_marks_the_frame_damaged() {
     assert_eq!(sched.state(1), Some(FrameState::Damaged));
     assert!(!stream.ring().states().contains(&SlotState::Ready(1)));
     assert_eq!(sched.tick(0.0), Some(0));
-    assert_eq!(sched.tick(0.0), None, "frames 1 and 2 are passed over");
+    for _ in 0..4 {
+        assert_eq!(sched.tick(0.0), None, "frames 1 and 2 are passed over");
+    }
     assert_eq!(sched.stats().damaged_skipped, 2);
+    assert_eq!(
+        sched.position(),
+        2,
+        "the playhead waits past them for frame 3"
+    );
 }
 
 /// A frame that times out with a read still out is damaged at once, but its slot stays
