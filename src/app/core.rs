@@ -25,13 +25,13 @@
 //! next one appears, so playback streams from storage even when the dataset fits in the ring
 //! (a benchmark must not turn into a cache).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub use super::config::{HostCopy, PathSel, PlayError, PlayerConfig};
 use super::direct::{no_sharing_reason, open_direct_slots};
-use super::faults::{FAULTS_KEPT, check_headers};
+use super::faults::{FaultLog, check_headers};
 pub use super::faults::{FrameFault, FrameFaultKind};
 use super::path::FramePath;
 pub use super::path::PathReport;
@@ -99,14 +99,8 @@ pub struct Player {
     in_flight_render: Option<RenderInFlight>,
     /// Reads that completed cancelled (aborted read-ahead, left paths).
     cancelled_reads: u64,
-    /// The latest frame faults, oldest first (at most [`FAULTS_KEPT`]).
-    faults: VecDeque<FrameFault>,
-    /// Frame faults since the start.
-    fault_count: u64,
-    /// Frames marked damaged now (until they play), with why.
-    damaged: BTreeMap<u32, FrameFaultKind>,
-    /// Damaged frames that played later (their lane came back).
-    recovered: u64,
+    /// Frame faults, damaged frames and recoveries.
+    faults: FaultLog,
 }
 
 /// Frames a ring should hold: at least 3 (one shown, one arriving, one ahead), at most 8,
@@ -280,10 +274,7 @@ impl Player {
             last_gpu_ms: None,
             in_flight_render: None,
             cancelled_reads: 0,
-            faults: VecDeque::new(),
-            fault_count: 0,
-            damaged: BTreeMap::new(),
-            recovered: 0,
+            faults: FaultLog::default(),
         })
     }
 
@@ -457,9 +448,7 @@ impl Player {
             self.fault(sel, c.frame, FrameFaultKind::Read, &e);
             return Ok(());
         }
-        if self.damaged.remove(&c.frame).is_some() {
-            self.recovered += 1;
-        }
+        self.faults.played(c.frame);
         let done = c.on_gpu.or(c.last_byte).unwrap_or_else(Instant::now);
         let latency = done.saturating_duration_since(c.requested).as_secs_f64();
         self.stats[sel.index()].arrived(now, c.bytes, latency);
@@ -468,40 +457,13 @@ impl Player {
 
     /// Records a failed read of `frame` as a fault, with the lane and file it names.
     fn fault(&mut self, sel: PathSel, frame: u32, kind: FrameFaultKind, e: &IngestError) {
-        let (file, offset, lane) = match e.site() {
-            Some((path, offset, lane)) => {
-                let lane = lane.or_else(|| {
-                    self.source
-                        .files
-                        .iter()
-                        .find(|f| f.path == path)
-                        .map(|f| f.lane)
-                });
-                (Some(path.display().to_string()), Some(offset), lane)
-            }
-            None => (None, None, None),
-        };
-        let at_s = self.now();
-        self.record_fault(FrameFault {
-            frame,
-            path: sel,
-            kind,
-            lane,
-            file,
-            offset,
-            message: e.to_string(),
-            at_s,
-        });
+        let f = FrameFault::from_error(&self.source, sel, frame, kind, e, self.now());
+        self.record_fault(f);
     }
 
     fn record_fault(&mut self, f: FrameFault) {
         self.last_error = Some(format!("frame {}: {}", f.frame, f.message));
-        self.damaged.insert(f.frame, f.kind);
-        self.fault_count += 1;
-        if self.faults.len() == FAULTS_KEPT {
-            self.faults.pop_front();
-        }
-        self.faults.push_back(f);
+        self.faults.record(f);
     }
 
     /// Issues reads the scheduler wants on the active path, as slots allow.
@@ -811,19 +773,19 @@ impl Player {
     }
     /// The latest frame faults (read errors, time-outs, damaged headers), oldest first.
     pub fn faults(&self) -> impl ExactSizeIterator<Item = &FrameFault> {
-        self.faults.iter()
+        self.faults.latest.iter()
     }
     /// Frame faults since the start (the list keeps the latest 1000).
     pub fn fault_count(&self) -> u64 {
-        self.fault_count
+        self.faults.count
     }
     /// Frames marked damaged now, with why; a frame leaves the list when it plays.
     pub fn damaged_frames(&self) -> &BTreeMap<u32, FrameFaultKind> {
-        &self.damaged
+        &self.faults.damaged
     }
     /// Damaged frames that played later (read again once their lane came back).
     pub fn recovered_frames(&self) -> u64 {
-        self.recovered
+        self.faults.recovered
     }
     /// Slots of the active path reserved by timed-out reads still out.
     pub fn held_slots(&self) -> usize {

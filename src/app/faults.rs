@@ -1,11 +1,13 @@
 //! Frames that could not be shown: what went wrong, where, and the structural check of
 //! a landed frame's grid headers.
 
+use std::collections::{BTreeMap, VecDeque};
+
 use serde::Serialize;
 
 use super::config::PathSel;
 use crate::gpu::FrameRing;
-use crate::ingest::Source;
+use crate::ingest::{IngestError, Source};
 use crate::scene::LoadedScene;
 
 /// Why a frame could not be shown.
@@ -54,7 +56,72 @@ pub struct FrameFault {
 }
 
 /// Faults kept for the overlay and the JSON (the count goes on past it).
-pub(super) const FAULTS_KEPT: usize = 1000;
+const FAULTS_KEPT: usize = 1000;
+
+impl FrameFault {
+    /// A failed read of `frame` on `path` at `at_s`, with the lane and file the error names
+    /// (the lane looked up in `source` where the error names only the file).
+    pub(super) fn from_error(
+        source: &Source,
+        path: PathSel,
+        frame: u32,
+        kind: FrameFaultKind,
+        e: &IngestError,
+        at_s: f64,
+    ) -> FrameFault {
+        let (file, offset, lane) = match e.site() {
+            Some((file, offset, lane)) => {
+                let lane =
+                    lane.or_else(|| source.files.iter().find(|f| f.path == file).map(|f| f.lane));
+                (Some(file.display().to_string()), Some(offset), lane)
+            }
+            None => (None, None, None),
+        };
+        FrameFault {
+            frame,
+            path,
+            kind,
+            lane,
+            file,
+            offset,
+            message: e.to_string(),
+            at_s,
+        }
+    }
+}
+
+/// The player's record of frame faults: the latest ones, how many in all, which frames are
+/// damaged now, and how many damaged frames played later.
+#[derive(Debug, Default)]
+pub(super) struct FaultLog {
+    /// The latest frame faults, oldest first (at most [`FAULTS_KEPT`]).
+    pub(super) latest: VecDeque<FrameFault>,
+    /// Frame faults since the start.
+    pub(super) count: u64,
+    /// Frames marked damaged now (until they play), with why.
+    pub(super) damaged: BTreeMap<u32, FrameFaultKind>,
+    /// Damaged frames that played later (their lane came back).
+    pub(super) recovered: u64,
+}
+
+impl FaultLog {
+    /// Records `f`: its frame is damaged until it plays.
+    pub(super) fn record(&mut self, f: FrameFault) {
+        self.damaged.insert(f.frame, f.kind);
+        self.count += 1;
+        if self.latest.len() == FAULTS_KEPT {
+            self.latest.pop_front();
+        }
+        self.latest.push_back(f);
+    }
+
+    /// `frame` arrived whole and checked: it is no longer damaged (a recovery if it was).
+    pub(super) fn played(&mut self, frame: u32) {
+        if self.damaged.remove(&frame).is_some() {
+            self.recovered += 1;
+        }
+    }
+}
 
 /// The structural check of every grid header of `frame` in `slot` (see
 /// [`crate::format::Grid::check_header`]): `None` when all pass, else the lane and
