@@ -34,7 +34,7 @@ use super::direct::{no_sharing_reason, open_direct_slots};
 use super::faults::{FaultLog, check_headers};
 pub use super::faults::{FrameFault, FrameFaultKind};
 use super::path::FramePath;
-pub use super::path::PathReport;
+pub use super::path::{PathReport, ring_slots};
 use super::stats::{PathFigures, PathStats};
 use crate::gpu::SlotState;
 use crate::ingest::{EngineConfig, IngestError, IoMode, Source};
@@ -101,13 +101,6 @@ pub struct Player {
     cancelled_reads: u64,
     /// Frame faults, damaged frames and recoveries.
     faults: FaultLog,
-}
-
-/// Frames a ring should hold: at least 3 (one shown, one arriving, one ahead), at most 8,
-/// and no more than a quarter of `budget` bytes.
-pub fn ring_slots(slot_len: usize, budget: u64) -> usize {
-    let by_memory = budget / 4 / (slot_len.max(1) as u64);
-    (by_memory as usize).clamp(3, 8)
 }
 
 impl Player {

@@ -46,6 +46,13 @@ pub struct PathReport {
     pub notes: Vec<String>,
 }
 
+/// Frames a ring should hold: at least 3 (one shown, one arriving, one ahead), at most 8,
+/// and no more than a quarter of `budget` bytes.
+pub fn ring_slots(slot_len: usize, budget: u64) -> usize {
+    let by_memory = budget / 4 / (slot_len.max(1) as u64);
+    (by_memory as usize).clamp(3, 8)
+}
+
 impl PathReport {
     /// A path that cannot run here, and why (where known).
     pub(super) fn unavailable(path: PathSel, reason: Option<String>) -> PathReport {
