@@ -21,6 +21,5 @@ pub mod memory;
 pub mod pipeline;
 pub mod render;
 pub mod scene;
-/// The stream loop: scheduler plan → engine → frame ring → classified completions.
 pub mod stream;
 pub mod synth;

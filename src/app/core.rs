@@ -8,9 +8,9 @@
 //!   with the reason, where it cannot open) into page-aligned host slots; the GPU copies
 //!   each frame out of its slot as reads land where host memory can be imported, else the
 //!   CPU copies it into a staging buffer for a GPU copy (the upload routes of
-//!   [`super::route`]).
+//!   `route`).
 //!
-//! Each path is a [`FrameStream`] (its engine, ring and requests); both answer to the one
+//! Each path is a [`FrameStream`](crate::stream::FrameStream) (its engine, ring and requests); both answer to the one
 //! [`Scheduler`], which only the active path is fed from. A path switched away from drains
 //! on its own: its reads still out are stale and never reach the scheduler.
 //!
