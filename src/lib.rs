@@ -4,8 +4,9 @@
 //! Modules follow the data flow from lanes to screen (the README's "Layout of the code"
 //! table says what each may know): [`format`] (NanoVDB bytes), [`dataset`] (manifest,
 //! lanes, striping), [`device`] (opening wgpu devices, their capabilities, read-back),
-//! [`ingest`] (engines that read frames into ring slots), [`gpu`] (CUDA,
-//! frame rings, Vulkan sharing), [`pipeline`] (scheduler, metrics), [`render`] (the
+//! [`ingest`] (engines that read frames into ring slots), [`gpu`] (CUDA, frame rings,
+//! Vulkan sharing), [`pipeline`] (scheduler, metrics), [`stream`] (the loop that drives an
+//! engine and its ring from the scheduler), [`render`] (the
 //! ray-marcher), [`scene`] (scene files), [`app`] (the player), [`bench`] and [`doctor`]
 //! (measuring and diagnosing), [`memory`] (what an allocation may ask for), [`probe`] (what
 //! the process uses: memory, descriptors, threads, CPU time; percentiles), [`crc32`]
@@ -26,4 +27,5 @@ pub mod pipeline;
 pub mod probe;
 pub mod render;
 pub mod scene;
+pub mod stream;
 pub mod synth;

@@ -6,6 +6,7 @@
 //! otherwise a small one is written to a temporary directory.
 
 mod test_bytes;
+mod test_stream;
 use test_bytes::xorshift_bytes as payload;
 
 use std::path::{Path, PathBuf};
@@ -17,9 +18,9 @@ use supercell::dataset::{
 };
 use supercell::gpu::{DeviceBuffer, FrameRing, Gpu, GpuCrc};
 use supercell::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, ReadRequest, Source,
-    open_engine,
+    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, Source, open_engine,
 };
+use supercell::stream::FrameStream;
 
 fn write_dataset(dir: &Path, frames: usize, lanes: u32) {
     let mut w = DatasetWriter::create(
@@ -55,54 +56,34 @@ fn dataset() -> (PathBuf, Option<tempfile::TempDir>) {
     (t.path().to_path_buf(), Some(t))
 }
 
-/// Reads every frame through `engine` into `ring`, reads each back from the GPU and
-/// compares it with the reference reader.
-fn check_all(engine: &mut Engine, ring: &mut FrameRing, ds: &Dataset, limit: usize) {
+/// Plays every frame (up to `limit`) through `stream`, reads each back from the GPU as it
+/// lands and compares it with the reference reader.
+fn check_all(stream: &mut FrameStream, ds: &Dataset, limit: usize) {
     let source = Source::from_manifest(ds.manifest());
-    let n = source.frames.len().min(limit);
+    let n = source.frames.len().min(limit) as u32;
+    let mode = stream.engine().info().mode.clone();
     let mut reference = AlignedBuf::new();
     let mut got = Vec::new();
-    let mut next = 0usize;
-    let mut done = 0usize;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while done < n {
-        assert!(Instant::now() < deadline, "timed out");
-        while next < n {
-            let Some(slot) = ring.begin_write(next as u32) else {
-                break;
-            };
-            engine
-                .submit(ReadRequest {
-                    frame: next as u32,
-                    slot,
-                    extents: source.frames[next].extents.clone(),
-                    requested: Instant::now(),
-                    progress: None,
-                })
+    let shown = test_stream::play_once(
+        stream,
+        &source,
+        n,
+        Duration::from_secs(120),
+        |stream, c| {
+            assert!(c.on_gpu.is_some(), "GPU paths report the on-GPU time");
+            ds.read_frame(c.frame as usize, &mut reference, CrcCheck::Verify)
                 .unwrap();
-            next += 1;
-        }
-        let Some(c) = engine.next_completion(Duration::from_millis(100)).unwrap() else {
-            continue;
-        };
-        if let Err(e) = &c.result {
-            panic!("frame {} failed: {e}", c.frame);
-        }
-        assert!(c.on_gpu.is_some(), "GPU paths report the on-GPU time");
-        ring.finish_write(c.slot, true).unwrap();
-        ds.read_frame(c.frame as usize, &mut reference, CrcCheck::Verify)
-            .unwrap();
-        got.resize(reference.len(), 0);
-        ring.read_back(c.slot, 0, &mut got).unwrap();
-        assert!(
-            got[..] == reference[..],
-            "frame {} differs on the GPU ({})",
-            c.frame,
-            engine.info().mode
-        );
-        assert!(ring.evict(c.frame));
-        done += 1;
-    }
+            got.resize(reference.len(), 0);
+            stream.ring().read_back(c.slot, 0, &mut got).unwrap();
+            assert!(
+                got[..] == reference[..],
+                "frame {} differs on the GPU ({mode})",
+                c.frame
+            );
+        },
+        |_, _, _| {},
+    );
+    assert_eq!(shown, (0..n).collect::<Vec<_>>());
 }
 
 #[test]
@@ -118,7 +99,7 @@ fn staged_engine_is_byte_exact() {
         (IoBackend::Pread, 256 << 10, 4, 2),
         (IoBackend::Auto, 64 << 10, 2, 3),
     ] {
-        let mut ring = FrameRing::device(&gpu, 3, slot).unwrap();
+        let ring = FrameRing::device(&gpu, 3, slot).unwrap();
         let cfg = EngineConfig {
             threads,
             io_size,
@@ -126,7 +107,7 @@ fn staged_engine_is_byte_exact() {
             streams,
             ..EngineConfig::default()
         };
-        let mut e = Engine::staged(
+        let e = Engine::staged(
             &gpu,
             &Source::from_manifest(ds.manifest()).files,
             ring.memories(),
@@ -135,7 +116,7 @@ fn staged_engine_is_byte_exact() {
         .unwrap();
         eprintln!("staged: {} {:?}", e.info().mode, e.info().notes);
         assert_eq!(e.info().active, PathKind::Staged);
-        check_all(&mut e, &mut ring, &ds, 24);
+        check_all(&mut FrameStream::new(e, ring), &ds, 24);
     }
 }
 
@@ -146,13 +127,13 @@ fn gds_engine_is_byte_exact_and_reports_its_mode() {
     let ds = Dataset::open(&dir).unwrap();
     let gpu = Gpu::open(0).unwrap();
     let source = Source::from_manifest(ds.manifest());
-    let mut ring = FrameRing::device(&gpu, 3, source.max_frame_len() as usize).unwrap();
+    let ring = FrameRing::device(&gpu, 3, source.max_frame_len() as usize).unwrap();
     let cfg = EngineConfig {
         threads: 8,
         io_size: 1 << 20,
         ..EngineConfig::default()
     };
-    let mut e = open_engine(
+    let e = open_engine(
         PathKind::Gds,
         Some(&gpu),
         &source.files,
@@ -182,9 +163,10 @@ fn gds_engine_is_byte_exact_and_reports_its_mode() {
             );
         }
     }
-    check_all(&mut e, &mut ring, &ds, 24);
+    let mut stream = FrameStream::new(e, ring);
+    check_all(&mut stream, &ds, 24);
     if info.active == PathKind::Gds {
-        let stats = e.cufile_stats();
+        let stats = stream.engine().cufile_stats();
         eprintln!("cuFile stats: {stats:?}");
         if let Some(s) = stats {
             eprintln!("live mode: {}", s.live_mode());
@@ -206,14 +188,14 @@ fn gds_on_tmpfs_falls_back_to_staged_and_says_why() {
     let ds = Dataset::open(t.path()).unwrap();
     let gpu = Gpu::open(0).unwrap();
     let source = Source::from_manifest(ds.manifest());
-    let mut ring = FrameRing::device(&gpu, 2, source.max_frame_len() as usize).unwrap();
+    let ring = FrameRing::device(&gpu, 2, source.max_frame_len() as usize).unwrap();
     let cfg = EngineConfig::default();
     match Engine::gds(&gpu, &source.files, ring.memories(), &cfg) {
         Err(IngestError::Unavailable(why)) => eprintln!("as expected: {why}"),
         Ok(e) => panic!("cuFile registered a tmpfs file?! {}", e.info().mode),
         Err(e) => panic!("unexpected error: {e}"),
     }
-    let mut e = open_engine(
+    let e = open_engine(
         PathKind::Gds,
         Some(&gpu),
         &source.files,
@@ -225,7 +207,7 @@ fn gds_on_tmpfs_falls_back_to_staged_and_says_why() {
     assert_eq!(e.info().requested, PathKind::Gds);
     eprintln!("fallback: {:?}", e.info().fallback);
     assert!(e.info().fallback.is_some());
-    check_all(&mut e, &mut ring, &ds, 2);
+    check_all(&mut FrameStream::new(e, ring), &ds, 2);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! the scheduler.
 
 mod test_bytes;
+mod test_stream;
 use test_bytes::xorshift_bytes as payload;
 
 use std::path::Path;
@@ -15,7 +16,7 @@ use supercell::ingest::{
     Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathKind, ReadExtent,
     ReadProgress, ReadRequest, Source, io_uring_probe,
 };
-use supercell::pipeline::{PlayMode, PlaybackConfig, Scheduler};
+use supercell::stream::FrameStream;
 
 const PAGE: usize = 4096;
 
@@ -57,71 +58,25 @@ fn backends() -> Vec<IoBackend> {
     v
 }
 
-/// Reads every frame through `engine` with a ring of `slots` slots, driven by the
-/// scheduler, and checks each against `images`.
-fn play_all(
-    engine: &mut Engine,
-    ring: &mut FrameRing,
-    source: &Source,
-    images: &[Vec<u8>],
-) -> usize {
+/// Reads every frame through `stream`, driven by the scheduler, and checks each against
+/// `images` as it lands and as it is shown.
+fn play_all(stream: &mut FrameStream, source: &Source, images: &[Vec<u8>]) -> usize {
     let n = source.frames.len() as u32;
-    let mut sched = Scheduler::new(PlaybackConfig {
-        frame_count: n,
-        mode: PlayMode::Once,
-        speed_fps: None,
-        window: ring.len(),
-    });
-    sched.set_playing(true);
-    let mut shown = Vec::new();
-    let mut pending: Vec<u32> = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut held: Option<usize> = None;
-    while shown.len() < n as usize {
-        assert!(Instant::now() < deadline, "timed out; shown {shown:?}");
-        for f in sched.evictable() {
-            if ring.evict(f) {
-                sched.evicted(f);
-            }
-        }
-        let plan = sched.plan();
-        pending.retain(|f| !plan.cancel.contains(f));
-        pending.extend(plan.request);
-        while let Some(&f) = pending.first() {
-            let Some(slot) = ring.begin_write(f) else {
-                break;
-            };
-            pending.remove(0);
-            engine
-                .submit(ReadRequest {
-                    frame: f,
-                    slot,
-                    extents: source.frames[f as usize].extents.clone(),
-                    requested: Instant::now(),
-                    progress: None,
-                })
-                .unwrap();
-            sched.started(f);
-        }
-        if let Some(c) = engine.next_completion(Duration::from_millis(5)).unwrap() {
-            c.result.as_ref().unwrap();
+    let shown = test_stream::play_once(
+        stream,
+        source,
+        n,
+        Duration::from_secs(60),
+        |_, c| {
             assert!(c.first_byte.is_some() && c.last_byte >= c.first_byte);
             assert_eq!(c.bytes, images[c.frame as usize].len() as u64);
-            ring.finish_write(c.slot, true).unwrap();
-            sched.loaded(c.frame);
-        }
-        if let Some(f) = sched.tick(0.0) {
-            if let Some(h) = held.take() {
-                ring.release(h);
-            }
-            let slot = ring.acquire(f).expect("shown frames are resident");
-            let bytes = ring.host_bytes(slot).unwrap();
+        },
+        |stream, f, slot| {
+            let bytes = stream.ring().host_bytes(slot).unwrap();
             let img = &images[f as usize];
             assert!(bytes[..img.len()] == img[..], "frame {f} differs");
-            held = Some(slot);
-            shown.push(f);
-        }
-    }
+        },
+    );
     assert_eq!(shown, (0..n).collect::<Vec<_>>());
     shown.len()
 }
@@ -138,7 +93,7 @@ fn striped_frames_arrive_byte_exact_through_every_host_backend() {
             (PathKind::CpuOnly, 8192, 4, 8),
             (PathKind::Portable, 1 << 20, 16, 2),
         ] {
-            let mut ring = FrameRing::host(3, source.max_frame_len() as usize).unwrap();
+            let ring = FrameRing::host(3, source.max_frame_len() as usize).unwrap();
             let cfg = EngineConfig {
                 threads,
                 queue_depth: qd,
@@ -147,7 +102,7 @@ fn striped_frames_arrive_byte_exact_through_every_host_backend() {
                 io_mode: IoMode::Direct,
                 ..EngineConfig::default()
             };
-            let mut engine = Engine::host(kind, &source.files, ring.memories(), &cfg).unwrap();
+            let engine = Engine::host(kind, &source.files, ring.memories(), &cfg).unwrap();
             let info = engine.info().clone();
             eprintln!("{backend:?} {kind}: {} {:?}", info.mode, info.notes);
             assert_eq!(info.active, kind);
@@ -156,8 +111,9 @@ fn striped_frames_arrive_byte_exact_through_every_host_backend() {
             } else {
                 assert!(info.mode.starts_with("io_uring"), "{}", info.mode);
             }
-            play_all(&mut engine, &mut ring, &source, &images);
-            let c = engine.counters();
+            let mut stream = FrameStream::new(engine, ring);
+            play_all(&mut stream, &source, &images);
+            let c = stream.engine().counters();
             let ops = c.ops.load(std::sync::atomic::Ordering::Relaxed);
             let bytes = c.bytes.load(std::sync::atomic::Ordering::Relaxed);
             assert_eq!(bytes, source.total_bytes());
@@ -185,7 +141,7 @@ fn buffered_mode_and_plain_files_read_exactly() {
         })
         .collect();
     for backend in backends() {
-        let mut ring = FrameRing::host(2, 4 * PAGE).unwrap();
+        let ring = FrameRing::host(2, 4 * PAGE).unwrap();
         let cfg = EngineConfig {
             threads: 2,
             backend,
@@ -193,10 +149,9 @@ fn buffered_mode_and_plain_files_read_exactly() {
             io_size: PAGE,
             ..EngineConfig::default()
         };
-        let mut engine =
-            Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+        let engine = Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
         assert!(engine.info().mode.contains("page cache"));
-        play_all(&mut engine, &mut ring, &source, &images);
+        play_all(&mut FrameStream::new(engine, ring), &source, &images);
     }
 }
 

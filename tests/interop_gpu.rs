@@ -8,10 +8,11 @@
 mod render_support;
 
 mod test_bytes;
+mod test_stream;
 use test_bytes::xorshift_bytes as pattern;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cudarc::driver::sys;
 use render_support::{test_grid, view_for};
@@ -22,10 +23,9 @@ use supercell::device::read_buffer;
 use supercell::format::{Grid, GridType};
 use supercell::gpu::interop;
 use supercell::gpu::{FrameRing, Gpu, InteropDevice, SharedBuffer, SlotMemory};
-use supercell::ingest::{
-    Engine, EngineConfig, IngestEngine, PathKind, ReadRequest, Source, open_engine,
-};
+use supercell::ingest::{Engine, EngineConfig, IngestEngine, PathKind, Source, open_engine};
 use supercell::render::{GridSlice, Image, Renderer, upload_slot};
+use supercell::stream::FrameStream;
 
 const GIB: u64 = 1 << 30;
 
@@ -326,14 +326,13 @@ fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
         let shared: Vec<Arc<SharedBuffer>> = (0..3)
             .map(|_| Arc::new(SharedBuffer::new(&dev, &gpu, slot_len).unwrap()))
             .collect();
-        let mut ring =
-            FrameRing::new(shared.iter().map(|s| s.slot_memory(&gpu)).collect()).unwrap();
+        let ring = FrameRing::new(shared.iter().map(|s| s.slot_memory(&gpu)).collect()).unwrap();
         let cfg = EngineConfig {
             threads: 4,
             io_size: 1 << 20,
             ..EngineConfig::default()
         };
-        let mut engine: Engine =
+        let engine: Engine =
             open_engine(path, Some(&gpu), &source.files, ring.memories(), &cfg).unwrap();
         eprintln!(
             "{path:?}: active {} — {} — {:?}",
@@ -341,49 +340,29 @@ fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
             engine.info().mode,
             engine.info().notes
         );
-        let n = source.frames.len();
-        let (mut next, mut done) = (0usize, 0usize);
+        let mut stream = FrameStream::new(engine, ring);
+        let n = source.frames.len() as u32;
         let mut reference = AlignedBuf::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while done < n {
-            assert!(Instant::now() < deadline, "timed out");
-            while next < n {
-                let Some(slot) = ring.begin_write(next as u32) else {
-                    break;
-                };
-                engine
-                    .submit(ReadRequest {
-                        frame: next as u32,
-                        slot,
-                        extents: source.frames[next].extents.clone(),
-                        requested: Instant::now(),
-                        progress: None,
-                    })
+        let shown = test_stream::play_once(
+            &mut stream,
+            &source,
+            n,
+            Duration::from_secs(60),
+            |_, c| assert!(c.on_gpu.is_some(), "GPU paths report on_gpu"),
+            |_, f, slot| {
+                ds.read_frame(f as usize, &mut reference, CrcCheck::Verify)
                     .unwrap();
-                next += 1;
-            }
-            let Some(c) = engine.next_completion(Duration::from_millis(100)).unwrap() else {
-                continue;
-            };
-            c.result.as_ref().expect("frame read");
-            assert!(c.on_gpu.is_some(), "GPU paths report on_gpu");
-            ring.finish_write(c.slot, true).unwrap();
-            let slot = ring.acquire(c.frame).unwrap();
-            ds.read_frame(c.frame as usize, &mut reference, CrcCheck::Verify)
-                .unwrap();
-            let len = (reference.len() as u64).div_ceil(4) * 4;
-            let got = read_buffer(&dev.device, &dev.queue, shared[slot].wgpu(), 0, len).unwrap();
-            assert!(
-                got[..reference.len()] == reference[..],
-                "{path:?}: frame {} in slot {slot} differs through wgpu",
-                c.frame
-            );
-            ring.release(slot);
-            assert!(ring.evict(c.frame));
-            done += 1;
-        }
-        drop(engine);
-        drop(ring);
+                let len = (reference.len() as u64).div_ceil(4) * 4;
+                let got =
+                    read_buffer(&dev.device, &dev.queue, shared[slot].wgpu(), 0, len).unwrap();
+                assert!(
+                    got[..reference.len()] == reference[..],
+                    "{path:?}: frame {f} in slot {slot} differs through wgpu"
+                );
+            },
+        );
+        assert_eq!(shown, (0..n).collect::<Vec<_>>());
+        drop(stream);
         drop(shared);
     }
 }

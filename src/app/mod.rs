@@ -5,11 +5,15 @@
 //! The renderer stays free of egui and winit: the window composes the renderer's output
 //! texture and the overlay itself.
 
+mod config;
 pub mod core;
 pub mod direct;
+mod faults;
 pub mod gpumem;
 pub mod headless;
 pub mod overlay;
+mod path;
+mod route;
 pub mod script;
 pub mod soak;
 pub mod stats;

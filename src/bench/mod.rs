@@ -19,11 +19,12 @@ use serde::Serialize;
 use crate::gpu::{FrameRing, Gpu, GpuError, SlotState};
 use crate::ingest::gds::CuFileStats;
 use crate::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathInfo, PathKind,
-    ReadRequest, Result, Source, open_engine,
+    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathInfo, PathKind, Result,
+    Source, open_engine,
 };
 use crate::pipeline::metrics::{FrameTimes, Metrics, Summary};
 use crate::pipeline::{PlayMode, PlaybackConfig, Scheduler};
+use crate::stream::{FrameStream, StreamEvent};
 
 /// Fewest ring slots a run can stream with: the scheduler keeps the frame shown resident and
 /// reads the next one into another slot, so with one slot playback would wait forever.
@@ -336,7 +337,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     } else {
         None
     };
-    let mut ring = match &gpu {
+    let ring = match &gpu {
         Some(g) => FrameRing::device(g, cfg.slots, slot_len)?,
         None => FrameRing::host(cfg.slots, slot_len)?,
     };
@@ -352,7 +353,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         read_timeout: cfg.read_timeout,
         faults: cfg.faults.clone(),
     };
-    let mut engine = open_engine(
+    let engine = open_engine(
         cfg.path,
         gpu.as_ref(),
         &source.files,
@@ -361,6 +362,9 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     )?;
     let info: PathInfo = engine.info().clone();
     notes.extend(info.notes.iter().cloned());
+    // A checksum mismatch is counted, and the frame is played on as if it were good: the
+    // run measures, and reports every bad extent at the end.
+    let mut stream = FrameStream::new(engine, ring).land_checksum_mismatches();
 
     let n = source.frames.len() as u32;
     let target_frames = match (cfg.frames, cfg.duration) {
@@ -386,12 +390,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let bar = progress_bar(cfg.progress, planned_bytes);
     let mut metrics = Metrics::new(Duration::from_secs(1));
     let mut verify = cfg.verify.then(VerifyOutcome::default);
-    let mut pending: Vec<(u32, Instant)> = Vec::new();
     let mut requested_count = 0u64;
     let mut completed = 0u64;
     let mut failed_frames = 0u64;
     let mut errors: Vec<BenchErrors> = Vec::new();
-    let mut held: Option<usize> = None;
+    let mut on_screen: Option<usize> = None;
     let mut metric_index = std::collections::HashMap::new();
     let start = metrics.start();
     let mut stopping = false;
@@ -402,113 +405,74 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         {
             stopping = true;
         }
-        if stopping && engine.in_flight() == 0 {
+        if stopping && stream.in_flight() == 0 {
             break;
         }
         if !stopping {
-            for f in sched.evictable() {
-                if ring.evict(f) {
-                    sched.evicted(f);
-                }
-            }
-            let plan = sched.plan();
-            pending.retain(|(f, _)| !plan.cancel.contains(f));
-            let now = Instant::now();
-            pending.extend(plan.request.into_iter().map(|f| (f, now)));
-            while let Some(&(f, at)) = pending.first() {
-                if requested_count >= target_frames {
-                    break;
-                }
-                let Some(slot) = ring.begin_write(f) else {
-                    break;
-                };
-                pending.remove(0);
-                engine.submit(ReadRequest {
-                    frame: f,
-                    slot,
-                    extents: source.frames[f as usize].extents.clone(),
-                    requested: at,
-                    progress: None,
-                })?;
-                sched.started(f);
-                requested_count += 1;
-            }
+            let room = target_frames.saturating_sub(requested_count);
+            requested_count +=
+                stream.feed_with(&mut sched, source, room, |_| Ok::<_, IngestError>(None))? as u64;
         }
-        if let Some(c) = engine.next_completion(Duration::from_millis(2))? {
-            // A checksum mismatch is counted, and the frame is played on as if it were
-            // good: the run measures, and reports every bad extent at the end.
-            let mismatch = match &c.result {
-                Err(e @ IngestError::Checksum { more, .. }) => Some((1 + more, e.to_string())),
-                _ => None,
-            };
+        match stream.next_event(&mut sched, Duration::from_millis(2))? {
+            Some(StreamEvent::Landed(c)) => {
+                completed += 1;
+                let idx = metrics.record(
+                    c.frame,
+                    c.bytes,
+                    c.requested,
+                    c.first_byte,
+                    c.last_byte,
+                    c.on_gpu,
+                );
+                metric_index.insert(c.frame, idx);
+                if let Some(v) = verify.as_mut() {
+                    v.frames += 1;
+                    v.extents += source.frames[c.frame as usize].extents.len() as u64;
+                    if let Err(e @ IngestError::Checksum { more, .. }) = &c.result {
+                        v.record(1 + more, e.to_string());
+                    }
+                    verify_unchecksummed(source, stream.ring(), c.slot, c.frame, v)?;
+                }
+                bar.set_position(metrics.frames().iter().map(|f| f.bytes).sum());
+            }
+            Some(StreamEvent::Failed(c)) if matches!(c.result, Err(IngestError::Stopped(_))) => {
+                bar.finish_and_clear();
+                let e = c.result.err().map(|e| e.to_string()).unwrap_or_default();
+                return Err(IngestError::Stopped(e));
+            }
             // Any other failure is counted (by lane and file) and the frame skipped, and the
             // run goes on: one bad extent or a lane that stops answering is a finding to
             // report with the figures of what did work, not a reason to lose them. It counts
-            // toward --frames, so a run whose every read fails still ends.
-            match &c.result {
-                Ok(()) => ring.finish_write(c.slot, true)?,
-                Err(_) if mismatch.is_some() => ring.finish_write(c.slot, true)?,
-                // Reads still out: the slot stays reserved until they end.
-                Err(e) if c.holds_slot() => {
-                    failed_frames += 1;
-                    completed += 1;
+            // toward --frames, so a run whose every read fails still ends. A timed-out frame
+            // (held) keeps its slot reserved until its reads end (released).
+            Some(StreamEvent::Failed(c) | StreamEvent::Held(c)) => {
+                failed_frames += 1;
+                completed += 1;
+                if let Err(e) = &c.result {
                     tally(&mut errors, source, e);
-                    sched.failed(c.frame);
-                    continue;
-                }
-                Err(IngestError::Released(_)) => {
-                    ring.finish_write(c.slot, false)?;
-                    continue;
-                }
-                Err(e @ IngestError::Stopped(_)) => {
-                    bar.finish_and_clear();
-                    return Err(IngestError::Stopped(e.to_string()));
-                }
-                Err(e) => {
-                    ring.finish_write(c.slot, false)?;
-                    failed_frames += 1;
-                    completed += 1;
-                    tally(&mut errors, source, e);
-                    sched.failed(c.frame);
-                    continue;
                 }
             }
-            completed += 1;
-            let idx = metrics.record(
-                c.frame,
-                c.bytes,
-                c.requested,
-                c.first_byte,
-                c.last_byte,
-                c.on_gpu,
-            );
-            metric_index.insert(c.frame, idx);
-            if let Some(v) = verify.as_mut() {
-                v.frames += 1;
-                v.extents += source.frames[c.frame as usize].extents.len() as u64;
-                if let Some((n, text)) = mismatch {
-                    v.record(n, text);
-                }
-                verify_unchecksummed(source, &ring, c.slot, c.frame, v)?;
-            }
-            sched.loaded(c.frame);
-            bar.set_position(metrics.frames().iter().map(|f| f.bytes).sum());
+            // A run plays on in a loop without jumping, so the scheduler abandons no read
+            // (nothing is cancelled) and no path is left (nothing is stale).
+            Some(
+                StreamEvent::Released { .. } | StreamEvent::Cancelled(_) | StreamEvent::Stale(_),
+            )
+            | None => {}
         }
         if let Some(f) = sched.tick(start.elapsed().as_secs_f64()) {
             // The consumer "shows" a frame by taking its slot; the previous one is released
             // and dropped from the ring: a benchmark streams every frame it shows from
             // storage, so a dataset that fits in the slots must not turn into a cache (it
             // would stop issuing reads, and a --frames run would never finish).
-            if let Some(h) = held.take() {
-                ring.release(h);
-                if let Some(&SlotState::Ready(prev)) = ring.states().get(h)
-                    && prev != f
-                    && ring.evict(prev)
-                {
-                    sched.evicted(prev);
+            if let Some(h) = on_screen.take() {
+                if stream.ring().states().get(h) == Some(&SlotState::InUse(f)) {
+                    // The same frame again (a one-frame loop): it stays.
+                    stream.ring_mut().release(h);
+                } else {
+                    stream.retire(h, Some(&mut sched));
                 }
             }
-            held = ring.acquire(f);
+            on_screen = stream.ring_mut().acquire(f);
             if let Some(&i) = metric_index.get(&f) {
                 metrics.shown(i, Instant::now());
             }
@@ -525,6 +489,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     bar.finish_and_clear();
     let total_time_s = start.elapsed().as_secs_f64();
     let summary = metrics.summary();
+    let engine = stream.engine();
     let c = engine.counters();
     let ops = c.ops.load(Ordering::Relaxed);
     let lat = c.latency_ns.load(Ordering::Relaxed);
@@ -568,7 +533,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
             errors
         },
     };
-    drop(engine);
+    drop(stream);
     Ok(result)
 }
 

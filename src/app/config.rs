@@ -1,0 +1,149 @@
+//! The player's settings, the path names and the player's error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::ingest::FaultPlan;
+use crate::pipeline::PlayMode;
+use crate::render::RenderError;
+
+/// What can go wrong in the player.
+#[derive(Debug, thiserror::Error)]
+pub enum PlayError {
+    /// The scene or dataset could not be opened.
+    #[error("{0}")]
+    Scene(String),
+    /// No GPU device, or the GPU reported an error.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// An ingest engine failed.
+    #[error(transparent)]
+    Ingest(#[from] crate::ingest::IngestError),
+    /// The caller asked for something impossible.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl From<crate::gpu::GpuError> for PlayError {
+    fn from(e: crate::gpu::GpuError) -> PlayError {
+        PlayError::Ingest(e.into())
+    }
+}
+
+/// Which of the two frame paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathSel {
+    /// GPUDirect Storage (or staged CUDA copies) into shared GPU buffers.
+    Direct,
+    /// Reads into host memory, uploaded through wgpu.
+    Host,
+}
+
+impl PathSel {
+    /// "direct" or "host".
+    pub fn name(self) -> &'static str {
+        match self {
+            PathSel::Direct => "direct",
+            PathSel::Host => "host",
+        }
+    }
+    pub(super) fn index(self) -> usize {
+        match self {
+            PathSel::Direct => 0,
+            PathSel::Host => 1,
+        }
+    }
+    /// The other path.
+    pub fn other(self) -> PathSel {
+        match self {
+            PathSel::Direct => PathSel::Host,
+            PathSel::Host => PathSel::Direct,
+        }
+    }
+}
+
+/// How the host path moves a frame from its host slot to the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostCopy {
+    /// The GPU copies from the host slots themselves where the device can import host
+    /// memory (`VK_EXT_external_memory_host`); else as [`HostCopy::Staging`].
+    #[default]
+    Auto,
+    /// The CPU copies each frame into a mapped staging buffer, then the GPU copies that.
+    Staging,
+}
+
+/// Player settings.
+#[derive(Clone, Debug)]
+pub struct PlayerConfig {
+    /// Attributes in slot order (default: the scene's).
+    pub attributes: Option<Vec<String>>,
+    /// Render size.
+    pub width: u32,
+    /// Render height.
+    pub height: u32,
+    /// Ring slots per path (default: from frame size and memory, at least 3).
+    pub slots: Option<usize>,
+    /// I/O threads per engine.
+    pub threads: usize,
+    /// Reads in flight per thread.
+    pub queue_depth: usize,
+    /// Largest read, bytes.
+    pub io_size: usize,
+    /// Start on this path (falls back to host when direct is unavailable).
+    pub path: PathSel,
+    /// The host path's route to the GPU.
+    pub host_copy: HostCopy,
+    /// End-of-timeline behaviour.
+    pub mode: PlayMode,
+    /// Playback rate; `None`: as fast as frames arrive.
+    pub speed_fps: Option<f64>,
+    /// Start playing.
+    pub playing: bool,
+    /// First frame.
+    pub start_frame: u32,
+    /// Check every extent's CRC-32 on arrival (`--verify`); a mismatching frame is not
+    /// shown and its error is reported.
+    pub verify: bool,
+    /// Tests only: stand a second host-path engine in for the direct path (reported as
+    /// "loopback (test)", never as direct), so the run-time toggle's drain and hand-over can
+    /// be exercised on machines without CUDA.
+    #[doc(hidden)]
+    pub loopback_direct: bool,
+    /// A frame whose reads make no progress for this long is marked damaged and playback
+    /// goes on; `None`: wait forever.
+    pub read_timeout: Option<Duration>,
+    /// Faults to inject into the engines (tests, demonstrations); `None`: the plan in
+    /// `SUPERCELL_FAULTS`, if any.
+    pub faults: Option<Arc<FaultPlan>>,
+    /// How the host engines read: io_uring where allowed (else pread), or pread.
+    pub io_backend: crate::ingest::IoBackend,
+}
+
+impl Default for PlayerConfig {
+    fn default() -> Self {
+        PlayerConfig {
+            attributes: None,
+            width: 1280,
+            height: 720,
+            slots: None,
+            threads: 4,
+            queue_depth: 8,
+            io_size: 1 << 20,
+            path: PathSel::Direct,
+            host_copy: HostCopy::Auto,
+            mode: PlayMode::Loop,
+            speed_fps: None,
+            playing: true,
+            start_frame: 0,
+            verify: false,
+            loopback_direct: false,
+            read_timeout: Some(crate::ingest::DEFAULT_READ_TIMEOUT),
+            faults: None,
+            io_backend: crate::ingest::IoBackend::Auto,
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Frames that could not be shown: what went wrong, where, and the structural check of
+//! a landed frame's grid headers.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+
+use super::config::PathSel;
+use crate::gpu::FrameRing;
+use crate::ingest::{IngestError, Source};
+use crate::scene::LoadedScene;
+
+/// Why a frame could not be shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameFaultKind {
+    /// A read failed (an I/O error, an unexpected end of file, a cuFile error).
+    Read,
+    /// A lane did not answer within the read timeout.
+    Timeout,
+    /// The bytes arrived, but a grid header failed the structural check.
+    Header,
+}
+
+impl FrameFaultKind {
+    /// The word used in the overlay.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameFaultKind::Read => "read error",
+            FrameFaultKind::Timeout => "timeout",
+            FrameFaultKind::Header => "damaged header",
+        }
+    }
+}
+
+/// A frame that could not be shown, and where and why: the overlay shows the latest, the
+/// timeline marks the frame, the headless JSON lists them all.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FrameFault {
+    /// The frame.
+    pub frame: u32,
+    /// The path that read it.
+    pub path: PathSel,
+    /// What went wrong.
+    pub kind: FrameFaultKind,
+    /// The lane of the read or grid at fault, where known.
+    pub lane: Option<u32>,
+    /// The lane file, where known.
+    pub file: Option<String>,
+    /// The byte offset in that file, where known.
+    pub offset: Option<u64>,
+    /// The full message.
+    pub message: String,
+    /// Seconds since the player started.
+    pub at_s: f64,
+}
+
+/// Faults kept for the overlay and the JSON (the count goes on past it).
+const FAULTS_KEPT: usize = 1000;
+
+impl FrameFault {
+    /// A failed read of `frame` on `path` at `at_s`, with the lane and file the error names
+    /// (the lane looked up in `source` where the error names only the file).
+    pub(super) fn from_error(
+        source: &Source,
+        path: PathSel,
+        frame: u32,
+        kind: FrameFaultKind,
+        e: &IngestError,
+        at_s: f64,
+    ) -> FrameFault {
+        let (file, offset, lane) = match e.site() {
+            Some((file, offset, lane)) => {
+                let lane =
+                    lane.or_else(|| source.files.iter().find(|f| f.path == file).map(|f| f.lane));
+                (Some(file.display().to_string()), Some(offset), lane)
+            }
+            None => (None, None, None),
+        };
+        FrameFault {
+            frame,
+            path,
+            kind,
+            lane,
+            file,
+            offset,
+            message: e.to_string(),
+            at_s,
+        }
+    }
+}
+
+/// The player's record of frame faults: the latest ones, how many in all, which frames are
+/// damaged now, and how many damaged frames played later.
+#[derive(Debug, Default)]
+pub(super) struct FaultLog {
+    /// The latest frame faults, oldest first (at most [`FAULTS_KEPT`]).
+    pub(super) latest: VecDeque<FrameFault>,
+    /// Frame faults since the start.
+    pub(super) count: u64,
+    /// Frames marked damaged now (until they play), with why.
+    pub(super) damaged: BTreeMap<u32, FrameFaultKind>,
+    /// Damaged frames that played later (their lane came back).
+    pub(super) recovered: u64,
+}
+
+impl FaultLog {
+    /// Records `f`: its frame is damaged until it plays.
+    pub(super) fn record(&mut self, f: FrameFault) {
+        self.damaged.insert(f.frame, f.kind);
+        self.count += 1;
+        if self.latest.len() == FAULTS_KEPT {
+            self.latest.pop_front();
+        }
+        self.latest.push_back(f);
+    }
+
+    /// `frame` arrived whole and checked: it is no longer damaged (a recovery if it was).
+    pub(super) fn played(&mut self, frame: u32) {
+        if self.damaged.remove(&frame).is_some() {
+            self.recovered += 1;
+        }
+    }
+}
+
+/// The structural check of every grid header of `frame` in `slot` (see
+/// [`crate::format::Grid::check_header`]): `None` when all pass, else the lane and
+/// file offset of the first bad grid, where known, and what is wrong.
+pub(super) fn check_headers(
+    scene: &LoadedScene,
+    source: &Source,
+    ring: &FrameRing,
+    slot: usize,
+    frame: u32,
+) -> Option<(Option<u32>, Option<u64>, String)> {
+    let f = scene.dataset.frame(frame as usize)?;
+    let mut prefix = Vec::new();
+    for g in &f.grids {
+        let (start, len) = (g.offset as usize, g.size as usize);
+        let bad = |msg: String| {
+            // Which lane holds the grid's first bytes, and where.
+            let at = source.frames.get(frame as usize).and_then(|sf| {
+                let e = sf
+                    .extents
+                    .iter()
+                    .find(|e| e.dst <= g.offset && g.offset < e.dst + e.len)?;
+                let file = source.files.get(e.file as usize)?;
+                Some((file.lane, e.offset + (g.offset - e.dst)))
+            });
+            Some((
+                at.map(|a| a.0),
+                at.map(|a| a.1),
+                format!(
+                    "grid of attribute {} at slot offset {}: {msg}",
+                    g.attribute, g.offset
+                ),
+            ))
+        };
+
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > ring.slot_len())
+        {
+            return bad(format!("{len} bytes do not fit the slot"));
+        }
+        let checked = match ring.host_bytes(slot) {
+            Some(bytes) => crate::format::Grid::check_header(&bytes[start..start + len], g.size),
+            None => {
+                // Device memory: read the headers back (a few KiB).
+                prefix.resize(len.min(crate::format::Grid::HEADER_PREFIX), 0);
+                match ring.read_back(slot, start, &mut prefix) {
+                    Ok(()) => crate::format::Grid::check_header(&prefix, g.size),
+                    Err(e) => return bad(format!("cannot read the header back: {e}")),
+                }
+            }
+        };
+        match checked {
+            Ok(size) if size == g.size => {}
+            Ok(size) => {
+                return bad(format!(
+                    "the header says {size} bytes, the dataset {} bytes",
+                    g.size
+                ));
+            }
+            Err(e) => return bad(e.to_string()),
+        }
+    }
+    None
+}

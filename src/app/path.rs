@@ -1,0 +1,198 @@
+//! One frame path of the player: its [`FrameStream`] (engine, ring, requests) and its
+//! [`UploadRoute`], how each is opened, and how it reports itself.
+
+use serde::Serialize;
+
+use super::config::{PathSel, PlayError, PlayerConfig};
+use super::direct::DirectSlots;
+use super::route::UploadRoute;
+use crate::gpu::FrameRing;
+use crate::ingest::{EngineConfig, IngestEngine, PathInfo, PathKind, Source, open_engine};
+use crate::stream::FrameStream;
+
+/// One frame path: its stream (engine, ring, requests) and how its frames reach the
+/// buffer the renderer binds.
+pub(super) struct FramePath {
+    pub(super) stream: FrameStream,
+    pub(super) route: UploadRoute,
+    pub(super) info: PathInfo,
+}
+
+/// A path's availability and how it runs, for the overlay and the JSON.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PathReport {
+    /// "direct" or "host".
+    pub path: PathSel,
+    /// Whether the path can run here.
+    pub available: bool,
+    /// Why not, when it cannot.
+    pub unavailable_reason: Option<String>,
+    /// Short label: "GDS P2P", "GDS compat", "staged", "cpu-only (io_uring)" (or
+    /// "cpu-only (pread)", "…, page cache" where reads cannot be O_DIRECT), "portable".
+    pub label: String,
+    /// Engine that runs (gds, staged, cpu-only, portable).
+    pub engine: Option<String>,
+    /// How it runs (the engine's words, e.g. cuFile mode, io_uring, O_DIRECT).
+    pub mode: Option<String>,
+    /// Why the engine asked for is not the one running (gds → staged).
+    pub fallback: Option<String>,
+    /// cuFile's live mode from its counters (P2P / compatibility), where known.
+    pub cufile_mode: Option<String>,
+    /// Ring slots.
+    pub slots: usize,
+    /// Host path: how frames get from the host slots to the GPU.
+    pub upload: Option<String>,
+    /// Notes from the engine.
+    pub notes: Vec<String>,
+}
+
+/// Frames a ring should hold: at least 3 (one shown, one arriving, one ahead), at most 8,
+/// and no more than a quarter of `budget` bytes.
+pub fn ring_slots(slot_len: usize, budget: u64) -> usize {
+    let by_memory = budget / 4 / (slot_len.max(1) as u64);
+    (by_memory as usize).clamp(3, 8)
+}
+
+impl PathReport {
+    /// A path that cannot run here, and why (where known).
+    pub(super) fn unavailable(path: PathSel, reason: Option<String>) -> PathReport {
+        PathReport {
+            path,
+            available: false,
+            unavailable_reason: reason,
+            label: "unavailable".into(),
+            engine: None,
+            mode: None,
+            fallback: None,
+            cufile_mode: None,
+            slots: 0,
+            upload: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+impl FramePath {
+    /// The host path: the cpu-only engine (the portable one, with the reason, where it
+    /// cannot start) into `slots` page-aligned host slots of `slot_len` bytes, and the best
+    /// upload route the device allows (`label` names its GPU buffers).
+    pub(super) fn host(
+        device: &wgpu::Device,
+        cfg: &PlayerConfig,
+        ecfg: &EngineConfig,
+        source: &Source,
+        slots: usize,
+        slot_len: usize,
+        label: &str,
+    ) -> Result<FramePath, PlayError> {
+        let ring = FrameRing::host(slots, slot_len)?;
+        // Best: the GPU copies straight out of the host slots (imported host memory); else
+        // each frame is copied by the CPU into a staging buffer first.
+        let route = UploadRoute::for_host_slots(device, &ring, cfg.host_copy, cfg.verify, label)?;
+        let ecfg = EngineConfig {
+            verify: cfg.verify && !route.checks_on_gpu(),
+            ..ecfg.clone()
+        };
+        // cpu-only: io_uring with O_DIRECT straight into the page-aligned host slots (the
+        // engine itself notes files whose file system refuses O_DIRECT, e.g. tmpfs, and
+        // reads those through the page cache). Where it cannot start at all, the portable
+        // engine runs and the reason is kept.
+        let open = |kind| open_engine(kind, None, &source.files, ring.memories(), &ecfg);
+        let (engine, fallback) = match open(PathKind::CpuOnly) {
+            Ok(e) => (e, None),
+            Err(e) => (open(PathKind::Portable)?, Some(format!("cpu-only: {e}"))),
+        };
+        let mut info = engine.info().clone();
+        if fallback.is_some() {
+            info.requested = PathKind::CpuOnly;
+            info.fallback = fallback;
+        }
+        if route.checks_on_gpu() {
+            info.notes
+                .push("--verify: each frame's CRC-32 is computed on the GPU after its copy".into());
+        }
+        Ok(FramePath {
+            info,
+            stream: FrameStream::new(engine, ring),
+            route,
+        })
+    }
+
+    /// The direct path: the gds engine (falling back to staged, with the reason) into the
+    /// shared slots; `Ok(Err(why))` where no engine can run on them.
+    pub(super) fn direct(
+        shared: DirectSlots,
+        source: &Source,
+        ecfg: &EngineConfig,
+    ) -> Result<Result<FramePath, String>, PlayError> {
+        let DirectSlots {
+            gpu,
+            memories,
+            buffers,
+        } = shared;
+        let ring = FrameRing::new(memories)?;
+        Ok(
+            match open_engine(
+                PathKind::Gds,
+                Some(&gpu),
+                &source.files,
+                ring.memories(),
+                ecfg,
+            ) {
+                Ok(engine) => Ok(FramePath {
+                    info: engine.info().clone(),
+                    stream: FrameStream::new(engine, ring),
+                    route: UploadRoute::Shared { buffers },
+                }),
+                Err(e) => Err(e.to_string()),
+            },
+        )
+    }
+
+    /// Availability and mode of the path, as `sel`.
+    pub(super) fn report(&self, sel: PathSel) -> PathReport {
+        let info = &self.info;
+        let cufile = self
+            .stream
+            .engine()
+            .cufile_stats()
+            .map(|s| s.live_mode().to_string());
+        let label = match info.active {
+            PathKind::Gds => match cufile.as_deref() {
+                Some("P2P") => "GDS P2P".to_string(),
+                Some(m) if m.starts_with("compat") => "GDS compat".to_string(),
+                _ if info.mode.contains("compat") => "GDS compat".to_string(),
+                _ => "GDS".to_string(),
+            },
+            _ if !self.route.is_shared() && sel == PathSel::Direct => "loopback (test)".to_string(),
+            // Honest about how the reads really run: io_uring or pread threads, and whether
+            // every file is read with O_DIRECT.
+            PathKind::CpuOnly => {
+                let io = if info.mode.starts_with("io_uring") {
+                    "io_uring"
+                } else {
+                    "pread"
+                };
+                if info.mode.contains(", O_DIRECT") {
+                    format!("cpu-only ({io})")
+                } else {
+                    format!("cpu-only ({io}, page cache)")
+                }
+            }
+            k => k.name().to_string(),
+        };
+        PathReport {
+            path: sel,
+            available: true,
+            unavailable_reason: None,
+            label,
+            engine: Some(info.active.name().into()),
+            mode: Some(info.mode.clone()),
+            fallback: info.fallback.clone(),
+            cufile_mode: cufile,
+            slots: self.stream.ring().len(),
+            upload: self.route.description(),
+            notes: info.notes.clone(),
+        }
+    }
+}
