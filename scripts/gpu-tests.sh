@@ -113,15 +113,15 @@ run() {
   files=$(find /mnt/lanes -name '*.sclane' | sort)
   [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-verify.json" "$OUT/play-staging.json" "$OUT/soak.json")
   for p in cpu-only staged gds; do
-    say "bench --path $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
-    timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+    say "bench --engine $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
+    timeout 120 $SC bench "$DS" --engine "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
       --slots 4 --duration "$DURATION" --quiet --json "$OUT/b-$p.json" >>"$LOG" 2>&1
     json_parts+=("$OUT/b-$p.json")
   done
   # The same runs with every extent's CRC-32 checked (on the GPU for staged and gds).
   for p in cpu-only staged gds; do
-    say "bench --path $p --verify (O_DIRECT, $THREADS threads, ${DURATION}s)"
-    timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+    say "bench --engine $p --verify (O_DIRECT, $THREADS threads, ${DURATION}s)"
+    timeout 120 $SC bench "$DS" --engine "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
       --slots 4 --duration "$DURATION" --verify --quiet --json "$OUT/b-$p-verify.json" >>"$LOG" 2>&1
     json_parts+=("$OUT/b-$p-verify.json")
   done
@@ -135,7 +135,7 @@ run() {
   timeout 120 python3 .dev/device/peers.py kvikio --threads 16 --task-mib 4 $files >>"$LOG" 2>&1
 
   say "staged sweep"
-  timeout 200 $SC bench "$DS" --path staged --sweep --threads 32 --sweep-io-sizes 256K,1M,4M \
+  timeout 200 $SC bench "$DS" --engine staged --sweep --threads 32 --sweep-io-sizes 256K,1M,4M \
     --duration 2 --quiet --plot "$OUT/sweep.png" --json "$OUT/b-sweep.json" >>"$LOG" 2>&1
   json_parts+=("$OUT/b-sweep.json")
 
@@ -148,8 +148,8 @@ run() {
     # shellcheck disable=SC2086
     timeout 120 python3 .dev/device/peers.py raw --direct --cold --threads 16 $rfiles >>"$LOG" 2>&1
     for p in cpu-only staged gds; do
-      say "cold root disk --path $p"
-      timeout 120 $SC bench "$RDS" --path "$p" --cold --threads 16 --quiet --json "$OUT/b-root-$p.json" >>"$LOG" 2>&1
+      say "cold root disk --engine $p"
+      timeout 120 $SC bench "$RDS" --engine "$p" --cold --threads 16 --quiet --json "$OUT/b-root-$p.json" >>"$LOG" 2>&1
       json_parts+=("$OUT/b-root-$p.json")
     done
   fi
@@ -247,8 +247,8 @@ verify_run() {
   fi
   [ -n "${SKIP_BENCH:-}" ] || for p in cpu-only staged gds; do
     for v in "" --verify; do
-      say "bench --path $p $v (${DURATION}s, $THREADS threads)"
-      timeout 120 $SC bench "$DS" --path "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+      say "bench --engine $p $v (${DURATION}s, $THREADS threads)"
+      timeout 120 $SC bench "$DS" --engine "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
         --slots 4 --duration "$DURATION" $v --quiet --json "$OUT/b-$p${v:+-verify}.json" >>"$LOG" 2>&1
       echo "exit code: $?" >>"$LOG"
     done

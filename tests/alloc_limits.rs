@@ -154,7 +154,7 @@ fn bench_refuses_more_slots_than_memory() {
     let args = [
         "bench",
         tmp.path().to_str().unwrap(),
-        "--path",
+        "--engine",
         "cpu-only",
         "--slots",
         "100000",
@@ -177,7 +177,7 @@ fn bench_refuses_more_device_slots_than_the_gpu_has() {
     let args = [
         "bench",
         tmp.path().to_str().unwrap(),
-        "--path",
+        "--engine",
         "staged",
         "--slots",
         "100000",
@@ -202,7 +202,7 @@ fn bench_with_any_accepted_slot_count_finishes() {
     let ds = tmp.path().to_str().unwrap();
     let bench = |slots: &'static str| {
         let args = [
-            "bench", ds, "--path", "cpu-only", "--slots", slots, "--frames", "7", "--quiet",
+            "bench", ds, "--engine", "cpu-only", "--slots", slots, "--frames", "7", "--quiet",
         ];
         (args, run(&args, false, Duration::from_secs(60)))
     };

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use supercell::bench::{self, BenchConfig, jobs, plot, report, sweep};
 use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
-use supercell::ingest::{PathKind, Source};
+use supercell::ingest::{EngineKind, Source};
 
 fn make(dir: &std::path::Path) {
     let mut w = DatasetWriter::create(
@@ -40,7 +40,7 @@ fn bench_streams_a_dataset_smaller_than_the_ring() {
     let source = Source::from_manifest(ds.manifest());
     for slots in [5, 8] {
         let cfg = BenchConfig {
-            path: PathKind::CpuOnly,
+            engine: EngineKind::CpuOnly,
             frames: Some(17),
             verify: true,
             slots,
@@ -65,9 +65,9 @@ fn bench_runs_verifies_and_reports() {
     make(dir.path());
     let ds = Dataset::open(dir.path()).unwrap();
     let source = Source::from_manifest(ds.manifest());
-    for path in [PathKind::CpuOnly, PathKind::Portable] {
+    for path in [EngineKind::CpuOnly, EngineKind::Portable] {
         let cfg = BenchConfig {
-            path,
+            engine: path,
             frames: Some(12),
             verify: true,
             slots: 3,
@@ -98,7 +98,7 @@ fn bench_runs_verifies_and_reports() {
     // A GPU path on a machine without CUDA fails with a message, never a panic.
     if supercell::gpu::cuda_probe().is_err() {
         let cfg = BenchConfig {
-            path: PathKind::Gds,
+            engine: EngineKind::Gds,
             ..BenchConfig::default()
         };
         let e = bench::run(&source, &cfg).unwrap_err().to_string();
@@ -106,7 +106,7 @@ fn bench_runs_verifies_and_reports() {
     }
     // A short sweep and its plot.
     let base = BenchConfig {
-        path: PathKind::CpuOnly,
+        engine: EngineKind::CpuOnly,
         frames: Some(3),
         ..BenchConfig::default()
     };
@@ -147,7 +147,7 @@ fn the_binary_benches_and_diagnoses() {
     let out = Command::new(exe)
         .args([
             "bench",
-            "--path",
+            "--engine",
             "cpu-only",
             "--frames",
             "7",
@@ -173,7 +173,7 @@ fn the_binary_benches_and_diagnoses() {
     );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(v["summary"]["frames"], 7);
-    assert_eq!(v["path"], "cpu-only");
+    assert_eq!(v["engine"], "cpu-only");
     // Bad input: a clear error, not a panic.
     let out = Command::new(exe)
         .args(["bench", "--io-size", "lots"])

@@ -17,8 +17,8 @@ use supercell::bench::{self, BenchConfig};
 use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
 use supercell::gpu::FrameRing;
 use supercell::ingest::{
-    Completion, Engine, EngineConfig, FaultKind, FaultPlan, IngestEngine, IngestError, IoBackend,
-    IoMode, PathKind, ReadRequest, Source, io_uring_probe,
+    Completion, Engine, EngineConfig, EngineKind, FaultKind, FaultPlan, IngestEngine, IngestError,
+    IoBackend, IoMode, ReadRequest, Source, io_uring_probe,
 };
 
 const PAGE: usize = 4096;
@@ -96,7 +96,13 @@ fn engine(
         faults: Some(plan.clone()),
         ..EngineConfig::default()
     };
-    let e = Engine::host(PathKind::CpuOnly, &rig.source.files, ring.memories(), &cfg).unwrap();
+    let e = Engine::host(
+        EngineKind::CpuOnly,
+        &rig.source.files,
+        ring.memories(),
+        &cfg,
+    )
+    .unwrap();
     (e, ring)
 }
 
@@ -474,7 +480,14 @@ fn faults_env_reaches_bench_and_bad_rules_are_named() {
     let bench = |faults: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_supercell"))
             .env("SUPERCELL_FAULTS", faults)
-            .args(["bench", &ds, "--path", "cpu-only", "--buffered", "--quiet"])
+            .args([
+                "bench",
+                &ds,
+                "--engine",
+                "cpu-only",
+                "--buffered",
+                "--quiet",
+            ])
             .args(["--frames", "4", "--slots", "2", "--threads", "2"])
             .output()
             .expect("run supercell bench")

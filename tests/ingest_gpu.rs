@@ -18,7 +18,7 @@ use supercell::dataset::{
 };
 use supercell::gpu::{DeviceBuffer, FrameRing, Gpu, GpuCrc};
 use supercell::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, Source, open_engine,
+    Engine, EngineConfig, EngineKind, IngestEngine, IngestError, IoBackend, Source, open_engine,
 };
 use supercell::stream::FrameStream;
 
@@ -115,7 +115,7 @@ fn staged_engine_is_byte_exact() {
         )
         .unwrap();
         eprintln!("staged: {} {:?}", e.info().mode, e.info().notes);
-        assert_eq!(e.info().active, PathKind::Staged);
+        assert_eq!(e.info().active, EngineKind::Staged);
         check_all(&mut FrameStream::new(e, ring), &ds, 24);
     }
 }
@@ -134,7 +134,7 @@ fn gds_engine_is_byte_exact_and_reports_its_mode() {
         ..EngineConfig::default()
     };
     let e = open_engine(
-        PathKind::Gds,
+        EngineKind::Gds,
         Some(&gpu),
         &source.files,
         ring.memories(),
@@ -146,7 +146,7 @@ fn gds_engine_is_byte_exact_and_reports_its_mode() {
         "gds requested: active {} — {} — fallback {:?}",
         info.active, info.mode, info.fallback
     );
-    if info.active == PathKind::Staged {
+    if info.active == EngineKind::Staged {
         let why = info.fallback.clone().expect("a fallback always says why");
         assert!(why.contains("cuFile") || why.contains("libcufile"), "{why}");
         assert!(
@@ -165,7 +165,7 @@ fn gds_engine_is_byte_exact_and_reports_its_mode() {
     }
     let mut stream = FrameStream::new(e, ring);
     check_all(&mut stream, &ds, 24);
-    if info.active == PathKind::Gds {
+    if info.active == EngineKind::Gds {
         let stats = stream.engine().cufile_stats();
         eprintln!("cuFile stats: {stats:?}");
         if let Some(s) = stats {
@@ -196,15 +196,15 @@ fn gds_on_tmpfs_falls_back_to_staged_and_says_why() {
         Err(e) => panic!("unexpected error: {e}"),
     }
     let e = open_engine(
-        PathKind::Gds,
+        EngineKind::Gds,
         Some(&gpu),
         &source.files,
         ring.memories(),
         &cfg,
     )
     .unwrap();
-    assert_eq!(e.info().active, PathKind::Staged);
-    assert_eq!(e.info().requested, PathKind::Gds);
+    assert_eq!(e.info().active, EngineKind::Staged);
+    assert_eq!(e.info().requested, EngineKind::Gds);
     eprintln!("fallback: {:?}", e.info().fallback);
     assert!(e.info().fallback.is_some());
     check_all(&mut FrameStream::new(e, ring), &ds, 2);
@@ -216,9 +216,9 @@ fn bench_verifies_gpu_paths() {
     let (dir, _keep) = dataset();
     let ds = Dataset::open(&dir).unwrap();
     let source = Source::from_manifest(ds.manifest());
-    for path in [PathKind::Staged, PathKind::Gds, PathKind::CpuOnly] {
+    for path in [EngineKind::Staged, EngineKind::Gds, EngineKind::CpuOnly] {
         let cfg = BenchConfig {
-            path,
+            engine: path,
             verify: true,
             frames: Some(12),
             slots: 3,
@@ -320,9 +320,9 @@ fn verify_on_gpu_paths_names_a_flipped_byte() {
     f.read_exact_at(&mut b, bad.offset + 777).unwrap();
     f.write_all_at(&[b[0] ^ 1], bad.offset + 777).unwrap();
     drop(f);
-    for path in [PathKind::Staged, PathKind::Gds, PathKind::CpuOnly] {
+    for path in [EngineKind::Staged, EngineKind::Gds, EngineKind::CpuOnly] {
         let cfg = BenchConfig {
-            path,
+            engine: path,
             verify: true,
             frames: Some(8),
             slots: 2,
@@ -345,7 +345,7 @@ fn verify_on_gpu_paths_names_a_flipped_byte() {
             "{:?}",
             v.mismatches
         );
-        if path != PathKind::CpuOnly {
+        if path != EngineKind::CpuOnly {
             assert!(
                 r.notes.iter().any(|n| n.contains("computed on the GPU")),
                 "{path}: the check must run on the GPU: {:?}",
@@ -437,7 +437,7 @@ fn binaries_exit_cleanly_after_every_fallback_order() {
         let mut cmd = std::process::Command::new(&bin);
         cmd.arg("bench")
             .arg(ds)
-            .args(["--path", "gds", "--frames", "2", "--slots", "2"]);
+            .args(["--engine", "gds", "--frames", "2", "--slots", "2"]);
         assert_exits_cleanly(what, &mut cmd);
     }
     let mut cmd = std::process::Command::new(&bin);

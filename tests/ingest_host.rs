@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
 use supercell::gpu::FrameRing;
 use supercell::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathKind, ReadExtent,
+    Engine, EngineConfig, EngineKind, IngestEngine, IngestError, IoBackend, IoMode, ReadExtent,
     ReadProgress, ReadRequest, Source, io_uring_probe,
 };
 use supercell::stream::FrameStream;
@@ -89,9 +89,9 @@ fn striped_frames_arrive_byte_exact_through_every_host_backend() {
     let source = Source::from_manifest(ds.manifest());
     for backend in backends() {
         for (kind, io_size, threads, qd) in [
-            (PathKind::Portable, 4096, 1, 1),
-            (PathKind::CpuOnly, 8192, 4, 8),
-            (PathKind::Portable, 1 << 20, 16, 2),
+            (EngineKind::Portable, 4096, 1, 1),
+            (EngineKind::CpuOnly, 8192, 4, 8),
+            (EngineKind::Portable, 1 << 20, 16, 2),
         ] {
             let ring = FrameRing::host(3, source.max_frame_len() as usize).unwrap();
             let cfg = EngineConfig {
@@ -149,7 +149,8 @@ fn buffered_mode_and_plain_files_read_exactly() {
             io_size: PAGE,
             ..EngineConfig::default()
         };
-        let engine = Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+        let engine =
+            Engine::host(EngineKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
         assert!(engine.info().mode.contains("page cache"));
         play_all(&mut FrameStream::new(engine, ring), &source, &images);
     }
@@ -171,7 +172,7 @@ fn failed_reads_complete_with_an_error_naming_the_file() {
             ..EngineConfig::default()
         };
         let mut engine =
-            Engine::host(PathKind::Portable, &source.files, ring.memories(), &cfg).unwrap();
+            Engine::host(EngineKind::Portable, &source.files, ring.memories(), &cfg).unwrap();
         // Past the end of the file: the read returns 0 bytes.
         let beyond = ReadExtent {
             file: 0,
@@ -270,7 +271,7 @@ fn cancel_drops_queued_reads_and_the_engine_reads_on() {
             ..EngineConfig::default()
         };
         let mut engine =
-            Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+            Engine::host(EngineKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
         let request = |frame: u32, slot| ReadRequest {
             frame,
             slot,
@@ -346,7 +347,8 @@ fn progress_reports_each_landed_range_once() {
         io_mode: IoMode::Buffered,
         ..EngineConfig::default()
     };
-    let mut engine = Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+    let mut engine =
+        Engine::host(EngineKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
     let progress = ReadProgress::new();
     engine
         .submit(ReadRequest {

@@ -14,8 +14,8 @@ use supercell::bench::{self, BenchConfig};
 use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
 use supercell::gpu::FrameRing;
 use supercell::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, PathKind, ReadExtent, ReadRequest,
-    Source, io_uring_probe,
+    Engine, EngineConfig, EngineKind, IngestEngine, IngestError, IoBackend, ReadExtent,
+    ReadRequest, Source, io_uring_probe,
 };
 
 /// Five frames of two attributes over two lanes, in 64 KiB chunks.
@@ -65,7 +65,7 @@ fn backends() -> Vec<IoBackend> {
 }
 
 /// Reads every frame once, one at a time, returning each frame's result.
-fn read_all(source: &Source, path: PathKind, cfg: &EngineConfig) -> Vec<Result<(), IngestError>> {
+fn read_all(source: &Source, path: EngineKind, cfg: &EngineConfig) -> Vec<Result<(), IngestError>> {
     let mut ring = FrameRing::host(1, source.max_frame_len() as usize).unwrap();
     let mut engine = Engine::host(path, &source.files, ring.memories(), cfg).unwrap();
     let mut out = Vec::new();
@@ -97,7 +97,7 @@ fn host_verify_passes_clean_frames_however_extents_are_cut() {
     let dir = tempfile::tempdir().unwrap();
     let source = make_dataset(dir.path());
     for backend in backends() {
-        for path in [PathKind::CpuOnly, PathKind::Portable] {
+        for path in [EngineKind::CpuOnly, EngineKind::Portable] {
             // 4 KiB reads cut every 64 KiB extent into 16 pieces; 1 MiB reads take it whole.
             for io_size in [4096, 1 << 20] {
                 let cfg = EngineConfig {
@@ -138,7 +138,7 @@ fn host_verify_names_the_frame_lane_file_and_offset_of_a_flipped_byte() {
                 verify: true,
                 ..EngineConfig::default()
             };
-            let results = read_all(&source, PathKind::CpuOnly, &cfg);
+            let results = read_all(&source, EngineKind::CpuOnly, &cfg);
             for (f, r) in results.iter().enumerate() {
                 if f != 2 {
                     assert!(r.is_ok(), "frame {f}: {r:?}");
@@ -181,7 +181,7 @@ fn host_verify_names_the_frame_lane_file_and_offset_of_a_flipped_byte() {
             // finds them.
             cfg.verify = false;
             assert!(
-                read_all(&source, PathKind::CpuOnly, &cfg)
+                read_all(&source, EngineKind::CpuOnly, &cfg)
                     .iter()
                     .all(Result::is_ok)
             );
@@ -195,9 +195,9 @@ fn bench_verify_counts_every_bad_extent_and_keeps_measuring() {
     let source = make_dataset(dir.path());
     let bad = source.frames[3].extents[0];
     corrupt(&source, &bad, 123);
-    for path in [PathKind::CpuOnly, PathKind::Portable] {
+    for path in [EngineKind::CpuOnly, EngineKind::Portable] {
         let cfg = BenchConfig {
-            path,
+            engine: path,
             frames: Some(10),
             verify: true,
             slots: 2,
@@ -249,7 +249,8 @@ fn cancel_under_verify_completes_and_the_engine_verifies_on() {
         ..EngineConfig::default()
     };
     let ring = FrameRing::host(2, source.max_frame_len() as usize).unwrap();
-    let mut engine = Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+    let mut engine =
+        Engine::host(EngineKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
     let req = |frame: usize, slot| ReadRequest {
         frame: frame as u32,
         slot,
@@ -292,7 +293,7 @@ fn bench_verify_compares_plain_files_with_the_files() {
     std::fs::write(&p, payload(9, 300 << 10)).unwrap();
     let source = Source::from_files(&[p], 64 << 10, 16 << 10).unwrap();
     let cfg = BenchConfig {
-        path: PathKind::CpuOnly,
+        engine: EngineKind::CpuOnly,
         verify: true,
         slots: 2,
         threads: 2,

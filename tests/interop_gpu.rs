@@ -23,7 +23,7 @@ use supercell::device::read_buffer;
 use supercell::format::{Grid, GridType};
 use supercell::gpu::interop;
 use supercell::gpu::{FrameRing, Gpu, InteropDevice, SharedBuffer, SlotMemory};
-use supercell::ingest::{Engine, EngineConfig, IngestEngine, PathKind, Source, open_engine};
+use supercell::ingest::{Engine, EngineConfig, EngineKind, IngestEngine, Source, open_engine};
 use supercell::render::{GridSlice, Image, Renderer, upload_slot};
 use supercell::stream::FrameStream;
 
@@ -322,7 +322,7 @@ fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
     let ds = Dataset::open(t.path()).unwrap();
     let source = Source::from_manifest(ds.manifest());
     let slot_len = source.max_frame_len().div_ceil(4) * 4;
-    for path in [PathKind::Staged, PathKind::Gds] {
+    for path in [EngineKind::Staged, EngineKind::Gds] {
         let shared: Vec<Arc<SharedBuffer>> = (0..3)
             .map(|_| Arc::new(SharedBuffer::new(&dev, &gpu, slot_len).unwrap()))
             .collect();

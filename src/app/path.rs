@@ -7,7 +7,7 @@ use super::config::{PathSel, PlayError, PlayerConfig};
 use super::direct::DirectSlots;
 use super::route::UploadRoute;
 use crate::gpu::FrameRing;
-use crate::ingest::{EngineConfig, IngestEngine, PathInfo, PathKind, Source, open_engine};
+use crate::ingest::{EngineConfig, EngineInfo, EngineKind, IngestEngine, Source, open_engine};
 use crate::stream::FrameStream;
 
 /// One frame path: its stream (engine, ring, requests) and how its frames reach the
@@ -15,7 +15,7 @@ use crate::stream::FrameStream;
 pub(super) struct FramePath {
     pub(super) stream: FrameStream,
     pub(super) route: UploadRoute,
-    pub(super) info: PathInfo,
+    pub(super) info: EngineInfo,
 }
 
 /// A path's availability and how it runs, for the overlay and the JSON.
@@ -98,13 +98,13 @@ impl FramePath {
         // reads those through the page cache). Where it cannot start at all, the portable
         // engine runs and the reason is kept.
         let open = |kind| open_engine(kind, None, &source.files, ring.memories(), &ecfg);
-        let (engine, fallback) = match open(PathKind::CpuOnly) {
+        let (engine, fallback) = match open(EngineKind::CpuOnly) {
             Ok(e) => (e, None),
-            Err(e) => (open(PathKind::Portable)?, Some(format!("cpu-only: {e}"))),
+            Err(e) => (open(EngineKind::Portable)?, Some(format!("cpu-only: {e}"))),
         };
         let mut info = engine.info().clone();
         if fallback.is_some() {
-            info.requested = PathKind::CpuOnly;
+            info.requested = EngineKind::CpuOnly;
             info.fallback = fallback;
         }
         if route.checks_on_gpu() {
@@ -133,7 +133,7 @@ impl FramePath {
         let ring = FrameRing::new(memories)?;
         Ok(
             match open_engine(
-                PathKind::Gds,
+                EngineKind::Gds,
                 Some(&gpu),
                 &source.files,
                 ring.memories(),
@@ -158,7 +158,7 @@ impl FramePath {
             .cufile_stats()
             .map(|s| s.live_mode().to_string());
         let label = match info.active {
-            PathKind::Gds => match cufile.as_deref() {
+            EngineKind::Gds => match cufile.as_deref() {
                 Some("P2P") => "GDS P2P".to_string(),
                 Some(m) if m.starts_with("compat") => "GDS compat".to_string(),
                 _ if info.mode.contains("compat") => "GDS compat".to_string(),
@@ -167,7 +167,7 @@ impl FramePath {
             _ if !self.route.is_shared() && sel == PathSel::Direct => "loopback (test)".to_string(),
             // Honest about how the reads really run: io_uring or pread threads, and whether
             // every file is read with O_DIRECT.
-            PathKind::CpuOnly => {
+            EngineKind::CpuOnly => {
                 let io = if info.mode.starts_with("io_uring") {
                     "io_uring"
                 } else {

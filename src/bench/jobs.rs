@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use super::{BenchConfig, BenchResult, run};
 use crate::dataset::Dataset;
-use crate::ingest::{IngestError, IoBackend, PathKind, Result, Source};
+use crate::ingest::{EngineKind, IngestError, IoBackend, Result, Source};
 
 /// Parses a byte size: `4096`, `64K`/`64KiB` (1024-based), `8MB` (1000-based), `1M`, `2GiB`.
 /// Bare K/M/G are binary, as gdsio reads them.
@@ -116,15 +116,15 @@ fn apply(
             .map_err(|_| format!("{key}: '{v}' is not a number"))
     };
     match key {
-        "path" => {
-            cfg.cfg.path = match val {
-                "gds" => PathKind::Gds,
-                "staged" => PathKind::Staged,
-                "portable" => PathKind::Portable,
-                "cpu-only" | "cpuonly" | "cpu" => PathKind::CpuOnly,
+        "engine" | "path" => {
+            cfg.cfg.engine = match val {
+                "gds" => EngineKind::Gds,
+                "staged" => EngineKind::Staged,
+                "portable" => EngineKind::Portable,
+                "cpu-only" | "cpuonly" | "cpu" => EngineKind::CpuOnly,
                 _ => {
                     return Err(format!(
-                        "path: '{val}' is not gds, staged, portable or cpu-only"
+                        "{key}: '{val}' is not gds, staged, portable or cpu-only"
                     ));
                 }
             }
@@ -393,7 +393,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(jobs.len(), 2);
-        assert_eq!(jobs[0].cfg.path, PathKind::Staged);
+        assert_eq!(jobs[0].cfg.engine, EngineKind::Staged);
         assert_eq!(jobs[0].cfg.gpu, 1);
         assert_eq!(jobs[0].lanes, Some(vec![0, 1]));
         assert_eq!(jobs[1].cfg.io_size, 2 << 20);

@@ -19,8 +19,8 @@ use serde::Serialize;
 use crate::gpu::{FrameRing, Gpu, GpuError, SlotState};
 use crate::ingest::gds::CuFileStats;
 use crate::ingest::{
-    Engine, EngineConfig, IngestEngine, IngestError, IoBackend, IoMode, PathInfo, PathKind, Result,
-    Source, open_engine,
+    Engine, EngineConfig, EngineInfo, EngineKind, IngestEngine, IngestError, IoBackend, IoMode,
+    Result, Source, open_engine,
 };
 use crate::pipeline::metrics::{FrameTimes, Metrics, Summary};
 use crate::pipeline::{PlayMode, PlaybackConfig, Scheduler};
@@ -34,7 +34,7 @@ pub const MIN_SLOTS: usize = 2;
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchConfig {
     /// Path to measure.
-    pub path: PathKind,
+    pub engine: EngineKind,
     /// I/O threads.
     pub threads: usize,
     /// Largest read, bytes.
@@ -72,7 +72,7 @@ pub struct BenchConfig {
 impl Default for BenchConfig {
     fn default() -> Self {
         BenchConfig {
-            path: PathKind::CpuOnly,
+            engine: EngineKind::CpuOnly,
             threads: 8,
             io_size: 1 << 20,
             queue_depth: 8,
@@ -108,10 +108,10 @@ pub struct VerifyOutcome {
 /// Everything one run measured (what `--json` writes).
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchResult {
-    /// Path asked for.
-    pub requested_path: String,
-    /// Path that ran.
-    pub path: String,
+    /// Engine asked for.
+    pub requested_engine: String,
+    /// Engine that ran.
+    pub engine: String,
     /// How it ran (io_uring / pread, O_DIRECT, cuFile mode, streams).
     pub mode: String,
     /// Why the requested path did not run, if it did not.
@@ -326,11 +326,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         notes.push(n);
     }
     let slot_len = source.max_frame_len() as usize;
-    let gpu = if cfg.path.needs_cuda() {
+    let gpu = if cfg.engine.needs_cuda() {
         Some(Gpu::open(cfg.gpu).map_err(|e| match e {
             GpuError::Unavailable(m) => IngestError::Unavailable(format!(
-                "{m}; the {} path needs an NVIDIA GPU (--path portable or cpu-only run without one)",
-                cfg.path
+                "{m}; the {} engine needs an NVIDIA GPU (--engine portable or cpu-only run without one)",
+                cfg.engine
             )),
             other => other.into(),
         })?)
@@ -354,13 +354,13 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         faults: cfg.faults.clone(),
     };
     let engine = open_engine(
-        cfg.path,
+        cfg.engine,
         gpu.as_ref(),
         &source.files,
         ring.memories(),
         &ecfg,
     )?;
-    let info: PathInfo = engine.info().clone();
+    let info: EngineInfo = engine.info().clone();
     notes.extend(info.notes.iter().cloned());
     // A checksum mismatch is counted, and the frame is played on as if it were good: the
     // run measures, and reports every bad extent at the end.
@@ -495,8 +495,8 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let lat = c.latency_ns.load(Ordering::Relaxed);
     let cufile = engine.cufile_stats().map(CuFileStatsJson::from);
     let result = BenchResult {
-        requested_path: info.requested.name().into(),
-        path: info.active.name().into(),
+        requested_engine: info.requested.name().into(),
+        engine: info.active.name().into(),
         mode: info.mode.clone(),
         fallback: info.fallback.clone(),
         notes,

@@ -29,16 +29,16 @@ pub fn gdsio_line(r: &BenchResult) -> String {
     )
 }
 
-/// The full report of a run: the gdsio line, then path, rates, latencies and CPU cost.
+/// The full report of a run: the gdsio line, then engine, rates, latencies and CPU cost.
 pub fn text(r: &BenchResult) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", gdsio_line(r));
-    let path = if r.requested_path == r.path {
-        r.path.clone()
+    let engine = if r.requested_engine == r.engine {
+        r.engine.clone()
     } else {
-        format!("{} (requested {})", r.path, r.requested_path)
+        format!("{} (requested {})", r.engine, r.requested_engine)
     };
-    let _ = writeln!(s, "path: {path} — {}", r.mode);
+    let _ = writeln!(s, "engine: {engine} — {}", r.mode);
     if let Some(f) = &r.fallback {
         let _ = writeln!(s, "fallback: {f}");
     }
@@ -84,7 +84,7 @@ pub fn text(r: &BenchResult) -> String {
     let _ = writeln!(
         s,
         "frame latency (requested → {}): min {:.2} ms, p50 {:.2}, p90 {:.2}, p99 {:.2}, max {:.2}",
-        if r.path == "gds" || r.path == "staged" {
+        if r.engine == "gds" || r.engine == "staged" {
             "on GPU"
         } else {
             "in memory"

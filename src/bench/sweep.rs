@@ -24,8 +24,8 @@ pub struct SweepPoint {
     pub frames_per_s: f64,
     /// CPU seconds per GB.
     pub cpu_seconds_per_gb: f64,
-    /// Path that ran.
-    pub path: String,
+    /// Engine that ran.
+    pub engine: String,
 }
 
 /// 1, 2, 4, ... up to `max` (at most 1024).
@@ -60,7 +60,7 @@ pub fn sweep(
                 avg_latency_us: r.avg_latency_us,
                 frames_per_s: r.summary.frames_per_s,
                 cpu_seconds_per_gb: r.summary.cpu_seconds_per_gb,
-                path: r.path.clone(),
+                engine: r.engine.clone(),
             };
             each(&p, &r);
             out.push(p);

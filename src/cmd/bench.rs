@@ -7,11 +7,11 @@ use clap::ValueEnum;
 
 use supercell::bench::{self, BenchConfig, jobs, plot, report, sweep};
 use supercell::dataset::{Dataset, MANIFEST_FILE};
-use supercell::ingest::{IoBackend, PathKind, Source};
+use supercell::ingest::{EngineKind, IoBackend, Source};
 
-/// Data path to measure.
+/// Engine to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum PathArg {
+pub enum EngineArg {
     /// GPUDirect Storage (cuFile) into GPU memory.
     Gds,
     /// io_uring O_DIRECT into pinned host buffers, then async copies to the GPU.
@@ -38,9 +38,9 @@ pub enum BackendArg {
 pub struct BenchArgs {
     /// A dataset directory (or its manifest.json), or plain files to read.
     pub source: Vec<PathBuf>,
-    /// Data path.
-    #[arg(long, value_enum, default_value = "staged")]
-    pub path: PathArg,
+    /// Ingest engine: how bytes get from the lanes to memory (`--path` is the old name).
+    #[arg(long, visible_alias = "path", value_enum, default_value = "staged")]
+    pub engine: EngineArg,
     /// I/O threads.
     #[arg(long, default_value_t = 8)]
     pub threads: usize,
@@ -167,11 +167,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     let io_size = jobs::parse_size(&args.io_size).map_err(anyhow::Error::msg)? as usize;
     let cfg = BenchConfig {
-        path: match args.path {
-            PathArg::Gds => PathKind::Gds,
-            PathArg::Staged => PathKind::Staged,
-            PathArg::CpuOnly => PathKind::CpuOnly,
-            PathArg::Portable => PathKind::Portable,
+        engine: match args.engine {
+            EngineArg::Gds => EngineKind::Gds,
+            EngineArg::Staged => EngineKind::Staged,
+            EngineArg::CpuOnly => EngineKind::CpuOnly,
+            EngineArg::Portable => EngineKind::Portable,
         },
         threads: args.threads,
         io_size,
@@ -211,7 +211,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             println!("{}", report::gdsio_line(r));
         })?;
         println!("\n{}", sweep::table(&points));
-        let title = format!("supercell {} sweep", cfg.path);
+        let title = format!("supercell {} sweep", cfg.engine);
         plot::write_png(&points, &title, &args.plot)?;
         println!("plot written to {}", args.plot.display());
         if let Some(j) = &args.json {

@@ -1,18 +1,18 @@
 //! Ingest engines: storage → (host or GPU) memory, fast.
 //!
-//! - [`PathKind::Gds`]: cuFile reads straight into the slot's device memory (P2P where
+//! - [`EngineKind::Gds`]: cuFile reads straight into the slot's device memory (P2P where
 //!   nvidia-fs or PCI P2PDMA exist, else cuFile's compatibility mode — reported as such).
-//! - [`PathKind::Staged`]: one io_uring per worker thread reads with O_DIRECT into
+//! - [`EngineKind::Staged`]: one io_uring per worker thread reads with O_DIRECT into
 //!   registered, pinned host buffers; asynchronous copies on several CUDA streams move them
 //!   to the slot, overlapping with the next reads.
-//! - [`PathKind::Portable`] / [`PathKind::CpuOnly`]: the same reads into host memory (for
+//! - [`EngineKind::Portable`] / [`EngineKind::CpuOnly`]: the same reads into host memory (for
 //!   the wgpu renderer to upload, or for nothing: the storage ceiling).
 //!
 //! All share [`IngestEngine`]: submit a [`ReadRequest`] (extents → slot), receive a
 //! [`Completion`] with timings. Engines know nothing of the renderer; the frame ring
 //! ([`crate::gpu::FrameRing`]) decides which slot is free. Where io_uring is unavailable
 //! the engines use pread threads, and where cuFile cannot register a file
-//! [`open_engine`] falls back to staged; both say so in [`PathInfo`].
+//! [`open_engine`] falls back to staged; both say so in [`EngineInfo`].
 
 mod engine;
 mod error;
@@ -25,7 +25,7 @@ mod verify;
 
 pub use crate::gpu::{HostBuffer, page_size};
 pub use engine::{
-    Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, IngestEngine, PathInfo, PathKind,
+    Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, EngineInfo, EngineKind, IngestEngine,
     ReadProgress, ReadRequest, open_engine,
 };
 pub use error::{IngestError, Result};

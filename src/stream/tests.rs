@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::{FrameStream, StreamEvent};
 use crate::gpu::{FrameRing, SlotState};
 use crate::ingest::{
-    Engine, EngineConfig, FaultPlan, IngestError, IoBackend, IoMode, PathKind, Source,
+    Engine, EngineConfig, EngineKind, FaultPlan, IngestError, IoBackend, IoMode, Source,
 };
 use crate::pipeline::{FrameState, PlayMode, PlaybackConfig, Scheduler};
 
@@ -56,8 +56,13 @@ impl Rig {
             faults: Some(self.plan.clone()),
             ..EngineConfig::default()
         };
-        let engine =
-            Engine::host(PathKind::CpuOnly, &self.source.files, ring.memories(), &cfg).unwrap();
+        let engine = Engine::host(
+            EngineKind::CpuOnly,
+            &self.source.files,
+            ring.memories(),
+            &cfg,
+        )
+        .unwrap();
         FrameStream::new(engine, ring)
     }
 
@@ -332,7 +337,8 @@ fn checksum_mismatches_land_only_when_asked() {
             verify: true,
             ..EngineConfig::default()
         };
-        let engine = Engine::host(PathKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
+        let engine =
+            Engine::host(EngineKind::CpuOnly, &source.files, ring.memories(), &cfg).unwrap();
         let mut stream = FrameStream::new(engine, ring);
         if land {
             stream = stream.land_checksum_mismatches();

@@ -45,9 +45,10 @@ use crate::gpu::{Gpu, SlotMemory};
 use plan::{Checks, Coordinator, Msg};
 use staged::Staged;
 
-/// The data paths of the issue: which one to use, and which one ran.
+/// How an engine reads: the four kinds of ingest engine ("engine kind"; "path" in the player
+/// means its direct or host frame path, and "upload route" how a slot reaches the renderer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PathKind {
+pub enum EngineKind {
     /// GPUDirect Storage: cuFile reads into device memory.
     Gds,
     /// io_uring O_DIRECT reads into pinned host buffers, then async copies to the GPU.
@@ -58,51 +59,51 @@ pub enum PathKind {
     CpuOnly,
 }
 
-impl PathKind {
+impl EngineKind {
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
-            PathKind::Gds => "gds",
-            PathKind::Staged => "staged",
-            PathKind::Portable => "portable",
-            PathKind::CpuOnly => "cpu-only",
+            EngineKind::Gds => "gds",
+            EngineKind::Staged => "staged",
+            EngineKind::Portable => "portable",
+            EngineKind::CpuOnly => "cpu-only",
         }
     }
 
-    /// gdsio's XferType for this path.
+    /// gdsio's XferType for this engine.
     pub fn xfer_type(self) -> &'static str {
         match self {
-            PathKind::Gds => "GPUD",
-            PathKind::Staged => "CPU_ASYNC_GPU",
-            PathKind::Portable => "CPU_GPU",
-            PathKind::CpuOnly => "CPUONLY",
+            EngineKind::Gds => "GPUD",
+            EngineKind::Staged => "CPU_ASYNC_GPU",
+            EngineKind::Portable => "CPU_GPU",
+            EngineKind::CpuOnly => "CPUONLY",
         }
     }
 
-    /// Whether the path needs CUDA.
+    /// Whether the engine needs CUDA.
     pub fn needs_cuda(self) -> bool {
-        matches!(self, PathKind::Gds | PathKind::Staged)
+        matches!(self, EngineKind::Gds | EngineKind::Staged)
     }
 }
 
-impl std::fmt::Display for PathKind {
+impl std::fmt::Display for EngineKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
 }
 
-/// Which path ran and how: reported with every result, so no number is shown without
-/// the path that produced it.
+/// Which engine ran and how: reported with every result, so no number is shown without
+/// the engine that produced it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PathInfo {
-    /// The path asked for.
-    pub requested: PathKind,
-    /// The path running (differs after a fallback).
-    pub active: PathKind,
+pub struct EngineInfo {
+    /// The engine asked for.
+    pub requested: EngineKind,
+    /// The engine running (differs after a fallback).
+    pub active: EngineKind,
     /// How it runs, e.g. "cuFile compatibility mode" or "io_uring, registered buffers,
     /// O_DIRECT, 2 CUDA streams".
     pub mode: String,
-    /// Why the requested path is not the active one.
+    /// Why the requested engine is not the active one.
     pub fallback: Option<String>,
     /// Other things the user should know (buffered files, pread fallback, ...).
     pub notes: Vec<String>,
@@ -281,7 +282,7 @@ impl Completion {
 /// slots and say when.
 pub trait IngestEngine: Send {
     /// Which path runs, and how.
-    fn info(&self) -> &PathInfo;
+    fn info(&self) -> &EngineInfo;
     /// Starts reading a frame; returns at once.
     fn submit(&mut self, req: ReadRequest) -> Result<()>;
     /// The next finished frame, waiting up to `timeout`; `None` on timeout.
@@ -300,7 +301,7 @@ pub trait IngestEngine: Send {
 
 /// An engine: a coordinator thread and its I/O pool. See the module documentation.
 pub struct Engine {
-    info: PathInfo,
+    info: EngineInfo,
     tx: Sender<Msg>,
     done: Receiver<Completion>,
     thread: Option<JoinHandle<()>>,
@@ -319,8 +320,8 @@ impl std::fmt::Debug for Engine {
 
 /// Where an engine's reads land, and what moves the bytes on from there.
 enum Backend {
-    /// Reads straight into host slots ([`PathKind::Portable`] or [`PathKind::CpuOnly`]).
-    Host(PathKind),
+    /// Reads straight into host slots ([`EngineKind::Portable`] or [`EngineKind::CpuOnly`]).
+    Host(EngineKind),
     /// Reads into pinned staging buffers, copied to device slots on CUDA streams.
     Staged(Staged),
     /// cuFile reads straight into device slots.
@@ -329,11 +330,11 @@ enum Backend {
 
 impl Backend {
     /// The path that runs.
-    fn kind(&self) -> PathKind {
+    fn kind(&self) -> EngineKind {
         match self {
             Backend::Host(kind) => *kind,
-            Backend::Staged(_) => PathKind::Staged,
-            Backend::Gds(_) => PathKind::Gds,
+            Backend::Staged(_) => EngineKind::Staged,
+            Backend::Gds(_) => EngineKind::Gds,
         }
     }
 }
@@ -341,7 +342,7 @@ impl Backend {
 /// What every engine is started with, besides its backend and configuration.
 struct Launch<'a> {
     /// The path asked for (differs from the backend's after a fallback).
-    requested: PathKind,
+    requested: EngineKind,
     /// Why the requested path is not the one running.
     fallback: Option<String>,
     /// The dataset's files, as the requests name them.
@@ -357,10 +358,10 @@ struct Launch<'a> {
 }
 
 impl Engine {
-    /// A host-memory engine: [`PathKind::Portable`] or [`PathKind::CpuOnly`]. The ring's
+    /// A host-memory engine: [`EngineKind::Portable`] or [`EngineKind::CpuOnly`]. The ring's
     /// slots must be host memory.
     pub fn host(
-        kind: PathKind,
+        kind: EngineKind,
         files: &[SourceFile],
         slots: Vec<Arc<SlotMemory>>,
         cfg: &EngineConfig,
@@ -405,7 +406,7 @@ impl Engine {
         slots: Vec<Arc<SlotMemory>>,
         cfg: &EngineConfig,
     ) -> Result<Engine> {
-        Engine::staged_with_fallback(gpu, files, slots, cfg, PathKind::Staged, None)
+        Engine::staged_with_fallback(gpu, files, slots, cfg, EngineKind::Staged, None)
     }
 
     fn staged_with_fallback(
@@ -413,7 +414,7 @@ impl Engine {
         files: &[SourceFile],
         slots: Vec<Arc<SlotMemory>>,
         cfg: &EngineConfig,
-        requested: PathKind,
+        requested: EngineKind,
         fallback: Option<String>,
     ) -> Result<Engine> {
         cfg.validate()?;
@@ -454,7 +455,7 @@ impl Engine {
         Engine::start(
             Backend::Gds(Arc::new(state)),
             Launch {
-                requested: PathKind::Gds,
+                requested: EngineKind::Gds,
                 fallback: None,
                 files,
                 opened,
@@ -550,7 +551,7 @@ impl Engine {
                 format!("{}, {direct}{qd}, into host memory", pool.backend)
             }
         };
-        let info = PathInfo {
+        let info = EngineInfo {
             requested,
             active: kind,
             mode,
@@ -627,7 +628,7 @@ fn check_device_slots(slots: &[Arc<SlotMemory>], gpu: &Gpu) -> Result<()> {
 }
 
 impl IngestEngine for Engine {
-    fn info(&self) -> &PathInfo {
+    fn info(&self) -> &EngineInfo {
         &self.info
     }
 
@@ -681,28 +682,28 @@ impl Drop for Engine {
 }
 
 /// Opens the engine for `requested`, falling back from gds to staged when cuFile cannot be
-/// used (the reason is in [`PathInfo::fallback`]; nothing pretends to be GDS).
+/// used (the reason is in [`EngineInfo::fallback`]; nothing pretends to be GDS).
 pub fn open_engine(
-    requested: PathKind,
+    requested: EngineKind,
     gpu: Option<&Gpu>,
     files: &[SourceFile],
     slots: Vec<Arc<SlotMemory>>,
     cfg: &EngineConfig,
 ) -> Result<Engine> {
     match requested {
-        PathKind::Portable | PathKind::CpuOnly => Engine::host(requested, files, slots, cfg),
-        PathKind::Staged => {
+        EngineKind::Portable | EngineKind::CpuOnly => Engine::host(requested, files, slots, cfg),
+        EngineKind::Staged => {
             let gpu =
                 gpu.ok_or_else(|| IngestError::Unavailable("the staged path needs a GPU".into()))?;
             Engine::staged(gpu, files, slots, cfg)
         }
-        PathKind::Gds => {
+        EngineKind::Gds => {
             let gpu =
                 gpu.ok_or_else(|| IngestError::Unavailable("the gds path needs a GPU".into()))?;
             match Engine::gds(gpu, files, slots.clone(), cfg) {
                 Ok(e) => Ok(e),
                 Err(IngestError::Unavailable(why)) => {
-                    Engine::staged_with_fallback(gpu, files, slots, cfg, PathKind::Gds, Some(why))
+                    Engine::staged_with_fallback(gpu, files, slots, cfg, EngineKind::Gds, Some(why))
                 }
                 Err(e) => Err(e),
             }

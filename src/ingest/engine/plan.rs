@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use super::staged::Staged;
-use super::{Completion, EngineConfig, PathKind, ReadRequest};
+use super::{Completion, EngineConfig, EngineKind, ReadRequest};
 use crate::dataset::ALIGN;
 use crate::gpu::{Gpu, SlotMemory};
 use crate::ingest::error::{IngestError, Result};
@@ -115,7 +115,7 @@ impl Job {
 }
 
 pub(super) struct Coordinator {
-    pub(super) kind: PathKind,
+    pub(super) kind: EngineKind,
     // Drop order matters: the pool (joins its workers, so no read is in flight) goes first,
     // then the staged buffers and cuFile registrations, then the files and the slots.
     pub(super) pool: Option<IoPool>,
@@ -514,7 +514,7 @@ impl Coordinator {
     fn finish_job(&mut self, seq: u64) {
         let on_gpu = match self.kind {
             // cuFile returns once the bytes are in device memory.
-            PathKind::Gds => self.jobs.get(&seq).and_then(|j| j.last),
+            EngineKind::Gds => self.jobs.get(&seq).and_then(|j| j.last),
             _ => None,
         };
         let last = self.jobs.get(&seq).and_then(|j| j.last);
