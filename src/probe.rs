@@ -32,6 +32,7 @@ pub fn thread_count() -> u64 {
 pub fn cpu_seconds() -> f64 {
     // SAFETY: getrusage writes one struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return 0.0;
     }

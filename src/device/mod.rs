@@ -273,13 +273,12 @@ fn open_adapter(
         // SAFETY: the guard is used only in this block, before wgpu sees the device.
         if let Some(hal) = unsafe { adapter.as_hal::<Vulkan>() } {
             let mut extensions = Vec::new();
-            if vulkan::enable_if_supported(&hal, &mut extensions, vulkan::HOST_IMPORT) {
-                // SAFETY: `hal` is this adapter's; the extension is supported (checked).
-                if let Ok(opened) =
+            if vulkan::enable_if_supported(&hal, &mut extensions, vulkan::HOST_IMPORT)
+                && let Ok(opened) =
+                    // SAFETY: `hal` is this adapter's; the extension is supported (checked).
                     unsafe { vulkan::open_with_extensions(adapter, &hal, &desc, extensions) }
-                {
-                    return Ok(opened);
-                }
+            {
+                return Ok(opened);
             }
         }
     }

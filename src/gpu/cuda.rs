@@ -58,8 +58,8 @@ pub(crate) fn cuda_error(what: &str) -> impl FnOnce(cudarc::driver::DriverError)
 pub fn driver_version() -> Result<(i32, i32)> {
     cuda_probe().map_err(GpuError::Unavailable)?;
     let mut v = 0;
-    // SAFETY: writes one int.
     cuda_check(
+        // SAFETY: writes one int.
         unsafe { sys::cuDriverGetVersion(&mut v) },
         "cuDriverGetVersion",
     )?;
@@ -99,8 +99,8 @@ impl Gpu {
         let ctx = CudaContext::new(ordinal).map_err(cuda_error("creating the CUDA context"))?;
         let name = ctx.name().map_err(cuda_error("cuDeviceGetName"))?;
         let mut bus = [0 as std::ffi::c_char; 32];
-        // SAFETY: writes a NUL-terminated string of at most `len` bytes.
         cuda_check(
+            // SAFETY: writes a NUL-terminated string of at most `len` bytes.
             unsafe {
                 sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), bus.len() as i32, ctx.cu_device())
             },
@@ -174,8 +174,8 @@ impl DeviceBuffer {
         }
         gpu.bind()?;
         let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: writes one device pointer; the context is current.
         cuda_check(
+            // SAFETY: writes one device pointer; the context is current.
             unsafe { sys::cuMemAlloc_v2(&mut ptr, len) },
             &format!("cuMemAlloc of {len} bytes"),
         )?;
@@ -308,9 +308,9 @@ impl PinnedBuffer {
         let buf = HostBuffer::new(len)
             .map_err(|e| GpuError::Usage(format!("cannot map {len} bytes of host memory: {e}")))?;
         gpu.bind()?;
-        // SAFETY: the mapping is live for `buf.len()` bytes and stays so until Drop
-        // unregisters it. PORTABLE: usable from every context, should a second one appear.
         cuda_check(
+            // SAFETY: the mapping is live for `buf.len()` bytes and stays so until Drop
+            // unregisters it. PORTABLE: usable from every context, should a second one appear.
             unsafe {
                 sys::cuMemHostRegister_v2(
                     buf.as_mut_ptr().cast(),

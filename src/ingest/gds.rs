@@ -179,6 +179,7 @@ pub fn fs_type(path: &std::path::Path) -> Option<&'static str> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statfs writes one struct; `c` is a valid C string.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: one struct written, `c` NUL-terminated and alive.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }

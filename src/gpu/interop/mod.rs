@@ -188,14 +188,14 @@ pub fn probe(gpu: Option<&Gpu>) -> Result<String, String> {
     let shared = SharedBuffer::new(&dev, gpu, len).map_err(|e| e.to_string())?;
     let word = 0x5ce1_1f00_u32;
     gpu.bind().map_err(|e| e.to_string())?;
-    // SAFETY: `len` bytes mapped at the pointer; context bound.
     cuda_check(
+        // SAFETY: `len` bytes mapped at the pointer; context bound.
         unsafe { sys::cuMemsetD32_v2(shared.cuda_ptr(), word, (len / 4) as usize) },
         "cuMemsetD32",
     )
     .map_err(|e| e.to_string())?;
-    // SAFETY: waits for the legacy default stream, where the memset ran.
     cuda_check(
+        // SAFETY: waits for the legacy default stream, where the memset ran.
         unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) },
         "cuStreamSynchronize",
     )

@@ -51,9 +51,9 @@ impl CudaImport {
             reserved: [0; 16],
         };
         let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: `ext` is a live import of at least `len` bytes; on failure `import`'s
-        // Drop destroys it.
         cuda_check(
+            // SAFETY: `ext` is a live import of at least `len` bytes; on failure `import`'s
+            // Drop destroys it.
             unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut ptr, ext, &bd) },
             &format!("cuExternalMemoryGetMappedBuffer of {len} bytes"),
         )?;
@@ -123,14 +123,14 @@ impl SharedBuffer {
         let cuda = CudaImport::new(gpu, fd, vk.alloc_size, len)?;
         let shared = SharedBuffer { cuda, vk };
         // Zero it (a slot never shows another frame's stale bytes), and prove the mapping.
-        // SAFETY: the mapped range is `len` bytes; the context was bound by the import.
         cuda_check(
+            // SAFETY: the mapped range is `len` bytes; the context was bound by the import.
             unsafe { sys::cuMemsetD8_v2(shared.cuda.ptr, 0, len as usize) },
             "cuMemsetD8 of the shared buffer",
         )?;
-        // SAFETY: waits for the memset (issued on the legacy default stream), not for the
-        // context's other streams (engines may be reading into other slots).
         cuda_check(
+            // SAFETY: waits for the memset (issued on the legacy default stream), not for the
+            // context's other streams (engines may be reading into other slots).
             unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) },
             "cuStreamSynchronize",
         )?;
