@@ -162,11 +162,11 @@ impl Player {
             )));
         }
         let slot_len = source.frames.iter().map(|f| f.len).max().unwrap_or(4096) as usize;
-        let limits = device.limits();
-        if slot_len as u64 > limits.max_buffer_size {
+        let caps = crate::device::DeviceCaps::of(device);
+        if slot_len as u64 > caps.max_buffer_size {
             return Err(PlayError::Usage(format!(
                 "a frame of {slot_len} bytes exceeds this device's largest buffer ({} bytes)",
-                limits.max_buffer_size
+                caps.max_buffer_size
             )));
         }
         let slots = match cfg.slots {
