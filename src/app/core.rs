@@ -170,10 +170,10 @@ impl Player {
             )));
         }
         let slots = match cfg.slots {
-            Some(n) if n < crate::bench::MIN_SLOTS => {
+            Some(n) if n < crate::stream::MIN_SLOTS => {
                 return Err(PlayError::Usage(format!(
                     "--slots {n}: at least {} are needed (the frame shown holds one slot while the next is read into another)",
-                    crate::bench::MIN_SLOTS
+                    crate::stream::MIN_SLOTS
                 )));
             }
             Some(n) => n,

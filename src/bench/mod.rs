@@ -26,9 +26,7 @@ use crate::pipeline::metrics::{FrameTimes, Metrics, Summary};
 use crate::pipeline::{PlayMode, PlaybackConfig, Scheduler};
 use crate::stream::{FrameStream, StreamEvent};
 
-/// Fewest ring slots a run can stream with: the scheduler keeps the frame shown resident and
-/// reads the next one into another slot, so with one slot playback would wait forever.
-pub const MIN_SLOTS: usize = 2;
+pub use crate::stream::MIN_SLOTS;
 
 /// Settings of one benchmark run.
 #[derive(Clone, Debug, PartialEq)]

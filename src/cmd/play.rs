@@ -176,11 +176,11 @@ fn player_config(
         bail!("--threads must be 1..256");
     }
     if let Some(n) = args.slots
-        && n < supercell::bench::MIN_SLOTS
+        && n < supercell::stream::MIN_SLOTS
     {
         bail!(
             "--slots {n}: at least {} are needed (the frame shown holds one slot while the next is read into another)",
-            supercell::bench::MIN_SLOTS
+            supercell::stream::MIN_SLOTS
         );
     }
     Ok(PlayerConfig {

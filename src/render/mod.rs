@@ -24,6 +24,7 @@ mod cpu;
 mod gpu;
 mod image;
 mod params;
+mod range;
 mod shader;
 mod transfer;
 

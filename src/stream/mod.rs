@@ -36,6 +36,10 @@ use crate::ingest::{
 };
 use crate::pipeline::Scheduler;
 
+/// Fewest ring slots a run can stream with: the scheduler keeps the frame shown resident and
+/// reads the next one into another slot, so with one slot playback would wait forever.
+pub const MIN_SLOTS: usize = 2;
+
 /// What became of one read, as [`FrameStream::next_event`] reports it. The ring and the
 /// scheduler have been told already (see each variant).
 #[derive(Debug)]

@@ -447,7 +447,7 @@ fn parse_at(buf: &[u8], base: u64) -> Result<Grid<'_>, FormatError> {
     let tree = header::tree_head(&cx)?;
     let layout = head.layout;
     let root = validate::root(&cx, &layout)?;
-    let levels = validate::node_levels(&cx, &layout, &tree.node_counts)?;
+    let levels = node_levels(&cx, &layout, &tree.node_counts)?;
     validate::check_no_overlap(&cx, &root, &levels)?;
     validate::check_links(&cx, &layout, &root, &levels)?;
     let header = header::grid_header(&cx, head, tree, root.offset)?;
@@ -460,5 +460,18 @@ fn parse_at(buf: &[u8], base: u64) -> Result<Grid<'_>, FormatError> {
         tile_count: root.tile_count,
         leaf_first: levels.leaves.first,
         fpn_leaves: levels.leaves.offsets.unwrap_or_default(),
+    })
+}
+
+/// Each level is contiguous, starting at the tree header's offset for it.
+fn node_levels(
+    cx: &Ctx<'_>,
+    layout: &TreeLayout,
+    counts: &NodeCounts,
+) -> Result<validate::Levels, FormatError> {
+    Ok(validate::Levels {
+        upper: validate::level(cx, "upper node", 2, counts.upper, layout.upper.size)?,
+        lower: validate::level(cx, "lower node", 1, counts.lower, layout.lower.size)?,
+        leaves: leaves::leaf_level(cx, &layout.leaf, counts.leaves)?,
     })
 }

@@ -3,7 +3,6 @@
 
 use super::super::le::LeBytes;
 use super::accessor::masked;
-use super::leaves::leaf_level;
 use super::*;
 
 /// The grid being validated, for reads and for errors that give offsets in the whole buffer.
@@ -259,19 +258,6 @@ pub(super) struct Levels {
     pub(super) upper: Level,
     pub(super) lower: Level,
     pub(super) leaves: Level,
-}
-
-/// Each level is contiguous, starting at the tree header's offset for it.
-pub(super) fn node_levels(
-    cx: &Ctx<'_>,
-    layout: &TreeLayout,
-    counts: &NodeCounts,
-) -> Result<Levels, FormatError> {
-    Ok(Levels {
-        upper: level(cx, "upper node", 2, counts.upper, layout.upper.size)?,
-        lower: level(cx, "lower node", 1, counts.lower, layout.lower.size)?,
-        leaves: leaf_level(cx, &layout.leaf, counts.leaves)?,
-    })
 }
 
 /// The regions must not overlap (NanoVDB writes them in this order, back to back).

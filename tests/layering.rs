@@ -1,0 +1,293 @@
+//! The layering of `src/` that docs/ARCHITECTURE.md describes, checked on the source text:
+//! which top-level module may import which (the table below has no cycle, so no module
+//! imports one that imports it back), which external crates a layer must not see (the
+//! renderer knows nothing of egui or winit, the ingest engines nothing of wgpu), that no
+//! two files of one module import each other, and that no source file grows past
+//! 1,200 lines.
+//!
+//! A new import across modules fails here until the table (and the architecture document)
+//! says it is allowed; the test then also checks that the new edge makes no cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Each top-level module of the library and the modules it may import (`crate::X`).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("probe", &[]),
+    ("crc32", &[]),
+    ("device", &[]),
+    ("memory", &["probe"]),
+    ("format", &["memory"]),
+    ("dataset", &["format", "memory"]),
+    ("synth", &["dataset", "format", "memory", "probe"]),
+    ("gpu", &["crc32", "device", "memory", "probe"]),
+    ("ingest", &["crc32", "dataset", "gpu", "memory", "probe"]),
+    ("pipeline", &["probe"]),
+    ("stream", &["gpu", "ingest", "pipeline"]),
+    ("render", &["device", "format", "memory", "probe"]),
+    (
+        "scene",
+        &["dataset", "format", "pipeline", "render", "synth"],
+    ),
+    (
+        "bench",
+        &[
+            "dataset", "gpu", "ingest", "memory", "pipeline", "probe", "stream",
+        ],
+    ),
+    (
+        "doctor",
+        &["dataset", "device", "gpu", "ingest", "memory", "probe"],
+    ),
+    (
+        "app",
+        &[
+            "dataset", "device", "format", "gpu", "ingest", "memory", "pipeline", "probe",
+            "render", "scene", "stream", "synth",
+        ],
+    ),
+];
+
+/// External crates a module must not name.
+const FORBIDDEN_CRATES: &[(&str, &[&str])] = &[
+    ("format", &["wgpu", "cudarc", "egui", "winit", "io_uring"]),
+    ("dataset", &["wgpu", "cudarc", "egui", "winit"]),
+    ("synth", &["wgpu", "cudarc", "egui", "winit"]),
+    ("pipeline", &["wgpu", "cudarc", "egui", "winit", "io_uring"]),
+    ("ingest", &["wgpu", "egui", "winit"]),
+    ("stream", &["wgpu", "egui", "winit"]),
+    ("gpu", &["egui", "winit"]),
+    ("device", &["cudarc", "egui", "winit"]),
+    ("render", &["cudarc", "egui", "winit", "io_uring"]),
+    ("scene", &["cudarc", "egui", "winit"]),
+];
+
+/// Sibling files that share one type's `impl` across files (not a layering relation): the
+/// engine coordinator's staged-copy methods live beside the staging buffers they drive.
+const SPLIT_IMPLS: &[(&str, &str)] = &[("ingest/engine/plan", "ingest/engine/staged")];
+
+const MAX_LINES: usize = 1200;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The source without comments (line comments and doc comments), so prose that names a
+/// module is not an import.
+fn code_of(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("//") {
+            // A `//` inside a string literal ("http://…") is rare in this code base; a
+            // line whose code part has an odd number of quotes before it keeps its text.
+            Some(i) if l[..i].matches('"').count() % 2 == 0 => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Names `X` that follow `prefix` (`crate::X`, `super::X`, `supercell::X`).
+fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find(prefix) {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + prefix.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            out.insert(name);
+        }
+    }
+    out
+}
+
+/// The top-level module a file belongs to (`None`: lib.rs, main.rs, cmd/).
+fn top_module(path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(src()).unwrap();
+    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+    let name = first.trim_end_matches(".rs").to_string();
+    (!matches!(name.as_str(), "lib" | "main" | "cmd")).then_some(name)
+}
+
+fn allowed() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
+    ALLOWED
+        .iter()
+        .map(|(m, deps)| (*m, deps.iter().copied().collect()))
+        .collect()
+}
+
+#[test]
+fn the_allowed_imports_have_no_cycle() {
+    let table = allowed();
+    // Kahn's algorithm: a table with a cycle leaves modules that never become free.
+    let mut left: BTreeMap<&str, BTreeSet<&str>> = table.clone();
+    let mut order = Vec::new();
+    while !left.is_empty() {
+        let free: Vec<&str> = left
+            .iter()
+            .filter(|(_, deps)| deps.iter().all(|d| !left.contains_key(d)))
+            .map(|(m, _)| *m)
+            .collect();
+        assert!(
+            !free.is_empty(),
+            "the allowed imports form a cycle among {:?}",
+            left.keys().collect::<Vec<_>>()
+        );
+        for m in free {
+            left.remove(m);
+            order.push(m);
+        }
+    }
+    for deps in table.values() {
+        for d in deps {
+            assert!(table.contains_key(d), "{d} is allowed but not a module");
+        }
+    }
+}
+
+#[test]
+fn every_module_imports_only_what_the_layering_allows() {
+    let table = allowed();
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut seen_modules = BTreeSet::new();
+    let mut wrong = Vec::new();
+    for file in &files {
+        let Some(module) = top_module(file) else {
+            continue;
+        };
+        seen_modules.insert(module.clone());
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        let Some(may) = table.get(module.as_str()) else {
+            wrong.push(format!(
+                "{}: module {module} is not in the layering table",
+                file.display()
+            ));
+            continue;
+        };
+        for name in names_after(&code, "crate::") {
+            if name != module && table.contains_key(name.as_str()) && !may.contains(name.as_str()) {
+                wrong.push(format!(
+                    "{}: {module} imports crate::{name}",
+                    file.display()
+                ));
+            }
+        }
+        let forbidden = FORBIDDEN_CRATES
+            .iter()
+            .find(|(m, _)| *m == module)
+            .map_or(&[][..], |(_, c)| c);
+        for krate in forbidden {
+            let pattern = format!("{krate}::");
+            if names_after(&code, &pattern).iter().next().is_some() {
+                wrong.push(format!("{}: {module} names {krate}", file.display()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
+    // The check above looked at every module of the table (a renamed module would
+    // otherwise pass by never being read).
+    for m in table.keys() {
+        assert!(seen_modules.contains(*m), "no source files for module {m}");
+    }
+}
+
+#[test]
+fn no_two_files_of_a_module_import_each_other() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    // Per directory: file stem → sibling stems it imports through `super::`.
+    let mut imports: BTreeMap<(PathBuf, String), BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
+        if matches!(stem.as_str(), "mod" | "lib" | "main") {
+            continue;
+        }
+        let dir = file.parent().unwrap().to_path_buf();
+        let siblings: BTreeSet<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter_map(|p| {
+                let s = p.file_stem()?.to_str()?.to_string();
+                (p.is_dir() || p.extension().is_some_and(|e| e == "rs")).then_some(s)
+            })
+            .filter(|s| s != "mod" && *s != stem)
+            .collect();
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        let used: BTreeSet<String> = names_after(&code, "super::")
+            .into_iter()
+            .filter(|n| siblings.contains(n))
+            .collect();
+        imports.insert((dir, stem), used);
+    }
+    let rel = |dir: &Path, stem: &str| {
+        let d = dir.strip_prefix(src()).unwrap().display().to_string();
+        format!("{d}/{stem}")
+    };
+    let mut cycles = Vec::new();
+    for ((dir, a), used) in &imports {
+        for b in used {
+            let back = imports
+                .get(&(dir.clone(), b.clone()))
+                .is_some_and(|u| u.contains(a));
+            let (ra, rb) = (rel(dir, a), rel(dir, b));
+            let excused = SPLIT_IMPLS
+                .iter()
+                .any(|(x, y)| (*x == ra && *y == rb) || (*x == rb && *y == ra));
+            if back && a < b && !excused {
+                cycles.push(format!("{ra} <-> {rb}"));
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "files that import each other:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn no_source_file_is_over_the_line_limit() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    rust_files(&tests, &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let n = std::fs::read_to_string(f).unwrap().lines().count();
+            (n > MAX_LINES).then(|| format!("{}: {n} lines", f.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_checks_see_imports_and_ignore_prose() {
+    let code = code_of(
+        "use crate::gpu::Ring; // crate::app in a comment\n/// [`crate::render`]\nlet x = a_crate::b;",
+    );
+    let names = names_after(&code, "crate::");
+    assert_eq!(names, BTreeSet::from(["gpu".to_string()]));
+}
