@@ -167,19 +167,24 @@ fn a_jump_cancels_abandoned_reads() {
     sched.scrub(6);
     assert_eq!(stream.feed(&mut sched, &rig.source).unwrap(), 1);
     assert_eq!(sched.stats().aborted, 2);
-    // Frame 2 has no read issued: it ends as soon as the engine takes the cancel, which
-    // it takes after frame 1's, so frame 1's queued reads are gone before its hung read
-    // is let go.
-    assert_eq!(
-        kind(&event(&mut stream, &mut sched)),
-        ("cancelled", Some(2))
-    );
+    // Frame 2 has no read issued: it ends as soon as the engine takes the cancel. Frame 1
+    // ends cancelled too: at once if its hung read had not reached a worker yet, else when
+    // the hang is let go. Which of the two the engine reports first depends on its
+    // threads, so only the set is checked (the hang is lifted after the first).
+    let first = kind(&event(&mut stream, &mut sched));
     rig.plan.lift();
-    let mut events: Vec<_> = (0..2)
-        .map(|_| kind(&event(&mut stream, &mut sched)))
+    let mut events: Vec<_> = std::iter::once(first)
+        .chain((0..2).map(|_| kind(&event(&mut stream, &mut sched))))
         .collect();
     events.sort();
-    assert_eq!(events, [("cancelled", Some(1)), ("landed", Some(6))]);
+    assert_eq!(
+        events,
+        [
+            ("cancelled", Some(1)),
+            ("cancelled", Some(2)),
+            ("landed", Some(6))
+        ]
+    );
     assert_eq!(sched.state(1), None);
     assert_eq!(sched.state(2), None);
     assert_eq!(sched.state(6), Some(FrameState::Ready));
