@@ -91,7 +91,7 @@ fn bench_runs_verifies_and_reports() {
             "{line}"
         );
         let text = report::text(&r);
-        assert!(text.contains(&format!("path: {}", path.name())), "{text}");
+        assert!(text.contains(&format!("engine: {}", path.name())), "{text}");
         assert!(text.contains("all bytes match"));
         serde_json::to_string(&r).unwrap();
     }

@@ -438,7 +438,9 @@ fn headless_soak_samples_memory_and_handles() {
     let d = s["duration_s"].as_f64().unwrap();
     assert!((3.0..30.0).contains(&d), "{d}");
     let samples = s["samples"].as_array().unwrap();
-    assert!(samples.len() >= 6, "{} samples", samples.len());
+    // A sample every 500 ms over 3 s is 7; a loaded machine (lavapipe renders on the same
+    // cores) delays ticks, so fewer are certain, but never just one or two.
+    assert!(samples.len() >= 4, "{} samples", samples.len());
     let t: Vec<f64> = samples.iter().map(|x| x["t_s"].as_f64().unwrap()).collect();
     assert!(t.windows(2).all(|w| w[1] > w[0]), "{t:?}");
     assert!(s["frames"].as_u64().unwrap() > 0 && s["bytes"].as_u64().unwrap() > 0);
