@@ -70,7 +70,12 @@ fn no_runtime_dir_complaint_without_a_session() {
     let open_dir = open_dir.to_str().unwrap().to_string();
     // Unset (ssh without a login manager, cron, systemd units), empty, relative, and a
     // directory others can write to (not private, so not valid).
-    for value in [None, Some(""), Some("relative/run"), Some(open_dir.as_str())] {
+    for value in [
+        None,
+        Some(""),
+        Some("relative/run"),
+        Some(open_dir.as_str()),
+    ] {
         let out = render(&scene, &tmp.path().join("out"), value);
         if no_adapter(&out) {
             return;

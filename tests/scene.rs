@@ -697,7 +697,9 @@ fn old_spellings_load_with_a_warning_naming_the_new_one() {
         "{shown:?}"
     );
     assert!(
-        shown[1].starts_with("scenes/old.toml:7:8: settings.mode: \"isosurface\" is the old spelling: write \"iso\""),
+        shown[1].starts_with(
+            "scenes/old.toml:7:8: settings.mode: \"isosurface\" is the old spelling: write \"iso\""
+        ),
         "{shown:?}"
     );
     // The shipped scenes use the new spellings.

@@ -43,10 +43,7 @@ pub(super) fn old_spellings(src: &Source) -> Vec<SceneError> {
         let mut value = None;
         for key in r.path {
             let Some(t) = table else { break };
-            value = t
-                .iter()
-                .find(|(k, _)| k.get_ref() == key)
-                .map(|(_, v)| v);
+            value = t.iter().find(|(k, _)| k.get_ref() == key).map(|(_, v)| v);
             table = value.and_then(|v| v.get_ref().as_table());
         }
         if let Some(v) = value
