@@ -2,7 +2,8 @@
 # GPU tests and ingest benchmarks on an NVIDIA machine: the figures in README.md and
 # docs/PERFORMANCE.md come from these runs.
 #
-# Build (on the same machine, or on another one with cargo; stages binaries in .dev/):
+# Build (on the same machine, or on another one with cargo; stages binaries in .dev/, and a
+# static fio named by FIO=... as .dev/fio):
 #   bash scripts/gpu-tests.sh prepare
 # Run, as root, from the repository root (with .dev/ copied along if built elsewhere):
 #   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
@@ -46,9 +47,12 @@ for l in sys.stdin:
   done
   strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/alloc_limits .dev/interop_gpu \
     .dev/play || true
+  cp scripts/gpu-tests.sh .dev/gpu-tests.sh  # `bash .dev/gpu-tests.sh run` works too
   # Offline extras fetched beside the checkout: Vulkan loader packages, kvikio wheels.
   if [ -d .gl ] && [ ! -d .dev/gl ]; then cp -r .gl .dev/gl; fi
   if [ -d .whl ] && [ ! -d .dev/whl ]; then cp -r .whl .dev/whl; fi
+  # FIO=/path/to/a/static/fio: carried along in .dev/ for a machine without packages.
+  if [ -n "${FIO:-}" ]; then cp "$FIO" .dev/fio; fi
   if ! command -v fio >/dev/null && [ ! -x .dev/fio ]; then
     echo "note: no fio here; the GPU machine needs one on PATH (apt install fio) or at .dev/fio" \
       "(a static build: see scripts/rig/ceiling.sh), else the ceiling is not measured" >&2

@@ -39,6 +39,8 @@ if [ -z "$fio" ]; then
   fi
 fi
 
+[ -x "$fio" ] || { echo "peer=fio unavailable: $fio is not an executable" >&2; exit 3; }
+
 jobfile=()
 i=0
 for f in "$@"; do
@@ -52,6 +54,8 @@ done
 import json, os, sys
 text = sys.stdin.read()
 # fio may print notes before the JSON document.
+if "{" not in text:
+    sys.exit("peer=fio failed: no results (see its messages above)")
 doc = json.loads(text[text.index("{"):])
 bw = sum(j["read"]["bw_bytes"] for j in doc["jobs"])
 bs, jobs = os.environ["BS"], os.environ["JOBS"]

@@ -10,7 +10,8 @@
 #    as __EGL_VENDOR_LIBRARY_FILENAMES does for EGL. An existing setting is kept.
 #  - kvikio for the peer reader: wheels in .dev/whl/ are installed into .dev/site (no network
 #    needed) and put on PYTHONPATH.
-# supercell sets up its own XDG_RUNTIME_DIR; the other tools run here do not need one.
+#  - XDG_RUNTIME_DIR: supercell makes its own where none is set; the GPU test binaries do
+#    not, and Mesa's and NVIDIA's Vulkan drivers complain without one.
 
 if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 '; then
   if ls .dev/gl/*.deb >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -35,5 +36,8 @@ if ls .dev/whl/*.whl >/dev/null 2>&1; then
     --target .dev/site .dev/whl/*.whl; then
     export PYTHONPATH="$PWD/.dev/site${PYTHONPATH:+:$PYTHONPATH}"
   fi
+fi
+if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ] || [ ! -O "$XDG_RUNTIME_DIR" ]; then
+  XDG_RUNTIME_DIR=$(mktemp -d "${TMPDIR:-/tmp}/runtime-XXXXXX") && export XDG_RUNTIME_DIR
 fi
 unset icd egl deb
