@@ -93,15 +93,33 @@ fn make_private_dir() -> std::io::Result<PathBuf> {
     Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
 }
 
+/// Whether to replace the runtime directory `value`: when [`runtime_dir_problem`] finds one,
+/// except in a Wayland session (`wayland_display` set) whose directory exists: the
+/// compositor's socket lives there, and the window needs it however loose its mode.
+fn should_replace(value: Option<&OsString>, wayland_display: Option<&OsString>) -> bool {
+    if runtime_dir_problem(value).is_none() {
+        return false;
+    }
+    let session = wayland_display.is_some_and(|d| !d.is_empty());
+    let exists = value.is_some_and(|v| Path::new(v).is_absolute() && Path::new(v).is_dir());
+    !(session && exists)
+}
+
 /// Sets `XDG_RUNTIME_DIR` to a private directory (see [`make_private_dir`]) when it is unset
-/// or unusable; a valid value is left alone. Returns the directory set, if any.
+/// or unusable ([`runtime_dir_problem`]); a valid value, or a Wayland session's directory, is
+/// left alone. Returns the directory set, if any.
 ///
 /// Call it first in `main`, before any thread starts and before any Vulkan or wgpu instance
 /// is created (the loader reads the variable then). A failure to make the directory leaves
 /// the environment as it was: the only cost is the loader's message.
 pub fn ensure_runtime_dir() -> Option<PathBuf> {
     let current = std::env::var_os(RUNTIME_DIR_VAR);
-    runtime_dir_problem(current.as_ref())?;
+    if !should_replace(
+        current.as_ref(),
+        std::env::var_os("WAYLAND_DISPLAY").as_ref(),
+    ) {
+        return None;
+    }
     let dir = make_private_dir().ok()?;
     // SAFETY: called at the start of `main`, before any other thread exists, so nothing
     // reads the environment concurrently.
@@ -134,6 +152,18 @@ mod tests {
         std::fs::write(&f, b"").unwrap();
         let file = runtime_dir_problem(Some(&f.into_os_string())).unwrap();
         assert!(file.contains("not a directory"), "{file}");
+    }
+
+    #[test]
+    fn a_wayland_sessions_directory_is_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let loose = tmp.path().as_os_str().to_owned();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let wl: OsString = "wayland-0".into();
+        assert!(should_replace(Some(&loose), None));
+        assert!(!should_replace(Some(&loose), Some(&wl)));
+        assert!(should_replace(None, Some(&wl)));
+        assert!(should_replace(Some(&"/nonexistent/run".into()), Some(&wl)));
     }
 
     #[test]
