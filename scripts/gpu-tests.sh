@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# GPU tests and ingest benchmarks for the H200 machine.
+# GPU tests and ingest benchmarks on an NVIDIA machine: the figures in README.md and
+# docs/PERFORMANCE.md come from these runs.
 #
-# On the development machine (builds release binaries and stages them in .dev/):
+# Build (on the same machine, or on another one with cargo; stages binaries in .dev/, and a
+# static fio named by FIO=... as .dev/fio):
 #   bash scripts/gpu-tests.sh prepare
-# On the GPU machine, from the repository root, with .dev/ (and .gl/, .whl/) sent along:
+# Run, as root, from the repository root (with .dev/ copied along if built elsewhere):
 #   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
 #   bash scripts/gpu-tests.sh verify         # verified vs unverified streaming on 16 lanes, exit statuses
+#
+# What a run needs besides the NVIDIA driver (CUDA, cuFile for the gds engine) lives in
+# scripts/rig/: lanes.sh (RAM-backed lanes), ceiling.sh (fio's ceiling: fio from PATH, else
+# .dev/fio), peers.py (raw O_DIRECT reader; KvikIO, from pip or wheels in .dev/whl/), env.sh
+# (Vulkan driver paths; Vulkan loader packages from .dev/gl/ where none is installed).
+# See scripts/rig/README.md.
 #
 # `run` sets up 8 RAM-backed lanes (lanes.sh), generates a dataset on them, runs the
 # #[ignore]d GPU tests (byte-exact staged and gds engines, fallback from tmpfs, the GPU CRC
@@ -39,9 +47,16 @@ for l in sys.stdin:
   done
   strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/alloc_limits .dev/interop_gpu \
     .dev/play || true
-  rm -rf .dev/device && cp -r ../shared/device .dev/device
-  cp scripts/gpu-tests.sh .dev/gpu-tests.sh
-  cp scenes/storm.toml .dev/storm.toml
+  cp scripts/gpu-tests.sh .dev/gpu-tests.sh  # `bash .dev/gpu-tests.sh run` works too
+  # Offline extras fetched beside the checkout: Vulkan loader packages, kvikio wheels.
+  if [ -d .gl ] && [ ! -d .dev/gl ]; then cp -r .gl .dev/gl; fi
+  if [ -d .whl ] && [ ! -d .dev/whl ]; then cp -r .whl .dev/whl; fi
+  # FIO=/path/to/a/static/fio: carried along in .dev/ for a machine without packages.
+  if [ -n "${FIO:-}" ]; then cp "$FIO" .dev/fio; fi
+  if ! command -v fio >/dev/null && [ ! -x .dev/fio ]; then
+    echo "note: no fio here; the GPU machine needs one on PATH (apt install fio) or at .dev/fio" \
+      "(a static build: see scripts/rig/ceiling.sh), else the ceiling is not measured" >&2
+  fi
   du -sh .dev
 }
 
@@ -53,11 +68,11 @@ run() {
   local LOG="$OUT/bench.txt"
   : >"$LOG"
   say() { echo "== $*" | tee -a "$LOG"; }
-  # shellcheck disable=SC1091
-  source .dev/device/gpu-env.sh
+  # shellcheck source=scripts/rig/env.sh
+  source scripts/rig/env.sh
   local json_parts=()
   if [ -z "${ONLY_RENDER:-}" ]; then
-  bash .dev/device/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
+  bash scripts/rig/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
   nvidia-smi -L >>"$LOG" 2>&1 || true
 
   $SC doctor /mnt/lanes/* / >"$OUT/doctor.txt" 2>&1
@@ -103,7 +118,7 @@ run() {
       --threads "$THREADS" --size 1920x1080 --json "$OUT/play-staging.json" >>"$LOG" 2>&1
     echo "play (staging route) exit code: $?" | tee -a "$LOG"
     say "play --headless --soak ${SOAK:-300s} (storm scene, flips every 20 s)"
-    { printf 'dataset = "%s"\n' "$DS"; cat .dev/storm.toml; } >/var/tmp/soak.toml
+    { printf 'dataset = "%s"\n' "$DS"; cat scenes/storm.toml; } >/var/tmp/soak.toml
     timeout 590 $SC play /var/tmp/soak.toml --headless --soak "${SOAK:-300s}" --toggle-every 20s \
       --sample-every 2s --threads "$THREADS" --size 1920x1080 --json "$OUT/soak.json" >>"$LOG" 2>&1
     echo "soak exit code: $?" | tee -a "$LOG"
@@ -128,11 +143,13 @@ run() {
 
   say "peers on the same files"
   # shellcheck disable=SC2086
-  timeout 120 python3 .dev/device/peers.py raw --direct --threads "$THREADS" $files >>"$LOG" 2>&1
+  timeout 60 bash scripts/rig/ceiling.sh $files >>"$LOG" 2>&1
   # shellcheck disable=SC2086
-  timeout 120 python3 .dev/device/peers.py kvikio --threads 8 $files >>"$LOG" 2>&1
+  timeout 120 python3 scripts/rig/peers.py raw --direct --threads "$THREADS" $files >>"$LOG" 2>&1
   # shellcheck disable=SC2086
-  timeout 120 python3 .dev/device/peers.py kvikio --threads 16 --task-mib 4 $files >>"$LOG" 2>&1
+  timeout 120 python3 scripts/rig/peers.py kvikio --threads 8 $files >>"$LOG" 2>&1
+  # shellcheck disable=SC2086
+  timeout 120 python3 scripts/rig/peers.py kvikio --threads 16 --task-mib 4 $files >>"$LOG" 2>&1
 
   say "staged sweep"
   timeout 200 $SC bench "$DS" --engine staged --sweep --threads 32 --sweep-io-sizes 256K,1M,4M \
@@ -146,7 +163,7 @@ run() {
     local rfiles
     rfiles=$(find "$RDS" -name '*.sclane' | sort)
     # shellcheck disable=SC2086
-    timeout 120 python3 .dev/device/peers.py raw --direct --cold --threads 16 $rfiles >>"$LOG" 2>&1
+    timeout 120 python3 scripts/rig/peers.py raw --direct --cold --threads 16 $rfiles >>"$LOG" 2>&1
     for p in cpu-only staged gds; do
       say "cold root disk --engine $p"
       timeout 120 $SC bench "$RDS" --engine "$p" --cold --threads 16 --quiet --json "$OUT/b-root-$p.json" >>"$LOG" 2>&1
@@ -204,7 +221,7 @@ with open(out, "w") as f:
     json.dump(runs, f)
 PY
   grep -E "^(==|IoType|path:|fallback|cuFile live|throughput|verify|peer=|all jobs|note|/var/tmp|resolution|real|  *[0-9]+x[0-9]+)" "$LOG" >"$OUT/summary.txt"
-  bash .dev/device/lanes.sh down >/dev/null 2>&1 || true
+  bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   ls -la "$OUT"
 }
 
@@ -220,9 +237,9 @@ verify_run() {
   local LOG="$OUT/verify.txt"
   : >"$LOG"
   say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
-  # shellcheck disable=SC1091
-  source .dev/device/gpu-env.sh
-  bash .dev/device/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
+  # shellcheck source=scripts/rig/env.sh
+  source scripts/rig/env.sh
+  bash scripts/rig/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
   nvidia-smi -L >>"$LOG" 2>&1 || true
   say "generate $FRAMES frames of $FRAME_SIZE over $LANES lanes"
   ( time $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes ) >>"$LOG" 2>&1
@@ -230,7 +247,7 @@ verify_run() {
   files=$(find /mnt/lanes -name '*.sclane' | sort)
   say "ceiling (fio)"
   # shellcheck disable=SC2086
-  bash .dev/device/ceiling.sh $files >>"$LOG" 2>&1
+  bash scripts/rig/ceiling.sh $files >>"$LOG" 2>&1
   if [ -z "${SKIP_TESTS:-}" ]; then
     say "ingest GPU tests (with the exit-status test)"
     SUPERCELL_TEST_DATASET="$DS" SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 300 \
@@ -272,7 +289,7 @@ for p in sorted(glob.glob(os.path.join(out, "b-*.json")) + glob.glob(os.path.joi
 with open(os.path.join(out, "verify.json"), "w") as f:
     json.dump(runs, f)
 PY
-  bash .dev/device/lanes.sh down >/dev/null 2>&1 || true
+  bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   ls -la "$OUT"
 }
 

@@ -5,10 +5,20 @@
 #
 #   bash scripts/test.sh            # everything CI runs
 #   SUPERCELL_SKIP_INSTALL=1 ...    # skip the package installation step
+#
+# warp-lang goes into a virtual environment, target/crosscheck-venv: Debian 12 and later
+# refuse pip installs into the system Python (PEP 668). Its python3 comes first on PATH for
+# the tests, which run `python3` from PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
+# Python for the cross-checks, and what makes a virtual environment with pip in it
+# (Debian splits ensurepip out into python3-venv).
+command -v python3 >/dev/null || need_apt+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv python3-pip)
+# A C compiler: the linker cargo calls, and the PNanoVDB reader the warp cross-check builds.
+command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v nanovdb_validate >/dev/null || need_apt+=(libnanovdb-tools)
 /usr/bin/python3 -c 'import pyopenvdb' 2>/dev/null || need_apt+=(python3-openvdb)
 # Mesa's software Vulkan (lavapipe) for the renderer tests.
@@ -25,11 +35,26 @@ if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && [ ${#need_apt[@]} -gt 0 ]; then
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${need_apt[@]}"
   else
-    echo "note: not root or no apt-get; cross-checks needing ${need_apt[*]} will be skipped" >&2
+    echo "note: not root or no apt-get; tests needing ${need_apt[*]} will be skipped" >&2
   fi
 fi
-if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && ! python3 -c 'import warp' 2>/dev/null; then
-  python3 -m pip install -q 'warp-lang==1.19.0' || echo "note: warp-lang not installed; its cross-check will be skipped" >&2
+
+# warp-lang in a virtual environment under target/ (kept between runs; cargo clean removes
+# it). --system-site-packages keeps numpy and other Debian packages visible.
+venv=target/crosscheck-venv
+if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && command -v python3 >/dev/null; then
+  if ! "$venv/bin/python3" -c 'import warp' 2>/dev/null; then
+    if python3 -m venv --system-site-packages "$venv" &&
+      "$venv/bin/python3" -m pip install -q --disable-pip-version-check 'warp-lang==1.19.0'; then
+      :
+    else
+      echo "note: warp-lang not installed in $venv; its cross-check will be skipped" >&2
+    fi
+  fi
+fi
+if [ -x "$venv/bin/python3" ]; then
+  PATH="$PWD/$venv/bin:$PATH"
+  export PATH
 fi
 
 # CI must fail when a cross-check tool or the software Vulkan adapter is missing, rather

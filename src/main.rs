@@ -27,6 +27,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    supercell::device::ensure_runtime_dir();
     // Piped into `head` and the like, a command should end quietly when the reader goes
     // away, as Unix tools do, rather than panic on the closed pipe.
     // SAFETY: restoring the default disposition of one signal before any thread starts.

@@ -211,6 +211,13 @@ fn relative_dataset_paths_resolve_next_to_the_scene() {
         Scene::load(&f).unwrap().dataset,
         DatasetSpec::Path("/abs/storm".into())
     );
+    // ~/ is the home directory.
+    std::fs::write(&f, "dataset = \"~/storm\"\n").unwrap();
+    let home = std::env::var_os("HOME").expect("HOME is set");
+    assert_eq!(
+        Scene::load(&f).unwrap().dataset,
+        DatasetSpec::Path(PathBuf::from(home).join("storm"))
+    );
     // No dataset line: the built-in dataset.
     std::fs::write(&f, "[playback]\nfps = 0\n").unwrap();
     let s = Scene::load(&f).unwrap();
@@ -297,7 +304,7 @@ fn an_isosurface_of_an_empty_slot_is_an_error() {
     // The dataset's two attributes fill slots 0 and 1; slot 2 (allowed by the renderer's
     // limits) holds nothing.
     let scene = |iso: usize| {
-        format!("dataset = \"storm\"\n[settings]\nmode = \"isosurface\"\niso_attribute = {iso}\n")
+        format!("dataset = \"storm\"\n[settings]\nmode = \"iso\"\niso_attribute = {iso}\n")
     };
     std::fs::write(&f, scene(1)).unwrap();
     assert!(Scene::load(&f).unwrap().open(1.0, None).is_ok());
@@ -666,4 +673,41 @@ fn a_colormap_of_the_wrong_shape_says_what_a_colormap_is() {
         "attribute[0].colormap",
         "expected a colormap name (cloud, ",
     );
+}
+
+#[test]
+fn values_are_spelled_as_on_the_command_line() {
+    let text = "[playback]\nmode = \"ping-pong\"\n[settings]\nmode = \"iso\"\n";
+    let s = Scene::parse(text, Path::new("scenes/new.toml")).unwrap();
+    assert_eq!(s.playback.mode, PlayMode::PingPong);
+    assert_eq!(s.settings.mode, supercell::render::Mode::Isosurface);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+}
+
+#[test]
+fn old_spellings_load_with_a_warning_naming_the_new_one() {
+    let text = "# old\n[playback]\nfps = 12.0\nmode = \"ping_pong\"\n\n[settings]\nmode = \"isosurface\"\n";
+    let s = Scene::parse(text, Path::new("scenes/old.toml")).unwrap();
+    assert_eq!(s.playback.mode, PlayMode::PingPong);
+    assert_eq!(s.settings.mode, supercell::render::Mode::Isosurface);
+    let shown: Vec<String> = s.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(
+        shown[0].starts_with("scenes/old.toml:4:8: playback.mode: \"ping_pong\" is the old spelling: write \"ping-pong\""),
+        "{shown:?}"
+    );
+    assert!(
+        shown[1].starts_with(
+            "scenes/old.toml:7:8: settings.mode: \"isosurface\" is the old spelling: write \"iso\""
+        ),
+        "{shown:?}"
+    );
+    // The shipped scenes use the new spellings.
+    for entry in std::fs::read_dir(repo().join("scenes")).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let s = Scene::load(&p).unwrap();
+            assert!(s.warnings.is_empty(), "{}: {:?}", p.display(), s.warnings);
+        }
+    }
 }

@@ -565,7 +565,7 @@ mod tests {
         let scene = tmp.path().join("iso.toml");
         std::fs::write(
             &scene,
-            "dataset = \"ds\"\n[settings]\nmode = \"isosurface\"\niso_value = 0.25\n",
+            "dataset = \"ds\"\n[settings]\nmode = \"iso\"\niso_value = 0.25\n",
         )
         .unwrap();
         let args = |extra: &[&str]| {

@@ -393,7 +393,7 @@ fn explain_handle_error(code: u32, path: &std::path::Path) -> String {
         5027 | 5029 | 5009 => format!(
             "cuFile cannot identify the block device under it (file system {fs}); without \
              udev (containers, VMs) write a udev record for the device in /run/udev/data \
-             (shared/device/lanes.sh does), and tmpfs/overlayfs are never supported"
+             (scripts/rig/lanes.sh does), and tmpfs/overlayfs are never supported"
         ),
         5008 | 5018 | 5007 => format!(
             "cuFile does not support this file system ({fs}); use ext4 or xfs on a block device"

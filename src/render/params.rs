@@ -21,7 +21,9 @@ pub enum Mode {
     Shaded,
     /// Maximum-intensity projection of each attribute's normalized value.
     Mip,
-    /// First crossing of one attribute's iso value (level sets: 0), lit.
+    /// First crossing of one attribute's iso value (level sets: 0), lit. Spelled `iso`
+    /// as `render --mode iso` does (`isosurface` is the old spelling).
+    #[serde(rename = "iso", alias = "isosurface")]
     Isosurface,
 }
 

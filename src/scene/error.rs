@@ -266,8 +266,14 @@ fn found_noun(found: &str) -> &'static str {
     }
 }
 
-/// Where a relative path in a scene file points: next to the file.
+/// Where a path in a scene file points: `~/...` under the home directory (`$HOME`), other
+/// relative paths next to the file (not the current directory), absolute paths as written.
 pub(crate) fn resolve_relative(scene_file: &Path, p: &Path) -> PathBuf {
+    if let Ok(rest) = p.strip_prefix("~")
+        && let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty())
+    {
+        return PathBuf::from(home).join(rest);
+    }
     if p.is_relative() {
         scene_file.parent().unwrap_or(Path::new(".")).join(p)
     } else {

@@ -29,6 +29,7 @@ mod cache;
 mod error;
 mod framing;
 mod path;
+mod spelling;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -204,11 +205,13 @@ impl CameraSpec {
     }
 }
 
-/// Serde mirror of [`PlayMode`] (`"loop"`, `"ping_pong"`, `"once"`).
+/// Serde mirror of [`PlayMode`]: `"loop"`, `"ping-pong"`, `"once"`, as `play --mode` spells
+/// them (`"ping_pong"` is accepted with a warning: `spelling`).
 #[derive(Serialize, Deserialize)]
-#[serde(remote = "PlayMode", rename_all = "snake_case")]
+#[serde(remote = "PlayMode", rename_all = "kebab-case")]
 enum PlayModeDef {
     Loop,
+    #[serde(alias = "ping_pong")]
     PingPong,
     Once,
 }
@@ -219,7 +222,7 @@ enum PlayModeDef {
 pub struct PlaybackDefaults {
     /// Frames per second; 0 shows frames as fast as they arrive (default 24).
     pub fps: f64,
-    /// `"loop"` (default), `"ping_pong"` or `"once"`.
+    /// `"loop"` (default), `"ping-pong"` or `"once"`.
     #[serde(with = "PlayModeDef")]
     pub mode: PlayMode,
     /// First frame shown (default 0).
@@ -328,6 +331,10 @@ pub struct Scene {
     pub playback: PlaybackDefaults,
     /// What the overlay shows.
     pub overlay: OverlayOptions,
+    /// Notes about the file that do not stop it loading, each located like an error: old
+    /// spellings of values, with the spelling to write instead. [`Scene::load`] prints
+    /// them to stderr.
+    pub warnings: Vec<SceneError>,
     /// The file's text, to locate errors found when the dataset is opened.
     origin: Option<Arc<Source>>,
 }
@@ -349,13 +356,14 @@ impl Scene {
             camera_path: None,
             playback: PlaybackDefaults::default(),
             overlay: OverlayOptions::default(),
+            warnings: Vec::new(),
             origin: None,
         }
     }
 
     /// Loads a scene file (`.toml`), or makes the default scene of a dataset directory (or
     /// of a `manifest.json`). The file is parsed and validated; the dataset is not opened
-    /// (see [`Scene::open`]).
+    /// (see [`Scene::open`]). Warnings ([`Scene::warnings`]) go to stderr.
     pub fn load(path: &Path) -> Result<Scene, SceneError> {
         let is_manifest = path.file_name().is_some_and(|n| n == "manifest.json");
         if path.is_dir() || is_manifest {
@@ -369,7 +377,11 @@ impl Scene {
             };
             SceneError::new(path, what)
         })?;
-        Scene::parse(&text, path)
+        let scene = Scene::parse(&text, path)?;
+        for w in &scene.warnings {
+            eprintln!("warning: {w}");
+        }
+        Ok(scene)
     }
 
     /// Parses and validates scene text as if read from `file` (relative dataset paths
@@ -383,6 +395,7 @@ impl Scene {
         let raw: SceneFile = toml::from_str(text)
             .map_err(|e| src.error_at_span(e.span(), plain_message(e.message())))?;
         validate::scene_file(&raw, &src)?;
+        let warnings = spelling::old_spellings(&src);
         let camera_path = match raw.camera_path {
             None => None,
             Some(p) => Some(
@@ -403,6 +416,7 @@ impl Scene {
             camera_path,
             playback: raw.playback,
             overlay: raw.overlay,
+            warnings,
             origin: Some(Arc::new(src)),
         })
     }
