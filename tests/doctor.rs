@@ -44,12 +44,8 @@ fn doctor(args: &[&str], lavapipe: Option<&Path>) -> Output {
 }
 
 fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// Fails on any `Ok`/`Err` key anywhere: results are never serialised as Rust enums.
@@ -106,10 +102,7 @@ fn json_is_plain_complete_and_flags_lanes_sharing_one_device() {
     assert!(checks.len() > 10, "{v:#}");
     for c in checks {
         let status = c["status"].as_str().unwrap_or_else(|| panic!("{c}"));
-        assert!(
-            ["ok", "warn", "fail", "skip"].contains(&status),
-            "{c}"
-        );
+        assert!(["ok", "warn", "fail", "skip"].contains(&status), "{c}");
         assert!(c["name"].as_str().is_some_and(|s| !s.is_empty()), "{c}");
         assert!(c["detail"].as_str().is_some_and(|s| !s.is_empty()), "{c}");
         assert!(c.get("fix").is_some(), "fix key missing: {c}");
@@ -136,12 +129,19 @@ fn json_is_plain_complete_and_flags_lanes_sharing_one_device() {
     // Both lanes live on the temporary directory's file system: one device.
     let s = check(&v, "lanes.sharing");
     assert_eq!(s["status"], "warn", "{s}");
-    assert_eq!(s["groups"], serde_json::json!([["lane.0", "lane.1"]]), "{s}");
+    assert_eq!(
+        s["groups"],
+        serde_json::json!([["lane.0", "lane.1"]]),
+        "{s}"
+    );
     assert!(s["fix"].as_str().unwrap().contains("own drive"), "{s}");
     // CUDA: where there is none, a skip (or fail where a GPU is on the bus) with the fix.
     let cuda = check(&v, "cuda.driver");
     if cuda["gpus"] == 0 {
-        assert!(cuda["status"] == "skip" || cuda["status"] == "fail", "{cuda}");
+        assert!(
+            cuda["status"] == "skip" || cuda["status"] == "fail",
+            "{cuda}"
+        );
         assert!(cuda["fix"].as_str().is_some(), "{cuda}");
         assert_eq!(check(&v, "cufile.library")["status"], "skip");
         assert_eq!(check(&v, "cuda.vulkan_sharing")["status"], "skip");
@@ -170,7 +170,10 @@ fn vulkan_check_finds_lavapipe_and_calls_it_software() {
         assert!(l[k].as_u64().is_some_and(|n| n > 0), "{k}: {l}");
     }
     let x = check(&v, "vulkan.external_memory");
-    assert!(x["host_import"].is_boolean() && x["fd_export"].is_boolean(), "{x}");
+    assert!(
+        x["host_import"].is_boolean() && x["fd_export"].is_boolean(),
+        "{x}"
+    );
 }
 
 #[test]

@@ -49,11 +49,11 @@ pub fn run(args: &DoctorArgs) -> Result<()> {
     let report = diagnose(&req);
     match args.json.as_deref() {
         Some(p) if p == Path::new("-") => {
-            println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+            println!("{}", report.to_json_string());
         }
         Some(p) => {
             print!("{}", report.text());
-            std::fs::write(p, serde_json::to_vec_pretty(&report.to_json())?)
+            std::fs::write(p, report.to_json_string() + "\n")
                 .with_context(|| format!("cannot write {}", p.display()))?;
         }
         None => print!("{}", report.text()),

@@ -585,11 +585,11 @@ impl CufileJson {
         }
         let mut problems = Vec::new();
         let get = |k: &str| knobs.get(k);
-        if get("properties.allow_compat_mode") == Some(&Value::Bool(false)) && p2p == Some(false)
-        {
+        if get("properties.allow_compat_mode") == Some(&Value::Bool(false)) && p2p == Some(false) {
             problems.push((
                 Status::Fail,
-                "allow_compat_mode is false and there is no P2P here: every cuFile read fails".into(),
+                "allow_compat_mode is false and there is no P2P here: every cuFile read fails"
+                    .into(),
                 "set properties.allow_compat_mode to true, or load nvidia-fs".into(),
             ));
         }
@@ -598,7 +598,9 @@ impl CufileJson {
         {
             problems.push((
                 Status::Warn,
-                format!("max_direct_io_size_kb is {kb}: cuFile splits reads into pieces this small"),
+                format!(
+                    "max_direct_io_size_kb is {kb}: cuFile splits reads into pieces this small"
+                ),
                 "set properties.max_direct_io_size_kb to 16384 (the default)".into(),
             ));
         }
@@ -664,12 +666,11 @@ fn cufile_json_check(path: &Path, present: bool, p2p: Option<bool>) -> Check {
     let j = CufileJson::judge(&v, p2p);
     let mut lines = vec![path.display().to_string()];
     lines.extend(j.knobs.iter().map(|(k, v)| format!("{k} = {v}")));
-    let status = j
-        .problems
-        .iter()
-        .map(|p| p.0)
-        .max()
-        .unwrap_or(if present { Status::Ok } else { Status::Skip });
+    let status = j.problems.iter().map(|p| p.0).max().unwrap_or(if present {
+        Status::Ok
+    } else {
+        Status::Skip
+    });
     lines.extend(j.problems.iter().map(|p| p.1.clone()));
     let mut c = Check::new(name, status, lines.join("\n"));
     if !j.problems.is_empty() {
@@ -860,7 +861,10 @@ mod tests {
         let j = CufileJson::judge(&v, Some(false));
         assert_eq!(j.knobs["properties.allow_compat_mode"], true);
         assert_eq!(j.knobs["logging.level"], "ERROR");
-        assert_eq!(j.knobs["properties.rdma_dev_addr_list"], json!(["192.168.0.1"]));
+        assert_eq!(
+            j.knobs["properties.rdma_dev_addr_list"],
+            json!(["192.168.0.1"])
+        );
         assert!(j.problems.is_empty(), "{:?}", j.problems);
         let e = parse_cufile_json("{\n  \"a\": 1\n  \"b\": 2\n}").unwrap_err();
         assert!(e.contains("line 3"), "{e}");

@@ -189,14 +189,23 @@ impl Report {
         s
     }
 
-    /// The report as JSON (see the module docs for the schema).
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(ReportJson {
+    fn json_form(&self) -> ReportJson<'_> {
+        ReportJson {
             schema: "supercell-doctor/1",
             summary: self.summary(),
             checks: &self.checks,
-        })
-        .expect("a report is plain JSON")
+        }
+    }
+
+    /// The report as a JSON value (see the module docs for the schema).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.json_form()).expect("a report is plain JSON")
+    }
+
+    /// The report as pretty-printed JSON text, each check's `name`, `status`, `detail` and
+    /// `fix` first (as [`Report::to_json`], in a fixed order).
+    pub fn to_json_string(&self) -> String {
+        serde_json::to_string_pretty(&self.json_form()).expect("a report is plain JSON")
     }
 
     /// The report as text: one block per check, its fix underneath.
@@ -246,8 +255,11 @@ impl Report {
 /// Runs every check: the machine, then the datasets and paths of `req`.
 pub fn diagnose(req: &Request) -> Report {
     let mut checks = Vec::new();
-    let datasets: Vec<storage::DatasetLanes> =
-        req.datasets.iter().map(|d| storage::open_dataset(d)).collect();
+    let datasets: Vec<storage::DatasetLanes> = req
+        .datasets
+        .iter()
+        .map(|d| storage::open_dataset(d))
+        .collect();
     let largest = datasets
         .iter()
         .filter_map(|d| d.sizes)
@@ -351,6 +363,8 @@ mod tests {
         };
         let v = r.to_json();
         assert_no_result_wrappers(&v, "$");
+        let text: Value = serde_json::from_str(&r.to_json_string()).unwrap();
+        assert_eq!(text, v);
         assert_eq!(v["schema"], "supercell-doctor/1");
         assert_eq!(v["summary"]["ok"], 1);
         assert_eq!(v["summary"]["warn"], 1);

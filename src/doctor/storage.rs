@@ -64,7 +64,12 @@ pub(super) fn open_dataset(path: &Path) -> DatasetLanes {
         .map(|l| manifest.lane_dir(l as u32))
         .collect();
     let sizes = FrameSizes {
-        slot: manifest.frames.iter().map(|f| f.slot_size).max().unwrap_or(0),
+        slot: manifest
+            .frames
+            .iter()
+            .map(|f| f.slot_size)
+            .max()
+            .unwrap_or(0),
         grid: manifest
             .frames
             .iter()
@@ -82,8 +87,9 @@ pub(super) fn open_dataset(path: &Path) -> DatasetLanes {
     );
     let check = match Dataset::open(path) {
         Ok(_) => Check::new("dataset", Status::Ok, head),
-        Err(e) => Check::new("dataset", Status::Fail, format!("{head}\n{e}"))
-            .fix("mount the lanes where the manifest says, or run supercell-data verify on the dataset"),
+        Err(e) => Check::new("dataset", Status::Fail, format!("{head}\n{e}")).fix(
+            "mount the lanes where the manifest says, or run supercell-data verify on the dataset",
+        ),
     };
     DatasetLanes {
         label,
@@ -241,8 +247,7 @@ pub fn block_device(path: &Path) -> std::io::Result<BlockDevice> {
         b.pci = first
             .components()
             .filter_map(|c| c.as_os_str().to_str())
-            .filter(|c| is_pci_address(c))
-            .last()
+            .rfind(|c| is_pci_address(c))
             .map(str::to_string);
     }
     Ok(b)
@@ -369,7 +374,14 @@ fn lane_check(name: &str, path: &Path, cufile_usable: bool) -> (Check, Option<Bl
         fs.unwrap_or("unknown file system").to_string(),
     ];
     if let Some(r) = dev.rotational {
-        parts.push(if r { "rotational" } else { "not rotational" }.into());
+        parts.push(
+            match (r, dev.virtual_disk) {
+                (false, _) => "not rotational",
+                (true, true) => "rotational (a virtual disk says so)",
+                (true, false) => "rotational",
+            }
+            .into(),
+        );
     }
     if let Some(q) = dev.queue_depth {
         parts.push(format!("queue depth {q}"));
@@ -384,7 +396,9 @@ fn lane_check(name: &str, path: &Path, cufile_usable: bool) -> (Check, Option<Bl
     match &od {
         ODirect::Refused(why) => {
             status = Status::Warn;
-            detail += &format!("\nO_DIRECT refused ({why}): reads go through the page cache, and --cold measures the cache");
+            detail += &format!(
+                "\nO_DIRECT refused ({why}): reads go through the page cache, and --cold measures the cache"
+            );
             fixes.push("put the lane on ext4 or xfs on a local drive, where O_DIRECT works".into());
         }
         ODirect::Untested(why) => detail += &format!(" ({why})"),
@@ -481,7 +495,10 @@ pub(super) fn sharing_check(label: &str, devices: &[(String, Option<BlockDevice>
         } else {
             Status::Ok
         };
-        c.detail = format!("{label}: {} lane(s) found: nothing to compare", present.len());
+        c.detail = format!(
+            "{label}: {} lane(s) found: nothing to compare",
+            present.len()
+        );
         return c.fact("groups", Vec::<Vec<String>>::new());
     }
     let keys: Vec<BTreeSet<String>> = present.iter().map(|(_, d)| d.sharing_keys()).collect();
@@ -504,7 +521,7 @@ pub(super) fn sharing_check(label: &str, devices: &[(String, Option<BlockDevice>
             .zip(&named)
             .map(|(g, n)| {
                 format!(
-                    "{label}: {} share one device ({}): striping over them adds no bandwidth",
+                    "{label}: {} share one device, {}: striping over them adds no bandwidth",
                     n.join(", "),
                     present[g[0]].1.describe()
                 )
@@ -667,6 +684,9 @@ pub(super) fn placement_check(lanes: &[(String, Option<BlockDevice>)]) -> Check 
         }
         lines.push(line);
     }
+    if gpus.is_empty() && !lines.is_empty() {
+        lines.insert(0, "no NVIDIA GPU on the PCI bus".into());
+    }
     let topo = nvidia_smi_topo();
     if let Some(t) = &topo {
         lines.push("nvidia-smi topo -m:".into());
@@ -763,8 +783,12 @@ pub(super) fn io_uring_verdict(
         Err(e) => {
             let fix = match disabled {
                 Some(2) => "sudo sysctl kernel.io_uring_disabled=0",
-                Some(1) => "add the user to the group in kernel.io_uring_group, or sudo sysctl kernel.io_uring_disabled=0",
-                _ => "allow io_uring_setup, io_uring_enter and io_uring_register in the container's seccomp profile",
+                Some(1) => {
+                    "add the user to the group in kernel.io_uring_group, or sudo sysctl kernel.io_uring_disabled=0"
+                }
+                _ => {
+                    "allow io_uring_setup, io_uring_enter and io_uring_register in the container's seccomp profile"
+                }
             };
             Check::new(
                 name,
@@ -912,7 +936,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = block_device(dir.path()).unwrap();
         let md = std::fs::metadata(dir.path()).unwrap();
-        assert_eq!((d.major, d.minor), (libc::major(md.dev()), libc::minor(md.dev())));
+        assert_eq!(
+            (d.major, d.minor),
+            (libc::major(md.dev()), libc::minor(md.dev()))
+        );
         std::fs::write(dir.path().join("f"), vec![1u8; 8192]).unwrap();
         assert_ne!(o_direct(dir.path()).word(), "untested");
         let (c, _) = lane_check("lane.0", &dir.path().join("missing"), false);
