@@ -200,3 +200,62 @@ fn text_names_problems_with_fixes_and_json_file_is_written() {
     assert_plain(&v, "$");
     assert_eq!(check(&v, "path.0")["status"], "fail");
 }
+
+/// Lanes on two file systems (the temporary directory's and /dev/shm's) are not flagged.
+#[test]
+fn lanes_on_separate_devices_are_not_flagged() {
+    let shm = Path::new("/dev/shm");
+    let root = tempfile::tempdir().unwrap();
+    let here = root.path().join("lane0");
+    std::fs::create_dir(&here).unwrap();
+    let Ok(there) = tempfile::tempdir_in(shm) else {
+        eprintln!("skipping: no /dev/shm");
+        return;
+    };
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata(&here).unwrap().dev() == std::fs::metadata(there.path()).unwrap().dev() {
+        eprintln!("skipping: /dev/shm is on the temporary directory's file system");
+        return;
+    }
+    let v = json_of(&doctor(
+        &[
+            "--json",
+            here.to_str().unwrap(),
+            there.path().to_str().unwrap(),
+        ],
+        lavapipe_icd().as_deref(),
+    ));
+    let s = check(&v, "lanes.sharing");
+    assert_eq!(s["status"], "ok", "{s}");
+    assert_eq!(s["groups"], serde_json::json!([]), "{s}");
+    assert_eq!(check(&v, "path.1")["fs"], "tmpfs");
+}
+
+/// On the GPU machine (`cargo test --test doctor -- --ignored`): CUDA, its GPUs, sharing
+/// with Vulkan and cuFile's mode are all found, and the adapter is the GPU, not software.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn on_a_gpu_machine_cuda_vulkan_and_cufile_are_found() {
+    let v = json_of(&doctor(&["--json"], None));
+    eprintln!("{v:#}");
+    assert_eq!(check(&v, "cuda.driver")["status"], "ok");
+    assert_eq!(check(&v, "cuda.gpu.0")["status"], "ok");
+    assert_eq!(check(&v, "vulkan.adapter")["software"], false);
+    assert_eq!(check(&v, "cuda.vulkan_sharing")["status"], "ok");
+    let cufile = check(&v, "cufile.library");
+    let mode = cufile["mode"].as_str().unwrap_or("none");
+    assert!(
+        ["p2p", "p2pdma-advertised", "compat"].contains(&mode),
+        "{cufile}"
+    );
+    // P2P is claimed only with nvidia-fs loaded.
+    if mode == "p2p" {
+        assert_eq!(check(&v, "nvidia_fs")["loaded"], true);
+    }
+    assert!(
+        !check(&v, "placement")["gpus"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -900,6 +900,55 @@ mod tests {
         assert!(c.detail.contains("570.124.06"));
     }
 
+    fn lavapipe_like_caps() -> DeviceCaps {
+        DeviceCaps {
+            name: "llvmpipe (LLVM 19.1.7, 256 bits)".into(),
+            driver: "llvmpipe Mesa 25.0.7".into(),
+            backend: wgpu::Backend::Vulkan,
+            device_type: wgpu::DeviceType::Cpu,
+            software: true,
+            timestamps: true,
+            max_buffer_size: 2 << 30,
+            max_storage_binding: 128 << 20,
+            storage_offset_alignment: 32,
+            max_texture_2d: 16384,
+            host_import_alignment: None,
+            uuid: None,
+            sharing: None,
+            device_local_bytes: Some(2 << 30),
+        }
+    }
+
+    /// Frames and grids past the device's limits fail with the fix; within, all is well.
+    #[test]
+    fn limits_are_compared_with_the_dataset() {
+        let caps = lavapipe_like_caps();
+        let fits = FrameSizes {
+            slot: 64 << 20,
+            grid: 32 << 20,
+        };
+        assert_eq!(limits_check(&caps, Some(fits)).status, Status::Ok);
+        let big_grid = FrameSizes {
+            slot: 1 << 30,
+            grid: 256 << 20,
+        };
+        let c = limits_check(&caps, Some(big_grid));
+        assert_eq!(c.status, Status::Fail);
+        assert!(
+            c.detail.contains("storage binding") && c.fix.is_some(),
+            "{c:?}"
+        );
+        assert_eq!(c.facts["largest_grid"], 256u64 << 20);
+        let c = adapter_check(&caps, &[], false);
+        assert_eq!(
+            (c.status, &c.facts["software"]),
+            (Status::Warn, &json!(true))
+        );
+        let c = external_memory_check(&caps);
+        assert_eq!(c.status, Status::Warn);
+        assert_eq!(c.facts["fd_export"], false);
+    }
+
     #[test]
     fn cufile_modes_never_claim_p2p_without_nvidia_fs_or_p2pdma() {
         let mut i = CuFileInfo {
