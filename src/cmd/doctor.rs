@@ -18,8 +18,8 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub dataset: Vec<PathBuf>,
     /// Print the report as JSON instead of text; `--json=FILE` writes it to FILE and still
-    /// prints the text. Schema: `supercell::doctor` (every check is name, status, detail,
-    /// fix and its facts).
+    /// prints the text. Each check is {name, status: ok|warn|fail|skip, detail, fix, facts...}
+    /// (README, "doctor").
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
     pub json: Option<PathBuf>,
 }
