@@ -147,7 +147,7 @@ fn adapter_check(caps: &DeviceCaps, seen: &[String], nvidia_on_pci: bool) -> Che
         let fix = if nvidia_on_pci {
             "Vulkan does not see the NVIDIA GPU: install the NVIDIA Vulkan driver (nvidia_icd.json; in a container set NVIDIA_DRIVER_CAPABILITIES=all)"
         } else {
-            "for full speed, a GPU with its Vulkan driver; on this adapter the player lowers its settings to stay interactive"
+            "for full speed, a GPU with its Vulkan driver (a software adapter is for trying things out: small windows, low frame rates)"
         };
         Check::new(
             "vulkan.adapter",
