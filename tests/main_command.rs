@@ -82,7 +82,10 @@ fn check_headless_run(cache: &Path, out: &Output) {
     // The picture: the run's size, and a storm in it (many colours, not one flat fill).
     let decoder = png::Decoder::new(std::io::BufReader::new(
         std::fs::File::open(&picture).unwrap_or_else(|e| {
-            panic!("{}: {e}\nstdout:\n{stdout}\nstderr:\n{stderr}", picture.display())
+            panic!(
+                "{}: {e}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+                picture.display()
+            )
         }),
     ));
     let mut reader = decoder.read_info().expect("PNG header");
@@ -121,7 +124,10 @@ fn check_headless_run(cache: &Path, out: &Output) {
         "open the window",
         "supercell play",
     ] {
-        assert!(stdout.contains(expect), "{expect:?} not in stdout:\n{stdout}");
+        assert!(
+            stdout.contains(expect),
+            "{expect:?} not in stdout:\n{stdout}"
+        );
     }
 }
 

@@ -137,7 +137,10 @@ struct PlayOnly {
 }
 
 fn is_no_display(e: &anyhow::Error) -> bool {
-    matches!(e.downcast_ref::<WindowError>(), Some(WindowError::NoDisplay(_)))
+    matches!(
+        e.downcast_ref::<WindowError>(),
+        Some(WindowError::NoDisplay(_))
+    )
 }
 
 /// Plays one path for at most [`HEADLESS_FRAMES`] frames or [`HEADLESS_BUDGET`], as fast as
