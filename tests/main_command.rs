@@ -48,15 +48,20 @@ fn cache_with_small_storm() -> tempfile::TempDir {
     cache
 }
 
-/// Runs the bare command with `display` as `DISPLAY` (unset when `None`) and no Wayland.
-fn run_bare(cache: &Path, display: Option<&str>) -> (Output, Duration) {
+/// Runs the bare command with `display` as `DISPLAY` (unset when `None`) and no Wayland;
+/// as `cargo run` would run it when `under_cargo`, else as from a user's shell.
+fn run_bare(cache: &Path, display: Option<&str>, under_cargo: bool) -> (Output, Duration) {
     let runtime = tempfile::tempdir().expect("runtime dir");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_supercell"));
     cmd.env_remove("WAYLAND_DISPLAY")
-        // Under `cargo test` the command would name `cargo run`; a user's shell has no CARGO.
-        .env_remove("CARGO")
         .env("SUPERCELL_CACHE", cache)
         .env("XDG_RUNTIME_DIR", runtime.path());
+    // `cargo run` sets these for the program it runs (and `cargo test` for this test).
+    if under_cargo {
+        cmd.env("CARGO", "cargo").env("CARGO_PKG_NAME", "supercell");
+    } else {
+        cmd.env_remove("CARGO").env_remove("CARGO_PKG_NAME");
+    }
     match display {
         Some(d) => cmd.env("DISPLAY", d),
         None => cmd.env_remove("DISPLAY"),
@@ -67,8 +72,8 @@ fn run_bare(cache: &Path, display: Option<&str>) -> (Output, Duration) {
 }
 
 /// Checks what the headless run left: a PNG with a picture in it, JSON with positive
-/// figures, and stdout naming both files and the window command.
-fn check_headless_run(cache: &Path, out: &Output) {
+/// figures, and stdout naming both files and `window_command`.
+fn check_headless_run(cache: &Path, out: &Output, window_command: &str) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -106,7 +111,7 @@ fn check_headless_run(cache: &Path, out: &Output) {
             .expect("storm.json is JSON");
     assert_eq!(v["schema"], "supercell-main-headless/1");
     assert_eq!(v["picture"], picture.display().to_string());
-    assert_eq!(v["window_command"], "supercell play");
+    assert_eq!(v["window_command"], window_command);
     let host = &v["paths"][0];
     assert_eq!(host["path"], "host", "{v:#}");
     for key in ["rendered_fps", "delivered_fps", "gbps_mean"] {
@@ -122,7 +127,7 @@ fn check_headless_run(cache: &Path, out: &Output) {
         &picture.display().to_string(),
         &json.display().to_string(),
         "open the window",
-        "supercell play",
+        window_command,
     ] {
         assert!(
             stdout.contains(expect),
@@ -137,8 +142,8 @@ fn bare_command_without_a_display_pictures_and_measures_the_storm() {
         return;
     }
     let cache = cache_with_small_storm();
-    let (out, took) = run_bare(cache.path(), None);
-    check_headless_run(cache.path(), &out);
+    let (out, took) = run_bare(cache.path(), None, false);
+    check_headless_run(cache.path(), &out, "supercell play");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no display"), "{stderr}");
     eprintln!("bare supercell without a display took {took:.1?}");
@@ -151,8 +156,9 @@ fn bare_command_falls_back_when_the_display_cannot_open() {
     }
     let cache = cache_with_small_storm();
     // A display nobody serves: the window cannot open, and the run goes on headless.
-    let (out, _) = run_bare(cache.path(), Some(":4711"));
-    check_headless_run(cache.path(), &out);
+    // Run from the source tree, the window command is the `cargo run` form.
+    let (out, _) = run_bare(cache.path(), Some(":4711"), true);
+    check_headless_run(cache.path(), &out, "cargo run --release -- play");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no window could open"), "{stderr}");
 }

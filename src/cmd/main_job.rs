@@ -104,14 +104,17 @@ fn display() -> Option<String> {
 pub fn run(args: &MainArgs) -> Result<()> {
     let dataset = supercell::scene::ensure_default_dataset(true)?;
     let no_window = if args.headless {
-        "--headless".to_string()
+        "--headless given".to_string()
     } else if let Some(display) = display() {
         // Exactly `supercell play` on the built-in storm, with its defaults.
         let argv: [&std::ffi::OsStr; 2] = ["play".as_ref(), dataset.as_os_str()];
         let play = PlayOnly::try_parse_from(argv)
             .context("the player's default arguments")?
             .play;
-        eprintln!("playing the built-in storm in a window on {display} (Esc quits, H: help)");
+        eprintln!(
+            "playing the built-in storm in a window on {display}, as `{}` does (Esc quits, H: help)",
+            command_line("supercell", "play")
+        );
         match super::play::run(&play) {
             Err(e) if is_no_display(&e) => format!("no window could open on {display}: {e:#}"),
             other => return other,
