@@ -1,12 +1,14 @@
-//! `supercell info [DATASET]`: the main job until the player lands. With no dataset it
-//! creates the built-in storm dataset on first run (in the user's cache directory), then
-//! verifies the dataset and summarises it.
+//! `supercell info [DATASET]`: with no dataset it creates the built-in storm dataset on first
+//! run (in the user's cache directory), then verifies the dataset, summarises it and names
+//! the commands that play and render it.
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use supercell::dataset::{Dataset, verify};
 use supercell::scene::ensure_default_dataset;
+
+use super::command_line;
 
 /// Arguments of `supercell info`.
 #[derive(clap::Args, Debug, Default)]
@@ -71,9 +73,10 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         }
         if !report.is_ok() {
             bail!(
-                "{}: {} problems found (re-create it, or run supercell-data verify)",
+                "{}: {} problems found (re-create it, or run {})",
                 path.display(),
-                report.problems.len() + report.problems_omitted
+                report.problems.len() + report.problems_omitted,
+                command_line("supercell-data", &format!("verify {}", path.display()))
             );
         }
         println!(
@@ -82,10 +85,18 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         );
     }
     // What to do with it next, in commands this binary has.
+    let shown = path.display();
     println!(
-        "play it: supercell play {0}   (no display: add --headless --frames 96 --json play.json)\n\
-         a picture: supercell render {0} --frame 0 --size 1280x720 --out frames",
-        path.display()
+        "play it: {}\n  without a display: {}\na picture: {}",
+        command_line("supercell", &format!("play {shown}")),
+        command_line(
+            "supercell",
+            &format!("play {shown} --headless --frames 24 --size 320x180 --json play.json")
+        ),
+        command_line(
+            "supercell",
+            &format!("render {shown} --frame 0 --size 1280x720 --out frames")
+        ),
     );
     Ok(())
 }

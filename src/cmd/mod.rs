@@ -1,7 +1,28 @@
-//! One module per subcommand of the `supercell` binary.
+//! One module per subcommand of the `supercell` binary, and the bare command
+//! ([`main_job`]).
 
 pub mod bench;
 pub mod doctor;
 pub mod info;
+pub mod main_job;
 pub mod play;
 pub mod render;
+
+/// How the user runs one of this project's binaries (`supercell` or `supercell-data`) with
+/// `args`, for messages that tell them what to type next: under `cargo run` (Cargo sets
+/// `CARGO` for the program it runs) the `cargo run` form, which works from the source tree
+/// without installing anything; else the installed name.
+pub fn command_line(binary: &str, args: &str) -> String {
+    let under_cargo = std::env::var_os("CARGO").is_some()
+        && std::env::var_os("CARGO_PKG_NAME").is_some_and(|n| n == "supercell");
+    let program = match (under_cargo, binary) {
+        (true, "supercell") => "cargo run --release".to_string(),
+        (true, _) => format!("cargo run --release --bin {binary}"),
+        (false, _) => binary.to_string(),
+    };
+    match (args.is_empty(), under_cargo) {
+        (true, _) => program,
+        (false, true) => format!("{program} -- {args}"),
+        (false, false) => format!("{program} {args}"),
+    }
+}
