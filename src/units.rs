@@ -95,7 +95,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     let t = text.trim();
     let d = if let Ok(secs) = t.parse::<f64>() {
         // fio's convention: a bare number is seconds.
-        Duration::try_from_secs_f64(secs).map_err(|_| err("not a usable number of seconds".into()))?
+        Duration::try_from_secs_f64(secs)
+            .map_err(|_| err("not a usable number of seconds".into()))?
     } else {
         humantime::parse_duration(t).map_err(|e| err(e.to_string()))?
     };

@@ -3,7 +3,7 @@
 //! ```text
 //! # comments start with '#'
 //! [global]            # defaults for every job
-//! path=staged
+//! engine=staged
 //! io_size=1M          # sizes as fio reads them: K/M/G are powers of 1024
 //! queue_depth=8
 //! duration=10s         # or 10 (seconds), 500ms, 2min
@@ -378,7 +378,10 @@ mod tests {
         assert_eq!(jobs[0].cfg.io_size, 8 << 20);
         assert_eq!(jobs[0].cfg.duration, Some(1.5));
         let e = parse("[a]\nfiles=/x\nio_size=lots\n").unwrap_err();
-        assert!(e.contains("line 3") && e.contains("io_size") && e.contains("'lots'"), "{e}");
+        assert!(
+            e.contains("line 3") && e.contains("io_size") && e.contains("'lots'"),
+            "{e}"
+        );
         let e = parse("[a]\nfiles=/x\nduration=0\n").unwrap_err();
         assert!(e.contains("duration") && e.contains("'0'"), "{e}");
         assert!(parse("").is_err());

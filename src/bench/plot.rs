@@ -16,6 +16,18 @@ pub const WIDTH: u32 = 1000;
 /// Height of the plot, pixels.
 pub const HEIGHT: u32 = 600;
 
+/// Line colours (matplotlib's "tab10"): distinct, and all readable on white.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
 /// The family name the embedded font is registered under.
 const FONT: &str = "sans-serif";
 
@@ -23,12 +35,8 @@ const FONT: &str = "sans-serif";
 fn font() -> Result<()> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok = *REGISTERED.get_or_init(|| {
-        plotters::style::register_font(
-            FONT,
-            FontStyle::Normal,
-            epaint_default_fonts::UBUNTU_LIGHT,
-        )
-        .is_ok()
+        plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT)
+            .is_ok()
     });
     if ok {
         Ok(())
@@ -96,9 +104,9 @@ impl Ranged for TickedAxis {
 
 /// An I/O size as people write it (`64 KiB`, `1 MiB`).
 fn size_label(io: usize) -> String {
-    if io >= 1 << 20 && io % (1 << 20) == 0 {
+    if io >= 1 << 20 && io.is_multiple_of(1 << 20) {
         format!("{} MiB", io >> 20)
-    } else if io % 1024 == 0 {
+    } else if io.is_multiple_of(1024) {
         format!("{} KiB", io >> 10)
     } else {
         format!("{io} B")
@@ -135,9 +143,10 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
             .x_label_area_size(50)
             .y_label_area_size(70)
             .build_cartesian_2d(
+                // A little room either side so the end points are drawn whole.
                 TickedAxis {
-                    lo: 0.0,
-                    hi: xmax,
+                    lo: -0.1,
+                    hi: xmax + 0.1,
                     ticks: xticks,
                 },
                 TickedAxis {
@@ -159,7 +168,7 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
             .draw()
             .map_err(|e| err(e.to_string()))?;
         for (i, io) in sizes.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+            let color = PALETTE[i % PALETTE.len()];
             let mut pts: Vec<(f64, f64)> = points
                 .iter()
                 .filter(|p| p.io_size == *io)
@@ -214,11 +223,17 @@ mod tests {
     fn ticks_are_round() {
         // The old plot labelled 0, 2.4, 4.7, 7.1, 9.5, 11.9 for a peak of 10.8.
         assert_eq!(nice_ticks(10.8, 6), (2.0, 12.0));
-        assert_eq!(tick_values(2.0, 12.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+        assert_eq!(
+            tick_values(2.0, 12.0),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+        );
         assert_eq!(nice_ticks(5.36, 6), (1.0, 6.0));
         assert_eq!(nice_ticks(100.0, 5), (20.0, 100.0));
         let (s, t) = nice_ticks(0.0123, 6);
-        assert!((s - 0.005).abs() < 1e-12 && (t - 0.015).abs() < 1e-12, "{s} {t}");
+        assert!(
+            (s - 0.005).abs() < 1e-12 && (t - 0.015).abs() < 1e-12,
+            "{s} {t}"
+        );
         assert_eq!(nice_ticks(0.0, 6), (0.2, 1.0));
         assert_eq!(nice_ticks(f64::NAN, 6), (0.2, 1.0));
         for max in [0.7, 1.0, 3.3, 47.0, 180.0, 999.0] {
@@ -250,9 +265,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sweep.png");
         write_png(&points, "cpu-only sweep", &path).unwrap();
-        let decoder = png::Decoder::new(std::io::BufReader::new(
-            std::fs::File::open(&path).unwrap(),
-        ));
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
         let mut reader = decoder.read_info().unwrap();
         let mut px = vec![0; reader.output_buffer_size().unwrap()];
         let info = reader.next_frame(&mut px).unwrap();

@@ -1,6 +1,5 @@
 //! Text reports: gdsio's result line, then supercell's frame-level figures.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -168,8 +167,19 @@ pub struct LatencyNs {
     /// Reads measured.
     #[serde(rename = "N")]
     pub n: u64,
-    /// Percentile (as fio spells it, `"99.000000"`) → nanoseconds.
-    pub percentile: BTreeMap<String, u64>,
+    /// Percentile (as fio spells it, `"99.000000"`) → nanoseconds, in rising order.
+    #[serde(serialize_with = "in_order")]
+    pub percentile: Vec<(String, u64)>,
+}
+
+/// Pairs as a JSON object, keys in the order given (fio lists percentiles rising).
+fn in_order<S: serde::Serializer>(pairs: &[(String, u64)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(pairs.len()))?;
+    for (k, v) in pairs {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 impl LatencyNs {
@@ -194,10 +204,11 @@ impl LatencyNs {
 
     /// One percentile of [`PERCENTILES`], 0 when absent.
     pub fn at(&self, pct: f64) -> u64 {
+        let key = format!("{pct:.6}");
         self.percentile
-            .get(&format!("{pct:.6}"))
-            .copied()
-            .unwrap_or(0)
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(0, |(_, v)| *v)
     }
 }
 
@@ -504,5 +515,8 @@ mod tests {
         assert!(v["percentile"]["50.000000"].as_u64().unwrap() > 0);
         assert!(v["percentile"]["99.000000"].as_u64().unwrap() <= 3000);
         assert!(v["percentile"]["99.990000"].is_u64());
+        let text = serde_json::to_string(&l).unwrap();
+        let at = |k: &str| text.find(&format!("\"{k}\"")).unwrap();
+        assert!(at("5.000000") < at("10.000000") && at("10.000000") < at("99.000000"));
     }
 }

@@ -49,7 +49,8 @@ pub struct BenchArgs {
     #[arg(long, visible_alias = "path", value_enum)]
     pub engine: Option<EngineArg>,
     /// Repeat the run N times and report min/median/max (as fio's repeated runs).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000),
+          conflicts_with_all = ["job", "sweep"])]
     pub runs: u32,
     /// I/O threads.
     #[arg(long, default_value_t = 8)]
