@@ -24,7 +24,7 @@
 # headless on both paths (play.json; play-verify.json: the same with --verify;
 # play-staging.json: the host path's staging route for comparison) plus a soak: the kiosk
 # workload (storm scene, camera path, path flips every 20 s) sampling memory and
-# handles (soak.json). Knobs (environment): FRAMES (16), FRAME_SIZE (1GB), LANES (8),
+# handles (soak.json). Knobs (environment): FRAMES (16), FRAME_SIZE (1G = 1 GiB), LANES (8),
 # LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1, PLAY_FRAMES (96), SOAK (300s),
 # SKIP_PLAY=1, SKIP_RENDER=1, ONLY_RENDER=1 (the renderer benchmark and interop tests alone).
 # One call on the GPU machine is limited to 10 minutes: split with the SKIP_* knobs.
@@ -62,7 +62,7 @@ for l in sys.stdin:
 
 run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
-  local FRAMES=${FRAMES:-16} FRAME_SIZE=${FRAME_SIZE:-1GB} LANES=${LANES:-8} LANE_GIB=${LANE_GIB:-6}
+  local FRAMES=${FRAMES:-16} FRAME_SIZE=${FRAME_SIZE:-1G} LANES=${LANES:-8} LANE_GIB=${LANE_GIB:-6}
   local THREADS=${THREADS:-16} DURATION=${DURATION:-10}
   local SC=.dev/supercell DATA=.dev/supercell-data DS=/var/tmp/sc-lanes-ds
   local LOG="$OUT/bench.txt"
@@ -158,8 +158,8 @@ run() {
 
   if [ -z "${SKIP_ROOT:-}" ]; then
     local RDS=/var/tmp/sc-root-ds
-    say "cold root disk: dataset of 4 frames x 512MB in $RDS"
-    $DATA generate "$RDS" --frames 4 --frame-size 512MB --lanes 1 >>"$LOG" 2>&1
+    say "cold root disk: dataset of 4 frames x 512 MiB in $RDS"
+    $DATA generate "$RDS" --frames 4 --frame-size 512M --lanes 1 >>"$LOG" 2>&1
     local rfiles
     rfiles=$(find "$RDS" -name '*.sclane' | sort)
     # shellcheck disable=SC2086
@@ -178,7 +178,7 @@ run() {
     # then the lane dataset's frame at 1920x1080 as a picture.
     local RF=/var/tmp/sc-render-float R8=/var/tmp/sc-render-fp8 res
     say "renderer: 1 GB Float frame and its Fp8 version"
-    $DATA generate "$RF" --frames 2 --frame-size 1GB --grid-type float --lanes 1 >>"$LOG" 2>&1
+    $DATA generate "$RF" --frames 2 --frame-size 1G --grid-type float --lanes 1 >>"$LOG" 2>&1
     res=$(grep -o 'resolution [0-9]*' "$LOG" | tail -1 | awk '{print $2}')
     $DATA generate "$R8" --frames 2 --resolution "$res" --grid-type fp8 --lanes 1 >>"$LOG" 2>&1
     for d in "$RF" "$R8"; do
@@ -220,18 +220,18 @@ for p in parts + [os.path.join(os.path.dirname(out), "generate.json")]:
 with open(out, "w") as f:
     json.dump(runs, f)
 PY
-  grep -E "^(==|IoType|path:|fallback|cuFile live|throughput|verify|peer=|all jobs|note|/var/tmp|resolution|real|  *[0-9]+x[0-9]+)" "$LOG" >"$OUT/summary.txt"
+  grep -E "^(==|IoType|engine:|read latency|[0-9]+ runs:|fallback|cuFile live|throughput|verify|peer=|all jobs|note|/var/tmp|resolution|real|  *[0-9]+x[0-9]+)" "$LOG" >"$OUT/summary.txt"
   bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   ls -la "$OUT"
 }
 
 # Verified against unverified streaming on the 16-lane rig, beside fio's ceiling, and the
 # GPU test binaries' exit status (every binary must exit 0, not die in cuFile's teardown).
-# Knobs: LANES (16), LANE_GIB (3), FRAMES (12), FRAME_SIZE (1GB), THREADS (16), DURATION (8),
+# Knobs: LANES (16), LANE_GIB (3), FRAMES (12), FRAME_SIZE (1G = 1 GiB), THREADS (16), DURATION (8),
 # PLAY_FRAMES (96), SKIP_TESTS=1, SKIP_BENCH=1 (one call is limited to 10 minutes).
 verify_run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
-  local FRAMES=${FRAMES:-12} FRAME_SIZE=${FRAME_SIZE:-1GB} LANES=${LANES:-16} LANE_GIB=${LANE_GIB:-3}
+  local FRAMES=${FRAMES:-12} FRAME_SIZE=${FRAME_SIZE:-1G} LANES=${LANES:-16} LANE_GIB=${LANE_GIB:-3}
   local THREADS=${THREADS:-16} DURATION=${DURATION:-8}
   local SC=.dev/supercell DATA=.dev/supercell-data DS=/var/tmp/sc-lanes-ds
   local LOG="$OUT/verify.txt"

@@ -29,3 +29,4 @@ pub mod render;
 pub mod scene;
 pub mod stream;
 pub mod synth;
+pub mod units;

@@ -93,6 +93,15 @@ fn bench_runs_verifies_and_reports() {
         let text = report::text(&r);
         assert!(text.contains(&format!("engine: {}", path.name())), "{text}");
         assert!(text.contains("all bytes match"));
+        // Read latencies as fio reports them, and what the portable engine leaves out.
+        let l = &r.read_lat_ns;
+        assert!(l.n == r.ops && l.min > 0 && l.min <= l.at(50.0), "{l:?}");
+        assert!(l.at(50.0) <= l.at(99.0) && l.at(99.0) <= l.max, "{l:?}");
+        assert_eq!(
+            text.contains("the upload to the GPU (wgpu) is not part of these figures"),
+            path == EngineKind::Portable,
+            "{text}"
+        );
         serde_json::to_string(&r).unwrap();
     }
     // A GPU path on a machine without CUDA fails with a message, never a panic.
@@ -122,8 +131,11 @@ fn bench_runs_verifies_and_reports() {
     assert!(sweep::table(&pts).contains("64 KiB"));
     let png_path = dir.path().join("sweep.png");
     plot::write_png(&pts, "test", &png_path).unwrap();
-    let bytes = std::fs::read(&png_path).unwrap();
-    assert_eq!(&bytes[1..4], b"PNG");
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&png_path).unwrap(),
+    ));
+    let info = decoder.read_info().unwrap().info().clone();
+    assert_eq!((info.width, info.height), (plot::WIDTH, plot::HEIGHT));
     // Two jobs at once.
     let job = format!(
         "[global]\npath=cpu-only\nframes=4\nio_size=32K\n[a]\ndataset={0}\nlanes=0\n[b]\ndataset={0}\nlanes=1\nthreads=2\n",
@@ -136,6 +148,15 @@ fn bench_runs_verifies_and_reports() {
         assert!(j.is_ok(), "{name}: {j:?}");
     }
     assert!(r.total_bytes > 0 && r.aggregate_gbps > 0.0);
+    let doc = serde_json::to_value(report::FioReport::of_jobs(&r)).unwrap();
+    let names: Vec<&str> = doc["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(doc["aggregate"]["total_bytes"].as_u64().unwrap() > 0);
 }
 
 #[test]
@@ -155,6 +176,8 @@ fn the_binary_benches_and_diagnoses() {
             "--quiet",
             "--io-size",
             "64K",
+            "--runs",
+            "3",
             "--json",
         ])
         .arg(&json)
@@ -171,9 +194,32 @@ fn the_binary_benches_and_diagnoses() {
         stdout.contains("XferType: CPUONLY") && stdout.contains("all bytes match"),
         "{stdout}"
     );
+    assert!(stdout.contains("3 runs: bandwidth min "), "{stdout}");
+    // fio's shape: one job per run, bandwidth, IOPS, latency percentiles and CPU.
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(v["summary"]["frames"], 7);
-    assert_eq!(v["engine"], "cpu-only");
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 3);
+    for job in jobs {
+        let read = &job["read"];
+        assert!(read["bw_bytes"].as_u64().unwrap() > 0, "{job}");
+        assert!(read["iops"].as_f64().unwrap() > 0.0, "{job}");
+        let lat = &read["lat_ns"];
+        let p50 = lat["percentile"]["50.000000"].as_u64().unwrap();
+        let p99 = lat["percentile"]["99.000000"].as_u64().unwrap();
+        assert!(lat["min"].as_u64().unwrap() <= p50 && p50 <= p99, "{lat}");
+        assert!(p99 <= lat["max"].as_u64().unwrap(), "{lat}");
+        assert!(job["usr_cpu"].is_f64() && job["sys_cpu"].is_f64(), "{job}");
+        // supercell's own figures, under their own key.
+        assert_eq!(job["supercell"]["summary"]["frames"], 7);
+        assert_eq!(job["supercell"]["engine"], "cpu-only");
+    }
+    let runs = &v["runs"]["bw_bytes"];
+    let (lo, mid, hi) = (
+        runs["min"].as_f64().unwrap(),
+        runs["median"].as_f64().unwrap(),
+        runs["max"].as_f64().unwrap(),
+    );
+    assert!(0.0 < lo && lo <= mid && mid <= hi, "{runs}");
     // Bad input: a clear error, not a panic.
     let out = Command::new(exe)
         .args(["bench", "--io-size", "lots"])
@@ -181,7 +227,22 @@ fn the_binary_benches_and_diagnoses() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a size"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a size") && err.contains("--io-size") && err.contains("'lots'"),
+        "{err}"
+    );
+    // Durations read as everywhere: with units, or bare seconds; the flag and value named.
+    let out = Command::new(exe)
+        .args(["bench", "--duration", "soon"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--duration") && err.contains("'soon'"),
+        "{err}"
+    );
     let out = Command::new(exe)
         .args(["bench", "--io-size", "1000"])
         .arg(dir.path())

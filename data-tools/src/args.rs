@@ -2,36 +2,11 @@
 
 use anyhow::{Context, Result, bail};
 
-/// Parses a byte size such as `4096`, `8MiB`, `64MB`, `7GB`, `1.5GiB` (decimal SI units are
-/// powers of 1000, binary ones powers of 1024; a bare number is bytes).
+/// Parses a byte size as `supercell` does ([`supercell::units::parse_size`]): `4096`,
+/// `64K`, `8M` = `8MiB` = 8 MiB (K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, as in
+/// fio), `1.5G`.
 pub fn parse_size(text: &str) -> Result<u64> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .with_context(|| format!("'{text}' is not a size (expected e.g. 64MB, 8MiB, 7GB)"))?;
-    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "t" | "tb" => 1e12,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        other => bail!(
-            "'{text}': unknown size unit '{other}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
-        ),
-    };
-    let bytes = value * scale;
-    if !bytes.is_finite() || !(0.0..=1e18).contains(&bytes) {
-        bail!("'{text}' is not a usable size");
-    }
-    Ok(bytes.round() as u64)
+    Ok(supercell::units::parse_size(text)?)
 }
 
 /// Parses an index coordinate `I,J,K` (integers, may be negative).
@@ -72,9 +47,10 @@ mod tests {
     fn sizes() {
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert_eq!(parse_size("8MiB").unwrap(), 8 << 20);
-        assert_eq!(parse_size("64MB").unwrap(), 64_000_000);
+        assert_eq!(parse_size("64MB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("8M").unwrap(), 8 << 20);
         assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
-        assert_eq!(parse_size("7 GB").unwrap(), 7_000_000_000);
+        assert_eq!(parse_size("7 GB").unwrap(), 7 << 30);
         assert!(parse_size("lots").is_err());
         assert!(parse_size("5XB").is_err());
         assert!(parse_size("").is_err());

@@ -25,7 +25,8 @@ pub struct ImportArgs {
     /// list of lane directories.
     #[arg(long, default_value = "4")]
     pub lanes: String,
-    /// Stripe chunk size, a multiple of 4 KiB.
+    /// Stripe chunk size, a multiple of 4 KiB, e.g. 1M (K/M/G/T and KiB/MiB/GiB/TiB are
+    /// powers of 1024, as in fio: 8M = 8MiB).
     #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
     pub chunk_size: u64,
     /// Seconds between frames (frame f is at f × this); default 1.

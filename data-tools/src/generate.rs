@@ -17,7 +17,8 @@ pub struct GenerateArgs {
     /// Number of frames.
     #[arg(long, default_value_t = synth::default_params().frames)]
     pub frames: u32,
-    /// Target bytes per frame, e.g. 64MB, 1GB, 7GB; picks the resolution.
+    /// Target bytes per frame, e.g. 64M, 1G, 7G; picks the resolution (K/M/G/T and
+    /// KiB/MiB/GiB/TiB are powers of 1024, as in fio: 8M = 8MiB).
     #[arg(long, value_parser = parse_size, conflicts_with = "resolution")]
     pub frame_size: Option<u64>,
     /// Voxels across the horizontal domain (the vertical gets half).
@@ -31,7 +32,8 @@ pub struct GenerateArgs {
     /// of lane directories.
     #[arg(long, default_value = "4")]
     pub lanes: String,
-    /// Stripe chunk size, a multiple of 4 KiB.
+    /// Stripe chunk size, a multiple of 4 KiB, e.g. 1M (K/M/G/T and KiB/MiB/GiB/TiB are
+    /// powers of 1024, as in fio: 8M = 8MiB).
     #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
     pub chunk_size: u64,
     /// Storm time covered by the sequence, seconds.

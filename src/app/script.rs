@@ -119,30 +119,10 @@ pub enum Command {
     Quit,
 }
 
-/// Parses a duration: `2s`, `1.5s`, `250ms`, or plain seconds; `20s` style for
-/// `--toggle-every` too.
+/// Parses a duration as every flag does ([`crate::units::parse_duration`]): `2s`, `1.5s`,
+/// `250ms`, `5min`, `2h`, or plain seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, scale) = if let Some(v) = s.strip_suffix("ms") {
-        (v, 1e-3)
-    } else if let Some(v) = s.strip_suffix('s') {
-        (v, 1.0)
-    } else if let Some(v) = s.strip_suffix("min") {
-        (v, 60.0)
-    } else if let Some(v) = s.strip_suffix('h') {
-        (v, 3600.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (e.g. 2s, 250ms, 5min, 2h)"))?;
-    let secs = v * scale;
-    if !secs.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&secs) {
-        return Err(format!("duration {s:?} is out of range"));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    crate::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// Parses a script: the text itself, or the path of a file holding it.

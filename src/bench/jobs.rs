@@ -3,10 +3,10 @@
 //! ```text
 //! # comments start with '#'
 //! [global]            # defaults for every job
-//! path=staged
-//! io_size=1MiB
+//! engine=staged
+//! io_size=1M          # sizes as fio reads them: K/M/G are powers of 1024
 //! queue_depth=8
-//! duration=10
+//! duration=10s         # or 10 (seconds), 500ms, 2min
 //! [gpu0]
 //! gpu=0
 //! numa_node=0         # run the job's threads on this node's CPUs
@@ -24,34 +24,7 @@ use serde::Serialize;
 use super::{BenchConfig, BenchResult, run};
 use crate::dataset::Dataset;
 use crate::ingest::{EngineKind, IngestError, IoBackend, Result, Source};
-
-/// Parses a byte size: `4096`, `64K`/`64KiB` (1024-based), `8MB` (1000-based), `1M`, `2GiB`.
-/// Bare K/M/G are binary, as gdsio reads them.
-pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (e.g. 4096, 64K, 1MiB, 8MB)"))?;
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" => 1024.0,
-        "m" | "mib" => 1048576.0,
-        "g" | "gib" => 1073741824.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        u => return Err(format!("'{text}': unknown unit '{u}'")),
-    };
-    let b = v * scale;
-    if !b.is_finite() || !(0.0..=1e15).contains(&b) {
-        return Err(format!("'{text}' is not a usable size"));
-    }
-    Ok(b.round() as u64)
-}
+use crate::units;
 
 /// Parses a list like `0,2,4-7`.
 pub fn parse_list(text: &str) -> std::result::Result<Vec<u32>, String> {
@@ -110,6 +83,7 @@ fn apply(
     val: &str,
     have_source: &mut bool,
 ) -> std::result::Result<(), String> {
+    let size = |v: &str| units::parse_size(v).map_err(|e| format!("{key}: {e}"));
     let num = |v: &str| {
         v.trim()
             .parse::<usize>()
@@ -130,19 +104,16 @@ fn apply(
             }
         }
         "threads" => cfg.cfg.threads = num(val)?,
-        "io_size" | "iosize" => cfg.cfg.io_size = parse_size(val)? as usize,
+        "io_size" | "iosize" => cfg.cfg.io_size = size(val)? as usize,
         "queue_depth" => cfg.cfg.queue_depth = num(val)?,
         "slots" => cfg.cfg.slots = num(val)?,
         "streams" => cfg.cfg.streams = num(val)?,
         "frames" => cfg.cfg.frames = Some(num(val)? as u64),
         "duration" => {
             cfg.cfg.duration = Some(
-                val.parse::<f64>()
-                    .ok()
-                    .filter(|d| *d > 0.0 && d.is_finite())
-                    .ok_or_else(|| {
-                        format!("duration: '{val}' is not a positive number of seconds")
-                    })?,
+                units::parse_positive_duration(val)
+                    .map_err(|e| format!("{key}: {e}"))?
+                    .as_secs_f64(),
             )
         }
         "gpu" => cfg.cfg.gpu = num(val)?,
@@ -175,7 +146,7 @@ fn apply(
             *have_source = true;
         }
         "frame_size" => {
-            let fs = parse_size(val)?;
+            let fs = size(val)?;
             if let SourceSpec::Files(p, _) = &cfg.source {
                 cfg.source = SourceSpec::Files(p.clone(), fs);
             } else {
@@ -376,12 +347,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_lists() {
-        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
-        assert_eq!(parse_size("64KiB").unwrap(), 65536);
-        assert_eq!(parse_size("8MB").unwrap(), 8_000_000);
-        assert!(parse_size("x").is_err());
-        assert!(parse_size("1Q").is_err());
+    fn lists() {
         assert_eq!(parse_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
         assert!(parse_list("3-1").is_err());
     }
@@ -405,6 +371,19 @@ mod tests {
                 .contains("names no dataset")
         );
         assert!(parse("[a]\nbogus=1\n").unwrap_err().contains("line 2"));
+        // Sizes and durations read as on the command line (8M = 8 MiB), and a bad one
+        // names the key and the value.
+        let jobs = parse("[a]\nfiles=/x\nframe_size=8M\nio_size=8MB\nduration=1.5s\n").unwrap();
+        assert!(matches!(&jobs[0].source, SourceSpec::Files(_, fs) if *fs == 8 << 20));
+        assert_eq!(jobs[0].cfg.io_size, 8 << 20);
+        assert_eq!(jobs[0].cfg.duration, Some(1.5));
+        let e = parse("[a]\nfiles=/x\nio_size=lots\n").unwrap_err();
+        assert!(
+            e.contains("line 3") && e.contains("io_size") && e.contains("'lots'"),
+            "{e}"
+        );
+        let e = parse("[a]\nfiles=/x\nduration=0\n").unwrap_err();
+        assert!(e.contains("duration") && e.contains("'0'"), "{e}");
         assert!(parse("").is_err());
     }
 }

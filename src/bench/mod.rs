@@ -138,6 +138,12 @@ pub struct BenchResult {
     pub io_bytes: u64,
     /// Mean read latency, microseconds.
     pub avg_latency_us: f64,
+    /// Read latencies, fio's way (nanoseconds: min, max, mean, percentiles).
+    pub read_lat_ns: report::LatencyNs,
+    /// User CPU seconds of this process during the run.
+    pub usr_cpu_s: f64,
+    /// System CPU seconds of this process during the run.
+    pub sys_cpu_s: f64,
     /// Bytes the run meant to move.
     pub planned_bytes: u64,
     /// Wall time of the run, seconds.
@@ -395,6 +401,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let mut on_screen: Option<usize> = None;
     let mut metric_index = std::collections::HashMap::new();
     let start = metrics.start();
+    let cpu_start = cpu_times();
     let mut stopping = false;
     let mut last_progress = Instant::now();
     loop {
@@ -486,6 +493,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     }
     bar.finish_and_clear();
     let total_time_s = start.elapsed().as_secs_f64();
+    let cpu_end = cpu_times();
     let summary = metrics.summary();
     let engine = stream.engine();
     let c = engine.counters();
@@ -515,6 +523,9 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         } else {
             0.0
         },
+        read_lat_ns: report::LatencyNs::from_histogram(&c.latency, lat, ops),
+        usr_cpu_s: (cpu_end.0 - cpu_start.0).max(0.0),
+        sys_cpu_s: (cpu_end.1 - cpu_start.1).max(0.0),
         planned_bytes: if planned_bytes == 0 {
             summary.bytes
         } else {
@@ -533,6 +544,37 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     };
     drop(stream);
     Ok(result)
+}
+
+/// User and system CPU seconds of this process so far.
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage writes one plain struct that we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// The engine `bench` measures when none is named: the fastest that can run here, and why.
+///
+/// With an NVIDIA GPU that is gds (which itself falls back to staged, and says so, where
+/// cuFile cannot run); without one, cpu-only (the storage ceiling into host memory).
+pub fn default_engine(gpu: usize) -> (EngineKind, String) {
+    match Gpu::open(gpu) {
+        Ok(g) => (
+            EngineKind::Gds,
+            format!(
+                "an NVIDIA GPU is present ({}): GPUDirect Storage, or staged where cuFile cannot run",
+                g.name
+            ),
+        ),
+        Err(e) => (
+            EngineKind::CpuOnly,
+            format!("no usable NVIDIA GPU ({e}): reads into host memory, the storage ceiling"),
+        ),
+    }
 }
 
 fn progress_bar(enabled: bool, total: u64) -> indicatif::ProgressBar {

@@ -1,229 +1,280 @@
-//! A small PNG line plot (GB/s against threads, one line per I/O size), drawn by hand so
-//! that no font or system library is needed: labels use a built-in 3×5 pixel font.
+//! The sweep as a PNG line plot (GB/s against threads, one line per I/O size), drawn with
+//! `plotters` into an RGB buffer and encoded with `png`. Labels use a font compiled into the
+//! binary (the one egui embeds), so no system font is needed; ticks fall on 1-2-5 steps.
 
 use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::prelude::*;
 
 use super::sweep::SweepPoint;
 use crate::ingest::{IngestError, Result};
 
-const W: usize = 900;
-const H: usize = 560;
-const LEFT: usize = 80;
-const RIGHT: usize = 170;
-const TOP: usize = 40;
-const BOTTOM: usize = 60;
+/// Width of the plot, pixels.
+pub const WIDTH: u32 = 1000;
+/// Height of the plot, pixels.
+pub const HEIGHT: u32 = 600;
 
-const PALETTE: [[u8; 3]; 8] = [
-    [31, 119, 180],
-    [255, 127, 14],
-    [44, 160, 44],
-    [214, 39, 40],
-    [148, 103, 189],
-    [140, 86, 75],
-    [227, 119, 194],
-    [23, 190, 207],
+/// Line colours (matplotlib's "tab10"): distinct, and all readable on white.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
 ];
 
-/// 3×5 glyphs, rows top to bottom, 3 bits each (MSB = left).
-fn glyph(c: char) -> [u8; 5] {
-    match c.to_ascii_uppercase() {
-        '0' => [7, 5, 5, 5, 7],
-        '1' => [2, 6, 2, 2, 7],
-        '2' => [7, 1, 7, 4, 7],
-        '3' => [7, 1, 7, 1, 7],
-        '4' => [5, 5, 7, 1, 1],
-        '5' => [7, 4, 7, 1, 7],
-        '6' => [7, 4, 7, 5, 7],
-        '7' => [7, 1, 1, 1, 1],
-        '8' => [7, 5, 7, 5, 7],
-        '9' => [7, 5, 7, 1, 7],
-        '.' => [0, 0, 0, 0, 2],
-        '/' => [1, 1, 2, 4, 4],
-        '-' => [0, 0, 7, 0, 0],
-        '(' => [1, 2, 2, 2, 1],
-        ')' => [4, 2, 2, 2, 4],
-        'A' => [2, 5, 7, 5, 5],
-        'B' => [6, 5, 6, 5, 6],
-        'C' => [7, 4, 4, 4, 7],
-        'D' => [6, 5, 5, 5, 6],
-        'E' => [7, 4, 6, 4, 7],
-        'F' => [7, 4, 6, 4, 4],
-        'G' => [7, 4, 5, 5, 7],
-        'H' => [5, 5, 7, 5, 5],
-        'I' => [7, 2, 2, 2, 7],
-        'K' => [5, 5, 6, 5, 5],
-        'L' => [4, 4, 4, 4, 7],
-        'M' => [5, 7, 7, 5, 5],
-        'N' => [6, 5, 5, 5, 5],
-        'O' => [7, 5, 5, 5, 7],
-        'P' => [7, 5, 7, 4, 4],
-        'R' => [6, 5, 6, 5, 5],
-        'S' => [7, 4, 7, 1, 7],
-        'T' => [7, 2, 2, 2, 2],
-        'U' => [5, 5, 5, 5, 7],
-        'W' => [5, 5, 7, 7, 5],
-        'Y' => [5, 5, 2, 2, 2],
-        _ => [0; 5],
+/// The family name the embedded font is registered under.
+const FONT: &str = "sans-serif";
+
+/// Registers the embedded font with plotters, once per process.
+fn font() -> Result<()> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT)
+            .is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(IngestError::Usage(
+            "the plot font embedded in this binary could not be read".into(),
+        ))
     }
 }
 
-struct Canvas {
-    px: Vec<u8>,
+/// A round step for about `target` intervals over `0..=max`: 1, 2 or 5 times a power of
+/// ten. Returns the step and the axis top (the first multiple of the step at or above
+/// `max`); an empty or non-finite range gets `(1, 1)` scaled to nothing.
+pub fn nice_ticks(max: f64, target: usize) -> (f64, f64) {
+    if !max.is_finite() || max <= 0.0 {
+        return (0.2, 1.0);
+    }
+    let rough = max / target.max(1) as f64;
+    let pow = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * pow)
+        .find(|s| *s >= rough * (1.0 - 1e-9))
+        .unwrap_or(10.0 * pow);
+    let top = (max / step - 1e-9).ceil().max(1.0) * step;
+    (step, top)
 }
 
-impl Canvas {
-    fn new() -> Canvas {
-        Canvas {
-            px: vec![255; W * H * 3],
-        }
+/// Tick values `0, step, 2·step, … top`.
+pub fn tick_values(step: f64, top: f64) -> Vec<f64> {
+    let n = (top / step).round() as usize;
+    (0..=n).map(|i| i as f64 * step).collect()
+}
+
+/// A linear axis over `lo..hi` whose ticks are exactly the values given (plotters would
+/// otherwise choose its own).
+struct TickedAxis {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for TickedAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let span = self.hi - self.lo;
+        let f = if span > 0.0 {
+            (value - self.lo) / span
+        } else {
+            0.0
+        };
+        limit.0 + (f * f64::from(limit.1 - limit.0)).round() as i32
     }
-    fn set(&mut self, x: i64, y: i64, c: [u8; 3]) {
-        if x >= 0 && y >= 0 && (x as usize) < W && (y as usize) < H {
-            let i = (y as usize * W + x as usize) * 3;
-            self.px[i..i + 3].copy_from_slice(&c);
-        }
+
+    fn key_points<Hint: KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.clone()
     }
-    fn line(&mut self, x0: f64, y0: f64, x1: f64, y1: f64, c: [u8; 3], thick: i64) {
-        let n = ((x1 - x0).abs().max((y1 - y0).abs()).ceil() as usize).max(1);
-        for i in 0..=n {
-            let t = i as f64 / n as f64;
-            let (x, y) = (x0 + (x1 - x0) * t, y0 + (y1 - y0) * t);
-            for dx in -thick / 2..=thick / 2 {
-                for dy in -thick / 2..=thick / 2 {
-                    self.set(x.round() as i64 + dx, y.round() as i64 + dy, c);
-                }
-            }
-        }
-    }
-    fn text(&mut self, x: i64, y: i64, s: &str, scale: i64, c: [u8; 3]) {
-        for (k, ch) in s.chars().enumerate() {
-            let g = glyph(ch);
-            for (row, bits) in g.iter().enumerate() {
-                for col in 0..3 {
-                    if bits & (4 >> col) != 0 {
-                        for sx in 0..scale {
-                            for sy in 0..scale {
-                                self.set(
-                                    x + (k as i64 * 4 + col) * scale + sx,
-                                    y + row as i64 * scale + sy,
-                                    c,
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
     }
 }
 
-/// Writes the sweep as a PNG: x = threads (log2), y = GB/s, one line per I/O size.
-pub fn write_png(points: &[SweepPoint], title: &str, path: &Path) -> Result<()> {
-    let mut c = Canvas::new();
+/// An I/O size as people write it (`64 KiB`, `1 MiB`).
+fn size_label(io: usize) -> String {
+    if io >= 1 << 20 && io.is_multiple_of(1 << 20) {
+        format!("{} MiB", io >> 20)
+    } else if io.is_multiple_of(1024) {
+        format!("{} KiB", io >> 10)
+    } else {
+        format!("{io} B")
+    }
+}
+
+/// Draws the sweep into an RGB buffer of [`WIDTH`] × [`HEIGHT`].
+pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
+    font()?;
     let mut sizes: Vec<usize> = points.iter().map(|p| p.io_size).collect();
     sizes.sort_unstable();
     sizes.dedup();
     let tmax = points.iter().map(|p| p.threads).max().unwrap_or(1).max(2);
-    let ymax = points
-        .iter()
-        .map(|p| p.gbps)
-        .fold(0.0f64, f64::max)
-        .max(0.001)
-        * 1.1;
-    let (pw, ph) = ((W - LEFT - RIGHT) as f64, (H - TOP - BOTTOM) as f64);
-    let lx = (tmax as f64).log2();
-    let xof = |t: usize| LEFT as f64 + (t as f64).log2() / lx * pw;
-    let yof = |g: f64| TOP as f64 + ph - g / ymax * ph;
-    let grey = [200, 200, 200];
-    let black = [0, 0, 0];
-    // Axes, grid and labels.
-    for k in 0..=5 {
-        let g = ymax * k as f64 / 5.0;
-        let y = yof(g);
-        c.line(LEFT as f64, y, (W - RIGHT) as f64, y, grey, 1);
-        c.text(8, y as i64 - 5, &format!("{g:.1}"), 2, black);
-    }
-    let mut t = 1;
-    while t <= tmax {
-        let x = xof(t);
-        c.line(x, TOP as f64, x, (H - BOTTOM) as f64, grey, 1);
-        c.text(
-            x as i64 - 6,
-            (H - BOTTOM + 8) as i64,
-            &t.to_string(),
-            2,
-            black,
-        );
-        t *= 2;
-    }
-    c.line(
-        LEFT as f64,
-        TOP as f64,
-        LEFT as f64,
-        (H - BOTTOM) as f64,
-        black,
-        2,
-    );
-    c.line(
-        LEFT as f64,
-        (H - BOTTOM) as f64,
-        (W - RIGHT) as f64,
-        (H - BOTTOM) as f64,
-        black,
-        2,
-    );
-    c.text((W / 2 - 40) as i64, (H - 24) as i64, "THREADS", 3, black);
-    c.text(8, 10, "GB/S", 3, black);
-    c.text(LEFT as i64 + 60, 10, &title.to_uppercase(), 3, black);
-    for (i, io) in sizes.iter().enumerate() {
-        let col = PALETTE[i % PALETTE.len()];
-        let mut pts: Vec<&SweepPoint> = points.iter().filter(|p| p.io_size == *io).collect();
-        pts.sort_by_key(|p| p.threads);
-        for w in pts.windows(2) {
-            c.line(
-                xof(w[0].threads),
-                yof(w[0].gbps),
-                xof(w[1].threads),
-                yof(w[1].gbps),
-                col,
-                3,
-            );
+    // x is log2(threads), ticks at every power of two.
+    let xmax = (tmax as f64).log2().ceil();
+    let xticks: Vec<f64> = (0..=xmax as u32).map(f64::from).collect();
+    let ymax = points.iter().map(|p| p.gbps).fold(0.0f64, f64::max);
+    let (step, top) = nice_ticks(ymax, 6);
+    let yticks = tick_values(step, top);
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10().floor()) as usize
+    };
+
+    let mut buf = vec![255u8; (WIDTH * HEIGHT * 3) as usize];
+    let err = |e: String| IngestError::Usage(format!("cannot draw the sweep plot: {e}"));
+    {
+        let root = BitMapBackend::with_buffer(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 26))
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                // A little room either side so the end points are drawn whole.
+                TickedAxis {
+                    lo: -0.1,
+                    hi: xmax + 0.1,
+                    ticks: xticks,
+                },
+                TickedAxis {
+                    lo: 0.0,
+                    hi: top,
+                    ticks: yticks,
+                },
+            )
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc("I/O threads")
+            .y_desc("GB/s (10^9 bytes/s)")
+            .x_label_formatter(&|x| format!("{}", 2f64.powf(*x).round()))
+            .y_label_formatter(&|y| format!("{y:.decimals$}"))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 18))
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        for (i, io) in sizes.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let mut pts: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|p| p.io_size == *io)
+                .map(|p| ((p.threads.max(1) as f64).log2(), p.gbps))
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(3)))
+                .map_err(|e| err(e.to_string()))?
+                .label(size_label(*io))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+                });
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(|e| err(e.to_string()))?;
         }
-        for p in &pts {
-            c.line(
-                xof(p.threads) - 3.0,
-                yof(p.gbps),
-                xof(p.threads) + 3.0,
-                yof(p.gbps),
-                col,
-                5,
-            );
-        }
-        let ly = (TOP + 20 + i * 24) as i64;
-        c.line(
-            (W - RIGHT + 15) as f64,
-            ly as f64 + 5.0,
-            (W - RIGHT + 40) as f64,
-            ly as f64 + 5.0,
-            col,
-            3,
-        );
-        let label = if io % (1 << 20) == 0 {
-            format!("{} MIB", io >> 20)
-        } else {
-            format!("{} KIB", io >> 10)
-        };
-        c.text((W - RIGHT + 48) as i64, ly, &label, 2, black);
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, 16))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        root.present().map_err(|e| err(e.to_string()))?;
     }
+    Ok(buf)
+}
+
+/// Writes the sweep as a PNG: x = threads (powers of two), y = GB/s, one line per I/O size.
+pub fn write_png(points: &[SweepPoint], title: &str, path: &Path) -> Result<()> {
+    let px = render(points, title)?;
     let file =
         std::fs::File::create(path).map_err(|e| IngestError::io("cannot create", path, e))?;
-    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), W as u32, H as u32);
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), WIDTH, HEIGHT);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
     let err =
         |e: png::EncodingError| IngestError::io("cannot write PNG", path, std::io::Error::other(e));
     let mut w = enc.write_header().map_err(err)?;
-    w.write_image_data(&c.px).map_err(err)?;
+    w.write_image_data(&px).map_err(err)?;
     w.finish().map_err(err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        // The old plot labelled 0, 2.4, 4.7, 7.1, 9.5, 11.9 for a peak of 10.8.
+        assert_eq!(nice_ticks(10.8, 6), (2.0, 12.0));
+        assert_eq!(
+            tick_values(2.0, 12.0),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+        );
+        assert_eq!(nice_ticks(5.36, 6), (1.0, 6.0));
+        assert_eq!(nice_ticks(100.0, 5), (20.0, 100.0));
+        let (s, t) = nice_ticks(0.0123, 6);
+        assert!(
+            (s - 0.005).abs() < 1e-12 && (t - 0.015).abs() < 1e-12,
+            "{s} {t}"
+        );
+        assert_eq!(nice_ticks(0.0, 6), (0.2, 1.0));
+        assert_eq!(nice_ticks(f64::NAN, 6), (0.2, 1.0));
+        for max in [0.7, 1.0, 3.3, 47.0, 180.0, 999.0] {
+            let (step, top) = nice_ticks(max, 6);
+            let mantissa = step / 10f64.powf(step.log10().floor());
+            assert!(
+                [1.0, 2.0, 5.0].iter().any(|m| (m - mantissa).abs() < 1e-9),
+                "{max}: step {step}"
+            );
+            assert!(top >= max && top - step < max, "{max}: top {top}");
+        }
+    }
+
+    #[test]
+    fn the_plot_decodes_at_its_size() {
+        let points: Vec<SweepPoint> = [(1, 1 << 16, 0.8), (2, 1 << 16, 1.5), (4, 1 << 20, 3.9)]
+            .iter()
+            .map(|&(threads, io_size, gbps)| SweepPoint {
+                threads,
+                io_size,
+                gbps,
+                gibps: gbps * 1e9 / (1u64 << 30) as f64,
+                avg_latency_us: 10.0,
+                frames_per_s: 1.0,
+                cpu_seconds_per_gb: 0.1,
+                engine: "cpu-only".into(),
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sweep.png");
+        write_png(&points, "cpu-only sweep", &path).unwrap();
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut px = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut px).unwrap();
+        assert_eq!((info.width, info.height), (WIDTH, HEIGHT));
+        // Something was drawn: text and lines leave dark pixels on the white page.
+        let dark = px.chunks(3).filter(|p| p.iter().all(|&c| c < 100)).count();
+        assert!(dark > 1000, "{dark} dark pixels");
+        // An empty sweep still draws axes rather than failing.
+        assert!(render(&[], "empty").is_ok());
+    }
 }

@@ -2,7 +2,10 @@
 
 use std::fmt::Write as _;
 
+use serde::Serialize;
+
 use super::BenchResult;
+use crate::ingest::latency::LatencyHistogram;
 
 /// gdsio's result line for a run, e.g.
 /// `IoType: READ XferType: GPUD Threads: 8 DataSetSize: 1048576/1048576(KiB) IOSize: 1024(KiB) Throughput: 5.100000 GiB/sec, Avg_Latency: 1531.000000 usecs ops: 1024 total_time 0.196000 secs`.
@@ -39,6 +42,12 @@ pub fn text(r: &BenchResult) -> String {
         format!("{} (requested {})", r.engine, r.requested_engine)
     };
     let _ = writeln!(s, "engine: {engine} — {}", r.mode);
+    if r.engine == "portable" {
+        let _ = writeln!(
+            s,
+            "portable: reads into host memory, as the renderer's host path does; the upload to the GPU (wgpu) is not part of these figures and is timed only in `supercell play`"
+        );
+    }
     if let Some(f) = &r.fallback {
         let _ = writeln!(s, "fallback: {f}");
     }
@@ -71,7 +80,7 @@ pub fn text(r: &BenchResult) -> String {
     let m = &r.summary;
     let _ = writeln!(
         s,
-        "throughput: {:.3} GB/s over the run, {:.3} GB/s last second, {:.3} GB/s last frame; {:.2} frames/s ({} frames, {:.3} GB in {:.3} s)",
+        "throughput (GB/s = 10^9 bytes/s; the line above is gdsio's GiB/s): {:.3} GB/s over the run, {:.3} GB/s last second, {:.3} GB/s last frame; {:.2} frames/s ({} frames, {:.3} GB in {:.3} s)",
         m.gbps,
         m.gbps_window,
         m.gbps_instant,
@@ -95,10 +104,29 @@ pub fn text(r: &BenchResult) -> String {
         l.p99_ms,
         l.max_ms
     );
+    let rl = &r.read_lat_ns;
+    if rl.n > 0 {
+        let _ = writeln!(
+            s,
+            "read latency (one read of up to {}): min {:.1} µs, mean {:.1}, p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}; {:.0} IOPS",
+            crate::units::format_size(r.io_size as u64),
+            rl.min as f64 / 1e3,
+            rl.mean / 1e3,
+            rl.at(50.0) as f64 / 1e3,
+            rl.at(99.0) as f64 / 1e3,
+            rl.at(99.9) as f64 / 1e3,
+            rl.max as f64 / 1e3,
+            if r.total_time_s > 0.0 {
+                r.ops as f64 / r.total_time_s
+            } else {
+                0.0
+            }
+        );
+    }
     let _ = writeln!(
         s,
-        "CPU: {:.3} s user+system, {:.4} CPU-s per GB moved",
-        m.cpu_seconds, m.cpu_seconds_per_gb
+        "CPU: {:.3} s user, {:.3} s system ({:.4} CPU-s per GB moved)",
+        r.usr_cpu_s, r.sys_cpu_s, m.cpu_seconds_per_gb
     );
     if let Some(v) = &r.verify {
         if v.mismatch_count == 0 {
@@ -122,4 +150,373 @@ pub fn text(r: &BenchResult) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+/// Percentiles that `lat_ns` lists, as fio's default `percentile_list` does.
+pub const PERCENTILES: [f64; 9] = [1.0, 5.0, 10.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99];
+
+/// Read latencies in fio's `lat_ns` form.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyNs {
+    /// Shortest read.
+    pub min: u64,
+    /// Longest read.
+    pub max: u64,
+    /// Mean read.
+    pub mean: f64,
+    /// Reads measured.
+    #[serde(rename = "N")]
+    pub n: u64,
+    /// Percentile (as fio spells it, `"99.000000"`) → nanoseconds, in rising order.
+    #[serde(serialize_with = "in_order")]
+    pub percentile: Vec<(String, u64)>,
+}
+
+/// Pairs as a JSON object, keys in the order given (fio lists percentiles rising).
+fn in_order<S: serde::Serializer>(pairs: &[(String, u64)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(pairs.len()))?;
+    for (k, v) in pairs {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
+}
+
+impl LatencyNs {
+    /// From an engine's histogram and its exact latency sum and count.
+    pub fn from_histogram(h: &LatencyHistogram, sum_ns: u64, ops: u64) -> LatencyNs {
+        let (min, max) = h.min_max().unwrap_or((0, 0));
+        LatencyNs {
+            min,
+            max,
+            mean: if ops > 0 {
+                sum_ns as f64 / ops as f64
+            } else {
+                0.0
+            },
+            n: h.count(),
+            percentile: PERCENTILES
+                .iter()
+                .map(|&p| (format!("{p:.6}"), h.percentile(p)))
+                .collect(),
+        }
+    }
+
+    /// One percentile of [`PERCENTILES`], 0 when absent.
+    pub fn at(&self, pct: f64) -> u64 {
+        let key = format!("{pct:.6}");
+        self.percentile
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// The `read` block of a fio job.
+#[derive(Clone, Debug, Serialize)]
+pub struct FioRead {
+    /// Bytes read.
+    pub io_bytes: u64,
+    /// KiB read.
+    pub io_kbytes: u64,
+    /// Bytes per second over the run.
+    pub bw_bytes: u64,
+    /// KiB per second over the run.
+    pub bw: u64,
+    /// Reads per second over the run.
+    pub iops: f64,
+    /// Run time, milliseconds.
+    pub runtime: u64,
+    /// Reads completed.
+    pub total_ios: u64,
+    /// Read latencies, nanoseconds.
+    pub lat_ns: LatencyNs,
+}
+
+/// One job of fio's `jobs[]`, with supercell's own figures under `supercell`.
+#[derive(Clone, Debug, Serialize)]
+pub struct FioJob {
+    /// Job name (the job file's section, or `run N`).
+    pub jobname: String,
+    /// 0, or 1 when the job failed (then `error_text` says why).
+    pub error: i32,
+    /// Why the job failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_text: Option<String>,
+    /// Run time, milliseconds.
+    pub job_runtime: u64,
+    /// What was read.
+    pub read: FioRead,
+    /// User CPU, percent of the run time (fio's `usr_cpu`).
+    pub usr_cpu: f64,
+    /// System CPU, percent of the run time (fio's `sys_cpu`).
+    pub sys_cpu: f64,
+    /// Everything supercell measured (engine, mode, frame figures, per-frame timings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supercell: Option<BenchResult>,
+}
+
+impl FioJob {
+    /// The fio view of one run.
+    pub fn from_result(name: &str, r: &BenchResult) -> FioJob {
+        let secs = r.total_time_s;
+        let per_s = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
+        let pct = |cpu: f64| if secs > 0.0 { cpu / secs * 100.0 } else { 0.0 };
+        let bytes = r.summary.bytes;
+        FioJob {
+            jobname: name.to_string(),
+            error: 0,
+            error_text: None,
+            job_runtime: (secs * 1e3).round() as u64,
+            read: FioRead {
+                io_bytes: bytes,
+                io_kbytes: bytes / 1024,
+                bw_bytes: per_s(bytes as f64).round() as u64,
+                bw: (per_s(bytes as f64) / 1024.0).round() as u64,
+                iops: per_s(r.ops as f64),
+                runtime: (secs * 1e3).round() as u64,
+                total_ios: r.ops,
+                lat_ns: r.read_lat_ns.clone(),
+            },
+            usr_cpu: pct(r.usr_cpu_s),
+            sys_cpu: pct(r.sys_cpu_s),
+            supercell: Some(r.clone()),
+        }
+    }
+
+    /// A job that did not run.
+    pub fn failed(name: &str, why: &str) -> FioJob {
+        FioJob {
+            jobname: name.to_string(),
+            error: 1,
+            error_text: Some(why.to_string()),
+            job_runtime: 0,
+            read: FioRead {
+                io_bytes: 0,
+                io_kbytes: 0,
+                bw_bytes: 0,
+                bw: 0,
+                iops: 0.0,
+                runtime: 0,
+                total_ios: 0,
+                lat_ns: LatencyNs::default(),
+            },
+            usr_cpu: 0.0,
+            sys_cpu: 0.0,
+            supercell: None,
+        }
+    }
+}
+
+/// Smallest, median and largest of a figure over repeated runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Spread {
+    /// Smallest.
+    pub min: f64,
+    /// Median (the mean of the middle two for an even count).
+    pub median: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// Of the finite values given; all zero when there are none.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Spread {
+        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return Spread::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            min: v[0],
+            median,
+            max: v[n - 1],
+        }
+    }
+}
+
+/// What repeated runs (`--runs N`) spread over.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunsSummary {
+    /// Runs made.
+    pub runs: usize,
+    /// Bytes per second.
+    pub bw_bytes: Spread,
+    /// Reads per second.
+    pub iops: Spread,
+    /// Mean read latency, nanoseconds.
+    pub lat_mean_ns: Spread,
+    /// 99th-percentile read latency, nanoseconds.
+    pub lat_p99_ns: Spread,
+    /// Frames per second.
+    pub frames_per_s: Spread,
+}
+
+impl RunsSummary {
+    /// Over the runs given.
+    pub fn of(results: &[BenchResult]) -> RunsSummary {
+        let bw = |r: &BenchResult| {
+            if r.total_time_s > 0.0 {
+                r.summary.bytes as f64 / r.total_time_s
+            } else {
+                0.0
+            }
+        };
+        RunsSummary {
+            runs: results.len(),
+            bw_bytes: Spread::of(results.iter().map(bw)),
+            iops: Spread::of(results.iter().map(|r| {
+                if r.total_time_s > 0.0 {
+                    r.ops as f64 / r.total_time_s
+                } else {
+                    0.0
+                }
+            })),
+            lat_mean_ns: Spread::of(results.iter().map(|r| r.read_lat_ns.mean)),
+            lat_p99_ns: Spread::of(results.iter().map(|r| r.read_lat_ns.at(99.0) as f64)),
+            frames_per_s: Spread::of(results.iter().map(|r| r.summary.frames_per_s)),
+        }
+    }
+
+    /// One line for people: GB/s (10^9 bytes) and microseconds, with the units.
+    pub fn text(&self) -> String {
+        format!(
+            "{} runs: bandwidth min {:.3} / median {:.3} / max {:.3} GB/s; IOPS {:.0} / {:.0} / {:.0}; mean read latency {:.1} / {:.1} / {:.1} µs; p99 {:.1} / {:.1} / {:.1} µs",
+            self.runs,
+            self.bw_bytes.min / 1e9,
+            self.bw_bytes.median / 1e9,
+            self.bw_bytes.max / 1e9,
+            self.iops.min,
+            self.iops.median,
+            self.iops.max,
+            self.lat_mean_ns.min / 1e3,
+            self.lat_mean_ns.median / 1e3,
+            self.lat_mean_ns.max / 1e3,
+            self.lat_p99_ns.min / 1e3,
+            self.lat_p99_ns.median / 1e3,
+            self.lat_p99_ns.max / 1e3,
+        )
+    }
+}
+
+/// The whole `--json` document: fio's shape (`jobs[]`), plus supercell's additions.
+#[derive(Clone, Debug, Serialize)]
+pub struct FioReport {
+    /// The program and version that wrote it (where fio writes `"fio version"`).
+    #[serde(rename = "supercell version")]
+    pub version: &'static str,
+    /// Seconds since the Unix epoch when written.
+    pub timestamp: u64,
+    /// How the engine was chosen, when the command line named none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_choice: Option<String>,
+    /// One per run or job.
+    pub jobs: Vec<FioJob>,
+    /// With `--runs N` (N > 1): min/median/max over the runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<RunsSummary>,
+    /// With a job file: all jobs together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<Aggregate>,
+}
+
+/// Job-file totals.
+#[derive(Clone, Debug, Serialize)]
+pub struct Aggregate {
+    /// Bytes moved by all jobs.
+    pub total_bytes: u64,
+    /// Longest job wall time, seconds.
+    pub wall_s: f64,
+    /// Sum of the jobs' GB/s.
+    pub sum_gbps: f64,
+    /// All bytes over the longest wall time, GB/s.
+    pub aggregate_gbps: f64,
+}
+
+impl FioReport {
+    /// A report of the jobs given.
+    pub fn new(jobs: Vec<FioJob>) -> FioReport {
+        FioReport {
+            version: concat!("supercell-", env!("CARGO_PKG_VERSION")),
+            timestamp: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            engine_choice: None,
+            jobs,
+            runs: None,
+            aggregate: None,
+        }
+    }
+
+    /// Repeated runs of one configuration.
+    pub fn of_runs(results: &[BenchResult]) -> FioReport {
+        let mut r = FioReport::new(
+            results
+                .iter()
+                .enumerate()
+                .map(|(i, b)| FioJob::from_result(&format!("run {}", i + 1), b))
+                .collect(),
+        );
+        if results.len() > 1 {
+            r.runs = Some(RunsSummary::of(results));
+        }
+        r
+    }
+
+    /// A job file's outcome.
+    pub fn of_jobs(j: &super::jobs::JobsResult) -> FioReport {
+        let mut r = FioReport::new(
+            j.jobs
+                .iter()
+                .map(|(name, res)| match res {
+                    Ok(b) => FioJob::from_result(name, b),
+                    Err(e) => FioJob::failed(name, e),
+                })
+                .collect(),
+        );
+        r.aggregate = Some(Aggregate {
+            total_bytes: j.total_bytes,
+            wall_s: j.wall_s,
+            sum_gbps: j.sum_gbps,
+            aggregate_gbps: j.aggregate_gbps,
+        });
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_min_median_max() {
+        let s = Spread::of([3.0, 1.0, 2.0]);
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.0, 3.0));
+        let s = Spread::of([4.0, 1.0, 2.0, 3.0, f64::NAN]);
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.5, 4.0));
+        assert_eq!(Spread::of([]), Spread::default());
+    }
+
+    #[test]
+    fn latency_keys_are_spelled_as_fio_spells_them() {
+        let h = LatencyHistogram::default();
+        for v in [1000, 2000, 3000] {
+            h.record(v);
+        }
+        let l = LatencyNs::from_histogram(&h, 6000, 3);
+        assert_eq!((l.min, l.max, l.mean, l.n), (1000, 3000, 2000.0, 3));
+        let v = serde_json::to_value(&l).unwrap();
+        assert!(v["percentile"]["50.000000"].as_u64().unwrap() > 0);
+        assert!(v["percentile"]["99.000000"].as_u64().unwrap() <= 3000);
+        assert!(v["percentile"]["99.990000"].is_u64());
+        let text = serde_json::to_string(&l).unwrap();
+        let at = |k: &str| text.find(&format!("\"{k}\"")).unwrap();
+        assert!(at("5.000000") < at("10.000000") && at("10.000000") < at("99.000000"));
+    }
 }

@@ -1,6 +1,7 @@
 //! `supercell bench`: the headless ingest benchmark (see `supercell::bench`).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
@@ -8,6 +9,8 @@ use clap::ValueEnum;
 use supercell::bench::{self, BenchConfig, jobs, plot, report, sweep};
 use supercell::dataset::{Dataset, MANIFEST_FILE};
 use supercell::ingest::{EngineKind, IoBackend, Source};
+use supercell::scene::ensure_default_dataset;
+use supercell::units;
 
 /// Engine to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -18,7 +21,8 @@ pub enum EngineArg {
     Staged,
     /// Storage into host memory, no GPU: the storage ceiling.
     CpuOnly,
-    /// Host memory for the wgpu renderer (no CUDA).
+    /// Into host memory as the wgpu renderer's host path reads (no CUDA); the upload to the
+    /// GPU is not timed here, only in `supercell play`.
     Portable,
 }
 
@@ -36,17 +40,25 @@ pub enum BackendArg {
 /// Arguments of `supercell bench`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// A dataset directory (or its manifest.json), or plain files to read.
+    /// A dataset directory (or its manifest.json), or plain files to read; the built-in
+    /// storm dataset (created on first use) when omitted.
     pub source: Vec<PathBuf>,
     /// Ingest engine: how bytes get from the lanes to memory (`--path` is the old name).
-    #[arg(long, visible_alias = "path", value_enum, default_value = "staged")]
-    pub engine: EngineArg,
+    /// Default: the fastest that works here (gds with an NVIDIA GPU, which falls back to
+    /// staged where cuFile cannot run; cpu-only without one), named in the output.
+    #[arg(long, visible_alias = "path", value_enum)]
+    pub engine: Option<EngineArg>,
+    /// Repeat the run N times and report min/median/max (as fio's repeated runs).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000),
+          conflicts_with_all = ["job", "sweep"])]
+    pub runs: u32,
     /// I/O threads.
     #[arg(long, default_value_t = 8)]
     pub threads: usize,
-    /// Largest single read (e.g. 1M, 512K, 8MiB).
-    #[arg(long, default_value = "1M")]
-    pub io_size: String,
+    /// Largest single read, e.g. 512K, 1M, 8MiB (K/M/G/T and KiB/MiB/GiB/TiB are powers of
+    /// 1024, as in fio: 8M = 8MiB).
+    #[arg(long, default_value = "1M", value_parser = units::parse_size_usize)]
+    pub io_size: usize,
     /// Reads in flight per io_uring (per thread).
     #[arg(long, default_value_t = 8)]
     pub queue_depth: usize,
@@ -56,9 +68,9 @@ pub struct BenchArgs {
     /// Frames to read (default: every frame once, unless --duration).
     #[arg(long)]
     pub frames: Option<u64>,
-    /// Seconds to run (frames loop).
-    #[arg(long)]
-    pub duration: Option<f64>,
+    /// How long to run, frames looping: 10 (seconds), 2.5s, 500ms, 2min.
+    #[arg(long, value_parser = units::parse_positive_duration)]
+    pub duration: Option<Duration>,
     /// O_DIRECT and drop the page cache first (when root).
     #[arg(long)]
     pub cold: bool,
@@ -77,18 +89,22 @@ pub struct BenchArgs {
     /// CUDA streams of the staged path.
     #[arg(long, default_value_t = 4)]
     pub streams: usize,
-    /// Frame size when reading plain files.
-    #[arg(long, default_value = "256M")]
-    pub frame_size: String,
-    /// Write every figure as JSON here.
+    /// Frame size when reading plain files, e.g. 256M (K/M/G/T and KiB/MiB/GiB/TiB are
+    /// powers of 1024, as in fio: 8M = 8MiB).
+    #[arg(long, default_value = "256M", value_parser = units::parse_size)]
+    pub frame_size: u64,
+    /// Write every figure as JSON here, in fio's shape (`jobs[]` with `read.bw_bytes`,
+    /// `read.iops`, `read.lat_ns`, `usr_cpu`, `sys_cpu`), supercell's own figures under each
+    /// job's `supercell` key.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Sweep threads (1, 2, 4, ... up to --threads, at most 1024) and --sweep-io-sizes.
     #[arg(long)]
     pub sweep: bool,
-    /// I/O sizes of the sweep.
-    #[arg(long, default_value = "64K,256K,1M,4M")]
-    pub sweep_io_sizes: String,
+    /// I/O sizes of the sweep, comma-separated (K/M/G/T and KiB/MiB/GiB/TiB are powers of
+    /// 1024, as in fio: 8M = 8MiB).
+    #[arg(long, value_delimiter = ',', default_value = "64K,256K,1M,4M", value_parser = units::parse_size_usize)]
+    pub sweep_io_sizes: Vec<usize>,
     /// PNG plot of the sweep.
     #[arg(long, default_value = "sweep.png")]
     pub plot: PathBuf,
@@ -98,10 +114,10 @@ pub struct BenchArgs {
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
-    /// Seconds a frame's reads may go without progress before it fails (a lane that stopped
-    /// answering); 0: wait forever.
-    #[arg(long, default_value_t = 10.0)]
-    pub read_timeout: f64,
+    /// How long a frame's reads may go without progress before it fails (a lane that
+    /// stopped answering): 10 (seconds), 500ms, 1min; 0: wait forever.
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
+    pub read_timeout: Duration,
 }
 
 fn is_dataset(p: &Path) -> bool {
@@ -110,16 +126,24 @@ fn is_dataset(p: &Path) -> bool {
 
 fn load(args: &BenchArgs, io_size: usize) -> Result<Source> {
     match args.source.as_slice() {
-        [] => bail!("give a dataset directory or files to read (or --job FILE)"),
+        [] => {
+            let dir = ensure_default_dataset(!args.quiet)?;
+            println!(
+                "source: the built-in storm dataset, {} (name a dataset or files to read others)",
+                dir.display()
+            );
+            let ds = Dataset::open(&dir)
+                .with_context(|| format!("cannot open dataset {}", dir.display()))?;
+            Ok(Source::from_manifest(ds.manifest()))
+        }
         [one] if is_dataset(one) => {
             let ds = Dataset::open(one)
                 .with_context(|| format!("cannot open dataset {}", one.display()))?;
             Ok(Source::from_manifest(ds.manifest()))
         }
         files => {
-            let fs = jobs::parse_size(&args.frame_size).map_err(anyhow::Error::msg)?;
             let chunk = (io_size as u64).max(4096);
-            Ok(Source::from_files(files, fs, chunk)?)
+            Ok(Source::from_files(files, args.frame_size, chunk)?)
         }
     }
 }
@@ -158,27 +182,33 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             r.sum_gbps
         );
         if let Some(j) = &args.json {
-            write_json(j, &r)?;
+            write_json(j, &report::FioReport::of_jobs(&r))?;
         }
         if failed {
             bail!("at least one job failed");
         }
         return Ok(());
     }
-    let io_size = jobs::parse_size(&args.io_size).map_err(anyhow::Error::msg)? as usize;
+    let io_size = args.io_size;
+    let (engine, engine_choice) = match args.engine {
+        Some(EngineArg::Gds) => (EngineKind::Gds, None),
+        Some(EngineArg::Staged) => (EngineKind::Staged, None),
+        Some(EngineArg::CpuOnly) => (EngineKind::CpuOnly, None),
+        Some(EngineArg::Portable) => (EngineKind::Portable, None),
+        None => {
+            let (kind, why) = bench::default_engine(args.gpu);
+            println!("engine: {kind} (default; --engine picks another): {why}");
+            (kind, Some(why))
+        }
+    };
     let cfg = BenchConfig {
-        engine: match args.engine {
-            EngineArg::Gds => EngineKind::Gds,
-            EngineArg::Staged => EngineKind::Staged,
-            EngineArg::CpuOnly => EngineKind::CpuOnly,
-            EngineArg::Portable => EngineKind::Portable,
-        },
+        engine,
         threads: args.threads,
         io_size,
         queue_depth: args.queue_depth,
         slots: args.slots,
         frames: args.frames,
-        duration: args.duration,
+        duration: args.duration.map(|d| d.as_secs_f64()),
         cold: args.cold,
         buffered: args.buffered,
         gpu: args.gpu,
@@ -190,24 +220,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         },
         streams: args.streams,
         progress: !args.quiet,
-        read_timeout: crate::cmd::play::timeout_arg(args.read_timeout)?,
+        read_timeout: (!args.read_timeout.is_zero()).then_some(args.read_timeout),
         faults: None,
     };
-    if let Some(d) = cfg.duration
-        && !(d.is_finite() && d > 0.0)
-    {
-        bail!("--duration must be a positive number of seconds");
-    }
     let source = load(args, io_size)?;
     if args.sweep {
-        let sizes: Vec<usize> = args
-            .sweep_io_sizes
-            .split(',')
-            .map(|s| jobs::parse_size(s).map(|v| v as usize))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(anyhow::Error::msg)?;
+        let sizes = &args.sweep_io_sizes;
         let threads = sweep::thread_counts(args.threads);
-        let points = sweep::sweep(&source, &cfg, &threads, &sizes, |_, r| {
+        let points = sweep::sweep(&source, &cfg, &threads, sizes, |_, r| {
             println!("{}", report::gdsio_line(r));
         })?;
         println!("\n{}", sweep::table(&points));
@@ -219,15 +239,38 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let r = bench::run(&source, &cfg)?;
-    print!("{}", report::text(&r));
-    if let Some(j) = &args.json {
-        write_json(j, &r)?;
+    let mut results = Vec::new();
+    for i in 0..args.runs {
+        let r = bench::run(&source, &cfg)?;
+        if args.runs > 1 {
+            println!("run {}: {}", i + 1, report::gdsio_line(&r));
+        }
+        results.push(r);
     }
-    if let Some(v) = &r.verify
-        && v.mismatch_count > 0
-    {
-        bail!("--verify: {} extents differ", v.mismatch_count);
+    let summary = report::RunsSummary::of(&results);
+    // The full report of the median run (by bandwidth), then the spread over the runs.
+    let mut order: Vec<&bench::BenchResult> = results.iter().collect();
+    order.sort_by(|a, b| a.summary.gbps.total_cmp(&b.summary.gbps));
+    let median = order[order.len() / 2];
+    if args.runs > 1 {
+        println!("\nthe median run:");
+    }
+    print!("{}", report::text(median));
+    if args.runs > 1 {
+        println!("{}", summary.text());
+    }
+    if let Some(j) = &args.json {
+        let mut doc = report::FioReport::of_runs(&results);
+        doc.engine_choice = engine_choice;
+        write_json(j, &doc)?;
+    }
+    let differ: u64 = results
+        .iter()
+        .filter_map(|r| r.verify.as_ref())
+        .map(|v| v.mismatch_count)
+        .sum();
+    if differ > 0 {
+        bail!("--verify: {differ} extents differ");
     }
     Ok(())
 }

@@ -129,21 +129,16 @@ pub struct PlayArgs {
     /// Quit after this many frames have been shown.
     #[arg(long)]
     pub exit_after: Option<u64>,
-    /// Seconds a frame's reads may go without progress before the frame is marked damaged
-    /// and playback goes on (a lane that stopped answering); 0: wait forever.
-    #[arg(long, default_value_t = 10.0)]
-    pub read_timeout: f64,
+    /// How long a frame's reads may go without progress before the frame is marked damaged
+    /// and playback goes on (a lane that stopped answering): 10 (seconds), 500ms, 1min;
+    /// 0: wait forever.
+    #[arg(long, default_value = "10s", value_parser = supercell::units::parse_duration)]
+    pub read_timeout: Duration,
 }
 
-/// `--read-timeout` in seconds as the engines take it (0: none).
-pub fn timeout_arg(secs: f64) -> anyhow::Result<Option<Duration>> {
-    if secs == 0.0 {
-        return Ok(None);
-    }
-    match Duration::try_from_secs_f64(secs) {
-        Ok(d) if secs.is_finite() => Ok(Some(d)),
-        _ => bail!("--read-timeout {secs} is not a number of seconds (0: none)"),
-    }
+/// A duration flag's value, or an error naming the flag and the value.
+fn duration_flag(flag: &str, value: &str) -> anyhow::Result<Duration> {
+    script::parse_duration(value).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
 }
 
 fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
@@ -209,7 +204,7 @@ fn player_config(
         playing: !args.paused && defaults.playing,
         start_frame: args.start_frame.unwrap_or(defaults.start_frame),
         verify: args.verify,
-        read_timeout: timeout_arg(args.read_timeout)?,
+        read_timeout: (!args.read_timeout.is_zero()).then_some(args.read_timeout),
         ..PlayerConfig::default()
     })
 }
@@ -260,25 +255,23 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
         bail!("--frames must be at least 1");
     }
     let size = parse_size(&args.size)?;
-    let timeout = script::parse_duration(&args.timeout).map_err(anyhow::Error::msg)?;
+    let timeout = duration_flag("--timeout", &args.timeout)?;
     // Headless measures as fast as frames arrive, whatever the scene's playback says.
     let cfg = player_config(args, size, &PlaybackDefaults::default())?;
     let gpu = PlayerGpu::open_best()?;
     let mut player = Player::open(&gpu, scene, &cfg)?;
     let soak = match &args.soak {
         Some(d) => {
-            let duration = script::parse_duration(d).map_err(anyhow::Error::msg)?;
-            let sample_every =
-                script::parse_duration(&args.sample_every).map_err(anyhow::Error::msg)?;
+            let duration = duration_flag("--soak", d)?;
+            let sample_every = duration_flag("--sample-every", &args.sample_every)?;
             if sample_every.is_zero() {
                 bail!("--sample-every must be positive");
             }
             let toggle_every = args
                 .toggle_every
                 .as_deref()
-                .map(script::parse_duration)
-                .transpose()
-                .map_err(anyhow::Error::msg)?
+                .map(|d| duration_flag("--toggle-every", d))
+                .transpose()?
                 .filter(|d| !d.is_zero());
             let opts = soak::SoakOptions {
                 duration,
@@ -381,9 +374,8 @@ fn window_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
     let toggle_every = args
         .toggle_every
         .as_deref()
-        .map(script::parse_duration)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+        .map(|d| duration_flag("--toggle-every", d))
+        .transpose()?;
     if toggle_every.is_some_and(|d| d < Duration::from_millis(100)) {
         bail!("--toggle-every must be at least 100ms");
     }

@@ -101,6 +101,8 @@ pub struct IoCounters {
     pub latency_ns: AtomicU64,
     /// Reads that failed.
     pub errors: AtomicU64,
+    /// Latencies of the successful reads, for percentiles.
+    pub latency: super::latency::LatencyHistogram,
 }
 
 /// Reads `len` bytes of `fd` at `file_offset` into device memory; the GDS engine's hook.
@@ -458,10 +460,9 @@ impl Worker {
             self.counters
                 .bytes
                 .fetch_add(task.len as u64, Ordering::Relaxed);
-            self.counters.latency_ns.fetch_add(
-                completed.duration_since(submitted).as_nanos() as u64,
-                Ordering::Relaxed,
-            );
+            let ns = completed.duration_since(submitted).as_nanos() as u64;
+            self.counters.latency_ns.fetch_add(ns, Ordering::Relaxed);
+            self.counters.latency.record(ns);
         } else {
             self.counters.errors.fetch_add(1, Ordering::Relaxed);
         }

@@ -20,6 +20,7 @@ pub mod faults;
 mod files;
 pub mod gds;
 mod io;
+pub mod latency;
 mod source;
 mod verify;
 
