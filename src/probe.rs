@@ -30,14 +30,21 @@ pub fn thread_count() -> u64 {
 
 /// User and system CPU seconds of this process so far (getrusage).
 pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes one struct.
+    let (user, system) = cpu_times();
+    user + system
+}
+
+/// User and system CPU seconds of this process so far, apart (getrusage); zeros where
+/// the kernel refuses.
+pub fn cpu_times() -> (f64, f64) {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a valid, writable rusage.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
+        return (0.0, 0.0);
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    (tv(ru.ru_utime), tv(ru.ru_stime))
 }
 
 /// A `kB` field of a `/proc` file in bytes.

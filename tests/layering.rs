@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("probe", &[]),
     ("crc32", &[]),
+    ("units", &[]),
     ("device", &[]),
     ("memory", &["probe"]),
     ("format", &["memory"]),
@@ -32,7 +33,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "bench",
         &[
-            "dataset", "gpu", "ingest", "memory", "pipeline", "probe", "stream",
+            "dataset", "gpu", "ingest", "memory", "pipeline", "probe", "stream", "units",
         ],
     ),
     (
@@ -43,7 +44,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "app",
         &[
             "dataset", "device", "format", "gpu", "ingest", "memory", "pipeline", "probe",
-            "render", "scene", "stream", "synth",
+            "render", "scene", "stream", "synth", "units",
         ],
     ),
 ];

@@ -401,7 +401,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let mut on_screen: Option<usize> = None;
     let mut metric_index = std::collections::HashMap::new();
     let start = metrics.start();
-    let cpu_start = cpu_times();
+    let cpu_start = crate::probe::cpu_times();
     let mut stopping = false;
     let mut last_progress = Instant::now();
     loop {
@@ -493,7 +493,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     }
     bar.finish_and_clear();
     let total_time_s = start.elapsed().as_secs_f64();
-    let cpu_end = cpu_times();
+    let cpu_end = crate::probe::cpu_times();
     let summary = metrics.summary();
     let engine = stream.engine();
     let c = engine.counters();
@@ -544,17 +544,6 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     };
     drop(stream);
     Ok(result)
-}
-
-/// User and system CPU seconds of this process so far.
-fn cpu_times() -> (f64, f64) {
-    // SAFETY: getrusage writes one plain struct that we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return (0.0, 0.0);
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    (tv(ru.ru_utime), tv(ru.ru_stime))
 }
 
 /// The engine `bench` measures when none is named: the fastest that can run here, and why.
