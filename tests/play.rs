@@ -600,7 +600,7 @@ fn headless_run_on_a_software_adapter_uses_the_interactive_settings() {
         assert_eq!(v["size"], serde_json::json!([w, h]), "{settings}");
         assert_eq!(settings["step_voxels"], f64::from(SOFTWARE_STEP_VOXELS));
         let note = settings["note"].as_str().expect("a note in the JSON");
-        assert!(note.contains("--render-scale"), "{note}");
+        assert!(note.contains("--size"), "{note}");
         assert_eq!(notes, 1, "said once:\n{stderr}");
         eprintln!("headless run with the software settings: {wall:?}");
     } else {
@@ -612,7 +612,7 @@ fn headless_run_on_a_software_adapter_uses_the_interactive_settings() {
     assert_eq!(host["ran"], true, "{host}");
     assert_eq!(host["scrub"]["jumps"], 12, "{host}");
 
-    // Flags win: the size and step given are used, and nothing is said.
+    // Flags win: the size, step and attributes given are used, and nothing is said.
     let out = Command::new(bin())
         .args(["play", ds.to_str().unwrap(), "--headless", "--frames", "2"])
         .args([
@@ -624,6 +624,8 @@ fn headless_run_on_a_software_adapter_uses_the_interactive_settings() {
             "64x48",
             "--step",
             "1",
+            "--attributes",
+            "cloud,rain,wind_speed",
         ])
         .args(["--threads", "2", "--json", json.to_str().unwrap()])
         .output()

@@ -572,16 +572,18 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
             med[i] = ms;
             let mpix = w as f64 * h as f64 / (ms * 1e3);
             let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
-            bar.println(format!(
-                "{:>11} {:>8} {:>12} {:>12} {:>12.3} {:>9.1} {:>10}",
-                format!("{w}x{h}"),
-                march,
-                f(gpu_med),
-                f(gpu_min),
-                wall_med,
-                mpix,
-                f(prep_med)
-            ));
+            bar.suspend(|| {
+                println!(
+                    "{:>11} {:>8} {:>12} {:>12} {:>12.3} {:>9.1} {:>10}",
+                    format!("{w}x{h}"),
+                    march,
+                    f(gpu_med),
+                    f(gpu_min),
+                    wall_med,
+                    mpix,
+                    f(prep_med)
+                )
+            });
             rows.push(BenchRow {
                 width: w,
                 height: h,
@@ -594,7 +596,7 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
                 mpix_per_s: mpix,
             });
         }
-        bar.println(format!(
+        bar.suspend(|| println!(
             "{:>11} speed-up over the fixed-step march: skipping {:.2}x, skipping + adaptive steps {:.2}x",
             format!("{w}x{h}"),
             med[2] / med[1].max(1e-9),
