@@ -65,3 +65,28 @@ fn play_refuses_window_flags_with_headless() {
         fails(&args, &format!("{} drives the window", flag[0]));
     }
 }
+
+#[test]
+fn play_refuses_bad_render_scale_and_step() {
+    for mode in [&[][..], &["--headless"]] {
+        let mut args = vec!["play", "/nonexistent"];
+        args.extend_from_slice(mode);
+        let with = |extra: &[&'static str]| {
+            let mut a = args.clone();
+            a.extend_from_slice(extra);
+            a
+        };
+        fails(
+            &with(&["--render-scale", "0"]),
+            "--render-scale must be in (0, 4]",
+        );
+        fails(
+            &with(&["--render-scale", "NaN"]),
+            "--render-scale must be in (0, 4]",
+        );
+        fails(
+            &with(&["--step", "0.001"]),
+            "--step 0.001: the step length in voxels must be",
+        );
+    }
+}

@@ -569,6 +569,79 @@ fn headless_run_writes_sane_json() {
     }
 }
 
+/// The README's headless command with no size or step flags: on a software adapter
+/// (lavapipe in CI) it says once that it uses the interactive settings, renders at the
+/// software size and finishes; with the flags given, nothing is chosen for the user.
+#[test]
+fn headless_run_on_a_software_adapter_uses_the_interactive_settings() {
+    let Some(g) = gpu() else { return };
+    let software = g.caps.software;
+    drop(g);
+    let ds = dataset();
+    let json = out_dir().join("headless-defaults.json");
+    let _ = std::fs::remove_file(&json);
+    let t0 = Instant::now();
+    let out = Command::new(bin())
+        .args(["play", ds.to_str().unwrap(), "--headless", "--frames", "10"])
+        .args(["--threads", "2", "--json", json.to_str().unwrap()])
+        .output()
+        .expect("run supercell play");
+    let wall = t0.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "play failed:\n{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let settings = &v["settings"];
+    assert_eq!(settings["software_adapter"], software, "{settings}");
+    let notes = stderr.matches("software Vulkan adapter").count();
+    if software {
+        use supercell::app::software::{
+            SOFTWARE_RENDER_SCALE, SOFTWARE_STEP_VOXELS, SOFTWARE_WINDOW, scaled,
+        };
+        let (w, h) = scaled(SOFTWARE_WINDOW, SOFTWARE_RENDER_SCALE);
+        assert_eq!(v["size"], serde_json::json!([w, h]), "{settings}");
+        assert_eq!(settings["step_voxels"], f64::from(SOFTWARE_STEP_VOXELS));
+        let note = settings["note"].as_str().expect("a note in the JSON");
+        assert!(note.contains("--size"), "{note}");
+        assert_eq!(notes, 1, "said once:\n{stderr}");
+        eprintln!("headless run with the software settings: {wall:?}");
+    } else {
+        assert_eq!(v["size"], serde_json::json!([1280, 720]));
+        assert!(settings["note"].is_null(), "{settings}");
+        assert_eq!(notes, 0, "{stderr}");
+    }
+    let host = &v["paths"][0];
+    assert_eq!(host["ran"], true, "{host}");
+    assert_eq!(host["scrub"]["jumps"], 12, "{host}");
+
+    // Flags win: the size, step and attributes given are used, and nothing is said.
+    let out = Command::new(bin())
+        .args(["play", ds.to_str().unwrap(), "--headless", "--frames", "2"])
+        .args([
+            "--path",
+            "host",
+            "--scrub-jumps",
+            "1",
+            "--size",
+            "64x48",
+            "--step",
+            "1",
+            "--attributes",
+            "cloud,rain,wind_speed",
+        ])
+        .args(["--threads", "2", "--json", json.to_str().unwrap()])
+        .output()
+        .expect("run supercell play");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "play failed:\n{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["size"], serde_json::json!([64, 48]));
+    assert_eq!(v["settings"]["step_voxels"], 1.0);
+    assert!(v["settings"]["note"].is_null(), "{}", v["settings"]);
+    assert!(!stderr.contains("software Vulkan adapter"), "{stderr}");
+}
+
 /// An X display: `DISPLAY`, or an Xvfb started here (killed on drop).
 struct Display {
     name: String,
@@ -683,7 +756,17 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     );
     // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
     // quarter of the window and let the window scale it up.
-    let args = ["--window-size", "800x600", "--render-scale", "0.25"];
+    // The scene's step and attributes (as `render` uses), not the software ones.
+    let args = [
+        "--window-size",
+        "800x600",
+        "--render-scale",
+        "0.25",
+        "--step",
+        "1",
+        "--attributes",
+        "cloud,rain,wind_speed",
+    ];
     if !play_window(&disp, &args, &script) {
         return;
     }

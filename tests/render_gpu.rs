@@ -338,3 +338,63 @@ fn adaptive_steps_stay_close_to_fixed_steps() {
         );
     }
 }
+
+/// `render --bench` with no `--bench-sizes`: on a software adapter (lavapipe in CI) one
+/// small size, said in the output, so the timing ends in seconds rather than hours; on a
+/// hardware adapter the three sizes up to 4K.
+#[test]
+fn render_bench_times_one_size_on_a_software_adapter() {
+    let Some(gpu) = gpu() else { return };
+    let software = gpu.ctx.caps.software;
+    drop(gpu);
+    let dir = out_dir().join("bench-default");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut p = supercell::synth::default_params();
+    p.resolution = 24;
+    p.frames = 1;
+    p.attributes = vec![supercell::synth::Attribute::Cloud];
+    supercell::synth::generate_dataset(
+        &p,
+        &supercell::synth::GenerateOptions::default(),
+        &dir,
+        supercell::dataset::LaneSpec::Count(1),
+        1 << 20,
+        supercell::dataset::Provenance::new("bench test", Vec::<String>::new()),
+        |_| {},
+    )
+    .expect("dataset");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_supercell"));
+    cmd.args([
+        "render",
+        dir.to_str().unwrap(),
+        "--bench",
+        "--attributes",
+        "cloud",
+    ]);
+    if !software {
+        // Three sizes up to 4K: a couple of renders each is enough to see them.
+        cmd.args(["--bench-frames", "1"]);
+    }
+    let out = cmd.output().expect("run supercell render --bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // One speed-up line per size timed.
+    let sizes: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("speed-up over the fixed-step march"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    if software {
+        assert_eq!(sizes, ["320x180"], "{stdout}");
+        assert!(
+            stdout.contains("software Vulkan adapter") && stdout.contains("one size, 320x180"),
+            "the output says which size and why:\n{stdout}"
+        );
+    } else {
+        assert_eq!(sizes, ["1280x720", "1920x1080", "3840x2160"], "{stdout}");
+    }
+}

@@ -22,8 +22,31 @@ pub struct HeadlessOptions {
     pub paths: Vec<PathSel>,
     /// Timed jumps per path (at least 10 are reported as meaningful).
     pub scrub_jumps: usize,
-    /// Give up on a path after this long.
+    /// Give up on a path's playback after this long, and on its jumps after as long again
+    /// (each phase has its own budget: slow playback does not eat the jumps' time).
     pub timeout: Duration,
+}
+
+/// What a headless run is doing, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// The path being measured.
+    pub path: PathSel,
+    /// Playing (frames) or jumping (scrubs).
+    pub phase: Phase,
+    /// Frames rendered or jumps landed so far.
+    pub done: u64,
+    /// Frames or jumps planned.
+    pub planned: u64,
+}
+
+/// The two phases of a path's headless run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Playing `frames` frames as fast as they arrive.
+    Playing,
+    /// Timed jumps to random frames.
+    Scrubbing,
 }
 
 /// Scrub latency of one path: jump → exact frame shown.
@@ -180,6 +203,10 @@ pub struct HeadlessReport {
     /// The long run, with `--soak`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub soak: Option<super::soak::SoakReport>,
+    /// The settings chosen for this adapter (the software defaults, with their `note`, on
+    /// a software adapter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<super::software::Interactive>,
 }
 
 /// Seconds since the Unix epoch as ISO 8601 UTC (days-to-civil, proleptic Gregorian).
@@ -241,31 +268,61 @@ impl Lcg {
     }
 }
 
+/// "(--timeout 300 s; 2.5 s per rendered frame here)": what a time-out message adds so
+/// that the reader sees whether the adapter or the storage was slow.
+fn timeout_context(player: &Player, sel: PathSel, timeout: Duration) -> String {
+    let f = player.figures(sel);
+    let per_frame = match player.last_gpu_ms() {
+        Some(ms) => format!("; the last render took {:.1} s", ms / 1e3),
+        None if f.rendered_fps > 0.0 => format!("; {:.1} s per frame", 1.0 / f.rendered_fps),
+        None => String::new(),
+    };
+    format!("--timeout {:.0} s{per_frame}", timeout.as_secs_f64())
+}
+
 fn play_frames(
     player: &mut Player,
     sel: PathSel,
     frames: u64,
-    deadline: Instant,
+    timeout: Duration,
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<(), PlayError> {
-    while player.figures(sel).frames_rendered < frames {
+    let deadline = Instant::now() + timeout;
+    let mut reported = u64::MAX;
+    loop {
+        let done = player.figures(sel).frames_rendered;
+        if done != reported {
+            reported = done;
+            progress(Progress {
+                path: sel,
+                phase: Phase::Playing,
+                done: done.min(frames),
+                planned: frames,
+            });
+        }
+        if done >= frames {
+            return Ok(());
+        }
         if Instant::now() > deadline {
             return Err(PlayError::Usage(format!(
-                "timed out after {} of {frames} frames",
-                player.figures(sel).frames_rendered
+                "timed out after {done} of {frames} frames ({})",
+                timeout_context(player, sel, timeout)
             )));
         }
         if player.tick()?.shown.is_none() {
             player.wait(Duration::from_millis(2));
         }
     }
-    Ok(())
 }
 
 fn scrub_jumps(
     player: &mut Player,
+    sel: PathSel,
     jumps: usize,
-    deadline: Instant,
+    timeout: Duration,
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<ScrubReport, PlayError> {
+    let deadline = Instant::now() + timeout;
     player.set_playing(false);
     let n = player.frame_count();
     let mut rng = Lcg(0x5eed);
@@ -273,7 +330,13 @@ fn scrub_jumps(
         exact: true,
         ..Default::default()
     };
-    for _ in 0..jumps {
+    for jump in 0..jumps {
+        progress(Progress {
+            path: sel,
+            phase: Phase::Scrubbing,
+            done: jump as u64,
+            planned: jumps as u64,
+        });
         let mut target = rng.next(n);
         if n > 1 && Some(target) == player.shown_frame() {
             target = (target + 1) % n;
@@ -288,7 +351,9 @@ fn scrub_jumps(
             }
             if Instant::now() > deadline {
                 return Err(PlayError::Usage(format!(
-                    "scrub to frame {target} did not land in time"
+                    "scrub to frame {target} (jump {} of {jumps}) did not land in time ({})",
+                    jump + 1,
+                    timeout_context(player, sel, timeout)
                 )));
             }
             let t = player.tick()?;
@@ -326,8 +391,17 @@ fn scrub_jumps(
 }
 
 /// Runs each path of `opts` on `player` and collects the report (besides machine and
-/// dataset, which the caller fills in). Prints progress on stderr.
+/// dataset, which the caller fills in). Prints a line per path on stderr.
 pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
+    run_paths_with_progress(player, opts, &mut |_| {})
+}
+
+/// [`run_paths`], telling `progress` as frames are rendered and jumps land.
+pub fn run_paths_with_progress(
+    player: &mut Player,
+    opts: &HeadlessOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Vec<PathRun> {
     let mut runs = Vec::new();
     for &sel in &opts.paths {
         let mut run = PathRun {
@@ -362,9 +436,8 @@ pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
         let gpu = super::gpumem::gpu_memory(player.device());
         run.memory.gpu_used_start = gpu.as_ref().map(|m| m.used);
         run.memory.gpu_memory_source = gpu.map(|m| m.source);
-        let deadline = Instant::now() + opts.timeout;
         let (cpu0, t0) = (cpu_seconds(), Instant::now());
-        let played = play_frames(player, sel, opts.frames, deadline);
+        let played = play_frames(player, sel, opts.frames, opts.timeout, progress);
         run.wall_s = t0.elapsed().as_secs_f64();
         run.cpu_s = cpu_seconds() - cpu0;
         run.cpu_percent = if run.wall_s > 0.0 {
@@ -374,7 +447,9 @@ pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
         };
         let figures = player.figures(sel);
         run.figures = Some(figures.clone());
-        match played.and_then(|()| scrub_jumps(player, opts.scrub_jumps, deadline)) {
+        match played
+            .and_then(|()| scrub_jumps(player, sel, opts.scrub_jumps, opts.timeout, progress))
+        {
             Ok(mut s) => {
                 s.bound_ms = (figures.gbps_mean > 0.0)
                     .then(|| figures.bytes_per_frame / (figures.gbps_mean * 1e9) * 1e3 + 20.0);

@@ -16,6 +16,7 @@ mod path;
 mod route;
 pub mod script;
 pub mod soak;
+pub mod software;
 pub mod stats;
 pub mod window;
 

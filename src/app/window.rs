@@ -25,6 +25,7 @@ use super::PlayerGpu;
 use super::core::{PlayError, Player, PlayerConfig};
 use super::overlay::{self, PRESETS, UiRequest, UiState};
 use super::script::{Action, Command, key_action};
+use super::software::{self, Requested};
 use crate::pipeline::{Direction, PlayMode};
 use crate::render::{Image, TransferFunction};
 
@@ -35,10 +36,9 @@ pub struct WindowOptions {
     pub scene: PathBuf,
     /// Player settings (its size is replaced by the window's).
     pub player: PlayerConfig,
-    /// Initial window size.
-    pub window_size: (u32, u32),
-    /// Render at this fraction of the window size.
-    pub render_scale: f32,
+    /// Window size, render scale and step the command line fixed; the adapter's defaults
+    /// fill in the rest ([`software::choose`]: smaller and coarser on a software adapter).
+    pub requested: Requested,
     /// Start fullscreen.
     pub fullscreen: bool,
     /// Large print.
@@ -109,6 +109,13 @@ struct App {
     toggle_mark: Instant,
     last_frame: Instant,
     kiosk_start: Instant,
+    /// Render at this fraction of the window (chosen once the adapter is known).
+    render_scale: f32,
+    /// Least time between two compositions (zero: as often as the event loop turns). On a
+    /// software adapter every composition is CPU work taken from the ray-marcher.
+    compose_every: Duration,
+    /// When the last composition began.
+    last_compose: Instant,
 }
 
 /// Opens the window and runs until it is closed, Esc, `quit` or `--exit-after`.
@@ -116,6 +123,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
     let event_loop = EventLoop::new().map_err(|e| WindowError::NoDisplay(e.to_string()))?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let now = Instant::now();
+    let render_scale = opts.requested.render_scale.unwrap_or(1.0);
     let mut app = App {
         ui: UiState {
             help: opts.help,
@@ -130,7 +138,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             gpu_memory: None,
             frames_shown: 0,
             presets: Vec::new(),
-            window_size: opts.window_size,
+            window_size: opts.requested.window_size.unwrap_or(software::WINDOW),
             plot_window_s: opts.plot_window_s,
             layout: Default::default(),
         },
@@ -147,6 +155,9 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         toggle_mark: now,
         last_frame: now,
         kiosk_start: now,
+        render_scale,
+        compose_every: Duration::ZERO,
+        last_compose: now,
     };
     event_loop
         .run_app(&mut app)
@@ -174,15 +185,16 @@ fn zoom_for(large_print: bool, (width_px, height_px): (u32, u32), scale_factor: 
 }
 
 fn render_size(window: (u32, u32), scale: f32) -> (u32, u32) {
-    let s = |v: u32| ((v as f32 * scale).round() as u32).clamp(1, 16384);
-    (s(window.0), s(window.1))
+    software::scaled(window, scale)
 }
 
 impl App {
     fn init(&mut self, event_loop: &ActiveEventLoop) -> Result<(), WindowError> {
-        let (w, h) = self.opts.window_size;
+        let (w, h) = self.ui.window_size;
+        // Hidden until the adapter is known: a software one gets a smaller window.
         let mut attrs = Window::default_attributes()
             .with_title("supercell")
+            .with_visible(false)
             .with_inner_size(winit::dpi::PhysicalSize::new(w, h));
         if self.opts.fullscreen {
             attrs = attrs.with_fullscreen(Some(Fullscreen::Borderless(None)));
@@ -215,7 +227,25 @@ impl App {
                 (g, surface)
             }
         };
-        let size = window.inner_size();
+        let settings = software::choose(&gpu.caps, &self.opts.requested);
+        self.render_scale = settings.render_scale;
+        if settings.software_adapter {
+            // 50 compositions a second at most: the overlay stays smooth, the CPU marches.
+            self.compose_every = Duration::from_millis(20);
+        }
+        let mut size = window.inner_size();
+        if settings.window_size != self.ui.window_size && !self.opts.fullscreen {
+            // Applied at once where the platform can, else with the next Resized event.
+            let (w, h) = settings.window_size;
+            if let Some(s) = window.request_inner_size(winit::dpi::PhysicalSize::new(w, h)) {
+                size = s;
+            }
+        }
+        window.set_visible(true);
+        if let Some(note) = &settings.note {
+            eprintln!("play: {note}");
+            self.ui.message = Some((note.clone(), Instant::now()));
+        }
         let (sw, sh) = (size.width.max(1), size.height.max(1));
         let caps = surface.get_capabilities(&gpu.adapter);
         let format = caps
@@ -248,8 +278,9 @@ impl App {
         };
         surface.configure(&gpu.device, &config);
         let mut pcfg = self.opts.player.clone();
-        (pcfg.width, pcfg.height) = render_size((sw, sh), self.opts.render_scale);
-        let player = Player::open(&gpu, &self.opts.scene, &pcfg)?;
+        (pcfg.width, pcfg.height) = render_size((sw, sh), self.render_scale);
+        let mut player = Player::open(&gpu, &self.opts.scene, &pcfg)?;
+        settings.apply_view(player.view_mut());
         self.ui.presets = player
             .attribute_names()
             .iter()
@@ -549,6 +580,7 @@ impl App {
     }
 
     fn redraw(&mut self, event_loop: &ActiveEventLoop) {
+        self.last_compose = Instant::now();
         self.run_script(event_loop);
         self.timers();
         let Some(g) = self.gfx.as_mut() else { return };
@@ -833,7 +865,7 @@ impl ApplicationHandler for App {
                 g.config.width = size.width;
                 g.config.height = size.height;
                 g.surface.configure(&g.gpu.device, &g.config);
-                let (w, h) = render_size((size.width, size.height), self.opts.render_scale);
+                let (w, h) = render_size((size.width, size.height), self.render_scale);
                 g.player.set_size(w, h);
                 self.ui.window_size = (size.width, size.height);
                 g.egui_ctx.set_zoom_factor(zoom_for(
@@ -899,9 +931,14 @@ impl ApplicationHandler for App {
         }
     }
 
-    fn about_to_wait(&mut self, _event_loop: &ActiveEventLoop) {
-        if let Some(g) = &self.gfx {
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        let Some(g) = &self.gfx else { return };
+        let next = self.last_compose + self.compose_every;
+        if Instant::now() >= next {
+            event_loop.set_control_flow(ControlFlow::Poll);
             g.window.request_redraw();
+        } else {
+            event_loop.set_control_flow(ControlFlow::WaitUntil(next));
         }
     }
 }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessReport};
+use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessReport, Phase};
+use supercell::app::software::{self, Requested};
 use supercell::app::window::{self, WindowOptions};
 use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, script, soak};
 use supercell::pipeline::PlayMode;
@@ -56,9 +57,11 @@ pub struct PlayArgs {
     /// Path: headless, which to measure; windowed, which to start on.
     #[arg(long, value_enum, default_value = "both")]
     pub path: PathArg,
-    /// Render size `WxH` (headless; in a window the window's size times `--render-scale`).
-    #[arg(long, default_value = "1280x720")]
-    pub size: String,
+    /// Headless render size `WxH` (default: 1280x720; on a software Vulkan adapter the
+    /// software window times its render scale, 120x68). In a window the render size is the
+    /// window's times `--render-scale`.
+    #[arg(long)]
+    pub size: Option<String>,
     /// Headless: write the results here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -74,7 +77,8 @@ pub struct PlayArgs {
     /// Headless `--soak`: sampling interval.
     #[arg(long, default_value = "1s")]
     pub sample_every: String,
-    /// Headless: give up on a path after this long.
+    /// Headless: give up on a path's playback after this long, and on its jumps after as
+    /// long again.
     #[arg(long, default_value = "300s")]
     pub timeout: String,
     /// Ring slots per path (default: from frame size and memory, 3 to 8).
@@ -90,7 +94,8 @@ pub struct PlayArgs {
     /// How the host path moves frames to the GPU.
     #[arg(long, value_enum, default_value = "auto")]
     pub host_copy: HostCopyArg,
-    /// Attributes in slot order, comma-separated.
+    /// Attributes in slot order, comma-separated (default: the scene's; on a software Vulkan
+    /// adapter only its first two start shown).
     #[arg(long, value_delimiter = ',')]
     pub attributes: Option<Vec<String>>,
     /// Playback rate, frames/s; 0: as fast as frames arrive (default: the scene's, 24).
@@ -117,12 +122,17 @@ pub struct PlayArgs {
     /// Large print (readable from two metres).
     #[arg(long)]
     pub large_print: bool,
-    /// Render at this fraction of the window size (software Vulkan is slow).
-    #[arg(long, default_value_t = 1.0)]
-    pub render_scale: f32,
-    /// Window size `WxH` at start.
-    #[arg(long, default_value = "1280x720")]
-    pub window_size: String,
+    /// Render at this fraction of the window size, which the window scales up (default: 1;
+    /// 0.125 on a software Vulkan adapter such as lavapipe).
+    #[arg(long)]
+    pub render_scale: Option<f32>,
+    /// Window size `WxH` at start (default: 1280x720; 960x540 on a software Vulkan adapter).
+    #[arg(long)]
+    pub window_size: Option<String>,
+    /// Ray-march step length in voxels of the finest grid (default: the scene's, 1; on a
+    /// software Vulkan adapter 2, with adaptive steps of at least 0.6 optical depth).
+    #[arg(long)]
+    pub step: Option<f32>,
     /// Scripted input: commands or a file (see `supercell::app::script`).
     #[arg(long)]
     pub script: Option<String>,
@@ -233,9 +243,37 @@ fn refuse_window_flags(args: &PlayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The sizes and steps the command line fixed (the adapter's defaults fill in the rest:
+/// [`software::choose`]).
+fn requested(args: &PlayArgs) -> anyhow::Result<Requested> {
+    if let Some(s) = args.render_scale
+        && !(s.is_finite() && s > 0.0 && s <= 4.0)
+    {
+        bail!("--render-scale must be in (0, 4]");
+    }
+    if let Some(s) = args.step
+        && !supercell::render::limits::STEP_VOXELS.contains(f64::from(s))
+    {
+        bail!(
+            "--step {s}: the step length in voxels must be {}",
+            supercell::render::limits::STEP_VOXELS.describe()
+        );
+    }
+    Ok(Requested {
+        headless: args.headless,
+        window_size: args.window_size.as_deref().map(parse_size).transpose()?,
+        render_scale: args.render_scale,
+        size: args.size.as_deref().map(parse_size).transpose()?,
+        step_voxels: args.step,
+        attributes: args.attributes.is_some(),
+    })
+}
+
 /// Runs `supercell play`.
 pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
     refuse_window_flags(args)?;
+    // Bad values are refused before a dataset is made or a device opened.
+    let req = requested(args)?;
     let scene = match &args.scene {
         Some(p) => p.clone(),
         None => supercell::scene::ensure_default_dataset(true)?,
@@ -244,22 +282,38 @@ pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
         bail!("{}: no such scene file or dataset", scene.display());
     }
     if args.headless {
-        headless_run(args, &scene)
+        headless_run(args, &req, &scene)
     } else {
-        window_run(args, &scene)
+        window_run(args, req, &scene)
     }
 }
 
-fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
+/// A progress bar on stderr (hidden where stderr is not a terminal).
+fn progress_bar(template: &str) -> indicatif::ProgressBar {
+    // Drawn on stderr, and only where stderr is a terminal.
+    let bar = indicatif::ProgressBar::no_length();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> anyhow::Result<()> {
     if args.frames == 0 {
         bail!("--frames must be at least 1");
     }
-    let size = parse_size(&args.size)?;
     let timeout = duration_flag("--timeout", &args.timeout)?;
+    let gpu = PlayerGpu::open_best()?;
+    let settings = software::choose(&gpu.caps, req);
+    if let Some(note) = &settings.note {
+        eprintln!("play: {note}");
+    }
+    let size = settings.size;
     // Headless measures as fast as frames arrive, whatever the scene's playback says.
     let cfg = player_config(args, size, &PlaybackDefaults::default())?;
-    let gpu = PlayerGpu::open_best()?;
     let mut player = Player::open(&gpu, scene, &cfg)?;
+    settings.apply_view(player.view_mut());
     let soak = match &args.soak {
         Some(d) => {
             let duration = duration_flag("--soak", d)?;
@@ -278,11 +332,8 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
                 toggle_every,
                 sample_every,
             };
-            let bar = indicatif::ProgressBar::new(duration.as_secs().max(1));
-            bar.set_style(
-                indicatif::ProgressStyle::with_template("soak {bar:30} {pos}/{len} s  {msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
+            let bar = progress_bar("soak {bar:30} {pos}/{len} s  {msg}");
+            bar.set_length(duration.as_secs().max(1));
             let r = soak::run(&mut player, &opts, |s| {
                 bar.set_position(s.t_s as u64);
                 bar.set_message(format!(
@@ -305,7 +356,8 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
         PathArg::Host => vec![PathSel::Host],
         PathArg::Both => vec![PathSel::Host, PathSel::Direct],
     };
-    let runs = headless::run_paths(
+    let bar = progress_bar("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}");
+    let runs = headless::run_paths_with_progress(
         &mut player,
         &HeadlessOptions {
             frames: args.frames,
@@ -313,7 +365,17 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
             scrub_jumps: args.scrub_jumps,
             timeout,
         },
+        &mut |p| {
+            bar.set_prefix(format!("play {}", p.path.name()));
+            bar.set_length(p.planned);
+            bar.set_position(p.done);
+            bar.set_message(match p.phase {
+                Phase::Playing => "frames rendered",
+                Phase::Scrubbing => "jumps",
+            });
+        },
     );
+    bar.finish_and_clear();
     player.drain(Duration::from_secs(10));
     let m = player.manifest();
     let report = HeadlessReport {
@@ -337,6 +399,7 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
         frames_per_path: if soak.is_some() { 0 } else { args.frames },
         paths: runs,
         soak,
+        settings: Some(settings),
     };
     eprint!("{}", headless::summary(&report));
     if let Some(p) = &args.json {
@@ -361,12 +424,10 @@ fn headless_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> 
     Ok(())
 }
 
-fn window_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
-    let window_size = parse_size(&args.window_size)?;
-    if !(args.render_scale.is_finite() && args.render_scale > 0.0 && args.render_scale <= 4.0) {
-        bail!("--render-scale must be in (0, 4]");
-    }
+fn window_run(args: &PlayArgs, req: Requested, scene: &std::path::Path) -> anyhow::Result<()> {
     let scene_file = Scene::load(scene)?;
+    // The window sets the render size from its own (and the adapter's defaults).
+    let window_size = req.window_size.unwrap_or(software::WINDOW);
     let cfg = player_config(args, window_size, &scene_file.playback)?;
     let overlay = &scene_file.overlay;
     // Scene::load checked plot_window_s against the same bounds.
@@ -394,8 +455,7 @@ fn window_run(args: &PlayArgs, scene: &std::path::Path) -> anyhow::Result<()> {
     let opts = WindowOptions {
         scene: scene.to_path_buf(),
         player: cfg,
-        window_size,
-        render_scale: args.render_scale,
+        requested: req,
         fullscreen: args.fullscreen || args.kiosk,
         large_print: args.large_print || args.kiosk || overlay.large_print,
         plots: overlay.plots,

@@ -86,16 +86,14 @@ pub struct RenderArgs {
     /// without empty-space skipping, and prints ms/frame.
     #[arg(long)]
     pub bench: bool,
-    /// Sizes for `--bench`.
-    #[arg(
-        long,
-        default_value = "1280x720,1920x1080,3840x2160",
-        value_delimiter = ','
-    )]
-    pub bench_sizes: Vec<String>,
-    /// Timed renders per size and mode for `--bench` (after 3 warm-up renders).
-    #[arg(long, default_value_t = 20)]
-    pub bench_frames: u32,
+    /// Sizes for `--bench` (default: 1280x720,1920x1080,3840x2160; on a software Vulkan
+    /// adapter such as lavapipe one size, 320x180, since each 720p render takes seconds there).
+    #[arg(long, value_delimiter = ',')]
+    pub bench_sizes: Option<Vec<String>>,
+    /// Timed renders per size and mode for `--bench`, after 3 warm-up renders (default: 20;
+    /// 5 on a software Vulkan adapter).
+    #[arg(long)]
+    pub bench_frames: Option<u32>,
     /// Also write the `--bench` results as JSON here.
     #[arg(long)]
     pub bench_json: Option<PathBuf>,
@@ -250,28 +248,53 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let mut slot = AlignedBuf::new();
     if args.cpu {
         check_size("--size", None, w, h)?;
+        let bar = progress_bar(
+            "render [{elapsed_precise}] {bar:30} {pos}/{len} frames  {msg}",
+            frames.len() as u64,
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(250));
         for f in frames {
+            bar.set_message(format!("frame {f}, {w}x{h} on the CPU"));
             ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
             let grids = cpu_grids(&ls, f, &slot)?;
             let refs: Vec<_> = grids.iter().map(|g| g.as_ref()).collect();
             let t0 = std::time::Instant::now();
             let img = supercell::render::render_cpu(&refs, &ls.view, w, h);
-            eprintln!(
-                "frame {f}: CPU render in {:.2} s",
-                t0.elapsed().as_secs_f64()
-            );
-            save(&img, &args.out, f, args.linear)?;
+            bar.suspend(|| {
+                eprintln!(
+                    "frame {f}: CPU render in {:.2} s",
+                    t0.elapsed().as_secs_f64()
+                );
+            });
+            bar.suspend(|| save(&img, &args.out, f, args.linear))?;
+            bar.inc(1);
         }
+        bar.finish_and_clear();
         return Ok(());
     }
     let ctx = GpuContext::headless()?;
-    eprintln!("rendering on {}", ctx.describe());
+    eprintln!(
+        "rendering on {}{}",
+        ctx.describe(),
+        if ctx.caps.software {
+            " (a software Vulkan adapter: seconds per frame at large sizes)"
+        } else {
+            ""
+        }
+    );
     let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
     check_size("--size", Some(&renderer), w, h)?;
     for f in frames.clone() {
         check_frame_fits(&ls, &ctx.caps, f)?;
     }
+    let bar = progress_bar(
+        "render [{elapsed_precise}] {bar:30} {pos}/{len} frames  {msg}",
+        frames.len() as u64,
+    );
+    // A render blocks: the bar keeps ticking meanwhile (seconds per frame on software Vulkan).
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
     for f in frames {
+        bar.set_message(format!("frame {f}, {w}x{h}"));
         ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
         check_headers(&ls, f, &slot)?;
         let buffer = try_upload_slot(&ctx.device, &ctx.queue, &slot)
@@ -279,15 +302,19 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         renderer.set_grids(&ls.grid_slices(f, &buffer)?)?;
         let t = renderer.render_timed(&ls.view, w, h)?;
         let img = renderer.read_image()?;
-        eprintln!(
-            "frame {f}: {w}x{h} in {:.2} ms{}",
-            t.wall_ms,
-            t.gpu_ms
-                .map(|g| format!(" (GPU {g:.2} ms)"))
-                .unwrap_or_default()
-        );
-        save(&img, &args.out, f, args.linear)?;
+        bar.suspend(|| {
+            eprintln!(
+                "frame {f}: {w}x{h} in {:.2} ms{}",
+                t.wall_ms,
+                t.gpu_ms
+                    .map(|g| format!(" (GPU {g:.2} ms)"))
+                    .unwrap_or_default()
+            );
+        });
+        bar.suspend(|| save(&img, &args.out, f, args.linear))?;
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     Ok(())
 }
 
@@ -369,6 +396,67 @@ fn save(img: &supercell::render::Image, out: &Path, f: usize, linear: bool) -> a
     Ok(())
 }
 
+/// What `render --bench` times: sizes and renders per size and march.
+#[derive(Debug, PartialEq)]
+struct BenchPlan {
+    sizes: Vec<(u32, u32)>,
+    frames: u32,
+    /// Said before the table when the software defaults chose the plan.
+    note: Option<String>,
+}
+
+/// `--bench-sizes` and `--bench-frames`, else the defaults: on a hardware adapter three
+/// sizes up to 4K and 20 renders, on a software one one small size and 5 renders (each
+/// 720p render takes seconds there, and the three sizes would run for hours).
+fn bench_plan(args: &RenderArgs, caps: &DeviceCaps) -> anyhow::Result<BenchPlan> {
+    let software = caps.software;
+    let sizes = match &args.bench_sizes {
+        Some(list) => list
+            .iter()
+            .map(|s| parse_size(s))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+        None if software => vec![supercell::app::software::SOFTWARE_BENCH_SIZE],
+        None => vec![(1280, 720), (1920, 1080), (3840, 2160)],
+    };
+    if sizes.is_empty() {
+        bail!("--bench-sizes names no size");
+    }
+    let frames = args
+        .bench_frames
+        .unwrap_or(if software { 5 } else { 20 })
+        .max(1);
+    let mut chosen = Vec::new();
+    if software && args.bench_sizes.is_none() {
+        let (w, h) = sizes[0];
+        chosen.push(format!("one size, {w}x{h}"));
+    }
+    if software && args.bench_frames.is_none() {
+        chosen.push(format!("{frames} timed renders per march"));
+    }
+    let note = (!chosen.is_empty()).then(|| {
+        format!(
+            "software Vulkan adapter ({}): timing {} (--bench-sizes and --bench-frames time more)",
+            caps.name,
+            chosen.join(", ")
+        )
+    });
+    Ok(BenchPlan {
+        sizes,
+        frames,
+        note,
+    })
+}
+
+/// A progress bar of `len` steps on stderr, drawn only where stderr is a terminal.
+fn progress_bar(template: &str, len: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
 #[derive(Serialize)]
 struct BenchRow {
     width: u32,
@@ -404,11 +492,8 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     let ctx = GpuContext::headless()?;
     let device = ctx.describe();
     let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
-    let sizes: Vec<(u32, u32)> = args
-        .bench_sizes
-        .iter()
-        .map(|s| parse_size(s))
-        .collect::<anyhow::Result<_>>()?;
+    let plan = bench_plan(args, &ctx.caps)?;
+    let (sizes, bench_frames) = (plan.sizes, plan.frames);
     for &(w, h) in &sizes {
         check_size("--bench-sizes", Some(&renderer), w, h)?;
     }
@@ -424,6 +509,9 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     let mut rows = Vec::new();
     let mut timer = "wall (submit to completion)";
     println!("device: {device}");
+    if let Some(note) = &plan.note {
+        println!("{note}");
+    }
     println!(
         "frame {frame}: {} grids, {:.1} MB",
         slices.iter().flatten().count(),
@@ -435,9 +523,16 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     );
     let base = ls.view.clone();
     let slice_refs = slices.clone();
+    // Renders per size and march: warm-up, timed, and the preparation's.
+    let per_march = u64::from(bench_frames) + 6;
+    let bar = progress_bar(
+        "bench [{elapsed_precise}] {bar:30} {pos}/{len} renders  {msg}",
+        sizes.len() as u64 * 3 * per_march,
+    );
     for &(w, h) in &sizes {
         let mut med = [0.0f64; 3];
         for (i, march) in ["adaptive", "skip", "fixed"].into_iter().enumerate() {
+            bar.set_message(format!("{w}x{h} {march}"));
             let mut view = base.clone();
             view.camera.fit_to(view.world_bbox, w as f32 / h as f32);
             view.settings.hdda = march != "fixed";
@@ -447,10 +542,12 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
             }
             for _ in 0..3 {
                 renderer.render_timed(&view, w, h)?;
+                bar.inc(1);
             }
             let (mut gpu, mut wall, mut prep) = (Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..args.bench_frames.max(1) {
+            for _ in 0..bench_frames {
                 let t = renderer.render_timed(&view, w, h)?;
+                bar.inc(1);
                 wall.push(t.wall_ms);
                 if let Some(g) = t.gpu_ms {
                     gpu.push(g);
@@ -462,6 +559,7 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
                 if let Some(p) = renderer.render_timed(&view, w, h)?.prepare_ms {
                     prep.push(p);
                 }
+                bar.inc(1);
             }
             let gpu_med = (!gpu.is_empty()).then(|| median(&mut gpu));
             let gpu_min = gpu.iter().copied().reduce(f64::min);
@@ -474,35 +572,38 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
             med[i] = ms;
             let mpix = w as f64 * h as f64 / (ms * 1e3);
             let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
-            println!(
-                "{:>11} {:>8} {:>12} {:>12} {:>12.3} {:>9.1} {:>10}",
-                format!("{w}x{h}"),
-                march,
-                f(gpu_med),
-                f(gpu_min),
-                wall_med,
-                mpix,
-                f(prep_med)
-            );
+            bar.suspend(|| {
+                println!(
+                    "{:>11} {:>8} {:>12} {:>12} {:>12.3} {:>9.1} {:>10}",
+                    format!("{w}x{h}"),
+                    march,
+                    f(gpu_med),
+                    f(gpu_min),
+                    wall_med,
+                    mpix,
+                    f(prep_med)
+                )
+            });
             rows.push(BenchRow {
                 width: w,
                 height: h,
                 march,
                 prepare_ms_median: prep_med,
-                frames: args.bench_frames.max(1),
+                frames: bench_frames,
                 gpu_ms_median: gpu_med,
                 gpu_ms_min: gpu_min,
                 wall_ms_median: wall_med,
                 mpix_per_s: mpix,
             });
         }
-        println!(
+        bar.suspend(|| println!(
             "{:>11} speed-up over the fixed-step march: skipping {:.2}x, skipping + adaptive steps {:.2}x",
             format!("{w}x{h}"),
             med[2] / med[1].max(1e-9),
             med[2] / med[0].max(1e-9)
-        );
+        ));
     }
+    bar.finish_and_clear();
     println!("timer: {timer}");
     if let Some(p) = &args.bench_json {
         let report = BenchReport {
