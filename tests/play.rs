@@ -859,7 +859,8 @@ fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
 /// 640 × 360: the overlay's panels (figures, plots, timeline, help) never overlap and stay
 /// inside the window, with the help card shown or not, the plots on or off. The rectangles
 /// are what each panel painted (its shapes, cut to their clip rectangles), taken both once
-/// the layout has settled and in the very frame after a key changed it.
+/// the layout has settled and in the very frame after a key changed it; the overlay also
+/// counts every frame in which two panels painted over each other, and there must be none.
 #[test]
 fn panels_as_drawn_never_overlap() {
     if gpu().is_none() {
@@ -961,6 +962,12 @@ fn panels_as_drawn_never_overlap() {
                     "{what}: {s}"
                 );
             }
+            // Every frame drawn so far, not only this one.
+            assert_eq!(
+                s["overlap_frames"], 0,
+                "{what}: panels painted over each other in some frame: {}",
+                s["first_overlap"]
+            );
             for (n, r) in &panels {
                 assert!(r[0] < r[2] && r[1] < r[3], "{what}: {n} empty {r:?}");
                 let inside = r[0] >= -0.5 && r[1] >= -0.5;

@@ -67,6 +67,11 @@ pub struct PanelLayout {
     pub plots_no_room: bool,
     /// The help card took the figures' and plots' place (no room for it beside them).
     pub help_alone: bool,
+    /// Frames since the start in which two panels painted over each other (checked on every
+    /// frame, so a layout that is wrong for one frame only is counted too).
+    pub overlap_frames: u64,
+    /// The first such overlap: which panels, where.
+    pub first_overlap: Option<String>,
     /// Sizes when last drawn (points).
     stats_size: Option<egui::Vec2>,
     help_size: Option<egui::Vec2>,
@@ -172,6 +177,10 @@ pub struct OverlayDump {
     pub plots_no_room: bool,
     /// The help card hides the figures and plots (no room for it beside them).
     pub help_alone: bool,
+    /// Frames since the start in which two panels painted over each other.
+    pub overlap_frames: u64,
+    /// The first such overlap: which panels, where (window pixels).
+    pub first_overlap: Option<String>,
 }
 
 fn mode_name(m: PlayMode) -> &'static str {
@@ -429,6 +438,8 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
             .collect(),
         plots_no_room: ui.layout.plots_no_room,
         help_alone: ui.layout.help_alone,
+        overlap_frames: ui.layout.overlap_frames,
+        first_overlap: ui.layout.first_overlap.clone(),
     }
 }
 
@@ -735,6 +746,17 @@ pub fn draw(
             )
         })
         .collect();
+    let rects = &ui_state.layout.rects;
+    let overlap = rects.iter().enumerate().find_map(|(i, (na, a))| {
+        rects[i + 1..].iter().find_map(|(nb, b)| {
+            let apart = a[2] <= b[0] || b[2] <= a[0] || a[3] <= b[1] || b[3] <= a[1];
+            (!apart).then(|| format!("{na} {a:?} overlaps {nb} {b:?}"))
+        })
+    });
+    if let Some(o) = overlap {
+        ui_state.layout.overlap_frames += 1;
+        ui_state.layout.first_overlap.get_or_insert(o);
+    }
 }
 
 /// Turns off the scroll area's edge fades in `ui`: they paint over the whole height the area
