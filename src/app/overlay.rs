@@ -133,7 +133,7 @@ pub struct OverlayDump {
     /// The overlay's text lines, exactly as drawn.
     pub lines: Vec<String>,
     /// The table comparing both paths, exactly as drawn (see [`figure_table`]).
-    pub table: Vec<[String; 3]>,
+    pub table: Vec<[String; 5]>,
     /// Help card shown.
     pub help_visible: bool,
     /// Large print.
@@ -269,18 +269,20 @@ pub fn rate_lines(f: &PathFigures) -> Vec<String> {
         .collect()
 }
 
-/// The table comparing both paths: a header row, then one row per rate reading
-/// (`["frames/s rendered avg", direct, host]`, ...); "n/a" where the direct path cannot run.
-pub fn figure_table(direct: &PathFigures, host: &PathFigures, direct_ok: bool) -> Vec<[String; 3]> {
-    let mut t = vec![[String::new(), "direct".to_string(), "host".to_string()]];
+/// The table comparing both paths: a header row (`["", "direct avg", "direct peak", "host
+/// avg", "host peak"]`), then one row per rate (`["frames/s rendered", ...]`); "n/a" where
+/// the direct path cannot run.
+pub fn figure_table(direct: &PathFigures, host: &PathFigures, direct_ok: bool) -> Vec<[String; 5]> {
+    let mut t =
+        vec![["", "direct avg", "direct peak", "host avg", "host peak"].map(str::to_string)];
+    let na = || "n/a".to_string();
     for (d, h) in rate_rows(direct).into_iter().zip(rate_rows(host)) {
-        for (reading, dv, hv) in [("avg", d.avg, h.avg), ("peak", d.peak, h.peak)] {
-            t.push([
-                format!("{} {reading}", d.name),
-                if direct_ok { dv } else { "n/a".to_string() },
-                hv,
-            ]);
-        }
+        let (da, dp) = if direct_ok {
+            (d.avg, d.peak)
+        } else {
+            (na(), na())
+        };
+        t.push([d.name.to_string(), da, dp, h.avg, h.peak]);
     }
     t
 }
@@ -820,6 +822,7 @@ fn stats_panel(
     );
     egui::Grid::new("supercell-both")
         .striped(false)
+        .spacing([10.0, 2.0])
         .show(ui, |ui| {
             for (i, row) in table.iter().enumerate() {
                 for (j, cell) in row.iter().enumerate() {
@@ -1076,20 +1079,23 @@ mod tests {
             let now = td.max(th) + later;
             let (fd, fh) = (d.figures(now), h.figures(now));
             let table = figure_table(&fd, &fh, true);
-            let (active, col) = if host_active { (&fh, 2) } else { (&fd, 1) };
+            // Columns: name, direct avg, direct peak, host avg, host peak.
+            let (active, col) = if host_active { (&fh, 3) } else { (&fd, 1) };
             let lines = rate_lines(active);
             for (line, name) in lines.iter().zip(["frames/s rendered", "frames/s delivered", "GB/s"]) {
                 prop_assert!(line.starts_with(name), "{line}");
                 let (n, avg, peak) = line_numbers(line);
                 let cell = |reading: &str| {
-                    table
+                    let row = table
                         .iter()
-                        .find(|r| r[0] == format!("{name} {reading}"))
-                        .map(|r| r[col].clone())
-                        .unwrap_or_else(|| panic!("no {name} {reading} row in {table:?}"))
+                        .find(|r| r[0] == name)
+                        .unwrap_or_else(|| panic!("no {name} row in {table:?}"));
+                    prop_assert_eq!(&table[0][col + usize::from(reading == "peak")],
+                        &format!("{} {reading}", if host_active { "host" } else { "direct" }));
+                    Ok(row[col + usize::from(reading == "peak")].clone())
                 };
-                prop_assert_eq!(&avg, &cell("avg"), "{} vs {:?}", line, table);
-                prop_assert_eq!(&peak, &cell("peak"), "{} vs {:?}", line, table);
+                prop_assert_eq!(&avg, &cell("avg")?, "{} vs {:?}", line, table);
+                prop_assert_eq!(&peak, &cell("peak")?, "{} vs {:?}", line, table);
                 let num = |s: &str| s.parse::<f64>().unwrap();
                 prop_assert!(num(&peak) >= num(&avg) && num(&avg) >= 0.0, "{}", line);
                 prop_assert!(num(&peak) >= num(&n), "{}", line);
