@@ -67,6 +67,11 @@ pub struct PanelLayout {
     pub plots_no_room: bool,
     /// The help card took the figures' and plots' place (no room for it beside them).
     pub help_alone: bool,
+    /// Frames since the start in which two panels painted over each other (checked on every
+    /// frame, so a layout that is wrong for one frame only is counted too).
+    pub overlap_frames: u64,
+    /// The first such overlap: which panels, where.
+    pub first_overlap: Option<String>,
     /// Sizes when last drawn (points).
     stats_size: Option<egui::Vec2>,
     help_size: Option<egui::Vec2>,
@@ -127,6 +132,8 @@ pub struct OverlayDump {
     pub host: PathFigures,
     /// The overlay's text lines, exactly as drawn.
     pub lines: Vec<String>,
+    /// The table comparing both paths, exactly as drawn (see [`figure_table`]).
+    pub table: Vec<[String; 5]>,
     /// Help card shown.
     pub help_visible: bool,
     /// Large print.
@@ -170,6 +177,10 @@ pub struct OverlayDump {
     pub plots_no_room: bool,
     /// The help card hides the figures and plots (no room for it beside them).
     pub help_alone: bool,
+    /// Frames since the start in which two panels painted over each other.
+    pub overlap_frames: u64,
+    /// The first such overlap: which panels, where (window pixels).
+    pub first_overlap: Option<String>,
 }
 
 fn mode_name(m: PlayMode) -> &'static str {
@@ -188,21 +199,102 @@ fn bytes_h(b: f64) -> String {
     }
 }
 
+/// A rate as the overlay writes it: two decimals, more for small values (so that 0.0017 GB/s
+/// does not read as 0), fewer for large ones. Rounding keeps the order of values, so a peak
+/// never reads below its average.
+pub fn rate_text(x: f64) -> String {
+    let x = if x.is_finite() { x.max(0.0) } else { 0.0 };
+    let decimals = if x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else if x >= 0.1 || x == 0.0 {
+        2
+    } else {
+        // Two significant digits, at most six decimals.
+        ((-x.log10()).ceil() as usize + 1).min(6)
+    };
+    format!("{x:.decimals$}")
+}
+
+/// One rate of a path in words: its name and its **now**, **avg** and **peak** readings (see
+/// [`super::stats`] for the definitions), each as [`rate_text`] writes it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RateRow {
+    /// "frames/s rendered", "frames/s delivered" or "GB/s".
+    pub name: &'static str,
+    /// Last second.
+    pub now: String,
+    /// Over the path's active time.
+    pub avg: String,
+    /// Highest **now** reading, never below **avg**.
+    pub peak: String,
+}
+
+/// A path's three rates in words (the overlay's lines and its table both come from this).
+pub fn rate_rows(f: &PathFigures) -> [RateRow; 3] {
+    let row = |name, now, avg, peak| RateRow {
+        name,
+        now: rate_text(now),
+        avg: rate_text(avg),
+        peak: rate_text(peak),
+    };
+    [
+        row(
+            "frames/s rendered",
+            f.rendered_fps_now,
+            f.rendered_fps,
+            f.rendered_fps_peak,
+        ),
+        row(
+            "frames/s delivered",
+            f.delivered_fps_now,
+            f.delivered_fps,
+            f.delivered_fps_peak,
+        ),
+        row("GB/s", f.gbps_now, f.gbps_mean, f.gbps_peak),
+    ]
+}
+
+/// The lines of the active path's rates: `NAME  NOW now  AVG avg  PEAK peak`.
+pub fn rate_lines(f: &PathFigures) -> Vec<String> {
+    rate_rows(f)
+        .iter()
+        .map(|r| {
+            format!(
+                "{:<18} {} now   {} avg   {} peak",
+                r.name, r.now, r.avg, r.peak
+            )
+        })
+        .collect()
+}
+
+/// The table comparing both paths: a header row (`["", "direct avg", "direct peak", "host
+/// avg", "host peak"]`), then one row per rate (`["frames/s rendered", ...]`); "n/a" where
+/// the direct path cannot run.
+pub fn figure_table(direct: &PathFigures, host: &PathFigures, direct_ok: bool) -> Vec<[String; 5]> {
+    let mut t =
+        vec![["", "direct avg", "direct peak", "host avg", "host peak"].map(str::to_string)];
+    let na = || "n/a".to_string();
+    for (d, h) in rate_rows(direct).into_iter().zip(rate_rows(host)) {
+        let (da, dp) = if direct_ok {
+            (d.avg, d.peak)
+        } else {
+            (na(), na())
+        };
+        t.push([d.name.to_string(), da, dp, h.avg, h.peak]);
+    }
+    t
+}
+
 /// The overlay's figures as text lines (drawn, and dumped for tests).
 pub fn stats_lines(player: &Player, ui: &UiState) -> Vec<String> {
     let sel = player.active_path();
     let f = player.figures(sel);
     let rep = player.path_report(sel);
-    let mut v = vec![
-        format!("{} path: {}", sel.name().to_uppercase(), rep.label),
-        format!(
-            "{:.1} frames/s rendered   {:.1} frames/s delivered",
-            f.rendered_fps_now, f.delivered_fps_now
-        ),
-        format!(
-            "{:.2} GB/s now   {:.2} avg   {:.2} peak",
-            f.gbps_now, f.gbps_mean, f.gbps_peak
-        ),
+    let mut v = vec![format!("{} path: {}", sel.name().to_uppercase(), rep.label)];
+    v.extend(rate_lines(&f));
+    v.extend([
         format!(
             "{}/frame   {} in flight   latency {:.0} / {:.0} ms (p50/p99)",
             bytes_h(player.mean_frame_bytes()),
@@ -219,7 +311,7 @@ pub fn stats_lines(player: &Player, ui: &UiState) -> Vec<String> {
             ),
             format_args!(" (frames {})", bytes_h(player.gpu_buffer_bytes() as f64))
         ),
-    ];
+    ]);
     if let Some(fb) = &rep.fallback {
         v.push(format!("fallback: {fb}"));
     }
@@ -310,6 +402,11 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         direct: player.figures(PathSel::Direct),
         host: player.figures(PathSel::Host),
         lines: stats_lines(player, ui),
+        table: figure_table(
+            &player.figures(PathSel::Direct),
+            &player.figures(PathSel::Host),
+            player.direct_unavailable().is_none(),
+        ),
         help_visible: ui.help,
         large_print: ui.large_print,
         fullscreen: ui.fullscreen,
@@ -343,6 +440,8 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
             .collect(),
         plots_no_room: ui.layout.plots_no_room,
         help_alone: ui.layout.help_alone,
+        overlap_frames: ui.layout.overlap_frames,
+        first_overlap: ui.layout.first_overlap.clone(),
     }
 }
 
@@ -365,6 +464,20 @@ const HELP: &[(&str, &str)] = &[
     ("Esc", "quit"),
 ];
 
+/// The figures' definitions, as the help card states them (the same as `docs/PLAY-JSON.md`).
+const DEFINITIONS: &[(&str, &str)] = &[
+    ("delivered", "frame's bytes all on the GPU, checks passed"),
+    ("rendered", "a newly shown frame's render is done"),
+    ("now", "in the last second of wall time, ÷ 1 s"),
+    ("avg", "since the path was chosen or reset,"),
+    ("", "÷ the time it was chosen (paused counts)"),
+    ("peak", "highest 'now' so far, never below avg"),
+    ("GB/s", "1e9 bytes of delivered frames a second"),
+];
+
+/// Width from which the help card puts the definitions beside the keys, points.
+const HELP_SIDE_BY_SIDE_W: f32 = 760.0;
+
 /// Gap between the panels and the window's edges, points.
 const GAP: f32 = 12.0;
 /// A panel's inner margin, points.
@@ -377,6 +490,13 @@ const PLOT_MIN: egui::Vec2 = egui::vec2(160.0, 64.0);
 const STATS_MAX_W: f32 = 560.0;
 /// The plots panel's height besides the two plots: margins, two titles, spacing.
 const PLOTS_EXTRA_H: f32 = 2.0 * PAD + 2.0 * 24.0 + 8.0;
+
+/// The top of a plot's value axis for `values` (the axis starts at 0): a little above the
+/// largest finite value, 1 when there is none.
+pub fn plot_top(values: impl Iterator<Item = f64>) -> f64 {
+    let max = values.filter(|v| v.is_finite()).fold(0.0f64, f64::max);
+    if max > 0.0 { max * 1.15 } else { 1.0 }
+}
 
 /// Where the plots go in `room` (a rectangle of the window free of other panels): the
 /// plot size, if they fit at all.
@@ -466,11 +586,15 @@ pub fn draw(
     let inner = screen.shrink(GAP);
     let mut drawn: Vec<(&'static str, Rect)> = Vec::new();
 
+    // Each panel is laid out in a room of its own and clipped to it (`constrain_to`), and
+    // the rooms do not overlap, so no panel can paint over another even in a frame where a
+    // size changed. What is recorded is what was painted.
     // Timeline and settings, bottom (not in kiosk mode: nobody touches a kiosk).
     let mut top = inner;
     if !ui_state.kiosk {
-        let r = egui::Area::new(egui::Id::unique("supercell-timeline"))
+        let resp = egui::Area::new(egui::Id::unique("supercell-timeline"))
             .anchor(Align2::CENTER_BOTTOM, vec2(0.0, -GAP))
+            .constrain_to(inner)
             .show(ctx, |ui| {
                 ui.set_max_width(inner.width());
                 panel.show(ui, |ui| {
@@ -478,9 +602,9 @@ pub fn draw(
                     ui.horizontal_wrapped(|ui| attributes(ui, player, ui_state, out));
                 });
             })
-            .response
-            .rect;
-        drawn.push(("timeline", r));
+            .response;
+        let r = occupied(ctx, &resp);
+        drawn.push(("timeline", painted(ctx, resp.layer_id)));
         top.max.y = (r.top() - GAP).max(top.top());
     }
 
@@ -507,33 +631,37 @@ pub fn draw(
     // Figures, top left.
     let mut stats_rect = None;
     if !help_alone {
-        let r = egui::Area::new(egui::Id::unique("supercell-stats"))
+        let room = Rect::from_min_size(top.min, vec2(top.width().min(STATS_MAX_W), top.height()));
+        let resp = egui::Area::new(egui::Id::unique("supercell-stats"))
             .fixed_pos(top.min)
+            .constrain_to(room)
             .show(ctx, |ui| {
-                ui.set_max_size(vec2(top.width().min(STATS_MAX_W), top.height()));
+                ui.set_max_size(room.size());
                 panel.show(ui, |ui| {
+                    no_scroll_fades(ui);
                     egui::ScrollArea::vertical()
                         .id_salt("supercell-stats-scroll")
                         .max_height((top.height() - 2.0 * PAD).max(16.0))
                         .show(ui, |ui| stats_panel(ui, player, ui_state, &lines, out));
                 });
             })
-            .response
-            .rect;
-        drawn.push(("stats", r));
-        ui_state.layout.stats_size = Some(r.size());
-        stats_rect = Some(r);
+            .response;
+        drawn.push(("stats", painted(ctx, resp.layer_id)));
+        ui_state.layout.stats_size = Some(resp.rect.size());
+        stats_rect = Some(occupied(ctx, &resp));
     }
 
     // Plots: beside or below the figures, where they fit.
     let plots_room_now = stats_rect.and_then(|s| plots_room(top, s));
     ui_state.layout.plots_no_room = ui_state.plots && !help_alone && plots_room_now.is_none();
+    let mut plots_drawn = None;
     if ui_state.plots
         && let Some((room, size)) = plots_room_now
     {
         let want = plots_rect(room, size, ui_state.kiosk);
-        let r = egui::Area::new(egui::Id::unique("supercell-plots"))
+        let resp = egui::Area::new(egui::Id::unique("supercell-plots"))
             .fixed_pos(want.min)
+            .constrain_to(room)
             .show(ctx, |ui| {
                 panel.show(ui, |ui| {
                     let w = ui_state.plot_window_s;
@@ -546,34 +674,40 @@ pub fn draw(
                         };
                         v.into_iter().map(|(t, y)| [t - now, y]).collect()
                     };
-                    for (title, gb) in [("GB/s", true), ("frames/s", false)] {
+                    for (title, gb) in [("GB/s now", true), ("frames/s rendered now", false)] {
                         ui.label(RichText::new(title).color(Color32::WHITE).strong());
+                        let direct = series(PathSel::Direct, gb);
+                        let host = series(PathSel::Host, gb);
+                        let top = plot_top(direct.iter().chain(&host).map(|p| p[1]));
                         egui_plot::Plot::new(title)
                             .width(size.x)
                             .height(size.y)
-                            .include_x(-w)
-                            .include_x(0.0)
-                            .include_y(0.0)
                             .allow_drag(false)
                             .allow_zoom(false)
                             .allow_scroll(false)
+                            .allow_double_click_reset(false)
                             .legend(egui_plot::Legend::default())
                             .show(ui, |p| {
+                                // Fixed axes: time from -w to now, rates from 0 (a rate is
+                                // never negative; egui_plot would otherwise centre flat lines
+                                // on zero).
+                                p.set_plot_bounds_x(-w..=0.0);
+                                p.set_plot_bounds_y(0.0..=top);
                                 p.line(
-                                    egui_plot::Line::new("direct", series(PathSel::Direct, gb))
+                                    egui_plot::Line::new("direct", direct)
                                         .color(Color32::from_rgb(120, 220, 120)),
                                 );
                                 p.line(
-                                    egui_plot::Line::new("host", series(PathSel::Host, gb))
+                                    egui_plot::Line::new("host", host)
                                         .color(Color32::from_rgb(240, 160, 80)),
                                 );
                             });
                     }
                 });
             })
-            .response
-            .rect;
-        drawn.push(("plots", r));
+            .response;
+        drawn.push(("plots", painted(ctx, resp.layer_id)));
+        plots_drawn = Some(occupied(ctx, &resp));
     }
 
     // Help: in the room the figures and plots leave, else in their place.
@@ -581,29 +715,32 @@ pub fn draw(
         let room = if help_alone {
             top
         } else {
-            help_room(top, stats_plan, plots_plan)
+            help_room(top, stats_rect.unwrap_or(stats_plan), plots_drawn)
         };
-        let r = egui::Area::new(egui::Id::unique("supercell-help"))
+        let resp = egui::Area::new(egui::Id::unique("supercell-help"))
             .pivot(Align2::CENTER_CENTER)
             .fixed_pos(room.center())
+            .constrain_to(room)
             .show(ctx, |ui| {
                 ui.set_max_size(top.size());
                 panel.show(ui, |ui| {
+                    no_scroll_fades(ui);
                     egui::ScrollArea::vertical()
                         .id_salt("supercell-help-scroll")
                         .max_height((top.height() - 2.0 * PAD).max(16.0))
                         .show(ui, help_card);
                 });
             })
-            .response
-            .rect;
-        drawn.push(("help", r));
-        ui_state.layout.help_size = Some(r.size());
+            .response;
+        drawn.push(("help", painted(ctx, resp.layer_id)));
+        ui_state.layout.help_size = Some(resp.rect.size());
     }
     ui_state.layout.help_alone = help_alone;
     let ppp = ctx.pixels_per_point();
     ui_state.layout.rects = drawn
         .into_iter()
+        // A panel in egui's first (invisible, sizing) pass paints nothing.
+        .filter(|(_, r)| r.is_positive())
         .map(|(n, r)| {
             (
                 n,
@@ -611,6 +748,51 @@ pub fn draw(
             )
         })
         .collect();
+    let rects = &ui_state.layout.rects;
+    let overlap = rects.iter().enumerate().find_map(|(i, (na, a))| {
+        rects[i + 1..].iter().find_map(|(nb, b)| {
+            let apart = a[2] <= b[0] || b[2] <= a[0] || a[3] <= b[1] || b[3] <= a[1];
+            (!apart).then(|| format!("{na} {a:?} overlaps {nb} {b:?}"))
+        })
+    });
+    if let Some(o) = overlap {
+        ui_state.layout.overlap_frames += 1;
+        ui_state.layout.first_overlap.get_or_insert(o);
+    }
+}
+
+/// Turns off the scroll area's edge fades in `ui`: they paint over the whole height the area
+/// may take, beyond the panel, where they would darken the picture.
+fn no_scroll_fades(ui: &mut egui::Ui) {
+    ui.spacing_mut().scroll.fade.strength = 0.0;
+}
+
+/// What the panel of layer `layer` painted in this frame: the union of its shapes, each cut
+/// to its clip rectangle (nothing: [`egui::Rect::NOTHING`]).
+fn painted(ctx: &egui::Context, layer: egui::LayerId) -> egui::Rect {
+    ctx.graphics(|g| {
+        g.get(layer).map_or(egui::Rect::NOTHING, |list| {
+            list.all_entries()
+                .map(|c| c.shape.visual_bounding_rect())
+                // An empty label's shape has no finite extent: it paints nothing.
+                .zip(list.all_entries().map(|c| c.clip_rect))
+                .filter(|(r, _)| r.is_finite() && r.is_positive())
+                .map(|(r, clip)| r.intersect(clip))
+                .filter(|r| r.is_positive())
+                .fold(egui::Rect::NOTHING, |a, r| a.union(r))
+        })
+    })
+}
+
+/// The space a panel takes for the layout of the others: where it was laid out and where
+/// it painted, whichever is larger.
+fn occupied(ctx: &egui::Context, resp: &egui::Response) -> egui::Rect {
+    let p = painted(ctx, resp.layer_id);
+    if p.is_positive() {
+        resp.rect.union(p)
+    } else {
+        resp.rect
+    }
 }
 
 /// The figures panel's contents.
@@ -631,35 +813,29 @@ fn stats_panel(
         });
     }
     ui.add_space(6.0);
-    // Both modes side by side.
+    // Both paths side by side.
+    let direct_ok = player.direct_unavailable().is_none();
+    let table = figure_table(
+        &player.figures(PathSel::Direct),
+        &player.figures(PathSel::Host),
+        direct_ok,
+    );
     egui::Grid::new("supercell-both")
         .striped(false)
+        .spacing([10.0, 2.0])
         .show(ui, |ui| {
-            let hdr = |s: &str| RichText::new(s).color(Color32::LIGHT_GRAY).monospace();
-            ui.label(hdr(""));
-            ui.label(hdr("direct"));
-            ui.label(hdr("host"));
-            ui.end_row();
-            let d = player.figures(PathSel::Direct);
-            let h = player.figures(PathSel::Host);
-            let direct_ok = player.direct_unavailable().is_none();
-            let cell = |ok: bool, s: String| {
-                RichText::new(if ok { s } else { "n/a".into() })
-                    .color(Color32::WHITE)
-                    .monospace()
-            };
-            for (name, dv, hv) in [
-                ("GB/s avg", d.gbps_mean, h.gbps_mean),
-                ("GB/s peak", d.gbps_peak, h.gbps_peak),
-                ("frames/s", d.rendered_fps, h.rendered_fps),
-            ] {
-                ui.label(hdr(name));
-                ui.label(cell(direct_ok, format!("{dv:.2}")));
-                ui.label(cell(true, format!("{hv:.2}")));
+            for (i, row) in table.iter().enumerate() {
+                for (j, cell) in row.iter().enumerate() {
+                    let t = RichText::new(cell).monospace();
+                    ui.label(if i == 0 || j == 0 {
+                        t.color(Color32::LIGHT_GRAY)
+                    } else {
+                        t.color(Color32::WHITE)
+                    });
+                }
                 ui.end_row();
             }
         });
-    let direct_ok = player.direct_unavailable().is_none();
     let mut direct_on = player.active_path() == PathSel::Direct;
     let resp = ui.add_enabled(
         direct_ok,
@@ -682,22 +858,38 @@ fn stats_panel(
     }
 }
 
-/// The help card's contents.
+/// The help card's contents: the keys, and the figures' definitions beside them (below them
+/// where the window is too narrow).
 fn help_card(ui: &mut egui::Ui) {
     use egui::{Color32, RichText};
-    ui.label(
-        RichText::new("Keys")
-            .size(18.0)
-            .strong()
-            .color(Color32::WHITE),
-    );
-    egui::Grid::new("supercell-help-grid").show(ui, |ui| {
-        for (k, what) in HELP {
-            ui.label(RichText::new(*k).monospace().color(Color32::WHITE));
-            ui.label(RichText::new(*what).color(Color32::LIGHT_GRAY));
-            ui.end_row();
-        }
-    });
+    let table = |ui: &mut egui::Ui, title: &str, rows: &[(&str, &str)]| {
+        ui.vertical(|ui| {
+            ui.label(
+                RichText::new(title)
+                    .size(18.0)
+                    .strong()
+                    .color(Color32::WHITE),
+            );
+            egui::Grid::new(("supercell-help", title)).show(ui, |ui| {
+                for (k, what) in rows {
+                    ui.label(RichText::new(*k).monospace().color(Color32::WHITE));
+                    ui.label(RichText::new(*what).color(Color32::LIGHT_GRAY));
+                    ui.end_row();
+                }
+            });
+        });
+    };
+    if ui.available_width() >= HELP_SIDE_BY_SIDE_W {
+        ui.horizontal_top(|ui| {
+            table(ui, "Keys", HELP);
+            ui.add_space(16.0);
+            table(ui, "Figures", DEFINITIONS);
+        });
+    } else {
+        table(ui, "Keys", HELP);
+        ui.add_space(6.0);
+        table(ui, "Figures", DEFINITIONS);
+    }
 }
 
 fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<UiRequest>) {
@@ -820,5 +1012,113 @@ fn attributes(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Ve
         if sel != cur {
             out.push(UiRequest::SetPreset(i, sel));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::stats::PathStats;
+    use proptest::prelude::*;
+
+    /// Random arrivals and renders on one path (gaps from sub-millisecond to tens of seconds,
+    /// switched away and back at times).
+    fn stats_from(events: &[(f64, u64, bool, bool)]) -> (PathStats, f64) {
+        let mut s = PathStats::default();
+        s.set_active(true, 0.0);
+        let mut t = 0.0;
+        let mut active = true;
+        for &(gap, bytes, render, toggle) in events {
+            t += gap;
+            if toggle {
+                active = !active;
+                s.set_active(active, t);
+            }
+            if render {
+                s.rendered(t, None);
+            } else {
+                s.arrived(t, bytes, 0.01);
+            }
+            s.sample(t, 1);
+        }
+        (s, t)
+    }
+
+    fn events() -> impl Strategy<Value = Vec<(f64, u64, bool, bool)>> {
+        let gap = prop_oneof![0.0..0.01f64, 0.0..0.5f64, 0.0..30.0f64];
+        prop::collection::vec(
+            (
+                gap,
+                1u64..3_000_000_000,
+                any::<bool>(),
+                prop::bool::weighted(0.05),
+            ),
+            0..80,
+        )
+    }
+
+    /// The numbers of a rate line: `NAME  NOW now   AVG avg   PEAK peak`.
+    fn line_numbers(line: &str) -> (String, String, String) {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let at = |word: &str| {
+            let i = w.iter().position(|x| *x == word).expect(word);
+            w[i - 1].to_string()
+        };
+        (at("now"), at("avg"), at("peak"))
+    }
+
+    proptest! {
+        /// For the same path at the same moment, the overlay's lines and its table say the
+        /// same rendered frames/s (and delivered frames/s and GB/s), and no peak reads below
+        /// its average.
+        #[test]
+        fn lines_and_table_agree(direct in events(), host in events(), later in 0.0..5.0f64,
+                                 host_active in any::<bool>()) {
+            let (d, td) = stats_from(&direct);
+            let (h, th) = stats_from(&host);
+            let now = td.max(th) + later;
+            let (fd, fh) = (d.figures(now), h.figures(now));
+            let table = figure_table(&fd, &fh, true);
+            // Columns: name, direct avg, direct peak, host avg, host peak.
+            let (active, col) = if host_active { (&fh, 3) } else { (&fd, 1) };
+            let lines = rate_lines(active);
+            for (line, name) in lines.iter().zip(["frames/s rendered", "frames/s delivered", "GB/s"]) {
+                prop_assert!(line.starts_with(name), "{line}");
+                let (n, avg, peak) = line_numbers(line);
+                let cell = |reading: &str| {
+                    let row = table
+                        .iter()
+                        .find(|r| r[0] == name)
+                        .unwrap_or_else(|| panic!("no {name} row in {table:?}"));
+                    prop_assert_eq!(&table[0][col + usize::from(reading == "peak")],
+                        &format!("{} {reading}", if host_active { "host" } else { "direct" }));
+                    Ok(row[col + usize::from(reading == "peak")].clone())
+                };
+                prop_assert_eq!(&avg, &cell("avg")?, "{} vs {:?}", line, table);
+                prop_assert_eq!(&peak, &cell("peak")?, "{} vs {:?}", line, table);
+                let num = |s: &str| s.parse::<f64>().unwrap();
+                prop_assert!(num(&peak) >= num(&avg) && num(&avg) >= 0.0, "{}", line);
+                prop_assert!(num(&peak) >= num(&n), "{}", line);
+            }
+        }
+    }
+
+    #[test]
+    fn small_rates_keep_two_significant_digits() {
+        assert_eq!(rate_text(0.0), "0.00");
+        assert_eq!(rate_text(0.0017), "0.0017");
+        assert_eq!(rate_text(0.05), "0.050");
+        assert_eq!(rate_text(0.5), "0.50");
+        assert_eq!(rate_text(23.456), "23.5");
+        assert_eq!(rate_text(123.4), "123");
+        assert_eq!(rate_text(f64::NAN), "0.00");
+    }
+
+    #[test]
+    fn plot_axes_start_at_zero_and_fit_the_data() {
+        assert_eq!(plot_top([f64::NAN, f64::NAN].into_iter()), 1.0);
+        assert_eq!(plot_top(std::iter::empty()), 1.0);
+        let top = plot_top([0.001, f64::NAN, 0.002].into_iter());
+        assert!(top > 0.002 && top < 0.003, "{top}");
     }
 }

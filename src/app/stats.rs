@@ -1,5 +1,28 @@
 //! Rolling figures of one frame path (direct or host): what the overlay shows live and what a
 //! headless run reports. Times are seconds since the player started.
+//!
+//! # Definitions (the overlay, its help card, the headless JSON and `docs/PLAY-JSON.md` use
+//! these and no others)
+//!
+//! * A frame is **delivered** when all of its bytes are where the renderer reads them (GPU
+//!   memory; for the host path, its copy to the GPU is done) and it passed its checks. Frames
+//!   that fail, and frames of the other path still landing after a switch, do not count.
+//! * A frame is **rendered** when the render of a newly shown frame has finished on the GPU.
+//!   Redrawing the same frame (the camera moved, the window was resized) does not count.
+//! * **Active time** is the time the path has been the selected one since its statistics
+//!   were last reset; switching to the other path stops its clock. Time spent paused counts
+//!   (the averages say what the viewer got while the path was selected).
+//! * **now**: what arrived in the last [`WINDOW_S`] second of wall time, divided by
+//!   [`WINDOW_S`] (always the whole second, so it rises over the first second and a lone frame
+//!   never reads as a huge rate).
+//! * **avg**: everything since the reset divided by the active time (0 before any active time).
+//! * **peak**: the highest **now** reading since the reset (read at every arrival, where
+//!   **now** is highest), and never less than **avg**: a path that has run less than a second,
+//!   or whose frames sat at the edges of the windows, has no higher one-second reading.
+//!
+//! So `0 ≤ now ≤ peak` and `0 ≤ avg ≤ peak` for every rate at every moment, including right
+//! after a switch, a reset, or with no frames at all. GB/s are 1e9 bytes per second of
+//! delivered frames; the plots draw the **now** readings, sampled every quarter second.
 
 use std::collections::VecDeque;
 
@@ -10,8 +33,8 @@ use crate::probe::percentile;
 /// How far back the rolling series reach (the plots show 30 s of it by default; a scene's
 /// `plot_window_s` may ask for all of it).
 const HISTORY_S: f64 = crate::scene::MAX_PLOT_WINDOW_S;
-/// Width of the "now" windows (GB/s, frames/s), seconds.
-const WINDOW_S: f64 = 1.0;
+/// Width of the **now** windows (GB/s, frames/s), seconds.
+pub const WINDOW_S: f64 = 1.0;
 /// Latencies kept for percentiles (the most recent ones).
 const MAX_LATENCIES: usize = 100_000;
 
@@ -42,8 +65,10 @@ pub struct PathStats {
     /// Seconds this path has been the active one, and when it last became active.
     active_s: f64,
     active_since: Option<f64>,
-    /// Best one-second rate seen, GB/s.
+    /// Highest **now** readings since the reset: GB/s, delivered and rendered frames/s.
     peak_gbps: f64,
+    peak_delivered_fps: f64,
+    peak_rendered_fps: f64,
     /// Frames-in-flight samples (sum, count, max).
     inflight_sum: f64,
     inflight_n: u64,
@@ -53,24 +78,30 @@ pub struct PathStats {
     upload_s: f64,
 }
 
-/// The figures of a path at one moment (what the overlay and JSON show).
+/// The figures of a path at one moment (what the overlay and JSON show). The rates follow
+/// the definitions of this module: **now** (last second), **avg** (over active time) and
+/// **peak**; `0 ≤ now ≤ peak` and `0 ≤ avg ≤ peak` always.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct PathFigures {
-    /// Frames delivered (all bytes resident) per second over the last second.
+    /// Frames delivered per second, **now**.
     pub delivered_fps_now: f64,
-    /// Frames delivered per second while this path was active.
+    /// Frames delivered per second, **avg**.
     pub delivered_fps: f64,
-    /// Newly shown frames rendered per second over the last second.
+    /// Frames delivered per second, **peak**.
+    pub delivered_fps_peak: f64,
+    /// Frames rendered per second, **now**.
     pub rendered_fps_now: f64,
-    /// Newly shown frames rendered per second while this path was active.
+    /// Frames rendered per second, **avg**.
     pub rendered_fps: f64,
+    /// Frames rendered per second, **peak**.
+    pub rendered_fps_peak: f64,
     /// Mean GPU time of a render, ms (where timestamps exist).
     pub gpu_ms_per_frame: Option<f64>,
-    /// GB/s (1e9 bytes) over the last second.
+    /// GB/s (1e9 bytes of delivered frames per second), **now**.
     pub gbps_now: f64,
-    /// GB/s while this path was active.
+    /// GB/s, **avg**.
     pub gbps_mean: f64,
-    /// Best GB/s over any one-second window.
+    /// GB/s, **peak**.
     pub gbps_peak: f64,
     /// Bytes per delivered frame (mean).
     pub bytes_per_frame: f64,
@@ -80,7 +111,7 @@ pub struct PathFigures {
     pub frames_rendered: u64,
     /// Bytes delivered.
     pub bytes: u64,
-    /// Seconds this path was active.
+    /// Active time, seconds: how long this path was the selected one since the reset.
     pub active_s: f64,
     /// Reads in flight (frames), mean and largest sampled.
     pub frames_in_flight_mean: f64,
@@ -140,12 +171,13 @@ impl PathStats {
         if self.latencies.len() > MAX_LATENCIES {
             self.latencies.pop_front();
         }
-        // A one-second peak only counts once a whole second of this path has run: a single
-        // early frame over a tiny interval is not a rate.
-        if self.active_seconds(now) >= WINDOW_S {
-            let rate = self.window_bytes(now) as f64 / WINDOW_S / 1e9;
-            self.peak_gbps = self.peak_gbps.max(rate);
-        }
+        // The **now** readings are highest at an arrival (they only fall until the next).
+        self.peak_gbps = self
+            .peak_gbps
+            .max(self.window_bytes(now) as f64 / WINDOW_S / 1e9);
+        self.peak_delivered_fps = self
+            .peak_delivered_fps
+            .max(self.arrivals_in_window(now) as f64 / WINDOW_S);
         self.trim(now);
     }
 
@@ -159,6 +191,9 @@ impl PathStats {
     pub fn rendered(&mut self, now: f64, gpu_ms: Option<f64>) {
         self.renders.push_back((now, gpu_ms));
         self.rendered += 1;
+        self.peak_rendered_fps = self
+            .peak_rendered_fps
+            .max(self.renders_in_window(now) as f64 / WINDOW_S);
         if let Some(ms) = gpu_ms {
             self.gpu_ms_sum += ms;
             self.gpu_ms_n += 1;
@@ -196,6 +231,14 @@ impl PathStats {
         self.trim(now);
     }
 
+    fn arrivals_in_window(&self, now: f64) -> usize {
+        self.arrivals
+            .iter()
+            .rev()
+            .take_while(|(t, _)| *t > now - WINDOW_S)
+            .count()
+    }
+
     fn renders_in_window(&self, now: f64) -> usize {
         self.renders
             .iter()
@@ -229,7 +272,7 @@ impl PathStats {
             .collect()
     }
 
-    /// Frames/s (rendered) samples of the last `seconds`.
+    /// Rendered frames/s samples of the last `seconds`.
     pub fn fps_series(&self, now: f64, seconds: f64) -> Vec<Sample> {
         self.fps_series
             .iter()
@@ -244,21 +287,37 @@ impl PathStats {
         let rate = |x: f64| if active > 0.0 { x / active } else { 0.0 };
         let mut lat: Vec<f64> = self.latencies.iter().copied().collect();
         lat.sort_by(f64::total_cmp);
-        let delivered_now = self
-            .arrivals
-            .iter()
-            .rev()
-            .take_while(|(t, _)| *t > now - WINDOW_S)
-            .count();
+        // One triple per rate, each by the module's definitions.
+        let triple = |now_reading: f64, total: f64, peak: f64| {
+            let avg = rate(total);
+            (now_reading, avg, peak.max(now_reading).max(avg))
+        };
+        let (delivered_now, delivered_avg, delivered_peak) = triple(
+            self.arrivals_in_window(now) as f64 / WINDOW_S,
+            self.frames as f64,
+            self.peak_delivered_fps,
+        );
+        let (rendered_now, rendered_avg, rendered_peak) = triple(
+            self.renders_in_window(now) as f64 / WINDOW_S,
+            self.rendered as f64,
+            self.peak_rendered_fps,
+        );
+        let (gbps_now, gbps_avg, gbps_peak) = triple(
+            self.window_bytes(now) as f64 / WINDOW_S / 1e9,
+            self.bytes as f64 / 1e9,
+            self.peak_gbps,
+        );
         PathFigures {
-            delivered_fps_now: delivered_now as f64 / WINDOW_S,
-            delivered_fps: rate(self.frames as f64),
-            rendered_fps_now: self.renders_in_window(now) as f64 / WINDOW_S,
-            rendered_fps: rate(self.rendered as f64),
+            delivered_fps_now: delivered_now,
+            delivered_fps: delivered_avg,
+            delivered_fps_peak: delivered_peak,
+            rendered_fps_now: rendered_now,
+            rendered_fps: rendered_avg,
+            rendered_fps_peak: rendered_peak,
             gpu_ms_per_frame: (self.gpu_ms_n > 0).then(|| self.gpu_ms_sum / self.gpu_ms_n as f64),
-            gbps_now: self.window_bytes(now) as f64 / WINDOW_S / 1e9,
-            gbps_mean: rate(self.bytes as f64) / 1e9,
-            gbps_peak: self.peak_gbps,
+            gbps_now,
+            gbps_mean: gbps_avg,
+            gbps_peak,
             bytes_per_frame: if self.frames > 0 {
                 self.bytes as f64 / self.frames as f64
             } else {
@@ -307,5 +366,87 @@ mod tests {
         // Idle time does not dilute the mean.
         assert!((s.figures(10.0).gbps_mean - 1.0).abs() < 1e-9);
         assert_eq!(s.figures(10.0).gbps_now, 0.0);
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One thing that happens to a path's statistics.
+    #[derive(Clone, Debug)]
+    enum Event {
+        /// A frame of this many bytes arrived after this many seconds.
+        Arrive(f64, u64),
+        /// A newly shown frame was rendered after this many seconds.
+        Render(f64),
+        /// The path was switched away (false) or back (true) after this many seconds.
+        Active(f64, bool),
+        /// The statistics were reset after this many seconds.
+        Reset(f64),
+        /// A tick after this many seconds.
+        Tick(f64),
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        let gap = prop_oneof![0.0..0.002f64, 0.0..0.3f64, 0.0..3.0f64, 0.0..40.0f64];
+        prop_oneof![
+            6 => (gap.clone(), 1u64..2_000_000_000).prop_map(|(g, b)| Event::Arrive(g, b)),
+            4 => gap.clone().prop_map(Event::Render),
+            1 => (gap.clone(), any::<bool>()).prop_map(|(g, a)| Event::Active(g, a)),
+            1 => gap.clone().prop_map(Event::Reset),
+            2 => gap.prop_map(Event::Tick),
+        ]
+    }
+
+    fn check(f: &PathFigures, what: &str) {
+        let triples = [
+            ("GB/s", f.gbps_now, f.gbps_mean, f.gbps_peak),
+            (
+                "rendered",
+                f.rendered_fps_now,
+                f.rendered_fps,
+                f.rendered_fps_peak,
+            ),
+            (
+                "delivered",
+                f.delivered_fps_now,
+                f.delivered_fps,
+                f.delivered_fps_peak,
+            ),
+        ];
+        for (name, now, avg, peak) in triples {
+            assert!(
+                now.is_finite() && avg.is_finite() && peak.is_finite(),
+                "{what}: {name} {f:?}"
+            );
+            assert!(avg >= 0.0 && now >= 0.0, "{what}: {name} below zero: {f:?}");
+            assert!(peak >= avg, "{what}: {name} peak {peak} < avg {avg}: {f:?}");
+            assert!(peak >= now, "{what}: {name} peak {peak} < now {now}: {f:?}");
+        }
+    }
+
+    proptest! {
+        /// Whatever arrives when, with toggles and resets in between: peak ≥ avg ≥ 0 and
+        /// now ≤ peak for each rate, at every moment (also between events and with no frames).
+        #[test]
+        fn peak_is_at_least_the_average_and_now(events in prop::collection::vec(event(), 0..120)) {
+            let mut s = PathStats::default();
+            s.set_active(true, 0.0);
+            let mut t = 0.0;
+            check(&s.figures(t), "at the start");
+            for (i, e) in events.iter().enumerate() {
+                match *e {
+                    Event::Arrive(g, b) => { t += g; s.arrived(t, b, 0.01); }
+                    Event::Render(g) => { t += g; s.rendered(t, None); }
+                    Event::Active(g, a) => { t += g; s.set_active(a, t); }
+                    Event::Reset(g) => { t += g; s.reset(t); }
+                    Event::Tick(g) => { t += g; s.sample(t, 1); }
+                }
+                check(&s.figures(t), &format!("after event {i} {e:?}"));
+                check(&s.figures(t + 0.5), &format!("0.5 s after event {i} {e:?}"));
+            }
+        }
     }
 }

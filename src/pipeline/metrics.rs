@@ -1,5 +1,13 @@
 //! Per-frame timings and the figures derived from them: GB/s (instantaneous, moving
 //! window, whole run; GB = 1e9 bytes), frames/s, latency distribution, CPU seconds per GB.
+//!
+//! These are the ingest benchmark's figures (`supercell bench`, which reads continuously,
+//! so there is no idle time to leave out). A frame counts once it is complete where it is
+//! used ([`FrameTimes::done`]: on the GPU, else in memory). In the player's words (see
+//! `app::stats`): [`Summary::gbps`] is the **avg** over the run (start to last completion),
+//! [`Summary::gbps_window`] the **now** reading at the last completion over the window
+//! (over the whole run while it is shorter than the window), and [`Summary::gbps_instant`]
+//! is one frame alone, which the player does not report.
 
 use std::time::{Duration, Instant};
 
