@@ -7,27 +7,23 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use supercell::dataset::{LaneSpec, Provenance};
 use supercell::scene::Scene;
-use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
+mod storm_support;
+
+use storm_support::SmallStorm;
+use supercell::synth::Attribute;
 
 const BIN: &str = env!("CARGO_BIN_EXE_supercell");
 
 fn tiny_dataset(dir: &Path) {
-    let mut p = default_params();
-    p.resolution = 24;
-    p.frames = 1;
-    p.attributes = vec![Attribute::Cloud];
-    generate_dataset(
-        &p,
-        &GenerateOptions::default(),
-        dir,
-        LaneSpec::Count(1),
-        1 << 20,
-        Provenance::new("clean start test", Vec::<String>::new()),
-        |_| {},
-    )
-    .unwrap();
+    SmallStorm {
+        resolution: 24,
+        frames: 1,
+        lanes: 1,
+        attributes: Some(&[Attribute::Cloud]),
+        made_by: "clean start test",
+    }
+    .write(dir);
 }
 
 /// `supercell render SCENE` at a tiny size, with `XDG_RUNTIME_DIR` as given (None: unset).

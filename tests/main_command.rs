@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+mod storm_support;
+use storm_support::SmallStorm;
+
 use supercell::app::PlayerGpu;
-use supercell::dataset::{LaneSpec, Provenance};
 use supercell::scene::DEFAULT_DATASET_NAME;
-use supercell::synth::{GenerateOptions, default_params, generate_dataset};
 
 fn has_adapter() -> bool {
     match PlayerGpu::open(PlayerGpu::instance(), None) {
@@ -32,19 +33,14 @@ fn has_adapter() -> bool {
 /// dataset's name, so the bare command plays it instead of generating the full one.
 fn cache_with_small_storm() -> tempfile::TempDir {
     let cache = tempfile::tempdir().expect("temp dir");
-    let mut p = default_params();
-    p.resolution = 48;
-    p.frames = 8;
-    generate_dataset(
-        &p,
-        &GenerateOptions::default(),
-        &cache.path().join(DEFAULT_DATASET_NAME),
-        LaneSpec::Count(2),
-        1 << 20,
-        Provenance::new("main command test", ["48".to_string()]),
-        |_| {},
-    )
-    .expect("storm dataset");
+    SmallStorm {
+        resolution: 48,
+        frames: 8,
+        lanes: 2,
+        attributes: None,
+        made_by: "main command test",
+    }
+    .write(&cache.path().join(DEFAULT_DATASET_NAME));
     cache
 }
 

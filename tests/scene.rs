@@ -3,11 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use supercell::dataset::{LaneSpec, Provenance};
 use supercell::pipeline::PlayMode;
 use supercell::render::{Camera, View};
 use supercell::scene::{CameraKey, CameraPath, DatasetSpec, Scene, SceneError};
-use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
+use supercell::synth::Attribute;
+
+mod storm_support;
+use storm_support::SmallStorm;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -226,20 +228,14 @@ fn relative_dataset_paths_resolve_next_to_the_scene() {
 }
 
 fn small_dataset(dir: &Path) {
-    let mut p = default_params();
-    p.resolution = 24;
-    p.frames = 2;
-    p.attributes = vec![Attribute::Cloud, Attribute::Rain];
-    generate_dataset(
-        &p,
-        &GenerateOptions::default(),
-        dir,
-        LaneSpec::Count(1),
-        1 << 20,
-        Provenance::new("scene test", Vec::<String>::new()),
-        |_| {},
-    )
-    .unwrap();
+    SmallStorm {
+        resolution: 24,
+        frames: 2,
+        lanes: 1,
+        attributes: Some(&[Attribute::Cloud, Attribute::Rain]),
+        made_by: "scene test",
+    }
+    .write(dir);
 }
 
 #[test]

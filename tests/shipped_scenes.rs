@@ -5,30 +5,26 @@
 //! the sky and ground behind it.
 
 mod render_support;
+mod storm_support;
 
 use std::path::{Path, PathBuf};
 
 use render_support::{gpu, out_dir};
-use supercell::dataset::{AlignedBuf, CrcCheck, LaneSpec, Provenance};
+use storm_support::SmallStorm;
+use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::render::{Image, Renderer, upload_slot};
 use supercell::scene::{DatasetSpec, LoadedScene, Scene};
-use supercell::synth::{GenerateOptions, default_params, generate_dataset};
 
 /// A small storm with every attribute the built-in dataset has.
 fn small_storm(dir: &Path) {
-    let mut p = default_params();
-    p.resolution = 48;
-    p.frames = 2;
-    generate_dataset(
-        &p,
-        &GenerateOptions::default(),
-        dir,
-        LaneSpec::Count(1),
-        1 << 20,
-        Provenance::new("shipped scenes test", Vec::<String>::new()),
-        |_| {},
-    )
-    .expect("small storm dataset");
+    SmallStorm {
+        resolution: 48,
+        frames: 2,
+        lanes: 1,
+        attributes: None,
+        made_by: "shipped scenes test",
+    }
+    .write(dir);
 }
 
 fn shipped_scenes() -> Vec<PathBuf> {

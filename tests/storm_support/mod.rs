@@ -1,0 +1,46 @@
+//! A small synthetic storm on disk, for the tests that need a dataset to open, play or
+//! render (the generator's own tests check what it writes).
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use supercell::dataset::{LaneSpec, Provenance};
+use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
+
+/// What to make: `resolution` voxels across, `frames` frames, over `lanes` lanes; the
+/// built-in storm's attributes unless `attributes` names some.
+#[derive(Clone, Debug)]
+pub struct SmallStorm<'a> {
+    /// Voxels across the domain.
+    pub resolution: u32,
+    /// Frames.
+    pub frames: u32,
+    /// Lanes the dataset stripes over.
+    pub lanes: u32,
+    /// The attributes, where not all.
+    pub attributes: Option<&'a [Attribute]>,
+    /// Who made it, for the manifest's provenance.
+    pub made_by: &'a str,
+}
+
+impl SmallStorm<'_> {
+    /// Writes the dataset at `dir` (panics with the generator's error: a test set-up fault).
+    pub fn write(&self, dir: &Path) {
+        let mut p = default_params();
+        p.resolution = self.resolution;
+        p.frames = self.frames;
+        if let Some(a) = self.attributes {
+            p.attributes = a.to_vec();
+        }
+        generate_dataset(
+            &p,
+            &GenerateOptions::default(),
+            dir,
+            LaneSpec::Count(self.lanes),
+            1 << 20,
+            Provenance::new(self.made_by, Vec::<String>::new()),
+            |_| {},
+        )
+        .unwrap_or_else(|e| panic!("{}: cannot make the test storm: {e}", dir.display()));
+    }
+}
