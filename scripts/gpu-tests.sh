@@ -108,7 +108,7 @@ run() {
     # kiosk workload for $SOAK, sampling memory and handles.
     say "play --headless --path both --frames ${PLAY_FRAMES:-96}"
     timeout 300 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-96}" --threads "$THREADS" \
-      --size 1920x1080 --json "$OUT/play.json" >>"$LOG" 2>&1
+      --size 1920x1080 --json "$OUT/play.json" --screenshot "$OUT/player.png" >>"$LOG" 2>&1
     echo "play exit code: $?" | tee -a "$LOG"
     say "play --headless --path both --verify --frames ${PLAY_FRAMES:-96}"
     timeout 300 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-96}" --threads "$THREADS" \
@@ -274,7 +274,8 @@ verify_run() {
     for v in "" --verify; do
       say "play --headless --path both --frames ${PLAY_FRAMES:-96} $v"
       timeout 200 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-96}" --threads "$THREADS" \
-        --size 1920x1080 $v --json "$OUT/play${v:+-verify}.json" >>"$LOG" 2>&1
+        --size 1920x1080 $v --json "$OUT/play${v:+-verify}.json" \
+        --screenshot "$OUT/player${v:+-verify}.png" >>"$LOG" 2>&1
       echo "exit code: $?" >>"$LOG"
     done
   fi

@@ -572,6 +572,47 @@ fn headless_run_writes_sane_json() {
 /// The README's headless command with no size or step flags: on a software adapter
 /// (lavapipe in CI) it says once that it uses the interactive settings, renders at the
 /// software size and finishes; with the flags given, nothing is chosen for the user.
+/// `--screenshot` composes the overlay over the last frame offscreen, as a window would
+/// show it: the picture has the asked size and the figures panel's text is in its top left
+/// (sharp edges where the sky and the volume behind it are smooth).
+#[test]
+fn headless_screenshot_composes_the_overlay_offscreen() {
+    if gpu().is_none() {
+        return;
+    }
+    let ds = dataset();
+    let shot = out_dir().join("headless-overlay.png");
+    let _ = std::fs::remove_file(&shot);
+    let out = Command::new(bin())
+        .args(["play", ds.to_str().unwrap(), "--headless", "--frames", "3"])
+        .args(["--scrub-jumps", "1", "--size", "480x270", "--threads", "2"])
+        .args(["--screenshot", shot.to_str().unwrap()])
+        .output()
+        .expect("run supercell play");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "play failed:\n{stderr}");
+    let (w, h, rgb) = read_png(&shot);
+    assert_eq!((w, h), (480, 270));
+    // Text strokes: neighbouring pixels whose luminance differs by more than 40, in the
+    // band where the figures panel's first lines are.
+    let luma = |x: u32, y: u32| {
+        let i = ((y * w + x) * 3) as usize;
+        (u32::from(rgb[i]) * 3 + u32::from(rgb[i + 1]) * 6 + u32::from(rgb[i + 2])) / 10
+    };
+    let mut edges = 0;
+    for y in h / 20..h / 5 {
+        for x in w / 30..w * 2 / 5 {
+            if luma(x, y).abs_diff(luma(x + 1, y)) > 40 {
+                edges += 1;
+            }
+        }
+    }
+    assert!(
+        edges > 50,
+        "only {edges} sharp edges where the figures are: no overlay?"
+    );
+}
+
 #[test]
 fn headless_run_on_a_software_adapter_uses_the_interactive_settings() {
     let Some(g) = gpu() else { return };

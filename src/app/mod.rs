@@ -11,6 +11,7 @@ pub mod direct;
 mod faults;
 pub mod gpumem;
 pub mod headless;
+pub mod offscreen;
 pub mod overlay;
 mod path;
 mod route;

@@ -57,6 +57,45 @@ pub struct UiState {
     pub layout: PanelLayout,
 }
 
+impl UiState {
+    /// The state a window opens with (figures and plots shown, no help card), for a window
+    /// of `window_size` physical pixels.
+    pub fn new(window_size: (u32, u32)) -> UiState {
+        UiState {
+            help: false,
+            plots: true,
+            large_print: false,
+            fullscreen: false,
+            kiosk: false,
+            message: None,
+            slider: 0,
+            dragging: false,
+            cpu_percent: 0.0,
+            gpu_memory: None,
+            frames_shown: 0,
+            presets: Vec::new(),
+            window_size,
+            plot_window_s: 30.0,
+            layout: PanelLayout::default(),
+        }
+    }
+}
+
+/// The transfer-function preset each of `player`'s attributes starts with: the one named
+/// after it, else the last (grey).
+pub fn presets_for(player: &Player) -> Vec<usize> {
+    player
+        .attribute_names()
+        .iter()
+        .map(|n| {
+            PRESETS
+                .iter()
+                .position(|p| p == n)
+                .unwrap_or(PRESETS.len() - 1)
+        })
+        .collect()
+}
+
 /// Where the overlay's panels were drawn in the last frame, and the sizes they took.
 #[derive(Clone, Debug, Default)]
 pub struct PanelLayout {

@@ -23,11 +23,12 @@ use winit::window::{Fullscreen, Window, WindowId};
 
 use super::PlayerGpu;
 use super::core::{PlayError, Player, PlayerConfig};
+use super::offscreen::{self, egui_pass};
 use super::overlay::{self, PRESETS, UiRequest, UiState};
 use super::script::{Action, Command, key_action};
 use super::software::{self, Requested};
 use crate::pipeline::{Direction, PlayMode};
-use crate::render::{Image, TransferFunction};
+use crate::render::TransferFunction;
 
 /// What the window does.
 #[derive(Clone, Debug)]
@@ -281,16 +282,7 @@ impl App {
         (pcfg.width, pcfg.height) = render_size((sw, sh), self.render_scale);
         let mut player = Player::open(&gpu, &self.opts.scene, &pcfg)?;
         settings.apply_view(player.view_mut());
-        self.ui.presets = player
-            .attribute_names()
-            .iter()
-            .map(|n| {
-                PRESETS
-                    .iter()
-                    .position(|p| p == n)
-                    .unwrap_or(PRESETS.len() - 1)
-            })
-            .collect();
+        self.ui.presets = overlay::presets_for(&player);
         if self.opts.kiosk
             && let Some(why) = player.direct_unavailable()
         {
@@ -746,30 +738,7 @@ fn compose(
             &jobs,
             &sd,
         );
-        let bpr = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
-            * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
-        let buf = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("supercell screenshot readback"),
-            size: u64::from(bpr) * u64::from(h),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        enc.copy_texture_to_buffer(
-            tex.as_image_copy(),
-            wgpu::TexelCopyBufferInfo {
-                buffer: &buf,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(bpr),
-                    rows_per_image: Some(h),
-                },
-            },
-            wgpu::Extent3d {
-                width: w,
-                height: h,
-                depth_or_array_layers: 1,
-            },
-        );
+        let (buf, bpr) = offscreen::copy_to_buffer(&device, &mut enc, &tex);
         (path, buf, bpr, w, h)
     });
     cmds.push(enc.finish());
@@ -780,67 +749,10 @@ fn compose(
         g.egui_renderer.free_texture(id);
     }
     if let Some((path, buf, bpr, w, h)) = shot {
-        save_screenshot(&device, &buf, bpr, w, h, g.config.format, &path)?;
+        offscreen::write_png(&device, &buf, bpr, (w, h), g.config.format, &path)
+            .map_err(|e| WindowError::Other(format!("screenshot: {e}")))?;
     }
     Ok(())
-}
-
-fn egui_pass(
-    r: &egui_wgpu::Renderer,
-    enc: &mut wgpu::CommandEncoder,
-    target: &wgpu::TextureView,
-    jobs: &[egui::ClippedPrimitive],
-    sd: &egui_wgpu::ScreenDescriptor,
-) {
-    let pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
-        label: Some("supercell overlay"),
-        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-            view: target,
-            resolve_target: None,
-            depth_slice: None,
-            ops: wgpu::Operations {
-                load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
-                store: wgpu::StoreOp::Store,
-            },
-        })],
-        depth_stencil_attachment: None,
-        timestamp_writes: None,
-        occlusion_query_set: None,
-        multiview_mask: None,
-    });
-    let mut pass = pass.forget_lifetime();
-    r.render(&mut pass, jobs, sd);
-}
-
-fn save_screenshot(
-    device: &wgpu::Device,
-    buf: &wgpu::Buffer,
-    bpr: u32,
-    w: u32,
-    h: u32,
-    format: wgpu::TextureFormat,
-    path: &std::path::Path,
-) -> Result<(), WindowError> {
-    let data = crate::device::map_read(device, buf, 0..buf.size(), None, None)
-        .map_err(|e| WindowError::Other(format!("screenshot: {e}")))?;
-    let bgra = matches!(
-        format,
-        wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb
-    );
-    let mut img = Image::new(w, h);
-    for y in 0..h as usize {
-        let row = &data[y * bpr as usize..][..w as usize * 4];
-        let dst = &mut img.rgba8[y * w as usize * 4..][..w as usize * 4];
-        for (d, s) in dst.chunks_exact_mut(4).zip(row.chunks_exact(4)) {
-            if bgra {
-                d.copy_from_slice(&[s[2], s[1], s[0], 255]);
-            } else {
-                d.copy_from_slice(&[s[0], s[1], s[2], 255]);
-            }
-        }
-    }
-    img.write_png(path)
-        .map_err(|e| WindowError::Other(format!("screenshot: {e}")))
 }
 
 impl ApplicationHandler for App {

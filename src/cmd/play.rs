@@ -65,6 +65,10 @@ pub struct PlayArgs {
     /// Headless: write the results here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Headless: after the run, write the picture a window would show (the last frame and
+    /// the overlay with both paths' figures), composed offscreen, to this PNG.
+    #[arg(long, requires = "headless")]
+    pub screenshot: Option<PathBuf>,
     /// Headless: timed jumps to random frames per path (scrub latency).
     #[arg(long, default_value_t = 12)]
     pub scrub_jumps: usize,
@@ -376,6 +380,14 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
         },
     );
     bar.finish_and_clear();
+    if let Some(path) = &args.screenshot {
+        // Before the drain: the figures' "now" columns still describe the run.
+        let mut ui = supercell::app::overlay::UiState::new(size);
+        ui.presets = supercell::app::overlay::presets_for(&player);
+        supercell::app::offscreen::write_overlay_png(&player, &mut ui, size, path)
+            .map_err(|e| anyhow::anyhow!("--screenshot {}: {e}", path.display()))?;
+        eprintln!("play: picture with the overlay: {}", path.display());
+    }
     player.drain(Duration::from_secs(10));
     let m = player.manifest();
     let report = HeadlessReport {
