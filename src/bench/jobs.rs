@@ -77,6 +77,18 @@ pub struct JobSpec {
     pub numa_node: Option<u32>,
 }
 
+/// A yes/no value, as fio writes them (`1`/`0`) or in words; anything else is an error
+/// rather than a silent "no".
+fn switch(key: &str, val: &str) -> std::result::Result<bool, String> {
+    match val {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!(
+            "{key}: '{val}' is not 1 or 0 (true/false, yes/no, on/off)"
+        )),
+    }
+}
+
 fn apply(
     cfg: &mut JobSpec,
     key: &str,
@@ -95,7 +107,7 @@ fn apply(
                 "gds" => EngineKind::Gds,
                 "staged" => EngineKind::Staged,
                 "portable" => EngineKind::Portable,
-                "cpu-only" | "cpuonly" | "cpu" => EngineKind::CpuOnly,
+                "cpu-only" => EngineKind::CpuOnly,
                 _ => {
                     return Err(format!(
                         "{key}: '{val}' is not gds, staged, portable or cpu-only"
@@ -117,15 +129,16 @@ fn apply(
             )
         }
         "gpu" => cfg.cfg.gpu = num(val)?,
-        "cold" => cfg.cfg.cold = matches!(val, "1" | "true" | "yes"),
-        "buffered" => cfg.cfg.buffered = matches!(val, "1" | "true" | "yes"),
-        "verify" => cfg.cfg.verify = matches!(val, "1" | "true" | "yes"),
+        "cold" => cfg.cfg.cold = switch(key, val)?,
+        "buffered" => cfg.cfg.buffered = switch(key, val)?,
+        "verify" => cfg.cfg.verify = switch(key, val)?,
         "backend" => {
             cfg.cfg.backend = match val {
                 "auto" => IoBackend::Auto,
-                "io_uring" | "uring" => IoBackend::IoUring,
+                // `io-uring` as on the command line; `io_uring` as fio's ioengine names it.
+                "io-uring" | "io_uring" => IoBackend::IoUring,
                 "pread" => IoBackend::Pread,
-                _ => return Err(format!("backend: '{val}' is not auto, io_uring or pread")),
+                _ => return Err(format!("backend: '{val}' is not auto, io-uring or pread")),
             }
         }
         "numa_node" => cfg.numa_node = Some(num(val)? as u32),
@@ -385,5 +398,24 @@ mod tests {
         let e = parse("[a]\nfiles=/x\nduration=0\n").unwrap_err();
         assert!(e.contains("duration") && e.contains("'0'"), "{e}");
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn values_are_spelled_as_on_the_command_line_and_switches_are_strict() {
+        let jobs =
+            parse("[a]\nfiles=/x\nengine=cpu-only\nverify=1\ncold=no\nbackend=io-uring\n").unwrap();
+        assert_eq!(jobs[0].cfg.engine, EngineKind::CpuOnly);
+        assert!(jobs[0].cfg.verify && !jobs[0].cfg.cold);
+        assert_eq!(jobs[0].cfg.backend, IoBackend::IoUring);
+        for bad in [
+            "engine=cpu",
+            "engine=cpuonly",
+            "verify=maybe",
+            "backend=uring",
+        ] {
+            let e = parse(&format!("[a]\nfiles=/x\n{bad}\n")).unwrap_err();
+            let key = bad.split('=').next().unwrap();
+            assert!(e.contains("line 3") && e.contains(key), "{bad}: {e}");
+        }
     }
 }
