@@ -497,7 +497,7 @@ pub fn summary(report: &HeadlessReport) -> String {
         if let Some(f) = &r.figures {
             let _ = writeln!(
                 s,
-                "  {name:<6} {:<10} {:6.2} GB/s (peak {:.2}), delivered {:.1} frames/s, rendered {:.1} frames/s{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
+                "  {name:<6} {:<10} {:6.2} GB/s avg (peak {:.2}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
                 r.info.label,
                 f.gbps_mean,
                 f.gbps_peak,

@@ -259,7 +259,7 @@ fn headless_preview(dataset: &Path, out: &Path, no_window: &str) -> Result<()> {
     );
     for p in &report.paths {
         println!(
-            "  {:<6} {:<22} {:5.2} frames/s rendered, {:5.2} delivered, {:.2} GB/s (peak {:.2}), {:.0} MB per frame, {} frames",
+            "  {:<6} {:<22} {:5.2} frames/s rendered, {:5.2} delivered, {:.2} GB/s (averages; GB/s peak {:.2}), {:.0} MB per frame, {} frames",
             p.path,
             p.label,
             p.rendered_fps,
