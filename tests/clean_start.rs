@@ -20,6 +20,7 @@ fn tiny_dataset(dir: &Path) {
         resolution: 24,
         frames: 1,
         lanes: 1,
+        chunk: 1 << 20,
         attributes: Some(&[Attribute::Cloud]),
         made_by: "clean start test",
     }

@@ -37,6 +37,7 @@ fn cache_with_small_storm() -> tempfile::TempDir {
         resolution: 48,
         frames: 8,
         lanes: 2,
+        chunk: 1 << 20,
         attributes: None,
         made_by: "main command test",
     }

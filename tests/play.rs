@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+mod storm_support;
+use storm_support::SmallStorm;
+
 use supercell::app::gpumem::{CUDA, VULKAN_BUDGET, WGPU_ALLOCATOR};
 use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, gpu_memory};
 use supercell::dataset::{AlignedBuf, CrcCheck};
-use supercell::dataset::{LaneSpec, Provenance};
 use supercell::render::{Renderer, upload_slot};
 use supercell::scene::Scene;
-use supercell::synth::{GenerateOptions, default_params, generate_dataset};
 
 fn require_gpu() -> bool {
     std::env::var_os("SUPERCELL_REQUIRE_GPU").is_some()
@@ -46,31 +47,15 @@ fn dataset() -> PathBuf {
 }
 
 fn build_dataset() -> PathBuf {
-    let dir = out_dir().join("storm48x8");
-    if dir.join("manifest.json").exists() {
-        return dir;
+    SmallStorm {
+        resolution: 48,
+        frames: 8,
+        lanes: 2,
+        chunk: 1 << 20,
+        attributes: None,
+        made_by: "play test",
     }
-    // Tests run in parallel: build under a private name, then rename into place.
-    let tmp = out_dir().join(format!("storm48x8.tmp{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let mut p = default_params();
-    p.resolution = 48;
-    p.frames = 8;
-    generate_dataset(
-        &p,
-        &GenerateOptions::default(),
-        &tmp,
-        LaneSpec::Count(2),
-        1 << 20,
-        Provenance::new("play test", ["48".to_string()]),
-        |_| {},
-    )
-    .expect("storm dataset");
-    if std::fs::rename(&tmp, &dir).is_err() {
-        // Another test won the race.
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    dir
+    .shared(&out_dir().join("storm48x8"))
 }
 
 fn gpu() -> Option<PlayerGpu> {

@@ -13,11 +13,13 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod storm_support;
+use storm_support::SmallStorm;
+
 use supercell::app::{FrameFaultKind, PathSel, Player, PlayerConfig, PlayerGpu};
-use supercell::dataset::{Dataset, LaneSpec, Provenance};
+use supercell::dataset::Dataset;
 use supercell::ingest::{FaultPlan, IoBackend, Source, io_uring_probe};
 use supercell::pipeline::PlayMode;
-use supercell::synth::{GenerateOptions, default_params, generate_dataset};
 
 fn gpu() -> Option<PlayerGpu> {
     match PlayerGpu::open(PlayerGpu::instance(), None) {
@@ -43,29 +45,15 @@ fn storm() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let dir = out_dir().join("storm32x8");
-            if dir.join("manifest.json").exists() {
-                return dir;
+            SmallStorm {
+                resolution: 32,
+                frames: 8,
+                lanes: 2,
+                chunk: 64 << 10,
+                attributes: None,
+                made_by: "fault test",
             }
-            let tmp = out_dir().join(format!("storm32x8.tmp{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&tmp);
-            let mut p = default_params();
-            p.resolution = 32;
-            p.frames = 8;
-            generate_dataset(
-                &p,
-                &GenerateOptions::default(),
-                &tmp,
-                LaneSpec::Count(2),
-                64 << 10,
-                Provenance::new("fault test", ["32".to_string()]),
-                |_| {},
-            )
-            .expect("storm dataset");
-            if std::fs::rename(&tmp, &dir).is_err() {
-                let _ = std::fs::remove_dir_all(&tmp);
-            }
-            dir
+            .shared(&out_dir().join("storm32x8"))
         })
         .clone()
 }

@@ -232,6 +232,7 @@ fn small_dataset(dir: &Path) {
         resolution: 24,
         frames: 2,
         lanes: 1,
+        chunk: 1 << 20,
         attributes: Some(&[Attribute::Cloud, Attribute::Rain]),
         made_by: "scene test",
     }

@@ -21,6 +21,7 @@ fn small_storm(dir: &Path) {
         resolution: 48,
         frames: 2,
         lanes: 1,
+        chunk: 1 << 20,
         attributes: None,
         made_by: "shipped scenes test",
     }

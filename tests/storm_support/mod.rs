@@ -2,7 +2,7 @@
 //! render (the generator's own tests check what it writes).
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use supercell::dataset::{LaneSpec, Provenance};
 use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
@@ -17,6 +17,8 @@ pub struct SmallStorm<'a> {
     pub frames: u32,
     /// Lanes the dataset stripes over.
     pub lanes: u32,
+    /// Stripe chunk, bytes (small chunks spread a small frame over every lane).
+    pub chunk: u64,
     /// The attributes, where not all.
     pub attributes: Option<&'a [Attribute]>,
     /// Who made it, for the manifest's provenance.
@@ -37,10 +39,29 @@ impl SmallStorm<'_> {
             &GenerateOptions::default(),
             dir,
             LaneSpec::Count(self.lanes),
-            1 << 20,
+            self.chunk,
             Provenance::new(self.made_by, Vec::<String>::new()),
             |_| {},
         )
         .unwrap_or_else(|e| panic!("{}: cannot make the test storm: {e}", dir.display()));
+    }
+
+    /// The dataset at `dir`, made once and shared: by the tests of one binary (they run on
+    /// parallel threads; the first one makes it) and by later runs (an existing dataset is
+    /// kept). It is made under a private name and renamed into place, so a process that
+    /// loses the race to another never sees half of it.
+    pub fn shared(&self, dir: &Path) -> PathBuf {
+        if dir.join("manifest.json").exists() {
+            return dir.to_path_buf();
+        }
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("storm");
+        let tmp = dir.with_file_name(format!("{name}.tmp{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        self.write(&tmp);
+        if std::fs::rename(&tmp, dir).is_err() {
+            // Another process won the race; its dataset is the same.
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        dir.to_path_buf()
     }
 }
