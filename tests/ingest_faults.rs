@@ -7,14 +7,13 @@
 //! fault is `#[ignore]`d (needs CUDA).
 
 mod test_bytes;
-use test_bytes::xorshift_bytes as payload;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use supercell::bench::{self, BenchConfig};
-use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
+use supercell::dataset::Dataset;
 use supercell::gpu::FrameRing;
 use supercell::ingest::{
     Completion, Engine, EngineConfig, EngineKind, FaultKind, FaultPlan, IngestEngine, IngestError,
@@ -26,30 +25,10 @@ const PAGE: usize = 4096;
 /// A dataset of `frames` frames striped over `lanes` lanes in 3-page chunks; each frame's
 /// expected slot image.
 fn make_dataset(dir: &Path, frames: usize, lanes: u32) -> Vec<Vec<u8>> {
-    let mut w = DatasetWriter::create(
-        dir,
-        LaneSpec::Count(lanes),
-        3 * PAGE as u64,
-        vec![AttributeSpec::new("a"), AttributeSpec::new("b")],
-        Provenance::new("fault test", ["x"]),
-    )
-    .unwrap();
-    let mut images = Vec::new();
-    for f in 0..frames {
-        let grids = vec![
-            payload(f as u64 * 2 + 11, 40_000 + f * 3_001),
-            payload(f as u64 * 2 + 12, 70_000 - f * 1_003),
-        ];
-        let mut img = Vec::new();
-        for g in &grids {
-            img.extend_from_slice(g);
-            img.resize(img.len().next_multiple_of(PAGE), 0);
-        }
-        images.push(img);
-        w.push_frame_opaque(f as f64, grids).unwrap();
-    }
-    w.finish().unwrap();
-    images
+    test_bytes::opaque_dataset(dir, frames, lanes, 3 * PAGE as u64, "fault test", |f, g| {
+        let len = [40_000 + f * 3_001, 70_000 - f * 1_003][g];
+        (f as u64 * 2 + 11 + g as u64, len)
+    })
 }
 
 fn backends() -> Vec<IoBackend> {

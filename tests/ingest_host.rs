@@ -10,7 +10,7 @@ use test_bytes::xorshift_bytes as payload;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
+use supercell::dataset::Dataset;
 use supercell::gpu::FrameRing;
 use supercell::ingest::{
     Engine, EngineConfig, EngineKind, IngestEngine, IngestError, IoBackend, IoMode, ReadExtent,
@@ -23,30 +23,10 @@ const PAGE: usize = 4096;
 /// Writes a dataset of `frames` frames (two attributes of odd sizes) over `lanes` lanes
 /// with a small chunk, returning each frame's expected slot image.
 fn make_dataset(dir: &Path, frames: usize, lanes: u32, chunk: u64) -> Vec<Vec<u8>> {
-    let mut w = DatasetWriter::create(
-        dir,
-        LaneSpec::Count(lanes),
-        chunk,
-        vec![AttributeSpec::new("a"), AttributeSpec::new("b")],
-        Provenance::new("ingest test", ["x"]),
-    )
-    .unwrap();
-    let mut images = Vec::new();
-    for f in 0..frames {
-        let grids = vec![
-            payload(f as u64 * 2 + 1, 50_000 + f * 7_777),
-            payload(f as u64 * 2 + 2, 123_456 - f * 1_111),
-        ];
-        let mut img = Vec::new();
-        for g in &grids {
-            img.extend_from_slice(g);
-            img.resize(img.len().next_multiple_of(PAGE), 0);
-        }
-        images.push(img);
-        w.push_frame_opaque(f as f64, grids).unwrap();
-    }
-    w.finish().unwrap();
-    images
+    test_bytes::opaque_dataset(dir, frames, lanes, chunk, "ingest test", |f, g| {
+        let len = [50_000 + f * 7_777, 123_456 - f * 1_111][g];
+        (f as u64 * 2 + 1 + g as u64, len)
+    })
 }
 
 fn backends() -> Vec<IoBackend> {
