@@ -966,8 +966,8 @@ fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
     true
 }
 
-/// At the default 1280 × 720, and in large print and in kiosk mode at 960 × 540 and at
-/// 640 × 360: the overlay's panels (figures, plots, timeline, help) never overlap and stay
+/// At the default 1280 × 720 and at 960 × 540 (compact figures, plots off at start), and in
+/// large print and in kiosk mode at 960 × 540 and at 640 × 360: the overlay's panels (figures, plots, timeline, help) never overlap and stay
 /// inside the window, with the help card shown or not, the plots on or off. The rectangles
 /// are what each panel painted (its shapes, cut to their clip rectangles), taken both once
 /// the layout has settled and in the very frame after a key changed it; the overlay also
@@ -981,6 +981,7 @@ fn panels_as_drawn_never_overlap() {
     // (width, height, mode): "normal", "large" (large print) or "kiosk".
     let cases = [
         (1280, 720, "normal"),
+        (960, 540, "normal"),
         (960, 540, "large"),
         (640, 360, "large"),
         (960, 540, "kiosk"),
@@ -1057,6 +1058,9 @@ fn panels_as_drawn_never_overlap() {
             let has = |n: &str| panels.iter().any(|(p, _)| p == n);
             let help = matches!(name, "a1" | "b" | "b1" | "c");
             assert_eq!(s["help_visible"], help, "{what}");
+            // Narrow windows (the software adapter's 960 × 540) start compact, plots off.
+            let compact = mode == "normal" && w < 1100;
+            assert_eq!(s["compact"], compact, "{what}");
             if name.len() == 1 {
                 // Settled: every panel that should show is there.
                 assert_eq!(has("timeline"), mode != "kiosk", "{what}: {panels:?}");
@@ -1066,7 +1070,8 @@ fn panels_as_drawn_never_overlap() {
                     s["help_alone"] == false,
                     "{what}: the figures show unless the help card takes their place: {panels:?}"
                 );
-                let plots_on = matches!(name, "a" | "b");
+                // P is pressed between b and b1.
+                let plots_on = matches!(name, "a" | "b") != compact;
                 assert_eq!(
                     has("plots"),
                     plots_on && s["plots_no_room"] == false && s["help_alone"] == false,
@@ -1085,6 +1090,15 @@ fn panels_as_drawn_never_overlap() {
                 assert!(
                     inside && r[2] <= w as f32 + 0.5 && r[3] <= h as f32 + 0.5,
                     "{what}: {n} {r:?} outside the window"
+                );
+            }
+            if compact && !help {
+                // The compact figures leave the picture free: under a tenth of the window.
+                let (_, r) = panels.iter().find(|(n, _)| n == "stats").unwrap();
+                let share = (r[2] - r[0]) * (r[3] - r[1]) / (w * h) as f32;
+                assert!(
+                    share < 0.1,
+                    "{what}: the figures cover {share:.2} of the window"
                 );
             }
             for (i, (na, a)) in panels.iter().enumerate() {

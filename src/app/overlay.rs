@@ -29,6 +29,10 @@ pub struct UiState {
     pub help: bool,
     /// Plots shown.
     pub plots: bool,
+    /// Compact figures: the active path's rates on a line each and no table (V). Windows
+    /// narrower than [`COMPACT_BELOW_W`] start compact, with the plots off, so that the
+    /// figures leave most of the picture free.
+    pub compact: bool,
     /// Large print (zoomed overlay).
     pub large_print: bool,
     /// Fullscreen.
@@ -58,12 +62,15 @@ pub struct UiState {
 }
 
 impl UiState {
-    /// The state a window opens with (figures and plots shown, no help card), for a window
-    /// of `window_size` physical pixels.
+    /// The state a window opens with (figures and plots shown, no help card; compact and
+    /// without plots when the window is narrower than [`COMPACT_BELOW_W`]), for a window of
+    /// `window_size` physical pixels.
     pub fn new(window_size: (u32, u32)) -> UiState {
+        let compact = starts_compact(window_size, false, false);
         UiState {
             help: false,
-            plots: true,
+            plots: !compact,
+            compact,
             large_print: false,
             fullscreen: false,
             kiosk: false,
@@ -79,6 +86,17 @@ impl UiState {
             layout: PanelLayout::default(),
         }
     }
+}
+
+/// Windows narrower than this (physical pixels) start with compact figures and no plots:
+/// at 960 × 540 (the window on a software adapter) the full figures and plots cover most
+/// of the picture.
+pub const COMPACT_BELOW_W: u32 = 1100;
+
+/// Whether a window of `window_size` starts compact: narrower than [`COMPACT_BELOW_W`], and
+/// neither large print nor kiosk (both are for reading figures from a distance).
+pub fn starts_compact(window_size: (u32, u32), large_print: bool, kiosk: bool) -> bool {
+    window_size.0 < COMPACT_BELOW_W && !large_print && !kiosk
 }
 
 /// The transfer-function preset each of `player`'s attributes starts with: the one named
@@ -181,6 +199,8 @@ pub struct OverlayDump {
     pub fullscreen: bool,
     /// Plots shown.
     pub plots: bool,
+    /// Compact figures (see [`UiState::compact`]).
+    pub compact: bool,
     /// Frames shown since start.
     pub frames_shown: u64,
     /// Latency of the last scrub, ms.
@@ -306,6 +326,32 @@ pub fn rate_lines(f: &PathFigures) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The compact figures (small windows): the active path and its label, its rates as
+/// `NAME NOW (avg AVG)`, and the frame on screen.
+pub fn compact_lines(player: &Player) -> Vec<String> {
+    let sel = player.active_path();
+    let f = player.figures(sel);
+    let mut v = vec![format!(
+        "{} path: {}",
+        sel.name().to_uppercase(),
+        player.path_report(sel).label
+    )];
+    v.extend(
+        rate_rows(&f)
+            .iter()
+            .map(|r| format!("{} {} (avg {})", r.name, r.now, r.avg)),
+    );
+    let shown = player.shown_frame();
+    v.push(format!(
+        "frame {} / {}{}",
+        shown.map_or_else(|| "-".to_string(), |s| s.to_string()),
+        player.frame_count().saturating_sub(1),
+        if player.is_playing() { "" } else { "   paused" },
+    ));
+    v.extend(fault_lines(player));
+    v
 }
 
 /// The table comparing both paths: a header row (`["", "direct avg", "direct peak", "host
@@ -440,7 +486,11 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         direct_unavailable_reason: player.direct_unavailable().map(str::to_string),
         direct: player.figures(PathSel::Direct),
         host: player.figures(PathSel::Host),
-        lines: stats_lines(player, ui),
+        lines: if ui.compact {
+            compact_lines(player)
+        } else {
+            stats_lines(player, ui)
+        },
         table: figure_table(
             &player.figures(PathSel::Direct),
             &player.figures(PathSel::Host),
@@ -450,6 +500,7 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         large_print: ui.large_print,
         fullscreen: ui.fullscreen,
         plots: ui.plots,
+        compact: ui.compact,
         frames_shown: ui.frames_shown,
         last_scrub_ms: player.last_scrub_ms(),
         window_size: [ui.window_size.0, ui.window_size.1],
@@ -494,6 +545,7 @@ const HELP: &[(&str, &str)] = &[
     ("F", "fullscreen"),
     ("B", "large print"),
     ("P", "plots"),
+    ("V", "compact / full figures"),
     ("1-4", "attribute on / off"),
     ("T", "next colour preset (attribute 1)"),
     ("C", "reset camera"),
@@ -620,7 +672,11 @@ pub fn draw(
         .fill(Color32::from_black_alpha(150))
         .inner_margin(PAD)
         .corner_radius(6.0);
-    let lines = stats_lines(player, ui_state);
+    let lines = if ui_state.compact {
+        compact_lines(player)
+    } else {
+        stats_lines(player, ui_state)
+    };
     let now = player.clock();
     let inner = screen.shrink(GAP);
     let mut drawn: Vec<(&'static str, Rect)> = Vec::new();
@@ -843,17 +899,30 @@ fn stats_panel(
     out: &mut Vec<UiRequest>,
 ) {
     use egui::{Color32, RichText};
+    let (title, body) = if ui_state.compact {
+        (15.0, 12.0)
+    } else {
+        (20.0, 14.0)
+    };
     for (i, l) in lines.iter().enumerate() {
         let t = RichText::new(l).color(Color32::WHITE).monospace();
         ui.label(if i == 0 {
-            t.size(20.0).strong()
+            t.size(title).strong()
         } else {
-            t.size(14.0)
+            t.size(body)
         });
     }
-    ui.add_space(6.0);
-    // Both paths side by side.
+    ui.add_space(if ui_state.compact { 2.0 } else { 6.0 });
     let direct_ok = player.direct_unavailable().is_none();
+    if !ui_state.compact {
+        both_paths_table(ui, player, direct_ok);
+    }
+    direct_checkbox(ui, player, ui_state, direct_ok, out);
+}
+
+/// Both paths' figures side by side (the full figures only).
+fn both_paths_table(ui: &mut egui::Ui, player: &Player, direct_ok: bool) {
+    use egui::{Color32, RichText};
     let table = figure_table(
         &player.figures(PathSel::Direct),
         &player.figures(PathSel::Host),
@@ -875,6 +944,17 @@ fn stats_panel(
                 ui.end_row();
             }
         });
+}
+
+/// The direct-paths switch, and the last message under it.
+fn direct_checkbox(
+    ui: &mut egui::Ui,
+    player: &Player,
+    ui_state: &UiState,
+    direct_ok: bool,
+    out: &mut Vec<UiRequest>,
+) {
+    use egui::{Color32, RichText};
     let mut direct_on = player.active_path() == PathSel::Direct;
     let resp = ui.add_enabled(
         direct_ok,

@@ -46,6 +46,8 @@ pub enum Action {
     Quit,
     /// P: plots on/off.
     TogglePlots,
+    /// V: compact or full figures.
+    ToggleCompact,
     /// B: large print on/off.
     ToggleLargePrint,
     /// C: reset the camera.
@@ -76,6 +78,7 @@ pub fn key_action(name: &str) -> Option<Action> {
         "end" => Action::Last,
         "esc" | "escape" | "q" => Action::Quit,
         "p" => Action::TogglePlots,
+        "v" => Action::ToggleCompact,
         "b" => Action::ToggleLargePrint,
         "c" => Action::ResetCamera,
         "t" => Action::NextPreset,

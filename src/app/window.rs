@@ -129,6 +129,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         ui: UiState {
             help: opts.help,
             plots: opts.plots,
+            compact: false,
             large_print: opts.large_print,
             fullscreen: opts.fullscreen,
             kiosk: opts.kiosk,
@@ -231,8 +232,9 @@ impl App {
         let settings = software::choose(&gpu.caps, &self.opts.requested);
         self.render_scale = settings.render_scale;
         if settings.software_adapter {
-            // 50 compositions a second at most: the overlay stays smooth, the CPU marches.
-            self.compose_every = Duration::from_millis(20);
+            // 20 compositions a second at most (each costs a few ms of CPU on a software
+            // adapter): the overlay and the mouse stay responsive, the CPU marches.
+            self.compose_every = Duration::from_millis(50);
         }
         let mut size = window.inner_size();
         if settings.window_size != self.ui.window_size && !self.opts.fullscreen {
@@ -243,6 +245,11 @@ impl App {
             }
         }
         window.set_visible(true);
+        if overlay::starts_compact(settings.window_size, self.opts.large_print, self.opts.kiosk) {
+            // Small windows (the software adapter's) keep most of the picture free.
+            self.ui.compact = true;
+            self.ui.plots = false;
+        }
         if let Some(note) = &settings.note {
             eprintln!("play: {note}");
             self.ui.message = Some((note.clone(), Instant::now()));
@@ -369,6 +376,7 @@ impl App {
             }
             Action::Quit => event_loop.exit(),
             Action::TogglePlots => self.ui.plots = !self.ui.plots,
+            Action::ToggleCompact => self.ui.compact = !self.ui.compact,
             Action::ToggleLargePrint => {
                 self.ui.large_print = !self.ui.large_print;
                 let size = (g.config.width, g.config.height);

@@ -384,6 +384,14 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
         // Before the drain: the figures' "now" columns still describe the run.
         let mut ui = supercell::app::overlay::UiState::new(size);
         ui.presets = supercell::app::overlay::presets_for(&player);
+        // What the window samples as it runs: CPU use (here over the active path's run, the
+        // last one) and GPU memory in use.
+        ui.cpu_percent = runs
+            .iter()
+            .rev()
+            .find(|r| r.ran)
+            .map_or(0.0, |r| r.cpu_percent);
+        ui.gpu_memory = supercell::app::gpumem::gpu_memory(player.device());
         supercell::app::offscreen::write_overlay_png(&player, &mut ui, size, path)
             .map_err(|e| anyhow::anyhow!("--screenshot {}: {e}", path.display()))?;
         eprintln!("play: picture with the overlay: {}", path.display());
