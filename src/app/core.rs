@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-pub use super::config::{HostCopy, PathSel, PlayError, PlayerConfig};
+pub use super::config::{DirectEngine, HostCopy, PathSel, PlayError, PlayerConfig};
 use super::direct::{no_sharing_reason, open_direct_slots};
 use super::faults::{FaultLog, check_headers};
 pub use super::faults::{FrameFault, FrameFaultKind};
@@ -209,7 +209,7 @@ impl Player {
             (Some(host_path("supercell loopback upload")?), None)
         } else {
             match interop.and_then(|(g, dev)| open_direct_slots(g, dev, slots, slot_len)) {
-                Ok(shared) => match FramePath::direct(shared, &source, &ecfg)? {
+                Ok(shared) => match FramePath::direct(shared, &source, &ecfg, cfg.direct_engine)? {
                     Ok(p) => (Some(p), None),
                     Err(why) => (None, Some(why)),
                 },

@@ -22,8 +22,8 @@ pub mod stats;
 pub mod window;
 
 pub use self::core::{
-    FrameFault, FrameFaultKind, HostCopy, PathReport, PathSel, PlayError, Player, PlayerConfig,
-    TickOutcome,
+    DirectEngine, FrameFault, FrameFaultKind, HostCopy, PathReport, PathSel, PlayError, Player,
+    PlayerConfig, TickOutcome,
 };
 pub use gpumem::{GpuMemory, gpu_memory};
 pub use stats::{PathFigures, PathStats};

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::config::{PathSel, PlayError, PlayerConfig};
+use super::config::{DirectEngine, PathSel, PlayError, PlayerConfig};
 use super::direct::DirectSlots;
 use super::route::UploadRoute;
 use crate::gpu::FrameRing;
@@ -118,12 +118,13 @@ impl FramePath {
         })
     }
 
-    /// The direct path: the gds engine (falling back to staged, with the reason) into the
-    /// shared slots; `Ok(Err(why))` where no engine can run on them.
+    /// The direct path: the engine `which` picks (gds falls back to staged, with the
+    /// reason) into the shared slots; `Ok(Err(why))` where no engine can run on them.
     pub(super) fn direct(
         shared: DirectSlots,
         source: &Source,
         ecfg: &EngineConfig,
+        which: DirectEngine,
     ) -> Result<Result<FramePath, String>, PlayError> {
         let DirectSlots {
             gpu,
@@ -131,16 +132,15 @@ impl FramePath {
             buffers,
         } = shared;
         let ring = FrameRing::new(memories)?;
+        let (kind, why) = direct_engine_kind(which);
         Ok(
-            match open_engine(
-                EngineKind::Gds,
-                Some(&gpu),
-                &source.files,
-                ring.memories(),
-                ecfg,
-            ) {
+            match open_engine(kind, Some(&gpu), &source.files, ring.memories(), ecfg) {
                 Ok(engine) => Ok(FramePath {
-                    info: engine.info().clone(),
+                    info: {
+                        let mut info = engine.info().clone();
+                        info.notes.extend(why);
+                        info
+                    },
                     stream: FrameStream::new(engine, ring),
                     route: UploadRoute::Shared { buffers },
                 }),
@@ -194,5 +194,28 @@ impl FramePath {
             upload: self.route.description(),
             notes: info.notes.clone(),
         }
+    }
+}
+
+/// The engine the direct path opens for `which`, and why, where `Auto` chose staged.
+fn direct_engine_kind(which: DirectEngine) -> (EngineKind, Option<String>) {
+    match which {
+        DirectEngine::Gds => (EngineKind::Gds, None),
+        DirectEngine::Staged => (EngineKind::Staged, None),
+        DirectEngine::Auto => match crate::ingest::gds::cufile_open() {
+            // Compatibility mode: cuFile's own threads read into its bounce buffers and copy
+            // from there, slower than the staged engine; peer-to-peer reads are the point
+            // of GDS, so only they are worth choosing it for.
+            Ok(info) if !info.p2p() => (
+                EngineKind::Staged,
+                Some(format!(
+                    "direct engine: staged CUDA copies, chosen over cuFile, which runs in {} \
+                     here (slower than staged); --direct-engine gds uses cuFile anyway",
+                    info.mode_text()
+                )),
+            ),
+            // P2P, or cuFile cannot run (gds falls back to staged and says why).
+            _ => (EngineKind::Gds, None),
+        },
     }
 }

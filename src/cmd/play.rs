@@ -8,7 +8,9 @@ use anyhow::{Context, bail};
 use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessReport, Phase};
 use supercell::app::software::{self, Requested};
 use supercell::app::window::{self, WindowOptions};
-use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, script, soak};
+use supercell::app::{
+    DirectEngine, HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, script, soak,
+};
 use supercell::pipeline::PlayMode;
 use supercell::scene::{PlaybackDefaults, Scene};
 
@@ -30,6 +32,17 @@ pub enum HostCopyArg {
     Auto,
     /// The CPU copies each frame into a staging buffer first (for comparison).
     Staging,
+}
+
+/// The direct path's engine on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum DirectEngineArg {
+    /// GDS where cuFile reads peer to peer, else staged.
+    Auto,
+    /// cuFile (GPUDirect Storage), in whatever mode it runs.
+    Gds,
+    /// Staged CUDA copies through pinned host buffers.
+    Staged,
 }
 
 /// End-of-timeline behaviour on the command line.
@@ -98,6 +111,11 @@ pub struct PlayArgs {
     /// How the host path moves frames to the GPU.
     #[arg(long, value_enum, default_value = "auto")]
     pub host_copy: HostCopyArg,
+    /// The direct path's engine: auto picks GPUDirect Storage where cuFile reads peer to peer
+    /// and staged CUDA copies where cuFile would run in compatibility mode (slower there);
+    /// the overlay and the JSON name the engine that runs.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub direct_engine: DirectEngineArg,
     /// Attributes in slot order, comma-separated (default: the scene's; on a software Vulkan
     /// adapter only its first two start shown).
     #[arg(long, value_delimiter = ',')]
@@ -201,6 +219,11 @@ fn player_config(
         host_copy: match args.host_copy {
             HostCopyArg::Auto => HostCopy::Auto,
             HostCopyArg::Staging => HostCopy::Staging,
+        },
+        direct_engine: match args.direct_engine {
+            DirectEngineArg::Auto => DirectEngine::Auto,
+            DirectEngineArg::Gds => DirectEngine::Gds,
+            DirectEngineArg::Staged => DirectEngine::Staged,
         },
         path: match args.path {
             PathArg::Host => PathSel::Host,
