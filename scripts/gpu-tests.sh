@@ -8,6 +8,7 @@
 # Run, as root, from the repository root (with .dev/ copied along if built elsewhere):
 #   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
 #   bash scripts/gpu-tests.sh verify         # verified vs unverified streaming on 16 lanes, exit statuses
+#   bash scripts/gpu-tests.sh large          # ~7 GB frames, every attribute, 16 lanes; generator speed
 #
 # What a run needs besides the NVIDIA driver (CUDA, cuFile for the gds engine) lives in
 # scripts/rig/: lanes.sh (RAM-backed lanes), ceiling.sh (fio's ceiling: fio from PATH, else
@@ -294,9 +295,75 @@ PY
   ls -la "$OUT"
 }
 
+# Seed-scale frames: ~7 GB frames with every attribute on the 16-lane rig, beside fio's
+# ceiling: bench on each engine, the player headless on both paths (the direct path's
+# default engine, then cuFile forced), scrub jumps, memory over the run; then the generator's
+# speed on 1 GB Fp16 frames. Knobs: LANES (16), LANE_GIB (3), FRAMES (6), FRAME_SIZE (7GB),
+# GEN_ARGS (--attributes all), THREADS (16), DURATION (10), PLAY_FRAMES (24).
+large_run() {
+  OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
+  local FRAMES=${FRAMES:-6} FRAME_SIZE=${FRAME_SIZE:-7GB} LANES=${LANES:-16} LANE_GIB=${LANE_GIB:-3}
+  local THREADS=${THREADS:-16} DURATION=${DURATION:-10} GEN_ARGS=${GEN_ARGS:---attributes all}
+  local SC=.dev/supercell DATA=.dev/supercell-data DS=/var/tmp/sc-large-ds
+  local LOG="$OUT/large.txt"
+  : >"$LOG"
+  say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+  # shellcheck source=scripts/rig/env.sh
+  source scripts/rig/env.sh
+  bash scripts/rig/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
+  say "generate $FRAMES frames of $FRAME_SIZE over $LANES lanes ($GEN_ARGS)"
+  # shellcheck disable=SC2086
+  ( /usr/bin/time -v $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes \
+      $GEN_ARGS --json "$OUT/generate.json" ) >>"$LOG" 2>&1
+  echo "generate exit code: $?" | tee -a "$LOG"
+  $SC info "$DS" >>"$LOG" 2>&1
+  local files
+  files=$(find /mnt/lanes -name '*.sclane' | sort)
+  say "ceiling (fio)"
+  # shellcheck disable=SC2086
+  bash scripts/rig/ceiling.sh $files >>"$LOG" 2>&1
+  for p in cpu-only staged gds; do
+    say "bench --engine $p (${DURATION}s, $THREADS threads)"
+    timeout 150 $SC bench "$DS" --engine "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+      --duration "$DURATION" --quiet --json "$OUT/b-$p.json" >>"$LOG" 2>&1
+    echo "exit code: $?" >>"$LOG"
+  done
+  say "play --headless --path both --frames ${PLAY_FRAMES:-24} (direct engine: auto)"
+  timeout 240 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-24}" --threads "$THREADS" \
+    --size 1920x1080 --json "$OUT/play.json" --screenshot "$OUT/player-7gb.png" >>"$LOG" 2>&1
+  echo "exit code: $?" >>"$LOG"
+  say "play --headless --path direct --direct-engine gds --frames ${PLAY_FRAMES:-24}"
+  timeout 200 $SC play "$DS" --headless --path direct --direct-engine gds --frames "${PLAY_FRAMES:-24}" \
+    --threads "$THREADS" --size 1920x1080 --json "$OUT/play-gds.json" >>"$LOG" 2>&1
+  echo "exit code: $?" >>"$LOG"
+  bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
+  rm -rf "$DS"
+  say "generator speed: 4 frames of 1 GB, Fp16, default attributes, $(nproc) threads, /dev/shm"
+  ( /usr/bin/time -v $DATA generate /dev/shm/sc-gen --frames 4 --frame-size 1G --lanes 1 ) >>"$LOG" 2>&1
+  rm -rf /dev/shm/sc-gen
+  say "generator speed: 1 frame of 7 GB, Fp16, $GEN_ARGS"
+  # shellcheck disable=SC2086
+  ( /usr/bin/time -v $DATA generate /dev/shm/sc-gen --frames 1 --frame-size 7GB --lanes 1 $GEN_ARGS ) >>"$LOG" 2>&1
+  rm -rf /dev/shm/sc-gen
+  python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+runs = {}
+for p in sorted(glob.glob(os.path.join(out, "b-*.json")) + glob.glob(os.path.join(out, "play*.json"))
+                + glob.glob(os.path.join(out, "generate.json"))):
+    with open(p) as f:
+        runs[os.path.basename(p)[:-5]] = json.load(f)
+    os.remove(p)
+with open(os.path.join(out, "large.json"), "w") as f:
+    json.dump(runs, f)
+PY
+  ls -la "$OUT"
+}
+
 case "${1:-run}" in
   prepare) prepare ;;
   run) run ;;
   verify) verify_run ;;
-  *) echo "usage: gpu-tests.sh prepare | run | verify" >&2; exit 2 ;;
+  large) large_run ;;
+  *) echo "usage: gpu-tests.sh prepare | run | verify | large" >&2; exit 2 ;;
 esac
