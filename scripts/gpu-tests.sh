@@ -307,13 +307,9 @@ large_run() {
   local SC=.dev/supercell DATA=.dev/supercell-data DS=/var/tmp/sc-large-ds
   local LOG="$OUT/large.txt"
   : >"$LOG"
-  say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
-  # shellcheck source=scripts/rig/env.sh
-  source scripts/rig/env.sh
-  bash scripts/rig/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
-  say "generate $FRAMES frames of $FRAME_SIZE over $LANES lanes ($GEN_ARGS)"
+XX
   # shellcheck disable=SC2086
-  ( /usr/bin/time -v $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes \
+  ( timev $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes \
       $GEN_ARGS --json "$OUT/generate.json" ) >>"$LOG" 2>&1
   echo "generate exit code: $?" | tee -a "$LOG"
   $SC info "$DS" >>"$LOG" 2>&1
@@ -339,11 +335,11 @@ large_run() {
   bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   rm -rf "$DS"
   say "generator speed: 4 frames of 1 GB, Fp16, default attributes, $(nproc) threads, /dev/shm"
-  ( /usr/bin/time -v $DATA generate /dev/shm/sc-gen --frames 4 --frame-size 1G --lanes 1 ) >>"$LOG" 2>&1
+  ( timev $DATA generate /dev/shm/sc-gen --frames 4 --frame-size 1G --lanes 1 ) >>"$LOG" 2>&1
   rm -rf /dev/shm/sc-gen
   say "generator speed: 1 frame of 7 GB, Fp16, $GEN_ARGS"
   # shellcheck disable=SC2086
-  ( /usr/bin/time -v $DATA generate /dev/shm/sc-gen --frames 1 --frame-size 7GB --lanes 1 $GEN_ARGS ) >>"$LOG" 2>&1
+  ( timev $DATA generate /dev/shm/sc-gen --frames 1 --frame-size 7GB --lanes 1 $GEN_ARGS ) >>"$LOG" 2>&1
   rm -rf /dev/shm/sc-gen
   python3 - "$OUT" <<'PY'
 import glob, json, os, sys
