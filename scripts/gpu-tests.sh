@@ -307,7 +307,13 @@ large_run() {
   local SC=.dev/supercell DATA=.dev/supercell-data DS=/var/tmp/sc-large-ds
   local LOG="$OUT/large.txt"
   : >"$LOG"
-XX
+  say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+  # shellcheck source=scripts/rig/env.sh
+  source scripts/rig/env.sh
+  bash scripts/rig/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
+  # Peak memory too, where GNU time is installed.
+  timev() { if [ -x /usr/bin/time ]; then /usr/bin/time -v "$@"; else time "$@"; fi; }
+  say "generate $FRAMES frames of $FRAME_SIZE over $LANES lanes ($GEN_ARGS)"
   # shellcheck disable=SC2086
   ( timev $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes \
       $GEN_ARGS --json "$OUT/generate.json" ) >>"$LOG" 2>&1
