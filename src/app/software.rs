@@ -21,6 +21,10 @@ pub const SOFTWARE_RENDER_SCALE: f32 = 0.125;
 pub const SOFTWARE_STEP_VOXELS: f32 = 2.0;
 /// Optical depth of one adaptive step on a software adapter (the default is 0.3).
 pub const SOFTWARE_STEP_TAU: f32 = 0.6;
+/// Sun-grid marches stop at this optical depth on a software adapter (the default is 12):
+/// beyond it less than 0.7 % of the sunlight is left, which no picture shows, and the
+/// marches through thick cloud are a large part of each new frame's preparation there.
+pub const SOFTWARE_SHADOW_TAU_MAX: f32 = 5.0;
 /// Attributes shown at start on a software adapter: each one shown costs a pass over its
 /// grid for every new frame (about 0.1 CPU-seconds per attribute of the built-in storm on
 /// lavapipe), so the rest start switched off (keys 1–4 switch them on).
@@ -64,6 +68,8 @@ pub struct Interactive {
     pub step_voxels: Option<f32>,
     /// At least this optical depth per adaptive step; `None`: the scene's.
     pub step_tau_min: Option<f32>,
+    /// Sun-grid marches stop by this optical depth; `None`: the scene's.
+    pub shadow_tau_max: Option<f32>,
     /// Show at most this many of the scene's attributes at start; `None`: all.
     pub attributes_shown: Option<usize>,
     /// The line to say (stderr, overlay, JSON) when software defaults were applied.
@@ -94,6 +100,9 @@ impl Interactive {
         if let Some(t) = self.step_tau_min {
             s.step_tau = s.step_tau.max(t);
         }
+        if let Some(t) = self.shadow_tau_max {
+            s.shadow_tau_max = s.shadow_tau_max.min(t);
+        }
     }
 }
 
@@ -117,10 +126,14 @@ pub fn choose(caps: &DeviceCaps, req: &Requested) -> Interactive {
     let size = req
         .size
         .unwrap_or_else(|| scaled(window_size, render_scale));
-    let (step_voxels, step_tau_min) = match req.step_voxels {
-        Some(v) => (Some(v), None),
-        None if software => (Some(SOFTWARE_STEP_VOXELS), Some(SOFTWARE_STEP_TAU)),
-        None => (None, None),
+    let (step_voxels, step_tau_min, shadow_tau_max) = match req.step_voxels {
+        Some(v) => (Some(v), None, None),
+        None if software => (
+            Some(SOFTWARE_STEP_VOXELS),
+            Some(SOFTWARE_STEP_TAU),
+            Some(SOFTWARE_SHADOW_TAU_MAX),
+        ),
+        None => (None, None, None),
     };
     let attributes_shown = (software && !req.attributes).then_some(SOFTWARE_ATTRIBUTES);
     let mut chosen = Vec::new();
@@ -139,7 +152,8 @@ pub fn choose(caps: &DeviceCaps, req: &Requested) -> Interactive {
         }
         if req.step_voxels.is_none() {
             chosen.push(format!(
-                "step {SOFTWARE_STEP_VOXELS} voxels (adaptive up to tau {SOFTWARE_STEP_TAU})"
+                "step {SOFTWARE_STEP_VOXELS} voxels (adaptive up to tau {SOFTWARE_STEP_TAU}), \
+                 sun shadows to tau {SOFTWARE_SHADOW_TAU_MAX}"
             ));
         }
         if !req.attributes {
@@ -172,6 +186,7 @@ pub fn choose(caps: &DeviceCaps, req: &Requested) -> Interactive {
         size,
         step_voxels,
         step_tau_min,
+        shadow_tau_max,
         attributes_shown,
         note,
     }
@@ -226,6 +241,7 @@ mod tests {
         i.apply(&mut s);
         assert_eq!(s.step_voxels, SOFTWARE_STEP_VOXELS);
         assert_eq!(s.step_tau, SOFTWARE_STEP_TAU);
+        assert_eq!(s.shadow_tau_max, SOFTWARE_SHADOW_TAU_MAX);
         assert_eq!(i.attributes_shown, Some(SOFTWARE_ATTRIBUTES));
         // A scene that already marches coarser keeps its own step_tau.
         let mut coarse = RenderSettings {
@@ -290,6 +306,7 @@ mod tests {
         assert_eq!(i.size, (64, 48));
         assert_eq!(i.step_voxels, Some(1.0));
         assert_eq!(i.step_tau_min, None);
+        assert_eq!(i.shadow_tau_max, None);
         assert_eq!(i.attributes_shown, None);
         assert_eq!(i.note, None, "nothing was chosen for the user");
         let mut s = RenderSettings::default();
