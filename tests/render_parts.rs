@@ -8,6 +8,7 @@
 
 mod render_support;
 
+use bytemuck::Zeroable;
 use render_support::*;
 use supercell::format::layout as l;
 use supercell::format::{Grid, GridType, build_grid};
@@ -516,4 +517,112 @@ fn cpu_reference_reads_a_grid_over_4_gib() {
     let b = render_cpu(&[Some(&parsed)], &view, W / 2, H / 2);
     not_blank(&b, "unpadded grid");
     assert_identical(&a, &b, "grid padded past 4 GiB, CPU");
+}
+
+/// The shader's child-reference check (`rel`) with a grid of nearly 16 GiB: offsets over
+/// 4 GiB forward and back, which lavapipe's 1 GiB of parts cannot reach in a render. An
+/// entry point appended to the acceleration module evaluates it case by case.
+#[test]
+fn child_offsets_over_4_gib_resolve_in_the_shader() {
+    let Some(gpu) = gpu() else { return };
+    let (device, queue) = (&gpu.ctx.device, &gpu.ctx.queue);
+    const BAD: u32 = u32::MAX;
+    let len_words: u32 = 0xffff_fff0;
+    // (node word address, signed byte offset, child bytes, expected word address)
+    let cases: [(u32, i64, u32, u32); 12] = [
+        (168, 32, 64, 176),
+        (168, 5 << 30, 64, 168 + (5 << 28)),
+        (168 + (5 << 28), -(5 << 30), 64, 168),
+        (0x4000_0008, -(4 << 30), 64, 8),
+        (168, 16 << 30, 64, BAD),
+        (168, (16 << 30) - 32, 64, BAD),
+        (168, 0, 64, BAD),
+        (168, 36, 64, BAD),
+        (168, -1024, 64, BAD),
+        (0xffff_ff00, 0x100, 64, 0xffff_ff40),
+        (0xffff_ff00, 0x100, 1024, BAD),
+        (0x8000_0000, -(0x8000_0000 << 2), 32, 0),
+    ];
+    let input: Vec<u32> = cases
+        .iter()
+        .flat_map(|&(base, off, size, _)| [base, off as u32, (off >> 32) as u32, size])
+        .collect();
+    let src = supercell::render::shader_source_of(
+        supercell::render::ShaderPart::Accel,
+        supercell::render::ACCEL_CELLS,
+        supercell::render::DEFAULT_PART_BYTES,
+    ) + "
+@group(0) @binding(15) var<storage, read> rel_cases: array<vec4<u32>>;
+@group(0) @binding(16) var<storage, read_write> rel_out: array<u32>;
+@compute @workgroup_size(1, 1, 1)
+fn rel_cases_main() {
+    for (var i = 0u; i < arrayLength(&rel_cases); i++) {
+        let c = rel_cases[i];
+        rel_out[i] = rel(0u, c.x, c.y, c.z, c.w);
+    }
+}
+";
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("rel cases"),
+        source: wgpu::ShaderSource::Wgsl(src.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("rel cases"),
+        layout: None,
+        module: &module,
+        entry_point: Some("rel_cases_main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let mut params = supercell::render::GpuParams::zeroed();
+    params.grids[0].words = len_words;
+    let buffer = |bytes: &[u8], usage| {
+        let b = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: bytes.len() as u64,
+            usage: usage | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(&b, 0, bytes);
+        b
+    };
+    let uniform = buffer(bytemuck::bytes_of(&params), wgpu::BufferUsages::UNIFORM);
+    let inputs = buffer(bytemuck::cast_slice(&input), wgpu::BufferUsages::STORAGE);
+    let out = buffer(&vec![0u8; cases.len() * 4], wgpu::BufferUsages::STORAGE);
+    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: uniform.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 15,
+                resource: inputs.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 16,
+                resource: out.as_entire_binding(),
+            },
+        ],
+    });
+    let mut enc = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, Some(&group), &[]);
+        pass.dispatch_workgroups(1, 1, 1);
+    }
+    queue.submit([enc.finish()]);
+    let bytes =
+        supercell::device::read_buffer(device, queue, &out, 0, cases.len() as u64 * 4).unwrap();
+    let got: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
+    for (c, g) in cases.iter().zip(&got) {
+        assert_eq!(
+            *g, c.3,
+            "rel(base {:#x}, offset {}, {} bytes) in a grid of {len_words:#x} words",
+            c.0, c.1, c.2
+        );
+    }
 }
