@@ -546,7 +546,7 @@ const HELP: &[(&str, &str)] = &[
     ("B", "large print"),
     ("P", "plots"),
     ("V", "compact / full figures"),
-    ("1-4", "attribute on / off"),
+    ("1-8", "attribute on / off"),
     ("T", "next colour preset (attribute 1)"),
     ("C", "reset camera"),
     ("drag / right-drag / wheel", "orbit / pan / zoom"),
