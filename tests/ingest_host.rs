@@ -52,7 +52,7 @@ fn play_all(stream: &mut FrameStream, source: &Source, images: &[Vec<u8>]) -> us
             assert_eq!(c.bytes, images[c.frame as usize].len() as u64);
         },
         |stream, f, slot| {
-            let bytes = stream.ring().host_bytes(slot).unwrap();
+            let bytes = stream.ring().host_parts(slot).unwrap().concat();
             let img = &images[f as usize];
             assert!(bytes[..img.len()] == img[..], "frame {f} differs");
         },
@@ -276,7 +276,7 @@ fn cancel_drops_queued_reads_and_the_engine_reads_on() {
             results.insert(c.frame, c.result);
         }
         results.remove(&0).unwrap().expect("frame 0 reads whole");
-        assert_eq!(ring.host_bytes(0).unwrap(), &data[..FRAME]);
+        assert_eq!(ring.host_parts(0).unwrap().concat(), &data[..FRAME]);
         match results.remove(&1).unwrap() {
             Err(IngestError::Cancelled(1)) => {}
             other => panic!("{backend:?}: frame 1 should be cancelled, got {other:?}"),
@@ -302,7 +302,7 @@ fn cancel_drops_queued_reads_and_the_engine_reads_on() {
         assert_eq!((c.frame, c.slot), (1, 1));
         c.result.unwrap();
         ring.finish_write(1, true).unwrap();
-        assert_eq!(ring.host_bytes(1).unwrap(), &data[FRAME..]);
+        assert_eq!(ring.host_parts(1).unwrap().concat(), &data[FRAME..]);
         assert!(
             engine
                 .next_completion(Duration::from_millis(50))
@@ -340,8 +340,8 @@ fn progress_reports_each_landed_range_once() {
         })
         .unwrap();
     let mut seen: Vec<(u64, u64)> = Vec::new();
-    let base = match &**ring.memory(0).unwrap() {
-        supercell::gpu::SlotMemory::Host(b) => b.as_ptr() as usize,
+    let base = match &ring.memory(0).unwrap().parts()[0] {
+        supercell::gpu::PartMemory::Host(b) => b.as_ptr() as usize,
         _ => unreachable!("a host ring"),
     };
     // A reported range must already hold its bytes (reported after the read, not before).
