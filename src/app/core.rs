@@ -927,6 +927,7 @@ fn plan_player_slots(
         frame,
         frame_bytes: frame_bytes.max(1),
         part_bytes: part_bytes(renderer, cfg)?,
+        max_parts: usize::MAX,
         host_per_slot: if cfg.loopback_direct { 2 } else { 1 },
         gpu_per_slot: if interop.is_some() { 2 } else { 1 },
         gpu_fixed: 0,

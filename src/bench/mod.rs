@@ -572,6 +572,8 @@ fn plan_bench_slots(source: &Source, cfg: &BenchConfig, gpu: Option<&Gpu>) -> Re
         frame,
         frame_bytes: frame_bytes.max(1),
         part_bytes,
+        // No renderer binds a benchmark's slots.
+        max_parts: usize::MAX,
         host_per_slot: 1 - on_gpu,
         gpu_per_slot: on_gpu,
         gpu_fixed: 0,

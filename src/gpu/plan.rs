@@ -21,11 +21,11 @@ pub const PART_BYTES_ENV: &str = "SUPERCELL_PART_BYTES";
 pub const DEFAULT_PART_BYTES: u64 = 1 << 31;
 
 /// The part size for a device whose buffers hold at most `max_buffer` bytes and whose storage
-/// bindings reach at most `max_binding` bytes: the largest power of two no larger than either
-/// (at least [`super::PART_ALIGN`], so reads split at part boundaries stay aligned).
+/// bindings reach at most `max_binding` bytes: the largest power of two no larger than either,
+/// within [`MIN_PART_BYTES`]..=[`DEFAULT_PART_BYTES`] (as the renderer addresses parts).
 pub fn part_bytes_for_limits(max_buffer: u64, max_binding: u64) -> u64 {
-    let limit = max_buffer.min(max_binding).max(super::PART_ALIGN);
-    1u64 << (63 - limit.leading_zeros())
+    let limit = max_buffer.min(max_binding).max(1);
+    (1u64 << (63 - limit.leading_zeros())).clamp(MIN_PART_BYTES, DEFAULT_PART_BYTES)
 }
 
 /// Checks a forced part size (`what` names where it came from): a power of two of at least
@@ -73,6 +73,8 @@ pub struct SlotDemand {
     pub frame_bytes: u64,
     /// Bytes of a part.
     pub part_bytes: u64,
+    /// Most parts a slot may have (what the renderer binds at once; `usize::MAX`: no limit).
+    pub max_parts: usize,
     /// Slot-sized copies in host memory per ring slot.
     pub host_per_slot: u64,
     /// Slot-sized copies in GPU memory per ring slot.
@@ -161,6 +163,16 @@ pub fn plan_slots(
 ) -> std::result::Result<SlotPlan, String> {
     let layout =
         SlotLayout::new(demand.frame_bytes.max(1), demand.part_bytes).map_err(|e| e.to_string())?;
+    if layout.parts() > demand.max_parts {
+        return Err(format!(
+            "frame {} of {} bytes needs {} parts of {} bytes, but the renderer binds at most {} parts (a larger part size, up to the device's, fits it in fewer)",
+            demand.frame,
+            demand.frame_bytes,
+            layout.parts(),
+            demand.part_bytes,
+            demand.max_parts
+        ));
+    }
     let slot = layout.len();
     let host_need = |k: usize| {
         (k as u64)
@@ -245,9 +257,9 @@ mod tests {
             part_bytes_for_limits(4_292_870_144, u32::MAX as u64),
             2 * GIB
         );
-        assert_eq!(part_bytes_for_limits(1 << 32, 1 << 32), 1 << 32);
+        assert_eq!(part_bytes_for_limits(1 << 32, 1 << 32), 2 * GIB);
         assert_eq!(part_bytes_for_limits(1 << 40, 128 << 20), 128 << 20);
-        assert_eq!(part_bytes_for_limits(0, 0), 4096);
+        assert_eq!(part_bytes_for_limits(0, 0), MIN_PART_BYTES);
         assert!(check_part_bytes(64 << 10, "t").is_ok());
         assert!(check_part_bytes(32 << 10, "t").is_err());
         assert!(check_part_bytes(96 << 10, "t").is_err());
@@ -263,6 +275,7 @@ mod tests {
             frame: 0,
             frame_bytes: 7_007_526_912,
             part_bytes: 2 * GIB,
+            max_parts: 8,
             host_per_slot: 1,
             gpu_per_slot: 2,
             gpu_fixed: 0,
@@ -295,6 +308,7 @@ mod tests {
             frame: 3,
             frame_bytes: 70 * GB,
             part_bytes: 2 * GIB,
+            max_parts: usize::MAX,
             host_per_slot: 1,
             gpu_per_slot: 1,
             gpu_fixed: 0,
@@ -302,5 +316,16 @@ mod tests {
         let e = plan_slots(&d, 3, false, 2, Some(128 * GIB), Some(139 * GIB)).unwrap_err();
         assert!(e.contains("frame 3 of 70000000000 bytes"), "{e}");
         assert!(e.contains("GPU memory") && e.contains("host memory"), "{e}");
+        // More parts than the renderer binds.
+        let d = SlotDemand {
+            frame_bytes: 20 * GB,
+            max_parts: 8,
+            ..d
+        };
+        let e = plan_slots(&d, 3, false, 2, None, None).unwrap_err();
+        assert!(
+            e.contains("needs 10 parts") && e.contains("at most 8"),
+            "{e}"
+        );
     }
 }
