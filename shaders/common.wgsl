@@ -4,16 +4,22 @@
 //
 // The Rust side prepends a block of `const`s generated from `format::layout` (byte offsets
 // of every NanoVDB field read here, grid type numbers, magic numbers) and from
-// `render::params` (MAX_ATTRS, MODE_*, FLAG_*, KIND_*: the encoding of the uniform block), so
-// each has one source of truth. Everything below reads a grid as 32-bit words through `ld`, which is
-// bounds-checked: a corrupt or half-written grid gives wrong values, never a fault, and every
-// loop has a fixed or budgeted trip count, so it never hangs either.
+// `render::params` (MAX_ATTRS, MAX_PARTS, PART_SHIFT_WORDS, MODE_*, FLAG_*, KIND_*: the
+// encoding of the uniform block and of the bindings), so each has one source of truth.
+//
+// A frame is bound as up to MAX_PARTS storage bindings ("parts", p0..), each at most
+// 2^PART_SHIFT_WORDS words; a grid starts at a word of one part and runs on into the
+// following ones, so neither a frame nor a grid is limited by the largest binding. Grids are
+// addressed by 32-bit word (a grid may be up to 16 GiB), and every read goes through `ld`,
+// which is bounds-checked: a corrupt or half-written grid gives wrong values, never a fault,
+// and every loop has a fixed or budgeted trip count, so it never hangs either.
 //
 // The CPU reference renderer (src/render/cpu.rs) mirrors this file function by function;
 // change both together.
 
 const BAD: u32 = 0xffffffffu;
 const INF: f32 = 3.0e38;
+const PART_MASK_WORDS: u32 = (1u << PART_SHIFT_WORDS) - 1u;
 
 struct Attr {
     range_lo: f32,
@@ -24,6 +30,14 @@ struct Attr {
     enabled: u32,
     tf_row: u32,
     shadow: u32,
+}
+
+// Where a slot's grid lies: its first word is word `offset` of part `part`.
+struct GridBase {
+    part: u32,
+    offset: u32,
+    words: u32,   // 0: no grid
+    pad: u32,
 }
 
 struct Params {
@@ -52,16 +66,22 @@ struct Params {
     pixel_angle: f32,
     max_step_scale: u32,    // adaptive steps are at most this many base steps
     attrs: array<Attr, MAX_ATTRS>,
+    grids: array<GridBase, MAX_ATTRS>,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> tf: array<vec4<f32>>;
 @group(0) @binding(2) var out_ldr: texture_storage_2d<rgba8unorm, write>;
 @group(0) @binding(3) var out_hdr: texture_storage_2d<rgba32float, write>;
-@group(0) @binding(4) var<storage, read> g0: array<u32>;
-@group(0) @binding(5) var<storage, read> g1: array<u32>;
-@group(0) @binding(6) var<storage, read> g2: array<u32>;
-@group(0) @binding(7) var<storage, read> g3: array<u32>;
+// The frame's parts (MAX_PARTS of them; unused ones are bound to a small empty buffer).
+@group(0) @binding(4) var<storage, read> p0: array<u32>;
+@group(0) @binding(5) var<storage, read> p1: array<u32>;
+@group(0) @binding(6) var<storage, read> p2: array<u32>;
+@group(0) @binding(7) var<storage, read> p3: array<u32>;
+@group(0) @binding(8) var<storage, read> p4: array<u32>;
+@group(0) @binding(9) var<storage, read> p5: array<u32>;
+@group(0) @binding(10) var<storage, read> p6: array<u32>;
+@group(0) @binding(11) var<storage, read> p7: array<u32>;
 
 // Acceleration grids, rebuilt on the GPU when the grids or the look change (accel.wgsl):
 // per slot, a dense grid of cells of 2^shift voxels over the grid's index bbox, each
@@ -80,9 +100,9 @@ struct AccelInfo {
     pad1: u32,
     pad2: u32,
 }
-@group(0) @binding(8) var<storage, ACCEL_ACCESS> accel: array<vec4<f32>>;
-@group(0) @binding(9) var<storage, ACCEL_ACCESS> sun_grid: array<f32>;
-@group(0) @binding(10) var<storage, ACCEL_ACCESS> ainfo: AccelInfo;
+@group(0) @binding(12) var<storage, ACCEL_ACCESS> accel: array<vec4<f32>>;
+@group(0) @binding(13) var<storage, ACCEL_ACCESS> sun_grid: array<f32>;
+@group(0) @binding(14) var<storage, ACCEL_ACCESS> ainfo: AccelInfo;
 
 fn cell_linear(si: SlotAccel, c: vec3<u32>) -> u32 {
     return c.x + si.dims.x * (c.y + si.dims.y * c.z);
@@ -92,43 +112,65 @@ fn cell_linear(si: SlotAccel, c: vec3<u32>) -> u32 {
 // Bounds-checked reads
 // ---------------------------------------------------------------------------------------
 
+// Words of grid `a`.
 fn words(a: u32) -> u32 {
-    switch a {
-        case 0u: { return arrayLength(&g0); }
-        case 1u: { return arrayLength(&g1); }
-        case 2u: { return arrayLength(&g2); }
-        default: { return arrayLength(&g3); }
-    }
+    return P.grids[a].words;
 }
 
-// Word `w` of grid `a`, 0 past the end.
+// Word `w` of grid `a`, 0 past its end. The one accessor every grid read goes through:
+// the grid's word w lies (base offset + w) words into the parts after its first one. The
+// sum is split so that it never overflows: w may be up to 2^32 − 1.
 fn ld(a: u32, w: u32) -> u32 {
-    switch a {
-        case 0u: { if w < arrayLength(&g0) { return g0[w]; } }
-        case 1u: { if w < arrayLength(&g1) { return g1[w]; } }
-        case 2u: { if w < arrayLength(&g2) { return g2[w]; } }
-        default: { if w < arrayLength(&g3) { return g3[w]; } }
+    let g = P.grids[a];
+    if w >= g.words { return 0u; }
+    let x = g.offset + (w & PART_MASK_WORDS);
+    let part = g.part + (w >> PART_SHIFT_WORDS) + (x >> PART_SHIFT_WORDS);
+    let o = x & PART_MASK_WORDS;
+    switch part {
+        case 0u: { if o < arrayLength(&p0) { return p0[o]; } }
+        case 1u: { if o < arrayLength(&p1) { return p1[o]; } }
+        case 2u: { if o < arrayLength(&p2) { return p2[o]; } }
+        case 3u: { if o < arrayLength(&p3) { return p3[o]; } }
+        case 4u: { if o < arrayLength(&p4) { return p4[o]; } }
+        case 5u: { if o < arrayLength(&p5) { return p5[o]; } }
+        case 6u: { if o < arrayLength(&p6) { return p6[o]; } }
+        case 7u: { if o < arrayLength(&p7) { return p7[o]; } }
+        default: {}
     }
     return 0u;
 }
 
-fn ld_b(a: u32, byte: u32) -> u32 { return ld(a, byte >> 2u); }
-fn ld_f(a: u32, byte: u32) -> f32 { return bitcast<f32>(ld(a, byte >> 2u)); }
-fn ld_i(a: u32, byte: u32) -> i32 { return bitcast<i32>(ld(a, byte >> 2u)); }
-fn ld_u8(a: u32, byte: u32) -> u32 { return (ld(a, byte >> 2u) >> ((byte & 3u) * 8u)) & 0xffu; }
-fn ld_u16(a: u32, byte: u32) -> u32 { return (ld(a, byte >> 2u) >> ((byte & 2u) * 8u)) & 0xffffu; }
+// Fields of a node (or the grid header) at word address `node`: `off` is the field's byte
+// offset in the node (a multiple of 4 except for single bytes; checked on the Rust side).
+fn fld(a: u32, node: u32, off: u32) -> u32 { return ld(a, node + (off >> 2u)); }
+fn fld_f(a: u32, node: u32, off: u32) -> f32 { return bitcast<f32>(fld(a, node, off)); }
+fn fld_i(a: u32, node: u32, off: u32) -> i32 { return bitcast<i32>(fld(a, node, off)); }
+fn fld_u8(a: u32, node: u32, off: u32) -> u32 { return (fld(a, node, off) >> ((off & 3u) * 8u)) & 0xffu; }
 
 fn finite(v: f32) -> bool { return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u; }
 
-// A child reference: signed 64-bit `lo | hi << 32` bytes from `base`. Returns the absolute
-// byte address if it lies inside the grid with room for `size` bytes, else BAD.
+// Words of a node of `size` bytes.
+fn size_words(size: u32) -> u32 { return (size + 3u) >> 2u; }
+
+// A child reference: a signed 64-bit byte offset `lo | hi << 32` from the node at word
+// `base`. Returns the child's word address if it lies inside the grid, 32-byte aligned,
+// with room for `size` bytes, else BAD. Offsets reach at most 16 GiB either way (a grid's
+// word count is a u32).
 fn rel(a: u32, base: u32, lo: u32, hi: u32, size: u32) -> u32 {
-    let r = base + lo;
-    var ok = false;
-    if hi == 0u { ok = r >= base && lo != 0u; }
-    if hi == 0xffffffffu { ok = r < base; }
-    let len = words(a) * 4u;
-    if !ok || r > len || len - r < size || (r & 31u) != 0u { return BAD; }
+    let len = words(a);
+    if (lo & 31u) != 0u || base > len { return BAD; }
+    var r = BAD;
+    if hi < 4u {
+        let d = (lo >> 2u) | (hi << 30u);
+        if d != 0u && d <= len - base { r = base + d; }
+    } else if hi >= 0xfffffffcu {
+        // Backward: the magnitude is the two's complement of hi:lo.
+        let mlo = 0u - lo;
+        let mhi = ~hi + select(0u, 1u, lo == 0u);
+        let d = (mlo >> 2u) | (mhi << 30u);
+        if mhi < 4u && d != 0u && d <= base { r = base - d; }
+    }
+    if r == BAD || len - r < size_words(size) || (r & 7u) != 0u { return BAD; }
     return r;
 }
 
@@ -151,6 +193,7 @@ var<private> g_mat0: array<vec3<f32>, MAX_ATTRS>;
 var<private> g_mat1: array<vec3<f32>, MAX_ATTRS>;
 var<private> g_mat2: array<vec3<f32>, MAX_ATTRS>;
 
+// Node addresses below are word addresses in the grid.
 var<private> c_leaf: array<u32, MAX_ATTRS>;
 var<private> c_leaf_org: array<vec3<i32>, MAX_ATTRS>;
 var<private> c_lower: array<u32, MAX_ATTRS>;
@@ -162,16 +205,17 @@ var<private> c_upper_org: array<vec3<i32>, MAX_ATTRS>;
 // passes P.work_budget, so even a grid with a huge corrupt tile table cannot stall a frame.
 var<private> work: u32;
 
-// A value of the root/internal value type (f32, or f16 for Half grids) at `byte`.
-fn node_value(a: u32, byte: u32) -> f32 {
+// A value of the root/internal value type (f32, or f16 for Half grids) at word `w` (Half
+// values sit in the low half of their word: their offsets are multiples of 4).
+fn node_value(a: u32, w: u32) -> f32 {
     if g_type[a] == GRID_TYPE_HALF {
-        return unpack2x16float(ld_u16(a, byte)).x;
+        return unpack2x16float(ld(a, w) & 0xffffu).x;
     }
-    return ld_f(a, byte);
+    return bitcast<f32>(ld(a, w));
 }
 
-fn read_vec3f(a: u32, byte: u32) -> vec3<f32> {
-    return vec3<f32>(ld_f(a, byte), ld_f(a, byte + 4u), ld_f(a, byte + 8u));
+fn read_vec3f(a: u32, w: u32) -> vec3<f32> {
+    return vec3<f32>(bitcast<f32>(ld(a, w)), bitcast<f32>(ld(a, w + 1u)), bitcast<f32>(ld(a, w + 2u)));
 }
 
 fn init_grid(a: u32) {
@@ -183,31 +227,30 @@ fn init_grid(a: u32) {
     let m0 = ld(a, 0u);
     let m1 = ld(a, 1u);
     let magic = (m0 == MAGIC_NUMB_LO && m1 == MAGIC_NUMB_HI) || (m0 == MAGIC_GRID_LO && m1 == MAGIC_GRID_HI);
-    let t = ld_b(a, GRID_OFF_GRID_TYPE);
+    let t = fld(a, 0u, GRID_OFF_GRID_TYPE);
     let typed = t == GRID_TYPE_FLOAT || t == GRID_TYPE_HALF || t == GRID_TYPE_FP4 || t == GRID_TYPE_FP8 || t == GRID_TYPE_FP16 || t == GRID_TYPE_FPN;
     if !magic || !typed { return; }
     g_type[a] = t;
-    let tree = GRID_SIZE;
-    let root = rel(a, tree, ld_b(a, tree + TREE_OFF_NODE_OFFSET_ROOT), ld_b(a, tree + TREE_OFF_NODE_OFFSET_ROOT + 4u), ROOT_SIZE);
+    let tree = GRID_SIZE >> 2u;
+    let root = rel(a, tree, fld(a, tree, TREE_OFF_NODE_OFFSET_ROOT), fld(a, tree, TREE_OFF_NODE_OFFSET_ROOT + 4u), ROOT_SIZE);
     if root == BAD { return; }
     g_root[a] = root;
-    let len = words(a) * 4u;
-    let room = (len - root - ROOT_SIZE) / ROOT_TILE_SIZE;
-    g_tiles[a] = min(min(ld_b(a, root + ROOT_OFF_TABLE_SIZE), room), MAX_ROOT_TILES);
-    g_bg[a] = node_value(a, root + ROOT_OFF_BACKGROUND);
-    let bmin = vec3<i32>(ld_i(a, root + NODE_OFF_BBOX_MIN), ld_i(a, root + NODE_OFF_BBOX_MIN + 4u), ld_i(a, root + NODE_OFF_BBOX_MIN + 8u));
-    let bmax = vec3<i32>(ld_i(a, root + NODE_OFF_BBOX_MAX), ld_i(a, root + NODE_OFF_BBOX_MAX + 4u), ld_i(a, root + NODE_OFF_BBOX_MAX + 8u));
+    let room = (words(a) - root - (ROOT_SIZE >> 2u)) / (ROOT_TILE_SIZE >> 2u);
+    g_tiles[a] = min(min(fld(a, root, ROOT_OFF_TABLE_SIZE), room), MAX_ROOT_TILES);
+    g_bg[a] = node_value(a, root + (ROOT_OFF_BACKGROUND >> 2u));
+    let bmin = vec3<i32>(fld_i(a, root, NODE_OFF_BBOX_MIN), fld_i(a, root, NODE_OFF_BBOX_MIN + 4u), fld_i(a, root, NODE_OFF_BBOX_MIN + 8u));
+    let bmax = vec3<i32>(fld_i(a, root, NODE_OFF_BBOX_MAX), fld_i(a, root, NODE_OFF_BBOX_MAX + 4u), fld_i(a, root, NODE_OFF_BBOX_MAX + 8u));
     if any(bmin > bmax) { return; }
     g_bmin[a] = bmin;
     g_bmax[a] = bmax;
-    let map = GRID_OFF_MAP;
-    g_inv0[a] = read_vec3f(a, map + MAP_OFF_INVMATF);
-    g_inv1[a] = read_vec3f(a, map + MAP_OFF_INVMATF + 12u);
-    g_inv2[a] = read_vec3f(a, map + MAP_OFF_INVMATF + 24u);
-    g_vec[a] = read_vec3f(a, map + MAP_OFF_VECF);
-    g_mat0[a] = read_vec3f(a, map + MAP_OFF_MATF);
-    g_mat1[a] = read_vec3f(a, map + MAP_OFF_MATF + 12u);
-    g_mat2[a] = read_vec3f(a, map + MAP_OFF_MATF + 24u);
+    let map = GRID_OFF_MAP >> 2u;
+    g_inv0[a] = read_vec3f(a, map + (MAP_OFF_INVMATF >> 2u));
+    g_inv1[a] = read_vec3f(a, map + (MAP_OFF_INVMATF >> 2u) + 3u);
+    g_inv2[a] = read_vec3f(a, map + (MAP_OFF_INVMATF >> 2u) + 6u);
+    g_vec[a] = read_vec3f(a, map + (MAP_OFF_VECF >> 2u));
+    g_mat0[a] = read_vec3f(a, map + (MAP_OFF_MATF >> 2u));
+    g_mat1[a] = read_vec3f(a, map + (MAP_OFF_MATF >> 2u) + 3u);
+    g_mat2[a] = read_vec3f(a, map + (MAP_OFF_MATF >> 2u) + 6u);
     var fin = finite(g_bg[a]);
     for (var i = 0u; i < 3u; i++) {
         fin = fin && finite(g_inv0[a][i]) && finite(g_inv1[a][i]) && finite(g_inv2[a][i]) && finite(g_vec[a][i]);
@@ -241,13 +284,14 @@ struct Look {
     level: u32,
 }
 
+// Bit `n` of the mask at word address `mask`.
 fn bit_at(a: u32, mask: u32, n: u32) -> bool {
-    return ((ld_b(a, mask + ((n >> 5u) << 2u)) >> (n & 31u)) & 1u) != 0u;
+    return ((ld(a, mask + (n >> 5u)) >> (n & 31u)) & 1u) != 0u;
 }
 
-// Value `n` of a leaf. One load of the word holding it; quantized leaves add their
-// quantum and minimum. (Each read site here is inlined many times over, so the code keeps
-// them few: lavapipe compiles every inlined copy.)
+// Value `n` of the leaf at word address `leaf`. One load of the word holding it; quantized
+// leaves add their quantum and minimum. (Each read site here is inlined many times over, so
+// the code keeps them few: lavapipe compiles every inlined copy.)
 fn leaf_value(a: u32, leaf: u32, n: u32) -> f32 {
     let t = g_type[a];
     var bits = 32u;
@@ -260,14 +304,14 @@ fn leaf_value(a: u32, leaf: u32, n: u32) -> f32 {
         bits = 16u;
         if t == GRID_TYPE_FP4 { bits = 4u; }
         if t == GRID_TYPE_FP8 { bits = 8u; }
-        if t == GRID_TYPE_FPN { bits = 1u << min(ld_u8(a, leaf + LEAF_OFF_FLAGS) >> 5u, 4u); }
+        if t == GRID_TYPE_FPN { bits = 1u << min(fld_u8(a, leaf, LEAF_OFF_FLAGS) >> 5u, 4u); }
     }
     let bitpos = n * bits;
-    let word = ld(a, ((leaf + base) >> 2u) + (bitpos >> 5u));
+    let word = ld(a, leaf + (base >> 2u) + (bitpos >> 5u));
     if t == GRID_TYPE_FLOAT { return bitcast<f32>(word); }
     let code = (word >> (bitpos & 31u)) & ((1u << bits) - 1u);
     if t == GRID_TYPE_HALF { return unpack2x16float(code).x; }
-    return f32(code) * ld_f(a, leaf + LEAF_FP_OFF_QUANTUM) + ld_f(a, leaf + LEAF_FP_OFF_MINIMUM);
+    return f32(code) * fld_f(a, leaf, LEAF_FP_OFF_QUANTUM) + fld_f(a, leaf, LEAF_FP_OFF_MINIMUM);
 }
 
 fn leaf_index(ijk: vec3<i32>) -> u32 {
@@ -283,8 +327,9 @@ fn lookup(a: u32, ijk: vec3<i32>) -> Look {
     var leaf = BAD;
     var node = BAD;
     var level = 3u;
-    // Where the value lives when it is not a leaf voxel: background by default.
-    var vaddr = g_root[a] + ROOT_OFF_BACKGROUND;
+    // Where the value lives when it is not a leaf voxel (word address): background by
+    // default.
+    var vaddr = g_root[a] + (ROOT_OFF_BACKGROUND >> 2u);
     if c_leaf[a] != BAD && all((ijk & vec3<i32>(-8)) == c_leaf_org[a]) {
         leaf = c_leaf[a];
     } else if c_lower[a] != BAD && all((ijk & vec3<i32>(-128)) == c_lower_org[a]) {
@@ -302,11 +347,11 @@ fn lookup(a: u32, ijk: vec3<i32>) -> Look {
         for (var i = 0u; i < g_tiles[a]; i++) {
             work += 1u;
             if work > P.work_budget { break; }
-            let tile = root + ROOT_SIZE + i * ROOT_TILE_SIZE;
-            if ld_b(a, tile + ROOT_TILE_OFF_KEY) == key_lo && ld_b(a, tile + ROOT_TILE_OFF_KEY + 4u) == key_hi {
-                vaddr = tile + ROOT_TILE_OFF_VALUE;
-                let lo = ld_b(a, tile + ROOT_TILE_OFF_CHILD);
-                let hi = ld_b(a, tile + ROOT_TILE_OFF_CHILD + 4u);
+            let tile = root + (ROOT_SIZE >> 2u) + i * (ROOT_TILE_SIZE >> 2u);
+            if fld(a, tile, ROOT_TILE_OFF_KEY) == key_lo && fld(a, tile, ROOT_TILE_OFF_KEY + 4u) == key_hi {
+                vaddr = tile + (ROOT_TILE_OFF_VALUE >> 2u);
+                let lo = fld(a, tile, ROOT_TILE_OFF_CHILD);
+                let hi = fld(a, tile, ROOT_TILE_OFF_CHILD + 4u);
                 if lo != 0u || hi != 0u {
                     node = rel(a, root, lo, hi, UPPER_SIZE);
                     if node != BAD {
@@ -322,10 +367,10 @@ fn lookup(a: u32, ijk: vec3<i32>) -> Look {
     if level == 2u {
         let l = vec3<u32>(ijk & vec3<i32>(4095)) >> vec3<u32>(7u);
         let n = (l.x << 10u) | (l.y << 5u) | l.z;
-        let entry = node + UPPER_OFF_TABLE + n * TABLE_STRIDE;
+        let entry = node + (UPPER_OFF_TABLE >> 2u) + n * (TABLE_STRIDE >> 2u);
         vaddr = entry;
-        if bit_at(a, node + UPPER_OFF_CHILD_MASK, n) {
-            node = rel(a, node, ld_b(a, entry), ld_b(a, entry + 4u), LOWER_SIZE);
+        if bit_at(a, node + (UPPER_OFF_CHILD_MASK >> 2u), n) {
+            node = rel(a, node, ld(a, entry), ld(a, entry + 1u), LOWER_SIZE);
             if node != BAD {
                 level = 1u;
                 c_lower[a] = node;
@@ -336,10 +381,10 @@ fn lookup(a: u32, ijk: vec3<i32>) -> Look {
     if level == 1u {
         let l = vec3<u32>(ijk & vec3<i32>(127)) >> vec3<u32>(3u);
         let n = (l.x << 8u) | (l.y << 4u) | l.z;
-        let entry = node + LOWER_OFF_TABLE + n * TABLE_STRIDE;
+        let entry = node + (LOWER_OFF_TABLE >> 2u) + n * (TABLE_STRIDE >> 2u);
         vaddr = entry;
-        if bit_at(a, node + LOWER_OFF_CHILD_MASK, n) {
-            leaf = rel(a, node, ld_b(a, entry), ld_b(a, entry + 4u), LEAF_MIN_SIZE);
+        if bit_at(a, node + (LOWER_OFF_CHILD_MASK >> 2u), n) {
+            leaf = rel(a, node, ld(a, entry), ld(a, entry + 1u), LEAF_MIN_SIZE);
             if leaf != BAD {
                 c_leaf[a] = leaf;
                 c_leaf_org[a] = ijk & vec3<i32>(-8);

@@ -494,7 +494,7 @@ const HELP: &[(&str, &str)] = &[
     ("F", "fullscreen"),
     ("B", "large print"),
     ("P", "plots"),
-    ("1-4", "attribute on / off"),
+    ("1-8", "attribute on / off"),
     ("T", "next colour preset (attribute 1)"),
     ("C", "reset camera"),
     ("drag / right-drag / wheel", "orbit / pan / zoom"),

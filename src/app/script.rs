@@ -50,7 +50,7 @@ pub enum Action {
     ToggleLargePrint,
     /// C: reset the camera.
     ResetCamera,
-    /// 1–4: attribute on/off.
+    /// 1–8: attribute on/off.
     ToggleAttribute(usize),
     /// T: next transfer-function preset for the first attribute.
     NextPreset,
@@ -79,7 +79,9 @@ pub fn key_action(name: &str) -> Option<Action> {
         "b" => Action::ToggleLargePrint,
         "c" => Action::ResetCamera,
         "t" => Action::NextPreset,
-        "1" | "2" | "3" | "4" => Action::ToggleAttribute(n.parse::<usize>().ok()? - 1),
+        "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" => {
+            Action::ToggleAttribute(n.parse::<usize>().ok()? - 1)
+        }
         "a" => Action::Orbit(-1, 0),
         "w" => Action::Orbit(0, 1),
         "s" => Action::Orbit(0, -1),

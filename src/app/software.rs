@@ -23,7 +23,7 @@ pub const SOFTWARE_STEP_VOXELS: f32 = 2.0;
 pub const SOFTWARE_STEP_TAU: f32 = 0.6;
 /// Attributes shown at start on a software adapter: each one shown costs a pass over its
 /// grid for every new frame (about 0.1 CPU-seconds per attribute of the built-in storm on
-/// lavapipe), so the rest start switched off (keys 1–4 switch them on).
+/// lavapipe), so the rest start switched off (keys 1–8 switch them on).
 pub const SOFTWARE_ATTRIBUTES: usize = 2;
 /// The one size `render --bench` times on a software adapter unless `--bench-sizes` is
 /// given.
@@ -148,7 +148,7 @@ pub fn choose(caps: &DeviceCaps, req: &Requested) -> Interactive {
                 if req.headless {
                     ""
                 } else {
-                    " (keys 1-4 switch the others on)"
+                    " (keys 1-8 switch the others on)"
                 }
             ));
         }

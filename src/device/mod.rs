@@ -252,8 +252,31 @@ pub fn open_on(
     })
 }
 
+/// Storage buffers per shader stage every device is opened with at least: the renderer
+/// reads a frame through 8 storage bindings ("parts") beside 5 buffers of its own, more than
+/// WebGPU's default of 8.
+pub const MIN_STORAGE_BUFFERS_PER_STAGE: u32 = 13;
+
+/// Refuses an adapter that cannot bind [`MIN_STORAGE_BUFFERS_PER_STAGE`] storage buffers
+/// in one shader stage, naming it and what it offers.
+fn check_adapter_limits(adapter: &wgpu::Adapter) -> Result<(), DeviceError> {
+    let offered = adapter.limits().max_storage_buffers_per_shader_stage;
+    if offered < MIN_STORAGE_BUFFERS_PER_STAGE {
+        return Err(DeviceError::Unsupported {
+            adapter: adapter.get_info().name,
+            what: format!(
+                "{MIN_STORAGE_BUFFERS_PER_STAGE} storage buffers per shader stage (it offers \
+                 {offered}; the renderer binds a frame as 8 parts beside its own buffers)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// What every kind asks of its adapter: its own limits (big grids need the real
-/// storage-binding limit, not WebGPU's default) and timestamps where it has them.
+/// storage-binding limit, not WebGPU's default, and the renderer more storage buffers per
+/// stage than WebGPU's 8: at least [`MIN_STORAGE_BUFFERS_PER_STAGE`], checked by
+/// [`check_adapter_limits`]) and timestamps where it has them.
 fn descriptor<'a>(adapter: &wgpu::Adapter, label: &'a str) -> wgpu::DeviceDescriptor<'a> {
     wgpu::DeviceDescriptor {
         label: Some(label),
@@ -272,6 +295,7 @@ fn open_adapter(
     host_import: bool,
     label: &str,
 ) -> Result<(wgpu::Device, wgpu::Queue), DeviceError> {
+    check_adapter_limits(adapter)?;
     let desc = descriptor(adapter, label);
     if host_import {
         // SAFETY: the guard is used only in this block, before wgpu sees the device.
@@ -373,6 +397,7 @@ fn open_exporter(
         adapter: info.name.clone(),
         what: what.into(),
     };
+    check_adapter_limits(adapter)?;
     let desc = descriptor(adapter, label);
     let (device, queue) = {
         // SAFETY: the guard is only used in this block, before wgpu sees the device.

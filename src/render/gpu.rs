@@ -9,9 +9,11 @@ use std::time::Instant;
 use super::RenderError;
 use super::image::Image;
 use super::params::FLAG_SHADOWS;
-use super::params::{GpuParams, MAX_ATTRIBUTES, View};
-use super::shader::{ACCEL_CELLS, ShaderPart, shader_source_of};
-use crate::device::{DeviceCaps, Want, block_on};
+use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, View};
+use super::shader::{
+    ACCEL_CELLS, DEFAULT_PART_BYTES, MIN_PART_BYTES, ShaderPart, shader_source_of,
+};
+use crate::device::{DeviceCaps, MIN_STORAGE_BUFFERS_PER_STAGE, Want, block_on};
 
 /// The first GPU error of this process that no error scope caught (see
 /// [`catch_uncaptured_errors`]).
@@ -97,8 +99,9 @@ impl GpuContext {
 /// One grid as the renderer sees it: `size` bytes at `offset` in `buffer`.
 ///
 /// The buffer is the caller's (a frame-ring slot, possibly Vulkan memory shared with CUDA);
-/// it needs `STORAGE` usage, and `offset` must be a multiple of the device's
-/// `min_storage_buffer_offset_alignment` (the 4 KiB slot alignment always is).
+/// it needs `STORAGE` usage, and `offset` must be a multiple of 4.
+/// ([`Renderer::set_grids`] binds each distinct buffer as parts; [`Renderer::set_frame`]
+/// takes the parts themselves.)
 #[derive(Clone, Copy, Debug)]
 pub struct GridSlice<'a> {
     /// The buffer holding the grid.
@@ -107,6 +110,69 @@ pub struct GridSlice<'a> {
     pub offset: u64,
     /// Bytes of the grid (NanoVDB's grid size).
     pub size: u64,
+}
+
+/// One part of a frame slot: a buffer range bound as one storage binding.
+///
+/// The buffer needs `STORAGE` usage; `offset` must be a multiple of the device's
+/// `min_storage_buffer_offset_alignment` and `size` a multiple of 4, at most
+/// [`Renderer::part_bytes`].
+#[derive(Clone, Copy, Debug)]
+pub struct SlotPart<'a> {
+    /// The buffer holding the part.
+    pub buffer: &'a wgpu::Buffer,
+    /// Byte offset of the part in `buffer`.
+    pub offset: u64,
+    /// Bytes of the part.
+    pub size: u64,
+}
+
+/// A grid inside the parts: it starts `offset` bytes into part `part` and runs `size` bytes,
+/// continuing into the following parts (each part it runs past must be exactly
+/// `Renderer::part_bytes()` long).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridInParts {
+    /// Index of the part holding the grid's first byte.
+    pub part: usize,
+    /// Byte offset of the grid in that part (a multiple of 4).
+    pub offset: u64,
+    /// Bytes of the grid (NanoVDB's grid size).
+    pub size: u64,
+}
+
+impl GridInParts {
+    /// The grid of `size` bytes at byte `frame_offset` of a slot made of consecutive parts
+    /// of `part_bytes` each (part `k` holds the slot's bytes `k·part_bytes ..
+    /// (k+1)·part_bytes`).
+    ///
+    /// # Panics
+    /// Panics if `part_bytes` is 0.
+    pub fn locate(frame_offset: u64, size: u64, part_bytes: u64) -> GridInParts {
+        assert!(part_bytes > 0, "parts have at least one byte");
+        GridInParts {
+            part: usize::try_from(frame_offset / part_bytes).unwrap_or(usize::MAX),
+            offset: frame_offset % part_bytes,
+            size,
+        }
+    }
+}
+
+/// Storage buffers the renderer's pipelines bind in one shader stage: the transfer
+/// functions, the frame's parts, the three acceleration buffers and the dispatch arguments.
+pub const STORAGE_BUFFERS_PER_STAGE: u32 = 1 + MAX_PARTS as u32 + 3 + 1;
+// Every device supercell opens asks for at least this many (src/device).
+const _: () = assert!(STORAGE_BUFFERS_PER_STAGE <= MIN_STORAGE_BUFFERS_PER_STAGE);
+
+/// First binding of the parts; the acceleration buffers follow them.
+const PART_BINDING: u32 = 4;
+const ACCEL_BINDING: u32 = PART_BINDING + MAX_PARTS as u32;
+
+/// The part size of a device whose largest storage binding is `max_binding` and largest
+/// buffer `max_buffer`: the largest power of two no larger than either, within
+/// [`MIN_PART_BYTES`]..=[`DEFAULT_PART_BYTES`].
+fn device_part_bytes(max_binding: u64, max_buffer: u64) -> u64 {
+    let most = max_binding.min(max_buffer).max(1);
+    (1u64 << (63 - most.leading_zeros())).clamp(MIN_PART_BYTES, DEFAULT_PART_BYTES)
 }
 
 struct Targets {
@@ -164,7 +230,12 @@ pub struct Renderer {
     uniforms: wgpu::Buffer,
     tf: wgpu::Buffer,
     dummy: wgpu::Buffer,
-    grids: [Option<(wgpu::Buffer, u64, u64)>; MAX_ATTRIBUTES],
+    /// Bytes of one part (a power of two) the shaders were built for.
+    part_bytes: u64,
+    /// The bound frame's parts: buffer, offset, size.
+    parts: Vec<(wgpu::Buffer, u64, u64)>,
+    /// Where each slot's grid lies in the parts (uniform data).
+    grid_bases: [GpuGrid; MAX_ATTRIBUTES],
     targets: Option<Targets>,
     bind_group: Option<wgpu::BindGroup>,
     timer: Option<Timer>,
@@ -197,8 +268,8 @@ const RESOLVE_MARCH: u64 = 256;
 /// Bytes of the resolve and read-back buffers.
 const RESOLVE_BYTES: u64 = RESOLVE_MARCH + 16;
 
-/// Bytes of `AccelInfo` in accel.wgsl: four 32-byte slot records and four u32.
-const ACCEL_INFO_BYTES: u64 = 4 * 32 + 16;
+/// Bytes of `AccelInfo` in accel.wgsl: a 32-byte record per slot and four u32.
+const ACCEL_INFO_BYTES: u64 = MAX_ATTRIBUTES as u64 * 32 + 16;
 
 /// What the cell grids depend on besides the grids themselves.
 fn cells_key(p: &GpuParams, tf: &[[f32; 4]]) -> Vec<u8> {
@@ -252,14 +323,53 @@ pub const LDR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 pub const HDR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Float;
 
 impl Renderer {
-    /// Builds the pipeline on `device`. Validation problems come back as errors rather than
+    /// Builds the pipeline on `device`, reading frames through parts of the device's
+    /// [`part_bytes`](Self::part_bytes). Validation problems come back as errors rather than
     /// panics.
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Renderer, RenderError> {
+        Self::build(device, queue, None)
+    }
+
+    /// [`new`](Self::new) with parts of `part_bytes` (a power of two from 64 KiB up to the
+    /// device's own part size), so small frames can exercise grids split over parts.
+    pub fn with_part_bytes(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        part_bytes: u64,
+    ) -> Result<Renderer, RenderError> {
+        Self::build(device, queue, Some(part_bytes))
+    }
+
+    fn build(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        part_bytes: Option<u64>,
+    ) -> Result<Renderer, RenderError> {
         catch_uncaptured_errors(device);
         let caps = DeviceCaps::of(device);
+        let per_stage = device.limits().max_storage_buffers_per_shader_stage;
+        if per_stage < STORAGE_BUFFERS_PER_STAGE {
+            return Err(RenderError::NoDevice(format!(
+                "{} was opened with {per_stage} storage buffers per shader stage; the renderer \
+                 binds {STORAGE_BUFFERS_PER_STAGE} ({MAX_PARTS} frame parts and its own)",
+                caps.describe()
+            )));
+        }
+        let device_part = device_part_bytes(caps.max_storage_binding, caps.max_buffer_size);
+        let part_bytes = match part_bytes {
+            None => device_part,
+            Some(b) if b.is_power_of_two() && (MIN_PART_BYTES..=device_part).contains(&b) => b,
+            Some(b) => {
+                return Err(RenderError::Usage(format!(
+                    "part size {b} bytes: parts are a power of two from {MIN_PART_BYTES} to \
+                     {device_part} bytes on {}",
+                    caps.describe()
+                )));
+            }
+        };
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        // Acceleration cells per slot: as many as one binding of all four slots' cells holds
+        // Acceleration cells per slot: as many as one binding of every slot's cells holds
         // (16 bytes each), up to ACCEL_CELLS.
         let binding = caps.max_storage_binding;
         let accel_cells = (binding / (16 * MAX_ATTRIBUTES as u64))
@@ -271,6 +381,7 @@ impl Renderer {
             source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source_of(
                 ShaderPart::March,
                 accel_cells,
+                part_bytes,
             ))),
         });
         let accel_module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -278,6 +389,7 @@ impl Renderer {
             source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source_of(
                 ShaderPart::Accel,
                 accel_cells,
+                part_bytes,
             ))),
         });
         let mut entries = vec![
@@ -295,12 +407,12 @@ impl Renderer {
             texture_entry(2, LDR_FORMAT),
             texture_entry(3, HDR_FORMAT),
         ];
-        for i in 0..MAX_ATTRIBUTES as u32 {
-            entries.push(storage_entry(4 + i, true));
+        for i in 0..MAX_PARTS as u32 {
+            entries.push(storage_entry(PART_BINDING + i, true));
         }
         // The march reads the acceleration grids; the accel passes write them.
         let mut accel_entries = entries.clone();
-        for b in 8..=10 {
+        for b in ACCEL_BINDING..ACCEL_BINDING + 3 {
             entries.push(storage_entry(b, true));
             accel_entries.push(storage_entry(b, false));
         }
@@ -371,7 +483,7 @@ impl Renderer {
             (MAX_ATTRIBUTES * super::transfer::TF_SIZE * 16) as u64,
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         );
-        // Bound in empty attribute slots: all zeros, so the shader sees no magic and skips it.
+        // Bound in place of unused parts (no grid reads them).
         let dummy = buf("supercell empty grid", 256, wgpu::BufferUsages::STORAGE);
         let cells_buf = buf(
             "supercell accel cells",
@@ -432,7 +544,9 @@ impl Renderer {
             uniforms,
             tf,
             dummy,
-            grids: Default::default(),
+            part_bytes,
+            parts: Vec::new(),
+            grid_bases: [GpuGrid::default(); MAX_ATTRIBUTES],
             targets: None,
             bind_group: None,
             timer,
@@ -456,9 +570,16 @@ impl Renderer {
         })
     }
 
-    /// The largest grid one slot can bind (the device's storage-binding limit).
+    /// The largest grid one slot can bind: [`MAX_PARTS`] parts of
+    /// [`part_bytes`](Self::part_bytes), at most 16 GiB (grids are addressed by 32-bit word).
     pub fn max_grid_bytes(&self) -> u64 {
-        self.caps.max_storage_binding
+        (MAX_PARTS as u64 * self.part_bytes).min(4 << 32)
+    }
+
+    /// The part size this device addresses: a power of two no larger than the largest storage
+    /// binding and buffer (2 GiB on the H200).
+    pub fn part_bytes(&self) -> u64 {
+        self.part_bytes
     }
 
     /// What the device this renderer draws with can do.
@@ -467,47 +588,98 @@ impl Renderer {
     }
 
     /// Binds grid `i` of `grids` to attribute slot `i` (at most [`MAX_ATTRIBUTES`]; `None`
-    /// leaves a slot empty). The buffers are kept alive (cloned handles) until the next call.
+    /// leaves a slot empty). Each distinct buffer is bound as consecutive parts of
+    /// [`part_bytes`](Self::part_bytes) over the range its grids span (at most [`MAX_PARTS`]
+    /// parts in all). The buffers are kept alive (cloned handles) until the next call.
     pub fn set_grids(&mut self, grids: &[Option<GridSlice<'_>>]) -> Result<(), RenderError> {
-        if grids.len() > MAX_ATTRIBUTES {
-            return Err(RenderError::Usage(format!(
-                "{} grids given; a frame binds at most {MAX_ATTRIBUTES}",
-                grids.len()
-            )));
-        }
-        let align = u64::from(self.caps.storage_offset_alignment);
-        let max_binding = self.caps.max_storage_binding;
-        let mut new: [Option<(wgpu::Buffer, u64, u64)>; MAX_ATTRIBUTES] = Default::default();
+        check_grid_count(grids.len())?;
+        let align = u64::from(self.caps.storage_offset_alignment).max(4);
+        // Per distinct buffer (in first-use order): the byte range its grids span.
+        let mut spans: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
         for (i, g) in grids.iter().enumerate() {
             let Some(g) = g else { continue };
-            // The binding must be a whole number of words; grids are multiples of 32 bytes.
-            let size = g.size.div_ceil(4) * 4;
-            if g.offset % align != 0 {
-                return Err(RenderError::Usage(format!(
-                    "grid {i} at offset {} is not aligned to {align} bytes",
-                    g.offset
-                )));
+            let end = g
+                .offset
+                .checked_add(g.size.div_ceil(4) * 4)
+                .filter(|&end| end <= g.buffer.size() && g.size > 0)
+                .ok_or_else(|| {
+                    RenderError::Usage(format!(
+                        "grid {i} (bytes {}..{}) lies outside its {}-byte buffer or is empty",
+                        g.offset,
+                        g.offset.saturating_add(g.size),
+                        g.buffer.size()
+                    ))
+                })?;
+            match spans.iter_mut().find(|s| s.0 == g.buffer) {
+                Some(s) => {
+                    s.1 = s.1.min(g.offset);
+                    s.2 = s.2.max(end);
+                }
+                None => spans.push((g.buffer, g.offset, end)),
             }
-            if size == 0 || size > max_binding {
-                return Err(RenderError::Usage(format!(
-                    "grid {i} has {} bytes; this device binds 1 to {max_binding} bytes",
-                    g.size
-                )));
-            }
-            if g.offset
-                .checked_add(size)
-                .is_none_or(|end| end > g.buffer.size())
-            {
-                return Err(RenderError::Usage(format!(
-                    "grid {i} (bytes {}..{}) lies outside its {}-byte buffer",
-                    g.offset,
-                    g.offset.saturating_add(size),
-                    g.buffer.size()
-                )));
-            }
-            new[i] = Some((g.buffer.clone(), g.offset, size));
         }
-        self.grids = new;
+        let mut parts = Vec::new();
+        let mut first_part = Vec::new();
+        for (buffer, lo, hi) in &mut spans {
+            *lo -= *lo % align;
+            first_part.push(parts.len());
+            let mut at = *lo;
+            while at < *hi {
+                let size = self.part_bytes.min(*hi - at);
+                parts.push(SlotPart {
+                    buffer,
+                    offset: at,
+                    size,
+                });
+                at += size;
+            }
+        }
+        let located: Vec<Option<GridInParts>> = grids
+            .iter()
+            .map(|g| {
+                let g = g.as_ref()?;
+                let k = spans.iter().position(|s| s.0 == g.buffer)?;
+                let mut at = GridInParts::locate(g.offset - spans[k].1, g.size, self.part_bytes);
+                at.part += first_part[k];
+                Some(at)
+            })
+            .collect();
+        if parts.len() > MAX_PARTS {
+            return Err(RenderError::Usage(format!(
+                "the grids span {} parts of {} bytes; a frame binds at most {MAX_PARTS}",
+                parts.len(),
+                self.part_bytes
+            )));
+        }
+        self.set_frame(&parts, &located)
+    }
+
+    /// Binds a frame: `parts` (at most [`MAX_PARTS`]) and grid i of `grids` to attribute
+    /// slot i (at most [`MAX_ATTRIBUTES`]; `None` leaves a slot empty). The buffers are kept
+    /// alive (cloned handles) until the next call.
+    ///
+    /// Every part needs `STORAGE` usage, an offset aligned to the device's
+    /// `min_storage_buffer_offset_alignment` and a size that is a multiple of 4, at most
+    /// [`part_bytes`](Self::part_bytes). A grid starts at a multiple of 4 bytes into its
+    /// part and may run on into the following parts, each of which it runs past must be
+    /// exactly `part_bytes` long; a grid has at most 16 GiB.
+    pub fn set_frame(
+        &mut self,
+        parts: &[SlotPart<'_>],
+        grids: &[Option<GridInParts>],
+    ) -> Result<(), RenderError> {
+        check_grid_count(grids.len())?;
+        let bases = locate_grids(
+            parts,
+            grids,
+            self.part_bytes,
+            u64::from(self.caps.storage_offset_alignment),
+        )?;
+        self.parts = parts
+            .iter()
+            .map(|p| (p.buffer.clone(), p.offset, p.size))
+            .collect();
+        self.grid_bases = bases;
         self.bind_group = None;
         self.accel.bind_group = None;
         self.accel.cells_key = None;
@@ -624,8 +796,8 @@ impl Renderer {
                 resource: wgpu::BindingResource::TextureView(hdr),
             },
         ];
-        for (i, g) in self.grids.iter().enumerate() {
-            let resource = match g {
+        for i in 0..MAX_PARTS {
+            let resource = match self.parts.get(i) {
                 Some((buffer, offset, size)) => {
                     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                         buffer,
@@ -636,14 +808,14 @@ impl Renderer {
                 None => self.dummy.as_entire_binding(),
             };
             entries.push(wgpu::BindGroupEntry {
-                binding: 4 + i as u32,
+                binding: PART_BINDING + i as u32,
                 resource,
             });
         }
         for (binding, buffer) in [
-            (8, &self.accel.cells_buf),
-            (9, &self.accel.sun_buf),
-            (10, &self.accel.info_buf),
+            (ACCEL_BINDING, &self.accel.cells_buf),
+            (ACCEL_BINDING + 1, &self.accel.sun_buf),
+            (ACCEL_BINDING + 2, &self.accel.info_buf),
         ] {
             entries.push(wgpu::BindGroupEntry {
                 binding,
@@ -684,7 +856,8 @@ impl Renderer {
         let (width, height) = (width.max(1), height.max(1));
         self.ensure_targets(width, height)?;
         self.ensure_bind_group();
-        let params = view.gpu_params(width, height);
+        let mut params = view.gpu_params(width, height);
+        params.grids = self.grid_bases;
         let tf = view.tf_table();
         self.queue
             .write_buffer(&self.uniforms, 0, bytemuck::bytes_of(&params));
@@ -1002,6 +1175,121 @@ impl Renderer {
     pub fn queue(&self) -> &wgpu::Queue {
         &self.queue
     }
+}
+
+/// A frame binds at most [`MAX_ATTRIBUTES`] grids.
+fn check_grid_count(n: usize) -> Result<(), RenderError> {
+    if n > MAX_ATTRIBUTES {
+        return Err(RenderError::Usage(format!(
+            "{n} grids given; a frame composites at most {MAX_ATTRIBUTES} attributes"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks `parts` and `grids` (see [`Renderer::set_frame`]) and says where each grid lies
+/// in words, as the shaders address it.
+fn locate_grids(
+    parts: &[SlotPart<'_>],
+    grids: &[Option<GridInParts>],
+    part_bytes: u64,
+    offset_align: u64,
+) -> Result<[GpuGrid; MAX_ATTRIBUTES], RenderError> {
+    let usage = |m: String| Err(RenderError::Usage(m));
+    if parts.len() > MAX_PARTS {
+        return usage(format!(
+            "{} parts given; a frame binds at most {MAX_PARTS}",
+            parts.len()
+        ));
+    }
+    for (k, p) in parts.iter().enumerate() {
+        if p.offset % offset_align.max(4) != 0 || p.size % 4 != 0 {
+            return usage(format!(
+                "part {k} (offset {}, {} bytes) is not aligned: offsets are multiples of \
+                 {} bytes and sizes of 4",
+                p.offset,
+                p.size,
+                offset_align.max(4)
+            ));
+        }
+        if p.size == 0 || p.size > part_bytes {
+            return usage(format!(
+                "part {k} has {} bytes; parts hold 4 to {part_bytes} bytes",
+                p.size
+            ));
+        }
+        if p.offset
+            .checked_add(p.size)
+            .is_none_or(|end| end > p.buffer.size())
+        {
+            return usage(format!(
+                "part {k} (bytes {}..{}) lies outside its {}-byte buffer",
+                p.offset,
+                p.offset.saturating_add(p.size),
+                p.buffer.size()
+            ));
+        }
+    }
+    let mut bases = [GpuGrid::default(); MAX_ATTRIBUTES];
+    for (i, g) in grids.iter().enumerate() {
+        let Some(g) = g else { continue };
+        let words = g.size.div_ceil(4);
+        if words == 0 || words > u64::from(u32::MAX) {
+            return usage(format!(
+                "grid {i} has {} bytes; a grid has 1 byte to 16 GiB",
+                g.size
+            ));
+        }
+        let Some(first) = parts.get(g.part) else {
+            return usage(format!(
+                "grid {i} starts in part {} of a frame of {} parts",
+                g.part,
+                parts.len()
+            ));
+        };
+        if g.offset % 4 != 0 || g.offset >= first.size {
+            return usage(format!(
+                "grid {i} starts at byte {} of part {} ({} bytes): grids start at a multiple \
+                 of 4 bytes inside their first part",
+                g.offset, g.part, first.size
+            ));
+        }
+        // Walk the parts the grid runs through.
+        let (mut k, mut at, mut left) = (g.part, g.offset, words * 4);
+        loop {
+            let here = parts[k].size - at;
+            if left <= here {
+                break;
+            }
+            if parts[k].size != part_bytes {
+                return usage(format!(
+                    "grid {i} runs past the end of part {k}, which has {} bytes; parts a grid \
+                     runs past have exactly {part_bytes}",
+                    parts[k].size
+                ));
+            }
+            left -= here;
+            k += 1;
+            at = 0;
+            if k >= parts.len() {
+                return usage(format!(
+                    "grid {i} ({} bytes from byte {} of part {}) runs past the last of the \
+                     {} parts",
+                    g.size,
+                    g.offset,
+                    g.part,
+                    parts.len()
+                ));
+            }
+        }
+        bases[i] = GpuGrid {
+            part: g.part as u32,
+            offset_words: (g.offset / 4) as u32,
+            words: words as u32,
+            pad: 0,
+        };
+    }
+    Ok(bases)
 }
 
 /// Uploads bytes (a frame's slot image) into a new storage buffer, for callers without a

@@ -2,9 +2,15 @@
 //! storage buffers, and a CPU reference of the same algorithm.
 //!
 //! - [`Renderer`]: create for a `wgpu::Device`/`Queue` (yours, or a headless
-//!   [`GpuContext`]), bind a frame's grids with [`Renderer::set_grids`] (slices of a buffer
-//!   you own: a frame-ring slot), then [`Renderer::render`] or [`Renderer::encode`] a
-//!   [`View`] and show [`Renderer::output`] or [`Renderer::read_image`].
+//!   [`GpuContext`]), bind a frame with [`Renderer::set_frame`] (the [`SlotPart`]s of a
+//!   frame-ring slot and where each grid lies in them, [`GridInParts`]) or
+//!   [`Renderer::set_grids`] (slices of buffers you own), then [`Renderer::render`] or
+//!   [`Renderer::encode`] a [`View`] and show [`Renderer::output`] or
+//!   [`Renderer::read_image`].
+//! - Frames and grids larger than one storage binding: the shaders read a frame through up
+//!   to [`MAX_PARTS`] storage bindings of [`Renderer::part_bytes`] (2 GiB on the H200) and
+//!   address every grid by 32-bit word through one accessor, so a grid may run over several
+//!   parts and be up to 16 GiB.
 //! - [`View`]: [`Camera`] (orbit, pan, zoom, fit; perspective or orthographic), one
 //!   [`AttributeView`] per grid slot ([`TransferFunction`]: colormap, opacity curve, value
 //!   range, scattering or emissive), and [`RenderSettings`] (mode, lighting, steps).
@@ -33,17 +39,18 @@ pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
 pub use cpu::render_cpu;
 pub use gpu::{
-    FrameTiming, GpuContext, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer, catch_uncaptured_errors,
-    create_scoped, take_uncaptured_error, try_upload_slot, upload_slot,
+    FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer,
+    STORAGE_BUFFERS_PER_STAGE, SlotPart, catch_uncaptured_errors, create_scoped,
+    take_uncaptured_error, try_upload_slot, upload_slot,
 };
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{
-    AttributeView, GpuAttr, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, Mode,
-    RenderSettings, View, limits,
+    AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
+    Mode, RenderSettings, View, limits,
 };
 pub use shader::{
-    ACCEL_CELLS, MAX_ROOT_TILES, SUPPORTED_TYPES, ShaderPart, prelude, shader_source,
-    shader_source_of,
+    ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderPart,
+    prelude, shader_source, shader_source_of,
 };
 pub use transfer::{Colormap, MediumKind, TF_SIZE, TransferFunction};
 

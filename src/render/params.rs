@@ -9,8 +9,14 @@ use super::camera::{Camera, Projection};
 pub use super::range::Limits;
 use super::transfer::{MediumKind, TF_SIZE, TransferFunction};
 
-/// Grids (attributes) one frame can composite at once.
-pub const MAX_ATTRIBUTES: usize = 4;
+/// Grids (attributes) one frame can composite at once, each with its own transfer function.
+pub const MAX_ATTRIBUTES: usize = 8;
+
+/// Storage bindings ("parts") a frame's grids are read through. A grid starts at a word of
+/// one part and may run on into the following ones, so a frame (and a grid) may be larger
+/// than the device's largest storage binding: up to `MAX_PARTS` × the part size
+/// (16 GiB with the 2 GiB parts of a 4 GiB-binding GPU).
+pub const MAX_PARTS: usize = 8;
 
 /// Rendering mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -456,6 +462,9 @@ impl View {
             pixel_angle,
             max_step_scale: limits::MAX_STEP_SCALE.clamp_u32(s.max_step_scale),
             attrs,
+            // Where the grids lie is the renderer's to fill in (it binds the frame); an empty
+            // record reads as no grid.
+            grids: [GpuGrid::zeroed(); MAX_ATTRIBUTES],
         }
     }
 }
@@ -521,6 +530,20 @@ pub struct GpuAttr {
     pub shadow: u32,
 }
 
+/// Where one attribute slot's grid lies in the bound parts (WGSL `GridBase`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GpuGrid {
+    /// The part holding the grid's first word.
+    pub part: u32,
+    /// Word offset of the grid in that part (below the part size).
+    pub offset_words: u32,
+    /// Words of the grid (0: no grid; reads past the end give 0).
+    pub words: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+}
+
 /// The uniform block (WGSL `Params`), field for field.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
@@ -575,6 +598,8 @@ pub struct GpuParams {
     pub max_step_scale: u32,
     /// Attribute slots.
     pub attrs: [GpuAttr; MAX_ATTRIBUTES],
+    /// Where each slot's grid lies in the bound parts.
+    pub grids: [GpuGrid; MAX_ATTRIBUTES],
 }
 
 #[cfg(test)]
@@ -583,10 +608,15 @@ mod tests {
 
     #[test]
     fn uniform_layout_matches_wgsl() {
-        // 9 vec4 + 16 scalars + 4 × 32-byte attributes; WGSL's uniform rules give the same
-        // offsets because every member is naturally aligned.
-        assert_eq!(std::mem::size_of::<GpuParams>(), 9 * 16 + 16 * 4 + 4 * 32);
+        // 9 vec4 + 16 scalars + 8 × 32-byte attributes + 8 × 16-byte grid records; WGSL's
+        // uniform rules give the same offsets because every member is naturally aligned
+        // (and the grid records' array starts at a multiple of 16).
+        assert_eq!(
+            std::mem::size_of::<GpuParams>(),
+            9 * 16 + 16 * 4 + 8 * 32 + 8 * 16
+        );
         assert_eq!(std::mem::offset_of!(GpuParams, attrs), 208);
+        assert_eq!(std::mem::offset_of!(GpuParams, grids), 464);
         assert_eq!(nice_spacing(3800.0), 5000.0);
         assert_eq!(nice_spacing(1.2), 1.0);
     }

@@ -10,7 +10,7 @@ use crate::format::layout::{self as l, TreeLayout};
 
 use super::params::{
     FLAG_ACCEL, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, KIND_EMISSIVE,
-    KIND_SCATTER, MAX_ATTRIBUTES, Mode,
+    KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode,
 };
 use super::transfer::TF_SIZE;
 
@@ -43,12 +43,61 @@ fn lay(t: GridType) -> TreeLayout {
     l::layout(t).expect("supported grid types have layouts")
 }
 
+/// Bytes of one part ([`super::MAX_PARTS`]) where nothing smaller is asked for: 2 GiB, the
+/// largest power of two a 4 GiB storage binding holds.
+pub const DEFAULT_PART_BYTES: u64 = 1 << 31;
+
+/// The smallest part size (tests use it to split small frames over several parts).
+pub const MIN_PART_BYTES: u64 = 1 << 16;
+
 /// The WGSL constants the ray-marcher reads NanoVDB with.
 pub fn prelude() -> String {
-    prelude_with(ACCEL_CELLS)
+    prelude_with(ACCEL_CELLS, DEFAULT_PART_BYTES)
 }
 
-fn prelude_with(accel_cells: u32) -> String {
+/// Byte offsets the shader reads as whole words: it addresses grids by 32-bit word (a grid
+/// of 16 GiB has 2³² words), so each of these must be a multiple of 4.
+fn word_offsets() -> Vec<(&'static str, u32)> {
+    let f = lay(GridType::Float);
+    let h = lay(GridType::Half);
+    vec![
+        ("GRID_SIZE", l::GRID_SIZE),
+        ("GRID_OFF_GRID_TYPE", l::GRID_OFF_GRID_TYPE),
+        ("GRID_OFF_MAP", l::GRID_OFF_MAP),
+        ("MAP_OFF_MATF", l::MAP_OFF_MATF),
+        ("MAP_OFF_INVMATF", l::MAP_OFF_INVMATF),
+        ("MAP_OFF_VECF", l::MAP_OFF_VECF),
+        ("TREE_OFF_NODE_OFFSET_ROOT", l::TREE_OFF_NODE_OFFSET_ROOT),
+        ("NODE_OFF_BBOX_MIN", l::NODE_OFF_BBOX_MIN),
+        ("NODE_OFF_BBOX_MAX", l::NODE_OFF_BBOX_MAX),
+        ("ROOT_OFF_TABLE_SIZE", l::ROOT_OFF_TABLE_SIZE),
+        ("ROOT_OFF_BACKGROUND", f.root.off_background),
+        ("ROOT_SIZE", f.root.size),
+        ("ROOT_TILE_SIZE", f.root.tile_size),
+        ("ROOT_TILE_OFF_KEY", l::ROOT_TILE_OFF_KEY),
+        ("ROOT_TILE_OFF_CHILD", l::ROOT_TILE_OFF_CHILD),
+        ("ROOT_TILE_OFF_VALUE", f.root.tile_off_value),
+        ("UPPER_OFF_CHILD_MASK", f.upper.off_child_mask),
+        ("UPPER_OFF_TABLE", f.upper.off_table),
+        ("LOWER_OFF_CHILD_MASK", f.lower.off_child_mask),
+        ("LOWER_OFF_TABLE", f.lower.off_table),
+        ("TABLE_STRIDE", f.upper.table_stride),
+        ("LEAF_FLOAT_OFF_TABLE", f.leaf.off_table),
+        ("LEAF_HALF_OFF_TABLE", h.leaf.off_table),
+        ("LEAF_FP_OFF_MINIMUM", l::LEAF_FP_OFF_MINIMUM),
+        ("LEAF_FP_OFF_QUANTUM", l::LEAF_FP_OFF_QUANTUM),
+        ("LEAF_FP_OFF_CODES", l::LEAF_FP_OFF_CODES),
+    ]
+}
+
+fn prelude_with(accel_cells: u32, part_bytes: u64) -> String {
+    assert!(
+        part_bytes.is_power_of_two() && (MIN_PART_BYTES..=DEFAULT_PART_BYTES).contains(&part_bytes),
+        "part size {part_bytes} is not a power of two from {MIN_PART_BYTES} to {DEFAULT_PART_BYTES}"
+    );
+    for (name, off) in word_offsets() {
+        assert_eq!(off % 4, 0, "{name} ({off}) is not a whole number of words");
+    }
     let f = lay(GridType::Float);
     let h = lay(GridType::Half);
     for t in SUPPORTED_TYPES {
@@ -123,6 +172,8 @@ fn prelude_with(accel_cells: u32) -> String {
     c("TF_SIZE", TF_SIZE as u32);
     c("ACCEL_CELLS", accel_cells);
     c("SCAN_SHIFT_MAX", SCAN_SHIFT_MAX);
+    c("MAX_PARTS", MAX_PARTS as u32);
+    c("PART_SHIFT_WORDS", (part_bytes / 4).trailing_zeros());
     for (name, value) in uniform_constants() {
         c(name, value);
     }
@@ -159,9 +210,10 @@ pub enum ShaderPart {
 }
 
 /// The complete WGSL module of `part`, with acceleration grids of at most `accel_cells`
-/// cells per slot.
-pub fn shader_source_of(part: ShaderPart, accel_cells: u32) -> String {
-    let mut s = prelude_with(accel_cells);
+/// cells per slot, reading grids through parts of `part_bytes` (a power of two from
+/// [`MIN_PART_BYTES`] to [`DEFAULT_PART_BYTES`]).
+pub fn shader_source_of(part: ShaderPart, accel_cells: u32, part_bytes: u64) -> String {
+    let mut s = prelude_with(accel_cells, part_bytes);
     s.push('\n');
     let access = match part {
         ShaderPart::March => "read",
@@ -178,7 +230,7 @@ pub fn shader_source_of(part: ShaderPart, accel_cells: u32) -> String {
 
 /// The ray-marcher's complete WGSL module.
 pub fn shader_source() -> String {
-    shader_source_of(ShaderPart::March, ACCEL_CELLS)
+    shader_source_of(ShaderPart::March, ACCEL_CELLS, DEFAULT_PART_BYTES)
 }
 
 #[cfg(test)]
@@ -191,7 +243,8 @@ mod tests {
         assert!(p.contains("const UPPER_OFF_TABLE: u32 = 8256u;"));
         assert!(p.contains("const LOWER_SIZE: u32 = 33856u;"));
         assert!(p.contains("const MAGIC_NUMB_LO: u32 = 1869504846u;"));
-        let src = shader_source() + &shader_source_of(ShaderPart::Accel, ACCEL_CELLS);
+        let src =
+            shader_source() + &shader_source_of(ShaderPart::Accel, ACCEL_CELLS, DEFAULT_PART_BYTES);
         for line in p.lines().filter(|l| l.starts_with("const ")) {
             let name = line
                 .split_whitespace()
@@ -254,10 +307,30 @@ mod tests {
     }
 
     #[test]
+    fn common_declares_and_reads_every_part() {
+        let common = FILES[0].1;
+        for k in 0..MAX_PARTS {
+            let decl = format!("@binding({}) var<storage, read> p{k}: array<u32>;", 4 + k);
+            assert_eq!(common.matches(&decl).count(), 1, "no {decl:?}");
+            let read = format!("case {k}u: {{ if o < arrayLength(&p{k}) {{ return p{k}[o]; }} }}");
+            assert_eq!(common.matches(&read).count(), 1, "ld lacks {read:?}");
+        }
+        let extra = format!("var<storage, read> p{MAX_PARTS}:");
+        assert!(!common.contains(&extra), "more parts than MAX_PARTS");
+    }
+
+    #[test]
     fn every_shader_parses_and_validates() {
         let modules = [
             ("march", shader_source()),
-            ("accel", shader_source_of(ShaderPart::Accel, ACCEL_CELLS)),
+            (
+                "accel",
+                shader_source_of(ShaderPart::Accel, ACCEL_CELLS, DEFAULT_PART_BYTES),
+            ),
+            (
+                "march, small parts",
+                shader_source_of(ShaderPart::March, ACCEL_CELLS, MIN_PART_BYTES),
+            ),
             ("crc", FILES[3].1.to_string()),
         ];
         // What every Vulkan device wgpu opens grants (`unpack2x16float` of Half grids needs
