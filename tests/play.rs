@@ -270,6 +270,95 @@ fn host_path_shows_the_exact_frames_with(g: &PlayerGpu, host_copy: HostCopy) {
     player.drain(Duration::from_secs(5));
 }
 
+/// A part size that cuts the storm's largest frame into several parts (grids then cross part
+/// boundaries) without exceeding the parts the renderer binds: a power of two of at least
+/// 64 KiB.
+fn small_parts(player: &Player) -> u64 {
+    let len = (0..player.frame_count())
+        .map(|f| player.frame_bytes(f))
+        .max()
+        .unwrap();
+    let part = len.div_ceil(8).max(64 << 10).next_power_of_two();
+    assert!(
+        part < len,
+        "the test storm's frames ({len} bytes) are too small to cut"
+    );
+    part
+}
+
+/// Slots of several parts (parts forced small, so the storm's frames span several and grids
+/// cross part boundaries) on the host path, both upload routes, with `--verify` (CRCs over
+/// the parts): the same images as one-part slots, frame for frame; and `bench --verify` of
+/// the same storm in those parts delivers byte-identical frames.
+#[test]
+fn host_path_in_small_parts_shows_the_same_images_as_one_part() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    for host_copy in [HostCopy::Auto, HostCopy::Staging] {
+        let cfg = PlayerConfig {
+            host_copy,
+            verify: true,
+            ..small_config()
+        };
+        let mut one = Player::new(&g.device, &g.queue, &ds, &cfg).expect("one-part player");
+        let part = small_parts(&one);
+        let mut many = Player::new(
+            &g.device,
+            &g.queue,
+            &ds,
+            &PlayerConfig {
+                part_bytes: Some(part),
+                ..cfg.clone()
+            },
+        )
+        .expect("multi-part player");
+        assert_eq!(one.slot_plan().parts, 1, "{:?}", one.slot_plan());
+        assert!(many.slot_plan().parts > 1, "{:?}", many.slot_plan());
+        assert_eq!(many.slot_plan().part_bytes, part);
+        for p in [&mut one, &mut many] {
+            p.set_playing(false);
+        }
+        for target in [3u32, 0, 7, 5] {
+            let mut images = Vec::new();
+            for p in [&mut one, &mut many] {
+                p.scrub(target);
+                run_until(p, "scrub", |p| {
+                    !p.scrub_pending() && p.shown_frame() == Some(target)
+                });
+                images.push(p.read_image().expect("image"));
+            }
+            assert!(
+                images[0].rgba8 == images[1].rgba8,
+                "{host_copy:?}: frame {target} renders differently from {}-byte parts",
+                part
+            );
+        }
+        for p in [&mut one, &mut many] {
+            assert_eq!(p.last_error(), None);
+            p.drain(Duration::from_secs(5));
+        }
+    }
+    let manifest = Scene::load(&ds).expect("scene");
+    let ls = manifest.open(1.0, None).expect("open");
+    let source = supercell::ingest::Source::from_manifest(ls.dataset.manifest());
+    let len = source.max_frame_len();
+    let part = len.div_ceil(8).max(64 << 10).next_power_of_two();
+    let r = supercell::bench::run(
+        &source,
+        &supercell::bench::BenchConfig {
+            engine: supercell::ingest::EngineKind::CpuOnly,
+            verify: true,
+            part_bytes: Some(part),
+            ..Default::default()
+        },
+    )
+    .expect("bench");
+    let v = r.verify.as_ref().unwrap();
+    assert_eq!(v.mismatch_count, 0, "{:?}", v.mismatches);
+    assert_eq!(v.frames, 8);
+    assert!(r.slot_plan.parts > 1, "{:?}", r.slot_plan);
+}
+
 /// The run-time toggle's machinery (queued reads dropped, reads in flight discarded as they
 /// land, a fresh schedule at the same playhead, the old frame on screen until the new path
 /// delivers) with a second host engine standing in for the direct path: frames keep coming
@@ -475,6 +564,11 @@ fn headless_run_writes_sane_json() {
     assert!(!v["machine"]["adapter"].as_str().unwrap().is_empty());
     assert_eq!(v["dataset"]["frames"], 8);
     assert_eq!(v["size"], serde_json::json!([64, 48]));
+    // The slots chosen, said on stderr and in the JSON.
+    assert!(stderr.contains("play: slots: "), "{stderr}");
+    assert_eq!(v["slot_plan"]["slots"], v["slots"]);
+    assert_eq!(v["slot_plan"]["parts"], 1, "{}", v["slot_plan"]);
+    assert!(v["slot_plan"]["host_bytes"].as_u64().unwrap() > 0);
     let paths = v["paths"].as_array().unwrap();
     assert_eq!(paths.len(), 2);
     let host = &paths[0];

@@ -39,7 +39,7 @@ use super::stats::{PathFigures, PathStats};
 use crate::gpu::{SlotDemand, SlotPlan, SlotState};
 use crate::ingest::{EngineConfig, IngestError, IoMode, Source};
 use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
-use crate::render::{Renderer, View};
+use crate::render::{GridInParts, Renderer, SlotPart, View};
 use crate::scene::{LoadedScene, Scene};
 use crate::stream::StreamEvent;
 
@@ -171,7 +171,10 @@ impl Player {
                 crate::stream::MIN_SLOTS
             )));
         }
-        let renderer = Renderer::new(device, queue)?;
+        let renderer = match forced_part_bytes(cfg)? {
+            Some(bytes) => Renderer::with_part_bytes(device, queue, bytes)?,
+            None => Renderer::new(device, queue)?,
+        };
         let slot_plan = plan_player_slots(&renderer, interop.as_ref().ok(), &source, cfg)?;
         let (slots, slot_len) = (slot_plan.slots, slot_plan.slot_bytes as usize);
         let layout = slot_plan
@@ -891,13 +894,17 @@ impl Player {
     }
 }
 
-/// The part size of the player's slots: forced (`cfg.part_bytes`, else
-/// [`crate::gpu::PART_BYTES_ENV`]), else the renderer's device's (the largest power of two
-/// its buffers and storage bindings hold).
-fn part_bytes(renderer: &Renderer, cfg: &PlayerConfig) -> Result<u64, PlayError> {
-    let caps = renderer.caps();
-    let device = crate::gpu::part_bytes_for_limits(caps.max_buffer_size, caps.max_storage_binding);
-    crate::gpu::choose_part_bytes(cfg.part_bytes, device)
+/// The part size a run forces on the renderer and the slots (`cfg.part_bytes`, else
+/// [`crate::gpu::PART_BYTES_ENV`]); `None`: the renderer's device decides (the largest power
+/// of two its buffers and storage bindings hold).
+fn forced_part_bytes(cfg: &PlayerConfig) -> Result<Option<u64>, PlayError> {
+    let forced = match cfg.part_bytes {
+        Some(b) => Some(b),
+        None => crate::gpu::part_bytes_from_env().map_err(|e| PlayError::Usage(e.to_string()))?,
+    };
+    forced
+        .map(|b| crate::gpu::check_part_bytes(b, "the part size"))
+        .transpose()
         .map_err(|e| PlayError::Usage(e.to_string()))
 }
 
@@ -926,8 +933,8 @@ fn plan_player_slots(
     let demand = SlotDemand {
         frame,
         frame_bytes: frame_bytes.max(1),
-        part_bytes: part_bytes(renderer, cfg)?,
-        max_parts: usize::MAX,
+        part_bytes: renderer.part_bytes(),
+        max_parts: crate::render::MAX_PARTS,
         host_per_slot: if cfg.loopback_direct { 2 } else { 1 },
         gpu_per_slot: if interop.is_some() { 2 } else { 1 },
         gpu_fixed: 0,
@@ -947,10 +954,11 @@ fn plan_player_slots(
 }
 
 /// Binds the grids of `frame` that the scene shows to the renderer, from the buffers of the
-/// slot parts holding the frame (in order; every part but the last holds `part_bytes`).
+/// slot parts holding the frame (in order; every part but the last holds `part_bytes`, the
+/// renderer's part size).
 ///
 /// The one place a frame meets the renderer: each grid is located by its frame offset, as
-/// a part and an offset inside it.
+/// a part and an offset inside it, and may run on into the following parts.
 fn bind_frame(
     renderer: &mut Renderer,
     scene: &LoadedScene,
@@ -962,29 +970,22 @@ fn bind_frame(
         .first()
         .ok_or_else(|| PlayError::Usage("a slot without parts".into()))?;
     // The scene's slices name each grid's frame offset and size (in the first part's terms).
-    let whole = scene.grid_slices(frame, first)?;
-    let mut grids = Vec::with_capacity(whole.len());
-    for g in &whole {
-        let Some(g) = g else {
-            grids.push(None);
-            continue;
-        };
-        let (part, offset) = ((g.offset / part_bytes) as usize, g.offset % part_bytes);
-        let buffer = parts
-            .get(part)
-            .filter(|b| offset + g.size <= b.size().min(part_bytes));
-        let Some(buffer) = buffer else {
-            return Err(PlayError::Usage(format!(
-                "frame {frame}: a grid of {} bytes at frame offset {} spans slot parts of {part_bytes} bytes, which this renderer cannot bind",
-                g.size, g.offset
-            )));
-        };
-        grids.push(Some(crate::render::GridSlice {
+    let grids: Vec<Option<GridInParts>> = scene
+        .grid_slices(frame, first)?
+        .iter()
+        .map(|g| {
+            g.as_ref()
+                .map(|g| GridInParts::locate(g.offset, g.size, part_bytes))
+        })
+        .collect();
+    let parts: Vec<SlotPart<'_>> = parts
+        .iter()
+        .map(|buffer| SlotPart {
             buffer,
-            offset,
-            size: g.size,
-        }));
-    }
-    renderer.set_grids(&grids)?;
+            offset: 0,
+            size: buffer.size().min(part_bytes),
+        })
+        .collect();
+    renderer.set_frame(&parts, &grids)?;
     Ok(())
 }

@@ -1,9 +1,9 @@
 //! How big a slot's parts are, and how many slots a run holds: chosen to fit the GPU and
 //! host memory there is, and reported ([`SlotPlan`]).
 //!
-//! The part size is a power of two no larger than the device's largest buffer and storage
-//! binding ([`part_bytes_for_limits`]), so every part is one buffer the shader can bind
-//! whole. Tests force small parts ([`PART_BYTES_ENV`], or a configuration field) so that
+//! The part size is the renderer's (`Renderer::part_bytes`: a power of two no larger than
+//! the device's largest buffer and storage binding), so every part is one buffer the shader
+//! can bind whole; a benchmark, which opens no renderer, uses [`DEFAULT_PART_BYTES`]. Tests force small parts ([`PART_BYTES_ENV`], or a configuration field) so that
 //! small frames span several parts on machines without a large GPU.
 
 use serde::Serialize;
@@ -19,14 +19,6 @@ pub const PART_BYTES_ENV: &str = "SUPERCELL_PART_BYTES";
 /// whose buffers and bindings reach 4 GiB get, so a benchmark's slots are laid out as the
 /// player's on such GPUs.
 pub const DEFAULT_PART_BYTES: u64 = 1 << 31;
-
-/// The part size for a device whose buffers hold at most `max_buffer` bytes and whose storage
-/// bindings reach at most `max_binding` bytes: the largest power of two no larger than either,
-/// within [`MIN_PART_BYTES`]..=[`DEFAULT_PART_BYTES`] (as the renderer addresses parts).
-pub fn part_bytes_for_limits(max_buffer: u64, max_binding: u64) -> u64 {
-    let limit = max_buffer.min(max_binding).max(1);
-    (1u64 << (63 - limit.leading_zeros())).clamp(MIN_PART_BYTES, DEFAULT_PART_BYTES)
-}
 
 /// Checks a forced part size (`what` names where it came from): a power of two of at least
 /// [`MIN_PART_BYTES`].
@@ -53,13 +45,13 @@ pub fn part_bytes_from_env() -> Result<Option<u64>> {
     check_part_bytes(bytes, PART_BYTES_ENV).map(Some)
 }
 
-/// The part size a run uses: `forced` (a configuration field), else [`PART_BYTES_ENV`], else
-/// `device` (the device's own part size, or [`DEFAULT_PART_BYTES`] where there is none).
-pub fn choose_part_bytes(forced: Option<u64>, device: u64) -> Result<u64> {
+/// The part size a run uses where no renderer chooses it (a benchmark): `forced` (a
+/// configuration field), else [`PART_BYTES_ENV`], else `default`.
+pub fn choose_part_bytes(forced: Option<u64>, default: u64) -> Result<u64> {
     if let Some(b) = forced {
         return check_part_bytes(b, "the part size");
     }
-    Ok(part_bytes_from_env()?.unwrap_or(device))
+    Ok(part_bytes_from_env()?.unwrap_or(default))
 }
 
 /// What a run's slots take: the largest frame and, per ring slot, how many copies of a slot
@@ -251,15 +243,7 @@ mod tests {
     const GIB: u64 = 1 << 30;
 
     #[test]
-    fn part_size_is_the_largest_power_of_two_under_both_limits() {
-        // The H200's Vulkan limits (about 4 GiB each).
-        assert_eq!(
-            part_bytes_for_limits(4_292_870_144, u32::MAX as u64),
-            2 * GIB
-        );
-        assert_eq!(part_bytes_for_limits(1 << 32, 1 << 32), 2 * GIB);
-        assert_eq!(part_bytes_for_limits(1 << 40, 128 << 20), 128 << 20);
-        assert_eq!(part_bytes_for_limits(0, 0), MIN_PART_BYTES);
+    fn forced_part_sizes_are_powers_of_two_of_at_least_64_kib() {
         assert!(check_part_bytes(64 << 10, "t").is_ok());
         assert!(check_part_bytes(32 << 10, "t").is_err());
         assert!(check_part_bytes(96 << 10, "t").is_err());
