@@ -1195,6 +1195,77 @@ fn panels_as_drawn_never_overlap() {
     }
 }
 
+/// On the H200: slots of several parts (about four per frame) on both paths, with `--verify`:
+/// the direct path's slots are several shared CUDA↔Vulkan allocations each, written by cuFile
+/// or the staged copies part by part, and each frame renders exactly as the host path (its
+/// imported host parts) renders it.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn direct_path_in_slot_parts_renders_as_the_host_path_on_the_gpu() {
+    let ds = std::env::var_os("SUPERCELL_TEST_DATASET")
+        .map(PathBuf::from)
+        .unwrap_or_else(dataset);
+    let g = PlayerGpu::open_best().expect("GPU");
+    let cfg = PlayerConfig {
+        width: 320,
+        height: 180,
+        path: PathSel::Direct,
+        threads: 8,
+        verify: true,
+        playing: false,
+        ..PlayerConfig::default()
+    };
+    let probe = Player::open(&g, &ds, &cfg).expect("player");
+    let len = (0..probe.frame_count())
+        .map(|f| probe.frame_bytes(f))
+        .max()
+        .unwrap();
+    let frames = probe.frame_count();
+    drop(probe);
+    let part = len.div_ceil(4).max(64 << 10).next_power_of_two();
+    let mut player = Player::open(
+        &g,
+        &ds,
+        &PlayerConfig {
+            part_bytes: Some(part),
+            ..cfg
+        },
+    )
+    .expect("player in parts");
+    assert!(
+        player.direct_unavailable().is_none(),
+        "direct path unavailable on the GPU machine: {:?}",
+        player.direct_unavailable()
+    );
+    eprintln!("{}", player.slot_plan().line());
+    assert!(player.slot_plan().parts > 1, "{:?}", player.slot_plan());
+    for target in [0, frames - 1, frames / 2] {
+        let mut images = Vec::new();
+        for _ in 0..2 {
+            // The frame must come from the active path (after a toggle the other path's frame
+            // stays on screen until this one delivers).
+            let sel = player.active_path();
+            let before = player.figures(sel).frames_rendered;
+            player.scrub(target);
+            run_until(&mut player, "scrub", |p| {
+                !p.scrub_pending()
+                    && p.shown_frame() == Some(target)
+                    && p.figures(sel).frames_rendered > before
+            });
+            images.push((player.active_path(), player.read_image().expect("image")));
+            player.toggle_path().expect("toggle");
+        }
+        assert!(
+            images[0].1.rgba8 == images[1].1.rgba8,
+            "frame {target}: {:?} and {:?} render differently",
+            images[0].0,
+            images[1].0
+        );
+    }
+    assert_eq!(player.last_error(), None);
+    player.drain(Duration::from_secs(10));
+}
+
 /// On the H200: both paths, toggled during playback, each delivering frames, no errors, no
 /// growth of resident memory across toggles.
 #[test]
