@@ -43,7 +43,7 @@ fn bench_streams_a_dataset_smaller_than_the_ring() {
             engine: EngineKind::CpuOnly,
             frames: Some(17),
             verify: true,
-            slots,
+            slots: Some(slots),
             threads: 2,
             io_size: 16 << 10,
             ..BenchConfig::default()
@@ -70,7 +70,7 @@ fn bench_runs_verifies_and_reports() {
             engine: path,
             frames: Some(12),
             verify: true,
-            slots: 3,
+            slots: Some(3),
             threads: 3,
             io_size: 16 << 10,
             ..BenchConfig::default()

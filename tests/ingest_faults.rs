@@ -361,7 +361,7 @@ fn bench_counts_errors_per_lane_and_file() {
             threads: 2,
             io_size: 8 * PAGE,
             queue_depth: 4,
-            slots: 2,
+            slots: Some(2),
             frames: Some(8),
             buffered: true,
             backend,

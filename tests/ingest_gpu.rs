@@ -231,7 +231,7 @@ fn bench_verifies_gpu_paths_in_multi_part_slots() {
             engine: path,
             verify: true,
             frames: Some(12),
-            slots: 3,
+            slots: Some(3),
             part_bytes: Some(part),
             ..BenchConfig::default()
         };
@@ -288,7 +288,7 @@ fn bench_verifies_gpu_paths() {
             engine: path,
             verify: true,
             frames: Some(12),
-            slots: 3,
+            slots: Some(3),
             ..BenchConfig::default()
         };
         let r = bench::run(&source, &cfg).unwrap();
@@ -392,7 +392,7 @@ fn verify_on_gpu_paths_names_a_flipped_byte() {
             engine: path,
             verify: true,
             frames: Some(8),
-            slots: 2,
+            slots: Some(2),
             ..BenchConfig::default()
         };
         let r = bench::run(&source, &cfg).unwrap();

@@ -205,7 +205,7 @@ fn bench_verify_counts_every_bad_extent_and_keeps_measuring() {
             engine: path,
             frames: Some(10),
             verify: true,
-            slots: 2,
+            slots: Some(2),
             threads: 2,
             io_size: 16 << 10,
             ..BenchConfig::default()
@@ -259,7 +259,7 @@ fn bench_verify_in_multi_part_slots_checks_extents_across_parts() {
             engine: path,
             frames: Some(5),
             verify: true,
-            slots: 2,
+            slots: Some(2),
             threads: 2,
             io_size: 48 << 10,
             part_bytes: Some(64 << 10),
@@ -349,7 +349,7 @@ fn bench_verify_compares_plain_files_with_the_files() {
     let cfg = BenchConfig {
         engine: EngineKind::CpuOnly,
         verify: true,
-        slots: 2,
+        slots: Some(2),
         threads: 2,
         io_size: 16 << 10,
         ..BenchConfig::default()

@@ -39,9 +39,10 @@ pub struct BenchConfig {
     pub io_size: usize,
     /// Reads in flight per io_uring.
     pub queue_depth: usize,
-    /// Frame-ring slots wanted: fewer where the frames are too large for that many to fit
-    /// the memory there is (the result's [`BenchResult::slot_plan`] says how many, and why).
-    pub slots: usize,
+    /// Frame-ring slots: exactly this many (refused where they do not fit the memory), or
+    /// with `None` [`DEFAULT_SLOTS`], fewer where frames are too large for that many (the
+    /// result's [`BenchResult::slot_plan`] says how many, and why).
+    pub slots: Option<usize>,
     /// Bytes of a slot part (a power of two of at least 64 KiB); `None`: the part size in
     /// `SUPERCELL_PART_BYTES`, else [`crate::gpu::DEFAULT_PART_BYTES`] (what the player
     /// uses on GPUs whose buffers reach 4 GiB).
@@ -79,7 +80,7 @@ impl Default for BenchConfig {
             threads: 8,
             io_size: 1 << 20,
             queue_depth: 8,
-            slots: 4,
+            slots: None,
             part_bytes: None,
             frames: None,
             duration: None,
@@ -314,10 +315,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     if source.frames.is_empty() {
         return Err(IngestError::Usage("nothing to read".into()));
     }
-    if cfg.slots < MIN_SLOTS {
+    if let Some(n) = cfg.slots
+        && n < MIN_SLOTS
+    {
         return Err(IngestError::Usage(format!(
-            "--slots {}: at least {MIN_SLOTS} are needed (the frame shown holds one slot while the next is read into another)",
-            cfg.slots
+            "--slots {n}: at least {MIN_SLOTS} are needed (the frame shown holds one slot while the next is read into another)"
         )));
     }
     let mut notes = Vec::new();
@@ -556,7 +558,12 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     Ok(result)
 }
 
-/// How many slots a run holds: `cfg.slots`, or as many as fit (at least [`MIN_SLOTS`]) where
+/// Slots a benchmark holds when `--slots` does not say: enough to keep reads ahead of the
+/// consumer.
+pub const DEFAULT_SLOTS: usize = 4;
+
+/// How many slots a run holds: `cfg.slots` exactly (the ring refuses a count that does not
+/// fit, naming it), else [`DEFAULT_SLOTS`] or as many as fit (at least [`MIN_SLOTS`]) where
 /// frames are too large for that many in device memory (GPU engines) or host memory.
 fn plan_bench_slots(source: &Source, cfg: &BenchConfig, gpu: Option<&Gpu>) -> Result<SlotPlan> {
     let (frame, frame_bytes) = source
@@ -582,8 +589,16 @@ fn plan_bench_slots(source: &Source, cfg: &BenchConfig, gpu: Option<&Gpu>) -> Re
         .and_then(|g| g.mem_info().ok())
         .map(|(free, _)| free as u64);
     let host = crate::memory::available().bytes;
-    crate::gpu::plan_slots(&demand, cfg.slots, false, MIN_SLOTS, Some(host), gpu_free)
-        .map_err(IngestError::Usage)
+    let wanted = cfg.slots.unwrap_or(DEFAULT_SLOTS);
+    crate::gpu::plan_slots(
+        &demand,
+        wanted,
+        cfg.slots.is_some(),
+        MIN_SLOTS,
+        Some(host),
+        gpu_free,
+    )
+    .map_err(IngestError::Usage)
 }
 
 /// The engine `bench` measures when none is named: the fastest that can run here, and why.

@@ -141,10 +141,11 @@ impl SlotPlan {
 const USABLE_NUM: u64 = 7;
 const USABLE_DEN: u64 = 8;
 
-/// Chooses how many slots of `demand` a run holds: `wanted` where it fits the memory
-/// available (seven eighths of each), else (unless `strict`: an explicit count is then
-/// refused) the most that fit, down to `min_slots`. A frame that fits no slot count is
-/// refused naming the frame, its bytes and the memory available.
+/// Chooses how many slots of `demand` a run holds: with `strict` (a count the user gave)
+/// exactly `wanted` (the ring itself refuses a count the memory cannot hold, naming it);
+/// else `wanted` where it fits the memory available (seven eighths of each), or the most
+/// that fit, down to `min_slots`. A frame that fits no slot count is refused naming the
+/// frame, its bytes and the memory available.
 pub fn plan_slots(
     demand: &SlotDemand,
     wanted: usize,
@@ -181,24 +182,14 @@ pub fn plan_slots(
     let fits =
         |k: usize| host_need(k) <= usable(host_available) && gpu_need(k) <= usable(gpu_available);
     let h = crate::memory::human;
-    let wanted = wanted.max(min_slots);
-    let (slots, chosen) = if fits(wanted) {
-        (
-            wanted,
-            if strict {
-                "as asked"
-            } else {
-                "fitted to memory"
-            }
-            .to_string(),
-        )
-    } else if let Some(k) = (!strict)
-        .then(|| (min_slots..wanted).rev().find(|&k| fits(k)))
-        .flatten()
-    {
+    let (slots, chosen) = if strict {
+        (wanted, "as asked".to_string())
+    } else if fits(wanted.max(min_slots)) {
+        (wanted.max(min_slots), "fitted to memory".to_string())
+    } else if let Some(k) = (min_slots..wanted).rev().find(|&k| fits(k)) {
         (k, format!("{wanted} wanted, {k} fit the memory"))
     } else {
-        let k = if strict { wanted } else { min_slots };
+        let k = min_slots;
         let mut short = Vec::new();
         if host_need(k) > usable(host_available) {
             short.push(format!(
@@ -281,9 +272,9 @@ mod tests {
         let p = plan_slots(&d, 8, false, 2, Some(40 * GIB), Some(139 * GIB)).unwrap();
         assert_eq!(p.slots, 5, "{p:?}");
         assert!(p.chosen.contains("8 wanted"), "{p:?}");
-        // Asked for explicitly: refused rather than shrunk.
-        let e = plan_slots(&d, 8, true, 2, Some(40 * GIB), Some(139 * GIB)).unwrap_err();
-        assert!(e.contains("host memory"), "{e}");
+        // Asked for explicitly: kept (the ring refuses what does not fit, naming the count).
+        let p = plan_slots(&d, 8, true, 2, Some(40 * GIB), Some(139 * GIB)).unwrap();
+        assert_eq!((p.slots, p.chosen.as_str()), (8, "as asked"));
     }
 
     #[test]
