@@ -113,24 +113,30 @@ impl SlotPlan {
         let of = |avail: Option<u64>, what: &str| {
             avail.map_or(String::new(), |a| format!(" of {} {what}", h(a)))
         };
-        let gpu = if self.gpu_bytes == 0 {
-            String::new()
-        } else {
-            format!(
-                ", GPU {}{}",
+        // The memories the slots take (a benchmark on a GPU takes no host memory for them).
+        let mut uses = Vec::new();
+        if self.host_bytes > 0 {
+            uses.push(format!(
+                "host {}{}",
+                h(self.host_bytes),
+                of(self.host_available, "available")
+            ));
+        }
+        if self.gpu_bytes > 0 {
+            uses.push(format!(
+                "GPU {}{}",
                 h(self.gpu_bytes),
                 of(self.gpu_available, "free")
-            )
-        };
+            ));
+        }
         format!(
-            "slots: {} of {} ({} part{} of at most {}): host {}{}{gpu} ({})",
+            "slots: {} of {} ({} part{} of at most {}): {} ({})",
             self.slots,
             h(self.slot_bytes),
             self.parts,
             if self.parts == 1 { "" } else { "s" },
             h(self.part_bytes.min(self.slot_bytes)),
-            h(self.host_bytes),
-            of(self.host_available, "available"),
+            uses.join(", "),
             self.chosen
         )
     }
@@ -261,10 +267,10 @@ mod tests {
             p.gpu_bytes <= 139 * GIB && p.host_bytes <= 120 * GIB,
             "{p:?}"
         );
-        assert!(
-            p.line().starts_with("slots: 4 of 6.5 GiB (4 parts"),
-            "{}",
-            p.line()
+        assert_eq!(
+            p.line(),
+            "slots: 4 of 6.5 GiB (4 parts of at most 2.0 GiB): host 26.1 GiB of 120.0 GiB \
+             available, GPU 52.2 GiB of 139.0 GiB free (fitted to memory)"
         );
         // Eight wanted: as many as fit.
         let p = plan_slots(&d, 8, false, 2, Some(120 * GIB), Some(139 * GIB)).unwrap();
