@@ -323,6 +323,9 @@ fn host_path_in_small_parts_shows_the_same_images_as_one_part() {
             for p in [&mut one, &mut many] {
                 p.scrub(target);
                 run_until(p, "scrub", |p| {
+                    // A frame whose bytes or CRCs went wrong across parts is never shown.
+                    let faults: Vec<_> = p.faults().collect();
+                    assert!(faults.is_empty(), "{host_copy:?}: {faults:?}");
                     !p.scrub_pending() && p.shown_frame() == Some(target)
                 });
                 images.push(p.read_image().expect("image"));
