@@ -626,3 +626,27 @@ fn rel_cases_main() {
         );
     }
 }
+
+/// A device opened with WebGPU's default limits (8 storage buffers per shader stage) cannot
+/// bind the renderer's 13: the renderer says so instead of failing in validation.
+#[test]
+fn a_device_with_too_few_storage_buffers_is_refused_clearly() {
+    let Some(gpu) = gpu() else { return };
+    let (device, queue) =
+        supercell::device::block_on(gpu.ctx.adapter.request_device(&Default::default()))
+            .expect("a default device");
+    assert_eq!(device.limits().max_storage_buffers_per_shader_stage, 8);
+    let e = Renderer::new(&device, &queue)
+        .err()
+        .expect("a renderer on 8 storage buffers per stage")
+        .to_string();
+    assert!(
+        e.contains("8 storage buffers per shader stage") && e.contains("binds 13"),
+        "{e}"
+    );
+    // Devices supercell opens ask for enough.
+    assert!(
+        gpu.ctx.device.limits().max_storage_buffers_per_shader_stage
+            >= supercell::device::MIN_STORAGE_BUFFERS_PER_STAGE
+    );
+}

@@ -487,7 +487,7 @@ fn every_render_setting_is_range_checked() {
         ),
         ("ambient = inf", "settings.ambient", "≥ 0"),
         ("ground_spacing = -5.0", "settings.ground_spacing", "≥ 0"),
-        ("iso_attribute = 4", "settings.iso_attribute", "0..3"),
+        ("iso_attribute = 8", "settings.iso_attribute", "0..7"),
         (
             "sun_color = [1.0, nan, 1.0]",
             "settings.sun_color[1]",
@@ -628,7 +628,7 @@ step_voxels = 0.01
 shadow_tau_max = 80.0
 shadow_steps = 65536
 max_step_scale = 64
-iso_attribute = 3
+iso_attribute = 7
 ground_albedo = 1.0
 ";
     let s = Scene::parse(text, Path::new("scenes/edge.toml")).unwrap();
@@ -640,7 +640,7 @@ ground_albedo = 1.0
     assert_eq!(p.shadow_tau_max, 80.0);
     assert_eq!(p.shadow_steps, 65536);
     assert_eq!(p.max_step_scale, 64);
-    assert_eq!(p.iso_attr, 3);
+    assert_eq!(p.iso_attr, 7);
     assert_eq!(p.ground[2], 1.0);
     for (line, beyond) in [
         (2, "step_tau = 1.0001"),
@@ -648,7 +648,7 @@ ground_albedo = 1.0
         (4, "shadow_tau_max = 80.01"),
         (5, "shadow_steps = 65537"),
         (6, "max_step_scale = 65"),
-        (7, "iso_attribute = 4"),
+        (7, "iso_attribute = 8"),
         (8, "ground_albedo = 1.01"),
     ] {
         let key = beyond.split(' ').next().unwrap();

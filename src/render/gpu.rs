@@ -1339,3 +1339,26 @@ pub fn try_upload_slot(
     }
     Ok(buffer)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_size_is_the_largest_power_of_two_a_binding_and_a_buffer_hold() {
+        // The H200: 4292870144-byte bindings and buffers.
+        assert_eq!(device_part_bytes(4_292_870_144, 4_292_870_144), 1 << 31);
+        // Mesa 22's lavapipe: 128 MiB bindings, 2 GiB buffers.
+        assert_eq!(device_part_bytes(1 << 27, 1 << 31), 1 << 27);
+        assert_eq!(device_part_bytes((1 << 27) + 5, 1 << 31), 1 << 27);
+        // Never above 2 GiB (word offsets in a part stay below 2^29) nor below 64 KiB.
+        assert_eq!(device_part_bytes(u64::MAX, u64::MAX), DEFAULT_PART_BYTES);
+        assert_eq!(device_part_bytes(1000, 1 << 40), MIN_PART_BYTES);
+    }
+
+    #[test]
+    fn the_pipelines_fit_the_storage_buffers_every_device_is_opened_with() {
+        assert_eq!(STORAGE_BUFFERS_PER_STAGE, 13);
+        assert_eq!(ACCEL_BINDING, 12);
+    }
+}

@@ -46,8 +46,8 @@ pub use path::{CameraKey, CameraPath};
 use crate::dataset::{Dataset, Manifest};
 use crate::pipeline::PlayMode;
 use crate::render::{
-    AttributeView, Camera, Colormap, GridSlice, MAX_ATTRIBUTES, MediumKind, Mode, Projection,
-    RenderError, RenderSettings, TransferFunction, View,
+    AttributeView, Camera, Colormap, GridInParts, GridSlice, MAX_ATTRIBUTES, MediumKind, Mode,
+    Projection, RenderError, RenderSettings, TransferFunction, View,
 };
 
 /// Attributes shown by default, in slot order, where the dataset has them.
@@ -720,6 +720,33 @@ impl LoadedScene {
                     offset: g.offset,
                     size: g.size,
                 })
+            })
+            .collect())
+    }
+
+    /// Where frame `frame`'s grids lie in a slot made of consecutive parts of `part_bytes`
+    /// each ([`Renderer::set_frame`](crate::render::Renderer::set_frame)), in slot order.
+    pub fn grids_in_parts(
+        &self,
+        frame: usize,
+        part_bytes: u64,
+    ) -> Result<Vec<Option<GridInParts>>, RenderError> {
+        let f = self.dataset.frame(frame).ok_or_else(|| {
+            RenderError::Usage(format!(
+                "frame {frame} does not exist (the dataset has {})",
+                self.dataset.frame_count()
+            ))
+        })?;
+        if part_bytes == 0 {
+            return Err(RenderError::Usage("parts of 0 bytes".into()));
+        }
+        Ok(self
+            .slots
+            .iter()
+            .map(|s| {
+                let a = (*s)?;
+                let g = f.grids.iter().find(|g| g.attribute as usize == a)?;
+                Some(GridInParts::locate(g.offset, g.size, part_bytes))
             })
             .collect())
     }
