@@ -39,7 +39,7 @@ use super::stats::{PathFigures, PathStats};
 use crate::gpu::{SlotDemand, SlotPlan, SlotState};
 use crate::ingest::{EngineConfig, IngestError, IoMode, Source};
 use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
-use crate::render::{GridInParts, Renderer, SlotPart, View};
+use crate::render::{Renderer, SlotPart, View};
 use crate::scene::{LoadedScene, Scene};
 use crate::stream::StreamEvent;
 
@@ -966,18 +966,7 @@ fn bind_frame(
     parts: &[wgpu::Buffer],
     part_bytes: u64,
 ) -> Result<(), PlayError> {
-    let first = parts
-        .first()
-        .ok_or_else(|| PlayError::Usage("a slot without parts".into()))?;
-    // The scene's slices name each grid's frame offset and size (in the first part's terms).
-    let grids: Vec<Option<GridInParts>> = scene
-        .grid_slices(frame, first)?
-        .iter()
-        .map(|g| {
-            g.as_ref()
-                .map(|g| GridInParts::locate(g.offset, g.size, part_bytes))
-        })
-        .collect();
+    let grids = scene.grids_in_parts(frame, part_bytes)?;
     let parts: Vec<SlotPart<'_>> = parts
         .iter()
         .map(|buffer| SlotPart {
