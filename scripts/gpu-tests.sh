@@ -23,7 +23,8 @@
 # again with --verify, a staged sweep with its plot, the raw O_DIRECT and kvikio peers on
 # the same files, and a cold root-disk run against the raw O_DIRECT ceiling, and the player
 # headless on both paths (play.json; play-verify.json: the same with --verify;
-# play-staging.json: the host path's staging route for comparison) plus a soak: the kiosk
+# play-staging.json: the host path's staging route for comparison; play-parts.json: --verify
+# with 256 MiB slot parts) plus a soak: the kiosk
 # workload (storm scene, camera path, path flips every 20 s) sampling memory and
 # handles (soak.json). Knobs (environment): FRAMES (16), FRAME_SIZE (1G = 1 GiB), LANES (8),
 # LANE_GIB (6), THREADS (16), DURATION (10), SKIP_ROOT=1, PLAY_FRAMES (96), SOAK (300s),
@@ -115,6 +116,12 @@ run() {
     timeout 300 $SC play "$DS" --headless --path both --frames "${PLAY_FRAMES:-96}" --threads "$THREADS" \
       --size 1920x1080 --verify --json "$OUT/play-verify.json" >>"$LOG" 2>&1
     echo "play --verify exit code: $?" | tee -a "$LOG"
+    # Slots of several parts (256 MiB each: a 1 GiB frame is four shared allocations on the
+    # direct path, four imported host parts on the host path), every extent checked.
+    say "play --headless --path both --verify, 256 MiB slot parts"
+    SUPERCELL_PART_BYTES=268435456 timeout 300 $SC play "$DS" --headless --path both --frames 32 \
+      --threads "$THREADS" --size 1920x1080 --verify --json "$OUT/play-parts.json" >>"$LOG" 2>&1
+    echo "play --verify (slot parts) exit code: $?" | tee -a "$LOG"
     timeout 200 $SC play "$DS" --headless --path host --host-copy staging --frames 64 \
       --threads "$THREADS" --size 1920x1080 --json "$OUT/play-staging.json" >>"$LOG" 2>&1
     echo "play (staging route) exit code: $?" | tee -a "$LOG"
@@ -127,7 +134,7 @@ run() {
 
   local files
   files=$(find /mnt/lanes -name '*.sclane' | sort)
-  [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-verify.json" "$OUT/play-staging.json" "$OUT/soak.json")
+  [ -n "${SKIP_PLAY:-}" ] || json_parts+=("$OUT/play.json" "$OUT/play-verify.json" "$OUT/play-parts.json" "$OUT/play-staging.json" "$OUT/soak.json")
   for p in cpu-only staged gds; do
     say "bench --engine $p (O_DIRECT, $THREADS threads, ${DURATION}s)"
     timeout 120 $SC bench "$DS" --engine "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
@@ -221,7 +228,7 @@ for p in parts + [os.path.join(os.path.dirname(out), "generate.json")]:
 with open(out, "w") as f:
     json.dump(runs, f)
 PY
-  grep -E "^(==|IoType|engine:|read latency|[0-9]+ runs:|fallback|cuFile live|throughput|verify|peer=|all jobs|note|/var/tmp|resolution|real|  *[0-9]+x[0-9]+)" "$LOG" >"$OUT/summary.txt"
+  grep -E "^(==|IoType|engine:|slots:|play: slots:|read latency|[0-9]+ runs:|fallback|cuFile live|throughput|verify|peer=|all jobs|note|/var/tmp|resolution|real|  *[0-9]+x[0-9]+)" "$LOG" >"$OUT/summary.txt"
   bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   ls -la "$OUT"
 }

@@ -146,6 +146,49 @@ fn info_refuses_a_64_gib_frame_instead_of_aborting() {
     }
 }
 
+/// Without `--slots`, a frame so large that not even the fewest slots fit the memory is
+/// refused naming the frame, its bytes and the memory available (bench and play), before
+/// anything is allocated.
+#[test]
+fn a_frame_that_fits_no_slot_configuration_is_refused_with_the_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    storm(tmp.path());
+    // One such frame fits in memory (the dataset opens), two slots of it do not.
+    let bytes = (supercell::memory::available().bytes / 4 * 3).next_multiple_of(4096);
+    make_frame_huge(tmp.path(), bytes);
+    let ds = tmp.path().to_str().unwrap();
+    let json = tmp.path().join("play.json");
+    let expect = [
+        format!("frame 0 of {bytes} bytes"),
+        "fits no slot configuration".to_string(),
+        "host memory".to_string(),
+        "available".to_string(),
+    ];
+    let expect: Vec<&str> = expect.iter().map(String::as_str).collect();
+    let args = ["bench", ds, "--engine", "cpu-only", "--quiet"];
+    failed_cleanly(&args, &run(&args, false, Duration::from_secs(120)), &expect);
+    if render_limits().is_some() {
+        let args = [
+            "play",
+            ds,
+            "--headless",
+            "--frames",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        // On a device whose parts are small (lavapipe: 128 MiB) the renderer's part count
+        // refuses it first, also naming the frame and its bytes.
+        let out = run(&args, false, Duration::from_secs(120));
+        failed_cleanly(&args, &out, &expect[..1]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            expect.iter().all(|e| err.contains(e)) || err.contains("the renderer binds at most"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn bench_refuses_more_slots_than_memory() {
     let tmp = tempfile::tempdir().unwrap();

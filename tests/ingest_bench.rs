@@ -43,7 +43,7 @@ fn bench_streams_a_dataset_smaller_than_the_ring() {
             engine: EngineKind::CpuOnly,
             frames: Some(17),
             verify: true,
-            slots,
+            slots: Some(slots),
             threads: 2,
             io_size: 16 << 10,
             ..BenchConfig::default()
@@ -70,7 +70,7 @@ fn bench_runs_verifies_and_reports() {
             engine: path,
             frames: Some(12),
             verify: true,
-            slots: 3,
+            slots: Some(3),
             threads: 3,
             io_size: 16 << 10,
             ..BenchConfig::default()
@@ -157,6 +157,58 @@ fn bench_runs_verifies_and_reports() {
         .collect();
     assert_eq!(names, ["a", "b"]);
     assert!(doc["aggregate"]["total_bytes"].as_u64().unwrap() > 0);
+}
+
+/// `SUPERCELL_PART_BYTES` cuts the slots into small parts: the binary says how it laid the
+/// slots out (a `slots:` line, `slot_plan` in the JSON), every byte still matches, and a
+/// part size that is no power of two is refused naming the variable.
+#[test]
+fn the_binary_benches_in_forced_slot_parts_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path());
+    let exe = env!("CARGO_BIN_EXE_supercell");
+    let json = dir.path().join("parts.json");
+    let out = Command::new(exe)
+        .env("SUPERCELL_PART_BYTES", "65536")
+        .args([
+            "bench", "--engine", "cpu-only", "--frames", "5", "--verify", "--quiet",
+        ])
+        .args(["--io-size", "48K", "--slots", "3", "--json"])
+        .arg(&json)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("all bytes match"), "{stdout}");
+    // 320 000-byte frames (rounded up to 4 KiB) in 64 KiB parts: five.
+    assert!(
+        stdout.contains("slots: 3 of ") && stdout.contains("(5 parts of at most 64.0 KiB)"),
+        "{stdout}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // fio's shape: supercell's own figures under each job's `supercell` key.
+    let plan = &v["jobs"][0]["supercell"]["slot_plan"];
+    assert_eq!(plan["slots"], 3, "{plan}");
+    assert_eq!(plan["parts"], 5, "{plan}");
+    assert_eq!(plan["part_bytes"], 65536, "{plan}");
+    let out = Command::new(exe)
+        .env("SUPERCELL_PART_BYTES", "100000")
+        .args(["bench", "--engine", "cpu-only", "--quiet"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("SUPERCELL_PART_BYTES")
+            && err.contains("power of two"),
+        "{err}"
+    );
 }
 
 #[test]

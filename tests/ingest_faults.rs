@@ -118,7 +118,7 @@ fn read(e: &mut Engine, ring: &mut FrameRing, rig: &Rig, frame: u32) -> Completi
 /// Checks the frame of `c` against the image written, then frees its slot.
 fn assert_exact(ring: &mut FrameRing, rig: &Rig, c: &Completion) {
     let img = &rig.images[c.frame as usize];
-    let got = ring.host_bytes(c.slot).unwrap();
+    let got = ring.host_parts(c.slot).unwrap().concat();
     assert!(got[..img.len()] == img[..], "frame {} differs", c.frame);
     assert!(ring.evict(c.frame));
 }
@@ -245,7 +245,7 @@ fn hung_lane_times_out_and_keeps_the_slot_until_the_read_ends() {
         let dst = (ext.dst + (offset - ext.offset)) as usize;
         ring.finish_write(slot, true).unwrap();
         let img = &rig.images[0];
-        let got = ring.host_bytes(slot).unwrap();
+        let got = ring.host_parts(slot).unwrap().concat();
         assert!(got[dst..dst + PAGE] == img[dst..dst + PAGE], "{backend:?}");
         assert!(ring.evict(0));
         // The lane is back: the next frames read byte-exact.
@@ -361,7 +361,7 @@ fn bench_counts_errors_per_lane_and_file() {
             threads: 2,
             io_size: 8 * PAGE,
             queue_depth: 4,
-            slots: 2,
+            slots: Some(2),
             frames: Some(8),
             buffered: true,
             backend,

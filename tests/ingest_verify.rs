@@ -20,10 +20,15 @@ use supercell::ingest::{
 
 /// Five frames of two attributes over two lanes, in 64 KiB chunks.
 fn make_dataset(dir: &Path) -> Source {
+    make_dataset_in_chunks(dir, 64 << 10)
+}
+
+/// The same in stripe chunks of `chunk` bytes.
+fn make_dataset_in_chunks(dir: &Path, chunk: u64) -> Source {
     let mut w = DatasetWriter::create(
         dir,
         LaneSpec::Count(2),
-        64 << 10,
+        chunk,
         vec![AttributeSpec::new("a"), AttributeSpec::new("b")],
         Provenance::new("verify test", ["x"]),
     )
@@ -200,7 +205,7 @@ fn bench_verify_counts_every_bad_extent_and_keeps_measuring() {
             engine: path,
             frames: Some(10),
             verify: true,
-            slots: 2,
+            slots: Some(2),
             threads: 2,
             io_size: 16 << 10,
             ..BenchConfig::default()
@@ -232,6 +237,55 @@ fn bench_verify_counts_every_bad_extent_and_keeps_measuring() {
             r.notes
         );
     }
+}
+
+/// `bench --verify` with slots of 64 KiB parts and 160 KiB stripe chunks, so extents cross
+/// part boundaries: clean frames pass (an extent's CRC combined from pieces in several
+/// parts), and a byte flipped in the part of an extent past its first boundary fails
+/// exactly its frame. The plan says how the slots were cut.
+#[test]
+fn bench_verify_in_multi_part_slots_checks_extents_across_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = make_dataset_in_chunks(dir.path(), 160 << 10);
+    let bad = source.frames[3].extents[0];
+    // The flipped byte lies in a later part than the extent's first byte.
+    assert!(
+        bad.len > 100_000 && (bad.dst + 100_000) >> 16 != bad.dst >> 16,
+        "{bad:?}"
+    );
+    corrupt(&source, &bad, 100_000);
+    for path in [EngineKind::CpuOnly, EngineKind::Portable] {
+        let cfg = BenchConfig {
+            engine: path,
+            frames: Some(5),
+            verify: true,
+            slots: Some(2),
+            threads: 2,
+            io_size: 48 << 10,
+            part_bytes: Some(64 << 10),
+            ..BenchConfig::default()
+        };
+        let r = bench::run(&source, &cfg).unwrap();
+        let v = r.verify.as_ref().unwrap();
+        assert_eq!((v.frames, v.mismatch_count), (5, 1), "{:?}", v.mismatches);
+        assert!(v.mismatches[0].contains("frame 3"), "{:?}", v.mismatches);
+        let plan = &r.slot_plan;
+        assert_eq!(plan.part_bytes, 64 << 10);
+        assert_eq!(plan.parts as u64, source.max_frame_len().div_ceil(64 << 10));
+        assert!(plan.parts > 4, "{plan:?}");
+        assert!(
+            bench::report::text(&r).contains("slots: 2 of "),
+            "{}",
+            bench::report::text(&r)
+        );
+    }
+    // A part size that is no power of two is refused, naming it.
+    let cfg = BenchConfig {
+        part_bytes: Some(96 << 10),
+        ..BenchConfig::default()
+    };
+    let e = bench::run(&source, &cfg).unwrap_err().to_string();
+    assert!(e.contains("98304") && e.contains("power of two"), "{e}");
 }
 
 /// A cancelled frame still completes (with `Cancelled`, never a checksum error over the
@@ -295,7 +349,7 @@ fn bench_verify_compares_plain_files_with_the_files() {
     let cfg = BenchConfig {
         engine: EngineKind::CpuOnly,
         verify: true,
-        slots: 2,
+        slots: Some(2),
         threads: 2,
         io_size: 16 << 10,
         ..BenchConfig::default()

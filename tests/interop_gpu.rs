@@ -22,7 +22,9 @@ use supercell::dataset::{
 use supercell::device::read_buffer;
 use supercell::format::{Grid, GridType};
 use supercell::gpu::interop;
-use supercell::gpu::{FrameRing, Gpu, InteropDevice, SharedBuffer, SlotMemory};
+use supercell::gpu::{
+    FrameRing, Gpu, InteropDevice, PartMemory, SharedBuffer, SlotLayout, SlotMemory,
+};
 use supercell::ingest::{Engine, EngineConfig, EngineKind, IngestEngine, Source, open_engine};
 use supercell::render::{GridSlice, Image, Renderer, upload_slot};
 use supercell::stream::FrameStream;
@@ -186,9 +188,12 @@ fn a_frame_written_by_cuda_renders_like_an_upload() {
     image[off_b as usize..][..b.len()].copy_from_slice(&b);
 
     let shared = Arc::new(SharedBuffer::new(&dev, &gpu, slot_len).expect("shared buffer"));
-    let mut ring = FrameRing::new(vec![shared.slot_memory(&gpu)]).unwrap();
+    let mut ring = FrameRing::new(vec![
+        SlotMemory::new(vec![shared.part_memory(&gpu)], slot_len).unwrap(),
+    ])
+    .unwrap();
     let slot = ring.begin_write(7).unwrap();
-    let SlotMemory::Device(mem) = &**ring.memory(slot).unwrap() else {
+    let PartMemory::Device(mem) = &ring.memory(slot).unwrap().parts()[0] else {
         panic!("a shared slot is device memory");
     };
     assert_eq!(mem.ptr(), shared.cuda_ptr());
@@ -297,6 +302,19 @@ fn creating_and_dropping_shared_buffers_does_not_leak() {
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA"]
 fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
+    engines_fill_shared_slots(None);
+}
+
+/// The same with slots of several shared buffers (1 MiB parts: a frame of about 3.2 MB
+/// spans four, its extents cut at part boundaries): one exported allocation per part, and
+/// wgpu reads each part's bytes where the frame puts them.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA"]
+fn engines_fill_multi_part_shared_slots_that_wgpu_reads_byte_exact() {
+    engines_fill_shared_slots(Some(1 << 20));
+}
+
+fn engines_fill_shared_slots(part_bytes: Option<u64>) {
     let (gpu, dev) = setup();
     // On the current directory's file system (cuFile needs a real block device).
     let t = tempfile::tempdir_in(".").unwrap();
@@ -322,11 +340,30 @@ fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
     let ds = Dataset::open(t.path()).unwrap();
     let source = Source::from_manifest(ds.manifest());
     let slot_len = source.max_frame_len().div_ceil(4) * 4;
+    let layout = SlotLayout::new(slot_len, part_bytes.unwrap_or(slot_len)).unwrap();
     for path in [EngineKind::Staged, EngineKind::Gds] {
-        let shared: Vec<Arc<SharedBuffer>> = (0..3)
-            .map(|_| Arc::new(SharedBuffer::new(&dev, &gpu, slot_len).unwrap()))
+        // Per slot, one shared buffer per part.
+        let shared: Vec<Vec<Arc<SharedBuffer>>> = (0..3)
+            .map(|_| {
+                (0..layout.parts())
+                    .map(|i| {
+                        let len = layout.part_len(i).div_ceil(4) * 4;
+                        Arc::new(SharedBuffer::new(&dev, &gpu, len).unwrap())
+                    })
+                    .collect()
+            })
             .collect();
-        let ring = FrameRing::new(shared.iter().map(|s| s.slot_memory(&gpu)).collect()).unwrap();
+        let ring = FrameRing::new(
+            shared
+                .iter()
+                .map(|parts| {
+                    let mems = parts.iter().map(|s| s.part_memory(&gpu)).collect();
+                    SlotMemory::new(mems, layout.part_bytes()).unwrap()
+                })
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(ring.memory(0).unwrap().parts().len(), layout.parts());
         let cfg = EngineConfig {
             threads: 4,
             io_size: 1 << 20,
@@ -352,9 +389,11 @@ fn engines_fill_shared_slots_that_wgpu_reads_byte_exact() {
             |_, f, slot| {
                 ds.read_frame(f as usize, &mut reference, CrcCheck::Verify)
                     .unwrap();
-                let len = (reference.len() as u64).div_ceil(4) * 4;
-                let got =
-                    read_buffer(&dev.device, &dev.queue, shared[slot].wgpu(), 0, len).unwrap();
+                let mut got = Vec::new();
+                for part in &shared[slot] {
+                    let b = part.wgpu();
+                    got.extend(read_buffer(&dev.device, &dev.queue, b, 0, b.size()).unwrap());
+                }
                 assert!(
                     got[..reference.len()] == reference[..],
                     "{path:?}: frame {f} in slot {slot} differs through wgpu"

@@ -270,6 +270,98 @@ fn host_path_shows_the_exact_frames_with(g: &PlayerGpu, host_copy: HostCopy) {
     player.drain(Duration::from_secs(5));
 }
 
+/// A part size that cuts the storm's largest frame into several parts (grids then cross part
+/// boundaries) without exceeding the parts the renderer binds: a power of two of at least
+/// 64 KiB.
+fn small_parts(player: &Player) -> u64 {
+    let len = (0..player.frame_count())
+        .map(|f| player.frame_bytes(f))
+        .max()
+        .unwrap();
+    let part = len.div_ceil(8).max(64 << 10).next_power_of_two();
+    assert!(
+        part < len,
+        "the test storm's frames ({len} bytes) are too small to cut"
+    );
+    part
+}
+
+/// Slots of several parts (parts forced small, so the storm's frames span several and grids
+/// cross part boundaries) on the host path, both upload routes, with `--verify` (CRCs over
+/// the parts): the same images as one-part slots, frame for frame; and `bench --verify` of
+/// the same storm in those parts delivers byte-identical frames.
+#[test]
+fn host_path_in_small_parts_shows_the_same_images_as_one_part() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    for host_copy in [HostCopy::Auto, HostCopy::Staging] {
+        let cfg = PlayerConfig {
+            host_copy,
+            verify: true,
+            ..small_config()
+        };
+        let mut one = Player::new(&g.device, &g.queue, &ds, &cfg).expect("one-part player");
+        let part = small_parts(&one);
+        let mut many = Player::new(
+            &g.device,
+            &g.queue,
+            &ds,
+            &PlayerConfig {
+                part_bytes: Some(part),
+                ..cfg.clone()
+            },
+        )
+        .expect("multi-part player");
+        assert_eq!(one.slot_plan().parts, 1, "{:?}", one.slot_plan());
+        assert!(many.slot_plan().parts > 1, "{:?}", many.slot_plan());
+        assert_eq!(many.slot_plan().part_bytes, part);
+        for p in [&mut one, &mut many] {
+            p.set_playing(false);
+        }
+        for target in [3u32, 0, 7, 5] {
+            let mut images = Vec::new();
+            for p in [&mut one, &mut many] {
+                p.scrub(target);
+                run_until(p, "scrub", |p| {
+                    // A frame whose bytes or CRCs went wrong across parts is never shown.
+                    let faults: Vec<_> = p.faults().collect();
+                    assert!(faults.is_empty(), "{host_copy:?}: {faults:?}");
+                    !p.scrub_pending() && p.shown_frame() == Some(target)
+                });
+                images.push(p.read_image().expect("image"));
+            }
+            assert!(
+                images[0].rgba8 == images[1].rgba8,
+                "{host_copy:?}: frame {target} renders differently from {}-byte parts",
+                part
+            );
+        }
+        for p in [&mut one, &mut many] {
+            assert_eq!(p.last_error(), None);
+            p.drain(Duration::from_secs(5));
+        }
+    }
+    let manifest = Scene::load(&ds).expect("scene");
+    let ls = manifest.open(1.0, None).expect("open");
+    let source = supercell::ingest::Source::from_manifest(ls.dataset.manifest());
+    let len = source.max_frame_len();
+    let part = len.div_ceil(8).max(64 << 10).next_power_of_two();
+    let r = supercell::bench::run(
+        &source,
+        &supercell::bench::BenchConfig {
+            engine: supercell::ingest::EngineKind::CpuOnly,
+            verify: true,
+            part_bytes: Some(part),
+            ..Default::default()
+        },
+    )
+    .expect("bench");
+    let v = r.verify.as_ref().unwrap();
+    assert_eq!(v.mismatch_count, 0, "{:?}", v.mismatches);
+    assert_eq!(v.frames, 8);
+    assert!(r.slot_plan.parts > 1, "{:?}", r.slot_plan);
+}
+
 /// The run-time toggle's machinery (queued reads dropped, reads in flight discarded as they
 /// land, a fresh schedule at the same playhead, the old frame on screen until the new path
 /// delivers) with a second host engine standing in for the direct path: frames keep coming
@@ -475,6 +567,11 @@ fn headless_run_writes_sane_json() {
     assert!(!v["machine"]["adapter"].as_str().unwrap().is_empty());
     assert_eq!(v["dataset"]["frames"], 8);
     assert_eq!(v["size"], serde_json::json!([64, 48]));
+    // The slots chosen, said on stderr and in the JSON.
+    assert!(stderr.contains("play: slots: "), "{stderr}");
+    assert_eq!(v["slot_plan"]["slots"], v["slots"]);
+    assert_eq!(v["slot_plan"]["parts"], 1, "{}", v["slot_plan"]);
+    assert!(v["slot_plan"]["host_bytes"].as_u64().unwrap() > 0);
     let paths = v["paths"].as_array().unwrap();
     assert_eq!(paths.len(), 2);
     let host = &paths[0];
@@ -1113,6 +1210,77 @@ fn panels_as_drawn_never_overlap() {
             assert_eq!(dumps[0].1["plots_no_room"], false, "{}", dumps[0].1);
         }
     }
+}
+
+/// On the H200: slots of several parts (about four per frame) on both paths, with `--verify`:
+/// the direct path's slots are several shared CUDA↔Vulkan allocations each, written by cuFile
+/// or the staged copies part by part, and each frame renders exactly as the host path (its
+/// imported host parts) renders it.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn direct_path_in_slot_parts_renders_as_the_host_path_on_the_gpu() {
+    let ds = std::env::var_os("SUPERCELL_TEST_DATASET")
+        .map(PathBuf::from)
+        .unwrap_or_else(dataset);
+    let g = PlayerGpu::open_best().expect("GPU");
+    let cfg = PlayerConfig {
+        width: 320,
+        height: 180,
+        path: PathSel::Direct,
+        threads: 8,
+        verify: true,
+        playing: false,
+        ..PlayerConfig::default()
+    };
+    let probe = Player::open(&g, &ds, &cfg).expect("player");
+    let len = (0..probe.frame_count())
+        .map(|f| probe.frame_bytes(f))
+        .max()
+        .unwrap();
+    let frames = probe.frame_count();
+    drop(probe);
+    let part = len.div_ceil(4).max(64 << 10).next_power_of_two();
+    let mut player = Player::open(
+        &g,
+        &ds,
+        &PlayerConfig {
+            part_bytes: Some(part),
+            ..cfg
+        },
+    )
+    .expect("player in parts");
+    assert!(
+        player.direct_unavailable().is_none(),
+        "direct path unavailable on the GPU machine: {:?}",
+        player.direct_unavailable()
+    );
+    eprintln!("{}", player.slot_plan().line());
+    assert!(player.slot_plan().parts > 1, "{:?}", player.slot_plan());
+    for target in [0, frames - 1, frames / 2] {
+        let mut images = Vec::new();
+        for _ in 0..2 {
+            // The frame must come from the active path (after a toggle the other path's frame
+            // stays on screen until this one delivers).
+            let sel = player.active_path();
+            let before = player.figures(sel).frames_rendered;
+            player.scrub(target);
+            run_until(&mut player, "scrub", |p| {
+                !p.scrub_pending()
+                    && p.shown_frame() == Some(target)
+                    && p.figures(sel).frames_rendered > before
+            });
+            images.push((player.active_path(), player.read_image().expect("image")));
+            player.toggle_path().expect("toggle");
+        }
+        assert!(
+            images[0].1.rgba8 == images[1].1.rgba8,
+            "frame {target}: {:?} and {:?} render differently",
+            images[0].0,
+            images[1].0
+        );
+    }
+    assert_eq!(player.last_error(), None);
+    player.drain(Duration::from_secs(10));
 }
 
 /// On the H200: both paths, toggled during playback, each delivering frames, no errors, no

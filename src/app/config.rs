@@ -102,6 +102,10 @@ pub struct PlayerConfig {
     pub height: u32,
     /// Ring slots per path (default: from frame size and memory, at least 3).
     pub slots: Option<usize>,
+    /// Bytes of a slot part (a power of two of at least 64 KiB); `None`: the part size in
+    /// `SUPERCELL_PART_BYTES`, else the device's (its largest buffer and binding). Tests
+    /// force small parts so small frames span several.
+    pub part_bytes: Option<u64>,
     /// I/O threads per engine.
     pub threads: usize,
     /// Reads in flight per thread.
@@ -147,6 +151,7 @@ impl Default for PlayerConfig {
             width: 1280,
             height: 720,
             slots: None,
+            part_bytes: None,
             threads: 4,
             queue_depth: 8,
             io_size: 1 << 20,

@@ -36,10 +36,10 @@ pub use super::faults::{FrameFault, FrameFaultKind};
 use super::path::FramePath;
 pub use super::path::{PathReport, ring_slots};
 use super::stats::{PathFigures, PathStats};
-use crate::gpu::SlotState;
+use crate::gpu::{SlotDemand, SlotPlan, SlotState};
 use crate::ingest::{EngineConfig, IngestError, IoMode, Source};
 use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
-use crate::render::{Renderer, View};
+use crate::render::{Renderer, SlotPart, View};
 use crate::scene::{LoadedScene, Scene};
 use crate::stream::StreamEvent;
 
@@ -88,6 +88,8 @@ pub struct Player {
     size: (u32, u32),
     slot_len: usize,
     slots: usize,
+    /// How many slots, of what parts, and the memory they take.
+    slot_plan: SlotPlan,
     /// A scrub in progress: target and when it was asked for.
     scrub: Option<(u32, Instant)>,
     last_scrub_ms: Option<f64>,
@@ -161,32 +163,23 @@ impl Player {
                 source.frames.len() - 1
             )));
         }
-        let slot_len = source.frames.iter().map(|f| f.len).max().unwrap_or(4096) as usize;
-        let caps = crate::device::DeviceCaps::of(device);
-        if slot_len as u64 > caps.max_buffer_size {
+        if let Some(n) = cfg.slots
+            && n < crate::stream::MIN_SLOTS
+        {
             return Err(PlayError::Usage(format!(
-                "a frame of {slot_len} bytes exceeds this device's largest buffer ({} bytes)",
-                caps.max_buffer_size
+                "--slots {n}: at least {} are needed (the frame shown holds one slot while the next is read into another)",
+                crate::stream::MIN_SLOTS
             )));
         }
-        let slots = match cfg.slots {
-            Some(n) if n < crate::stream::MIN_SLOTS => {
-                return Err(PlayError::Usage(format!(
-                    "--slots {n}: at least {} are needed (the frame shown holds one slot while the next is read into another)",
-                    crate::stream::MIN_SLOTS
-                )));
-            }
-            Some(n) => n,
-            None => {
-                // Direct slots live in GPU memory: budget by the smaller of the two.
-                let gpu_free = interop
-                    .as_ref()
-                    .ok()
-                    .and_then(|(g, _)| g.mem_info().ok())
-                    .map_or(u64::MAX, |(free, _)| free as u64);
-                ring_slots(slot_len, crate::memory::available().bytes.min(gpu_free))
-            }
+        let renderer = match forced_part_bytes(cfg)? {
+            Some(bytes) => Renderer::with_part_bytes(device, queue, bytes)?,
+            None => Renderer::new(device, queue)?,
         };
+        let slot_plan = plan_player_slots(&renderer, interop.as_ref().ok(), &source, cfg)?;
+        let (slots, slot_len) = (slot_plan.slots, slot_plan.slot_bytes as usize);
+        let layout = slot_plan
+            .layout()
+            .map_err(|e| PlayError::Usage(e.to_string()))?;
         let ecfg = EngineConfig {
             threads: cfg.threads.max(1),
             queue_depth: cfg.queue_depth.max(1),
@@ -198,17 +191,16 @@ impl Player {
             backend: cfg.io_backend,
             ..EngineConfig::default()
         };
-        let renderer = Renderer::new(device, queue)?;
 
         // Host path: always there (it needs nothing but wgpu).
         let host_path =
-            |label: &str| FramePath::host(device, cfg, &ecfg, &source, slots, slot_len, label);
+            |label: &str| FramePath::host(device, cfg, &ecfg, &source, slots, layout, label);
         let host = host_path("supercell host upload")?;
         // Direct path: only where shared buffers exist; else the reason is kept for the UI.
         let (direct, direct_reason) = if cfg.loopback_direct {
             (Some(host_path("supercell loopback upload")?), None)
         } else {
-            match interop.and_then(|(g, dev)| open_direct_slots(g, dev, slots, slot_len)) {
+            match interop.and_then(|(g, dev)| open_direct_slots(g, dev, slots, layout)) {
                 Ok(shared) => match FramePath::direct(shared, &source, &ecfg, cfg.direct_engine)? {
                     Ok(p) => (Some(p), None),
                     Err(why) => (None, Some(why)),
@@ -259,6 +251,7 @@ impl Player {
             size: (cfg.width, cfg.height),
             slot_len,
             slots,
+            slot_plan,
             scrub: None,
             last_scrub_ms: None,
             dragging: false,
@@ -502,17 +495,22 @@ impl Player {
                 .ok_or_else(|| PlayError::Usage(format!("frame {frame} is not resident")))?,
         };
         let len = self.source.frames[frame as usize].len as usize;
-        let (buffer, upload_s) =
+        let (parts, upload_s) =
             p.route
-                .frame_buffer(&self.device, &self.queue, p.stream.ring(), slot, len)?;
+                .frame_parts(&self.device, &self.queue, p.stream.ring(), slot, len)?;
         if let Some(secs) = upload_s {
             self.stats[active.index()].uploaded(len as u64, secs);
         }
-        let slices = self.scene.grid_slices(frame as usize, &buffer)?;
         // The previous frame's render must be done before its slot goes back to the engine
         // (below) and before the renderer's timestamp buffer is reused.
         self.complete_render(true)?;
-        self.renderer.set_grids(&slices)?;
+        bind_frame(
+            &mut self.renderer,
+            &self.scene,
+            frame as usize,
+            &parts,
+            self.slot_plan.part_bytes,
+        )?;
         self.shown = Some(Shown {
             frame,
             path: active,
@@ -801,6 +799,10 @@ impl Player {
     pub fn slots(&self) -> usize {
         self.slots
     }
+    /// How many slots each path holds, of what parts, the memory they take, and why.
+    pub fn slot_plan(&self) -> &SlotPlan {
+        &self.slot_plan
+    }
     /// Reads in flight on the active path (frames).
     pub fn in_flight(&self) -> usize {
         self.path(self.active).map_or(0, |p| p.stream.in_flight())
@@ -890,4 +892,89 @@ impl Player {
             p.stream.drain(end);
         }
     }
+}
+
+/// The part size a run forces on the renderer and the slots (`cfg.part_bytes`, else
+/// [`crate::gpu::PART_BYTES_ENV`]); `None`: the renderer's device decides (the largest power
+/// of two its buffers and storage bindings hold).
+fn forced_part_bytes(cfg: &PlayerConfig) -> Result<Option<u64>, PlayError> {
+    let forced = match cfg.part_bytes {
+        Some(b) => Some(b),
+        None => crate::gpu::part_bytes_from_env().map_err(|e| PlayError::Usage(e.to_string()))?,
+    };
+    forced
+        .map(|b| crate::gpu::check_part_bytes(b, "the part size"))
+        .transpose()
+        .map_err(|e| PlayError::Usage(e.to_string()))
+}
+
+/// How many slots each path holds and how they are cut into parts: what `--slots` asks for
+/// (refused where it does not fit), else the memory-based default, fewer where the GPU or
+/// host cannot hold that many. Per slot the player holds a host slot (two with the
+/// loopback path), a device buffer the host route binds, and on the direct path a shared
+/// slot.
+fn plan_player_slots(
+    renderer: &Renderer,
+    interop: Option<&(&crate::gpu::Gpu, &crate::gpu::InteropDevice)>,
+    source: &Source,
+    cfg: &PlayerConfig,
+) -> Result<SlotPlan, PlayError> {
+    let (frame, frame_bytes) = source
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i as u32, f.len))
+        .max_by_key(|&(i, len)| (len, std::cmp::Reverse(i)))
+        .unwrap_or((0, 4096));
+    let gpu_free = interop
+        .and_then(|(g, _)| g.mem_info().ok())
+        .map(|(free, _)| free as u64);
+    let host = crate::memory::available().bytes;
+    let demand = SlotDemand {
+        frame,
+        frame_bytes: frame_bytes.max(1),
+        part_bytes: renderer.part_bytes(),
+        max_parts: crate::render::MAX_PARTS,
+        host_per_slot: if cfg.loopback_direct { 2 } else { 1 },
+        gpu_per_slot: if interop.is_some() { 2 } else { 1 },
+        gpu_fixed: 0,
+    };
+    let wanted = cfg.slots.unwrap_or_else(|| {
+        ring_slots(frame_bytes as usize, host.min(gpu_free.unwrap_or(u64::MAX)))
+    });
+    crate::gpu::plan_slots(
+        &demand,
+        wanted,
+        cfg.slots.is_some(),
+        crate::stream::MIN_SLOTS,
+        Some(host),
+        gpu_free,
+    )
+    .map_err(PlayError::Usage)
+}
+
+/// Binds the grids of `frame` that the scene shows to the renderer, from the buffers of the
+/// slot parts holding the frame (in order; every part but the last holds `part_bytes`, the
+/// renderer's part size).
+///
+/// The one place a frame meets the renderer: each grid is located by its frame offset, as
+/// a part and an offset inside it, and may run on into the following parts.
+fn bind_frame(
+    renderer: &mut Renderer,
+    scene: &LoadedScene,
+    frame: usize,
+    parts: &[wgpu::Buffer],
+    part_bytes: u64,
+) -> Result<(), PlayError> {
+    let grids = scene.grids_in_parts(frame, part_bytes)?;
+    let parts: Vec<SlotPart<'_>> = parts
+        .iter()
+        .map(|buffer| SlotPart {
+            buffer,
+            offset: 0,
+            size: buffer.size().min(part_bytes),
+        })
+        .collect();
+    renderer.set_frame(&parts, &grids)?;
+    Ok(())
 }

@@ -7,17 +7,17 @@
 
 use std::sync::Arc;
 
-use crate::gpu::{Gpu, InteropDevice, SharedBuffer, SlotMemory};
+use crate::gpu::{Gpu, InteropDevice, SharedBuffer, SlotLayout, SlotMemory};
 
-/// Ring slots for the direct path: each is CUDA-visible memory and a wgpu buffer over the
-/// same bytes.
+/// Ring slots for the direct path: each part of each slot is CUDA-visible memory and a wgpu
+/// buffer over the same bytes.
 pub struct DirectSlots {
     /// The CUDA GPU the engine writes with.
     pub gpu: Gpu,
     /// Slot memories for the engine (device memory aliasing `buffers`).
     pub memories: Vec<SlotMemory>,
-    /// The same slots as wgpu storage buffers, for the renderer.
-    pub buffers: Vec<wgpu::Buffer>,
+    /// The same slots as wgpu storage buffers, one per part, for the renderer.
+    pub buffers: Vec<Vec<wgpu::Buffer>>,
 }
 
 /// Why there is no direct path when the player's device was not opened with sharing.
@@ -28,39 +28,51 @@ pub fn no_sharing_reason() -> String {
     }
 }
 
-/// Makes `count` shared slots of `len` bytes on `dev` (the Vulkan device that is `gpu`).
+/// Makes `count` shared slots of `layout` on `dev` (the Vulkan device that is `gpu`): one
+/// exported allocation per part of each slot.
 pub fn open_direct_slots(
     gpu: &Gpu,
     dev: &InteropDevice,
     count: usize,
-    len: usize,
+    layout: SlotLayout,
 ) -> Result<DirectSlots, String> {
-    let len4 = (len as u64).div_ceil(4) * 4;
-    if len4 > dev.max_shared_bytes() {
+    // Parts are multiples of 4 bytes (the last one rounded up), as wgpu's buffers must be.
+    let part_len4 = |i: usize| layout.part_len(i).div_ceil(4) * 4;
+    if part_len4(0) > dev.max_shared_bytes() {
         return Err(format!(
-            "a frame of {len} bytes exceeds the largest shared buffer ({} bytes)",
+            "a slot part of {} bytes exceeds the largest shared buffer ({} bytes)",
+            part_len4(0),
             dev.max_shared_bytes()
         ));
     }
-    let total = (count as u64).saturating_mul(len4);
+    let slot4: u64 = (0..layout.parts()).map(part_len4).sum();
+    let total = (count as u64).saturating_mul(slot4);
     if let Ok((free, _)) = gpu.mem_info()
         && total > free as u64
     {
         return Err(format!(
-            "{count} shared slots of {len4} bytes need {total} bytes, but the GPU has {free} bytes free"
+            "{count} shared slots of {slot4} bytes need {total} bytes, but the GPU has {free} bytes free"
         ));
     }
     let mut memories = Vec::with_capacity(count);
     let mut buffers = Vec::with_capacity(count);
     for i in 0..count {
-        let shared = Arc::new(
-            SharedBuffer::new(dev, gpu, len4)
-                .map_err(|e| format!("shared slot {i} of {len4} bytes: {e}"))?,
+        let mut parts = Vec::with_capacity(layout.parts());
+        let mut wgpu_parts = Vec::with_capacity(layout.parts());
+        for p in 0..layout.parts() {
+            let shared = Arc::new(SharedBuffer::new(dev, gpu, part_len4(p)).map_err(|e| {
+                format!("shared slot {i}, part {p} of {} bytes: {e}", part_len4(p))
+            })?);
+            // The slot memory keeps the CUDA mapping alive; the wgpu handle keeps the Vulkan
+            // memory alive until the last submission reading it is done.
+            parts.push(shared.part_memory(gpu));
+            wgpu_parts.push(shared.wgpu().clone());
+        }
+        memories.push(
+            SlotMemory::new(parts, layout.part_bytes())
+                .map_err(|e| format!("shared slot {i}: {e}"))?,
         );
-        // The slot memory keeps the CUDA mapping alive; the wgpu handle keeps the Vulkan
-        // memory alive until the last submission reading it is done.
-        memories.push(shared.slot_memory(gpu));
-        buffers.push(shared.wgpu().clone());
+        buffers.push(wgpu_parts);
     }
     Ok(DirectSlots {
         gpu: gpu.clone(),

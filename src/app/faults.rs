@@ -163,16 +163,11 @@ pub(super) fn check_headers(
         {
             return bad(format!("{len} bytes do not fit the slot"));
         }
-        let checked = match ring.host_bytes(slot) {
-            Some(bytes) => crate::format::Grid::check_header(&bytes[start..start + len], g.size),
-            None => {
-                // Device memory: read the headers back (a few KiB).
-                prefix.resize(len.min(crate::format::Grid::HEADER_PREFIX), 0);
-                match ring.read_back(slot, start, &mut prefix) {
-                    Ok(()) => crate::format::Grid::check_header(&prefix, g.size),
-                    Err(e) => return bad(format!("cannot read the header back: {e}")),
-                }
-            }
+        // Host or device memory, one part or several: read the header back (a few KiB).
+        prefix.resize(len.min(crate::format::Grid::HEADER_PREFIX), 0);
+        let checked = match ring.read_back(slot, start, &mut prefix) {
+            Ok(()) => crate::format::Grid::check_header(&prefix, g.size),
+            Err(e) => return bad(format!("cannot read the header back: {e}")),
         };
         match checked {
             Ok(size) if size == g.size => {}

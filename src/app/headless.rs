@@ -196,6 +196,8 @@ pub struct HeadlessReport {
     pub size: [u32; 2],
     /// Ring slots per path.
     pub slots: usize,
+    /// How many slots, of what parts, the memory they take, and why that many.
+    pub slot_plan: crate::gpu::SlotPlan,
     /// Frames asked for per path.
     pub frames_per_path: u64,
     /// One entry per path asked for (none in a `--soak` run).

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::config::{DirectEngine, PathSel, PlayError, PlayerConfig};
 use super::direct::DirectSlots;
 use super::route::UploadRoute;
-use crate::gpu::FrameRing;
+use crate::gpu::{FrameRing, SlotLayout};
 use crate::ingest::{EngineConfig, EngineInfo, EngineKind, IngestEngine, Source, open_engine};
 use crate::stream::FrameStream;
 
@@ -74,18 +74,18 @@ impl PathReport {
 
 impl FramePath {
     /// The host path: the cpu-only engine (the portable one, with the reason, where it
-    /// cannot start) into `slots` page-aligned host slots of `slot_len` bytes, and the best
-    /// upload route the device allows (`label` names its GPU buffers).
+    /// cannot start) into `slots` page-aligned host slots of `layout`, and the best upload
+    /// route the device allows (`label` names its GPU buffers).
     pub(super) fn host(
         device: &wgpu::Device,
         cfg: &PlayerConfig,
         ecfg: &EngineConfig,
         source: &Source,
         slots: usize,
-        slot_len: usize,
+        layout: SlotLayout,
         label: &str,
     ) -> Result<FramePath, PlayError> {
-        let ring = FrameRing::host(slots, slot_len)?;
+        let ring = FrameRing::host(slots, layout)?;
         // Best: the GPU copies straight out of the host slots (imported host memory); else
         // each frame is copied by the CPU into a staging buffer first.
         let route = UploadRoute::for_host_slots(device, &ring, cfg.host_copy, cfg.verify, label)?;

@@ -1,21 +1,24 @@
-//! How a frame gets from its ring slot to the buffer the renderer binds: the
+//! How a frame gets from its ring slot to the buffers the renderer binds: the
 //! [`UploadRoute`] of a frame path, with what each route needs (the staging buffers, the
 //! imported host slots and the copies out of them).
+//!
+//! A slot is one or more parts ([`crate::gpu::SlotLayout`]), so every route keeps one GPU
+//! buffer per part: a frame is shown by binding the buffers of its slot's parts, in order.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::core::{HostCopy, PlayError};
-use crate::gpu::{FrameRing, WgpuCrc};
+use crate::gpu::{FrameRing, SlotLayout, WgpuCrc};
 use crate::ingest::{IngestError, ReadProgress, Source};
 
 /// How frames of one path reach the buffer the renderer binds.
 pub(super) enum UploadRoute {
-    /// Direct path: each ring slot is a wgpu buffer CUDA writes (the same memory); a frame
-    /// is shown by binding its slot.
+    /// Direct path: each ring slot's part is a wgpu buffer CUDA writes (the same memory); a
+    /// frame is shown by binding its slot's parts.
     Shared {
-        /// One buffer per ring slot (same index).
-        buffers: Vec<wgpu::Buffer>,
+        /// The buffers of each ring slot's parts (same indices).
+        buffers: Vec<Vec<wgpu::Buffer>>,
     },
     /// Host path where the device can import host memory: the GPU copies each frame's
     /// ranges out of its host slot into a device buffer per slot as their reads land.
@@ -27,10 +30,12 @@ pub(super) enum UploadRoute {
 
 /// The imported-copy route's buffers and bookkeeping (all indexed by ring slot).
 pub(super) struct ImportedCopy {
-    /// Each host slot as a GPU copy source.
-    imported: Vec<wgpu::Buffer>,
-    /// A device buffer per slot: the frame is bound from here.
-    buffers: Vec<wgpu::Buffer>,
+    /// How every slot is cut into parts.
+    layout: SlotLayout,
+    /// Each host slot's parts as GPU copy sources.
+    imported: Vec<Vec<wgpu::Buffer>>,
+    /// A device buffer per slot part: the frame is bound from here.
+    buffers: Vec<Vec<wgpu::Buffer>>,
     /// The landed ranges of the frame being read into each slot.
     progress: Vec<Option<Arc<ReadProgress>>>,
     /// The last submission that copies from each slot. A slot can go back to Free without
@@ -44,10 +49,12 @@ pub(super) struct ImportedCopy {
 
 /// The staging route's buffers.
 pub(super) struct StagedUpload {
-    /// Two upload buffers, bound in turn.
-    buffers: Vec<wgpu::Buffer>,
-    /// One staging buffer per upload buffer (same index).
-    staging: Vec<Staging>,
+    /// How every slot is cut into parts.
+    layout: SlotLayout,
+    /// Two sets of upload buffers (one per slot part), bound in turn.
+    buffers: Vec<Vec<wgpu::Buffer>>,
+    /// One staging buffer per upload buffer (same indices).
+    staging: Vec<Vec<Staging>>,
     /// The upload buffer the next frame goes to.
     next: usize,
     /// Why the GPU cannot copy from the host slots themselves (empty: staging was asked
@@ -67,7 +74,17 @@ impl UploadRoute {
         verify: bool,
         label: &str,
     ) -> Result<UploadRoute, PlayError> {
-        let (slots, slot_len) = (ring.len(), ring.slot_len());
+        let slots = ring.len();
+        let layout = ring
+            .memory(0)
+            .map(|m| m.layout())
+            .ok_or_else(|| PlayError::Usage("a host path needs at least one slot".into()))?;
+        // One device buffer per part of a slot.
+        let part_buffers = |label: &str| -> Result<Vec<wgpu::Buffer>, PlayError> {
+            (0..layout.parts())
+                .map(|i| new_buffer(device, copy_len(layout.part_len(i) as usize), label))
+                .collect()
+        };
         let imported = match host_copy {
             HostCopy::Staging => Err(String::new()),
             HostCopy::Auto => crate::gpu::HostImporter::new(device),
@@ -75,20 +92,25 @@ impl UploadRoute {
         .and_then(|imp| {
             ring.memories()
                 .into_iter()
-                .map(|m| imp.import(device, m, "supercell host slot"))
+                .map(|m| {
+                    (0..m.parts().len())
+                        .map(|i| imp.import(device, m.clone(), i, "supercell host slot"))
+                        .collect::<Result<Vec<_>, _>>()
+                })
                 .collect::<Result<Vec<_>, _>>()
         });
         // The imported route needs a device buffer per slot; where the GPU has no room
         // for them, the staging route needs only two.
         let imported = imported.and_then(|b| {
             (0..slots)
-                .map(|_| new_buffer(device, copy_len(slot_len), label))
+                .map(|_| part_buffers(label))
                 .collect::<Result<Vec<_>, _>>()
                 .map(|d| (b, d))
                 .map_err(|e| e.to_string())
         });
         Ok(match imported {
             Ok((imported, buffers)) => UploadRoute::ImportedCopy(ImportedCopy {
+                layout,
                 imported,
                 buffers,
                 progress: vec![None; slots],
@@ -98,11 +120,16 @@ impl UploadRoute {
                 gpu_crc: verify.then(|| WgpuCrc::new(device)),
             }),
             Err(why) => UploadRoute::Staging(StagedUpload {
+                layout,
                 buffers: (0..2)
-                    .map(|_| new_buffer(device, copy_len(slot_len), label))
+                    .map(|_| part_buffers(label))
                     .collect::<Result<Vec<_>, _>>()?,
                 staging: (0..2)
-                    .map(|_| Staging::new(device, slot_len))
+                    .map(|_| {
+                        (0..layout.parts())
+                            .map(|i| Staging::new(device, layout.part_len(i) as usize))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
                     .collect::<Result<Vec<_>, _>>()?,
                 next: 0,
                 why,
@@ -138,12 +165,13 @@ impl UploadRoute {
     }
 
     /// The GPU buffers frames are bound from (the memory the player holds for frames).
-    pub(super) fn buffers(&self) -> &[wgpu::Buffer] {
+    pub(super) fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
         match self {
-            UploadRoute::Shared { buffers } => buffers,
-            UploadRoute::ImportedCopy(c) => &c.buffers,
-            UploadRoute::Staging(s) => &s.buffers,
+            UploadRoute::Shared { buffers } => buffers.iter(),
+            UploadRoute::ImportedCopy(c) => c.buffers.iter(),
+            UploadRoute::Staging(s) => s.buffers.iter(),
         }
+        .flatten()
     }
 
     /// `slot` was just taken for a new read: waits for copies still reading it, and
@@ -218,8 +246,17 @@ impl UploadRoute {
                 })
             });
             for (dst, len) in ranges {
-                // Extents are 4 KiB aligned (checked at submit), so copies are too.
-                enc.copy_buffer_to_buffer(&c.imported[slot], dst, &c.buffers[slot], dst, len);
+                // Extents are 4 KiB aligned (checked at submit), and so are part
+                // boundaries, so copies are too. A range may span parts: one copy per part.
+                for r in c.layout.pieces(dst, len) {
+                    enc.copy_buffer_to_buffer(
+                        &c.imported[slot][r.part],
+                        r.offset,
+                        &c.buffers[slot][r.part],
+                        r.offset,
+                        r.len,
+                    );
+                }
             }
             copied.push(slot);
         }
@@ -249,10 +286,39 @@ impl UploadRoute {
         let (Some(crc), Some(f)) = (&c.gpu_crc, source.frames.get(frame as usize)) else {
             return Ok(None);
         };
-        let ranges: Vec<(u64, u64)> = f.extents.iter().map(|e| (e.dst, e.len)).collect();
-        let got = crc
-            .crc32(device, queue, &c.buffers[slot], &ranges)
-            .map_err(|e| IngestError::Unavailable(format!("GPU CRC check: {e}")))?;
+        // Each extent's pieces, part by part; an extent's CRC is combined from its pieces'.
+        let mut per_part: Vec<Vec<(u64, u64)>> = vec![Vec::new(); c.layout.parts()];
+        let order: Vec<Vec<(usize, usize, u64)>> = f
+            .extents
+            .iter()
+            .map(|e| {
+                c.layout
+                    .pieces(e.dst, e.len)
+                    .map(|r| {
+                        per_part[r.part].push((r.offset, r.len));
+                        (r.part, per_part[r.part].len() - 1, r.len)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut part_crcs = Vec::with_capacity(per_part.len());
+        for (part, ranges) in per_part.iter().enumerate() {
+            let buffer = c.buffers[slot].get(part).ok_or_else(|| {
+                PlayError::Usage(format!("frame {frame} lies past the slot's last part"))
+            })?;
+            part_crcs.push(
+                crc.crc32(device, queue, buffer, ranges)
+                    .map_err(|e| IngestError::Unavailable(format!("GPU CRC check: {e}")))?,
+            );
+        }
+        let got: Vec<u32> = order
+            .iter()
+            .map(|pieces| {
+                pieces.iter().fold(0u32, |acc, &(part, i, len)| {
+                    crate::crc32::combine(acc, part_crcs[part][i], len)
+                })
+            })
+            .collect();
         let mut bad = f
             .extents
             .iter()
@@ -274,18 +340,18 @@ impl UploadRoute {
         }))
     }
 
-    /// The buffer to bind for the first `len` bytes of the frame resident in `slot`, and
-    /// the seconds the CPU spent copying it (staging route). Shared and imported routes
-    /// bind the slot's own buffer, whose copies were all submitted (the last when the read
-    /// completed) before this render, on the same queue.
-    pub(super) fn frame_buffer(
+    /// The buffers to bind, one per slot part in order, for the first `len` bytes of the
+    /// frame resident in `slot`, and the seconds the CPU spent copying it (staging route).
+    /// Shared and imported routes bind the slot's own buffers, whose copies were all
+    /// submitted (the last when the read completed) before this render, on the same queue.
+    pub(super) fn frame_parts(
         &mut self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         ring: &FrameRing,
         slot: usize,
         len: usize,
-    ) -> Result<(wgpu::Buffer, Option<f64>), PlayError> {
+    ) -> Result<(Vec<wgpu::Buffer>, Option<f64>), PlayError> {
         let s = match self {
             UploadRoute::Shared { buffers } => return Ok((buffers[slot].clone(), None)),
             UploadRoute::ImportedCopy(c) => return Ok((c.buffers[slot].clone(), None)),
@@ -293,16 +359,23 @@ impl UploadRoute {
         };
         let b = s.next;
         s.next = (b + 1) % s.buffers.len();
-        let bytes = ring
-            .host_bytes(slot)
+        let parts = ring
+            .host_parts(slot)
             .ok_or_else(|| PlayError::Usage(format!("slot {slot} holds no host bytes")))?;
         // This runs while the GPU still renders the previous frame (that render reads the
-        // other upload buffer). Upload buffer `b` was last bound by the render before that
+        // other set of upload buffers). Set `b` was last bound by the render before that
         // one, which has finished: the player waits for each render before it submits the
-        // next. The GPU copy is ordered before the render submitted next. The bytes are
-        // copied out before this returns.
+        // next. The GPU copies are ordered before the render submitted next. The bytes are
+        // copied out before this returns. Parts past the frame's end are left as they are
+        // (nothing binds them).
         let t0 = Instant::now();
-        s.staging[b].upload(device, queue, &bytes[..len], &s.buffers[b])?;
+        for r in s.layout.pieces(0, len as u64) {
+            let bytes = parts.get(r.part).and_then(|p| p.get(..r.len as usize));
+            let bytes = bytes.ok_or_else(|| {
+                PlayError::Usage(format!("a {len}-byte frame does not fit slot {slot}"))
+            })?;
+            s.staging[b][r.part].upload(device, queue, bytes, &s.buffers[b][r.part])?;
+        }
         Ok((s.buffers[b].clone(), Some(t0.elapsed().as_secs_f64())))
     }
 }

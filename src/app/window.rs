@@ -288,6 +288,7 @@ impl App {
         let mut pcfg = self.opts.player.clone();
         (pcfg.width, pcfg.height) = render_size((sw, sh), self.render_scale);
         let mut player = Player::open(&gpu, &self.opts.scene, &pcfg)?;
+        eprintln!("play: {}", player.slot_plan().line());
         settings.apply_view(player.view_mut());
         self.ui.presets = overlay::presets_for(&player);
         if self.opts.kiosk

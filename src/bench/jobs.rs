@@ -118,7 +118,7 @@ fn apply(
         "threads" => cfg.cfg.threads = num(val)?,
         "io_size" | "iosize" => cfg.cfg.io_size = size(val)? as usize,
         "queue_depth" => cfg.cfg.queue_depth = num(val)?,
-        "slots" => cfg.cfg.slots = num(val)?,
+        "slots" => cfg.cfg.slots = Some(num(val)?),
         "streams" => cfg.cfg.streams = num(val)?,
         "frames" => cfg.cfg.frames = Some(num(val)? as u64),
         "duration" => {

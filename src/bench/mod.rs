@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::gpu::{FrameRing, Gpu, GpuError, SlotState};
+use crate::gpu::{FrameRing, Gpu, GpuError, SlotDemand, SlotPlan, SlotState};
 use crate::ingest::gds::CuFileStats;
 use crate::ingest::{
     Engine, EngineConfig, EngineInfo, EngineKind, IngestEngine, IngestError, IoBackend, IoMode,
@@ -39,8 +39,14 @@ pub struct BenchConfig {
     pub io_size: usize,
     /// Reads in flight per io_uring.
     pub queue_depth: usize,
-    /// Frame-ring slots.
-    pub slots: usize,
+    /// Frame-ring slots: exactly this many (refused where they do not fit the memory), or
+    /// with `None` [`DEFAULT_SLOTS`], fewer where frames are too large for that many (the
+    /// result's [`BenchResult::slot_plan`] says how many, and why).
+    pub slots: Option<usize>,
+    /// Bytes of a slot part (a power of two of at least 64 KiB); `None`: the part size in
+    /// `SUPERCELL_PART_BYTES`, else [`crate::gpu::DEFAULT_PART_BYTES`] (what the player
+    /// uses on GPUs whose buffers reach 4 GiB).
+    pub part_bytes: Option<u64>,
     /// Stop after this many frames (default: every frame of the source once).
     pub frames: Option<u64>,
     /// Stop after this many seconds.
@@ -74,7 +80,8 @@ impl Default for BenchConfig {
             threads: 8,
             io_size: 1 << 20,
             queue_depth: 8,
-            slots: 4,
+            slots: None,
+            part_bytes: None,
             frames: None,
             duration: None,
             cold: false,
@@ -128,6 +135,8 @@ pub struct BenchResult {
     pub queue_depth: usize,
     /// Slots in the ring.
     pub slots: usize,
+    /// How many slots, of what parts, the memory they take, and why that many.
+    pub slot_plan: SlotPlan,
     /// Whether the page cache was dropped.
     pub cold: bool,
     /// Reads completed.
@@ -306,10 +315,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     if source.frames.is_empty() {
         return Err(IngestError::Usage("nothing to read".into()));
     }
-    if cfg.slots < MIN_SLOTS {
+    if let Some(n) = cfg.slots
+        && n < MIN_SLOTS
+    {
         return Err(IngestError::Usage(format!(
-            "--slots {}: at least {MIN_SLOTS} are needed (the frame shown holds one slot while the next is read into another)",
-            cfg.slots
+            "--slots {n}: at least {MIN_SLOTS} are needed (the frame shown holds one slot while the next is read into another)"
         )));
     }
     let mut notes = Vec::new();
@@ -329,7 +339,6 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     {
         notes.push(n);
     }
-    let slot_len = source.max_frame_len() as usize;
     let gpu = if cfg.engine.needs_cuda() {
         Some(Gpu::open(cfg.gpu).map_err(|e| match e {
             GpuError::Unavailable(m) => IngestError::Unavailable(format!(
@@ -341,9 +350,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     } else {
         None
     };
+    let slot_plan = plan_bench_slots(source, cfg, gpu.as_ref())?;
+    let layout = slot_plan.layout()?;
     let ring = match &gpu {
-        Some(g) => FrameRing::device(g, cfg.slots, slot_len)?,
-        None => FrameRing::host(cfg.slots, slot_len)?,
+        Some(g) => FrameRing::device(g, slot_plan.slots, layout)?,
+        None => FrameRing::host(slot_plan.slots, layout)?,
     };
     let ecfg = EngineConfig {
         threads: cfg.threads,
@@ -388,7 +399,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         frame_count: n,
         mode: PlayMode::Loop,
         speed_fps: None,
-        window: cfg.slots,
+        window: slot_plan.slots,
     });
     sched.set_playing(true);
     let bar = progress_bar(cfg.progress, planned_bytes);
@@ -513,7 +524,8 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         threads: cfg.threads,
         io_size: cfg.io_size,
         queue_depth: cfg.queue_depth,
-        slots: cfg.slots,
+        slots: slot_plan.slots,
+        slot_plan,
         cold: cfg.cold,
         ops,
         op_errors: c.errors.load(Ordering::Relaxed),
@@ -544,6 +556,49 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     };
     drop(stream);
     Ok(result)
+}
+
+/// Slots a benchmark holds when `--slots` does not say: enough to keep reads ahead of the
+/// consumer.
+pub const DEFAULT_SLOTS: usize = 4;
+
+/// How many slots a run holds: `cfg.slots` exactly (the ring refuses a count that does not
+/// fit, naming it), else [`DEFAULT_SLOTS`] or as many as fit (at least [`MIN_SLOTS`]) where
+/// frames are too large for that many in device memory (GPU engines) or host memory.
+fn plan_bench_slots(source: &Source, cfg: &BenchConfig, gpu: Option<&Gpu>) -> Result<SlotPlan> {
+    let (frame, frame_bytes) = source
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i as u32, f.len))
+        .max_by_key(|&(i, len)| (len, std::cmp::Reverse(i)))
+        .unwrap_or((0, 4096));
+    let part_bytes = crate::gpu::choose_part_bytes(cfg.part_bytes, crate::gpu::DEFAULT_PART_BYTES)?;
+    let on_gpu = u64::from(gpu.is_some());
+    let demand = SlotDemand {
+        frame,
+        frame_bytes: frame_bytes.max(1),
+        part_bytes,
+        // No renderer binds a benchmark's slots.
+        max_parts: usize::MAX,
+        host_per_slot: 1 - on_gpu,
+        gpu_per_slot: on_gpu,
+        gpu_fixed: 0,
+    };
+    let gpu_free = gpu
+        .and_then(|g| g.mem_info().ok())
+        .map(|(free, _)| free as u64);
+    let host = crate::memory::available().bytes;
+    let wanted = cfg.slots.unwrap_or(DEFAULT_SLOTS);
+    crate::gpu::plan_slots(
+        &demand,
+        wanted,
+        cfg.slots.is_some(),
+        MIN_SLOTS,
+        Some(host),
+        gpu_free,
+    )
+    .map_err(IngestError::Usage)
 }
 
 /// The engine `bench` measures when none is named: the fastest that can run here, and why.

@@ -54,6 +54,7 @@ pub fn text(r: &BenchResult) -> String {
     if let Some(g) = &r.gpu {
         let _ = writeln!(s, "gpu: {g}");
     }
+    let _ = writeln!(s, "{}", r.slot_plan.line());
     if let Some(c) = &r.cufile {
         let _ = writeln!(
             s,

@@ -62,9 +62,10 @@ pub struct BenchArgs {
     /// Reads in flight per io_uring (per thread).
     #[arg(long, default_value_t = 8)]
     pub queue_depth: usize,
-    /// Frame-ring slots.
-    #[arg(long, default_value_t = 4)]
-    pub slots: usize,
+    /// Frame-ring slots (default: 4, fewer where frames are too large for that many to fit
+    /// the memory; the output says how many).
+    #[arg(long)]
+    pub slots: Option<usize>,
     /// Frames to read (default: every frame once, unless --duration).
     #[arg(long)]
     pub frames: Option<u64>,
@@ -207,6 +208,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         io_size,
         queue_depth: args.queue_depth,
         slots: args.slots,
+        part_bytes: None,
         frames: args.frames,
         duration: args.duration.map(|d| d.as_secs_f64()),
         cold: args.cold,

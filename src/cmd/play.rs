@@ -340,6 +340,7 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
     // Headless measures as fast as frames arrive, whatever the scene's playback says.
     let cfg = player_config(args, size, &PlaybackDefaults::default())?;
     let mut player = Player::open(&gpu, scene, &cfg)?;
+    eprintln!("play: {}", player.slot_plan().line());
     settings.apply_view(player.view_mut());
     let soak = match &args.soak {
         Some(d) => {
@@ -439,6 +440,7 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
         },
         size: [size.0, size.1],
         slots: player.slots(),
+        slot_plan: player.slot_plan().clone(),
         frames_per_path: if soak.is_some() { 0 } else { args.frames },
         paths: runs,
         soak,

@@ -12,7 +12,8 @@
 //!   adds the extension to the device where the adapter has it (the player opens its devices
 //!   so).
 //! - [`HostImporter::new`] says whether a device can import, and why not.
-//! - [`HostImporter::import`] wraps a host ring slot as a `COPY_SRC` [`wgpu::Buffer`].
+//! - [`HostImporter::import`] wraps one part of a host ring slot as a `COPY_SRC`
+//!   [`wgpu::Buffer`] (a slot of several parts is imported part by part: one import each).
 //!
 //! Lifetime: the Vulkan buffer and its imported memory are destroyed by wgpu's drop callback
 //! (after the last handle is gone and every submission using it has completed), and that
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use ash::vk;
 use wgpu::hal::api::Vulkan;
 
-use super::SlotMemory;
+use super::{PartMemory, SlotMemory};
 use crate::device::block_on;
 
 const HANDLE: vk::ExternalMemoryHandleTypeFlags =
@@ -94,18 +95,27 @@ impl HostImporter {
         self.alignment
     }
 
-    /// Wraps all of the host slot `host` as a `COPY_SRC` buffer of `device` (the device this
-    /// importer was made for). The GPU reads the host pages themselves: whoever writes
-    /// `host` must not do so while a copy from the buffer may run (the frame ring's states
-    /// see to that).
+    /// Wraps all of part `part` of the host slot `host` as a `COPY_SRC` buffer of `device`
+    /// (the device this importer was made for). The GPU reads the host pages themselves:
+    /// whoever writes `host` must not do so while a copy from the buffer may run (the frame
+    /// ring's states see to that).
     pub fn import(
         &self,
         device: &wgpu::Device,
         host: Arc<SlotMemory>,
+        part: usize,
         label: &str,
     ) -> Result<wgpu::Buffer, String> {
-        let SlotMemory::Host(h) = &*host else {
-            return Err("only host slots can be imported".into());
+        let h = match host.parts().get(part) {
+            Some(PartMemory::Host(h)) => h,
+            Some(PartMemory::Device(_)) => return Err("only host slots can be imported".into()),
+            None => {
+                return Err(format!(
+                    "the slot has {} parts, not {}",
+                    host.parts().len(),
+                    part + 1
+                ));
+            }
         };
         let (ptr, len) = (h.as_mut_ptr(), h.len() as u64);
         if !(ptr as u64).is_multiple_of(self.alignment) || !len.is_multiple_of(self.alignment) {
@@ -271,10 +281,13 @@ mod tests {
             }
         };
         let len = (3 << 20) + 4096;
-        // A host ring slot, as the player imports them (the ring keeps one reference).
-        let ring = FrameRing::host(1, len).unwrap();
+        // A host ring slot of two parts, as the player imports them (the ring keeps one
+        // reference); the test imports its second part.
+        let layout = crate::gpu::SlotLayout::new(len as u64 + (1 << 20), 1 << 20).unwrap();
+        let ring = FrameRing::host(1, layout).unwrap();
         let host = ring.memory(0).unwrap().clone();
-        let SlotMemory::Host(hb) = &*host else {
+        assert_eq!(host.parts().len(), 5);
+        let PartMemory::Host(hb) = &host.parts()[1] else {
             unreachable!("a host ring has host slots")
         };
         let (ptr, hlen) = (hb.as_mut_ptr(), hb.len());
@@ -291,7 +304,7 @@ mod tests {
         };
         let want = fill(3);
         let buf = importer
-            .import(&device, host.clone(), "test import")
+            .import(&device, host.clone(), 1, "test import")
             .unwrap();
         assert_eq!(buf.size(), hlen as u64);
         assert_eq!(read_back(&device, &queue, &buf, buf.size()), want);

@@ -8,8 +8,10 @@
 //!
 //! CUDA is loaded at run time (cudarc's `dynamic-loading`): everything here first checks
 //! [`cuda_probe`], so machines without NVIDIA drivers get an error message, not a panic.
-//! A slot is a device pointer and a length, owned (allocated here) or borrowed (memory
-//! imported from Vulkan: [`interop`]), so the frame ring does not care where it came from.
+//! A slot is an ordered list of parts (separate allocations, so a frame may be larger than
+//! one graphics buffer); a device part is a device pointer and a length, owned (allocated
+//! here) or borrowed (memory imported from Vulkan: [`interop`]), so the frame ring does not
+//! care where it came from.
 
 mod crc;
 mod cuda;
@@ -17,6 +19,7 @@ mod error;
 pub mod hostimport;
 mod hostmem;
 pub mod interop;
+mod plan;
 mod ring;
 mod wgpu_crc;
 
@@ -26,7 +29,13 @@ pub use error::{GpuError, Result};
 pub use hostimport::HostImporter;
 pub use hostmem::{HostBuffer, page_size};
 pub use interop::{InteropDevice, InteropError, SharedBuffer};
-pub use ring::{FrameRing, SlotMemory, SlotState};
+pub use plan::{
+    DEFAULT_PART_BYTES, PART_BYTES_ENV, SlotDemand, SlotPlan, check_part_bytes, choose_part_bytes,
+    part_bytes_from_env, plan_slots,
+};
+pub use ring::{
+    FrameRing, MIN_PART_BYTES, PART_ALIGN, PartMemory, PartRange, SlotLayout, SlotMemory, SlotState,
+};
 pub use wgpu_crc::{WGPU_CRC_BLOCK, WgpuCrc};
 
 pub(crate) use cuda::{cuda_check, cuda_error};

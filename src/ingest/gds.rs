@@ -16,7 +16,7 @@ use cudarc::cufile::sys as cf;
 use super::error::{IngestError, Result};
 use super::files::OpenFiles;
 use super::io::{DeviceRead, OnStart};
-use crate::gpu::{Gpu, SlotMemory};
+use crate::gpu::{Gpu, PartMemory, SlotMemory};
 
 /// `CUfileError_t` with its fields as plain integers.
 #[repr(C)]
@@ -466,8 +466,9 @@ impl GdsState {
             }
             st.handles.push(h as usize);
         }
-        for s in slots {
-            if let SlotMemory::Device(d) = &**s {
+        for part in slots.iter().flat_map(|s| s.parts()) {
+            if let PartMemory::Device(d) = part {
+                // Each part of a slot is its own allocation, registered on its own.
                 // Length in BYTES (cudarc's safe wrapper passes an element count here).
                 // SAFETY: a live device allocation of `len` bytes in the current context.
                 let r = unsafe { (api.buf_register)(d.ptr() as *const c_void, d.len(), 0) };
@@ -475,7 +476,7 @@ impl GdsState {
                     // Unregistered buffers still work: cuFile then stages through its own
                     // bounce buffers. Say so rather than fail or pretend.
                     st.notes.push(format!(
-                        "cuFileBufRegister of a {}-byte slot failed ({}): cuFile reads through its internal bounce buffers (check max_device_pinned_mem_size_kb in cufile.json)",
+                        "cuFileBufRegister of a {}-byte slot part failed ({}): cuFile reads through its internal bounce buffers (check max_device_pinned_mem_size_kb in cufile.json)",
                         d.len(),
                         err_text(r)
                     ));
@@ -513,7 +514,8 @@ impl GdsState {
                     -(INJECTED_CUFILE_ERROR as isize)
                 } else {
                     // SAFETY: `handle` is registered for an open file; `base` is a registered
-                    // device buffer and `dev_offset + len` lies inside it (checked at submit).
+                    // device buffer (a slot part) and `dev_offset + len` lies inside it (checked at
+                    // submit; the plan cuts reads at part boundaries).
                     unsafe {
                         (api.read)(
                             handle as *mut c_void,

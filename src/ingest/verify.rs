@@ -10,7 +10,8 @@
 //!   CPU threads instead, and the engine's notes say so.
 //!
 //! Results come back to the engine's coordinator through callbacks; a frame completes
-//! only after all of its checks.
+//! only after all of its checks. A slot of several parts is checked part by part: an extent
+//! that crosses a part boundary is hashed as its pieces, and their CRCs combined.
 
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -19,7 +20,7 @@ use std::thread::JoinHandle;
 use rayon::prelude::*;
 
 use super::error::{IngestError, Result};
-use crate::gpu::{Gpu, GpuCrc, SlotMemory};
+use crate::gpu::{Gpu, GpuCrc, PartMemory, SlotMemory};
 
 /// A callback that receives one piece's CRC.
 pub(crate) type PieceDone = Box<dyn FnOnce(u32) + Send>;
@@ -68,17 +69,25 @@ impl HostChecker {
         self.pool.current_num_threads()
     }
 
-    /// Hashes `len` bytes at `dst` of host slot `slot` and hands the CRC to `done`.
+    /// Hashes `len` bytes at `dst` of part `part` of host slot `slot` and hands the CRC to
+    /// `done`.
     ///
-    /// The caller guarantees that the range lies inside the slot and that nothing writes
+    /// The caller guarantees that the range lies inside the part and that nothing writes
     /// it until `done` has run (the engine completes a frame only after all its checks).
-    pub(crate) fn check_piece(&self, slot: Arc<SlotMemory>, dst: u64, len: usize, done: PieceDone) {
+    pub(crate) fn check_piece(
+        &self,
+        slot: Arc<SlotMemory>,
+        part: usize,
+        dst: u64,
+        len: usize,
+        done: PieceDone,
+    ) {
         *self.busy.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
         let guard = BusyGuard(self.busy.clone());
         self.pool.spawn(move || {
             let _guard = guard;
-            let crc = match &*slot {
-                SlotMemory::Host(b) if (dst as usize).saturating_add(len) <= b.len() => {
+            let crc = match slot.parts().get(part) {
+                Some(PartMemory::Host(b)) if (dst as usize).saturating_add(len) <= b.len() => {
                     // SAFETY: the range is inside the mapping (checked), which `slot` keeps
                     // alive; its read has completed and nothing writes it before `done`
                     // runs (caller's contract).
@@ -208,29 +217,121 @@ fn in_slot(slot: &SlotMemory, ranges: &[(u64, u64)]) -> Result<()> {
     Ok(())
 }
 
+/// `ranges` (slot offset, length) cut at the part boundaries of `slot`: for each part, the
+/// pieces that lie in it (offset inside the part, length), and for each range, its pieces in
+/// order as (part, index into that part's list, length).
+type PartPieces = (Vec<Vec<(u64, u64)>>, Vec<Vec<(usize, usize, u64)>>);
+
+fn per_part(slot: &SlotMemory, ranges: &[(u64, u64)]) -> PartPieces {
+    let layout = slot.layout();
+    let mut parts: Vec<Vec<(u64, u64)>> = vec![Vec::new(); layout.parts()];
+    let order = ranges
+        .iter()
+        .map(|&(off, len)| {
+            layout
+                .pieces(off, len)
+                .map(|r| {
+                    parts[r.part].push((r.offset, r.len));
+                    (r.part, parts[r.part].len() - 1, r.len)
+                })
+                .collect()
+        })
+        .collect();
+    (parts, order)
+}
+
+/// Each range's CRC from its pieces' (`crcs[part][index]`), folded in slot order.
+fn fold_pieces(order: &[Vec<(usize, usize, u64)>], crcs: &[Vec<u32>]) -> Vec<u32> {
+    order
+        .iter()
+        .map(|pieces| {
+            pieces.iter().fold(0u32, |acc, &(part, i, len)| {
+                crate::crc32::combine(acc, crcs[part][i], len)
+            })
+        })
+        .collect()
+}
+
 fn gpu_crcs(kernel: &GpuCrc, slot: &SlotMemory, ranges: &[(u64, u64)]) -> Result<Vec<u32>> {
     in_slot(slot, ranges)?;
-    let SlotMemory::Device(d) = slot else {
-        return Err(IngestError::Usage("a GPU check of a host slot".into()));
-    };
-    // SAFETY: the ranges lie inside the slot (checked), whose allocation the job keeps
-    // alive; the engine writes nothing into it until the frame's check has completed.
-    Ok(unsafe { kernel.extent_crcs(d.ptr(), ranges) }?)
+    let (parts, order) = per_part(slot, ranges);
+    let mut crcs = Vec::with_capacity(parts.len());
+    for (part, pieces) in slot.parts().iter().zip(&parts) {
+        let PartMemory::Device(d) = part else {
+            return Err(IngestError::Usage("a GPU check of a host slot".into()));
+        };
+        // SAFETY: the pieces lie inside this part (the ranges lie inside the slot, checked,
+        // and were cut at its part boundaries), whose allocation the job keeps alive; the
+        // engine writes nothing into it until the frame's check has completed.
+        crcs.push(unsafe { kernel.extent_crcs(d.ptr(), pieces) }?);
+    }
+    Ok(fold_pieces(&order, &crcs))
 }
 
 fn copied_crcs(host: &HostChecker, slot: &SlotMemory, ranges: &[(u64, u64)]) -> Result<Vec<u32>> {
     in_slot(slot, ranges)?;
-    let SlotMemory::Device(d) = slot else {
-        return Err(IngestError::Usage("a GPU check of a host slot".into()));
-    };
-    host.pool.install(|| {
-        ranges
-            .par_iter()
-            .map(|&(off, len)| {
-                let mut buf = vec![0u8; len as usize];
-                d.read_back(off as usize, &mut buf)?;
-                Ok(crc32fast::hash(&buf))
+    let (parts, order) = per_part(slot, ranges);
+    let mut crcs = Vec::with_capacity(parts.len());
+    for (part, pieces) in slot.parts().iter().zip(&parts) {
+        let PartMemory::Device(d) = part else {
+            return Err(IngestError::Usage("a GPU check of a host slot".into()));
+        };
+        crcs.push(host.pool.install(|| {
+            pieces
+                .par_iter()
+                .map(|&(off, len)| {
+                    let mut buf = vec![0u8; len as usize];
+                    d.read_back(off as usize, &mut buf)?;
+                    Ok(crc32fast::hash(&buf))
+                })
+                .collect::<Result<Vec<u32>>>()
+        })?);
+    }
+    Ok(fold_pieces(&order, &crcs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::{FrameRing, SlotLayout};
+
+    /// Ranges crossing part boundaries get the CRC of their bytes, as one hash of the whole
+    /// range would.
+    #[test]
+    fn crcs_fold_across_parts() {
+        let layout = SlotLayout::new(6 * 4096, 2 * 4096).unwrap();
+        let ring = FrameRing::host(1, layout).unwrap();
+        let slot = ring.memory(0).unwrap().clone();
+        let mut image = Vec::new();
+        for (i, p) in slot.parts().iter().enumerate() {
+            let PartMemory::Host(b) = p else {
+                panic!("host")
+            };
+            // SAFETY: nothing else touches the slot.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr(), b.len()) };
+            for (j, x) in bytes.iter_mut().enumerate() {
+                *x = (j as u32).wrapping_mul(2_654_435_761).rotate_left(i as u32) as u8;
+            }
+            image.extend_from_slice(bytes);
+        }
+        let ranges = [(4096u64, 4 * 4096u64), (0, 6 * 4096), (5 * 4096, 100)];
+        let (parts, order) = per_part(&slot, &ranges);
+        let crcs: Vec<Vec<u32>> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, pieces)| {
+                let base = i * 2 * 4096;
+                pieces
+                    .iter()
+                    .map(|&(o, l)| crc32fast::hash(&image[base + o as usize..][..l as usize]))
+                    .collect()
             })
-            .collect()
-    })
+            .collect();
+        let got = fold_pieces(&order, &crcs);
+        let want: Vec<u32> = ranges
+            .iter()
+            .map(|&(o, l)| crc32fast::hash(&image[o as usize..(o + l) as usize]))
+            .collect();
+        assert_eq!(got, want);
+    }
 }

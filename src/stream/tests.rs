@@ -139,7 +139,7 @@ fn frames_land_in_order_and_play_through_a_small_ring() {
         if let Some(f) = sched.tick(0.0) {
             assert!(landed.contains(&f), "frame {f} shown before it landed");
             let slot = stream.ring_mut().acquire(f).expect("resident");
-            assert!(stream.ring().host_bytes(slot).unwrap() == rig.frame_bytes(f));
+            assert!(stream.ring().host_parts(slot).unwrap().concat() == rig.frame_bytes(f));
             if let Some(prev) = on_screen.replace(slot) {
                 assert!(stream.retire(prev, Some(&mut sched)).is_some());
             }

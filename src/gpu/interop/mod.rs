@@ -9,9 +9,10 @@
 //!   allocation), binds it to a `VkBuffer` that wgpu uses as an ordinary [`wgpu::Buffer`]
 //!   (`STORAGE | COPY_SRC | COPY_DST`), exports it as an opaque file descriptor and imports
 //!   that into CUDA, which maps it at [`SharedBuffer::cuda_ptr`]. The same bytes, two names.
-//! - [`SharedBuffer::slot_memory`] makes it a frame-ring slot ([`SlotMemory::Device`] of a
-//!   borrowed [`DeviceBuffer`]), so the ingest engines write frames straight into memory the
-//!   shader binds (the renderer's `GridSlice`).
+//! - [`SharedBuffer::part_memory`] makes it one part of a frame-ring slot
+//!   ([`PartMemory::Device`] of a borrowed [`DeviceBuffer`]), so the ingest engines write
+//!   frames straight into memory the shader binds. A frame larger than one buffer is several
+//!   shared buffers, one exported allocation per part ([`SlotMemory::new`](crate::gpu::SlotMemory::new)).
 //! - [`probe`] says whether all of this works on a machine, and why not.
 //!
 //! # Synchronisation contract
@@ -55,7 +56,7 @@ use cudarc::driver::sys;
 use wgpu::hal::api::Vulkan;
 
 use super::cuda::{Gpu, cuda_probe, driver_err};
-use super::{DeviceBuffer, SlotMemory};
+use super::{DeviceBuffer, PartMemory};
 use crate::device::vulkan::{SHARED_HANDLE as HANDLE, SHARED_VK_USAGE as VK_USAGE};
 use crate::device::{DeviceError, block_on, read_buffer, uuid_str};
 

@@ -159,13 +159,14 @@ impl SharedBuffer {
         self.vk.len == 0
     }
 
-    /// A frame-ring slot over this memory: [`SlotMemory::Device`] of a borrowed
-    /// [`DeviceBuffer`] that keeps `self` (CUDA's import and the Vulkan memory) alive.
+    /// One part of a frame-ring slot over this memory: [`PartMemory::Device`] of a borrowed
+    /// [`DeviceBuffer`] that keeps `self` (CUDA's import and the Vulkan memory) alive. A slot
+    /// of several parts is several shared buffers ([`SlotMemory::new`](crate::gpu::SlotMemory::new)).
     ///
     /// The slot belongs to `gpu`'s context handle, so pass the same [`Gpu`] (or a clone)
     /// you give the ingest engine: engines refuse slots of another context. `gpu` must be
     /// the GPU the buffer was made for (panics otherwise: a programming error).
-    pub fn slot_memory(self: &Arc<Self>, gpu: &Gpu) -> SlotMemory {
+    pub fn part_memory(self: &Arc<Self>, gpu: &Gpu) -> PartMemory {
         assert_eq!(
             gpu.ordinal, self.cuda.gpu.ordinal,
             "a shared buffer of CUDA GPU {} cannot be a slot of GPU {}",
@@ -182,6 +183,6 @@ impl SharedBuffer {
                 Box::new(self.clone()),
             )
         };
-        SlotMemory::Device(buf)
+        PartMemory::Device(buf)
     }
 }

@@ -11,6 +11,9 @@
 //!   slot with `cuMemcpyHtoDAsync` on one of several streams, an event recorded after it,
 //!   and the buffer is reused only once its event has completed. Reads and copies overlap.
 //!
+//! A slot is one or more parts, separate allocations ([`SlotMemory`]): the plan splits every
+//! read that would cross a part boundary there, so each read lands in one part.
+//!
 //! A frame whose read failed is still only completed after all of its other reads have
 //! finished, so nothing writes into a slot the ring believes is free.
 //!
@@ -41,7 +44,7 @@ use super::gds::GdsState;
 use super::io::{ActiveBackend, IoBackend, IoCounters, IoDone, IoPool, PoolConfig};
 use super::source::{ReadExtent, SourceFile};
 use crate::dataset::ALIGN;
-use crate::gpu::{Gpu, SlotMemory};
+use crate::gpu::{Gpu, PartMemory, SlotMemory};
 use plan::{Checks, Coordinator, Msg};
 use staged::Staged;
 
@@ -371,12 +374,14 @@ impl Engine {
         }
         let mut regions = Vec::new();
         for (i, s) in slots.iter().enumerate() {
-            match &**s {
-                SlotMemory::Host(b) => regions.push((b.as_mut_ptr() as usize, b.len())),
-                SlotMemory::Device(_) => {
-                    return Err(IngestError::Usage(format!(
-                        "the {kind} path reads into host memory, but slot {i} is device memory"
-                    )));
+            for part in s.parts() {
+                match part {
+                    PartMemory::Host(b) => regions.push((b.as_mut_ptr() as usize, b.len())),
+                    PartMemory::Device(_) => {
+                        return Err(IngestError::Usage(format!(
+                            "the {kind} path reads into host memory, but slot {i} is device memory"
+                        )));
+                    }
                 }
             }
         }
@@ -607,17 +612,19 @@ impl Engine {
 
 fn check_device_slots(slots: &[Arc<SlotMemory>], gpu: &Gpu) -> Result<()> {
     for (i, s) in slots.iter().enumerate() {
-        match &**s {
-            SlotMemory::Device(d) if Arc::ptr_eq(d.context(), gpu.context()) => {}
-            SlotMemory::Device(_) => {
-                return Err(IngestError::Usage(format!(
-                    "slot {i} belongs to another GPU context"
-                )));
-            }
-            SlotMemory::Host(_) => {
-                return Err(IngestError::Usage(format!(
-                    "the GPU paths read into device memory, but slot {i} is host memory"
-                )));
+        for part in s.parts() {
+            match part {
+                PartMemory::Device(d) if Arc::ptr_eq(d.context(), gpu.context()) => {}
+                PartMemory::Device(_) => {
+                    return Err(IngestError::Usage(format!(
+                        "slot {i} belongs to another GPU context"
+                    )));
+                }
+                PartMemory::Host(_) => {
+                    return Err(IngestError::Usage(format!(
+                        "the GPU paths read into device memory, but slot {i} is host memory"
+                    )));
+                }
             }
         }
     }

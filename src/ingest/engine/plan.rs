@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::staged::Staged;
 use super::{Completion, EngineConfig, EngineKind, ReadRequest};
 use crate::dataset::ALIGN;
-use crate::gpu::{Gpu, SlotMemory};
+use crate::gpu::{Gpu, PartMemory, SlotLayout, SlotMemory};
 use crate::ingest::error::{IngestError, Result};
 use crate::ingest::files::OpenFiles;
 use crate::ingest::gds::GdsState;
@@ -76,7 +76,12 @@ pub(super) struct Piece {
     pub(super) file: u32,
     pub(super) offset: u64,
     pub(super) len: usize,
+    /// Slot offset of the first byte.
     pub(super) dst: u64,
+    /// The slot part the read lands in, and the offset inside it (a read never crosses a
+    /// part boundary).
+    pub(super) part: u32,
+    pub(super) part_offset: u64,
 }
 
 pub(super) struct Job {
@@ -133,27 +138,39 @@ pub(super) struct Coordinator {
     pub(super) read_timeout: Option<Duration>,
 }
 
-/// Splits a frame into reads of at most `io_size`, interleaved across lanes (round robin
-/// over lanes, in slot order within a lane).
-fn split(seq: u64, extents: &[ReadExtent], files: &[SourceFile], io_size: usize) -> Vec<Piece> {
+/// Splits a frame into reads of at most `io_size` that each lie inside one part of a slot of
+/// `layout` (an extent crossing a part boundary is split there), interleaved across lanes
+/// (round robin over lanes, in slot order within a lane).
+fn split(
+    seq: u64,
+    extents: &[ReadExtent],
+    files: &[SourceFile],
+    io_size: usize,
+    layout: SlotLayout,
+) -> Vec<Piece> {
     let mut per_lane: Vec<VecDeque<Piece>> = Vec::new();
     for (i, e) in extents.iter().enumerate() {
         let lane = files[e.file as usize].lane as usize;
         if per_lane.len() <= lane {
             per_lane.resize_with(lane + 1, VecDeque::new);
         }
-        let mut off = 0u64;
-        while off < e.len {
-            let n = (io_size as u64).min(e.len - off);
-            per_lane[lane].push_back(Piece {
-                seq,
-                extent: i as u32,
-                file: e.file,
-                offset: e.offset + off,
-                len: n as usize,
-                dst: e.dst + off,
-            });
-            off += n;
+        for r in layout.pieces(e.dst, e.len) {
+            let mut off = 0u64;
+            while off < r.len {
+                let n = (io_size as u64).min(r.len - off);
+                let from_extent = r.at - e.dst + off;
+                per_lane[lane].push_back(Piece {
+                    seq,
+                    extent: i as u32,
+                    file: e.file,
+                    offset: e.offset + from_extent,
+                    len: n as usize,
+                    dst: r.at + off,
+                    part: r.part as u32,
+                    part_offset: r.offset + off,
+                });
+                off += n;
+            }
         }
     }
     let total = per_lane.iter().map(VecDeque::len).sum();
@@ -244,7 +261,8 @@ impl Coordinator {
     fn on_request(&mut self, req: ReadRequest, at: Instant, files: &[SourceFile]) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let mut pieces = split(seq, &req.extents, files, self.io_size);
+        let layout = self.slots[req.slot].layout();
+        let mut pieces = split(seq, &req.extents, files, self.io_size, layout);
         let too_many = pieces.len() > u32::MAX as usize;
         if too_many {
             // Tokens carry the piece index in 32 bits; such a frame cannot be read.
@@ -290,14 +308,14 @@ impl Coordinator {
             .enumerate()
             .map(|(i, p)| {
                 let f = &self.files.files[p.file as usize];
-                let target = match &*slot_mem {
-                    SlotMemory::Host(b) => Target::Host {
-                        addr: b.as_mut_ptr() as usize + p.dst as usize,
+                let target = match &slot_mem.parts()[p.part as usize] {
+                    PartMemory::Host(b) => Target::Host {
+                        addr: b.as_mut_ptr() as usize + p.part_offset as usize,
                     },
-                    SlotMemory::Device(d) => Target::Device {
+                    PartMemory::Device(d) => Target::Device {
                         handle: self.gds.as_ref().map_or(0, |g| g.handle(p.file as usize)),
                         base: d.ptr(),
-                        dev_offset: p.dst,
+                        dev_offset: p.part_offset,
                     },
                 };
                 IoTask {
@@ -490,7 +508,8 @@ impl Coordinator {
                     let at = d.completed;
                     h.check_piece(
                         self.slots[job.req.slot].clone(),
-                        piece.dst,
+                        piece.part as usize,
+                        piece.part_offset,
                         piece.len,
                         Box::new(move |crc| {
                             let _ = inbox.send(Msg::PieceChecked(seq, idx, crc, at));
@@ -698,11 +717,46 @@ mod tests {
             dst,
             crc32: None,
         };
-        let pieces = split(1, &[ext(0, 0), ext(1, 3 * 4096)], &files, 8192);
+        let one_part = SlotLayout::whole(6 * 4096);
+        let pieces = split(1, &[ext(0, 0), ext(1, 3 * 4096)], &files, 8192, one_part);
         let lanes: Vec<u32> = pieces.iter().map(|p| files[p.file as usize].lane).collect();
         assert_eq!(lanes, vec![0, 1, 0, 1]);
         assert_eq!(pieces.iter().map(|p| p.len).sum::<usize>(), 6 * 4096);
         assert_eq!(pieces[2].dst, 8192);
         assert_eq!(pieces[2].len, 4096);
+        assert!(pieces.iter().all(|p| p.part == 0 && p.part_offset == p.dst));
+    }
+
+    /// An extent that crosses part boundaries is split at each, every piece landing inside
+    /// one part at the right offset, with file offsets that follow the slot offsets.
+    #[test]
+    fn split_cuts_reads_at_part_boundaries() {
+        let files = vec![SourceFile {
+            path: "a".into(),
+            lane: 0,
+            size: 1 << 20,
+        }];
+        let e = ReadExtent {
+            file: 0,
+            offset: 40960,
+            len: 7 * 4096,
+            dst: 4096,
+            crc32: None,
+        };
+        let layout = SlotLayout::new(8 * 4096, 3 * 4096).unwrap();
+        let pieces = split(1, &[e], &files, 8192, layout);
+        let got: Vec<(u64, u64, usize, u32, u64)> = pieces
+            .iter()
+            .map(|p| (p.offset, p.dst, p.len, p.part, p.part_offset))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (40960, 4096, 8192, 0, 4096),
+                (40960 + 8192, 3 * 4096, 8192, 1, 0),
+                (40960 + 16384, 5 * 4096, 4096, 1, 8192),
+                (40960 + 20480, 6 * 4096, 8192, 2, 0),
+            ]
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! The staged CUDA pipeline: reads land in pinned staging buffers; each filled buffer is
-//! copied to its slot with `cuMemcpyHtoDAsync` on one of several streams and an event
+//! copied to its slot's part with `cuMemcpyHtoDAsync` on one of several streams and an event
 //! recorded after the copy; a buffer is reused only once its event has completed.
 
 use std::collections::VecDeque;
@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::EngineConfig;
 use super::plan::{Coordinator, Piece};
-use crate::gpu::{Gpu, PinnedBuffer, SlotMemory, cuda_check, cuda_error};
+use crate::gpu::{Gpu, PartMemory, PinnedBuffer, cuda_check, cuda_error};
 use crate::ingest::error::{IngestError, Result};
 use crate::ingest::io::{IoDone, IoTask, Target};
 
@@ -113,10 +113,11 @@ impl Coordinator {
                     job.note_arrival(d.completed);
                     job.req.slot
                 });
-                let dev = slot.and_then(|sl| match &*self.slots[sl] {
-                    SlotMemory::Device(dv) => Some(dv.ptr()),
-                    SlotMemory::Host(_) => None,
-                });
+                let dev =
+                    slot.and_then(|sl| match self.slots[sl].parts().get(piece.part as usize) {
+                        Some(PartMemory::Device(dv)) => Some(dv.ptr()),
+                        _ => None,
+                    });
                 match dev {
                     None => {
                         failed = Some(IngestError::Usage(
@@ -130,11 +131,13 @@ impl Coordinator {
                         let buf = &s.bufs[b];
                         // SAFETY: the source is a pinned buffer of at least `len` bytes that
                         // is not reused until the event recorded below completes; the
-                        // destination lies inside the slot (checked at submit), whose memory
-                        // this coordinator keeps alive. The context is bound to this thread.
+                        // destination lies inside the piece's part (the extent is inside the
+                        // slot, checked at submit, and the plan cut it at part boundaries),
+                        // whose memory this coordinator keeps alive. The context is bound to
+                        // this thread.
                         let r = unsafe {
                             cudarc::driver::sys::cuMemcpyHtoDAsync_v2(
-                                dev + piece.dst,
+                                dev + piece.part_offset,
                                 buf.mem.host().as_ptr().cast(),
                                 piece.len,
                                 stream.cu_stream(),
