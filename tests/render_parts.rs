@@ -549,8 +549,7 @@ fn child_offsets_over_4_gib_resolve_in_the_shader() {
         .collect();
     let src = supercell::render::shader_source_of(
         supercell::render::ShaderPart::Accel,
-        supercell::render::ACCEL_CELLS,
-        supercell::render::DEFAULT_PART_BYTES,
+        &supercell::render::ShaderConfig::default(),
     ) + "
 @group(0) @binding(15) var<storage, read> rel_cases: array<vec4<u32>>;
 @group(0) @binding(16) var<storage, read_write> rel_out: array<u32>;
