@@ -168,7 +168,7 @@ fn a_ninth_attribute_is_refused() {
         .expect_err("nine grids bind");
     assert!(e.to_string().contains("at most 8 attributes"), "{e}");
     // Eight bind.
-    gpu.r.set_grids(&vec![Some(slice); MAX_ATTRIBUTES]).unwrap();
+    gpu.r.set_grids(&[Some(slice); MAX_ATTRIBUTES]).unwrap();
 }
 
 /// `slot` cut into parts of `part_bytes` (each its own buffer; the last one shorter).
