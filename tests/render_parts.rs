@@ -269,6 +269,32 @@ fn grids_split_over_parts_render_as_in_one_part() {
         &whole,
         "one buffer cut into parts",
     );
+    // Grids far apart in one buffer (more parts than a frame binds between them) get parts
+    // of their own.
+    let far = 16 * part_bytes as usize;
+    let mut sparse = vec![0u8; far + slot.len()];
+    sparse[..at[1] as usize].copy_from_slice(&slot[..at[1] as usize]);
+    sparse[far + at[1] as usize..].copy_from_slice(&slot[at[1] as usize..]);
+    let sparse_buf = upload_slot(&gpu.ctx.device, &gpu.ctx.queue, &sparse);
+    let far_slices: Vec<_> = grids
+        .iter()
+        .zip(&at)
+        .enumerate()
+        .map(|(i, (g, &o))| {
+            Some(GridSlice {
+                buffer: &sparse_buf,
+                offset: if i == 0 { o } else { far as u64 + o },
+                size: g.len() as u64,
+            })
+        })
+        .collect();
+    split.set_grids(&far_slices).unwrap();
+    split.render(&view, W, H).unwrap();
+    assert_identical(
+        &split.read_image().unwrap(),
+        &whole,
+        "grids far apart in one buffer",
+    );
 
     // Refusals, each naming what is wrong.
     let parts = slot_parts(&bufs);

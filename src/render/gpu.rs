@@ -637,15 +637,21 @@ impl Renderer {
 
     /// Binds grid `i` of `grids` to attribute slot `i` (at most [`MAX_ATTRIBUTES`]; `None`
     /// leaves a slot empty). Each distinct buffer is bound as consecutive parts of
-    /// [`part_bytes`](Self::part_bytes) over the range its grids span (at most [`MAX_PARTS`]
-    /// parts in all). The buffers are kept alive (cloned handles) until the next call.
+    /// [`part_bytes`](Self::part_bytes) over the range its grids span, or, where that takes
+    /// more parts (grids far apart in a large buffer), each grid as its own run of parts (at
+    /// most [`MAX_PARTS`] parts in all). The buffers are kept alive (cloned handles) until the
+    /// next call.
     pub fn set_grids(&mut self, grids: &[Option<GridSlice<'_>>]) -> Result<(), RenderError> {
         check_grid_count(grids.len())?;
         let align = u64::from(self.caps.storage_offset_alignment).max(4);
-        // Per distinct buffer (in first-use order): the byte range its grids span.
-        let mut spans: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
+        let part_bytes = self.part_bytes;
+        // Each grid's buffer and byte range.
+        let mut ranges: Vec<Option<(&wgpu::Buffer, u64, u64)>> = Vec::new();
         for (i, g) in grids.iter().enumerate() {
-            let Some(g) = g else { continue };
+            let Some(g) = g else {
+                ranges.push(None);
+                continue;
+            };
             let end = g
                 .offset
                 .checked_add(g.size.div_ceil(4) * 4)
@@ -658,22 +664,41 @@ impl Renderer {
                         g.buffer.size()
                     ))
                 })?;
-            match spans.iter_mut().find(|s| s.0 == g.buffer) {
-                Some(s) => {
-                    s.1 = s.1.min(g.offset);
-                    s.2 = s.2.max(end);
+            ranges.push(Some((g.buffer, g.offset - g.offset % align, end)));
+        }
+        // Runs of parts: grids of one buffer, in offset order, share a run while that takes
+        // no more parts than giving the next one a run of its own (grids close together
+        // share parts, usually one; grids far apart in a large buffer get their own).
+        let parts_of = |lo: u64, hi: u64| (hi - lo).div_ceil(part_bytes);
+        let mut order: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].is_some()).collect();
+        order.sort_by_key(|&i| ranges[i].map(|r| r.1));
+        let mut runs: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
+        let mut run_of: Vec<Option<usize>> = vec![None; ranges.len()];
+        for &i in &order {
+            let Some((buffer, lo, hi)) = ranges[i] else {
+                continue;
+            };
+            let joined = runs.iter().rposition(|r| {
+                r.0 == buffer && parts_of(r.1, r.2.max(hi)) <= parts_of(r.1, r.2) + parts_of(lo, hi)
+            });
+            run_of[i] = Some(match joined {
+                Some(k) => {
+                    runs[k].2 = runs[k].2.max(hi);
+                    k
                 }
-                None => spans.push((g.buffer, g.offset, end)),
-            }
+                None => {
+                    runs.push((buffer, lo, hi));
+                    runs.len() - 1
+                }
+            });
         }
         let mut parts = Vec::new();
         let mut first_part = Vec::new();
-        for (buffer, lo, hi) in &mut spans {
-            *lo -= *lo % align;
+        for &(buffer, lo, hi) in &runs {
             first_part.push(parts.len());
-            let mut at = *lo;
-            while at < *hi {
-                let size = self.part_bytes.min(*hi - at);
+            let mut at = lo;
+            while at < hi {
+                let size = part_bytes.min(hi - at);
                 parts.push(SlotPart {
                     buffer,
                     offset: at,
@@ -682,23 +707,22 @@ impl Renderer {
                 at += size;
             }
         }
+        if parts.len() > MAX_PARTS {
+            return Err(RenderError::Usage(format!(
+                "the grids span {} parts of {part_bytes} bytes; a frame binds at most {MAX_PARTS}",
+                parts.len()
+            )));
+        }
         let located: Vec<Option<GridInParts>> = grids
             .iter()
-            .map(|g| {
-                let g = g.as_ref()?;
-                let k = spans.iter().position(|s| s.0 == g.buffer)?;
-                let mut at = GridInParts::locate(g.offset - spans[k].1, g.size, self.part_bytes);
+            .zip(&run_of)
+            .map(|(g, k)| {
+                let (g, k) = (g.as_ref()?, (*k)?);
+                let mut at = GridInParts::locate(g.offset - runs[k].1, g.size, part_bytes);
                 at.part += first_part[k];
                 Some(at)
             })
             .collect();
-        if parts.len() > MAX_PARTS {
-            return Err(RenderError::Usage(format!(
-                "the grids span {} parts of {} bytes; a frame binds at most {MAX_PARTS}",
-                parts.len(),
-                self.part_bytes
-            )));
-        }
         self.set_frame(&parts, &located)
     }
 
