@@ -43,7 +43,7 @@ fn accel_info() {
     var most = 0u;
     var slots_used = 0u;
     ainfo.shadow_ref = MAX_ATTRS;
-    for (var a = 0u; a < MAX_ATTRS; a++) {
+    for (var a = 0u; a < ATTR_SLOTS; a++) {
         init_grid(a);
         var si = SlotAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
         // Acceleration and shadows serve the shaded mode (MIP and isosurfaces skip tiles
@@ -244,7 +244,7 @@ fn mean_extinction(b: u32, q: vec3<f32>) -> f32 {
 // 0: a lit sample's trilinear lookup reads only such cells). Others keep 1, unread.
 fn sun_needed(si: SlotAccel, c: vec3<u32>, w: vec3<f32>) -> bool {
     if any(c == vec3<u32>(0u)) || any(c + vec3<u32>(1u) == si.dims) { return true; }
-    for (var b = 0u; b < MAX_ATTRS; b++) {
+    for (var b = 0u; b < ATTR_SLOTS; b++) {
         let sb = ainfo.slots[b];
         if sb.ok == 0u || P.attrs[b].kind != KIND_SCATTER { continue; }
         let p = floor(to_index(b, w));
@@ -263,7 +263,7 @@ fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     let si = ainfo.slots[r];
     let cell = (wg.x + wg.y * ROW) * 64u + li;
     if cell >= slot_cells(si) { return; }
-    for (var a = 0u; a < MAX_ATTRS; a++) { init_grid(a); }
+    for (var a = 0u; a < ATTR_SLOTS; a++) { init_grid(a); }
     let c = cell_coord(si, cell);
     let size = f32(1u << si.shift);
     // Centre of the cell: the sample positions whose base voxel lies in it span
@@ -280,7 +280,7 @@ fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     for (var k = 0u; k < P.shadow_steps; k++) {
         let q = w0 + L * ((f32(k) + 0.5) * h);
         var inside = false;
-        for (var b = 0u; b < MAX_ATTRS; b++) {
+        for (var b = 0u; b < ATTR_SLOTS; b++) {
             let sb = ainfo.slots[b];
             if sb.ok == 0u || P.attrs[b].shadow == 0u { continue; }
             let p = to_index(b, q);

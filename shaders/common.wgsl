@@ -6,6 +6,9 @@
 // of every NanoVDB field read here, grid type numbers, magic numbers) and from
 // `render::params` (MAX_ATTRS, MAX_PARTS, PART_SHIFT_WORDS, MODE_*, FLAG_*, KIND_*: the
 // encoding of the uniform block and of the bindings), so each has one source of truth.
+// ATTR_SLOTS (4 or MAX_ATTRS) and USED_PARTS (1, 2, 4 or MAX_PARTS) say how much of that
+// the pipeline walks: the renderer builds one per frame shape it meets, so a frame of few
+// attributes and one part costs what it did before there were eight of each.
 //
 // A frame is bound as up to MAX_PARTS storage bindings ("parts", p0..), each at most
 // 2^PART_SHIFT_WORDS words; a grid starts at a word of one part and runs on into the
@@ -120,6 +123,9 @@ fn words(a: u32) -> u32 {
 // Word `w` of grid `a`, 0 past its end. The one accessor every grid read goes through:
 // the grid's word w lies (base offset + w) words into the parts after its first one. The
 // sum is split so that it never overflows: w may be up to 2^32 − 1.
+// Parts from USED_PARTS on are not read (a pipeline is built per count of parts bound,
+// rounded up to a power of two): their cases compile to nothing, so a frame of one part
+// pays for one.
 fn ld(a: u32, w: u32) -> u32 {
     let g = P.grids[a];
     if w >= g.words { return 0u; }
@@ -128,13 +134,13 @@ fn ld(a: u32, w: u32) -> u32 {
     let o = x & PART_MASK_WORDS;
     switch part {
         case 0u: { if o < arrayLength(&p0) { return p0[o]; } }
-        case 1u: { if o < arrayLength(&p1) { return p1[o]; } }
-        case 2u: { if o < arrayLength(&p2) { return p2[o]; } }
-        case 3u: { if o < arrayLength(&p3) { return p3[o]; } }
-        case 4u: { if o < arrayLength(&p4) { return p4[o]; } }
-        case 5u: { if o < arrayLength(&p5) { return p5[o]; } }
-        case 6u: { if o < arrayLength(&p6) { return p6[o]; } }
-        case 7u: { if o < arrayLength(&p7) { return p7[o]; } }
+        case 1u: { if 1u < USED_PARTS && o < arrayLength(&p1) { return p1[o]; } }
+        case 2u: { if 2u < USED_PARTS && o < arrayLength(&p2) { return p2[o]; } }
+        case 3u: { if 3u < USED_PARTS && o < arrayLength(&p3) { return p3[o]; } }
+        case 4u: { if 4u < USED_PARTS && o < arrayLength(&p4) { return p4[o]; } }
+        case 5u: { if 5u < USED_PARTS && o < arrayLength(&p5) { return p5[o]; } }
+        case 6u: { if 6u < USED_PARTS && o < arrayLength(&p6) { return p6[o]; } }
+        case 7u: { if 7u < USED_PARTS && o < arrayLength(&p7) { return p7[o]; } }
         default: {}
     }
     return 0u;
@@ -178,28 +184,28 @@ fn rel(a: u32, base: u32, lo: u32, hi: u32, size: u32) -> u32 {
 // Per-grid state: header facts, read once per ray, and the accessor's node cache
 // ---------------------------------------------------------------------------------------
 
-var<private> g_ok: array<bool, MAX_ATTRS>;
-var<private> g_type: array<u32, MAX_ATTRS>;
-var<private> g_root: array<u32, MAX_ATTRS>;
-var<private> g_tiles: array<u32, MAX_ATTRS>;
-var<private> g_bg: array<f32, MAX_ATTRS>;
-var<private> g_bmin: array<vec3<i32>, MAX_ATTRS>;
-var<private> g_bmax: array<vec3<i32>, MAX_ATTRS>;
-var<private> g_inv0: array<vec3<f32>, MAX_ATTRS>;
-var<private> g_inv1: array<vec3<f32>, MAX_ATTRS>;
-var<private> g_inv2: array<vec3<f32>, MAX_ATTRS>;
-var<private> g_vec: array<vec3<f32>, MAX_ATTRS>;
-var<private> g_mat0: array<vec3<f32>, MAX_ATTRS>;
-var<private> g_mat1: array<vec3<f32>, MAX_ATTRS>;
-var<private> g_mat2: array<vec3<f32>, MAX_ATTRS>;
+var<private> g_ok: array<bool, ATTR_SLOTS>;
+var<private> g_type: array<u32, ATTR_SLOTS>;
+var<private> g_root: array<u32, ATTR_SLOTS>;
+var<private> g_tiles: array<u32, ATTR_SLOTS>;
+var<private> g_bg: array<f32, ATTR_SLOTS>;
+var<private> g_bmin: array<vec3<i32>, ATTR_SLOTS>;
+var<private> g_bmax: array<vec3<i32>, ATTR_SLOTS>;
+var<private> g_inv0: array<vec3<f32>, ATTR_SLOTS>;
+var<private> g_inv1: array<vec3<f32>, ATTR_SLOTS>;
+var<private> g_inv2: array<vec3<f32>, ATTR_SLOTS>;
+var<private> g_vec: array<vec3<f32>, ATTR_SLOTS>;
+var<private> g_mat0: array<vec3<f32>, ATTR_SLOTS>;
+var<private> g_mat1: array<vec3<f32>, ATTR_SLOTS>;
+var<private> g_mat2: array<vec3<f32>, ATTR_SLOTS>;
 
 // Node addresses below are word addresses in the grid.
-var<private> c_leaf: array<u32, MAX_ATTRS>;
-var<private> c_leaf_org: array<vec3<i32>, MAX_ATTRS>;
-var<private> c_lower: array<u32, MAX_ATTRS>;
-var<private> c_lower_org: array<vec3<i32>, MAX_ATTRS>;
-var<private> c_upper: array<u32, MAX_ATTRS>;
-var<private> c_upper_org: array<vec3<i32>, MAX_ATTRS>;
+var<private> c_leaf: array<u32, ATTR_SLOTS>;
+var<private> c_leaf_org: array<vec3<i32>, ATTR_SLOTS>;
+var<private> c_lower: array<u32, ATTR_SLOTS>;
+var<private> c_lower_org: array<vec3<i32>, ATTR_SLOTS>;
+var<private> c_upper: array<u32, ATTR_SLOTS>;
+var<private> c_upper_org: array<vec3<i32>, ATTR_SLOTS>;
 
 // Work units spent by this ray (lookups and root-tile comparisons); the ray ends when it
 // passes P.work_budget, so even a grid with a huge corrupt tile table cannot stall a frame.

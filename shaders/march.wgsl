@@ -32,7 +32,7 @@ fn camera_ray(px: vec2<u32>) -> Ray {
 // enters them (outside them there is nothing to cast a shadow), or sees the sun unhindered.
 fn sun_transmittance(w: vec3<f32>) -> f32 {
     let r = ainfo.shadow_ref;
-    if r >= MAX_ATTRS || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
+    if r >= ATTR_SLOTS || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
     let si = ainfo.slots[r];
     let size = f32(1u << si.shift);
     let dims = vec3<f32>(si.dims);
@@ -103,15 +103,15 @@ fn phase_hg(cos_t: f32, g: f32) -> f32 {
 fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     work = 0u;
     let ray = camera_ray(px);
-    var oi: array<vec3<f32>, MAX_ATTRS>;
-    var di: array<vec3<f32>, MAX_ATTRS>;
-    var inv_di: array<vec3<f32>, MAX_ATTRS>;
-    var ta0: array<f32, MAX_ATTRS>;
-    var ta1: array<f32, MAX_ATTRS>;
-    var skip: array<f32, MAX_ATTRS>;
+    var oi: array<vec3<f32>, ATTR_SLOTS>;
+    var di: array<vec3<f32>, ATTR_SLOTS>;
+    var inv_di: array<vec3<f32>, ATTR_SLOTS>;
+    var ta0: array<f32, ATTR_SLOTS>;
+    var ta1: array<f32, ATTR_SLOTS>;
+    var skip: array<f32, ATTR_SLOTS>;
     var t_start = INF;
     var t_end = -INF;
-    for (var a = 0u; a < MAX_ATTRS; a++) {
+    for (var a = 0u; a < ATTR_SLOTS; a++) {
         init_grid(a);
         skip[a] = INF;
         ta0[a] = INF;
@@ -148,8 +148,8 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
 
     var T = 1.0;
     var C = vec3<f32>(0.0);
-    var mip: array<f32, MAX_ATTRS>;
-    for (var a = 0u; a < MAX_ATTRS; a++) { mip[a] = 0.0; }
+    var mip: array<f32, ATTR_SLOTS>;
+    for (var a = 0u; a < ATTR_SLOTS; a++) { mip[a] = 0.0; }
     var iso_prev = 0.0;
     var iso_has_prev = false;
     var iso_hit = false;
@@ -167,7 +167,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         var emit = vec3<f32>(0.0);
         // Largest extinction any sample in the cells around this point can have.
         var sig_max = 0.0;
-        for (var a = 0u; a < MAX_ATTRS; a++) {
+        for (var a = 0u; a < ATTR_SLOTS; a++) {
             if t < skip[a] { next = min(next, skip[a]); continue; }
             if t > ta1[a] { skip[a] = INF; continue; }
             let p = oi[a] + t * di[a];
@@ -263,7 +263,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     if P.mode == MODE_MIP {
         var c = vec3<f32>(0.0);
         var m = 0.0;
-        for (var a = 0u; a < MAX_ATTRS; a++) {
+        for (var a = 0u; a < ATTR_SLOTS; a++) {
             if !g_ok[a] { continue; }
             c += tf_u(a, mip[a]).rgb * mip[a];
             m = max(m, mip[a]);

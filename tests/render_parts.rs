@@ -168,7 +168,7 @@ fn a_ninth_attribute_is_refused() {
         .expect_err("nine grids bind");
     assert!(e.to_string().contains("at most 8 attributes"), "{e}");
     // Eight bind.
-    gpu.r.set_grids(&vec![Some(slice); MAX_ATTRIBUTES]).unwrap();
+    gpu.r.set_grids(&[Some(slice); MAX_ATTRIBUTES]).unwrap();
 }
 
 /// `slot` cut into parts of `part_bytes` (each its own buffer; the last one shorter).
@@ -268,6 +268,32 @@ fn grids_split_over_parts_render_as_in_one_part() {
         &split.read_image().unwrap(),
         &whole,
         "one buffer cut into parts",
+    );
+    // Grids far apart in one buffer (more parts than a frame binds between them) get parts
+    // of their own.
+    let far = 16 * part_bytes as usize;
+    let mut sparse = vec![0u8; far + slot.len()];
+    sparse[..at[1] as usize].copy_from_slice(&slot[..at[1] as usize]);
+    sparse[far + at[1] as usize..].copy_from_slice(&slot[at[1] as usize..]);
+    let sparse_buf = upload_slot(&gpu.ctx.device, &gpu.ctx.queue, &sparse);
+    let far_slices: Vec<_> = grids
+        .iter()
+        .zip(&at)
+        .enumerate()
+        .map(|(i, (g, &o))| {
+            Some(GridSlice {
+                buffer: &sparse_buf,
+                offset: if i == 0 { o } else { far as u64 + o },
+                size: g.len() as u64,
+            })
+        })
+        .collect();
+    split.set_grids(&far_slices).unwrap();
+    split.render(&view, W, H).unwrap();
+    assert_identical(
+        &split.read_image().unwrap(),
+        &whole,
+        "grids far apart in one buffer",
     );
 
     // Refusals, each naming what is wrong.
@@ -549,8 +575,7 @@ fn child_offsets_over_4_gib_resolve_in_the_shader() {
         .collect();
     let src = supercell::render::shader_source_of(
         supercell::render::ShaderPart::Accel,
-        supercell::render::ACCEL_CELLS,
-        supercell::render::DEFAULT_PART_BYTES,
+        &supercell::render::ShaderConfig::default(),
     ) + "
 @group(0) @binding(15) var<storage, read> rel_cases: array<vec4<u32>>;
 @group(0) @binding(16) var<storage, read_write> rel_out: array<u32>;

@@ -735,6 +735,7 @@ impl Ctx<'_> {
 /// Renders `view` at `width` × `height` on the CPU from parsed grids (slot `i` styles
 /// `grids[i]`), marching with fixed steps whatever `view.settings.hdda` says. Grids of types
 /// the shader does not decode are left out, as on the GPU.
+/// Grids may be larger than 4 GiB (the parser's offsets are 64-bit), as the shaders' are.
 pub fn render_cpu(grids: &[Option<&Grid<'_>>], view: &View, width: u32, height: u32) -> Image {
     let params = view.gpu_params(width, height);
     let tf = view.tf_table();

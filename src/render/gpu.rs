@@ -1,6 +1,7 @@
 //! The GPU renderer: one compute pipeline over grids bound from a caller's buffer.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,7 +12,7 @@ use super::image::Image;
 use super::params::FLAG_SHADOWS;
 use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, View};
 use super::shader::{
-    ACCEL_CELLS, DEFAULT_PART_BYTES, MIN_PART_BYTES, ShaderPart, shader_source_of,
+    ACCEL_CELLS, DEFAULT_PART_BYTES, MIN_PART_BYTES, ShaderConfig, ShaderPart, shader_source_of,
 };
 use crate::device::{DeviceCaps, MIN_STORAGE_BUFFERS_PER_STAGE, Want, block_on};
 
@@ -225,7 +226,13 @@ pub struct Renderer {
     queue: wgpu::Queue,
     /// What the device can do (limits, timestamps), probed once.
     caps: DeviceCaps,
-    pipeline: wgpu::ComputePipeline,
+    layouts: PipelineLayouts,
+    /// The pipelines of each frame shape met so far.
+    pipelines: HashMap<FrameShape, Pipelines>,
+    /// The bound frame's shape.
+    shape: FrameShape,
+    /// Acceleration cells per slot at most.
+    accel_cells: u32,
     layout: wgpu::BindGroupLayout,
     uniforms: wgpu::Buffer,
     tf: wgpu::Buffer,
@@ -248,10 +255,6 @@ pub struct Renderer {
 struct Accel {
     layout: wgpu::BindGroupLayout,
     args_bind_group: wgpu::BindGroup,
-    info: wgpu::ComputePipeline,
-    cells: wgpu::ComputePipeline,
-    dilate: wgpu::ComputePipeline,
-    sun: wgpu::ComputePipeline,
     cells_buf: wgpu::Buffer,
     sun_buf: wgpu::Buffer,
     info_buf: wgpu::Buffer,
@@ -261,6 +264,81 @@ struct Accel {
     /// the sun grid (those plus the light); `None`: rebuild.
     cells_key: Option<Vec<u8>>,
     sun_key: Option<Vec<u8>>,
+}
+
+/// How much of the slots and parts a frame uses, rounded so that few pipelines serve every
+/// frame: the shaders walk only these (on lavapipe, where every attribute slot and every
+/// part's read costs instructions on every sample, a frame of three attributes in one part
+/// then costs what it did when the renderer had four slots and no parts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct FrameShape {
+    /// 4 or [`MAX_ATTRIBUTES`].
+    attr_slots: u32,
+    /// 1, 2, 4 or [`MAX_PARTS`].
+    parts: u32,
+}
+
+impl FrameShape {
+    /// The shape of a frame whose highest bound slot is `slots - 1`, in `parts` parts.
+    fn of(slots: usize, parts: usize) -> FrameShape {
+        FrameShape {
+            attr_slots: if slots <= 4 { 4 } else { MAX_ATTRIBUTES as u32 },
+            parts: (parts.max(1).next_power_of_two() as u32).min(MAX_PARTS as u32),
+        }
+    }
+
+    fn config(self, accel_cells: u32, part_bytes: u64) -> ShaderConfig {
+        ShaderConfig {
+            accel_cells,
+            part_bytes,
+            attr_slots: self.attr_slots,
+            parts: self.parts,
+        }
+    }
+}
+
+/// The pipeline layouts every shape's pipelines share.
+struct PipelineLayouts {
+    march: wgpu::PipelineLayout,
+    accel: wgpu::PipelineLayout,
+    info: wgpu::PipelineLayout,
+}
+
+/// The ray-march and acceleration pipelines of one [`FrameShape`].
+struct Pipelines {
+    march: wgpu::ComputePipeline,
+    info: wgpu::ComputePipeline,
+    cells: wgpu::ComputePipeline,
+    dilate: wgpu::ComputePipeline,
+    sun: wgpu::ComputePipeline,
+}
+
+fn build_pipelines(device: &wgpu::Device, l: &PipelineLayouts, cfg: ShaderConfig) -> Pipelines {
+    let module = |part: ShaderPart, label: &str| {
+        device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source_of(part, &cfg))),
+        })
+    };
+    let march_module = module(ShaderPart::March, "supercell raymarch");
+    let accel_module = module(ShaderPart::Accel, "supercell accel");
+    let pipeline = |entry: &str, pl: &wgpu::PipelineLayout, m: &wgpu::ShaderModule| {
+        device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: Some(pl),
+            module: m,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        })
+    };
+    Pipelines {
+        march: pipeline("main", &l.march, &march_module),
+        info: pipeline("accel_info", &l.info, &accel_module),
+        cells: pipeline("accel_cells", &l.accel, &accel_module),
+        dilate: pipeline("accel_dilate", &l.accel, &accel_module),
+        sun: pipeline("accel_sun", &l.accel, &accel_module),
+    }
 }
 
 /// Where the march's timestamps are resolved (the preparation's go to 0).
@@ -376,22 +454,6 @@ impl Renderer {
             .min(u64::from(ACCEL_CELLS))
             .max(1 << 12) as u32;
         let accel_cells = 1u32 << (31 - accel_cells.leading_zeros());
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("supercell raymarch"),
-            source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source_of(
-                ShaderPart::March,
-                accel_cells,
-                part_bytes,
-            ))),
-        });
-        let accel_module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("supercell accel"),
-            source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source_of(
-                ShaderPart::Accel,
-                accel_cells,
-                part_bytes,
-            ))),
-        });
         let mut entries = vec![
             wgpu::BindGroupLayoutEntry {
                 binding: 0,
@@ -438,33 +500,20 @@ impl Renderer {
             bind_group_layouts: &[Some(&accel_layout), Some(&args_layout)],
             immediate_size: 0,
         });
-        let accel_pipeline = |entry: &str, pl: &wgpu::PipelineLayout| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: Some(pl),
-                module: &accel_module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
-        let info = accel_pipeline("accel_info", &info_pl);
-        let cells = accel_pipeline("accel_cells", &accel_pl);
-        let dilate = accel_pipeline("accel_dilate", &accel_pl);
-        let sun = accel_pipeline("accel_sun", &accel_pl);
-        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        let march_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("supercell raymarch"),
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("supercell raymarch"),
-            layout: Some(&pl),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let layouts = PipelineLayouts {
+            march: march_pl,
+            accel: accel_pl,
+            info: info_pl,
+        };
+        // The shape of a frame with up to four attributes in one part; others are built
+        // when a frame needs them.
+        let shape = FrameShape::of(1, 1);
+        let first = build_pipelines(device, &layouts, shape.config(accel_cells, part_bytes));
         let buf = |label: &str, size: u64, usage: wgpu::BufferUsages| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -539,7 +588,10 @@ impl Renderer {
             device: device.clone(),
             queue: queue.clone(),
             caps,
-            pipeline,
+            layouts,
+            pipelines: HashMap::from([(shape, first)]),
+            shape,
+            accel_cells,
             layout,
             uniforms,
             tf,
@@ -553,10 +605,6 @@ impl Renderer {
             accel: Accel {
                 layout: accel_layout,
                 args_bind_group,
-                info,
-                cells,
-                dilate,
-                sun,
                 cells_buf,
                 sun_buf,
                 info_buf,
@@ -589,15 +637,21 @@ impl Renderer {
 
     /// Binds grid `i` of `grids` to attribute slot `i` (at most [`MAX_ATTRIBUTES`]; `None`
     /// leaves a slot empty). Each distinct buffer is bound as consecutive parts of
-    /// [`part_bytes`](Self::part_bytes) over the range its grids span (at most [`MAX_PARTS`]
-    /// parts in all). The buffers are kept alive (cloned handles) until the next call.
+    /// [`part_bytes`](Self::part_bytes) over the range its grids span, or, where that takes
+    /// more parts (grids far apart in a large buffer), each grid as its own run of parts (at
+    /// most [`MAX_PARTS`] parts in all). The buffers are kept alive (cloned handles) until the
+    /// next call.
     pub fn set_grids(&mut self, grids: &[Option<GridSlice<'_>>]) -> Result<(), RenderError> {
         check_grid_count(grids.len())?;
         let align = u64::from(self.caps.storage_offset_alignment).max(4);
-        // Per distinct buffer (in first-use order): the byte range its grids span.
-        let mut spans: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
+        let part_bytes = self.part_bytes;
+        // Each grid's buffer and byte range.
+        let mut ranges: Vec<Option<(&wgpu::Buffer, u64, u64)>> = Vec::new();
         for (i, g) in grids.iter().enumerate() {
-            let Some(g) = g else { continue };
+            let Some(g) = g else {
+                ranges.push(None);
+                continue;
+            };
             let end = g
                 .offset
                 .checked_add(g.size.div_ceil(4) * 4)
@@ -610,22 +664,41 @@ impl Renderer {
                         g.buffer.size()
                     ))
                 })?;
-            match spans.iter_mut().find(|s| s.0 == g.buffer) {
-                Some(s) => {
-                    s.1 = s.1.min(g.offset);
-                    s.2 = s.2.max(end);
+            ranges.push(Some((g.buffer, g.offset - g.offset % align, end)));
+        }
+        // Runs of parts: grids of one buffer, in offset order, share a run while that takes
+        // no more parts than giving the next one a run of its own (grids close together
+        // share parts, usually one; grids far apart in a large buffer get their own).
+        let parts_of = |lo: u64, hi: u64| (hi - lo).div_ceil(part_bytes);
+        let mut order: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].is_some()).collect();
+        order.sort_by_key(|&i| ranges[i].map(|r| r.1));
+        let mut runs: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
+        let mut run_of: Vec<Option<usize>> = vec![None; ranges.len()];
+        for &i in &order {
+            let Some((buffer, lo, hi)) = ranges[i] else {
+                continue;
+            };
+            let joined = runs.iter().rposition(|r| {
+                r.0 == buffer && parts_of(r.1, r.2.max(hi)) <= parts_of(r.1, r.2) + parts_of(lo, hi)
+            });
+            run_of[i] = Some(match joined {
+                Some(k) => {
+                    runs[k].2 = runs[k].2.max(hi);
+                    k
                 }
-                None => spans.push((g.buffer, g.offset, end)),
-            }
+                None => {
+                    runs.push((buffer, lo, hi));
+                    runs.len() - 1
+                }
+            });
         }
         let mut parts = Vec::new();
         let mut first_part = Vec::new();
-        for (buffer, lo, hi) in &mut spans {
-            *lo -= *lo % align;
+        for &(buffer, lo, hi) in &runs {
             first_part.push(parts.len());
-            let mut at = *lo;
-            while at < *hi {
-                let size = self.part_bytes.min(*hi - at);
+            let mut at = lo;
+            while at < hi {
+                let size = part_bytes.min(hi - at);
                 parts.push(SlotPart {
                     buffer,
                     offset: at,
@@ -634,23 +707,22 @@ impl Renderer {
                 at += size;
             }
         }
+        if parts.len() > MAX_PARTS {
+            return Err(RenderError::Usage(format!(
+                "the grids span {} parts of {part_bytes} bytes; a frame binds at most {MAX_PARTS}",
+                parts.len()
+            )));
+        }
         let located: Vec<Option<GridInParts>> = grids
             .iter()
-            .map(|g| {
-                let g = g.as_ref()?;
-                let k = spans.iter().position(|s| s.0 == g.buffer)?;
-                let mut at = GridInParts::locate(g.offset - spans[k].1, g.size, self.part_bytes);
+            .zip(&run_of)
+            .map(|(g, k)| {
+                let (g, k) = (g.as_ref()?, (*k)?);
+                let mut at = GridInParts::locate(g.offset - runs[k].1, g.size, part_bytes);
                 at.part += first_part[k];
                 Some(at)
             })
             .collect();
-        if parts.len() > MAX_PARTS {
-            return Err(RenderError::Usage(format!(
-                "the grids span {} parts of {} bytes; a frame binds at most {MAX_PARTS}",
-                parts.len(),
-                self.part_bytes
-            )));
-        }
         self.set_frame(&parts, &located)
     }
 
@@ -675,6 +747,18 @@ impl Renderer {
             self.part_bytes,
             u64::from(self.caps.storage_offset_alignment),
         )?;
+        let slots = grids.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+        let shape = FrameShape::of(slots, parts.len());
+        if !self.pipelines.contains_key(&shape) {
+            let config = shape.config(self.accel_cells, self.part_bytes);
+            let built = create_scoped(
+                &self.device,
+                || format!("building the pipelines for {config:?}"),
+                || build_pipelines(&self.device, &self.layouts, config),
+            )?;
+            self.pipelines.insert(shape, built);
+        }
+        self.shape = shape;
         self.parts = parts
             .iter()
             .map(|p| (p.buffer.clone(), p.offset, p.size))
@@ -877,7 +961,7 @@ impl Renderer {
                 label: Some("supercell raymarch"),
                 timestamp_writes,
             });
-            pass.set_pipeline(&self.pipeline);
+            pass.set_pipeline(&self.pipelines[&self.shape].march);
             pass.set_bind_group(0, self.bind_group.as_ref(), &[]);
             pass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
         }
@@ -911,6 +995,7 @@ impl Renderer {
             return false;
         }
         let a = &self.accel;
+        let p = &self.pipelines[&self.shape];
         let group = a.bind_group.as_ref();
         let ts = |begin: Option<u32>, end: Option<u32>| match (&self.timer, timed) {
             (Some(t), true) => Some(wgpu::ComputePassTimestampWrites {
@@ -926,7 +1011,7 @@ impl Renderer {
                 label: Some("supercell accel info"),
                 timestamp_writes: ts(Some(0), None),
             });
-            pass.set_pipeline(&a.info);
+            pass.set_pipeline(&p.info);
             pass.set_bind_group(0, group, &[]);
             pass.set_bind_group(1, Some(&a.args_bind_group), &[]);
             pass.dispatch_workgroups(1, 1, 1);
@@ -938,12 +1023,12 @@ impl Renderer {
             });
             pass.set_bind_group(0, group, &[]);
             if cells {
-                pass.set_pipeline(&a.cells);
+                pass.set_pipeline(&p.cells);
                 pass.dispatch_workgroups_indirect(&a.args, 0);
-                pass.set_pipeline(&a.dilate);
+                pass.set_pipeline(&p.dilate);
                 pass.dispatch_workgroups_indirect(&a.args, 12);
             }
-            pass.set_pipeline(&a.sun);
+            pass.set_pipeline(&p.sun);
             pass.dispatch_workgroups_indirect(&a.args, 24);
         }
         self.accel.cells_key = Some(ck);

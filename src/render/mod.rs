@@ -49,8 +49,8 @@ pub use params::{
     Mode, RenderSettings, View, limits,
 };
 pub use shader::{
-    ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderPart,
-    prelude, shader_source, shader_source_of,
+    ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,
+    ShaderPart, prelude, shader_source, shader_source_of,
 };
 pub use transfer::{Colormap, MediumKind, TF_SIZE, TransferFunction};
 

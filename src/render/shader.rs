@@ -50,9 +50,35 @@ pub const DEFAULT_PART_BYTES: u64 = 1 << 31;
 /// The smallest part size (tests use it to split small frames over several parts).
 pub const MIN_PART_BYTES: u64 = 1 << 16;
 
+/// What one build of the shaders is specialised for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShaderConfig {
+    /// Acceleration cells per slot at most.
+    pub accel_cells: u32,
+    /// Bytes of one part: a power of two from [`MIN_PART_BYTES`] to [`DEFAULT_PART_BYTES`].
+    pub part_bytes: u64,
+    /// Attribute slots the passes walk (1 to [`MAX_ATTRIBUTES`]; slots from here on are
+    /// not read).
+    pub attr_slots: u32,
+    /// Parts the accessor reads (1 to [`MAX_PARTS`]; parts from here on are not read).
+    pub parts: u32,
+}
+
+impl Default for ShaderConfig {
+    /// Every slot and part, [`ACCEL_CELLS`] and [`DEFAULT_PART_BYTES`].
+    fn default() -> Self {
+        ShaderConfig {
+            accel_cells: ACCEL_CELLS,
+            part_bytes: DEFAULT_PART_BYTES,
+            attr_slots: MAX_ATTRIBUTES as u32,
+            parts: MAX_PARTS as u32,
+        }
+    }
+}
+
 /// The WGSL constants the ray-marcher reads NanoVDB with.
 pub fn prelude() -> String {
-    prelude_with(ACCEL_CELLS, DEFAULT_PART_BYTES)
+    prelude_with(&ShaderConfig::default())
 }
 
 /// Byte offsets the shader reads as whole words: it addresses grids by 32-bit word (a grid
@@ -90,7 +116,13 @@ fn word_offsets() -> Vec<(&'static str, u32)> {
     ]
 }
 
-fn prelude_with(accel_cells: u32, part_bytes: u64) -> String {
+fn prelude_with(cfg: &ShaderConfig) -> String {
+    let (accel_cells, part_bytes) = (cfg.accel_cells, cfg.part_bytes);
+    assert!(
+        (1..=MAX_ATTRIBUTES as u32).contains(&cfg.attr_slots)
+            && (1..=MAX_PARTS as u32).contains(&cfg.parts),
+        "{cfg:?}: slots and parts out of range"
+    );
     assert!(
         part_bytes.is_power_of_two() && (MIN_PART_BYTES..=DEFAULT_PART_BYTES).contains(&part_bytes),
         "part size {part_bytes} is not a power of two from {MIN_PART_BYTES} to {DEFAULT_PART_BYTES}"
@@ -174,6 +206,8 @@ fn prelude_with(accel_cells: u32, part_bytes: u64) -> String {
     c("SCAN_SHIFT_MAX", SCAN_SHIFT_MAX);
     c("MAX_PARTS", MAX_PARTS as u32);
     c("PART_SHIFT_WORDS", (part_bytes / 4).trailing_zeros());
+    c("ATTR_SLOTS", cfg.attr_slots);
+    c("USED_PARTS", cfg.parts);
     for (name, value) in uniform_constants() {
         c(name, value);
     }
@@ -209,11 +243,9 @@ pub enum ShaderPart {
     Accel,
 }
 
-/// The complete WGSL module of `part`, with acceleration grids of at most `accel_cells`
-/// cells per slot, reading grids through parts of `part_bytes` (a power of two from
-/// [`MIN_PART_BYTES`] to [`DEFAULT_PART_BYTES`]).
-pub fn shader_source_of(part: ShaderPart, accel_cells: u32, part_bytes: u64) -> String {
-    let mut s = prelude_with(accel_cells, part_bytes);
+/// The complete WGSL module of `part`, built for `cfg`.
+pub fn shader_source_of(part: ShaderPart, cfg: &ShaderConfig) -> String {
+    let mut s = prelude_with(cfg);
     s.push('\n');
     let access = match part {
         ShaderPart::March => "read",
@@ -230,7 +262,7 @@ pub fn shader_source_of(part: ShaderPart, accel_cells: u32, part_bytes: u64) -> 
 
 /// The ray-marcher's complete WGSL module.
 pub fn shader_source() -> String {
-    shader_source_of(ShaderPart::March, ACCEL_CELLS, DEFAULT_PART_BYTES)
+    shader_source_of(ShaderPart::March, &ShaderConfig::default())
 }
 
 #[cfg(test)]
@@ -243,8 +275,7 @@ mod tests {
         assert!(p.contains("const UPPER_OFF_TABLE: u32 = 8256u;"));
         assert!(p.contains("const LOWER_SIZE: u32 = 33856u;"));
         assert!(p.contains("const MAGIC_NUMB_LO: u32 = 1869504846u;"));
-        let src =
-            shader_source() + &shader_source_of(ShaderPart::Accel, ACCEL_CELLS, DEFAULT_PART_BYTES);
+        let src = shader_source() + &shader_source_of(ShaderPart::Accel, &ShaderConfig::default());
         for line in p.lines().filter(|l| l.starts_with("const ")) {
             let name = line
                 .split_whitespace()
@@ -312,7 +343,13 @@ mod tests {
         for k in 0..MAX_PARTS {
             let decl = format!("@binding({}) var<storage, read> p{k}: array<u32>;", 4 + k);
             assert_eq!(common.matches(&decl).count(), 1, "no {decl:?}");
-            let read = format!("case {k}u: {{ if o < arrayLength(&p{k}) {{ return p{k}[o]; }} }}");
+            let read = if k == 0 {
+                "case 0u: { if o < arrayLength(&p0) { return p0[o]; } }".to_string()
+            } else {
+                format!(
+                    "case {k}u: {{ if {k}u < USED_PARTS && o < arrayLength(&p{k}) {{ return p{k}[o]; }} }}"
+                )
+            };
             assert_eq!(common.matches(&read).count(), 1, "ld lacks {read:?}");
         }
         let extra = format!("var<storage, read> p{MAX_PARTS}:");
@@ -325,11 +362,19 @@ mod tests {
             ("march", shader_source()),
             (
                 "accel",
-                shader_source_of(ShaderPart::Accel, ACCEL_CELLS, DEFAULT_PART_BYTES),
+                shader_source_of(ShaderPart::Accel, &ShaderConfig::default()),
             ),
             (
                 "march, small parts",
-                shader_source_of(ShaderPart::March, ACCEL_CELLS, MIN_PART_BYTES),
+                shader_source_of(
+                    ShaderPart::March,
+                    &ShaderConfig {
+                        part_bytes: MIN_PART_BYTES,
+                        attr_slots: 4,
+                        parts: 1,
+                        ..Default::default()
+                    },
+                ),
             ),
             ("crc", FILES[3].1.to_string()),
         ];
