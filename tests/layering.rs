@@ -43,7 +43,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "app",
         &[
-            "dataset", "device", "format", "gpu", "ingest", "memory", "pipeline", "probe",
+            "crc32", "dataset", "device", "format", "gpu", "ingest", "memory", "pipeline", "probe",
             "render", "scene", "stream", "synth", "units",
         ],
     ),

@@ -9,6 +9,7 @@ mod config;
 pub mod core;
 pub mod direct;
 mod faults;
+mod figures;
 pub mod gpumem;
 pub mod headless;
 pub mod offscreen;

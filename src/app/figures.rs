@@ -1,0 +1,235 @@
+//! The overlay's figures as text: rates with their now/average/peak columns, the table of
+//! both paths, the compact lines of small windows, and the fault lines. The overlay draws
+//! them and dumps them for tests, so both read the same words.
+
+use serde::Serialize;
+
+use super::core::Player;
+use super::gpumem::GpuMemory;
+use super::stats::PathFigures;
+use crate::pipeline::{Direction, PlayMode};
+
+pub(super) fn mode_name(m: PlayMode) -> &'static str {
+    match m {
+        PlayMode::Loop => "loop",
+        PlayMode::PingPong => "ping-pong",
+        PlayMode::Once => "once",
+    }
+}
+
+pub(super) fn bytes_h(b: f64) -> String {
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else {
+        format!("{:.1} MB", b / 1e6)
+    }
+}
+
+/// A rate as the overlay writes it: two decimals, more for small values (so that 0.0017 GB/s
+/// does not read as 0), fewer for large ones. Rounding keeps the order of values, so a peak
+/// never reads below its average.
+pub fn rate_text(x: f64) -> String {
+    let x = if x.is_finite() { x.max(0.0) } else { 0.0 };
+    let decimals = if x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else if x >= 0.1 || x == 0.0 {
+        2
+    } else {
+        // Two significant digits, at most six decimals.
+        ((-x.log10()).ceil() as usize + 1).min(6)
+    };
+    format!("{x:.decimals$}")
+}
+
+/// One rate of a path in words: its name and its **now**, **avg** and **peak** readings (see
+/// [`super::stats`] for the definitions), each as [`rate_text`] writes it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RateRow {
+    /// "frames/s rendered", "frames/s delivered" or "GB/s".
+    pub name: &'static str,
+    /// Last second.
+    pub now: String,
+    /// Over the path's active time.
+    pub avg: String,
+    /// Highest **now** reading, never below **avg**.
+    pub peak: String,
+}
+
+/// A path's three rates in words (the overlay's lines and its table both come from this).
+pub fn rate_rows(f: &PathFigures) -> [RateRow; 3] {
+    let row = |name, now, avg, peak| RateRow {
+        name,
+        now: rate_text(now),
+        avg: rate_text(avg),
+        peak: rate_text(peak),
+    };
+    [
+        row(
+            "frames/s rendered",
+            f.rendered_fps_now,
+            f.rendered_fps,
+            f.rendered_fps_peak,
+        ),
+        row(
+            "frames/s delivered",
+            f.delivered_fps_now,
+            f.delivered_fps,
+            f.delivered_fps_peak,
+        ),
+        row("GB/s", f.gbps_now, f.gbps_mean, f.gbps_peak),
+    ]
+}
+
+/// The lines of the active path's rates: `NAME  NOW now  AVG avg  PEAK peak`.
+pub fn rate_lines(f: &PathFigures) -> Vec<String> {
+    rate_rows(f)
+        .iter()
+        .map(|r| {
+            format!(
+                "{:<18} {} now   {} avg   {} peak",
+                r.name, r.now, r.avg, r.peak
+            )
+        })
+        .collect()
+}
+
+/// The compact figures (small windows): the active path and its label, its rates as
+/// `NAME NOW (avg AVG)`, and the frame on screen.
+pub fn compact_lines(player: &Player) -> Vec<String> {
+    let sel = player.active_path();
+    let f = player.figures(sel);
+    let mut v = vec![format!(
+        "{} path: {}",
+        sel.name().to_uppercase(),
+        player.path_report(sel).label
+    )];
+    v.extend(
+        rate_rows(&f)
+            .iter()
+            .map(|r| format!("{} {} (avg {})", r.name, r.now, r.avg)),
+    );
+    let shown = player.shown_frame();
+    v.push(format!(
+        "frame {} / {}{}",
+        shown.map_or_else(|| "-".to_string(), |s| s.to_string()),
+        player.frame_count().saturating_sub(1),
+        if player.is_playing() { "" } else { "   paused" },
+    ));
+    v.extend(fault_lines(player));
+    v
+}
+
+/// The table comparing both paths: a header row (`["", "direct avg", "direct peak", "host
+/// avg", "host peak"]`), then one row per rate (`["frames/s rendered", ...]`); "n/a" where
+/// the direct path cannot run.
+pub fn figure_table(direct: &PathFigures, host: &PathFigures, direct_ok: bool) -> Vec<[String; 5]> {
+    let mut t =
+        vec![["", "direct avg", "direct peak", "host avg", "host peak"].map(str::to_string)];
+    let na = || "n/a".to_string();
+    for (d, h) in rate_rows(direct).into_iter().zip(rate_rows(host)) {
+        let (da, dp) = if direct_ok {
+            (d.avg, d.peak)
+        } else {
+            (na(), na())
+        };
+        t.push([d.name.to_string(), da, dp, h.avg, h.peak]);
+    }
+    t
+}
+
+/// The overlay's figures as text lines (drawn, and dumped for tests).
+pub fn stats_lines(
+    player: &Player,
+    cpu_percent: f64,
+    gpu_memory: Option<&GpuMemory>,
+) -> Vec<String> {
+    let sel = player.active_path();
+    let f = player.figures(sel);
+    let rep = player.path_report(sel);
+    let mut v = vec![format!("{} path: {}", sel.name().to_uppercase(), rep.label)];
+    v.extend(rate_lines(&f));
+    v.extend([
+        format!(
+            "{}/frame   {} in flight   latency {:.0} / {:.0} ms (p50/p99)",
+            bytes_h(player.mean_frame_bytes()),
+            player.in_flight(),
+            f.latency_p50_ms,
+            f.latency_p99_ms
+        ),
+        format!(
+            "CPU {:.0}%   GPU memory {}{}",
+            cpu_percent,
+            gpu_memory.map_or_else(
+                || "n/a".to_string(),
+                |m| format!("{} ({})", bytes_h(m.used as f64), m.source)
+            ),
+            format_args!(" (frames {})", bytes_h(player.gpu_buffer_bytes() as f64))
+        ),
+    ]);
+    if let Some(fb) = &rep.fallback {
+        v.push(format!("fallback: {fb}"));
+    }
+    if let Some(why) = player.direct_unavailable() {
+        v.push(format!("direct path unavailable: {why}"));
+    }
+    let shown = player.shown_frame();
+    v.push(format!(
+        "frame {} / {}   t = {:.1} s   {}{} {}{}",
+        shown.map_or_else(|| "-".to_string(), |s| s.to_string()),
+        player.frame_count().saturating_sub(1),
+        shown.map_or(0.0, |s| player.frame_time(s)),
+        if player.is_playing() {
+            "playing"
+        } else {
+            "paused"
+        },
+        if player.direction() == Direction::Reverse {
+            " reverse"
+        } else {
+            ""
+        },
+        mode_name(player.mode()),
+        player
+            .speed()
+            .map_or_else(String::new, |s| format!(" at {s:.0} frames/s"))
+    ));
+    v.extend(fault_lines(player));
+    v
+}
+
+/// The overlay's fault lines: how many, which frames are damaged, the latest with its
+/// reason, and slots still held by reads that did not answer. Empty while all is well.
+pub fn fault_lines(player: &Player) -> Vec<String> {
+    let mut v = Vec::new();
+    if player.fault_count() == 0 {
+        return v;
+    }
+    let damaged = player.damaged_frames();
+    v.push(format!(
+        "faults: {}   damaged frames: {}   recovered: {}",
+        player.fault_count(),
+        damaged.len(),
+        player.recovered_frames()
+    ));
+    if let Some(f) = player.faults().last() {
+        let lane = f.lane.map_or_else(String::new, |l| format!(", lane {l}"));
+        let mut msg = f.message.clone();
+        if msg.chars().count() > 110 {
+            msg = msg.chars().take(107).collect::<String>() + "...";
+        }
+        v.push(format!(
+            "frame {} damaged ({}{lane}): {msg}",
+            f.frame,
+            f.kind.name()
+        ));
+    }
+    let held = player.held_slots();
+    if held > 0 {
+        v.push(format!(
+            "{held} slot(s) held by reads that did not answer (freed when they end)"
+        ));
+    }
+    v
+}

@@ -1,0 +1,444 @@
+//! The player's window under X (Xvfb started here when there is no `DISPLAY`), driven by a
+//! script: overlay numbers, the toggle, a scrub and a screenshot compared with a headless
+//! render of the same frame away from the overlay; and the overlay's panels as painted, at
+//! several window sizes and modes, never overlapping.
+//!
+//! Without a GPU adapter or Xvfb the tests print why and pass, unless
+//! `SUPERCELL_REQUIRE_GPU` is set (CI sets it).
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+mod play_support;
+mod storm_support;
+use play_support::{bin, dataset, gpu, out_dir, read_png, skip};
+
+/// An X display: `DISPLAY`, or an Xvfb started here (killed on drop).
+struct Display {
+    name: String,
+    child: Option<Child>,
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn display() -> Option<Display> {
+    if let Some(d) = std::env::var_os("DISPLAY").filter(|d| !d.is_empty()) {
+        return Some(Display {
+            name: d.to_string_lossy().into_owned(),
+            child: None,
+        });
+    }
+    let n = 90 + std::process::id() % 500;
+    let child = Command::new("Xvfb")
+        .args([
+            format!(":{n}").as_str(),
+            "-screen",
+            "0",
+            "1280x1024x24",
+            "-nolisten",
+            "tcp",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let d = Display {
+        name: format!(":{n}"),
+        child: Some(child),
+    };
+    let sock = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
+    let end = Instant::now() + Duration::from_secs(10);
+    while !sock.exists() {
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(d)
+}
+
+/// Mean absolute difference (0..255) of two RGB images over the pixel box `[x0, x1) × [y0, y1)`.
+fn mean_abs_diff(a: &[u8], b: &[u8], w: u32, (x0, y0, x1, y1): (u32, u32, u32, u32)) -> f64 {
+    let mut sum = 0u64;
+    let mut n = 0u64;
+    for y in y0..y1 {
+        for x in x0..x1 {
+            let i = ((y * w + x) * 3) as usize;
+            for c in 0..3 {
+                sum += u64::from(a[i + c].abs_diff(b[i + c]));
+                n += 1;
+            }
+        }
+    }
+    sum as f64 / n.max(1) as f64
+}
+
+#[test]
+fn window_overlay_toggle_scrub_and_screenshot() {
+    if gpu().is_none() {
+        return;
+    }
+    let Some(disp) = display() else {
+        skip("no X display (DISPLAY unset and Xvfb not installed)");
+        return;
+    };
+    let ds = dataset();
+    let dir = out_dir().join("window");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let script = format!(
+        "wait-frames 4; dump-state {s1}; key D; wait 300ms; dump-state {s2}; key Space; \
+         scrub 5; wait-shown 5; wait 300ms; screenshot {shot}; render {img}; dump-state {s3}; \
+         key H; wait 100ms; dump-state {s4}; drag 2; wait 200ms; drag 3; wait 200ms; \
+         release 1; wait-shown 1; dump-state {s5}; quit",
+        s1 = p("s1.json"),
+        s2 = p("s2.json"),
+        s3 = p("s3.json"),
+        s4 = p("s4.json"),
+        s5 = p("s5.json"),
+        shot = p("shot.png"),
+        img = p("img.png"),
+    );
+    // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
+    // quarter of the window and let the window scale it up.
+    // The scene's step and attributes (as `render` uses), not the software ones.
+    let args = [
+        "--window-size",
+        "800x600",
+        "--render-scale",
+        "0.25",
+        "--step",
+        "1",
+        "--attributes",
+        "cloud,rain,wind_speed",
+    ];
+    if !play_window(&disp, &args, &script) {
+        return;
+    }
+    let read = |n: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
+    };
+    // The overlay shows numbers.
+    let s1 = read("s1.json");
+    assert!(s1["frames_shown"].as_u64().unwrap() >= 4, "{s1}");
+    let lines: Vec<String> = serde_json::from_value(s1["lines"].clone()).unwrap();
+    assert!(lines.iter().any(|l| l.contains("GB/s")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("frames/s")), "{lines:?}");
+    assert!(s1["host"]["frames_delivered"].as_u64().unwrap() >= 4);
+    assert!(s1["host"]["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(s1["active_path"], "host");
+    // The toggle: without CUDA it is refused with the reason, and the host path keeps going.
+    let s2 = read("s2.json");
+    if supercell::gpu::cuda_probe().is_err() {
+        assert_eq!(s2["direct_available"], false);
+        assert!(
+            s2["direct_unavailable_reason"]
+                .as_str()
+                .unwrap()
+                .contains("CUDA")
+        );
+        assert_eq!(s2["active_path"], "host");
+        assert!(
+            s2["message"].as_str().unwrap().contains("unavailable"),
+            "{s2}"
+        );
+        assert!(lines.iter().any(|l| l.contains("direct path unavailable")));
+    } else {
+        assert_eq!(s2["active_path"], "direct", "{s2}");
+    }
+    // The scrub landed on exactly frame 5, paused.
+    let s3 = read("s3.json");
+    assert_eq!(s3["shown_frame"], 5, "{s3}");
+    assert_eq!(s3["playing"], false);
+    assert!(s3["last_scrub_ms"].as_f64().is_some());
+    assert_eq!(s3["help_visible"], false);
+    assert_eq!(read("s4.json")["help_visible"], true);
+    // Dragging the slider, then releasing it: the exact frame of the release is shown.
+    let s5 = read("s5.json");
+    assert_eq!(s5["shown_frame"], 1, "{s5}");
+    assert_eq!(s5["position"], 1);
+
+    // The screenshot is the window (image + overlay); away from the overlay it matches a
+    // headless render of frame 5 at the render size (the window shows it scaled up 4×, so
+    // the screenshot is averaged back down over 4 × 4 blocks before comparing).
+    let dim =
+        |v: &serde_json::Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
+    let (ww, wh) = dim(&s3["window_size"]);
+    let (rw, rh) = dim(&s3["render_size"]);
+    let (sw, sh, shot) = read_png(&dir.join("shot.png"));
+    assert_eq!((sw, sh), (ww, wh));
+    assert_eq!((rw * 4, rh * 4), (ww, wh), "render scale 0.25");
+    let rdir = dir.join("render");
+    let out = Command::new(bin())
+        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
+        .args([
+            "--size",
+            &format!("{rw}x{rh}"),
+            "--out",
+            rdir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
+    let (iw, ih, img) = read_png(&dir.join("img.png"));
+    assert_eq!((iw, ih), (rw, rh));
+    // The player's own image is the renderer's image of frame 5 (same data, same view).
+    let d_img = mean_abs_diff(&img, &reference, rw, (0, 0, rw, rh));
+    assert!(
+        d_img < 2.0,
+        "player image vs headless render: mean abs diff {d_img}"
+    );
+    let mut small = vec![0u8; (rw * rh * 3) as usize];
+    for y in 0..rh {
+        for x in 0..rw {
+            for c in 0..3 {
+                let mut sum = 0u32;
+                for dy in 0..4 {
+                    for dx in 0..4 {
+                        let i = (((y * 4 + dy) * ww + x * 4 + dx) * 3 + c) as usize;
+                        sum += u32::from(shot[i]);
+                    }
+                }
+                small[((y * rw + x) * 3 + c) as usize] = (sum / 16) as u8;
+            }
+        }
+    }
+    // A box in the middle of the window, clear of the panels (stats top left, down to about
+    // 59 % with the refused toggle's message, plots top right, timeline bottom).
+    let free = (rw * 30 / 100, rh * 62 / 100, rw * 70 / 100, rh * 78 / 100);
+    let d_free = mean_abs_diff(&small, &reference, rw, free);
+    assert!(
+        d_free < 10.0,
+        "screenshot vs headless render away from the overlay: {d_free}"
+    );
+    // Where the stats panel is, the overlay changed the picture.
+    let panel = (4, 4, rw * 30 / 100, rh * 20 / 100);
+    let d_panel = mean_abs_diff(&small, &reference, rw, panel);
+    assert!(
+        d_panel > d_free + 3.0,
+        "no overlay in the screenshot? {d_panel} vs {d_free}"
+    );
+}
+
+/// An Xvfb of this test's own with one screen of `w` × `h` (what a fullscreen kiosk fills),
+/// on a display number Xvfb picks; `None` without Xvfb.
+fn own_xvfb(w: u32, h: u32) -> Option<Display> {
+    use std::io::BufRead;
+    let mut child = Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", &format!("{w}x{h}x24")])
+        .args(["-nolisten", "tcp"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut n = String::new();
+    let read = std::io::BufReader::new(child.stdout.as_mut()?).read_line(&mut n);
+    let mut d = Display {
+        name: format!(":{}", n.trim()),
+        child: Some(child),
+    };
+    if read.is_err() || n.trim().parse::<u32>().is_err() {
+        d.name.clear();
+        return None;
+    }
+    Some(d)
+}
+
+/// Runs the player's window on display `disp` with `args` and `script`; false when no window
+/// could open here (after saying why).
+fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
+    let ds = dataset();
+    let mut child = Command::new(bin())
+        .args(["play", ds.to_str().unwrap()])
+        .args(args)
+        .args(["--threads", "2", "--fps", "20"])
+        .args(["--script", script])
+        .env("DISPLAY", &disp.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the window");
+    let end = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the window ({args:?}) did not quit within 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !status.success() && stderr.contains("cannot open a window") {
+        skip(&format!("no window: {stderr}"));
+        return false;
+    }
+    assert!(status.success(), "play {args:?} failed:\n{stderr}");
+    true
+}
+
+/// At the default 1280 × 720 and at 960 × 540 (compact figures, plots off at start), and in
+/// large print and in kiosk mode at 960 × 540 and at 640 × 360: the overlay's panels (figures, plots, timeline, help) never overlap and stay
+/// inside the window, with the help card shown or not, the plots on or off. The rectangles
+/// are what each panel painted (its shapes, cut to their clip rectangles), taken both once
+/// the layout has settled and in the very frame after a key changed it; the overlay also
+/// counts every frame in which two panels painted over each other, and there must be none.
+#[test]
+fn panels_as_drawn_never_overlap() {
+    if gpu().is_none() {
+        return;
+    }
+    dataset();
+    // (width, height, mode): "normal", "large" (large print) or "kiosk".
+    let cases = [
+        (1280, 720, "normal"),
+        (960, 540, "normal"),
+        (960, 540, "large"),
+        (640, 360, "large"),
+        (960, 540, "kiosk"),
+        (640, 360, "kiosk"),
+    ];
+    // Settled dumps, each followed by the same layout's dump one frame after the next key.
+    let names = ["a", "a1", "b", "b1", "c", "c1", "d"];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(w, h, mode)| {
+            std::thread::spawn(move || -> Option<Vec<(String, serde_json::Value)>> {
+                let Some(disp) = own_xvfb(w, h) else {
+                    skip("no Xvfb");
+                    return None;
+                };
+                let dir = out_dir().join(format!("panels-{w}x{h}-{mode}"));
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir_all(&dir).unwrap();
+                let p = |n: &str| dir.join(format!("{n}.json")).to_string_lossy().into_owned();
+                let settle = "wait-frames 2; wait 700ms";
+                let next = "wait-frames 1";
+                let script = format!(
+                    "{settle}; dump-state {a}; key H; {next}; dump-state {a1}; {settle}; \
+                     dump-state {b}; key P; {next}; dump-state {b1}; {settle}; dump-state {c}; \
+                     key H; {next}; dump-state {c1}; {settle}; dump-state {d}; quit",
+                    a = p("a"),
+                    a1 = p("a1"),
+                    b = p("b"),
+                    b1 = p("b1"),
+                    c = p("c"),
+                    c1 = p("c1"),
+                    d = p("d"),
+                );
+                let size = format!("{w}x{h}");
+                // The image only needs to be there: the kiosk's flying camera renders it
+                // on every redraw.
+                let mut args = vec!["--window-size", &size, "--render-scale", "0.1"];
+                match mode {
+                    "kiosk" => args.push("--kiosk"),
+                    "large" => args.push("--large-print"),
+                    _ => {}
+                }
+                if !play_window(&disp, &args, &script) {
+                    return None;
+                }
+                Some(
+                    names
+                        .iter()
+                        .map(|n| {
+                            let t = std::fs::read_to_string(dir.join(format!("{n}.json"))).unwrap();
+                            (
+                                format!("{size} {mode} {n}"),
+                                serde_json::from_str(&t).unwrap(),
+                            )
+                        })
+                        .collect(),
+                )
+            })
+        })
+        .collect();
+    for (run, (w, h, mode)) in runs.into_iter().zip(cases) {
+        let Some(dumps) = run.join().unwrap() else {
+            continue;
+        };
+        for ((what, s), name) in dumps.iter().zip(names) {
+            assert_eq!(s["window_size"], serde_json::json!([w, h]), "{what}");
+            assert_eq!(s["large_print"], mode != "normal", "{what}");
+            let panels: Vec<(String, [f32; 4])> = serde_json::from_value::<
+                std::collections::BTreeMap<String, [f32; 4]>,
+            >(s["panels"].clone())
+            .unwrap()
+            .into_iter()
+            .collect();
+            let has = |n: &str| panels.iter().any(|(p, _)| p == n);
+            let help = matches!(name, "a1" | "b" | "b1" | "c");
+            assert_eq!(s["help_visible"], help, "{what}");
+            // Narrow windows (the software adapter's 960 × 540) start compact, plots off.
+            let compact = mode == "normal" && w < 1100;
+            assert_eq!(s["compact"], compact, "{what}");
+            if name.len() == 1 {
+                // Settled: every panel that should show is there.
+                assert_eq!(has("timeline"), mode != "kiosk", "{what}: {panels:?}");
+                assert_eq!(has("help"), help, "{what}: {panels:?}");
+                assert_eq!(
+                    has("stats"),
+                    s["help_alone"] == false,
+                    "{what}: the figures show unless the help card takes their place: {panels:?}"
+                );
+                // P is pressed between b and b1.
+                let plots_on = matches!(name, "a" | "b") != compact;
+                assert_eq!(
+                    has("plots"),
+                    plots_on && s["plots_no_room"] == false && s["help_alone"] == false,
+                    "{what}: {s}"
+                );
+            }
+            // Every frame drawn so far, not only this one.
+            assert_eq!(
+                s["overlap_frames"], 0,
+                "{what}: panels painted over each other in some frame: {}",
+                s["first_overlap"]
+            );
+            for (n, r) in &panels {
+                assert!(r[0] < r[2] && r[1] < r[3], "{what}: {n} empty {r:?}");
+                let inside = r[0] >= -0.5 && r[1] >= -0.5;
+                assert!(
+                    inside && r[2] <= w as f32 + 0.5 && r[3] <= h as f32 + 0.5,
+                    "{what}: {n} {r:?} outside the window"
+                );
+            }
+            if compact && !help {
+                // The compact figures leave the picture free: under a tenth of the window.
+                let (_, r) = panels.iter().find(|(n, _)| n == "stats").unwrap();
+                let share = (r[2] - r[0]) * (r[3] - r[1]) / (w * h) as f32;
+                assert!(
+                    share < 0.1,
+                    "{what}: the figures cover {share:.2} of the window"
+                );
+            }
+            for (i, (na, a)) in panels.iter().enumerate() {
+                for (nb, b) in &panels[i + 1..] {
+                    let apart = a[2] <= b[0] || b[2] <= a[0] || a[3] <= b[1] || b[3] <= a[1];
+                    assert!(apart, "{what}: {na} {a:?} overlaps {nb} {b:?}");
+                }
+            }
+        }
+        // At 960 × 540 and wider there is room for the plots next to the figures.
+        if w >= 960 {
+            assert_eq!(dumps[0].1["plots_no_room"], false, "{}", dumps[0].1);
+        }
+    }
+}
