@@ -1,5 +1,5 @@
-//! Import of `.nvdb` sequences into the striped layout, and export of frames back to
-//! standard `.nvdb` files.
+//! Import of `.nvdb` and OpenVDB `.vdb` sequences into the striped layout, and export of
+//! frames back to standard `.nvdb` files.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

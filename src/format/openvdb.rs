@@ -935,7 +935,8 @@ fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
     let (file_version, library_version) = head;
     let at = c.pos;
     let count = c.i32("grid count").map_err(|b| at_file("", b))?;
-    if count < 0 || count as usize > c.left() / 40 {
+    // A descriptor takes at least 36 bytes (three string lengths, three offsets).
+    if count < 0 || count as usize > c.left() / 36 {
         return Err(at_file(
             "",
             Bad {
