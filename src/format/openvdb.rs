@@ -444,7 +444,7 @@ fn read_transform(c: &mut Cursor<'_>) -> R<VdbTransform> {
             );
         }
     };
-    if !scale.iter().chain(&translation).all(|v| v.is_finite()) || scale.iter().any(|&s| s == 0.0) {
+    if !scale.iter().chain(&translation).all(|v| v.is_finite()) || scale.contains(&0.0) {
         return bad(
             at,
             format!("{map}: scale {scale:?} or translation {translation:?} is not usable"),
@@ -967,9 +967,8 @@ fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
             None => (type_name.as_str(), false),
         };
         let in_file = |p: i64| usize::try_from(p).is_ok_and(|p| p <= bytes.len());
-        if !(in_file(grid_pos) && in_file(block_pos) && in_file(end_pos))
-            || !(grid_pos <= block_pos && block_pos <= end_pos)
-        {
+        let ordered = grid_pos <= block_pos && block_pos <= end_pos;
+        if !(in_file(grid_pos) && in_file(block_pos) && in_file(end_pos) && ordered) {
             return Err(at_file(
                 &context,
                 Bad {
