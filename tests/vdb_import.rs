@@ -266,6 +266,54 @@ fn openvdb_files_import_with_openvdbs_values() {
         };
         assert!(e(GridType::Fp8) > e(GridType::Fp16), "{name}");
     }
+
+    // Vector components as attributes of their own, exact.
+    let files: Vec<PathBuf> = (0..2)
+        .map(|f| dir.path().join(format!("frame_{f:03}.vdb")))
+        .collect();
+    let out = dir.path().join("ds_components");
+    let options = ImportOptions {
+        vector_components: true,
+        ..ImportOptions::default()
+    };
+    let (manifest, _) = import_sequence(
+        &files,
+        &out,
+        LaneSpec::Count(1),
+        1 << 20,
+        None,
+        Provenance::default(),
+        &options,
+        |_| {},
+    )
+    .unwrap();
+    let names: Vec<&str> = manifest
+        .attributes
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names.len(), 7, "{names:?}");
+    let ds = Dataset::open(&out).unwrap();
+    ds.read_frame(0, &mut buf, CrcCheck::Verify).unwrap();
+    let comps = reference.frames[0]["velocity"]["components"]
+        .as_array()
+        .unwrap();
+    for (axis, suffix) in ["x", "y", "z"].iter().enumerate() {
+        let a = names
+            .iter()
+            .position(|n| *n == format!("velocity.{suffix}"))
+            .unwrap();
+        let g = Grid::parse(ds.grid_bytes(0, a, &buf).unwrap()).unwrap();
+        let mut acc = g.accessor();
+        for (i, p) in reference.points.iter().enumerate() {
+            let want = comps[i][axis].as_f64().unwrap() as f32;
+            assert_eq!(
+                acc.value(*p).unwrap(),
+                Value::Float(want),
+                "velocity.{suffix} at {p:?}"
+            );
+        }
+    }
 }
 
 /// Transforms that cannot be stored, cuts and flipped bytes: clear errors, never a panic.

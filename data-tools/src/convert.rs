@@ -37,6 +37,10 @@ pub struct ImportArgs {
     /// (quantised; the largest error is reported). .nvdb grids are stored as they are.
     #[arg(long, default_value = "float", value_parser = parse_import_grid_type)]
     pub grid_type: GridType,
+    /// Also import each .vdb vector grid's components as attributes NAME.x, NAME.y, NAME.z
+    /// (NAME itself holds the vector's length).
+    #[arg(long)]
+    pub vector_components: bool,
 }
 
 fn parse_import_grid_type(text: &str) -> Result<GridType> {
@@ -94,6 +98,7 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
     );
     let options = ImportOptions {
         vdb_grid_type: args.grid_type,
+        vector_components: args.vector_components,
         ..ImportOptions::default()
     };
     let started = std::time::Instant::now();
@@ -138,7 +143,14 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
         );
     }
     for name in &report.vector_magnitudes {
-        println!("{name}: a vector grid, imported as its length (the vector itself is not kept)");
+        if args.vector_components {
+            println!("{name}: a vector grid, imported as its length, components as {name}.x/.y/.z");
+        } else {
+            println!(
+                "{name}: a vector grid, imported as its length (--vector-components keeps the \
+                 components too)"
+            );
+        }
     }
     for s in &report.skipped {
         eprintln!("note: not imported: {s}");

@@ -35,6 +35,9 @@ pub struct ImportOptions {
     /// Most leaves an OpenVDB grid's tiles may become (see
     /// [`crate::format::openvdb::to_scalar_grid`]).
     pub max_tile_leaves: u64,
+    /// Besides a vector grid's length (attribute `NAME`), import its components as the
+    /// attributes `NAME.x`, `NAME.y`, `NAME.z`.
+    pub vector_components: bool,
 }
 
 impl Default for ImportOptions {
@@ -43,6 +46,7 @@ impl Default for ImportOptions {
             vdb_grid_type: GridType::Float,
             // 4 Mi leaves: 8 GiB of f32 voxels.
             max_tile_leaves: 1 << 22,
+            vector_components: false,
         }
     }
 }
@@ -53,7 +57,8 @@ pub struct ImportReport {
     /// Per attribute converted from OpenVDB with quantisation: the largest absolute
     /// difference between a source voxel and its stored value, over all frames.
     pub max_abs_error: Vec<(String, f64)>,
-    /// Attributes that hold the length of an OpenVDB vector grid (the vector is not kept).
+    /// Attributes that hold the length of an OpenVDB vector grid (the vector itself is kept
+    /// only as `NAME.x`/`.y`/`.z` with [`ImportOptions::vector_components`]).
     pub vector_magnitudes: Vec<String>,
     /// OpenVDB grids not imported, with the reason (once per grid name).
     pub skipped: Vec<String>,
@@ -244,32 +249,41 @@ fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
             .collect(),
     };
     for g in &file.grids {
-        let grid_err = |msg: String| input(path, format!("grid {:?}: {msg}", g.name));
-        let scalar = openvdb::to_scalar_grid(g, options.max_tile_leaves).map_err(grid_err)?;
-        let opts = BuildOptions {
-            name: g.name.clone(),
-            grid_type: options.vdb_grid_type,
-            grid_class: scalar.class,
-            voxel_size: scalar.voxel_size,
-            world_origin: scalar.world_origin,
-            ..BuildOptions::default()
-        };
-        let bytes = build_grid(&scalar.volume, &opts).map_err(|e| grid_err(e.to_string()))?;
-        let built = Grid::parse(&bytes).map_err(|e| grid_err(e.to_string()))?;
-        if options.vdb_grid_type != GridType::Float {
-            let e = max_abs_error(&scalar.volume, &built).map_err(grid_err)?;
-            frame.errors.push((g.name.clone(), e));
+        let vector = g.value_type.components() == 3;
+        let mut parts = vec![(g.name.clone(), None)];
+        if vector && options.vector_components {
+            parts.extend(
+                ["x", "y", "z"]
+                    .iter()
+                    .enumerate()
+                    .map(|(c, axis)| (format!("{}.{axis}", g.name), Some(c))),
+            );
         }
-        if g.value_type.components() == 3 {
-            frame.vectors.push(g.name.clone());
+        for (name, component) in parts {
+            let grid_err = |msg: String| input(path, format!("grid {name:?}: {msg}"));
+            let scalar =
+                openvdb::to_scalar_grid(g, component, options.max_tile_leaves).map_err(grid_err)?;
+            let opts = BuildOptions {
+                name: name.clone(),
+                grid_type: options.vdb_grid_type,
+                grid_class: scalar.class,
+                voxel_size: scalar.voxel_size,
+                world_origin: scalar.world_origin,
+                ..BuildOptions::default()
+            };
+            let bytes = build_grid(&scalar.volume, &opts).map_err(|e| grid_err(e.to_string()))?;
+            let built = Grid::parse(&bytes).map_err(|e| grid_err(e.to_string()))?;
+            if options.vdb_grid_type != GridType::Float {
+                let e = max_abs_error(&scalar.volume, &built).map_err(grid_err)?;
+                frame.errors.push((name.clone(), e));
+            }
+            if vector && component.is_none() {
+                frame.vectors.push(name.clone());
+            }
+            let meta = meta_from_grid(&built, Codec::None, bytes.len() as u64);
+            drop(built);
+            frame.grids.push(FileGrid { name, meta, bytes });
         }
-        let meta = meta_from_grid(&built, Codec::None, bytes.len() as u64);
-        drop(built);
-        frame.grids.push(FileGrid {
-            name: g.name.clone(),
-            meta,
-            bytes,
-        });
     }
     Ok(frame)
 }

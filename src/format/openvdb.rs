@@ -1036,19 +1036,28 @@ pub struct ScalarGrid {
 
 /// Converts a grid read from a `.vdb` file into leaf bricks for the NanoVDB writer.
 ///
-/// Vectors become their length. Tiles (active, or holding something other than the
+/// Vectors become their length, or with `component` (0, 1, 2) that component. Tiles (active, or holding something other than the
 /// background, like a level set's inside) become leaves, since the writer stores leaves
 /// only; at most `max_tile_leaves` leaves come from tiles (a root tile alone is 4096³
 /// voxels), beyond that the grid is refused. Anisotropic or mirrored voxels are refused.
-pub fn to_scalar_grid(g: &VdbGrid, max_tile_leaves: u64) -> Result<ScalarGrid, String> {
+pub fn to_scalar_grid(
+    g: &VdbGrid,
+    component: Option<usize>,
+    max_tile_leaves: u64,
+) -> Result<ScalarGrid, String> {
     use super::sparse::{LEAF_VOXELS, LeafBrick, SparseVolume};
     use super::types::GridClass;
     let comps = g.value_type.components();
+    if let Some(c) = component
+        && c >= comps
+    {
+        return Err(format!("component {c} of a {comps}-component grid"));
+    }
     let scalar = |v: &[f32]| -> f32 {
-        if comps == 1 {
-            v[0]
-        } else {
-            v.iter().map(|c| c * c).sum::<f32>().sqrt()
+        match component {
+            Some(c) => v[c],
+            None if comps == 1 => v[0],
+            None => v.iter().map(|c| c * c).sum::<f32>().sqrt(),
         }
     };
     let [sx, sy, sz] = g.transform.scale;

@@ -9,7 +9,7 @@ Writes OUT_DIR/frame_000.vdb and frame_001.vdb, each with four grids:
             active 128^3 tile (a 32^3-node tile) and active 8^3 tiles, translated 0.5 voxels
   sphere    float level set (createLevelSetSphere), inactive interior tiles at -background
   smoke     float fog volume saved as half floats (saveFloatAsHalf)
-  velocity  Vec3s grid (the importer keeps its magnitude)
+  velocity  Vec3s grid (the importer keeps its length, and optionally its components)
 OUT_DIR/small.vdb (a few voxels of every kind of grid, for corrupting),
 OUT_DIR/rotated.vdb and anisotropic.vdb (transforms that cannot be imported),
 and OUT_DIR/openvdb.json: {"points": [...], "frames": [{grid name: {"values": [...],
@@ -84,11 +84,17 @@ def main():
         for g in back:
             acc = g.getConstAccessor()
             values = []
+            components = []
             for p in points:
                 v = acc.getValue(p)
-                values.append(math.sqrt(sum(c * c for c in v)) if isinstance(v, tuple) else v)
+                if isinstance(v, tuple):
+                    values.append(math.sqrt(sum(c * c for c in v)))
+                    components.append(list(v))
+                else:
+                    values.append(v)
             report[g.name] = {
                 "values": values,
+                "components": components,
                 "active": [acc.isValueOn(p) for p in points],
                 "class": str(g.gridClass),
                 "voxel_size": list(g.transform.voxelSize()),
