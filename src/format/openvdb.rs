@@ -45,6 +45,8 @@ pub const MIN_FILE_VERSION: u32 = 222;
 /// Newest file format known (`OPENVDB_FILE_VERSION_MULTIPASS_IO`, OpenVDB 6 through 12).
 pub const MAX_FILE_VERSION: u32 = 224;
 
+/// Values in a leaf.
+const LEAF_VALUES: usize = 512;
 const COMPRESS_ZIP: u32 = 0x1;
 const COMPRESS_ACTIVE_MASK: u32 = 0x2;
 const COMPRESS_BLOSC: u32 = 0x4;
@@ -862,6 +864,14 @@ fn read_grid(
         .flat_map(|t| &t.children)
         .map(|l| l.leaves.len())
         .sum();
+    // The decoded leaves can be ~50 times the file's bytes: ask for the memory first.
+    let leaf_bytes = (n_leaves as u64).saturating_mul((LEAF_VALUES * comps * 4 + 96) as u64);
+    crate::memory::check_available(|| format!("decoding {n_leaves} leaves"), leaf_bytes).map_err(
+        |e| Bad {
+            offset: c.pos,
+            detail: e.to_string(),
+        },
+    )?;
     let mut leaves = Vec::with_capacity(n_leaves.min(c.left() / 65));
     for leaf_origin in tops
         .iter()
@@ -1080,6 +1090,12 @@ pub fn to_scalar_grid(
             if big.active { "active" } else { "inactive" }
         ));
     }
+    let bricks_total = g.leaves.len() as u64 + tile_leaves;
+    crate::memory::check_available(
+        || format!("{bricks_total} leaves of voxels"),
+        bricks_total.saturating_mul(std::mem::size_of::<LeafBrick>() as u64 + 4 * 512 + 64),
+    )
+    .map_err(|e| e.to_string())?;
     let mut index = std::collections::HashMap::<Coord, usize>::new();
     let mut bricks: Vec<LeafBrick> = Vec::with_capacity(g.leaves.len() + tile_leaves as usize);
     for t in &g.tiles {
