@@ -39,13 +39,15 @@ if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-# warp-lang in a virtual environment under target/ (kept between runs; cargo clean removes
+# warp-lang (and blosc) in a virtual environment under target/ (kept between runs; cargo clean removes
 # it). --system-site-packages keeps numpy and other Debian packages visible.
 venv=target/crosscheck-venv
 if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && command -v python3 >/dev/null; then
-  if ! "$venv/bin/python3" -c 'import warp' 2>/dev/null; then
+  if ! "$venv/bin/python3" -c 'import warp, blosc' 2>/dev/null; then
+    # blosc: warp's Volume.save_to_nvdb needs it for Blosc-compressed files.
     if python3 -m venv --system-site-packages "$venv" &&
-      "$venv/bin/python3" -m pip install -q --disable-pip-version-check 'warp-lang==1.19.0'; then
+      "$venv/bin/python3" -m pip install -q --disable-pip-version-check 'warp-lang==1.19.0' \
+        'blosc==1.11.4'; then
       :
     else
       echo "note: warp-lang not installed in $venv; its cross-check will be skipped" >&2

@@ -8,14 +8,15 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use supercell::dataset::{
-    AlignedBuf, CrcCheck, DEFAULT_CHUNK_SIZE, Provenance, import_nvdb_sequence,
+    AlignedBuf, CrcCheck, DEFAULT_CHUNK_SIZE, ImportOptions, Provenance, import_sequence,
 };
-use supercell::format::{Codec, Grid, write_nvdb};
+use supercell::format::{Codec, Grid, GridType, write_nvdb};
 
 /// Arguments of `import`.
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
-    /// The .nvdb files, one per frame, in frame order (each with the same set of grids).
+    /// The .nvdb or OpenVDB .vdb files, one per frame, in frame order (each with the same
+    /// set of grids).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Dataset directory to create.
@@ -32,6 +33,23 @@ pub struct ImportArgs {
     /// Seconds between frames (frame f is at f × this); default 1.
     #[arg(long, default_value_t = 1.0)]
     pub frame_interval: f64,
+    /// Value encoding of grids converted from .vdb files: float (exact), fp16 or fp8
+    /// (quantised; the largest error is reported). .nvdb grids are stored as they are.
+    #[arg(long, default_value = "float", value_parser = parse_import_grid_type)]
+    pub grid_type: GridType,
+    /// Also import each .vdb vector grid's components as attributes NAME.x, NAME.y, NAME.z
+    /// (NAME itself holds the vector's length).
+    #[arg(long)]
+    pub vector_components: bool,
+}
+
+fn parse_import_grid_type(text: &str) -> Result<GridType> {
+    Ok(match text.to_ascii_lowercase().as_str() {
+        "float" => GridType::Float,
+        "fp16" => GridType::Fp16,
+        "fp8" => GridType::Fp8,
+        other => bail!("unknown grid type '{other}' (use float, fp16 or fp8)"),
+    })
 }
 
 /// Arguments of `export`.
@@ -78,7 +96,13 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let manifest = import_nvdb_sequence(
+    let options = ImportOptions {
+        vdb_grid_type: args.grid_type,
+        vector_components: args.vector_components,
+        ..ImportOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let (manifest, report) = import_sequence(
         &args.files,
         &args.out,
         lanes,
@@ -88,12 +112,15 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
             "supercell-data import",
             std::env::args().skip(1).collect::<Vec<_>>(),
         ),
+        &options,
         |done| bar.set_position(done as u64),
     )
     .with_context(|| format!("importing into {}", args.out.display()))?;
+    let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
+    let gb = manifest.total_bytes() as f64 / 1e9;
     println!(
-        "{}: {} frames, {} attributes ({}), {:.3} GB",
+        "{}: {} frames, {} attributes ({}), {gb:.3} GB in {seconds:.2} s ({:.2} GB/s of output)",
         args.out.display(),
         manifest.frame_count(),
         manifest.attributes.len(),
@@ -103,8 +130,31 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
             .map(|a| a.name.as_str())
             .collect::<Vec<_>>()
             .join(", "),
-        manifest.total_bytes() as f64 / 1e9
+        gb / seconds.max(1e-9)
     );
+    for (name, err) in &report.max_abs_error {
+        println!(
+            "{name}: {} quantisation, max abs error {err:.3e}",
+            match args.grid_type {
+                GridType::Fp16 => "fp16",
+                GridType::Fp8 => "fp8",
+                _ => "float",
+            }
+        );
+    }
+    for name in &report.vector_magnitudes {
+        if args.vector_components {
+            println!("{name}: a vector grid, imported as its length, components as {name}.x/.y/.z");
+        } else {
+            println!(
+                "{name}: a vector grid, imported as its length (--vector-components keeps the \
+                 components too)"
+            );
+        }
+    }
+    for s in &report.skipped {
+        eprintln!("note: not imported: {s}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

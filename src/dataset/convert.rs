@@ -1,5 +1,5 @@
-//! Import of `.nvdb` sequences into the striped layout, and export of frames back to
-//! standard `.nvdb` files.
+//! Import of `.nvdb` and OpenVDB `.vdb` sequences into the striped layout, and export of
+//! frames back to standard `.nvdb` files.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +10,12 @@ use super::error::{DatasetError, Result};
 use super::manifest::{Manifest, Provenance};
 use super::reader::{CrcCheck, Dataset};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec};
-use crate::format::{Codec, FileGrid, read_nvdb, write_nvdb};
+use crate::format::file::meta_from_grid;
+use crate::format::openvdb;
+use crate::format::{
+    BuildOptions, Codec, Coord, FileGrid, Grid, GridType, LeafBrick, SparseVolume, build_grid,
+    read_nvdb, write_nvdb,
+};
 
 /// How grids of later files are matched to attributes.
 enum Matching {
@@ -20,18 +25,58 @@ enum Matching {
     ByPosition,
 }
 
+/// Options of [`import_sequence`].
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// The NanoVDB value encoding for grids converted from OpenVDB files: `Float` (exact),
+    /// `Fp16` or `Fp8` (NanoVDB's quantisation, error reported). `.nvdb` grids are stored
+    /// as they are.
+    pub vdb_grid_type: GridType,
+    /// Most leaves an OpenVDB grid's tiles may become (see
+    /// [`crate::format::openvdb::to_scalar_grid`]).
+    pub max_tile_leaves: u64,
+    /// Besides a vector grid's length (attribute `NAME`), import its components as the
+    /// attributes `NAME.x`, `NAME.y`, `NAME.z`.
+    pub vector_components: bool,
+}
+
+impl Default for ImportOptions {
+    fn default() -> ImportOptions {
+        ImportOptions {
+            vdb_grid_type: GridType::Float,
+            // 4 Mi leaves: 8 GiB of f32 voxels.
+            max_tile_leaves: 1 << 22,
+            vector_components: false,
+        }
+    }
+}
+
+/// What an import did besides writing the dataset.
+#[derive(Clone, Debug, Default)]
+pub struct ImportReport {
+    /// Per attribute converted from OpenVDB with quantisation: the largest absolute
+    /// difference between a source voxel and its stored value, over all frames.
+    pub max_abs_error: Vec<(String, f64)>,
+    /// Attributes that hold the length of an OpenVDB vector grid (the vector itself is kept
+    /// only as `NAME.x`/`.y`/`.z` with [`ImportOptions::vector_components`]).
+    pub vector_magnitudes: Vec<String>,
+    /// OpenVDB grids not imported, with the reason (once per grid name).
+    pub skipped: Vec<String>,
+}
+
+/// One file's grids, ready for the writer, with what the conversion found.
+struct FileFrame {
+    grids: Vec<FileGrid>,
+    /// (grid name, max abs error) for quantised OpenVDB grids.
+    errors: Vec<(String, f64)>,
+    vectors: Vec<String>,
+    skipped: Vec<String>,
+}
+
 /// Imports a sequence of `.nvdb` files, one per frame, into a new dataset at `out`
 /// (replacing any dataset there, crash-safely) and returns its manifest.
 ///
-/// The first file defines the attributes: its grids, in file order. When all of them have
-/// distinct non-empty names, grids of later files are matched by name (their order may
-/// differ); otherwise by position, and unnamed attributes are called `grid0`, `grid1`, ...
-/// Every file must hold the same set of grids, of the same type and class; a mismatch is
-/// an error naming the file. Compressed grids (ZIP, Blosc) are decoded and stored raw.
-///
-/// `times` gives each frame's time (one per file, finite, increasing); by default frame
-/// `i` is at time `i`. `progress` is called with the number of frames written so far.
-/// Files are read one ahead of the writer, so decoding overlaps striping.
+/// [`import_sequence`] with the default options, for `.nvdb` (and `.vdb`) files.
 pub fn import_nvdb_sequence(
     files: &[PathBuf],
     out: impl AsRef<Path>,
@@ -39,10 +84,58 @@ pub fn import_nvdb_sequence(
     chunk_size: u64,
     times: Option<&[f64]>,
     provenance: Provenance,
-    mut progress: impl FnMut(usize),
+    progress: impl FnMut(usize),
 ) -> Result<Manifest> {
+    import_sequence(
+        files,
+        out,
+        lanes,
+        chunk_size,
+        times,
+        provenance,
+        &ImportOptions::default(),
+        progress,
+    )
+    .map(|(m, _)| m)
+}
+
+/// Imports a sequence of `.nvdb` or OpenVDB `.vdb` files (told apart by their magic number,
+/// not their names), one per frame, into a new dataset at `out` (replacing any dataset
+/// there, crash-safely) and returns its manifest and what the conversion found.
+///
+/// The first file defines the attributes: its grids, in file order. When all of them have
+/// distinct non-empty names, grids of later files are matched by name (their order may
+/// differ); otherwise by position, and unnamed attributes are called `grid0`, `grid1`, ...
+/// Every file must hold the same set of grids, of the same type and class; a mismatch is
+/// an error naming the file. Compressed `.nvdb` grids (ZIP, Blosc) are decoded and stored
+/// raw. OpenVDB grids (float, double, half, Vec3s/Vec3d as their length) are converted to
+/// NanoVDB grids of `options.vdb_grid_type`; grids of other types are skipped and listed.
+///
+/// `times` gives each frame's time (one per file, finite, increasing); by default frame
+/// `i` is at time `i`. `progress` is called with the number of frames written so far.
+/// Files are read one ahead of the writer, so decoding overlaps striping.
+#[allow(clippy::too_many_arguments)]
+pub fn import_sequence(
+    files: &[PathBuf],
+    out: impl AsRef<Path>,
+    lanes: LaneSpec,
+    chunk_size: u64,
+    times: Option<&[f64]>,
+    provenance: Provenance,
+    options: &ImportOptions,
+    mut progress: impl FnMut(usize),
+) -> Result<(Manifest, ImportReport)> {
     if files.is_empty() {
-        return Err(DatasetError::Usage("no .nvdb files to import".into()));
+        return Err(DatasetError::Usage("no files to import".into()));
+    }
+    if !matches!(
+        options.vdb_grid_type,
+        GridType::Float | GridType::Fp16 | GridType::Fp8
+    ) {
+        return Err(DatasetError::Usage(format!(
+            "OpenVDB grids are imported as float, fp16 or fp8, not {}",
+            options.vdb_grid_type
+        )));
     }
     if let Some(t) = times {
         if t.len() != files.len() {
@@ -64,13 +157,14 @@ pub fn import_nvdb_sequence(
             }
         }
     }
-    std::thread::scope(|s| {
+    let mut report = ImportReport::default();
+    let manifest = std::thread::scope(|s| {
         // Read (and decompress) the next file while the current one is striped. Bounded
         // so that at most two frames wait in memory.
-        let (tx, rx) = mpsc::sync_channel::<(usize, Result<Vec<FileGrid>>)>(1);
+        let (tx, rx) = mpsc::sync_channel::<(usize, Result<FileFrame>)>(1);
         s.spawn(move || {
             for (i, f) in files.iter().enumerate() {
-                let r = read_nvdb(f).map_err(DatasetError::from);
+                let r = read_frame_file(f, options);
                 let stop = r.is_err();
                 if tx.send((i, r)).is_err() || stop {
                     break;
@@ -78,11 +172,28 @@ pub fn import_nvdb_sequence(
             }
         });
         let mut writer: Option<(DatasetWriter, Vec<String>, Matching)> = None;
-        for (i, grids) in rx {
+        for (i, frame) in rx {
             let path = &files[i];
-            let grids = grids?;
+            let frame = frame?;
+            for (name, e) in frame.errors {
+                match report.max_abs_error.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, worst)) => *worst = worst.max(e),
+                    None => report.max_abs_error.push((name, e)),
+                }
+            }
+            for v in frame.vectors {
+                if !report.vector_magnitudes.contains(&v) {
+                    report.vector_magnitudes.push(v);
+                }
+            }
+            for sk in frame.skipped {
+                if !report.skipped.contains(&sk) {
+                    report.skipped.push(sk);
+                }
+            }
+            let grids = frame.grids;
             if grids.is_empty() {
-                return Err(input(path, "holds no grids".into()));
+                return Err(input(path, "holds no grids that can be imported".into()));
             }
             let (w, names, matching) = match &mut writer {
                 Some(w) => w,
@@ -107,7 +218,93 @@ pub fn import_nvdb_sequence(
         }
         let (w, _, _) = writer.expect("at least one file was read");
         w.finish()
-    })
+    })?;
+    Ok((manifest, report))
+}
+
+/// Reads one frame's file: a `.nvdb` file as it is, an OpenVDB file converted.
+fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
+    let head = openvdb::sniff(path).map_err(|err| DatasetError::Io {
+        op: "cannot read",
+        path: path.to_owned(),
+        err,
+    })?;
+    if !openvdb::is_vdb(&head) {
+        return Ok(FileFrame {
+            grids: read_nvdb(path)?,
+            errors: Vec::new(),
+            vectors: Vec::new(),
+            skipped: Vec::new(),
+        });
+    }
+    let file = openvdb::read_vdb(path).map_err(|e| input(path, e.to_string()))?;
+    let mut frame = FileFrame {
+        grids: Vec::with_capacity(file.grids.len()),
+        errors: Vec::new(),
+        vectors: Vec::new(),
+        skipped: file
+            .skipped
+            .iter()
+            .map(|s| format!("{:?}: {}", s.name, s.reason))
+            .collect(),
+    };
+    for g in &file.grids {
+        let vector = g.value_type.components() == 3;
+        let mut parts = vec![(g.name.clone(), None)];
+        if vector && options.vector_components {
+            parts.extend(
+                ["x", "y", "z"]
+                    .iter()
+                    .enumerate()
+                    .map(|(c, axis)| (format!("{}.{axis}", g.name), Some(c))),
+            );
+        }
+        for (name, component) in parts {
+            let grid_err = |msg: String| input(path, format!("grid {name:?}: {msg}"));
+            let scalar =
+                openvdb::to_scalar_grid(g, component, options.max_tile_leaves).map_err(grid_err)?;
+            let opts = BuildOptions {
+                name: name.clone(),
+                grid_type: options.vdb_grid_type,
+                grid_class: scalar.class,
+                voxel_size: scalar.voxel_size,
+                world_origin: scalar.world_origin,
+                ..BuildOptions::default()
+            };
+            let bytes = build_grid(&scalar.volume, &opts).map_err(|e| grid_err(e.to_string()))?;
+            let built = Grid::parse(&bytes).map_err(|e| grid_err(e.to_string()))?;
+            if options.vdb_grid_type != GridType::Float {
+                let e = max_abs_error(&scalar.volume, &built).map_err(grid_err)?;
+                frame.errors.push((name.clone(), e));
+            }
+            if vector && component.is_none() {
+                frame.vectors.push(name.clone());
+            }
+            let meta = meta_from_grid(&built, Codec::None, bytes.len() as u64);
+            drop(built);
+            frame.grids.push(FileGrid { name, meta, bytes });
+        }
+    }
+    Ok(frame)
+}
+
+/// The largest absolute difference between an active source voxel and the value the built
+/// (quantised) grid stores for it.
+fn max_abs_error(src: &SparseVolume, built: &Grid<'_>) -> std::result::Result<f64, String> {
+    let by_origin: HashMap<Coord, &LeafBrick> = src.bricks.iter().map(|b| (b.origin, b)).collect();
+    let mut worst = 0f64;
+    for leaf in built.leaves() {
+        let Some(b) = by_origin.get(&leaf.origin()) else {
+            return Err(format!("written leaf at {:?} has no source", leaf.origin()));
+        };
+        let values = leaf.values_f32().map_err(|e| e.to_string())?;
+        for (n, (&v, &s)) in values.iter().zip(b.values.iter()).enumerate() {
+            if b.is_active(n) {
+                worst = worst.max((f64::from(v) - f64::from(s)).abs());
+            }
+        }
+    }
+    Ok(worst)
 }
 
 fn input(path: &Path, msg: String) -> DatasetError {

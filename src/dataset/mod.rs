@@ -26,7 +26,9 @@ mod verify;
 mod writer;
 
 pub use aligned::AlignedBuf;
-pub use convert::{export_frame, import_nvdb_sequence};
+pub use convert::{
+    ImportOptions, ImportReport, export_frame, import_nvdb_sequence, import_sequence,
+};
 pub use error::{DatasetError, Result};
 pub use manifest::{Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance};
 pub use reader::{CrcCheck, Dataset};

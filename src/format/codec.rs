@@ -10,6 +10,12 @@
 //!   shuffle, type size 4, block size 256 KiB). Chunk `i` decompresses to
 //!   `min(gridSize - i * 2^30, 2^30)` bytes.
 //!
+//! A payload's extent is given by its own size prefixes, as NanoVDB's sequential readers
+//! (`readGrids`, `readGrid(-1)`) find it: they read the prefixes and never look at the
+//! metadata's `fileSize` (only their seeking readers skip by it). NanoVDB's writer records
+//! `fileSize` as prefixes plus data; warp-lang's `Volume.save_to_nvdb` (1.19 and earlier)
+//! records the compressed bytes alone, 8 bytes (one prefix) short. See [`payload_extent`].
+//!
 //! Decoding is bounded: the caller gives the expected size (from file metadata, checked
 //! against [`MAX_GRID_BYTES`] and against the memory this process can get), the output is
 //! allocated once at that size and never grows past it, and a compressed input must be at
@@ -280,6 +286,86 @@ fn blosc_decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// Where one grid's payload ends, found by walking its size prefixes (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PayloadExtent {
+    /// Bytes of the payload: the prefixes and the compressed data they frame (for
+    /// [`Codec::None`], the grid size).
+    pub len: u64,
+    /// Number of 8-byte size prefixes inside it (0 for [`Codec::None`], 1 for ZIP, one per
+    /// chunk for Blosc).
+    pub prefixes: u64,
+}
+
+impl PayloadExtent {
+    /// Whether `file_size` (the metadata's record of this payload) is one that a known
+    /// writer stores: the whole extent (NanoVDB), or the extent without its size prefixes
+    /// (warp-lang, which records only the compressed bytes).
+    pub fn accepts_file_size(&self, file_size: u64) -> bool {
+        file_size == self.len || (self.prefixes > 0 && file_size == self.len - 8 * self.prefixes)
+    }
+}
+
+/// Finds the extent of the grid payload that starts at `rest[0]` from its size prefixes, as
+/// NanoVDB's sequential reader does: ZIP is one prefixed stream, Blosc one prefixed chunk per
+/// started GiB of the `grid_size`-byte grid, an uncompressed grid is `grid_size` bytes. Every
+/// prefix must lie, with the data it frames, inside `rest`.
+pub fn payload_extent(
+    codec: Codec,
+    rest: &[u8],
+    grid_size: u64,
+) -> Result<PayloadExtent, CodecError> {
+    let avail = rest.len() as u64;
+    let framed = |at: u64, what: &dyn Fn() -> String| -> Result<u64, CodecError> {
+        let Ok(n) = LeBytes::new(rest).u64_at(at as usize, "size prefix") else {
+            return err(format!(
+                "{}: the file ends before its 8-byte size prefix ({} bytes left)",
+                what(),
+                avail - at.min(avail)
+            ));
+        };
+        match (at + 8).checked_add(n) {
+            Some(end) if end <= avail => Ok(end),
+            _ => err(format!(
+                "{}: size prefix {n} runs past the end of the file ({} bytes left after it)",
+                what(),
+                avail.saturating_sub(at + 8)
+            )),
+        }
+    };
+    match codec {
+        Codec::None => {
+            if grid_size > avail {
+                return err(format!(
+                    "uncompressed grid of {grid_size} bytes runs past the end of the file ({avail} bytes left)"
+                ));
+            }
+            Ok(PayloadExtent {
+                len: grid_size,
+                prefixes: 0,
+            })
+        }
+        Codec::Zip => Ok(PayloadExtent {
+            len: framed(0, &|| "ZIP stream".into())?,
+            prefixes: 1,
+        }),
+        Codec::Blosc => {
+            let chunks = grid_size.div_ceil(BLOSC_CHUNK).max(1);
+            let mut at = 0u64;
+            for i in 0..chunks {
+                // Every prefix takes 8 bytes, so the loop ends long before a corrupt grid
+                // size's chunk count could matter.
+                at = framed(at, &|| format!("Blosc chunk {i}"))?;
+            }
+            Ok(PayloadExtent {
+                len: at,
+                prefixes: chunks,
+            })
+        }
+    }
+}
+
 /// Encodes one grid buffer as NanoVDB writes it with `codec`.
 pub fn encode(codec: Codec, grid: &[u8]) -> Result<Vec<u8>, CodecError> {
     match codec {
@@ -419,6 +505,41 @@ mod tests {
             );
             g.fill(0);
         }
+    }
+
+    #[test]
+    fn payload_extent_follows_the_size_prefixes() {
+        let g = sample(50_000);
+        for codec in [Codec::None, Codec::Zip, Codec::Blosc] {
+            let e = encode(codec, &g).unwrap();
+            // Trailing bytes (the next grid's payload) are not part of the extent.
+            let mut with_next = e.clone();
+            with_next.extend_from_slice(&[7u8; 100]);
+            let x = payload_extent(codec, &with_next, 50_000).unwrap();
+            assert_eq!(x.len, e.len() as u64, "{codec}");
+            let prefixes = u64::from(codec != Codec::None);
+            assert_eq!(x.prefixes, prefixes, "{codec}");
+            // NanoVDB's record and warp-lang's (no prefix) are accepted, nothing else.
+            assert!(x.accepts_file_size(x.len));
+            assert_eq!(x.accepts_file_size(x.len - 8), codec != Codec::None);
+            for wrong in [0, x.len - 1, x.len + 1, x.len - 16, u64::MAX] {
+                assert!(!x.accepts_file_size(wrong), "{codec} {wrong}");
+            }
+            // Cut anywhere inside: an error, never a panic.
+            for cut in [0, 4, 8, 9, e.len() / 2, e.len() - 1] {
+                assert!(
+                    payload_extent(codec, &e[..cut], 50_000).is_err(),
+                    "{codec} cut {cut}"
+                );
+            }
+        }
+        let mut e = encode(Codec::Zip, &g).unwrap();
+        e[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        let msg = payload_extent(Codec::Zip, &e, 50_000).unwrap_err().0;
+        assert!(msg.contains("runs past the end"), "{msg}");
+        // A grid size claiming 2^40 chunks walks only as far as the bytes go.
+        let e = encode(Codec::Blosc, &g).unwrap();
+        assert!(payload_extent(Codec::Blosc, &e, u64::MAX).is_err());
     }
 
     #[test]

@@ -7,8 +7,14 @@
 //! FileHeader (16 B): magic u64 ("NanoVDB0", or "NanoVDB2" since 32.7), version u32,
 //!                    grid count u16, codec u16
 //! per grid: FileMetaData (176 B) followed by its name (nameSize bytes, NUL included)
-//! per grid: the payload (fileSize bytes), see `codec`
+//! per grid: the payload, see `codec`
 //! ```
+//!
+//! A payload ends where its size prefixes say (NanoVDB's sequential readers never use
+//! `fileSize`); `fileSize` must match it as NanoVDB's writer records it (prefixes included)
+//! or as warp-lang's `Volume.save_to_nvdb` does (compressed bytes only), see
+//! [`codec::payload_extent`]. warp-lang also leaves `nameKey`, `voxelCount`, `indexBBox` and
+//! the node counts at 0, which this reader does not rely on (the grid header has them).
 //!
 //! `FileMetaData`: gridSize u64, fileSize u64, nameKey u64, voxelCount u64, gridType u32,
 //! gridClass u32, worldBBox 6×f64, indexBBox 6×i32, voxelSize 3×f64, nameSize u32,
@@ -327,17 +333,40 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
                 name: name.clone(),
                 detail,
             };
-            let end = usize::try_from(meta.file_size)
+            if usize::try_from(meta.file_size)
                 .ok()
                 .and_then(|n| pos.checked_add(n))
-                .filter(|&e| e <= bytes.len())
-                .ok_or_else(|| {
-                    grid_err(format!(
-                        "payload of {} bytes at byte {pos} runs past the end of the {}-byte file",
-                        meta.file_size,
-                        bytes.len()
-                    ))
-                })?;
+                .is_none_or(|e| e > bytes.len())
+            {
+                return Err(grid_err(format!(
+                    "payload of {} bytes at byte {pos} runs past the end of the {}-byte file",
+                    meta.file_size,
+                    bytes.len()
+                )));
+            }
+            // The payload's own size prefixes say where it ends; `fileSize` must agree
+            // with them in one of the ways known writers record it.
+            let extent = codec::payload_extent(codec, &bytes[pos..], meta.grid_size)
+                .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
+            if !extent.accepts_file_size(meta.file_size) {
+                let known = if extent.prefixes > 0 {
+                    format!(
+                        "{} (NanoVDB) or {} (warp-lang, without the {} size prefix bytes)",
+                        extent.len,
+                        extent.len - 8 * extent.prefixes,
+                        8 * extent.prefixes
+                    )
+                } else {
+                    format!("{} (the grid size)", extent.len)
+                };
+                return Err(grid_err(format!(
+                    "payload at byte {pos}: file metadata says {} bytes, its {codec} framing \
+                     makes it {known}",
+                    meta.file_size
+                )));
+            }
+            // `payload_extent` checked the extent against the file's length.
+            let end = pos + extent.len as usize;
             let data = codec::decode_grid(codec, &bytes[pos..end], meta.grid_size)
                 .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
             let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
