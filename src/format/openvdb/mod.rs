@@ -1,0 +1,522 @@
+//! A bounded, validating reader for OpenVDB `.vdb` files (file format 222–224: OpenVDB 3.0
+//! and later, what Houdini, Blender, EmberGen and OpenVDB's own tools write).
+//!
+//! Layout (`openvdb/io/Archive.cc`, `File.cc`, `GridDescriptor.cc`, `tree/*Node.h`):
+//!
+//! ```text
+//! header: magic i64 (0x56444220, "VDB "), file version u32, library major/minor u32,
+//!         has-grid-offsets u8, UUID (36 ASCII bytes)
+//! file metadata: MetaMap
+//! grid count i32, then per grid: descriptor (unique name, type name ("_HalfFloat" suffix:
+//!         values stored as 16-bit floats), instance parent name, grid/block/end offsets
+//!         i64), and at the grid offset: compression flags u32, grid MetaMap, transform
+//!         (map type name + the map's fields), topology (buffer count i32, root: background,
+//!         tile and child counts, tiles (origin, value, active), children (origin, 32³ node:
+//!         child and value masks, tile values, then its 16³ children the same way, then 8³
+//!         leaves' value masks)), and at the block offset the leaf buffers (value mask again,
+//!         then the 512 values) in the same order.
+//! MetaMap: count u32, per entry name, type name, size u32, `size` bytes of value.
+//! strings: length u32 + bytes.
+//! ```
+//!
+//! Node values are stored through `io::readCompressedValues`: a per-node metadata byte says
+//! which inactive values are implied (background, its negation, one or two stored values, a
+//! selection mask between them); with `COMPRESS_ACTIVE_MASK` only active values are stored;
+//! the stored values are raw, or a ZIP (zlib) or Blosc block preceded by an i64 byte count
+//! (≤ 0: that many raw bytes follow).
+//!
+//! Everything is checked against the bytes actually present before anything is allocated:
+//! counts are bounded by the bytes they need, decompressed blocks by the node size, and
+//! every offset and size by the file's length. Errors name the grid and the byte offset.
+//! Supported values: float, double, Vec3s, Vec3d grids (the first two also as half floats);
+//! other grid types (integer, bool, mask, point data) are listed as skipped. Supported
+//! transforms: the linear maps without rotation (scale, translation, their combinations, and
+//! affine matrices of that form); others are refused with their name.
+
+use super::types::Coord;
+use std::ffi::c_void;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// `OPENVDB_MAGIC`.
+pub const VDB_MAGIC: i64 = 0x5644_4220;
+/// Oldest file format read (`OPENVDB_FILE_VERSION_NODE_MASK_COMPRESSION`, OpenVDB 3.0).
+pub const MIN_FILE_VERSION: u32 = 222;
+/// Newest file format known (`OPENVDB_FILE_VERSION_MULTIPASS_IO`, OpenVDB 6 through 12).
+pub const MAX_FILE_VERSION: u32 = 224;
+
+/// Values in a leaf.
+const LEAF_VALUES: usize = 512;
+const COMPRESS_ZIP: u32 = 0x1;
+const COMPRESS_ACTIVE_MASK: u32 = 0x2;
+const COMPRESS_BLOSC: u32 = 0x4;
+
+/// What went wrong reading a `.vdb` file.
+#[derive(Debug, thiserror::Error)]
+pub enum VdbError {
+    /// The file could not be read.
+    #[error("{path}: {op}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The bytes are not a valid OpenVDB file, or use something this reader does not read.
+    #[error("{path}: {context}at byte {offset}: {detail}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The grid being read ("grid 2 (\"density\"): "), or empty.
+        context: String,
+        /// Where in the file.
+        offset: u64,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// The value type of a grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VdbValueType {
+    /// 32-bit float (`Tree_float_5_4_3`).
+    Float,
+    /// 64-bit float (`Tree_double_5_4_3`), read as the nearest 32-bit float.
+    Double,
+    /// Vector of three 32-bit floats (`Tree_vec3s_5_4_3`).
+    Vec3s,
+    /// Vector of three 64-bit floats (`Tree_vec3d_5_4_3`), read as 32-bit floats.
+    Vec3d,
+}
+
+impl VdbValueType {
+    fn from_type_name(name: &str) -> Option<VdbValueType> {
+        Some(match name {
+            "Tree_float_5_4_3" => VdbValueType::Float,
+            "Tree_double_5_4_3" => VdbValueType::Double,
+            "Tree_vec3s_5_4_3" => VdbValueType::Vec3s,
+            "Tree_vec3d_5_4_3" => VdbValueType::Vec3d,
+            _ => return None,
+        })
+    }
+
+    /// Components per value (1 or 3).
+    pub fn components(self) -> usize {
+        match self {
+            VdbValueType::Float | VdbValueType::Double => 1,
+            VdbValueType::Vec3s | VdbValueType::Vec3d => 3,
+        }
+    }
+
+    /// Bytes of one component as stored (not as half).
+    fn component_bytes(self) -> usize {
+        match self {
+            VdbValueType::Float | VdbValueType::Vec3s => 4,
+            VdbValueType::Double | VdbValueType::Vec3d => 8,
+        }
+    }
+}
+
+/// The grid class from the grid's `class` metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VdbClass {
+    /// "level set": signed distances.
+    LevelSet,
+    /// "fog volume": densities.
+    FogVolume,
+    /// "staggered": face-centred vectors (MAC grids).
+    Staggered,
+    /// Anything else, or none.
+    Unknown,
+}
+
+/// An index-to-world transform without rotation or shear: `world = index * scale +
+/// translation` (OpenVDB's voxel centres are at integer index coordinates).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VdbTransform {
+    /// The OpenVDB map type it was read from.
+    pub map: &'static str,
+    /// Scale per axis (the voxel size).
+    pub scale: [f64; 3],
+    /// World position of index (0, 0, 0).
+    pub translation: [f64; 3],
+}
+
+/// A tile: a constant region of `size³` voxels (8 in a 16³ node, 128 in a 32³ node, 4096 at
+/// the root) starting at `origin`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VdbTile {
+    /// First voxel.
+    pub origin: Coord,
+    /// Voxels along an edge.
+    pub size: u32,
+    /// The value (`components` floats).
+    pub value: [f32; 3],
+    /// Whether the tile's voxels are active.
+    pub active: bool,
+}
+
+/// An 8³ leaf: values in OpenVDB's (and NanoVDB's) order, x major: `x * 64 + y * 8 + z`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VdbLeaf {
+    /// First voxel (a multiple of 8).
+    pub origin: Coord,
+    /// 512 × components floats.
+    pub values: Vec<f32>,
+    /// Active voxels, bit `n % 64` of word `n / 64`.
+    pub active: [u64; 8],
+}
+
+/// One grid read from a file.
+#[derive(Clone, Debug)]
+pub struct VdbGrid {
+    /// The grid's name (the descriptor's, without OpenVDB's duplicate-name suffix).
+    pub name: String,
+    /// The value type.
+    pub value_type: VdbValueType,
+    /// Whether the values were stored as 16-bit floats.
+    pub saved_as_half: bool,
+    /// The class.
+    pub class: VdbClass,
+    /// The transform.
+    pub transform: VdbTransform,
+    /// Value of every voxel not in a tile or leaf (`components` floats).
+    pub background: [f32; 3],
+    /// Tiles whose value is not the background, or that are active.
+    pub tiles: Vec<VdbTile>,
+    /// Leaves, in file order.
+    pub leaves: Vec<VdbLeaf>,
+}
+
+/// A grid a file holds that this reader does not read, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SkippedGrid {
+    /// The grid's name.
+    pub name: String,
+    /// Its type name, or why it was skipped.
+    pub reason: String,
+}
+
+/// What a `.vdb` file holds.
+#[derive(Clone, Debug)]
+pub struct VdbFile {
+    /// File format version (222–224).
+    pub file_version: u32,
+    /// OpenVDB library version that wrote it.
+    pub library_version: (u32, u32),
+    /// The grids read, in file order.
+    pub grids: Vec<VdbGrid>,
+    /// Grids of other types, not read.
+    pub skipped: Vec<SkippedGrid>,
+}
+
+/// Whether `bytes` start with the OpenVDB magic number.
+pub fn is_vdb(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[..8] == VDB_MAGIC.to_le_bytes()
+}
+
+/// Reads a `.vdb` file (the whole file into memory, after checking this process can get it).
+pub fn read_vdb(path: impl AsRef<Path>) -> Result<VdbFile, VdbError> {
+    let path = path.as_ref();
+    let io = |op: &'static str| {
+        move |source| VdbError::Io {
+            path: path.to_owned(),
+            op,
+            source,
+        }
+    };
+    let file = std::fs::File::open(path).map_err(io("read"))?;
+    let len = file.metadata().map_err(io("read"))?.len();
+    let mut bytes = usize::try_from(len)
+        .ok()
+        .ok_or_else(|| format!("{len} bytes do not fit in memory"))
+        .and_then(|n| {
+            crate::memory::try_vec_with_capacity(|| format!("reading the {len}-byte file"), n)
+                .map_err(|e| e.to_string())
+        })
+        .map_err(|detail| VdbError::Invalid {
+            path: path.to_owned(),
+            context: String::new(),
+            offset: 0,
+            detail,
+        })?;
+    file.take(len).read_to_end(&mut bytes).map_err(io("read"))?;
+    read_vdb_from(&bytes, path)
+}
+
+/// Reads an in-memory `.vdb` file; errors name it `<memory>`.
+pub fn read_vdb_bytes(bytes: &[u8]) -> Result<VdbFile, VdbError> {
+    read_vdb_from(bytes, Path::new("<memory>"))
+}
+
+/// A failure inside the file, before the file and grid are attached.
+fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
+    let at_file = |context: &str, b: Bad| VdbError::Invalid {
+        path: path.to_owned(),
+        context: context.to_owned(),
+        offset: b.offset as u64,
+        detail: b.detail,
+    };
+    let mut c = Cursor { bytes, pos: 0 };
+    let head = (|| -> R<(u32, (u32, u32))> {
+        if !is_vdb(bytes) {
+            return bad(0, "not an OpenVDB file (no \"VDB \" magic number)");
+        }
+        c.pos = 8;
+        let version = c.u32("file version")?;
+        if !(MIN_FILE_VERSION..=MAX_FILE_VERSION).contains(&version) {
+            return bad(
+                8,
+                format!(
+                    "file format version {version}: versions {MIN_FILE_VERSION} to \
+                     {MAX_FILE_VERSION} (OpenVDB 3.0 and later) are read"
+                ),
+            );
+        }
+        let lib = (c.u32("library version")?, c.u32("library version")?);
+        let offsets = c.u8("grid offsets flag")?;
+        if offsets == 0 {
+            return bad(
+                c.pos - 1,
+                "a stream without grid offsets (written by io::Stream) is not read; \
+                 files written by io::File have them",
+            );
+        }
+        c.take(36, "UUID")?;
+        read_meta_map(&mut c)?;
+        Ok((version, lib))
+    })()
+    .map_err(|b| at_file("", b))?;
+    let (file_version, library_version) = head;
+    let at = c.pos;
+    let count = c.i32("grid count").map_err(|b| at_file("", b))?;
+    // A descriptor takes at least 36 bytes (three string lengths, three offsets).
+    if count < 0 || count as usize > c.left() / 36 {
+        return Err(at_file(
+            "",
+            Bad {
+                offset: at,
+                detail: format!("grid count {count} does not fit in the file"),
+            },
+        ));
+    }
+    let mut grids = Vec::new();
+    let mut skipped = Vec::new();
+    for index in 0..count as usize {
+        let desc = (|| -> R<_> {
+            let unique = c.string("grid name")?;
+            let type_name = c.string("grid type")?;
+            let parent = c.string("instance parent name")?;
+            let grid_pos = c.i64("grid offset")?;
+            let block_pos = c.i64("block offset")?;
+            let end_pos = c.i64("end offset")?;
+            Ok((unique, type_name, parent, grid_pos, block_pos, end_pos))
+        })()
+        .map_err(|b| at_file(&format!("grid {index}: "), b))?;
+        let (unique, type_name, parent, grid_pos, block_pos, end_pos) = desc;
+        // OpenVDB makes duplicate names unique with a record separator and a number.
+        let name = unique.split('\u{1e}').next().unwrap_or("").to_owned();
+        let context = format!("grid {index} ({name:?}): ");
+        let (base, half) = match type_name.strip_suffix("_HalfFloat") {
+            Some(b) => (b, true),
+            None => (type_name.as_str(), false),
+        };
+        let in_file = |p: i64| usize::try_from(p).is_ok_and(|p| p <= bytes.len());
+        let ordered = grid_pos <= block_pos && block_pos <= end_pos;
+        if !(in_file(grid_pos) && in_file(block_pos) && in_file(end_pos) && ordered) {
+            return Err(at_file(
+                &context,
+                Bad {
+                    offset: c.pos - 24,
+                    detail: format!(
+                        "grid, block and end offsets {grid_pos}, {block_pos}, {end_pos} are \
+                         not in order inside the {}-byte file",
+                        bytes.len()
+                    ),
+                },
+            ));
+        }
+        match VdbValueType::from_type_name(base) {
+            _ if !parent.is_empty() => skipped.push(SkippedGrid {
+                name,
+                reason: format!("an instance of grid {parent:?} (instanced grids are not read)"),
+            }),
+            None => skipped.push(SkippedGrid {
+                name,
+                reason: format!("grid type {type_name} is not read"),
+            }),
+            Some(t) => {
+                c.seek(grid_pos, "grid offset")
+                    .map_err(|b| at_file(&context, b))?;
+                let g = read_grid(&mut c, name, t, half, block_pos)
+                    .map_err(|b| at_file(&context, b))?;
+                if c.pos as i64 > end_pos {
+                    return Err(at_file(
+                        &context,
+                        Bad {
+                            offset: c.pos,
+                            detail: format!("grid data runs past its end offset {end_pos}"),
+                        },
+                    ));
+                }
+                grids.push(g);
+            }
+        }
+        // The next descriptor follows this grid.
+        c.seek(end_pos, "end offset")
+            .map_err(|b| at_file(&context, b))?;
+    }
+    Ok(VdbFile {
+        file_version,
+        library_version,
+        grids,
+        skipped,
+    })
+}
+
+/// What a grid becomes for the NanoVDB writer: one scalar per voxel (a vector's length), its
+/// class, and a uniform voxel size with a translation.
+#[derive(Clone, Debug)]
+pub struct ScalarGrid {
+    /// Leaf bricks: the file's leaves, and its tiles broken into leaves.
+    pub volume: super::sparse::SparseVolume,
+    /// The class NanoVDB gets (level sets and fog volumes keep theirs; a vector's length
+    /// and a staggered grid have none).
+    pub class: super::types::GridClass,
+    /// Edge length of a voxel in world units.
+    pub voxel_size: f64,
+    /// World position of index (0, 0, 0).
+    pub world_origin: [f64; 3],
+}
+
+/// Converts a grid read from a `.vdb` file into leaf bricks for the NanoVDB writer.
+///
+/// Vectors become their length, or with `component` (0, 1, 2) that component. Tiles (active, or holding something other than the
+/// background, like a level set's inside) become leaves, since the writer stores leaves
+/// only; at most `max_tile_leaves` leaves come from tiles (a root tile alone is 4096³
+/// voxels), beyond that the grid is refused. Anisotropic or mirrored voxels are refused.
+pub fn to_scalar_grid(
+    g: &VdbGrid,
+    component: Option<usize>,
+    max_tile_leaves: u64,
+) -> Result<ScalarGrid, String> {
+    use super::sparse::{LEAF_VOXELS, LeafBrick, SparseVolume};
+    use super::types::GridClass;
+    let comps = g.value_type.components();
+    if let Some(c) = component
+        && c >= comps
+    {
+        return Err(format!("component {c} of a {comps}-component grid"));
+    }
+    let scalar = |v: &[f32]| -> f32 {
+        match component {
+            Some(c) => v[c],
+            None if comps == 1 => v[0],
+            None => v.iter().map(|c| c * c).sum::<f32>().sqrt(),
+        }
+    };
+    let [sx, sy, sz] = g.transform.scale;
+    let uniform = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    if !(sx > 0.0 && uniform(sx, sy) && uniform(sx, sz)) {
+        return Err(format!(
+            "{} with scale {:?}: only uniform, positive voxel sizes can be stored (NanoVDB \
+             grids written here have one voxel size)",
+            g.transform.map, g.transform.scale
+        ));
+    }
+    let tile_leaves: u64 = g.tiles.iter().map(|t| u64::from(t.size / 8).pow(3)).sum();
+    if tile_leaves > max_tile_leaves {
+        let big = g.tiles.iter().max_by_key(|t| t.size).expect("tiles exist");
+        return Err(format!(
+            "its tiles (the largest {}³ voxels at {:?}, {}) would need {tile_leaves} leaves; \
+             tiles are stored as leaves, and at most {max_tile_leaves} are made from tiles",
+            big.size,
+            big.origin,
+            if big.active { "active" } else { "inactive" }
+        ));
+    }
+    let bricks_total = g.leaves.len() as u64 + tile_leaves;
+    crate::memory::check_available(
+        || format!("{bricks_total} leaves of voxels"),
+        bricks_total.saturating_mul(std::mem::size_of::<LeafBrick>() as u64 + 4 * 512 + 64),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut index = std::collections::HashMap::<Coord, usize>::new();
+    let mut bricks: Vec<LeafBrick> = Vec::with_capacity(g.leaves.len() + tile_leaves as usize);
+    for t in &g.tiles {
+        let n = (t.size / 8) as i32;
+        let value = scalar(&t.value[..comps]);
+        for x in 0..n {
+            for y in 0..n {
+                for z in 0..n {
+                    let origin = [
+                        t.origin[0] + 8 * x,
+                        t.origin[1] + 8 * y,
+                        t.origin[2] + 8 * z,
+                    ];
+                    let mut b = LeafBrick::filled(origin, value);
+                    if t.active {
+                        b.active = [u64::MAX; 8];
+                    }
+                    match index.get(&origin) {
+                        Some(&i) => bricks[i] = b,
+                        None => {
+                            index.insert(origin, bricks.len());
+                            bricks.push(b);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for l in &g.leaves {
+        let mut b = LeafBrick::filled(l.origin, 0.0);
+        for (i, v) in l.values.chunks_exact(comps).take(LEAF_VOXELS).enumerate() {
+            b.values[i] = scalar(v);
+        }
+        b.active = l.active;
+        match index.get(&l.origin) {
+            Some(&i) => bricks[i] = b,
+            None => {
+                index.insert(l.origin, bricks.len());
+                bricks.push(b);
+            }
+        }
+    }
+    let class = match (g.class, comps) {
+        (VdbClass::LevelSet, 1) => GridClass::LevelSet,
+        (VdbClass::FogVolume, 1) => GridClass::FogVolume,
+        _ => GridClass::Unknown,
+    };
+    Ok(ScalarGrid {
+        volume: SparseVolume {
+            background: scalar(&g.background[..comps]),
+            bricks,
+        },
+        class,
+        voxel_size: sx,
+        world_origin: g.transform.translation,
+    })
+}
+
+/// The first 8 bytes of a file, to tell `.vdb` from `.nvdb` without trusting the name.
+pub fn sniff(path: &Path) -> std::io::Result<[u8; 8]> {
+    let mut head = [0u8; 8];
+    let mut f = std::fs::File::open(path)?;
+    let mut got = 0;
+    while got < 8 {
+        let n = f.read(&mut head[got..])?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(head)
+}
+
+mod read;
+use read::*;
+#[cfg(test)]
+mod tests;

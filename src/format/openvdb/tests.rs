@@ -1,0 +1,193 @@
+use super::*;
+
+#[test]
+fn halves_convert_exactly() {
+    assert_eq!(half_to_f32(0x3c00), 1.0);
+    assert_eq!(half_to_f32(0xc000), -2.0);
+    assert_eq!(half_to_f32(0x7bff), 65504.0);
+    assert_eq!(half_to_f32(0x0001), 2f32.powi(-24));
+    assert_eq!(half_to_f32(0x03ff), 1023.0 * 2f32.powi(-24));
+    assert_eq!(half_to_f32(0x0400), 2f32.powi(-14));
+    assert!(half_to_f32(0x7c00).is_infinite());
+    assert!(half_to_f32(0x7e00).is_nan());
+    assert_eq!(half_to_f32(0x8000).to_bits(), (-0.0f32).to_bits());
+    assert_eq!(half_to_f32(0x3555), 0.333_251_95);
+}
+
+/// Writes the blocks of a small one-grid file by hand, as OpenVDB's writer lays them out,
+/// with `compression`: the ZIP and uncompressed framings, which python3-openvdb (always
+/// Blosc) does not produce, and several value-metadata codes.
+fn hand_written(compression: u32) -> Vec<u8> {
+    use std::io::Write;
+    fn string(out: &mut Vec<u8>, s: &str) {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    }
+    fn floats(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+    // `io::writeData`: raw, or an i64 size then zlib data (negative: raw bytes follow).
+    let data = |out: &mut Vec<u8>, raw: &[u8]| {
+        if compression & COMPRESS_ZIP == 0 {
+            out.extend_from_slice(raw);
+            return;
+        }
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+        z.write_all(raw).unwrap();
+        let z = z.finish().unwrap();
+        if z.len() < raw.len() {
+            out.extend_from_slice(&(z.len() as i64).to_le_bytes());
+            out.extend_from_slice(&z);
+        } else {
+            out.extend_from_slice(&(-(raw.len() as i64)).to_le_bytes());
+            out.extend_from_slice(raw);
+        }
+    };
+    let masked = compression & COMPRESS_ACTIVE_MASK != 0;
+    let mut f = VDB_MAGIC.to_le_bytes().to_vec();
+    f.extend_from_slice(&224u32.to_le_bytes());
+    f.extend_from_slice(&10u32.to_le_bytes());
+    f.extend_from_slice(&0u32.to_le_bytes());
+    f.push(1);
+    f.extend_from_slice(&[b'0'; 36]);
+    f.extend_from_slice(&0u32.to_le_bytes()); // file metadata
+    f.extend_from_slice(&1i32.to_le_bytes());
+    string(&mut f, "g");
+    string(&mut f, "Tree_float_5_4_3");
+    string(&mut f, "");
+    let offsets_at = f.len();
+    f.extend_from_slice(&[0u8; 24]);
+    let grid_pos = f.len();
+    f.extend_from_slice(&compression.to_le_bytes());
+    f.extend_from_slice(&1u32.to_le_bytes());
+    string(&mut f, "class");
+    string(&mut f, "string");
+    string(&mut f, "fog volume");
+    string(&mut f, "UniformScaleTranslateMap");
+    // Translation, then scale, voxel size, inverse scale, its square, inverse twice.
+    for v in [
+        [1.0, -2.0, 3.0],
+        [0.5; 3],
+        [0.5; 3],
+        [2.0; 3],
+        [4.0; 3],
+        [1.0; 3],
+    ] {
+        for x in v {
+            f.extend_from_slice(&f64::to_le_bytes(x));
+        }
+    }
+    f.extend_from_slice(&1i32.to_le_bytes()); // buffer count
+    f.extend_from_slice(&floats(&[0.0])); // background
+    f.extend_from_slice(&1u32.to_le_bytes()); // tiles
+    f.extend_from_slice(&1u32.to_le_bytes()); // children
+    for v in [4096i32, 0, -4096] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f.extend_from_slice(&floats(&[3.0]));
+    f.push(1);
+    for v in [0i32, 0, 0] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    // 32³ node: one child (slot 0), no tiles; values all background (metadata 0).
+    let mut mask = vec![0u64; 512];
+    mask[0] = 1;
+    f.extend(mask.iter().flat_map(|w| w.to_le_bytes()));
+    f.extend(std::iter::repeat_n(0u8, 4096));
+    f.push(0);
+    let stored = if masked { 0 } else { 32768 };
+    data(&mut f, &floats(&vec![0.0; stored]));
+    // 16³ node: a leaf at slot 0, an active tile (7.0) at slot 1, every value stored.
+    let mut child = [0u64; 64];
+    child[0] = 1;
+    let mut value = [0u64; 64];
+    value[0] = 2;
+    f.extend(child.iter().chain(&value).flat_map(|w| w.to_le_bytes()));
+    f.push(6);
+    let mut vals = vec![0f32; 4096];
+    vals[1] = 7.0;
+    data(&mut f, &floats(&vals));
+    // Leaf topology: its value mask.
+    let leaf_mask = [(1u64 << 0) | (1 << 5), 0, 0, 0, 0, 0, 0, 1 << 63];
+    f.extend(leaf_mask.iter().flat_map(|w| w.to_le_bytes()));
+    let block_pos = f.len();
+    // Leaf buffer: mask again; metadata 4 (mask selects between 0.25 and background).
+    f.extend(leaf_mask.iter().flat_map(|w| w.to_le_bytes()));
+    let mut leaf = vec![0.25f32; 512];
+    leaf[0] = 1.5;
+    leaf[5] = -2.5;
+    leaf[511] = 9.0;
+    leaf[100] = 0.0; // inactive background, chosen by the selection mask
+    if masked {
+        f.push(4);
+        f.extend_from_slice(&floats(&[0.25]));
+        let mut sel = [0u64; 8];
+        sel[100 / 64] |= 1 << (100 % 64);
+        f.extend(sel.iter().flat_map(|w| w.to_le_bytes()));
+        data(&mut f, &floats(&[1.5, -2.5, 9.0]));
+    } else {
+        f.push(6);
+        data(&mut f, &floats(&leaf));
+    }
+    let end_pos = f.len();
+    for (i, p) in [grid_pos, block_pos, end_pos].into_iter().enumerate() {
+        f[offsets_at + 8 * i..][..8].copy_from_slice(&(p as i64).to_le_bytes());
+    }
+    f
+}
+
+#[test]
+fn zip_and_uncompressed_blocks_and_value_metadata() {
+    for compression in [
+        0,
+        COMPRESS_ZIP,
+        COMPRESS_ACTIVE_MASK,
+        COMPRESS_ZIP | COMPRESS_ACTIVE_MASK,
+    ] {
+        let bytes = hand_written(compression);
+        let file = read_vdb_bytes(&bytes).unwrap_or_else(|e| panic!("{compression}: {e}"));
+        let g = &file.grids[0];
+        assert_eq!((g.name.as_str(), g.class), ("g", VdbClass::FogVolume));
+        assert_eq!(g.transform.scale, [0.5; 3]);
+        assert_eq!(g.transform.translation, [1.0, -2.0, 3.0]);
+        assert_eq!(g.leaves.len(), 1);
+        let l = &g.leaves[0];
+        assert_eq!(l.origin, [0, 0, 0]);
+        assert_eq!((l.values[0], l.values[5], l.values[511]), (1.5, -2.5, 9.0));
+        assert_eq!((l.values[1], l.values[100]), (0.25, 0.0), "{compression}");
+        assert_eq!(l.active[0], 0b100001);
+        let mut tiles: Vec<_> = g
+            .tiles
+            .iter()
+            .map(|t| (t.origin, t.size, t.value[0], t.active))
+            .collect();
+        tiles.sort_by_key(|t| t.0);
+        assert_eq!(
+            tiles,
+            vec![
+                ([0, 0, 8], 8, 7.0, true),
+                ([4096, 0, -4096], 4096, 3.0, true)
+            ]
+        );
+        // Every cut is an error.
+        for cut in (0..bytes.len()).step_by(97) {
+            assert!(
+                read_vdb_bytes(&bytes[..cut]).is_err(),
+                "{compression} {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn garbage_is_an_error_not_a_panic() {
+    assert!(read_vdb_bytes(b"").is_err());
+    assert!(read_vdb_bytes(b"NanoVDB0").is_err());
+    let mut head = VDB_MAGIC.to_le_bytes().to_vec();
+    head.extend_from_slice(&224u32.to_le_bytes());
+    for cut in 0..head.len() {
+        assert!(read_vdb_bytes(&head[..cut]).is_err());
+    }
+    let e = read_vdb_bytes(&head).unwrap_err().to_string();
+    assert!(e.contains("library version"), "{e}");
+}
