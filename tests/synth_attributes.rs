@@ -348,10 +348,24 @@ fn census_counts_what_generation_emits() {
     }
 }
 
+/// Mean frame bytes over every frame of `p` at resolution `n`, counted exactly.
+fn mean_frame(p: &StormParams, n: u32, gt: GridType) -> f64 {
+    let storm = Storm::new(StormParams {
+        resolution: n,
+        ..p.clone()
+    });
+    (0..p.frames)
+        .map(|f| census_frame(&storm, f, gt).frame_bytes)
+        .sum::<u64>() as f64
+        / p.frames as f64
+}
+
 /// The picker's estimate for its chosen resolution matches the frames generated there
-/// within 2 %, for several sizes and attribute counts, and the mean frame is as close to the
-/// target as the resolution step allows (a step of 8 voxels changes the size by about
-/// 3 × 8 / N). Sizes come from the census, which counts exactly what generation emits.
+/// within 2 %, for several sizes and attribute counts, and the mean frame is within 2 % of
+/// the target or within 2 % of the target as close as a neighbouring resolution comes. (Whether the target itself is met within 2 % depends on the
+/// resolution step: at these small sizes a step of 8 voxels changes a frame by 5–20 %; the
+/// 7 GB case, at about 2000 voxels, is `seven_gigabyte_frames_with_every_attribute`.)
+/// Sizes come from the census, which counts exactly what generation emits.
 #[test]
 fn resolution_picker_is_accurate_for_several_sizes_and_attribute_counts() {
     let cases: [(&[Attribute], GridType, u64); 4] = [
@@ -367,14 +381,7 @@ fn resolution_picker_is_accurate_for_several_sizes_and_attribute_counts() {
             ..default_params()
         };
         let est = resolution_for_target(&p, gt, target);
-        let storm = Storm::new(StormParams {
-            resolution: est.resolution,
-            ..p.clone()
-        });
-        let actual = (0..p.frames)
-            .map(|f| census_frame(&storm, f, gt).frame_bytes)
-            .sum::<u64>() as f64
-            / p.frames as f64;
+        let actual = mean_frame(&p, est.resolution, gt);
         let err = actual / est.frame_bytes as f64 - 1.0;
         let what = format!(
             "{} attributes {gt} target {target}: resolution {}, estimated {}, actual {actual}",
@@ -382,17 +389,51 @@ fn resolution_picker_is_accurate_for_several_sizes_and_attribute_counts() {
             est.resolution,
             est.frame_bytes
         );
+        assert!(err.abs() < 0.02, "estimate off by {:.1} %: {what}", err * 100.0);
+        // Within 2 % of the target, or as close as the neighbouring resolutions get.
+        let t = target as f64;
+        let off = (actual - t).abs();
+        let best_neighbour = [est.resolution - 8, est.resolution + 8]
+            .map(|n| (mean_frame(&p, n, gt) - t).abs())
+            .into_iter()
+            .fold(f64::MAX, f64::min);
         assert!(
-            err.abs() < 0.02,
-            "estimate off by {:.1} %: {what}",
-            err * 100.0
-        );
-        let step = 3.0 * 8.0 / est.resolution as f64;
-        let off = actual / target as f64 - 1.0;
-        assert!(
-            off.abs() < 0.02 + step / 2.0,
-            "mean frame {:.1} % off target: {what}",
-            off * 100.0
+            off < 0.02 * t || off < best_neighbour + 0.02 * t,
+            "a neighbour comes {best_neighbour} B close: {what}"
         );
     }
+}
+
+/// `--frame-size 7GB --attributes all`: the picker's frames are within 2 % of 7 GB, checked
+/// by counting (not generating) every frame of a six-frame sequence at the chosen
+/// resolution. Minutes in a release build:
+/// `cargo test --release --test synth_attributes -- --ignored seven_gigabyte`.
+#[test]
+#[ignore = "minutes of CPU in a release build"]
+fn seven_gigabyte_frames_with_every_attribute() {
+    let target = 7_000_000_000u64;
+    let p = StormParams {
+        frames: 6,
+        attributes: Attribute::ALL.to_vec(),
+        ..default_params()
+    };
+    let t0 = std::time::Instant::now();
+    let est = resolution_for_target(&p, GridType::Fp16, target);
+    let picked_s = t0.elapsed().as_secs_f64();
+    let storm = Storm::new(StormParams {
+        resolution: est.resolution,
+        ..p.clone()
+    });
+    let sizes: Vec<u64> = (0..p.frames)
+        .map(|f| census_frame(&storm, f, GridType::Fp16).frame_bytes)
+        .collect();
+    let mean = sizes.iter().sum::<u64>() as f64 / sizes.len() as f64;
+    eprintln!(
+        "resolution {} picked in {picked_s:.1} s: estimated {}, frames {sizes:?}, mean {mean:.0} ({:+.2} % off 7 GB)",
+        est.resolution,
+        est.frame_bytes,
+        (mean / target as f64 - 1.0) * 100.0
+    );
+    assert!((mean / target as f64 - 1.0).abs() < 0.02);
+    assert!((mean / est.frame_bytes as f64 - 1.0).abs() < 0.02);
 }
