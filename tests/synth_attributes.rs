@@ -389,7 +389,11 @@ fn resolution_picker_is_accurate_for_several_sizes_and_attribute_counts() {
             est.resolution,
             est.frame_bytes
         );
-        assert!(err.abs() < 0.02, "estimate off by {:.1} %: {what}", err * 100.0);
+        assert!(
+            err.abs() < 0.02,
+            "estimate off by {:.1} %: {what}",
+            err * 100.0
+        );
         // Within 2 % of the target, or as close as the neighbouring resolutions get.
         let t = target as f64;
         let off = (actual - t).abs();

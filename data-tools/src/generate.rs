@@ -138,8 +138,25 @@ fn numbered_subdirs(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(found.iter().map(|n| root.join(n.to_string())).collect())
 }
 
+/// Tells glibc's allocator to keep freed memory for reuse. A frame allocates and frees
+/// gigabytes (a 2 KiB value box per brick and attribute, then the grids); by default glibc
+/// returns freed heap tops to the kernel and maps buffers above a moving threshold afresh,
+/// so every frame page-faults (and zeroes) its memory again, and the faults contend on the
+/// address-space lock as threads are added (on 16 threads: sys time 30 → 22 s for 16 GB,
+/// 0.72 → 0.77 GB/s).
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters; called before the worker threads
+    // start, with values glibc documents as valid (32 MiB is its largest mmap threshold).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+    }
+}
+
 /// Runs `generate`.
 pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
+    keep_freed_memory();
     if let Some(t) = args.threads {
         rayon::ThreadPoolBuilder::new()
             .num_threads(t.max(1))

@@ -388,6 +388,17 @@ struct Column {
     hook: Option<HookColumn>,
 }
 
+/// Noise of one column's eight voxels, per feature (zero for features not evaluated).
+#[derive(Default)]
+struct ColumnNoise {
+    tower: [f32; 8],
+    tower_fine: [f32; 8],
+    anvil: [f32; 8],
+    wall: [f32; 8],
+    funnel: [f32; 8],
+    rain: [f32; 8],
+}
+
 /// Smooth Hermite step from 0 at `e0` to 1 at `e1`.
 #[inline(always)]
 pub fn smoothstep(e0: f32, e1: f32, x: f32) -> f32 {
@@ -990,11 +1001,121 @@ impl<'a> FrameModel<'a> {
         c
     }
 
+    /// The noise samples of the features a column evaluates, for its eight voxels at once
+    /// ([`NoiseTile::sample8`]): the same values, bit for bit, as sampling voxel by voxel.
+    #[inline(always)]
+    fn column_noise(
+        &self,
+        x: f32,
+        y: f32,
+        mask: u32,
+        col: &Column,
+        zt: &[ZTerms; 8],
+    ) -> ColumnNoise {
+        let nz = self.noise;
+        let so = self.seed_off;
+        let t = self.t;
+        let mut out = ColumnNoise::default();
+        let mut c = [[0f32; 8]; 3];
+        if mask & (F_TOWER | F_DOME) != 0 {
+            let mut f = [[0f32; 8]; 3];
+            for (k, zk) in zt.iter().enumerate() {
+                // Texture rises with the updraft (10 m/s) and drifts with the storm:
+                // billows of 1-4 km from the coarse sample, detail from a finer one.
+                let (ux, uy, uz) = (x - self.meso[0], y - self.meso[1], zk.z - 10.0 * t);
+                c[0][k] = ux * (1.0 / 230.0) + so[0];
+                c[1][k] = uy * (1.0 / 230.0) + so[1];
+                c[2][k] = uz * (1.0 / 230.0) + so[2];
+                f[0][k] = (0.36 * ux + 0.48 * uy - 0.8 * uz) * (1.0 / 70.0) + 5.0;
+                f[1][k] = (-0.8 * ux + 0.6 * uy) * (1.0 / 70.0) + 9.0;
+                f[2][k] = (0.48 * ux + 0.64 * uy + 0.6 * uz) * (1.0 / 70.0) + 3.0;
+            }
+            out.tower = nz.sample8(&c[0], &c[1], &c[2]);
+            out.tower_fine = nz.sample8(&f[0], &f[1], &f[2]);
+        }
+        if let Some(ac) = &col.anvil {
+            // Anvil ice drifts downwind at about 20 m/s relative to the storm.
+            for (k, zk) in zt.iter().enumerate() {
+                c[0][k] = (x - self.meso[0] - 20.0 * t) * 0.0035 + so[1] + 11.0;
+                c[1][k] = ac.yy * 0.008 + so[2];
+                c[2][k] = zk.z * 0.012 + so[0];
+            }
+            out.anvil = nz.fbm8(&c[0], &c[1], &c[2]);
+        }
+        if let Some(wc) = &col.wall {
+            for (k, zk) in zt.iter().enumerate() {
+                c[0][k] = wc.rot[0] * 0.006 + so[2];
+                c[1][k] = wc.rot[1] * 0.006 + so[0];
+                c[2][k] = zk.z * 0.006 + so[1] + 23.0;
+            }
+            out.wall = nz.fbm8(&c[0], &c[1], &c[2]);
+        }
+        if mask & F_FUNNEL != 0 {
+            // Texture spins with the vortex.
+            for (k, zk) in zt.iter().enumerate() {
+                let fx = x - zk.axis[0];
+                let fy = y - zk.axis[1];
+                let rx = fx * zk.tor_rot[0] + fy * zk.tor_rot[1];
+                let ry = -fx * zk.tor_rot[1] + fy * zk.tor_rot[0];
+                c[0][k] = rx * 0.02 + so[0];
+                c[1][k] = ry * 0.02 + so[1];
+                c[2][k] = zk.z * 0.006 + so[2];
+            }
+            out.funnel = nz.fbm8(&c[0], &c[1], &c[2]);
+        }
+        if mask & (F_FFD | F_HOOK) != 0 {
+            // Curtains: noise stretched vertically and slanted by the shear.
+            let sx = x - self.meso[0];
+            let sy = y - self.meso[1];
+            for (k, zk) in zt.iter().enumerate() {
+                c[0][k] = (sx - zk.ffd_shift) * 0.011 + so[2] + 31.0;
+                c[1][k] = sy * 0.011 + so[0];
+                c[2][k] = (zk.z + 6.0 * t) * 0.0018 + so[1];
+            }
+            out.rain = nz.fbm8(&c[0], &c[1], &c[2]);
+        }
+        out
+    }
+
     /// Evaluates every field on the brick whose voxel (0,0,0) is at world position `p0`,
     /// with voxel spacing `dx`, using only the features in `mask`. `extended` also
     /// evaluates the fields after [`BrickFields::storm`] (about twice the work per voxel);
     /// the others are the same either way, bit for bit.
     pub fn eval_brick(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+        extended: bool,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            unsafe { self.eval_brick_avx2(p0, dx, mask, out, extended) };
+            return;
+        }
+        self.eval_brick_any(p0, dx, mask, out, extended);
+    }
+
+    /// [`FrameModel::eval_brick`] compiled for AVX2: the column loops (noise indices and
+    /// interpolation) run eight lanes wide instead of four. Same IEEE operations in the
+    /// same order (no fused multiply-add), so the same bits.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn eval_brick_avx2(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+        extended: bool,
+    ) {
+        self.eval_brick_any(p0, dx, mask, out, extended);
+    }
+
+    #[inline(always)]
+    fn eval_brick_any(
         &self,
         p0: [f32; 3],
         dx: f32,
@@ -1011,6 +1132,7 @@ impl<'a> FrameModel<'a> {
         }
     }
 
+    #[inline(always)]
     fn eval_brick_impl<const EXT: bool>(
         &self,
         p0: [f32; 3],
@@ -1022,15 +1144,13 @@ impl<'a> FrameModel<'a> {
         for (k, t) in zt.iter_mut().enumerate() {
             *t = self.zterms(p0[2] + k as f32 * dx, mask, EXT);
         }
-        let nz = self.noise;
-        let so = self.seed_off;
-        let t = self.t;
         for i in 0..8 {
             let x = p0[0] + i as f32 * dx;
             for j in 0..8 {
                 let y = p0[1] + j as f32 * dx;
                 let base = i * 64 + j * 8;
                 let col = self.column(x, y, mask);
+                let noise = self.column_noise(x, y, mask, &col, &zt);
                 for (k, zk) in zt.iter().enumerate() {
                     let z = zk.z;
                     let n = base + k;
@@ -1060,17 +1180,7 @@ impl<'a> FrameModel<'a> {
                         let q = r2.sqrt() * zk.tower_inv_r;
                         // Texture rises with the updraft (10 m/s) and drifts with the storm:
                         // billows of 1-4 km from the coarse sample, detail from a finer one.
-                        let (ux, uy, uz) = (x - self.meso[0], y - self.meso[1], z - 10.0 * t);
-                        let nt = nz.sample(
-                            ux * (1.0 / 230.0) + so[0],
-                            uy * (1.0 / 230.0) + so[1],
-                            uz * (1.0 / 230.0) + so[2],
-                        );
-                        let nf = nz.sample(
-                            (0.36 * ux + 0.48 * uy - 0.8 * uz) * (1.0 / 70.0) + 5.0,
-                            (-0.8 * ux + 0.6 * uy) * (1.0 / 70.0) + 9.0,
-                            (0.48 * ux + 0.64 * uy + 0.6 * uz) * (1.0 / 70.0) + 3.0,
-                        );
+                        let (nt, nf) = (noise.tower[k], noise.tower_fine[k]);
                         if mask & F_TOWER != 0 {
                             // Billowed edge: |noise| makes rounded cauliflower lobes
                             // separated by creases.
@@ -1101,12 +1211,7 @@ impl<'a> FrameModel<'a> {
                     }
 
                     if let Some(ac) = &col.anvil {
-                        // Anvil ice drifts downwind at about 20 m/s relative to the storm.
-                        let na = nz.fbm(
-                            (x - self.meso[0] - 20.0 * t) * 0.0035 + so[1] + 11.0,
-                            ac.yy * 0.008 + so[2],
-                            z * 0.012 + so[0],
-                        );
+                        let na = noise.anvil[k];
                         let top = TROPOPAUSE + 250.0 + 150.0 * na;
                         let bot = top - ac.thick - ac.mam + 400.0 * na.max(-0.8);
                         let e_lat = 1.0 - ac.lat + 0.25 * na;
@@ -1124,11 +1229,7 @@ impl<'a> FrameModel<'a> {
                     }
 
                     if let Some(wc) = &col.wall {
-                        let nw = nz.fbm(
-                            wc.rot[0] * 0.006 + so[2],
-                            wc.rot[1] * 0.006 + so[0],
-                            z * 0.006 + so[1] + 23.0,
-                        );
+                        let nw = noise.wall[k];
                         let bottom = CLOUD_BASE - WALL_DROP * (1.0 - wc.r2) + 120.0 * nw;
                         let e = (1.0 - wc.r + 0.3 * nw).min((z - bottom) * (1.0 / 120.0));
                         let top_fade = 1.0 - smoothstep(CLOUD_BASE, CLOUD_BASE + 300.0, z);
@@ -1142,10 +1243,7 @@ impl<'a> FrameModel<'a> {
                         let r2 = fx * fx + fy * fy;
                         let r = r2.sqrt();
                         if mask & F_FUNNEL != 0 {
-                            let rx = fx * zk.tor_rot[0] + fy * zk.tor_rot[1];
-                            let ry = -fx * zk.tor_rot[1] + fy * zk.tor_rot[0];
-                            let nf =
-                                nz.fbm(rx * 0.02 + so[0], ry * 0.02 + so[1], z * 0.006 + so[2]);
+                            let nf = noise.funnel[k];
                             let e = 1.0 - r * zk.funnel_inv_r + 0.22 * nf;
                             cloud = cloud.max(zk.funnel_q * smoothstep(0.0, 0.3, e));
                             if zk.debris_q > 0.0 {
@@ -1225,12 +1323,7 @@ impl<'a> FrameModel<'a> {
                     if mask & (F_FFD | F_HOOK) != 0 {
                         let sx = x - self.meso[0];
                         let sy = y - self.meso[1];
-                        // Curtains: noise stretched vertically and slanted by the shear.
-                        let nr = nz.fbm(
-                            (sx - zk.ffd_shift) * 0.011 + so[2] + 31.0,
-                            sy * 0.011 + so[0],
-                            (z + 6.0 * t) * 0.0018 + so[1],
-                        );
+                        let nr = noise.rain[k];
                         if mask & F_FFD != 0 && zk.ffd_q > 0.0 {
                             let ex = (sx - zk.ffd_shift - 4_800.0) * (1.0 / 7_000.0);
                             let ey = (sy - 3_000.0) * (1.0 / 3_200.0);

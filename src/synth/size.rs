@@ -188,24 +188,6 @@ impl Calibration {
         (l, grid_bytes(grid_type, l.round() as u64, lowers, uppers))
     }
 
-    /// Predicted size of sampled frame `fi` (an index into the sampled frames) at
-    /// horizontal resolution `n`.
-    fn frame_estimate(&self, n: u32, grid_type: GridType, fi: usize) -> SizeEstimate {
-        let n = n.max(8).div_ceil(8) * 8;
-        let per_attribute: Vec<_> = (self.attributes.iter().enumerate())
-            .map(|(ai, &attr)| {
-                let (l, bytes) = self.predict(n, grid_type, fi, ai);
-                (attr, l as u64, bytes)
-            })
-            .collect();
-        SizeEstimate {
-            resolution: n,
-            grid_type,
-            frame_bytes: per_attribute.iter().map(|a| padded(a.2)).sum(),
-            per_attribute,
-        }
-    }
-
     /// Predicted mean frame size at horizontal resolution `n`.
     pub fn estimate(&self, n: u32, grid_type: GridType) -> SizeEstimate {
         let n = n.max(8).div_ceil(8) * 8;
@@ -333,7 +315,10 @@ pub fn resolution_for_target(
             let count = (others.len() + 1) as f64;
             for (ai, r) in ratio.iter_mut().enumerate() {
                 let m = middle.per_attribute[ai].2 as f64;
-                let sum = m + others.iter().map(|o| o.per_attribute[ai].2 as f64).sum::<f64>();
+                let sum = m + others
+                    .iter()
+                    .map(|o| o.per_attribute[ai].2 as f64)
+                    .sum::<f64>();
                 if m > 0.0 {
                     *r = sum / count / m;
                 }
