@@ -409,7 +409,7 @@ fn resolution_picker_is_accurate_for_several_sizes_and_attribute_counts() {
 }
 
 /// `--frame-size 7GB --attributes all`: the picker's frames are within 2 % of 7 GB, checked
-/// by counting (not generating) every frame of a six-frame sequence at the chosen
+/// by counting (not generating) every frame of a three-frame sequence at the chosen
 /// resolution. Minutes in a release build:
 /// `cargo test --release --test synth_attributes -- --ignored seven_gigabyte`.
 #[test]
@@ -417,7 +417,7 @@ fn resolution_picker_is_accurate_for_several_sizes_and_attribute_counts() {
 fn seven_gigabyte_frames_with_every_attribute() {
     let target = 7_000_000_000u64;
     let p = StormParams {
-        frames: 6,
+        frames: 3,
         attributes: Attribute::ALL.to_vec(),
         ..default_params()
     };

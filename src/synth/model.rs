@@ -1166,6 +1166,9 @@ impl<'a> FrameModel<'a> {
                     let mut debris = 0.0f32;
                     let mut snow = 0.0f32;
                     let mut snow_ffd = 0.0f32;
+                    // Graupel of the forward flank (the weak echo region clears it; the
+                    // updraft's flanking graupel keeps out of the core by itself).
+                    let mut graupel_ffd = 0.0f32;
                     let mut graupel = 0.0f32;
                     let mut hail = 0.0f32;
                     let mut theta = 0.0f32;
@@ -1340,7 +1343,7 @@ impl<'a> FrameModel<'a> {
                                     // Above the melting level the forward flank's
                                     // precipitation is snow and graupel.
                                     snow_ffd += pattern * ze.snow_prof;
-                                    graupel += pattern * ze.graupel_prof;
+                                    graupel_ffd += pattern * ze.graupel_prof;
                                 }
                             }
                             if EXT {
@@ -1372,13 +1375,13 @@ impl<'a> FrameModel<'a> {
                             let q = (dxu * dxu + dyu * dyu).sqrt() * zk.tower_inv_r;
                             rain *= smoothstep(0.35, 0.8, q).max(smoothstep(CLOUD_BASE, 0.0, z));
                         }
-                        if EXT && mask & F_TOWER != 0 && hail + graupel + snow_ffd > 0.0 {
+                        if EXT && mask & F_TOWER != 0 && hail + graupel_ffd + snow_ffd > 0.0 {
                             let dxu = x - zk.tower_c[0];
                             let dyu = y - zk.tower_c[1];
                             let q = (dxu * dxu + dyu * dyu).sqrt() * zk.tower_inv_r;
                             let weak_echo = smoothstep(0.35, 0.8, q);
                             hail *= weak_echo;
-                            graupel *= weak_echo;
+                            graupel_ffd *= weak_echo;
                             snow_ffd *= weak_echo;
                         }
                         w -= 2.2 * rain * smoothstep(6_000.0, 2_000.0, z);
@@ -1414,6 +1417,7 @@ impl<'a> FrameModel<'a> {
                     out.storm[n] = storm;
                     if EXT {
                         let snow = snow + snow_ffd;
+                        let graupel = graupel + graupel_ffd;
                         let condensate = (cloud - debris).max(0.0);
                         let qc = condensate * (1.0 - ze.f_ice);
                         out.qc[n] = qc;
