@@ -281,7 +281,8 @@ fn calibrated(params: &StormParams, grid_type: GridType, target_bytes: u64) -> C
 /// (field evaluation without values, about half a frame's work each): their mean against
 /// the middle frame gives the change over time. The model, scaled to agree with the census,
 /// picks again; each further resolution it picks is counted at its middle frame only, up to
-/// three resolutions, and the one whose mean frame is closest to the target wins. The
+/// three resolutions, then the neighbour on the target's side of the closest if that one is
+/// more than 1 % off, and the one whose mean frame is closest to the target wins. The
 /// census matters: brick counts are not smooth in the resolution (a flat layer such as the
 /// anvil's top spans one brick layer more or less as it aligns with the brick grid; at 300
 /// voxels one step of 8 can change a frame by 20 %, at 2000 by about 1 %).
@@ -299,14 +300,13 @@ pub fn resolution_for_target(
     let mut ratio = vec![1.0f64; attrs];
     // (resolution, estimate) of each resolution counted.
     let mut counted: Vec<SizeEstimate> = Vec::new();
-    let mut n = first.resolution;
-    while counted.len() < 3 && !counted.iter().any(|c| c.resolution == n) {
+    let count_at = |n: u32, ratio: &mut Vec<f64>, first_count: bool| -> SizeEstimate {
         let storm = Storm::new(StormParams {
             resolution: n,
             ..params.clone()
         });
         let middle = census_frame(&storm, mid, grid_type);
-        if counted.is_empty() {
+        if first_count {
             let others: Vec<SizeEstimate> = frames
                 .iter()
                 .filter(|&&f| f != mid)
@@ -325,11 +325,16 @@ pub fn resolution_for_target(
             }
         }
         let mut est = middle;
-        for (a, r) in est.per_attribute.iter_mut().zip(&ratio) {
+        for (a, r) in est.per_attribute.iter_mut().zip(ratio.iter()) {
             a.1 = (a.1 as f64 * r).round() as u64;
             a.2 = (a.2 as f64 * r).round() as u64;
         }
         est.frame_bytes = est.per_attribute.iter().map(|a| padded(a.2)).sum();
+        est
+    };
+    let mut n = first.resolution;
+    while counted.len() < 3 && !counted.iter().any(|c| c.resolution == n) {
+        let est = count_at(n, &mut ratio, counted.is_empty());
         let model = cal.estimate(n, grid_type).frame_bytes as f64;
         if model <= 0.0 || est.frame_bytes == 0 {
             break;
@@ -341,8 +346,25 @@ pub fn resolution_for_target(
             .resolution_for((target_bytes as f64 / k).round() as u64, grid_type)
             .resolution;
     }
-    counted
-        .into_iter()
-        .min_by_key(|e| e.frame_bytes.abs_diff(target_bytes))
-        .unwrap_or(first)
+    // Off by more than 1 %: the neighbour on the target's side may be closer (sizes jump
+    // between resolutions), so count it too.
+    let best = |c: &[SizeEstimate]| {
+        c.iter()
+            .min_by_key(|e| e.frame_bytes.abs_diff(target_bytes))
+            .cloned()
+    };
+    if let Some(b) = best(&counted)
+        && b.frame_bytes.abs_diff(target_bytes) * 100 > target_bytes
+    {
+        let m = if b.frame_bytes < target_bytes {
+            b.resolution + 8
+        } else {
+            b.resolution.saturating_sub(8)
+        };
+        if m >= 16 && !counted.iter().any(|c| c.resolution == m) {
+            let est = count_at(m, &mut ratio, false);
+            counted.push(est);
+        }
+    }
+    best(&counted).unwrap_or(first)
 }
