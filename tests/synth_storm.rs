@@ -392,7 +392,7 @@ fn generates_a_readable_dataset() {
         .iter()
         .map(|a| a.name.clone())
         .collect();
-    let want: Vec<_> = Attribute::ALL
+    let want: Vec<_> = Attribute::DEFAULT
         .iter()
         .map(|a| a.name().to_string())
         .collect();

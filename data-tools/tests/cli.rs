@@ -900,3 +900,66 @@ fn export_and_sample_refuse_a_dataset_grid_whose_checksum_mismatches() {
     assert!(text.contains("MISMATCH"), "{text}");
     ok(&["sample", d, "--grid", "rain", "--at", "0,0,0"]);
 }
+
+#[test]
+fn generate_chooses_attributes_and_names_bad_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("storm");
+    let d = ds.to_str().unwrap();
+    fails(
+        &[
+            "generate",
+            d,
+            "--resolution",
+            "32",
+            "--attributes",
+            "cloud,hial",
+        ],
+        "unknown attribute 'hial'",
+    );
+    fails(
+        &[
+            "generate",
+            d,
+            "--resolution",
+            "32",
+            "--attributes",
+            "rain,rain",
+        ],
+        "attribute 'rain' is listed twice",
+    );
+    assert!(!ds.join("manifest.json").exists());
+    ok(&[
+        "generate",
+        d,
+        "--frames",
+        "1",
+        "--resolution",
+        "48",
+        "--attributes",
+        "hail,reflectivity,pressure_perturbation",
+    ]);
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ds.join("manifest.json")).unwrap()).unwrap();
+    let names: Vec<_> = m["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["hail", "reflectivity", "pressure_perturbation"]);
+    ok(&["verify", d]);
+    ok(&[
+        "generate",
+        d,
+        "--frames",
+        "1",
+        "--resolution",
+        "32",
+        "--attributes",
+        "all",
+    ]);
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ds.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["attributes"].as_array().unwrap().len(), 14);
+}

@@ -37,6 +37,15 @@ const MESO_OUTER: f32 = 5_000.0;
 const WALL_RADIUS: f32 = 1_700.0;
 /// Depth by which the wall cloud hangs below the cloud base at its centre, metres.
 const WALL_DROP: f32 = 650.0;
+/// Height of the environment's 0 °C level (the melting level), metres.
+pub const FREEZING_LEVEL: f32 = 4_200.0;
+/// Height above which all condensate is ice (about -38 °C, homogeneous freezing), metres.
+pub const ALL_ICE_LEVEL: f32 = 9_500.0;
+/// Radius of the hail shaft, metres.
+const HAIL_RADIUS: f32 = 1_600.0;
+/// Reflectivity written where precipitation is so light that the Rayleigh sum falls below
+/// it, dBZ (the bottom of the nominal range).
+pub const DBZ_FLOOR: f32 = -10.0;
 
 /// Feature bits: which parts of the model a brick must evaluate.
 pub const F_TOWER: u32 = 1 << 0;
@@ -218,7 +227,8 @@ fn anvil_thickness(ddx: f32) -> f32 {
     3_200.0 - 2_500.0 * sat(ddx * (1.0 / 20_000.0))
 }
 
-/// Field values of one 8³ brick, in NanoVDB leaf order.
+/// Field values of one 8³ brick, in NanoVDB leaf order. The fields after `storm` are
+/// written only by an extended evaluation (see [`FrameModel::eval_brick`]).
 pub struct BrickFields {
     /// Cloud condensate (plus lofted debris), g/kg.
     pub cloud: [f32; 512],
@@ -232,6 +242,26 @@ pub struct BrickFields {
     pub vort: [f32; 512],
     /// Whether the storm is present at the voxel (activity of the wind-derived fields).
     pub storm: [bool; 512],
+    /// Cloud water, g/kg.
+    pub qc: [f32; 512],
+    /// Cloud ice, g/kg.
+    pub qi: [f32; 512],
+    /// Snow, g/kg.
+    pub snow: [f32; 512],
+    /// Graupel, g/kg.
+    pub graupel: [f32; 512],
+    /// Hail, g/kg.
+    pub hail: [f32; 512],
+    /// Water vapour perturbation, g/kg.
+    pub qv: [f32; 512],
+    /// Reflectivity, dBZ.
+    pub dbz: [f32; 512],
+    /// Pressure perturbation, hPa.
+    pub prs: [f32; 512],
+    /// Potential-temperature perturbation, K.
+    pub theta: [f32; 512],
+    /// Whether any precipitation is present (activity of the reflectivity).
+    pub precip: [bool; 512],
 }
 
 impl Default for BrickFields {
@@ -250,6 +280,16 @@ impl BrickFields {
             w: [0.0; 512],
             vort: [0.0; 512],
             storm: [false; 512],
+            qc: [0.0; 512],
+            qi: [0.0; 512],
+            snow: [0.0; 512],
+            graupel: [0.0; 512],
+            hail: [0.0; 512],
+            qv: [0.0; 512],
+            dbz: [0.0; 512],
+            prs: [0.0; 512],
+            theta: [0.0; 512],
+            precip: [false; 512],
         }
     }
 }
@@ -284,6 +324,36 @@ struct ZTerms {
     ffd_shift: f32,
     ffd_q: f32,
     hook_top: f32,
+    // Extended fields only.
+    ext: ExtZTerms,
+}
+
+/// Height-only terms of the extended fields (microphysics, thermodynamics, reflectivity).
+#[derive(Clone, Copy, Default)]
+struct ExtZTerms {
+    /// Fraction of cloud condensate that is ice.
+    f_ice: f32,
+    /// Air density, kg/m³.
+    rho: f32,
+    /// Potential-temperature excess of the updraft core, K (negative in the overshoot).
+    theta_up: f32,
+    /// Vapour excess of the updraft core, g/kg.
+    qv_up: f32,
+    /// Pressure excess above the updraft's top (upper-level divergence), hPa.
+    p_top: f32,
+    /// Snow, graupel and hail per unit of forward-flank precipitation pattern.
+    snow_prof: f32,
+    graupel_prof: f32,
+    /// Graupel on the updraft's flanks per g/kg of updraft cloud.
+    ring_prof: f32,
+    /// Hail shaft centre and peak mixing ratio, g/kg.
+    hail_c: [f32; 2],
+    hail_prof: f32,
+    /// Weight of evaporative cooling with height (the cold pool's depth).
+    cold_prof: f32,
+    /// Reflectivity coefficients of graupel and hail (wet below the melting level).
+    z_graupel: f32,
+    z_hail: f32,
 }
 
 /// Anvil terms of one column.
@@ -316,6 +386,17 @@ struct Column {
     anvil: Option<AnvilColumn>,
     wall: Option<WallColumn>,
     hook: Option<HookColumn>,
+}
+
+/// Noise of one column's eight voxels, per feature (zero for features not evaluated).
+#[derive(Default)]
+struct ColumnNoise {
+    tower: [f32; 8],
+    tower_fine: [f32; 8],
+    anvil: [f32; 8],
+    wall: [f32; 8],
+    funnel: [f32; 8],
+    rain: [f32; 8],
 }
 
 /// Smooth Hermite step from 0 at `e0` to 1 at `e1`.
@@ -383,6 +464,97 @@ fn environment_wind(z: f32) -> [f32; 2] {
             (13_000.0, [33.0, 0.0]),
         ],
     )
+}
+
+/// Air density of the environment at height z, kg/m³ (scale height 9.4 km).
+#[inline]
+pub fn air_density(z: f32) -> f32 {
+    1.16 * (-z * (1.0 / 9_400.0)).exp()
+}
+
+/// The Rayleigh reflectivity coefficient `C` of one hydrometeor species in
+/// `Z = C (rho q)^1.75` (Z in mm⁶/m³, rho q in kg/m³), for an exponential size distribution
+/// `N(D) = n0 exp(-lambda D)` of spheres of density `density` (kg/m³):
+/// `Z = 720 n0 lambda^-7 * 1e18` with `lambda = (pi density n0 / (rho q))^(1/4)`, times
+/// `dielectric` (1 for water; for ice spheres `|K_i|²/|K_w|² (density / 917)²` with
+/// `|K_i|² = 0.176`, `|K_w|² = 0.93`, after Smith 1984).
+pub fn reflectivity_coefficient(n0: f64, density: f64, dielectric: f64) -> f32 {
+    let pi = std::f64::consts::PI;
+    (720.0e18 * dielectric * n0.powf(-0.75) * (pi * density).powf(-1.75)) as f32
+}
+
+/// Dielectric factor of dry ice spheres of `density` relative to water (Smith 1984).
+fn dry_ice(density: f64) -> f64 {
+    0.176 / 0.93 * (density / 917.0) * (density / 917.0)
+}
+
+/// A species' reflectivity coefficients, dry (frozen) and wet (melting, water-coated).
+#[derive(Clone, Copy, Debug)]
+pub struct ReflectivityCoefficients {
+    /// Above the melting level.
+    pub dry: f32,
+    /// Below the melting level.
+    pub wet: f32,
+}
+
+/// Rain: Marshall–Palmer intercept 8×10⁶ m⁻⁴, water spheres (the classic 3.63×10⁹).
+pub const RAIN_Z: f32 = 3.6308e9;
+/// Snow: intercept 3×10⁶ m⁻⁴, density 100 kg/m³, dry.
+pub const SNOW_Z: f32 = 9.5889e8;
+/// Graupel: intercept 4×10⁶ m⁻⁴, density 400 kg/m³.
+pub const GRAUPEL_Z: ReflectivityCoefficients = ReflectivityCoefficients {
+    dry: 1.0929e9,
+    wet: 3.0351e10,
+};
+/// Hail: intercept 4×10⁴ m⁻⁴, density 900 kg/m³.
+pub const HAIL_Z: ReflectivityCoefficients = ReflectivityCoefficients {
+    dry: 4.2328e10,
+    wet: 2.3219e11,
+};
+
+/// The coefficients above from their size distributions (tests check the constants).
+pub fn reflectivity_coefficients_from_distributions() -> [f32; 6] {
+    [
+        reflectivity_coefficient(8.0e6, 1_000.0, 1.0),
+        reflectivity_coefficient(3.0e6, 100.0, dry_ice(100.0)),
+        reflectivity_coefficient(4.0e6, 400.0, dry_ice(400.0)),
+        reflectivity_coefficient(4.0e6, 400.0, 1.0),
+        reflectivity_coefficient(4.0e4, 900.0, dry_ice(900.0)),
+        reflectivity_coefficient(4.0e4, 900.0, 1.0),
+    ]
+}
+
+/// `x^1.75` from square roots (exact to rounding; no `powf` per voxel).
+#[inline(always)]
+fn pow175(x: f32) -> f32 {
+    let s = x.sqrt();
+    x * s * s.sqrt()
+}
+
+/// Equivalent reflectivity, dBZ, of rain, snow, graupel and hail mixing ratios (g/kg) in
+/// air of density `rho` (kg/m³): `10 log10(sum C_x (rho q_x)^1.75)` with the species'
+/// coefficients ([`reflectivity_coefficient`]; graupel's and hail's, `z_graupel` and
+/// `z_hail`, depend on whether they are melting), at least [`DBZ_FLOOR`].
+#[inline]
+pub fn reflectivity_dbz(
+    rho: f32,
+    rain: f32,
+    snow: f32,
+    graupel: f32,
+    hail: f32,
+    z_graupel: f32,
+    z_hail: f32,
+) -> f32 {
+    let m = rho * 1e-3;
+    let z = RAIN_Z * pow175(m * rain)
+        + SNOW_Z * pow175(m * snow)
+        + z_graupel * pow175(m * graupel)
+        + z_hail * pow175(m * hail);
+    if z > 0.0 {
+        (10.0 * z.log10()).max(DBZ_FLOOR)
+    } else {
+        DBZ_FLOOR
+    }
 }
 
 /// The storm at one instant: every time-dependent parameter, ready for brick evaluation.
@@ -642,7 +814,7 @@ impl<'a> FrameModel<'a> {
         ]
     }
 
-    fn zterms(&self, z: f32, mask: u32) -> ZTerms {
+    fn zterms(&self, z: f32, mask: u32, extended: bool) -> ZTerms {
         let mut k = ZTerms {
             z,
             env: environment_wind(z),
@@ -699,7 +871,61 @@ impl<'a> FrameModel<'a> {
             k.ffd_q = smoothstep(8_000.0, 4_200.0, z) * (0.75 + 0.25 * smoothstep(0.0, 1_000.0, z));
             k.hook_top = z;
         }
+        if extended {
+            k.ext = self.ext_zterms(z, mask);
+        }
         k
+    }
+
+    /// The extended fields' height-only terms at height z.
+    fn ext_zterms(&self, z: f32, mask: u32) -> ExtZTerms {
+        // The updraft's signature fades out where the tower's core (and its bound) ends,
+        // as its vertical velocity does.
+        let tower_top = 1.0 - smoothstep(TROPOPAUSE, TROPOPAUSE + self.dome_height, z);
+        let wet = 1.0 - smoothstep(FREEZING_LEVEL - 300.0, FREEZING_LEVEL + 300.0, z);
+        let z_coeff = |c: ReflectivityCoefficients| c.dry + (c.wet - c.dry) * wet;
+        let mut e = ExtZTerms {
+            f_ice: smoothstep(FREEZING_LEVEL, ALL_ICE_LEVEL, z),
+            rho: air_density(z),
+            // Latent heating warms the core up to about 8 K; a parcel overshooting the
+            // tropopause is far colder than the stratosphere around it.
+            theta_up: (8.0
+                * smoothstep(CLOUD_BASE, 6_000.0, z)
+                * (1.0 - smoothstep(9_500.0, TROPOPAUSE, z))
+                - 14.0 * smoothstep(TROPOPAUSE - 200.0, TROPOPAUSE + 1_200.0, z))
+                * tower_top,
+            // Boundary-layer air lifted into a drier environment; the excess shrinks with
+            // the saturation mixing ratio aloft.
+            qv_up: 5.0
+                * smoothstep(500.0, 3_000.0, z)
+                * (-(z - 3_000.0).max(0.0) * (1.0 / 2_500.0)).exp()
+                * tower_top,
+            p_top: 3.0 * smoothstep(9_000.0, 11_500.0, z) * tower_top,
+            snow_prof: 0.45
+                * smoothstep(3_800.0, 5_500.0, z)
+                * (1.0 - smoothstep(7_000.0, 7_900.0, z)),
+            graupel_prof: 0.5
+                * smoothstep(FREEZING_LEVEL - 1_200.0, FREEZING_LEVEL + 300.0, z)
+                * (1.0 - smoothstep(6_500.0, 7_900.0, z)),
+            ring_prof: 0.6
+                * smoothstep(4_500.0, 6_500.0, z)
+                * (1.0 - smoothstep(9_000.0, 10_500.0, z)),
+            hail_c: [0.0; 2],
+            // Largest aloft where it grows; partly melted on the way down.
+            hail_prof: (3.0 + 4.0 * smoothstep(1_500.0, 5_000.0, z))
+                * (1.0 - smoothstep(6_500.0, 7_800.0, z)),
+            cold_prof: smoothstep(2_500.0, 300.0, z),
+            z_graupel: z_coeff(GRAUPEL_Z),
+            z_hail: z_coeff(HAIL_Z),
+        };
+        if mask & F_FFD != 0 {
+            // On the updraft's north-north-east flank, where hailstones grown in the
+            // updraft's edge fall out (the "hail cascade" beside the weak echo region).
+            let c = self.tower_centre(z);
+            let r = tower_radius(z);
+            e.hail_c = [c[0] + 0.35 * r, c[1] + 0.85 * r];
+        }
+        e
     }
 
     /// Terms that are constant along a vertical column of voxels.
@@ -775,22 +1001,156 @@ impl<'a> FrameModel<'a> {
         c
     }
 
-    /// Evaluates every field on the brick whose voxel (0,0,0) is at world position `p0`,
-    /// with voxel spacing `dx`, using only the features in `mask`.
-    pub fn eval_brick(&self, p0: [f32; 3], dx: f32, mask: u32, out: &mut BrickFields) {
-        let mut zt = [ZTerms::default(); 8];
-        for (k, t) in zt.iter_mut().enumerate() {
-            *t = self.zterms(p0[2] + k as f32 * dx, mask);
-        }
+    /// The noise samples of the features a column evaluates, for its eight voxels at once
+    /// ([`NoiseTile::sample8`]): the same values, bit for bit, as sampling voxel by voxel.
+    #[inline(always)]
+    fn column_noise(
+        &self,
+        x: f32,
+        y: f32,
+        mask: u32,
+        col: &Column,
+        zt: &[ZTerms; 8],
+    ) -> ColumnNoise {
         let nz = self.noise;
         let so = self.seed_off;
         let t = self.t;
+        let mut out = ColumnNoise::default();
+        let mut c = [[0f32; 8]; 3];
+        if mask & (F_TOWER | F_DOME) != 0 {
+            let mut f = [[0f32; 8]; 3];
+            for (k, zk) in zt.iter().enumerate() {
+                // Texture rises with the updraft (10 m/s) and drifts with the storm:
+                // billows of 1-4 km from the coarse sample, detail from a finer one.
+                let (ux, uy, uz) = (x - self.meso[0], y - self.meso[1], zk.z - 10.0 * t);
+                c[0][k] = ux * (1.0 / 230.0) + so[0];
+                c[1][k] = uy * (1.0 / 230.0) + so[1];
+                c[2][k] = uz * (1.0 / 230.0) + so[2];
+                f[0][k] = (0.36 * ux + 0.48 * uy - 0.8 * uz) * (1.0 / 70.0) + 5.0;
+                f[1][k] = (-0.8 * ux + 0.6 * uy) * (1.0 / 70.0) + 9.0;
+                f[2][k] = (0.48 * ux + 0.64 * uy + 0.6 * uz) * (1.0 / 70.0) + 3.0;
+            }
+            out.tower = nz.sample8(&c[0], &c[1], &c[2]);
+            out.tower_fine = nz.sample8(&f[0], &f[1], &f[2]);
+        }
+        if let Some(ac) = &col.anvil {
+            // Anvil ice drifts downwind at about 20 m/s relative to the storm.
+            for (k, zk) in zt.iter().enumerate() {
+                c[0][k] = (x - self.meso[0] - 20.0 * t) * 0.0035 + so[1] + 11.0;
+                c[1][k] = ac.yy * 0.008 + so[2];
+                c[2][k] = zk.z * 0.012 + so[0];
+            }
+            out.anvil = nz.fbm8(&c[0], &c[1], &c[2]);
+        }
+        if let Some(wc) = &col.wall {
+            for (k, zk) in zt.iter().enumerate() {
+                c[0][k] = wc.rot[0] * 0.006 + so[2];
+                c[1][k] = wc.rot[1] * 0.006 + so[0];
+                c[2][k] = zk.z * 0.006 + so[1] + 23.0;
+            }
+            out.wall = nz.fbm8(&c[0], &c[1], &c[2]);
+        }
+        if mask & F_FUNNEL != 0 {
+            // Texture spins with the vortex.
+            for (k, zk) in zt.iter().enumerate() {
+                let fx = x - zk.axis[0];
+                let fy = y - zk.axis[1];
+                let rx = fx * zk.tor_rot[0] + fy * zk.tor_rot[1];
+                let ry = -fx * zk.tor_rot[1] + fy * zk.tor_rot[0];
+                c[0][k] = rx * 0.02 + so[0];
+                c[1][k] = ry * 0.02 + so[1];
+                c[2][k] = zk.z * 0.006 + so[2];
+            }
+            out.funnel = nz.fbm8(&c[0], &c[1], &c[2]);
+        }
+        if mask & (F_FFD | F_HOOK) != 0 {
+            // Curtains: noise stretched vertically and slanted by the shear.
+            let sx = x - self.meso[0];
+            let sy = y - self.meso[1];
+            for (k, zk) in zt.iter().enumerate() {
+                c[0][k] = (sx - zk.ffd_shift) * 0.011 + so[2] + 31.0;
+                c[1][k] = sy * 0.011 + so[0];
+                c[2][k] = (zk.z + 6.0 * t) * 0.0018 + so[1];
+            }
+            out.rain = nz.fbm8(&c[0], &c[1], &c[2]);
+        }
+        out
+    }
+
+    /// Evaluates every field on the brick whose voxel (0,0,0) is at world position `p0`,
+    /// with voxel spacing `dx`, using only the features in `mask`. `extended` also
+    /// evaluates the fields after [`BrickFields::storm`] (about twice the work per voxel);
+    /// the others are the same either way, bit for bit.
+    pub fn eval_brick(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+        extended: bool,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            unsafe { self.eval_brick_avx2(p0, dx, mask, out, extended) };
+            return;
+        }
+        self.eval_brick_any(p0, dx, mask, out, extended);
+    }
+
+    /// [`FrameModel::eval_brick`] compiled for AVX2: the column loops (noise indices and
+    /// interpolation) run eight lanes wide instead of four. Same IEEE operations in the
+    /// same order (no fused multiply-add), so the same bits.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn eval_brick_avx2(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+        extended: bool,
+    ) {
+        self.eval_brick_any(p0, dx, mask, out, extended);
+    }
+
+    #[inline(always)]
+    fn eval_brick_any(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+        extended: bool,
+    ) {
+        // Two instances, so that the default fields' loop carries none of the extended
+        // work, not even its branches.
+        if extended {
+            self.eval_brick_impl::<true>(p0, dx, mask, out);
+        } else {
+            self.eval_brick_impl::<false>(p0, dx, mask, out);
+        }
+    }
+
+    #[inline(always)]
+    fn eval_brick_impl<const EXT: bool>(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+    ) {
+        let mut zt = [ZTerms::default(); 8];
+        for (k, t) in zt.iter_mut().enumerate() {
+            *t = self.zterms(p0[2] + k as f32 * dx, mask, EXT);
+        }
         for i in 0..8 {
             let x = p0[0] + i as f32 * dx;
             for j in 0..8 {
                 let y = p0[1] + j as f32 * dx;
                 let base = i * 64 + j * 8;
                 let col = self.column(x, y, mask);
+                let noise = self.column_noise(x, y, mask, &col, &zt);
                 for (k, zk) in zt.iter().enumerate() {
                     let z = zk.z;
                     let n = base + k;
@@ -801,6 +1161,20 @@ impl<'a> FrameModel<'a> {
                     let mut pert = [0.0f32; 2];
                     let mut vort = 0.0f32;
                     let mut gust = 0.0f32;
+                    // Extended fields (stay zero unless EXT).
+                    let ze = &zk.ext;
+                    let mut debris = 0.0f32;
+                    let mut snow = 0.0f32;
+                    let mut snow_ffd = 0.0f32;
+                    // Graupel of the forward flank (the weak echo region clears it; the
+                    // updraft's flanking graupel keeps out of the core by itself).
+                    let mut graupel_ffd = 0.0f32;
+                    let mut graupel = 0.0f32;
+                    let mut hail = 0.0f32;
+                    let mut theta = 0.0f32;
+                    let mut qv = 0.0f32;
+                    let mut prs = 0.0f32;
+                    let mut hook_rain = 0.0f32;
 
                     if mask & (F_TOWER | F_DOME) != 0 {
                         let dxu = x - zk.tower_c[0];
@@ -809,26 +1183,26 @@ impl<'a> FrameModel<'a> {
                         let q = r2.sqrt() * zk.tower_inv_r;
                         // Texture rises with the updraft (10 m/s) and drifts with the storm:
                         // billows of 1-4 km from the coarse sample, detail from a finer one.
-                        let (ux, uy, uz) = (x - self.meso[0], y - self.meso[1], z - 10.0 * t);
-                        let nt = nz.sample(
-                            ux * (1.0 / 230.0) + so[0],
-                            uy * (1.0 / 230.0) + so[1],
-                            uz * (1.0 / 230.0) + so[2],
-                        );
-                        let nf = nz.sample(
-                            (0.36 * ux + 0.48 * uy - 0.8 * uz) * (1.0 / 70.0) + 5.0,
-                            (-0.8 * ux + 0.6 * uy) * (1.0 / 70.0) + 9.0,
-                            (0.48 * ux + 0.64 * uy + 0.6 * uz) * (1.0 / 70.0) + 3.0,
-                        );
+                        let (nt, nf) = (noise.tower[k], noise.tower_fine[k]);
                         if mask & F_TOWER != 0 {
                             // Billowed edge: |noise| makes rounded cauliflower lobes
                             // separated by creases.
                             let edge = 1.0 - q + 0.5 * (nt.abs() - 0.3) + 0.1 * nf;
                             let base_rag = smoothstep(-60.0, 120.0, z - CLOUD_BASE + 160.0 * nt);
-                            cloud = cloud.max(zk.tower_q * smoothstep(0.0, 0.1, edge) * base_rag);
+                            let tower_cloud = zk.tower_q * smoothstep(0.0, 0.1, edge) * base_rag;
+                            cloud = cloud.max(tower_cloud);
                             let core = sat(1.0 - q * q * 2.4);
                             w += zk.tower_w * core * core * (1.0 + 0.15 * nt);
                             gust += 0.12 * nt * core;
+                            if EXT {
+                                let texture = 1.0 + 0.15 * nt;
+                                theta += ze.theta_up * core * texture;
+                                qv += ze.qv_up * core * texture;
+                                prs += ze.p_top * core;
+                                // Graupel rimes on the updraft's flanks, not in its core.
+                                let ring = sat((q - 0.45) * 3.0) * sat((1.25 - q) * 3.0);
+                                graupel += ze.ring_prof * tower_cloud * ring;
+                            }
                         }
                         if mask & F_DOME != 0 && zk.dome_h2 < 2.0 {
                             let dxd = x - self.anvil_x0;
@@ -840,12 +1214,7 @@ impl<'a> FrameModel<'a> {
                     }
 
                     if let Some(ac) = &col.anvil {
-                        // Anvil ice drifts downwind at about 20 m/s relative to the storm.
-                        let na = nz.fbm(
-                            (x - self.meso[0] - 20.0 * t) * 0.0035 + so[1] + 11.0,
-                            ac.yy * 0.008 + so[2],
-                            z * 0.012 + so[0],
-                        );
+                        let na = noise.anvil[k];
                         let top = TROPOPAUSE + 250.0 + 150.0 * na;
                         let bot = top - ac.thick - ac.mam + 400.0 * na.max(-0.8);
                         let e_lat = 1.0 - ac.lat + 0.25 * na;
@@ -856,14 +1225,14 @@ impl<'a> FrameModel<'a> {
                         cloud =
                             cloud.max(qa * sat(e_v) * (0.75 + 0.25 * na) * (0.35 + 0.65 * depth));
                         w += 1.5 * na * sat(e_v);
+                        if EXT {
+                            // Aggregates grow as they fall: most snow near the base.
+                            snow += 0.8 * qa * sat(e_v) * (0.75 + 0.25 * na) * (1.0 - 0.5 * depth);
+                        }
                     }
 
                     if let Some(wc) = &col.wall {
-                        let nw = nz.fbm(
-                            wc.rot[0] * 0.006 + so[2],
-                            wc.rot[1] * 0.006 + so[0],
-                            z * 0.006 + so[1] + 23.0,
-                        );
+                        let nw = noise.wall[k];
                         let bottom = CLOUD_BASE - WALL_DROP * (1.0 - wc.r2) + 120.0 * nw;
                         let e = (1.0 - wc.r + 0.3 * nw).min((z - bottom) * (1.0 / 120.0));
                         let top_fade = 1.0 - smoothstep(CLOUD_BASE, CLOUD_BASE + 300.0, z);
@@ -877,15 +1246,13 @@ impl<'a> FrameModel<'a> {
                         let r2 = fx * fx + fy * fy;
                         let r = r2.sqrt();
                         if mask & F_FUNNEL != 0 {
-                            let rx = fx * zk.tor_rot[0] + fy * zk.tor_rot[1];
-                            let ry = -fx * zk.tor_rot[1] + fy * zk.tor_rot[0];
-                            let nf =
-                                nz.fbm(rx * 0.02 + so[0], ry * 0.02 + so[1], z * 0.006 + so[2]);
+                            let nf = noise.funnel[k];
                             let e = 1.0 - r * zk.funnel_inv_r + 0.22 * nf;
                             cloud = cloud.max(zk.funnel_q * smoothstep(0.0, 0.3, e));
                             if zk.debris_q > 0.0 {
                                 let ed = 1.0 - r / zk.debris_r + 0.45 * nf;
-                                cloud += zk.debris_q * sat(ed * 1.5) * (0.6 + 0.4 * nf);
+                                debris = zk.debris_q * sat(ed * 1.5) * (0.6 + 0.4 * nf);
+                                cloud += debris;
                             }
                         }
                         if mask & F_TORNADO != 0 && zk.tor_v > 0.0 {
@@ -907,6 +1274,17 @@ impl<'a> FrameModel<'a> {
                             vort += zeta;
                             let qq = r / rc;
                             w += zk.tor_w * 4.0 * qq / ((1.0 + qq) * (1.0 + qq)) * taper;
+                            if EXT {
+                                // Cyclostrophic balance, dp/dr = rho v^2 / r, integrated
+                                // through the Rankine profile: -rho V^2 at the axis.
+                                let v2 = zk.tor_v * zk.tor_v;
+                                let shape = if r < rc {
+                                    1.0 - 0.5 * qq * qq
+                                } else {
+                                    0.5 / (qq * qq)
+                                };
+                                prs -= 0.01 * ze.rho * v2 * shape * taper;
+                            }
                         }
                     }
 
@@ -930,17 +1308,25 @@ impl<'a> FrameModel<'a> {
                         pert[0] += -my * inv_r * vt;
                         pert[1] += mx * inv_r * vt;
                         vort += zeta * taper;
+                        if EXT {
+                            // Cyclostrophic balance through the modified Rankine profile:
+                            // -rho V^2 R^3 / (3 r^3) outside the core, -5/6 rho V^2 at the axis.
+                            let v2 = zk.meso_v * zk.meso_v;
+                            let shape = if r < MESO_RADIUS {
+                                let a = r * (1.0 / MESO_RADIUS);
+                                5.0 / 6.0 - 0.5 * a * a
+                            } else {
+                                let a = MESO_RADIUS / r;
+                                a * a * a * (1.0 / 3.0)
+                            };
+                            prs -= 0.01 * ze.rho * v2 * shape * taper;
+                        }
                     }
 
                     if mask & (F_FFD | F_HOOK) != 0 {
                         let sx = x - self.meso[0];
                         let sy = y - self.meso[1];
-                        // Curtains: noise stretched vertically and slanted by the shear.
-                        let nr = nz.fbm(
-                            (sx - zk.ffd_shift) * 0.011 + so[2] + 31.0,
-                            sy * 0.011 + so[0],
-                            (z + 6.0 * t) * 0.0018 + so[1],
-                        );
+                        let nr = noise.rain[k];
                         if mask & F_FFD != 0 && zk.ffd_q > 0.0 {
                             let ex = (sx - zk.ffd_shift - 4_800.0) * (1.0 / 7_000.0);
                             let ey = (sy - 3_000.0) * (1.0 / 3_200.0);
@@ -951,7 +1337,27 @@ impl<'a> FrameModel<'a> {
                                 // The noise is capped at 0.8 so the rain's reach (and
                                 // the bound) stays within e > -0.33.
                                 let v = sat(e * 1.5 + 0.8 * nr.min(0.8) - 0.15);
-                                rain += core * v * v * zk.ffd_q;
+                                let pattern = core * v * v;
+                                rain += pattern * zk.ffd_q;
+                                if EXT {
+                                    // Above the melting level the forward flank's
+                                    // precipitation is snow and graupel.
+                                    snow_ffd += pattern * ze.snow_prof;
+                                    graupel_ffd += pattern * ze.graupel_prof;
+                                }
+                            }
+                            if EXT {
+                                let hx = x - ze.hail_c[0];
+                                let hy = y - ze.hail_c[1];
+                                let shaft = sat(1.0
+                                    - (hx * hx + hy * hy) * (1.0 / (HAIL_RADIUS * HAIL_RADIUS))
+                                    + 0.3 * nr);
+                                // Faded out before the forward flank's bound, which is what
+                                // makes bricks evaluate it.
+                                let bx = (sx - zk.ffd_shift - 4_800.0) * (1.0 / (1.16 * 7_000.0));
+                                let by = (sy - 3_000.0) * (1.0 / (1.16 * 3_200.0));
+                                let inside = smoothstep(1.0, 0.8, bx * bx + by * by);
+                                hail += ze.hail_prof * shaft * shaft * inside;
                             }
                         }
                         if let Some(hc) = &col.hook {
@@ -959,6 +1365,7 @@ impl<'a> FrameModel<'a> {
                             let vert = smoothstep(hc.top, hc.top * 0.6, z);
                             let q = hc.q * sat(band * 1.6) * vert;
                             rain += q;
+                            hook_rain = q;
                             w -= 3.5 * q * smoothstep(5_000.0, 1_000.0, z);
                         }
                         // Bounded weak echo region: the updraft core holds no rain.
@@ -968,7 +1375,29 @@ impl<'a> FrameModel<'a> {
                             let q = (dxu * dxu + dyu * dyu).sqrt() * zk.tower_inv_r;
                             rain *= smoothstep(0.35, 0.8, q).max(smoothstep(CLOUD_BASE, 0.0, z));
                         }
+                        if EXT && mask & F_TOWER != 0 && hail + graupel_ffd + snow_ffd > 0.0 {
+                            let dxu = x - zk.tower_c[0];
+                            let dyu = y - zk.tower_c[1];
+                            let q = (dxu * dxu + dyu * dyu).sqrt() * zk.tower_inv_r;
+                            let weak_echo = smoothstep(0.35, 0.8, q);
+                            hail *= weak_echo;
+                            graupel_ffd *= weak_echo;
+                            snow_ffd *= weak_echo;
+                        }
                         w -= 2.2 * rain * smoothstep(6_000.0, 2_000.0, z);
+                        if EXT {
+                            // Evaporation of rain below cloud base makes the cold pool:
+                            // coldest under the forward flank; the rear-flank downdraft of
+                            // a tornadic storm is only a little cold.
+                            let cold = (1.5 * (rain - hook_rain).max(0.0) + 0.6 * hook_rain)
+                                .min(8.0)
+                                * ze.cold_prof;
+                            theta -= cold;
+                            // Dry mid-level air brought down by the downdrafts.
+                            qv -= 0.35 * cold;
+                            // Hydrostatic mesohigh under the dense cold air.
+                            prs += 0.3 * cold;
+                        }
                     }
 
                     let u = uv[0] + pert[0];
@@ -986,6 +1415,32 @@ impl<'a> FrameModel<'a> {
                     out.w[n] = w;
                     out.vort[n] = vort;
                     out.storm[n] = storm;
+                    if EXT {
+                        let snow = snow + snow_ffd;
+                        let graupel = graupel + graupel_ffd;
+                        let condensate = (cloud - debris).max(0.0);
+                        let qc = condensate * (1.0 - ze.f_ice);
+                        out.qc[n] = qc;
+                        out.qi[n] = condensate * ze.f_ice;
+                        out.snow[n] = snow;
+                        out.graupel[n] = graupel;
+                        out.hail[n] = hail;
+                        // Cloudy air is saturated, moister than the environment.
+                        out.qv[n] = qv + 0.25 * qc;
+                        out.prs[n] = prs;
+                        out.theta[n] = theta;
+                        let precip = rain + snow + graupel + hail;
+                        out.precip[n] = precip > MIXING_THRESHOLD;
+                        out.dbz[n] = reflectivity_dbz(
+                            ze.rho,
+                            rain,
+                            snow,
+                            graupel,
+                            hail,
+                            ze.z_graupel,
+                            ze.z_hail,
+                        );
+                    }
                 }
             }
         }

@@ -128,6 +128,72 @@ impl NoiseTile {
     }
 }
 
+/// Samples per batch of [`NoiseTile::sample8`] and [`NoiseTile::fbm8`]: the eight voxels of
+/// a brick's column.
+pub const LANES: usize = 8;
+
+impl NoiseTile {
+    /// [`NoiseTile::sample`] at eight points, bit for bit. The index arithmetic and the
+    /// interpolation run as loops over the eight lanes, which the compiler turns into
+    /// vector instructions; only the 64 loads stay scalar. A column of a brick samples each
+    /// feature's noise this way.
+    #[inline(always)]
+    pub fn sample8(&self, x: &[f32; LANES], y: &[f32; LANES], z: &[f32; LANES]) -> [f32; LANES] {
+        let mut f = [[0f32; LANES]; 3];
+        // Offsets of the lower and upper lattice planes along x, y and z.
+        let mut lo = [[0u32; LANES]; 3];
+        let mut hi = [[0u32; LANES]; 3];
+        for l in 0..LANES {
+            let c = [x[l] + BIAS, y[l] + BIAS, z[l] + BIAS];
+            for a in 0..3 {
+                let i = c[a] as i32;
+                f[a][l] = c[a] - i as f32;
+                let shift = 12 - 6 * a as u32;
+                lo[a][l] = ((i & MASK) as u32) << shift;
+                hi[a][l] = (((i + 1) & MASK) as u32) << shift;
+            }
+        }
+        // The eight corners, corner index bit 2 = x, bit 1 = y, bit 0 = z.
+        let d = &self.data;
+        let mut v = [[0f32; LANES]; 8];
+        const ALL: usize = TILE * TILE * TILE - 1;
+        for l in 0..LANES {
+            for (corner, vc) in v.iter_mut().enumerate() {
+                let xo = if corner & 4 != 0 { hi[0][l] } else { lo[0][l] };
+                let yo = if corner & 2 != 0 { hi[1][l] } else { lo[1][l] };
+                let zo = if corner & 1 != 0 { hi[2][l] } else { lo[2][l] };
+                // The mask changes nothing (the offsets are in range) but lets the
+                // compiler drop the bounds check.
+                vc[l] = d[(xo | yo | zo) as usize & ALL];
+            }
+        }
+        let mut out = [0f32; LANES];
+        for l in 0..LANES {
+            let c00 = lerp(v[0][l], v[1][l], f[2][l]);
+            let c01 = lerp(v[2][l], v[3][l], f[2][l]);
+            let c10 = lerp(v[4][l], v[5][l], f[2][l]);
+            let c11 = lerp(v[6][l], v[7][l], f[2][l]);
+            out[l] = lerp(lerp(c00, c01, f[1][l]), lerp(c10, c11, f[1][l]), f[0][l]);
+        }
+        out
+    }
+
+    /// [`NoiseTile::fbm`] at eight points, bit for bit (see [`NoiseTile::sample8`]).
+    #[inline(always)]
+    pub fn fbm8(&self, x: &[f32; LANES], y: &[f32; LANES], z: &[f32; LANES]) -> [f32; LANES] {
+        let coarse = self.sample8(x, y, z);
+        let (mut u, mut v, mut w) = ([0f32; LANES], [0f32; LANES], [0f32; LANES]);
+        for l in 0..LANES {
+            let (x, y, z) = (x[l], y[l], z[l]);
+            u[l] = 4.7 * (0.36 * x + 0.48 * y - 0.80 * z) + 17.3;
+            v[l] = 4.7 * (-0.80 * x + 0.60 * y + 0.00 * z) + 5.1;
+            w[l] = 4.7 * (0.48 * x + 0.64 * y + 0.60 * z) + 29.7;
+        }
+        let fine = self.sample8(&u, &v, &w);
+        std::array::from_fn(|l| coarse[l] + 0.4 * fine[l])
+    }
+}
+
 #[inline(always)]
 fn lerp(a: f32, b: f32, t: f32) -> f32 {
     a + (b - a) * t
@@ -146,6 +212,27 @@ mod tests {
         assert_ne!(a.data, c.data);
         let peak = a.data.iter().fold(0f32, |m, v| m.max(v.abs()));
         assert!((peak - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn eight_lane_sampling_is_bit_identical() {
+        let t = NoiseTile::new(3);
+        let mut seed = 1u64;
+        let mut next = || {
+            seed = mix64(seed);
+            (seed >> 40) as f32 / (1u64 << 24) as f32 * 400.0 - 200.0
+        };
+        for _ in 0..200 {
+            let x: [f32; LANES] = std::array::from_fn(|_| next());
+            let y: [f32; LANES] = std::array::from_fn(|_| next());
+            let z: [f32; LANES] = std::array::from_fn(|_| next());
+            let s = t.sample8(&x, &y, &z);
+            let f = t.fbm8(&x, &y, &z);
+            for l in 0..LANES {
+                assert_eq!(s[l].to_bits(), t.sample(x[l], y[l], z[l]).to_bits());
+                assert_eq!(f[l].to_bits(), t.fbm(x[l], y[l], z[l]).to_bits());
+            }
+        }
     }
 
     #[test]
