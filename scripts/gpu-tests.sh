@@ -306,7 +306,9 @@ PY
 # ceiling: bench on each engine, the player headless on both paths (the direct path's
 # default engine, then cuFile forced), scrub jumps, memory over the run; then the generator's
 # speed on 1 GB Fp16 frames. Knobs: LANES (16), LANE_GIB (3), FRAMES (6), FRAME_SIZE (7GB),
-# GEN_ARGS (--attributes all), THREADS (16), DURATION (10), PLAY_FRAMES (24).
+# GEN_ARGS (--attributes all), RESOLUTION (unset: picked from FRAME_SIZE; 1952 gives ~7 GB
+# frames with every attribute and skips the picker's census), THREADS (16), DURATION (10),
+# PLAY_FRAMES (24).
 large_run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
   local FRAMES=${FRAMES:-6} FRAME_SIZE=${FRAME_SIZE:-7GB} LANES=${LANES:-16} LANE_GIB=${LANE_GIB:-3}
@@ -322,7 +324,9 @@ large_run() {
   timev() { if [ -x /usr/bin/time ]; then /usr/bin/time -v "$@"; else time "$@"; fi; }
   say "generate $FRAMES frames of $FRAME_SIZE over $LANES lanes ($GEN_ARGS)"
   # shellcheck disable=SC2086
-  ( timev $DATA generate "$DS" --frames "$FRAMES" --frame-size "$FRAME_SIZE" --lanes /mnt/lanes \
+  local size_args=(--frame-size "$FRAME_SIZE")
+  [ -z "${RESOLUTION:-}" ] || size_args=(--resolution "$RESOLUTION")
+  ( timev $DATA generate "$DS" --frames "$FRAMES" "${size_args[@]}" --lanes /mnt/lanes \
       $GEN_ARGS --json "$OUT/generate.json" ) >>"$LOG" 2>&1
   echo "generate exit code: $?" | tee -a "$LOG"
   $SC info "$DS" >>"$LOG" 2>&1
@@ -352,7 +356,7 @@ large_run() {
   rm -rf /dev/shm/sc-gen
   say "generator speed: 1 frame of 7 GB, Fp16, $GEN_ARGS"
   # shellcheck disable=SC2086
-  ( timev $DATA generate /dev/shm/sc-gen --frames 1 --frame-size 7GB --lanes 1 $GEN_ARGS ) >>"$LOG" 2>&1
+  ( timev $DATA generate /dev/shm/sc-gen --frames 1 "${size_args[@]}" --lanes 1 $GEN_ARGS ) >>"$LOG" 2>&1
   rm -rf /dev/shm/sc-gen
   python3 - "$OUT" <<'PY'
 import glob, json, os, sys
