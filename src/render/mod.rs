@@ -45,7 +45,7 @@ pub use gpu::{
 };
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{
-    AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
+    AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS, PARTS_LIMIT,
     Mode, RenderSettings, View, limits,
 };
 pub use shader::{
