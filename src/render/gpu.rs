@@ -175,6 +175,42 @@ pub fn parts_of_device(per_stage: u32) -> usize {
     (per_stage.saturating_sub(OWN_STORAGE_BUFFERS) as usize).min(PARTS_LIMIT)
 }
 
+/// How large a frame and a grid a device binds: what [`Renderer::max_frame_bytes`] and
+/// [`Renderer::max_grid_bytes`] say, worked out without building a renderer (the doctor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameCapacity {
+    /// Bytes of one part ([`Renderer::part_bytes`]).
+    pub part_bytes: u64,
+    /// Parts bound for one frame ([`Renderer::max_parts`]).
+    pub max_parts: usize,
+}
+
+impl FrameCapacity {
+    /// The capacity of a device with `caps`, opened with `per_stage` storage buffers per
+    /// shader stage.
+    pub fn of(caps: &DeviceCaps, per_stage: u32) -> FrameCapacity {
+        FrameCapacity {
+            part_bytes: device_part_bytes(caps.max_storage_binding, caps.max_buffer_size),
+            max_parts: parts_of_device(per_stage),
+        }
+    }
+
+    /// Parts a frame (slot) of `bytes` takes.
+    pub fn parts_for(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.part_bytes)
+    }
+
+    /// The largest frame bound at once.
+    pub fn max_frame_bytes(&self) -> u64 {
+        self.max_parts as u64 * self.part_bytes
+    }
+
+    /// The largest grid bound at once (at most 16 GiB: grids are addressed by 32-bit word).
+    pub fn max_grid_bytes(&self) -> u64 {
+        self.max_frame_bytes().min(4 << 32)
+    }
+}
+
 /// The part size of a device whose largest storage binding is `max_binding` and largest
 /// buffer `max_buffer`: the largest power of two no larger than either, within
 /// [`MIN_PART_BYTES`]..=[`DEFAULT_PART_BYTES`].

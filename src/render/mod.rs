@@ -39,7 +39,7 @@ pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
 pub use cpu::render_cpu;
 pub use gpu::{
-    FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer,
+    FrameCapacity, FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer,
     STORAGE_BUFFERS_PER_STAGE, SlotPart, catch_uncaptured_errors, create_scoped,
     take_uncaptured_error, try_upload_slot, upload_slot,
 };
