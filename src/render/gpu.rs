@@ -1527,6 +1527,38 @@ pub fn try_upload_slot(
     Ok(buffer)
 }
 
+/// Uploads a frame's slot image as parts of `part_bytes` (the renderer's
+/// [`Renderer::part_bytes`]), one buffer each, for [`Renderer::set_frame`]: every part but
+/// the last holds `part_bytes`. A part the device has no memory for is an error.
+pub fn try_upload_parts(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    bytes: &[u8],
+    part_bytes: u64,
+) -> Result<Vec<wgpu::Buffer>, RenderError> {
+    let chunk = usize::try_from(part_bytes.max(4)).unwrap_or(usize::MAX);
+    if bytes.is_empty() {
+        return Ok(vec![try_upload_slot(device, queue, bytes)?]);
+    }
+    bytes
+        .chunks(chunk)
+        .map(|part| try_upload_slot(device, queue, part))
+        .collect()
+}
+
+/// `buffers` (as [`try_upload_parts`] makes them) as the frame's parts: each whole, at most
+/// `part_bytes`.
+pub fn parts_of_buffers(buffers: &[wgpu::Buffer], part_bytes: u64) -> Vec<SlotPart<'_>> {
+    buffers
+        .iter()
+        .map(|buffer| SlotPart {
+            buffer,
+            offset: 0,
+            size: buffer.size().min(part_bytes),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,7 @@ pub use cpu::render_cpu;
 pub use gpu::{
     FrameCapacity, FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer,
     STORAGE_BUFFERS_PER_STAGE, SlotPart, catch_uncaptured_errors, create_scoped,
-    take_uncaptured_error, try_upload_slot, upload_slot,
+    parts_of_buffers, take_uncaptured_error, try_upload_parts, try_upload_slot, upload_slot,
 };
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{
