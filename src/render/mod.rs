@@ -8,7 +8,8 @@
 //!   [`Renderer::encode`] a [`View`] and show [`Renderer::output`] or
 //!   [`Renderer::read_image`].
 //! - Frames and grids larger than one storage binding: the shaders read a frame through up
-//!   to [`MAX_PARTS`] storage bindings of [`Renderer::part_bytes`] (2 GiB on the H200) and
+//!   to [`Renderer::max_parts`] storage bindings (8 to [`PARTS_LIMIT`], as the device's
+//!   storage buffers per stage allow) of [`Renderer::part_bytes`] (2 GiB on the H200) and
 //!   address every grid by 32-bit word through one accessor, so a grid may run over several
 //!   parts and be up to 16 GiB.
 //! - [`View`]: [`Camera`] (orbit, pan, zoom, fit; perspective or orthographic), one
