@@ -14,8 +14,7 @@ use supercell::format::layout as l;
 use supercell::format::{Grid, GridType, build_grid};
 use supercell::render::{
     Camera, GridInParts, GridSlice, Image, ImageDiff, MAX_ATTRIBUTES, MAX_PARTS, MIN_PART_BYTES,
-    PARTS_LIMIT,
-    Mode, Renderer, SlotPart, View, render_cpu, upload_slot,
+    Mode, PARTS_LIMIT, Renderer, SlotPart, View, render_cpu, upload_slot,
 };
 
 const W: u32 = 96;
@@ -300,7 +299,10 @@ fn grids_split_over_parts_render_as_in_one_part() {
     // Refusals, each naming what is wrong.
     let parts = slot_parts(&bufs);
     let max_parts = split.max_parts();
-    assert!((MAX_PARTS..=PARTS_LIMIT).contains(&max_parts), "{max_parts}");
+    assert!(
+        (MAX_PARTS..=PARTS_LIMIT).contains(&max_parts),
+        "{max_parts}"
+    );
     let mut err = |parts: &[SlotPart<'_>], grids: &[Option<GridInParts>]| {
         split
             .set_frame(parts, grids)
@@ -343,7 +345,10 @@ fn grids_split_over_parts_render_as_in_one_part() {
     );
     // Too many parts, and parts larger than the part size.
     let e = err(&vec![parts[0]; max_parts + 1], &[]);
-    assert!(e.contains(&format!("at most {max_parts} on this device")), "{e}");
+    assert!(
+        e.contains(&format!("at most {max_parts} on this device")),
+        "{e}"
+    );
     let e = err(
         &[SlotPart {
             buffer: &one,

@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 use super::storage::{FrameSizes, nvidia_gpus_on_pci, pci_dir};
 use super::{Check, Status, bytes, read_trim};
 use crate::device::{DeviceCaps, Want, block_on, uuid_str};
-use crate::render::FrameCapacity;
 use crate::gpu::{Gpu, InteropDevice, cuda_probe, device_count, driver_version};
 use crate::ingest::gds::{CuFileInfo, cufile_open};
+use crate::render::FrameCapacity;
 
 /// The checks of one part, and what later parts need to know.
 pub(super) struct Outcome {
@@ -966,7 +966,10 @@ mod tests {
             slot: 64 << 20,
             grid: 32 << 20,
         };
-        assert_eq!(limits_check(&caps, per_stage, Some(fits)).status, Status::Ok);
+        assert_eq!(
+            limits_check(&caps, per_stage, Some(fits)).status,
+            Status::Ok
+        );
         // Larger than the largest buffer (2 GiB) and binding (128 MiB), within 27 parts.
         let over_one_buffer = FrameSizes {
             slot: 3 << 30,
@@ -1007,7 +1010,10 @@ mod tests {
             slot: 7_007_526_912,
             grid: 7_007_526_912,
         };
-        assert_eq!(limits_check(&h200, 1 << 20, Some(seven_gb)).status, Status::Ok);
+        assert_eq!(
+            limits_check(&h200, 1 << 20, Some(seven_gb)).status,
+            Status::Ok
+        );
         let huge_grid = FrameSizes {
             slot: 17 << 30,
             grid: 17 << 30,

@@ -1593,8 +1593,14 @@ mod tests {
         let shape = |parts, max| FrameShape::of(1, parts, max);
         assert_eq!((shape(1, 64).parts, shape(1, 64).declared_parts()), (1, 8));
         assert_eq!(shape(5, 64).parts, 8);
-        assert_eq!((shape(9, 64).parts, shape(9, 64).declared_parts()), (16, 16));
+        assert_eq!(
+            (shape(9, 64).parts, shape(9, 64).declared_parts()),
+            (16, 16)
+        );
         assert_eq!(shape(33, 64).parts, 64);
-        assert_eq!((shape(20, 27).parts, shape(20, 27).declared_parts()), (27, 27));
+        assert_eq!(
+            (shape(20, 27).parts, shape(20, 27).declared_parts()),
+            (27, 27)
+        );
     }
 }

@@ -40,14 +40,14 @@ pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
 pub use cpu::render_cpu;
 pub use gpu::{
-    FrameCapacity, FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer,
-    STORAGE_BUFFERS_PER_STAGE, SlotPart, catch_uncaptured_errors, create_scoped,
+    FrameCapacity, FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT,
+    Renderer, STORAGE_BUFFERS_PER_STAGE, SlotPart, catch_uncaptured_errors, create_scoped,
     parts_of_buffers, take_uncaptured_error, try_upload_parts, try_upload_slot, upload_slot,
 };
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{
-    AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS, PARTS_LIMIT,
-    Mode, RenderSettings, View, limits,
+    AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
+    Mode, PARTS_LIMIT, RenderSettings, View, limits,
 };
 pub use shader::{
     ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,

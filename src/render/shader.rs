@@ -411,7 +411,10 @@ mod tests {
             }
             let extra = format!("var<storage, read> p{declared}:");
             assert!(!src.contains(&extra), "more parts than declared");
-            let accel = format!("@binding({}) var<storage, read> accel:", PART_BINDING + declared);
+            let accel = format!(
+                "@binding({}) var<storage, read> accel:",
+                PART_BINDING + declared
+            );
             assert!(src.contains(&accel), "no {accel:?}");
             for placeholder in ["PART_DECLARATIONS", "PART_CASES", "ACCEL_BINDING"] {
                 assert!(!src.contains(placeholder), "{placeholder} left in");
