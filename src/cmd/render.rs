@@ -284,7 +284,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             ""
         }
     );
-    let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
+    let mut renderer = open_renderer(&ctx)?;
     check_size("--size", Some(&renderer), w, h)?;
     for f in frames.clone() {
         check_frame_fits(&ls, &renderer, f)?;
@@ -306,7 +306,12 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         let img = renderer.read_image()?;
         bar.suspend(|| {
             eprintln!(
-                "frame {f}: {w}x{h} in {:.2} ms{}",
+                "frame {f}: {w}x{h}{} in {:.2} ms{}",
+                if buffers.len() > 1 {
+                    format!(" from {} parts", buffers.len())
+                } else {
+                    String::new()
+                },
                 t.wall_ms,
                 t.gpu_ms
                     .map(|g| format!(" (GPU {g:.2} ms)"))
@@ -353,6 +358,16 @@ fn check_headers(ls: &LoadedScene, f: usize, slot: &[u8]) -> anyhow::Result<()> 
         }
     }
     Ok(())
+}
+
+/// The renderer, with the device's part size, or the one `SUPERCELL_PART_BYTES` forces
+/// (small parts make a small frame span several, as a frame over the device's part size
+/// does).
+fn open_renderer(ctx: &GpuContext) -> anyhow::Result<Renderer> {
+    Ok(match supercell::gpu::part_bytes_from_env()? {
+        Some(bytes) => Renderer::with_part_bytes(&ctx.device, &ctx.queue, bytes)?,
+        None => Renderer::new(&ctx.device, &ctx.queue)?,
+    })
 }
 
 /// Binds frame `f`'s grids that the scene shows from `buffers`, the frame's parts as
@@ -510,7 +525,7 @@ fn median(v: &mut [f64]) -> f64 {
 fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Result<()> {
     let ctx = GpuContext::headless()?;
     let device = ctx.describe();
-    let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
+    let mut renderer = open_renderer(&ctx)?;
     let plan = bench_plan(args, &ctx.caps)?;
     let (sizes, bench_frames) = (plan.sizes, plan.frames);
     for &(w, h) in &sizes {
