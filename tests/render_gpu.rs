@@ -425,7 +425,7 @@ fn render_command_draws_a_frame_over_several_parts() {
         |_| {},
     )
     .expect("dataset");
-    let slot = supercell::dataset::Dataset::open(&dir.join("data"))
+    let slot = supercell::dataset::Dataset::open(dir.join("data"))
         .expect("dataset opens")
         .frame(0)
         .expect("frame 0")
