@@ -4,13 +4,13 @@
 //
 // The Rust side prepends a block of `const`s generated from `format::layout` (byte offsets
 // of every NanoVDB field read here, grid type numbers, magic numbers) and from
-// `render::params` (MAX_ATTRS, MAX_PARTS, PART_SHIFT_WORDS, MODE_*, FLAG_*, KIND_*: the
+// `render::params` (MAX_ATTRS, DECLARED_PARTS, PART_SHIFT_WORDS, MODE_*, FLAG_*, KIND_*: the
 // encoding of the uniform block and of the bindings), so each has one source of truth.
-// ATTR_SLOTS (4 or MAX_ATTRS) and USED_PARTS (1, 2, 4 or MAX_PARTS) say how much of that
-// the pipeline walks: the renderer builds one per frame shape it meets, so a frame of few
+// ATTR_SLOTS (4 or MAX_ATTRS) and USED_PARTS (1, 2, 4, 8, .. up to the device's part
+// count) say how much of that the pipeline walks: the renderer builds one per frame shape it meets, so a frame of few
 // attributes and one part costs what it did before there were eight of each.
 //
-// A frame is bound as up to MAX_PARTS storage bindings ("parts", p0..), each at most
+// A frame is bound as up to DECLARED_PARTS storage bindings ("parts", p0..), each at most
 // 2^PART_SHIFT_WORDS words; a grid starts at a word of one part and runs on into the
 // following ones, so neither a frame nor a grid is limited by the largest binding. Grids are
 // addressed by 32-bit word (a grid may be up to 16 GiB), and every read goes through `ld`,
@@ -76,15 +76,9 @@ struct Params {
 @group(0) @binding(1) var<storage, read> tf: array<vec4<f32>>;
 @group(0) @binding(2) var out_ldr: texture_storage_2d<rgba8unorm, write>;
 @group(0) @binding(3) var out_hdr: texture_storage_2d<rgba32float, write>;
-// The frame's parts (MAX_PARTS of them; unused ones are bound to a small empty buffer).
-@group(0) @binding(4) var<storage, read> p0: array<u32>;
-@group(0) @binding(5) var<storage, read> p1: array<u32>;
-@group(0) @binding(6) var<storage, read> p2: array<u32>;
-@group(0) @binding(7) var<storage, read> p3: array<u32>;
-@group(0) @binding(8) var<storage, read> p4: array<u32>;
-@group(0) @binding(9) var<storage, read> p5: array<u32>;
-@group(0) @binding(10) var<storage, read> p6: array<u32>;
-@group(0) @binding(11) var<storage, read> p7: array<u32>;
+// The frame's parts p0, p1, .. (DECLARED_PARTS of them, generated on the Rust side: at least
+// 8, more for frames that need them; unused ones are bound to a small empty buffer).
+PART_DECLARATIONS
 
 // Acceleration grids, rebuilt on the GPU when the grids or the look change (accel.wgsl):
 // per slot, a dense grid of cells of 2^shift voxels over the grid's index bbox, each
@@ -103,9 +97,9 @@ struct AccelInfo {
     pad1: u32,
     pad2: u32,
 }
-@group(0) @binding(12) var<storage, ACCEL_ACCESS> accel: array<vec4<f32>>;
-@group(0) @binding(13) var<storage, ACCEL_ACCESS> sun_grid: array<f32>;
-@group(0) @binding(14) var<storage, ACCEL_ACCESS> ainfo: AccelInfo;
+@group(0) @binding(ACCEL_BINDING_CELLS) var<storage, ACCEL_ACCESS> accel: array<vec4<f32>>;
+@group(0) @binding(ACCEL_BINDING_SUN) var<storage, ACCEL_ACCESS> sun_grid: array<f32>;
+@group(0) @binding(ACCEL_BINDING_INFO) var<storage, ACCEL_ACCESS> ainfo: AccelInfo;
 
 fn cell_linear(si: SlotAccel, c: vec3<u32>) -> u32 {
     return c.x + si.dims.x * (c.y + si.dims.y * c.z);
@@ -125,7 +119,8 @@ fn words(a: u32) -> u32 {
 // sum is split so that it never overflows: w may be up to 2^32 − 1.
 // Parts from USED_PARTS on are not read (a pipeline is built per count of parts bound,
 // rounded up to a power of two): their cases compile to nothing, so a frame of one part
-// pays for one.
+// pays for one. The cases (one per declared part, `case k: { if k < USED_PARTS && o <
+// arrayLength(&pk) { return pk[o]; } }`) are generated with the declarations.
 fn ld(a: u32, w: u32) -> u32 {
     let g = P.grids[a];
     if w >= g.words { return 0u; }
@@ -133,14 +128,7 @@ fn ld(a: u32, w: u32) -> u32 {
     let part = g.part + (w >> PART_SHIFT_WORDS) + (x >> PART_SHIFT_WORDS);
     let o = x & PART_MASK_WORDS;
     switch part {
-        case 0u: { if o < arrayLength(&p0) { return p0[o]; } }
-        case 1u: { if 1u < USED_PARTS && o < arrayLength(&p1) { return p1[o]; } }
-        case 2u: { if 2u < USED_PARTS && o < arrayLength(&p2) { return p2[o]; } }
-        case 3u: { if 3u < USED_PARTS && o < arrayLength(&p3) { return p3[o]; } }
-        case 4u: { if 4u < USED_PARTS && o < arrayLength(&p4) { return p4[o]; } }
-        case 5u: { if 5u < USED_PARTS && o < arrayLength(&p5) { return p5[o]; } }
-        case 6u: { if 6u < USED_PARTS && o < arrayLength(&p6) { return p6[o]; } }
-        case 7u: { if 7u < USED_PARTS && o < arrayLength(&p7) { return p7[o]; } }
+PART_CASES
         default: {}
     }
     return 0u;

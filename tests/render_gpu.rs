@@ -398,3 +398,67 @@ fn render_bench_times_one_size_on_a_software_adapter() {
         assert_eq!(sizes, ["1280x720", "1920x1080", "3840x2160"], "{stdout}");
     }
 }
+
+/// `render` uploads a frame as parts of the renderer's size and binds them: with parts
+/// forced to 64 KiB (`SUPERCELL_PART_BYTES`), a frame spanning several parts renders the
+/// same image as in one part (as a frame over the device's part size does on any device).
+#[test]
+fn render_command_draws_a_frame_over_several_parts() {
+    let Some(gpu) = gpu() else { return };
+    drop(gpu);
+    let dir = out_dir().join("render-parts");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut p = supercell::synth::default_params();
+    p.resolution = 48;
+    p.frames = 1;
+    p.attributes = vec![
+        supercell::synth::Attribute::Cloud,
+        supercell::synth::Attribute::Rain,
+    ];
+    supercell::synth::generate_dataset(
+        &p,
+        &supercell::synth::GenerateOptions::default(),
+        &dir.join("data"),
+        supercell::dataset::LaneSpec::Count(1),
+        1 << 20,
+        supercell::dataset::Provenance::new("render parts test", Vec::<String>::new()),
+        |_| {},
+    )
+    .expect("dataset");
+    let slot = supercell::dataset::Dataset::open(dir.join("data"))
+        .expect("dataset opens")
+        .frame(0)
+        .expect("frame 0")
+        .slot_size;
+    assert!(
+        slot > 2 * 65536,
+        "the frame spans several 64 KiB parts: {slot}"
+    );
+    let render = |out: &str, part_bytes: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_supercell"));
+        cmd.args([
+            "render",
+            dir.join("data").to_str().unwrap(),
+            "--size",
+            "64x48",
+        ])
+        .args(["--attributes", "cloud,rain", "--out"])
+        .arg(dir.join(out))
+        .env_remove("SUPERCELL_PART_BYTES");
+        if let Some(b) = part_bytes {
+            cmd.env("SUPERCELL_PART_BYTES", b);
+        }
+        let o = cmd.output().expect("run supercell render");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let png = std::fs::read(dir.join(out).join("frame_00000.png")).expect("png written");
+        (png, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (whole, _) = render("whole", None);
+    let (split, said) = render("split", Some("65536"));
+    let parts = slot.div_ceil(65536);
+    assert!(
+        said.contains(&format!("from {parts} parts")),
+        "the frame was bound as {parts} parts:\n{said}"
+    );
+    assert_eq!(whole, split, "the frame over parts renders as in one part");
+}

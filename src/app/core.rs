@@ -934,7 +934,7 @@ fn plan_player_slots(
         frame,
         frame_bytes: frame_bytes.max(1),
         part_bytes: renderer.part_bytes(),
-        max_parts: crate::render::MAX_PARTS,
+        max_parts: renderer.max_parts(),
         host_per_slot: if cfg.loopback_direct { 2 } else { 1 },
         gpu_per_slot: if interop.is_some() { 2 } else { 1 },
         gpu_fixed: 0,

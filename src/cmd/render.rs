@@ -7,7 +7,9 @@ use anyhow::{Context, bail};
 use serde::Serialize;
 use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::device::DeviceCaps;
-use supercell::render::{Camera, GpuContext, Mode, Projection, Renderer, limits, try_upload_slot};
+use supercell::render::{
+    Camera, GpuContext, Mode, Projection, Renderer, limits, parts_of_buffers, try_upload_parts,
+};
 use supercell::scene::{LoadedScene, Scene};
 
 /// Rendering mode on the command line.
@@ -282,10 +284,10 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             ""
         }
     );
-    let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
+    let mut renderer = open_renderer(&ctx)?;
     check_size("--size", Some(&renderer), w, h)?;
     for f in frames.clone() {
-        check_frame_fits(&ls, &ctx.caps, f)?;
+        check_frame_fits(&ls, &renderer, f)?;
     }
     let bar = progress_bar(
         "render [{elapsed_precise}] {bar:30} {pos}/{len} frames  {msg}",
@@ -297,14 +299,19 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         bar.set_message(format!("frame {f}, {w}x{h}"));
         ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
         check_headers(&ls, f, &slot)?;
-        let buffer = try_upload_slot(&ctx.device, &ctx.queue, &slot)
+        let buffers = try_upload_parts(&ctx.device, &ctx.queue, &slot, renderer.part_bytes())
             .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
-        renderer.set_grids(&ls.grid_slices(f, &buffer)?)?;
+        bind_uploaded(&mut renderer, &ls, f, &buffers)?;
         let t = renderer.render_timed(&ls.view, w, h)?;
         let img = renderer.read_image()?;
         bar.suspend(|| {
             eprintln!(
-                "frame {f}: {w}x{h} in {:.2} ms{}",
+                "frame {f}: {w}x{h}{} in {:.2} ms{}",
+                if buffers.len() > 1 {
+                    format!(" from {} parts", buffers.len())
+                } else {
+                    String::new()
+                },
                 t.wall_ms,
                 t.gpu_ms
                     .map(|g| format!(" (GPU {g:.2} ms)"))
@@ -353,17 +360,44 @@ fn check_headers(ls: &LoadedScene, f: usize, slot: &[u8]) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Refuses a frame whose slot image is larger than the device's largest buffer before it
-/// is read (the manifest says how large it is).
-fn check_frame_fits(ls: &LoadedScene, caps: &DeviceCaps, f: usize) -> anyhow::Result<()> {
-    let max = caps.max_buffer_size;
+/// The renderer, with the device's part size, or the one `SUPERCELL_PART_BYTES` forces
+/// (small parts make a small frame span several, as a frame over the device's part size
+/// does).
+fn open_renderer(ctx: &GpuContext) -> anyhow::Result<Renderer> {
+    Ok(match supercell::gpu::part_bytes_from_env()? {
+        Some(bytes) => Renderer::with_part_bytes(&ctx.device, &ctx.queue, bytes)?,
+        None => Renderer::new(&ctx.device, &ctx.queue)?,
+    })
+}
+
+/// Binds frame `f`'s grids that the scene shows from `buffers`, the frame's parts as
+/// [`try_upload_parts`] made them (the player binds its slots' parts the same way).
+fn bind_uploaded(
+    renderer: &mut Renderer,
+    ls: &LoadedScene,
+    f: usize,
+    buffers: &[wgpu::Buffer],
+) -> anyhow::Result<()> {
+    let part_bytes = renderer.part_bytes();
+    let grids = ls.grids_in_parts(f, part_bytes)?;
+    renderer.set_frame(&parts_of_buffers(buffers, part_bytes), &grids)?;
+    Ok(())
+}
+
+/// Refuses a frame whose slot image needs more parts than the renderer binds
+/// ([`Renderer::max_frame_bytes`]) before it is read (the manifest says how large it is).
+fn check_frame_fits(ls: &LoadedScene, renderer: &Renderer, f: usize) -> anyhow::Result<()> {
+    let max = renderer.max_frame_bytes();
     if let Some(frame) = ls.dataset.frame(f)
         && frame.slot_size > max
     {
         bail!(
-            "{}: frame {f} is {} bytes, more than this device's largest buffer ({max} bytes)",
+            "{}: frame {f} is {} bytes, more than this device binds for one frame ({} parts \
+             of {} bytes: {max} bytes)",
             ls.dataset.manifest().path().display(),
-            frame.slot_size
+            frame.slot_size,
+            renderer.max_parts(),
+            renderer.part_bytes()
         );
     }
     Ok(())
@@ -491,21 +525,21 @@ fn median(v: &mut [f64]) -> f64 {
 fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Result<()> {
     let ctx = GpuContext::headless()?;
     let device = ctx.describe();
-    let mut renderer = Renderer::new(&ctx.device, &ctx.queue)?;
+    let mut renderer = open_renderer(&ctx)?;
     let plan = bench_plan(args, &ctx.caps)?;
     let (sizes, bench_frames) = (plan.sizes, plan.frames);
     for &(w, h) in &sizes {
         check_size("--bench-sizes", Some(&renderer), w, h)?;
     }
-    check_frame_fits(ls, &ctx.caps, frame)?;
+    check_frame_fits(ls, &renderer, frame)?;
     let mut slot = AlignedBuf::new();
     ls.dataset.read_frame(frame, &mut slot, CrcCheck::Skip)?;
     check_headers(ls, frame, &slot)?;
-    let buffer = try_upload_slot(&ctx.device, &ctx.queue, &slot)
+    let buffers = try_upload_parts(&ctx.device, &ctx.queue, &slot, renderer.part_bytes())
         .with_context(|| format!("{}: frame {frame}", args.scene.display()))?;
-    let slices = ls.grid_slices(frame, &buffer)?;
+    let slices = ls.grids_in_parts(frame, renderer.part_bytes())?;
     let grid_bytes = slices.iter().flatten().map(|s| s.size).sum();
-    renderer.set_grids(&slices)?;
+    bind_uploaded(&mut renderer, ls, frame, &buffers)?;
     let mut rows = Vec::new();
     let mut timer = "wall (submit to completion)";
     println!("device: {device}");
@@ -522,7 +556,6 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
         "size", "march", "GPU ms med", "GPU ms min", "wall ms med", "Mpix/s", "prepare ms"
     );
     let base = ls.view.clone();
-    let slice_refs = slices.clone();
     // Renders per size and march: warm-up, timed, and the preparation's.
     let per_march = u64::from(bench_frames) + 6;
     let bar = progress_bar(
@@ -555,7 +588,7 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
             }
             // The per-frame preparation: rebinding the grids forces it.
             for _ in 0..3 {
-                renderer.set_grids(&slice_refs)?;
+                bind_uploaded(&mut renderer, ls, frame, &buffers)?;
                 if let Some(p) = renderer.render_timed(&view, w, h)?.prepare_ms {
                     prep.push(p);
                 }

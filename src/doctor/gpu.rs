@@ -11,6 +11,7 @@ use super::{Check, Status, bytes, read_trim};
 use crate::device::{DeviceCaps, Want, block_on, uuid_str};
 use crate::gpu::{Gpu, InteropDevice, cuda_probe, device_count, driver_version};
 use crate::ingest::gds::{CuFileInfo, cufile_open};
+use crate::render::FrameCapacity;
 
 /// The checks of one part, and what later parts need to know.
 pub(super) struct Outcome {
@@ -129,7 +130,8 @@ pub(super) fn vulkan_checks(no_device: bool, largest: Option<FrameSizes>) -> Out
     };
     let caps = &opened.caps;
     checks.push(adapter_check(caps, &seen, !nvidia_gpus_on_pci().is_empty()));
-    checks.push(limits_check(caps, largest));
+    let per_stage = opened.device.limits().max_storage_buffers_per_shader_stage;
+    checks.push(limits_check(caps, per_stage, largest));
     checks.push(external_memory_check(caps));
     Outcome {
         checks,
@@ -171,7 +173,11 @@ fn adapter_check(caps: &DeviceCaps, seen: &[String], nvidia_on_pci: bool) -> Che
         .fact("adapters", seen.to_vec())
 }
 
-fn limits_check(caps: &DeviceCaps, largest: Option<FrameSizes>) -> Check {
+/// The device's limits, and whether the dataset's frames and grids fit them: a frame fits
+/// where it needs no more parts than the device binds ([`FrameCapacity`]), a grid where it
+/// is no larger than those parts hold (at most 16 GiB).
+fn limits_check(caps: &DeviceCaps, per_stage: u32, largest: Option<FrameSizes>) -> Check {
+    let capacity = FrameCapacity::of(caps, per_stage);
     let mut detail = format!(
         "largest buffer {}, largest storage binding {}, largest 2D texture {} px, \
          storage offset alignment {} B, device-local memory {}, timestamps {}",
@@ -186,6 +192,12 @@ fn limits_check(caps: &DeviceCaps, largest: Option<FrameSizes>) -> Check {
             "no (GPU times are not measured)"
         }
     );
+    detail += &format!(
+        "\nframes of up to {} parts of {} ({})",
+        capacity.max_parts,
+        bytes(capacity.part_bytes),
+        bytes(capacity.max_frame_bytes())
+    );
     let mut status = Status::Ok;
     let mut fixes = Vec::new();
     if let Some(l) = largest {
@@ -194,21 +206,24 @@ fn limits_check(caps: &DeviceCaps, largest: Option<FrameSizes>) -> Check {
             bytes(l.slot),
             bytes(l.grid)
         );
-        if l.slot > caps.max_buffer_size {
+        if capacity.parts_for(l.slot) > capacity.max_parts as u64 {
             status = Status::Fail;
             detail += &format!(
-                "\nframes up to {} do not fit in one buffer of this device ({}): they are refused",
+                "\nframes up to {} need {} parts of {}; this device binds {} ({}): they are refused",
                 bytes(l.slot),
-                bytes(caps.max_buffer_size)
+                capacity.parts_for(l.slot),
+                bytes(capacity.part_bytes),
+                capacity.max_parts,
+                bytes(capacity.max_frame_bytes())
             );
-            fixes.push("write the dataset with smaller frames, or use a GPU whose driver allows larger buffers");
+            fixes.push("write the dataset with smaller frames, or use a GPU whose driver allows larger storage bindings or more of them");
         }
-        if l.grid > caps.max_storage_binding {
+        if l.grid > capacity.max_grid_bytes() {
             status = Status::Fail;
             detail += &format!(
-                "\ngrids up to {} exceed the largest storage binding ({}): they cannot be drawn",
+                "\ngrids up to {} exceed the largest grid this device binds ({}): they cannot be drawn",
                 bytes(l.grid),
-                bytes(caps.max_storage_binding)
+                bytes(capacity.max_grid_bytes())
             );
             fixes.push("use coarser or smaller grids (fp8/fp4 grid types shrink them), or a GPU with a larger storage-binding limit");
         }
@@ -224,6 +239,9 @@ fn limits_check(caps: &DeviceCaps, largest: Option<FrameSizes>) -> Check {
         .fact("storage_offset_alignment", caps.storage_offset_alignment)
         .fact("device_local_bytes", caps.device_local_bytes)
         .fact("timestamps", caps.timestamps)
+        .fact("part_bytes", capacity.part_bytes)
+        .fact("max_parts", capacity.max_parts)
+        .fact("max_frame_bytes", capacity.max_frame_bytes())
         .fact("largest_frame", largest.map(|l| l.slot))
         .fact("largest_grid", largest.map(|l| l.grid))
 }
@@ -404,6 +422,13 @@ fn gpu_check(g: &Gpu) -> Check {
         .fact("memory_total", mem.map(|m| m.1 as u64))
 }
 
+/// Whether a frame of `slot` bytes fits in shared parts: no more parts than the device binds,
+/// each no larger than the largest shared buffer `max_shared`.
+fn shared_frame_fits(capacity: FrameCapacity, max_shared: u64, slot: u64) -> bool {
+    let part = capacity.part_bytes.min(slot.div_ceil(4) * 4);
+    capacity.parts_for(slot) <= capacity.max_parts as u64 && part <= max_shared
+}
+
 fn sharing_check(largest: Option<FrameSizes>) -> Check {
     let opened = Gpu::open(0)
         .map_err(|e| format!("CUDA GPU 0: {e}"))
@@ -411,6 +436,12 @@ fn sharing_check(largest: Option<FrameSizes>) -> Check {
     match opened {
         Ok(dev) => {
             let max = dev.max_shared_bytes();
+            // A shared slot is one exported allocation per part, each a part of the
+            // renderer's size: a frame fits where its parts do and each part does.
+            let capacity = FrameCapacity::of(
+                &dev.caps,
+                dev.device.limits().max_storage_buffers_per_shader_stage,
+            );
             let mut c = Check::new(
                 "cuda.vulkan_sharing",
                 Status::Ok,
@@ -419,11 +450,15 @@ fn sharing_check(largest: Option<FrameSizes>) -> Check {
                     dev.describe()
                 ),
             );
-            if let Some(l) = largest.filter(|l| l.slot.div_ceil(4) * 4 > max) {
+            if let Some(l) = largest.filter(|l| !shared_frame_fits(capacity, max, l.slot)) {
                 c.status = Status::Fail;
                 c.detail += &format!(
-                    "\nframes up to {} exceed the largest shared buffer ({})",
+                    "\nframes up to {} need {} shared parts of {}: this device binds {} parts, \
+                     and shares buffers of up to {}",
                     bytes(l.slot),
+                    capacity.parts_for(l.slot),
+                    bytes(capacity.part_bytes),
+                    capacity.max_parts,
                     bytes(max)
                 );
                 c = c.fix("write the dataset with smaller frames; the player's host path is not limited by this");
@@ -919,26 +954,82 @@ mod tests {
         }
     }
 
-    /// Frames and grids past the device's limits fail with the fix; within, all is well.
+    /// Frames and grids are judged by parts: a frame fits where it needs no more parts than
+    /// the device binds (frames and grids larger than one buffer or binding included), and
+    /// past that fails with the fix.
     #[test]
     fn limits_are_compared_with_the_dataset() {
         let caps = lavapipe_like_caps();
+        // Mesa 22.3's lavapipe: 32 storage buffers per stage, 27 parts of 128 MiB.
+        let per_stage = 32;
         let fits = FrameSizes {
             slot: 64 << 20,
             grid: 32 << 20,
         };
-        assert_eq!(limits_check(&caps, Some(fits)).status, Status::Ok);
-        let big_grid = FrameSizes {
-            slot: 1 << 30,
-            grid: 256 << 20,
+        assert_eq!(
+            limits_check(&caps, per_stage, Some(fits)).status,
+            Status::Ok
+        );
+        // Larger than the largest buffer (2 GiB) and binding (128 MiB), within 27 parts.
+        let over_one_buffer = FrameSizes {
+            slot: 3 << 30,
+            grid: 3 << 30,
         };
-        let c = limits_check(&caps, Some(big_grid));
+        let c = limits_check(&caps, per_stage, Some(over_one_buffer));
+        assert_eq!(c.status, Status::Ok, "{c:?}");
+        assert_eq!(c.facts["max_parts"], 27);
+        assert_eq!(c.facts["max_frame_bytes"], 27u64 << 27);
+        // With the fewest storage buffers a device is opened with, 8 parts (1 GiB).
+        let c = limits_check(&caps, 13, Some(over_one_buffer));
         assert_eq!(c.status, Status::Fail);
         assert!(
-            c.detail.contains("storage binding") && c.fix.is_some(),
+            c.detail.contains("need 24 parts") && c.detail.contains("grids up to"),
+            "{c:?}"
+        );
+        let big = FrameSizes {
+            slot: 4 << 30,
+            grid: 256 << 20,
+        };
+        let c = limits_check(&caps, per_stage, Some(big));
+        assert_eq!(c.status, Status::Fail);
+        assert!(
+            c.detail.contains("need 32 parts")
+                && !c.detail.contains("grids up to")
+                && c.fix.is_some(),
             "{c:?}"
         );
         assert_eq!(c.facts["largest_grid"], 256u64 << 20);
+        // A GPU with 4 GiB bindings and many storage buffers per stage: 64 parts of 2 GiB,
+        // grids up to 16 GiB.
+        let h200 = DeviceCaps {
+            max_buffer_size: 4_292_870_144,
+            max_storage_binding: 4_292_870_144,
+            ..lavapipe_like_caps()
+        };
+        let seven_gb = FrameSizes {
+            slot: 7_007_526_912,
+            grid: 7_007_526_912,
+        };
+        assert_eq!(
+            limits_check(&h200, 1 << 20, Some(seven_gb)).status,
+            Status::Ok
+        );
+        let huge_grid = FrameSizes {
+            slot: 17 << 30,
+            grid: 17 << 30,
+        };
+        let c = limits_check(&h200, 1 << 20, Some(huge_grid));
+        assert!(
+            c.status == Status::Fail && c.detail.contains("grids up to"),
+            "{c:?}"
+        );
+        // Shared slots: parts of 2 GiB within 4 GiB shared buffers hold a 7 GB frame; a
+        // device sharing only 1 GiB buffers cannot hold 2 GiB parts.
+        let cap = FrameCapacity::of(&h200, 1 << 20);
+        assert!(shared_frame_fits(cap, 4 << 30, 7_007_526_912));
+        assert!(!shared_frame_fits(cap, 1 << 30, 7_007_526_912));
+        assert!(shared_frame_fits(cap, 1 << 30, 64 << 20));
+        assert!(!shared_frame_fits(cap, 4 << 30, 200 << 30));
         let c = adapter_check(&caps, &[], false);
         assert_eq!(
             (c.status, &c.facts["software"]),

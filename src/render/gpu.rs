@@ -10,9 +10,10 @@ use std::time::Instant;
 use super::RenderError;
 use super::image::Image;
 use super::params::FLAG_SHADOWS;
-use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, View};
+use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, PARTS_LIMIT, View};
 use super::shader::{
-    ACCEL_CELLS, DEFAULT_PART_BYTES, MIN_PART_BYTES, ShaderConfig, ShaderPart, shader_source_of,
+    ACCEL_CELLS, DEFAULT_PART_BYTES, MIN_PART_BYTES, PART_BINDING, ShaderConfig, ShaderPart,
+    shader_source_of,
 };
 use crate::device::{DeviceCaps, MIN_STORAGE_BUFFERS_PER_STAGE, Want, block_on};
 
@@ -158,15 +159,57 @@ impl GridInParts {
     }
 }
 
-/// Storage buffers the renderer's pipelines bind in one shader stage: the transfer
-/// functions, the frame's parts, the three acceleration buffers and the dispatch arguments.
-pub const STORAGE_BUFFERS_PER_STAGE: u32 = 1 + MAX_PARTS as u32 + 3 + 1;
+/// Storage buffers the renderer binds in one shader stage besides the frame's parts: the
+/// transfer functions, the three acceleration buffers and the dispatch arguments.
+pub const OWN_STORAGE_BUFFERS: u32 = 1 + 3 + 1;
+
+/// Storage buffers the renderer's pipelines bind in one shader stage at least: its own and
+/// [`MAX_PARTS`] parts.
+pub const STORAGE_BUFFERS_PER_STAGE: u32 = OWN_STORAGE_BUFFERS + MAX_PARTS as u32;
 // Every device supercell opens asks for at least this many (src/device).
 const _: () = assert!(STORAGE_BUFFERS_PER_STAGE <= MIN_STORAGE_BUFFERS_PER_STAGE);
 
-/// First binding of the parts; the acceleration buffers follow them.
-const PART_BINDING: u32 = 4;
-const ACCEL_BINDING: u32 = PART_BINDING + MAX_PARTS as u32;
+/// Parts a device with `per_stage` storage buffers per shader stage binds for one frame:
+/// what its own buffers leave, at most [`PARTS_LIMIT`].
+pub fn parts_of_device(per_stage: u32) -> usize {
+    (per_stage.saturating_sub(OWN_STORAGE_BUFFERS) as usize).min(PARTS_LIMIT)
+}
+
+/// How large a frame and a grid a device binds: what [`Renderer::max_frame_bytes`] and
+/// [`Renderer::max_grid_bytes`] say, worked out without building a renderer (the doctor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameCapacity {
+    /// Bytes of one part ([`Renderer::part_bytes`]).
+    pub part_bytes: u64,
+    /// Parts bound for one frame ([`Renderer::max_parts`]).
+    pub max_parts: usize,
+}
+
+impl FrameCapacity {
+    /// The capacity of a device with `caps`, opened with `per_stage` storage buffers per
+    /// shader stage.
+    pub fn of(caps: &DeviceCaps, per_stage: u32) -> FrameCapacity {
+        FrameCapacity {
+            part_bytes: device_part_bytes(caps.max_storage_binding, caps.max_buffer_size),
+            max_parts: parts_of_device(per_stage),
+        }
+    }
+
+    /// Parts a frame (slot) of `bytes` takes.
+    pub fn parts_for(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.part_bytes)
+    }
+
+    /// The largest frame bound at once.
+    pub fn max_frame_bytes(&self) -> u64 {
+        self.max_parts as u64 * self.part_bytes
+    }
+
+    /// The largest grid bound at once (at most 16 GiB: grids are addressed by 32-bit word).
+    pub fn max_grid_bytes(&self) -> u64 {
+        self.max_frame_bytes().min(4 << 32)
+    }
+}
 
 /// The part size of a device whose largest storage binding is `max_binding` and largest
 /// buffer `max_buffer`: the largest power of two no larger than either, within
@@ -226,14 +269,18 @@ pub struct Renderer {
     queue: wgpu::Queue,
     /// What the device can do (limits, timestamps), probed once.
     caps: DeviceCaps,
-    layouts: PipelineLayouts,
+    /// The layouts of each count of declared parts met so far.
+    layouts: HashMap<u32, PipelineLayouts>,
+    /// The dispatch arguments' bind group layout (every accel info pipeline's second group).
+    args_layout: wgpu::BindGroupLayout,
+    /// Parts this device binds for one frame.
+    max_parts: usize,
     /// The pipelines of each frame shape met so far.
     pipelines: HashMap<FrameShape, Pipelines>,
     /// The bound frame's shape.
     shape: FrameShape,
     /// Acceleration cells per slot at most.
     accel_cells: u32,
-    layout: wgpu::BindGroupLayout,
     uniforms: wgpu::Buffer,
     tf: wgpu::Buffer,
     dummy: wgpu::Buffer,
@@ -253,7 +300,6 @@ pub struct Renderer {
 
 /// The acceleration and sun grids (shaders/accel.wgsl) and what they were built from.
 struct Accel {
-    layout: wgpu::BindGroupLayout,
     args_bind_group: wgpu::BindGroup,
     cells_buf: wgpu::Buffer,
     sun_buf: wgpu::Buffer,
@@ -274,17 +320,23 @@ struct Accel {
 struct FrameShape {
     /// 4 or [`MAX_ATTRIBUTES`].
     attr_slots: u32,
-    /// 1, 2, 4 or [`MAX_PARTS`].
+    /// 1, 2, 4, 8, 16, 32 or 64, at most the device's parts.
     parts: u32,
 }
 
 impl FrameShape {
-    /// The shape of a frame whose highest bound slot is `slots - 1`, in `parts` parts.
-    fn of(slots: usize, parts: usize) -> FrameShape {
+    /// The shape of a frame whose highest bound slot is `slots - 1`, in `parts` parts, on a
+    /// device that binds `max_parts`.
+    fn of(slots: usize, parts: usize, max_parts: usize) -> FrameShape {
         FrameShape {
             attr_slots: if slots <= 4 { 4 } else { MAX_ATTRIBUTES as u32 },
-            parts: (parts.max(1).next_power_of_two() as u32).min(MAX_PARTS as u32),
+            parts: parts.max(1).next_power_of_two().min(max_parts) as u32,
         }
+    }
+
+    /// Parts its shaders and bind groups declare.
+    fn declared_parts(self) -> u32 {
+        self.parts.max(MAX_PARTS as u32)
     }
 
     fn config(self, accel_cells: u32, part_bytes: u64) -> ShaderConfig {
@@ -297,8 +349,12 @@ impl FrameShape {
     }
 }
 
-/// The pipeline layouts every shape's pipelines share.
+/// The layouts of the shapes that declare one count of parts.
 struct PipelineLayouts {
+    /// The march's bind group (acceleration buffers read-only).
+    march_group: wgpu::BindGroupLayout,
+    /// The acceleration passes' bind group (acceleration buffers writable).
+    accel_group: wgpu::BindGroupLayout,
     march: wgpu::PipelineLayout,
     accel: wgpu::PipelineLayout,
     info: wgpu::PipelineLayout,
@@ -311,6 +367,71 @@ struct Pipelines {
     cells: wgpu::ComputePipeline,
     dilate: wgpu::ComputePipeline,
     sun: wgpu::ComputePipeline,
+}
+
+/// The bind group and pipeline layouts of shapes declaring `declared` parts: the uniforms,
+/// transfer functions and output images, the parts from [`PART_BINDING`], then the three
+/// acceleration buffers.
+fn make_layouts(
+    device: &wgpu::Device,
+    args_layout: &wgpu::BindGroupLayout,
+    declared: u32,
+) -> PipelineLayouts {
+    let mut entries = vec![
+        wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        },
+        storage_entry(1, true),
+        texture_entry(2, LDR_FORMAT),
+        texture_entry(3, HDR_FORMAT),
+    ];
+    for i in 0..declared {
+        entries.push(storage_entry(PART_BINDING + i, true));
+    }
+    // The march reads the acceleration grids; the accel passes write them.
+    let mut accel_entries = entries.clone();
+    let accel = PART_BINDING + declared;
+    for b in accel..accel + 3 {
+        entries.push(storage_entry(b, true));
+        accel_entries.push(storage_entry(b, false));
+    }
+    let march_group = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("supercell raymarch"),
+        entries: &entries,
+    });
+    let accel_group = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("supercell accel"),
+        entries: &accel_entries,
+    });
+    let accel = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("supercell accel"),
+        bind_group_layouts: &[Some(&accel_group)],
+        immediate_size: 0,
+    });
+    let info = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("supercell accel info"),
+        bind_group_layouts: &[Some(&accel_group), Some(args_layout)],
+        immediate_size: 0,
+    });
+    let march = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("supercell raymarch"),
+        bind_group_layouts: &[Some(&march_group)],
+        immediate_size: 0,
+    });
+    PipelineLayouts {
+        march_group,
+        accel_group,
+        march,
+        accel,
+        info,
+    }
 }
 
 fn build_pipelines(device: &wgpu::Device, l: &PipelineLayouts, cfg: ShaderConfig) -> Pipelines {
@@ -454,65 +575,17 @@ impl Renderer {
             .min(u64::from(ACCEL_CELLS))
             .max(1 << 12) as u32;
         let accel_cells = 1u32 << (31 - accel_cells.leading_zeros());
-        let mut entries = vec![
-            wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            },
-            storage_entry(1, true),
-            texture_entry(2, LDR_FORMAT),
-            texture_entry(3, HDR_FORMAT),
-        ];
-        for i in 0..MAX_PARTS as u32 {
-            entries.push(storage_entry(PART_BINDING + i, true));
-        }
-        // The march reads the acceleration grids; the accel passes write them.
-        let mut accel_entries = entries.clone();
-        for b in ACCEL_BINDING..ACCEL_BINDING + 3 {
-            entries.push(storage_entry(b, true));
-            accel_entries.push(storage_entry(b, false));
-        }
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("supercell raymarch"),
-            entries: &entries,
-        });
-        let accel_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("supercell accel"),
-            entries: &accel_entries,
-        });
         let args_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("supercell accel dispatch"),
             entries: &[storage_entry(0, false)],
         });
-        let accel_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("supercell accel"),
-            bind_group_layouts: &[Some(&accel_layout)],
-            immediate_size: 0,
-        });
-        let info_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("supercell accel info"),
-            bind_group_layouts: &[Some(&accel_layout), Some(&args_layout)],
-            immediate_size: 0,
-        });
-        let march_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("supercell raymarch"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let layouts = PipelineLayouts {
-            march: march_pl,
-            accel: accel_pl,
-            info: info_pl,
-        };
+        let max_parts = parts_of_device(per_stage);
         // The shape of a frame with up to four attributes in one part; others are built
         // when a frame needs them.
-        let shape = FrameShape::of(1, 1);
+        let shape = FrameShape::of(1, 1, max_parts);
+        let layouts = make_layouts(device, &args_layout, shape.declared_parts());
+        // The shape of a frame with up to four attributes in one part; others are built
+        // when a frame needs them.
         let first = build_pipelines(device, &layouts, shape.config(accel_cells, part_bytes));
         let buf = |label: &str, size: u64, usage: wgpu::BufferUsages| {
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -588,11 +661,12 @@ impl Renderer {
             device: device.clone(),
             queue: queue.clone(),
             caps,
-            layouts,
+            layouts: HashMap::from([(shape.declared_parts(), layouts)]),
+            args_layout,
+            max_parts,
             pipelines: HashMap::from([(shape, first)]),
             shape,
             accel_cells,
-            layout,
             uniforms,
             tf,
             dummy,
@@ -603,7 +677,6 @@ impl Renderer {
             bind_group: None,
             timer,
             accel: Accel {
-                layout: accel_layout,
                 args_bind_group,
                 cells_buf,
                 sun_buf,
@@ -618,10 +691,22 @@ impl Renderer {
         })
     }
 
-    /// The largest grid one slot can bind: [`MAX_PARTS`] parts of
-    /// [`part_bytes`](Self::part_bytes), at most 16 GiB (grids are addressed by 32-bit word).
+    /// The largest grid one slot can bind: [`max_frame_bytes`](Self::max_frame_bytes), at
+    /// most 16 GiB (grids are addressed by 32-bit word).
     pub fn max_grid_bytes(&self) -> u64 {
-        (MAX_PARTS as u64 * self.part_bytes).min(4 << 32)
+        self.max_frame_bytes().min(4 << 32)
+    }
+
+    /// Parts this device binds for one frame: what its storage buffers per shader stage
+    /// leave beside the renderer's own, from [`MAX_PARTS`] up to [`PARTS_LIMIT`].
+    pub fn max_parts(&self) -> usize {
+        self.max_parts
+    }
+
+    /// The largest frame one slot can bind: [`max_parts`](Self::max_parts) parts of
+    /// [`part_bytes`](Self::part_bytes).
+    pub fn max_frame_bytes(&self) -> u64 {
+        self.max_parts as u64 * self.part_bytes
     }
 
     /// The part size this device addresses: a power of two no larger than the largest storage
@@ -639,7 +724,7 @@ impl Renderer {
     /// leaves a slot empty). Each distinct buffer is bound as consecutive parts of
     /// [`part_bytes`](Self::part_bytes) over the range its grids span, or, where that takes
     /// more parts (grids far apart in a large buffer), each grid as its own run of parts (at
-    /// most [`MAX_PARTS`] parts in all). The buffers are kept alive (cloned handles) until the
+    /// most [`max_parts`](Self::max_parts) parts in all). The buffers are kept alive (cloned handles) until the
     /// next call.
     pub fn set_grids(&mut self, grids: &[Option<GridSlice<'_>>]) -> Result<(), RenderError> {
         check_grid_count(grids.len())?;
@@ -707,10 +792,12 @@ impl Renderer {
                 at += size;
             }
         }
-        if parts.len() > MAX_PARTS {
+        if parts.len() > self.max_parts {
             return Err(RenderError::Usage(format!(
-                "the grids span {} parts of {part_bytes} bytes; a frame binds at most {MAX_PARTS}",
-                parts.len()
+                "the grids span {} parts of {part_bytes} bytes; a frame binds at most {} on \
+                 this device",
+                parts.len(),
+                self.max_parts
             )));
         }
         let located: Vec<Option<GridInParts>> = grids
@@ -726,7 +813,7 @@ impl Renderer {
         self.set_frame(&parts, &located)
     }
 
-    /// Binds a frame: `parts` (at most [`MAX_PARTS`]) and grid i of `grids` to attribute
+    /// Binds a frame: `parts` (at most [`max_parts`](Self::max_parts)) and grid i of `grids` to attribute
     /// slot i (at most [`MAX_ATTRIBUTES`]; `None` leaves a slot empty). The buffers are kept
     /// alive (cloned handles) until the next call.
     ///
@@ -744,17 +831,28 @@ impl Renderer {
         let bases = locate_grids(
             parts,
             grids,
+            self.max_parts,
             self.part_bytes,
             u64::from(self.caps.storage_offset_alignment),
         )?;
         let slots = grids.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
-        let shape = FrameShape::of(slots, parts.len());
+        let shape = FrameShape::of(slots, parts.len(), self.max_parts);
         if !self.pipelines.contains_key(&shape) {
             let config = shape.config(self.accel_cells, self.part_bytes);
+            let declared = shape.declared_parts();
+            let (device, args_layout) = (&self.device, &self.args_layout);
+            let layouts = match self.layouts.entry(declared) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(create_scoped(
+                    device,
+                    || format!("building the layouts of {declared} parts"),
+                    || make_layouts(device, args_layout, declared),
+                )?),
+            };
             let built = create_scoped(
-                &self.device,
+                device,
                 || format!("building the pipelines for {config:?}"),
-                || build_pipelines(&self.device, &self.layouts, config),
+                || build_pipelines(device, layouts, config),
             )?;
             self.pipelines.insert(shape, built);
         }
@@ -851,15 +949,17 @@ impl Renderer {
     }
 
     fn ensure_bind_group(&mut self) {
+        let declared = self.shape.declared_parts();
+        let layouts = &self.layouts[&declared];
         if self.bind_group.is_none() {
-            self.bind_group = Some(self.make_bind_group(&self.layout));
+            self.bind_group = Some(self.make_bind_group(&layouts.march_group, declared));
         }
         if self.accel.bind_group.is_none() {
-            self.accel.bind_group = Some(self.make_bind_group(&self.accel.layout));
+            self.accel.bind_group = Some(self.make_bind_group(&layouts.accel_group, declared));
         }
     }
 
-    fn make_bind_group(&self, layout: &wgpu::BindGroupLayout) -> wgpu::BindGroup {
+    fn make_bind_group(&self, layout: &wgpu::BindGroupLayout, declared: u32) -> wgpu::BindGroup {
         let t = self.targets.as_ref().expect("targets exist before binding");
         let (ldr, hdr) = (&t.ldr_view, &t.hdr_view);
         let mut entries = vec![
@@ -880,7 +980,7 @@ impl Renderer {
                 resource: wgpu::BindingResource::TextureView(hdr),
             },
         ];
-        for i in 0..MAX_PARTS {
+        for i in 0..declared as usize {
             let resource = match self.parts.get(i) {
                 Some((buffer, offset, size)) => {
                     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -896,10 +996,11 @@ impl Renderer {
                 resource,
             });
         }
+        let accel = PART_BINDING + declared;
         for (binding, buffer) in [
-            (ACCEL_BINDING, &self.accel.cells_buf),
-            (ACCEL_BINDING + 1, &self.accel.sun_buf),
-            (ACCEL_BINDING + 2, &self.accel.info_buf),
+            (accel, &self.accel.cells_buf),
+            (accel + 1, &self.accel.sun_buf),
+            (accel + 2, &self.accel.info_buf),
         ] {
             entries.push(wgpu::BindGroupEntry {
                 binding,
@@ -1277,13 +1378,14 @@ fn check_grid_count(n: usize) -> Result<(), RenderError> {
 fn locate_grids(
     parts: &[SlotPart<'_>],
     grids: &[Option<GridInParts>],
+    max_parts: usize,
     part_bytes: u64,
     offset_align: u64,
 ) -> Result<[GpuGrid; MAX_ATTRIBUTES], RenderError> {
     let usage = |m: String| Err(RenderError::Usage(m));
-    if parts.len() > MAX_PARTS {
+    if parts.len() > max_parts {
         return usage(format!(
-            "{} parts given; a frame binds at most {MAX_PARTS}",
+            "{} parts given; a frame binds at most {max_parts} on this device",
             parts.len()
         ));
     }
@@ -1425,6 +1527,38 @@ pub fn try_upload_slot(
     Ok(buffer)
 }
 
+/// Uploads a frame's slot image as parts of `part_bytes` (the renderer's
+/// [`Renderer::part_bytes`]), one buffer each, for [`Renderer::set_frame`]: every part but
+/// the last holds `part_bytes`. A part the device has no memory for is an error.
+pub fn try_upload_parts(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    bytes: &[u8],
+    part_bytes: u64,
+) -> Result<Vec<wgpu::Buffer>, RenderError> {
+    let chunk = usize::try_from(part_bytes.max(4)).unwrap_or(usize::MAX);
+    if bytes.is_empty() {
+        return Ok(vec![try_upload_slot(device, queue, bytes)?]);
+    }
+    bytes
+        .chunks(chunk)
+        .map(|part| try_upload_slot(device, queue, part))
+        .collect()
+}
+
+/// `buffers` (as [`try_upload_parts`] makes them) as the frame's parts: each whole, at most
+/// `part_bytes`.
+pub fn parts_of_buffers(buffers: &[wgpu::Buffer], part_bytes: u64) -> Vec<SlotPart<'_>> {
+    buffers
+        .iter()
+        .map(|buffer| SlotPart {
+            buffer,
+            offset: 0,
+            size: buffer.size().min(part_bytes),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1444,6 +1578,29 @@ mod tests {
     #[test]
     fn the_pipelines_fit_the_storage_buffers_every_device_is_opened_with() {
         assert_eq!(STORAGE_BUFFERS_PER_STAGE, 13);
-        assert_eq!(ACCEL_BINDING, 12);
+    }
+
+    #[test]
+    fn parts_follow_the_devices_storage_buffers_per_stage() {
+        // The fewest a device is opened with: 8 parts beside the renderer's 5 buffers.
+        assert_eq!(parts_of_device(MIN_STORAGE_BUFFERS_PER_STAGE), MAX_PARTS);
+        // Mesa 22's lavapipe offers 32.
+        assert_eq!(parts_of_device(32), 27);
+        // Large limits (the H200's) stop at PARTS_LIMIT.
+        assert_eq!(parts_of_device(1 << 20), PARTS_LIMIT);
+        // Shapes round up to a power of two within the device's parts, and declare at least
+        // MAX_PARTS (the layout every small frame shares).
+        let shape = |parts, max| FrameShape::of(1, parts, max);
+        assert_eq!((shape(1, 64).parts, shape(1, 64).declared_parts()), (1, 8));
+        assert_eq!(shape(5, 64).parts, 8);
+        assert_eq!(
+            (shape(9, 64).parts, shape(9, 64).declared_parts()),
+            (16, 16)
+        );
+        assert_eq!(shape(33, 64).parts, 64);
+        assert_eq!(
+            (shape(20, 27).parts, shape(20, 27).declared_parts()),
+            (27, 27)
+        );
     }
 }

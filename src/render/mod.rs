@@ -8,7 +8,8 @@
 //!   [`Renderer::encode`] a [`View`] and show [`Renderer::output`] or
 //!   [`Renderer::read_image`].
 //! - Frames and grids larger than one storage binding: the shaders read a frame through up
-//!   to [`MAX_PARTS`] storage bindings of [`Renderer::part_bytes`] (2 GiB on the H200) and
+//!   to [`Renderer::max_parts`] storage bindings (8 to [`PARTS_LIMIT`], as the device's
+//!   storage buffers per stage allow) of [`Renderer::part_bytes`] (2 GiB on the H200) and
 //!   address every grid by 32-bit word through one accessor, so a grid may run over several
 //!   parts and be up to 16 GiB.
 //! - [`View`]: [`Camera`] (orbit, pan, zoom, fit; perspective or orthographic), one
@@ -39,14 +40,14 @@ pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
 pub use cpu::render_cpu;
 pub use gpu::{
-    FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT, Renderer,
-    STORAGE_BUFFERS_PER_STAGE, SlotPart, catch_uncaptured_errors, create_scoped,
-    take_uncaptured_error, try_upload_slot, upload_slot,
+    FrameCapacity, FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT,
+    Renderer, STORAGE_BUFFERS_PER_STAGE, SlotPart, catch_uncaptured_errors, create_scoped,
+    parts_of_buffers, take_uncaptured_error, try_upload_parts, try_upload_slot, upload_slot,
 };
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{
     AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
-    Mode, RenderSettings, View, limits,
+    Mode, PARTS_LIMIT, RenderSettings, View, limits,
 };
 pub use shader::{
     ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,

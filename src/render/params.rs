@@ -15,8 +15,14 @@ pub const MAX_ATTRIBUTES: usize = 8;
 /// Storage bindings ("parts") a frame's grids are read through. A grid starts at a word of
 /// one part and may run on into the following ones, so a frame (and a grid) may be larger
 /// than the device's largest storage binding: up to `MAX_PARTS` × the part size
-/// (16 GiB with the 2 GiB parts of a 4 GiB-binding GPU).
+/// (16 GiB with the 2 GiB parts of a 4 GiB-binding GPU). Every device supercell opens binds
+/// at least this many; a device with more storage bindings per shader stage binds more
+/// (`Renderer::max_parts`, at most [`PARTS_LIMIT`]).
 pub const MAX_PARTS: usize = 8;
+
+/// The most parts any device binds for one frame (where its storage bindings per shader
+/// stage allow): 64 parts of 128 MiB hold 8 GiB on a software adapter.
+pub const PARTS_LIMIT: usize = 64;
 
 /// Rendering mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -10,7 +10,7 @@ use crate::format::layout::{self as l, TreeLayout};
 
 use super::params::{
     FLAG_ACCEL, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, KIND_EMISSIVE,
-    KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode,
+    KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode, PARTS_LIMIT,
 };
 use super::transfer::TF_SIZE;
 
@@ -60,9 +60,21 @@ pub struct ShaderConfig {
     /// Attribute slots the passes walk (1 to [`MAX_ATTRIBUTES`]; slots from here on are
     /// not read).
     pub attr_slots: u32,
-    /// Parts the accessor reads (1 to [`MAX_PARTS`]; parts from here on are not read).
+    /// Parts the accessor reads (1 to [`PARTS_LIMIT`]; parts from here on are not read).
     pub parts: u32,
 }
+
+impl ShaderConfig {
+    /// Parts the shaders declare: [`MAX_PARTS`] (the parts of the bind group layout every
+    /// frame of up to that many shares), or `parts` where a frame needs more.
+    pub fn declared_parts(&self) -> u32 {
+        self.parts.max(MAX_PARTS as u32)
+    }
+}
+
+/// First binding of the parts (`p0`); the three acceleration buffers follow the last
+/// declared part.
+pub const PART_BINDING: u32 = 4;
 
 impl Default for ShaderConfig {
     /// Every slot and part, [`ACCEL_CELLS`] and [`DEFAULT_PART_BYTES`].
@@ -120,7 +132,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
     let (accel_cells, part_bytes) = (cfg.accel_cells, cfg.part_bytes);
     assert!(
         (1..=MAX_ATTRIBUTES as u32).contains(&cfg.attr_slots)
-            && (1..=MAX_PARTS as u32).contains(&cfg.parts),
+            && (1..=PARTS_LIMIT as u32).contains(&cfg.parts),
         "{cfg:?}: slots and parts out of range"
     );
     assert!(
@@ -204,7 +216,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
     c("TF_SIZE", TF_SIZE as u32);
     c("ACCEL_CELLS", accel_cells);
     c("SCAN_SHIFT_MAX", SCAN_SHIFT_MAX);
-    c("MAX_PARTS", MAX_PARTS as u32);
+    c("DECLARED_PARTS", cfg.declared_parts());
     c("PART_SHIFT_WORDS", (part_bytes / 4).trailing_zeros());
     c("ATTR_SLOTS", cfg.attr_slots);
     c("USED_PARTS", cfg.parts);
@@ -251,13 +263,48 @@ pub fn shader_source_of(part: ShaderPart, cfg: &ShaderConfig) -> String {
         ShaderPart::March => "read",
         ShaderPart::Accel => "read_write",
     };
-    s.push_str(&include_str!("../../shaders/common.wgsl").replace("ACCEL_ACCESS", access));
+    s.push_str(&part_bindings(
+        &include_str!("../../shaders/common.wgsl").replace("ACCEL_ACCESS", access),
+        cfg.declared_parts(),
+    ));
     s.push('\n');
     s.push_str(match part {
         ShaderPart::March => include_str!("../../shaders/march.wgsl"),
         ShaderPart::Accel => include_str!("../../shaders/accel.wgsl"),
     });
     s
+}
+
+/// `common` with its part bindings written out: `declared` parts `p0`.. from binding
+/// [`PART_BINDING`], the acceleration buffers after them, and a case of `ld`'s switch per
+/// part (part 0 is always read; part k only where `k < USED_PARTS`, so a pipeline built
+/// for fewer parts compiles the rest to nothing).
+fn part_bindings(common: &str, declared: u32) -> String {
+    let mut decls = String::new();
+    let mut cases = String::new();
+    for k in 0..declared {
+        let _ = writeln!(
+            decls,
+            "@group(0) @binding({}) var<storage, read> p{k}: array<u32>;",
+            PART_BINDING + k
+        );
+        let used = if k == 0 {
+            String::new()
+        } else {
+            format!("{k}u < USED_PARTS && ")
+        };
+        let _ = writeln!(
+            cases,
+            "        case {k}u: {{ if {used}o < arrayLength(&p{k}) {{ return p{k}[o]; }} }}"
+        );
+    }
+    let accel = PART_BINDING + declared;
+    common
+        .replace("PART_DECLARATIONS\n", &decls)
+        .replace("PART_CASES\n", &cases)
+        .replace("ACCEL_BINDING_CELLS", &accel.to_string())
+        .replace("ACCEL_BINDING_SUN", &(accel + 1).to_string())
+        .replace("ACCEL_BINDING_INFO", &(accel + 2).to_string())
 }
 
 /// The ray-marcher's complete WGSL module.
@@ -339,21 +386,40 @@ mod tests {
 
     #[test]
     fn common_declares_and_reads_every_part() {
-        let common = FILES[0].1;
-        for k in 0..MAX_PARTS {
-            let decl = format!("@binding({}) var<storage, read> p{k}: array<u32>;", 4 + k);
-            assert_eq!(common.matches(&decl).count(), 1, "no {decl:?}");
-            let read = if k == 0 {
-                "case 0u: { if o < arrayLength(&p0) { return p0[o]; } }".to_string()
-            } else {
-                format!(
-                    "case {k}u: {{ if {k}u < USED_PARTS && o < arrayLength(&p{k}) {{ return p{k}[o]; }} }}"
-                )
+        for parts in [1, 8, 9, 16, 64] {
+            let cfg = ShaderConfig {
+                parts,
+                ..Default::default()
             };
-            assert_eq!(common.matches(&read).count(), 1, "ld lacks {read:?}");
+            let declared = cfg.declared_parts();
+            assert_eq!(declared, parts.max(MAX_PARTS as u32));
+            let src = shader_source_of(ShaderPart::March, &cfg);
+            for k in 0..declared {
+                let decl = format!(
+                    "@binding({}) var<storage, read> p{k}: array<u32>;",
+                    PART_BINDING + k
+                );
+                assert_eq!(src.matches(&decl).count(), 1, "no {decl:?}");
+                let read = if k == 0 {
+                    "case 0u: { if o < arrayLength(&p0) { return p0[o]; } }".to_string()
+                } else {
+                    format!(
+                        "case {k}u: {{ if {k}u < USED_PARTS && o < arrayLength(&p{k}) {{ return p{k}[o]; }} }}"
+                    )
+                };
+                assert_eq!(src.matches(&read).count(), 1, "ld lacks {read:?}");
+            }
+            let extra = format!("var<storage, read> p{declared}:");
+            assert!(!src.contains(&extra), "more parts than declared");
+            let accel = format!(
+                "@binding({}) var<storage, read> accel:",
+                PART_BINDING + declared
+            );
+            assert!(src.contains(&accel), "no {accel:?}");
+            for placeholder in ["PART_DECLARATIONS", "PART_CASES", "ACCEL_BINDING"] {
+                assert!(!src.contains(placeholder), "{placeholder} left in");
+            }
         }
-        let extra = format!("var<storage, read> p{MAX_PARTS}:");
-        assert!(!common.contains(&extra), "more parts than MAX_PARTS");
     }
 
     #[test]
@@ -372,6 +438,16 @@ mod tests {
                         part_bytes: MIN_PART_BYTES,
                         attr_slots: 4,
                         parts: 1,
+                        ..Default::default()
+                    },
+                ),
+            ),
+            (
+                "accel, most parts",
+                shader_source_of(
+                    ShaderPart::Accel,
+                    &ShaderConfig {
+                        parts: PARTS_LIMIT as u32,
                         ..Default::default()
                     },
                 ),
