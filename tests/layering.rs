@@ -38,7 +38,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "doctor",
-        &["dataset", "device", "gpu", "ingest", "memory", "probe"],
+        &[
+            "dataset", "device", "gpu", "ingest", "memory", "probe", "render",
+        ],
     ),
     (
         "app",

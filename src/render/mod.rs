@@ -27,28 +27,33 @@
 //! that would have added nothing, so the image equals the fixed-step march.
 
 mod camera;
+mod context;
 mod cpu;
 mod gpu;
 mod image;
 mod params;
+mod parts;
 mod range;
+mod scoped;
 mod shader;
 mod transfer;
 
 #[cfg(test)]
 pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
+pub use context::GpuContext;
 pub use cpu::render_cpu;
-pub use gpu::{
-    FrameCapacity, FrameTiming, GpuContext, GridInParts, GridSlice, HDR_FORMAT, LDR_FORMAT,
-    Renderer, STORAGE_BUFFERS_PER_STAGE, SlotPart, catch_uncaptured_errors, create_scoped,
-    parts_of_buffers, take_uncaptured_error, try_upload_parts, try_upload_slot, upload_slot,
-};
+pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, Renderer};
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{
     AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
     Mode, PARTS_LIMIT, RenderSettings, View, limits,
 };
+pub use parts::{
+    FrameCapacity, GridInParts, GridSlice, STORAGE_BUFFERS_PER_STAGE, SlotPart, parts_of_buffers,
+    try_upload_parts, try_upload_slot, upload_slot,
+};
+pub use scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 pub use shader::{
     ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,
     ShaderPart, prelude, shader_source, shader_source_of,

@@ -1,0 +1,375 @@
+//! Evaluating every field of the storm on one brick: the inner loops of the generator,
+//! column by column, with the vertical terms and the noise shared by a column's voxels.
+
+use super::*;
+
+impl FrameModel<'_> {
+    /// Evaluates every field on the brick whose voxel (0,0,0) is at world position `p0`,
+    /// with voxel spacing `dx`, using only the features in `mask`. `extended` also
+    /// evaluates the fields after [`BrickFields::storm`] (about twice the work per voxel);
+    /// the others are the same either way, bit for bit.
+    pub fn eval_brick(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+        extended: bool,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            unsafe { self.eval_brick_avx2(p0, dx, mask, out, extended) };
+            return;
+        }
+        self.eval_brick_any(p0, dx, mask, out, extended);
+    }
+
+    /// [`FrameModel::eval_brick`] compiled for AVX2: the column loops (noise indices and
+    /// interpolation) run eight lanes wide instead of four. Same IEEE operations in the
+    /// same order (no fused multiply-add), so the same bits.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn eval_brick_avx2(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+        extended: bool,
+    ) {
+        self.eval_brick_any(p0, dx, mask, out, extended);
+    }
+
+    #[inline(always)]
+    fn eval_brick_any(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+        extended: bool,
+    ) {
+        // Two instances, so that the default fields' loop carries none of the extended
+        // work, not even its branches.
+        if extended {
+            self.eval_brick_impl::<true>(p0, dx, mask, out);
+        } else {
+            self.eval_brick_impl::<false>(p0, dx, mask, out);
+        }
+    }
+
+    #[inline(always)]
+    fn eval_brick_impl<const EXT: bool>(
+        &self,
+        p0: [f32; 3],
+        dx: f32,
+        mask: u32,
+        out: &mut BrickFields,
+    ) {
+        let mut zt = [ZTerms::default(); 8];
+        for (k, t) in zt.iter_mut().enumerate() {
+            *t = self.zterms(p0[2] + k as f32 * dx, mask, EXT);
+        }
+        for i in 0..8 {
+            let x = p0[0] + i as f32 * dx;
+            for j in 0..8 {
+                let y = p0[1] + j as f32 * dx;
+                let base = i * 64 + j * 8;
+                let col = self.column(x, y, mask);
+                let noise = self.column_noise(x, y, mask, &col, &zt);
+                for (k, zk) in zt.iter().enumerate() {
+                    let z = zk.z;
+                    let n = base + k;
+                    let mut cloud = 0.0f32;
+                    let mut rain = 0.0f32;
+                    let mut w = 0.0f32;
+                    let mut uv = zk.env;
+                    let mut pert = [0.0f32; 2];
+                    let mut vort = 0.0f32;
+                    let mut gust = 0.0f32;
+                    // Extended fields (stay zero unless EXT).
+                    let ze = &zk.ext;
+                    let mut debris = 0.0f32;
+                    let mut snow = 0.0f32;
+                    let mut snow_ffd = 0.0f32;
+                    // Graupel of the forward flank (the weak echo region clears it; the
+                    // updraft's flanking graupel keeps out of the core by itself).
+                    let mut graupel_ffd = 0.0f32;
+                    let mut graupel = 0.0f32;
+                    let mut hail = 0.0f32;
+                    let mut theta = 0.0f32;
+                    let mut qv = 0.0f32;
+                    let mut prs = 0.0f32;
+                    let mut hook_rain = 0.0f32;
+
+                    if mask & (F_TOWER | F_DOME) != 0 {
+                        let dxu = x - zk.tower_c[0];
+                        let dyu = y - zk.tower_c[1];
+                        let r2 = dxu * dxu + dyu * dyu;
+                        let q = r2.sqrt() * zk.tower_inv_r;
+                        // Texture rises with the updraft (10 m/s) and drifts with the storm:
+                        // billows of 1-4 km from the coarse sample, detail from a finer one.
+                        let (nt, nf) = (noise.tower[k], noise.tower_fine[k]);
+                        if mask & F_TOWER != 0 {
+                            // Billowed edge: |noise| makes rounded cauliflower lobes
+                            // separated by creases.
+                            let edge = 1.0 - q + 0.5 * (nt.abs() - 0.3) + 0.1 * nf;
+                            let base_rag = smoothstep(-60.0, 120.0, z - CLOUD_BASE + 160.0 * nt);
+                            let tower_cloud = zk.tower_q * smoothstep(0.0, 0.1, edge) * base_rag;
+                            cloud = cloud.max(tower_cloud);
+                            let core = sat(1.0 - q * q * 2.4);
+                            w += zk.tower_w * core * core * (1.0 + 0.15 * nt);
+                            gust += 0.12 * nt * core;
+                            if EXT {
+                                let texture = 1.0 + 0.15 * nt;
+                                theta += ze.theta_up * core * texture;
+                                qv += ze.qv_up * core * texture;
+                                prs += ze.p_top * core;
+                                // Graupel rimes on the updraft's flanks, not in its core.
+                                let ring = sat((q - 0.45) * 3.0) * sat((1.25 - q) * 3.0);
+                                graupel += ze.ring_prof * tower_cloud * ring;
+                            }
+                        }
+                        if mask & F_DOME != 0 && zk.dome_h2 < 2.0 {
+                            let dxd = x - self.anvil_x0;
+                            let dyd = y - self.meso[1];
+                            let rd2 = (dxd * dxd + dyd * dyd) * (1.0 / (2_900.0 * 2_900.0));
+                            let e = 1.0 - rd2 - zk.dome_h2 + 0.35 * (nt.abs() - 0.3) + 0.08 * nf;
+                            cloud = cloud.max(1.2 * smoothstep(0.0, 0.2, e));
+                        }
+                    }
+
+                    if let Some(ac) = &col.anvil {
+                        let na = noise.anvil[k];
+                        let top = TROPOPAUSE + 250.0 + 150.0 * na;
+                        let bot = top - ac.thick - ac.mam + 400.0 * na.max(-0.8);
+                        let e_lat = 1.0 - ac.lat + 0.25 * na;
+                        let e_v = ((z - bot).min(top - z)) * (1.0 / 250.0);
+                        let qa = ac.q * smoothstep(0.0, 0.3, e_lat);
+                        // Ice thins towards the base as it falls out (wispy underside).
+                        let depth = sat((z - bot) * ac.inv_thick);
+                        cloud =
+                            cloud.max(qa * sat(e_v) * (0.75 + 0.25 * na) * (0.35 + 0.65 * depth));
+                        w += 1.5 * na * sat(e_v);
+                        if EXT {
+                            // Aggregates grow as they fall: most snow near the base.
+                            snow += 0.8 * qa * sat(e_v) * (0.75 + 0.25 * na) * (1.0 - 0.5 * depth);
+                        }
+                    }
+
+                    if let Some(wc) = &col.wall {
+                        let nw = noise.wall[k];
+                        let bottom = CLOUD_BASE - WALL_DROP * (1.0 - wc.r2) + 120.0 * nw;
+                        let e = (1.0 - wc.r + 0.3 * nw).min((z - bottom) * (1.0 / 120.0));
+                        let top_fade = 1.0 - smoothstep(CLOUD_BASE, CLOUD_BASE + 300.0, z);
+                        cloud = cloud.max(1.4 * smoothstep(0.0, 0.25, e) * top_fade);
+                        w += 6.0 * sat(1.0 - wc.r2) * top_fade * smoothstep(0.0, 600.0, z);
+                    }
+
+                    if mask & (F_FUNNEL | F_TORNADO) != 0 {
+                        let fx = x - zk.axis[0];
+                        let fy = y - zk.axis[1];
+                        let r2 = fx * fx + fy * fy;
+                        let r = r2.sqrt();
+                        if mask & F_FUNNEL != 0 {
+                            let nf = noise.funnel[k];
+                            let e = 1.0 - r * zk.funnel_inv_r + 0.22 * nf;
+                            cloud = cloud.max(zk.funnel_q * smoothstep(0.0, 0.3, e));
+                            if zk.debris_q > 0.0 {
+                                let ed = 1.0 - r / zk.debris_r + 0.45 * nf;
+                                debris = zk.debris_q * sat(ed * 1.5) * (0.6 + 0.4 * nf);
+                                cloud += debris;
+                            }
+                        }
+                        if mask & F_TORNADO != 0 && zk.tor_v > 0.0 {
+                            let rc = zk.core_r;
+                            let taper =
+                                sat(1.0 - r2 * (1.0 / (TORNADO_WIND_RADIUS * TORNADO_WIND_RADIUS)));
+                            // Rankine vortex: solid body inside the core, 1/r outside.
+                            let (vt, zeta) = if r < rc {
+                                (zk.tor_v * r / rc, 2.0 * zk.tor_v / rc)
+                            } else {
+                                (zk.tor_v * rc / r, 0.0)
+                            };
+                            let vt = vt * taper;
+                            let inv_r = 1.0 / r.max(1.0);
+                            let (ex, ey) = (fx * inv_r, fy * inv_r);
+                            let vr = -zk.tor_inflow * vt;
+                            pert[0] += -ey * vt + ex * vr;
+                            pert[1] += ex * vt + ey * vr;
+                            vort += zeta;
+                            let qq = r / rc;
+                            w += zk.tor_w * 4.0 * qq / ((1.0 + qq) * (1.0 + qq)) * taper;
+                            if EXT {
+                                // Cyclostrophic balance, dp/dr = rho v^2 / r, integrated
+                                // through the Rankine profile: -rho V^2 at the axis.
+                                let v2 = zk.tor_v * zk.tor_v;
+                                let shape = if r < rc {
+                                    1.0 - 0.5 * qq * qq
+                                } else {
+                                    0.5 / (qq * qq)
+                                };
+                                prs -= 0.01 * ze.rho * v2 * shape * taper;
+                            }
+                        }
+                    }
+
+                    if mask & F_MESO != 0 && zk.meso_v > 0.0 {
+                        let mx = x - zk.meso_c[0];
+                        let my = y - zk.meso_c[1];
+                        let r2 = mx * mx + my * my;
+                        let r = r2.sqrt();
+                        let taper = sat(1.0 - r2 * (1.0 / (MESO_OUTER * MESO_OUTER)));
+                        // Modified Rankine: decays as r^-1.5 outside the core so the
+                        // storm's circulation stays compact.
+                        let (vt, zeta) = if r < MESO_RADIUS {
+                            (zk.meso_v * r / MESO_RADIUS, 2.0 * zk.meso_v / MESO_RADIUS)
+                        } else {
+                            let a = MESO_RADIUS / r;
+                            let v = zk.meso_v * a * a.sqrt();
+                            (v, -0.5 * v / r)
+                        };
+                        let vt = vt * taper;
+                        let inv_r = 1.0 / r.max(1.0);
+                        pert[0] += -my * inv_r * vt;
+                        pert[1] += mx * inv_r * vt;
+                        vort += zeta * taper;
+                        if EXT {
+                            // Cyclostrophic balance through the modified Rankine profile:
+                            // -rho V^2 R^3 / (3 r^3) outside the core, -5/6 rho V^2 at the axis.
+                            let v2 = zk.meso_v * zk.meso_v;
+                            let shape = if r < MESO_RADIUS {
+                                let a = r * (1.0 / MESO_RADIUS);
+                                5.0 / 6.0 - 0.5 * a * a
+                            } else {
+                                let a = MESO_RADIUS / r;
+                                a * a * a * (1.0 / 3.0)
+                            };
+                            prs -= 0.01 * ze.rho * v2 * shape * taper;
+                        }
+                    }
+
+                    if mask & (F_FFD | F_HOOK) != 0 {
+                        let sx = x - self.meso[0];
+                        let sy = y - self.meso[1];
+                        let nr = noise.rain[k];
+                        if mask & F_FFD != 0 && zk.ffd_q > 0.0 {
+                            let ex = (sx - zk.ffd_shift - 4_800.0) * (1.0 / 7_000.0);
+                            let ey = (sy - 3_000.0) * (1.0 / 3_200.0);
+                            let e = 1.0 - (ex * ex + ey * ey);
+                            if e > -0.34 {
+                                // Heaviest just north of the updraft, lighter downwind.
+                                let core = 4.5 - 2.5 * sat(ex + 0.3);
+                                // The noise is capped at 0.8 so the rain's reach (and
+                                // the bound) stays within e > -0.33.
+                                let v = sat(e * 1.5 + 0.8 * nr.min(0.8) - 0.15);
+                                let pattern = core * v * v;
+                                rain += pattern * zk.ffd_q;
+                                if EXT {
+                                    // Above the melting level the forward flank's
+                                    // precipitation is snow and graupel.
+                                    snow_ffd += pattern * ze.snow_prof;
+                                    graupel_ffd += pattern * ze.graupel_prof;
+                                }
+                            }
+                            if EXT {
+                                let hx = x - ze.hail_c[0];
+                                let hy = y - ze.hail_c[1];
+                                let shaft = sat(1.0
+                                    - (hx * hx + hy * hy) * (1.0 / (HAIL_RADIUS * HAIL_RADIUS))
+                                    + 0.3 * nr);
+                                // Faded out before the forward flank's bound, which is what
+                                // makes bricks evaluate it.
+                                let bx = (sx - zk.ffd_shift - 4_800.0) * (1.0 / (1.16 * 7_000.0));
+                                let by = (sy - 3_000.0) * (1.0 / (1.16 * 3_200.0));
+                                let inside = smoothstep(1.0, 0.8, bx * bx + by * by);
+                                hail += ze.hail_prof * shaft * shaft * inside;
+                            }
+                        }
+                        if let Some(hc) = &col.hook {
+                            let band = hc.band + 0.35 * nr;
+                            let vert = smoothstep(hc.top, hc.top * 0.6, z);
+                            let q = hc.q * sat(band * 1.6) * vert;
+                            rain += q;
+                            hook_rain = q;
+                            w -= 3.5 * q * smoothstep(5_000.0, 1_000.0, z);
+                        }
+                        // Bounded weak echo region: the updraft core holds no rain.
+                        if mask & F_TOWER != 0 && rain > 0.0 {
+                            let dxu = x - zk.tower_c[0];
+                            let dyu = y - zk.tower_c[1];
+                            let q = (dxu * dxu + dyu * dyu).sqrt() * zk.tower_inv_r;
+                            rain *= smoothstep(0.35, 0.8, q).max(smoothstep(CLOUD_BASE, 0.0, z));
+                        }
+                        if EXT && mask & F_TOWER != 0 && hail + graupel_ffd + snow_ffd > 0.0 {
+                            let dxu = x - zk.tower_c[0];
+                            let dyu = y - zk.tower_c[1];
+                            let q = (dxu * dxu + dyu * dyu).sqrt() * zk.tower_inv_r;
+                            let weak_echo = smoothstep(0.35, 0.8, q);
+                            hail *= weak_echo;
+                            graupel_ffd *= weak_echo;
+                            snow_ffd *= weak_echo;
+                        }
+                        w -= 2.2 * rain * smoothstep(6_000.0, 2_000.0, z);
+                        if EXT {
+                            // Evaporation of rain below cloud base makes the cold pool:
+                            // coldest under the forward flank; the rear-flank downdraft of
+                            // a tornadic storm is only a little cold.
+                            let cold = (1.5 * (rain - hook_rain).max(0.0) + 0.6 * hook_rain)
+                                .min(8.0)
+                                * ze.cold_prof;
+                            theta -= cold;
+                            // Dry mid-level air brought down by the downdrafts.
+                            qv -= 0.35 * cold;
+                            // Hydrostatic mesohigh under the dense cold air.
+                            prs += 0.3 * cold;
+                        }
+                    }
+
+                    let u = uv[0] + pert[0];
+                    let v = uv[1] + pert[1];
+                    uv = [u, v];
+                    let speed = (uv[0] * uv[0] + uv[1] * uv[1] + w * w).sqrt() * (1.0 + gust);
+                    let storm = cloud > MIXING_THRESHOLD
+                        || rain > MIXING_THRESHOLD
+                        || pert[0] * pert[0] + pert[1] * pert[1]
+                            > WIND_PERTURBATION_THRESHOLD * WIND_PERTURBATION_THRESHOLD
+                        || w.abs() > VERTICAL_THRESHOLD;
+                    out.cloud[n] = cloud;
+                    out.rain[n] = rain;
+                    out.wind[n] = speed;
+                    out.w[n] = w;
+                    out.vort[n] = vort;
+                    out.storm[n] = storm;
+                    if EXT {
+                        let snow = snow + snow_ffd;
+                        let graupel = graupel + graupel_ffd;
+                        let condensate = (cloud - debris).max(0.0);
+                        let qc = condensate * (1.0 - ze.f_ice);
+                        out.qc[n] = qc;
+                        out.qi[n] = condensate * ze.f_ice;
+                        out.snow[n] = snow;
+                        out.graupel[n] = graupel;
+                        out.hail[n] = hail;
+                        // Cloudy air is saturated, moister than the environment.
+                        out.qv[n] = qv + 0.25 * qc;
+                        out.prs[n] = prs;
+                        out.theta[n] = theta;
+                        let precip = rain + snow + graupel + hail;
+                        out.precip[n] = precip > MIXING_THRESHOLD;
+                        out.dbz[n] = reflectivity_dbz(
+                            ze.rho,
+                            rain,
+                            snow,
+                            graupel,
+                            hail,
+                            ze.z_graupel,
+                            ze.z_hail,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
