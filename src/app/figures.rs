@@ -110,6 +110,10 @@ pub fn compact_lines(player: &Player) -> Vec<String> {
             .iter()
             .map(|r| format!("{} {} (avg {})", r.name, r.now, r.avg)),
     );
+    if player.direct_unavailable().is_some() {
+        // The reason is long; the full figures (V) give it.
+        v.push("direct path unavailable (V: why)".to_string());
+    }
     let shown = player.shown_frame();
     v.push(format!(
         "frame {} / {}{}",
