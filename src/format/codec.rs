@@ -246,8 +246,9 @@ fn decode_blosc(
     Ok(out)
 }
 
-/// Decompresses one c-blosc buffer that must expand to exactly `dst.len()` bytes, into `dst`.
-fn blosc_decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+/// Decompresses one c-blosc buffer that must expand to exactly `dst.len()` bytes, into `dst`
+/// (NanoVDB's Blosc chunks and OpenVDB's Blosc blocks alike).
+pub(crate) fn blosc_decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
     let expected = dst.len();
     if src.len() < BLOSC_HEADER {
         return Err(format!(

@@ -124,17 +124,39 @@ pub fn string_hash(name: &str) -> u64 {
 /// The whole file is read into memory, after checking that this process can get that much
 /// (a sparse file can be far larger than its disk use).
 pub fn read_nvdb(path: impl AsRef<Path>) -> Result<Vec<FileGrid>, NvdbError> {
-    use std::io::Read;
     let path = path.as_ref();
-    let io = |op: &'static str| {
-        move |source| NvdbError::Io {
+    let bytes = read_whole(path).map_err(|e| match e {
+        WholeFileError::Io(op, source) => NvdbError::Io {
             path: path.to_owned(),
             op,
             source,
-        }
-    };
-    let file = std::fs::File::open(path).map_err(io("read"))?;
-    let len = file.metadata().map_err(io("read"))?.len();
+        },
+        WholeFileError::TooLarge(detail) => NvdbError::File {
+            path: path.to_owned(),
+            offset: 0,
+            detail,
+        },
+    })?;
+    read_nvdb_from(&bytes, path)
+}
+
+/// Why [`read_whole`] could not read a file.
+#[derive(Debug)]
+pub(crate) enum WholeFileError {
+    /// The operation that failed, and how.
+    Io(&'static str, std::io::Error),
+    /// This process cannot get memory for the whole file (what was asked, and why not).
+    TooLarge(String),
+}
+
+/// Reads a whole file into memory, after checking that this process can get that much (a
+/// sparse file can be far larger than its disk use); at most the length seen at open (a file
+/// that grows meanwhile is read as it was). The readers of `.nvdb` and `.vdb` files share it.
+pub(crate) fn read_whole(path: &Path) -> Result<Vec<u8>, WholeFileError> {
+    use std::io::Read;
+    let io = |e| WholeFileError::Io("read", e);
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
     let mut bytes = usize::try_from(len)
         .ok()
         .ok_or_else(|| format!("{len} bytes do not fit in memory"))
@@ -142,14 +164,9 @@ pub fn read_nvdb(path: impl AsRef<Path>) -> Result<Vec<FileGrid>, NvdbError> {
             crate::memory::try_vec_with_capacity(|| format!("reading the {len}-byte file"), n)
                 .map_err(|e| e.to_string())
         })
-        .map_err(|detail| NvdbError::File {
-            path: path.to_owned(),
-            offset: 0,
-            detail,
-        })?;
-    // At most the length seen (a file that grows meanwhile is read as it was).
-    file.take(len).read_to_end(&mut bytes).map_err(io("read"))?;
-    read_nvdb_from(&bytes, path)
+        .map_err(WholeFileError::TooLarge)?;
+    file.take(len).read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
 }
 
 /// Reads every grid of an in-memory `.nvdb` file; errors name the file as `<memory>`.

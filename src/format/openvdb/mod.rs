@@ -34,7 +34,6 @@
 //! affine matrices of that form); others are refused with their name.
 
 use super::types::Coord;
-use std::ffi::c_void;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -219,30 +218,21 @@ pub fn is_vdb(bytes: &[u8]) -> bool {
 
 /// Reads a `.vdb` file (the whole file into memory, after checking this process can get it).
 pub fn read_vdb(path: impl AsRef<Path>) -> Result<VdbFile, VdbError> {
+    use crate::format::file::{WholeFileError, read_whole};
     let path = path.as_ref();
-    let io = |op: &'static str| {
-        move |source| VdbError::Io {
+    let bytes = read_whole(path).map_err(|e| match e {
+        WholeFileError::Io(op, source) => VdbError::Io {
             path: path.to_owned(),
             op,
             source,
-        }
-    };
-    let file = std::fs::File::open(path).map_err(io("read"))?;
-    let len = file.metadata().map_err(io("read"))?.len();
-    let mut bytes = usize::try_from(len)
-        .ok()
-        .ok_or_else(|| format!("{len} bytes do not fit in memory"))
-        .and_then(|n| {
-            crate::memory::try_vec_with_capacity(|| format!("reading the {len}-byte file"), n)
-                .map_err(|e| e.to_string())
-        })
-        .map_err(|detail| VdbError::Invalid {
+        },
+        WholeFileError::TooLarge(detail) => VdbError::Invalid {
             path: path.to_owned(),
             context: String::new(),
             offset: 0,
             detail,
-        })?;
-    file.take(len).read_to_end(&mut bytes).map_err(io("read"))?;
+        },
+    })?;
     read_vdb_from(&bytes, path)
 }
 

@@ -348,41 +348,8 @@ pub(super) fn zip_block(src: &[u8], bytes: usize) -> Result<Vec<u8>, String> {
 }
 
 pub(super) fn blosc_block(src: &[u8], bytes: usize) -> Result<Vec<u8>, String> {
-    if src.len() < 16 {
-        return Err(format!(
-            "{} bytes is shorter than a Blosc header",
-            src.len()
-        ));
-    }
-    let mut nbytes = 0usize;
-    // SAFETY: `src` holds at least the 16 header bytes; `blosc_cbuffer_validate` reads only
-    // those and checks that the header's compressed size equals `src.len()`, which keeps
-    // the decompressor inside `src` (its documented precondition).
-    let ok = unsafe {
-        blosc_src::blosc_cbuffer_validate(src.as_ptr().cast::<c_void>(), src.len(), &mut nbytes)
-    };
-    if ok != 0 {
-        return Err("invalid Blosc header (sizes disagree with the block length)".into());
-    }
-    if nbytes != bytes {
-        return Err(format!(
-            "Blosc header says {nbytes} bytes, {bytes} expected"
-        ));
-    }
     let mut out = vec![0u8; bytes];
-    // SAFETY: `src` was validated above; `out` has `bytes` writable bytes and the call is
-    // told so; one thread, no global state.
-    let got = unsafe {
-        blosc_src::blosc_decompress_ctx(
-            src.as_ptr().cast::<c_void>(),
-            out.as_mut_ptr().cast::<c_void>(),
-            out.len(),
-            1,
-        )
-    };
-    if got < 0 || got as usize != bytes {
-        return Err(format!("Blosc decompression failed (code {got})"));
-    }
+    crate::format::codec::blosc_decompress(src, &mut out)?;
     Ok(out)
 }
 
