@@ -8,53 +8,27 @@
 //! `SUPERCELL_REQUIRE_CROSSCHECK` is set (CI), where that is a failure.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use supercell::dataset::{
     AlignedBuf, CrcCheck, Dataset, LaneSpec, Provenance, import_nvdb_sequence,
 };
 use supercell::format::{Codec, Coord, Grid, Value, read_nvdb};
 
-const TEST: &str = "warp_written_files";
+mod crosscheck_support;
 
-fn skip(reason: &str) {
-    if std::env::var_os("SUPERCELL_REQUIRE_CROSSCHECK").is_some() {
-        panic!("{TEST}: cross-check required but cannot run: {reason}");
-    }
-    println!("SKIPPED {TEST}: {reason}");
-    eprintln!("SKIPPED {TEST}: {reason}");
-}
+const TEST: &str = "warp_written_files";
 
 /// warp's files and values, or `None` (after reporting the skip).
 fn warp_files(dir: &Path) -> Option<(Vec<Coord>, Vec<Vec<f32>>)> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/crosscheck/warp_write.py");
-    match Command::new("python3").arg(script).arg(dir).status() {
-        Err(e) => {
-            skip(&format!("cannot run python3: {e}"));
-            return None;
-        }
-        Ok(s) if s.code() == Some(3) => {
-            skip("warp-lang or blosc is not installed for python3 (pip install warp-lang blosc)");
-            return None;
-        }
-        Ok(s) => assert!(s.success(), "warp_write.py failed"),
-    }
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("warp.json")).unwrap()).unwrap();
-    let points = json["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            let c: Vec<i32> = p
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_i64().unwrap() as i32)
-                .collect();
-            [c[0], c[1], c[2]]
-        })
-        .collect();
+    let json = crosscheck_support::run_writer(
+        TEST,
+        "python3",
+        "warp_write.py",
+        dir,
+        "warp.json",
+        "warp-lang or blosc is not installed for python3 (pip install warp-lang blosc)",
+    )?;
+    let points = crosscheck_support::points(&json);
     let grids = json["grids"]
         .as_array()
         .unwrap()

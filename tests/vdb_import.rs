@@ -8,7 +8,6 @@
 //! `SUPERCELL_REQUIRE_CROSSCHECK` is set (CI), where that is a failure.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use supercell::dataset::{
     AlignedBuf, CrcCheck, Dataset, ImportOptions, LaneSpec, Provenance, import_sequence,
@@ -16,15 +15,9 @@ use supercell::dataset::{
 use supercell::format::openvdb::{VdbClass, VdbValueType, read_vdb, read_vdb_bytes};
 use supercell::format::{Coord, Grid, GridClass, GridType, Value};
 
-const TEST: &str = "openvdb_import";
+mod crosscheck_support;
 
-fn skip(reason: &str) {
-    if std::env::var_os("SUPERCELL_REQUIRE_CROSSCHECK").is_some() {
-        panic!("{TEST}: cross-check required but cannot run: {reason}");
-    }
-    println!("SKIPPED {TEST}: {reason}");
-    eprintln!("SKIPPED {TEST}: {reason}");
-}
+const TEST: &str = "openvdb_import";
 
 struct Reference {
     points: Vec<Coord>,
@@ -33,38 +26,15 @@ struct Reference {
 
 /// OpenVDB's files and values, or `None` (after reporting the skip).
 fn openvdb_files(dir: &Path) -> Option<Reference> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/crosscheck/openvdb_write.py");
-    match Command::new("/usr/bin/python3")
-        .arg(script)
-        .arg(dir)
-        .status()
-    {
-        Err(e) => {
-            skip(&format!("cannot run /usr/bin/python3: {e}"));
-            return None;
-        }
-        Ok(s) if s.code() == Some(3) => {
-            skip("/usr/bin/python3 cannot import pyopenvdb (apt install python3-openvdb)");
-            return None;
-        }
-        Ok(s) => assert!(s.success(), "openvdb_write.py failed"),
-    }
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("openvdb.json")).unwrap()).unwrap();
-    let points = json["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            let c: Vec<i32> = p
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_i64().unwrap() as i32)
-                .collect();
-            [c[0], c[1], c[2]]
-        })
-        .collect();
+    let json = crosscheck_support::run_writer(
+        TEST,
+        "/usr/bin/python3",
+        "openvdb_write.py",
+        dir,
+        "openvdb.json",
+        "/usr/bin/python3 cannot import pyopenvdb (apt install python3-openvdb)",
+    )?;
+    let points = crosscheck_support::points(&json);
     Some(Reference {
         points,
         frames: json["frames"].as_array().unwrap().clone(),
