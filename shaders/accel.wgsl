@@ -139,8 +139,8 @@ fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
 // under attribute `a`'s transfer function, in voxel order. The same values, in the same
 // order and with the same arithmetic, as `leaf_value` for n = 0..511, but the per-leaf part
 // of the decoding (type, code width, quantum, minimum) is read once, and each word once for
-// all the codes it holds: the voxel scan is most of a new frame's preparation on a CPU
-// adapter.
+// all the codes it holds: the scan reads every voxel of every new frame, on the CPU on a
+// software adapter.
 fn scan_leaf(a: u32, leaf: u32) -> vec3<f32> {
     let t = g_type[a];
     var lo = INF;

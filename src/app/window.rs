@@ -232,8 +232,8 @@ impl App {
         let settings = software::choose(&gpu.caps, &self.opts.requested);
         self.render_scale = settings.render_scale;
         if settings.software_adapter {
-            // 20 compositions a second at most (each costs a few ms of CPU on a software
-            // adapter): the overlay and the mouse stay responsive, the CPU marches.
+            // 20 compositions a second at most (each is CPU work on a software adapter): the
+            // overlay and the mouse stay responsive, the CPU marches.
             self.compose_every = Duration::from_millis(50);
         }
         let mut size = window.inner_size();
