@@ -21,6 +21,11 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv pytho
 command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v nanovdb_validate >/dev/null || need_apt+=(libnanovdb-tools)
 /usr/bin/python3 -c 'import pyopenvdb' 2>/dev/null || need_apt+=(python3-openvdb)
+# netCDF: the C library supercell-data links for CM1/WRF import (netcdf crate, system
+# library: seconds to install, where building netCDF-C and HDF5 from source would need
+# cmake and minutes of two cores), and the Python module that writes the test files.
+pkg-config --exists netcdf 2>/dev/null || need_apt+=(libnetcdf-dev pkg-config)
+/usr/bin/python3 -c 'import netCDF4' 2>/dev/null || need_apt+=(python3-netcdf4)
 # Mesa's software Vulkan (lavapipe) for the renderer tests.
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers libvulkan1)
 # A virtual X server and the libraries winit loads at run time, for the player's window tests

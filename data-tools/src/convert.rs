@@ -16,7 +16,8 @@ use supercell::format::{Codec, Grid, GridType, write_nvdb};
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
     /// The .nvdb or OpenVDB .vdb files, one per frame, in frame order (each with the same
-    /// set of grids).
+    /// set of grids); or CM1/WRF netCDF output files, one or more records each, in time
+    /// order.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Dataset directory to create.
@@ -30,7 +31,8 @@ pub struct ImportArgs {
     /// powers of 1024, as in fio: 8M = 8MiB).
     #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
     pub chunk_size: u64,
-    /// Seconds between frames (frame f is at f × this); default 1.
+    /// Seconds between frames (frame f is at f × this); default 1. netCDF files carry
+    /// their own times.
     #[arg(long, default_value_t = 1.0)]
     pub frame_interval: f64,
     /// Value encoding of grids converted from .vdb files: float (exact), fp16 or fp8
@@ -41,6 +43,27 @@ pub struct ImportArgs {
     /// (NAME itself holds the vector's length).
     #[arg(long)]
     pub vector_components: bool,
+    /// netCDF: the variables to import, comma-separated (default: every 3-D variable; CM1's
+    /// prs and th become prs_pert and th_pert, their level means removed).
+    #[arg(long)]
+    pub vars: Option<String>,
+    /// netCDF: voxel edge in metres (voxels are cubes; default: the files' horizontal
+    /// spacing). Model levels are interpolated linearly in z onto it.
+    #[arg(long)]
+    pub dz: Option<f64>,
+    /// netCDF: NAME=VALUE, drop values of NAME at or below VALUE (|value| for signed
+    /// fields) instead of the default background; repeatable or comma-separated.
+    #[arg(long)]
+    pub background: Vec<String>,
+    /// netCDF: also import the speed of the velocity components (uinterp/vinterp/winterp,
+    /// U/V/W or u/v/w) as the attribute wind_speed.
+    #[arg(long)]
+    pub wind_speed: bool,
+    /// Also write a scene for the new dataset to this .toml file (transfer functions and
+    /// camera chosen from the attributes' names and value ranges; edit it, then `supercell
+    /// play FILE`).
+    #[arg(long)]
+    pub scene: Option<PathBuf>,
 }
 
 fn parse_import_grid_type(text: &str) -> Result<GridType> {
@@ -87,6 +110,23 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
         bail!("--frame-interval must be a positive number of seconds");
     }
     let lanes = parse_lanes(&args.lanes)?;
+    if crate::netcdf_import::is_netcdf(&args.files[0]) {
+        crate::netcdf_import::run(&crate::netcdf_import::NetcdfOptions {
+            files: &args.files,
+            out: &args.out,
+            lanes,
+            chunk_size: args.chunk_size,
+            grid_type: args.grid_type,
+            vars: args.vars.as_deref(),
+            dz: args.dz,
+            backgrounds: &args.background,
+            wind_speed: args.wind_speed,
+        })?;
+        return write_scene(args);
+    }
+    if args.vars.is_some() || args.dz.is_some() || !args.background.is_empty() || args.wind_speed {
+        bail!("--vars, --dz, --background and --wind-speed apply to netCDF files only");
+    }
     let times: Vec<f64> = (0..args.files.len())
         .map(|f| f as f64 * args.frame_interval)
         .collect();
@@ -155,6 +195,23 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
     for s in &report.skipped {
         eprintln!("note: not imported: {s}");
     }
+    write_scene(args)
+}
+
+/// Writes `--scene`, if asked for, for the dataset just imported.
+fn write_scene(args: &ImportArgs) -> Result<ExitCode> {
+    let Some(path) = &args.scene else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let ds = target::open_dataset(&args.out)?;
+    let text = supercell::scene::suggested_scene_toml(ds.manifest(), path, &args.out);
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    println!(
+        "{}: a scene for {} (edit it, then `supercell play {}`)",
+        path.display(),
+        args.out.display(),
+        path.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

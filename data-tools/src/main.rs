@@ -5,6 +5,7 @@ mod args;
 mod convert;
 mod generate;
 mod inspect;
+mod netcdf_import;
 mod sample;
 mod target;
 mod verify;
@@ -24,7 +25,8 @@ struct Cli {
 enum Command {
     /// Generate a synthetic supercell time series as a striped dataset.
     Generate(generate::GenerateArgs),
-    /// Import a sequence of .nvdb files (one per frame) into a striped dataset.
+    /// Import .nvdb or OpenVDB files (one per frame), or CM1/WRF netCDF output, into a
+    /// striped dataset.
     Import(convert::ImportArgs),
     /// Export one frame of a dataset as a standard .nvdb file.
     Export(convert::ExportArgs),

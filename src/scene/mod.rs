@@ -30,6 +30,7 @@ mod error;
 mod framing;
 mod path;
 mod spelling;
+mod suggest;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,7 @@ pub use error::SceneError;
 use error::{Seg, Source, plain_message, resolve_relative};
 pub use framing::Framing;
 pub use path::{CameraKey, CameraPath};
+pub use suggest::{suggested_attributes, suggested_scene_toml, suggested_settings};
 
 use crate::dataset::{Dataset, Manifest};
 use crate::pipeline::PlayMode;
@@ -540,7 +542,11 @@ impl Scene {
                 ),
             ));
         }
-        let (view, fitted, fit_box) = build_view(m, &attributes, &slots, self, aspect);
+        let (mut view, fitted, fit_box) = build_view(m, &attributes, &slots, self, aspect);
+        if self.attributes.is_empty() && !from_cli {
+            // A dataset without a scene: an isosurface where a level set is shown.
+            view.settings = suggested_settings(m, &attributes, &view.settings);
+        }
         Ok(LoadedScene {
             dataset,
             slots,
@@ -638,13 +644,18 @@ fn build_view(
     (view, fitted, fit_box)
 }
 
-/// [`DEFAULT_ATTRIBUTES`] the manifest has, or its first three attributes if none.
+/// [`DEFAULT_ATTRIBUTES`] the manifest has; if none, looks chosen from the attributes'
+/// names, classes and ranges ([`suggested_attributes`]: model output such as CM1's and
+/// WRF's), or its first three attributes.
 pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
     let mut v: Vec<SceneAttribute> = DEFAULT_ATTRIBUTES
         .iter()
         .filter(|n| m.attribute_index(n).is_some())
         .map(|n| SceneAttribute::named(*n))
         .collect();
+    if v.is_empty() {
+        v = suggested_attributes(m);
+    }
     if v.is_empty() {
         v = m
             .attributes

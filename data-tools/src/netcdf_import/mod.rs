@@ -1,0 +1,499 @@
+//! `supercell-data import` of CM1 and WRF netCDF output: every record (time) of every file
+//! becomes a frame, every chosen 3-D variable an attribute, resampled onto cubic voxels
+//! ([`resample`]) and kept sparse by dropping values at or below a per-variable background
+//! ([`background_for`]).
+
+mod model;
+mod resample;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
+use supercell::format::{BuildOptions, GridClass, GridType, build_grid};
+
+pub use model::is_netcdf;
+use model::{Model, ModelFile};
+use resample::{Background, Heights, NativeField, VoxelGrid};
+
+/// Name of the wind-speed attribute made with `--wind-speed`.
+pub const WIND_SPEED: &str = "wind_speed";
+
+/// What the netCDF import needs from the command line.
+pub struct NetcdfOptions<'a> {
+    /// The files, in time order.
+    pub files: &'a [PathBuf],
+    /// Dataset directory to create.
+    pub out: &'a Path,
+    /// Lanes.
+    pub lanes: LaneSpec,
+    /// Stripe chunk size.
+    pub chunk_size: u64,
+    /// Value encoding.
+    pub grid_type: GridType,
+    /// `--vars`: comma-separated variable names (None: every 3-D variable).
+    pub vars: Option<&'a str>,
+    /// `--dz`: voxel edge in metres (None: the files' horizontal spacing).
+    pub dz: Option<f64>,
+    /// `--background NAME=VALUE` overrides.
+    pub backgrounds: &'a [String],
+    /// `--wind-speed`: add the speed of the velocity components as `wind_speed`.
+    pub wind_speed: bool,
+}
+
+/// The background rule of a variable (CM1 or WRF name, any case): values it drops.
+///
+/// | variables | dropped | why |
+/// | --- | --- | --- |
+/// | `dbz`, `refl*` (reflectivity) | ≤ 5 dBZ | below what radars display |
+/// | `q*` (mixing ratios: `qc`, `qr`, `qv`, `QRAIN`, ...) | ≤ 1e-5 kg/kg | no visible hydrometeor |
+/// | `n*` (number concentrations) | ≤ 0 | none |
+/// | `wind_speed` | ≤ 5 m/s | calm air |
+/// | `u*`, `v*`, `w*` (velocity components) | \|v\| ≤ 1 m/s | signed: weak motion either way |
+/// | `prs_pert`, `p` (pressure perturbation) | \|v\| ≤ 10 Pa | signed |
+/// | `th_pert` | \|v\| ≤ 0.1 K | signed |
+/// | anything else | \|v\| ≤ 0 (exact zeros) | unknown meaning |
+pub fn background_for(name: &str) -> Background {
+    let n = name.to_ascii_lowercase();
+    if n == "dbz" || n.starts_with("refl") {
+        Background::AtOrBelow(5.0)
+    } else if n == WIND_SPEED {
+        Background::AtOrBelow(5.0)
+    } else if n.starts_with('q') {
+        Background::AtOrBelow(1e-5)
+    } else if n.starts_with('n') {
+        Background::AtOrBelow(0.0)
+    } else if n.starts_with('u') || n.starts_with('v') || n.starts_with('w') {
+        Background::MagnitudeAtOrBelow(1.0)
+    } else if n == "prs_pert" || n == "p" {
+        Background::MagnitudeAtOrBelow(10.0)
+    } else if n == "th_pert" {
+        Background::MagnitudeAtOrBelow(0.1)
+    } else {
+        Background::MagnitudeAtOrBelow(0.0)
+    }
+}
+
+/// The grid class a variable's grids carry: fog volumes for one-sided fields, unknown for
+/// signed ones.
+fn grid_class(bg: Background) -> GridClass {
+    match bg {
+        Background::AtOrBelow(_) => GridClass::FogVolume,
+        Background::MagnitudeAtOrBelow(_) => GridClass::Unknown,
+    }
+}
+
+/// One attribute of the import and where its values come from.
+#[derive(Clone, Debug, PartialEq)]
+enum Source {
+    /// A file variable as it is.
+    Variable(String),
+    /// A file variable minus the mean of each of its model levels.
+    Perturbation(String),
+    /// The length of the velocity components (u, v, w).
+    Speed([String; 3]),
+}
+
+/// Which CM1 variables are imported as perturbations, and the attribute names they get.
+const PERTURBATIONS: [(&str, &str); 2] = [("prs", "prs_pert"), ("th", "th_pert")];
+
+/// The velocity components a wind speed is made from, in order of preference.
+const VELOCITY_SETS: [[&str; 3]; 3] = [
+    ["uinterp", "vinterp", "winterp"],
+    ["U", "V", "W"],
+    ["u", "v", "w"],
+];
+
+fn parse_backgrounds(list: &[String]) -> Result<Vec<(String, f32)>> {
+    list.iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.trim().is_empty())
+        .map(|item| {
+            let (name, value) = item
+                .split_once('=')
+                .ok_or_else(|| anyhow!("--background {item}: expected NAME=VALUE, e.g. qr=1e-5"))?;
+            let v: f32 = value
+                .trim()
+                .parse()
+                .map_err(|_| anyhow!("--background {item}: '{value}' is not a number"))?;
+            if !v.is_finite() {
+                bail!("--background {item}: the value must be finite");
+            }
+            Ok((name.trim().to_string(), v))
+        })
+        .collect()
+}
+
+/// The attributes to import: `(attribute name, source)`.
+fn choose_sources(
+    first: &ModelFile,
+    vars: Option<&str>,
+    wind_speed: bool,
+) -> Result<Vec<(String, Source)>> {
+    let available = first.grid_variables();
+    let names: Vec<String> = match vars {
+        Some(list) => {
+            let chosen: Vec<String> = list
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+            for v in &chosen {
+                if !available.contains(v) {
+                    bail!(
+                        "{}: --vars names {v}, which is not a 3-D variable of this {} file \
+                         (those are: {})",
+                        first.path.display(),
+                        first.model.name(),
+                        available.join(", ")
+                    );
+                }
+            }
+            chosen
+        }
+        // Geopotential is the heights, not something to look at.
+        None => available
+            .iter()
+            .filter(|v| !matches!(v.as_str(), "PH" | "PHB"))
+            .cloned()
+            .collect(),
+    };
+    let mut sources: Vec<(String, Source)> = names
+        .into_iter()
+        .map(|v| {
+            if first.model == Model::Cm1
+                && let Some((_, pert)) = PERTURBATIONS.iter().find(|(n, _)| *n == v)
+            {
+                return (pert.to_string(), Source::Perturbation(v));
+            }
+            (v.clone(), Source::Variable(v))
+        })
+        .collect();
+    if wind_speed {
+        let set = VELOCITY_SETS
+            .iter()
+            .find(|set| set.iter().all(|c| available.iter().any(|a| a == c)))
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: --wind-speed needs velocity components (uinterp/vinterp/winterp, \
+                     U/V/W or u/v/w); the file has none of these sets",
+                    first.path.display()
+                )
+            })?;
+        sources.push((
+            WIND_SPEED.to_string(),
+            Source::Speed(set.map(|s| s.to_string())),
+        ));
+    }
+    if sources.is_empty() {
+        bail!("{}: no 3-D variables to import", first.path.display());
+    }
+    for (i, (name, _)) in sources.iter().enumerate() {
+        if sources[..i].iter().any(|(n, _)| n == name) {
+            bail!("the attribute {name} would be imported twice");
+        }
+    }
+    Ok(sources)
+}
+
+/// Reads `source` at record `t` of `file`.
+fn read_source(file: &ModelFile, source: &Source, t: usize) -> Result<NativeField> {
+    Ok(match source {
+        Source::Variable(v) => file.field(v, t)?,
+        Source::Perturbation(v) => {
+            let mut f = file.field(v, t)?;
+            resample::subtract_level_means(&mut f);
+            f
+        }
+        Source::Speed(c) => {
+            let mut u = file.field(&c[0], t)?;
+            let v = file.field(&c[1], t)?;
+            let w = file.field(&c[2], t)?;
+            for ((a, b), c) in u.values.iter_mut().zip(&v.values).zip(&w.values) {
+                *a = (*a * *a + b * b + c * c).sqrt();
+            }
+            u
+        }
+    })
+}
+
+/// Runs the import.
+pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
+    let overrides = parse_backgrounds(opts.backgrounds)?;
+    if let Some(dz) = opts.dz
+        && !(dz.is_finite() && dz > 0.0)
+    {
+        bail!("--dz must be a positive number of metres");
+    }
+    let bar_style = |template: &str| {
+        ProgressStyle::with_template(template)
+            .expect("valid template")
+            .progress_chars("=> ")
+    };
+    let files: Vec<ModelFile> = opts
+        .files
+        .iter()
+        .map(|p| ModelFile::open(p))
+        .collect::<Result<_>>()?;
+    let first = &files[0];
+    for f in &files[1..] {
+        if f.model != first.model
+            || [f.nx, f.ny, f.nz] != [first.nx, first.ny, first.nz]
+            || f.spacing != first.spacing
+            || f.origin_xy != first.origin_xy
+        {
+            bail!(
+                "{}: its grid ({} {} × {} × {}, spacing {:?} m) differs from {}'s ({} {} × {} × {}, \
+                 spacing {:?} m)",
+                f.path.display(),
+                f.model.name(),
+                f.nx,
+                f.ny,
+                f.nz,
+                f.spacing,
+                first.path.display(),
+                first.model.name(),
+                first.nx,
+                first.ny,
+                first.nz,
+                first.spacing
+            );
+        }
+    }
+    let sources = choose_sources(first, opts.vars, opts.wind_speed)?;
+    for (name, _) in &overrides {
+        if !sources.iter().any(|(n, _)| n == name) {
+            bail!(
+                "--background names {name}, which is not imported (attributes: {})",
+                sources
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let backgrounds: Vec<Background> = sources
+        .iter()
+        .map(|(name, _)| {
+            let rule = background_for(name);
+            match overrides.iter().rev().find(|(n, _)| n == name) {
+                None => rule,
+                Some(&(_, v)) => match rule {
+                    Background::AtOrBelow(_) => Background::AtOrBelow(v),
+                    Background::MagnitudeAtOrBelow(_) => Background::MagnitudeAtOrBelow(v.abs()),
+                },
+            }
+        })
+        .collect();
+
+    // Frames: every record of every file, times strictly increasing.
+    let mut frames: Vec<(usize, usize, f64)> = Vec::new();
+    let wrf_start = (first.model == Model::Wrf)
+        .then(|| first.times.first().copied())
+        .flatten();
+    for (fi, f) in files.iter().enumerate() {
+        if f.times.is_empty() {
+            bail!(
+                "{}: holds no records (its time dimension is empty)",
+                f.path.display()
+            );
+        }
+        for (t, &time) in f.times.iter().enumerate() {
+            // WRF times are dates; the dataset counts seconds from the first one.
+            let time = time - wrf_start.unwrap_or(0.0);
+            if let Some(&(pf, pt, prev)) = frames.last()
+                && time <= prev
+            {
+                bail!(
+                    "{}: record {t} is at {time} s, not after record {pt} of {} ({prev} s): \
+                     give the files in time order",
+                    f.path.display(),
+                    files[pf].path.display()
+                );
+            }
+            frames.push((fi, t, time));
+        }
+    }
+
+    // The voxel grid: from the first record's heights (WRF's move a little with time;
+    // what later records have below or above it is cut off).
+    let heights0 = first.heights(0)?;
+    let (z_lo, z_hi) = match &heights0 {
+        Heights::Shared(z) => (z[0], z[z.len() - 1]),
+        Heights::PerColumn(z) => {
+            let columns = first.nx * first.ny;
+            let lo = z[..columns].iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = z[z.len() - columns..]
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max);
+            (lo, hi)
+        }
+    };
+    let edge = opts.dz.unwrap_or(first.spacing[0].min(first.spacing[1]));
+    let grid = VoxelGrid::covering(
+        first.nx,
+        first.ny,
+        first.spacing,
+        first.origin_xy,
+        z_lo,
+        z_hi,
+        edge,
+    );
+    if grid.dims.iter().any(|&d| d > (1 << 24)) || grid.voxel_count() > 1 << 36 {
+        bail!(
+            "a voxel edge of {edge} m gives {} × {} × {} voxels: too many (choose a larger --dz)",
+            grid.dims[0],
+            grid.dims[1],
+            grid.dims[2]
+        );
+    }
+    println!(
+        "{}: {} {} file(s), {} records, {} × {} columns × {} levels ({}–{} m), spacing {} × {} m; \
+         voxels {} × {} × {} of {edge} m (linear in z per column)",
+        opts.out.display(),
+        files.len(),
+        first.model.name(),
+        frames.len(),
+        first.nx,
+        first.ny,
+        first.nz,
+        z_lo.round(),
+        z_hi.round(),
+        first.spacing[0],
+        first.spacing[1],
+        grid.dims[0],
+        grid.dims[1],
+        grid.dims[2]
+    );
+    if let Some(label) = first.time_labels.first() {
+        println!("frame times are seconds after {label}");
+    }
+
+    let attrs: Vec<AttributeSpec> = sources
+        .iter()
+        .map(|(n, _)| AttributeSpec::new(n.clone()))
+        .collect();
+    let mut writer = DatasetWriter::create(
+        opts.out,
+        opts.lanes.clone(),
+        opts.chunk_size,
+        attrs,
+        Provenance::new(
+            "supercell-data import",
+            std::env::args().skip(1).collect::<Vec<_>>(),
+        ),
+    )
+    .with_context(|| format!("creating {}", opts.out.display()))?;
+    let bar = ProgressBar::new((frames.len() * sources.len()) as u64);
+    bar.set_style(bar_style(
+        "import [{elapsed_precise}] [{wide_bar}] {pos}/{len} grids ({msg})",
+    ));
+    let started = std::time::Instant::now();
+    for &(fi, t, time) in &frames {
+        let file = &files[fi];
+        let heights = if fi == 0 && t == 0 {
+            heights0.clone()
+        } else {
+            file.heights(t)?
+        };
+        let mut grids = Vec::with_capacity(sources.len());
+        for ((name, source), &bg) in sources.iter().zip(&backgrounds) {
+            bar.set_message(format!("{name} at {time} s"));
+            let field = read_source(file, source, t)?;
+            let volume = resample::to_sparse(&field, &heights, &grid, bg);
+            let bytes = build_grid(
+                &volume,
+                &BuildOptions {
+                    name: name.clone(),
+                    grid_type: opts.grid_type,
+                    grid_class: grid_class(bg),
+                    voxel_size: edge,
+                    world_origin: grid.origin,
+                    ..BuildOptions::default()
+                },
+            )
+            .with_context(|| format!("{}: building {name} at record {t}", file.path.display()))?;
+            grids.push(bytes);
+            bar.inc(1);
+        }
+        writer
+            .push_frame(time, grids)
+            .with_context(|| format!("writing {}", opts.out.display()))?;
+    }
+    let manifest = writer
+        .finish()
+        .with_context(|| format!("finishing {}", opts.out.display()))?;
+    let seconds = started.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let gb = manifest.total_bytes() as f64 / 1e9;
+    println!(
+        "{}: {} frames, {} attributes ({}), {gb:.3} GB in {seconds:.2} s ({:.2} GB/s of output)",
+        opts.out.display(),
+        manifest.frame_count(),
+        manifest.attributes.len(),
+        manifest
+            .attributes
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        gb / seconds.max(1e-9)
+    );
+    for ((name, source), bg) in sources.iter().zip(&backgrounds) {
+        let dropped = match bg {
+            Background::AtOrBelow(v) => format!("values <= {v} dropped"),
+            Background::MagnitudeAtOrBelow(v) => format!("|values| <= {v} dropped"),
+        };
+        let from = match source {
+            Source::Variable(_) => String::new(),
+            Source::Perturbation(v) => format!(", {v} minus its level mean"),
+            Source::Speed(c) => format!(", |({}, {}, {})|", c[0], c[1], c[2]),
+        };
+        println!("{name}: {dropped}{from}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn background_table() {
+        assert_eq!(background_for("qr"), Background::AtOrBelow(1e-5));
+        assert_eq!(background_for("QRAIN"), Background::AtOrBelow(1e-5));
+        assert_eq!(background_for("dbz"), Background::AtOrBelow(5.0));
+        assert_eq!(background_for("REFL_10CM"), Background::AtOrBelow(5.0));
+        assert_eq!(
+            background_for("winterp"),
+            Background::MagnitudeAtOrBelow(1.0)
+        );
+        assert_eq!(
+            background_for("prs_pert"),
+            Background::MagnitudeAtOrBelow(10.0)
+        );
+        assert_eq!(background_for("wind_speed"), Background::AtOrBelow(5.0));
+        assert_eq!(background_for("tke"), Background::MagnitudeAtOrBelow(0.0));
+    }
+
+    #[test]
+    fn background_overrides_parse() {
+        let list = vec!["qr=1e-4,dbz=10".to_string(), "w=2".to_string()];
+        let parsed = parse_backgrounds(&list).unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                ("qr".to_string(), 1e-4),
+                ("dbz".to_string(), 10.0),
+                ("w".to_string(), 2.0)
+            ]
+        );
+        assert!(parse_backgrounds(&["qr".to_string()]).is_err());
+        assert!(parse_backgrounds(&["qr=x".to_string()]).is_err());
+        assert!(parse_backgrounds(&["qr=inf".to_string()]).is_err());
+    }
+}
