@@ -217,6 +217,17 @@ fn cm1_and_wrf_output_import_with_the_documented_interpolation() {
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(opened.dataset.manifest().frame_count(), 2);
 
+    // `supercell play DATASET` without a scene makes the same choice.
+    let plain = Scene::load(Path::new(&cm1)).unwrap();
+    let opened = plain.open(16.0 / 9.0, None).unwrap();
+    let m = opened.dataset.manifest();
+    let shown: Vec<&str> = opened
+        .slots
+        .iter()
+        .map(|s| m.attributes[s.unwrap()].name.as_str())
+        .collect();
+    assert_eq!(shown, ["qc", "qr", "dbz", "wind_speed"]);
+
     // WRF: one file of two times, staggered variables; --vars and --background.
     let (wrf, wrf_out) = (p("wrfout_d01_2026-05-20_21:00:00"), p("wrf"));
     let stdout = run_ok(&[

@@ -644,27 +644,34 @@ fn build_view(
     (view, fitted, fit_box)
 }
 
-/// [`DEFAULT_ATTRIBUTES`] the manifest has; if none, looks chosen from the attributes'
-/// names, classes and ranges ([`suggested_attributes`]: model output such as CM1's and
-/// WRF's), or its first three attributes.
+/// [`DEFAULT_ATTRIBUTES`] the manifest has where it has the built-in storm's `cloud` or
+/// `rain`; otherwise looks chosen from the attributes' names, classes and ranges
+/// ([`suggested_attributes`]: model output such as CM1's and WRF's) where any is
+/// recognised; else the [`DEFAULT_ATTRIBUTES`] it has, or its first three attributes.
 pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
-    let mut v: Vec<SceneAttribute> = DEFAULT_ATTRIBUTES
+    let builtin: Vec<SceneAttribute> = DEFAULT_ATTRIBUTES
         .iter()
         .filter(|n| m.attribute_index(n).is_some())
         .map(|n| SceneAttribute::named(*n))
         .collect();
-    if v.is_empty() {
-        v = suggested_attributes(m);
+    let storm_like = ["cloud", "rain"]
+        .iter()
+        .any(|n| m.attribute_index(n).is_some());
+    if storm_like {
+        return builtin;
     }
-    if v.is_empty() {
-        v = m
-            .attributes
-            .iter()
-            .take(3)
-            .map(|a| SceneAttribute::named(a.name.clone()))
-            .collect();
+    let suggested = suggested_attributes(m);
+    if !suggested.is_empty() {
+        return suggested;
     }
-    v
+    if !builtin.is_empty() {
+        return builtin;
+    }
+    m.attributes
+        .iter()
+        .take(3)
+        .map(|a| SceneAttribute::named(a.name.clone()))
+        .collect()
 }
 
 /// A scene with its dataset open: which attribute goes to which slot, and the view.

@@ -8,7 +8,7 @@
 //! | `qr`, `qg`, `qh`, `QRAIN`, `QGRAUP`, `QHAIL` (rain, graupel, hail) | the `rain` preset |
 //! | `wind_speed`, `*speed*` | the `wind_speed` preset: a sequential map (inferno) |
 //! | `w`, `winterp`, `W` (vertical velocity) | the `vertical_velocity` preset, range symmetric about 0 |
-//! | other signed fields (`u*`, `v*`, perturbations) | coolwarm, range symmetric about 0 |
+//! | other signed fields (`u`, `v`, `uinterp`, `vinterp`, `*pert`, WRF's `P`, `T`) | coolwarm, range symmetric about 0 |
 //! | level sets (grid class) | an isosurface at 0 |
 //!
 //! Up to [`SUGGESTED_ATTRIBUTES`] are shown, in the order of the table; the camera frames the

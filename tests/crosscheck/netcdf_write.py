@@ -61,6 +61,8 @@ def interp(column_values, levels, z):
     if t == 0.0:
         return v0
     v1 = float(column_values[m + 1])
+    if t == 1.0:
+        return v1
     return (1.0 - t) * v0 + t * v1
 
 

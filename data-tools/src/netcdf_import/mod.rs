@@ -57,9 +57,8 @@ pub struct NetcdfOptions<'a> {
 /// | anything else | \|v\| ≤ 0 (exact zeros) | unknown meaning |
 pub fn background_for(name: &str) -> Background {
     let n = name.to_ascii_lowercase();
-    if n == "dbz" || n.starts_with("refl") {
-        Background::AtOrBelow(5.0)
-    } else if n == WIND_SPEED {
+    if n == "dbz" || n.starts_with("refl") || n == WIND_SPEED {
+        // 5 dBZ, or 5 m/s.
         Background::AtOrBelow(5.0)
     } else if n.starts_with('q') {
         Background::AtOrBelow(1e-5)

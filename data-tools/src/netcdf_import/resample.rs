@@ -142,8 +142,12 @@ fn column_value(field: &NativeField, heights: &Heights, i: usize, j: usize, z: f
     let (nx, ny) = (field.nx, field.ny);
     let (m, t) = bracket(z, field.nz, |k| heights.at(k, j, i, nx, ny))?;
     let at = |k: usize| f64::from(field.values[(k * ny + j) * nx + i]);
+    // At a level itself only that level's value counts (a NaN on the other side does not).
     if t == 0.0 {
         return Some(at(m));
+    }
+    if t == 1.0 {
+        return Some(at(m + 1));
     }
     Some((1.0 - t) * at(m) + t * at(m + 1))
 }
@@ -316,7 +320,7 @@ mod tests {
         // Column (1, 0) is 100 m higher than column (0, 0).
         let f = field(2, 1, 2, |_, _, k| k as f32);
         let h = Heights::PerColumn(vec![0.0, 100.0, 100.0, 200.0]);
-        let g = VoxelGrid::covering(2, 1, [50.0, 50.0], [0.0, 0.0], 0.0, 200.0, 50.0);
+        let g = VoxelGrid::covering(2, 1, [100.0, 100.0], [0.0, 0.0], 0.0, 200.0, 50.0);
         assert_eq!(g.dims, [3, 1, 5]);
         assert_eq!(voxel_value(&f, &h, &g, 0, 0, 1), Some(0.5));
         assert_eq!(
