@@ -430,7 +430,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     bar.finish_and_clear();
     let gb = manifest.total_bytes() as f64 / 1e9;
     println!(
-        "{}: {} frames, {} attributes ({}), {gb:.3} GB in {seconds:.2} s ({:.2} GB/s of output)",
+        "{}: {} frames, {} attributes ({}), {gb:.3} GB in {seconds:.2} s ({:.3} GB/s of output)",
         opts.out.display(),
         manifest.frame_count(),
         manifest.attributes.len(),
