@@ -326,6 +326,7 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
     refuse(&[&cm1, "--background", "qr"], &["NAME=VALUE"]);
     refuse(&[&cm1, "--background", "nope=1"], &["nope", "not imported"]);
     refuse(&[&cm1, "--dz=-1"], &["--dz"]);
+    refuse(&[&cm1, "--dz=0.001"], &["voxels", "--dz"]);
     // Times must increase from file to file.
     refuse(
         &[&p("cm1out_000002.nc"), &cm1],

@@ -350,6 +350,17 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             grid.dims[2]
         );
     }
+    // Worst case, every voxel active: the bricks and the grid built from them.
+    supercell::memory::check_available(
+        || {
+            format!(
+                "{} × {} × {} voxels of {edge} m",
+                grid.dims[0], grid.dims[1], grid.dims[2]
+            )
+        },
+        grid.voxel_count().saturating_mul(10),
+    )
+    .map_err(|e| anyhow!("{e} (choose a larger --dz)"))?;
     println!(
         "{}: {} {} file(s), {} records, {} × {} columns × {} levels ({}–{} m), spacing {} × {} m; \
          voxels {} × {} × {} of {edge} m (linear in z per column)",

@@ -187,6 +187,16 @@ impl ModelFile {
             .ok_or_else(|| anyhow!("{}: no variable {name}", self.path.display()))
     }
 
+    /// Refuses to read `elements` values of `name` where `bytes_per` bytes each would not fit
+    /// in the memory this process can get (a crafted header can claim any size).
+    fn check_memory(&self, name: &str, elements: usize, bytes_per: u64) -> Result<()> {
+        supercell::memory::check_available(
+            || format!("{}: variable {name}", self.path.display()),
+            (elements as u64).saturating_mul(bytes_per),
+        )
+        .map_err(|e| anyhow!("{e}"))
+    }
+
     /// A 1-D coordinate in metres (its `units` attribute says km or m).
     fn coordinate_m(&self, name: &str) -> Result<Vec<f64>> {
         let v = self.var(name)?;
@@ -368,6 +378,8 @@ impl ModelFile {
             .grid_dims(&v)
             .map_err(|why| anyhow!("{}: variable {name} {why}", self.path.display()))?;
         let dims: Vec<usize> = v.dimensions().iter().map(|d| d.len()).collect();
+        // The values, and one averaged copy while destaggering.
+        self.check_memory(name, dims[1..].iter().product::<usize>(), 8)?;
         let extents = Extents::from(vec![
             Extent::from(t),
             Extent::from(..),
@@ -439,6 +451,8 @@ impl ModelFile {
             v.get_values::<f64, _>(extents)
                 .with_context(|| format!("{}: reading {name} at record {t}", self.path.display()))
         };
+        // PH, PHB and the heights, in f64.
+        self.check_memory("PH and PHB", (self.nz + 1) * self.nx * self.ny, 24)?;
         let (ph, phb) = (read("PH")?, read("PHB")?);
         let columns = self.nx * self.ny;
         if ph.len() != (self.nz + 1) * columns || phb.len() != ph.len() {
