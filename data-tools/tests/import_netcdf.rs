@@ -328,7 +328,10 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
     refuse(&[&cm1, "--dz=-1"], &["--dz"]);
     refuse(&[&cm1, "--dz=0.001"], &["voxels", "--dz"]);
     refuse(&[&p("netcdf.json"), "--vars", "qr"], &["netCDF files only"]);
-    refuse(&[&cm1, &p("netcdf.json")], &["netcdf.json", "cannot open as netCDF"]);
+    refuse(
+        &[&cm1, &p("netcdf.json")],
+        &["netcdf.json", "cannot open as netCDF"],
+    );
     // Times must increase from file to file.
     refuse(
         &[&p("cm1out_000002.nc"), &cm1],
