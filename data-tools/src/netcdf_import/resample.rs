@@ -114,9 +114,12 @@ impl Background {
     }
 }
 
+// The per-voxel definition of the method (`bracket`, `column_value`, `voxel_value`): the
+// reference the tests hold `to_sparse`'s column walk to, bit for bit.
+
 /// The index of the interval `[z[m], z[m+1]]` of column levels containing `z`, and the
 /// weight of `z[m+1]`; `None` outside the column. `level(m)` returns the column's level `m`.
-#[inline]
+#[cfg(test)]
 fn bracket(z: f64, nz: usize, level: impl Fn(usize) -> f64) -> Option<(usize, f64)> {
     let (lo, hi) = (level(0), level(nz - 1));
     if !(z >= lo && z <= hi) {
@@ -137,7 +140,7 @@ fn bracket(z: f64, nz: usize, level: impl Fn(usize) -> f64) -> Option<(usize, f6
 
 /// The field's value at height `z` in column `(i, j)`, linear between the two levels
 /// around it; `None` outside the column's levels.
-#[inline]
+#[cfg(test)]
 fn column_value(field: &NativeField, heights: &Heights, i: usize, j: usize, z: f64) -> Option<f64> {
     let (nx, ny) = (field.nx, field.ny);
     let (m, t) = bracket(z, field.nz, |k| heights.at(k, j, i, nx, ny))?;
@@ -166,6 +169,7 @@ fn axis_weights(index: usize, edge: f64, spacing: f64, n: usize) -> (usize, usiz
 }
 
 /// The value of voxel `(i, j, k)`, or `None` where it lies outside the data.
+#[cfg(test)]
 pub fn voxel_value(
     field: &NativeField,
     heights: &Heights,
@@ -191,6 +195,62 @@ pub fn voxel_value(
     (!v.is_nan()).then_some(v)
 }
 
+/// The values of voxel column `(i, j)` for every `k` (NaN where `voxel_value` has none),
+/// into `out`: the same arithmetic as `voxel_value`, in the same order, but walking each
+/// source column's levels upwards once instead of searching them for every voxel.
+fn voxel_column(
+    field: &NativeField,
+    heights: &Heights,
+    grid: &VoxelGrid,
+    i: usize,
+    j: usize,
+    out: &mut Vec<f64>,
+) {
+    let nk = grid.dims[2];
+    out.clear();
+    out.resize(nk, 0.0);
+    let (nx, ny, nz) = (field.nx, field.ny, field.nz);
+    let (x0, x1, wx) = axis_weights(i, grid.edge, grid.spacing[0], nx);
+    let (y0, y1, wy) = axis_weights(j, grid.edge, grid.spacing[1], ny);
+    for (ci, cw) in [(x0, 1.0 - wx), (x1, wx)] {
+        for (cj, w) in [(y0, 1.0 - wy), (y1, wy)] {
+            let w = cw * w;
+            if w == 0.0 {
+                continue;
+            }
+            let level = |k: usize| heights.at(k, cj, ci, nx, ny);
+            let at = |k: usize| f64::from(field.values[(k * ny + cj) * nx + ci]);
+            let (lo, hi) = (level(0), level(nz - 1));
+            // The largest m <= nz - 2 with level(m) <= z, as `bracket` finds it.
+            let mut m = 0;
+            for (k, sum) in out.iter_mut().enumerate() {
+                let z = grid.origin[2] + k as f64 * grid.edge;
+                if !(z >= lo && z <= hi) {
+                    *sum = f64::NAN;
+                    continue;
+                }
+                let value = if nz == 1 {
+                    at(0)
+                } else {
+                    while m + 2 < nz && level(m + 1) <= z {
+                        m += 1;
+                    }
+                    let (za, zb) = (level(m), level(m + 1));
+                    let t = (z - za) / (zb - za);
+                    if t == 0.0 {
+                        at(m)
+                    } else if t == 1.0 {
+                        at(m + 1)
+                    } else {
+                        (1.0 - t) * at(m) + t * at(m + 1)
+                    }
+                };
+                *sum += w * value;
+            }
+        }
+    }
+}
+
 /// The field on the voxel grid as 8³ bricks holding the voxels `background` keeps (the
 /// others inactive, value 0), and the bricks with none left out. Bricks are built in
 /// parallel, one brick column (8 × 8 voxel columns) per task.
@@ -207,10 +267,24 @@ pub fn to_sparse(
         bricks_along(grid.dims[1]),
         bricks_along(grid.dims[2]),
     );
+    let nk = grid.dims[2];
     let bricks: Vec<LeafBrick> = (0..bx * by)
         .into_par_iter()
         .flat_map_iter(|b| {
             let (bi, bj) = (b / by, b % by);
+            // The brick column's 8 × 8 voxel columns, all heights.
+            let mut columns = vec![f64::NAN; LEAF_DIM * LEAF_DIM * nk];
+            let mut column = Vec::new();
+            for x in 0..LEAF_DIM {
+                let i = bi * LEAF_DIM + x;
+                for y in 0..LEAF_DIM {
+                    let j = bj * LEAF_DIM + y;
+                    if i < grid.dims[0] && j < grid.dims[1] {
+                        voxel_column(field, heights, grid, i, j, &mut column);
+                        columns[(x * LEAF_DIM + y) * nk..][..nk].copy_from_slice(&column);
+                    }
+                }
+            }
             let mut out = Vec::new();
             for bk in 0..bz {
                 let origin: Coord = [
@@ -220,23 +294,15 @@ pub fn to_sparse(
                 ];
                 let mut brick = LeafBrick::filled(origin, 0.0);
                 for x in 0..LEAF_DIM {
-                    let i = bi * LEAF_DIM + x;
-                    if i >= grid.dims[0] {
-                        break;
-                    }
                     for y in 0..LEAF_DIM {
-                        let j = bj * LEAF_DIM + y;
-                        if j >= grid.dims[1] {
-                            break;
-                        }
+                        let col = &columns[(x * LEAF_DIM + y) * nk..][..nk];
                         for z in 0..LEAF_DIM {
                             let k = bk * LEAF_DIM + z;
-                            if k >= grid.dims[2] {
+                            if k >= nk {
                                 break;
                             }
-                            if let Some(v) = voxel_value(field, heights, grid, i, j, k)
-                                && background.keeps(v)
-                            {
+                            let v = col[k] as f32;
+                            if !v.is_nan() && background.keeps(v) {
                                 brick.set_active(LeafBrick::index(x, y, z), v);
                             }
                         }
@@ -353,6 +419,65 @@ mod tests {
             signed.bricks[0].active_count() + signed.bricks[1].active_count(),
             18
         );
+    }
+
+    #[test]
+    fn bricks_hold_exactly_the_per_voxel_values() {
+        // Per-column stretched heights, a NaN, a voxel edge that is not the column spacing
+        // (bilinear between columns), and a background that drops some voxels.
+        let (nx, ny, nz) = (5, 4, 7);
+        let f = field(nx, ny, nz, |i, j, k| {
+            if (i, j, k) == (2, 1, 3) {
+                f32::NAN
+            } else {
+                ((i * 7 + j * 13 + k * 29) % 17) as f32 * 0.37 - 1.5
+            }
+        });
+        let mut z = Vec::new();
+        for k in 0..nz {
+            for j in 0..ny {
+                for i in 0..nx {
+                    z.push((k * k) as f64 * 40.0 + k as f64 * 30.0 + (i + 2 * j) as f64 * 11.0);
+                }
+            }
+        }
+        let h = Heights::PerColumn(z);
+        let g = VoxelGrid::covering(nx, ny, [100.0, 100.0], [0.0, 0.0], 0.0, 2100.0, 37.0);
+        let bg = Background::MagnitudeAtOrBelow(0.2);
+        let sparse = to_sparse(&f, &h, &g, bg);
+        let mut active = 0;
+        for b in &sparse.bricks {
+            for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+                let (x, y, zz) = (n >> 6, (n >> 3) & 7, n & 7);
+                let (i, j, k) = (
+                    b.origin[0] as usize + x,
+                    b.origin[1] as usize + y,
+                    b.origin[2] as usize + zz,
+                );
+                let want = if i < g.dims[0] && j < g.dims[1] && k < g.dims[2] {
+                    voxel_value(&f, &h, &g, i, j, k).filter(|v| bg.keeps(*v))
+                } else {
+                    None
+                };
+                assert_eq!(b.is_active(n), want.is_some(), "({i}, {j}, {k})");
+                if let Some(v) = want {
+                    assert_eq!(b.values[n].to_bits(), v.to_bits(), "({i}, {j}, {k})");
+                    active += 1;
+                }
+            }
+        }
+        // And no voxel the per-voxel rule keeps is missing from the bricks.
+        let mut expected = 0;
+        for i in 0..g.dims[0] {
+            for j in 0..g.dims[1] {
+                for k in 0..g.dims[2] {
+                    expected +=
+                        usize::from(voxel_value(&f, &h, &g, i, j, k).is_some_and(|v| bg.keeps(v)));
+                }
+            }
+        }
+        assert_eq!(active, expected);
+        assert!(expected > 100, "{expected}");
     }
 
     #[test]
