@@ -111,6 +111,13 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
     }
     let lanes = parse_lanes(&args.lanes)?;
     if crate::netcdf_import::is_netcdf(&args.files[0]) {
+        if args.frame_interval != 1.0 || args.vector_components {
+            bail!(
+                "--frame-interval and --vector-components do not apply to netCDF files (their \
+                 times come from the files; velocity components stay separate attributes, \
+                 --wind-speed adds their speed)"
+            );
+        }
         crate::netcdf_import::run(&crate::netcdf_import::NetcdfOptions {
             files: &args.files,
             out: &args.out,

@@ -329,6 +329,10 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
     refuse(&[&cm1, "--dz=0.001"], &["voxels", "--dz"]);
     refuse(&[&p("netcdf.json"), "--vars", "qr"], &["netCDF files only"]);
     refuse(
+        &[&cm1, "--frame-interval", "2"],
+        &["--frame-interval", "times come from the files"],
+    );
+    refuse(
         &[&cm1, &p("netcdf.json")],
         &["netcdf.json", "cannot open as netCDF"],
     );
