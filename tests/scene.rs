@@ -713,3 +713,56 @@ fn old_spellings_load_with_a_warning_naming_the_new_one() {
         }
     }
 }
+
+#[test]
+fn a_dataset_without_a_scene_gets_looks_by_name_and_its_level_set_as_an_isosurface() {
+    use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
+    use supercell::format::{BuildOptions, GridClass, LeafBrick, SparseVolume, build_grid};
+    use supercell::render::Mode;
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("imported");
+    let grid = |name: &str, class: GridClass, value: f32| {
+        let mut brick = LeafBrick::filled([0, 0, 0], 0.0);
+        for n in 0..512 {
+            brick.set_active(n, value + (n % 7) as f32);
+        }
+        let volume = SparseVolume {
+            background: 0.0,
+            bricks: vec![brick],
+        };
+        let opts = BuildOptions {
+            name: name.into(),
+            grid_class: class,
+            ..BuildOptions::default()
+        };
+        build_grid(&volume, &opts).unwrap()
+    };
+    let mut w = DatasetWriter::create(
+        &ds,
+        LaneSpec::Count(1),
+        1 << 20,
+        vec![AttributeSpec::new("dbz"), AttributeSpec::new("surface")],
+        Provenance::default(),
+    )
+    .unwrap();
+    w.push_frame(
+        0.0,
+        vec![
+            grid("dbz", GridClass::FogVolume, 10.0),
+            grid("surface", GridClass::LevelSet, -3.0),
+        ],
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let ls = Scene::load(&ds).unwrap().open(1.0, None).unwrap();
+    // The level set first (it is drawn as the isosurface), then the reflectivity.
+    assert_eq!(ls.slots, vec![Some(1), Some(0)]);
+    assert_eq!(ls.view.settings.mode, Mode::Isosurface);
+    assert_eq!(ls.view.settings.iso_attribute, 0);
+    // Named on the command line, the attributes keep the default settings.
+    let ls = Scene::load(&ds)
+        .unwrap()
+        .open(1.0, Some(&["surface".to_string()]))
+        .unwrap();
+    assert_eq!(ls.view.settings.mode, Mode::Shaded);
+}
