@@ -94,7 +94,10 @@ fn every_extent_once(engine: &str, gpus: &str, jobs: usize) {
     );
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains("all GPUs:") && said.contains("whole frames"), "{said}");
+    assert!(
+        said.contains("all GPUs:") && said.contains("whole frames"),
+        "{said}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let list = v["jobs"].as_array().unwrap();
     assert_eq!(list.len(), jobs, "{v}");
@@ -172,10 +175,16 @@ fn bad_gpu_selections_are_refused_with_reasons() {
     let dir = tempfile::tempdir().unwrap();
     make(dir.path(), 2);
     // More jobs than lanes: a job would read nothing.
-    let out = bench(&["--gpus", "3", "--engine", "cpu-only", "--quiet"], dir.path());
+    let out = bench(
+        &["--gpus", "3", "--engine", "cpu-only", "--quiet"],
+        dir.path(),
+    );
     let said = text(&out);
     assert!(!out.status.success(), "{said}");
-    assert!(said.contains("3 GPUs") && said.contains("2 lane(s)"), "{said}");
+    assert!(
+        said.contains("3 GPUs") && said.contains("2 lane(s)"),
+        "{said}"
+    );
     for bad in ["0", "lots", "3-1", "65"] {
         let out = bench(&["--gpus", bad, "--engine", "cpu-only"], dir.path());
         let said = text(&out);
@@ -183,7 +192,10 @@ fn bad_gpu_selections_are_refused_with_reasons() {
         assert!(said.contains("--gpus"), "{bad}: {said}");
     }
     // --gpus and --gpu together are a contradiction.
-    let out = bench(&["--gpus", "0,0", "--gpu", "1", "--engine", "cpu-only"], dir.path());
+    let out = bench(
+        &["--gpus", "0,0", "--gpu", "1", "--engine", "cpu-only"],
+        dir.path(),
+    );
     assert!(!out.status.success());
     assert!(text(&out).contains("cannot be used with"), "{}", text(&out));
     if supercell::gpu::cuda_probe().is_err() {
@@ -191,7 +203,10 @@ fn bad_gpu_selections_are_refused_with_reasons() {
         let out = bench(&["--gpus", "0,0", "--engine", "staged"], dir.path());
         let said = text(&out);
         assert!(!out.status.success());
-        assert!(said.contains("needs CUDA") && said.contains("cpu-only"), "{said}");
+        assert!(
+            said.contains("needs CUDA") && said.contains("cpu-only"),
+            "{said}"
+        );
         // ...and `all` has no devices to count.
         let out = bench(&["--gpus", "all", "--engine", "cpu-only"], dir.path());
         let said = text(&out);

@@ -636,7 +636,10 @@ mod tests {
         assert_eq!(parse_gpus("2").unwrap(), GpuSelection::Count(2));
         assert_eq!(parse_gpus("0,1").unwrap(), GpuSelection::List(vec![0, 1]));
         assert_eq!(parse_gpus("0,0").unwrap(), GpuSelection::List(vec![0, 0]));
-        assert_eq!(parse_gpus("1-3").unwrap(), GpuSelection::List(vec![1, 2, 3]));
+        assert_eq!(
+            parse_gpus("1-3").unwrap(),
+            GpuSelection::List(vec![1, 2, 3])
+        );
         assert_eq!(parse_gpus("1-1").unwrap(), GpuSelection::List(vec![1]));
         for bad in ["", "0", "none", "-1", "1.5", "65", "3-1", ",", "0-99"] {
             assert!(parse_gpus(bad).is_err(), "{bad:?} was accepted");
@@ -647,7 +650,10 @@ mod tests {
     fn gpu_selections_resolve_against_cuda() {
         assert_eq!(GpuSelection::All.resolve(Some(2)).unwrap(), vec![0, 1]);
         let e = GpuSelection::All.resolve(None).unwrap_err();
-        assert!(e.contains("CUDA is not available") && e.contains("count"), "{e}");
+        assert!(
+            e.contains("CUDA is not available") && e.contains("count"),
+            "{e}"
+        );
         assert!(GpuSelection::All.resolve(Some(0)).is_err());
         assert_eq!(GpuSelection::Count(3).resolve(None).unwrap(), vec![0, 1, 2]);
         let e = GpuSelection::Count(3).resolve(Some(2)).unwrap_err();

@@ -306,9 +306,11 @@ fn pci_numa_node(bus_id: &str) -> Option<u32> {
     let id = bus_id.trim().to_ascii_lowercase();
     // CUDA may print an 8-digit domain; sysfs uses 4.
     let short = id.get(id.len().saturating_sub(12)..).unwrap_or(&id);
-    let text =
-        std::fs::read_to_string(format!("/sys/bus/pci/devices/{short}/numa_node")).ok()?;
-    text.trim().parse::<i64>().ok().and_then(|n| u32::try_from(n).ok())
+    let text = std::fs::read_to_string(format!("/sys/bus/pci/devices/{short}/numa_node")).ok()?;
+    text.trim()
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| u32::try_from(n).ok())
 }
 
 /// Each lane of `source` and the NUMA node of the drive its first file is on (its PCIe
@@ -442,9 +444,7 @@ fn run_gpus(args: &BenchArgs, selection: &jobs::GpuSelection) -> Result<()> {
     } else {
         0.0
     };
-    println!(
-        "whole frames (every GPU's part read): {whole_frames}, {whole_fps:.2} frames/s"
-    );
+    println!("whole frames (every GPU's part read): {whole_frames}, {whole_fps:.2} frames/s");
     if let Some(j) = &args.json {
         let mut doc = report::FioReport::of_jobs(&r);
         doc.engine_choice = engine_choice;
