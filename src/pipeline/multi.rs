@@ -269,7 +269,7 @@ impl MultiScheduler {
     /// A timeline of `frame_count` frames over GPUs with `slots[k]` ring slots each, frames
     /// given out by `ownership`, images shown on `display_gpu`, starting on frame path
     /// `path` (the caller's numbering, e.g. 0 direct, 1 host). The playback window is
-    /// [`Ownership::window`]; rates are over the last `rate_window` seconds.
+    /// [`Ownership::window`]; rates ([`MultiScheduler::figures`]) are over the last second.
     pub fn new(
         frame_count: u32,
         mode: PlayMode,
