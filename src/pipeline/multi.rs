@@ -157,6 +157,9 @@ pub enum Report {
     /// Issued on a path since switched away from: ignored; the caller frees its slot on
     /// the old path.
     Stale,
+    /// A render for a view since changed: its image is not used, and the frame is offered
+    /// by [`MultiScheduler::next_render`] again.
+    Outdated,
     /// No such read or render in progress: ignored.
     Unknown,
 }
@@ -191,6 +194,9 @@ pub struct Present {
     pub gpu: usize,
     /// Whether the image has to be copied to the display GPU first.
     pub needs_copy: bool,
+    /// The frame on screen again, in an image rendered for a new view
+    /// ([`MultiScheduler::invalidate_images`]); not a step of playback.
+    pub again: bool,
 }
 
 /// Where a frame is on its GPU.
@@ -213,6 +219,8 @@ struct Held {
     seq: u64,
     /// Its read or render was abandoned: dropped when it reports back.
     aborted: bool,
+    /// Its render in flight is for a view since changed: rendered again when it ends.
+    outdated: bool,
 }
 
 /// Counters of one GPU, and of all together.
@@ -263,6 +271,10 @@ pub struct MultiScheduler {
     seq: u64,
     rate_window: f64,
     shown_times: VecDeque<f64>,
+    /// The frame last presented, while it is still the playhead's (cleared by a jump).
+    on_screen: Option<u32>,
+    /// The frame on screen, to be presented again once rendered for a new view.
+    refresh: Option<u32>,
 }
 
 impl MultiScheduler {
@@ -302,6 +314,8 @@ impl MultiScheduler {
             seq: 0,
             rate_window: 1.0,
             shown_times: VecDeque::new(),
+            on_screen: None,
+            refresh: None,
         })
     }
 
@@ -342,10 +356,38 @@ impl MultiScheduler {
     /// the next frame presented.
     pub fn scrub(&mut self, target: u32) {
         self.sched.scrub(target);
+        self.on_screen = None;
+        self.refresh = None;
     }
     /// Steps one frame (pausing), as the step keys do.
     pub fn step(&mut self, direction: Direction) {
         self.sched.step(direction);
+        self.on_screen = None;
+        self.refresh = None;
+    }
+
+    /// The view changed (camera, look, image size): every finished image is out of date,
+    /// though the frames' data is still right. Frames whose images were finished go back
+    /// to resident and are rendered again (their slots stay) before they are shown; renders
+    /// in flight are done again ([`Report::Outdated`]); the frame on screen is presented
+    /// again ([`Present::again`]) once its new image is finished.
+    pub fn invalidate_images(&mut self) {
+        for g in &mut self.gpus {
+            for (&f, h) in &mut g.held {
+                match h.stage {
+                    Stage::Finished => {
+                        h.stage = Stage::Loaded;
+                        // Not ready to the playhead until rendered again.
+                        self.sched.started(f);
+                    }
+                    Stage::Rendering => h.outdated = true,
+                    Stage::Loading | Stage::Loaded => {}
+                }
+            }
+        }
+        if self.on_screen == Some(self.sched.position()) {
+            self.refresh = self.on_screen;
+        }
     }
 
     /// Switches every GPU to frame path `path`. Everything of the old path is let go: the
@@ -375,6 +417,8 @@ impl MultiScheduler {
         self.sched = s;
         self.path = path;
         self.epoch += 1;
+        self.on_screen = None;
+        self.refresh = None;
         actions
     }
 
@@ -444,6 +488,7 @@ impl MultiScheduler {
                     stage: Stage::Loading,
                     seq,
                     aborted: false,
+                    outdated: false,
                 },
             );
             self.sched.started(frame);
@@ -531,6 +576,12 @@ impl MultiScheduler {
             self.sched.evicted(frame);
             return Report::Dropped;
         }
+        if held.outdated {
+            let h = g.held.get_mut(&frame).expect("checked");
+            h.stage = Stage::Loaded;
+            h.outdated = false;
+            return Report::Outdated;
+        }
         if ok {
             g.held.get_mut(&frame).expect("checked").stage = Stage::Finished;
             g.figures.frames_rendered += 1;
@@ -545,19 +596,42 @@ impl MultiScheduler {
 
     /// Advances the clock to `now` and returns the frame to present, if a new one is due:
     /// always the next in play order (or a jump's target), always a finished image.
+    /// The frame on screen may also be presented again, in a new view's image
+    /// ([`Present::again`]).
     pub fn tick(&mut self, now: f64) -> Option<Present> {
-        let frame = self.sched.tick(now)?;
+        let (frame, again) = match self.sched.tick(now) {
+            Some(f) => (f, false),
+            None => {
+                let f = self.refresh?;
+                if f != self.sched.position() {
+                    // The playhead left it (a damaged successor passed over): nothing to
+                    // refresh.
+                    self.refresh = None;
+                    return None;
+                }
+                let gpu = self.ownership.owner(f);
+                if self.gpus[gpu].held.get(&f).map(|h| h.stage) != Some(Stage::Finished) {
+                    return None;
+                }
+                (f, true)
+            }
+        };
+        self.refresh = None;
+        self.on_screen = Some(frame);
         let gpu = self.ownership.owner(frame);
         debug_assert_eq!(
             self.gpus[gpu].held.get(&frame).map(|h| h.stage),
             Some(Stage::Finished)
         );
-        self.gpus[gpu].figures.frames_shown += 1;
-        self.shown_times.push_back(now);
+        if !again {
+            self.gpus[gpu].figures.frames_shown += 1;
+            self.shown_times.push_back(now);
+        }
         Some(Present {
             frame,
             gpu,
             needs_copy: gpu != self.display_gpu,
+            again,
         })
     }
 
@@ -715,6 +789,14 @@ mod tests {
                 p.gpu
             );
             assert_eq!(p.needs_copy, p.gpu != 0);
+            if p.again {
+                assert_eq!(
+                    self.shown.last().map(|l| l.frame),
+                    Some(p.frame),
+                    "only the frame on screen is presented again"
+                );
+                return Some(p);
+            }
             self.shown.push(p);
             Some(p)
         }
@@ -887,6 +969,52 @@ mod tests {
     }
 
     #[test]
+    fn a_new_view_renders_finished_frames_again_and_presents_the_one_on_screen_again() {
+        let mut m = afr(8, 2, 2);
+        m.set_playing(true);
+        m.plan();
+        let mut reads = m.take_requests(0, 2);
+        reads.extend(m.take_requests(1, 2));
+        assert_eq!(reads.len(), 4);
+        for t in reads {
+            assert_eq!(m.landed(t, Some(MB), 0.1), Report::Accepted);
+        }
+        let r0 = m.next_render(0).unwrap();
+        assert_eq!(r0.frame, 0);
+        assert_eq!(m.rendered(r0, true, 0.2), Report::Accepted);
+        let p = m.tick(0.2).unwrap();
+        assert!(p.frame == 0 && !p.again);
+        m.set_playing(false);
+        // Frame 1 renders on GPU 1 while the view changes: that render is done again.
+        let r1 = m.next_render(1).unwrap();
+        assert_eq!(r1.frame, 1);
+        m.invalidate_images();
+        assert_eq!(m.rendered(r1, true, 0.3), Report::Outdated);
+        let r1 = m.next_render(1).unwrap();
+        assert_eq!(r1.frame, 1, "offered again");
+        // Nothing is presented until frame 0 is rendered again; then it is, once, as the
+        // same frame again.
+        assert_eq!(m.tick(0.3), None);
+        let r0 = m.next_render(0).unwrap();
+        assert_eq!(r0.frame, 0, "the frame on screen first");
+        assert_eq!(m.rendered(r0, true, 0.4), Report::Accepted);
+        let p = m.tick(0.4).unwrap();
+        assert!(p.again && p.frame == 0);
+        assert_eq!(m.tick(0.5), None);
+        // Playing on, frame 1 is shown only in an image of the new view.
+        m.set_playing(true);
+        assert_eq!(m.tick(0.6), None);
+        assert_eq!(m.rendered(r1, true, 0.7), Report::Accepted);
+        let p = m.tick(0.7).unwrap();
+        assert!(p.frame == 1 && !p.again);
+        let (_, total) = m.figures(0.7);
+        assert_eq!(
+            total.frames_shown, 2,
+            "a frame shown again is not counted twice"
+        );
+    }
+
+    #[test]
     fn the_copy_to_the_display_gpu_is_measured() {
         let mut m = afr(4, 2, 2);
         m.copied(1, 8_000_000, 0.004);
@@ -944,6 +1072,7 @@ mod tests {
         Toggle,
         Play(bool),
         Reverse(bool),
+        Invalidate,
     }
 
     fn op(failures: bool) -> impl Strategy<Value = Op> {
@@ -963,6 +1092,7 @@ mod tests {
             1 => Just(Op::Toggle),
             1 => any::<bool>().prop_map(Op::Play),
             1 => any::<bool>().prop_map(Op::Reverse),
+            1 => Just(Op::Invalidate),
         ]
     }
 
@@ -998,9 +1128,14 @@ mod tests {
                 Op::Land(i, ok) => sim.land(*i, *ok),
                 Op::Render(g) => sim.render(g % gpus),
                 Op::Rendered(i, ok) => sim.rendered(*i, *ok),
+                Op::Invalidate => {
+                    sim.m.invalidate_images();
+                    sim.finished.clear();
+                }
                 Op::Tick => {
                     if let Some(p) = sim.tick(0.01)
                         && !failures
+                        && !p.again
                     {
                         if let Some(e) = expect {
                             assert_eq!(p.frame, e, "after a jump: {after_jump}");
