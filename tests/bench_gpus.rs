@@ -97,7 +97,7 @@ fn every_extent_once(engine: &str, gpus: &str, jobs: usize) {
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(
-        said.contains("all GPUs:") && said.contains("whole frames"),
+        said.contains("all GPUs:") && said.contains("per GPU") && said.contains("whole frames"),
         "{said}"
     );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();

@@ -431,6 +431,21 @@ fn run_gpus(args: &BenchArgs, selection: &jobs::GpuSelection) -> Result<()> {
     }
     let r = jobs::run_jobs(&specs);
     let failed = print_jobs(&r, "all GPUs");
+    println!("per GPU (each reads its lanes' part of every frame):");
+    for ((name, res), lanes) in r.jobs.iter().zip(&split.lanes) {
+        let lanes: Vec<String> = lanes.iter().map(u32::to_string).collect();
+        match res {
+            Ok(b) => println!(
+                "  {name} (lanes {}): {:.3} GB/s, {:.2} frames/s, {:.3} GB in {:.3} s",
+                lanes.join(","),
+                b.summary.gbps,
+                b.summary.frames_per_s,
+                b.summary.bytes as f64 / 1e9,
+                b.total_time_s
+            ),
+            Err(e) => println!("  {name} (lanes {}): FAILED: {e}", lanes.join(",")),
+        }
+    }
     // Each job reads its lanes' part of every frame, so a whole frame is in when every job
     // has read its part: the slowest job's count.
     let whole_frames = r
