@@ -1101,13 +1101,15 @@ mod tests {
     /// failures, also that presentation is exact: after a jump (or a path switch) its
     /// target first, then each frame's successor in the direction of play, so each frame
     /// once per pass. At the end, every GPU working fairly presents a whole pass in order
-    /// (nothing is left stuck).
-    fn run_ops(frames: u32, gpus: usize, slots: usize, ops: &[Op], failures: bool) {
+    /// (nothing is left stuck). `weights` give the frames out (all 1: plain AFR), and
+    /// every GPU has `slots` slots.
+    fn run_ops(frames: u32, weights: Vec<u32>, slots: usize, ops: &[Op], failures: bool) {
+        let gpus = weights.len();
         let Ok(m) = MultiScheduler::new(
             frames,
             PlayMode::Loop,
             None,
-            Ownership::alternate(gpus).unwrap(),
+            Ownership::weighted(weights).unwrap(),
             vec![slots; gpus],
             0,
             0,
@@ -1218,7 +1220,7 @@ mod tests {
             slots in 1usize..4,
             ops in prop::collection::vec(op(false), 0..300),
         ) {
-            run_ops(frames, gpus, slots, &ops, false);
+            run_ops(frames, vec![1; gpus], slots, &ops, false);
         }
 
         #[test]
@@ -1228,7 +1230,17 @@ mod tests {
             slots in 1usize..4,
             ops in prop::collection::vec(op(true), 0..300),
         ) {
-            run_ops(frames, gpus, slots, &ops, true);
+            run_ops(frames, vec![1; gpus], slots, &ops, true);
+        }
+
+        #[test]
+        fn weighted_ownership_presents_exactly_too(
+            frames in 1u32..24,
+            weights in prop::collection::vec(1u32..4, 1..4),
+            slots in 1usize..6,
+            ops in prop::collection::vec(op(false), 0..300),
+        ) {
+            run_ops(frames, weights, slots, &ops, false);
         }
     }
 }
