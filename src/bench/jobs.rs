@@ -453,17 +453,44 @@ pub struct LaneSplit {
     pub notes: Vec<String>,
 }
 
+/// Where a device sits in the PCIe tree: its sysfs path from the root complex down, e.g.
+/// `pci0000:00`, `0000:00:01.0`, `0000:01:00.0`, ..., the device itself.
+pub type PciePath = Vec<String>;
+
+/// PCIe hops between two devices: up from one to their nearest common bridge, and down to
+/// the other (devices under different root complexes share nothing, so the whole way).
+pub fn pcie_hops(a: &[String], b: &[String]) -> usize {
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    a.len() + b.len() - 2 * common
+}
+
 /// Shares `lanes` between GPUs whose NUMA nodes are `gpu_nodes` (one entry per GPU named;
-/// an ordinal named twice appears twice), so each lane is read by exactly one GPU.
-///
-/// Where every GPU's node is known and some lane's node matches one of them, a lane goes to
-/// the least loaded GPU of its own node (lanes of unknown or GPU-less nodes to the least
-/// loaded GPU overall); otherwise lanes are dealt out in turn. A GPU left without a lane
-/// then takes one from the GPU with the most (noted). Fewer lanes than GPUs is an error:
-/// a job without a lane would read nothing.
+/// an ordinal named twice appears twice), so each lane is read by exactly one GPU; see
+/// [`split_lanes_by`], which also weighs the PCIe tree.
 pub fn split_lanes(
     lanes: &[LaneNode],
     gpu_nodes: &[Option<u32>],
+) -> std::result::Result<LaneSplit, String> {
+    split_lanes_by(lanes, gpu_nodes, &[], &[])
+}
+
+/// Shares `lanes` between GPUs, so each lane is read by exactly one GPU, the nearest where
+/// the topology says. `gpu_nodes` has one entry per GPU named (an ordinal named twice
+/// appears twice); `lane_pcie` gives the PCIe path of a lane's drive controller by lane
+/// number, `gpu_pcie` each GPU's (both may be empty: unknown).
+///
+/// A lane's nearest GPUs: those on its NUMA node (where every GPU's node and the lane's are
+/// known and one matches), else all; of those, the fewest PCIe hops away (where the lane's
+/// path and theirs are known), so GPUs on one node are told apart by their PCIe switches.
+/// Lanes with nearest GPUs go to the least loaded of them; the others to the least loaded
+/// GPU overall, so without topology lanes are dealt out in turn. A GPU left without a lane
+/// then takes one from the GPU with the most (noted). Fewer lanes than GPUs is an error: a
+/// job without a lane would read nothing.
+pub fn split_lanes_by(
+    lanes: &[LaneNode],
+    gpu_nodes: &[Option<u32>],
+    lane_pcie: &[(u32, PciePath)],
+    gpu_pcie: &[Option<PciePath>],
 ) -> std::result::Result<LaneSplit, String> {
     let g = gpu_nodes.len();
     if g == 0 {
@@ -479,13 +506,32 @@ pub fn split_lanes(
             sorted.len()
         ));
     }
+    let numa_known = gpu_nodes.iter().all(Option::is_some);
     let near = |l: &LaneNode| -> Vec<usize> {
-        (0..g)
-            .filter(|&k| l.numa_node.is_some() && gpu_nodes[k] == l.numa_node)
-            .collect()
+        let mut cands: Vec<usize> = (0..g)
+            .filter(|&k| numa_known && l.numa_node.is_some() && gpu_nodes[k] == l.numa_node)
+            .collect();
+        if cands.is_empty() {
+            cands = (0..g).collect();
+        }
+        let lane_path = lane_pcie.iter().find(|(n, _)| *n == l.lane).map(|(_, p)| p);
+        let paths: Option<Vec<&PciePath>> = cands
+            .iter()
+            .map(|&k| gpu_pcie.get(k).and_then(Option::as_ref))
+            .collect();
+        if let (Some(lp), Some(paths)) = (lane_path, paths) {
+            let hops: Vec<usize> = paths.iter().map(|p| pcie_hops(lp, p)).collect();
+            let best = hops.iter().copied().min().unwrap_or(0);
+            cands = cands
+                .into_iter()
+                .zip(hops)
+                .filter(|&(_, h)| h == best)
+                .map(|(k, _)| k)
+                .collect();
+        }
+        cands
     };
-    let by_topology =
-        gpu_nodes.iter().all(Option::is_some) && sorted.iter().any(|l| !near(l).is_empty());
+    let by_topology = sorted.iter().any(|l| near(l).len() < g);
     let mut out: Vec<Vec<u32>> = vec![Vec::new(); g];
     let least_loaded = |out: &Vec<Vec<u32>>, among: &[usize]| -> usize {
         *among
@@ -494,12 +540,9 @@ pub fn split_lanes(
             .expect("at least one candidate")
     };
     let all: Vec<usize> = (0..g).collect();
-    // Lanes with a near GPU first, so the others fill in around them.
-    let (placed, rest): (Vec<LaneNode>, Vec<LaneNode>) = if by_topology {
-        sorted.iter().partition(|l| !near(l).is_empty())
-    } else {
-        (Vec::new(), sorted.clone())
-    };
+    // Lanes with nearest GPUs first, so the others fill in around them.
+    let (placed, rest): (Vec<LaneNode>, Vec<LaneNode>) =
+        sorted.iter().partition(|l| near(l).len() < g);
     for l in &placed {
         let k = least_loaded(&out, &near(l));
         out[k].push(l.lane);
@@ -516,7 +559,7 @@ pub fn split_lanes(
         let lane = out[donor].pop().expect("the donor has at least two lanes");
         out[empty].push(lane);
         notes.push(format!(
-            "GPU #{empty} (NUMA node {}) has no lane on its node; it reads lane {lane}, which GPU #{donor} would have read",
+            "GPU #{empty} (NUMA node {}) is nearest no lane; it reads lane {lane}, which GPU #{donor} would have read",
             gpu_nodes[empty].map_or("unknown".into(), |n| n.to_string())
         ));
     }
@@ -714,6 +757,38 @@ mod tests {
         assert!(s.notes[0].contains("lane 2"), "{:?}", s.notes);
     }
 
+    fn path(p: &str) -> PciePath {
+        p.split('/').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn gpus_on_one_node_are_told_apart_by_their_pcie_switches() {
+        assert_eq!(pcie_hops(&path("r/a/b"), &path("r/a/c")), 2);
+        assert_eq!(pcie_hops(&path("r/a/b/c"), &path("s/x")), 6);
+        // Both GPUs and all lanes on node 0; GPU #0 and lanes 1, 2 behind switch A, GPU #1
+        // and lanes 0, 3 behind switch B, lane 4's controller unknown.
+        let gpus = [Some(path("pci0/rp1/swA/g0")), Some(path("pci0/rp2/swB/g1"))];
+        let lane_pcie = [
+            (0, path("pci0/rp2/swB/n0")),
+            (1, path("pci0/rp1/swA/n1")),
+            (2, path("pci0/rp1/swA/n2")),
+            (3, path("pci0/rp2/swB/n3")),
+        ];
+        let l = lanes(&[Some(0); 5]);
+        let s = split_lanes_by(&l, &[Some(0), Some(0)], &lane_pcie, &gpus).unwrap();
+        assert!(s.by_topology);
+        assert_eq!(s.lanes, vec![vec![1, 2, 4], vec![0, 3]]);
+        // NUMA first: a lane on GPU #1's node goes there however the PCIe tree looks.
+        let l = lanes(&[Some(1), Some(0), Some(0), Some(0)]);
+        let s = split_lanes_by(&l, &[Some(0), Some(1)], &lane_pcie, &gpus).unwrap();
+        assert_eq!(s.lanes, vec![vec![1, 2, 3], vec![0]]);
+        // Without the GPUs' paths: NUMA alone (here the same node: evenly).
+        let l = lanes(&[Some(0); 4]);
+        let s = split_lanes_by(&l, &[Some(0), Some(0)], &lane_pcie, &[None, None]).unwrap();
+        assert!(!s.by_topology);
+        assert_eq!(s.lanes, vec![vec![0, 2], vec![1, 3]]);
+    }
+
     #[test]
     fn every_lane_is_read_by_exactly_one_gpu() {
         for n_lanes in 1..9u32 {
@@ -731,11 +806,23 @@ mod tests {
                         })
                         .collect();
                     let nodes: Vec<Option<u32>> = (0..g as u32).map(|k| Some(k % 2)).collect();
-                    let s = split_lanes(&l, &nodes).unwrap();
-                    let mut seen: Vec<u32> = s.lanes.concat();
-                    seen.sort_unstable();
-                    assert_eq!(seen, (0..n_lanes).collect::<Vec<_>>());
-                    assert!(s.lanes.iter().all(|v| !v.is_empty()));
+                    // PCIe paths for some lanes and every GPU: switch i % 3.
+                    let lane_pcie: Vec<(u32, PciePath)> = (0..n_lanes)
+                        .filter(|i| i % 4 != 1)
+                        .map(|i| (i, path(&format!("r/sw{}/n{i}", i % 3))))
+                        .collect();
+                    let gpu_pcie: Vec<Option<PciePath>> = (0..g)
+                        .map(|k| Some(path(&format!("r/sw{}/g{k}", k % 3))))
+                        .collect();
+                    for s in [
+                        split_lanes(&l, &nodes).unwrap(),
+                        split_lanes_by(&l, &nodes, &lane_pcie, &gpu_pcie).unwrap(),
+                    ] {
+                        let mut seen: Vec<u32> = s.lanes.concat();
+                        seen.sort_unstable();
+                        assert_eq!(seen, (0..n_lanes).collect::<Vec<_>>());
+                        assert!(s.lanes.iter().all(|v| !v.is_empty()));
+                    }
                 }
             }
         }

@@ -114,9 +114,9 @@ pub struct BenchArgs {
     pub job: Option<PathBuf>,
     /// One job per GPU, run together and summed (as gdsio with several GPUs): `all` (every
     /// CUDA device), a count `N` (GPUs 0..N-1) or ordinals `0,1` (`0,0`: two engines on
-    /// one GPU). Each job reads its own share of the lanes (by NUMA node where the lanes'
-    /// drives and the GPUs say, evenly otherwise), its threads on its GPU's NUMA node, with
-    /// --threads, --queue-depth, --slots ... each.
+    /// one GPU). Each job reads its own share of the lanes (those nearest its GPU by NUMA
+    /// node, then PCIe switch, where the machine says; evenly otherwise), its threads on its
+    /// GPU's NUMA node, with --threads, --queue-depth, --slots ... each.
     #[arg(long, value_parser = jobs::parse_gpus,
           conflicts_with_all = ["job", "sweep", "gpu", "runs"])]
     pub gpus: Option<jobs::GpuSelection>,
@@ -300,34 +300,58 @@ fn print_jobs(r: &jobs::JobsResult, what: &str) -> bool {
     failed
 }
 
-/// The NUMA node of a PCI function named as CUDA or sysfs name it ("00000000:1B:00.0",
-/// "0000:1b:00.0"); `None` where sysfs does not say (or says -1).
-fn pci_numa_node(bus_id: &str) -> Option<u32> {
+/// The sysfs directory of a PCI function named as CUDA or sysfs name it
+/// ("00000000:1B:00.0", "0000:1b:00.0").
+fn sysfs_pci(bus_id: &str) -> PathBuf {
     let id = bus_id.trim().to_ascii_lowercase();
     // CUDA may print an 8-digit domain; sysfs uses 4.
     let short = id.get(id.len().saturating_sub(12)..).unwrap_or(&id);
-    let text = std::fs::read_to_string(format!("/sys/bus/pci/devices/{short}/numa_node")).ok()?;
+    Path::new("/sys/bus/pci/devices").join(short)
+}
+
+/// The NUMA node of a PCI function; `None` where sysfs does not say (or says -1).
+fn pci_numa_node(bus_id: &str) -> Option<u32> {
+    let text = std::fs::read_to_string(sysfs_pci(bus_id).join("numa_node")).ok()?;
     text.trim()
         .parse::<i64>()
         .ok()
         .and_then(|n| u32::try_from(n).ok())
 }
 
-/// Each lane of `source` and the NUMA node of the drive its first file is on (its PCIe
-/// controller's node), where the machine says.
-fn lane_nodes(source: &Source) -> Vec<jobs::LaneNode> {
-    (0..source.lanes)
-        .map(|lane| jobs::LaneNode {
+/// Where a PCI function sits in the PCIe tree: its sysfs path from the root complex
+/// (`pci0000:00`) down to itself.
+fn pcie_path(bus_id: &str) -> Option<jobs::PciePath> {
+    let real = sysfs_pci(bus_id).canonicalize().ok()?;
+    let parts: Vec<String> = real
+        .components()
+        .filter_map(|c| c.as_os_str().to_str().map(str::to_string))
+        .skip_while(|c| !c.starts_with("pci"))
+        .collect();
+    (!parts.is_empty()).then_some(parts)
+}
+
+/// Each lane of `source` with the NUMA node of the drive its first file is on (its PCIe
+/// controller's node), and that controller's place in the PCIe tree, where the machine
+/// says.
+fn lane_topology(source: &Source) -> (Vec<jobs::LaneNode>, Vec<(u32, jobs::PciePath)>) {
+    let mut nodes = Vec::new();
+    let mut paths = Vec::new();
+    for lane in 0..source.lanes {
+        let pci = source
+            .files
+            .iter()
+            .find(|f| f.lane == lane)
+            .and_then(|f| supercell::doctor::block_device(&f.path).ok())
+            .and_then(|d| d.pci);
+        nodes.push(jobs::LaneNode {
             lane,
-            numa_node: source
-                .files
-                .iter()
-                .find(|f| f.lane == lane)
-                .and_then(|f| supercell::doctor::block_device(&f.path).ok())
-                .and_then(|d| d.pci)
-                .and_then(|p| pci_numa_node(&p)),
-        })
-        .collect()
+            numa_node: pci.as_deref().and_then(pci_numa_node),
+        });
+        if let Some(p) = pci.as_deref().and_then(pcie_path) {
+            paths.push((lane, p));
+        }
+    }
+    (nodes, paths)
 }
 
 /// Where the source of `--gpus` jobs is: each job opens it itself.
@@ -391,23 +415,32 @@ fn run_gpus(args: &BenchArgs, selection: &jobs::GpuSelection) -> Result<()> {
             Source::from_files(files, *frame_size, (args.io_size as u64).max(4096))?
         }
     };
-    let gpu_nodes: Vec<Option<u32>> = gpus
+    let bus_ids: Vec<Option<String>> = gpus
         .iter()
         .map(|&g| {
             cuda_devices
                 .and_then(|_| supercell::gpu::Gpu::open(g).ok())
-                .and_then(|gpu| pci_numa_node(&gpu.pci_bus_id))
+                .map(|gpu| gpu.pci_bus_id)
         })
         .collect();
-    let split = jobs::split_lanes(&lane_nodes(&source), &gpu_nodes)
+    let gpu_nodes: Vec<Option<u32>> = bus_ids
+        .iter()
+        .map(|b| b.as_deref().and_then(pci_numa_node))
+        .collect();
+    let gpu_pcie: Vec<Option<jobs::PciePath>> = bus_ids
+        .iter()
+        .map(|b| b.as_deref().and_then(pcie_path))
+        .collect();
+    let (lane_nodes, lane_pcie) = lane_topology(&source);
+    let split = jobs::split_lanes_by(&lane_nodes, &gpu_nodes, &lane_pcie, &gpu_pcie)
         .map_err(|e| anyhow::anyhow!("--gpus: {e}"))?;
     println!(
         "{} jobs together, lanes shared {}",
         gpus.len(),
         if split.by_topology {
-            "by NUMA node (each GPU reads the lanes whose drives sit on its node)"
+            "by topology (each GPU reads the lanes whose drives are nearest it: its NUMA node, then its PCIe switch)"
         } else {
-            "evenly (which lanes are near which GPU is not known here)"
+            "evenly (the topology here does not say which lanes are nearer which GPU)"
         }
     );
     // Several progress lines at once would overwrite each other.
