@@ -112,6 +112,14 @@ pub struct BenchArgs {
     /// Run the jobs of this job file together and sum them.
     #[arg(long, conflicts_with = "sweep")]
     pub job: Option<PathBuf>,
+    /// One job per GPU, run together and summed (as gdsio with several GPUs): `all` (every
+    /// CUDA device), a count `N` (GPUs 0..N-1) or ordinals `0,1` (`0,0`: two engines on
+    /// one GPU). Each job reads its own share of the lanes (those nearest its GPU by NUMA
+    /// node, then PCIe switch, where the machine says; evenly otherwise), its threads on its
+    /// GPU's NUMA node, with --threads, --queue-depth, --slots ... each.
+    #[arg(long, value_parser = jobs::parse_gpus,
+          conflicts_with_all = ["job", "sweep", "gpu", "runs"])]
+    pub gpus: Option<jobs::GpuSelection>,
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
@@ -154,58 +162,12 @@ fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Runs `supercell bench`.
-pub fn run(args: &BenchArgs) -> Result<()> {
-    if args.frames == Some(0) {
-        bail!("--frames must be at least 1 (a run that reads nothing measures nothing)");
-    }
-    if let Some(job) = &args.job {
-        let text = std::fs::read_to_string(job)
-            .with_context(|| format!("cannot read {}", job.display()))?;
-        let specs = jobs::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", job.display()))?;
-        eprintln!("running {} jobs together", specs.len());
-        let r = jobs::run_jobs(&specs);
-        let mut failed = false;
-        for (name, res) in &r.jobs {
-            match res {
-                Ok(b) => print!("[{name}] {}", report::text(b)),
-                Err(e) => {
-                    failed = true;
-                    println!("[{name}] FAILED: {e}");
-                }
-            }
-        }
-        println!(
-            "all jobs: {:.3} GB in {:.3} s: {:.3} GB/s aggregate (sum of jobs {:.3} GB/s)",
-            r.total_bytes as f64 / 1e9,
-            r.wall_s,
-            r.aggregate_gbps,
-            r.sum_gbps
-        );
-        if let Some(j) = &args.json {
-            write_json(j, &report::FioReport::of_jobs(&r))?;
-        }
-        if failed {
-            bail!("at least one job failed");
-        }
-        return Ok(());
-    }
-    let io_size = args.io_size;
-    let (engine, engine_choice) = match args.engine {
-        Some(EngineArg::Gds) => (EngineKind::Gds, None),
-        Some(EngineArg::Staged) => (EngineKind::Staged, None),
-        Some(EngineArg::CpuOnly) => (EngineKind::CpuOnly, None),
-        Some(EngineArg::Portable) => (EngineKind::Portable, None),
-        None => {
-            let (kind, why) = bench::default_engine(args.gpu);
-            println!("engine: {kind} (default; --engine picks another): {why}");
-            (kind, Some(why))
-        }
-    };
-    let cfg = BenchConfig {
+/// The settings of one run (or of each job of `--gpus`) from the command line.
+fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
+    BenchConfig {
         engine,
         threads: args.threads,
-        io_size,
+        io_size: args.io_size,
         queue_depth: args.queue_depth,
         slots: args.slots,
         part_bytes: None,
@@ -224,7 +186,45 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         progress: !args.quiet,
         read_timeout: (!args.read_timeout.is_zero()).then_some(args.read_timeout),
         faults: None,
+    }
+}
+
+/// Runs `supercell bench`.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    if args.frames == Some(0) {
+        bail!("--frames must be at least 1 (a run that reads nothing measures nothing)");
+    }
+    if let Some(job) = &args.job {
+        let text = std::fs::read_to_string(job)
+            .with_context(|| format!("cannot read {}", job.display()))?;
+        let specs = jobs::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", job.display()))?;
+        eprintln!("running {} jobs together", specs.len());
+        let r = jobs::run_jobs(&specs);
+        let failed = print_jobs(&r, "all jobs");
+        if let Some(j) = &args.json {
+            write_json(j, &report::FioReport::of_jobs(&r))?;
+        }
+        if failed {
+            bail!("at least one job failed");
+        }
+        return Ok(());
+    }
+    if let Some(selection) = &args.gpus {
+        return run_gpus(args, selection);
+    }
+    let io_size = args.io_size;
+    let (engine, engine_choice) = match args.engine {
+        Some(EngineArg::Gds) => (EngineKind::Gds, None),
+        Some(EngineArg::Staged) => (EngineKind::Staged, None),
+        Some(EngineArg::CpuOnly) => (EngineKind::CpuOnly, None),
+        Some(EngineArg::Portable) => (EngineKind::Portable, None),
+        None => {
+            let (kind, why) = bench::default_engine(args.gpu);
+            println!("engine: {kind} (default; --engine picks another): {why}");
+            (kind, Some(why))
+        }
     };
+    let cfg = config(args, engine);
     let source = load(args, io_size)?;
     if args.sweep {
         let sizes = &args.sweep_io_sizes;
@@ -269,6 +269,251 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let differ: u64 = results
         .iter()
         .filter_map(|r| r.verify.as_ref())
+        .map(|v| v.mismatch_count)
+        .sum();
+    if differ > 0 {
+        bail!("--verify: {differ} extents differ");
+    }
+    Ok(())
+}
+
+/// Prints every job's report and the total (`what`: "all jobs", "all GPUs"); whether a job
+/// failed.
+fn print_jobs(r: &jobs::JobsResult, what: &str) -> bool {
+    let mut failed = false;
+    for (name, res) in &r.jobs {
+        match res {
+            Ok(b) => print!("[{name}] {}", report::text(b)),
+            Err(e) => {
+                failed = true;
+                println!("[{name}] FAILED: {e}");
+            }
+        }
+    }
+    println!(
+        "{what}: {:.3} GB in {:.3} s: {:.3} GB/s aggregate (sum of jobs {:.3} GB/s)",
+        r.total_bytes as f64 / 1e9,
+        r.wall_s,
+        r.aggregate_gbps,
+        r.sum_gbps
+    );
+    failed
+}
+
+/// The sysfs directory of a PCI function named as CUDA or sysfs name it
+/// ("00000000:1B:00.0", "0000:1b:00.0").
+fn sysfs_pci(bus_id: &str) -> PathBuf {
+    let id = bus_id.trim().to_ascii_lowercase();
+    // CUDA may print an 8-digit domain; sysfs uses 4.
+    let short = id.get(id.len().saturating_sub(12)..).unwrap_or(&id);
+    Path::new("/sys/bus/pci/devices").join(short)
+}
+
+/// The NUMA node of a PCI function; `None` where sysfs does not say (or says -1).
+fn pci_numa_node(bus_id: &str) -> Option<u32> {
+    let text = std::fs::read_to_string(sysfs_pci(bus_id).join("numa_node")).ok()?;
+    text.trim()
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+/// Where a PCI function sits in the PCIe tree: its sysfs path from the root complex
+/// (`pci0000:00`) down to itself.
+fn pcie_path(bus_id: &str) -> Option<jobs::PciePath> {
+    let real = sysfs_pci(bus_id).canonicalize().ok()?;
+    let parts: Vec<String> = real
+        .components()
+        .filter_map(|c| c.as_os_str().to_str().map(str::to_string))
+        .skip_while(|c| !c.starts_with("pci"))
+        .collect();
+    (!parts.is_empty()).then_some(parts)
+}
+
+/// Each lane of `source` with the NUMA node of the drive its first file is on (its PCIe
+/// controller's node), and that controller's place in the PCIe tree, where the machine
+/// says.
+fn lane_topology(source: &Source) -> (Vec<jobs::LaneNode>, Vec<(u32, jobs::PciePath)>) {
+    let mut nodes = Vec::new();
+    let mut paths = Vec::new();
+    for lane in 0..source.lanes {
+        let pci = source
+            .files
+            .iter()
+            .find(|f| f.lane == lane)
+            .and_then(|f| supercell::doctor::block_device(&f.path).ok())
+            .and_then(|d| d.pci);
+        nodes.push(jobs::LaneNode {
+            lane,
+            numa_node: pci.as_deref().and_then(pci_numa_node),
+        });
+        if let Some(p) = pci.as_deref().and_then(pcie_path) {
+            paths.push((lane, p));
+        }
+    }
+    (nodes, paths)
+}
+
+/// Where the source of `--gpus` jobs is: each job opens it itself.
+fn source_spec(args: &BenchArgs) -> Result<jobs::SourceSpec> {
+    Ok(match args.source.as_slice() {
+        [] => {
+            let dir = ensure_default_dataset(!args.quiet)?;
+            println!(
+                "source: the built-in storm dataset, {} (name a dataset or files to read others)",
+                dir.display()
+            );
+            jobs::SourceSpec::Dataset(dir)
+        }
+        [one] if is_dataset(one) => jobs::SourceSpec::Dataset(one.clone()),
+        files => jobs::SourceSpec::Files(files.to_vec(), args.frame_size),
+    })
+}
+
+/// `bench --gpus`: one job per GPU named, each on its share of the lanes, run together.
+fn run_gpus(args: &BenchArgs, selection: &jobs::GpuSelection) -> Result<()> {
+    let cuda = supercell::gpu::cuda_probe();
+    let cuda_devices = cuda.is_ok().then(supercell::gpu::device_count);
+    let named = args.engine.map(|e| match e {
+        EngineArg::Gds => EngineKind::Gds,
+        EngineArg::Staged => EngineKind::Staged,
+        EngineArg::CpuOnly => EngineKind::CpuOnly,
+        EngineArg::Portable => EngineKind::Portable,
+    });
+    if let (Some(kind), Err(why)) = (named, &cuda)
+        && kind.needs_cuda()
+    {
+        bail!(
+            "--gpus with the {kind} engine needs CUDA, and it is not available here ({why}); --engine cpu-only runs one job per named GPU without one"
+        );
+    }
+    let gpus = selection
+        .resolve(cuda_devices)
+        .map_err(|e| anyhow::anyhow!("--gpus: {e}"))?;
+    let (engine, engine_choice) = match named {
+        Some(kind) => (kind, None),
+        None => {
+            let (kind, why) = bench::default_engine(gpus[0]);
+            println!("engine: {kind} (default; --engine picks another): {why}");
+            (kind, Some(why))
+        }
+    };
+    if !engine.needs_cuda() {
+        println!(
+            "engine {engine} reads into host memory and uses no GPU: the {} GPUs named set the number of jobs, each job's share of the lanes and, where a GPU's NUMA node is known, the node its threads run on",
+            gpus.len()
+        );
+    }
+    let spec = source_spec(args)?;
+    let source = match &spec {
+        jobs::SourceSpec::Dataset(dir) => {
+            let ds = Dataset::open(dir)
+                .with_context(|| format!("cannot open dataset {}", dir.display()))?;
+            Source::from_manifest(ds.manifest())
+        }
+        jobs::SourceSpec::Files(files, frame_size) => {
+            Source::from_files(files, *frame_size, (args.io_size as u64).max(4096))?
+        }
+    };
+    let bus_ids: Vec<Option<String>> = gpus
+        .iter()
+        .map(|&g| {
+            cuda_devices
+                .and_then(|_| supercell::gpu::Gpu::open(g).ok())
+                .map(|gpu| gpu.pci_bus_id)
+        })
+        .collect();
+    let gpu_nodes: Vec<Option<u32>> = bus_ids
+        .iter()
+        .map(|b| b.as_deref().and_then(pci_numa_node))
+        .collect();
+    let gpu_pcie: Vec<Option<jobs::PciePath>> = bus_ids
+        .iter()
+        .map(|b| b.as_deref().and_then(pcie_path))
+        .collect();
+    let (lane_nodes, lane_pcie) = lane_topology(&source);
+    let split = jobs::split_lanes_by(&lane_nodes, &gpu_nodes, &lane_pcie, &gpu_pcie)
+        .map_err(|e| anyhow::anyhow!("--gpus: {e}"))?;
+    println!(
+        "{} jobs together, lanes shared {}",
+        gpus.len(),
+        if split.by_topology {
+            "by topology (each GPU reads the lanes whose drives are nearest it: its NUMA node, then its PCIe switch)"
+        } else {
+            "evenly (the topology here does not say which lanes are nearer which GPU)"
+        }
+    );
+    // Several progress lines at once would overwrite each other.
+    let base = BenchConfig {
+        progress: false,
+        ..config(args, engine)
+    };
+    let specs = jobs::gpu_jobs(&base, &spec, &gpus, &gpu_nodes, &split);
+    for (job, lanes) in specs.iter().zip(&split.lanes) {
+        let lanes: Vec<String> = lanes.iter().map(u32::to_string).collect();
+        println!(
+            "[{}] lanes {}, threads on NUMA node {}",
+            job.name,
+            lanes.join(","),
+            job.numa_node
+                .map_or("(any: not known)".to_string(), |n| n.to_string())
+        );
+    }
+    for n in &split.notes {
+        println!("note: {n}");
+    }
+    let r = jobs::run_jobs(&specs);
+    let failed = print_jobs(&r, "all GPUs");
+    println!("per GPU (each reads its lanes' part of every frame):");
+    for ((name, res), lanes) in r.jobs.iter().zip(&split.lanes) {
+        let lanes: Vec<String> = lanes.iter().map(u32::to_string).collect();
+        match res {
+            Ok(b) => println!(
+                "  {name} (lanes {}): {:.3} GB/s, {:.2} frames/s, {:.3} GB in {:.3} s",
+                lanes.join(","),
+                b.summary.gbps,
+                b.summary.frames_per_s,
+                b.summary.bytes as f64 / 1e9,
+                b.total_time_s
+            ),
+            Err(e) => println!("  {name} (lanes {}): FAILED: {e}", lanes.join(",")),
+        }
+    }
+    // Each job reads its lanes' part of every frame, so a whole frame is in when every job
+    // has read its part: the slowest job's count.
+    let whole_frames = r
+        .jobs
+        .iter()
+        .map(|(_, res)| res.as_ref().map_or(0, |b| b.summary.frames))
+        .min()
+        .unwrap_or(0);
+    let whole_fps = if r.wall_s > 0.0 {
+        whole_frames as f64 / r.wall_s
+    } else {
+        0.0
+    };
+    println!("whole frames (every GPU's part read): {whole_frames}, {whole_fps:.2} frames/s");
+    if let Some(j) = &args.json {
+        let mut doc = report::FioReport::of_jobs(&r);
+        doc.engine_choice = engine_choice;
+        let mut v = serde_json::to_value(&doc)?;
+        v["gpus"] = serde_json::json!({
+            "ordinals": gpus,
+            "numa_nodes": gpu_nodes,
+            "lane_split": split,
+            "whole_frames": whole_frames,
+            "whole_frames_per_s": whole_fps,
+        });
+        write_json(j, &v)?;
+    }
+    if failed {
+        bail!("at least one job failed");
+    }
+    let differ: u64 = r
+        .jobs
+        .iter()
+        .filter_map(|(_, res)| res.as_ref().ok())
+        .filter_map(|b| b.verify.as_ref())
         .map(|v| v.mismatch_count)
         .sum();
     if differ > 0 {

@@ -1,7 +1,8 @@
-//! Playback: which frames to read next and which to show (the scheduler); later the
-//! playback clock, prefetch and metrics.
+//! Playback: which frames to read next and which to show (the scheduler), the same over
+//! several GPUs (`multi`: alternate-frame rendering), and metrics.
 
 pub mod metrics;
+pub mod multi;
 pub mod scheduler;
 
 pub use scheduler::{
