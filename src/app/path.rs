@@ -107,6 +107,13 @@ impl FramePath {
             info.requested = EngineKind::CpuOnly;
             info.fallback = fallback;
         }
+        // Which pages the host slots are on (SUPERCELL_HOST_HUGEPAGES), as the kernel gave them.
+        info.notes.push(crate::gpu::describe_pages(
+            ring.memories().iter().flat_map(|m| m.parts().iter()).filter_map(|p| match p {
+                crate::gpu::PartMemory::Host(b) => Some(b),
+                crate::gpu::PartMemory::Device(_) => None,
+            }),
+        ));
         if route.checks_on_gpu() {
             info.notes
                 .push("--verify: each frame's CRC-32 is computed on the GPU after its copy".into());
