@@ -106,6 +106,26 @@ fn core_plays_scrubs_exactly_and_reports_the_direct_path() {
 #[test]
 fn scrub_during_playback_aborts_the_read_ahead() {
     let Some(g) = gpu() else { return };
+    for host_copy in [HostCopy::Auto, HostCopy::Ring] {
+        if host_copy == HostCopy::Ring && !can_import(&g) {
+            continue;
+        }
+        scrub_during_playback_aborts_the_read_ahead_with(&g, host_copy);
+    }
+}
+
+/// Whether the device can import host memory (the ring route needs it).
+fn can_import(g: &PlayerGpu) -> bool {
+    match supercell::gpu::HostImporter::new(&g.device) {
+        Ok(_) => true,
+        Err(why) => {
+            eprintln!("skipping the ring route: {why}");
+            false
+        }
+    }
+}
+
+fn scrub_during_playback_aborts_the_read_ahead_with(g: &PlayerGpu, host_copy: HostCopy) {
     let ds = dataset();
     // One thread, 4 KiB reads, one at a time: the read-ahead is still in flight right
     // after it is issued.
@@ -113,6 +133,7 @@ fn scrub_during_playback_aborts_the_read_ahead() {
         threads: 1,
         queue_depth: 1,
         io_size: 4096,
+        host_copy,
         ..small_config()
     };
     let mut player = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
@@ -150,7 +171,10 @@ fn scrub_during_playback_aborts_the_read_ahead() {
 #[test]
 fn host_path_shows_the_exact_frames() {
     let Some(g) = gpu() else { return };
-    for host_copy in [HostCopy::Auto, HostCopy::Staging] {
+    for host_copy in [HostCopy::Auto, HostCopy::Staging, HostCopy::Ring] {
+        if host_copy == HostCopy::Ring && !can_import(&g) {
+            continue;
+        }
         host_path_shows_the_exact_frames_with(&g, host_copy);
     }
 }
@@ -208,6 +232,10 @@ fn host_path_shows_the_exact_frames_with(g: &PlayerGpu, host_copy: HostCopy) {
         .expect("host route");
     if host_copy == HostCopy::Staging {
         assert!(route.contains("staging"), "{route}");
+    } else if host_copy == HostCopy::Ring {
+        assert!(route.contains("ring of imported host buffers"), "{route}");
+        let mode = player.path_report(PathSel::Host).mode.unwrap_or_default();
+        assert!(mode.contains("bounce buffers"), "{mode}");
     } else if let Ok(imp) = supercell::gpu::HostImporter::new(&g.device) {
         // A device that can import must take the imported route.
         assert!(
@@ -248,7 +276,10 @@ fn small_parts(player: &Player) -> u64 {
 fn host_path_in_small_parts_shows_the_same_images_as_one_part() {
     let Some(g) = gpu() else { return };
     let ds = dataset();
-    for host_copy in [HostCopy::Auto, HostCopy::Staging] {
+    for host_copy in [HostCopy::Auto, HostCopy::Staging, HostCopy::Ring] {
+        if host_copy == HostCopy::Ring && !can_import(&g) {
+            continue;
+        }
         let cfg = PlayerConfig {
             host_copy,
             verify: true,

@@ -124,7 +124,10 @@ impl HostBuffer {
     /// `pages`.
     pub fn with_pages(len: usize, pages: HostPages) -> io::Result<HostBuffer> {
         let page = page_size();
-        let len = len.max(1).checked_next_multiple_of(page).ok_or_else(overflow)?;
+        let len = len
+            .max(1)
+            .checked_next_multiple_of(page)
+            .ok_or_else(overflow)?;
         match pages {
             HostPages::Base => {
                 let ptr = map_anonymous(len, libc::MAP_POPULATE)?;
@@ -139,10 +142,30 @@ impl HostBuffer {
         }
     }
 
+    /// Reserves `len` bytes of address space (rounded up to whole pages) without backing
+    /// them: nothing is populated, and pages (zero) appear only where the memory is
+    /// touched. For slots whose bytes live elsewhere (the host path's ring route keeps its
+    /// frames on the GPU), which still need a slot memory for their layout.
+    pub fn reserve(len: usize) -> io::Result<HostBuffer> {
+        let len = len
+            .max(1)
+            .checked_next_multiple_of(page_size())
+            .ok_or_else(overflow)?;
+        let ptr = map_anonymous(len, libc::MAP_NORESERVE)?;
+        Ok(HostBuffer {
+            ptr,
+            len,
+            mapped: len,
+            pages: HostPages::Base,
+        })
+    }
+
     /// A 2 MiB aligned mapping of `len` bytes rounded up to 2 MiB, advised huge, then
     /// populated.
     fn map_huge(len: usize) -> io::Result<HostBuffer> {
-        let mapped = len.checked_next_multiple_of(HUGE_PAGE).ok_or_else(overflow)?;
+        let mapped = len
+            .checked_next_multiple_of(HUGE_PAGE)
+            .ok_or_else(overflow)?;
         // Map a huge page more than needed, unpopulated (address space only), and unmap the
         // slack before and after the first 2 MiB boundary.
         let reserve = mapped.checked_add(HUGE_PAGE).ok_or_else(overflow)?;
@@ -167,13 +190,7 @@ impl HostBuffer {
         };
         // SAFETY: advice on this buffer's own mapping. A kernel without THP refuses it
         // (EINVAL); the buffer then simply has base pages.
-        unsafe {
-            libc::madvise(
-                buf.ptr.as_ptr().cast(),
-                buf.mapped,
-                libc::MADV_HUGEPAGE,
-            )
-        };
+        unsafe { libc::madvise(buf.ptr.as_ptr().cast(), buf.mapped, libc::MADV_HUGEPAGE) };
         buf.populate();
         Ok(buf)
     }
@@ -284,20 +301,26 @@ pub fn describe_pages<'a>(buffers: impl IntoIterator<Item = &'a HostBuffer>) -> 
             (HostPages::Base, _) => {}
         }
     }
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let gib = |b: u64| {
+        if bytes >= 1 << 30 {
+            format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+        } else {
+            format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+        }
+    };
     match asked {
         None => "no host buffers".into(),
         Some(HostPages::Base) => format!(
-            "host memory on 4 KiB pages ({HOST_HUGEPAGES_ENV}=0), {:.2} GiB",
+            "host memory on 4 KiB pages ({HOST_HUGEPAGES_ENV}=0), {}",
             gib(bytes)
         ),
         Some(HostPages::Huge) if known => format!(
-            "host memory on huge pages ({HOST_HUGEPAGES_ENV}=1): {:.2} of {:.2} GiB in 2 MiB pages",
+            "host memory on huge pages ({HOST_HUGEPAGES_ENV}=1): {} of {} in 2 MiB pages",
             gib(huge),
             gib(bytes)
         ),
         Some(HostPages::Huge) => format!(
-            "host memory on huge pages ({HOST_HUGEPAGES_ENV}=1), {:.2} GiB (how many the kernel gave is unknown)",
+            "host memory on huge pages ({HOST_HUGEPAGES_ENV}=1), {} (how many the kernel gave is unknown)",
             gib(bytes)
         ),
     }
@@ -314,7 +337,10 @@ mod tests {
             assert_eq!(b.as_ptr() as usize % page_size(), 0);
             assert_eq!(b.len() % page_size(), 0);
             assert!(b.len() >= 5000);
-            assert!(b.len() < 5000 + page_size(), "{pages:?}: len is page-rounded");
+            assert!(
+                b.len() < 5000 + page_size(),
+                "{pages:?}: len is page-rounded"
+            );
             // SAFETY: nothing else writes to the buffer.
             unsafe {
                 *b.as_mut_ptr().add(4999) = 7;
@@ -350,9 +376,17 @@ mod tests {
         }
         let base = HostBuffer::with_pages(len, HostPages::Base).unwrap();
         if thp.contains("[madvise]") {
-            assert_eq!(base.huge_page_bytes(), Some(0), "not advised, no huge pages");
+            assert_eq!(
+                base.huge_page_bytes(),
+                Some(0),
+                "not advised, no huge pages"
+            );
         }
-        assert!(describe_pages([&b]).contains("huge pages"), "{}", describe_pages([&b]));
+        assert!(
+            describe_pages([&b]).contains("huge pages"),
+            "{}",
+            describe_pages([&b])
+        );
         assert!(describe_pages([&base]).contains("4 KiB"));
     }
 
@@ -361,7 +395,11 @@ mod tests {
         assert_eq!(HostPages::parse("0").unwrap(), HostPages::Base);
         assert_eq!(HostPages::parse("off").unwrap(), HostPages::Base);
         assert_eq!(HostPages::parse("1").unwrap(), HostPages::Huge);
-        assert_eq!(HostPages::parse("").unwrap(), HostPages::Huge, "default: on");
+        assert_eq!(
+            HostPages::parse("").unwrap(),
+            HostPages::Huge,
+            "default: on"
+        );
         let e = HostPages::parse("maybe").unwrap_err().to_string();
         assert!(e.contains(HOST_HUGEPAGES_ENV) && e.contains("maybe"), "{e}");
     }
