@@ -11,11 +11,14 @@
 //! when its copy has: a completed frame is entirely in its slot.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::plan::{Coordinator, Piece};
 use crate::ingest::error::IngestError;
 use crate::ingest::io::{IoDone, IoTask, Target};
+
+/// The longest a gathered copy waits for more to start with it (see [`Bounce::batch`]).
+const GATHER_FOR: Duration = Duration::from_micros(250);
 
 /// Moves bytes from the bounce buffers to the slots; see the module documentation.
 pub trait BounceCopier: Send {
@@ -65,6 +68,13 @@ pub(super) struct Bounce {
     pub(super) pending: VecDeque<Piece>,
     /// Buffers whose copies are gathered and not yet started.
     gathered: Vec<usize>,
+    /// When the oldest of them was gathered.
+    gathered_at: Option<Instant>,
+    /// Copies started together once this many are gathered (an eighth of the buffers), or
+    /// once the oldest has waited [`GATHER_FOR`]: each start costs the copier a submission
+    /// (tens of microseconds on a GPU), and reads land far more often than that at tens of
+    /// GB/s.
+    batch: usize,
     addrs: Vec<usize>,
 }
 
@@ -79,6 +89,8 @@ impl Bounce {
             free: (0..n).rev().collect(),
             pending: VecDeque::new(),
             gathered: Vec::new(),
+            gathered_at: None,
+            batch: (n / 8).max(1),
             addrs,
         }
     }
@@ -141,6 +153,7 @@ impl Coordinator {
                     Ok(()) => {
                         s.uses[b] = Use::Gathered;
                         s.gathered.push(b);
+                        s.gathered_at.get_or_insert(d.completed);
                         None
                     }
                     Err(e) => Some(Some(IngestError::Unavailable(format!(
@@ -158,14 +171,19 @@ impl Coordinator {
         }
     }
 
-    /// Starts the copies gathered this turn, then completes the pieces whose copies have
-    /// completed (`wait`: waits for all of them).
+    /// Starts the copies gathered (a batch's worth, or the oldest has waited long enough;
+    /// with `wait`, all), then completes the pieces whose copies have completed (`wait`:
+    /// waits for all of them).
     pub(super) fn pump_bounce(&mut self, wait: bool) {
         let Some(s) = &mut self.bounce else {
             return;
         };
         let mut finished: Vec<(u64, Option<IngestError>)> = Vec::new();
-        if !s.gathered.is_empty() {
+        let due = wait
+            || s.gathered.len() >= s.batch
+            || s.gathered_at.is_some_and(|t| t.elapsed() >= GATHER_FOR);
+        if !s.gathered.is_empty() && due {
+            s.gathered_at = None;
             let batch = std::mem::take(&mut s.gathered);
             match s.copier.submit() {
                 Ok(()) => {
