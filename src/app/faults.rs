@@ -122,6 +122,9 @@ impl FaultLog {
     }
 }
 
+/// Reads a slot's bytes back: (slot offset, buffer to fill), or why not.
+pub(super) type ReadBack<'a> = dyn FnMut(usize, &mut [u8]) -> Result<(), String> + 'a;
+
 /// The structural check of every grid header of `frame` in a slot of `slot_len` bytes,
 /// whose bytes `read_back` (slot offset, buffer) reads (see
 /// [`crate::format::Grid::check_header`]): `None` when all pass, else the lane and
@@ -130,7 +133,7 @@ pub(super) fn check_headers(
     scene: &LoadedScene,
     source: &Source,
     slot_len: usize,
-    read_back: &mut dyn FnMut(usize, &mut [u8]) -> Result<(), String>,
+    read_back: &mut ReadBack<'_>,
     frame: u32,
 ) -> Option<(Option<u32>, Option<u64>, String)> {
     let f = scene.dataset.frame(frame as usize)?;

@@ -121,7 +121,8 @@ impl HostBuffer {
     }
 
     /// Maps `len` bytes (rounded up to whole pages, at least one page), populated, on
-    /// `pages`.
+    /// `pages`. A buffer smaller than a huge page gets base pages whatever is asked (a huge
+    /// page would more than double it).
     pub fn with_pages(len: usize, pages: HostPages) -> io::Result<HostBuffer> {
         let page = page_size();
         let len = len
@@ -129,16 +130,16 @@ impl HostBuffer {
             .checked_next_multiple_of(page)
             .ok_or_else(overflow)?;
         match pages {
-            HostPages::Base => {
+            HostPages::Huge if len >= HUGE_PAGE => HostBuffer::map_huge(len),
+            HostPages::Base | HostPages::Huge => {
                 let ptr = map_anonymous(len, libc::MAP_POPULATE)?;
                 Ok(HostBuffer {
                     ptr,
                     len,
                     mapped: len,
-                    pages,
+                    pages: HostPages::Base,
                 })
             }
-            HostPages::Huge => HostBuffer::map_huge(len),
         }
     }
 
@@ -217,7 +218,8 @@ impl HostBuffer {
         }
     }
 
-    /// The pages asked for (see [`HostBuffer::huge_page_bytes`] for what the kernel gave).
+    /// The pages asked for the mapping (see [`HostBuffer::huge_page_bytes`] for what the
+    /// kernel gave).
     pub fn pages(&self) -> HostPages {
         self.pages
     }
@@ -293,7 +295,9 @@ pub fn describe_pages<'a>(buffers: impl IntoIterator<Item = &'a HostBuffer>) -> 
     let mut asked = None;
     let (mut bytes, mut huge, mut known) = (0u64, 0u64, true);
     for b in buffers {
-        asked.get_or_insert(b.pages());
+        if asked != Some(HostPages::Huge) {
+            asked = Some(b.pages());
+        }
         bytes += b.len() as u64;
         match (b.pages(), b.huge_page_bytes()) {
             (HostPages::Huge, Some(h)) => huge += h.min(b.len() as u64),
@@ -311,7 +315,7 @@ pub fn describe_pages<'a>(buffers: impl IntoIterator<Item = &'a HostBuffer>) -> 
     match asked {
         None => "no host buffers".into(),
         Some(HostPages::Base) => format!(
-            "host memory on 4 KiB pages ({HOST_HUGEPAGES_ENV}=0), {}",
+            "host memory on 4 KiB pages ({HOST_HUGEPAGES_ENV}=0, or buffers under 2 MiB), {}",
             gib(bytes)
         ),
         Some(HostPages::Huge) if known => format!(
@@ -341,6 +345,7 @@ mod tests {
                 b.len() < 5000 + page_size(),
                 "{pages:?}: len is page-rounded"
             );
+            assert_eq!(b.pages(), HostPages::Base, "no huge page for 5000 bytes");
             // SAFETY: nothing else writes to the buffer.
             unsafe {
                 *b.as_mut_ptr().add(4999) = 7;
