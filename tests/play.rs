@@ -632,6 +632,57 @@ fn headless_run_writes_sane_json() {
     }
 }
 
+/// The host path's routes and pages on the command line, as the GPU runs compare them:
+/// `--host-copy ring` plays (exact scrubs) and its JSON names the ring and its huge pages;
+/// the default route with `SUPERCELL_HOST_HUGEPAGES=0` notes its 4 KiB pages; a bad value
+/// of the knob is refused naming it.
+#[test]
+fn headless_host_routes_and_pages_on_the_command_line() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    let run = |copy: &str, pages: &str| {
+        let json = out_dir().join(format!("headless-host-{copy}-{pages}.json"));
+        let _ = std::fs::remove_file(&json);
+        let out = Command::new(bin())
+            .env("SUPERCELL_HOST_HUGEPAGES", pages)
+            .args(["play", ds.to_str().unwrap(), "--headless", "--frames", "6"])
+            .args(["--path", "host", "--host-copy", copy, "--size", "64x48"])
+            .args(["--scrub-jumps", "4", "--threads", "2"])
+            .args(["--json", json.to_str().unwrap()])
+            .output()
+            .expect("run supercell play");
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let v: Option<serde_json::Value> = out
+            .status
+            .success()
+            .then(|| serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap());
+        (v, stderr)
+    };
+    if can_import(&g) {
+        let (v, stderr) = run("ring", "1");
+        let v = v.unwrap_or_else(|| panic!("ring route failed:\n{stderr}"));
+        let host = &v["paths"][0];
+        let upload = host["info"]["upload"].as_str().unwrap();
+        assert!(upload.contains("ring of imported host buffers"), "{upload}");
+        assert!(upload.contains("SUPERCELL_HOST_HUGEPAGES=1"), "{upload}");
+        assert!(host["figures"]["frames_rendered"].as_u64().unwrap() >= 6);
+        assert_eq!(host["scrub"]["exact"], true, "{}", host["scrub"]);
+    }
+    let (v, stderr) = run("auto", "0");
+    let v = v.unwrap_or_else(|| panic!("default route failed:\n{stderr}"));
+    let notes = v["paths"][0]["info"]["notes"].to_string();
+    assert!(
+        notes.contains("4 KiB pages (SUPERCELL_HOST_HUGEPAGES=0"),
+        "{notes}"
+    );
+    let (v, stderr) = run("auto", "maybe");
+    assert!(v.is_none(), "a bad SUPERCELL_HOST_HUGEPAGES was accepted");
+    assert!(
+        stderr.contains("SUPERCELL_HOST_HUGEPAGES") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
+
 /// The README's headless command with no size or step flags: on a software adapter
 /// (lavapipe in CI) it says once that it uses the interactive settings, renders at the
 /// software size and finishes; with the flags given, nothing is chosen for the user.
