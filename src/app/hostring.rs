@@ -199,3 +199,23 @@ impl BounceCopier for GpuBounce {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every read in flight has a buffer and as many again wait for copies, within the
+    /// cap; never fewer than one per thread or 4.
+    #[test]
+    fn the_ring_covers_the_reads_in_flight_within_its_cap() {
+        // The H200 runs: 16 threads, queue depth 8, 1 MiB reads: 256 MiB.
+        assert_eq!(ring_buffers(16, 8, 1 << 20), 256);
+        // Larger reads are capped at 512 MiB.
+        assert_eq!(ring_buffers(16, 8, 8 << 20), 64);
+        assert!(ring_buffers(64, 64, 1 << 20) * (1 << 20) <= RING_MAX_BYTES);
+        // Tiny configurations still have room to overlap reads and copies.
+        assert_eq!(ring_buffers(1, 1, 4096), 4);
+        // A cap below one read per thread still gives each thread one.
+        assert_eq!(ring_buffers(8, 8, 256 << 20), 8);
+    }
+}
