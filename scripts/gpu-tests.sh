@@ -308,7 +308,8 @@ PY
 # speed on 1 GB Fp16 frames. Knobs: LANES (16), LANE_GIB (3), FRAMES (6), FRAME_SIZE (7GB),
 # GEN_ARGS (--attributes all), RESOLUTION (unset: picked from FRAME_SIZE; 1952 gives ~7 GB
 # frames with every attribute and skips the picker's census), THREADS (16), DURATION (10),
-# PLAY_FRAMES (24).
+# PLAY_FRAMES (24), HOST_VARIANTS=1 (the host path's routes and host memory pages compared:
+# play-host-{auto,ring}-hp{1,0}.json, and the first again as play-host-auto-hp1-again.json).
 large_run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
   local FRAMES=${FRAMES:-6} FRAME_SIZE=${FRAME_SIZE:-7GB} LANES=${LANES:-16} LANE_GIB=${LANE_GIB:-3}
@@ -349,6 +350,22 @@ large_run() {
   timeout 200 $SC play "$DS" --headless --path direct --direct-engine gds --frames "${PLAY_FRAMES:-24}" \
     --threads "$THREADS" --size 1920x1080 --json "$OUT/play-gds.json" >>"$LOG" 2>&1
   echo "exit code: $?" >>"$LOG"
+  if [ "${HOST_VARIANTS:-0}" = 1 ]; then
+    # The host path alone, each run a fresh process: host slots imported into Vulkan (the
+    # default route) against a small ring of imported host buffers (--host-copy ring), each
+    # on huge pages and on 4 KiB pages (SUPERCELL_HOST_HUGEPAGES). The first variant runs
+    # again last, so an order effect (memory left dirty by the generator) shows.
+    local variant copy hp name
+    for variant in auto:1 ring:1 auto:0 ring:0 auto:1; do
+      copy=${variant%:*} hp=${variant#*:} name="play-host-$copy-hp$hp"
+      [ -e "$OUT/$name.json" ] && name="$name-again"
+      say "play --headless --path host --host-copy $copy, SUPERCELL_HOST_HUGEPAGES=$hp, --frames ${PLAY_FRAMES:-24}"
+      SUPERCELL_HOST_HUGEPAGES=$hp timeout 200 $SC play "$DS" --headless --path host \
+        --host-copy "$copy" --frames "${PLAY_FRAMES:-24}" --threads "$THREADS" --size 1920x1080 \
+        --json "$OUT/$name.json" >>"$LOG" 2>&1
+      echo "exit code: $?" >>"$LOG"
+    done
+  fi
   bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   rm -rf "$DS"
   say "generator speed: 4 frames of 1 GB, Fp16, default attributes, $(nproc) threads, /dev/shm"

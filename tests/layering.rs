@@ -66,8 +66,12 @@ const FORBIDDEN_CRATES: &[(&str, &[&str])] = &[
 ];
 
 /// Sibling files that share one type's `impl` across files (not a layering relation): the
-/// engine coordinator's staged-copy methods live beside the staging buffers they drive.
-const SPLIT_IMPLS: &[(&str, &str)] = &[("ingest/engine/plan", "ingest/engine/staged")];
+/// engine coordinator's staged-copy and bounce-copy methods live beside the buffers they
+/// drive.
+const SPLIT_IMPLS: &[(&str, &str)] = &[
+    ("ingest/engine/plan", "ingest/engine/staged"),
+    ("ingest/engine/plan", "ingest/engine/bounce"),
+];
 
 const MAX_LINES: usize = 1200;
 

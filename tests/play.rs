@@ -106,6 +106,26 @@ fn core_plays_scrubs_exactly_and_reports_the_direct_path() {
 #[test]
 fn scrub_during_playback_aborts_the_read_ahead() {
     let Some(g) = gpu() else { return };
+    for host_copy in [HostCopy::Auto, HostCopy::Ring] {
+        if host_copy == HostCopy::Ring && !can_import(&g) {
+            continue;
+        }
+        scrub_during_playback_aborts_the_read_ahead_with(&g, host_copy);
+    }
+}
+
+/// Whether the device can import host memory (the ring route needs it).
+fn can_import(g: &PlayerGpu) -> bool {
+    match supercell::gpu::HostImporter::new(&g.device) {
+        Ok(_) => true,
+        Err(why) => {
+            eprintln!("skipping the ring route: {why}");
+            false
+        }
+    }
+}
+
+fn scrub_during_playback_aborts_the_read_ahead_with(g: &PlayerGpu, host_copy: HostCopy) {
     let ds = dataset();
     // One thread, 4 KiB reads, one at a time: the read-ahead is still in flight right
     // after it is issued.
@@ -113,6 +133,7 @@ fn scrub_during_playback_aborts_the_read_ahead() {
         threads: 1,
         queue_depth: 1,
         io_size: 4096,
+        host_copy,
         ..small_config()
     };
     let mut player = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
@@ -150,7 +171,10 @@ fn scrub_during_playback_aborts_the_read_ahead() {
 #[test]
 fn host_path_shows_the_exact_frames() {
     let Some(g) = gpu() else { return };
-    for host_copy in [HostCopy::Auto, HostCopy::Staging] {
+    for host_copy in [HostCopy::Auto, HostCopy::Staging, HostCopy::Ring] {
+        if host_copy == HostCopy::Ring && !can_import(&g) {
+            continue;
+        }
         host_path_shows_the_exact_frames_with(&g, host_copy);
     }
 }
@@ -208,6 +232,10 @@ fn host_path_shows_the_exact_frames_with(g: &PlayerGpu, host_copy: HostCopy) {
         .expect("host route");
     if host_copy == HostCopy::Staging {
         assert!(route.contains("staging"), "{route}");
+    } else if host_copy == HostCopy::Ring {
+        assert!(route.contains("ring of imported host buffers"), "{route}");
+        let mode = player.path_report(PathSel::Host).mode.unwrap_or_default();
+        assert!(mode.contains("bounce buffers"), "{mode}");
     } else if let Ok(imp) = supercell::gpu::HostImporter::new(&g.device) {
         // A device that can import must take the imported route.
         assert!(
@@ -248,7 +276,10 @@ fn small_parts(player: &Player) -> u64 {
 fn host_path_in_small_parts_shows_the_same_images_as_one_part() {
     let Some(g) = gpu() else { return };
     let ds = dataset();
-    for host_copy in [HostCopy::Auto, HostCopy::Staging] {
+    for host_copy in [HostCopy::Auto, HostCopy::Staging, HostCopy::Ring] {
+        if host_copy == HostCopy::Ring && !can_import(&g) {
+            continue;
+        }
         let cfg = PlayerConfig {
             host_copy,
             verify: true,
@@ -599,6 +630,57 @@ fn headless_run_writes_sane_json() {
         assert!(e.contains("error"), "{args:?}: {e}");
         assert!(!e.contains("panicked"), "{args:?}: {e}");
     }
+}
+
+/// The host path's routes and pages on the command line, as the GPU runs compare them:
+/// `--host-copy ring` plays (exact scrubs) and its JSON names the ring and its huge pages;
+/// the default route with `SUPERCELL_HOST_HUGEPAGES=0` notes its 4 KiB pages; a bad value
+/// of the knob is refused naming it.
+#[test]
+fn headless_host_routes_and_pages_on_the_command_line() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    let run = |copy: &str, pages: &str| {
+        let json = out_dir().join(format!("headless-host-{copy}-{pages}.json"));
+        let _ = std::fs::remove_file(&json);
+        let out = Command::new(bin())
+            .env("SUPERCELL_HOST_HUGEPAGES", pages)
+            .args(["play", ds.to_str().unwrap(), "--headless", "--frames", "6"])
+            .args(["--path", "host", "--host-copy", copy, "--size", "64x48"])
+            .args(["--scrub-jumps", "4", "--threads", "2"])
+            .args(["--json", json.to_str().unwrap()])
+            .output()
+            .expect("run supercell play");
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let v: Option<serde_json::Value> = out
+            .status
+            .success()
+            .then(|| serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap());
+        (v, stderr)
+    };
+    if can_import(&g) {
+        let (v, stderr) = run("ring", "1");
+        let v = v.unwrap_or_else(|| panic!("ring route failed:\n{stderr}"));
+        let host = &v["paths"][0];
+        let upload = host["info"]["upload"].as_str().unwrap();
+        assert!(upload.contains("ring of imported host buffers"), "{upload}");
+        assert!(upload.contains("SUPERCELL_HOST_HUGEPAGES=1"), "{upload}");
+        assert!(host["figures"]["frames_rendered"].as_u64().unwrap() >= 6);
+        assert_eq!(host["scrub"]["exact"], true, "{}", host["scrub"]);
+    }
+    let (v, stderr) = run("auto", "0");
+    let v = v.unwrap_or_else(|| panic!("default route failed:\n{stderr}"));
+    let notes = v["paths"][0]["info"]["notes"].to_string();
+    assert!(
+        notes.contains("4 KiB pages (SUPERCELL_HOST_HUGEPAGES=0"),
+        "{notes}"
+    );
+    let (v, stderr) = run("auto", "maybe");
+    assert!(v.is_none(), "a bad SUPERCELL_HOST_HUGEPAGES was accepted");
+    assert!(
+        stderr.contains("SUPERCELL_HOST_HUGEPAGES") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
 }
 
 /// The README's headless command with no size or step flags: on a software adapter

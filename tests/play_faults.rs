@@ -3,7 +3,8 @@
 //! the renderer), playback goes on with the next frames, and the frame plays again once its
 //! lane is back; lane files truncated or removed while playing; the headless JSON lists the
 //! faults (with `SUPERCELL_FAULTS`); `render` refuses a frame with a damaged grid header.
-//! Reads run on the io_uring and the pread backends.
+//! Reads run on the io_uring and the pread backends, and on the host path's default route
+//! and its ring route (`--host-copy ring`).
 //!
 //! Without a GPU adapter the tests print why and pass, unless `SUPERCELL_REQUIRE_GPU` is set.
 
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 mod storm_support;
 use storm_support::SmallStorm;
 
-use supercell::app::{FrameFaultKind, PathSel, Player, PlayerConfig, PlayerGpu};
+use supercell::app::{FrameFaultKind, HostCopy, PathSel, Player, PlayerConfig, PlayerGpu};
 use supercell::dataset::Dataset;
 use supercell::ingest::{FaultPlan, IoBackend, Source, io_uring_probe};
 use supercell::pipeline::PlayMode;
@@ -91,6 +92,19 @@ fn backends() -> Vec<IoBackend> {
     v
 }
 
+/// Each backend on the default host route, and the last on the ring route (reads into a
+/// ring of imported host buffers, copied on by the GPU) where the device can import host
+/// memory.
+fn runs(g: &PlayerGpu) -> Vec<(IoBackend, HostCopy)> {
+    let b = backends();
+    let mut v: Vec<_> = b.iter().map(|&b| (b, HostCopy::Auto)).collect();
+    match supercell::gpu::HostImporter::new(&g.device) {
+        Ok(_) => v.push((*b.last().expect("a backend"), HostCopy::Ring)),
+        Err(why) => eprintln!("skipping the ring route: {why}"),
+    }
+    v
+}
+
 fn config(backend: IoBackend, plan: Option<Arc<FaultPlan>>) -> PlayerConfig {
     PlayerConfig {
         width: 32,
@@ -137,22 +151,20 @@ fn failed_read_marks_the_frame_damaged_and_playback_goes_on() {
     // Frame 3's first extent: its lane.
     let e = src.frames[3].extents[0];
     let lane = src.files[e.file as usize].lane;
-    for backend in backends() {
+    for (backend, host_copy) in runs(&g) {
         let plan = Arc::new(FaultPlan::parse(&format!("eio:lane={lane},frame=3")).unwrap());
-        let mut p = Player::new(
-            &g.device,
-            &g.queue,
-            &ds,
-            &config(backend, Some(plan.clone())),
-        )
-        .expect("player");
+        let cfg = PlayerConfig {
+            host_copy,
+            ..config(backend, Some(plan.clone()))
+        };
+        let mut p = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
         let mut shown = Vec::new();
         run_until(&mut p, &mut shown, "two passes", |p, _| {
             p.figures(PathSel::Host).frames_rendered >= 14
         });
         assert!(
             !shown.contains(&3),
-            "{backend:?}: a failed frame was shown: {shown:?}"
+            "{backend:?} {host_copy:?}: a failed frame was shown: {shown:?}"
         );
         let after: Vec<u32> = shown.iter().copied().filter(|&f| f > 3).collect();
         assert!(after.len() >= 4, "playback went on past frame 3: {shown:?}");
@@ -186,11 +198,12 @@ fn hung_lane_times_out_and_recovers() {
     let src = source(&ds);
     let e = src.frames[2].extents[0];
     let lane = src.files[e.file as usize].lane;
-    for backend in backends() {
+    for (backend, host_copy) in runs(&g) {
         let plan = Arc::new(FaultPlan::parse(&format!("hang:lane={lane},frame=2")).unwrap());
         let cfg = PlayerConfig {
             read_timeout: Some(Duration::from_millis(300)),
             threads: 4,
+            host_copy,
             ..config(backend, Some(plan.clone()))
         };
         let mut p = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
@@ -334,15 +347,19 @@ fn frame_with_a_damaged_grid_header_is_never_rendered() {
     let Some(g) = gpu() else { return };
     let (_t, ds) = storm_copy();
     damage_magic(&ds, 2);
-    for backend in backends() {
-        let mut p = Player::new(&g.device, &g.queue, &ds, &config(backend, None)).unwrap();
+    for (backend, host_copy) in runs(&g) {
+        let cfg = PlayerConfig {
+            host_copy,
+            ..config(backend, None)
+        };
+        let mut p = Player::new(&g.device, &g.queue, &ds, &cfg).unwrap();
         let mut shown = Vec::new();
         run_until(&mut p, &mut shown, "two passes", |p, _| {
             p.figures(PathSel::Host).frames_rendered >= 14
         });
         assert!(
             !shown.contains(&2),
-            "{backend:?}: damaged frame shown: {shown:?}"
+            "{backend:?} {host_copy:?}: damaged frame shown: {shown:?}"
         );
         assert_eq!(p.damaged_frames().get(&2), Some(&FrameFaultKind::Header));
         let f = p.faults().find(|f| f.frame == 2).unwrap();
@@ -464,14 +481,23 @@ fn host_verify_on_the_gpu_marks_a_flipped_frame_damaged() {
         .max(64 << 10)
         .next_power_of_two();
     assert!(part < src.max_frame_len(), "frames too small to cut");
+    // And on the ring route (the GPU copies each read out of a ring of imported host
+    // buffers), in one part and in several.
+    let ring: Vec<_> = runs(&g)
+        .into_iter()
+        .filter(|r| r.1 == HostCopy::Ring)
+        .flat_map(|(b, h)| [(b, None, h), (b, Some(part), h)])
+        .collect();
     let runs = backends()
         .into_iter()
-        .map(|b| (b, None))
-        .chain([(IoBackend::Pread, Some(part))]);
-    for (backend, part_bytes) in runs {
+        .map(|b| (b, None, HostCopy::Auto))
+        .chain([(IoBackend::Pread, Some(part), HostCopy::Auto)])
+        .chain(ring);
+    for (backend, part_bytes, host_copy) in runs {
         let cfg = PlayerConfig {
             verify: true,
             part_bytes,
+            host_copy,
             ..config(backend, None)
         };
         let mut p = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
@@ -501,7 +527,7 @@ fn host_verify_on_the_gpu_marks_a_flipped_frame_damaged() {
         });
         assert!(
             !shown.contains(&5),
-            "{backend:?}, parts {part_bytes:?}: a frame with a flipped byte was shown: {shown:?}"
+            "{backend:?} {host_copy:?}, parts {part_bytes:?}: a frame with a flipped byte was shown: {shown:?}"
         );
         let played: BTreeSet<u32> = shown.iter().copied().collect();
         assert_eq!(

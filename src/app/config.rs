@@ -74,6 +74,10 @@ pub enum HostCopy {
     Auto,
     /// The CPU copies each frame into a mapped staging buffer, then the GPU copies that.
     Staging,
+    /// Reads land in a small ring of host buffers imported into Vulkan, and the GPU copies
+    /// each into the slot's device buffers as it lands (needs `VK_EXT_external_memory_host`;
+    /// no host slots).
+    Ring,
 }
 
 /// Which engine the direct path runs into the shared slots.

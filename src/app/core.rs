@@ -194,7 +194,7 @@ impl Player {
 
         // Host path: always there (it needs nothing but wgpu).
         let host_path =
-            |label: &str| FramePath::host(device, cfg, &ecfg, &source, slots, layout, label);
+            |label: &str| FramePath::host(device, queue, cfg, &ecfg, &source, slots, layout, label);
         let host = host_path("supercell host upload")?;
         // Direct path: only where shared buffers exist; else the reason is kept for the UI.
         let (direct, direct_reason) = if cfg.loopback_direct {
@@ -396,9 +396,20 @@ impl Player {
         };
         // Every grid header of the frame passes the structural check before the frame can
         // be shown; a frame that fails is never handed to the renderer.
-        let header = self
-            .path(sel)
-            .and_then(|p| check_headers(&self.scene, &self.source, p.stream.ring(), slot, c.frame));
+        let header = self.path(sel).and_then(|p| {
+            let ring = p.stream.ring();
+            let mut read_back = |at: usize, out: &mut [u8]| {
+                p.route
+                    .read_back(&self.device, &self.queue, ring, slot, at, out)
+            };
+            check_headers(
+                &self.scene,
+                &self.source,
+                ring.slot_len(),
+                &mut read_back,
+                c.frame,
+            )
+        });
         let mut checksum = None;
         if header.is_none() {
             // The last ranges go to the GPU before the frame can be shown.

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 
 use super::config::PathSel;
-use crate::gpu::FrameRing;
 use crate::ingest::{IngestError, Source};
 use crate::scene::LoadedScene;
 
@@ -123,14 +122,18 @@ impl FaultLog {
     }
 }
 
-/// The structural check of every grid header of `frame` in `slot` (see
+/// Reads a slot's bytes back: (slot offset, buffer to fill), or why not.
+pub(super) type ReadBack<'a> = dyn FnMut(usize, &mut [u8]) -> Result<(), String> + 'a;
+
+/// The structural check of every grid header of `frame` in a slot of `slot_len` bytes,
+/// whose bytes `read_back` (slot offset, buffer) reads (see
 /// [`crate::format::Grid::check_header`]): `None` when all pass, else the lane and
 /// file offset of the first bad grid, where known, and what is wrong.
 pub(super) fn check_headers(
     scene: &LoadedScene,
     source: &Source,
-    ring: &FrameRing,
-    slot: usize,
+    slot_len: usize,
+    read_back: &mut ReadBack<'_>,
     frame: u32,
 ) -> Option<(Option<u32>, Option<u64>, String)> {
     let f = scene.dataset.frame(frame as usize)?;
@@ -157,15 +160,12 @@ pub(super) fn check_headers(
             ))
         };
 
-        if start
-            .checked_add(len)
-            .is_none_or(|end| end > ring.slot_len())
-        {
+        if start.checked_add(len).is_none_or(|end| end > slot_len) {
             return bad(format!("{len} bytes do not fit the slot"));
         }
         // Host or device memory, one part or several: read the header back (a few KiB).
         prefix.resize(len.min(crate::format::Grid::HEADER_PREFIX), 0);
-        let checked = match ring.read_back(slot, start, &mut prefix) {
+        let checked = match read_back(start, &mut prefix) {
             Ok(()) => crate::format::Grid::check_header(&prefix, g.size),
             Err(e) => return bad(format!("cannot read the header back: {e}")),
         };

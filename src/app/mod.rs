@@ -12,6 +12,7 @@ mod faults;
 mod figures;
 pub mod gpumem;
 pub mod headless;
+pub mod hostring;
 pub mod offscreen;
 pub mod overlay;
 mod path;

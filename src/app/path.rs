@@ -3,11 +3,13 @@
 
 use serde::Serialize;
 
-use super::config::{DirectEngine, PathSel, PlayError, PlayerConfig};
+use super::config::{DirectEngine, HostCopy, PathSel, PlayError, PlayerConfig};
 use super::direct::DirectSlots;
 use super::route::UploadRoute;
-use crate::gpu::{FrameRing, SlotLayout};
-use crate::ingest::{EngineConfig, EngineInfo, EngineKind, IngestEngine, Source, open_engine};
+use crate::gpu::{FrameRing, SlotLayout, SlotMemory};
+use crate::ingest::{
+    Engine, EngineConfig, EngineInfo, EngineKind, IngestEngine, Source, open_engine,
+};
 use crate::stream::FrameStream;
 
 /// One frame path: its stream (engine, ring, requests) and how its frames reach the
@@ -76,8 +78,10 @@ impl FramePath {
     /// The host path: the cpu-only engine (the portable one, with the reason, where it
     /// cannot start) into `slots` page-aligned host slots of `layout`, and the best upload
     /// route the device allows (`label` names its GPU buffers).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn host(
         device: &wgpu::Device,
+        queue: &wgpu::Queue,
         cfg: &PlayerConfig,
         ecfg: &EngineConfig,
         source: &Source,
@@ -85,6 +89,9 @@ impl FramePath {
         layout: SlotLayout,
         label: &str,
     ) -> Result<FramePath, PlayError> {
+        if cfg.host_copy == HostCopy::Ring {
+            return FramePath::host_ring(device, queue, cfg, ecfg, source, slots, layout, label);
+        }
         let ring = FrameRing::host(slots, layout)?;
         // Best: the GPU copies straight out of the host slots (imported host memory); else
         // each frame is copied by the CPU into a staging buffer first.
@@ -107,6 +114,77 @@ impl FramePath {
             info.requested = EngineKind::CpuOnly;
             info.fallback = fallback;
         }
+        // Which pages the host slots are on (SUPERCELL_HOST_HUGEPAGES), as the kernel gave them.
+        info.notes.push(crate::gpu::describe_pages(
+            ring.memories()
+                .iter()
+                .flat_map(|m| m.parts().iter())
+                .filter_map(|p| match p {
+                    crate::gpu::PartMemory::Host(b) => Some(b),
+                    crate::gpu::PartMemory::Device(_) => None,
+                }),
+        ));
+        if route.checks_on_gpu() {
+            info.notes
+                .push("--verify: each frame's CRC-32 is computed on the GPU after its copy".into());
+        }
+        Ok(FramePath {
+            info,
+            stream: FrameStream::new(engine, ring),
+            route,
+        })
+    }
+
+    /// The host path through a ring of imported host buffers (`--host-copy ring`): the
+    /// bounce engine reads into the ring and the GPU copies each read into the slot's
+    /// device buffers. The ring's slots hold no host memory (address space only, never
+    /// touched): they give the frame ring its layout and states.
+    #[allow(clippy::too_many_arguments)]
+    fn host_ring(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        cfg: &PlayerConfig,
+        ecfg: &EngineConfig,
+        source: &Source,
+        slots: usize,
+        layout: SlotLayout,
+        label: &str,
+    ) -> Result<FramePath, PlayError> {
+        let (route, copier) = UploadRoute::ring(
+            device,
+            queue,
+            slots,
+            layout,
+            (ecfg.threads, ecfg.queue_depth, ecfg.io_size),
+            cfg.verify,
+            label,
+        )?;
+        let memories = (0..slots)
+            .map(|_| {
+                let parts = (0..layout.parts())
+                    .map(|i| {
+                        let n = layout.part_len(i) as usize;
+                        crate::gpu::HostBuffer::reserve(n)
+                            .map(crate::gpu::PartMemory::Host)
+                            .map_err(|e| {
+                                PlayError::Usage(format!(
+                                    "cannot reserve {n} bytes of address space: {e}"
+                                ))
+                            })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                SlotMemory::new(parts, layout.part_bytes())
+                    .map_err(|e| PlayError::Usage(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ring = FrameRing::new(memories)?;
+        let ecfg = EngineConfig {
+            // The route checks each frame on the GPU.
+            verify: false,
+            ..ecfg.clone()
+        };
+        let engine = Engine::bounce(&source.files, ring.memories(), Box::new(copier), &ecfg)?;
+        let mut info = engine.info().clone();
         if route.checks_on_gpu() {
             info.notes
                 .push("--verify: each frame's CRC-32 is computed on the GPU after its copy".into());

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::core::{HostCopy, PlayError};
-use crate::gpu::{FrameRing, SlotLayout, WgpuCrc};
+use super::hostring::{GpuBounce, ring_buffers};
+use crate::gpu::{FrameRing, HostImporter, SlotLayout, WgpuCrc};
 use crate::ingest::{IngestError, ReadProgress, Source};
 
 /// How frames of one path reach the buffer the renderer binds.
@@ -26,6 +27,23 @@ pub(super) enum UploadRoute {
     /// Host path otherwise: the CPU copies each frame into a mapped staging buffer, then
     /// the GPU copies that into one of two upload buffers.
     Staging(StagedUpload),
+    /// Host path with `--host-copy ring`: reads land in a small ring of imported host
+    /// buffers and the engine has the GPU copy each into the slot's device buffers
+    /// ([`super::hostring`]); a frame completes once all of it is on the GPU.
+    RingCopy(RingCopy),
+}
+
+/// The ring route's buffers (the copies themselves are the engine's, through
+/// [`GpuBounce`]).
+pub(super) struct RingCopy {
+    /// How every slot is cut into parts.
+    layout: SlotLayout,
+    /// A device buffer per slot part: the frame is copied and bound here.
+    buffers: Vec<Vec<wgpu::Buffer>>,
+    /// With `--verify`: the CRC pass run on each frame's device buffers.
+    gpu_crc: Option<WgpuCrc>,
+    /// The ring's size and pages, for the report.
+    ring: String,
 }
 
 /// The imported-copy route's buffers and bookkeeping (all indexed by ring slot).
@@ -87,7 +105,7 @@ impl UploadRoute {
         };
         let imported = match host_copy {
             HostCopy::Staging => Err(String::new()),
-            HostCopy::Auto => crate::gpu::HostImporter::new(device),
+            HostCopy::Auto | HostCopy::Ring => crate::gpu::HostImporter::new(device),
         }
         .and_then(|imp| {
             ring.memories()
@@ -137,6 +155,65 @@ impl UploadRoute {
         })
     }
 
+    /// The ring route for `slots` slots of `layout`: a device buffer per slot part, and the
+    /// copier the engine drives, over a ring of host buffers of `io_size` bytes sized for
+    /// `threads` readers of `queue_depth` reads each. Fails, saying why, where the device
+    /// cannot import host memory. With `verify`, each frame's CRCs are checked on the GPU.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn ring(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        slots: usize,
+        layout: SlotLayout,
+        (threads, queue_depth, io_size): (usize, usize, usize),
+        verify: bool,
+        label: &str,
+    ) -> Result<(UploadRoute, GpuBounce), PlayError> {
+        let importer = HostImporter::new(device).map_err(|why| {
+            PlayError::Usage(format!(
+                "--host-copy ring needs host memory the GPU can copy from: {why}"
+            ))
+        })?;
+        let buffers = (0..slots)
+            .map(|_| {
+                (0..layout.parts())
+                    .map(|i| {
+                        // Also a copy source: the header checks read the frame back from here.
+                        alloc_buffer(
+                            device,
+                            copy_len(layout.part_len(i) as usize),
+                            label,
+                            wgpu::BufferUsages::STORAGE
+                                | wgpu::BufferUsages::COPY_DST
+                                | wgpu::BufferUsages::COPY_SRC,
+                            false,
+                        )
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let count = ring_buffers(threads, queue_depth, io_size);
+        let copier = GpuBounce::new(device, queue, &importer, count, io_size, buffers.clone())
+            .map_err(PlayError::Usage)?;
+        let ring = format!(
+            "{count} buffers of {} KiB; {}",
+            io_size >> 10,
+            crate::gpu::describe_pages(copier.host().parts().iter().filter_map(|p| match p {
+                crate::gpu::PartMemory::Host(b) => Some(b),
+                crate::gpu::PartMemory::Device(_) => None,
+            }))
+        );
+        Ok((
+            UploadRoute::RingCopy(RingCopy {
+                layout,
+                buffers,
+                gpu_crc: verify.then(|| WgpuCrc::new(device)),
+                ring,
+            }),
+            copier,
+        ))
+    }
+
     /// How frames reach the GPU, for the report (host routes only).
     pub(super) fn description(&self) -> Option<String> {
         match self {
@@ -144,6 +221,10 @@ impl UploadRoute {
             UploadRoute::ImportedCopy(_) => Some(
                 "GPU copies from the host slots as reads land (VK_EXT_external_memory_host)".into(),
             ),
+            UploadRoute::RingCopy(r) => Some(format!(
+                "reads land in a ring of imported host buffers ({}), the GPU copies each into the slot (VK_EXT_external_memory_host)",
+                r.ring
+            )),
             UploadRoute::Staging(s) if s.why.is_empty() => {
                 Some("CPU copy into a staging buffer, then a GPU copy (as asked)".into())
             }
@@ -161,7 +242,63 @@ impl UploadRoute {
 
     /// Whether `--verify` runs on the GPU (the engine then checks nothing itself).
     pub(super) fn checks_on_gpu(&self) -> bool {
-        matches!(self, UploadRoute::ImportedCopy(c) if c.gpu_crc.is_some())
+        self.gpu_checked().is_some()
+    }
+
+    /// The routes that copy every frame into a device buffer per slot: their layout, those
+    /// buffers and, with `--verify`, the GPU CRC pass.
+    fn gpu_checked(&self) -> Option<(&SlotLayout, &Vec<Vec<wgpu::Buffer>>, &WgpuCrc)> {
+        match self {
+            UploadRoute::ImportedCopy(c) => Some((&c.layout, &c.buffers, c.gpu_crc.as_ref()?)),
+            UploadRoute::RingCopy(r) => Some((&r.layout, &r.buffers, r.gpu_crc.as_ref()?)),
+            _ => None,
+        }
+    }
+
+    /// Reads `out.len()` bytes at slot offset `offset` of the frame in `slot` back (the
+    /// header checks): from the host slot, or from the slot's device buffers where the
+    /// frame exists only there (ring route).
+    pub(super) fn read_back(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        ring: &FrameRing,
+        slot: usize,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), String> {
+        let UploadRoute::RingCopy(r) = self else {
+            return ring.read_back(slot, offset, out).map_err(|e| e.to_string());
+        };
+        let (start, len) = (offset as u64, out.len() as u64);
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > r.layout.len())
+        {
+            return Err(format!(
+                "{len} bytes at {start} lie outside a {}-byte slot",
+                r.layout.len()
+            ));
+        }
+        let parts = r
+            .buffers
+            .get(slot)
+            .ok_or_else(|| format!("slot {slot} does not exist"))?;
+        for piece in r.layout.pieces(start, len) {
+            let buffer = &parts[piece.part];
+            // Copies move whole words: read the aligned range around the piece.
+            let a = wgpu::COPY_BUFFER_ALIGNMENT;
+            let from = piece.offset / a * a;
+            let to = (piece.offset + piece.len).div_ceil(a) * a;
+            let to = to.min(buffer.size());
+            let bytes = crate::device::read_buffer(device, queue, buffer, from, to - from)
+                .map_err(|e| e.to_string())?;
+            let skip = (piece.offset - from) as usize;
+            let at = (piece.at - start) as usize;
+            out[at..at + piece.len as usize]
+                .copy_from_slice(&bytes[skip..skip + piece.len as usize]);
+        }
+        Ok(())
     }
 
     /// The GPU buffers frames are bound from (the memory the player holds for frames).
@@ -169,6 +306,7 @@ impl UploadRoute {
         match self {
             UploadRoute::Shared { buffers } => buffers.iter(),
             UploadRoute::ImportedCopy(c) => c.buffers.iter(),
+            UploadRoute::RingCopy(r) => r.buffers.iter(),
             UploadRoute::Staging(s) => s.buffers.iter(),
         }
         .flatten()
@@ -280,19 +418,18 @@ impl UploadRoute {
         slot: usize,
         frame: u32,
     ) -> Result<Option<IngestError>, PlayError> {
-        let UploadRoute::ImportedCopy(c) = self else {
-            return Ok(None);
-        };
-        let (Some(crc), Some(f)) = (&c.gpu_crc, source.frames.get(frame as usize)) else {
+        let (Some((layout, buffers, crc)), Some(f)) =
+            (self.gpu_checked(), source.frames.get(frame as usize))
+        else {
             return Ok(None);
         };
         // Each extent's pieces, part by part; an extent's CRC is combined from its pieces'.
-        let mut per_part: Vec<Vec<(u64, u64)>> = vec![Vec::new(); c.layout.parts()];
+        let mut per_part: Vec<Vec<(u64, u64)>> = vec![Vec::new(); layout.parts()];
         let order: Vec<Vec<(usize, usize, u64)>> = f
             .extents
             .iter()
             .map(|e| {
-                c.layout
+                layout
                     .pieces(e.dst, e.len)
                     .map(|r| {
                         per_part[r.part].push((r.offset, r.len));
@@ -303,7 +440,7 @@ impl UploadRoute {
             .collect();
         let mut part_crcs = Vec::with_capacity(per_part.len());
         for (part, ranges) in per_part.iter().enumerate() {
-            let buffer = c.buffers[slot].get(part).ok_or_else(|| {
+            let buffer = buffers[slot].get(part).ok_or_else(|| {
                 PlayError::Usage(format!("frame {frame} lies past the slot's last part"))
             })?;
             part_crcs.push(
@@ -355,6 +492,7 @@ impl UploadRoute {
         let s = match self {
             UploadRoute::Shared { buffers } => return Ok((buffers[slot].clone(), None)),
             UploadRoute::ImportedCopy(c) => return Ok((c.buffers[slot].clone(), None)),
+            UploadRoute::RingCopy(r) => return Ok((r.buffers[slot].clone(), None)),
             UploadRoute::Staging(s) => s,
         };
         let b = s.next;

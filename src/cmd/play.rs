@@ -32,6 +32,9 @@ pub enum HostCopyArg {
     Auto,
     /// The CPU copies each frame into a staging buffer first (for comparison).
     Staging,
+    /// Reads land in a small ring of imported host buffers; the GPU copies each into the
+    /// slot as it lands (no host slots).
+    Ring,
 }
 
 /// The direct path's engine on the command line.
@@ -219,6 +222,7 @@ fn player_config(
         host_copy: match args.host_copy {
             HostCopyArg::Auto => HostCopy::Auto,
             HostCopyArg::Staging => HostCopy::Staging,
+            HostCopyArg::Ring => HostCopy::Ring,
         },
         direct_engine: match args.direct_engine {
             DirectEngineArg::Auto => DirectEngine::Auto,

@@ -27,7 +27,9 @@ pub use crc::{GPU_CRC_BLOCK, GpuCrc};
 pub use cuda::{DeviceBuffer, Gpu, PinnedBuffer, cuda_probe, device_count, driver_version};
 pub use error::{GpuError, Result};
 pub use hostimport::HostImporter;
-pub use hostmem::{HostBuffer, page_size};
+pub use hostmem::{
+    HOST_HUGEPAGES_ENV, HUGE_PAGE, HostBuffer, HostPages, describe_pages, page_size,
+};
 pub use interop::{InteropDevice, InteropError, SharedBuffer};
 pub use plan::{
     DEFAULT_PART_BYTES, PART_BYTES_ENV, SlotDemand, SlotPlan, check_part_bytes, choose_part_bytes,

@@ -26,8 +26,8 @@ mod verify;
 
 pub use crate::gpu::{HostBuffer, page_size};
 pub use engine::{
-    Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, EngineInfo, EngineKind, IngestEngine,
-    ReadProgress, ReadRequest, open_engine,
+    BounceCopier, Completion, DEFAULT_READ_TIMEOUT, Engine, EngineConfig, EngineInfo, EngineKind,
+    IngestEngine, ReadProgress, ReadRequest, open_engine,
 };
 pub use error::{IngestError, Result};
 pub use faults::{FaultKind, FaultPlan};

@@ -28,6 +28,7 @@
 //! `plan` splits requests into reads and keeps each frame's books on the coordinator
 //! thread; `staged` is the CUDA half of the staged path (buffers, copies, events).
 
+mod bounce;
 mod plan;
 mod staged;
 
@@ -45,6 +46,8 @@ use super::io::{ActiveBackend, IoBackend, IoCounters, IoDone, IoPool, PoolConfig
 use super::source::{ReadExtent, SourceFile};
 use crate::dataset::ALIGN;
 use crate::gpu::{Gpu, PartMemory, SlotMemory};
+use bounce::Bounce;
+pub use bounce::BounceCopier;
 use plan::{Checks, Coordinator, Msg};
 use staged::Staged;
 
@@ -329,6 +332,9 @@ enum Backend {
     Staged(Staged),
     /// cuFile reads straight into device slots.
     Gds(Arc<GdsState>),
+    /// Reads into a copier's host buffers, moved on to the slots by the copier
+    /// ([`EngineKind::CpuOnly`]: no CUDA).
+    Bounce(Bounce),
 }
 
 impl Backend {
@@ -338,6 +344,7 @@ impl Backend {
             Backend::Host(kind) => *kind,
             Backend::Staged(_) => EngineKind::Staged,
             Backend::Gds(_) => EngineKind::Gds,
+            Backend::Bounce(_) => EngineKind::CpuOnly,
         }
     }
 }
@@ -398,6 +405,56 @@ impl Engine {
                 slots,
                 regions,
                 checks,
+            },
+            cfg,
+        )
+    }
+
+    /// The bounce engine (reported as [`EngineKind::CpuOnly`]): reads land in `copier`'s
+    /// host buffers and the copier moves them on to the slots, whose memory the engine
+    /// never touches (`slots` give the ring's layout only). The copier does any checking:
+    /// `cfg.verify` is refused.
+    pub fn bounce(
+        files: &[SourceFile],
+        slots: Vec<Arc<SlotMemory>>,
+        copier: Box<dyn BounceCopier>,
+        cfg: &EngineConfig,
+    ) -> Result<Engine> {
+        cfg.validate()?;
+        if cfg.verify {
+            return Err(IngestError::Usage(
+                "the bounce engine does not check CRCs itself (its copier does)".into(),
+            ));
+        }
+        if slots.is_empty() {
+            return Err(IngestError::Usage("no slots".into()));
+        }
+        let regions = copier.buffers();
+        if regions.is_empty() {
+            return Err(IngestError::Usage("the copier has no buffers".into()));
+        }
+        let page = crate::gpu::page_size();
+        if let Some((addr, len)) = regions
+            .iter()
+            .find(|(a, l)| *l < cfg.io_size || !a.is_multiple_of(page))
+        {
+            return Err(IngestError::Usage(format!(
+                "a bounce buffer of {len} bytes at {addr:#x} is not page aligned or is smaller \
+                 than the {}-byte I/O size",
+                cfg.io_size
+            )));
+        }
+        let opened = OpenFiles::open(files, cfg.io_mode)?;
+        Engine::start(
+            Backend::Bounce(Bounce::new(copier)),
+            Launch {
+                requested: EngineKind::CpuOnly,
+                fallback: None,
+                files,
+                opened,
+                slots,
+                regions,
+                checks: Checks::Off,
             },
             cfg,
         )
@@ -484,10 +541,11 @@ impl Engine {
             checks,
         } = launch;
         let kind = backend.kind();
-        let (staged, gds) = match backend {
-            Backend::Host(_) => (None, None),
-            Backend::Staged(s) => (Some(s), None),
-            Backend::Gds(g) => (None, Some(g)),
+        let (staged, gds, bounce) = match backend {
+            Backend::Host(_) => (None, None, None),
+            Backend::Staged(s) => (Some(s), None, None),
+            Backend::Gds(g) => (None, Some(g), None),
+            Backend::Bounce(b) => (None, None, Some(b)),
         };
         let (tx, rx) = mpsc::channel::<Msg>();
         let (done_tx, done_rx) = mpsc::channel::<Completion>();
@@ -538,6 +596,17 @@ impl Engine {
             "page cache"
         };
         let mode = match (&gds, &staged) {
+            (None, None) if bounce.is_some() => {
+                let b = bounce.as_ref().expect("checked");
+                format!(
+                    "{}, {direct}, queue depth {}, {} bounce buffers of {} KiB, {}",
+                    pool.backend,
+                    cfg.queue_depth,
+                    b.len(),
+                    cfg.io_size >> 10,
+                    b.copier.describe()
+                )
+            }
             (Some(g), _) => format!("{}, {} cuFile threads", g.mode_text(), cfg.threads),
             (None, Some(s)) => format!(
                 "{}, {direct}, queue depth {}, {} pinned {} KiB buffers, {} CUDA streams",
@@ -575,6 +644,7 @@ impl Engine {
             kind,
             pool: Some(pool),
             staged,
+            bounce,
             gds,
             files: opened,
             slots,

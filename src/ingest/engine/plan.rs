@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use super::bounce::Bounce;
 use super::staged::Staged;
 use super::{Completion, EngineConfig, EngineKind, ReadRequest};
 use crate::dataset::ALIGN;
@@ -125,6 +126,8 @@ pub(super) struct Coordinator {
     // then the staged buffers and cuFile registrations, then the files and the slots.
     pub(super) pool: Option<IoPool>,
     pub(super) staged: Option<Staged>,
+    /// The bounce engine's buffers and copier (reads land there, a copier moves them on).
+    pub(super) bounce: Option<Bounce>,
     pub(super) gds: Option<Arc<GdsState>>,
     pub(super) files: OpenFiles,
     pub(super) slots: Vec<Arc<SlotMemory>>,
@@ -196,7 +199,8 @@ impl Coordinator {
             let busy = self
                 .staged
                 .as_ref()
-                .is_some_and(|s| s.copying.iter().any(|c| !c.is_empty()));
+                .is_some_and(|s| s.copying.iter().any(|c| !c.is_empty()))
+                || self.bounce.as_ref().is_some_and(|b| b.busy());
             let first = if busy {
                 // Copies in flight: come back soon to see their events.
                 match rx.recv_timeout(Duration::from_micros(50)) {
@@ -234,8 +238,10 @@ impl Coordinator {
                 }
             }
             self.poll_copies();
+            self.pump_bounce(false);
             self.check_timeouts();
             self.dispatch_staged();
+            self.dispatch_bounce();
             if stop {
                 break;
             }
@@ -251,10 +257,12 @@ impl Coordinator {
                 let _ = st.synchronize();
             }
         }
+        self.pump_bounce(true);
         // The device checker's thread finishes the frame it is checking before the GPU
         // state goes.
         self.checks = Checks::Off;
         self.staged.take();
+        self.bounce.take();
         self.gds.take();
     }
 
@@ -299,6 +307,10 @@ impl Coordinator {
         }
         if let Some(s) = &mut self.staged {
             s.pending.extend(pieces);
+            return;
+        }
+        if let Some(b) = &mut self.bounce {
+            b.pending.extend(pieces);
             return;
         }
         let slot_mem = self.slots[slot].clone();
@@ -400,6 +412,14 @@ impl Coordinator {
                     .map(|(p, _)| *p)
             });
             let stuck = stuck.or_else(|| {
+                let b = self.bounce.as_ref()?;
+                b.pieces
+                    .iter()
+                    .filter_map(|p| *p)
+                    .chain(b.pending.iter().copied())
+                    .find(|p| p.seq == seq)
+            });
+            let stuck = stuck.or_else(|| {
                 let s = self.staged.as_ref()?;
                 s.bufs
                     .iter()
@@ -448,6 +468,11 @@ impl Coordinator {
     /// a staging buffer; direct: waiting in the I/O pool), returning how many. Reads already
     /// issued go on and report back.
     fn drop_queued_reads(&mut self, seq: u64) -> usize {
+        if let Some(b) = &mut self.bounce {
+            let before = b.pending.len();
+            b.pending.retain(|p| p.seq != seq);
+            return before - b.pending.len();
+        }
         match (&mut self.staged, &self.pool) {
             (Some(s), _) => {
                 let before = s.pending.len();
@@ -485,6 +510,9 @@ impl Coordinator {
     fn on_io(&mut self, d: IoDone) {
         if self.staged.is_some() {
             return self.on_staged_io(d);
+        }
+        if self.bounce.is_some() {
+            return self.on_bounce_io(d);
         }
         let seq = d.token >> 32;
         let idx = (d.token & 0xffff_ffff) as usize;
