@@ -343,10 +343,21 @@ fn grids_split_over_parts_render_as_in_one_part() {
         e.contains(&format!("starts in part {}", parts.len())),
         "{e}"
     );
-    // Too many parts, and parts larger than the part size.
-    let e = err(&vec![parts[0]; max_parts + 1], &[]);
+    // Grids spanning more parts than the device binds (more parts given bind where the
+    // grids span few enough), and parts larger than the part size.
+    assert_eq!(parts[0].size, part_bytes);
+    let many = vec![parts[0]; max_parts + 1];
+    let e = err(
+        &many,
+        &[Some(GridInParts {
+            part: 0,
+            offset: 0,
+            size: (max_parts as u64 + 1) * part_bytes,
+        })],
+    );
     assert!(
-        e.contains(&format!("at most {max_parts} on this device")),
+        e.contains(&format!("span {} parts", max_parts + 1))
+            && e.contains(&format!("at most {max_parts} on this device")),
         "{e}"
     );
     let e = err(
