@@ -174,6 +174,19 @@ impl FrameCapacity {
     }
 }
 
+/// The parts of a slot (consecutive parts of `part_bytes` each) that `grids` span, sorted:
+/// the ones [`Renderer::set_frame`] binds of it, and all a caller must upload.
+pub fn parts_spanned(grids: &[Option<GridInParts>], part_bytes: u64) -> Vec<usize> {
+    let part_bytes = part_bytes.max(1);
+    union_of(
+        grids
+            .iter()
+            .flatten()
+            .map(|g| span_of(g.part, g.offset, g.size, part_bytes))
+            .collect(),
+    )
+}
+
 /// The sorted union of the part ranges `spans` (inclusive).
 fn union_of(mut spans: Vec<(usize, usize)>) -> Vec<usize> {
     spans.sort_unstable();
@@ -300,7 +313,9 @@ pub(super) fn locate_grids(
             continue;
         };
         // The grid's parts are consecutive in `bound` (a union of whole ranges, sorted).
-        let part = bound.binary_search(first).expect("a grid's parts are bound");
+        let part = bound
+            .binary_search(first)
+            .expect("a grid's parts are bound");
         bases[i] = GpuGrid {
             part: part as u32,
             offset_words: (g.offset / 4) as u32,
