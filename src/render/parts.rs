@@ -119,6 +119,19 @@ impl FrameCapacity {
     pub fn max_grid_bytes(&self) -> u64 {
         self.max_frame_bytes().min(4 << 32)
     }
+
+    /// Whether a grid of `size` bytes is bound wherever it starts in a frame (at a multiple
+    /// of 4 bytes): it spans at most [`max_parts`](Self::max_parts) parts and has at most
+    /// 16 GiB.
+    pub fn grid_fits(&self, size: u64) -> bool {
+        let worst = span_of(
+            0,
+            self.part_bytes.saturating_sub(4),
+            size,
+            self.part_bytes.max(4),
+        );
+        size <= 4 << 32 && worst.1 < self.max_parts
+    }
 }
 
 /// The part size of a device whose largest storage binding is `max_binding` and largest
