@@ -1,5 +1,10 @@
 //! `supercell render`: headless rendering of dataset frames to PNG (and linear PFM), and the
 //! renderer's timing mode (`--bench`).
+//!
+//! Each frame is read whole, but only the parts its shown attributes' grids span are
+//! uploaded and bound, so a frame of more parts than the device binds at once (over 4 GiB on
+//! lavapipe) renders while those grids fit; a frame whose shown grids do not is refused
+//! before it is read, naming the attributes and their bytes.
 
 use std::path::{Path, PathBuf};
 
