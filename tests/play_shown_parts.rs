@@ -116,3 +116,72 @@ fn showing_attributes_that_span_more_parts_than_the_device_binds_is_refused() {
     assert!(lit > 0, "rain shows");
     p.drain(Duration::from_secs(5));
 }
+
+/// Any of the dataset's attributes can be shown at run time, not only the scene's: one not in
+/// a slot takes a new slot, or a hidden one's where all eight are taken; a ninth shown at
+/// once is refused. The frame then renders with the slots as chosen.
+#[test]
+fn any_dataset_attribute_can_be_shown_at_most_eight_at_once() {
+    let Some(g) = gpu() else { return };
+    let names: Vec<String> = (0..10).map(|k| format!("a{k}")).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("ds");
+    let mut w = DatasetWriter::create(
+        &data,
+        LaneSpec::Count(1),
+        1 << 20,
+        names.iter().map(AttributeSpec::new).collect(),
+        Provenance::new("test", ["play_shown_parts"]),
+    )
+    .unwrap();
+    let grid = test_grid(GridType::Fp8, false);
+    w.push_frame(0.0, vec![grid; names.len()]).unwrap();
+    w.finish().unwrap();
+    let cfg = PlayerConfig {
+        width: 48,
+        height: 32,
+        path: PathSel::Host,
+        threads: 2,
+        attributes: Some(vec!["a0".into(), "a1".into()]),
+        ..PlayerConfig::default()
+    };
+    let mut p = Player::new(&g.device, &g.queue, &data, &cfg).expect("player");
+    p.set_playing(false);
+    let shown = |p: &Player| -> Vec<usize> {
+        p.dataset_attributes()
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, on))| *on)
+            .map(|(a, _)| a)
+            .collect()
+    };
+    assert_eq!(p.dataset_attributes().len(), 10);
+    assert_eq!(shown(&p), [0, 1]);
+    // An attribute the scene does not name takes a new slot.
+    p.set_dataset_attribute_shown(5, true).unwrap();
+    assert_eq!(p.attribute_names()[2], "a5");
+    assert_eq!(shown(&p), [0, 1, 5]);
+    for a in [2, 3, 4, 6, 7] {
+        p.set_dataset_attribute_shown(a, true).unwrap();
+    }
+    assert_eq!(shown(&p), [0, 1, 2, 3, 4, 5, 6, 7]);
+    let e = p
+        .set_dataset_attribute_shown(9, true)
+        .expect_err("a ninth attribute shown");
+    assert!(e.contains("a9") && e.contains("at most 8"), "{e}");
+    // Hiding one frees its slot for another.
+    let freed = p.attribute_names().iter().position(|n| n == "a3").unwrap();
+    p.set_dataset_attribute_shown(3, false).unwrap();
+    p.set_dataset_attribute_shown(9, true).unwrap();
+    assert_eq!(p.attribute_names()[freed], "a9");
+    assert_eq!(p.attribute_names().len(), 8);
+    assert_eq!(shown(&p), [0, 1, 2, 4, 5, 6, 7, 9]);
+    // Showing an attribute that is already shown, or hiding a hidden one, changes nothing.
+    p.set_dataset_attribute_shown(9, true).unwrap();
+    p.set_dataset_attribute_shown(8, false).unwrap();
+    assert_eq!(shown(&p), [0, 1, 2, 4, 5, 6, 7, 9]);
+    run_until(&mut p, "frame 0", |p| p.shown_frame() == Some(0));
+    p.tick().expect("tick");
+    assert_eq!(p.last_error(), None);
+    p.drain(Duration::from_secs(5));
+}

@@ -112,7 +112,17 @@ pub struct Player {
 struct BoundFrame {
     frame: usize,
     parts: Vec<wgpu::Buffer>,
-    shown: Vec<bool>,
+    /// The dataset attribute bound in each slot (`None`: hidden or empty).
+    shown: Vec<Option<usize>>,
+}
+
+/// The dataset attribute each slot shows: `slots[i]` where the view shows slot i.
+fn shown_attributes(view: &View, slots: &[Option<usize>]) -> Vec<Option<usize>> {
+    shown_slots(view)
+        .iter()
+        .zip(slots)
+        .map(|(&on, &a)| a.filter(|_| on))
+        .collect()
 }
 
 /// Bytes in decimal megabytes, for messages.
@@ -528,14 +538,14 @@ impl Player {
         // The previous frame's render must be done before its slot goes back to the engine
         // (below) and before the renderer's timestamp buffer is reused.
         self.complete_render(true)?;
-        let shown = shown_slots(&self.view);
+        let shown = shown_attributes(&self.view, &self.scene.slots);
         bind_frame(
             &mut self.renderer,
             &self.scene,
             frame as usize,
             &parts,
             self.slot_plan.part_bytes,
-            &shown,
+            &shown_slots(&self.view),
         )?;
         self.bound = Some(BoundFrame {
             frame: frame as usize,
@@ -582,7 +592,7 @@ impl Player {
         self.complete_render(true)?;
         // Attributes switched on or off since the frame was bound: bind its grids again
         // (only the shown attributes' grids are bound, and only the parts they span).
-        let shown = shown_slots(&self.view);
+        let shown = shown_attributes(&self.view, &self.scene.slots);
         if let Some(b) = self.bound.as_mut()
             && b.shown != shown
         {
@@ -592,7 +602,7 @@ impl Player {
                 b.frame,
                 &b.parts,
                 self.slot_plan.part_bytes,
-                &shown,
+                &shown_slots(&self.view),
             )?;
             b.shown = shown;
         }
@@ -902,18 +912,96 @@ impl Player {
         Ok(())
     }
 
+    /// The dataset's attributes (all of them, in manifest order) and whether each is shown.
+    pub fn dataset_attributes(&self) -> Vec<(String, bool)> {
+        let shown = shown_attributes(&self.view, &self.scene.slots);
+        self.scene
+            .dataset
+            .manifest()
+            .attributes
+            .iter()
+            .enumerate()
+            .map(|(a, attr)| (attr.name.clone(), shown.contains(&Some(a))))
+            .collect()
+    }
+
+    /// Shows or hides dataset attribute `a` (manifest order), whether or not the scene
+    /// names it. One not in a slot takes a new slot (the transfer function its name's
+    /// preset gives, over the attribute's value range), or the first hidden one where all
+    /// [`MAX_ATTRIBUTES`](crate::render::MAX_ATTRIBUTES) are taken; with that many shown
+    /// it is refused, as is a choice whose grids do not fit the parts the device binds
+    /// ([`Player::set_attribute_shown`]).
+    pub fn set_dataset_attribute_shown(&mut self, a: usize, on: bool) -> Result<(), String> {
+        let m = self.scene.dataset.manifest();
+        let Some(attr) = m.attributes.get(a) else {
+            return Err(format!(
+                "attribute {a}: the dataset has {}",
+                m.attributes.len()
+            ));
+        };
+        let shown = shown_slots(&self.view);
+        // The slot already holding it (shown first, then hidden).
+        let held = (0..self.scene.slots.len())
+            .filter(|&i| self.scene.slots[i] == Some(a))
+            .max_by_key(|&i| shown.get(i).copied().unwrap_or(false));
+        if let Some(i) = held {
+            return self.set_attribute_shown(i, on);
+        }
+        if !on {
+            return Ok(());
+        }
+        let max = crate::render::MAX_ATTRIBUTES;
+        let slot = if self.scene.slots.len() < max {
+            self.scene.slots.len()
+        } else {
+            (0..max)
+                .find(|&i| !shown.get(i).copied().unwrap_or(false))
+                .ok_or_else(|| {
+                    format!(
+                        "{}: at most {max} attributes are shown at once; hide one first",
+                        attr.name
+                    )
+                })?
+        };
+        let mut wanted: Vec<bool> = shown.clone();
+        wanted.resize((slot + 1).max(shown.len()), false);
+        wanted[slot] = true;
+        let mut slots = self.scene.slots.clone();
+        slots.resize((slot + 1).max(slots.len()), None);
+        slots[slot] = Some(a);
+        self.check_selection(&slots, &wanted)?;
+        let range = attr
+            .value_range
+            .map_or([0.0, 1.0], |r| [r[0] as f32, r[1] as f32]);
+        let b = self.view.world_bbox;
+        let extent = (0..3).map(|k| b[1][k] - b[0][k]).fold(1e-6f32, f32::max);
+        let look = crate::render::AttributeView {
+            enabled: true,
+            tf: crate::render::TransferFunction::preset(&attr.name, range, extent),
+        };
+        self.scene.slots = slots;
+        let view = self.view_mut();
+        view.attributes
+            .resize((slot + 1).max(view.attributes.len()), None);
+        view.attributes[slot] = Some(look);
+        Ok(())
+    }
+
     /// Refuses a choice of shown slots (`shown[i]`: slot i shown) whose grids span, in some
     /// frame, more parts than the renderer binds: the message names the attributes and their
     /// bytes in the frame that needs the most parts, the parts and the limit.
     pub fn check_shown(&self, shown: &[bool]) -> Result<(), String> {
+        self.check_selection(&self.scene.slots, shown)
+    }
+
+    /// [`Player::check_shown`] for the slots `slots` (dataset attribute per slot).
+    fn check_selection(&self, slots: &[Option<usize>], shown: &[bool]) -> Result<(), String> {
         let m = self.scene.dataset.manifest();
         let capacity = FrameCapacity {
             part_bytes: self.slot_plan.part_bytes,
             max_parts: self.renderer.max_parts(),
         };
-        let attrs: Vec<usize> = self
-            .scene
-            .slots
+        let attrs: Vec<usize> = slots
             .iter()
             .zip(shown)
             .filter(|&(_, &on)| on)

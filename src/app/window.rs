@@ -436,6 +436,11 @@ impl App {
                     self.message(why);
                 }
             }
+            UiRequest::ShowDatasetAttribute(a, on) => {
+                if let Err(why) = p.set_dataset_attribute_shown(a, on) {
+                    self.message(why);
+                }
+            }
             UiRequest::SetPreset(i, k) => {
                 let Some(name) = PRESETS.get(k) else { return };
                 let v = p.view();
