@@ -296,9 +296,31 @@ fn grids_split_over_parts_render_as_in_one_part() {
         "grids far apart in one buffer",
     );
 
-    // Refusals, each naming what is wrong.
+    // A slot of more parts than the device binds, the grids in a few of them (here after
+    // max_parts parts no grid touches):
+    // only the parts the grids span are bound, each grid's part index remapped.
     let parts = slot_parts(&bufs);
     let max_parts = split.max_parts();
+    let mut many = vec![parts[0]; max_parts];
+    many.extend_from_slice(&parts);
+    let shifted: Vec<Option<GridInParts>> = located
+        .iter()
+        .map(|g| {
+            g.map(|g| GridInParts {
+                part: g.part + max_parts,
+                ..g
+            })
+        })
+        .collect();
+    split.set_frame(&many, &shifted).unwrap();
+    split.render(&view, W, H).unwrap();
+    assert_identical(
+        &split.read_image().unwrap(),
+        &whole,
+        "grids in a few of more parts than bound",
+    );
+
+    // Refusals, each naming what is wrong.
     assert!(
         (MAX_PARTS..=PARTS_LIMIT).contains(&max_parts),
         "{max_parts}"
