@@ -9,7 +9,10 @@
 //! and the first upper node, every node offset moved past them): cloud, not shown, to just
 //! over 4 GiB, so that everything after it lies past 4 GiB, and rain, shown, by 200 MiB, so
 //! that its nodes run across part boundaries. The padding costs little memory (untouched
-//! zero pages) but the frame is written to disk and read back whole.
+//! zero pages) but the frame is written to disk and read back whole: on the 2-core
+//! development machine's lavapipe (under load from other builds) 52 to 67 s in all (writing
+//! the dataset 22 to 33 s, the command 16 to 41 s) and 5.2 GB peak resident memory (the
+//! command, which reads the frame whole; this process stays under 0.3 GB).
 
 mod render_support;
 
