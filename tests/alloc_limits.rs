@@ -326,27 +326,47 @@ fn render_refuses_an_image_the_device_cannot_hold() {
     );
 }
 
-/// A frame larger than the renderer binds at once (its parts of the device's part size) is
-/// refused before it is read, naming the frame, its bytes and the limit; below that limit a
-/// frame larger than the largest buffer renders in parts (`render_gpu` checks the picture).
+/// A frame whose shown grids span more parts than the renderer binds at once (its parts of
+/// the device's part size) is refused before it is read, naming the frame, the attributes,
+/// their bytes and the limit; below that limit a frame larger than the largest buffer
+/// renders in parts (`render_gpu` checks the picture; `render_frame_over_4gib` a frame over
+/// what the device binds whose shown grids fit).
 #[test]
 fn render_refuses_a_frame_over_what_the_device_binds() {
     let Some(ctx) = supercell::render::GpuContext::headless().ok() else {
         render_limits();
         return;
     };
-    let max = supercell::render::Renderer::new(&ctx.device, &ctx.queue)
-        .expect("renderer")
-        .max_frame_bytes();
+    let r = supercell::render::Renderer::new(&ctx.device, &ctx.queue).expect("renderer");
+    let (max, max_parts) = (r.max_frame_bytes(), r.max_parts());
+    drop(r);
     drop(ctx);
     let tmp = tempfile::tempdir().unwrap();
     storm(tmp.path());
     let bytes = (max + 1).next_multiple_of(4096);
     make_frame_huge(tmp.path(), bytes);
+    // The last grid (grids do not overlap) claims the rest of the frame; it is shown.
+    let mpath = tmp.path().join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
+    let grids = m["frames"][0]["grids"].as_array_mut().unwrap();
+    let last = grids
+        .iter_mut()
+        .max_by_key(|g| g["offset"].as_u64().unwrap())
+        .expect("a grid");
+    let size = bytes - last["offset"].as_u64().unwrap();
+    last["size"] = size.into();
+    let attribute = last["attribute"].as_u64().unwrap() as usize;
+    let name = m["attributes"][attribute]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(&mpath, serde_json::to_vec(&m).unwrap()).unwrap();
     let out_dir = tmp.path().join("out");
     let args = [
         "render",
         tmp.path().to_str().unwrap(),
+        "--attributes",
+        &name,
         "--size",
         "32x16",
         "--out",
@@ -359,9 +379,9 @@ fn render_refuses_a_frame_over_what_the_device_binds() {
         &[
             "manifest.json",
             "frame 0",
-            &format!("{bytes} bytes"),
-            "more than this device binds for one frame",
-            &format!("{max} bytes)"),
+            &format!("{name} {size} bytes"),
+            "show fewer attributes",
+            &format!("at most {max_parts} parts ({max} bytes)"),
         ],
     );
 }

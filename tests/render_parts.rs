@@ -296,9 +296,31 @@ fn grids_split_over_parts_render_as_in_one_part() {
         "grids far apart in one buffer",
     );
 
-    // Refusals, each naming what is wrong.
+    // A slot of more parts than the device binds, the grids in a few of them (here after
+    // max_parts parts no grid touches):
+    // only the parts the grids span are bound, each grid's part index remapped.
     let parts = slot_parts(&bufs);
     let max_parts = split.max_parts();
+    let mut many = vec![parts[0]; max_parts];
+    many.extend_from_slice(&parts);
+    let shifted: Vec<Option<GridInParts>> = located
+        .iter()
+        .map(|g| {
+            g.map(|g| GridInParts {
+                part: g.part + max_parts,
+                ..g
+            })
+        })
+        .collect();
+    split.set_frame(&many, &shifted).unwrap();
+    split.render(&view, W, H).unwrap();
+    assert_identical(
+        &split.read_image().unwrap(),
+        &whole,
+        "grids in a few of more parts than bound",
+    );
+
+    // Refusals, each naming what is wrong.
     assert!(
         (MAX_PARTS..=PARTS_LIMIT).contains(&max_parts),
         "{max_parts}"
@@ -343,10 +365,21 @@ fn grids_split_over_parts_render_as_in_one_part() {
         e.contains(&format!("starts in part {}", parts.len())),
         "{e}"
     );
-    // Too many parts, and parts larger than the part size.
-    let e = err(&vec![parts[0]; max_parts + 1], &[]);
+    // Grids spanning more parts than the device binds (more parts given bind where the
+    // grids span few enough), and parts larger than the part size.
+    assert_eq!(parts[0].size, part_bytes);
+    let many = vec![parts[0]; max_parts + 1];
+    let e = err(
+        &many,
+        &[Some(GridInParts {
+            part: 0,
+            offset: 0,
+            size: (max_parts as u64 + 1) * part_bytes,
+        })],
+    );
     assert!(
-        e.contains(&format!("at most {max_parts} on this device")),
+        e.contains(&format!("span {} parts", max_parts + 1))
+            && e.contains(&format!("at most {max_parts} on this device")),
         "{e}"
     );
     let e = err(
@@ -392,61 +425,6 @@ fn locate_maps_frame_offsets_to_parts() {
     );
     assert_eq!(GridInParts::locate(p - 4, 8, p).part, 0);
     assert_eq!(GridInParts::locate(p, 8, p).part, 1);
-}
-
-fn rd64(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
-}
-fn add64(b: &mut [u8], o: usize, d: u64) {
-    let v = rd64(b, o).wrapping_add(d);
-    b[o..o + 8].copy_from_slice(&v.to_le_bytes());
-}
-
-/// `grid` with `gap` zero bytes between its root and its first upper node, so that every
-/// node below the root lies `gap` bytes further on: the tree's node offsets, the root
-/// tiles' child offsets and the grid size move by `gap`. The zeros are never written
-/// (`vec![0; n]` maps untouched pages), so a grid of many GiB costs little memory.
-fn padded(grid: &[u8], gap: u64) -> Vec<u8> {
-    assert_eq!(gap % 4096, 0);
-    let tree = l::GRID_SIZE as usize;
-    let root = tree + rd64(grid, tree + l::TREE_OFF_NODE_OFFSET_ROOT as usize) as usize;
-    let upper = tree + rd64(grid, tree + l::TREE_OFF_NODE_OFFSET_UPPER as usize) as usize;
-    let blind = rd64(grid, l::GRID_OFF_BLIND_METADATA_OFFSET as usize);
-    let blind_count = u32::from_le_bytes(
-        grid[l::GRID_OFF_BLIND_METADATA_COUNT as usize..][..4]
-            .try_into()
-            .unwrap(),
-    );
-    let mut out = vec![0u8; grid.len() + gap as usize];
-    out[..upper].copy_from_slice(&grid[..upper]);
-    out[upper + gap as usize..].copy_from_slice(&grid[upper..]);
-    for off in [
-        l::TREE_OFF_NODE_OFFSET_LEAF,
-        l::TREE_OFF_NODE_OFFSET_LOWER,
-        l::TREE_OFF_NODE_OFFSET_UPPER,
-    ] {
-        add64(&mut out, tree + off as usize, gap);
-    }
-    let lay = l::layout(GridType::Float).unwrap();
-    let tiles = u32::from_le_bytes(
-        grid[root + l::ROOT_OFF_TABLE_SIZE as usize..][..4]
-            .try_into()
-            .unwrap(),
-    ) as usize;
-    for i in 0..tiles {
-        let child = root
-            + lay.root.size as usize
-            + i * lay.root.tile_size as usize
-            + l::ROOT_TILE_OFF_CHILD as usize;
-        if rd64(&out, child) != 0 {
-            add64(&mut out, child, gap);
-        }
-    }
-    add64(&mut out, l::GRID_OFF_GRID_SIZE as usize, gap);
-    if blind_count > 0 && blind as usize >= upper {
-        add64(&mut out, l::GRID_OFF_BLIND_METADATA_OFFSET as usize, gap);
-    }
-    out
 }
 
 /// The bytes of `slot` that are not zero, as (offset, bytes) runs of whole 4 KiB pages.

@@ -39,7 +39,7 @@ use super::stats::{PathFigures, PathStats};
 use crate::gpu::{SlotDemand, SlotPlan, SlotState};
 use crate::ingest::{EngineConfig, IngestError, IoMode, Source};
 use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
-use crate::render::{Renderer, SlotPart, View};
+use crate::render::{FrameCapacity, Renderer, SlotPart, View};
 use crate::scene::{LoadedScene, Scene};
 use crate::stream::StreamEvent;
 
@@ -103,6 +103,39 @@ pub struct Player {
     cancelled_reads: u64,
     /// Frame faults, damaged frames and recoveries.
     faults: FaultLog,
+    /// The parts of the frame bound to the renderer and which attributes were shown then:
+    /// a view showing others binds that frame's grids again before it renders.
+    bound: Option<BoundFrame>,
+}
+
+/// The frame the renderer binds: its parts (cloned handles) and the attributes bound.
+struct BoundFrame {
+    frame: usize,
+    parts: Vec<wgpu::Buffer>,
+    /// The dataset attribute bound in each slot (`None`: hidden or empty).
+    shown: Vec<Option<usize>>,
+}
+
+/// The dataset attribute each slot shows: `slots[i]` where the view shows slot i.
+fn shown_attributes(view: &View, slots: &[Option<usize>]) -> Vec<Option<usize>> {
+    shown_slots(view)
+        .iter()
+        .zip(slots)
+        .map(|(&on, &a)| a.filter(|_| on))
+        .collect()
+}
+
+/// Bytes in decimal megabytes, for messages.
+fn mb(n: u64) -> String {
+    format!("{:.1} MB", n as f64 / 1e6)
+}
+
+/// Which of a view's attribute slots are shown (bound and drawn).
+fn shown_slots(view: &View) -> Vec<bool> {
+    view.attributes
+        .iter()
+        .map(|a| a.as_ref().is_some_and(|a| a.enabled))
+        .collect()
 }
 
 impl Player {
@@ -259,6 +292,7 @@ impl Player {
             gpu_buffer_bytes,
             last_gpu_ms: None,
             in_flight_render: None,
+            bound: None,
             cancelled_reads: 0,
             faults: FaultLog::default(),
         })
@@ -515,13 +549,20 @@ impl Player {
         // The previous frame's render must be done before its slot goes back to the engine
         // (below) and before the renderer's timestamp buffer is reused.
         self.complete_render(true)?;
+        let shown = shown_attributes(&self.view, &self.scene.slots);
         bind_frame(
             &mut self.renderer,
             &self.scene,
             frame as usize,
             &parts,
             self.slot_plan.part_bytes,
+            &shown_slots(&self.view),
         )?;
+        self.bound = Some(BoundFrame {
+            frame: frame as usize,
+            parts,
+            shown,
+        });
         self.shown = Some(Shown {
             frame,
             path: active,
@@ -560,6 +601,22 @@ impl Player {
 
     fn submit_render(&mut self, what: RenderInFlight) -> Result<(), PlayError> {
         self.complete_render(true)?;
+        // Attributes switched on or off since the frame was bound: bind its grids again
+        // (only the shown attributes' grids are bound, and only the parts they span).
+        let shown = shown_attributes(&self.view, &self.scene.slots);
+        if let Some(b) = self.bound.as_mut()
+            && b.shown != shown
+        {
+            bind_frame(
+                &mut self.renderer,
+                &self.scene,
+                b.frame,
+                &b.parts,
+                self.slot_plan.part_bytes,
+                &shown_slots(&self.view),
+            )?;
+            b.shown = shown;
+        }
         let (w, h) = self.size;
         self.renderer.submit_timed(&self.view, w, h)?;
         self.in_flight_render = Some(what);
@@ -844,6 +901,157 @@ impl Player {
     pub fn scene_camera_at(&self, time_s: f64) -> crate::render::Camera {
         self.scene.camera_at(time_s)
     }
+    /// Shows or hides the attribute in view slot `i`. Showing one is refused, with a message
+    /// naming the attributes, their bytes and the device's limit, where the attributes then
+    /// shown span more parts in some frame than the renderer binds at once (a frame larger
+    /// than that renders as long as the grids shown fit).
+    pub fn set_attribute_shown(&mut self, i: usize, on: bool) -> Result<(), String> {
+        let Some(Some(a)) = self.view.attributes.get(i) else {
+            return Err(format!("slot {} holds no attribute", i + 1));
+        };
+        if a.enabled == on {
+            return Ok(());
+        }
+        if on {
+            let mut shown = shown_slots(&self.view);
+            shown[i] = true;
+            self.check_shown(&shown)?;
+        }
+        if let Some(Some(a)) = self.view_mut().attributes.get_mut(i) {
+            a.enabled = on;
+        }
+        Ok(())
+    }
+
+    /// The dataset's attributes (all of them, in manifest order) and whether each is shown.
+    pub fn dataset_attributes(&self) -> Vec<(String, bool)> {
+        let shown = shown_attributes(&self.view, &self.scene.slots);
+        self.scene
+            .dataset
+            .manifest()
+            .attributes
+            .iter()
+            .enumerate()
+            .map(|(a, attr)| (attr.name.clone(), shown.contains(&Some(a))))
+            .collect()
+    }
+
+    /// Shows or hides dataset attribute `a` (manifest order), whether or not the scene
+    /// names it. One not in a slot takes a new slot (the transfer function its name's
+    /// preset gives, over the attribute's value range), or the first hidden one where all
+    /// [`MAX_ATTRIBUTES`](crate::render::MAX_ATTRIBUTES) are taken; with that many shown
+    /// it is refused, as is a choice whose grids do not fit the parts the device binds
+    /// ([`Player::set_attribute_shown`]).
+    pub fn set_dataset_attribute_shown(&mut self, a: usize, on: bool) -> Result<(), String> {
+        let m = self.scene.dataset.manifest();
+        let Some(attr) = m.attributes.get(a) else {
+            return Err(format!(
+                "attribute {a}: the dataset has {}",
+                m.attributes.len()
+            ));
+        };
+        let shown = shown_slots(&self.view);
+        // The slot already holding it (shown first, then hidden).
+        let held = (0..self.scene.slots.len())
+            .filter(|&i| self.scene.slots[i] == Some(a))
+            .max_by_key(|&i| shown.get(i).copied().unwrap_or(false));
+        if let Some(i) = held {
+            return self.set_attribute_shown(i, on);
+        }
+        if !on {
+            return Ok(());
+        }
+        let max = crate::render::MAX_ATTRIBUTES;
+        let slot = if self.scene.slots.len() < max {
+            self.scene.slots.len()
+        } else {
+            (0..max)
+                .find(|&i| !shown.get(i).copied().unwrap_or(false))
+                .ok_or_else(|| {
+                    format!(
+                        "{}: at most {max} attributes are shown at once; hide one first",
+                        attr.name
+                    )
+                })?
+        };
+        let mut wanted: Vec<bool> = shown.clone();
+        wanted.resize((slot + 1).max(shown.len()), false);
+        wanted[slot] = true;
+        let mut slots = self.scene.slots.clone();
+        slots.resize((slot + 1).max(slots.len()), None);
+        slots[slot] = Some(a);
+        self.check_selection(&slots, &wanted)?;
+        let range = attr
+            .value_range
+            .map_or([0.0, 1.0], |r| [r[0] as f32, r[1] as f32]);
+        let b = self.view.world_bbox;
+        let extent = (0..3).map(|k| b[1][k] - b[0][k]).fold(1e-6f32, f32::max);
+        let look = crate::render::AttributeView {
+            enabled: true,
+            tf: crate::render::TransferFunction::preset(&attr.name, range, extent),
+        };
+        self.scene.slots = slots;
+        let view = self.view_mut();
+        view.attributes
+            .resize((slot + 1).max(view.attributes.len()), None);
+        view.attributes[slot] = Some(look);
+        Ok(())
+    }
+
+    /// Refuses a choice of shown slots (`shown[i]`: slot i shown) whose grids span, in some
+    /// frame, more parts than the renderer binds: the message names the attributes and their
+    /// bytes in the frame that needs the most parts, the parts and the limit.
+    pub fn check_shown(&self, shown: &[bool]) -> Result<(), String> {
+        self.check_selection(&self.scene.slots, shown)
+    }
+
+    /// [`Player::check_shown`] for the slots `slots` (dataset attribute per slot).
+    fn check_selection(&self, slots: &[Option<usize>], shown: &[bool]) -> Result<(), String> {
+        let m = self.scene.dataset.manifest();
+        let capacity = FrameCapacity {
+            part_bytes: self.slot_plan.part_bytes,
+            max_parts: self.renderer.max_parts(),
+        };
+        let attrs: Vec<usize> = slots
+            .iter()
+            .zip(shown)
+            .filter(|&(_, &on)| on)
+            .filter_map(|(s, _)| *s)
+            .collect();
+        let grids_of = |f: &crate::dataset::Frame| -> Vec<(usize, u64, u64)> {
+            f.grids
+                .iter()
+                .filter(|g| attrs.contains(&(g.attribute as usize)))
+                .map(|g| (g.attribute as usize, g.offset, g.size))
+                .collect()
+        };
+        let mut worst: Option<(usize, u64)> = None;
+        for (k, f) in m.frames.iter().enumerate() {
+            let parts = capacity.parts_for_grids(grids_of(f).iter().map(|&(_, o, s)| (o, s)));
+            if parts > capacity.max_parts as u64 && worst.is_none_or(|(_, p)| parts > p) {
+                worst = Some((k, parts));
+            }
+        }
+        let Some((k, parts)) = worst else {
+            return Ok(());
+        };
+        let names: Vec<String> = grids_of(&m.frames[k])
+            .iter()
+            .map(|&(a, _, size)| {
+                let name = m.attributes.get(a).map_or("?", |a| a.name.as_str());
+                format!("{name} {}", mb(size))
+            })
+            .collect();
+        Err(format!(
+            "showing {} needs {parts} parts of {} in frame {k}; this device binds {} at once \
+             ({}): show fewer attributes",
+            names.join(", "),
+            mb(capacity.part_bytes),
+            capacity.max_parts,
+            mb(capacity.max_frame_bytes())
+        ))
+    }
+
     /// Attribute names per view slot.
     pub fn attribute_names(&self) -> Vec<String> {
         let m = self.scene.dataset.manifest();
@@ -945,7 +1153,9 @@ fn plan_player_slots(
         frame,
         frame_bytes: frame_bytes.max(1),
         part_bytes: renderer.part_bytes(),
-        max_parts: renderer.max_parts(),
+        // A slot holds the whole frame, but the renderer binds only the parts the shown
+        // grids span (Player::check_shown judges those).
+        max_parts: usize::MAX,
         host_per_slot: if cfg.loopback_direct { 2 } else { 1 },
         gpu_per_slot: if interop.is_some() { 2 } else { 1 },
         gpu_fixed: 0,
@@ -964,9 +1174,10 @@ fn plan_player_slots(
     .map_err(PlayError::Usage)
 }
 
-/// Binds the grids of `frame` that the scene shows to the renderer, from the buffers of the
-/// slot parts holding the frame (in order; every part but the last holds `part_bytes`, the
-/// renderer's part size).
+/// Binds the grids of `frame` in the scene's slots that `shown` marks to the renderer, from
+/// the buffers of the slot parts holding the frame (in order; every part but the last holds
+/// `part_bytes`, the renderer's part size). The renderer binds only the parts those grids
+/// span.
 ///
 /// The one place a frame meets the renderer: each grid is located by its frame offset, as
 /// a part and an offset inside it, and may run on into the following parts.
@@ -976,8 +1187,14 @@ fn bind_frame(
     frame: usize,
     parts: &[wgpu::Buffer],
     part_bytes: u64,
+    shown: &[bool],
 ) -> Result<(), PlayError> {
-    let grids = scene.grids_in_parts(frame, part_bytes)?;
+    let mut grids = scene.grids_in_parts(frame, part_bytes)?;
+    for (i, g) in grids.iter_mut().enumerate() {
+        if !shown.get(i).copied().unwrap_or(false) {
+            *g = None;
+        }
+    }
     let parts: Vec<SlotPart<'_>> = parts
         .iter()
         .map(|buffer| SlotPart {

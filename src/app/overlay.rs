@@ -158,6 +158,9 @@ pub enum UiRequest {
     SetAttribute(usize, bool),
     /// Transfer-function preset of an attribute slot (index into [`PRESETS`]).
     SetPreset(usize, usize),
+    /// A dataset attribute (manifest order) on/off, in a slot or not
+    /// ([`Player::set_dataset_attribute_shown`]).
+    ShowDatasetAttribute(usize, bool),
 }
 
 /// Everything the overlay shows, as data (`dump-state` writes it; tests read it).
@@ -235,6 +238,9 @@ pub struct OverlayDump {
     pub message: Option<String>,
     /// Attribute names and whether each is shown.
     pub attributes: Vec<(String, bool)>,
+    /// Every attribute of the dataset (manifest order) and whether it is shown: what the
+    /// overlay's attribute list offers.
+    pub dataset_attributes: Vec<(String, bool)>,
     /// The panels drawn in the last frame: name → `[x0, y0, x1, y1]`, window pixels.
     pub panels: std::collections::BTreeMap<String, [f32; 4]>,
     /// The plots are on but there was no room for them.
@@ -301,6 +307,7 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         fault_count: player.fault_count(),
         damaged_frames: player.damaged_frames().keys().copied().collect(),
         message: ui.message.as_ref().map(|(m, _)| m.clone()),
+        dataset_attributes: player.dataset_attributes(),
         attributes: names
             .into_iter()
             .zip(&player.view().attributes)
@@ -916,6 +923,25 @@ fn attributes(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Ve
             out.push(UiRequest::SetPreset(i, sel));
         }
     }
+    dataset_attribute_list(ui, player, out);
+}
+
+/// Every attribute of the dataset, each with a checkbox, in a drop-down list: any of them
+/// can be shown (at most [`crate::render::MAX_ATTRIBUTES`] at once), not only the scene's.
+fn dataset_attribute_list(ui: &mut egui::Ui, player: &Player, out: &mut Vec<UiRequest>) {
+    let all = player.dataset_attributes();
+    if all.len() < 2 {
+        return;
+    }
+    let on = all.iter().filter(|(_, on)| *on).count();
+    ui.menu_button(format!("attributes {on}/{}", all.len()), |ui| {
+        for (a, (name, shown)) in all.iter().enumerate() {
+            let mut v = *shown;
+            if ui.checkbox(&mut v, name.as_str()).changed() {
+                out.push(UiRequest::ShowDatasetAttribute(a, v));
+            }
+        }
+    });
 }
 
 #[cfg(test)]

@@ -392,8 +392,11 @@ impl App {
                 p.view_mut().camera = cam;
             }
             Action::ToggleAttribute(i) => {
-                if let Some(Some(a)) = p.view_mut().attributes.get_mut(i) {
-                    a.enabled = !a.enabled;
+                if let Some(Some(a)) = p.view().attributes.get(i) {
+                    let on = !a.enabled;
+                    if let Err(why) = p.set_attribute_shown(i, on) {
+                        self.message(why);
+                    }
                 }
             }
             Action::NextPreset => {
@@ -429,8 +432,13 @@ impl App {
             UiRequest::SetSpeed(s) => p.set_speed(s),
             UiRequest::SetMode(m) => p.set_mode(m),
             UiRequest::SetAttribute(i, on) => {
-                if let Some(Some(a)) = p.view_mut().attributes.get_mut(i) {
-                    a.enabled = on;
+                if let Err(why) = p.set_attribute_shown(i, on) {
+                    self.message(why);
+                }
+            }
+            UiRequest::ShowDatasetAttribute(a, on) => {
+                if let Err(why) = p.set_dataset_attribute_shown(a, on) {
+                    self.message(why);
                 }
             }
             UiRequest::SetPreset(i, k) => {

@@ -1,5 +1,10 @@
 //! `supercell render`: headless rendering of dataset frames to PNG (and linear PFM), and the
 //! renderer's timing mode (`--bench`).
+//!
+//! Each frame is read whole, but only the parts its shown attributes' grids span are
+//! uploaded and bound, so a frame of more parts than the device binds at once (over 4 GiB on
+//! lavapipe) renders while those grids fit; a frame whose shown grids do not is refused
+//! before it is read, naming the attributes and their bytes.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +13,8 @@ use serde::Serialize;
 use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::device::DeviceCaps;
 use supercell::render::{
-    Camera, GpuContext, Mode, Projection, Renderer, limits, parts_of_buffers, try_upload_parts,
+    Camera, FrameCapacity, GpuContext, GridInParts, Mode, Projection, Renderer, SlotPart, limits,
+    parts_spanned, try_upload_slot,
 };
 use supercell::scene::{LoadedScene, Scene};
 
@@ -299,16 +305,21 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         bar.set_message(format!("frame {f}, {w}x{h}"));
         ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
         check_headers(&ls, f, &slot)?;
-        let buffers = try_upload_parts(&ctx.device, &ctx.queue, &slot, renderer.part_bytes())
+        let grids = shown_grids(&renderer, &ls, f)?;
+        let uploaded = upload_shown(&ctx, &renderer, &slot, &grids)
             .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
-        bind_uploaded(&mut renderer, &ls, f, &buffers)?;
+        bind_uploaded(&mut renderer, &uploaded, &grids)?;
         let t = renderer.render_timed(&ls.view, w, h)?;
         let img = renderer.read_image()?;
         bar.suspend(|| {
             eprintln!(
                 "frame {f}: {w}x{h}{} in {:.2} ms{}",
-                if buffers.len() > 1 {
-                    format!(" from {} parts", buffers.len())
+                if uploaded.parts.len() > 1 {
+                    format!(
+                        " from {} of the frame's {} parts",
+                        uploaded.uploaded(),
+                        uploaded.parts.len()
+                    )
                 } else {
                     String::new()
                 },
@@ -370,34 +381,131 @@ fn open_renderer(ctx: &GpuContext) -> anyhow::Result<Renderer> {
     })
 }
 
-/// Binds frame `f`'s grids that the scene shows from `buffers`, the frame's parts as
-/// [`try_upload_parts`] made them (the player binds its slots' parts the same way).
-fn bind_uploaded(
-    renderer: &mut Renderer,
+/// Frame `f`'s grids that the render shows (the scene's attributes less those it disables),
+/// located in the slot's parts of the renderer's part size, in slot order.
+fn shown_grids(
+    renderer: &Renderer,
     ls: &LoadedScene,
     f: usize,
-    buffers: &[wgpu::Buffer],
+) -> anyhow::Result<Vec<Option<GridInParts>>> {
+    let mut grids = ls.grids_in_parts(f, renderer.part_bytes())?;
+    for (g, a) in grids.iter_mut().zip(&ls.view.attributes) {
+        if !a.as_ref().is_some_and(|a| a.enabled) {
+            *g = None;
+        }
+    }
+    Ok(grids)
+}
+
+/// A frame's parts on the device: the ones its shown grids span, each its own buffer; the
+/// others are not uploaded (a frame may hold more parts than the device binds at once).
+struct UploadedParts {
+    /// Part k of the slot, where a shown grid spans it.
+    parts: Vec<Option<wgpu::Buffer>>,
+    /// Stands in for the parts left out (no grid bound reads them).
+    absent: wgpu::Buffer,
+}
+
+impl UploadedParts {
+    /// How many parts were uploaded.
+    fn uploaded(&self) -> usize {
+        self.parts.iter().flatten().count()
+    }
+}
+
+/// Uploads the parts of `slot` (frame `f`'s image) that `grids` span.
+fn upload_shown(
+    ctx: &GpuContext,
+    renderer: &Renderer,
+    slot: &[u8],
+    grids: &[Option<GridInParts>],
+) -> anyhow::Result<UploadedParts> {
+    let part_bytes = renderer.part_bytes();
+    let chunk = usize::try_from(part_bytes)?;
+    let mut parts: Vec<Option<wgpu::Buffer>> = vec![None; slot.len().div_ceil(chunk).max(1)];
+    for k in parts_spanned(grids, part_bytes) {
+        let from = k.saturating_mul(chunk).min(slot.len());
+        let to = from.saturating_add(chunk).min(slot.len());
+        let Some(part) = parts.get_mut(k) else {
+            bail!("a grid spans part {k}, past the {}-byte frame", slot.len());
+        };
+        *part = Some(try_upload_slot(&ctx.device, &ctx.queue, &slot[from..to])?);
+    }
+    let absent = try_upload_slot(&ctx.device, &ctx.queue, &[0; 4])?;
+    Ok(UploadedParts { parts, absent })
+}
+
+/// Binds `grids` (frame `f`'s shown grids, [`shown_grids`]) from the parts [`upload_shown`]
+/// uploaded (the player binds its slots' parts the same way).
+fn bind_uploaded(
+    renderer: &mut Renderer,
+    uploaded: &UploadedParts,
+    grids: &[Option<GridInParts>],
 ) -> anyhow::Result<()> {
     let part_bytes = renderer.part_bytes();
-    let grids = ls.grids_in_parts(f, part_bytes)?;
-    renderer.set_frame(&parts_of_buffers(buffers, part_bytes), &grids)?;
+    let parts: Vec<SlotPart<'_>> = uploaded
+        .parts
+        .iter()
+        .map(|p| match p {
+            Some(buffer) => SlotPart {
+                buffer,
+                offset: 0,
+                size: buffer.size().min(part_bytes),
+            },
+            None => SlotPart {
+                buffer: &uploaded.absent,
+                offset: 0,
+                size: 4,
+            },
+        })
+        .collect();
+    renderer.set_frame(&parts, grids)?;
     Ok(())
 }
 
-/// Refuses a frame whose slot image needs more parts than the renderer binds
-/// ([`Renderer::max_frame_bytes`]) before it is read (the manifest says how large it is).
+/// Refuses a frame whose shown grids span more parts than the renderer binds
+/// ([`Renderer::max_parts`]) before it is read (the manifest says where they lie), naming the
+/// attributes and their bytes. A frame larger than that renders where the grids shown fit.
 fn check_frame_fits(ls: &LoadedScene, renderer: &Renderer, f: usize) -> anyhow::Result<()> {
-    let max = renderer.max_frame_bytes();
-    if let Some(frame) = ls.dataset.frame(f)
-        && frame.slot_size > max
-    {
+    let Some(frame) = ls.dataset.frame(f) else {
+        return Ok(());
+    };
+    let m = ls.dataset.manifest();
+    let capacity = FrameCapacity {
+        part_bytes: renderer.part_bytes(),
+        max_parts: renderer.max_parts(),
+    };
+    let shown: Vec<_> = ls
+        .slots
+        .iter()
+        .zip(&ls.view.attributes)
+        .filter(|(_, v)| v.as_ref().is_some_and(|v| v.enabled))
+        .filter_map(|(s, _)| {
+            let a = (*s)?;
+            frame.grids.iter().find(|g| g.attribute as usize == a)
+        })
+        .collect();
+    let parts = capacity.parts_for_grids(shown.iter().map(|g| (g.offset, g.size)));
+    if parts > capacity.max_parts as u64 {
+        let names: Vec<String> = shown
+            .iter()
+            .map(|g| {
+                let name = m
+                    .attributes
+                    .get(g.attribute as usize)
+                    .map_or("?", |a| a.name.as_str());
+                format!("{name} {} bytes", g.size)
+            })
+            .collect();
         bail!(
-            "{}: frame {f} is {} bytes, more than this device binds for one frame ({} parts \
-             of {} bytes: {max} bytes)",
-            ls.dataset.manifest().path().display(),
-            frame.slot_size,
-            renderer.max_parts(),
-            renderer.part_bytes()
+            "{}: frame {f}: the attributes shown ({}) span {parts} parts of {} bytes; this \
+             device binds at most {} parts ({} bytes) for one frame: show fewer attributes \
+             (--attributes, or the scene's)",
+            m.path().display(),
+            names.join(", "),
+            capacity.part_bytes,
+            capacity.max_parts,
+            capacity.max_frame_bytes()
         );
     }
     Ok(())
@@ -535,11 +643,11 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     let mut slot = AlignedBuf::new();
     ls.dataset.read_frame(frame, &mut slot, CrcCheck::Skip)?;
     check_headers(ls, frame, &slot)?;
-    let buffers = try_upload_parts(&ctx.device, &ctx.queue, &slot, renderer.part_bytes())
+    let slices = shown_grids(&renderer, ls, frame)?;
+    let uploaded = upload_shown(&ctx, &renderer, &slot, &slices)
         .with_context(|| format!("{}: frame {frame}", args.scene.display()))?;
-    let slices = ls.grids_in_parts(frame, renderer.part_bytes())?;
     let grid_bytes = slices.iter().flatten().map(|s| s.size).sum();
-    bind_uploaded(&mut renderer, ls, frame, &buffers)?;
+    bind_uploaded(&mut renderer, &uploaded, &slices)?;
     let mut rows = Vec::new();
     let mut timer = "wall (submit to completion)";
     println!("device: {device}");
@@ -588,7 +696,7 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
             }
             // The per-frame preparation: rebinding the grids forces it.
             for _ in 0..3 {
-                bind_uploaded(&mut renderer, ls, frame, &buffers)?;
+                bind_uploaded(&mut renderer, &uploaded, &slices)?;
                 if let Some(p) = renderer.render_timed(&view, w, h)?.prepare_ms {
                     prep.push(p);
                 }

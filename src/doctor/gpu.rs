@@ -173,9 +173,10 @@ fn adapter_check(caps: &DeviceCaps, seen: &[String], nvidia_on_pci: bool) -> Che
         .fact("adapters", seen.to_vec())
 }
 
-/// The device's limits, and whether the dataset's frames and grids fit them: a frame fits
-/// where it needs no more parts than the device binds ([`FrameCapacity`]), a grid where it
-/// is no larger than those parts hold (at most 16 GiB).
+/// The device's limits, and whether the dataset's frames and grids fit them: the renderer
+/// binds only the parts the shown grids span ([`FrameCapacity`]), so a frame needing more
+/// parts than the device binds is a warning (fewer attributes are shown at once), and a
+/// grid that alone may span more (or over 16 GiB) a failure.
 fn limits_check(caps: &DeviceCaps, per_stage: u32, largest: Option<FrameSizes>) -> Check {
     let capacity = FrameCapacity::of(caps, per_stage);
     let mut detail = format!(
@@ -207,18 +208,20 @@ fn limits_check(caps: &DeviceCaps, per_stage: u32, largest: Option<FrameSizes>) 
             bytes(l.grid)
         );
         if capacity.parts_for(l.slot) > capacity.max_parts as u64 {
-            status = Status::Fail;
+            status = Status::Warn;
             detail += &format!(
-                "\nframes up to {} need {} parts of {}; this device binds {} ({}): they are refused",
+                "\nframes up to {} need {} parts of {}; this device binds {} ({}) at once: \
+                 only attributes whose grids together span at most that many are shown at once \
+                 (render and play refuse more, naming them)",
                 bytes(l.slot),
                 capacity.parts_for(l.slot),
                 bytes(capacity.part_bytes),
                 capacity.max_parts,
                 bytes(capacity.max_frame_bytes())
             );
-            fixes.push("write the dataset with smaller frames, or use a GPU whose driver allows larger storage bindings or more of them");
+            fixes.push("show fewer attributes at once, write the dataset with smaller frames, or use a GPU whose driver allows larger storage bindings or more of them");
         }
-        if l.grid > capacity.max_grid_bytes() {
+        if !capacity.grid_fits(l.grid) {
             status = Status::Fail;
             detail += &format!(
                 "\ngrids up to {} exceed the largest grid this device binds ({}): they cannot be drawn",
@@ -422,11 +425,12 @@ fn gpu_check(g: &Gpu) -> Check {
         .fact("memory_total", mem.map(|m| m.1 as u64))
 }
 
-/// Whether a frame of `slot` bytes fits in shared parts: no more parts than the device binds,
-/// each no larger than the largest shared buffer `max_shared`.
+/// Whether a frame of `slot` bytes fits in shared parts: each no larger than the largest
+/// shared buffer `max_shared` (each part is its own allocation; the renderer binds only the
+/// parts the shown grids span, which [`limits_check`] judges).
 fn shared_frame_fits(capacity: FrameCapacity, max_shared: u64, slot: u64) -> bool {
     let part = capacity.part_bytes.min(slot.div_ceil(4) * 4);
-    capacity.parts_for(slot) <= capacity.max_parts as u64 && part <= max_shared
+    part <= max_shared
 }
 
 fn sharing_check(largest: Option<FrameSizes>) -> Check {
@@ -453,12 +457,11 @@ fn sharing_check(largest: Option<FrameSizes>) -> Check {
             if let Some(l) = largest.filter(|l| !shared_frame_fits(capacity, max, l.slot)) {
                 c.status = Status::Fail;
                 c.detail += &format!(
-                    "\nframes up to {} need {} shared parts of {}: this device binds {} parts, \
-                     and shares buffers of up to {}",
+                    "\nframes up to {} need {} shared parts of {}: this device shares buffers \
+                     of up to {}",
                     bytes(l.slot),
                     capacity.parts_for(l.slot),
                     bytes(capacity.part_bytes),
-                    capacity.max_parts,
                     bytes(max)
                 );
                 c = c.fix("write the dataset with smaller frames; the player's host path is not limited by this");
@@ -990,10 +993,12 @@ mod tests {
             slot: 4 << 30,
             grid: 256 << 20,
         };
+        // A frame over the 27 parts bound, of grids that fit: fewer attributes shown at once.
         let c = limits_check(&caps, per_stage, Some(big));
-        assert_eq!(c.status, Status::Fail);
+        assert_eq!(c.status, Status::Warn);
         assert!(
             c.detail.contains("need 32 parts")
+                && c.detail.contains("binds 27 (3.4 GiB) at once")
                 && !c.detail.contains("grids up to")
                 && c.fix.is_some(),
             "{c:?}"
@@ -1029,7 +1034,15 @@ mod tests {
         assert!(shared_frame_fits(cap, 4 << 30, 7_007_526_912));
         assert!(!shared_frame_fits(cap, 1 << 30, 7_007_526_912));
         assert!(shared_frame_fits(cap, 1 << 30, 64 << 20));
-        assert!(!shared_frame_fits(cap, 4 << 30, 200 << 30));
+        // Each part is its own shared allocation: a frame of more parts than are bound fits.
+        assert!(shared_frame_fits(cap, 4 << 30, 200 << 30));
+        // A grid fits where, wherever it starts in a part, it spans no more parts than
+        // are bound (and has at most 16 GiB).
+        let lavapipe = FrameCapacity::of(&caps, per_stage);
+        assert!(lavapipe.grid_fits(26 << 27));
+        assert!(lavapipe.grid_fits((26 << 27) + 4));
+        assert!(!lavapipe.grid_fits((26 << 27) + 8));
+        assert!(!cap.grid_fits((16 << 30) + 4));
         let c = adapter_check(&caps, &[], false);
         assert_eq!(
             (c.status, &c.facts["software"]),

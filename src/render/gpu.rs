@@ -618,9 +618,12 @@ impl Renderer {
         self.set_frame(&parts, &located)
     }
 
-    /// Binds a frame: `parts` (at most [`max_parts`](Self::max_parts)) and grid i of `grids` to attribute
-    /// slot i (at most [`MAX_ATTRIBUTES`]; `None` leaves a slot empty). The buffers are kept
-    /// alive (cloned handles) until the next call.
+    /// Binds a frame: grid i of `grids` to attribute slot i (at most [`MAX_ATTRIBUTES`];
+    /// `None` leaves a slot empty), in `parts`, the slot's parts in order. Only the parts the
+    /// grids span are bound (their sorted union, at most [`max_parts`](Self::max_parts)), so
+    /// a frame of more parts than the device binds renders where the grids shown lie in few
+    /// enough of them; a frame in one part binds that part. The bound buffers are kept alive
+    /// (cloned handles) until the next call.
     ///
     /// Every part needs `STORAGE` usage, an offset aligned to the device's
     /// `min_storage_buffer_offset_alignment` and a size that is a multiple of 4, at most
@@ -633,7 +636,7 @@ impl Renderer {
         grids: &[Option<GridInParts>],
     ) -> Result<(), RenderError> {
         check_grid_count(grids.len())?;
-        let bases = locate_grids(
+        let bound = locate_grids(
             parts,
             grids,
             self.max_parts,
@@ -641,7 +644,7 @@ impl Renderer {
             u64::from(self.caps.storage_offset_alignment),
         )?;
         let slots = grids.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
-        let shape = FrameShape::of(slots, parts.len(), self.max_parts);
+        let shape = FrameShape::of(slots, bound.parts.len(), self.max_parts);
         if !self.pipelines.contains_key(&shape) {
             let config = shape.config(self.accel_cells, self.part_bytes);
             let declared = shape.declared_parts();
@@ -662,11 +665,12 @@ impl Renderer {
             self.pipelines.insert(shape, built);
         }
         self.shape = shape;
-        self.parts = parts
+        self.parts = bound
+            .parts
             .iter()
-            .map(|p| (p.buffer.clone(), p.offset, p.size))
+            .map(|&k| (parts[k].buffer.clone(), parts[k].offset, parts[k].size))
             .collect();
-        self.grid_bases = bases;
+        self.grid_bases = bound.bases;
         self.bind_group = None;
         self.accel.bind_group = None;
         self.accel.cells_key = None;

@@ -51,7 +51,7 @@ pub use params::{
 };
 pub use parts::{
     FrameCapacity, GridInParts, GridSlice, STORAGE_BUFFERS_PER_STAGE, SlotPart, parts_of_buffers,
-    try_upload_parts, try_upload_slot, upload_slot,
+    parts_spanned, try_upload_parts, try_upload_slot, upload_slot,
 };
 pub use scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 pub use shader::{

@@ -119,6 +119,19 @@ impl FrameCapacity {
     pub fn max_grid_bytes(&self) -> u64 {
         self.max_frame_bytes().min(4 << 32)
     }
+
+    /// Whether a grid of `size` bytes is bound wherever it starts in a frame (at a multiple
+    /// of 4 bytes): it spans at most [`max_parts`](Self::max_parts) parts and has at most
+    /// 16 GiB.
+    pub fn grid_fits(&self, size: u64) -> bool {
+        let worst = span_of(
+            0,
+            self.part_bytes.saturating_sub(4),
+            size,
+            self.part_bytes.max(4),
+        );
+        size <= 4 << 32 && worst.1 < self.max_parts
+    }
 }
 
 /// The part size of a device whose largest storage binding is `max_binding` and largest
@@ -139,22 +152,78 @@ pub(super) fn check_grid_count(n: usize) -> Result<(), RenderError> {
     Ok(())
 }
 
-/// Checks `parts` and `grids` (see [`Renderer::set_frame`]) and says where each grid lies
-/// in words, as the shaders address it.
+/// Where a frame's grids lie in the parts the renderer binds of it
+/// ([`locate_grids`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct BoundParts {
+    /// Indices of the given parts to bind, ascending: the union of the parts each grid spans
+    /// (each grid's parts stay consecutive in it).
+    pub(super) parts: Vec<usize>,
+    /// Each slot's grid, its part index counted in [`parts`](Self::parts).
+    pub(super) bases: [GpuGrid; MAX_ATTRIBUTES],
+}
+
+/// The parts a grid of `size` bytes starting `offset` bytes into part `first` spans in a
+/// slot of consecutive parts of `part_bytes` each: `first..=last`.
+fn span_of(first: usize, offset: u64, size: u64, part_bytes: u64) -> (usize, usize) {
+    let end = offset.saturating_add(size.div_ceil(4) * 4).max(offset + 1);
+    let last = first.saturating_add(usize::try_from((end - 1) / part_bytes).unwrap_or(usize::MAX));
+    (first, last)
+}
+
+impl FrameCapacity {
+    /// Parts the grids of `ranges` (byte offset and size in a frame) span together, in a slot
+    /// of consecutive parts of [`part_bytes`](Self::part_bytes) each: what the renderer binds
+    /// of a frame showing them (it binds only the parts its grids span).
+    pub fn parts_for_grids(&self, ranges: impl IntoIterator<Item = (u64, u64)>) -> u64 {
+        let spans: Vec<(usize, usize)> = ranges
+            .into_iter()
+            .map(|(offset, size)| {
+                let at = GridInParts::locate(offset, size, self.part_bytes);
+                span_of(at.part, at.offset, size, self.part_bytes)
+            })
+            .collect();
+        union_of(spans).len() as u64
+    }
+}
+
+/// The parts of a slot (consecutive parts of `part_bytes` each) that `grids` span, sorted:
+/// the ones [`Renderer::set_frame`] binds of it, and all a caller must upload.
+pub fn parts_spanned(grids: &[Option<GridInParts>], part_bytes: u64) -> Vec<usize> {
+    let part_bytes = part_bytes.max(1);
+    union_of(
+        grids
+            .iter()
+            .flatten()
+            .map(|g| span_of(g.part, g.offset, g.size, part_bytes))
+            .collect(),
+    )
+}
+
+/// The sorted union of the part ranges `spans` (inclusive).
+fn union_of(mut spans: Vec<(usize, usize)>) -> Vec<usize> {
+    spans.sort_unstable();
+    let mut out: Vec<usize> = Vec::new();
+    for (first, last) in spans {
+        let from = out.last().map_or(first, |&l| first.max(l + 1));
+        if from <= last {
+            out.extend(from..=last);
+        }
+    }
+    out
+}
+
+/// Checks `parts` and `grids` (see [`Renderer::set_frame`]), picks the parts the grids span
+/// and says where each grid lies in those, in words, as the shaders address it. More parts
+/// than `max_parts` may be given: only the ones the grids span count against it.
 pub(super) fn locate_grids(
     parts: &[SlotPart<'_>],
     grids: &[Option<GridInParts>],
     max_parts: usize,
     part_bytes: u64,
     offset_align: u64,
-) -> Result<[GpuGrid; MAX_ATTRIBUTES], RenderError> {
+) -> Result<BoundParts, RenderError> {
     let usage = |m: String| Err(RenderError::Usage(m));
-    if parts.len() > max_parts {
-        return usage(format!(
-            "{} parts given; a frame binds at most {max_parts} on this device",
-            parts.len()
-        ));
-    }
     for (k, p) in parts.iter().enumerate() {
         if p.offset % offset_align.max(4) != 0 || p.size % 4 != 0 {
             return usage(format!(
@@ -183,9 +252,13 @@ pub(super) fn locate_grids(
             ));
         }
     }
-    let mut bases = [GpuGrid::default(); MAX_ATTRIBUTES];
+    // Each grid's first and last part.
+    let mut spans: Vec<Option<(usize, usize)>> = Vec::with_capacity(grids.len());
     for (i, g) in grids.iter().enumerate() {
-        let Some(g) = g else { continue };
+        let Some(g) = g else {
+            spans.push(None);
+            continue;
+        };
         let words = g.size.div_ceil(4);
         if words == 0 || words > u64::from(u32::MAX) {
             return usage(format!(
@@ -235,14 +308,38 @@ pub(super) fn locate_grids(
                 ));
             }
         }
+        spans.push(Some((g.part, k)));
+    }
+    let bound = union_of(spans.iter().flatten().copied().collect());
+    if bound.len() > max_parts {
+        let bytes: u64 = bound.iter().map(|&k| parts[k].size).sum();
+        return usage(format!(
+            "the grids span {} parts ({bytes} bytes); a frame binds at most {max_parts} on \
+             this device ({} bytes)",
+            bound.len(),
+            max_parts as u64 * part_bytes
+        ));
+    }
+    let mut bases = [GpuGrid::default(); MAX_ATTRIBUTES];
+    for (i, (g, span)) in grids.iter().zip(&spans).enumerate() {
+        let (Some(g), Some((first, _))) = (g, span) else {
+            continue;
+        };
+        // The grid's parts are consecutive in `bound` (a union of whole ranges, sorted).
+        let part = bound
+            .binary_search(first)
+            .expect("a grid's parts are bound");
         bases[i] = GpuGrid {
-            part: g.part as u32,
+            part: part as u32,
             offset_words: (g.offset / 4) as u32,
-            words: words as u32,
+            words: g.size.div_ceil(4) as u32,
             pad: 0,
         };
     }
-    Ok(bases)
+    Ok(BoundParts {
+        parts: bound,
+        bases,
+    })
 }
 
 /// Uploads bytes (a frame's slot image) into a new storage buffer, for callers without a
@@ -339,6 +436,46 @@ mod tests {
         // Never above 2 GiB (word offsets in a part stay below 2^29) nor below 64 KiB.
         assert_eq!(device_part_bytes(u64::MAX, u64::MAX), DEFAULT_PART_BYTES);
         assert_eq!(device_part_bytes(1000, 1 << 40), MIN_PART_BYTES);
+    }
+
+    #[test]
+    fn the_parts_bound_are_the_union_of_those_the_grids_span() {
+        assert_eq!(union_of(vec![]), Vec::<usize>::new());
+        assert_eq!(union_of(vec![(0, 0)]), vec![0]);
+        // Overlapping, nested, repeated and out-of-order spans.
+        assert_eq!(
+            union_of(vec![(30, 32), (3, 5), (4, 4), (5, 7), (3, 5)]),
+            vec![3, 4, 5, 6, 7, 30, 31, 32]
+        );
+        let p = 1u64 << 27;
+        // A grid ending exactly at a part's end spans that part only; one more byte (a word)
+        // spans the next.
+        assert_eq!(span_of(2, 0, p, p), (2, 2));
+        assert_eq!(span_of(2, p - 4, 4, p), (2, 2));
+        assert_eq!(span_of(2, p - 4, 5, p), (2, 3));
+        assert_eq!(span_of(0, 8, 3 * p, p), (0, 3));
+    }
+
+    #[test]
+    fn capacity_counts_the_parts_the_shown_grids_span() {
+        let lavapipe = FrameCapacity {
+            part_bytes: 1 << 27,
+            max_parts: 27,
+        };
+        let p = lavapipe.part_bytes;
+        // Two small grids in one part, one past 4 GiB straddling two parts, one across
+        // three whole parts and one more in part 1.
+        assert_eq!(lavapipe.parts_for_grids([(0, 100), (4096, 100)]), 1);
+        assert_eq!(lavapipe.parts_for_grids([(33 * p - 8, 16)]), 2);
+        assert_eq!(
+            lavapipe.parts_for_grids([(0, 100), (33 * p - 8, 16), (p, 3 * p), (p + 8, 8)]),
+            1 + 2 + 3
+        );
+        // A frame over 4 GiB needs its whole size in parts only when all of it is shown.
+        let frame = 36 * p;
+        assert!(lavapipe.parts_for(frame) > lavapipe.max_parts as u64);
+        assert_eq!(lavapipe.parts_for_grids([(0, frame)]), 36);
+        assert_eq!(lavapipe.parts_for_grids(std::iter::empty()), 0);
     }
 
     #[test]

@@ -87,7 +87,8 @@ fn rd32(b: &[u8], o: usize) -> u32 {
 fn wr32(b: &mut [u8], o: usize, v: u32) {
     b[o..o + 4].copy_from_slice(&v.to_le_bytes());
 }
-fn rd64(b: &[u8], o: usize) -> u64 {
+/// The little-endian `u64` at byte `o` of `b`.
+pub fn rd64(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
 }
 fn wr64(b: &mut [u8], o: usize, v: u64) {
@@ -449,4 +450,57 @@ pub fn out_dir() -> std::path::PathBuf {
         });
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Adds `d` to the little-endian `u64` at byte `o` of `b`.
+pub fn add64(b: &mut [u8], o: usize, d: u64) {
+    let v = rd64(b, o).wrapping_add(d);
+    b[o..o + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// `grid` with `gap` zero bytes between its root and its first upper node, so that every
+/// node below the root lies `gap` bytes further on: the tree's node offsets, the root
+/// tiles' child offsets and the grid size move by `gap`. The zeros are never written
+/// (`vec![0; n]` maps untouched pages), so a grid of many GiB costs little memory.
+pub fn padded(grid: &[u8], gap: u64) -> Vec<u8> {
+    assert_eq!(gap % 4096, 0);
+    let tree = l::GRID_SIZE as usize;
+    let root = tree + rd64(grid, tree + l::TREE_OFF_NODE_OFFSET_ROOT as usize) as usize;
+    let upper = tree + rd64(grid, tree + l::TREE_OFF_NODE_OFFSET_UPPER as usize) as usize;
+    let blind = rd64(grid, l::GRID_OFF_BLIND_METADATA_OFFSET as usize);
+    let blind_count = u32::from_le_bytes(
+        grid[l::GRID_OFF_BLIND_METADATA_COUNT as usize..][..4]
+            .try_into()
+            .unwrap(),
+    );
+    let mut out = vec![0u8; grid.len() + gap as usize];
+    out[..upper].copy_from_slice(&grid[..upper]);
+    out[upper + gap as usize..].copy_from_slice(&grid[upper..]);
+    for off in [
+        l::TREE_OFF_NODE_OFFSET_LEAF,
+        l::TREE_OFF_NODE_OFFSET_LOWER,
+        l::TREE_OFF_NODE_OFFSET_UPPER,
+    ] {
+        add64(&mut out, tree + off as usize, gap);
+    }
+    let lay = l::layout(GridType::Float).unwrap();
+    let tiles = u32::from_le_bytes(
+        grid[root + l::ROOT_OFF_TABLE_SIZE as usize..][..4]
+            .try_into()
+            .unwrap(),
+    ) as usize;
+    for i in 0..tiles {
+        let child = root
+            + lay.root.size as usize
+            + i * lay.root.tile_size as usize
+            + l::ROOT_TILE_OFF_CHILD as usize;
+        if rd64(&out, child) != 0 {
+            add64(&mut out, child, gap);
+        }
+    }
+    add64(&mut out, l::GRID_OFF_GRID_SIZE as usize, gap);
+    if blind_count > 0 && blind as usize >= upper {
+        add64(&mut out, l::GRID_OFF_BLIND_METADATA_OFFSET as usize, gap);
+    }
+    out
 }
