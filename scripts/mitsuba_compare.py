@@ -16,7 +16,8 @@ renderer's sky gradient (its `sky()` without the sun glow) times the sky weight.
 Writes OUT_DIR/mitsuba.pfm (Mitsuba's linear image, rows bottom-up), OUT_DIR/compare.png
 (supercell | Mitsuba | difference, tone-mapped as supercell tone-maps: ACES of exposure times
 radiance, then sRGB) and OUT_DIR/compare.json: the relative RMSE
-sqrt(mean((supercell - mitsuba)^2)) / mean(mitsuba) over pixels and channels, the means, and
+sqrt(mean((supercell - mitsuba)^2)) / mean(mitsuba) over pixels and channels, the means,
+Mitsuba's own noise (from two independent halves of its samples), and
 how the render was made. Exit status: 0 (within --max-rel-rmse, or no limit), 1 (beyond it),
 2 (bad input), 3 (Mitsuba is not installed).
 """
@@ -164,7 +165,7 @@ def build_scene(mi, sc, export_dir, args):
                 "pixel_format": "rgb",
                 "rfilter": {"type": "box"},
             },
-            "sampler": {"type": "independent", "sample_count": int(args.spp), "seed": args.seed},
+            "sampler": {"type": "independent", "sample_count": int(args.spp)},
         },
         "medium_box": {
             "type": "cube",
@@ -258,22 +259,32 @@ def main():
 
     desc, sky_kind = build_scene(mi, sc, args.export_dir, args)
     scene = mi.load_dict(desc)
+    # Two independent halves of the samples: their mean is the picture, their difference
+    # measures Mitsuba's own noise (how much of the comparison's difference is noise).
     started = time.time()
-    img = np.array(mi.render(scene, spp=args.spp), dtype=np.float32)[..., :3]
+    half = max(args.spp // 2, 1)
+    halves = [
+        np.array(mi.render(scene, spp=half, seed=args.seed + k), dtype=np.float64)[..., :3]
+        for k in (0, 1)
+    ]
     seconds = time.time() - started
+    img = (0.5 * (halves[0] + halves[1])).astype(np.float32)
+    noise = math.sqrt(float(((halves[0] - halves[1]) ** 2).mean())) / 2
     os.makedirs(args.out, exist_ok=True)
     write_pfm(os.path.join(args.out, "mitsuba.pfm"), img)
 
     result = {
         "mitsuba_version": mi.__version__,
         "variant": args.variant,
-        "spp": args.spp,
+        "spp": 2 * half,
         "max_depth": args.max_depth,
         "sky": sky_kind,
         "seconds": round(seconds, 3),
         "width": int(sc["width"]),
         "height": int(sc["height"]),
         "mean_mitsuba": float(img.mean()),
+        # The RMS of Mitsuba's noise in its picture, of the mean radiance.
+        "rel_noise_mitsuba": noise / max(float(img.mean()), 1e-30),
     }
     status = 0
     if args.supercell:
