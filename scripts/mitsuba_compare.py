@@ -17,8 +17,9 @@ Writes OUT_DIR/mitsuba.pfm (Mitsuba's linear image, rows bottom-up), OUT_DIR/com
 (supercell | Mitsuba | difference, tone-mapped as supercell tone-maps: ACES of exposure times
 radiance, then sRGB) and OUT_DIR/compare.json: the relative RMSE
 sqrt(mean((supercell - mitsuba)^2)) / mean(mitsuba) over pixels and channels, the means,
-Mitsuba's own noise (from two independent halves of its samples), and
-how the render was made. Exit status: 0 (within --max-rel-rmse, or no limit), 1 (beyond it),
+the same over means of 5x5-pixel blocks (--block: noise shrinks with the block's area, a
+systematic difference stays), Mitsuba's own noise (from two independent halves of its
+samples), and how the render was made. Exit status: 0 (within --max-rel-rmse, or no limit), 1 (beyond it),
 2 (bad input), 3 (Mitsuba is not installed).
 """
 
@@ -95,6 +96,12 @@ def srgb_encode(c):
 
 def tone_map(img, exposure):
     return (np.clip(srgb_encode(aces(img * exposure)), 0, 1) * 255 + 0.5).astype(np.uint8)
+
+
+def blocks(img, b):
+    """Means of b x b pixel blocks (the image cut to whole blocks)."""
+    h, w = img.shape[0] // b * b, img.shape[1] // b * b
+    return img[:h, :w].reshape(h // b, b, w // b, b, -1).mean(axis=(1, 3))
 
 
 def sky_radiance(dz, zenith, horizon):
@@ -230,10 +237,14 @@ def main():
     ap.add_argument("--sky-weight", type=float, default=None,
                     help="multiplies the sky colours (default: the scene's ambient)")
     ap.add_argument("--exposure", type=float, default=0.85, help="exposure of the PNG")
+    ap.add_argument("--block", type=int, default=5,
+                    help="also compare means of BLOCK x BLOCK pixels (less noise, same bias)")
     ap.add_argument("--max-rel-rmse", type=float, default=None,
                     help="exit 1 when the relative RMSE is larger")
     args = ap.parse_args()
 
+    if args.block < 1 or args.spp < 1:
+        fail("--block and --spp must be at least 1")
     try:
         import mitsuba as mi
     except ImportError:
@@ -269,7 +280,9 @@ def main():
     ]
     seconds = time.time() - started
     img = (0.5 * (halves[0] + halves[1])).astype(np.float32)
+    b = args.block
     noise = math.sqrt(float(((halves[0] - halves[1]) ** 2).mean())) / 2
+    noise_block = math.sqrt(float(((blocks(halves[0], b) - blocks(halves[1], b)) ** 2).mean())) / 2
     os.makedirs(args.out, exist_ok=True)
     write_pfm(os.path.join(args.out, "mitsuba.pfm"), img)
 
@@ -285,6 +298,8 @@ def main():
         "mean_mitsuba": float(img.mean()),
         # The RMS of Mitsuba's noise in its picture, of the mean radiance.
         "rel_noise_mitsuba": noise / max(float(img.mean()), 1e-30),
+        "block": b,
+        "rel_noise_mitsuba_block": noise_block / max(float(img.mean()), 1e-30),
     }
     status = 0
     if args.supercell:
@@ -295,6 +310,7 @@ def main():
         diff = ref.astype(np.float64) - img
         mean = float(img.mean())
         rel = math.sqrt(float((diff ** 2).mean())) / max(mean, 1e-30)
+        rel_block = math.sqrt(float((blocks(diff, b) ** 2).mean())) / max(mean, 1e-30)
         result.update({
             "mean_supercell": float(ref.mean()),
             "mean_ratio": float(ref.mean()) / max(mean, 1e-30),
@@ -302,6 +318,7 @@ def main():
             "mean_per_channel_mitsuba": img.reshape(-1, 3).mean(0).tolist(),
             "rel_rmse": rel,
             "rel_mean_abs": float(np.abs(diff).mean()) / max(mean, 1e-30),
+            "rel_rmse_block": rel_block,
         })
         if args.max_rel_rmse is not None:
             result["max_rel_rmse"] = args.max_rel_rmse

@@ -21,6 +21,8 @@ use std::process::Command;
 
 mod crosscheck_support;
 
+/// Direction towards the sun: azimuth and elevation, degrees.
+const SUN: [f32; 2] = [200.0, 35.0];
 /// Image size of every comparison.
 const SIZE: &str = "160x90";
 /// Largest relative RMSE (over pixels and channels, of the mean radiance) that passes.
@@ -87,9 +89,10 @@ fn generate(tool: &Path, dir: &Path) {
 }
 
 /// The comparison scene: the cloud with a linear opacity ramp and one colour (sRGB grey
-/// `grey`), `extinction_scale`, the sun at `sun_azimuth` degrees and 35° up with colour
-/// `sun`, a sky of one colour (weight 1), phase g 0.6, no ground; fixed, fine march steps.
-fn write_scene(path: &Path, grey: f32, extinction_scale: f32, sun: f32, sun_azimuth: f32) {
+/// `grey`), `extinction_scale`, the sun towards `sun_dir` (azimuth and elevation, degrees)
+/// with colour `sun`, a dim sky of one colour (weight 1), phase g 0.6, no ground; fixed, fine march steps.
+fn write_scene(path: &Path, grey: f32, extinction_scale: f32, sun: f32, sun_dir: [f32; 2]) {
+    let [sun_azimuth, sun_elevation] = sun_dir;
     let text = format!(
         r#"dataset = "ds"
 [[attribute]]
@@ -101,14 +104,14 @@ extinction_scale = {extinction_scale:?}
 [camera]
 yaw_deg = -62.0
 pitch_deg = 16.0
-distance_scale = 0.6
+distance_scale = 0.45
 [settings]
 ground = false
 sun_color = [{sun:?}, {:?}, {:?}]
 sun_azimuth_deg = {sun_azimuth:?}
-sun_elevation_deg = 35.0
-sky_zenith = [0.5, 0.6, 0.7]
-sky_horizon = [0.5, 0.6, 0.7]
+sun_elevation_deg = {sun_elevation:?}
+sky_zenith = [0.1, 0.12, 0.14]
+sky_horizon = [0.1, 0.12, 0.14]
 ambient = 1.0
 phase_g = 0.6
 jitter = false
@@ -170,8 +173,17 @@ fn compare(
     Some(serde_json::from_str(&text).unwrap())
 }
 
+/// Relative RMSE over pixels.
 fn rel_rmse(json: &serde_json::Value) -> f64 {
     json["rel_rmse"].as_f64().unwrap()
+}
+
+/// Relative RMSE over the means of 5x5-pixel blocks: Mitsuba's noise in a path-traced
+/// picture is several per cent per pixel at hundreds of samples, and 25 times less
+/// variance per block leaves the systematic differences.
+fn rel_rmse_block(json: &serde_json::Value) -> f64 {
+    assert_eq!(json["block"], 5);
+    json["rel_rmse_block"].as_f64().unwrap()
 }
 
 /// Where to keep the pictures: `SUPERCELL_MITSUBA_OUT` (to look at them), else a temporary
@@ -193,7 +205,7 @@ fn transmittance_matches_mitsuba() {
     let (_tmp, dir) = work_dir();
     generate(&tool, &dir);
     let scene = dir.join("transmittance.toml");
-    write_scene(&scene, 0.0, 0.05, 0.0, 200.0);
+    write_scene(&scene, 0.0, 0.05, 0.0, SUN);
     let ours = dir.join("transmittance-supercell");
     run(Command::new(env!("CARGO_BIN_EXE_supercell"))
         .arg("render")
@@ -222,7 +234,7 @@ fn transmittance_matches_mitsuba() {
 
     // The check can fail: an export of twice the extinction is far off.
     let doubled = dir.join("transmittance-doubled.toml");
-    write_scene(&doubled, 0.0, 0.1, 0.0, 200.0);
+    write_scene(&doubled, 0.0, 0.1, 0.0, SUN);
     let exported = dir.join("transmittance-doubled-export");
     export(&tool, &doubled, &exported);
     let json = compare(
@@ -250,7 +262,8 @@ fn has_path_tracer() -> bool {
 
 /// Samples per pixel of supercell's path-traced picture.
 const PATH_SPP: u32 = 1024;
-/// Samples per pixel of Mitsuba's: its noise alone is about 1.3 % (relative RMSE) at 512.
+/// Samples per pixel of Mitsuba's: its noise alone is about 6 % per pixel and 1.2 % per
+/// 5x5-pixel block (relative RMSE) at 512.
 const MITSUBA_PATH_SPP: u32 = 512;
 
 /// Scattering events per path of `render --mode path` (the `path_max_bounces` setting's
@@ -269,7 +282,7 @@ fn path_tracer_matches_mitsuba() {
     generate(&tool, &dir);
     let scene = dir.join("path.toml");
     // sRGB 0.955 is albedo 0.9.
-    write_scene(&scene, 0.955, 0.05, 3.2, 200.0);
+    write_scene(&scene, 0.955, 0.05, 3.2, SUN);
     let ours = dir.join("path-supercell");
     run(Command::new(env!("CARGO_BIN_EXE_supercell"))
         .arg("render")
@@ -293,18 +306,19 @@ fn path_tracer_matches_mitsuba() {
     };
     println!("path tracing: {json}");
     assert!(
-        rel_rmse(&json) <= MAX_REL_RMSE,
-        "supercell's path tracer and Mitsuba differ by {:.2} % (RMSE of the mean radiance)",
+        rel_rmse_block(&json) <= MAX_REL_RMSE,
+        "supercell's path tracer and Mitsuba differ by {:.2} % (RMSE of 5x5-pixel means, of \
+         the mean radiance; per pixel {:.2} %)",
+        100.0 * rel_rmse_block(&json),
         100.0 * rel_rmse(&json)
     );
 
-    // The check can fail: the sun from the opposite side, or twice the extinction.
-    for (name, grey, scale, azimuth) in [
-        ("sun-flipped", 0.955, 1.0, 20.0),
-        ("doubled", 0.955, 2.0, 200.0),
-    ] {
+    // The check can fail: light travelling towards the sun (a sign error in the sun's
+    // direction), or twice the extinction.
+    let reversed = [SUN[0] + 180.0, -SUN[1]];
+    for (name, scale, sun_dir) in [("sun-reversed", 0.05, reversed), ("doubled", 0.1, SUN)] {
         let wrong = dir.join(format!("path-{name}.toml"));
-        write_scene(&wrong, grey, scale, 3.2, azimuth);
+        write_scene(&wrong, 0.955, scale, 3.2, sun_dir);
         let exported = dir.join(format!("path-{name}-export"));
         export(&tool, &wrong, &exported);
         let json = compare(
@@ -312,15 +326,15 @@ fn path_tracer_matches_mitsuba() {
             &exported,
             &pfm,
             &dir.join(format!("path-{name}-compare")),
-            32,
+            128,
             PATH_BOUNCES + 1,
         )
         .expect("mitsuba ran above");
         println!("path tracing, {name}: {json}");
         assert!(
-            rel_rmse(&json) > 2.0 * MAX_REL_RMSE,
+            rel_rmse_block(&json) > 3.0 * MAX_REL_RMSE,
             "{name} went unnoticed: {:.2} %",
-            100.0 * rel_rmse(&json)
+            100.0 * rel_rmse_block(&json)
         );
     }
 }
