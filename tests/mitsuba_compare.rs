@@ -126,11 +126,17 @@ transmittance_cutoff = 0.0
     std::fs::write(path, text).unwrap();
 }
 
+/// Exports `scene` with two extinction samples per voxel edge.
 fn export(tool: &Path, scene: &Path, out: &Path) {
+    export_with(tool, scene, out, 2);
+}
+
+fn export_with(tool: &Path, scene: &Path, out: &Path, supersample: u32) {
     run(Command::new(tool)
         .arg("export-mitsuba")
         .arg(scene)
-        .args(["--size", SIZE, "--supersample", "2", "--out"])
+        .args(["--size", SIZE, "--supersample", &supersample.to_string()])
+        .arg("--out")
         .arg(out));
 }
 
@@ -337,4 +343,128 @@ fn path_tracer_matches_mitsuba() {
             100.0 * rel_rmse_block(&json)
         );
     }
+}
+
+/// A `.vol` file: (x, y, z) resolution, channels and the values.
+fn read_vol(path: &Path) -> ([usize; 3], usize, Vec<f32>) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..4], b"VOL\x03", "{}", path.display());
+    let word = |i: usize| i32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    assert_eq!(word(4), 1, "float32 encoding");
+    let dims = [word(8), word(12), word(16)].map(|d| d as usize);
+    let channels = word(20) as usize;
+    let values: Vec<f32> = b[48..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(values.len(), dims[0] * dims[1] * dims[2] * channels);
+    (dims, channels, values)
+}
+
+fn apply(m: &serde_json::Value, p: [f64; 3]) -> [f64; 3] {
+    std::array::from_fn(|r| {
+        let row = &m[r];
+        (0..3).map(|c| row[c].as_f64().unwrap() * p[c]).sum::<f64>() + row[3].as_f64().unwrap()
+    })
+}
+
+/// The exported extinction is the transfer function of the grid's values (a linear opacity
+/// ramp: proportional to the value, clamped), sample `k` sits at the world position of index
+/// `bmin − 1 + k`, the cube covers the marched box, and the albedo is the colormap's.
+/// Needs neither Mitsuba nor Python.
+#[test]
+fn export_holds_the_marchers_extinction() {
+    const TEST: &str = "export_holds_the_marchers_extinction";
+    let Some(tool) = data_tool(TEST) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    generate(&tool, dir);
+    let scene = dir.join("scene.toml");
+    write_scene(&scene, 0.955, 0.05, 3.2, SUN);
+    let out = dir.join("export");
+    export_with(&tool, &scene, &out, 1);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("scene.json")).unwrap()).unwrap();
+    let (n, channels, sigma) = read_vol(&out.join("sigma_t.vol"));
+    assert_eq!(channels, 1);
+
+    let ds = supercell::dataset::Dataset::open(dir.join("ds")).unwrap();
+    let mut buf = supercell::dataset::AlignedBuf::new();
+    ds.read_frame(0, &mut buf, supercell::dataset::CrcCheck::Verify)
+        .unwrap();
+    let grid = supercell::format::Grid::parse(ds.grid_bytes(0, 0, &buf).unwrap()).unwrap();
+    let [bmin, bmax] = grid.index_bbox();
+    let lo = bmin.map(|v| v - 1);
+    assert_eq!(n, std::array::from_fn(|i| (bmax[i] - bmin[i] + 3) as usize));
+    let mut acc = grid.accessor();
+    // The value range is [0, 1] and the opacity u: extinction = clamp(v, 0, 1) × e.
+    let values: Vec<f32> = (0..n[2])
+        .flat_map(|z| (0..n[1]).flat_map(move |y| (0..n[0]).map(move |x| [x, y, z])))
+        .map(|k| {
+            let ijk = std::array::from_fn(|i| lo[i] + k[i] as i32);
+            acc.value(ijk).unwrap().as_f32().unwrap().clamp(0.0, 1.0)
+        })
+        .collect();
+    let (imax, vmax) = values
+        .iter()
+        .enumerate()
+        .fold((0, 0.0f32), |m, (i, v)| if *v > m.1 { (i, *v) } else { m });
+    assert!(vmax > 0.5, "the test grid has dense cloud");
+    let e = sigma[imax] / vmax;
+    assert!(e > 0.0);
+    for (i, (s, v)) in sigma.iter().zip(&values).enumerate() {
+        assert!(
+            (s - v * e).abs() <= 1e-4 * e,
+            "sample {i}: extinction {s}, value {v} × {e}"
+        );
+    }
+    // Padding: the marched box's faces hold the background.
+    assert_eq!(sigma[0], 0.0);
+
+    // Sample k at (k + 0.5) / n of the unit cube is index lo + k in the world.
+    let med = &json["medium"];
+    for k in [[0usize, 0, 0], [3, 5, 7], [n[0] - 1, n[1] - 1, n[2] - 1]] {
+        let u = std::array::from_fn(|i| (k[i] as f64 + 0.5) / n[i] as f64);
+        let world = apply(&med["volume_to_world"], u);
+        let want = grid
+            .map()
+            .apply(std::array::from_fn(|i| f64::from(lo[i]) + k[i] as f64));
+        for i in 0..3 {
+            assert!(
+                (world[i] - want[i]).abs() < 1e-6 * want[i].abs().max(1.0),
+                "{k:?}"
+            );
+        }
+    }
+    let corner_lo = apply(&med["cube_to_world"], [-1.0; 3]);
+    let corner_hi = apply(&med["cube_to_world"], [1.0; 3]);
+    let want_lo = grid.map().apply(lo.map(f64::from));
+    let want_hi = grid.map().apply(bmax.map(|v| f64::from(v + 1)));
+    for i in 0..3 {
+        assert!((corner_lo[i] - want_lo[i]).abs() < 1e-6 * want_lo[i].abs().max(1.0));
+        assert!((corner_hi[i] - want_hi[i]).abs() < 1e-6 * want_hi[i].abs().max(1.0));
+    }
+    for c in med["albedo"].as_array().unwrap() {
+        assert!((c.as_f64().unwrap() - 0.9).abs() < 2e-3, "albedo {c}");
+    }
+    assert_eq!(json["phase_g"].as_f64().unwrap() as f32, 0.6);
+    assert_eq!(json["width"], 160);
+
+    // Wrong requests are refused with the reason.
+    let refused = |args: &[&str], says: &str| {
+        let o = Command::new(&tool)
+            .arg("export-mitsuba")
+            .arg(&scene)
+            .args(args)
+            .arg("--out")
+            .arg(dir.join("refused"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{args:?}: {err}");
+    };
+    refused(&["--attribute", "rain"], "no enabled attribute \"rain\"");
+    refused(&["--supersample", "0"], "--supersample");
+    refused(&["--size", "0x10"], "at least 1");
+    refused(&["--frame", "5"], "not within the dataset's 1 frames");
 }
