@@ -10,8 +10,11 @@ The Mitsuba scene: a `volpath` integrator; a `perspective` sensor at the exporte
 `heterogeneous` medium whose extinction is the exported `gridvolume` (scale 1), whose albedo
 is the exported colour, with a Henyey-Greenstein phase function; a `directional` emitter with
 the sun's irradiance; the sky as an environment emitter: `constant` where the sky's zenith and
-horizon colours are equal and no pixel sees below the horizon, else an `envmap` holding the
-renderer's sky gradient (its `sky()` without the sun glow) times the sky weight.
+horizon colours are equal, else an `envmap` holding the renderer's sky gradient (its `sky()`
+without the sun glow) times the sky weight. `--sky-model march` darkens the sky below the
+horizon as the ray marcher's background does (for comparisons with `render` in shaded mode
+of a black medium); the default, `path`, keeps the horizon colour there, as the path
+tracer's sky does.
 
 Writes OUT_DIR/mitsuba.pfm (Mitsuba's linear image, rows bottom-up), OUT_DIR/compare.png
 (supercell | Mitsuba | difference, tone-mapped as supercell tone-maps: ACES of exposure times
@@ -104,12 +107,17 @@ def blocks(img, b):
     return img[:h, :w].reshape(h // b, b, w // b, b, -1).mean(axis=(1, 3))
 
 
-def sky_radiance(dz, zenith, horizon):
-    """The renderer's `sky(d)` without the sun glow, as a function of the direction's z."""
+def sky_radiance(dz, zenith, horizon, darken_below):
+    """The sky's radiance as a function of the direction's z: the zenith-horizon gradient of
+    the renderer's `sky(d)` without the sun glow; with `darken_below`, also its darkening
+    below the horizon (the ray marcher's background), else the horizon colour there (the
+    path tracer's sky)."""
     zenith = np.asarray(zenith, np.float64)
     horizon = np.asarray(horizon, np.float64)
     up = np.clip(dz, 0.0, 1.0)[..., None]
     above = horizon + (zenith - horizon) * np.sqrt(up)
+    if not darken_below:
+        return above
     below = horizon * (1.0 - 0.5 * np.clip(-dz * 4.0, 0.0, 1.0))[..., None]
     return np.where((dz < 0.0)[..., None], below, above)
 
@@ -198,7 +206,10 @@ def build_scene(mi, sc, export_dir, args):
     weight = float(sky["ambient"]) if args.sky_weight is None else args.sky_weight
     zenith = [weight * c for c in sky["zenith"]]
     horizon = [weight * c for c in sky["horizon"]]
-    sees_below = bool((camera_rays_dz(cam, width, height) < 0).any())
+    darken = args.sky_model == "march"
+    # One colour is a constant sky, unless it darkens below the horizon where that is seen
+    # (with a black medium only what the camera sees of the sky matters).
+    sees_below = darken and bool((camera_rays_dz(cam, width, height) < 0).any())
     if args.sky == "constant" or (
         args.sky == "auto" and zenith == horizon and not sees_below
     ):
@@ -209,7 +220,7 @@ def build_scene(mi, sc, export_dir, args):
         # The sky depends on the direction's height only, so longitude does not matter.
         rows, cols = 512, 16
         theta = (np.arange(rows) + 0.5) / rows * math.pi
-        rad = sky_radiance(np.cos(theta), zenith, horizon)
+        rad = sky_radiance(np.cos(theta), zenith, horizon, darken)
         bitmap = np.repeat(rad[:, None, :], cols, axis=1).astype(np.float32)
         sky_kind = "envmap"
         scene["sky"] = {
@@ -234,6 +245,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sky", choices=["auto", "constant", "envmap"], default="auto",
                     help="sky emitter (auto: constant when it is, envmap otherwise)")
+    ap.add_argument("--sky-model", choices=["path", "march"], default="path",
+                    help="path: the path tracer's sky (the horizon colour below the "
+                    "horizon); march: the ray marcher's background (darker below the horizon)")
     ap.add_argument("--sky-weight", type=float, default=None,
                     help="multiplies the sky colours (default: the scene's ambient)")
     ap.add_argument("--exposure", type=float, default=0.85, help="exposure of the PNG")
@@ -292,6 +306,7 @@ def main():
         "spp": 2 * half,
         "max_depth": args.max_depth,
         "sky": sky_kind,
+        "sky_model": args.sky_model,
         "seconds": round(seconds, 3),
         "width": int(sc["width"]),
         "height": int(sc["height"]),

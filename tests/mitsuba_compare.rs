@@ -146,7 +146,9 @@ fn export_with(tool: &Path, scene: &Path, out: &Path, supersample: u32) {
         .arg(out));
 }
 
-/// Runs the comparison script; `None` (after reporting the skip) where Mitsuba is missing.
+/// Runs the comparison script (`sky_model`: `march`, the ray marcher's background, or
+/// `path`, the path tracer's sky); `None` (after reporting the skip) where Mitsuba is
+/// missing.
 fn compare(
     test: &str,
     export: &Path,
@@ -155,6 +157,7 @@ fn compare(
     spp: u32,
     max_depth: u32,
     block: u32,
+    sky_model: &str,
 ) -> Option<serde_json::Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mitsuba_compare.py");
     let py = python();
@@ -166,6 +169,7 @@ fn compare(
         .args(["--spp", &spp.to_string()])
         .args(["--max-depth", &max_depth.to_string()])
         .args(["--block", &block.to_string()])
+        .args(["--sky-model", sky_model])
         .arg("--out")
         .arg(out)
         .status();
@@ -236,6 +240,7 @@ fn transmittance_matches_mitsuba() {
         512,
         2,
         5,
+        "march",
     ) else {
         return;
     };
@@ -259,6 +264,7 @@ fn transmittance_matches_mitsuba() {
         16,
         2,
         5,
+        "march",
     )
     .expect("mitsuba ran above");
     println!("transmittance, extinction doubled: {json}");
@@ -321,6 +327,7 @@ fn path_tracer_matches_mitsuba() {
         MITSUBA_PATH_SPP,
         PATH_BOUNCES + 1,
         PATH_BLOCK,
+        "path",
     ) else {
         return;
     };
@@ -352,6 +359,7 @@ fn path_tracer_matches_mitsuba() {
             128,
             PATH_BOUNCES + 1,
             PATH_BLOCK,
+            "path",
         )
         .expect("mitsuba ran above");
         println!("path tracing, {name}: {json}");
