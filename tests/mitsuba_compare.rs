@@ -146,18 +146,35 @@ fn export_with(tool: &Path, scene: &Path, out: &Path, supersample: u32) {
         .arg(out));
 }
 
-/// Runs the comparison script (`sky_model`: `march`, the ray marcher's background, or
-/// `path`, the path tracer's sky); `None` (after reporting the skip) where Mitsuba is
-/// missing.
+/// How Mitsuba renders a comparison.
+struct Mitsuba {
+    /// Samples per pixel.
+    spp: u32,
+    /// `volpath`'s `max_depth`: scattering events + 1.
+    max_depth: u32,
+    /// Edge of the pixel blocks of `rel_rmse_block`.
+    block: u32,
+    /// `march` (the ray marcher's background) or `path` (the path tracer's sky).
+    sky_model: &'static str,
+}
+
+/// The transmittance check's Mitsuba render of `spp` samples per pixel.
+fn transmittance_run(spp: u32) -> Mitsuba {
+    Mitsuba {
+        spp,
+        max_depth: 2,
+        block: 5,
+        sky_model: "march",
+    }
+}
+
+/// Runs the comparison script; `None` (after reporting the skip) where Mitsuba is missing.
 fn compare(
     test: &str,
     export: &Path,
     pfm: &Path,
     out: &Path,
-    spp: u32,
-    max_depth: u32,
-    block: u32,
-    sky_model: &str,
+    how: &Mitsuba,
 ) -> Option<serde_json::Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mitsuba_compare.py");
     let py = python();
@@ -166,10 +183,10 @@ fn compare(
         .arg(export)
         .arg("--supercell")
         .arg(pfm)
-        .args(["--spp", &spp.to_string()])
-        .args(["--max-depth", &max_depth.to_string()])
-        .args(["--block", &block.to_string()])
-        .args(["--sky-model", sky_model])
+        .args(["--spp", &how.spp.to_string()])
+        .args(["--max-depth", &how.max_depth.to_string()])
+        .args(["--block", &how.block.to_string()])
+        .args(["--sky-model", how.sky_model])
         .arg("--out")
         .arg(out)
         .status();
@@ -237,10 +254,7 @@ fn transmittance_matches_mitsuba() {
         &exported,
         &pfm,
         &dir.join("transmittance-compare"),
-        512,
-        2,
-        5,
-        "march",
+        &transmittance_run(512),
     ) else {
         return;
     };
@@ -261,10 +275,7 @@ fn transmittance_matches_mitsuba() {
         &exported,
         &pfm,
         &dir.join("transmittance-doubled-compare"),
-        16,
-        2,
-        5,
-        "march",
+        &transmittance_run(16),
     )
     .expect("mitsuba ran above");
     println!("transmittance, extinction doubled: {json}");
@@ -289,6 +300,16 @@ const PATH_SPP: u32 = 128;
 const MITSUBA_PATH_SPP: u32 = 256;
 /// Edge of the pixel blocks the path-traced pictures are compared by.
 const PATH_BLOCK: u32 = 10;
+
+/// The path-tracing check's Mitsuba render of `spp` samples per pixel.
+fn path_run(spp: u32) -> Mitsuba {
+    Mitsuba {
+        spp,
+        max_depth: PATH_BOUNCES + 1,
+        block: PATH_BLOCK,
+        sky_model: "path",
+    }
+}
 
 /// Scattering events per path of `render --mode path` (the `path_max_bounces` setting's
 /// default); Mitsuba's `max_depth` counts one more (the segment to the light).
@@ -324,10 +345,7 @@ fn path_tracer_matches_mitsuba() {
         &exported,
         &pfm,
         &dir.join("path-compare"),
-        MITSUBA_PATH_SPP,
-        PATH_BOUNCES + 1,
-        PATH_BLOCK,
-        "path",
+        &path_run(MITSUBA_PATH_SPP),
     ) else {
         return;
     };
@@ -356,10 +374,7 @@ fn path_tracer_matches_mitsuba() {
             &exported,
             &pfm,
             &dir.join(format!("path-{name}-compare")),
-            128,
-            PATH_BOUNCES + 1,
-            PATH_BLOCK,
-            "path",
+            &path_run(128),
         )
         .expect("mitsuba ran above");
         println!("path tracing, {name}: {json}");
