@@ -146,6 +146,23 @@ fn export_with(tool: &Path, scene: &Path, out: &Path, supersample: u32) {
         .arg(out));
 }
 
+/// A colour PFM: width, height and RGB values, rows bottom-up as stored.
+fn read_pfm(path: &Path) -> (usize, usize, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap();
+    let text = String::from_utf8_lossy(&bytes[..64.min(bytes.len())]).into_owned();
+    let mut tokens = text.split_ascii_whitespace();
+    assert_eq!(tokens.next(), Some("PF"), "{}", path.display());
+    let w: usize = tokens.next().unwrap().parse().unwrap();
+    let h: usize = tokens.next().unwrap().parse().unwrap();
+    assert!(tokens.next().unwrap().starts_with('-'), "little-endian");
+    let data = &bytes[bytes.len() - w * h * 12..];
+    let values = data
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    (w, h, values)
+}
+
 /// How Mitsuba renders a comparison.
 struct Mitsuba {
     /// Samples per pixel.
@@ -264,6 +281,32 @@ fn transmittance_matches_mitsuba() {
         "supercell's ray marcher and Mitsuba differ by {:.2} % (RMSE of the mean radiance)",
         100.0 * rel_rmse(&json)
     );
+
+    // The cloud is not mirror-symmetric: Mitsuba's picture mirrored left to right is far
+    // off, so the match above also says that the two cameras agree on handedness.
+    let (w, h, theirs) = read_pfm(&dir.join("transmittance-compare/mitsuba.pfm"));
+    let (_, _, ours_px) = read_pfm(&pfm);
+    let mirrored: Vec<f32> = (0..h)
+        .flat_map(|y| {
+            (0..w)
+                .rev()
+                .flat_map(move |x| (0..3).map(move |c| (y, x, c)))
+        })
+        .map(|(y, x, c)| theirs[(y * w + x) * 3 + c])
+        .collect();
+    let mean = theirs.iter().map(|v| f64::from(*v)).sum::<f64>() / theirs.len() as f64;
+    let mse = ours_px
+        .iter()
+        .zip(&mirrored)
+        .map(|(a, b)| f64::from(a - b).powi(2))
+        .sum::<f64>()
+        / theirs.len() as f64;
+    let mirrored_rel = mse.sqrt() / mean;
+    println!(
+        "transmittance, Mitsuba mirrored: {:.2} %",
+        100.0 * mirrored_rel
+    );
+    assert!(mirrored_rel > 3.0 * MAX_REL_RMSE, "{mirrored_rel}");
 
     // The check can fail: an export of twice the extinction is far off.
     let doubled = dir.join("transmittance-doubled.toml");
