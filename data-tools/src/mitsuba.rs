@@ -167,26 +167,27 @@ impl Lattice {
 /// with x varying fastest, channels innermost.
 fn write_vol(path: &Path, dims: [usize; 3], channels: usize, data: &[f32]) -> Result<()> {
     debug_assert_eq!(data.len(), dims[0] * dims[1] * dims[2] * channels);
-    let mut bytes = Vec::with_capacity(48 + data.len() * 4);
-    bytes.extend_from_slice(b"VOL");
-    bytes.push(3);
-    bytes.extend_from_slice(&1i32.to_le_bytes());
+    let mut header = Vec::with_capacity(48);
+    header.extend_from_slice(b"VOL");
+    header.push(3);
+    header.extend_from_slice(&1i32.to_le_bytes());
     for d in dims {
         let d = i32::try_from(d).context("grid too large for a .vol file")?;
-        bytes.extend_from_slice(&d.to_le_bytes());
+        header.extend_from_slice(&d.to_le_bytes());
     }
-    bytes.extend_from_slice(&(channels as i32).to_le_bytes());
+    header.extend_from_slice(&(channels as i32).to_le_bytes());
     for b in [0.0f32, 0.0, 0.0, 1.0, 1.0, 1.0] {
-        bytes.extend_from_slice(&b.to_le_bytes());
+        header.extend_from_slice(&b.to_le_bytes());
     }
-    for v in data {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    let mut f =
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(&bytes)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    let write = || -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+        f.write_all(&header)?;
+        for v in data {
+            f.write_all(&v.to_le_bytes())?;
+        }
+        f.flush()
+    };
+    write().with_context(|| format!("writing {}", path.display()))
 }
 
 /// Row-major 4×4 matrix of `world = M · (index, 1)` composed with `index = o + diag(s) · u`.
