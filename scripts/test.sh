@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (when run as root on Debian/Ubuntu), then
 # runs format, lint and every CPU-side test, including the cross-checks against independent
-# NanoVDB implementations (Debian's nanovdb tools and python3-openvdb, PyPI's warp-lang).
+# NanoVDB implementations (Debian's nanovdb tools and python3-openvdb, PyPI's warp-lang) and
+# supercell's pictures against Mitsuba 3's (PyPI's mitsuba).
 #
 #   bash scripts/test.sh            # everything CI runs
 #   SUPERCELL_SKIP_INSTALL=1 ...    # skip the package installation step
@@ -57,6 +58,11 @@ if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && command -v python3 >/dev/null; then
     else
       echo "note: warp-lang not installed in $venv; its cross-check will be skipped" >&2
     fi
+  fi
+  # Mitsuba 3 (CPU variants), the independent renderer of tests/mitsuba_compare.rs.
+  if ! "$venv/bin/python3" -c 'import mitsuba' 2>/dev/null; then
+    "$venv/bin/python3" -m pip install -q --disable-pip-version-check 'mitsuba==3.9.1' ||
+      echo "note: mitsuba not installed in $venv; its comparison will be skipped" >&2
   fi
 fi
 if [ -x "$venv/bin/python3" ]; then

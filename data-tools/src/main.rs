@@ -5,6 +5,7 @@ mod args;
 mod convert;
 mod generate;
 mod inspect;
+mod mitsuba;
 mod netcdf_import;
 mod sample;
 mod target;
@@ -30,6 +31,8 @@ enum Command {
     Import(convert::ImportArgs),
     /// Export one frame of a dataset as a standard .nvdb file.
     Export(convert::ExportArgs),
+    /// Export one attribute of a frame, with the scene's camera and lights, for Mitsuba 3.
+    ExportMitsuba(mitsuba::ExportMitsubaArgs),
     /// Re-read every extent of a dataset and check checksums and grid structure.
     Verify(verify::VerifyArgs),
     /// Describe every grid of a .nvdb file, a raw grid buffer or a dataset.
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Generate(a) => generate::run(&a),
         Command::Import(a) => convert::run_import(&a),
         Command::Export(a) => convert::run_export(&a),
+        Command::ExportMitsuba(a) => mitsuba::run(&a),
         Command::Verify(a) => verify::run(&a),
         Command::Inspect(a) => inspect::run(&a),
         Command::Sample(a) => sample::run(&a),
