@@ -33,6 +33,7 @@ mod gpu;
 mod image;
 mod params;
 mod parts;
+mod path;
 mod range;
 mod scoped;
 mod shader;
@@ -49,6 +50,7 @@ pub use params::{
     AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
     Mode, PARTS_LIMIT, RenderSettings, View, limits,
 };
+pub use path::{PathUniform, RR_DEPTH};
 pub use parts::{
     FrameCapacity, GridInParts, GridSlice, STORAGE_BUFFERS_PER_STAGE, SlotPart, parts_of_buffers,
     try_upload_parts, try_upload_slot, upload_slot,
