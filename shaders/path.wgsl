@@ -13,7 +13,8 @@
 // - phase: Henyey-Greenstein with g = phase_g, normalised over the sphere (1/4π isotropic);
 // - lights: the sun, a directional (delta) light whose irradiance on a surface facing it
 //   is sun_color; and the sky, an environment whose radiance in direction d is
-//   ambient · gradient(d) (`sky_radiance`), without the march's sun glow;
+//   ambient · mix(sky_horizon, sky_zenith, sqrt(max(d.z, 0))) (`sky_radiance`): the
+//   march's gradient without its sun glow and its darkening below the horizon;
 // - the ground (where on): a Lambertian plane at the bottom of the world box, albedo
 //   ground_albedo · (0.42, 0.45, 0.36) (the march's ground colour without its grid lines).
 //
@@ -70,13 +71,12 @@ fn rnd() -> f32 {
 // Lights, camera
 // ---------------------------------------------------------------------------------------
 
-// The sky's radiance towards direction `d` (d points away from the viewer).
+// The sky's radiance towards direction `d` (d points away from the viewer): the march's
+// zenith-horizon gradient, ambient × mix(horizon, zenith, sqrt(max(d.z, 0))), without its
+// sun glow and without its darkening below the horizon, so that a sky with one colour at
+// zenith and horizon is a constant environment.
 fn sky_radiance(d: vec3<f32>) -> vec3<f32> {
-    var c = mix(P.sky_horizon.xyz, P.sky_zenith.xyz, sqrt(clamp(d.z, 0.0, 1.0)));
-    if d.z < 0.0 {
-        c = P.sky_horizon.xyz * (1.0 - 0.5 * clamp(-d.z * 4.0, 0.0, 1.0));
-    }
-    return c * P.sky_zenith.w;
+    return mix(P.sky_horizon.xyz, P.sky_zenith.xyz, sqrt(clamp(d.z, 0.0, 1.0))) * P.sky_zenith.w;
 }
 
 // Henyey-Greenstein, normalised over the sphere.

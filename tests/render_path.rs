@@ -217,6 +217,9 @@ fn an_absorbing_box_transmits_the_sky() {
         for x in 0..W {
             let t = pixel_mean(&v, x, y, 4, |o, d| (-tau(o, d, 400)).exp());
             let got = img.linear[(y * W + x) as usize];
+            if y == H / 2 || x == W / 2 {
+                eprintln!("DBG {x} {y} got {:.3} want {:.3} cov {:.3}", got[0], sky[0] * t, got[3]);
+            }
             for c in 0..3 {
                 let want = sky[c] * t;
                 let d = f64::from(got[c] - want);
@@ -286,6 +289,15 @@ fn single_scattering_of_the_sun_matches_the_integral() {
         for x in 0..W {
             let l = pixel_mean(&v, x, y, 3, single);
             let p = img.linear[(y * W + x) as usize];
+            if y == H / 2 {
+                let l2 = pixel_mean(&v, x, y, 3, |o, d| {
+                    let Some((t0, t1)) = span(o, d) else { return 0.0 };
+                    let t = tau(o, d, 200);
+                    let _ = (t0, t1);
+                    (1.0 - (-t).exp()) * hg(d.dot(sun))
+                });
+                eprintln!("DBG {x} {y} got {:.4} want {:.4} noshadow {:.4}", p[0], a * e[0] * l, a * e[0] * l2);
+            }
             for c in 0..3 {
                 want[c] += f64::from(a * e[c] * l);
                 got[c] += f64::from(p[c]);

@@ -680,6 +680,7 @@ impl Renderer {
         self.accel.cells_key = None;
         self.accel.sun_key = None;
         self.frame_generation += 1;
+        self.restart_path();
         Ok(())
     }
 
