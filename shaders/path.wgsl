@@ -18,6 +18,10 @@
 // - the ground (where on): a Lambertian plane at the bottom of the world box, albedo
 //   ground_albedo · (0.42, 0.45, 0.36) (the march's ground colour without its grid lines).
 //
+// The kernel is one flat loop of ray queries per pixel (`path_main`), each query one
+// tracking loop (`query`): deeper control flow (the same estimators as nested calls)
+// rendered wrong images on Mesa's lavapipe.
+//
 // Estimators: delta tracking for free flights, ratio tracking for the sun's transmittance,
 // both against a piecewise-constant majorant: along a ray, the sum over attributes of the
 // acceleration cell's largest extinction (accel.wgsl's `.w`), one segment per cell crossed.
@@ -229,130 +233,57 @@ fn medium_at(t: f32) -> Medium {
     return m;
 }
 
-struct Collision {
+// What one ray query found: for a path ray (delta tracking) the first real collision, or
+// the ground, or nothing; for a shadow ray (ratio tracking) the transmittance.
+struct Query {
     hit: bool,
     t: f32,
     medium: Medium,
+    t_ground: f32,
+    tr: f32,
 }
 
-// Delta tracking over [t_begin, t_end): the first real collision, if any.
-fn track(t_begin: f32, t_end: f32) -> Collision {
-    var t = t_begin;
+// Traces the ray o + t·d (d unit) through the grids. One loop serves both kinds of ray,
+// so the deep sampling code is inlined once and the control flow stays shallow: Mesa's
+// lavapipe silently mishandles control flow nested past its limit.
+fn query(o: vec3<f32>, d: vec3<f32>, shadow: bool) -> Query {
+    var q = Query(false, 0.0, Medium(0.0, vec3<f32>(0.0), vec3<f32>(0.0)), INF, 1.0);
+    let ground_on = (P.flags & FLAG_GROUND) != 0u;
+    if ground_on && d.z < 0.0 {
+        let tg = (P.ground.x - o.z) / d.z;
+        if tg > 0.0 { q.t_ground = tg; }
+    }
+    if shadow && ground_on && d.z <= 0.0 {
+        q.tr = 0.0;
+    }
+    let span = begin_ray(o, d);
+    var t = max(span.x, 0.0);
+    let t_end = min(span.y, q.t_ground);
     for (var i = 0u; i < P.max_steps; i++) {
-        if !(t < t_end) || work > P.work_budget { break; }
+        if !(t < t_end) || work > P.work_budget || q.tr <= 0.0 || q.hit { break; }
         let s = segment(t, t_end);
-        if s.majorant <= 0.0 {
-            t = s.end;
-            continue;
-        }
-        let step = -log(1.0 - rnd()) / s.majorant;
-        if t + step >= s.end {
+        let step = -log(1.0 - rnd()) / max(s.majorant, 1e-30);
+        if s.majorant <= 0.0 || t + step >= s.end {
             t = s.end;
             continue;
         }
         t += step;
         let m = medium_at(t);
-        // A sample above the majorant (values outside the cells' scan) counts as a real
-        // collision.
-        if rnd() * s.majorant < m.sigma {
-            return Collision(true, t, m);
-        }
-    }
-    return Collision(false, t, Medium(0.0, vec3<f32>(0.0), vec3<f32>(0.0)));
-}
-
-// Transmittance from `o` towards `d` (unit) to the end of the grids, by ratio tracking
-// with Russian roulette once it is small; 0 where the ground blocks.
-fn transmittance(o: vec3<f32>, d: vec3<f32>) -> f32 {
-    if (P.flags & FLAG_GROUND) != 0u && d.z <= 0.0 { return 0.0; }
-    let span = begin_ray(o, d);
-    var t = max(span.x, 0.0);
-    let t_end = span.y;
-    var tr = 1.0;
-    for (var i = 0u; i < P.max_steps; i++) {
-        if !(t < t_end) || work > P.work_budget { break; }
-        let s = segment(t, t_end);
-        if s.majorant <= 0.0 {
-            t = s.end;
-            continue;
-        }
-        let step = -log(1.0 - rnd()) / s.majorant;
-        if t + step >= s.end {
-            t = s.end;
-            continue;
-        }
-        t += step;
-        tr *= max(1.0 - medium_at(t).sigma / s.majorant, 0.0);
-        if tr < 0.1 {
-            if rnd() < 0.5 { return 0.0; }
-            tr *= 2.0;
-        }
-    }
-    return tr;
-}
-
-// ---------------------------------------------------------------------------------------
-// One path
-// ---------------------------------------------------------------------------------------
-
-struct PathSample {
-    radiance: vec3<f32>,
-    // 1 when the camera ray collided with the medium (its mean is the coverage 1 − T).
-    covered: f32,
-}
-
-fn trace(px: vec2<u32>) -> PathSample {
-    var ray = camera_ray_at(px);
-    var thr = vec3<f32>(1.0);
-    var rad = vec3<f32>(0.0);
-    var covered = 0.0;
-    let sun_dir = P.light_dir.xyz;
-    let g = P.light_dir.w;
-    let ground_on = (P.flags & FLAG_GROUND) != 0u;
-    for (var bounce = 0u; ; bounce++) {
-        work = 0u;
-        let span = begin_ray(ray.o, ray.d);
-        var t_ground = INF;
-        if ground_on && ray.d.z < 0.0 {
-            let tg = (P.ground.x - ray.o.z) / ray.d.z;
-            if tg > 0.0 { t_ground = tg; }
-        }
-        var c = Collision(false, 0.0, Medium(0.0, vec3<f32>(0.0), vec3<f32>(0.0)));
-        if span.x <= span.y {
-            c = track(max(span.x, 0.0), min(span.y, t_ground));
-        }
-        if c.hit {
-            if bounce == 0u { covered = 1.0; }
-            let x = ray.o + c.t * ray.d;
-            let sig = max(c.medium.sigma, 1e-30);
-            rad += thr * c.medium.emit / sig;
-            if bounce >= PP.max_bounces { break; }
-            thr *= c.medium.scatter / sig;
-            if all(thr <= vec3<f32>(0.0)) { break; }
-            let tr = transmittance(x, sun_dir);
-            rad += thr * P.light_color.xyz * hg(dot(ray.d, sun_dir), g) * tr;
-            ray = PRay(x, sample_hg(ray.d, g));
-        } else if t_ground < INF {
-            if bounce >= PP.max_bounces { break; }
-            let x = ray.o + t_ground * ray.d;
-            thr *= P.ground.z * GROUND_RGB;
-            // Lift the origin off the plane so the next ray does not meet it again at t = 0.
-            let o = vec3<f32>(x.xy, P.ground.x + 1e-4 * max(P.dt, 1e-6));
-            if sun_dir.z > 0.0 {
-                rad += thr * P.light_color.xyz * (sun_dir.z / PI) * transmittance(o, sun_dir);
+        if shadow {
+            q.tr *= max(1.0 - m.sigma / s.majorant, 0.0);
+            if q.tr < 0.1 {
+                // Russian roulette: survive with probability 1/2 at twice the weight.
+                q.tr = select(0.0, 2.0 * q.tr, rnd() < 0.5);
             }
-            ray = PRay(o, sample_cosine_up());
-        } else {
-            rad += thr * sky_radiance(ray.d);
-            break;
-        }
-        if bounce + 1u >= PP.rr_depth {
-            let q = clamp(max(thr.x, max(thr.y, thr.z)), 0.05, 0.95);
-            if rnd() >= q { break; }
-            thr /= q;
+        } else if rnd() * s.majorant < m.sigma {
+            // A sample above the majorant (values outside the cells' scan) counts as a real
+            // collision.
+            q.hit = true;
+            q.t = t;
+            q.medium = m;
         }
     }
-    return PathSample(rad, covered);
+    return q;
 }
 
 fn path_aces(x: vec3<f32>) -> vec3<f32> {
@@ -365,18 +296,97 @@ fn path_srgb(c: vec3<f32>) -> vec3<f32> {
     return select(hi, lo, c <= vec3<f32>(0.0031308));
 }
 
+// Each invocation runs its pixel's samples as one flat loop of ray queries: a path ray,
+// then (after a scattering event) the shadow ray towards the sun, then the next path ray.
 @compute @workgroup_size(8, 8, 1)
 fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= P.size.x || gid.y >= P.size.y { return; }
     let px = gid.xy;
     for (var a = 0u; a < ATTR_SLOTS; a++) { init_grid(a); }
+    let sun_dir = P.light_dir.xyz;
+    let g = P.light_dir.w;
     var sum = vec4<f32>(0.0);
-    for (var s = 0u; s < PP.samples; s++) {
-        rng_seed(px, PP.first_sample + s);
-        let r = trace(px);
-        // A non-finite sample (a degenerate grid) is dropped rather than poisoning the pixel.
-        let ok = all(r.radiance == r.radiance) && all(abs(r.radiance) < vec3<f32>(1e30));
-        sum += select(vec4<f32>(0.0), vec4<f32>(r.radiance, r.covered), ok);
+    var done = 0u;          // samples finished
+    var fresh = true;       // start a new sample
+    var shadow = false;     // the next query is the shadow ray of the last event
+    var ray = PRay(vec3<f32>(0.0), vec3<f32>(0.0, 0.0, 1.0));
+    var next = ray;         // the path ray after the shadow ray
+    var thr = vec3<f32>(1.0);
+    var rad = vec3<f32>(0.0);
+    var sun_weight = vec3<f32>(0.0);
+    var covered = 0.0;
+    var bounce = 0u;
+    var ending = false;     // the path ends after this shadow ray
+    // Queries per sample at most: a path and a shadow ray per bounce, and the last ray.
+    let budget = PP.samples * (2u * PP.max_bounces + 2u);
+    for (var n = 0u; n < budget && done < PP.samples; n++) {
+        if fresh {
+            rng_seed(px, PP.first_sample + done);
+            ray = camera_ray_at(px);
+            thr = vec3<f32>(1.0);
+            rad = vec3<f32>(0.0);
+            covered = 0.0;
+            bounce = 0u;
+            fresh = false;
+        }
+        work = 0u;
+        let q = query(ray.o, ray.d, shadow);
+        var finished = false;
+        if shadow {
+            rad += sun_weight * q.tr;
+            shadow = false;
+            ray = next;
+            bounce += 1u;
+            finished = ending;
+            if !finished && bounce >= PP.rr_depth {
+                let keep = clamp(max(thr.x, max(thr.y, thr.z)), 0.05, 0.95);
+                finished = rnd() >= keep;
+                thr /= keep;
+            }
+        } else if q.hit {
+            if bounce == 0u { covered = 1.0; }
+            let x = ray.o + q.t * ray.d;
+            let sig = max(q.medium.sigma, 1e-30);
+            rad += thr * q.medium.emit / sig;
+            if bounce >= PP.max_bounces {
+                // One scattering event too many: the path ends without it.
+                finished = true;
+            } else {
+                thr *= q.medium.scatter / sig;
+                ending = all(thr <= vec3<f32>(0.0));
+                sun_weight = thr * P.light_color.xyz * hg(dot(ray.d, sun_dir), g);
+                next = PRay(x, sample_hg(ray.d, g));
+                ray = PRay(x, sun_dir);
+                shadow = true;
+            }
+        } else if q.t_ground < INF {
+            if bounce >= PP.max_bounces {
+                finished = true;
+            } else {
+                let x = ray.o + q.t_ground * ray.d;
+                thr *= P.ground.z * GROUND_RGB;
+                ending = all(thr <= vec3<f32>(0.0));
+                // Lift the origin off the plane so the next ray does not meet it at t = 0.
+                let o = vec3<f32>(x.xy, P.ground.x + 1e-4 * max(P.dt, 1e-6));
+                sun_weight = thr * P.light_color.xyz * (max(sun_dir.z, 0.0) / PI);
+                next = PRay(o, sample_cosine_up());
+                ray = PRay(o, sun_dir);
+                shadow = true;
+            }
+        } else {
+            rad += thr * sky_radiance(ray.d);
+            finished = true;
+        }
+        if finished {
+            // A non-finite sample (a degenerate grid) is dropped rather than poisoning the
+            // pixel.
+            let ok = all(rad == rad) && all(abs(rad) < vec3<f32>(1e30));
+            sum += select(vec4<f32>(0.0), vec4<f32>(rad, covered), ok);
+            done += 1u;
+            fresh = true;
+            shadow = false;
+            ending = false;
+        }
     }
     let i = gid.y * P.size.x + gid.x;
     var acc = sum;

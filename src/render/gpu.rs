@@ -11,8 +11,8 @@ use super::RenderError;
 use super::image::Image;
 use super::params::FLAG_SHADOWS;
 use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, Mode, View};
-use super::path::{PathPass, PathTracer};
 use super::parts::*;
+use super::path::{PathPass, PathTracer};
 use super::scoped::*;
 use super::shader::{
     ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig, ShaderPart, shader_source_of,

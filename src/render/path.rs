@@ -227,7 +227,8 @@ impl PathTracer {
             self.pipelines.insert(config, pipeline);
         }
         let cap = limits::PATH_MAX_SAMPLES.clamp_u32(pass.settings.path_max_samples);
-        let per_frame = limits::PATH_SAMPLES_PER_FRAME.clamp_u32(pass.settings.path_samples_per_frame);
+        let per_frame =
+            limits::PATH_SAMPLES_PER_FRAME.clamp_u32(pass.settings.path_samples_per_frame);
         let samples = per_frame.min(cap.saturating_sub(self.samples));
         let uniform = PathUniform {
             first_sample: self.samples,
