@@ -19,8 +19,7 @@
 //   ground_albedo · (0.42, 0.45, 0.36) (the march's ground colour without its grid lines).
 //
 // The kernel is one flat loop of ray queries per pixel (`path_main`), each query one
-// tracking loop (`query`): deeper control flow (the same estimators as nested calls)
-// rendered wrong images on Mesa's lavapipe.
+// tracking loop (`query`), and each dispatch adds one sample (src/render/path.rs says why).
 //
 // Estimators: delta tracking for free flights, ratio tracking for the sun's transmittance,
 // both against a piecewise-constant majorant: along a ray, the sum over attributes of the
@@ -244,8 +243,7 @@ struct Query {
 }
 
 // Traces the ray o + t·d (d unit) through the grids. One loop serves both kinds of ray,
-// so the deep sampling code is inlined once and the control flow stays shallow: Mesa's
-// lavapipe silently mishandles control flow nested past its limit.
+// so the sampling code is inlined once.
 fn query(o: vec3<f32>, d: vec3<f32>, shadow: bool) -> Query {
     var q = Query(false, 0.0, Medium(0.0, vec3<f32>(0.0), vec3<f32>(0.0)), INF, 1.0);
     let ground_on = (P.flags & FLAG_GROUND) != 0u;

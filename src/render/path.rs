@@ -31,6 +31,19 @@ pub const RR_DEPTH: u32 = 3;
 /// Workgroup edge of the path kernel (8 × 8 pixels).
 const WG: u32 = 8;
 
+/// Samples per pixel one dispatch adds: a render of n samples is n dispatches, each with its
+/// own [`PathUniform`] (at a dynamic offset). One sample per dispatch keeps every invocation's
+/// loop trip count small: Mesa's lavapipe silently ends all loops of an invocation after
+/// 65535 iterations in all, which many samples in one invocation exceed (the image came out
+/// about half as bright).
+const SAMPLES_PER_DISPATCH: u32 = 1;
+
+/// Dispatches one render records at most (the uniform records the buffer holds).
+const MAX_DISPATCHES: u32 = 1024;
+
+/// Bytes between the uniform records (the dynamic-offset alignment every device accepts).
+const UNIFORM_STRIDE: u64 = 256;
+
 /// The path pass's own uniform block (WGSL `PathParams`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -119,12 +132,23 @@ impl PathTracer {
             label: Some("supercell path"),
             entries: &[
                 entry(0, wgpu::BufferBindingType::Storage { read_only: false }),
-                entry(1, wgpu::BufferBindingType::Uniform),
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: true,
+                        min_binding_size: wgpu::BufferSize::new(
+                            std::mem::size_of::<PathUniform>() as u64
+                        ),
+                    },
+                    count: None,
+                },
             ],
         });
         let uniform = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("supercell path params"),
-            size: std::mem::size_of::<PathUniform>() as u64,
+            size: UNIFORM_STRIDE * u64::from(MAX_DISPATCHES),
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -187,7 +211,13 @@ impl PathTracer {
                             },
                             wgpu::BindGroupEntry {
                                 binding: 1,
-                                resource: uniform.as_entire_binding(),
+                                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                    buffer: uniform,
+                                    offset: 0,
+                                    size: wgpu::BufferSize::new(
+                                        std::mem::size_of::<PathUniform>() as u64
+                                    ),
+                                }),
                             },
                         ],
                     });
@@ -229,17 +259,30 @@ impl PathTracer {
         let cap = limits::PATH_MAX_SAMPLES.clamp_u32(pass.settings.path_max_samples);
         let per_frame =
             limits::PATH_SAMPLES_PER_FRAME.clamp_u32(pass.settings.path_samples_per_frame);
-        let samples = per_frame.min(cap.saturating_sub(self.samples));
-        let uniform = PathUniform {
-            first_sample: self.samples,
-            samples,
-            max_bounces: max_bounces(pass.settings),
-            seed: self.seed,
-            rr_depth: RR_DEPTH,
-            pad: [0; 3],
-        };
-        pass.queue
-            .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&uniform));
+        let samples = per_frame
+            .min(cap.saturating_sub(self.samples))
+            .min(MAX_DISPATCHES * SAMPLES_PER_DISPATCH);
+        // One record per dispatch; a render that adds nothing (the cap reached) still shows
+        // the mean once.
+        let dispatches = samples.div_ceil(SAMPLES_PER_DISPATCH).max(1);
+        let mut records = vec![0u8; (UNIFORM_STRIDE * u64::from(dispatches)) as usize];
+        for k in 0..dispatches {
+            let first = self.samples + k * SAMPLES_PER_DISPATCH;
+            let uniform = PathUniform {
+                first_sample: first,
+                samples: (self.samples + samples)
+                    .saturating_sub(first)
+                    .min(SAMPLES_PER_DISPATCH),
+                max_bounces: max_bounces(pass.settings),
+                seed: self.seed,
+                rr_depth: RR_DEPTH,
+                pad: [0; 3],
+            };
+            let at = (UNIFORM_STRIDE * u64::from(k)) as usize;
+            records[at..at + std::mem::size_of::<PathUniform>()]
+                .copy_from_slice(bytemuck::bytes_of(&uniform));
+        }
+        pass.queue.write_buffer(&self.uniform, 0, &records);
         let (_, group1, _) = self.accum.as_ref().expect("created above");
         {
             let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -248,8 +291,10 @@ impl PathTracer {
             });
             cpass.set_pipeline(&self.pipelines[&pass.config]);
             cpass.set_bind_group(0, Some(pass.group0), &[]);
-            cpass.set_bind_group(1, Some(group1), &[]);
-            cpass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
+            for k in 0..dispatches {
+                cpass.set_bind_group(1, Some(group1), &[(UNIFORM_STRIDE * u64::from(k)) as u32]);
+                cpass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
+            }
         }
         self.samples += samples;
         Ok(samples)
