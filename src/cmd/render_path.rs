@@ -179,7 +179,7 @@ pub fn converge(
     let reference = renderer.read_image()?;
     println!("device: {device}");
     println!(
-        "reference: {ref_spp} samples per pixel at {width}x{height} in {:.2} s ({:.1} M samples/s)",
+        "reference: {ref_spp} samples per pixel at {width}x{height} in {:.2} s ({:.2} M samples/s)",
         r.seconds,
         r.samples_per_second(width, height) / 1e6
     );
@@ -204,7 +204,7 @@ pub fn converge(
             rel_mse: rel_mse(&img, &reference),
         };
         println!(
-            "{:>6} {:>10.3} {:>14.1} {:>12.3e}",
+            "{:>6} {:>10.3} {:>14.3} {:>12.3e}",
             row.spp,
             row.seconds,
             row.samples_per_second / 1e6,

@@ -33,9 +33,10 @@ const WG: u32 = 8;
 
 /// Samples per pixel one dispatch adds: a render of n samples is n dispatches, each with its
 /// own [`PathUniform`] (at a dynamic offset). One sample per dispatch keeps every invocation's
-/// loop trip count small: Mesa's lavapipe silently ends all loops of an invocation after
-/// 65535 iterations in all, which many samples in one invocation exceed (the image came out
-/// about half as bright).
+/// loop trip count small: on Mesa's lavapipe, invocations that ran many samples stopped
+/// early, all lanes of a SIMD group at the same iteration, and the image came out about half
+/// as bright (consistent with gallivm's loop limiter, 65535 iterations over all loops of an
+/// invocation; a hypothesis, not checked in Mesa's source).
 const SAMPLES_PER_DISPATCH: u32 = 1;
 
 /// Dispatches one render records at most (the uniform records the buffer holds).
