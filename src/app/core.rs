@@ -329,7 +329,7 @@ impl Player {
             self.show(f)?;
             out.shown = Some(f);
             out.rendered = true;
-        } else if self.view_dirty && self.shown.is_some() {
+        } else if (self.view_dirty || self.path_refining()) && self.shown.is_some() {
             self.render()?;
             out.rendered = true;
         }
@@ -874,6 +874,20 @@ impl Player {
     /// Reads in flight on the active path (frames).
     pub fn in_flight(&self) -> usize {
         self.path(self.active).map_or(0, |p| p.stream.in_flight())
+    }
+    /// Whether the path-traced picture should take more samples now: path mode, paused, the
+    /// last render finished and the image short of `path_max_samples` (each render adds
+    /// `path_samples_per_frame`; any change of frame or view starts it afresh).
+    fn path_refining(&self) -> bool {
+        let s = &self.view.settings;
+        s.mode == crate::render::Mode::Path
+            && !self.is_playing()
+            && self.in_flight_render.is_none()
+            && self.renderer.path_samples() < s.path_max_samples
+    }
+    /// Path mode: samples per pixel in the picture on screen.
+    pub fn path_samples(&self) -> u32 {
+        self.renderer.path_samples()
     }
     /// GPU time of the last render, ms (where timestamps exist).
     pub fn last_gpu_ms(&self) -> Option<f64> {

@@ -18,6 +18,8 @@ use supercell::render::{
 };
 use supercell::scene::{LoadedScene, Scene};
 
+use super::render_path::{DEFAULT_SPP, Stop, converge, refine};
+
 /// Rendering mode on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum ModeArg {
@@ -27,6 +29,10 @@ pub enum ModeArg {
     Mip,
     /// Isosurface of an attribute at `--iso` (default: the scene's `iso_value`).
     Iso,
+    /// Path traced: multiple scattering of sun and sky light through the same medium,
+    /// `--spp` samples per pixel (or `--time-budget`); `--linear` writes radiance before
+    /// exposure.
+    Path,
 }
 
 /// Arguments of `supercell render`.
@@ -46,7 +52,8 @@ pub struct RenderArgs {
     /// Output directory (PNG per frame: `frame_00012.png`).
     #[arg(long, default_value = "render-out")]
     pub out: PathBuf,
-    /// Also write the linear float image (`frame_00012.pfm`, RGB, rows bottom-up).
+    /// Also write the linear float image (`frame_00012.pfm`, RGB, rows bottom-up; radiance
+    /// before exposure and tone mapping).
     #[arg(long)]
     pub linear: bool,
     /// Rendering mode (default: the scene's, else shaded).
@@ -90,6 +97,24 @@ pub struct RenderArgs {
     /// Render with the CPU reference renderer instead (slow; for comparisons).
     #[arg(long)]
     pub cpu: bool,
+    /// Path mode: samples per pixel (default 64).
+    #[arg(long, conflicts_with = "time_budget")]
+    pub spp: Option<u32>,
+    /// Path mode: path trace each frame for this many seconds instead of `--spp`.
+    #[arg(long)]
+    pub time_budget: Option<f64>,
+    /// Path mode: scattering events per path at most (default: the scene's
+    /// `path_max_bounces`, 16).
+    #[arg(long)]
+    pub max_bounces: Option<u32>,
+    /// Path mode: convergence report for `--frame`: a reference of REF_SPP samples per
+    /// pixel, then relMSE against it and time at 1, 2, 4, .. samples; prints a table and
+    /// writes `--converge-json`.
+    #[arg(long, value_name = "REF_SPP")]
+    pub converge: Option<u32>,
+    /// Where `--converge` writes its JSON (default: OUT/converge.json).
+    #[arg(long)]
+    pub converge_json: Option<PathBuf>,
     /// Timing mode: renders `--frame` repeatedly at each `--bench-sizes` size, with and
     /// without empty-space skipping, and prints ms/frame.
     #[arg(long)]
@@ -201,6 +226,7 @@ fn apply_args(args: &RenderArgs, ls: &mut LoadedScene, aspect: f32) {
             ModeArg::Shaded => Mode::Shaded,
             ModeArg::Mip => Mode::Mip,
             ModeArg::Iso => Mode::Isosurface,
+            ModeArg::Path => Mode::Path,
         };
     }
     if let Some(iso) = args.iso {
@@ -232,6 +258,51 @@ fn apply_args(args: &RenderArgs, ls: &mut LoadedScene, aspect: f32) {
     }
     v.settings.shadows &= !args.no_shadows;
     v.settings.ground &= !args.no_ground;
+    if let Some(b) = args.max_bounces {
+        v.settings.path_max_bounces = b;
+    }
+}
+
+/// The path-mode flags: valid values, and only in path mode.
+fn check_path_args(args: &RenderArgs, mode: Mode) -> anyhow::Result<Option<Stop>> {
+    let path = mode == Mode::Path;
+    for (flag, given) in [
+        ("--spp", args.spp.is_some()),
+        ("--time-budget", args.time_budget.is_some()),
+        ("--max-bounces", args.max_bounces.is_some()),
+        ("--converge", args.converge.is_some()),
+        ("--converge-json", args.converge_json.is_some()),
+    ] {
+        if given && !path {
+            bail!("{flag} is for the path-traced mode (--mode path)");
+        }
+    }
+    if !path {
+        return Ok(None);
+    }
+    if args.cpu {
+        bail!("--cpu: the path-traced mode runs on the GPU only");
+    }
+    if args.bench {
+        bail!("--bench times the ray-marcher; time the path tracer with --converge REF_SPP");
+    }
+    if let Some(b) = args.max_bounces
+        && !limits::PATH_MAX_BOUNCES.contains(f64::from(b))
+    {
+        bail!(
+            "--max-bounces {b}: must be {}",
+            limits::PATH_MAX_BOUNCES.describe()
+        );
+    }
+    Ok(Some(match (args.spp, args.time_budget) {
+        (Some(0), _) => bail!("--spp must be at least 1"),
+        (Some(n), _) => Stop::Samples(n),
+        (None, Some(s)) if !(s.is_finite() && s > 0.0) => {
+            bail!("--time-budget {s}: must be a positive number of seconds")
+        }
+        (None, Some(s)) => Stop::Seconds(s),
+        (None, None) => Stop::Samples(DEFAULT_SPP),
+    }))
 }
 
 /// Runs `supercell render`.
@@ -249,6 +320,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     if frames.is_empty() || frames.end > n {
         bail!("frames {frames:?} are not within the dataset's {n} frames");
     }
+    let path_stop = check_path_args(args, ls.view.settings.mode)?;
     if args.bench {
         return bench(args, &mut ls, frames.start);
     }
@@ -309,6 +381,42 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         let uploaded = upload_shown(&ctx, &renderer, &slot, &grids)
             .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
         bind_uploaded(&mut renderer, &uploaded, &grids)?;
+        if let Some(ref_spp) = args.converge {
+            let json = args
+                .converge_json
+                .clone()
+                .unwrap_or_else(|| args.out.join("converge.json"));
+            let device = ctx.describe();
+            return bar.suspend(|| {
+                converge(
+                    &mut renderer,
+                    &ls.view,
+                    w,
+                    h,
+                    ref_spp,
+                    device,
+                    &args.scene,
+                    f,
+                    &json,
+                )
+            });
+        }
+        if let Some(stop) = path_stop {
+            let p = refine(&mut renderer, &ls.view, w, h, stop)?;
+            let img = renderer.read_image()?;
+            bar.suspend(|| {
+                eprintln!(
+                    "frame {f}: {w}x{h} path traced, {} samples per pixel in {:.2} s ({:.1} M \
+                     samples/s)",
+                    p.samples,
+                    p.seconds,
+                    p.samples_per_second(w, h) / 1e6
+                );
+            });
+            bar.suspend(|| save(&img, &args.out, f, args.linear))?;
+            bar.inc(1);
+            continue;
+        }
         let t = renderer.render_timed(&ls.view, w, h)?;
         let img = renderer.read_image()?;
         bar.suspend(|| {

@@ -10,8 +10,9 @@ use std::time::Instant;
 use super::RenderError;
 use super::image::Image;
 use super::params::FLAG_SHADOWS;
-use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, View};
+use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, Mode, View};
 use super::parts::*;
+use super::path::{PathPass, PathTracer};
 use super::scoped::*;
 use super::shader::{
     ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig, ShaderPart, shader_source_of,
@@ -101,6 +102,11 @@ pub struct Renderer {
     accel: Accel,
     last_prepared: bool,
     pending: Option<PendingRender>,
+    /// The path tracer, made by the first render in path mode.
+    path: Option<PathTracer>,
+    /// Counts frames bound ([`set_frame`](Self::set_frame)): the path tracer starts its
+    /// accumulation afresh on a new one.
+    frame_generation: u64,
 }
 
 /// The acceleration and sun grids (shaders/accel.wgsl) and what they were built from.
@@ -493,6 +499,8 @@ impl Renderer {
             },
             last_prepared: false,
             pending: None,
+            path: None,
+            frame_generation: 0,
         })
     }
 
@@ -675,6 +683,8 @@ impl Renderer {
         self.accel.bind_group = None;
         self.accel.cells_key = None;
         self.accel.sun_key = None;
+        self.frame_generation += 1;
+        self.restart_path();
         Ok(())
     }
 
@@ -866,7 +876,27 @@ impl Renderer {
             }),
             _ => None,
         };
-        {
+        if view.settings.mode == Mode::Path {
+            let declared = self.shape.declared_parts();
+            let tracer = self
+                .path
+                .get_or_insert_with(|| PathTracer::new(&self.device));
+            tracer.encode(
+                encoder,
+                PathPass {
+                    device: &self.device,
+                    queue: &self.queue,
+                    group0_layout: &self.layouts[&declared].march_group,
+                    group0: self.bind_group.as_ref().expect("bound above"),
+                    config: self.shape.config(self.accel_cells, self.part_bytes),
+                    frame_generation: self.frame_generation,
+                    params: &params,
+                    tf: &tf,
+                    settings: &view.settings,
+                    timestamp_writes,
+                },
+            )?;
+        } else {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("supercell raymarch"),
                 timestamp_writes,
@@ -1159,6 +1189,20 @@ impl Renderer {
             dst.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(src));
         }
         Ok(img)
+    }
+
+    /// Path mode: samples per pixel accumulated in the current image (0 before the first
+    /// path-traced render).
+    pub fn path_samples(&self) -> u32 {
+        self.path.as_ref().map_or(0, PathTracer::samples)
+    }
+
+    /// Path mode: the next render starts its accumulation afresh (with the view's
+    /// `frame_seed`), as it does by itself whenever the frame or the view changes.
+    pub fn restart_path(&mut self) {
+        if let Some(p) = &mut self.path {
+            p.restart();
+        }
     }
 
     /// The device this renderer draws with.

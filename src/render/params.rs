@@ -37,6 +37,9 @@ pub enum Mode {
     /// as `render --mode iso` does (`isosurface` is the old spelling).
     #[serde(rename = "iso", alias = "isosurface")]
     Isosurface,
+    /// Progressive path tracing of the same medium (multiple scattering, sun and sky), an
+    /// image that refines while nothing changes (`render::path`).
+    Path,
 }
 
 /// Lighting, sampling and output knobs; the defaults are the trade-show look.
@@ -105,6 +108,13 @@ pub struct RenderSettings {
     pub iso_attribute: usize,
     /// Isosurface value.
     pub iso_value: f32,
+    /// Path mode: scattering events per path at most (1: single scattering).
+    pub path_max_bounces: u32,
+    /// Path mode: samples per pixel each render adds (the player renders once per
+    /// displayed frame, so this bounds the work per frame).
+    pub path_samples_per_frame: u32,
+    /// Path mode: the image stops refining at this many samples per pixel.
+    pub path_max_samples: u32,
 }
 
 impl Default for RenderSettings {
@@ -138,6 +148,9 @@ impl Default for RenderSettings {
             frame_seed: 0,
             iso_attribute: 0,
             iso_value: 0.0,
+            path_max_bounces: 16,
+            path_samples_per_frame: 1,
+            path_max_samples: 4096,
         }
     }
 }
@@ -185,6 +198,12 @@ pub mod limits {
     pub const ISO_ATTRIBUTE: Limits = Limits::between(0.0, (MAX_ATTRIBUTES - 1) as f64);
     /// `iso_value`: any finite value.
     pub const ISO_VALUE: Limits = Limits::FINITE;
+    /// `path_max_bounces`: 1 to 1024 scattering events.
+    pub const PATH_MAX_BOUNCES: Limits = Limits::between(1.0, 1024.0);
+    /// `path_samples_per_frame`: 1 to 1024 samples per pixel per render.
+    pub const PATH_SAMPLES_PER_FRAME: Limits = Limits::between(1.0, 1024.0);
+    /// `path_max_samples`: at least one sample per pixel.
+    pub const PATH_MAX_SAMPLES: Limits = Limits::at_least(1.0);
 }
 
 /// A render setting outside its [`Limits`].
@@ -305,6 +324,24 @@ impl RenderSettings {
                 l::ISO_ATTRIBUTE,
             ),
             ("iso_value", None, f64::from(self.iso_value), l::ISO_VALUE),
+            (
+                "path_max_bounces",
+                None,
+                f64::from(self.path_max_bounces),
+                l::PATH_MAX_BOUNCES,
+            ),
+            (
+                "path_samples_per_frame",
+                None,
+                f64::from(self.path_samples_per_frame),
+                l::PATH_SAMPLES_PER_FRAME,
+            ),
+            (
+                "path_max_samples",
+                None,
+                f64::from(self.path_max_samples),
+                l::PATH_MAX_SAMPLES,
+            ),
         ]);
         v
     }
@@ -450,7 +487,13 @@ impl View {
             sky_horizon: a3(s.sky_horizon, s.exposure),
             ground: [lo[2], spacing, s.ground_albedo, hi[2]],
             size: [width, height],
-            mode: s.mode as u32,
+            // Path mode shares the shaded mode's uniforms (its acceleration grids, the march
+            // and the CPU reference see a shaded view); the renderer picks the path tracer
+            // from the settings.
+            mode: match s.mode {
+                Mode::Path => Mode::Shaded,
+                m => m,
+            } as u32,
             flags,
             // The clamps below use the limits the validator enforces, so they never change
             // a validated setting; they keep settings built in code from breaking a frame.

@@ -253,6 +253,9 @@ pub enum ShaderPart {
     /// The acceleration and sun grid passes (`accel_info`, `accel_cells`, `accel_dilate`,
     /// `accel_sun`); writes them.
     Accel,
+    /// The path tracer (entry point `path_main`, `shaders/path.wgsl`); reads the
+    /// acceleration grids.
+    Path,
 }
 
 /// The complete WGSL module of `part`, built for `cfg`.
@@ -260,7 +263,7 @@ pub fn shader_source_of(part: ShaderPart, cfg: &ShaderConfig) -> String {
     let mut s = prelude_with(cfg);
     s.push('\n');
     let access = match part {
-        ShaderPart::March => "read",
+        ShaderPart::March | ShaderPart::Path => "read",
         ShaderPart::Accel => "read_write",
     };
     s.push_str(&part_bindings(
@@ -271,6 +274,7 @@ pub fn shader_source_of(part: ShaderPart, cfg: &ShaderConfig) -> String {
     s.push_str(match part {
         ShaderPart::March => include_str!("../../shaders/march.wgsl"),
         ShaderPart::Accel => include_str!("../../shaders/accel.wgsl"),
+        ShaderPart::Path => include_str!("../../shaders/path.wgsl"),
     });
     s
 }

@@ -1,0 +1,397 @@
+// The progressive path tracer (src/render/path.rs drives it). It follows `common.wgsl`,
+// reads the same grids, transfer functions and acceleration cells as the ray-marcher, and
+// adds `PathParams` and the accumulation buffer as bind group 1.
+//
+// The medium (one definition, shared with the Mitsuba comparison):
+// - extinction σt(x) = Σ over enabled attributes a of opacity_a(v_a(x)) · extinction_a
+//   (per world unit), v_a the trilinear sample of grid a at x (index space, values at
+//   integer index coordinates), opacity_a the transfer function's alpha; exactly what the
+//   march adds per sample;
+// - scattering: a scattering attribute scatters σ_a · colour_a (the transfer function's
+//   linear RGB is its single-scattering albedo); an emissive attribute absorbs only and
+//   emits σ_a · colour_a · emission_a, as in the march;
+// - phase: Henyey-Greenstein with g = phase_g, normalised over the sphere (1/4π isotropic);
+// - lights: the sun, a directional (delta) light whose irradiance on a surface facing it
+//   is sun_color; and the sky, an environment whose radiance in direction d is
+//   ambient · mix(sky_horizon, sky_zenith, sqrt(max(d.z, 0))) (`sky_radiance`): the
+//   march's gradient without its sun glow and its darkening below the horizon;
+// - the ground (where on): a Lambertian plane at the bottom of the world box, albedo
+//   ground_albedo · (0.42, 0.45, 0.36) (the march's ground colour without its grid lines).
+//
+// The kernel is one flat loop of ray queries per pixel (`path_main`), each query one
+// tracking loop (`query`), and each dispatch adds one sample (src/render/path.rs says why).
+//
+// Estimators: delta tracking for free flights, ratio tracking for the sun's transmittance,
+// both against a piecewise-constant majorant: along a ray, the sum over attributes of the
+// acceleration cell's largest extinction (accel.wgsl's `.w`), one segment per cell crossed.
+// Next-event estimation to the sun at every scattering vertex; the sky is reached by the
+// path itself (directions sampled from the phase function, or cosine-weighted on the
+// ground). Russian roulette after `rr_depth` bounces.
+
+struct PathParams {
+    first_sample: u32,  // samples already in the accumulation buffer (0: start afresh)
+    samples: u32,       // samples this dispatch adds per pixel
+    max_bounces: u32,   // scattering events per path at most
+    seed: u32,
+    rr_depth: u32,      // bounces before Russian roulette starts
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+@group(1) @binding(0) var<storage, read_write> accum: array<vec4<f32>>;
+@group(1) @binding(1) var<uniform> PP: PathParams;
+
+const PI: f32 = 3.14159265358979;
+const GROUND_RGB: vec3<f32> = vec3<f32>(0.42, 0.45, 0.36);
+
+// ---------------------------------------------------------------------------------------
+// Random numbers: a PCG hash seeds each (pixel, sample) stream; the stream is a 32-bit
+// LCG with PCG's output permutation (RXS-M-XS).
+// ---------------------------------------------------------------------------------------
+
+var<private> rng: u32;
+
+fn pcg_hash(v: u32) -> u32 {
+    let state = v * 747796405u + 2891336453u;
+    let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
+    return (word >> 22u) ^ word;
+}
+
+fn rng_seed(px: vec2<u32>, sample_index: u32) {
+    rng = pcg_hash(px.x ^ pcg_hash(px.y ^ pcg_hash(sample_index ^ pcg_hash(PP.seed))));
+}
+
+// Uniform in [0, 1).
+fn rnd() -> f32 {
+    rng = rng * 747796405u + 2891336453u;
+    let s = rng;
+    let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+    return f32(((w >> 22u) ^ w) >> 8u) * (1.0 / 16777216.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Lights, camera
+// ---------------------------------------------------------------------------------------
+
+// The sky's radiance towards direction `d` (d points away from the viewer): the march's
+// zenith-horizon gradient, ambient × mix(horizon, zenith, sqrt(max(d.z, 0))), without its
+// sun glow and without its darkening below the horizon, so that a sky with one colour at
+// zenith and horizon is a constant environment.
+fn sky_radiance(d: vec3<f32>) -> vec3<f32> {
+    return mix(P.sky_horizon.xyz, P.sky_zenith.xyz, sqrt(clamp(d.z, 0.0, 1.0))) * P.sky_zenith.w;
+}
+
+// Henyey-Greenstein, normalised over the sphere.
+fn hg(cos_t: f32, g: f32) -> f32 {
+    let g2 = g * g;
+    let den = max(1.0 + g2 - 2.0 * g * cos_t, 1e-12);
+    return (1.0 - g2) / (4.0 * PI * den * sqrt(den));
+}
+
+// An orthonormal basis around unit `n`.
+fn basis(n: vec3<f32>) -> mat3x3<f32> {
+    let s = select(-1.0, 1.0, n.z >= 0.0);
+    let a = -1.0 / (s + n.z);
+    let b = n.x * n.y * a;
+    let t = vec3<f32>(1.0 + s * n.x * n.x * a, s * b, -s * n.x);
+    let u = vec3<f32>(b, s + n.y * n.y * a, -n.y);
+    return mat3x3<f32>(t, u, n);
+}
+
+// A direction from the Henyey-Greenstein lobe around `d` (the direction of travel).
+fn sample_hg(d: vec3<f32>, g: f32) -> vec3<f32> {
+    let u1 = rnd();
+    let u2 = rnd();
+    var c = 1.0 - 2.0 * u1;
+    if abs(g) > 1e-3 {
+        let q = (1.0 - g * g) / (1.0 - g + 2.0 * g * u1);
+        c = clamp((1.0 + g * g - q * q) / (2.0 * g), -1.0, 1.0);
+    }
+    let s = sqrt(max(0.0, 1.0 - c * c));
+    let phi = 2.0 * PI * u2;
+    return normalize(basis(d) * vec3<f32>(s * cos(phi), s * sin(phi), c));
+}
+
+// A cosine-weighted direction about +z.
+fn sample_cosine_up() -> vec3<f32> {
+    let r = sqrt(rnd());
+    let phi = 2.0 * PI * rnd();
+    return vec3<f32>(r * cos(phi), r * sin(phi), sqrt(max(0.0, 1.0 - r * r)));
+}
+
+struct PRay {
+    o: vec3<f32>,
+    d: vec3<f32>,
+}
+
+// The camera ray through a uniformly random point of pixel `px`.
+fn camera_ray_at(px: vec2<u32>) -> PRay {
+    let fx = (f32(px.x) + rnd()) / f32(P.size.x);
+    let fy = (f32(px.y) + rnd()) / f32(P.size.y);
+    let h = P.cam_fwd.w;
+    let sx = (fx * 2.0 - 1.0) * h * P.cam_right.w;
+    let sy = (1.0 - fy * 2.0) * h;
+    if (P.flags & FLAG_ORTHO) != 0u {
+        return PRay(P.cam_pos.xyz + sx * P.cam_right.xyz + sy * P.cam_up.xyz, P.cam_fwd.xyz);
+    }
+    return PRay(P.cam_pos.xyz, normalize(P.cam_fwd.xyz + sx * P.cam_right.xyz + sy * P.cam_up.xyz));
+}
+
+// ---------------------------------------------------------------------------------------
+// The medium along one ray
+// ---------------------------------------------------------------------------------------
+
+// The current ray in each grid's index space, and the span of t where its samples can see
+// active values (the index bbox grown by a voxel); empty: t0 > t1.
+var<private> r_oi: array<vec3<f32>, ATTR_SLOTS>;
+var<private> r_di: array<vec3<f32>, ATTR_SLOTS>;
+var<private> r_inv: array<vec3<f32>, ATTR_SLOTS>;
+var<private> r_t0: array<f32, ATTR_SLOTS>;
+var<private> r_t1: array<f32, ATTR_SLOTS>;
+
+// Starts ray (o, d) (world space, d unit) in every grid; returns the span of t over all.
+fn begin_ray(o: vec3<f32>, d: vec3<f32>) -> vec2<f32> {
+    var lo = INF;
+    var hi = -INF;
+    for (var a = 0u; a < ATTR_SLOTS; a++) {
+        r_t0[a] = INF;
+        r_t1[a] = -INF;
+        if !g_ok[a] { continue; }
+        r_oi[a] = to_index(a, o);
+        r_di[a] = dir_to_index(a, d);
+        r_inv[a] = safe_inv(r_di[a]);
+        let r = ray_box(r_oi[a], r_inv[a], vec3<f32>(g_bmin[a] - vec3<i32>(1)), vec3<f32>(g_bmax[a] + vec3<i32>(1)));
+        if r.x <= r.y && r.y >= 0.0 {
+            r_t0[a] = max(r.x, 0.0);
+            r_t1[a] = r.y;
+            lo = min(lo, r_t0[a]);
+            hi = max(hi, r_t1[a]);
+        }
+    }
+    return vec2<f32>(lo, hi);
+}
+
+struct Segment {
+    majorant: f32,
+    end: f32,
+}
+
+// The majorant from `t` on, and where it ends (the first acceleration-cell boundary, grid
+// span boundary or `t_end` ahead): the sum over grids of their cell's largest extinction.
+fn segment(t: f32, t_end: f32) -> Segment {
+    var maj = 0.0;
+    var end = t_end;
+    let eps = 1e-3 * P.dt;
+    for (var a = 0u; a < ATTR_SLOTS; a++) {
+        if t > r_t1[a] { continue; }
+        if t < r_t0[a] {
+            end = min(end, r_t0[a]);
+            continue;
+        }
+        end = min(end, r_t1[a]);
+        let si = ainfo.slots[a];
+        let p = floor(r_oi[a] + (t + eps) * r_di[a]);
+        if si.ok == 0u || any(abs(p) > vec3<f32>(2.0e9)) {
+            // No cells: opacity is at most 1.
+            maj += P.attrs[a].extinction;
+            continue;
+        }
+        let c = (vec3<i32>(p) >> vec3<u32>(si.shift)) - si.org;
+        let cc = clamp(c, vec3<i32>(0), vec3<i32>(si.dims) - vec3<i32>(1));
+        maj += accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(cc))].w;
+        let lo = vec3<f32>((si.org + c) << vec3<u32>(si.shift));
+        let exit = ray_box(r_oi[a], r_inv[a], lo, lo + f32(1u << si.shift)).y;
+        end = min(end, max(exit, t + eps));
+    }
+    return Segment(maj, max(end, t + eps));
+}
+
+struct Medium {
+    sigma: f32,          // extinction
+    scatter: vec3<f32>,  // scattering coefficient (RGB)
+    emit: vec3<f32>,     // emission, extinction-weighted (radiance = emit / sigma)
+}
+
+fn medium_at(t: f32) -> Medium {
+    var m = Medium(0.0, vec3<f32>(0.0), vec3<f32>(0.0));
+    for (var a = 0u; a < ATTR_SLOTS; a++) {
+        if t < r_t0[a] || t > r_t1[a] { continue; }
+        let s = sample(a, r_oi[a] + t * r_di[a]);
+        let e = tf_eval(a, s.value);
+        if e.a > 0.0 {
+            let sa = e.a * P.attrs[a].extinction;
+            m.sigma += sa;
+            if P.attrs[a].kind == KIND_EMISSIVE {
+                m.emit += sa * e.rgb * P.attrs[a].emission;
+            } else {
+                m.scatter += sa * e.rgb;
+            }
+        }
+    }
+    return m;
+}
+
+// What one ray query found: for a path ray (delta tracking) the first real collision, or
+// the ground, or nothing; for a shadow ray (ratio tracking) the transmittance.
+struct Query {
+    hit: bool,
+    t: f32,
+    medium: Medium,
+    t_ground: f32,
+    tr: f32,
+}
+
+// Traces the ray o + t·d (d unit) through the grids. One loop serves both kinds of ray,
+// so the sampling code is inlined once.
+fn query(o: vec3<f32>, d: vec3<f32>, shadow: bool) -> Query {
+    var q = Query(false, 0.0, Medium(0.0, vec3<f32>(0.0), vec3<f32>(0.0)), INF, 1.0);
+    let ground_on = (P.flags & FLAG_GROUND) != 0u;
+    if ground_on && d.z < 0.0 {
+        let tg = (P.ground.x - o.z) / d.z;
+        if tg > 0.0 { q.t_ground = tg; }
+    }
+    if shadow && ground_on && d.z <= 0.0 {
+        q.tr = 0.0;
+    }
+    let span = begin_ray(o, d);
+    var t = max(span.x, 0.0);
+    let t_end = min(span.y, q.t_ground);
+    for (var i = 0u; i < P.max_steps; i++) {
+        if !(t < t_end) || work > P.work_budget || q.tr <= 0.0 || q.hit { break; }
+        let s = segment(t, t_end);
+        let step = -log(1.0 - rnd()) / max(s.majorant, 1e-30);
+        if s.majorant <= 0.0 || t + step >= s.end {
+            t = s.end;
+            continue;
+        }
+        t += step;
+        let m = medium_at(t);
+        if shadow {
+            q.tr *= max(1.0 - m.sigma / s.majorant, 0.0);
+            if q.tr < 0.1 {
+                // Russian roulette: survive with probability 1/2 at twice the weight.
+                q.tr = select(0.0, 2.0 * q.tr, rnd() < 0.5);
+            }
+        } else if rnd() * s.majorant < m.sigma {
+            // A sample above the majorant (values outside the cells' scan) counts as a real
+            // collision.
+            q.hit = true;
+            q.t = t;
+            q.medium = m;
+        }
+    }
+    return q;
+}
+
+fn path_aces(x: vec3<f32>) -> vec3<f32> {
+    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3<f32>(0.0), vec3<f32>(1.0));
+}
+
+fn path_srgb(c: vec3<f32>) -> vec3<f32> {
+    let lo = c * 12.92;
+    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
+    return select(hi, lo, c <= vec3<f32>(0.0031308));
+}
+
+// Each invocation runs its pixel's samples as one flat loop of ray queries: a path ray,
+// then (after a scattering event) the shadow ray towards the sun, then the next path ray.
+@compute @workgroup_size(8, 8, 1)
+fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if gid.x >= P.size.x || gid.y >= P.size.y { return; }
+    let px = gid.xy;
+    for (var a = 0u; a < ATTR_SLOTS; a++) { init_grid(a); }
+    let sun_dir = P.light_dir.xyz;
+    let g = P.light_dir.w;
+    var sum = vec4<f32>(0.0);
+    var done = 0u;          // samples finished
+    var fresh = true;       // start a new sample
+    var shadow = false;     // the next query is the shadow ray of the last event
+    var ray = PRay(vec3<f32>(0.0), vec3<f32>(0.0, 0.0, 1.0));
+    var next = ray;         // the path ray after the shadow ray
+    var thr = vec3<f32>(1.0);
+    var rad = vec3<f32>(0.0);
+    var sun_weight = vec3<f32>(0.0);
+    var covered = 0.0;
+    var bounce = 0u;
+    var ending = false;     // the path ends after this shadow ray
+    // Queries per sample at most: a path and a shadow ray per bounce, and the last ray.
+    let budget = PP.samples * (2u * PP.max_bounces + 2u);
+    for (var n = 0u; n < budget && done < PP.samples; n++) {
+        if fresh {
+            rng_seed(px, PP.first_sample + done);
+            ray = camera_ray_at(px);
+            thr = vec3<f32>(1.0);
+            rad = vec3<f32>(0.0);
+            covered = 0.0;
+            bounce = 0u;
+            fresh = false;
+        }
+        work = 0u;
+        let q = query(ray.o, ray.d, shadow);
+        var finished = false;
+        if shadow {
+            rad += sun_weight * q.tr;
+            shadow = false;
+            ray = next;
+            bounce += 1u;
+            finished = ending;
+            if !finished && bounce >= PP.rr_depth {
+                let keep = clamp(max(thr.x, max(thr.y, thr.z)), 0.05, 0.95);
+                finished = rnd() >= keep;
+                thr /= keep;
+            }
+        } else if q.hit {
+            if bounce == 0u { covered = 1.0; }
+            let x = ray.o + q.t * ray.d;
+            let sig = max(q.medium.sigma, 1e-30);
+            rad += thr * q.medium.emit / sig;
+            if bounce >= PP.max_bounces {
+                // One scattering event too many: the path ends without it.
+                finished = true;
+            } else {
+                thr *= q.medium.scatter / sig;
+                ending = all(thr <= vec3<f32>(0.0));
+                sun_weight = thr * P.light_color.xyz * hg(dot(ray.d, sun_dir), g);
+                next = PRay(x, sample_hg(ray.d, g));
+                ray = PRay(x, sun_dir);
+                shadow = true;
+            }
+        } else if q.t_ground < INF {
+            if bounce >= PP.max_bounces {
+                finished = true;
+            } else {
+                let x = ray.o + q.t_ground * ray.d;
+                thr *= P.ground.z * GROUND_RGB;
+                ending = all(thr <= vec3<f32>(0.0));
+                // Lift the origin off the plane so the next ray does not meet it at t = 0.
+                let o = vec3<f32>(x.xy, P.ground.x + 1e-4 * max(P.dt, 1e-6));
+                sun_weight = thr * P.light_color.xyz * (max(sun_dir.z, 0.0) / PI);
+                next = PRay(o, sample_cosine_up());
+                ray = PRay(o, sun_dir);
+                shadow = true;
+            }
+        } else {
+            rad += thr * sky_radiance(ray.d);
+            finished = true;
+        }
+        if finished {
+            // A non-finite sample (a degenerate grid) is dropped rather than poisoning the
+            // pixel.
+            let ok = all(rad == rad) && all(abs(rad) < vec3<f32>(1e30));
+            sum += select(vec4<f32>(0.0), vec4<f32>(rad, covered), ok);
+            done += 1u;
+            fresh = true;
+            shadow = false;
+            ending = false;
+        }
+    }
+    let i = gid.y * P.size.x + gid.x;
+    var acc = sum;
+    if PP.first_sample > 0u { acc += accum[i]; }
+    accum[i] = acc;
+    let avg = acc / f32(max(PP.first_sample + PP.samples, 1u));
+    textureStore(out_hdr, vec2<i32>(px), avg);
+    let ldr = path_aces(avg.rgb * P.sky_horizon.w);
+    textureStore(out_ldr, vec2<i32>(px), vec4<f32>(path_srgb(clamp(ldr, vec3<f32>(0.0), vec3<f32>(1.0))), 1.0));
+}

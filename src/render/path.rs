@@ -1,0 +1,350 @@
+//! The progressive path tracer (`shaders/path.wgsl`): [`Mode::Path`](super::Mode::Path)
+//! renders through it instead of the ray-marcher.
+//!
+//! Each render adds `path_samples_per_frame` samples per pixel to a float accumulation
+//! buffer and writes the running mean to the renderer's output images (the linear image is
+//! radiance before exposure; alpha is the fraction of camera rays that met the medium). The
+//! accumulation starts afresh whenever anything the picture depends on changes: the bound
+//! frame (every [`Renderer::set_frame`](super::Renderer::set_frame)), the image size, the
+//! camera, the attributes and transfer functions, or any setting the shader reads, except
+//! exposure (applied to the mean) and the jitter seed. It stops growing at
+//! `path_max_samples`; later renders only show the mean again.
+//!
+//! The pass binds the march's bind group (uniforms, transfer functions, output images, the
+//! frame's parts, the acceleration cells) as group 0 and its own (accumulation buffer and
+//! [`PathUniform`]) as group 1. The majorants are the acceleration cells' largest
+//! extinction, which the renderer builds for shaded views (a path view encodes as shaded).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use bytemuck::{Pod, Zeroable};
+
+use super::RenderError;
+use super::params::{GpuParams, RenderSettings, limits};
+use super::scoped::create_scoped;
+use super::shader::{ShaderConfig, ShaderPart, shader_source_of};
+
+/// Bounces before Russian roulette may end a path.
+pub const RR_DEPTH: u32 = 3;
+
+/// Workgroup edge of the path kernel (8 × 8 pixels).
+const WG: u32 = 8;
+
+/// Samples per pixel one dispatch adds: a render of n samples is n dispatches, each with its
+/// own [`PathUniform`] (at a dynamic offset). One sample per dispatch keeps every invocation's
+/// loop trip count small: on Mesa's lavapipe, invocations that ran many samples stopped
+/// early, all lanes of a SIMD group at the same iteration, and the image came out about half
+/// as bright (consistent with gallivm's loop limiter, 65535 iterations over all loops of an
+/// invocation; a hypothesis, not checked in Mesa's source).
+const SAMPLES_PER_DISPATCH: u32 = 1;
+
+/// Dispatches one render records at most (the uniform records the buffer holds).
+const MAX_DISPATCHES: u32 = 1024;
+
+/// Bytes between the uniform records (the dynamic-offset alignment every device accepts).
+const UNIFORM_STRIDE: u64 = 256;
+
+/// The path pass's own uniform block (WGSL `PathParams`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct PathUniform {
+    /// Samples per pixel already accumulated (0: this dispatch starts afresh).
+    pub first_sample: u32,
+    /// Samples per pixel this dispatch adds.
+    pub samples: u32,
+    /// Scattering events per path at most.
+    pub max_bounces: u32,
+    /// Seed of every pixel's random streams.
+    pub seed: u32,
+    /// Bounces before Russian roulette.
+    pub rr_depth: u32,
+    /// Padding to 32 bytes.
+    pub pad: [u32; 3],
+}
+
+/// What the path pass needs of the renderer for one dispatch.
+pub(super) struct PathPass<'a> {
+    pub device: &'a wgpu::Device,
+    pub queue: &'a wgpu::Queue,
+    /// The march's bind group layout and bind group (group 0).
+    pub group0_layout: &'a wgpu::BindGroupLayout,
+    pub group0: &'a wgpu::BindGroup,
+    /// What the bound frame's shaders are built for.
+    pub config: ShaderConfig,
+    /// Counts [`Renderer::set_frame`](super::Renderer::set_frame) calls: a new value
+    /// restarts the accumulation.
+    pub frame_generation: u64,
+    pub params: &'a GpuParams,
+    pub tf: &'a [[f32; 4]],
+    pub settings: &'a RenderSettings,
+    pub timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'a>>,
+}
+
+/// The path tracer's pipelines, accumulation buffer and progress.
+pub(super) struct PathTracer {
+    layout: wgpu::BindGroupLayout,
+    pipelines: HashMap<ShaderConfig, wgpu::ComputePipeline>,
+    uniform: wgpu::Buffer,
+    /// The accumulation buffer (RGBA f32 per pixel) and its bind group, for `pixels`.
+    accum: Option<(wgpu::Buffer, wgpu::BindGroup, u64)>,
+    /// What the accumulated samples were rendered with.
+    key: Option<Vec<u8>>,
+    samples: u32,
+    seed: u32,
+}
+
+/// What the accumulation depends on: the frame, the uniforms (less exposure and the jitter
+/// seed), the transfer functions and the path knobs.
+fn key_of(
+    params: &GpuParams,
+    tf: &[[f32; 4]],
+    settings: &RenderSettings,
+    frame_generation: u64,
+) -> Vec<u8> {
+    let mut p = *params;
+    p.sky_horizon[3] = 0.0;
+    p.frame_seed = 0;
+    let mut k = Vec::with_capacity(std::mem::size_of::<GpuParams>() + tf.len() * 16 + 16);
+    k.extend_from_slice(&frame_generation.to_le_bytes());
+    k.extend_from_slice(bytemuck::bytes_of(&p));
+    k.extend_from_slice(bytemuck::cast_slice(tf));
+    k.extend_from_slice(&max_bounces(settings).to_le_bytes());
+    k
+}
+
+fn max_bounces(s: &RenderSettings) -> u32 {
+    limits::PATH_MAX_BOUNCES.clamp_u32(s.path_max_bounces)
+}
+
+impl PathTracer {
+    pub(super) fn new(device: &wgpu::Device) -> PathTracer {
+        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("supercell path"),
+            entries: &[
+                entry(0, wgpu::BufferBindingType::Storage { read_only: false }),
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: true,
+                        min_binding_size: wgpu::BufferSize::new(
+                            std::mem::size_of::<PathUniform>() as u64
+                        ),
+                    },
+                    count: None,
+                },
+            ],
+        });
+        let uniform = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("supercell path params"),
+            size: UNIFORM_STRIDE * u64::from(MAX_DISPATCHES),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        PathTracer {
+            layout,
+            pipelines: HashMap::new(),
+            uniform,
+            accum: None,
+            key: None,
+            samples: 0,
+            seed: 0,
+        }
+    }
+
+    /// Samples per pixel accumulated so far.
+    pub(super) fn samples(&self) -> u32 {
+        self.samples
+    }
+
+    /// Starts the next render afresh.
+    pub(super) fn restart(&mut self) {
+        self.key = None;
+        self.samples = 0;
+    }
+
+    /// Records one dispatch into `encoder`; returns the samples per pixel it adds.
+    pub(super) fn encode(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        pass: PathPass<'_>,
+    ) -> Result<u32, RenderError> {
+        let [width, height] = pass.params.size;
+        let key = key_of(pass.params, pass.tf, pass.settings, pass.frame_generation);
+        if self.key.as_ref() != Some(&key) {
+            self.key = Some(key);
+            self.samples = 0;
+            self.seed = pass.settings.frame_seed;
+        }
+        let pixels = u64::from(width) * u64::from(height);
+        if self.accum.as_ref().is_none_or(|a| a.2 != pixels) {
+            let layout = &self.layout;
+            let uniform = &self.uniform;
+            self.accum = Some(create_scoped(
+                pass.device,
+                || format!("creating the {width}x{height} accumulation buffer"),
+                || {
+                    let buffer = pass.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("supercell path accumulation"),
+                        size: pixels * 16,
+                        usage: wgpu::BufferUsages::STORAGE,
+                        mapped_at_creation: false,
+                    });
+                    let group = pass.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("supercell path"),
+                        layout,
+                        entries: &[
+                            wgpu::BindGroupEntry {
+                                binding: 0,
+                                resource: buffer.as_entire_binding(),
+                            },
+                            wgpu::BindGroupEntry {
+                                binding: 1,
+                                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                    buffer: uniform,
+                                    offset: 0,
+                                    size: wgpu::BufferSize::new(
+                                        std::mem::size_of::<PathUniform>() as u64
+                                    ),
+                                }),
+                            },
+                        ],
+                    });
+                    (buffer, group, pixels)
+                },
+            )?);
+            self.samples = 0;
+        }
+        if !self.pipelines.contains_key(&pass.config) {
+            let (device, layout, config) = (pass.device, &self.layout, pass.config);
+            let pipeline = create_scoped(
+                device,
+                || format!("building the path tracer for {config:?}"),
+                || {
+                    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some("supercell path"),
+                        source: wgpu::ShaderSource::Wgsl(Cow::Owned(shader_source_of(
+                            ShaderPart::Path,
+                            &config,
+                        ))),
+                    });
+                    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: Some("supercell path"),
+                        bind_group_layouts: &[Some(pass.group0_layout), Some(layout)],
+                        immediate_size: 0,
+                    });
+                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some("path_main"),
+                        layout: Some(&pl),
+                        module: &module,
+                        entry_point: Some("path_main"),
+                        compilation_options: Default::default(),
+                        cache: None,
+                    })
+                },
+            )?;
+            self.pipelines.insert(config, pipeline);
+        }
+        let cap = limits::PATH_MAX_SAMPLES.clamp_u32(pass.settings.path_max_samples);
+        let per_frame =
+            limits::PATH_SAMPLES_PER_FRAME.clamp_u32(pass.settings.path_samples_per_frame);
+        let samples = per_frame
+            .min(cap.saturating_sub(self.samples))
+            .min(MAX_DISPATCHES * SAMPLES_PER_DISPATCH);
+        // One record per dispatch; a render that adds nothing (the cap reached) still shows
+        // the mean once.
+        let dispatches = samples.div_ceil(SAMPLES_PER_DISPATCH).max(1);
+        let mut records = vec![0u8; (UNIFORM_STRIDE * u64::from(dispatches)) as usize];
+        for k in 0..dispatches {
+            let first = self.samples + k * SAMPLES_PER_DISPATCH;
+            let uniform = PathUniform {
+                first_sample: first,
+                samples: (self.samples + samples)
+                    .saturating_sub(first)
+                    .min(SAMPLES_PER_DISPATCH),
+                max_bounces: max_bounces(pass.settings),
+                seed: self.seed,
+                rr_depth: RR_DEPTH,
+                pad: [0; 3],
+            };
+            let at = (UNIFORM_STRIDE * u64::from(k)) as usize;
+            records[at..at + std::mem::size_of::<PathUniform>()]
+                .copy_from_slice(bytemuck::bytes_of(&uniform));
+        }
+        pass.queue.write_buffer(&self.uniform, 0, &records);
+        let (_, group1, _) = self.accum.as_ref().expect("created above");
+        {
+            let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("supercell path"),
+                timestamp_writes: pass.timestamp_writes,
+            });
+            cpass.set_pipeline(&self.pipelines[&pass.config]);
+            cpass.set_bind_group(0, Some(pass.group0), &[]);
+            for k in 0..dispatches {
+                cpass.set_bind_group(1, Some(group1), &[(UNIFORM_STRIDE * u64::from(k)) as u32]);
+                cpass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
+            }
+        }
+        self.samples += samples;
+        Ok(samples)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_shader_parses_and_validates() {
+        for cfg in [
+            ShaderConfig::default(),
+            ShaderConfig {
+                attr_slots: 4,
+                parts: 1,
+                ..Default::default()
+            },
+        ] {
+            let src = shader_source_of(ShaderPart::Path, &cfg);
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
+            let caps = naga::valid::Capabilities::default()
+                | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
+        }
+    }
+
+    #[test]
+    fn the_uniform_block_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<PathUniform>(), 32);
+    }
+
+    #[test]
+    fn exposure_and_seed_do_not_restart_the_accumulation_but_the_camera_does() {
+        use super::super::View;
+        let mut view = View::new([[0.0; 3], [1.0; 3]], 0.01, Vec::new(), 1.0);
+        let key = |v: &View| {
+            let params = v.gpu_params(8, 8);
+            key_of(&params, &v.tf_table(), &v.settings, 1)
+        };
+        let base = key(&view);
+        view.settings.exposure *= 2.0;
+        view.settings.frame_seed = 7;
+        assert_eq!(key(&view), base, "exposure and seed");
+        view.camera.orbit(5.0, 0.0);
+        assert_ne!(key(&view), base, "camera");
+    }
+}

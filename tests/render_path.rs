@@ -1,0 +1,336 @@
+//! The path tracer (`Mode::Path`) on whatever Vulkan device is present (lavapipe in CI),
+//! against answers computed here: a box of constant density (index [0, 32)³, value 1, so
+//! the trilinear field is the product of three 1-D profiles that ramp to 0 over the voxel
+//! outside the box), a transfer function whose opacity is the value, extinction SIGMA per
+//! world unit.
+//!
+//! - Determinism: the same seed gives the same image bit for bit; another seed does not.
+//! - Albedo 0, constant sky: every pixel's mean is sky · exp(−τ) averaged over the pixel
+//!   (τ integrated here along each ray); the image mean agrees within 4 standard errors.
+//! - Albedo > 0, sun only, one bounce: the single-scattering integral
+//!   ∫ T(0,t) σ(t) albedo E p_HG(cos θ) T_sun(x(t)) dt, computed here by quadrature, agrees
+//!   with the image's sum within 2 % (its standard error is about 0.5 %).
+//! - Convergence: relMSE against a 256-sample reference falls with the samples.
+//! - Progress: samples accumulate while nothing changes and restart when the camera moves.
+
+mod render_support;
+
+use glam::Vec3;
+use render_support::gpu;
+use supercell::format::{BuildOptions, ChecksumMode, Grid, LEAF_DIM, LeafBrick, SparseVolume};
+use supercell::render::{AttributeView, Colormap, Image, Mode, TransferFunction, View};
+
+const N: i32 = 32;
+const VOXEL: f32 = 0.1;
+const SIGMA: f32 = 0.5;
+const W: u32 = 24;
+const H: u32 = 16;
+
+fn box_grid() -> Vec<u8> {
+    let mut bricks = Vec::new();
+    for bx in (0..N).step_by(8) {
+        for by in (0..N).step_by(8) {
+            for bz in (0..N).step_by(8) {
+                let mut b = LeafBrick::filled([bx, by, bz], 0.0);
+                for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+                    b.set_active(n, 1.0);
+                }
+                bricks.push(b);
+            }
+        }
+    }
+    let vol = SparseVolume {
+        background: 0.0,
+        bricks,
+    };
+    let opts = BuildOptions {
+        name: "box".into(),
+        voxel_size: f64::from(VOXEL),
+        checksum: ChecksumMode::Disabled,
+        ..Default::default()
+    };
+    supercell::format::build_grid(&vol, &opts).unwrap()
+}
+
+/// A grey medium of linear albedo `albedo(srgb)`.
+fn box_view(grid: &[u8], srgb_grey: f32) -> View {
+    let g = Grid::parse(grid).unwrap();
+    let b = g.world_bbox();
+    let bbox = [b[0].map(|v| v as f32), b[1].map(|v| v as f32)];
+    let tf = TransferFunction {
+        range: [0.0, 1.0],
+        colormap: Colormap::Stops(vec![(0.0, [srgb_grey; 3]), (1.0, [srgb_grey; 3])]),
+        opacity: vec![(0.0, 0.0), (1.0, 1.0)],
+        kind: Default::default(),
+        extinction: SIGMA,
+        emission: 1.0,
+        casts_shadow: true,
+    };
+    let mut v = View::new(
+        bbox,
+        VOXEL,
+        vec![Some(AttributeView { enabled: true, tf })],
+        W as f32 / H as f32,
+    );
+    v.camera.zoom(1.4);
+    v.settings.mode = Mode::Path;
+    v.settings.ground = false;
+    v
+}
+
+fn albedo(v: &View) -> f32 {
+    v.attributes[0].as_ref().unwrap().tf.eval(1.0)[0]
+}
+
+/// The density field in world space: the product of the three 1-D profiles.
+fn density(p: Vec3) -> f32 {
+    let f = |s: f32| (s + 1.0).min(N as f32 - s).clamp(0.0, 1.0);
+    let i = p / VOXEL;
+    f(i.x) * f(i.y) * f(i.z)
+}
+
+/// Where the ray o + t·d (d unit) crosses the box the field lives in.
+fn span(o: Vec3, d: Vec3) -> Option<(f32, f32)> {
+    let lo = Vec3::splat(-VOXEL);
+    let hi = Vec3::splat(N as f32 * VOXEL);
+    let inv = d.recip();
+    let (a, b) = ((lo - o) * inv, (hi - o) * inv);
+    let t0 = a.min(b).max_element().max(0.0);
+    let t1 = a.max(b).min_element();
+    (t0 < t1).then_some((t0, t1))
+}
+
+/// Optical depth from `o` along `d` through the whole box, midpoint rule.
+fn tau(o: Vec3, d: Vec3, steps: usize) -> f32 {
+    let Some((t0, t1)) = span(o, d) else {
+        return 0.0;
+    };
+    let dt = (t1 - t0) / steps as f32;
+    (0..steps)
+        .map(|k| density(o + d * (t0 + (k as f32 + 0.5) * dt)))
+        .sum::<f32>()
+        * SIGMA
+        * dt
+}
+
+/// The camera ray through point (fx, fy) of the image, both 0..1 from the top left.
+fn camera_ray(v: &View, fx: f32, fy: f32) -> (Vec3, Vec3) {
+    let f = v.camera.frame();
+    let h = (v.camera.fov_y_deg.to_radians() * 0.5).tan();
+    let sx = (fx * 2.0 - 1.0) * h * (W as f32 / H as f32);
+    let sy = (1.0 - fy * 2.0) * h;
+    (f.eye, (f.forward + f.right * sx + f.up * sy).normalize())
+}
+
+/// `per(o, d)` averaged over an s × s grid of points in pixel (x, y).
+fn pixel_mean(v: &View, x: u32, y: u32, s: u32, per: impl Fn(Vec3, Vec3) -> f32) -> f32 {
+    let mut sum = 0.0;
+    for i in 0..s {
+        for j in 0..s {
+            let fx = (x as f32 + (i as f32 + 0.5) / s as f32) / W as f32;
+            let fy = (y as f32 + (j as f32 + 0.5) / s as f32) / H as f32;
+            let (o, d) = camera_ray(v, fx, fy);
+            sum += per(o, d);
+        }
+    }
+    sum / (s * s) as f32
+}
+
+fn render(g: &mut render_support::TestGpu, grid: &[u8], v: &View, spp: u32) -> Image {
+    let mut v = v.clone();
+    v.settings.path_samples_per_frame = spp;
+    g.r.restart_path();
+    let img = g.render(&[grid], &v, W, H);
+    assert_eq!(g.r.path_samples(), spp);
+    img
+}
+
+fn rel_mse(a: &Image, reference: &Image) -> f64 {
+    let mut s = 0.0;
+    for (p, q) in a.linear.iter().zip(&reference.linear) {
+        for c in 0..3 {
+            let (x, r) = (f64::from(p[c]), f64::from(q[c]));
+            s += (x - r).powi(2) / (r * r + 1e-2);
+        }
+    }
+    s / (3 * a.linear.len()) as f64
+}
+
+#[test]
+fn the_same_seed_gives_the_same_image() {
+    let Some(mut g) = gpu() else { return };
+    let grid = box_grid();
+    let mut v = box_view(&grid, 0.8);
+    v.settings.frame_seed = 11;
+    let a = render(&mut g, &grid, &v, 4);
+    let b = render(&mut g, &grid, &v, 4);
+    assert!(
+        a.linear == b.linear,
+        "two renders with one seed differ (first differing pixel {:?})",
+        a.linear.iter().zip(&b.linear).position(|(p, q)| p != q)
+    );
+    v.settings.frame_seed = 12;
+    let c = render(&mut g, &grid, &v, 4);
+    assert!(a.linear != c.linear, "another seed gave the same image");
+}
+
+#[test]
+fn samples_accumulate_until_the_view_changes() {
+    let Some(mut g) = gpu() else { return };
+    let grid = box_grid();
+    let mut v = box_view(&grid, 0.8);
+    v.settings.path_samples_per_frame = 2;
+    v.settings.path_max_samples = 5;
+    g.r.restart_path();
+    g.render(&[&grid], &v, W, H);
+    let bufs_rebind_restarts = g.r.path_samples();
+    assert_eq!(bufs_rebind_restarts, 2);
+    // The test helper binds the grids again on every render (a new frame): render through
+    // the renderer directly to keep the frame.
+    for want in [4, 5, 5] {
+        g.r.render(&v, W, H).unwrap();
+        assert_eq!(g.r.path_samples(), want, "capped at path_max_samples");
+    }
+    v.settings.exposure *= 2.0;
+    g.r.render(&v, W, H).unwrap();
+    assert_eq!(g.r.path_samples(), 5, "exposure does not restart");
+    v.camera.orbit(3.0, 0.0);
+    g.r.render(&v, W, H).unwrap();
+    assert_eq!(g.r.path_samples(), 2, "a camera move restarts");
+    g.render(&[&grid], &v, W, H);
+    assert_eq!(g.r.path_samples(), 2, "a new frame restarts");
+}
+
+#[test]
+fn an_absorbing_box_transmits_the_sky() {
+    let Some(mut g) = gpu() else { return };
+    let grid = box_grid();
+    let mut v = box_view(&grid, 0.0);
+    assert_eq!(albedo(&v), 0.0);
+    let sky = [0.5, 0.6, 0.7];
+    v.settings.sky_zenith = sky;
+    v.settings.sky_horizon = sky;
+    v.settings.ambient = 1.0;
+    let spp = 128;
+    let img = render(&mut g, &grid, &v, spp);
+    let (mut sum_d, mut var) = (0.0f64, 0.0f64);
+    let mut far = 0;
+    for y in 0..H {
+        for x in 0..W {
+            let t = pixel_mean(&v, x, y, 4, |o, d| (-tau(o, d, 400)).exp());
+            let got = img.linear[(y * W + x) as usize];
+            for c in 0..3 {
+                let want = sky[c] * t;
+                let d = f64::from(got[c] - want);
+                // Each sample is sky or 0: Bernoulli with p = T.
+                let s2 = f64::from(sky[c] * sky[c] * t * (1.0 - t)) / f64::from(spp);
+                sum_d += d;
+                var += s2;
+                if d.abs() > 5.0 * s2.sqrt() + 0.02 {
+                    far += 1;
+                }
+            }
+            assert!(
+                (got[3] - (1.0 - t)).abs() <= 5.0 * (t * (1.0 - t) / spp as f32).sqrt() + 0.05,
+                "pixel ({x}, {y}): coverage {} for transmittance {t}",
+                got[3]
+            );
+        }
+    }
+    let n = f64::from(W * H * 3);
+    let (bias, se) = (sum_d / n, var.sqrt() / n);
+    eprintln!("mean difference {bias:.5} (standard error {se:.5}), {far} far values");
+    assert!(
+        bias.abs() <= 4.0 * se + 1e-3,
+        "mean difference {bias} vs standard error {se}"
+    );
+    assert!(
+        far <= 3,
+        "{far} channel values beyond 5 standard deviations"
+    );
+}
+
+#[test]
+fn single_scattering_of_the_sun_matches_the_integral() {
+    let Some(mut g) = gpu() else { return };
+    let grid = box_grid();
+    let mut v = box_view(&grid, 0.8);
+    let a = albedo(&v);
+    v.settings.sky_zenith = [0.0; 3];
+    v.settings.sky_horizon = [0.0; 3];
+    v.settings.path_max_bounces = 1;
+    v.settings.phase_g = 0.3;
+    let e = v.settings.sun_color;
+    let (az, el) = (
+        v.settings.sun_azimuth_deg.to_radians(),
+        v.settings.sun_elevation_deg.to_radians(),
+    );
+    let sun = Vec3::new(el.cos() * az.cos(), el.cos() * az.sin(), el.sin()).normalize();
+    let gg = v.settings.phase_g;
+    let hg = |c: f32| {
+        (1.0 - gg * gg) / (4.0 * std::f32::consts::PI * (1.0 + gg * gg - 2.0 * gg * c).powf(1.5))
+    };
+    // ∫ T(0,t) σ(t) p T_sun dt along each ray, midpoint rule.
+    let single = |o: Vec3, d: Vec3| -> f32 {
+        let Some((t0, t1)) = span(o, d) else {
+            return 0.0;
+        };
+        let steps = 96;
+        let dt = (t1 - t0) / steps as f32;
+        let mut tr = 1.0f32;
+        let mut l = 0.0;
+        for k in 0..steps {
+            let x = o + d * (t0 + (k as f32 + 0.5) * dt);
+            let s = SIGMA * density(x);
+            // Transmittance to the middle of the step, then across it.
+            let half = (-s * dt * 0.5).exp();
+            l += tr * half * s * dt * (-tau(x, sun, 64)).exp();
+            tr *= half * half;
+        }
+        l * hg(d.dot(sun))
+    };
+    let spp = 512;
+    let img = render(&mut g, &grid, &v, spp);
+    let (mut got, mut want) = ([0.0f64; 3], [0.0f64; 3]);
+    for y in 0..H {
+        for x in 0..W {
+            let l = pixel_mean(&v, x, y, 3, single);
+            let p = img.linear[(y * W + x) as usize];
+            for c in 0..3 {
+                want[c] += f64::from(a * e[c] * l);
+                got[c] += f64::from(p[c]);
+            }
+        }
+    }
+    eprintln!("image sum {got:?}, integral {want:?}");
+    assert!(want[0] > 1.0, "the scene is too dark to test: {want:?}");
+    for c in 0..3 {
+        let rel = (got[c] - want[c]).abs() / want[c];
+        assert!(
+            rel <= 0.02,
+            "channel {c}: image {} vs integral {} ({rel:.4})",
+            got[c],
+            want[c]
+        );
+    }
+}
+
+#[test]
+fn the_image_converges() {
+    let Some(mut g) = gpu() else { return };
+    let grid = box_grid();
+    let mut v = box_view(&grid, 0.8);
+    v.settings.path_max_bounces = 4;
+    v.settings.frame_seed = 1;
+    let reference = render(&mut g, &grid, &v, 256);
+    v.settings.frame_seed = 2;
+    let errs: Vec<f64> = [4, 16, 64]
+        .iter()
+        .map(|&spp| rel_mse(&render(&mut g, &grid, &v, spp), &reference))
+        .collect();
+    eprintln!("relMSE at 4, 16, 64 samples: {errs:?}");
+    assert!(
+        errs[0] > 2.0 * errs[1] && errs[1] > 2.0 * errs[2],
+        "relMSE does not fall with the samples: {errs:?}"
+    );
+}
