@@ -165,7 +165,7 @@ impl FrameModel<'_> {
                         // A base that softens over a few hundred metres (ragged scud).
                         let e = (1.0 - wc.r + 0.3 * nw).min((z - bottom) * (1.0 / 400.0));
                         let top_fade = 1.0 - smoothstep(CLOUD_BASE, CLOUD_BASE + 300.0, z);
-                        cloud = cloud.max(1.4 * smoothstep(0.0, 0.25, e) * top_fade);
+                        cloud = cloud.max(1.4 * smoothstep(0.0, 0.6, e) * top_fade);
                         w += 6.0 * sat(1.0 - wc.r2) * top_fade * smoothstep(0.0, 600.0, z);
                     }
 
