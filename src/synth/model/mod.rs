@@ -1180,7 +1180,10 @@ mod tests {
             for z in [30.0, 300.0, 600.0] {
                 let a = m.axis(z);
                 let at = |dx: f32, dy: f32| cloud_water_at(&m, [a[0] + dx, a[1] + dy, z]);
-                assert!(at(0.0, 0.0) > 0.5, "s {s} z {z}: no condensation on the axis");
+                assert!(
+                    at(0.0, 0.0) > 0.5,
+                    "s {s} z {z}: no condensation on the axis"
+                );
                 assert!(at(50.0, 0.0) > 0.0, "s {s} z {z}: narrower than 100 m");
                 assert!(at(0.0, -50.0) > 0.0, "s {s} z {z}: narrower than 100 m");
                 assert_eq!(at(600.0, 0.0), 0.0, "s {s} z {z}: wider than 1.2 km");
