@@ -89,6 +89,10 @@ fn ground_color(w: vec3<f32>, t: f32, sun_vis: f32) -> vec3<f32> {
     return mix(lit, P.sky_horizon.xyz, haze * 0.8);
 }
 
+// Strength of the powder darkening (0: none) and the depth, in voxels, over which it fades.
+const POWDER: f32 = 0.7;
+const POWDER_VOXELS: f32 = 3.0;
+
 fn phase_hg(cos_t: f32, g: f32) -> f32 {
     // Henyey-Greenstein, scaled so that an isotropic medium gives 1.
     let g2 = g * g;
@@ -154,7 +158,19 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     var iso_has_prev = false;
     var iso_hit = false;
     let L = P.light_dir.xyz;
-    let phase = phase_hg(dot(L, ray.d), P.light_dir.w);
+    // Sun light per unit of transmittance, per ray: single scattering with the medium's
+    // phase function, and two octaves of multiple scattering (Wrenninge's approximation:
+    // octave i scatters with eccentricity g/2^i, sees the extinction towards the sun scaled
+    // by 1/2^i and carries 1/2^i of the energy), scaled by the multiple-scattering strength.
+    let cos_sun = dot(L, ray.d);
+    let g_hg = P.light_dir.w;
+    let phase = phase_hg(cos_sun, g_hg);
+    let ms1 = P.light_color.w * 0.5 * phase_hg(cos_sun, 0.5 * g_hg);
+    let ms2 = P.light_color.w * 0.25 * phase_hg(cos_sun, 0.25 * g_hg);
+    // Powder: the thin fringes of a cloud scatter less light back towards a viewer with the
+    // sun behind them than the dense interior does (in-scattered light builds up with
+    // depth), which darkens creases between billows; none when looking towards the sun.
+    let powder_w = POWDER * (0.5 - 0.5 * cos_sun);
     let top = max(P.ground.w - P.ground.x, 1e-6);
 
     var steps = 0u;
@@ -244,7 +260,13 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                 let ts = sun_transmittance(w);
                 let h = clamp((w.z - P.ground.x) / top, 0.0, 1.0);
                 let amb = P.sky_zenith.xyz * P.sky_zenith.w * (0.35 + 0.65 * h);
-                let light = P.light_color.xyz * (phase * ts + P.light_color.w * sqrt(ts)) + amb;
+                // Octave i sees the optical depth towards the sun times 1/2^i: ts^(1/2^i).
+                let ts1 = sqrt(ts);
+                let ts2 = sqrt(ts1);
+                let sun = phase * ts + ms1 * ts1 + ms2 * ts2;
+                // Optical depth of POWDER_VOXELS voxels of the medium here.
+                let powder = 1.0 - powder_w * exp(-sig * P.cam_up.w * POWDER_VOXELS);
+                let light = P.light_color.xyz * (sun * powder) + amb;
                 src += scat * light;
             }
             let alpha = 1.0 - exp(-sig * dt * mult);

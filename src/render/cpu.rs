@@ -106,6 +106,16 @@ fn v3(a: [f32; 4]) -> Vec3 {
     Vec3::new(a[0], a[1], a[2])
 }
 
+/// `POWDER` and `POWDER_VOXELS` of march.wgsl.
+const POWDER: f32 = 0.7;
+const POWDER_VOXELS: f32 = 3.0;
+
+/// `phase_hg` of march.wgsl: Henyey-Greenstein, 1 for an isotropic medium.
+fn phase_hg(cos_t: f32, g: f32) -> f32 {
+    let den = 1.0 + g * g - 2.0 * g * cos_t;
+    (1.0 - g * g) / (den * den.sqrt())
+}
+
 fn smoothstep(e0: f32, e1: f32, x: f32) -> f32 {
     let t = ((x - e0) / (e1 - e0)).clamp(0.0, 1.0);
     t * t * (3.0 - 2.0 * t)
@@ -283,11 +293,11 @@ impl Ctx<'_> {
         let mut iso_hit = false;
         let l = v3(p.light_dir);
         let g_hg = p.light_dir[3];
-        let phase = {
-            let cos_t = l.dot(d);
-            let den = 1.0 + g_hg * g_hg - 2.0 * g_hg * cos_t;
-            (1.0 - g_hg * g_hg) / (den * den.sqrt())
-        };
+        let cos_sun = l.dot(d);
+        let phase = phase_hg(cos_sun, g_hg);
+        let ms1 = p.light_color[3] * 0.5 * phase_hg(cos_sun, 0.5 * g_hg);
+        let ms2 = p.light_color[3] * 0.25 * phase_hg(cos_sun, 0.25 * g_hg);
+        let powder_w = POWDER * (0.5 - 0.5 * cos_sun);
         let top = (p.ground[3] - p.ground[0]).max(1e-6);
         let accel_on = p.flags & FLAG_ACCEL != 0 && mode == Mode::Shaded as u32;
         let mut skip = ta0;
@@ -385,8 +395,11 @@ impl Ctx<'_> {
                     let ts = self.sun_transmittance(g, acc, w);
                     let h = ((w.z - p.ground[0]) / top).clamp(0.0, 1.0);
                     let amb = v3(p.sky_zenith) * p.sky_zenith[3] * (0.35 + 0.65 * h);
-                    let light =
-                        v3(p.light_color) * (phase * ts + p.light_color[3] * ts.sqrt()) + amb;
+                    let ts1 = ts.sqrt();
+                    let ts2 = ts1.sqrt();
+                    let sun = phase * ts + ms1 * ts1 + ms2 * ts2;
+                    let powder = 1.0 - powder_w * (-sig * p.cam_up[3] * POWDER_VOXELS).exp();
+                    let light = v3(p.light_color) * (sun * powder) + amb;
                     src += scat * light;
                 }
                 let alpha = 1.0 - (-sig * dt * mult).exp();

@@ -146,7 +146,8 @@ impl FrameModel<'_> {
                         let bot = top - ac.thick - ac.mam + 400.0 * na.max(-0.8);
                         let e_lat = 1.0 - ac.lat + 0.25 * na;
                         let e_v = ((z - bot).min(top - z)) * (1.0 / 250.0);
-                        let qa = ac.q * smoothstep(0.0, 0.3, e_lat);
+                        // Thins over the outer part of its width.
+                        let qa = ac.q * smoothstep(0.0, 0.6, e_lat);
                         // Ice thins towards the base as it falls out (wispy underside).
                         let depth = sat((z - bot) * ac.inv_thick);
                         cloud =
@@ -161,9 +162,10 @@ impl FrameModel<'_> {
                     if let Some(wc) = &col.wall {
                         let nw = noise.wall[k];
                         let bottom = CLOUD_BASE - WALL_DROP * (1.0 - wc.r2) + 120.0 * nw;
-                        let e = (1.0 - wc.r + 0.3 * nw).min((z - bottom) * (1.0 / 120.0));
+                        // A base that softens over a few hundred metres (ragged scud).
+                        let e = (1.0 - wc.r + 0.3 * nw).min((z - bottom) * (1.0 / 400.0));
                         let top_fade = 1.0 - smoothstep(CLOUD_BASE, CLOUD_BASE + 300.0, z);
-                        cloud = cloud.max(1.4 * smoothstep(0.0, 0.25, e) * top_fade);
+                        cloud = cloud.max(1.4 * smoothstep(0.0, 0.6, e) * top_fade);
                         w += 6.0 * sat(1.0 - wc.r2) * top_fade * smoothstep(0.0, 600.0, z);
                     }
 
@@ -261,9 +263,10 @@ impl FrameModel<'_> {
                             if e > -0.34 {
                                 // Heaviest just north of the updraft, lighter downwind.
                                 let core = 4.5 - 2.5 * sat(ex + 0.3);
-                                // The noise is capped at 0.8 so the rain's reach (and
-                                // the bound) stays within e > -0.33.
-                                let v = sat(e * 1.5 + 0.8 * nr.min(0.8) - 0.15);
+                                // Strong noise splits the rain into shafts; it is
+                                // capped at 0.6 so the rain's reach (and the bound)
+                                // stays within e > -0.31.
+                                let v = sat(e * 1.5 + 1.6 * nr.min(0.6) - 0.5);
                                 let pattern = core * v * v;
                                 rain += pattern * zk.ffd_q;
                                 if EXT {

@@ -33,6 +33,12 @@ const TORNADO_WIND_RADIUS: f32 = 1_500.0;
 const MESO_RADIUS: f32 = 2_200.0;
 /// Outer radius of the mesocyclone's wind field, metres.
 const MESO_OUTER: f32 = 5_000.0;
+/// Pressure deficit that condenses the air at the wall cloud's base, Pa (small: the air
+/// there is nearly saturated).
+const CONDENSATION_DEFICIT_TOP: f32 = 600.0;
+/// Pressure deficit that condenses surface air, Pa: lifting it to the condensation level
+/// takes a larger pressure drop the further below cloud base it is.
+const CONDENSATION_DEFICIT_GROUND: f32 = 3_000.0;
 /// Radius of the wall cloud, metres.
 const WALL_RADIUS: f32 = 1_700.0;
 /// Depth by which the wall cloud hangs below the cloud base at its centre, metres.
@@ -211,6 +217,28 @@ fn anvil_lowest_base(ddx: f32, lat: f32) -> f32 {
         0.0
     };
     TROPOPAUSE + 40.0 - thick - mam - 320.0 - 10.0
+}
+
+/// The pressure deficit (Pa) at which air at height z condenses in the tornado.
+#[inline]
+fn condensation_deficit(z: f32) -> f32 {
+    let below = 1.0 - sat(z / FUNNEL_TOP);
+    CONDENSATION_DEFICIT_TOP + (CONDENSATION_DEFICIT_GROUND - CONDENSATION_DEFICIT_TOP) * below
+}
+
+/// Radius (m) of the condensation funnel of a Rankine vortex of core radius `rc` whose
+/// `rho V^2` is `rho_v2` (Pa): where the cyclostrophic pressure deficit, `rho V^2
+/// (1 - r^2 / (2 rc^2))` inside the core and `rho V^2 rc^2 / (2 r^2)` outside, reaches
+/// `deficit`; 0 where even the axis does not reach it.
+#[inline]
+pub fn condensation_radius(rho_v2: f32, deficit: f32, rc: f32) -> f32 {
+    if deficit >= rho_v2 {
+        0.0
+    } else if 2.0 * deficit >= rho_v2 {
+        rc * (2.0 * (1.0 - deficit / rho_v2)).sqrt()
+    } else {
+        rc * (rho_v2 / (2.0 * deficit)).sqrt()
+    }
 }
 
 /// Radius of the updraft tower at height z: widening above cloud base, narrowing a little
@@ -622,7 +650,9 @@ impl<'a> FrameModel<'a> {
         let tornado_ground = [meso[0] + ground_rel[0], meso[1] + ground_rel[1]];
         let d = [top_rel[0] - ground_rel[0], top_rel[1] - ground_rel[1]];
         let bow = [-d[1] * (0.15 + 0.25 * rope), d[0] * (0.15 + 0.25 * rope)];
-        let tor_vmax = formed * (40.0 + 50.0 * smoothstep(td - 0.08, td + 0.04, s));
+        // The vortex spins up while the funnel lowers (its pressure deficit, and so the
+        // condensation funnel, reaches further down as it does).
+        let tor_vmax = formed * (40.0 + 50.0 * smoothstep(0.05, td + 0.04, s));
 
         let dome_height = 1_900.0 + 350.0 * (std::f32::consts::TAU * t / 200.0).sin();
         let bounds = Self::make_bounds(
@@ -645,8 +675,8 @@ impl<'a> FrameModel<'a> {
             bow,
             rope_amp: 15.0 + 140.0 * rope,
             rope_phase: 0.5 * t,
-            funnel_r_bot: 85.0 * (1.0 - 0.45 * rope),
-            funnel_r_top: 280.0 * (1.0 - 0.3 * rope),
+            funnel_r_bot: 110.0 * (1.0 - 0.45 * rope),
+            funnel_r_top: 230.0 * (1.0 - 0.3 * rope),
             tor_vmax,
             tor_spin: 0.09 * t,
             meso_spin: [(0.025 * t).cos(), (0.025 * t).sin()],
@@ -764,7 +794,8 @@ impl<'a> FrameModel<'a> {
         let reach = bow[0].hypot(bow[1]) + rope;
         let lo = [ground[0].min(top[0]) - reach, ground[1].min(top[1]) - reach];
         let hi = [ground[0].max(top[0]) + reach, ground[1].max(top[1]) + reach];
-        // The debris cloud reaches 1.63 times its radius (at most 670 m).
+        // The debris cloud reaches 1.63 times its radius (at most 730 m); the funnel 1.31
+        // times its condensation radius (at most about 800 m).
         let m = 1_100.0;
         b.push(Bound::aabb(
             F_FUNNEL,
@@ -842,29 +873,39 @@ impl<'a> FrameModel<'a> {
         if mask & (F_FUNNEL | F_TORNADO) != 0 {
             let u = sat(z / FUNNEL_TOP);
             k.axis = self.axis(z);
-            let r = self.funnel_r_bot + (self.funnel_r_top - self.funnel_r_bot) * u * u;
-            // The funnel tapers to a point at its tip while it lowers.
+            // Core radius of the Rankine vortex: narrow at the ground, widening towards
+            // the wall cloud.
+            let rc = self.funnel_r_bot + (self.funnel_r_top - self.funnel_r_bot) * u * u;
+            k.core_r = rc;
+            // The circulation reaches about 250 m below the visible funnel tip.
+            let below_tip = sat((z - self.funnel_tip + 250.0) / 250.0);
+            let gate = below_tip * (1.0 - smoothstep(FUNNEL_TOP - 150.0, FUNNEL_TOP + 50.0, z));
+            k.tor_v = self.tor_vmax * (1.0 - 0.3 * u) * gate;
+            // The condensation funnel: the isobar where the vortex's pressure deficit (see the
+            // cyclostrophic pressure in `eval_brick`) lifts air to its condensation level.
+            // Its radius follows from the Rankine profile; the funnel tapers to a point at
+            // its tip while it lowers.
+            let v = self.tor_vmax * (1.0 - 0.3 * u) * below_tip;
+            let r_cond = condensation_radius(air_density(z) * v * v, condensation_deficit(z), rc);
             let tip = sat((z - self.funnel_tip) / 220.0);
-            let r_cond = r * tip.sqrt();
+            let r_cond = r_cond * tip.sqrt();
             // No funnel below the tip: an infinitesimal radius keeps the edge test negative.
             k.funnel_inv_r = 1.0 / r_cond.max(1e-3);
-            k.funnel_q = if z <= FUNNEL_TOP + 100.0 && self.tor_vmax > 0.0 {
+            // (Not even the axis condenses where the radius is below a metre.)
+            k.funnel_q = if z <= FUNNEL_TOP + 100.0 && self.tor_vmax > 0.0 && r_cond >= 1.0 {
                 2.2
             } else {
                 0.0
             };
-            k.core_r = 0.8 * r + 25.0;
-            // The circulation reaches about 250 m below the visible funnel tip.
-            let gate = sat((z - self.funnel_tip + 250.0) / 250.0)
-                * (1.0 - smoothstep(FUNNEL_TOP - 150.0, FUNNEL_TOP + 50.0, z));
-            k.tor_v = self.tor_vmax * (1.0 - 0.3 * u) * gate;
             let a = self.tor_spin + z * 0.003;
             k.tor_rot = [a.cos(), a.sin()];
             k.tor_inflow = 0.6 * (-z / 120.0).exp();
             k.tor_w = 35.0 * gate * smoothstep(0.0, 150.0, z);
-            k.debris_r = 160.0 + 260.0 * self.debris + 0.45 * z;
-            let dh = 150.0 + 400.0 * self.debris;
-            k.debris_q = 3.0 * self.debris * sat(1.0 - z / dh);
+            // The debris cloud: a skirt of lofted dirt around the contact point, widening
+            // with height.
+            k.debris_r = 120.0 + 180.0 * self.debris + 0.6 * z;
+            let dh = 120.0 + 280.0 * self.debris;
+            k.debris_q = 1.8 * self.debris * sat(1.0 - z / dh);
         }
         if mask & (F_FFD | F_HOOK) != 0 {
             k.ffd_shift = 0.3 * z;
@@ -963,7 +1004,9 @@ impl<'a> FrameModel<'a> {
                     thick,
                     inv_thick: 1.0 / thick.max(100.0),
                     mam,
-                    q: 0.65 - 0.4 * smoothstep(0.0, 20_000.0, ddx),
+                    // Thinner downwind, fading out before the domain's edge.
+                    q: (0.7 - 0.3 * smoothstep(0.0, 12_000.0, ddx))
+                        * (1.0 - 0.85 * smoothstep(8_000.0, 19_000.0, ddx)),
                 });
             }
         }
@@ -1064,13 +1107,14 @@ impl<'a> FrameModel<'a> {
             out.funnel = nz.fbm8(&c[0], &c[1], &c[2]);
         }
         if mask & (F_FFD | F_HOOK) != 0 {
-            // Curtains: noise stretched vertically and slanted by the shear.
+            // Shafts: noise stretched vertically (streaks several kilometres long, a few
+            // hundred metres across), slanted by the shear, falling at 9 m/s.
             let sx = x - self.meso[0];
             let sy = y - self.meso[1];
             for (k, zk) in zt.iter().enumerate() {
-                c[0][k] = (sx - zk.ffd_shift) * 0.011 + so[2] + 31.0;
-                c[1][k] = sy * 0.011 + so[0];
-                c[2][k] = (zk.z + 6.0 * t) * 0.0018 + so[1];
+                c[0][k] = (sx - zk.ffd_shift) * 0.008 + so[2] + 31.0;
+                c[1][k] = sy * 0.008 + so[0];
+                c[2][k] = (zk.z + 9.0 * t) * 0.0009 + so[1];
             }
             out.rain = nz.fbm8(&c[0], &c[1], &c[2]);
         }
@@ -1096,6 +1140,63 @@ mod tests {
                 d < 2e-3 || (d - std::f32::consts::TAU).abs() < 2e-3,
                 "{a}: {got} vs {want}"
             );
+        }
+    }
+
+    /// Cloud water (condensate without debris) at world point `p`.
+    fn cloud_water_at(m: &FrameModel, p: [f32; 3]) -> f32 {
+        let mut out = BrickFields::new();
+        let (mask, _) = m.features_in(p, [p[0] + 8.0, p[1] + 8.0, p[2] + 8.0]);
+        m.eval_brick(p, 1.0, mask, &mut out, true);
+        out.qc[0]
+    }
+
+    /// The built-in storm's model at fraction `s` of its sequence.
+    fn default_storm_at(noise: &NoiseTile, s: f32) -> FrameModel<'_> {
+        let p = crate::synth::default_params();
+        FrameModel::new(
+            noise,
+            p.seed,
+            s * p.time_span_s,
+            p.time_span_s,
+            p.touchdown_fraction,
+        )
+    }
+
+    #[test]
+    fn condensation_funnel_reaches_the_ground_after_touchdown() {
+        let p = crate::synth::default_params();
+        let noise = NoiseTile::new(p.seed);
+        // Lowering, before touchdown: a funnel aloft, none at the ground.
+        let m = default_storm_at(&noise, 0.25);
+        let a = m.axis(600.0);
+        assert!(cloud_water_at(&m, [a[0], a[1], 600.0]) > 0.5);
+        let a = m.axis(30.0);
+        assert_eq!(cloud_water_at(&m, [a[0], a[1], 30.0]), 0.0);
+        // After touchdown: condensation from the wall cloud down to the ground, a few hundred
+        // metres wide.
+        for s in [0.45, 0.65, 0.9] {
+            let m = default_storm_at(&noise, s);
+            for z in [30.0, 300.0, 600.0] {
+                let a = m.axis(z);
+                let at = |dx: f32, dy: f32| cloud_water_at(&m, [a[0] + dx, a[1] + dy, z]);
+                assert!(
+                    at(0.0, 0.0) > 0.5,
+                    "s {s} z {z}: no condensation on the axis"
+                );
+                assert!(at(50.0, 0.0) > 0.0, "s {s} z {z}: narrower than 100 m");
+                assert!(at(0.0, -50.0) > 0.0, "s {s} z {z}: narrower than 100 m");
+                assert_eq!(at(600.0, 0.0), 0.0, "s {s} z {z}: wider than 1.2 km");
+                assert_eq!(at(0.0, 600.0), 0.0, "s {s} z {z}: wider than 1.2 km");
+            }
+            let a = m.axis(30.0);
+            let r = condensation_radius(
+                air_density(30.0) * 90.0f32.powi(2),
+                condensation_deficit(30.0),
+                110.0,
+            );
+            assert!((100.0..250.0).contains(&r), "{r}");
+            assert!(a[0].is_finite());
         }
     }
 
