@@ -9,6 +9,7 @@
 #   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
 #   bash scripts/gpu-tests.sh verify         # verified vs unverified streaming on 16 lanes, exit statuses
 #   bash scripts/gpu-tests.sh large          # ~7 GB frames, every attribute, 16 lanes; generator speed
+#   bash scripts/gpu-tests.sh picture        # the storm's pictures, the path tracer's convergence
 #
 # What a run needs besides the NVIDIA driver (CUDA, cuFile for the gds engine) lives in
 # scripts/rig/: lanes.sh (RAM-backed lanes), ceiling.sh (fio's ceiling: fio from PATH, else
@@ -39,7 +40,7 @@ prepare() {
   mkdir -p .dev
   cp target/release/supercell target/release/supercell-data .dev/
   local t bin
-  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play; do
+  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play bench_gpus render_path; do
     bin=$(cargo test --release --test "$t" --no-run --message-format=json 2>/dev/null |
       T="$t" python3 -c 'import json,os,sys
 for l in sys.stdin:
@@ -48,7 +49,7 @@ for l in sys.stdin:
     cp "$bin" ".dev/$t"
   done
   strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/alloc_limits .dev/interop_gpu \
-    .dev/play || true
+    .dev/play .dev/bench_gpus .dev/render_path || true
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh  # `bash .dev/gpu-tests.sh run` works too
   # Offline extras fetched beside the checkout: Vulkan loader packages, kvikio wheels.
   if [ -d .gl ] && [ ! -d .dev/gl ]; then cp -r .gl .dev/gl; fi
@@ -269,6 +270,12 @@ verify_run() {
     echo "interop_gpu exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
     SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/play --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
     echo "play gpu tests exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+    # One bench job per GPU: two staged engines on GPU 0 at once, and one per GPU present.
+    SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 120 .dev/bench_gpus --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
+    echo "bench_gpus exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+    # The path tracer's and the part binding's tests (lavapipe in CI) on the NVIDIA driver.
+    XDG_RUNTIME_DIR=$(mktemp -d) RUST_BACKTRACE=1 timeout 200 .dev/render_path --test-threads 1 >>"$OUT/gpu-tests.txt" 2>&1
+    echo "render_path exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
   fi
   [ -n "${SKIP_BENCH:-}" ] || for p in cpu-only staged gds; do
     for v in "" --verify; do
@@ -390,10 +397,64 @@ PY
   ls -la "$OUT"
 }
 
+# The picture: the built-in storm's story frames (scenes/storm.toml's camera path) and the
+# tornado close-up at 1920x1080, the path tracer's convergence at 1080p against a 4096-sample
+# reference of itself, a path-traced storm frame (cloud only, Mitsuba's comparison scene) as
+# linear radiance for scripts/mitsuba_compare.py, and the march's cost with the lighting on a
+# ~1 GB frame (1 and 3 attributes). Knobs: CONVERGE_SPP (4096), MITSUBA_RES (192: the
+# comparison frame's resolution), PATH_SPP (4096).
+picture_run() {
+  OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
+  local SC=.dev/supercell DATA=.dev/supercell-data LOG="$OUT/picture.txt"
+  local P=/var/tmp/sc-pictures MD=/var/tmp/sc-mitsuba RF=/var/tmp/sc-render-1g
+  : >"$LOG"
+  say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+  # shellcheck source=scripts/rig/env.sh
+  source scripts/rig/env.sh
+  export SUPERCELL_CACHE=/var/tmp/sc-cache
+  rm -rf "$P" && mkdir -p "$P/story" "$P/path"
+  say "built-in storm (generated on first use) and its story frames at 1920x1080"
+  ( time $SC render scenes/storm.toml --frame 8 --path-time 0 --size 1920x1080 --out "$P/story" ) >>"$LOG" 2>&1
+  local ft
+  for ft in "17 5.5" "28 9.5" "40 13"; do
+    set -- $ft
+    $SC render scenes/storm.toml --frame "$1" --path-time "$2" --size 1920x1080 --out "$P/story" >>"$LOG" 2>&1
+  done
+  $SC render scenes/tornado-closeup.toml --frame 28 --size 1920x1080 --out "$P/story/closeup" >>"$LOG" 2>&1
+  say "path tracer: convergence at 1920x1080 (touchdown frame) against ${CONVERGE_SPP:-4096} samples"
+  timeout 300 $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
+    --converge "${CONVERGE_SPP:-4096}" --out "$P/converge" >>"$LOG" 2>&1
+  echo "converge exit code: $?" | tee -a "$LOG"
+  cp "$P/converge/converge.json" "$OUT/converge.json" 2>/dev/null
+  say "path tracer: close-up, 1920x1080, 256 samples"
+  timeout 120 $SC render scenes/tornado-closeup.toml --frame 28 --mode path --spp 256 --size 1920x1080 \
+    --out "$P/path/closeup" >>"$LOG" 2>&1
+  say "path tracer: Mitsuba's comparison scene (storm cloud, resolution ${MITSUBA_RES:-192}), 960x540, ${PATH_SPP:-4096} samples"
+  rm -rf "$MD" && mkdir -p "$MD"
+  $DATA generate "$MD/ds" --frames 1 --resolution "${MITSUBA_RES:-192}" --attributes cloud --grid-type float \
+    --lanes 1 --seed 7 >>"$LOG" 2>&1
+  cp "$MD/ds/manifest.json" "$P/path/mitsuba-manifest.json" 2>/dev/null
+  cp scripts/mitsuba-storm.toml "$MD/scene.toml"
+  timeout 200 $SC render "$MD/scene.toml" --mode path --spp "${PATH_SPP:-4096}" --max-bounces 16 --linear \
+    --size 960x540 --out "$P/path/mitsuba" >>"$LOG" 2>&1
+  echo "mitsuba scene exit code: $?" | tee -a "$LOG"
+  say "march cost with the lighting: 1 GB storm frame, 1920x1080, 1 and 3 attributes"
+  $DATA generate "$RF" --frames 2 --frame-size 1G --lanes 1 >>"$LOG" 2>&1
+  timeout 120 $SC render "$RF" --frame 1 --bench --bench-sizes 1920x1080 --bench-frames 20 --attributes cloud \
+    --bench-json "$OUT/r-1.json" >>"$LOG" 2>&1
+  timeout 120 $SC render "$RF" --frame 1 --bench --bench-sizes 1920x1080 --bench-frames 20 \
+    --attributes cloud,rain,wind_speed --bench-json "$OUT/r-3.json" >>"$LOG" 2>&1
+  rm -rf "$RF"
+  tar -C "$P" -czf "$OUT/story.tgz" story
+  tar -C "$P" -czf "$OUT/path.tgz" path
+  ls -la "$OUT"
+}
+
 case "${1:-run}" in
   prepare) prepare ;;
   run) run ;;
   verify) verify_run ;;
   large) large_run ;;
-  *) echo "usage: gpu-tests.sh prepare | run | verify | large" >&2; exit 2 ;;
+  picture) picture_run ;;
+  *) echo "usage: gpu-tests.sh prepare | run | verify | large | picture" >&2; exit 2 ;;
 esac

@@ -34,8 +34,12 @@ fn make(dir: &Path, lanes: u32) -> Source {
     Source::from_manifest(Dataset::open(dir).unwrap().manifest())
 }
 
+/// Runs `supercell bench`: the binary named by `SUPERCELL_BIN` on the GPU machine, where the
+/// test binary travels without the build tree; else the one cargo built.
 fn bench(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_supercell"))
+    let bin = std::env::var_os("SUPERCELL_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_supercell").into());
+    Command::new(bin)
         .arg("bench")
         .args(args)
         .arg(dir)
