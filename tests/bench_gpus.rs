@@ -37,8 +37,8 @@ fn make(dir: &Path, lanes: u32) -> Source {
 /// Runs `supercell bench`: the binary named by `SUPERCELL_BIN` on the GPU machine, where the
 /// test binary travels without the build tree; else the one cargo built.
 fn bench(args: &[&str], dir: &Path) -> Output {
-    let bin = std::env::var_os("SUPERCELL_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_supercell").into());
+    let bin =
+        std::env::var_os("SUPERCELL_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_supercell").into());
     Command::new(bin)
         .arg("bench")
         .args(args)
