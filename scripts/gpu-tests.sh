@@ -445,6 +445,20 @@ picture_run() {
   timeout 120 $SC render "$RF" --frame 1 --bench --bench-sizes 1920x1080 --bench-frames 20 \
     --attributes cloud,rain,wind_speed --bench-json "$OUT/r-3.json" >>"$LOG" 2>&1
   rm -rf "$RF"
+  # One JSON (the result folder takes 8 files at most).
+  python3 - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+runs = {}
+for name in ("converge", "r-1", "r-3"):
+    p = os.path.join(out, name + ".json")
+    if os.path.exists(p):
+        with open(p) as f:
+            runs[name] = json.load(f)
+        os.remove(p)
+with open(os.path.join(out, "picture.json"), "w") as f:
+    json.dump(runs, f)
+PY
   tar -C "$P" -czf "$OUT/story.tgz" story
   tar -C "$P" -czf "$OUT/path.tgz" path
   ls -la "$OUT"
