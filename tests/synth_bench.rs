@@ -136,3 +136,40 @@ fn pipeline_throughput() {
     let f = encode_frame(&storm, 0, &GenerateOptions::default()).unwrap();
     assert_eq!(f.grids.len(), params.attributes.len());
 }
+
+/// One core: the field evaluation alone (a census: leaf origins, no values, no
+/// allocation), the least of `SYNTH_REPEATS` runs (default 5) in thread CPU time, so that
+/// a busy machine disturbs it as little as possible. Default and all attributes.
+#[test]
+#[ignore]
+fn census_speed() {
+    let repeats = env("SYNTH_REPEATS", 5usize);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    for attributes in [
+        supercell::synth::Attribute::DEFAULT.to_vec(),
+        supercell::synth::Attribute::ALL.to_vec(),
+    ] {
+        let mut params = default_params();
+        params.resolution = env("SYNTH_RES", 512);
+        params.attributes = attributes;
+        let storm = Storm::new(params.clone());
+        let t = params.frame_time(params.frames / 2);
+        let (best, leaves) = pool.install(|| {
+            (0..repeats)
+                .map(|_| {
+                    let t0 = cpu();
+                    let o = storm.leaf_origins_at(t);
+                    (cpu() - t0, o.iter().map(Vec::len).sum::<usize>())
+                })
+                .fold((f64::MAX, 0), |a, b| (a.0.min(b.0), b.1))
+        });
+        eprintln!(
+            "census, {} attributes, res {}: {best:.3} CPU-s (least of {repeats}), {leaves} leaves",
+            params.attributes.len(),
+            params.resolution
+        );
+    }
+}

@@ -393,7 +393,14 @@ impl DatasetWriter {
     ///
     /// After an error the writer refuses further frames; drop it to clean up.
     pub fn push_frame(&mut self, time: f64, grids: Vec<Vec<u8>>) -> Result<()> {
-        self.check_frame(time, &grids)?;
+        self.push_frame_borrowed(time, &grids)
+    }
+
+    /// [`push_frame`](Self::push_frame) from borrowed buffers, which the caller keeps (and
+    /// may reuse for the next frame: the generator does, saving the page faults of fresh
+    /// gigabyte-sized allocations every frame).
+    pub fn push_frame_borrowed(&mut self, time: f64, grids: &[Vec<u8>]) -> Result<()> {
+        self.check_frame(time, grids)?;
         let frame = self.frames.len();
         // Parse and checksum the grids in parallel (both walk every byte); a corrupt grid
         // is refused here rather than stored faithfully and flagged by every later verify.
@@ -415,7 +422,7 @@ impl DatasetWriter {
             self.check_consistent(frame, a, info)?;
         }
         let checksums: Vec<u64> = infos.iter().map(|i| i.checksum).collect();
-        self.write_frame(time, &grids, &checksums)?;
+        self.write_frame(time, grids, &checksums)?;
         for (a, info) in infos.iter().enumerate() {
             merge_stats(&mut self.attributes[a], info);
         }

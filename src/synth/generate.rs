@@ -9,11 +9,12 @@ use super::size::padded;
 use super::{Attribute, Storm, StormParams};
 use crate::dataset::{AttributeSpec, DatasetError, DatasetWriter, LaneSpec, Manifest, Provenance};
 use crate::format::{
-    BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid,
+    BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid_into,
 };
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
@@ -168,11 +169,56 @@ impl Report {
     }
 }
 
+/// Grid buffers handed back after a frame is written, per attribute, for the next frames.
+///
+/// A frame's grids are hundreds of megabytes each: above glibc's mmap threshold, so a
+/// fresh vector is a fresh mapping that page-faults and zeroes every page, and on many
+/// threads the faults contend on the address-space lock. Reusing the previous frames'
+/// buffers (an attribute's grids are about the same size from frame to frame) avoids both.
+struct GridPool {
+    free: Vec<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl GridPool {
+    fn new(attributes: usize) -> GridPool {
+        GridPool {
+            free: (0..attributes).map(|_| Mutex::new(Vec::new())).collect(),
+        }
+    }
+
+    /// A buffer for attribute `a`: a returned one if there is one, else a new empty one.
+    fn take(&self, a: usize) -> Vec<u8> {
+        let free = self.free.get(a).map(|m| m.lock().map(|mut v| v.pop()));
+        free.and_then(|r| r.ok().flatten()).unwrap_or_default()
+    }
+
+    /// Returns a frame's buffers (attribute order) for reuse.
+    fn give(&self, grids: Vec<Vec<u8>>) {
+        for (slot, g) in self.free.iter().zip(grids) {
+            if g.capacity() > 0
+                && let Ok(mut v) = slot.lock()
+            {
+                v.push(g);
+            }
+        }
+    }
+}
+
 /// Generates and encodes one frame (parallel over bricks and leaves on the current pool).
 pub fn encode_frame(
     storm: &Storm,
     frame: u32,
     opts: &GenerateOptions,
+) -> Result<EncodedFrame, SynthError> {
+    encode_frame_pooled(storm, frame, opts, None)
+}
+
+/// [`encode_frame`] into buffers from `pool` where it has them.
+fn encode_frame_pooled(
+    storm: &Storm,
+    frame: u32,
+    opts: &GenerateOptions,
+    pool: Option<&GridPool>,
 ) -> Result<EncodedFrame, SynthError> {
     let params = storm.params();
     let time = params.frame_time(frame);
@@ -185,7 +231,8 @@ pub fn encode_frame(
     // but its planning, buffer set-up, checksum and the freeing of its volume are serial.
     let built: Vec<(u64, Vec<u8>)> = vols
         .into_par_iter()
-        .map(|(attr, vol)| {
+        .enumerate()
+        .map(|(ai, (attr, vol))| {
             let info = attr.info();
             let build = BuildOptions {
                 name: info.name.to_string(),
@@ -198,7 +245,8 @@ pub fn encode_frame(
                 ..BuildOptions::default()
             };
             let leaves = vol.bricks.len() as u64;
-            let grid = build_grid(&vol, &build).map_err(|source| SynthError::Format {
+            let mut grid = pool.map(|p| p.take(ai)).unwrap_or_default();
+            build_grid_into(&vol, &build, &mut grid).map_err(|source| SynthError::Format {
                 frame,
                 attribute: info.name,
                 source,
@@ -257,9 +305,33 @@ pub fn generate_frames(
     storm: &Storm,
     opts: &GenerateOptions,
     mut sink: impl FnMut(EncodedFrame) -> Result<(), SynthError>,
+    progress: impl FnMut(&Progress),
+) -> Result<Report, SynthError> {
+    generate_frames_borrowed(
+        storm,
+        opts,
+        |f| {
+            let frame = EncodedFrame {
+                grids: std::mem::take(&mut f.grids),
+                leaves: f.leaves.clone(),
+                ..*f
+            };
+            sink(frame)
+        },
+        progress,
+    )
+}
+
+/// [`generate_frames`] with a sink that borrows each frame: the grid buffers it leaves in
+/// the frame are reused for later frames (see `GridPool`).
+pub fn generate_frames_borrowed(
+    storm: &Storm,
+    opts: &GenerateOptions,
+    mut sink: impl FnMut(&mut EncodedFrame) -> Result<(), SynthError>,
     mut progress: impl FnMut(&Progress),
 ) -> Result<Report, SynthError> {
     let params = storm.params();
+    let pool = GridPool::new(params.attributes.len());
     check(params, opts)?;
     let n = params.frames;
     let window = window_for(params, opts);
@@ -280,13 +352,13 @@ pub fn generate_frames(
             let mut pending = BTreeMap::new();
             while next_write < n {
                 while next_spawn < n && ((next_spawn - next_write) as usize) < window {
-                    let (tx, f, abort) = (tx.clone(), next_spawn, &abort);
+                    let (tx, f, abort, pool) = (tx.clone(), next_spawn, &abort, &pool);
                     s.spawn(move |_| {
                         let r = if abort.load(Ordering::Relaxed) {
                             Err(SynthError::Aborted)
                         } else {
                             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                encode_frame(storm, f, opts)
+                                encode_frame_pooled(storm, f, opts, Some(pool))
                             }))
                             .unwrap_or_else(|p| {
                                 Err(SynthError::Panic {
@@ -302,7 +374,7 @@ pub fn generate_frames(
                 }
                 let (f, r) = next_result(&rx);
                 pending.insert(f, r?);
-                while let Some(frame) = pending.remove(&next_write) {
+                while let Some(mut frame) = pending.remove(&next_write) {
                     let bytes = frame.padded_bytes();
                     report.bytes += bytes;
                     report.frame_bytes_min = report.frame_bytes_min.min(bytes);
@@ -315,8 +387,9 @@ pub fn generate_frames(
                         *s += l;
                     }
                     let t = Instant::now();
-                    sink(frame)?;
+                    sink(&mut frame)?;
                     report.write_s += t.elapsed().as_secs_f64();
+                    pool.give(std::mem::take(&mut frame.grids));
                     next_write += 1;
                     report.frames = next_write;
                     progress(&Progress {
@@ -443,10 +516,10 @@ pub fn generate_dataset(
     let storm = Storm::new(params.clone());
     let mut writer =
         DatasetWriter::create(dir, lanes, chunk_size, attribute_specs(params), provenance)?;
-    let report = generate_frames(
+    let report = generate_frames_borrowed(
         &storm,
         opts,
-        |f| Ok(writer.push_frame(f.time, f.grids)?),
+        |f| Ok(writer.push_frame_borrowed(f.time, &f.grids)?),
         progress,
     )?;
     let manifest = writer.finish()?;
