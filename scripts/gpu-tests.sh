@@ -37,6 +37,8 @@ cd "$(dirname "$0")/.."
 prepare() {
   set -e
   cargo build --release --workspace
+  # The GPU machine has no netCDF-C library: its supercell-data is built without netCDF import.
+  cargo build --release -p supercell-data --no-default-features
   mkdir -p .dev
   cp target/release/supercell target/release/supercell-data .dev/
   local t bin
@@ -402,7 +404,7 @@ PY
 # reference of itself, a path-traced storm frame (cloud only, Mitsuba's comparison scene) as
 # linear radiance for scripts/mitsuba_compare.py, and the march's cost with the lighting on a
 # ~1 GB frame (1 and 3 attributes). Knobs: CONVERGE_SPP (4096), MITSUBA_RES (192: the
-# comparison frame's resolution), PATH_SPP (4096).
+# comparison frame's resolution), PATH_SPP (4096), CLOSEUP_SPP (128).
 picture_run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
   local SC=.dev/supercell DATA=.dev/supercell-data LOG="$OUT/picture.txt"
@@ -422,12 +424,12 @@ picture_run() {
   done
   $SC render scenes/tornado-closeup.toml --frame 28 --size 1920x1080 --out "$P/story/closeup" >>"$LOG" 2>&1
   say "path tracer: convergence at 1920x1080 (touchdown frame) against ${CONVERGE_SPP:-4096} samples"
-  timeout 300 $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
+  timeout 170 $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
     --converge "${CONVERGE_SPP:-4096}" --out "$P/converge" >>"$LOG" 2>&1
   echo "converge exit code: $?" | tee -a "$LOG"
   cp "$P/converge/converge.json" "$OUT/converge.json" 2>/dev/null
-  say "path tracer: close-up, 1920x1080, 256 samples"
-  timeout 120 $SC render scenes/tornado-closeup.toml --frame 28 --mode path --spp 256 --size 1920x1080 \
+  say "path tracer: close-up, 1920x1080, ${CLOSEUP_SPP:-128} samples"
+  timeout 90 $SC render scenes/tornado-closeup.toml --frame 28 --mode path --spp "${CLOSEUP_SPP:-128}" --size 1920x1080 \
     --out "$P/path/closeup" >>"$LOG" 2>&1
   say "path tracer: Mitsuba's comparison scene (storm cloud, resolution ${MITSUBA_RES:-192}), 960x540, ${PATH_SPP:-4096} samples"
   rm -rf "$MD" && mkdir -p "$MD"
@@ -435,7 +437,7 @@ picture_run() {
     --lanes 1 --seed 7 >>"$LOG" 2>&1
   cp "$MD/ds/manifest.json" "$P/path/mitsuba-manifest.json" 2>/dev/null
   cp scripts/mitsuba-storm.toml "$MD/scene.toml"
-  timeout 200 $SC render "$MD/scene.toml" --mode path --spp "${PATH_SPP:-4096}" --max-bounces 16 --linear \
+  timeout 120 $SC render "$MD/scene.toml" --mode path --spp "${PATH_SPP:-4096}" --max-bounces 16 --linear \
     --size 960x540 --out "$P/path/mitsuba" >>"$LOG" 2>&1
   echo "mitsuba scene exit code: $?" | tee -a "$LOG"
   say "march cost with the lighting: 1 GB storm frame, 1920x1080, 1 and 3 attributes"

@@ -110,26 +110,39 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
         bail!("--frame-interval must be a positive number of seconds");
     }
     let lanes = parse_lanes(&args.lanes)?;
-    if crate::netcdf_import::is_netcdf(&args.files[0]) {
-        if args.frame_interval != 1.0 || args.vector_components {
+    if crate::netcdf_magic::is_netcdf(&args.files[0]) {
+        #[cfg(not(feature = "netcdf"))]
+        {
+            let _ = lanes;
             bail!(
-                "--frame-interval and --vector-components do not apply to netCDF files (their \
-                 times come from the files; velocity components stay separate attributes, \
-                 --wind-speed adds their speed)"
+                "{}: a netCDF file, and this supercell-data was built without netCDF support \
+                 (build it with the default features, which need the system netCDF-C library: \
+                 apt-get install libnetcdf-dev)",
+                args.files[0].display()
             );
         }
-        crate::netcdf_import::run(&crate::netcdf_import::NetcdfOptions {
-            files: &args.files,
-            out: &args.out,
-            lanes,
-            chunk_size: args.chunk_size,
-            grid_type: args.grid_type,
-            vars: args.vars.as_deref(),
-            dz: args.dz,
-            backgrounds: &args.background,
-            wind_speed: args.wind_speed,
-        })?;
-        return write_scene(args);
+        #[cfg(feature = "netcdf")]
+        {
+            if args.frame_interval != 1.0 || args.vector_components {
+                bail!(
+                    "--frame-interval and --vector-components do not apply to netCDF files \
+                     (their times come from the files; velocity components stay separate \
+                     attributes, --wind-speed adds their speed)"
+                );
+            }
+            crate::netcdf_import::run(&crate::netcdf_import::NetcdfOptions {
+                files: &args.files,
+                out: &args.out,
+                lanes,
+                chunk_size: args.chunk_size,
+                grid_type: args.grid_type,
+                vars: args.vars.as_deref(),
+                dz: args.dz,
+                backgrounds: &args.background,
+                wind_speed: args.wind_speed,
+            })?;
+            return write_scene(args);
+        }
     }
     if args.vars.is_some() || args.dz.is_some() || !args.background.is_empty() || args.wind_speed {
         bail!("--vars, --dz, --background and --wind-speed apply to netCDF files only");

@@ -6,7 +6,9 @@ mod convert;
 mod generate;
 mod inspect;
 mod mitsuba;
+#[cfg(feature = "netcdf")]
 mod netcdf_import;
+mod netcdf_magic;
 mod sample;
 mod target;
 mod verify;

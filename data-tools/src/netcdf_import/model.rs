@@ -74,19 +74,7 @@ pub struct ModelFile {
     cm1_heights: Option<Vec<f64>>,
 }
 
-/// Whether `path` starts like a netCDF file (classic, 64-bit offset, CDF-5, or netCDF-4,
-/// which is HDF5).
-pub fn is_netcdf(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 8];
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return false;
-    };
-    if f.read_exact(&mut head).is_err() {
-        return false;
-    }
-    (head[..3] == *b"CDF" && matches!(head[3], 1 | 2 | 5)) || head == *b"\x89HDF\r\n\x1a\n"
-}
+pub use crate::netcdf_magic::is_netcdf;
 
 fn attr_f64(value: &AttributeValue) -> Option<f64> {
     Some(match value {
