@@ -12,7 +12,7 @@
 use super::{Attribute, Storm, StormParams};
 use crate::format::layout::{GRID_SIZE, TREE_SIZE, layout};
 use crate::format::{GridType, SparseVolume};
-use rayon::prelude::*;
+use std::collections::HashSet;
 
 /// Grids are stored in datasets padded to this alignment.
 const DATASET_ALIGN: u64 = 4096;
@@ -49,35 +49,21 @@ pub fn volume_grid_bytes(vol: &SparseVolume, grid_type: GridType) -> u64 {
 
 /// Distinct lower (128³) and upper (4096³) node regions touched by bricks at `origins`
 /// after scaling index space by `scale` (a brick then spans `8 * scale` voxels).
-///
-/// Counted by sorting node keys rather than hashing: this runs for every attribute
-/// of every census and, in the picker's bisection, dozens of times over the calibration's
-/// origins, serially. Origins arrive in block order, so consecutive bricks mostly share a
-/// lower node and a repeat of the previous key is dropped before it is stored.
 fn node_counts(origins: impl Iterator<Item = [i32; 3]>, scale: f64) -> (u64, u64) {
-    let mut lowers: Vec<[i64; 3]> = Vec::new();
-    let mut last = None;
+    let mut lowers = HashSet::new();
+    let mut uppers = HashSet::new();
     for o in origins {
         let lo = o.map(|c| (c as f64 * scale).floor() as i64);
         let hi = o.map(|c| (((c + 8) as f64 * scale).ceil() as i64 - 1).max(0));
         for x in lo[0] >> 7..=hi[0] >> 7 {
             for y in lo[1] >> 7..=hi[1] >> 7 {
                 for z in lo[2] >> 7..=hi[2] >> 7 {
-                    let key = [x, y, z];
-                    if last != Some(key) {
-                        lowers.push(key);
-                        last = Some(key);
-                    }
+                    lowers.insert([x, y, z]);
+                    uppers.insert([x >> 5, y >> 5, z >> 5]);
                 }
             }
         }
     }
-    lowers.sort_unstable();
-    lowers.dedup();
-    // An upper node holds 32³ lower nodes.
-    let mut uppers: Vec<[i64; 3]> = lowers.iter().map(|k| k.map(|c| c >> 5)).collect();
-    uppers.sort_unstable();
-    uppers.dedup();
     (lowers.len() as u64, uppers.len() as u64)
 }
 
@@ -157,16 +143,17 @@ impl Calibration {
             Storm::new(p)
         };
         let (s0, s1) = (at(res[0]), at(res[1]));
-        // Leaf origins only (a census, no values): the same counts as generating the
-        // volumes, without allocating two kilobytes per leaf.
         let samples = frames
             .iter()
             .map(|&f| {
-                let v0 = s0.leaf_origins_at(s0.params().frame_time(f));
-                let v1 = s1.leaf_origins_at(s1.params().frame_time(f));
+                let v0 = s0.frame_volumes(f);
+                let v1 = s1.frame_volumes(f);
                 v0.iter()
                     .zip(v1)
-                    .map(|(a, b)| (a.len() as u64, b.len() as u64, b))
+                    .map(|((_, a), (_, b))| {
+                        let origins = b.bricks.iter().map(|l| l.origin).collect();
+                        (a.bricks.len() as u64, b.bricks.len() as u64, origins)
+                    })
                     .collect()
             })
             .collect();
@@ -201,57 +188,20 @@ impl Calibration {
         (l, grid_bytes(grid_type, l.round() as u64, lowers, uppers))
     }
 
-    /// Whether this calibration was refined near a large pick (see [`calibrated`]) rather
-    /// than taken at the fixed coarse resolutions.
-    fn refined(&self) -> bool {
-        self.res != CALIBRATION
-    }
-
-    /// Per attribute: the sampled frames' mean grid bytes over those of sampled frame
-    /// `mid` (the change over the sequence), counted exactly at the finer resolution.
-    fn time_ratio(&self, grid_type: GridType, mid: usize) -> Vec<f64> {
-        (0..self.attributes.len())
-            .into_par_iter()
-            .map(|ai| {
-                let bytes: Vec<f64> = self
-                    .samples
-                    .iter()
-                    .map(|frame| {
-                        let origins = &frame[ai].2;
-                        let (lowers, uppers) = node_counts(origins.iter().copied(), 1.0);
-                        grid_bytes(grid_type, origins.len() as u64, lowers, uppers) as f64
-                    })
-                    .collect();
-                let m = bytes[mid];
-                if m > 0.0 {
-                    bytes.iter().sum::<f64>() / bytes.len() as f64 / m
-                } else {
-                    1.0
-                }
-            })
-            .collect()
-    }
-
     /// Predicted mean frame size at horizontal resolution `n`.
     pub fn estimate(&self, n: u32, grid_type: GridType) -> SizeEstimate {
         let n = n.max(8).div_ceil(8) * 8;
         let count = self.samples.len() as f64;
-        // Attributes in parallel (the node counts over each one's origins dominate); each
-        // attribute sums its frames in order, so the result does not depend on threads.
-        let per_attribute: Vec<_> = self
-            .attributes
-            .par_iter()
-            .enumerate()
-            .map(|(ai, &attr)| {
-                let (mut leaves, mut bytes) = (0f64, 0f64);
-                for fi in 0..self.samples.len() {
-                    let (l, b) = self.predict(n, grid_type, fi, ai);
-                    leaves += l;
-                    bytes += b as f64;
-                }
-                (attr, (leaves / count) as u64, (bytes / count) as u64)
-            })
-            .collect();
+        let mut per_attribute = Vec::new();
+        for (ai, &attr) in self.attributes.iter().enumerate() {
+            let (mut leaves, mut bytes) = (0f64, 0f64);
+            for fi in 0..self.samples.len() {
+                let (l, b) = self.predict(n, grid_type, fi, ai);
+                leaves += l;
+                bytes += b as f64;
+            }
+            per_attribute.push((attr, (leaves / count) as u64, (bytes / count) as u64));
+        }
         SizeEstimate {
             resolution: n,
             grid_type,
@@ -291,7 +241,7 @@ pub fn census_frame(storm: &Storm, frame: u32, grid_type: GridType) -> SizeEstim
     let origins = storm.leaf_origins_at(params.frame_time(frame));
     let per_attribute: Vec<_> = params
         .attributes
-        .par_iter()
+        .iter()
         .zip(&origins)
         .map(|(a, o)| {
             let (lowers, uppers) = node_counts(o.iter().copied(), 1.0);
@@ -327,11 +277,9 @@ fn calibrated(params: &StormParams, grid_type: GridType, target_bytes: u64) -> C
 ///
 /// The calibrated model picks a resolution (six small frames, about a second on two cores,
 /// plus a refinement at a half and a quarter of a large pick, about 0.4 frames' work). A
-/// census there counts the middle frame's leaves and nodes exactly (field evaluation without
-/// values, about a frame's evaluation); the change over time (the sampled frames' mean
-/// against the middle one) comes from the refined calibration's counts at half the
-/// resolution, or, for a small pick, from censuses of the sampled frames (first, middle,
-/// last) at the pick itself. The model, scaled to agree with the census,
+/// census there counts the sampled frames' (first, middle, last) leaves and nodes exactly
+/// (field evaluation without values, about half a frame's work each): their mean against
+/// the middle frame gives the change over time. The model, scaled to agree with the census,
 /// picks again; each further resolution it picks is counted at its middle frame only, up to
 /// three resolutions, then the neighbour on the target's side of the closest if that one is
 /// more than 1 % off, and the one whose mean frame is closest to the target wins. The
@@ -350,15 +298,6 @@ pub fn resolution_for_target(
     let attrs = params.attributes.len();
     // Per attribute: mean over the sampled frames / the middle frame, bytes.
     let mut ratio = vec![1.0f64; attrs];
-    // A refined calibration (a large pick) sampled the same frames at half the resolution:
-    // the change over time comes from there, and the census at the pick counts only the
-    // middle frame instead of every sampled one (each census is about a frame's field
-    // evaluation). At small picks the census is cheap and counts them all.
-    let from_calibration = cal.refined();
-    if from_calibration {
-        let mid_index = frames.iter().position(|&f| f == mid).unwrap_or(0);
-        ratio = cal.time_ratio(grid_type, mid_index);
-    }
     // (resolution, estimate) of each resolution counted.
     let mut counted: Vec<SizeEstimate> = Vec::new();
     let count_at = |n: u32, ratio: &mut Vec<f64>, first_count: bool| -> SizeEstimate {
@@ -395,7 +334,7 @@ pub fn resolution_for_target(
     };
     let mut n = first.resolution;
     while counted.len() < 3 && !counted.iter().any(|c| c.resolution == n) {
-        let est = count_at(n, &mut ratio, counted.is_empty() && !from_calibration);
+        let est = count_at(n, &mut ratio, counted.is_empty());
         let model = cal.estimate(n, grid_type).frame_bytes as f64;
         if model <= 0.0 || est.frame_bytes == 0 {
             break;
