@@ -14,7 +14,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
 use supercell::format::{BuildOptions, GridClass, GridType, build_grid};
 
-pub use model::is_netcdf;
 use model::{Model, ModelFile};
 use resample::{Background, Heights, NativeField, VoxelGrid};
 

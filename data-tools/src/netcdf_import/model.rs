@@ -74,8 +74,6 @@ pub struct ModelFile {
     cm1_heights: Option<Vec<f64>>,
 }
 
-pub use crate::netcdf_magic::is_netcdf;
-
 fn attr_f64(value: &AttributeValue) -> Option<f64> {
     Some(match value {
         AttributeValue::Float(v) => f64::from(*v),
