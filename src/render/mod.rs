@@ -31,6 +31,7 @@ mod context;
 mod cpu;
 mod gpu;
 mod image;
+mod layouts;
 mod params;
 mod parts;
 mod path;
