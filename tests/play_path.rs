@@ -49,11 +49,18 @@ fn path_tracing_toggles_refines_when_paused_and_restarts_on_changes() {
     let mut player = Player::new(&g.device, &g.queue, &ds, &small_config()).expect("player");
     let scene_mode = player.render_mode();
     assert_ne!(scene_mode, Mode::Path, "the small storm's scene marches");
-    assert_eq!(player.path_state(), None, "no path figures outside path mode");
+    assert_eq!(
+        player.path_state(),
+        None,
+        "no path figures outside path mode"
+    );
     let mut ui = UiState::new((1280, 720));
     ui.compact = false;
     assert!(
-        dump(&player, &ui).lines.iter().any(|l| l.contains("render: shaded")),
+        dump(&player, &ui)
+            .lines
+            .iter()
+            .any(|l| l.contains("render: shaded")),
         "the overlay names the render mode"
     );
 
@@ -97,21 +104,33 @@ fn path_tracing_toggles_refines_when_paused_and_restarts_on_changes() {
     player.view_mut().camera.orbit(10.0, 0.0);
     assert_eq!(player.path_state(), Some("view changing"));
     player.tick().expect("tick");
-    assert_eq!(player.path_samples(), 2, "a camera change restarts the picture");
+    assert_eq!(
+        player.path_samples(),
+        2,
+        "a camera change restarts the picture"
+    );
     run_until(&mut player, "12 samples again", |p| p.path_samples() == 12);
 
     // Another frame starts it afresh too.
     player.scrub(5);
     run_until(&mut player, "frame 5", |p| p.shown_frame() == Some(5));
-    assert_eq!(player.path_samples(), 2, "another frame restarts the picture");
-    run_until(&mut player, "12 samples on frame 5", |p| p.path_samples() == 12);
+    assert_eq!(
+        player.path_samples(),
+        2,
+        "another frame restarts the picture"
+    );
+    run_until(&mut player, "12 samples on frame 5", |p| {
+        p.path_samples() == 12
+    });
 
     // Playing (slowly, so that ticks pass between frames): each shown frame gets the
     // samples of one render only, so playback is not held up refining.
     player.set_speed(Some(0.5));
     player.set_playing(true);
     assert_eq!(player.path_state(), Some("playing"));
-    run_until(&mut player, "the next frame", |p| p.shown_frame() != Some(5));
+    run_until(&mut player, "the next frame", |p| {
+        p.shown_frame() != Some(5)
+    });
     let start = player.figures(PathSel::Host).frames_rendered;
     let end = Instant::now() + Duration::from_secs(120);
     while player.figures(PathSel::Host).frames_rendered < start + 2 {

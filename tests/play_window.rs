@@ -476,7 +476,9 @@ fn m_key_switches_path_tracing_in_the_window() {
     assert!(on["path_samples"].as_u64().unwrap() >= 1, "{on}");
     let lines: Vec<String> = serde_json::from_value(on["lines"].clone()).unwrap();
     assert!(
-        lines.iter().any(|l| l.starts_with("render: path") && l.contains(" spp")),
+        lines
+            .iter()
+            .any(|l| l.starts_with("render: path") && l.contains(" spp")),
         "{lines:?}"
     );
     let off = read("off.json");

@@ -1332,3 +1332,32 @@ impl PathProgress {
         added as f64 / span
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PathProgress;
+
+    #[test]
+    fn path_rate_counts_a_restarted_picture_and_forgets_old_renders() {
+        let mut p = PathProgress::default();
+        assert_eq!(p.per_second(0.0), 0.0, "nothing rendered yet");
+        p.rendered(0.0, 4);
+        p.rendered(0.5, 8);
+        // The picture restarted: its 2 samples are all new.
+        p.rendered(1.0, 2);
+        assert!(
+            (p.per_second(1.0) - 6.0).abs() < 1e-9,
+            "{}",
+            p.per_second(1.0)
+        );
+        // Converged: renders add nothing.
+        p.rendered(1.5, 2);
+        assert!(
+            (p.per_second(1.5) - 2.0).abs() < 1e-9,
+            "{}",
+            p.per_second(1.5)
+        );
+        // Nothing rendered for a while: no rate.
+        assert_eq!(p.per_second(5.0), 0.0);
+    }
+}
