@@ -557,6 +557,9 @@ fn headless_run_writes_sane_json() {
     assert_eq!(paths.len(), 2);
     let host = &paths[0];
     assert_eq!(host["info"]["path"], "host");
+    // The scene marches: the render mode is said, without path-tracing figures.
+    assert_eq!(host["render"]["mode"], "shaded", "{}", host["render"]);
+    assert!(host["render"]["path_samples"].is_null());
     assert_eq!(host["info"]["available"], true);
     // The host path names its route to the GPU; lavapipe imports host memory.
     let upload = host["info"]["upload"].as_str().unwrap();

@@ -442,3 +442,46 @@ fn panels_as_drawn_never_overlap() {
         }
     }
 }
+
+/// M in the window switches path tracing on (the overlay names the render mode, the samples
+/// per pixel and their rate) and off again.
+#[test]
+fn m_key_switches_path_tracing_in_the_window() {
+    if gpu().is_none() {
+        return;
+    }
+    let Some(disp) = own_xvfb(800, 600) else {
+        skip("no Xvfb");
+        return;
+    };
+    let dir = out_dir().join("window-path");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let script = format!(
+        "wait-frames 2; key Space; key M; wait 1s; dump-state {on}; key M; wait 300ms; \
+         dump-state {off}; quit",
+        on = p("on.json"),
+        off = p("off.json"),
+    );
+    let args = ["--window-size", "800x600", "--render-scale", "0.125"];
+    if !play_window(&disp, &args, &script) {
+        return;
+    }
+    let read = |n: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
+    };
+    let on = read("on.json");
+    assert_eq!(on["render_mode"], "path", "{on}");
+    assert!(on["path_samples"].as_u64().unwrap() >= 1, "{on}");
+    let lines: Vec<String> = serde_json::from_value(on["lines"].clone()).unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("render: path") && l.contains(" spp")),
+        "{lines:?}"
+    );
+    let off = read("off.json");
+    assert_eq!(off["render_mode"], "shaded", "{off}");
+    assert!(off["path_samples"].is_null(), "{off}");
+}

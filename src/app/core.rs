@@ -97,6 +97,8 @@ pub struct Player {
     last_error: Option<String>,
     gpu_buffer_bytes: u64,
     last_gpu_ms: Option<f64>,
+    /// Path mode: the refinement's progress (samples per pixel added by recent renders).
+    path_progress: PathProgress,
     /// The render submitted and not yet seen complete.
     in_flight_render: Option<RenderInFlight>,
     /// Reads that completed cancelled (aborted read-ahead, left paths).
@@ -291,6 +293,7 @@ impl Player {
             last_error: None,
             gpu_buffer_bytes,
             last_gpu_ms: None,
+            path_progress: PathProgress::default(),
             in_flight_render: None,
             bound: None,
             cancelled_reads: 0,
@@ -638,6 +641,10 @@ impl Player {
             self.last_gpu_ms = t.gpu_ms;
         }
         let now = self.now();
+        if self.view.settings.mode == crate::render::Mode::Path {
+            self.path_progress
+                .rendered(now, self.renderer.path_samples());
+        }
         if let Some(path) = done.new_frame_on {
             self.stats[path.index()].rendered(now, self.last_gpu_ms);
         }
@@ -889,6 +896,49 @@ impl Player {
     pub fn path_samples(&self) -> u32 {
         self.renderer.path_samples()
     }
+    /// The render mode in use (the scene's, or path tracing after
+    /// [`Player::toggle_path_tracing`]).
+    pub fn render_mode(&self) -> crate::render::Mode {
+        self.view.settings.mode
+    }
+    /// Switches between path tracing and the scene's mode (shaded where the scene itself
+    /// path-traces); returns the mode now in use. The picture is rendered again at once.
+    pub fn toggle_path_tracing(&mut self) -> crate::render::Mode {
+        use crate::render::Mode;
+        let to = match (self.view.settings.mode, self.scene.view.settings.mode) {
+            (Mode::Path, Mode::Path) => Mode::Shaded,
+            (Mode::Path, scene) => scene,
+            _ => Mode::Path,
+        };
+        self.path_progress = PathProgress::default();
+        self.view_mut().settings.mode = to;
+        to
+    }
+    /// Path mode: samples per pixel the refinement added per second over the last second
+    /// of wall time (0 when none were added then).
+    pub fn path_samples_per_second(&self) -> f64 {
+        self.path_progress.per_second(self.now())
+    }
+    /// Path mode: what the refinement is doing now: "refining" (paused, adding samples),
+    /// "converged" (the cap `path_max_samples` reached), "playing" (each shown frame gets
+    /// `path_samples_per_frame` only, so playback is not delayed) or "view changing" (the
+    /// camera or the settings changed within the last half second; every change restarts
+    /// the picture). `None` outside path mode.
+    pub fn path_state(&self) -> Option<&'static str> {
+        let s = &self.view.settings;
+        if s.mode != crate::render::Mode::Path {
+            return None;
+        }
+        Some(if self.is_playing() {
+            "playing"
+        } else if self.view_dirty || self.now() - self.path_progress.view_changed_at < 0.5 {
+            "view changing"
+        } else if self.renderer.path_samples() >= s.path_max_samples {
+            "converged"
+        } else {
+            "refining"
+        })
+    }
     /// GPU time of the last render, ms (where timestamps exist).
     pub fn last_gpu_ms(&self) -> Option<f64> {
         self.last_gpu_ms
@@ -901,6 +951,7 @@ impl Player {
     /// Changes the view; the shown frame is rendered again on the next tick.
     pub fn view_mut(&mut self) -> &mut View {
         self.view_dirty = true;
+        self.path_progress.view_changed_at = self.now();
         &mut self.view
     }
     /// The scene's original view (for "reset camera").
@@ -1219,4 +1270,94 @@ fn bind_frame(
         .collect();
     renderer.set_frame(&parts, &grids)?;
     Ok(())
+}
+
+/// The path tracer's recent progress: samples per pixel each finished render left in the
+/// picture, to report the refinement's rate.
+#[derive(Clone, Debug)]
+struct PathProgress {
+    /// Samples per pixel after the last finished render.
+    last: u32,
+    /// (seconds since start, samples per pixel added) of the renders in the last second.
+    recent: std::collections::VecDeque<(f64, u32)>,
+    /// When the view last changed (seconds since start).
+    view_changed_at: f64,
+}
+
+impl Default for PathProgress {
+    fn default() -> PathProgress {
+        PathProgress {
+            last: 0,
+            recent: std::collections::VecDeque::new(),
+            view_changed_at: f64::NEG_INFINITY,
+        }
+    }
+}
+
+/// The span of wall time the refinement's rate is measured over, seconds.
+const PATH_RATE_WINDOW_S: f64 = 1.0;
+
+impl PathProgress {
+    /// A render finished at `now` with `samples` per pixel in the picture (fewer than before:
+    /// the picture restarted, and all of them are new).
+    fn rendered(&mut self, now: f64, samples: u32) {
+        let added = samples.checked_sub(self.last).unwrap_or(samples);
+        self.last = samples;
+        self.recent.push_back((now, added));
+        while self
+            .recent
+            .front()
+            .is_some_and(|(t, _)| now - t > PATH_RATE_WINDOW_S)
+        {
+            self.recent.pop_front();
+        }
+    }
+
+    /// Samples per pixel a second over the renders of the last second: those after the
+    /// first, over the time since the first (the first one's samples were taken before).
+    fn per_second(&self, now: f64) -> f64 {
+        let recent: Vec<_> = self
+            .recent
+            .iter()
+            .filter(|(t, _)| now - t <= PATH_RATE_WINDOW_S)
+            .collect();
+        let (Some(first), Some(last)) = (recent.first(), recent.last()) else {
+            return 0.0;
+        };
+        let span = last.0 - first.0;
+        if span <= 0.0 {
+            return 0.0;
+        }
+        let added: u64 = recent.iter().skip(1).map(|(_, a)| u64::from(*a)).sum();
+        added as f64 / span
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PathProgress;
+
+    #[test]
+    fn path_rate_counts_a_restarted_picture_and_forgets_old_renders() {
+        let mut p = PathProgress::default();
+        assert_eq!(p.per_second(0.0), 0.0, "nothing rendered yet");
+        p.rendered(0.0, 4);
+        p.rendered(0.5, 8);
+        // The picture restarted: its 2 samples are all new.
+        p.rendered(1.0, 2);
+        assert!(
+            (p.per_second(1.0) - 6.0).abs() < 1e-9,
+            "{}",
+            p.per_second(1.0)
+        );
+        // Converged: renders add nothing.
+        p.rendered(1.5, 2);
+        assert!(
+            (p.per_second(1.5) - 2.0).abs() < 1e-9,
+            "{}",
+            p.per_second(1.5)
+        );
+        // Nothing rendered for a while: no rate.
+        assert_eq!(p.per_second(5.0), 0.0);
+    }
 }

@@ -17,6 +17,33 @@ pub(super) fn mode_name(m: PlayMode) -> &'static str {
     }
 }
 
+/// A render mode as scenes spell it (`mode = "..."`).
+pub(super) fn render_mode_name(m: crate::render::Mode) -> &'static str {
+    use crate::render::Mode;
+    match m {
+        Mode::Shaded => "shaded",
+        Mode::Mip => "mip",
+        Mode::Isosurface => "iso",
+        Mode::Path => "path",
+    }
+}
+
+/// The render line: the mode and, path-tracing, the samples per pixel accumulated against
+/// the cap, the refinement's samples per pixel a second and what it is doing
+/// (`render: path   37 / 4096 spp   120 spp/s   refining`).
+pub fn render_line(player: &Player) -> String {
+    let mode = render_mode_name(player.render_mode());
+    match player.path_state() {
+        Some(state) => format!(
+            "render: {mode}   {} / {} spp   {:.0} spp/s   {state}",
+            player.path_samples(),
+            player.view().settings.path_max_samples,
+            player.path_samples_per_second(),
+        ),
+        None => format!("render: {mode}   (M: path tracing)"),
+    }
+}
+
 pub(super) fn bytes_h(b: f64) -> String {
     if b >= 1e9 {
         format!("{:.2} GB", b / 1e9)
@@ -121,6 +148,9 @@ pub fn compact_lines(player: &Player) -> Vec<String> {
         player.frame_count().saturating_sub(1),
         if player.is_playing() { "" } else { "   paused" },
     ));
+    if player.path_state().is_some() {
+        v.push(render_line(player));
+    }
     v.extend(fault_lines(player));
     v
 }
@@ -199,6 +229,7 @@ pub fn stats_lines(
             .speed()
             .map_or_else(String::new, |s| format!(" at {s:.0} frames/s"))
     ));
+    v.push(render_line(player));
     v.extend(fault_lines(player));
     v
 }

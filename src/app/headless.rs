@@ -112,6 +112,33 @@ pub struct PathRun {
     pub memory: MemoryReport,
     /// Frames that could not be shown on this path during its run.
     pub faults: FaultReport,
+    /// The render mode and, path-tracing, the refinement at the end of the run.
+    pub render: RenderReport,
+}
+
+/// The render mode of a run and, path-tracing, where its refinement stood at the end.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RenderReport {
+    /// "shaded", "mip", "iso" or "path" (the scene's `mode`).
+    pub mode: String,
+    /// Path mode: samples per pixel in the picture on screen at the end of the run.
+    pub path_samples: Option<u32>,
+    /// Path mode: samples per pixel the renders added a second over the run's last second.
+    pub path_samples_per_second: Option<f64>,
+    /// Path mode: "refining", "converged", "playing" or "view changing" at the end.
+    pub path_state: Option<String>,
+}
+
+impl RenderReport {
+    fn of(player: &Player) -> RenderReport {
+        let state = player.path_state();
+        RenderReport {
+            mode: super::figures::render_mode_name(player.render_mode()).to_string(),
+            path_samples: state.map(|_| player.path_samples()),
+            path_samples_per_second: state.map(|_| player.path_samples_per_second()),
+            path_state: state.map(str::to_string),
+        }
+    }
 }
 
 /// The faults of a run: every frame that could not be shown, and where and why.
@@ -417,6 +444,7 @@ pub fn run_paths_with_progress(
             cpu_percent: 0.0,
             memory: MemoryReport::default(),
             faults: FaultReport::default(),
+            render: RenderReport::default(),
         };
         let (faults0, recovered0) = (player.fault_count(), player.recovered_frames());
         if let Err(why) = player.set_path(sel) {
@@ -466,6 +494,7 @@ pub fn run_paths_with_progress(
         // Refresh: the cuFile mode is known only after reads.
         run.info = player.path_report(sel);
         run.faults = FaultReport::since(player, sel, faults0, recovered0);
+        run.render = RenderReport::of(&*player);
         runs.push(run);
     }
     runs

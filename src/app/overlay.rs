@@ -182,6 +182,14 @@ pub struct OverlayDump {
     pub mode: String,
     /// Playback rate (None: as fast as frames arrive).
     pub speed_fps: Option<f64>,
+    /// The render mode in use ("shaded", "mip", "iso", "path"; M switches path tracing).
+    pub render_mode: String,
+    /// Path mode: samples per pixel accumulated in the picture on screen.
+    pub path_samples: Option<u32>,
+    /// Path mode: samples per pixel the refinement added a second (last second).
+    pub path_samples_per_second: Option<f64>,
+    /// Path mode: "refining", "converged", "playing" or "view changing".
+    pub path_state: Option<String>,
     /// "direct" / "host".
     pub active_path: PathSel,
     /// Label of the path in use ("GDS P2P", "GDS compat", "staged", "cpu-only (io_uring)",
@@ -270,6 +278,12 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         },
         mode: mode_name(player.mode()).into(),
         speed_fps: player.speed(),
+        render_mode: super::figures::render_mode_name(player.render_mode()).into(),
+        path_samples: player.path_state().map(|_| player.path_samples()),
+        path_samples_per_second: player
+            .path_state()
+            .map(|_| player.path_samples_per_second()),
+        path_state: player.path_state().map(str::to_string),
         active_path: sel,
         path_label: player.path_report(sel).label,
         direct_available: player.direct_unavailable().is_none(),
@@ -339,6 +353,7 @@ const HELP: &[(&str, &str)] = &[
     ("V", "compact / full figures"),
     ("1-8", "attribute on / off"),
     ("T", "next colour preset (attribute 1)"),
+    ("M", "path tracing on / off"),
     ("C", "reset camera"),
     ("drag / right-drag / wheel", "orbit / pan / zoom"),
     ("W A S X, + -", "orbit, zoom"),

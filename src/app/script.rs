@@ -60,6 +60,8 @@ pub enum Action {
     Orbit(i8, i8),
     /// Zoom in (+1) or out (−1).
     Zoom(i8),
+    /// M: path tracing on/off (the scene's render mode otherwise).
+    TogglePathTracing,
 }
 
 /// The action of a key by name (winit's logical key names or single characters), if any.
@@ -82,6 +84,7 @@ pub fn key_action(name: &str) -> Option<Action> {
         "b" => Action::ToggleLargePrint,
         "c" => Action::ResetCamera,
         "t" => Action::NextPreset,
+        "m" => Action::TogglePathTracing,
         "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" => {
             Action::ToggleAttribute(n.parse::<usize>().ok()? - 1)
         }

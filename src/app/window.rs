@@ -23,6 +23,7 @@ use winit::window::{Fullscreen, Window, WindowId};
 
 use super::PlayerGpu;
 use super::core::{PlayError, Player, PlayerConfig};
+use super::figures::render_mode_name;
 use super::offscreen::{self, egui_pass};
 use super::overlay::{self, PRESETS, UiRequest, UiState};
 use super::script::{Action, Command, key_action};
@@ -414,6 +415,10 @@ impl App {
                 .view_mut()
                 .camera
                 .zoom(if z > 0 { 1.15 } else { 1.0 / 1.15 }),
+            Action::TogglePathTracing => {
+                let to = p.toggle_path_tracing();
+                self.message(format!("render mode: {}", render_mode_name(to)));
+            }
         }
     }
 
