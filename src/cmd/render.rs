@@ -422,7 +422,9 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         bar.suspend(|| {
             eprintln!(
                 "frame {f}: {w}x{h}{} in {:.2} ms{}",
-                if uploaded.parts.len() > 1 {
+                if uploaded.parts.len() > 1 && uploaded.uploaded() == uploaded.parts.len() {
+                    format!(" from {} parts", uploaded.parts.len())
+                } else if uploaded.parts.len() > 1 {
                     format!(
                         " from {} of the frame's {} parts",
                         uploaded.uploaded(),
