@@ -779,7 +779,15 @@ fn direct_checkbox(
     if let Some((m, at)) = &ui_state.message
         && at.elapsed().as_secs_f64() < 6.0
     {
-        ui.label(RichText::new(m).color(Color32::YELLOW));
+        let text = RichText::new(m).color(Color32::YELLOW);
+        if ui_state.compact {
+            // Compact figures keep the picture free: the message takes one line no wider
+            // than the figures above it (the whole of it on hover).
+            ui.set_max_width(ui.min_rect().width().max(160.0));
+            ui.add(egui::Label::new(text).truncate());
+        } else {
+            ui.label(text);
+        }
     }
 }
 
