@@ -426,7 +426,7 @@ fn panels_as_drawn_never_overlap() {
                 let share = (r[2] - r[0]) * (r[3] - r[1]) / (w * h) as f32;
                 assert!(
                     share < 0.1,
-                    "{what}: the figures cover {share:.2} of the window"
+                    "{what}: the figures cover {share:.2} of the window: {r:?}, state {s}"
                 );
             }
             for (i, (na, a)) in panels.iter().enumerate() {
