@@ -178,20 +178,7 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
     .with_context(|| format!("importing into {}", args.out.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    let gb = manifest.total_bytes() as f64 / 1e9;
-    println!(
-        "{}: {} frames, {} attributes ({}), {gb:.3} GB in {seconds:.2} s ({:.2} GB/s of output)",
-        args.out.display(),
-        manifest.frame_count(),
-        manifest.attributes.len(),
-        manifest
-            .attributes
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        gb / seconds.max(1e-9)
-    );
+    print_import_summary(&args.out, &manifest, seconds);
     for (name, err) in &report.max_abs_error {
         println!(
             "{name}: {} quantisation, max abs error {err:.3e}",
@@ -312,4 +299,26 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
         args.codec
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints what an import wrote: frames, attributes, bytes, and the speed in GB/s of output.
+pub(crate) fn print_import_summary(
+    out: &std::path::Path,
+    manifest: &supercell::dataset::Manifest,
+    seconds: f64,
+) {
+    let gb = manifest.total_bytes() as f64 / 1e9;
+    println!(
+        "{}: {} frames, {} attributes ({}), {gb:.3} GB in {seconds:.2} s ({:.3} GB/s of output)",
+        out.display(),
+        manifest.frame_count(),
+        manifest.attributes.len(),
+        manifest
+            .attributes
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        gb / seconds.max(1e-9)
+    );
 }

@@ -438,20 +438,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         .with_context(|| format!("finishing {}", opts.out.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    let gb = manifest.total_bytes() as f64 / 1e9;
-    println!(
-        "{}: {} frames, {} attributes ({}), {gb:.3} GB in {seconds:.2} s ({:.3} GB/s of output)",
-        opts.out.display(),
-        manifest.frame_count(),
-        manifest.attributes.len(),
-        manifest
-            .attributes
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        gb / seconds.max(1e-9)
-    );
+    crate::convert::print_import_summary(opts.out, &manifest, seconds);
     for ((name, source), bg) in sources.iter().zip(&backgrounds) {
         let dropped = match bg {
             Background::AtOrBelow(v) => format!("values <= {v} dropped"),
