@@ -9,6 +9,7 @@
 #   bash scripts/gpu-tests.sh run            # everything below, results under $OUT
 #   bash scripts/gpu-tests.sh verify         # verified vs unverified streaming on 16 lanes, exit statuses
 #   bash scripts/gpu-tests.sh large          # ~7 GB frames, every attribute, 16 lanes; generator speed
+#   bash scripts/gpu-tests.sh onegb          # 1 GB frames on the same 16 lanes: host routes, direct path
 #   bash scripts/gpu-tests.sh picture        # the storm's pictures, the path tracer's convergence
 #
 # What a run needs besides the NVIDIA driver (CUDA, cuFile for the gds engine) lives in
@@ -33,6 +34,19 @@
 # One call on the GPU machine is limited to 10 minutes: split with the SKIP_* knobs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+# Before a measurement: write back what the generator left dirty and drop the page cache.
+# The lanes are ext4 on loop devices over /dev/shm, so a freshly generated dataset sits in
+# memory twice (the lane files and ext4's page cache); a host path that then pins tens of
+# GB of slots has to reclaim that cache during its run. Logs the memory figures before and
+# after to $1.
+settle() {
+  local log=$1
+  { echo "-- memory before settling:"; grep -E '^(MemAvailable|Cached|Dirty|Writeback|Shmem):' /proc/meminfo; } >>"$log"
+  sync
+  if [ -w /proc/sys/vm/drop_caches ]; then echo 3 >/proc/sys/vm/drop_caches; else echo "-- cannot drop caches (not root)" >>"$log"; fi
+  { echo "-- after sync and drop_caches:"; grep -E '^(MemAvailable|Cached|Dirty|Writeback|Shmem):' /proc/meminfo; } >>"$log"
+}
 
 prepare() {
   set -e
@@ -340,6 +354,7 @@ large_run() {
       $GEN_ARGS --json "$OUT/generate.json" ) >>"$LOG" 2>&1
   echo "generate exit code: $?" | tee -a "$LOG"
   $SC info "$DS" >>"$LOG" 2>&1
+  [ "${SETTLE:-1}" = 0 ] || settle "$LOG"
   local files
   files=$(find /mnt/lanes -name '*.sclane' | sort)
   say "ceiling (fio)"
@@ -394,6 +409,66 @@ for p in sorted(glob.glob(os.path.join(out, "b-*.json")) + glob.glob(os.path.joi
         runs[os.path.basename(p)[:-5]] = json.load(f)
     os.remove(p)
 with open(os.path.join(out, "large.json"), "w") as f:
+    json.dump(runs, f)
+PY
+  ls -la "$OUT"
+}
+
+# 1 GB frames on the same 16-lane rig as `large`, against the same kind of ceiling: the host
+# path's two routes (host slots imported into Vulkan, the default; --host-copy ring) and the
+# direct path, each its own process, beside fio and the raw O_DIRECT peer; scrub jumps and
+# memory come in each play JSON. Knobs: LANES (16), LANE_GIB (3), FRAMES (32), THREADS (16),
+# DURATION (10), PLAY_FRAMES (96).
+onegb_run() {
+  OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
+  local FRAMES=${FRAMES:-32} LANES=${LANES:-16} LANE_GIB=${LANE_GIB:-3}
+  local THREADS=${THREADS:-16} DURATION=${DURATION:-10}
+  local SC=.dev/supercell DATA=.dev/supercell-data DS=/var/tmp/sc-1g-ds
+  local LOG="$OUT/onegb.txt"
+  : >"$LOG"
+  say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+  # shellcheck source=scripts/rig/env.sh
+  source scripts/rig/env.sh
+  bash scripts/rig/lanes.sh up "$LANES" "$LANE_GIB" >>"$LOG" 2>&1
+  say "generate $FRAMES frames of 1 GB over $LANES lanes (default attributes)"
+  ( time $DATA generate "$DS" --frames "$FRAMES" --frame-size 1G --lanes /mnt/lanes \
+      --json "$OUT/generate-1g.json" ) >>"$LOG" 2>&1
+  echo "generate exit code: $?" | tee -a "$LOG"
+  settle "$LOG"
+  local files
+  files=$(find /mnt/lanes -name '*.sclane' | sort)
+  say "ceiling (fio)"
+  # shellcheck disable=SC2086
+  bash scripts/rig/ceiling.sh $files >>"$LOG" 2>&1
+  say "peer: raw O_DIRECT reads"
+  # shellcheck disable=SC2086
+  timeout 120 python3 scripts/rig/peers.py raw --direct --threads "$THREADS" $files >>"$LOG" 2>&1
+  for p in cpu-only staged; do
+    say "bench --engine $p (${DURATION}s, $THREADS threads)"
+    timeout 120 $SC bench "$DS" --engine "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+      --duration "$DURATION" --quiet --json "$OUT/b1g-$p.json" >>"$LOG" 2>&1
+    echo "exit code: $?" >>"$LOG"
+  done
+  local variant path copy name
+  for variant in host:auto host:ring direct:auto; do
+    path=${variant%:*} copy=${variant#*:} name="play1g-$path-$copy"
+    say "play --headless --path $path --host-copy $copy --frames ${PLAY_FRAMES:-96} (1 GB frames)"
+    timeout 150 $SC play "$DS" --headless --path "$path" --host-copy "$copy" --frames "${PLAY_FRAMES:-96}" \
+      --threads "$THREADS" --size 1920x1080 --json "$OUT/$name.json" >>"$LOG" 2>&1
+    echo "exit code: $?" >>"$LOG"
+  done
+  bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
+  rm -rf "$DS"
+  python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+runs = {}
+for p in sorted(glob.glob(os.path.join(out, "b1g-*.json")) + glob.glob(os.path.join(out, "play1g-*.json"))
+                + glob.glob(os.path.join(out, "generate-1g.json"))):
+    with open(p) as f:
+        runs[os.path.basename(p)[:-5]] = json.load(f)
+    os.remove(p)
+with open(os.path.join(out, "onegb.json"), "w") as f:
     json.dump(runs, f)
 PY
   ls -la "$OUT"
@@ -472,5 +547,6 @@ case "${1:-run}" in
   verify) verify_run ;;
   large) large_run ;;
   picture) picture_run ;;
-  *) echo "usage: gpu-tests.sh prepare | run | verify | large | picture" >&2; exit 2 ;;
+  onegb) onegb_run ;;
+  *) echo "usage: gpu-tests.sh prepare | run | verify | large | onegb | picture" >&2; exit 2 ;;
 esac
