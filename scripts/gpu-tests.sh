@@ -48,6 +48,25 @@ settle() {
   { echo "-- after sync and drop_caches:"; grep -E '^(MemAvailable|Cached|Dirty|Writeback|Shmem):' /proc/meminfo; } >>"$log"
 }
 
+# Gathers the JSON files named by the globs (in $OUT) into $OUT/NAME.json, one key per file
+# name, and removes them: the result folder takes 8 files at most.
+combine_json() {
+  local name=$1
+  shift
+  python3 - "$OUT" "$name" "$@" <<'PY'
+import glob, json, os, sys
+out, name, patterns = sys.argv[1], sys.argv[2], sys.argv[3:]
+runs = {}
+for pattern in patterns:
+    for p in sorted(glob.glob(os.path.join(out, pattern))):
+        with open(p) as f:
+            runs[os.path.basename(p)[:-5]] = json.load(f)
+        os.remove(p)
+with open(os.path.join(out, name + ".json"), "w") as f:
+    json.dump(runs, f)
+PY
+}
+
 prepare() {
   set -e
   cargo build --release --workspace
@@ -310,17 +329,7 @@ verify_run() {
       echo "exit code: $?" >>"$LOG"
     done
   fi
-  python3 - "$OUT" <<'PY'
-import glob, json, os, sys
-out = sys.argv[1]
-runs = {}
-for p in sorted(glob.glob(os.path.join(out, "b-*.json")) + glob.glob(os.path.join(out, "play*.json"))):
-    with open(p) as f:
-        runs[os.path.basename(p)[:-5]] = json.load(f)
-    os.remove(p)
-with open(os.path.join(out, "verify.json"), "w") as f:
-    json.dump(runs, f)
-PY
+  combine_json verify "b-*.json" "play*.json"
   bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   ls -la "$OUT"
 }
@@ -399,18 +408,7 @@ large_run() {
   # shellcheck disable=SC2086
   ( timev $DATA generate /dev/shm/sc-gen --frames 1 "${size_args[@]}" --lanes 1 $GEN_ARGS ) >>"$LOG" 2>&1
   rm -rf /dev/shm/sc-gen
-  python3 - "$OUT" <<'PY'
-import glob, json, os, sys
-out = sys.argv[1]
-runs = {}
-for p in sorted(glob.glob(os.path.join(out, "b-*.json")) + glob.glob(os.path.join(out, "play*.json"))
-                + glob.glob(os.path.join(out, "generate.json"))):
-    with open(p) as f:
-        runs[os.path.basename(p)[:-5]] = json.load(f)
-    os.remove(p)
-with open(os.path.join(out, "large.json"), "w") as f:
-    json.dump(runs, f)
-PY
+  combine_json large "b-*.json" "play*.json" generate.json
   ls -la "$OUT"
 }
 
@@ -459,18 +457,7 @@ onegb_run() {
   done
   bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   rm -rf "$DS"
-  python3 - "$OUT" <<'PY'
-import glob, json, os, sys
-out = sys.argv[1]
-runs = {}
-for p in sorted(glob.glob(os.path.join(out, "b1g-*.json")) + glob.glob(os.path.join(out, "play1g-*.json"))
-                + glob.glob(os.path.join(out, "generate-1g.json"))):
-    with open(p) as f:
-        runs[os.path.basename(p)[:-5]] = json.load(f)
-    os.remove(p)
-with open(os.path.join(out, "onegb.json"), "w") as f:
-    json.dump(runs, f)
-PY
+  combine_json onegb "b1g-*.json" "play1g-*.json" generate-1g.json
   ls -la "$OUT"
 }
 
@@ -523,19 +510,7 @@ picture_run() {
     --attributes cloud,rain,wind_speed --bench-json "$OUT/r-3.json" >>"$LOG" 2>&1
   rm -rf "$RF"
   # One JSON (the result folder takes 8 files at most).
-  python3 - "$OUT" <<'PY'
-import json, os, sys
-out = sys.argv[1]
-runs = {}
-for name in ("converge", "r-1", "r-3"):
-    p = os.path.join(out, name + ".json")
-    if os.path.exists(p):
-        with open(p) as f:
-            runs[name] = json.load(f)
-        os.remove(p)
-with open(os.path.join(out, "picture.json"), "w") as f:
-    json.dump(runs, f)
-PY
+  combine_json picture converge.json r-1.json r-3.json
   tar -C "$P" -czf "$OUT/story.tgz" story
   tar -C "$P" -czf "$OUT/path.tgz" path
   ls -la "$OUT"
