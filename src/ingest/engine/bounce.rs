@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Coordinator, Piece};
 use crate::ingest::error::IngestError;
-use crate::ingest::io::{IoDone, IoTask, Target};
+use crate::ingest::io::IoDone;
 
 /// The longest a gathered copy waits for more to start with it (see [`Bounce::batch`]).
 const GATHER_FOR: Duration = Duration::from_micros(250);
@@ -225,21 +225,7 @@ impl Coordinator {
                 }
             }
         }
-        let now = Instant::now();
-        for (seq, err) in finished {
-            if let Some(job) = self.jobs.get_mut(&seq) {
-                // The copy's completion is the frame's on-GPU time; last byte stays the
-                // read's.
-                let last = job.last;
-                job.left -= 1;
-                if job.error.is_none() {
-                    job.error = err;
-                }
-                if job.left == 0 {
-                    self.finish_job_at(seq, Some(now), last);
-                }
-            }
-        }
+        self.finish_copied_pieces(finished);
     }
 
     /// Issues waiting reads into free bounce buffers.
@@ -247,28 +233,14 @@ impl Coordinator {
         let Some(s) = &mut self.bounce else {
             return;
         };
-        let mut tasks = Vec::new();
+        let mut issued = Vec::new();
         while !s.pending.is_empty() && !s.free.is_empty() {
             let p = s.pending.pop_front().expect("not empty");
             let b = s.free.pop().expect("not empty");
             s.pieces[b] = Some(p);
             s.uses[b] = Use::Reading;
-            let f = &self.files.files[p.file as usize];
-            let frame = self.jobs.get(&p.seq).map(|j| j.req.frame);
-            tasks.push(IoTask {
-                token: b as u64,
-                lane: f.lane,
-                fd: f.fd(),
-                offset: p.offset,
-                len: p.len,
-                frame,
-                target: Target::Host { addr: s.addrs[b] },
-            });
+            issued.push((p, b, s.addrs[b]));
         }
-        if !tasks.is_empty()
-            && let Some(pool) = &self.pool
-        {
-            pool.submit(tasks);
-        }
+        self.submit_host_reads(&issued);
     }
 }

@@ -595,6 +595,52 @@ impl Coordinator {
         self.finish_job_at(seq, on_gpu, last);
     }
 
+    /// Counts pieces whose copy from a host buffer to the GPU has ended (`None`: copied,
+    /// else why not); a frame whose last piece ends here finishes now. The copy's end is
+    /// the frame's on-GPU time; its last byte stays the read's.
+    pub(super) fn finish_copied_pieces(&mut self, finished: Vec<(u64, Option<IngestError>)>) {
+        let now = Instant::now();
+        for (seq, err) in finished {
+            if let Some(job) = self.jobs.get_mut(&seq) {
+                let last = job.last;
+                job.left -= 1;
+                if job.error.is_none() {
+                    job.error = err;
+                }
+                if job.left == 0 {
+                    self.finish_job_at(seq, Some(now), last);
+                }
+            }
+        }
+    }
+
+    /// Submits the reads of pieces into host buffers: `(piece, buffer, address)`, each
+    /// reported under its buffer's index as the token.
+    pub(super) fn submit_host_reads(&self, issued: &[(Piece, usize, usize)]) {
+        let Some(pool) = &self.pool else {
+            return;
+        };
+        if issued.is_empty() {
+            return;
+        }
+        let tasks: Vec<IoTask> = issued
+            .iter()
+            .map(|&(p, buffer, addr)| {
+                let f = &self.files.files[p.file as usize];
+                IoTask {
+                    token: buffer as u64,
+                    lane: f.lane,
+                    fd: f.fd(),
+                    offset: p.offset,
+                    len: p.len,
+                    frame: self.jobs.get(&p.seq).map(|j| j.req.frame),
+                    target: Target::Host { addr },
+                }
+            })
+            .collect();
+        pool.submit(tasks);
+    }
+
     pub(super) fn finish_job_at(
         &mut self,
         seq: u64,

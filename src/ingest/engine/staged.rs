@@ -4,13 +4,12 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::EngineConfig;
 use super::plan::{Coordinator, Piece};
 use crate::gpu::{Gpu, PartMemory, PinnedBuffer, cuda_check, cuda_error};
 use crate::ingest::error::{IngestError, Result};
-use crate::ingest::io::{IoDone, IoTask, Target};
+use crate::ingest::io::IoDone;
 
 /// Staged-path state: pinned buffers, streams and their events.
 pub(super) struct Staged {
@@ -203,49 +202,20 @@ impl Coordinator {
                 }
             }
         }
-        let now = Instant::now();
-        for (seq, err) in finished {
-            if let Some(job) = self.jobs.get_mut(&seq) {
-                // The copy's completion is the on-GPU time; keep last-byte as the read's.
-                let last = job.last;
-                job.left -= 1;
-                if job.error.is_none() {
-                    job.error = err;
-                }
-                if job.left == 0 {
-                    self.finish_job_at(seq, Some(now), last);
-                }
-            }
-        }
+        self.finish_copied_pieces(finished);
     }
 
     pub(super) fn dispatch_staged(&mut self) {
         let Some(s) = &mut self.staged else {
             return;
         };
-        let mut tasks = Vec::new();
+        let mut issued = Vec::new();
         while !s.pending.is_empty() && !s.free.is_empty() {
             let p = s.pending.pop_front().expect("not empty");
             let b = s.free.pop().expect("not empty");
             s.bufs[b].piece = Some(p);
-            let f = &self.files.files[p.file as usize];
-            let frame = self.jobs.get(&p.seq).map(|j| j.req.frame);
-            tasks.push(IoTask {
-                token: b as u64,
-                lane: f.lane,
-                fd: f.fd(),
-                offset: p.offset,
-                len: p.len,
-                frame,
-                target: Target::Host {
-                    addr: s.bufs[b].mem.host().as_mut_ptr() as usize,
-                },
-            });
+            issued.push((p, b, s.bufs[b].mem.host().as_mut_ptr() as usize));
         }
-        if !tasks.is_empty()
-            && let Some(pool) = &self.pool
-        {
-            pool.submit(tasks);
-        }
+        self.submit_host_reads(&issued);
     }
 }
