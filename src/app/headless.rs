@@ -114,6 +114,9 @@ pub struct PathRun {
     pub faults: FaultReport,
     /// The render mode and, path-tracing, the refinement at the end of the run.
     pub render: RenderReport,
+    /// With `--gpus`: each GPU's figures and all together, and the frames presented.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<super::gpus::GpusRun>,
 }
 
 /// The render mode of a run and, path-tracing, where its refinement stood at the end.
@@ -130,7 +133,7 @@ pub struct RenderReport {
 }
 
 impl RenderReport {
-    fn of(player: &Player) -> RenderReport {
+    pub(crate) fn of(player: &Player) -> RenderReport {
         let state = player.path_state();
         RenderReport {
             mode: super::figures::render_mode_name(player.render_mode()).to_string(),
@@ -286,9 +289,9 @@ pub fn machine(adapter: String) -> MachineReport {
 }
 
 /// A small deterministic generator for scrub targets (the same jumps on every path).
-struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 impl Lcg {
-    fn next(&mut self, n: u32) -> u32 {
+    pub(crate) fn next(&mut self, n: u32) -> u32 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -445,6 +448,7 @@ pub fn run_paths_with_progress(
             memory: MemoryReport::default(),
             faults: FaultReport::default(),
             render: RenderReport::default(),
+            gpus: None,
         };
         let (faults0, recovered0) = (player.fault_count(), player.recovered_frames());
         if let Err(why) = player.set_path(sel) {

@@ -570,7 +570,10 @@ fn a_forgotten_image_is_read_and_rendered_again_before_it_is_presented() {
     assert_eq!(m.tick(0.1), None, "not presented without its image");
     m.plan();
     let again = m.take_requests(0, 8);
-    assert!(again.iter().any(|t| t.frame == 0), "requested again: {again:?}");
+    assert!(
+        again.iter().any(|t| t.frame == 0),
+        "requested again: {again:?}"
+    );
     let t0 = *again.iter().find(|t| t.frame == 0).unwrap();
     assert_eq!(m.landed(t0, Some(MB), 0.2), Report::Accepted);
     let r = m.next_render(0).unwrap();
