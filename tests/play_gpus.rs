@@ -251,6 +251,45 @@ fn gpus_that_cannot_be_played_are_refused_with_reasons() {
     }
 }
 
+/// `render --gpus 0,0` writes every frame of the range, each as one GPU renders it.
+#[test]
+fn render_deals_frames_to_gpus_and_writes_one_gpus_pictures() {
+    if gpu().is_none() {
+        return;
+    }
+    let ds = dataset();
+    let render = |dir: &str, extra: &[&str]| {
+        let out = out_dir().join(dir);
+        let _ = std::fs::remove_dir_all(&out);
+        let o = Command::new(bin())
+            .args(["render", ds.to_str().unwrap(), "--frames", "1..6"])
+            .args(["--size", "32x24", "--out", out.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .expect("run supercell render");
+        let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "render {extra:?} failed:\n{stderr}");
+        (out, stderr)
+    };
+    let (one, _) = render("render-one-gpu", &[]);
+    let (two, stderr) = render("render-two-gpus", &["--gpus", "0,0"]);
+    assert!(stderr.contains("GPU 0: 2 frames"), "{stderr}");
+    assert!(stderr.contains("GPU 1: 3 frames"), "{stderr}");
+    for f in 1..6 {
+        assert!(
+            stderr.contains(&format!("frame {f} on GPU {}", f % 2)),
+            "{stderr}"
+        );
+        let name = format!("frame_{f:05}.png");
+        assert_eq!(
+            play_support::read_png(&one.join(&name)),
+            play_support::read_png(&two.join(&name)),
+            "{name}"
+        );
+    }
+    assert!(!two.join("frame_00000.png").exists());
+}
+
 /// On the GPU machine: the direct path on two players of GPU 0 (two engines, two rings,
 /// two devices sharing memory with CUDA), presented in order; with `SUPERCELL_TEST_GPUS`
 /// (e.g. `0,1`) on those GPUs instead.
