@@ -33,9 +33,10 @@ fn run_until(mp: &mut MultiPlayer, what: &str, mut done: impl FnMut(&MultiPlayer
     while !done(mp) {
         assert!(
             Instant::now() < end,
-            "timed out waiting for {what} (presented {:?}, last error {:?})",
+            "timed out waiting for {what} (presented {:?}, last error {:?}; {})",
             mp.presented(),
-            mp.last_error()
+            mp.last_error(),
+            mp.state()
         );
         if mp.tick().expect("tick").shown.is_none() {
             mp.wait(Duration::from_millis(2));
@@ -249,6 +250,54 @@ fn gpus_that_cannot_be_played_are_refused_with_reasons() {
         assert!(!out.status.success(), "{args:?} accepted");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+/// A frame whose reads fail is passed over on its GPU and on the timeline, the frames
+/// after it are presented in order, and once the fault is gone it is presented again.
+#[test]
+fn a_damaged_frame_is_passed_over_and_plays_again_once_it_reads() {
+    if gpu().is_none() {
+        return;
+    }
+    // Each GPU's player numbers its own frames: its frame 1 is frame 2 on GPU 0 and frame
+    // 3 on GPU 1.
+    // With few slots (a window shorter than the timeline) and with many (a window over
+    // all of it, so the damaged frame is always ahead).
+    for slots in [Some(3), Some(8)] {
+        damaged_frame_with(slots);
+    }
+}
+
+fn damaged_frame_with(slots: Option<usize>) {
+    let plan = std::sync::Arc::new(supercell::ingest::FaultPlan::parse("eio:frame=1").unwrap());
+    let cfg = PlayerConfig {
+        slots,
+        faults: Some(plan.clone()),
+        ..small_config()
+    };
+    let mut mp = MultiPlayer::open(open_gpus(&[0, 0]).unwrap(), &dataset(), &cfg).unwrap();
+    run_until(&mut mp, "two passes", |m| m.presented().len() >= 12);
+    let shown: Vec<u32> = mp.presented().iter().map(|&(f, _)| f).collect();
+    assert!(
+        !shown.contains(&2) && !shown.contains(&3),
+        "slots {slots:?}: {shown:?}"
+    );
+    let skipping = [0u32, 1, 4, 5, 6, 7];
+    for w in shown.windows(2) {
+        let i = skipping.iter().position(|&f| f == w[0]).unwrap();
+        assert_eq!(
+            w[1],
+            skipping[(i + 1) % 6],
+            "slots {slots:?}: in order around the damage: {shown:?}"
+        );
+    }
+    plan.lift();
+    let at = mp.presented().len();
+    run_until(&mut mp, "frames 2 and 3 again", |m| {
+        let later: Vec<u32> = m.presented()[at..].iter().map(|&(f, _)| f).collect();
+        later.contains(&2) && later.contains(&3)
+    });
+    mp.drain(Duration::from_secs(5));
 }
 
 /// `render --gpus 0,0` writes every frame of the range, each as one GPU renders it.

@@ -405,6 +405,33 @@ impl MultiPlayer {
     pub fn last_error(&self) -> Option<&str> {
         self.last_error.as_deref()
     }
+    /// What each GPU holds and is asked for, in words (for error messages and tests).
+    pub fn state(&self) -> String {
+        let mut out = format!(
+            "playhead {} ({:?})",
+            self.multi.scheduler().position(),
+            self.multi
+                .scheduler()
+                .state(self.multi.scheduler().position())
+        );
+        for (k, s) in self.shares.iter().enumerate() {
+            out += &format!(
+                "; GPU {k}: holds {:?}, requests {:?}, queued {:?}, its player at {} showing {:?}, damaged {:?}",
+                s.held.map(|h| (h.frame, h.reported)),
+                s.tickets.keys().collect::<Vec<_>>(),
+                self.multi.queued(k),
+                s.frames[s.player.position() as usize],
+                s.player.shown_frame().map(|l| s.frames[l as usize]),
+                s.player
+                    .damaged_frames()
+                    .keys()
+                    .map(|&l| s.frames[l as usize])
+                    .collect::<Vec<_>>()
+            );
+        }
+        out
+    }
+
     /// Keep every presented image from now on ([`MultiPlayer::captured`]).
     pub fn set_capture(&mut self, on: bool) {
         self.capture = on;
@@ -552,7 +579,6 @@ impl MultiPlayer {
             }
         }
         for k in 0..self.shares.len() {
-            self.fail_damaged(k, now);
             if self.shares[k].held.is_none() {
                 let s = &mut self.shares[k];
                 if let Some(local) = s.player.tick()?.shown {
@@ -563,6 +589,8 @@ impl MultiPlayer {
                     });
                 }
             }
+            // Frames its player passed over as damaged, before its new frame is judged.
+            self.fail_damaged(k, now);
             self.report_held(k, now);
         }
         let mut out = MultiTick::default();
@@ -612,11 +640,24 @@ impl MultiPlayer {
         if h.reported {
             return;
         }
-        let Some(&t) = self.shares[k].tickets.get(&h.frame) else {
-            if !self.wanted_soon(h.frame) {
-                self.shares[k].held = None;
+        // The frame of this GPU the timeline wants first (the one on screen aside).
+        let next = self.most_urgent(k);
+        let t = match self.shares[k].tickets.get(&h.frame) {
+            Some(&t) if next == Some(h.frame) => t,
+            // The timeline wants another frame of this GPU first (it passed over this one
+            // while its reads failed, and wants it again): the player goes there.
+            Some(_) => return self.resync(k),
+            None => {
+                // Requested and waiting for a slot on this GPU, or ahead of every request
+                // so far (the window has not reached it): wait. Otherwise the player goes
+                // to the frame the timeline wants.
+                if self.multi.queued(k).contains(&h.frame)
+                    || (next.is_none() && self.wanted_soon(h.frame))
+                {
+                    return;
+                }
+                return self.resync(k);
             }
-            return;
         };
         let s = &mut self.shares[k];
         let bytes = s.local(h.frame).map_or(0, |l| s.player.frame_bytes(l));
@@ -646,6 +687,34 @@ impl MultiPlayer {
                 }
             }
         }
+    }
+
+    /// The frame of GPU `k`'s requests nearest ahead of the playhead, the one on screen
+    /// aside.
+    fn most_urgent(&self, k: usize) -> Option<u32> {
+        let pos = self.multi.scheduler().position();
+        let n = self.frame_count;
+        let on_screen = self.on_screen.filter(|&(_, g)| g == k).map(|(f, _)| f);
+        self.shares[k]
+            .tickets
+            .keys()
+            .copied()
+            .filter(|&f| Some(f) != on_screen)
+            .min_by_key(|&f| (f + n - pos) % n)
+    }
+
+    /// Drops what GPU `k`'s player holds and points it at the frame of its requests nearest
+    /// ahead of the playhead (else at its first frame from the playhead on).
+    fn resync(&mut self, k: usize) {
+        self.release(k);
+        let pos = self.multi.scheduler().position();
+        let next = self.most_urgent(k);
+        let s = &mut self.shares[k];
+        let local = match next.and_then(|f| s.local(f)) {
+            Some(l) => l,
+            None => s.local_from(pos, self.mode == PlayMode::Loop),
+        };
+        s.player.scrub(local);
     }
 
     /// Frames GPU `k`'s player marked damaged (its reads failed): the timeline passes over
