@@ -929,6 +929,11 @@ pub fn run_paths(
         let shown0: Vec<u64> = per_gpu_shown(mp);
         let copies0: Vec<usize> = mp.shares.iter().map(|s| s.copies_ms.len()).collect();
         let log0 = mp.presented.len();
+        let faults0: Vec<(u64, u64)> = mp
+            .shares
+            .iter()
+            .map(|s| (s.player.fault_count(), s.player.recovered_frames()))
+            .collect();
         run.memory.rss_start = crate::probe::rss_bytes();
         let (cpu0, t0) = (crate::probe::cpu_seconds(), Instant::now());
         let deadline = t0 + opts.timeout;
@@ -980,6 +985,7 @@ pub fn run_paths(
         }
         run.memory.rss_end = crate::probe::rss_bytes();
         run.memory.player_gpu_buffers = mp.shares.iter().map(|s| s.player.gpu_buffer_bytes()).sum();
+        run.faults = merged_faults(mp, sel, &faults0);
         run.info = mp.player(0).path_report(sel);
         run.render = RenderReport::of(mp.player(0));
         if let Some(e) = mp.last_error() {
@@ -988,6 +994,26 @@ pub fn run_paths(
         runs.push(run);
     }
     runs
+}
+
+/// Every GPU's faults of the run, in the dataset's frame numbers.
+fn merged_faults(mp: &MultiPlayer, sel: PathSel, since: &[(u64, u64)]) -> FaultReport {
+    let mut out = FaultReport::default();
+    for (s, &(f0, r0)) in mp.shares.iter().zip(since) {
+        let global = |l: u32| s.frames.get(l as usize).copied().unwrap_or(l);
+        let r = FaultReport::since(&s.player, sel, f0, r0);
+        out.count += r.count;
+        out.recovered_frames += r.recovered_frames;
+        out.damaged_frames
+            .extend(r.damaged_frames.into_iter().map(global));
+        out.faults.extend(r.faults.into_iter().map(|mut f| {
+            f.frame = global(f.frame);
+            f
+        }));
+    }
+    out.damaged_frames.sort_unstable();
+    out.faults.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    out
 }
 
 fn per_gpu_shown(mp: &mut MultiPlayer) -> Vec<u64> {
