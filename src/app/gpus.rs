@@ -1159,7 +1159,12 @@ pub fn summary(runs: &[PathRun]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     for r in runs {
-        let Some(g) = &r.gpus else { continue };
+        let Some(g) = &r.gpus else {
+            if let Some(e) = &r.error {
+                let _ = writeln!(s, "  {:<6} unavailable: {e}", r.info.path.name());
+            }
+            continue;
+        };
         let _ = writeln!(
             s,
             "  {:<6} {} GPUs: {:.2} GB/s, rendered {:.1} frames/s, presented {} frames at {:.1} frames/s{}{}",
