@@ -164,6 +164,23 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
             "GPU {k} rendered on the new path"
         );
     }
+
+    // A jump while playing: the target is next, and playback goes on in order from it.
+    let at = mp.presented().len();
+    mp.scrub(5);
+    run_until(&mut mp, "a jump while playing", |m| {
+        !m.scrub_pending() && m.shown_frame() == Some(5)
+    });
+    assert_eq!(
+        mp.presented()[at],
+        (5, 1),
+        "the target is the next frame presented"
+    );
+    run_until(&mut mp, "frames after the jump", |m| {
+        m.presented().len() >= at + 5
+    });
+    let after: Vec<u32> = mp.presented()[at..at + 5].iter().map(|&(f, _)| f).collect();
+    assert_eq!(after, [5, 6, 7, 0, 1]);
     assert_eq!(mp.last_error(), None);
     mp.drain(Duration::from_secs(5));
 }
