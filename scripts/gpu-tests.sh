@@ -75,7 +75,7 @@ prepare() {
   mkdir -p .dev
   cp target/release/supercell target/release/supercell-data .dev/
   local t bin
-  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play bench_gpus render_path; do
+  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play bench_gpus play_gpus render_path; do
     bin=$(cargo test --release --test "$t" --no-run --message-format=json 2>/dev/null |
       T="$t" python3 -c 'import json,os,sys
 for l in sys.stdin:
@@ -84,7 +84,7 @@ for l in sys.stdin:
     cp "$bin" ".dev/$t"
   done
   strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/alloc_limits .dev/interop_gpu \
-    .dev/play .dev/bench_gpus .dev/render_path || true
+    .dev/play .dev/bench_gpus .dev/play_gpus .dev/render_path || true
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh  # `bash .dev/gpu-tests.sh run` works too
   # Offline extras fetched beside the checkout: Vulkan loader packages, kvikio wheels.
   if [ -d .gl ] && [ ! -d .dev/gl ]; then cp -r .gl .dev/gl; fi
@@ -308,6 +308,10 @@ verify_run() {
     # One bench job per GPU: two staged engines on GPU 0 at once, and one per GPU present.
     SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 120 .dev/bench_gpus --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
     echo "bench_gpus exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
+    # The player on two GPUs (two players of GPU 0 where there is one; SUPERCELL_TEST_GPUS=0,1
+    # names others): the direct and host paths presented in order, jumps exact.
+    SUPERCELL_BIN="$PWD/.dev/supercell" SUPERCELL_TEST_DATASET="$DS" RUST_BACKTRACE=1 timeout 240 .dev/play_gpus --ignored --test-threads 1 --nocapture >>"$OUT/gpu-tests.txt" 2>&1
+    echo "play_gpus exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"
     # The path tracer's and the part binding's tests (lavapipe in CI) on the NVIDIA driver.
     XDG_RUNTIME_DIR=$(mktemp -d) RUST_BACKTRACE=1 timeout 200 .dev/render_path --test-threads 1 >>"$OUT/gpu-tests.txt" 2>&1
     echo "render_path exit code: $?" | tee -a "$LOG" "$OUT/gpu-tests.txt"

@@ -147,6 +147,10 @@ pub struct PlayerConfig {
     pub faults: Option<Arc<FaultPlan>>,
     /// How the host engines read: io_uring where allowed (else pread), or pread.
     pub io_backend: crate::ingest::IoBackend,
+    /// The dataset's frames this player plays, in order, as a timeline of its own (frame
+    /// `i` of the player is frame `frames[i]` of the dataset; `start_frame` counts in the
+    /// player's frames): one GPU of several owns these. `None`: every frame.
+    pub frames: Option<Vec<u32>>,
 }
 
 impl Default for PlayerConfig {
@@ -172,6 +176,7 @@ impl Default for PlayerConfig {
             read_timeout: Some(crate::ingest::DEFAULT_READ_TIMEOUT),
             faults: None,
             io_backend: crate::ingest::IoBackend::Auto,
+            frames: None,
         }
     }
 }

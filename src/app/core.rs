@@ -183,6 +183,14 @@ impl Player {
         let scene = Scene::load(scene_path)
             .and_then(|s| s.open(aspect, cfg.attributes.as_deref()))
             .map_err(|e| PlayError::Scene(e.to_string()))?;
+        let mut scene = scene;
+        if let Some(keep) = &cfg.frames {
+            // After the scene is open: the camera and the view are the whole dataset's.
+            scene
+                .dataset
+                .retain_frames(keep)
+                .map_err(|e| PlayError::Scene(e.to_string()))?;
+        }
         let source = Source::from_manifest(scene.dataset.manifest());
         if source.frames.is_empty() {
             return Err(PlayError::Scene(format!(

@@ -114,6 +114,74 @@ pub struct PathRun {
     pub faults: FaultReport,
     /// The render mode and, path-tracing, the refinement at the end of the run.
     pub render: RenderReport,
+    /// With `--gpus`: each GPU's figures and all together, and the frames presented.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpusRun>,
+}
+
+/// One GPU's figures over a path's run.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuRun {
+    /// Index in `--gpus` (GPU 0 is the display).
+    pub index: usize,
+    /// The ordinal named.
+    pub ordinal: usize,
+    /// Its wgpu adapter.
+    pub device: String,
+    /// How the adapter was chosen for the ordinal.
+    pub matched: String,
+    /// The path as this GPU runs it (engine, fallback).
+    pub label: String,
+    /// Frames of the dataset this GPU owns.
+    pub frames_owned: usize,
+    /// This GPU's player's figures: GB/s read, frames/s rendered, latencies.
+    pub figures: PathFigures,
+    /// Frames of this GPU presented.
+    pub frames_presented: u64,
+    /// Images copied to the display GPU.
+    pub copies: usize,
+    /// Mean copy time (read back + upload), ms.
+    pub copy_ms_mean: Option<f64>,
+    /// Longest copy, ms.
+    pub copy_ms_max: Option<f64>,
+    /// Copy rate, GB/s (image bytes over copy time).
+    pub copy_gbps: Option<f64>,
+}
+
+/// All GPUs together over a path's run.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpusTotal {
+    /// GB/s read, summed over GPUs (each its mean over the run).
+    pub gbps_mean: f64,
+    /// Frames rendered, all GPUs.
+    pub frames_rendered: u64,
+    /// Frames rendered per second, summed over GPUs.
+    pub rendered_fps: f64,
+    /// Frames presented.
+    pub frames_presented: u64,
+    /// Frames presented per second of the run.
+    pub presented_fps: f64,
+    /// Mean copy time over every copy, ms.
+    pub copy_ms_mean: Option<f64>,
+}
+
+/// The GPUs of a path's run (`paths[].gpus` in the JSON of `play --headless --gpus`;
+/// made by `app::gpus`).
+#[derive(Clone, Debug, Serialize)]
+pub struct GpusRun {
+    /// How finished images reach the display GPU.
+    pub display_copy: String,
+    /// Per GPU.
+    pub gpus: Vec<GpuRun>,
+    /// All together.
+    pub total: GpusTotal,
+    /// The frames presented during playback, in order (at most 10000).
+    pub presented: Vec<u32>,
+    /// The GPU of each.
+    pub presented_by: Vec<usize>,
+    /// Whether playback presented each frame after the one before (wrapping at the end of a
+    /// looping timeline): none left out, none twice, none out of order.
+    pub in_order: bool,
 }
 
 /// The render mode of a run and, path-tracing, where its refinement stood at the end.
@@ -130,7 +198,7 @@ pub struct RenderReport {
 }
 
 impl RenderReport {
-    fn of(player: &Player) -> RenderReport {
+    pub(crate) fn of(player: &Player) -> RenderReport {
         let state = player.path_state();
         RenderReport {
             mode: super::figures::render_mode_name(player.render_mode()).to_string(),
@@ -286,9 +354,9 @@ pub fn machine(adapter: String) -> MachineReport {
 }
 
 /// A small deterministic generator for scrub targets (the same jumps on every path).
-struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 impl Lcg {
-    fn next(&mut self, n: u32) -> u32 {
+    pub(crate) fn next(&mut self, n: u32) -> u32 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -445,6 +513,7 @@ pub fn run_paths_with_progress(
             memory: MemoryReport::default(),
             faults: FaultReport::default(),
             render: RenderReport::default(),
+            gpus: None,
         };
         let (faults0, recovered0) = (player.fault_count(), player.recovered_frames());
         if let Err(why) = player.set_path(sel) {

@@ -11,6 +11,7 @@ pub mod direct;
 mod faults;
 mod figures;
 pub mod gpumem;
+pub mod gpus;
 pub mod headless;
 pub mod hostring;
 pub mod offscreen;
@@ -88,8 +89,14 @@ impl PlayerGpu {
     /// Opens CUDA GPU 0 and the Vulkan device that is it, with memory sharing (the direct
     /// path), or says why not.
     pub fn open_shared() -> Result<PlayerGpu, String> {
+        Self::open_shared_on(0)
+    }
+
+    /// Opens CUDA GPU `ordinal` and the Vulkan device that is it (the same device UUID),
+    /// with memory sharing, or says why not.
+    pub fn open_shared_on(ordinal: usize) -> Result<PlayerGpu, String> {
         crate::gpu::cuda_probe().map_err(|e| format!("no CUDA: {e}"))?;
-        let gpu = crate::gpu::Gpu::open(0).map_err(|e| format!("CUDA GPU 0: {e}"))?;
+        let gpu = crate::gpu::Gpu::open(ordinal).map_err(|e| format!("CUDA GPU {ordinal}: {e}"))?;
         let dev = crate::gpu::InteropDevice::open(&gpu)
             .map_err(|e| format!("CUDA↔Vulkan sharing: {e}"))?;
         Ok(PlayerGpu {

@@ -169,6 +169,11 @@ pub struct PlayArgs {
     /// 0: wait forever.
     #[arg(long, default_value = "10s", value_parser = supercell::units::parse_duration)]
     pub read_timeout: Duration,
+    /// Headless: play on several GPUs of this host, alternate frames each (`all`, a count
+    /// `N`, or ordinals `0,1`; one may be named twice, `0,0`): each GPU its own engines,
+    /// rings and renderer; GPU 0 presents, the others' images copied through the host.
+    #[arg(long, value_parser = supercell::bench::jobs::parse_gpus)]
+    pub gpus: Option<supercell::bench::jobs::GpuSelection>,
 }
 
 /// A duration flag's value, or an error naming the flag and the value.
@@ -311,6 +316,18 @@ pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
     };
     if !scene.exists() {
         bail!("{}: no such scene file or dataset", scene.display());
+    }
+    if let Some(selection) = &args.gpus {
+        if !args.headless {
+            bail!(
+                "--gpus plays headless only so far (--headless); the window shows one GPU's frames"
+            );
+        }
+        if args.soak.is_some() || args.screenshot.is_some() {
+            bail!("--gpus cannot be used with --soak or --screenshot yet");
+        }
+        let gpus = resolve_gpus(selection)?;
+        return gpus_run(args, &req, &scene, &gpus);
     }
     if args.headless {
         headless_run(args, &req, &scene)
@@ -516,5 +533,113 @@ fn window_run(args: &PlayArgs, req: Requested, scene: &std::path::Path) -> anyho
         exit_after: args.exit_after,
     };
     window::run(opts)?;
+    Ok(())
+}
+
+/// The ordinals `--gpus` names (CUDA's count checks them where CUDA runs).
+pub fn resolve_gpus(
+    selection: &supercell::bench::jobs::GpuSelection,
+) -> anyhow::Result<Vec<usize>> {
+    let cuda_devices = supercell::gpu::cuda_probe()
+        .is_ok()
+        .then(supercell::gpu::device_count);
+    selection
+        .resolve(cuda_devices)
+        .map_err(|e| anyhow::anyhow!("--gpus: {e}"))
+}
+
+/// `play --headless --gpus`: every path measured on every GPU at once.
+fn gpus_run(
+    args: &PlayArgs,
+    req: &Requested,
+    scene: &std::path::Path,
+    ordinals: &[usize],
+) -> anyhow::Result<()> {
+    use supercell::app::gpus::{self, MultiPlayer};
+    if args.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    let timeout = duration_flag("--timeout", &args.timeout)?;
+    let opened = gpus::open_gpus(ordinals)?;
+    for (k, g) in opened.iter().enumerate() {
+        eprintln!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
+    }
+    let settings = software::choose(&opened[0].gpu.caps, req);
+    if let Some(note) = &settings.note {
+        eprintln!("play: {note}");
+    }
+    let size = settings.size;
+    let cfg = player_config(args, size, &PlaybackDefaults::default())?;
+    let adapters: Vec<String> = opened.iter().map(|g| g.gpu.describe()).collect();
+    let mut mp = MultiPlayer::open(opened, scene, &cfg)?;
+    for k in 0..mp.gpu_count() {
+        settings.apply_view(mp.player_mut(k).view_mut());
+        eprintln!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
+    }
+    let paths = match args.path {
+        PathArg::Direct => vec![PathSel::Direct],
+        PathArg::Host => vec![PathSel::Host],
+        PathArg::Both => vec![PathSel::Host, PathSel::Direct],
+    };
+    let bar = progress_bar("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}");
+    let runs = gpus::run_paths(
+        &mut mp,
+        &HeadlessOptions {
+            frames: args.frames,
+            paths,
+            scrub_jumps: args.scrub_jumps,
+            timeout,
+        },
+        &mut |p| {
+            bar.set_prefix(format!("play {}", p.path.name()));
+            bar.set_length(p.planned);
+            bar.set_position(p.done);
+            bar.set_message(match p.phase {
+                Phase::Playing => "frames presented",
+                Phase::Scrubbing => "jumps",
+            });
+        },
+    );
+    bar.finish_and_clear();
+    mp.drain(Duration::from_secs(10));
+    let p0 = mp.player(0);
+    let m = p0.manifest();
+    let report = HeadlessReport {
+        schema: headless::SCHEMA.into(),
+        date: headless::iso8601(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        ),
+        machine: headless::machine(adapters.join("; ")),
+        dataset: DatasetReport {
+            path: scene.display().to_string(),
+            frames: mp.frame_count(),
+            lanes: m.lanes.len(),
+            attributes: p0.attribute_names(),
+            bytes_per_frame: p0.mean_frame_bytes(),
+            total_bytes: m.total_bytes(),
+        },
+        size: [size.0, size.1],
+        slots: p0.slots(),
+        slot_plan: p0.slot_plan().clone(),
+        frames_per_path: args.frames,
+        paths: runs,
+        soak: None,
+        settings: Some(settings),
+    };
+    eprint!("{}", gpus::summary(&report.paths));
+    if let Some(p) = &args.json {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(p, text + "\n").with_context(|| format!("{}", p.display()))?;
+    }
+    for r in &report.paths {
+        if let Some(e) = &r.error {
+            let unavailable = !r.info.available;
+            if !(unavailable && args.path == PathArg::Both) {
+                bail!("{} path: {e}", r.info.path.name());
+            }
+        }
+    }
     Ok(())
 }

@@ -130,6 +130,12 @@ pub struct RenderArgs {
     /// Also write the `--bench` results as JSON here.
     #[arg(long)]
     pub bench_json: Option<PathBuf>,
+    /// Render `--frames` on several GPUs of this host, alternate frames each (`all`, a count
+    /// `N`, or ordinals `0,1`; one may be named twice): each GPU reads, renders and writes
+    /// its own frames.
+    #[arg(long, value_parser = supercell::bench::jobs::parse_gpus,
+          conflicts_with_all = ["cpu", "bench", "converge"])]
+    pub gpus: Option<supercell::bench::jobs::GpuSelection>,
 }
 
 fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
@@ -325,6 +331,9 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         return bench(args, &mut ls, frames.start);
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("{}", args.out.display()))?;
+    if let Some(selection) = &args.gpus {
+        return render_on_gpus(args, selection, frames, path_stop);
+    }
     let mut slot = AlignedBuf::new();
     if args.cpu {
         check_size("--size", None, w, h)?;
@@ -375,13 +384,13 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
     for f in frames {
         bar.set_message(format!("frame {f}, {w}x{h}"));
-        ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
-        check_headers(&ls, f, &slot)?;
-        let grids = shown_grids(&renderer, &ls, f)?;
-        let uploaded = upload_shown(&ctx, &renderer, &slot, &grids)
-            .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
-        bind_uploaded(&mut renderer, &uploaded, &grids)?;
         if let Some(ref_spp) = args.converge {
+            ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
+            check_headers(&ls, f, &slot)?;
+            let grids = shown_grids(&renderer, &ls, f)?;
+            let uploaded = upload_shown(&ctx, &renderer, &slot, &grids)
+                .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
+            bind_uploaded(&mut renderer, &uploaded, &grids)?;
             let json = args
                 .converge_json
                 .clone()
@@ -401,48 +410,172 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
                 )
             });
         }
-        if let Some(stop) = path_stop {
-            let p = refine(&mut renderer, &ls.view, w, h, stop)?;
-            let img = renderer.read_image()?;
-            bar.suspend(|| {
-                eprintln!(
-                    "frame {f}: {w}x{h} path traced, {} samples per pixel in {:.2} s ({:.1} M \
-                     samples/s)",
-                    p.samples,
-                    p.seconds,
-                    p.samples_per_second(w, h) / 1e6
-                );
-            });
-            bar.suspend(|| save(&img, &args.out, f, args.linear))?;
-            bar.inc(1);
-            continue;
-        }
-        let t = renderer.render_timed(&ls.view, w, h)?;
+        render_frame(
+            args,
+            &ls,
+            &ctx,
+            &mut renderer,
+            &mut slot,
+            f,
+            path_stop,
+            &bar,
+            "",
+        )?;
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// Reads frame `f`, renders it (path traced to `path_stop` in path mode) and writes its
+/// PNG, saying how long it took (`who`: which GPU, with several).
+#[allow(clippy::too_many_arguments)]
+fn render_frame(
+    args: &RenderArgs,
+    ls: &LoadedScene,
+    ctx: &GpuContext,
+    renderer: &mut Renderer,
+    slot: &mut AlignedBuf,
+    f: usize,
+    path_stop: Option<Stop>,
+    bar: &indicatif::ProgressBar,
+    who: &str,
+) -> anyhow::Result<()> {
+    let (w, h) = parse_size(&args.size)?;
+    ls.dataset.read_frame(f, slot, CrcCheck::Skip)?;
+    check_headers(ls, f, slot)?;
+    let grids = shown_grids(renderer, ls, f)?;
+    let uploaded = upload_shown(ctx, renderer, slot, &grids)
+        .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
+    bind_uploaded(renderer, &uploaded, &grids)?;
+    if let Some(stop) = path_stop {
+        let p = refine(renderer, &ls.view, w, h, stop)?;
         let img = renderer.read_image()?;
         bar.suspend(|| {
             eprintln!(
-                "frame {f}: {w}x{h}{} in {:.2} ms{}",
-                if uploaded.parts.len() > 1 && uploaded.uploaded() == uploaded.parts.len() {
-                    format!(" from {} parts", uploaded.parts.len())
-                } else if uploaded.parts.len() > 1 {
-                    format!(
-                        " from {} of the frame's {} parts",
-                        uploaded.uploaded(),
-                        uploaded.parts.len()
-                    )
-                } else {
-                    String::new()
-                },
-                t.wall_ms,
-                t.gpu_ms
-                    .map(|g| format!(" (GPU {g:.2} ms)"))
-                    .unwrap_or_default()
+                "frame {f}{who}: {w}x{h} path traced, {} samples per pixel in {:.2} s ({:.1} M \
+                 samples/s)",
+                p.samples,
+                p.seconds,
+                p.samples_per_second(w, h) / 1e6
             );
         });
         bar.suspend(|| save(&img, &args.out, f, args.linear))?;
         bar.inc(1);
+        return Ok(());
     }
+    let t = renderer.render_timed(&ls.view, w, h)?;
+    let img = renderer.read_image()?;
+    bar.suspend(|| {
+        eprintln!(
+            "frame {f}{who}: {w}x{h}{} in {:.2} ms{}",
+            if uploaded.parts.len() > 1 && uploaded.uploaded() == uploaded.parts.len() {
+                format!(" from {} parts", uploaded.parts.len())
+            } else if uploaded.parts.len() > 1 {
+                format!(
+                    " from {} of the frame's {} parts",
+                    uploaded.uploaded(),
+                    uploaded.parts.len()
+                )
+            } else {
+                String::new()
+            },
+            t.wall_ms,
+            t.gpu_ms
+                .map(|g| format!(" (GPU {g:.2} ms)"))
+                .unwrap_or_default()
+        );
+    });
+    bar.suspend(|| save(&img, &args.out, f, args.linear))?;
+    bar.inc(1);
+    Ok(())
+}
+
+/// `render --gpus`: every GPU named renders the frames it owns (alternate frames, as the
+/// player deals them), each with its own device, renderer and dataset reader, at once.
+fn render_on_gpus(
+    args: &RenderArgs,
+    selection: &supercell::bench::jobs::GpuSelection,
+    frames: std::ops::Range<usize>,
+    path_stop: Option<Stop>,
+) -> anyhow::Result<()> {
+    let ordinals = super::play::resolve_gpus(selection)?;
+    let opened = supercell::app::gpus::open_gpus(&ordinals)?;
+    for (k, g) in opened.iter().enumerate() {
+        eprintln!("render: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
+    }
+    let ownership = supercell::pipeline::multi::Ownership::alternate(opened.len())
+        .map_err(anyhow::Error::msg)?;
+    let bar = progress_bar(
+        "render [{elapsed_precise}] {bar:30} {pos}/{len} frames  {msg}",
+        frames.len() as u64,
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    let (w, h) = parse_size(&args.size)?;
+    let results: Vec<anyhow::Result<(usize, f64)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = opened
+            .iter()
+            .enumerate()
+            .map(|(k, g)| {
+                let ctx = GpuContext {
+                    adapter: g.gpu.adapter.clone(),
+                    device: g.gpu.device.clone(),
+                    queue: g.gpu.queue.clone(),
+                    caps: g.gpu.caps.clone(),
+                };
+                let mine: Vec<usize> = frames
+                    .clone()
+                    .filter(|&f| ownership.owner(f as u32) == k)
+                    .collect();
+                let bar = bar.clone();
+                scope.spawn(move || -> anyhow::Result<(usize, f64)> {
+                    let t0 = std::time::Instant::now();
+                    let scene = Scene::load(&args.scene)?;
+                    let mut ls = scene.open(w as f32 / h as f32, args.attributes.as_deref())?;
+                    apply_args(args, &mut ls, w as f32 / h as f32);
+                    let mut renderer = open_renderer(&ctx)?;
+                    check_size("--size", Some(&renderer), w, h)?;
+                    for &f in &mine {
+                        check_frame_fits(&ls, &renderer, f)?;
+                    }
+                    let mut slot = AlignedBuf::new();
+                    let who = format!(" on GPU {k}");
+                    for &f in &mine {
+                        render_frame(
+                            args,
+                            &ls,
+                            &ctx,
+                            &mut renderer,
+                            &mut slot,
+                            f,
+                            path_stop,
+                            &bar,
+                            &who,
+                        )
+                        .with_context(|| format!("GPU {k}"))?;
+                    }
+                    Ok((mine.len(), t0.elapsed().as_secs_f64()))
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a GPU's render thread panicked")))
+            })
+            .collect()
+    });
     bar.finish_and_clear();
+    let mut total = 0;
+    for (k, r) in results.into_iter().enumerate() {
+        let (n, secs) = r?;
+        total += n;
+        eprintln!(
+            "render: GPU {k}: {n} frames in {secs:.2} s ({:.2} frames/s)",
+            n as f64 / secs.max(1e-9)
+        );
+    }
+    eprintln!("render: {total} frames on {} GPUs", opened.len());
     Ok(())
 }
 

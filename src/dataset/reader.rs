@@ -69,6 +69,32 @@ impl Dataset {
         self.manifest.frames.len()
     }
 
+    /// Keeps only the frames `keep` (indices into the current frames, in the order given),
+    /// which become frames `0..keep.len()`: one GPU of several plays the frames it owns as
+    /// a timeline of its own. Errors, changing nothing, on an index past the end or no frame.
+    pub fn retain_frames(&mut self, keep: &[u32]) -> Result<()> {
+        let n = self.manifest.frames.len();
+        if keep.is_empty() {
+            return Err(DatasetError::Manifest {
+                path: self.manifest.path.clone(),
+                msg: "no frame kept".into(),
+            });
+        }
+        if let Some(bad) = keep.iter().find(|&&f| f as usize >= n) {
+            return Err(DatasetError::Manifest {
+                path: self.manifest.path.clone(),
+                msg: format!("frame {bad} kept, but the dataset has {n} frames"),
+            });
+        }
+        let frames = keep
+            .iter()
+            .map(|&f| self.manifest.frames[f as usize].clone())
+            .collect::<Vec<_>>();
+        self.manifest.frame_count = frames.len();
+        self.manifest.frames = frames;
+        Ok(())
+    }
+
     /// Frame `frame`'s manifest entry (time, grids, extents), or `None` past the end.
     pub fn frame(&self, frame: usize) -> Option<&Frame> {
         self.manifest.frames.get(frame)

@@ -252,6 +252,25 @@ pub fn open_on(
     })
 }
 
+/// A device of the kind [`Want::Plain`] or [`Want::HostImport`] (`host_import`) on
+/// `adapter`, an adapter of `instance` the caller chose (e.g. one GPU of several).
+pub fn open_chosen(
+    instance: wgpu::Instance,
+    adapter: wgpu::Adapter,
+    host_import: bool,
+    label: &str,
+) -> Result<GpuDevice, DeviceError> {
+    let (device, queue) = open_adapter(&adapter, host_import, label)?;
+    let caps = DeviceCaps::of(&device);
+    Ok(GpuDevice {
+        instance,
+        adapter,
+        device,
+        queue,
+        caps,
+    })
+}
+
 /// Storage buffers per shader stage every device is opened with at least: the renderer
 /// reads a frame through 8 storage bindings ("parts") beside 5 buffers of its own, more than
 /// WebGPU's default of 8.

@@ -351,6 +351,30 @@ impl MultiScheduler {
     pub fn set_direction(&mut self, direction: Direction) {
         self.sched.set_direction(direction);
     }
+    /// Sets the playback rate (`None`: as fast as frames are finished).
+    pub fn set_speed(&mut self, speed_fps: Option<f64>) {
+        self.sched.set_speed(speed_fps);
+    }
+    /// The playback window: how many frames ahead of the playhead are requested.
+    pub fn window(&self) -> usize {
+        self.sched.config().window
+    }
+    /// `gpu` no longer holds `frame` (its image or its data was let go outside a plan, e.g.
+    /// its player moved on): the frame leaves the GPU's slots and is requested again
+    /// when it is wanted. Returns whether the GPU held it.
+    pub fn forget(&mut self, gpu: usize, frame: u32) -> bool {
+        let Some(g) = self.gpus.get_mut(gpu) else {
+            return false;
+        };
+        if g.held.remove(&frame).is_none() {
+            return false;
+        }
+        self.sched.evicted(frame);
+        if self.on_screen == Some(frame) {
+            self.refresh = None;
+        }
+        true
+    }
     /// Jumps to `target` (clamped): the next [`MultiScheduler::plan`] cancels what no GPU
     /// needs any more and makes the target its owner's most urgent request; the target is
     /// the next frame presented.

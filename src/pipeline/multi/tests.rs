@@ -552,3 +552,32 @@ proptest! {
         run_ops(frames, weights, slots, &ops, false);
     }
 }
+
+#[test]
+fn a_forgotten_image_is_read_and_rendered_again_before_it_is_presented() {
+    let mut m = afr(8, 2, 3);
+    m.set_playing(false);
+    m.plan();
+    // Frame 0 (the first shown) is finished on GPU 0, then its player lets it go.
+    let t = m.take_requests(0, 8);
+    assert_eq!(t[0].frame, 0);
+    assert_eq!(m.landed(t[0], Some(MB), 0.0), Report::Accepted);
+    let r = m.next_render(0).unwrap();
+    assert_eq!(m.rendered(r, true, 0.0), Report::Accepted);
+    assert!(m.forget(0, 0));
+    assert!(!m.forget(0, 0), "held no more");
+    assert!(!m.forget(1, 0), "GPU 1 never held it");
+    assert_eq!(m.tick(0.1), None, "not presented without its image");
+    m.plan();
+    let again = m.take_requests(0, 8);
+    assert!(
+        again.iter().any(|t| t.frame == 0),
+        "requested again: {again:?}"
+    );
+    let t0 = *again.iter().find(|t| t.frame == 0).unwrap();
+    assert_eq!(m.landed(t0, Some(MB), 0.2), Report::Accepted);
+    let r = m.next_render(0).unwrap();
+    assert_eq!(r.frame, 0);
+    assert_eq!(m.rendered(r, true, 0.2), Report::Accepted);
+    assert_eq!(m.tick(0.3).map(|p| p.frame), Some(0));
+}

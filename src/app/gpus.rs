@@ -1,0 +1,1226 @@
+//! Several GPUs of one host in the player (`play --gpus`, `render --gpus`): alternate-frame
+//! rendering driven by [`MultiScheduler`].
+//!
+//! Each GPU gets a whole single-GPU [`Player`] of its own — its wgpu device, its engines,
+//! its rings and its renderer — over the frames it owns ([`Ownership::alternate`]), which
+//! that player sees as a timeline of its own ([`PlayerConfig::frames`]). The one global
+//! timeline is the [`MultiScheduler`]'s: it requests each frame of its window from the
+//! frame's owner, records it finished when the owner's player has rendered it, and says
+//! which frame to present next, strictly in order. A player that has rendered a frame
+//! holds it (it is not ticked again) until the display has taken its image, so no GPU runs
+//! more than one finished frame ahead of the screen while its engine goes on reading ahead.
+//!
+//! The display is GPU 0: its own images are shown where they are; another GPU's image is
+//! read back to the host and uploaded to a texture on GPU 0, and each copy is timed
+//! ([`MultiScheduler::copied`]). Peer-to-peer copies are out of reach: wgpu has no copy
+//! between devices.
+//!
+//! Why beside [`Player`] and not inside it: the player's streams answer to one
+//! [`crate::pipeline::Scheduler`] each; one GPU here is a whole player, so the single-GPU
+//! path runs unchanged, and with one GPU (`--gpus 1`) this driver is a player gated by a
+//! one-GPU [`MultiScheduler`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::PlayerGpu;
+use super::config::{PathSel, PlayError, PlayerConfig};
+use super::core::Player;
+use super::headless::{
+    FaultReport, GpuRun, GpusRun, GpusTotal, HeadlessOptions, MemoryReport, PathRun, RenderReport,
+};
+use crate::pipeline::PlayMode;
+use crate::pipeline::multi::{GpuActions, MultiScheduler, Ownership, Report, Ticket};
+use crate::render::RenderError;
+
+/// How images of the other GPUs reach the display GPU.
+pub const DISPLAY_COPY: &str = "through the host: read back from the rendering GPU, uploaded to the display GPU (GPU 0); wgpu has no copy between devices, so peer-to-peer is out of reach";
+
+/// One GPU of `--gpus`: its wgpu device and how it was matched to the CUDA device.
+pub struct OpenedGpu {
+    /// The ordinal named on the command line (CUDA's numbering where CUDA runs).
+    pub ordinal: usize,
+    /// The device.
+    pub gpu: PlayerGpu,
+    /// How the wgpu adapter was chosen for this ordinal, in words.
+    pub matched: String,
+}
+
+/// PCI bus ids compared as numbers (CUDA writes `00000000:1B:00.0`, Vulkan `0000:1b:00.0`).
+fn same_pci_bus(a: &str, b: &str) -> bool {
+    fn parts(s: &str) -> Option<Vec<u64>> {
+        let s = s.trim();
+        let (head, func) = s.rsplit_once('.')?;
+        let mut v: Vec<u64> = head
+            .split(':')
+            .map(|p| u64::from_str_radix(p, 16).ok())
+            .collect::<Option<_>>()?;
+        v.push(u64::from_str_radix(func, 16).ok()?);
+        // Domain, bus, device, function: a missing domain is 0.
+        while v.len() < 4 {
+            v.insert(0, 0);
+        }
+        Some(v)
+    }
+    matches!((parts(a), parts(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Opens the device of GPU `ordinal`: CUDA's device of that ordinal and the Vulkan adapter
+/// with the same device UUID (memory sharing: the direct path) where that works; else a
+/// plain device on the wgpu adapter with CUDA's PCI bus id where both report one, else the
+/// adapter of that place in wgpu's list (discrete GPUs first, as the single-GPU player
+/// prefers them). `matched` says which.
+pub fn open_gpu(ordinal: usize) -> Result<OpenedGpu, RenderError> {
+    let why = match PlayerGpu::open_shared_on(ordinal) {
+        Ok(gpu) => {
+            let uuid = gpu
+                .caps
+                .uuid
+                .map_or_else(|| "?".into(), |u| crate::device::uuid_str(&u));
+            let bus = gpu
+                .interop
+                .as_ref()
+                .map_or_else(String::new, |(g, _)| format!(" (PCI {})", g.pci_bus_id));
+            let matched = format!(
+                "CUDA device {ordinal}{bus} is Vulkan adapter {}: the same device UUID {uuid}",
+                gpu.describe()
+            );
+            return Ok(OpenedGpu {
+                ordinal,
+                gpu,
+                matched,
+            });
+        }
+        Err(why) => why,
+    };
+    let cuda_bus = crate::gpu::cuda_probe()
+        .ok()
+        .and_then(|()| crate::gpu::Gpu::open(ordinal).ok())
+        .map(|g| g.pci_bus_id.clone());
+    let instance = PlayerGpu::instance();
+    let mut adapters = crate::device::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let rank = |t: wgpu::DeviceType| match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    };
+    adapters.sort_by_key(|a| rank(a.get_info().device_type));
+    let by_bus = cuda_bus.as_deref().and_then(|bus| {
+        adapters
+            .iter()
+            .position(|a| same_pci_bus(&a.get_info().device_pci_bus_id, bus))
+            .map(|i| (i, format!("by PCI bus id {bus}")))
+    });
+    let (index, how) = match by_bus {
+        Some(found) => found,
+        None if ordinal < adapters.len() => (
+            ordinal,
+            format!(
+                "by order: adapter {ordinal} of the {} wgpu lists ({})",
+                adapters.len(),
+                match &cuda_bus {
+                    Some(bus) => format!("no adapter reports CUDA's PCI bus id {bus}"),
+                    None => "no CUDA PCI bus id to match".into(),
+                }
+            ),
+        ),
+        None => {
+            return Err(RenderError::NoDevice(format!(
+                "GPU {ordinal} (--gpus): wgpu lists {} adapter(s) here",
+                adapters.len()
+            )));
+        }
+    };
+    let adapter = adapters.swap_remove(index);
+    let g = crate::device::open_chosen(instance, adapter, true, "supercell play")
+        .map_err(|e| RenderError::NoDevice(format!("GPU {ordinal}: {e}")))?;
+    let gpu = PlayerGpu {
+        instance: g.instance,
+        adapter: g.adapter,
+        device: g.device,
+        queue: g.queue,
+        caps: g.caps,
+        interop: None,
+        interop_unavailable: Some(why.clone()),
+    };
+    let matched = format!("{} {how}; no memory sharing: {why}", gpu.describe());
+    Ok(OpenedGpu {
+        ordinal,
+        gpu,
+        matched,
+    })
+}
+
+/// Opens every GPU of `ordinals` (one may be named twice: two devices on one adapter).
+pub fn open_gpus(ordinals: &[usize]) -> Result<Vec<OpenedGpu>, RenderError> {
+    ordinals.iter().map(|&k| open_gpu(k)).collect()
+}
+
+/// The frame a player has rendered and holds until the display takes its image.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    /// The frame, in the dataset's numbering.
+    frame: u32,
+    /// Reported to the multi-scheduler as finished.
+    reported: bool,
+}
+
+/// One GPU's share: its player and what the driver tracks of it.
+struct GpuShare {
+    ordinal: usize,
+    matched: String,
+    device: String,
+    /// Kept alive for the player's device (and its CUDA context).
+    _gpu: PlayerGpu,
+    player: Player,
+    /// The dataset frames this GPU owns, ascending: the player's frame `i` is `frames[i]`.
+    frames: Vec<u32>,
+    held: Option<Held>,
+    /// The multi-scheduler's requests issued on this GPU, by frame.
+    tickets: BTreeMap<u32, Ticket>,
+    /// Every image copy to the display GPU, ms (bounded; see [`MAX_LOG`]).
+    copies_ms: Vec<f64>,
+    copy_bytes: u64,
+}
+
+impl GpuShare {
+    fn local(&self, frame: u32) -> Option<u32> {
+        self.frames.binary_search(&frame).ok().map(|i| i as u32)
+    }
+    /// The first frame this GPU owns at or after `frame` (wrapping on a loop, else its
+    /// last), in the player's numbering.
+    fn local_from(&self, frame: u32, wrap: bool) -> u32 {
+        let i = self.frames.partition_point(|&f| f < frame);
+        if i < self.frames.len() {
+            i as u32
+        } else if wrap {
+            0
+        } else {
+            self.frames.len() as u32 - 1
+        }
+    }
+}
+
+/// What one [`MultiPlayer::tick`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MultiTick {
+    /// The frame presented, and the GPU (index in `--gpus`) that rendered it.
+    pub shown: Option<(u32, usize)>,
+}
+
+/// Frames presented that the driver remembers (for the order checks of a run).
+const MAX_LOG: usize = 100_000;
+
+/// Several GPUs playing one timeline; see the module documentation.
+pub struct MultiPlayer {
+    shares: Vec<GpuShare>,
+    multi: MultiScheduler,
+    frame_count: u32,
+    mode: PlayMode,
+    epoch: Instant,
+    active: PathSel,
+    shown: Option<u32>,
+    /// The frame on screen and the GPU that rendered it: the multi-scheduler has it as
+    /// finished until the next frame is presented (its player has moved on already).
+    on_screen: Option<(u32, usize)>,
+    /// A jump in progress: its target and when it was asked for.
+    scrub: Option<(u32, Instant)>,
+    last_scrub_ms: Option<f64>,
+    /// Frames presented and the GPU of each, oldest first (at most [`MAX_LOG`]).
+    presented: Vec<(u32, usize)>,
+    /// The display GPU's texture the other GPUs' images are uploaded to.
+    display: Option<wgpu::Texture>,
+    /// Keep every presented image (tests compare them).
+    capture: bool,
+    captured: Vec<(u32, usize, Vec<u8>)>,
+    last_error: Option<String>,
+}
+
+impl MultiPlayer {
+    /// Opens `scene_path` once per GPU of `gpus` (GPU 0 is the display), each player over
+    /// the frames its GPU owns (alternate frames). `cfg` is the single-GPU player's; its
+    /// `start_frame` counts in the dataset's frames, and its `frames` must be `None`.
+    pub fn open(
+        gpus: Vec<OpenedGpu>,
+        scene_path: &Path,
+        cfg: &PlayerConfig,
+    ) -> Result<MultiPlayer, PlayError> {
+        if gpus.is_empty() {
+            return Err(PlayError::Usage("--gpus names no GPU".into()));
+        }
+        if cfg.frames.is_some() {
+            return Err(PlayError::Usage(
+                "a player of several GPUs deals the frames itself".into(),
+            ));
+        }
+        if cfg.mode == PlayMode::PingPong {
+            return Err(PlayError::Usage(
+                "--mode ping-pong is not supported with --gpus (loop or once)".into(),
+            ));
+        }
+        let g = gpus.len();
+        let ownership = Ownership::alternate(g).map_err(PlayError::Usage)?;
+        let frame_count = crate::scene::Scene::load(scene_path)
+            .and_then(|s| s.open(1.0, cfg.attributes.as_deref()))
+            .map_err(|e| PlayError::Scene(e.to_string()))?
+            .dataset
+            .frame_count() as u32;
+        if (frame_count as usize) < g {
+            return Err(PlayError::Usage(format!(
+                "{frame_count} frames for {g} GPUs: every GPU needs a frame of its own"
+            )));
+        }
+        if cfg.start_frame >= frame_count {
+            return Err(PlayError::Usage(format!(
+                "start frame {} (--start-frame) is past the end: the dataset has {frame_count} frames (0..={})",
+                cfg.start_frame,
+                frame_count - 1
+            )));
+        }
+        let wrap = cfg.mode == PlayMode::Loop;
+        let mut shares = Vec::with_capacity(g);
+        for (k, opened) in gpus.into_iter().enumerate() {
+            let frames: Vec<u32> = (0..frame_count)
+                .filter(|&f| ownership.owner(f) == k)
+                .collect();
+            let mut share_cfg = cfg.clone();
+            // Each player shows its frames as soon as it has them; the global timeline
+            // paces presentation.
+            share_cfg.speed_fps = None;
+            share_cfg.frames = Some(frames.clone());
+            share_cfg.start_frame = 0;
+            let player = Player::open(&opened.gpu, scene_path, &share_cfg)?;
+            let mut share = GpuShare {
+                ordinal: opened.ordinal,
+                matched: opened.matched,
+                device: opened.gpu.describe(),
+                _gpu: opened.gpu,
+                player,
+                frames,
+                held: None,
+                tickets: BTreeMap::new(),
+                copies_ms: Vec::new(),
+                copy_bytes: 0,
+            };
+            let start = share.local_from(cfg.start_frame, wrap);
+            share.player.scrub(start);
+            share.player.set_playing(cfg.playing);
+            shares.push(share);
+        }
+        // One path for every GPU: the first GPU's, where every GPU has it.
+        let mut active = shares[0].player.active_path();
+        if shares
+            .iter()
+            .any(|s| !s.player.path_report(active).available)
+        {
+            active = PathSel::Host;
+        }
+        for s in &mut shares {
+            s.player.set_path(active).map_err(PlayError::Usage)?;
+        }
+        let slots = shares.iter().map(|s| s.player.slots()).collect();
+        let mut multi = MultiScheduler::new(
+            frame_count,
+            cfg.mode,
+            cfg.speed_fps,
+            ownership,
+            slots,
+            0,
+            active.index(),
+        )
+        .map_err(PlayError::Usage)?;
+        multi.scrub(cfg.start_frame);
+        multi.set_playing(cfg.playing);
+        Ok(MultiPlayer {
+            shares,
+            multi,
+            frame_count,
+            mode: cfg.mode,
+            epoch: Instant::now(),
+            active,
+            shown: None,
+            on_screen: None,
+            scrub: None,
+            last_scrub_ms: None,
+            presented: Vec::new(),
+            display: None,
+            capture: false,
+            captured: Vec::new(),
+            last_error: None,
+        })
+    }
+
+    fn now(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64()
+    }
+
+    /// GPUs.
+    pub fn gpu_count(&self) -> usize {
+        self.shares.len()
+    }
+    /// GPU `k`'s player (its figures, view, device).
+    pub fn player(&self, k: usize) -> &Player {
+        &self.shares[k].player
+    }
+    /// GPU `k`'s player, to change its view.
+    pub fn player_mut(&mut self, k: usize) -> &mut Player {
+        &mut self.shares[k].player
+    }
+    /// The ordinal GPU `k` was named by, and how its adapter was chosen.
+    pub fn gpu_names(&self, k: usize) -> (usize, &str) {
+        (self.shares[k].ordinal, &self.shares[k].matched)
+    }
+    /// Frames on the timeline.
+    pub fn frame_count(&self) -> u32 {
+        self.frame_count
+    }
+    /// The frame on screen.
+    pub fn shown_frame(&self) -> Option<u32> {
+        self.shown
+    }
+    /// Whether a jump has not landed yet.
+    pub fn scrub_pending(&self) -> bool {
+        self.scrub.is_some()
+    }
+    /// The latency of the last jump, ms.
+    pub fn last_scrub_ms(&self) -> Option<f64> {
+        self.last_scrub_ms
+    }
+    /// The path every GPU uses.
+    pub fn active_path(&self) -> PathSel {
+        self.active
+    }
+    /// The global timeline.
+    pub fn scheduler(&self) -> &MultiScheduler {
+        &self.multi
+    }
+    /// Frames presented so far and the GPU of each, oldest first.
+    pub fn presented(&self) -> &[(u32, usize)] {
+        &self.presented
+    }
+    /// The last problem the driver met (a GPU's player errors are its own).
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+    /// What each GPU holds and is asked for, in words (for error messages and tests).
+    pub fn state(&self) -> String {
+        let mut out = format!(
+            "playhead {} ({:?})",
+            self.multi.scheduler().position(),
+            self.multi
+                .scheduler()
+                .state(self.multi.scheduler().position())
+        );
+        for (k, s) in self.shares.iter().enumerate() {
+            out += &format!(
+                "; GPU {k}: holds {:?}, requests {:?}, queued {:?}, its player at {} showing {:?}, damaged {:?}",
+                s.held.map(|h| (h.frame, h.reported)),
+                s.tickets.keys().collect::<Vec<_>>(),
+                self.multi.queued(k),
+                s.frames[s.player.position() as usize],
+                s.player.shown_frame().map(|l| s.frames[l as usize]),
+                s.player
+                    .damaged_frames()
+                    .keys()
+                    .map(|&l| s.frames[l as usize])
+                    .collect::<Vec<_>>()
+            );
+        }
+        out
+    }
+
+    /// Keep every presented image from now on ([`MultiPlayer::captured`]).
+    pub fn set_capture(&mut self, on: bool) {
+        self.capture = on;
+    }
+    /// Presented images kept: frame, GPU, RGBA8 pixels.
+    pub fn captured(&self) -> &[(u32, usize, Vec<u8>)] {
+        &self.captured
+    }
+
+    /// Starts or stops playback on every GPU.
+    pub fn set_playing(&mut self, playing: bool) {
+        self.multi.set_playing(playing);
+        for s in &mut self.shares {
+            s.player.set_playing(playing);
+        }
+    }
+    /// Playback rate of the timeline (`None`: as fast as frames are finished).
+    pub fn set_speed(&mut self, fps: Option<f64>) {
+        self.multi.set_speed(fps);
+    }
+
+    /// Lets go of what a GPU's player holds for the display, telling the multi-scheduler
+    /// where it had the frame as finished.
+    fn release(&mut self, k: usize) {
+        let s = &mut self.shares[k];
+        if let Some(h) = s.held.take()
+            && h.reported
+        {
+            s.tickets.remove(&h.frame);
+            self.multi.forget(k, h.frame);
+        }
+    }
+
+    /// The frame on screen is let go on its GPU (its player holds it no more): a visit
+    /// to it reads and renders it again, as one GPU's player does.
+    fn forget_on_screen(&mut self) {
+        if let Some((f, k)) = self.on_screen.take() {
+            self.shares[k].tickets.remove(&f);
+            self.multi.forget(k, f);
+        }
+    }
+
+    /// Points every GPU's player at its first frame from `frame` on, dropping what they
+    /// hold: after a jump or a path switch the timeline goes on from there.
+    fn align(&mut self, frame: u32) {
+        self.forget_on_screen();
+        let wrap = self.mode == PlayMode::Loop;
+        for k in 0..self.shares.len() {
+            self.release(k);
+            let s = &mut self.shares[k];
+            let local = s.local_from(frame, wrap);
+            s.player.scrub(local);
+        }
+    }
+
+    /// Jumps to `frame` (clamped): the exact frame is the next one presented, whichever
+    /// GPU owns it; the time until it is presented is the jump's latency.
+    pub fn scrub(&mut self, frame: u32) {
+        let target = frame.min(self.frame_count - 1);
+        self.multi.scrub(target);
+        self.align(target);
+        self.scrub = Some((target, Instant::now()));
+    }
+
+    /// Switches every GPU to `sel`, or none (with the reason) where a GPU cannot run it.
+    pub fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
+        if sel == self.active {
+            return Ok(());
+        }
+        for (k, s) in self.shares.iter().enumerate() {
+            let r = s.player.path_report(sel);
+            if !r.available {
+                return Err(format!(
+                    "GPU {k} (--gpus {}): {}",
+                    s.ordinal,
+                    r.unavailable_reason
+                        .unwrap_or_else(|| format!("the {} path is unavailable", sel.name()))
+                ));
+            }
+        }
+        for s in &mut self.shares {
+            s.player.set_path(sel)?;
+        }
+        let now = self.now();
+        let actions = self.multi.set_path(sel.index());
+        self.apply(actions, now);
+        for s in &mut self.shares {
+            // Every ticket of the old path is stale now.
+            s.tickets.clear();
+            s.held = None;
+        }
+        self.active = sel;
+        let at = self.multi.scheduler().position();
+        self.align(at);
+        Ok(())
+    }
+
+    /// Flips every GPU between direct and host.
+    pub fn toggle_path(&mut self) -> Result<PathSel, String> {
+        let to = self.active.other();
+        self.set_path(to).map(|()| to)
+    }
+
+    /// Carries out a plan's cancels, aborts and evictions.
+    fn apply(&mut self, actions: Vec<GpuActions>, now: f64) {
+        for (k, a) in actions.into_iter().enumerate() {
+            for f in a.abort {
+                if let Some(t) = self.shares[k].tickets.remove(&f) {
+                    // The player gave up the frame too (it was aligned elsewhere).
+                    self.multi.landed(t, None, now);
+                }
+            }
+            for f in a.evict {
+                let s = &mut self.shares[k];
+                s.tickets.remove(&f);
+                if s.held.is_some_and(|h| h.frame == f) {
+                    s.held = None;
+                }
+            }
+        }
+    }
+
+    /// Whether `frame` is ahead of the playhead within the window (to be requested soon).
+    fn wanted_soon(&self, frame: u32) -> bool {
+        let pos = self.multi.scheduler().position();
+        let n = self.frame_count;
+        let ahead = if frame >= pos {
+            frame - pos
+        } else if self.mode == PlayMode::Loop {
+            n - pos + frame
+        } else {
+            return false;
+        };
+        (ahead as usize) <= self.multi.window()
+    }
+
+    /// Advances every GPU once and presents the next frame when its image is finished.
+    pub fn tick(&mut self) -> Result<MultiTick, PlayError> {
+        let now = self.now();
+        let actions = self.multi.plan();
+        self.apply(actions, now);
+        for k in 0..self.shares.len() {
+            for t in self.multi.take_requests(k, usize::MAX) {
+                self.shares[k].tickets.insert(t.frame, t);
+            }
+        }
+        for k in 0..self.shares.len() {
+            if self.shares[k].held.is_none() {
+                let s = &mut self.shares[k];
+                if let Some(local) = s.player.tick()?.shown {
+                    let frame = s.frames[local as usize];
+                    s.held = Some(Held {
+                        frame,
+                        reported: false,
+                    });
+                }
+            }
+            // Frames its player passed over as damaged, before its new frame is judged.
+            self.fail_damaged(k, now);
+            self.report_held(k, now);
+        }
+        let mut out = MultiTick::default();
+        if let Some(p) = self.multi.tick(now) {
+            let k = p.gpu;
+            if self.shares[k].held.map(|h| h.frame) != Some(p.frame) {
+                // Cannot happen while every finished image is held: say so rather than
+                // show a wrong picture.
+                self.last_error = Some(format!(
+                    "frame {} was due from GPU {k}, which holds {:?}",
+                    p.frame,
+                    self.shares[k].held.map(|h| h.frame)
+                ));
+                return Ok(out);
+            }
+            if p.needs_copy || self.capture {
+                self.take_image(k, p.frame, p.needs_copy)?;
+            }
+            // The display has the image: the GPU's player may go on, and the frame shown
+            // before is let go.
+            self.shares[k].held = None;
+            if self.on_screen != Some((p.frame, k)) {
+                self.forget_on_screen();
+            }
+            self.on_screen = Some((p.frame, k));
+            self.shown = Some(p.frame);
+            if !p.again && self.presented.len() < MAX_LOG {
+                self.presented.push((p.frame, k));
+            }
+            if let Some((target, at)) = self.scrub
+                && target == p.frame
+            {
+                self.last_scrub_ms = Some(at.elapsed().as_secs_f64() * 1e3);
+                self.scrub = None;
+            }
+            out.shown = Some((p.frame, k));
+        }
+        Ok(out)
+    }
+
+    /// Reports the frame GPU `k`'s player holds as finished, or lets it go when the
+    /// timeline no longer wants it.
+    fn report_held(&mut self, k: usize, now: f64) {
+        let Some(h) = self.shares[k].held else {
+            return;
+        };
+        if h.reported {
+            return;
+        }
+        // The frame of this GPU the timeline wants first (the one on screen aside).
+        let next = self.most_urgent(k);
+        let t = match self.shares[k].tickets.get(&h.frame) {
+            Some(&t) if next == Some(h.frame) => t,
+            // The timeline wants another frame of this GPU first (it passed over this one
+            // while its reads failed, and wants it again): the player goes there.
+            Some(_) => return self.resync(k),
+            None => {
+                // Requested and waiting for a slot on this GPU, or ahead of every request
+                // so far (the window has not reached it): wait. Otherwise the player goes
+                // to the frame the timeline wants.
+                if self.multi.queued(k).contains(&h.frame)
+                    || (next.is_none() && self.wanted_soon(h.frame))
+                {
+                    return;
+                }
+                return self.resync(k);
+            }
+        };
+        let s = &mut self.shares[k];
+        let bytes = s.local(h.frame).map_or(0, |l| s.player.frame_bytes(l));
+        match self.multi.landed(t, Some(bytes), now) {
+            Report::Accepted => {}
+            Report::Dropped | Report::Stale | Report::Unknown | Report::Outdated => {
+                s.tickets.remove(&h.frame);
+                s.held = None;
+                return;
+            }
+        }
+        // Only the frame just landed is resident and not rendered on this GPU.
+        match self.multi.next_render(k) {
+            Some(r) if r.frame == h.frame => {
+                self.multi.rendered(r, true, now);
+                if let Some(held) = self.shares[k].held.as_mut() {
+                    held.reported = true;
+                }
+            }
+            other => {
+                self.last_error = Some(format!(
+                    "GPU {k}: frame {} rendered, the timeline offered {other:?}",
+                    h.frame
+                ));
+                if let Some(r) = other {
+                    self.multi.rendered(r, false, now);
+                }
+            }
+        }
+    }
+
+    /// The frame of GPU `k`'s requests nearest ahead of the playhead, the one on screen
+    /// aside.
+    fn most_urgent(&self, k: usize) -> Option<u32> {
+        let pos = self.multi.scheduler().position();
+        let n = self.frame_count;
+        let on_screen = self.on_screen.filter(|&(_, g)| g == k).map(|(f, _)| f);
+        self.shares[k]
+            .tickets
+            .keys()
+            .copied()
+            .filter(|&f| Some(f) != on_screen)
+            .min_by_key(|&f| (f + n - pos) % n)
+    }
+
+    /// Drops what GPU `k`'s player holds and points it at the frame of its requests nearest
+    /// ahead of the playhead (else at its first frame from the playhead on).
+    fn resync(&mut self, k: usize) {
+        self.release(k);
+        let pos = self.multi.scheduler().position();
+        let next = self.most_urgent(k);
+        let s = &mut self.shares[k];
+        let local = match next.and_then(|f| s.local(f)) {
+            Some(l) => l,
+            None => s.local_from(pos, self.mode == PlayMode::Loop),
+        };
+        s.player.scrub(local);
+    }
+
+    /// Frames GPU `k`'s player marked damaged (its reads failed): the timeline passes over
+    /// them, as one GPU's does.
+    fn fail_damaged(&mut self, k: usize, now: f64) {
+        let s = &self.shares[k];
+        let damaged: Vec<u32> = s
+            .tickets
+            .keys()
+            .copied()
+            .filter(|&f| s.held.is_none_or(|h| h.frame != f))
+            .filter(|&f| {
+                s.local(f)
+                    .is_some_and(|l| s.player.damaged_frames().contains_key(&l))
+            })
+            .collect();
+        for f in damaged {
+            if let Some(t) = self.shares[k].tickets.remove(&f) {
+                self.multi.landed(t, None, now);
+            }
+        }
+    }
+
+    /// Takes GPU `k`'s finished image of `frame` to the display GPU (read back, uploaded
+    /// and waited for, timed) where `copy`, and keeps it where capturing.
+    fn take_image(&mut self, k: usize, frame: u32, copy: bool) -> Result<(), PlayError> {
+        // The render of the image is finished before the copy is timed.
+        self.shares[k]
+            .player
+            .device()
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .map_err(|e| PlayError::Usage(format!("GPU {k}: waiting for its render: {e}")))?;
+        let t0 = Instant::now();
+        let (w, h, rgba8) = read_output(&self.shares[k].player)?;
+        if copy {
+            let display = &self.shares[0].player;
+            let (device, queue) = (display.device().clone(), display.queue().clone());
+            let fits = self
+                .display
+                .as_ref()
+                .is_some_and(|t| t.width() == w && t.height() == h);
+            if !fits {
+                self.display = Some(device.create_texture(&wgpu::TextureDescriptor {
+                    label: Some("supercell display copy"),
+                    size: wgpu::Extent3d {
+                        width: w,
+                        height: h,
+                        depth_or_array_layers: 1,
+                    },
+                    mip_level_count: 1,
+                    sample_count: 1,
+                    dimension: wgpu::TextureDimension::D2,
+                    format: wgpu::TextureFormat::Rgba8Unorm,
+                    usage: wgpu::TextureUsages::COPY_DST
+                        | wgpu::TextureUsages::COPY_SRC
+                        | wgpu::TextureUsages::TEXTURE_BINDING,
+                    view_formats: &[],
+                }));
+            }
+            let texture = self.display.as_ref().expect("made above");
+            queue.write_texture(
+                wgpu::TexelCopyTextureInfo {
+                    texture,
+                    mip_level: 0,
+                    origin: wgpu::Origin3d::ZERO,
+                    aspect: wgpu::TextureAspect::All,
+                },
+                &rgba8,
+                wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(4 * w),
+                    rows_per_image: Some(h),
+                },
+                wgpu::Extent3d {
+                    width: w,
+                    height: h,
+                    depth_or_array_layers: 1,
+                },
+            );
+            // Queued on the display GPU behind its own render, not waited for: the figure
+            // is the read back and the hand-over of the pixels to the display GPU's queue.
+            queue.submit([]);
+            let secs = t0.elapsed().as_secs_f64();
+            let bytes = rgba8.len() as u64;
+            self.multi.copied(k, bytes, secs);
+            let s = &mut self.shares[k];
+            s.copy_bytes += bytes;
+            if s.copies_ms.len() < MAX_LOG {
+                s.copies_ms.push(secs * 1e3);
+            }
+        }
+        if self.capture {
+            self.captured.push((frame, k, rgba8));
+        }
+        Ok(())
+    }
+
+    /// Waits a little for reads to land on a GPU whose player is not holding a frame.
+    pub fn wait(&mut self, timeout: Duration) {
+        match self.shares.iter_mut().find(|s| s.held.is_none()) {
+            Some(s) => s.player.wait(timeout),
+            None => std::thread::sleep(timeout.min(Duration::from_millis(1))),
+        }
+    }
+
+    /// Lets every GPU's reads finish (at most `timeout` each).
+    pub fn drain(&mut self, timeout: Duration) {
+        for s in &mut self.shares {
+            s.player.drain(timeout);
+        }
+    }
+}
+
+/// Reads `player`'s finished image back: width, height and RGBA8 rows (the displayed
+/// picture alone, without the linear image the renderer also keeps).
+fn read_output(player: &Player) -> Result<(u32, u32, Vec<u8>), PlayError> {
+    let texture = player
+        .output()
+        .ok_or_else(|| PlayError::Usage("nothing rendered yet".into()))?;
+    let (w, h) = (texture.width(), texture.height());
+    let row =
+        (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+    let len = u64::from(row) * u64::from(h);
+    let device = player.device();
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("supercell display read-back"),
+        size: len,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+    enc.copy_texture_to_buffer(
+        wgpu::TexelCopyTextureInfo {
+            texture,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        },
+        wgpu::TexelCopyBufferInfo {
+            buffer: &buffer,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(row),
+                rows_per_image: Some(h),
+            },
+        },
+        wgpu::Extent3d {
+            width: w,
+            height: h,
+            depth_or_array_layers: 1,
+        },
+    );
+    let done = player.queue().submit([enc.finish()]);
+    let padded = crate::device::map_read(device, &buffer, 0..len, Some(done), None)
+        .map_err(|e| PlayError::Usage(format!("reading an image back: {e}")))?;
+    let mut out = Vec::with_capacity((w * h * 4) as usize);
+    for y in 0..h as usize {
+        out.extend_from_slice(&padded[y * row as usize..][..w as usize * 4]);
+    }
+    Ok((w, h, out))
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Runs each path of `opts` on every GPU of `mp`: `frames` frames presented as fast as
+/// they are finished, then timed jumps; one [`PathRun`] per path with its `gpus`.
+pub fn run_paths(
+    mp: &mut MultiPlayer,
+    opts: &HeadlessOptions,
+    progress: &mut dyn FnMut(super::headless::Progress),
+) -> Vec<PathRun> {
+    use super::headless::{Phase, Progress};
+    let mut runs = Vec::new();
+    for &sel in &opts.paths {
+        let mut run = PathRun {
+            info: mp.player(0).path_report(sel),
+            ran: false,
+            error: None,
+            figures: None,
+            scrub: None,
+            wall_s: 0.0,
+            cpu_s: 0.0,
+            cpu_percent: 0.0,
+            memory: MemoryReport::default(),
+            faults: FaultReport::default(),
+            render: RenderReport::default(),
+            gpus: None,
+        };
+        if let Err(why) = mp.set_path(sel) {
+            eprintln!("play: {} path unavailable: {why}", sel.name());
+            run.error = Some(why);
+            runs.push(run);
+            continue;
+        }
+        eprintln!(
+            "play: {} path ({}) on {} GPUs for {} frames",
+            sel.name(),
+            run.info.label,
+            mp.gpu_count(),
+            opts.frames
+        );
+        mp.set_playing(true);
+        mp.set_speed(None);
+        for k in 0..mp.gpu_count() {
+            mp.player_mut(k).reset_stats(sel);
+        }
+        let shown0: Vec<u64> = per_gpu_shown(mp);
+        let copies0: Vec<usize> = mp.shares.iter().map(|s| s.copies_ms.len()).collect();
+        let log0 = mp.presented.len();
+        let faults0: Vec<(u64, u64)> = mp
+            .shares
+            .iter()
+            .map(|s| (s.player.fault_count(), s.player.recovered_frames()))
+            .collect();
+        run.memory.rss_start = crate::probe::rss_bytes();
+        let (cpu0, t0) = (crate::probe::cpu_seconds(), Instant::now());
+        let deadline = t0 + opts.timeout;
+        let mut played: Result<(), String> = Ok(());
+        let mut done = 0u64;
+        while done < opts.frames {
+            if Instant::now() > deadline {
+                played = Err(format!(
+                    "timed out after {done} of {} frames (--timeout {:.0} s)",
+                    opts.frames,
+                    opts.timeout.as_secs_f64()
+                ));
+                break;
+            }
+            match mp.tick() {
+                Ok(t) if t.shown.is_some() => {
+                    done += 1;
+                    progress(Progress {
+                        path: sel,
+                        phase: Phase::Playing,
+                        done,
+                        planned: opts.frames,
+                    });
+                }
+                Ok(_) => mp.wait(Duration::from_millis(2)),
+                Err(e) => {
+                    played = Err(e.to_string());
+                    break;
+                }
+            }
+        }
+        run.wall_s = t0.elapsed().as_secs_f64();
+        run.cpu_s = crate::probe::cpu_seconds() - cpu0;
+        run.cpu_percent = if run.wall_s > 0.0 {
+            run.cpu_s / run.wall_s * 100.0
+        } else {
+            0.0
+        };
+        let played_log: Vec<(u32, usize)> = mp.presented[log0..].to_vec();
+        let gpus = gpus_run(mp, sel, &shown0, &copies0, &played_log, run.wall_s);
+        run.gpus = Some(gpus);
+        let scrubbed = played.and_then(|()| scrub_jumps(mp, sel, opts, progress));
+        match scrubbed {
+            Ok(s) => {
+                run.scrub = Some(s);
+                run.ran = true;
+            }
+            Err(e) => run.error = Some(e),
+        }
+        run.memory.rss_end = crate::probe::rss_bytes();
+        run.memory.player_gpu_buffers = mp.shares.iter().map(|s| s.player.gpu_buffer_bytes()).sum();
+        run.faults = merged_faults(mp, sel, &faults0);
+        run.info = mp.player(0).path_report(sel);
+        run.render = RenderReport::of(mp.player(0));
+        if let Some(e) = mp.last_error() {
+            run.error.get_or_insert_with(|| e.to_string());
+        }
+        runs.push(run);
+    }
+    runs
+}
+
+/// Every GPU's faults of the run, in the dataset's frame numbers.
+fn merged_faults(mp: &MultiPlayer, sel: PathSel, since: &[(u64, u64)]) -> FaultReport {
+    let mut out = FaultReport::default();
+    for (s, &(f0, r0)) in mp.shares.iter().zip(since) {
+        let global = |l: u32| s.frames.get(l as usize).copied().unwrap_or(l);
+        let r = FaultReport::since(&s.player, sel, f0, r0);
+        out.count += r.count;
+        out.recovered_frames += r.recovered_frames;
+        out.damaged_frames
+            .extend(r.damaged_frames.into_iter().map(global));
+        out.faults.extend(r.faults.into_iter().map(|mut f| {
+            f.frame = global(f.frame);
+            f
+        }));
+    }
+    out.damaged_frames.sort_unstable();
+    out.faults.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    out
+}
+
+fn per_gpu_shown(mp: &mut MultiPlayer) -> Vec<u64> {
+    let now = mp.now();
+    mp.multi
+        .figures(now)
+        .0
+        .iter()
+        .map(|f| f.frames_shown)
+        .collect()
+}
+
+fn gpus_run(
+    mp: &mut MultiPlayer,
+    sel: PathSel,
+    shown0: &[u64],
+    copies0: &[usize],
+    log: &[(u32, usize)],
+    wall_s: f64,
+) -> GpusRun {
+    let shown = per_gpu_shown(mp);
+    let n = mp.frame_count;
+    let gpus: Vec<GpuRun> = mp
+        .shares
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let copies = &s.copies_ms[copies0[k].min(s.copies_ms.len())..];
+            let bytes_per_copy = s.copy_bytes as f64 / s.copies_ms.len().max(1) as f64;
+            let copy_s: f64 = copies.iter().sum::<f64>() / 1e3;
+            GpuRun {
+                index: k,
+                ordinal: s.ordinal,
+                device: s.device.clone(),
+                matched: s.matched.clone(),
+                label: s.player.path_report(sel).label,
+                frames_owned: s.frames.len(),
+                figures: s.player.figures(sel),
+                frames_presented: shown[k] - shown0[k],
+                copies: copies.len(),
+                copy_ms_mean: mean(copies),
+                copy_ms_max: copies.iter().copied().reduce(f64::max),
+                copy_gbps: (copy_s > 0.0)
+                    .then(|| bytes_per_copy * copies.len() as f64 / copy_s / 1e9),
+            }
+        })
+        .collect();
+    let all_copies: Vec<f64> = mp
+        .shares
+        .iter()
+        .enumerate()
+        .flat_map(|(k, s)| s.copies_ms[copies0[k].min(s.copies_ms.len())..].to_vec())
+        .collect();
+    let frames_presented = log.len() as u64;
+    let total = GpusTotal {
+        gbps_mean: gpus.iter().map(|g| g.figures.gbps_mean).sum(),
+        frames_rendered: gpus.iter().map(|g| g.figures.frames_rendered).sum(),
+        rendered_fps: gpus.iter().map(|g| g.figures.rendered_fps).sum(),
+        frames_presented,
+        presented_fps: if wall_s > 0.0 {
+            frames_presented as f64 / wall_s
+        } else {
+            0.0
+        },
+        copy_ms_mean: mean(&all_copies),
+    };
+    let in_order = log.windows(2).all(|w| (w[0].0 + 1) % n == w[1].0);
+    let kept = &log[..log.len().min(10_000)];
+    GpusRun {
+        display_copy: DISPLAY_COPY.into(),
+        gpus,
+        total,
+        presented: kept.iter().map(|&(f, _)| f).collect(),
+        presented_by: kept.iter().map(|&(_, k)| k).collect(),
+        in_order,
+    }
+}
+
+fn scrub_jumps(
+    mp: &mut MultiPlayer,
+    sel: PathSel,
+    opts: &HeadlessOptions,
+    progress: &mut dyn FnMut(super::headless::Progress),
+) -> Result<super::headless::ScrubReport, String> {
+    use super::headless::{Lcg, Phase, Progress, ScrubReport};
+    let deadline = Instant::now() + opts.timeout;
+    mp.set_playing(false);
+    let n = mp.frame_count();
+    let mut rng = Lcg(0x5eed);
+    let mut report = ScrubReport {
+        exact: true,
+        ..Default::default()
+    };
+    for jump in 0..opts.scrub_jumps {
+        progress(Progress {
+            path: sel,
+            phase: Phase::Scrubbing,
+            done: jump as u64,
+            planned: opts.scrub_jumps as u64,
+        });
+        let mut target = rng.next(n);
+        if n > 1 && Some(target) == mp.shown_frame() {
+            target = (target + 1) % n;
+        }
+        mp.scrub(target);
+        loop {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "scrub to frame {target} (jump {} of {}) did not land in time (--timeout {:.0} s)",
+                    jump + 1,
+                    opts.scrub_jumps,
+                    opts.timeout.as_secs_f64()
+                ));
+            }
+            let t = mp.tick().map_err(|e| e.to_string())?;
+            if let Some((f, _)) = t.shown
+                && f != target
+            {
+                report.exact = false;
+            }
+            if !mp.scrub_pending() && mp.shown_frame() == Some(target) {
+                break;
+            }
+            if t.shown.is_none() {
+                mp.wait(Duration::from_millis(1));
+            }
+        }
+        report.targets.push(target);
+        report.latencies_ms.push(mp.last_scrub_ms().unwrap_or(0.0));
+    }
+    let mut sorted = report.latencies_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    report.jumps = sorted.len();
+    report.mean_ms = mean(&sorted).unwrap_or(0.0);
+    report.p50_ms = crate::probe::percentile(&sorted, 0.5);
+    report.max_ms = sorted.last().copied().unwrap_or(0.0);
+    mp.set_playing(true);
+    Ok(report)
+}
+
+/// The per-GPU lines of the human summary.
+pub fn summary(runs: &[PathRun]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for r in runs {
+        let Some(g) = &r.gpus else {
+            if let Some(e) = &r.error {
+                let _ = writeln!(s, "  {:<6} unavailable: {e}", r.info.path.name());
+            }
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "  {:<6} {} GPUs: {:.2} GB/s, rendered {:.1} frames/s, presented {} frames at {:.1} frames/s{}{}",
+            r.info.path.name(),
+            g.gpus.len(),
+            g.total.gbps_mean,
+            g.total.rendered_fps,
+            g.total.frames_presented,
+            g.total.presented_fps,
+            g.total.copy_ms_mean.map_or(String::new(), |ms| format!(
+                ", copy to the display {ms:.2} ms"
+            )),
+            if g.in_order { "" } else { ", NOT in order" }
+        );
+        for x in &g.gpus {
+            let _ = writeln!(
+                s,
+                "         GPU {} (--gpus {}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
+                x.index,
+                x.ordinal,
+                x.label,
+                x.figures.gbps_mean,
+                x.figures.frames_rendered,
+                x.figures.rendered_fps,
+                x.frames_presented,
+                x.copy_ms_mean
+                    .map_or(String::new(), |ms| format!(", copies {ms:.2} ms mean")),
+            );
+        }
+        if let Some(sc) = &r.scrub {
+            let _ = writeln!(
+                s,
+                "         scrub: {} jumps, mean {:.1} ms, max {:.1} ms{}",
+                sc.jumps,
+                sc.mean_ms,
+                sc.max_ms,
+                if sc.exact { "" } else { ", NOT exact" }
+            );
+        }
+        if let Some(e) = &r.error {
+            let _ = writeln!(s, "         error: {e}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pci_bus_ids_compare_as_numbers() {
+        assert!(same_pci_bus("00000000:1B:00.0", "0000:1b:00.0"));
+        assert!(same_pci_bus("1b:00.0", "0000:1b:00.0"));
+        assert!(!same_pci_bus("0000:1b:00.0", "0000:1c:00.0"));
+        assert!(!same_pci_bus("", "0000:1c:00.0"));
+        assert!(!same_pci_bus("garbage", "garbage"));
+    }
+}
