@@ -1,0 +1,335 @@
+//! Headless runs on several GPUs (`play --headless --gpus`): each path presented frame by
+//! frame, timed jumps, and the per-GPU figures of the report.
+
+use super::*;
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Runs each path of `opts` on every GPU of `mp`: `frames` frames presented as fast as
+/// they are finished, then timed jumps; one [`PathRun`] per path with its `gpus`.
+pub fn run_paths(
+    mp: &mut MultiPlayer,
+    opts: &HeadlessOptions,
+    progress: &mut dyn FnMut(crate::app::headless::Progress),
+) -> Vec<PathRun> {
+    use crate::app::headless::{Phase, Progress};
+    let mut runs = Vec::new();
+    for &sel in &opts.paths {
+        let mut run = PathRun {
+            info: mp.player(0).path_report(sel),
+            ran: false,
+            error: None,
+            figures: None,
+            scrub: None,
+            wall_s: 0.0,
+            cpu_s: 0.0,
+            cpu_percent: 0.0,
+            memory: MemoryReport::default(),
+            faults: FaultReport::default(),
+            render: RenderReport::default(),
+            gpus: None,
+        };
+        if let Err(why) = mp.set_path(sel) {
+            eprintln!("play: {} path unavailable: {why}", sel.name());
+            run.error = Some(why);
+            runs.push(run);
+            continue;
+        }
+        eprintln!(
+            "play: {} path ({}) on {} GPUs for {} frames",
+            sel.name(),
+            run.info.label,
+            mp.gpu_count(),
+            opts.frames
+        );
+        mp.set_playing(true);
+        mp.set_speed(None);
+        for k in 0..mp.gpu_count() {
+            mp.player_mut(k).reset_stats(sel);
+        }
+        let shown0: Vec<u64> = per_gpu_shown(mp);
+        let copies0: Vec<usize> = mp.shares.iter().map(|s| s.copies_ms.len()).collect();
+        let log0 = mp.presented.len();
+        let faults0: Vec<(u64, u64)> = mp
+            .shares
+            .iter()
+            .map(|s| (s.player.fault_count(), s.player.recovered_frames()))
+            .collect();
+        run.memory.rss_start = crate::probe::rss_bytes();
+        let (cpu0, t0) = (crate::probe::cpu_seconds(), Instant::now());
+        let deadline = t0 + opts.timeout;
+        let mut played: Result<(), String> = Ok(());
+        let mut done = 0u64;
+        while done < opts.frames {
+            if Instant::now() > deadline {
+                played = Err(format!(
+                    "timed out after {done} of {} frames (--timeout {:.0} s)",
+                    opts.frames,
+                    opts.timeout.as_secs_f64()
+                ));
+                break;
+            }
+            match mp.tick() {
+                Ok(t) if t.shown.is_some() => {
+                    done += 1;
+                    progress(Progress {
+                        path: sel,
+                        phase: Phase::Playing,
+                        done,
+                        planned: opts.frames,
+                    });
+                }
+                Ok(_) => mp.wait(Duration::from_millis(2)),
+                Err(e) => {
+                    played = Err(e.to_string());
+                    break;
+                }
+            }
+        }
+        run.wall_s = t0.elapsed().as_secs_f64();
+        run.cpu_s = crate::probe::cpu_seconds() - cpu0;
+        run.cpu_percent = if run.wall_s > 0.0 {
+            run.cpu_s / run.wall_s * 100.0
+        } else {
+            0.0
+        };
+        let played_log: Vec<(u32, usize)> = mp.presented[log0..].to_vec();
+        let gpus = gpus_run(mp, sel, &shown0, &copies0, &played_log, run.wall_s);
+        run.gpus = Some(gpus);
+        let scrubbed = played.and_then(|()| scrub_jumps(mp, sel, opts, progress));
+        match scrubbed {
+            Ok(s) => {
+                run.scrub = Some(s);
+                run.ran = true;
+            }
+            Err(e) => run.error = Some(e),
+        }
+        run.memory.rss_end = crate::probe::rss_bytes();
+        run.memory.player_gpu_buffers = mp.shares.iter().map(|s| s.player.gpu_buffer_bytes()).sum();
+        run.faults = merged_faults(mp, sel, &faults0);
+        run.info = mp.player(0).path_report(sel);
+        run.render = RenderReport::of(mp.player(0));
+        if let Some(e) = mp.last_error() {
+            run.error.get_or_insert_with(|| e.to_string());
+        }
+        runs.push(run);
+    }
+    runs
+}
+
+/// Every GPU's faults of the run, in the dataset's frame numbers.
+fn merged_faults(mp: &MultiPlayer, sel: PathSel, since: &[(u64, u64)]) -> FaultReport {
+    let mut out = FaultReport::default();
+    for (s, &(f0, r0)) in mp.shares.iter().zip(since) {
+        let global = |l: u32| s.frames.get(l as usize).copied().unwrap_or(l);
+        let r = FaultReport::since(&s.player, sel, f0, r0);
+        out.count += r.count;
+        out.recovered_frames += r.recovered_frames;
+        out.damaged_frames
+            .extend(r.damaged_frames.into_iter().map(global));
+        out.faults.extend(r.faults.into_iter().map(|mut f| {
+            f.frame = global(f.frame);
+            f
+        }));
+    }
+    out.damaged_frames.sort_unstable();
+    out.faults.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    out
+}
+
+fn per_gpu_shown(mp: &mut MultiPlayer) -> Vec<u64> {
+    let now = mp.now();
+    mp.multi
+        .figures(now)
+        .0
+        .iter()
+        .map(|f| f.frames_shown)
+        .collect()
+}
+
+fn gpus_run(
+    mp: &mut MultiPlayer,
+    sel: PathSel,
+    shown0: &[u64],
+    copies0: &[usize],
+    log: &[(u32, usize)],
+    wall_s: f64,
+) -> GpusRun {
+    let shown = per_gpu_shown(mp);
+    let n = mp.frame_count;
+    let gpus: Vec<GpuRun> = mp
+        .shares
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let copies = &s.copies_ms[copies0[k].min(s.copies_ms.len())..];
+            let bytes_per_copy = s.copy_bytes as f64 / s.copies_ms.len().max(1) as f64;
+            let copy_s: f64 = copies.iter().sum::<f64>() / 1e3;
+            GpuRun {
+                index: k,
+                ordinal: s.ordinal,
+                device: s.device.clone(),
+                matched: s.matched.clone(),
+                label: s.player.path_report(sel).label,
+                frames_owned: s.frames.len(),
+                figures: s.player.figures(sel),
+                frames_presented: shown[k] - shown0[k],
+                copies: copies.len(),
+                copy_ms_mean: mean(copies),
+                copy_ms_max: copies.iter().copied().reduce(f64::max),
+                copy_gbps: (copy_s > 0.0)
+                    .then(|| bytes_per_copy * copies.len() as f64 / copy_s / 1e9),
+            }
+        })
+        .collect();
+    let all_copies: Vec<f64> = mp
+        .shares
+        .iter()
+        .enumerate()
+        .flat_map(|(k, s)| s.copies_ms[copies0[k].min(s.copies_ms.len())..].to_vec())
+        .collect();
+    let frames_presented = log.len() as u64;
+    let total = GpusTotal {
+        gbps_mean: gpus.iter().map(|g| g.figures.gbps_mean).sum(),
+        frames_rendered: gpus.iter().map(|g| g.figures.frames_rendered).sum(),
+        rendered_fps: gpus.iter().map(|g| g.figures.rendered_fps).sum(),
+        frames_presented,
+        presented_fps: if wall_s > 0.0 {
+            frames_presented as f64 / wall_s
+        } else {
+            0.0
+        },
+        copy_ms_mean: mean(&all_copies),
+    };
+    let in_order = log.windows(2).all(|w| (w[0].0 + 1) % n == w[1].0);
+    let kept = &log[..log.len().min(10_000)];
+    GpusRun {
+        display_copy: DISPLAY_COPY.into(),
+        gpus,
+        total,
+        presented: kept.iter().map(|&(f, _)| f).collect(),
+        presented_by: kept.iter().map(|&(_, k)| k).collect(),
+        in_order,
+    }
+}
+
+fn scrub_jumps(
+    mp: &mut MultiPlayer,
+    sel: PathSel,
+    opts: &HeadlessOptions,
+    progress: &mut dyn FnMut(crate::app::headless::Progress),
+) -> Result<crate::app::headless::ScrubReport, String> {
+    use crate::app::headless::{Lcg, Phase, Progress, ScrubReport};
+    let deadline = Instant::now() + opts.timeout;
+    mp.set_playing(false);
+    let n = mp.frame_count();
+    let mut rng = Lcg(0x5eed);
+    let mut report = ScrubReport {
+        exact: true,
+        ..Default::default()
+    };
+    for jump in 0..opts.scrub_jumps {
+        progress(Progress {
+            path: sel,
+            phase: Phase::Scrubbing,
+            done: jump as u64,
+            planned: opts.scrub_jumps as u64,
+        });
+        let mut target = rng.next(n);
+        if n > 1 && Some(target) == mp.shown_frame() {
+            target = (target + 1) % n;
+        }
+        mp.scrub(target);
+        loop {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "scrub to frame {target} (jump {} of {}) did not land in time (--timeout {:.0} s)",
+                    jump + 1,
+                    opts.scrub_jumps,
+                    opts.timeout.as_secs_f64()
+                ));
+            }
+            let t = mp.tick().map_err(|e| e.to_string())?;
+            if let Some((f, _)) = t.shown
+                && f != target
+            {
+                report.exact = false;
+            }
+            if !mp.scrub_pending() && mp.shown_frame() == Some(target) {
+                break;
+            }
+            if t.shown.is_none() {
+                mp.wait(Duration::from_millis(1));
+            }
+        }
+        report.targets.push(target);
+        report.latencies_ms.push(mp.last_scrub_ms().unwrap_or(0.0));
+    }
+    let mut sorted = report.latencies_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    report.jumps = sorted.len();
+    report.mean_ms = mean(&sorted).unwrap_or(0.0);
+    report.p50_ms = crate::probe::percentile(&sorted, 0.5);
+    report.max_ms = sorted.last().copied().unwrap_or(0.0);
+    mp.set_playing(true);
+    Ok(report)
+}
+
+/// The per-GPU lines of the human summary.
+pub fn summary(runs: &[PathRun]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for r in runs {
+        let Some(g) = &r.gpus else {
+            if let Some(e) = &r.error {
+                let _ = writeln!(s, "  {:<6} unavailable: {e}", r.info.path.name());
+            }
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "  {:<6} {} GPUs: {:.2} GB/s, rendered {:.1} frames/s, presented {} frames at {:.1} frames/s{}{}",
+            r.info.path.name(),
+            g.gpus.len(),
+            g.total.gbps_mean,
+            g.total.rendered_fps,
+            g.total.frames_presented,
+            g.total.presented_fps,
+            g.total.copy_ms_mean.map_or(String::new(), |ms| format!(
+                ", copy to the display {ms:.2} ms"
+            )),
+            if g.in_order { "" } else { ", NOT in order" }
+        );
+        for x in &g.gpus {
+            let _ = writeln!(
+                s,
+                "         GPU {} (--gpus {}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
+                x.index,
+                x.ordinal,
+                x.label,
+                x.figures.gbps_mean,
+                x.figures.frames_rendered,
+                x.figures.rendered_fps,
+                x.frames_presented,
+                x.copy_ms_mean
+                    .map_or(String::new(), |ms| format!(", copies {ms:.2} ms mean")),
+            );
+        }
+        if let Some(sc) = &r.scrub {
+            let _ = writeln!(
+                s,
+                "         scrub: {} jumps, mean {:.1} ms, max {:.1} ms{}",
+                sc.jumps,
+                sc.mean_ms,
+                sc.max_ms,
+                if sc.exact { "" } else { ", NOT exact" }
+            );
+        }
+        if let Some(e) = &r.error {
+            let _ = writeln!(s, "         error: {e}");
+        }
+    }
+    s
+}
