@@ -34,13 +34,28 @@ struct PathParams {
     max_bounces: u32,   // scattering events per path at most
     seed: u32,
     rr_depth: u32,      // bounces before Russian roulette starts
-    pad0: u32,
+    stats: u32,         // 1: add this dispatch's work to `stats`
     pad1: u32,
     pad2: u32,
 }
 
 @group(1) @binding(0) var<storage, read_write> accum: array<vec4<f32>>;
 @group(1) @binding(1) var<uniform> PP: PathParams;
+// Work counters (src/render/path.rs's `PathStats` names them), each a 64-bit count as a
+// (low, high) pair of words; written only when PP.stats is 1.
+@group(1) @binding(2) var<storage, read_write> stats: array<atomic<u32>, 16>;
+
+const STAT_SAMPLES: u32 = 0u;
+const STAT_PATH_RAYS: u32 = 1u;
+const STAT_SHADOW_RAYS: u32 = 2u;
+const STAT_PATH_STEPS: u32 = 3u;    // tentative collisions on path rays (medium lookups)
+const STAT_SHADOW_STEPS: u32 = 4u;  // tentative collisions on shadow rays
+const STAT_SEGMENTS: u32 = 5u;      // majorant segments looked up
+const STAT_LOOKUPS: u32 = 6u;       // tree lookups and root-tile comparisons (`work`)
+const STAT_SCATTERS: u32 = 7u;      // real collisions and ground hits (path vertices)
+const STAT_COUNT: u32 = 8u;
+
+var<private> st: array<u32, STAT_COUNT>;
 
 const PI: f32 = 3.14159265358979;
 const GROUND_RGB: vec3<f32> = vec3<f32>(0.42, 0.45, 0.36);
@@ -257,9 +272,15 @@ fn query(o: vec3<f32>, d: vec3<f32>, shadow: bool) -> Query {
     let span = begin_ray(o, d);
     var t = max(span.x, 0.0);
     let t_end = min(span.y, q.t_ground);
+    // The majorant segment holding t, looked up again only once t passes its end (every
+    // tentative collision inside it sees the same cells).
+    var s = Segment(0.0, -INF);
     for (var i = 0u; i < P.max_steps; i++) {
         if !(t < t_end) || work > P.work_budget || q.tr <= 0.0 || q.hit { break; }
-        let s = segment(t, t_end);
+        if !(t < s.end) {
+            s = segment(t, t_end);
+            st[STAT_SEGMENTS] += 1u;
+        }
         let step = -log(1.0 - rnd()) / max(s.majorant, 1e-30);
         if s.majorant <= 0.0 || t + step >= s.end {
             t = s.end;
@@ -267,6 +288,7 @@ fn query(o: vec3<f32>, d: vec3<f32>, shadow: bool) -> Query {
         }
         t += step;
         let m = medium_at(t);
+        st[select(STAT_PATH_STEPS, STAT_SHADOW_STEPS, shadow)] += 1u;
         if shadow {
             q.tr *= max(1.0 - m.sigma / s.majorant, 0.0);
             if q.tr < 0.1 {
@@ -329,6 +351,8 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         work = 0u;
         let q = query(ray.o, ray.d, shadow);
+        st[select(STAT_PATH_RAYS, STAT_SHADOW_RAYS, shadow)] += 1u;
+        st[STAT_LOOKUPS] += work;
         var finished = false;
         if shadow {
             rad += sun_weight * q.tr;
@@ -342,6 +366,7 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 thr /= keep;
             }
         } else if q.hit {
+            st[STAT_SCATTERS] += 1u;
             if bounce == 0u { covered = 1.0; }
             let x = ray.o + q.t * ray.d;
             let sig = max(q.medium.sigma, 1e-30);
@@ -358,6 +383,7 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 shadow = true;
             }
         } else if q.t_ground < INF {
+            st[STAT_SCATTERS] += 1u;
             if bounce >= PP.max_bounces {
                 finished = true;
             } else {
@@ -380,10 +406,18 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
             // pixel.
             let ok = all(rad == rad) && all(abs(rad) < vec3<f32>(1e30));
             sum += select(vec4<f32>(0.0), vec4<f32>(rad, covered), ok);
+            st[STAT_SAMPLES] += 1u;
             done += 1u;
             fresh = true;
             shadow = false;
             ending = false;
+        }
+    }
+    if PP.stats != 0u {
+        for (var k = 0u; k < STAT_COUNT; k++) {
+            // 64-bit sums: a carry out of the low word goes to the high one.
+            let old = atomicAdd(&stats[2u * k], st[k]);
+            if old + st[k] < old { atomicAdd(&stats[2u * k + 1u], 1u); }
         }
     }
     let i = gid.y * P.size.x + gid.x;

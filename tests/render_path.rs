@@ -334,3 +334,32 @@ fn the_image_converges() {
         "relMSE does not fall with the samples: {errs:?}"
     );
 }
+
+#[test]
+fn work_counters_count_and_leave_the_image_alone() {
+    let Some(mut g) = gpu() else { return };
+    let grid = box_grid();
+    let mut v = box_view(&grid, 0.8);
+    v.settings.frame_seed = 5;
+    let plain = render(&mut g, &grid, &v, 3);
+    g.r.set_path_stats(true);
+    let counted = render(&mut g, &grid, &v, 3);
+    let s = g.r.path_stats().unwrap();
+    g.r.set_path_stats(false);
+    assert!(plain.linear == counted.linear, "counting changed the image");
+    let samples = u64::from(W * H * 3);
+    assert_eq!(s.samples, samples, "{s:?}");
+    assert!(
+        s.path_rays >= samples,
+        "every sample has a camera ray: {s:?}"
+    );
+    assert!(
+        s.shadow_rays <= s.scatters,
+        "one shadow ray per vertex at most: {s:?}"
+    );
+    assert!(s.shadow_rays > 0 && s.path_steps >= s.scatters, "{s:?}");
+    assert!(s.segments > 0 && s.lookups > s.path_steps, "{s:?}");
+    // Off: the counters keep their sums.
+    render(&mut g, &grid, &v, 2);
+    assert_eq!(g.r.path_stats().unwrap(), s);
+}

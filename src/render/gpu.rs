@@ -12,7 +12,7 @@ use super::layouts::*;
 use super::params::FLAG_SHADOWS;
 use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, Mode, View};
 use super::parts::*;
-use super::path::{PathPass, PathTracer};
+use super::path::{PathPass, PathStats, PathTracer};
 use super::scoped::*;
 use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig};
 use crate::device::{DeviceCaps, block_on};
@@ -1058,6 +1058,25 @@ impl Renderer {
     pub fn restart_path(&mut self) {
         if let Some(p) = &mut self.path {
             p.restart();
+        }
+    }
+
+    /// Path mode: from the next render on, count the path tracer's work (zeroing the
+    /// counters), or stop counting. Counting adds atomic adds per pixel: leave it off when
+    /// timing.
+    pub fn set_path_stats(&mut self, on: bool) {
+        let device = &self.device;
+        self.path
+            .get_or_insert_with(|| PathTracer::new(device))
+            .set_stats(&self.queue, on);
+    }
+
+    /// Path mode: the work counted since [`set_path_stats`](Self::set_path_stats)`(true)`
+    /// (waits for the GPU).
+    pub fn path_stats(&self) -> Result<PathStats, RenderError> {
+        match &self.path {
+            Some(p) => p.read_stats(&self.device, &self.queue),
+            None => Ok(PathStats::default()),
         }
     }
 

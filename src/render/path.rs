@@ -59,8 +59,70 @@ pub struct PathUniform {
     pub seed: u32,
     /// Bounces before Russian roulette.
     pub rr_depth: u32,
+    /// 1: the dispatch adds its work to the counters ([`PathStats`]).
+    pub stats: u32,
     /// Padding to 32 bytes.
-    pub pad: [u32; 3],
+    pub pad: [u32; 2],
+}
+
+/// Work counters of the path tracer, summed over the dispatches recorded while counting was
+/// on ([`Renderer::set_path_stats`](super::Renderer::set_path_stats)): where a sample's time
+/// goes, in units that do not depend on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PathStats {
+    /// Samples finished (pixels × samples per pixel).
+    pub samples: u64,
+    /// Path rays traced (the camera ray and one per scattering event that continues).
+    pub path_rays: u64,
+    /// Shadow rays towards the sun (one per scattering event).
+    pub shadow_rays: u64,
+    /// Tentative collisions on path rays: each evaluates the medium at one point (a
+    /// trilinear sample of every attribute the ray is inside).
+    pub path_steps: u64,
+    /// Tentative collisions on shadow rays.
+    pub shadow_steps: u64,
+    /// Majorant segments looked up (acceleration cells entered).
+    pub segments: u64,
+    /// Tree lookups and root-tile comparisons (the kernel's `work` units).
+    pub lookups: u64,
+    /// Path vertices: real collisions and ground hits.
+    pub scatters: u64,
+}
+
+/// Counters in the shader's `stats` buffer (pairs of 32-bit words).
+const STAT_COUNT: usize = 8;
+
+impl PathStats {
+    fn from_words(w: &[u32]) -> PathStats {
+        let c = |k: usize| u64::from(w[2 * k]) | (u64::from(w[2 * k + 1]) << 32);
+        PathStats {
+            samples: c(0),
+            path_rays: c(1),
+            shadow_rays: c(2),
+            path_steps: c(3),
+            shadow_steps: c(4),
+            segments: c(5),
+            lookups: c(6),
+            scatters: c(7),
+        }
+    }
+
+    /// Each counter per sample, named as in the struct.
+    pub fn per_sample(&self) -> Vec<(&'static str, f64)> {
+        let n = self.samples.max(1) as f64;
+        [
+            ("path_rays", self.path_rays),
+            ("shadow_rays", self.shadow_rays),
+            ("path_steps", self.path_steps),
+            ("shadow_steps", self.shadow_steps),
+            ("segments", self.segments),
+            ("lookups", self.lookups),
+            ("scatters", self.scatters),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v as f64 / n))
+        .collect()
+    }
 }
 
 /// What the path pass needs of the renderer for one dispatch.
@@ -92,6 +154,9 @@ pub(super) struct PathTracer {
     key: Option<Vec<u8>>,
     samples: u32,
     seed: u32,
+    /// The work counters (binding 2) and whether dispatches add to them.
+    stats: wgpu::Buffer,
+    stats_on: bool,
 }
 
 /// What the accumulation depends on: the frame, the uniforms (less exposure and the jitter
@@ -133,6 +198,7 @@ impl PathTracer {
             label: Some("supercell path"),
             entries: &[
                 entry(0, wgpu::BufferBindingType::Storage { read_only: false }),
+                entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
                 wgpu::BindGroupLayoutEntry {
                     binding: 1,
                     visibility: wgpu::ShaderStages::COMPUTE,
@@ -153,6 +219,14 @@ impl PathTracer {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let stats = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("supercell path stats"),
+            size: (STAT_COUNT * 8) as u64,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         PathTracer {
             layout,
             pipelines: HashMap::new(),
@@ -161,7 +235,42 @@ impl PathTracer {
             key: None,
             samples: 0,
             seed: 0,
+            stats,
+            stats_on: false,
         }
+    }
+
+    /// Turns the work counters on (zeroing them) or off. Counting costs a few atomic adds
+    /// per pixel and dispatch: leave it off when timing.
+    pub(super) fn set_stats(&mut self, queue: &wgpu::Queue, on: bool) {
+        if on {
+            queue.write_buffer(&self.stats, 0, &[0u8; STAT_COUNT * 8]);
+        }
+        self.stats_on = on;
+    }
+
+    /// The work counters so far (waits for the GPU).
+    pub(super) fn read_stats(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+    ) -> Result<PathStats, RenderError> {
+        let len = (STAT_COUNT * 8) as u64;
+        let read = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("supercell path stats readback"),
+            size: len,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        enc.copy_buffer_to_buffer(&self.stats, 0, &read, 0, len);
+        let idx = queue.submit([enc.finish()]);
+        let bytes = crate::device::map_read(device, &read, 0..len, Some(idx), None)
+            .map_err(|e| RenderError::Gpu(e.to_string()))?;
+        Ok(PathStats::from_words(&bytemuck::pod_collect_to_vec::<
+            u8,
+            u32,
+        >(&bytes)))
     }
 
     /// Samples per pixel accumulated so far.
@@ -192,6 +301,7 @@ impl PathTracer {
         if self.accum.as_ref().is_none_or(|a| a.2 != pixels) {
             let layout = &self.layout;
             let uniform = &self.uniform;
+            let stats = &self.stats;
             self.accum = Some(create_scoped(
                 pass.device,
                 || format!("creating the {width}x{height} accumulation buffer"),
@@ -219,6 +329,10 @@ impl PathTracer {
                                         std::mem::size_of::<PathUniform>() as u64
                                     ),
                                 }),
+                            },
+                            wgpu::BindGroupEntry {
+                                binding: 2,
+                                resource: stats.as_entire_binding(),
                             },
                         ],
                     });
@@ -277,7 +391,8 @@ impl PathTracer {
                 max_bounces: max_bounces(pass.settings),
                 seed: self.seed,
                 rr_depth: RR_DEPTH,
-                pad: [0; 3],
+                stats: u32::from(self.stats_on),
+                pad: [0; 2],
             };
             let at = (UNIFORM_STRIDE * u64::from(k)) as usize;
             records[at..at + std::mem::size_of::<PathUniform>()]
