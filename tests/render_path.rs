@@ -363,3 +363,66 @@ fn work_counters_count_and_leave_the_image_alone() {
     render(&mut g, &grid, &v, 2);
     assert_eq!(g.r.path_stats().unwrap(), s);
 }
+
+/// A grid with structure at several scales: a smooth field of blobs about 6 voxels across
+/// (values 0 to 2; the transfer function's range is [0, 1], so their cores saturate), a
+/// seventh of the voxels 0 (a jump from one voxel to the next), and a few bricks missing.
+fn spiky_grid() -> Vec<u8> {
+    let hash = |mut x: u32| {
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x7feb_352d);
+        x ^= x >> 15;
+        x = x.wrapping_mul(0x846c_a68b);
+        x ^ (x >> 16)
+    };
+    let mut bricks = Vec::new();
+    for bx in (0..N).step_by(8) {
+        for by in (0..N).step_by(8) {
+            for bz in (0..N).step_by(8) {
+                let id = (bx / 8 * 16 + by / 8 * 4 + bz / 8) as u32;
+                if hash(id) % 5 == 0 {
+                    continue;
+                }
+                let mut b = LeafBrick::filled([bx, by, bz], 0.0);
+                for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+                    let h = hash(id * 512 + n as u32 + 1);
+                    // Voxel n of the brick at (bx, by, bz): x = n / 64, y = n / 8 % 8, z = n % 8.
+                    let p = [bx + n as i32 / 64, by + n as i32 / 8 % 8, bz + n as i32 % 8];
+                    let wave = |i: i32, f: f32| 0.5 + 0.5 * (i as f32 * f).sin();
+                    let smooth = 2.0 * wave(p[0], 0.5) * wave(p[1], 0.4) * wave(p[2], 0.6);
+                    b.set_active(n, if h % 7 == 0 { 0.0 } else { smooth });
+                }
+                bricks.push(b);
+            }
+        }
+    }
+    let vol = SparseVolume {
+        background: 0.0,
+        bricks,
+    };
+    let opts = BuildOptions {
+        name: "spiky".into(),
+        voxel_size: f64::from(VOXEL),
+        checksum: ChecksumMode::Disabled,
+        ..Default::default()
+    };
+    supercell::format::build_grid(&vol, &opts).unwrap()
+}
+
+#[test]
+fn the_majorants_bound_the_medium_and_fit_it_closely() {
+    let Some(mut g) = gpu() else { return };
+    let grid = spiky_grid();
+    let v = box_view(&grid, 0.9);
+    g.r.set_path_stats(true);
+    render(&mut g, &grid, &v, 4);
+    let s = g.r.path_stats().unwrap();
+    g.r.set_path_stats(false);
+    let steps = s.path_steps + s.shadow_steps;
+    assert!(steps > 300, "{s:?}");
+    assert_eq!(s.over_majorant, 0, "extinction above the majorant: {s:?}");
+    // Majorant cells of 2 voxels (and one more layer): about 0.4 here; acceleration cells
+    // of 8 voxels and their + neighbours give 0.17.
+    let tight = s.majorant_tightness();
+    assert!(tight > 0.3 && tight <= 1.0, "tightness {tight}: {s:?}");
+}

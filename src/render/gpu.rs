@@ -750,6 +750,7 @@ impl Renderer {
                     tf: &tf,
                     settings: &view.settings,
                     timestamp_writes,
+                    accel_args: &self.accel.args,
                 },
             )?;
         } else {

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use bytemuck::{Pod, Zeroable};
 
 use super::RenderError;
-use super::params::{GpuParams, RenderSettings, limits};
+use super::params::{GpuParams, MAX_ATTRIBUTES, RenderSettings, limits};
 use super::scoped::create_scoped;
 use super::shader::{ShaderConfig, ShaderPart, shader_source_of};
 
@@ -87,10 +87,17 @@ pub struct PathStats {
     pub lookups: u64,
     /// Path vertices: real collisions and ground hits.
     pub scatters: u64,
+    /// The sum over tentative collisions (path and shadow rays) of 1000 · extinction /
+    /// majorant there: divided by their count, how tight the majorants are (1000: exact).
+    pub tightness_milli: u64,
+    /// Tentative collisions where the extinction exceeded the majorant (by more than
+    /// 0.01 %): values the majorants missed, which the estimators then treat as a real
+    /// collision (path rays) or clamp (shadow rays). 0 when the majorants are right.
+    pub over_majorant: u64,
 }
 
 /// Counters in the shader's `stats` buffer (pairs of 32-bit words).
-const STAT_COUNT: usize = 8;
+const STAT_COUNT: usize = 10;
 
 impl PathStats {
     fn from_words(w: &[u32]) -> PathStats {
@@ -104,6 +111,8 @@ impl PathStats {
             segments: c(5),
             lookups: c(6),
             scatters: c(7),
+            tightness_milli: c(8),
+            over_majorant: c(9),
         }
     }
 
@@ -118,10 +127,17 @@ impl PathStats {
             ("segments", self.segments),
             ("lookups", self.lookups),
             ("scatters", self.scatters),
+            ("over_majorant", self.over_majorant),
         ]
         .into_iter()
         .map(|(k, v)| (k, v as f64 / n))
+        .chain([("majorant_tightness", self.majorant_tightness())])
         .collect()
+    }
+
+    /// The mean over tentative collisions of extinction / majorant (1: every one real).
+    pub fn majorant_tightness(&self) -> f64 {
+        self.tightness_milli as f64 / 1000.0 / (self.path_steps + self.shadow_steps).max(1) as f64
     }
 }
 
@@ -141,12 +157,19 @@ pub(super) struct PathPass<'a> {
     pub tf: &'a [[f32; 4]],
     pub settings: &'a RenderSettings,
     pub timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'a>>,
+    /// The acceleration passes' indirect dispatch sizes: the majorant pass runs as
+    /// `accel_cells` does (at byte 0: a thread per acceleration cell, z = slot).
+    pub accel_args: &'a wgpu::Buffer,
 }
 
 /// The path tracer's pipelines, accumulation buffer and progress.
 pub(super) struct PathTracer {
     layout: wgpu::BindGroupLayout,
-    pipelines: HashMap<ShaderConfig, wgpu::ComputePipeline>,
+    /// Per shader configuration: the path kernel and the majorant pass.
+    pipelines: HashMap<ShaderConfig, (wgpu::ComputePipeline, wgpu::ComputePipeline)>,
+    /// The path majorants (WGSL `pmaj`: one f32 per slot and acceleration cell), for
+    /// `accel_cells` cells per slot.
+    majorants: Option<(wgpu::Buffer, u32)>,
     uniform: wgpu::Buffer,
     /// The accumulation buffer (RGBA f32 per pixel) and its bind group, for `pixels`.
     accum: Option<(wgpu::Buffer, wgpu::BindGroup, u64)>,
@@ -199,6 +222,7 @@ impl PathTracer {
             entries: &[
                 entry(0, wgpu::BufferBindingType::Storage { read_only: false }),
                 entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
+                entry(3, wgpu::BufferBindingType::Storage { read_only: false }),
                 wgpu::BindGroupLayoutEntry {
                     binding: 1,
                     visibility: wgpu::ShaderStages::COMPUTE,
@@ -230,6 +254,7 @@ impl PathTracer {
         PathTracer {
             layout,
             pipelines: HashMap::new(),
+            majorants: None,
             uniform,
             accum: None,
             key: None,
@@ -298,10 +323,30 @@ impl PathTracer {
             self.seed = pass.settings.frame_seed;
         }
         let pixels = u64::from(width) * u64::from(height);
+        let cells = pass.config.accel_cells;
+        if self.majorants.as_ref().is_none_or(|m| m.1 != cells) {
+            let device = pass.device;
+            let buffer = create_scoped(
+                device,
+                || format!("creating the path majorants ({cells} cells per attribute)"),
+                || {
+                    device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("supercell path majorants"),
+                        size: u64::from(cells) * MAX_ATTRIBUTES as u64 * 4,
+                        usage: wgpu::BufferUsages::STORAGE,
+                        mapped_at_creation: false,
+                    })
+                },
+            )?;
+            self.majorants = Some((buffer, cells));
+            // The accumulation's bind group names the buffer: make it again.
+            self.accum = None;
+        }
         if self.accum.as_ref().is_none_or(|a| a.2 != pixels) {
             let layout = &self.layout;
             let uniform = &self.uniform;
             let stats = &self.stats;
+            let majorants = &self.majorants.as_ref().expect("created above").0;
             self.accum = Some(create_scoped(
                 pass.device,
                 || format!("creating the {width}x{height} accumulation buffer"),
@@ -334,6 +379,10 @@ impl PathTracer {
                                 binding: 2,
                                 resource: stats.as_entire_binding(),
                             },
+                            wgpu::BindGroupEntry {
+                                binding: 3,
+                                resource: majorants.as_entire_binding(),
+                            },
                         ],
                     });
                     (buffer, group, pixels)
@@ -359,14 +408,17 @@ impl PathTracer {
                         bind_group_layouts: &[Some(pass.group0_layout), Some(layout)],
                         immediate_size: 0,
                     });
-                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some("path_main"),
-                        layout: Some(&pl),
-                        module: &module,
-                        entry_point: Some("path_main"),
-                        compilation_options: Default::default(),
-                        cache: None,
-                    })
+                    let make = |entry: &str| {
+                        device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                            label: Some(entry),
+                            layout: Some(&pl),
+                            module: &module,
+                            entry_point: Some(entry),
+                            compilation_options: Default::default(),
+                            cache: None,
+                        })
+                    };
+                    (make("path_main"), make("path_majorants"))
                 },
             )?;
             self.pipelines.insert(config, pipeline);
@@ -405,8 +457,16 @@ impl PathTracer {
                 label: Some("supercell path"),
                 timestamp_writes: pass.timestamp_writes,
             });
-            cpass.set_pipeline(&self.pipelines[&pass.config]);
+            let (path, majorants) = &self.pipelines[&pass.config];
             cpass.set_bind_group(0, Some(pass.group0), &[]);
+            if self.samples == 0 {
+                // A fresh accumulation: the acceleration cells may have changed (they are
+                // recorded before this pass), so the majorants are built again from them.
+                cpass.set_pipeline(majorants);
+                cpass.set_bind_group(1, Some(group1), &[0]);
+                cpass.dispatch_workgroups_indirect(pass.accel_args, 0);
+            }
+            cpass.set_pipeline(path);
             for k in 0..dispatches {
                 cpass.set_bind_group(1, Some(group1), &[(UNIFORM_STRIDE * u64::from(k)) as u32]);
                 cpass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
