@@ -421,8 +421,8 @@ fn the_majorants_bound_the_medium_and_fit_it_closely() {
     let steps = s.path_steps + s.shadow_steps;
     assert!(steps > 300, "{s:?}");
     assert_eq!(s.over_majorant, 0, "extinction above the majorant: {s:?}");
-    // Majorant cells of 2 voxels (and one more layer): about 0.4 here; acceleration cells
-    // of 8 voxels and their + neighbours give 0.17.
+    // Majorant cells of 4 voxels (and one more layer): 0.25 here; acceleration cells of 8
+    // voxels and their + neighbours give 0.17 (and cells of 2 voxels 0.40).
     let tight = s.majorant_tightness();
-    assert!(tight > 0.3 && tight <= 1.0, "tightness {tight}: {s:?}");
+    assert!(tight > 0.21 && tight <= 1.0, "tightness {tight}: {s:?}");
 }
