@@ -35,7 +35,7 @@ struct PathParams {
     seed: u32,
     rr_depth: u32,      // bounces before Russian roulette starts
     stats: u32,         // 1: add this dispatch's work to `stats`
-    pad1: u32,
+    qmc_dims: u32,      // a sample's first random numbers from the scrambled Sobol sequence
     pad2: u32,
 }
 
@@ -100,11 +100,78 @@ const PI: f32 = 3.14159265358979;
 const GROUND_RGB: vec3<f32> = vec3<f32>(0.42, 0.45, 0.36);
 
 // ---------------------------------------------------------------------------------------
-// Random numbers: a PCG hash seeds each (pixel, sample) stream; the stream is a 32-bit
-// LCG with PCG's output permutation (RXS-M-XS).
+// Random numbers. A sample's first PP.qmc_dims numbers (0 by default: src/render/path.rs
+// says why) come from a randomised quasi-Monte Carlo sequence: Sobol's first 4 dimensions,
+// padded (dimensions 4k..4k+3 read the same 4 at a shuffled index), Owen-scrambled per pixel
+// with a hash (a nested uniform scramble as in Burley 2020, "Practical Hash-based Owen
+// Scrambling"). Every point is uniform on the unit cube, so the estimate stays unbiased,
+// but the pixel's samples stratify: its first 2^m camera positions (dimensions 0, 1) fall
+// one in each of 2^m cells of the pixel, and each dimension alone in 2^m intervals. The
+// rest come from a PCG hash seeding an LCG with PCG's
+// output permutation (RXS-M-XS), per (pixel, sample).
 // ---------------------------------------------------------------------------------------
 
 var<private> rng: u32;
+var<private> q_dim: u32;    // the sample's next dimension
+var<private> q_index: u32;  // the sample's index in its pixel's sequence
+var<private> q_seed: u32;   // the pixel's scrambling seed
+
+// Direction numbers of Sobol's dimensions 0..3, 32 per dimension (bit b of the index
+// contributes entry b): dimension 0 is van der Corput's; 1..3 follow from the primitive
+// polynomials x + 1, x² + x + 1, x³ + x + 1 with initial numbers 1; 1, 3; 1, 3, 1 (Joe and
+// Kuo). src/render/path.rs's tests derive them again.
+const SOBOL_DIRS: array<u32, 128> = array<u32, 128>(
+    0x80000000u, 0x40000000u, 0x20000000u, 0x10000000u, 0x08000000u, 0x04000000u, 0x02000000u, 0x01000000u,
+    0x00800000u, 0x00400000u, 0x00200000u, 0x00100000u, 0x00080000u, 0x00040000u, 0x00020000u, 0x00010000u,
+    0x00008000u, 0x00004000u, 0x00002000u, 0x00001000u, 0x00000800u, 0x00000400u, 0x00000200u, 0x00000100u,
+    0x00000080u, 0x00000040u, 0x00000020u, 0x00000010u, 0x00000008u, 0x00000004u, 0x00000002u, 0x00000001u,
+    0x80000000u, 0xc0000000u, 0xa0000000u, 0xf0000000u, 0x88000000u, 0xcc000000u, 0xaa000000u, 0xff000000u,
+    0x80800000u, 0xc0c00000u, 0xa0a00000u, 0xf0f00000u, 0x88880000u, 0xcccc0000u, 0xaaaa0000u, 0xffff0000u,
+    0x80008000u, 0xc000c000u, 0xa000a000u, 0xf000f000u, 0x88008800u, 0xcc00cc00u, 0xaa00aa00u, 0xff00ff00u,
+    0x80808080u, 0xc0c0c0c0u, 0xa0a0a0a0u, 0xf0f0f0f0u, 0x88888888u, 0xccccccccu, 0xaaaaaaaau, 0xffffffffu,
+    0x80000000u, 0xc0000000u, 0x60000000u, 0x90000000u, 0xe8000000u, 0x5c000000u, 0x8e000000u, 0xc5000000u,
+    0x68800000u, 0x9cc00000u, 0xee600000u, 0x55900000u, 0x80680000u, 0xc09c0000u, 0x60ee0000u, 0x90550000u,
+    0xe8808000u, 0x5cc0c000u, 0x8e606000u, 0xc5909000u, 0x6868e800u, 0x9c9c5c00u, 0xeeee8e00u, 0x5555c500u,
+    0x8000e880u, 0xc0005cc0u, 0x60008e60u, 0x9000c590u, 0xe8006868u, 0x5c009c9cu, 0x8e00eeeeu, 0xc5005555u,
+    0x80000000u, 0xc0000000u, 0x20000000u, 0x50000000u, 0xf8000000u, 0x74000000u, 0xa2000000u, 0x93000000u,
+    0xd8800000u, 0x25400000u, 0x59e00000u, 0xe6d00000u, 0x78080000u, 0xb40c0000u, 0x82020000u, 0xc3050000u,
+    0x208f8000u, 0x51474000u, 0xfbea2000u, 0x75d93000u, 0xa0858800u, 0x914e5400u, 0xdbe79e00u, 0x25db6d00u,
+    0x58800080u, 0xe54000c0u, 0x79e00020u, 0xb6d00050u, 0x800800f8u, 0xc00c0074u, 0x200200a2u, 0x50050093u,
+);
+
+fn sobol4(index: u32, d: u32) -> u32 {
+    var x = 0u;
+    var i = index;
+    for (var b = 0u; b < 32u && i != 0u; b++) {
+        if (i & 1u) != 0u { x ^= SOBOL_DIRS[d * 32u + b]; }
+        i >>= 1u;
+    }
+    return x;
+}
+
+// A random permutation of 32-bit words that maps each set of words sharing their low bits
+// to such a set (Laine and Karras's hash, Burley's constants); on bit-reversed words, an
+// Owen scramble.
+fn lk_permute(v: u32, seed: u32) -> u32 {
+    var x = v + seed;
+    x ^= x * 0x6c50b47cu;
+    x ^= x * 0xb82f1e52u;
+    x ^= x * 0xc7afe638u;
+    x ^= x * 0x8d22f6e6u;
+    return x;
+}
+
+fn owen_scramble(v: u32, seed: u32) -> u32 {
+    return reverseBits(lk_permute(reverseBits(v), seed));
+}
+
+// Dimension `dim` of the current sample's point.
+fn qmc(dim: u32) -> f32 {
+    let set_seed = pcg_hash(q_seed ^ pcg_hash(dim >> 2u));
+    let index = owen_scramble(q_index, set_seed);
+    let x = owen_scramble(sobol4(index, dim & 3u), pcg_hash(set_seed ^ (dim & 3u)));
+    return f32(x >> 8u) * (1.0 / 16777216.0);
+}
 
 fn pcg_hash(v: u32) -> u32 {
     let state = v * 747796405u + 2891336453u;
@@ -114,10 +181,17 @@ fn pcg_hash(v: u32) -> u32 {
 
 fn rng_seed(px: vec2<u32>, sample_index: u32) {
     rng = pcg_hash(px.x ^ pcg_hash(px.y ^ pcg_hash(sample_index ^ pcg_hash(PP.seed))));
+    q_seed = pcg_hash(px.x ^ pcg_hash(px.y ^ pcg_hash(PP.seed ^ 0x5bd1e995u)));
+    q_index = sample_index;
+    q_dim = 0u;
 }
 
 // Uniform in [0, 1).
 fn rnd() -> f32 {
+    if q_dim < PP.qmc_dims {
+        q_dim += 1u;
+        return qmc(q_dim - 1u);
+    }
     rng = rng * 747796405u + 2891336453u;
     let s = rng;
     let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
@@ -258,7 +332,9 @@ fn segment(t: f32, t_end: f32) -> Segment {
         maj += m;
         if m == 0.0 && fg.shift < si.shift {
             // Empty space: where the whole acceleration cell is (its bound over the cell
-            // and its neighbours is 0), step over it at once.
+            // and its neighbours is 0), step over it at once. (Taking the whole cell also
+            // where its bound is small but not 0, up to an optical depth of 0.5 across it,
+            // entered 2 % fewer cells and added 6 % more tentative collisions on the storm.)
             let ca = (vec3<i32>(p) >> vec3<u32>(si.shift)) - si.org;
             if all(ca >= vec3<i32>(0)) && all(vec3<u32>(ca) < si.dims) && accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(ca))].w == 0.0 {
                 fg = MajGrid(si.org, si.shift, si.dims);
