@@ -53,7 +53,8 @@ struct PathParams {
 // transfer function's largest opacity over the value range of the cell's voxels and the
 // next layer on the +x, +y, +z sides. The march's `.w` (an 8-voxel cell and its 26
 // neighbours all round) is far looser: on the storm the extinction at a tentative collision
-// averaged 0.14 of it, and 0.51 of these (the work counters' `majorant_tightness`).
+// averaged at most 0.14 of it, and 0.51 of these (the work counters' `majorant_tightness`;
+// docs/PERFORMANCE.md, "Path tracer, second round").
 @group(1) @binding(3) var<storage, read_write> pmaj: array<f32>;
 
 // Acceleration cells split at most 2^PMAJ_SPLIT_MAX per axis. 1 (cells of 4 voxels, as the
@@ -107,8 +108,8 @@ const GROUND_RGB: vec3<f32> = vec3<f32>(0.42, 0.45, 0.36);
 // Scrambling"). Every point is uniform on the unit cube, so the estimate stays unbiased,
 // but the pixel's samples stratify: its first 2^m camera positions (dimensions 0, 1) fall
 // one in each of 2^m cells of the pixel, and each dimension alone in 2^m intervals. The
-// rest come from a PCG hash seeding an LCG with PCG's
-// output permutation (RXS-M-XS), per (pixel, sample).
+// rest come from a PCG hash seeding an LCG with PCG's output permutation (RXS-M-XS), per
+// (pixel, sample).
 // ---------------------------------------------------------------------------------------
 
 var<private> rng: u32;
