@@ -550,7 +550,7 @@ mod tests {
         let params: [(usize, u32, &[u32]); 3] = [(1, 0, &[1]), (2, 1, &[1, 3]), (3, 1, &[1, 3, 1])];
         let mut out: Vec<u32> = (0..32).map(|b| 1u32 << (31 - b)).collect();
         for (s, a, m) in params {
-            let mut v = vec![0u32; 33];
+            let mut v = [0u32; 33];
             for k in 1..=s {
                 v[k] = m[k - 1] << (32 - k);
             }
