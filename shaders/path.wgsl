@@ -23,7 +23,8 @@
 //
 // Estimators: delta tracking for free flights, ratio tracking for the sun's transmittance,
 // both against a piecewise-constant majorant: along a ray, the sum over attributes of the
-// acceleration cell's largest extinction (accel.wgsl's `.w`), one segment per cell crossed.
+// largest extinction in the majorant cell the ray is in (`pmaj`, built per accumulation by
+// `path_majorants`), one segment per cell crossed.
 // Next-event estimation to the sun at every scattering vertex; the sky is reached by the
 // path itself (directions sampled from the phase function, or cosine-weighted on the
 // ground). Russian roulette after `rr_depth` bounces.

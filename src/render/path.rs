@@ -11,9 +11,13 @@
 //! `path_max_samples`; later renders only show the mean again.
 //!
 //! The pass binds the march's bind group (uniforms, transfer functions, output images, the
-//! frame's parts, the acceleration cells) as group 0 and its own (accumulation buffer and
-//! [`PathUniform`]) as group 1. The majorants are the acceleration cells' largest
-//! extinction, which the renderer builds for shaded views (a path view encodes as shaded).
+//! frame's parts, the acceleration cells) as group 0 and its own (accumulation buffer,
+//! [`PathUniform`], work counters, majorants) as group 1. The majorants are built when an
+//! accumulation starts, by a dispatch before the first sample's (`path_majorants`, sized by
+//! the acceleration passes' indirect arguments): per attribute, cells of 4 voxels (the
+//! acceleration cells, which the renderer builds for shaded views, split in 2 per axis where
+//! they fit), each bounding the extinction of every trilinear sample based in it.
+//! [`PathStats`] counts where a sample's work goes.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
