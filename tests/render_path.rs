@@ -425,4 +425,22 @@ fn the_majorants_bound_the_medium_and_fit_it_closely() {
     // voxels and their + neighbours give 0.17 (and cells of 2 voxels 0.40).
     let tight = s.majorant_tightness();
     assert!(tight > 0.21 && tight <= 1.0, "tightness {tight}: {s:?}");
+
+    // Another frame (the box fills the spiky grid's missing bricks), then a denser look on
+    // the same frame: the majorants follow each (built again from the new acceleration
+    // cells), though a camera move alone does not rebuild them.
+    let box_grid = box_grid();
+    let mut v = box_view(&box_grid, 0.9);
+    v.settings.path_samples_per_frame = 2;
+    g.r.set_path_stats(true);
+    render(&mut g, &box_grid, &v, 2);
+    v.camera.orbit(2.0, 0.0);
+    g.r.render(&v, W, H).unwrap();
+    v.attributes[0].as_mut().unwrap().tf.extinction = 4.0 * SIGMA;
+    g.r.render(&v, W, H).unwrap();
+    let s = g.r.path_stats().unwrap();
+    g.r.set_path_stats(false);
+    assert_eq!(g.r.path_samples(), 2, "the look restarted the picture");
+    assert_eq!(s.over_majorant, 0, "{s:?}");
+    assert!(s.path_steps > 300, "{s:?}");
 }

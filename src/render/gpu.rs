@@ -105,6 +105,9 @@ pub struct Renderer {
     /// Counts frames bound ([`set_frame`](Self::set_frame)): the path tracer starts its
     /// accumulation afresh on a new one.
     frame_generation: u64,
+    /// Counts the renders that recorded the acceleration passes: the path tracer builds its
+    /// majorants from the cells again when this changes.
+    accel_generation: u64,
 }
 
 /// The acceleration and sun grids (shaders/accel.wgsl) and what they were built from.
@@ -357,6 +360,7 @@ impl Renderer {
             pending: None,
             path: None,
             frame_generation: 0,
+            accel_generation: 0,
         })
     }
 
@@ -724,6 +728,7 @@ impl Renderer {
         self.queue
             .write_buffer(&self.tf, 0, bytemuck::cast_slice(&tf));
         let prepared = self.encode_accel(encoder, &params, &tf, timed);
+        self.accel_generation += u64::from(prepared);
         let timestamp_writes = match (&self.timer, timed) {
             (Some(t), true) => Some(wgpu::ComputePassTimestampWrites {
                 query_set: &t.queries,
@@ -746,6 +751,7 @@ impl Renderer {
                     group0: self.bind_group.as_ref().expect("bound above"),
                     config: self.shape.config(self.accel_cells, self.part_bytes),
                     frame_generation: self.frame_generation,
+                    accel_generation: self.accel_generation,
                     params: &params,
                     tf: &tf,
                     settings: &view.settings,

@@ -174,6 +174,9 @@ pub(super) struct PathPass<'a> {
     /// Counts [`Renderer::set_frame`](super::Renderer::set_frame) calls: a new value
     /// restarts the accumulation.
     pub frame_generation: u64,
+    /// Counts the renders that recorded the acceleration passes: a new value (or a new
+    /// majorant buffer) builds the majorants again; camera moves and the like do not.
+    pub accel_generation: u64,
     pub params: &'a GpuParams,
     pub tf: &'a [[f32; 4]],
     pub settings: &'a RenderSettings,
@@ -191,6 +194,8 @@ pub(super) struct PathTracer {
     /// The path majorants (WGSL `pmaj`: one f32 per slot and acceleration cell), for
     /// `accel_cells` cells per slot.
     majorants: Option<(wgpu::Buffer, u32)>,
+    /// The `accel_generation` the majorants were built from (None: not built).
+    majorants_from: Option<u64>,
     uniform: wgpu::Buffer,
     /// The accumulation buffer (RGBA f32 per pixel) and its bind group, for `pixels`.
     accum: Option<(wgpu::Buffer, wgpu::BindGroup, u64)>,
@@ -278,6 +283,7 @@ impl PathTracer {
             layout,
             pipelines: HashMap::new(),
             majorants: None,
+            majorants_from: None,
             uniform,
             accum: None,
             key: None,
@@ -363,6 +369,7 @@ impl PathTracer {
                 },
             )?;
             self.majorants = Some((buffer, cells));
+            self.majorants_from = None;
             // The accumulation's bind group names the buffer: make it again.
             self.accum = None;
         }
@@ -484,9 +491,9 @@ impl PathTracer {
             });
             let (path, majorants) = &self.pipelines[&pass.config];
             cpass.set_bind_group(0, Some(pass.group0), &[]);
-            if self.samples == 0 {
-                // A fresh accumulation: the acceleration cells may have changed (they are
-                // recorded before this pass), so the majorants are built again from them.
+            if self.majorants_from != Some(pass.accel_generation) {
+                // The acceleration cells changed (they are recorded before this pass), or
+                // the majorants were never built from them: build them.
                 cpass.set_pipeline(majorants);
                 cpass.set_bind_group(1, Some(group1), &[0]);
                 cpass.dispatch_workgroups_indirect(pass.accel_args, 0);
@@ -497,6 +504,7 @@ impl PathTracer {
                 cpass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
             }
         }
+        self.majorants_from = Some(pass.accel_generation);
         self.samples += samples;
         Ok(samples)
     }
