@@ -41,7 +41,17 @@ const WG: u32 = 8;
 /// early, all lanes of a SIMD group at the same iteration, and the image came out about half
 /// as bright (consistent with gallivm's loop limiter, 65535 iterations over all loops of an
 /// invocation; a hypothesis, not checked in Mesa's source).
+/// `SUPERCELL_PATH_SAMPLES_PER_DISPATCH` (1 to 16) overrides it, to measure on a discrete
+/// GPU what spreading a pixel's per-invocation setup (grid headers, majorant grids) over more
+/// samples gains.
 const SAMPLES_PER_DISPATCH: u32 = 1;
+
+fn samples_per_dispatch() -> u32 {
+    std::env::var("SUPERCELL_PATH_SAMPLES_PER_DISPATCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map_or(SAMPLES_PER_DISPATCH, |n| n.clamp(1, 16))
+}
 
 /// Dispatches one render records at most (the uniform records the buffer holds).
 const MAX_DISPATCHES: u32 = 1024;
@@ -208,6 +218,8 @@ pub(super) struct PathTracer {
     stats_on: bool,
     /// [`QMC_DIMS`] or its override.
     qmc_dims: u32,
+    /// [`SAMPLES_PER_DISPATCH`] or its override.
+    per_dispatch: u32,
 }
 
 /// What the accumulation depends on: the frame, the uniforms (less exposure and the jitter
@@ -292,6 +304,7 @@ impl PathTracer {
             stats,
             stats_on: false,
             qmc_dims: qmc_dims(),
+            per_dispatch: samples_per_dispatch(),
         }
     }
 
@@ -459,18 +472,18 @@ impl PathTracer {
             limits::PATH_SAMPLES_PER_FRAME.clamp_u32(pass.settings.path_samples_per_frame);
         let samples = per_frame
             .min(cap.saturating_sub(self.samples))
-            .min(MAX_DISPATCHES * SAMPLES_PER_DISPATCH);
+            .min(MAX_DISPATCHES * self.per_dispatch);
         // One record per dispatch; a render that adds nothing (the cap reached) still shows
         // the mean once.
-        let dispatches = samples.div_ceil(SAMPLES_PER_DISPATCH).max(1);
+        let dispatches = samples.div_ceil(self.per_dispatch).max(1);
         let mut records = vec![0u8; (UNIFORM_STRIDE * u64::from(dispatches)) as usize];
         for k in 0..dispatches {
-            let first = self.samples + k * SAMPLES_PER_DISPATCH;
+            let first = self.samples + k * self.per_dispatch;
             let uniform = PathUniform {
                 first_sample: first,
                 samples: (self.samples + samples)
                     .saturating_sub(first)
-                    .min(SAMPLES_PER_DISPATCH),
+                    .min(self.per_dispatch),
                 max_bounces: max_bounces(pass.settings),
                 seed: self.seed,
                 rr_depth: RR_DEPTH,
