@@ -475,7 +475,9 @@ fn path_majorants(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocatio
     let ca = vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
     let first = ca << vec3<u32>(k);
     let ext = P.attrs[a].extinction;
-    let coarse_zero = accel[a * ACCEL_CELLS + cell].w == 0.0;
+    // (Cells too large to scan carry an unknown range, whose `.w` accel.wgsl's
+    // tf_max_alpha does not bound: those are never taken as empty here.)
+    let coarse_zero = si.shift <= SCAN_SHIFT_MAX && accel[a * ACCEL_CELLS + cell].w == 0.0;
     var coarse = 0.0;
     if !coarse_zero && k == 0u {
         var lo = INF;
