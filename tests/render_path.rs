@@ -444,3 +444,41 @@ fn the_majorants_bound_the_medium_and_fit_it_closely() {
     assert_eq!(s.over_majorant, 0, "{s:?}");
     assert!(s.path_steps > 300, "{s:?}");
 }
+
+#[test]
+fn a_grid_too_large_for_scanned_cells_is_still_seen() {
+    let Some(mut g) = gpu() else { return };
+    // Two bricks 2^14 voxels apart: acceleration cells of 128 voxels, too large to scan,
+    // whose value range is unknown. The camera frames the brick at the origin.
+    let mut bricks = Vec::new();
+    for origin in [[0, 0, 0], [16384, 16384, 16384]] {
+        let mut b = LeafBrick::filled(origin, 0.0);
+        for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+            b.set_active(n, 1.0);
+        }
+        bricks.push(b);
+    }
+    let vol = SparseVolume {
+        background: 0.0,
+        bricks,
+    };
+    let opts = BuildOptions {
+        name: "far".into(),
+        voxel_size: f64::from(VOXEL),
+        checksum: ChecksumMode::Disabled,
+        ..Default::default()
+    };
+    let grid = supercell::format::build_grid(&vol, &opts).unwrap();
+    let mut v = box_view(&grid, 0.8);
+    let brick = 8.0 * VOXEL;
+    v.camera = View::new(
+        [[0.0; 3], [brick; 3]],
+        VOXEL,
+        Vec::new(),
+        W as f32 / H as f32,
+    )
+    .camera;
+    let img = render(&mut g, &grid, &v, 2);
+    let covered = img.linear.iter().map(|p| p[3]).sum::<f32>() / img.linear.len() as f32;
+    assert!(covered > 0.05, "the brick is not seen: coverage {covered}");
+}
