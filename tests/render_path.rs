@@ -334,3 +334,151 @@ fn the_image_converges() {
         "relMSE does not fall with the samples: {errs:?}"
     );
 }
+
+#[test]
+fn work_counters_count_and_leave_the_image_alone() {
+    let Some(mut g) = gpu() else { return };
+    let grid = box_grid();
+    let mut v = box_view(&grid, 0.8);
+    v.settings.frame_seed = 5;
+    let plain = render(&mut g, &grid, &v, 3);
+    g.r.set_path_stats(true);
+    let counted = render(&mut g, &grid, &v, 3);
+    let s = g.r.path_stats().unwrap();
+    g.r.set_path_stats(false);
+    assert!(plain.linear == counted.linear, "counting changed the image");
+    let samples = u64::from(W * H * 3);
+    assert_eq!(s.samples, samples, "{s:?}");
+    assert!(
+        s.path_rays >= samples,
+        "every sample has a camera ray: {s:?}"
+    );
+    assert!(
+        s.shadow_rays <= s.scatters,
+        "one shadow ray per vertex at most: {s:?}"
+    );
+    assert!(s.shadow_rays > 0 && s.path_steps >= s.scatters, "{s:?}");
+    assert!(s.segments > 0 && s.lookups > s.path_steps, "{s:?}");
+    // Off: the counters keep their sums.
+    render(&mut g, &grid, &v, 2);
+    assert_eq!(g.r.path_stats().unwrap(), s);
+}
+
+/// A grid with structure at several scales: a smooth field of blobs about 6 voxels across
+/// (values 0 to 2; the transfer function's range is [0, 1], so their cores saturate), a
+/// seventh of the voxels 0 (a jump from one voxel to the next), and a few bricks missing.
+fn spiky_grid() -> Vec<u8> {
+    let hash = |mut x: u32| {
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x7feb_352d);
+        x ^= x >> 15;
+        x = x.wrapping_mul(0x846c_a68b);
+        x ^ (x >> 16)
+    };
+    let mut bricks = Vec::new();
+    for bx in (0..N).step_by(8) {
+        for by in (0..N).step_by(8) {
+            for bz in (0..N).step_by(8) {
+                let id = (bx / 8 * 16 + by / 8 * 4 + bz / 8) as u32;
+                if hash(id) % 5 == 0 {
+                    continue;
+                }
+                let mut b = LeafBrick::filled([bx, by, bz], 0.0);
+                for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+                    let h = hash(id * 512 + n as u32 + 1);
+                    // Voxel n of the brick at (bx, by, bz): x = n / 64, y = n / 8 % 8, z = n % 8.
+                    let p = [bx + n as i32 / 64, by + n as i32 / 8 % 8, bz + n as i32 % 8];
+                    let wave = |i: i32, f: f32| 0.5 + 0.5 * (i as f32 * f).sin();
+                    let smooth = 2.0 * wave(p[0], 0.5) * wave(p[1], 0.4) * wave(p[2], 0.6);
+                    b.set_active(n, if h % 7 == 0 { 0.0 } else { smooth });
+                }
+                bricks.push(b);
+            }
+        }
+    }
+    let vol = SparseVolume {
+        background: 0.0,
+        bricks,
+    };
+    let opts = BuildOptions {
+        name: "spiky".into(),
+        voxel_size: f64::from(VOXEL),
+        checksum: ChecksumMode::Disabled,
+        ..Default::default()
+    };
+    supercell::format::build_grid(&vol, &opts).unwrap()
+}
+
+#[test]
+fn the_majorants_bound_the_medium_and_fit_it_closely() {
+    let Some(mut g) = gpu() else { return };
+    let grid = spiky_grid();
+    let v = box_view(&grid, 0.9);
+    g.r.set_path_stats(true);
+    render(&mut g, &grid, &v, 4);
+    let s = g.r.path_stats().unwrap();
+    g.r.set_path_stats(false);
+    let steps = s.path_steps + s.shadow_steps;
+    assert!(steps > 300, "{s:?}");
+    assert_eq!(s.over_majorant, 0, "extinction above the majorant: {s:?}");
+    // Majorant cells of 4 voxels (and one more layer): 0.25 here; acceleration cells of 8
+    // voxels and their + neighbours give 0.17 (and cells of 2 voxels 0.40).
+    let tight = s.majorant_tightness();
+    assert!(tight > 0.21 && tight <= 1.0, "tightness {tight}: {s:?}");
+
+    // Another frame (the box fills the spiky grid's missing bricks), then a denser look on
+    // the same frame: the majorants follow each (built again from the new acceleration
+    // cells), though a camera move alone does not rebuild them.
+    let box_grid = box_grid();
+    let mut v = box_view(&box_grid, 0.9);
+    v.settings.path_samples_per_frame = 2;
+    g.r.set_path_stats(true);
+    render(&mut g, &box_grid, &v, 2);
+    v.camera.orbit(2.0, 0.0);
+    g.r.render(&v, W, H).unwrap();
+    v.attributes[0].as_mut().unwrap().tf.extinction = 4.0 * SIGMA;
+    g.r.render(&v, W, H).unwrap();
+    let s = g.r.path_stats().unwrap();
+    g.r.set_path_stats(false);
+    assert_eq!(g.r.path_samples(), 2, "the look restarted the picture");
+    assert_eq!(s.over_majorant, 0, "{s:?}");
+    assert!(s.path_steps > 300, "{s:?}");
+}
+
+#[test]
+fn a_grid_too_large_for_scanned_cells_is_still_seen() {
+    let Some(mut g) = gpu() else { return };
+    // Two bricks 2^14 voxels apart: acceleration cells of 128 voxels, too large to scan,
+    // whose value range is unknown. The camera frames the brick at the origin.
+    let mut bricks = Vec::new();
+    for origin in [[0, 0, 0], [16384, 16384, 16384]] {
+        let mut b = LeafBrick::filled(origin, 0.0);
+        for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+            b.set_active(n, 1.0);
+        }
+        bricks.push(b);
+    }
+    let vol = SparseVolume {
+        background: 0.0,
+        bricks,
+    };
+    let opts = BuildOptions {
+        name: "far".into(),
+        voxel_size: f64::from(VOXEL),
+        checksum: ChecksumMode::Disabled,
+        ..Default::default()
+    };
+    let grid = supercell::format::build_grid(&vol, &opts).unwrap();
+    let mut v = box_view(&grid, 0.8);
+    let brick = 8.0 * VOXEL;
+    v.camera = View::new(
+        [[0.0; 3], [brick; 3]],
+        VOXEL,
+        Vec::new(),
+        W as f32 / H as f32,
+    )
+    .camera;
+    let img = render(&mut g, &grid, &v, 2);
+    let covered = img.linear.iter().map(|p| p[3]).sum::<f32>() / img.linear.len() as f32;
+    assert!(covered > 0.05, "the brick is not seen: coverage {covered}");
+}

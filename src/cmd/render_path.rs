@@ -110,6 +110,32 @@ pub fn rel_mse(x: &Image, reference: &Image) -> f64 {
     s / (3 * x.linear.len().max(1)) as f64
 }
 
+/// The reference's own share of a relMSE figure, from its two independent halves `a` and
+/// `b` (the reference is their mean): with x independent of both, E[(x − ref)²] =
+/// E[(x − truth)²] + Var(ref), and Var(ref) = E[(a − b)²] / 4, weighted per pixel and
+/// channel as in [`rel_mse`] (against `reference`).
+pub fn reference_noise(a: &Image, b: &Image, reference: &Image) -> f64 {
+    let mut s = 0.0;
+    for ((p, q), r) in a.linear.iter().zip(&b.linear).zip(&reference.linear) {
+        for c in 0..3 {
+            let (x, y, r) = (f64::from(p[c]), f64::from(q[c]), f64::from(r[c]));
+            s += (x - y).powi(2) / 4.0 / (r * r + 1e-2);
+        }
+    }
+    s / (3 * reference.linear.len().max(1)) as f64
+}
+
+/// The mean of two images of the same size, pixel by pixel (linear radiance and alpha).
+pub fn mean_image(a: &Image, b: &Image) -> Image {
+    let mut m = a.clone();
+    for (p, q) in m.linear.iter_mut().zip(&b.linear) {
+        for c in 0..4 {
+            p[c] = 0.5 * (p[c] + q[c]);
+        }
+    }
+    m
+}
+
 /// The definition printed with the report and written into its JSON.
 pub const REL_MSE_DEFINITION: &str = "mean over pixels and RGB channels of (x - ref)^2 / \
     (ref^2 + 0.01), linear radiance before exposure";
@@ -124,7 +150,11 @@ struct ConvergeRow {
     /// Seconds of path tracing to reach `spp` (read-backs excluded).
     seconds: f64,
     samples_per_second: f64,
+    /// relMSE against the reference as measured.
     rel_mse: f64,
+    /// `rel_mse` less the reference's own noise (`reference_noise`): the estimate against
+    /// the converged image.
+    rel_mse_corrected: f64,
 }
 
 #[derive(Serialize)]
@@ -139,9 +169,20 @@ struct ConvergeReport {
     reference_seconds: f64,
     warm_up_seconds: f64,
     rel_mse_definition: &'static str,
+    /// The reference is the mean of two independent halves of `reference_spp / 2` samples
+    /// (other seeds); this is its own relMSE against the converged image, estimated from
+    /// the halves' difference (mean of (a − b)² / 4 / (ref² + 0.01)). Every row's
+    /// `rel_mse_corrected` is its `rel_mse` less this (at least 0).
+    reference_noise: f64,
     rows: Vec<ConvergeRow>,
-    /// The first row at or under [`TARGET_REL_MSE`].
+    /// The first row at or under [`TARGET_REL_MSE`], raw.
     first_under_1e_3: Option<usize>,
+    /// The first row at or under [`TARGET_REL_MSE`], corrected for the reference's noise.
+    first_under_1e_3_corrected: Option<usize>,
+    /// The path tracer's work per sample (counters over `stats_spp` samples per pixel,
+    /// rendered after the timed rows with counting on).
+    stats_spp: u32,
+    work_per_sample: std::collections::BTreeMap<&'static str, f64>,
 }
 
 /// `--converge REF_SPP`: renders a reference of `ref_spp` samples (another seed), then the
@@ -166,27 +207,39 @@ pub fn converge(
     // Warm-up: compiles the pipeline and builds the acceleration grids, which a player pays
     // once per frame shape and once per frame; the table times path tracing alone.
     let warm = refine(renderer, view, width, height, Stop::Samples(1))?;
-    let mut reference_view = view.clone();
-    reference_view.settings.frame_seed = view.settings.frame_seed ^ 0x9e37_79b9;
-    renderer.restart_path();
-    let r = refine(
-        renderer,
-        &reference_view,
-        width,
-        height,
-        Stop::Samples(ref_spp),
-    )?;
-    let reference = renderer.read_image()?;
+    // The reference: two independent halves (their own seeds), whose difference measures
+    // the reference's own noise.
+    let half = ref_spp / 2;
+    let mut halves = Vec::new();
+    let mut reference_seconds = 0.0;
+    for salt in [0x9e37_79b9u32, 0x85eb_ca6b] {
+        let mut reference_view = view.clone();
+        reference_view.settings.frame_seed = view.settings.frame_seed ^ salt;
+        renderer.restart_path();
+        let r = refine(
+            renderer,
+            &reference_view,
+            width,
+            height,
+            Stop::Samples(half),
+        )?;
+        reference_seconds += r.seconds;
+        halves.push(renderer.read_image()?);
+    }
+    let reference = mean_image(&halves[0], &halves[1]);
+    let noise = reference_noise(&halves[0], &halves[1], &reference);
+    let ref_rate =
+        f64::from(width) * f64::from(height) * f64::from(2 * half) / reference_seconds.max(1e-9);
     println!("device: {device}");
     println!(
-        "reference: {ref_spp} samples per pixel at {width}x{height} in {:.2} s ({:.2} M samples/s)",
-        r.seconds,
-        r.samples_per_second(width, height) / 1e6
+        "reference: 2 x {half} samples per pixel at {width}x{height} in {reference_seconds:.2} s \
+         ({:.2} M samples/s); its own relMSE (from its halves' difference): {noise:.3e}",
+        ref_rate / 1e6
     );
     println!("relMSE: {REL_MSE_DEFINITION}");
     println!(
-        "{:>6} {:>10} {:>14} {:>12}",
-        "spp", "seconds", "M samples/s", "relMSE"
+        "{:>6} {:>10} {:>14} {:>12} {:>12}",
+        "spp", "seconds", "M samples/s", "relMSE", "corrected"
     );
     renderer.restart_path();
     let mut rows = Vec::new();
@@ -196,31 +249,56 @@ pub fn converge(
         let p = refine(renderer, view, width, height, Stop::Samples(spp))?;
         seconds += p.seconds;
         let img = renderer.read_image()?;
+        let raw = rel_mse(&img, &reference);
         let row = ConvergeRow {
             spp,
             seconds,
             samples_per_second: f64::from(width) * f64::from(height) * f64::from(spp)
                 / seconds.max(1e-9),
-            rel_mse: rel_mse(&img, &reference),
+            rel_mse: raw,
+            rel_mse_corrected: (raw - noise).max(0.0),
         };
         println!(
-            "{:>6} {:>10.3} {:>14.3} {:>12.3e}",
+            "{:>6} {:>10.3} {:>14.3} {:>12.3e} {:>12.3e}",
             row.spp,
             row.seconds,
             row.samples_per_second / 1e6,
-            row.rel_mse
+            row.rel_mse,
+            row.rel_mse_corrected
         );
         rows.push(row);
         spp *= 2;
     }
     let first = rows.iter().position(|r| r.rel_mse <= TARGET_REL_MSE);
-    match first {
-        Some(i) => println!(
-            "relMSE <= {TARGET_REL_MSE:e} at {} samples per pixel after {:.3} s",
-            rows[i].spp, rows[i].seconds
-        ),
-        None => println!("relMSE stayed above {TARGET_REL_MSE:e}"),
+    let first_corrected = rows
+        .iter()
+        .position(|r| r.rel_mse_corrected <= TARGET_REL_MSE);
+    for (what, first) in [("raw", first), ("corrected", first_corrected)] {
+        match first {
+            Some(i) => println!(
+                "relMSE ({what}) <= {TARGET_REL_MSE:e} at {} samples per pixel after {:.3} s",
+                rows[i].spp, rows[i].seconds
+            ),
+            None => println!("relMSE ({what}) stayed above {TARGET_REL_MSE:e}"),
+        }
     }
+    // Where a sample's work goes: a few samples more with the counters on (untimed).
+    let stats_spp = (ref_spp / 4).clamp(1, 4);
+    renderer.restart_path();
+    renderer.set_path_stats(true);
+    refine(renderer, view, width, height, Stop::Samples(stats_spp))?;
+    let stats = renderer.path_stats()?;
+    renderer.set_path_stats(false);
+    let work_per_sample: std::collections::BTreeMap<_, _> =
+        stats.per_sample().into_iter().collect();
+    println!(
+        "work per sample ({stats_spp} samples per pixel): {}",
+        work_per_sample
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let report = ConvergeReport {
         device,
         scene: scene.display().to_string(),
@@ -228,12 +306,16 @@ pub fn converge(
         width,
         height,
         max_bounces: view.settings.path_max_bounces,
-        reference_spp: ref_spp,
-        reference_seconds: r.seconds,
+        reference_spp: 2 * half,
+        reference_seconds,
         warm_up_seconds: warm.seconds,
         rel_mse_definition: REL_MSE_DEFINITION,
+        reference_noise: noise,
         rows,
         first_under_1e_3: first,
+        first_under_1e_3_corrected: first_corrected,
+        stats_spp,
+        work_per_sample,
     };
     std::fs::write(json, serde_json::to_vec_pretty(&report)?)
         .with_context(|| format!("{}", json.display()))?;
@@ -256,5 +338,22 @@ mod tests {
         let want = (100.0 + 3.0 / 1.01) / 6.0;
         assert!((rel_mse(&a, &b) - want).abs() < 1e-9);
         assert_eq!(rel_mse(&b, &b), 0.0);
+    }
+
+    #[test]
+    fn the_reference_noise_is_a_quarter_of_the_halves_squared_difference() {
+        let mut a = Image::new(2, 1);
+        let mut b = Image::new(2, 1);
+        a.linear[0] = [1.0, 1.0, 1.0, 1.0];
+        b.linear[0] = [3.0, 1.0, 1.0, 1.0];
+        a.linear[1] = [0.5, 0.5, 0.5, 0.0];
+        b.linear[1] = [0.5, 0.5, 0.5, 1.0];
+        let m = mean_image(&a, &b);
+        assert_eq!(m.linear[0], [2.0, 1.0, 1.0, 1.0]);
+        assert_eq!(m.linear[1], [0.5, 0.5, 0.5, 0.5]);
+        // Pixel 0, red: (3 - 1)^2 / 4 / (2^2 + 0.01); the rest agree.
+        let want = 1.0 / 4.01 / 6.0;
+        assert!((reference_noise(&a, &b, &m) - want).abs() < 1e-12);
+        assert_eq!(reference_noise(&a, &a, &a), 0.0);
     }
 }

@@ -12,7 +12,7 @@ use super::layouts::*;
 use super::params::FLAG_SHADOWS;
 use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, Mode, View};
 use super::parts::*;
-use super::path::{PathPass, PathTracer};
+use super::path::{PathPass, PathStats, PathTracer};
 use super::scoped::*;
 use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig};
 use crate::device::{DeviceCaps, block_on};
@@ -105,6 +105,9 @@ pub struct Renderer {
     /// Counts frames bound ([`set_frame`](Self::set_frame)): the path tracer starts its
     /// accumulation afresh on a new one.
     frame_generation: u64,
+    /// Counts the renders that recorded the acceleration passes: the path tracer builds its
+    /// majorants from the cells again when this changes.
+    accel_generation: u64,
 }
 
 /// The acceleration and sun grids (shaders/accel.wgsl) and what they were built from.
@@ -357,6 +360,7 @@ impl Renderer {
             pending: None,
             path: None,
             frame_generation: 0,
+            accel_generation: 0,
         })
     }
 
@@ -724,6 +728,7 @@ impl Renderer {
         self.queue
             .write_buffer(&self.tf, 0, bytemuck::cast_slice(&tf));
         let prepared = self.encode_accel(encoder, &params, &tf, timed);
+        self.accel_generation += u64::from(prepared);
         let timestamp_writes = match (&self.timer, timed) {
             (Some(t), true) => Some(wgpu::ComputePassTimestampWrites {
                 query_set: &t.queries,
@@ -746,10 +751,12 @@ impl Renderer {
                     group0: self.bind_group.as_ref().expect("bound above"),
                     config: self.shape.config(self.accel_cells, self.part_bytes),
                     frame_generation: self.frame_generation,
+                    accel_generation: self.accel_generation,
                     params: &params,
                     tf: &tf,
                     settings: &view.settings,
                     timestamp_writes,
+                    accel_args: &self.accel.args,
                 },
             )?;
         } else {
@@ -1058,6 +1065,25 @@ impl Renderer {
     pub fn restart_path(&mut self) {
         if let Some(p) = &mut self.path {
             p.restart();
+        }
+    }
+
+    /// Path mode: from the next render on, count the path tracer's work (zeroing the
+    /// counters), or stop counting. Counting adds atomic adds per pixel: leave it off when
+    /// timing.
+    pub fn set_path_stats(&mut self, on: bool) {
+        let device = &self.device;
+        self.path
+            .get_or_insert_with(|| PathTracer::new(device))
+            .set_stats(&self.queue, on);
+    }
+
+    /// Path mode: the work counted since [`set_path_stats`](Self::set_path_stats)`(true)`
+    /// (waits for the GPU).
+    pub fn path_stats(&self) -> Result<PathStats, RenderError> {
+        match &self.path {
+            Some(p) => p.read_stats(&self.device, &self.queue),
+            None => Ok(PathStats::default()),
         }
     }
 

@@ -11,9 +11,13 @@
 //! `path_max_samples`; later renders only show the mean again.
 //!
 //! The pass binds the march's bind group (uniforms, transfer functions, output images, the
-//! frame's parts, the acceleration cells) as group 0 and its own (accumulation buffer and
-//! [`PathUniform`]) as group 1. The majorants are the acceleration cells' largest
-//! extinction, which the renderer builds for shaded views (a path view encodes as shaded).
+//! frame's parts, the acceleration cells) as group 0 and its own (accumulation buffer,
+//! [`PathUniform`], work counters, majorants) as group 1. The majorants are built when an
+//! accumulation starts, by a dispatch before the first sample's (`path_majorants`, sized by
+//! the acceleration passes' indirect arguments): per attribute, cells of 4 voxels (the
+//! acceleration cells, which the renderer builds for shaded views, split in 2 per axis where
+//! they fit), each bounding the extinction of every trilinear sample based in it.
+//! [`PathStats`] counts where a sample's work goes.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -21,7 +25,7 @@ use std::collections::HashMap;
 use bytemuck::{Pod, Zeroable};
 
 use super::RenderError;
-use super::params::{GpuParams, RenderSettings, limits};
+use super::params::{GpuParams, MAX_ATTRIBUTES, RenderSettings, limits};
 use super::scoped::create_scoped;
 use super::shader::{ShaderConfig, ShaderPart, shader_source_of};
 
@@ -37,7 +41,17 @@ const WG: u32 = 8;
 /// early, all lanes of a SIMD group at the same iteration, and the image came out about half
 /// as bright (consistent with gallivm's loop limiter, 65535 iterations over all loops of an
 /// invocation; a hypothesis, not checked in Mesa's source).
+/// `SUPERCELL_PATH_SAMPLES_PER_DISPATCH` (1 to 16) overrides it, to measure on a discrete
+/// GPU what spreading a pixel's per-invocation setup (grid headers, majorant grids) over more
+/// samples gains.
 const SAMPLES_PER_DISPATCH: u32 = 1;
+
+fn samples_per_dispatch() -> u32 {
+    std::env::var("SUPERCELL_PATH_SAMPLES_PER_DISPATCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map_or(SAMPLES_PER_DISPATCH, |n| n.clamp(1, 16))
+}
 
 /// Dispatches one render records at most (the uniform records the buffer holds).
 const MAX_DISPATCHES: u32 = 1024;
@@ -59,8 +73,103 @@ pub struct PathUniform {
     pub seed: u32,
     /// Bounces before Russian roulette.
     pub rr_depth: u32,
+    /// 1: the dispatch adds its work to the counters ([`PathStats`]).
+    pub stats: u32,
+    /// A sample's first random numbers that come from the scrambled Sobol sequence (the
+    /// rest from a pseudo-random stream).
+    pub qmc_dims: u32,
     /// Padding to 32 bytes.
-    pub pad: [u32; 3],
+    pub pad: u32,
+}
+
+/// Random numbers per sample drawn from the scrambled Sobol sequence (path.wgsl's `rnd`):
+/// 2 stratifies the camera position in the pixel, 8 the first steps of the camera ray too.
+/// Off by default: on the storm at 96 × 54 (lavapipe), 8 did not lower relMSE at 1 to 16
+/// samples per pixel (2–15 % higher, within the runs' noise). `SUPERCELL_PATH_QMC_DIMS`
+/// (0 to 64) overrides it, for comparing.
+pub const QMC_DIMS: u32 = 0;
+
+fn qmc_dims() -> u32 {
+    std::env::var("SUPERCELL_PATH_QMC_DIMS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map_or(QMC_DIMS, |n| n.min(64))
+}
+
+/// Work counters of the path tracer, summed over the dispatches recorded while counting was
+/// on ([`Renderer::set_path_stats`](super::Renderer::set_path_stats)): where a sample's time
+/// goes, in units that do not depend on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PathStats {
+    /// Samples finished (pixels × samples per pixel).
+    pub samples: u64,
+    /// Path rays traced (the camera ray and one per scattering event that continues).
+    pub path_rays: u64,
+    /// Shadow rays towards the sun (one per scattering event).
+    pub shadow_rays: u64,
+    /// Tentative collisions on path rays: each evaluates the medium at one point (a
+    /// trilinear sample of every attribute the ray is inside).
+    pub path_steps: u64,
+    /// Tentative collisions on shadow rays.
+    pub shadow_steps: u64,
+    /// Majorant segments looked up (acceleration cells entered).
+    pub segments: u64,
+    /// Tree lookups and root-tile comparisons (the kernel's `work` units).
+    pub lookups: u64,
+    /// Path vertices: real collisions and ground hits.
+    pub scatters: u64,
+    /// The sum over tentative collisions (path and shadow rays) of 1000 · extinction /
+    /// majorant there: divided by their count, how tight the majorants are (1000: exact).
+    pub tightness_milli: u64,
+    /// Tentative collisions where the extinction exceeded the majorant (by more than
+    /// 0.01 %): values the majorants missed, which the estimators then treat as a real
+    /// collision (path rays) or clamp (shadow rays). 0 when the majorants are right.
+    pub over_majorant: u64,
+}
+
+/// Counters in the shader's `stats` buffer (pairs of 32-bit words).
+const STAT_COUNT: usize = 10;
+
+impl PathStats {
+    fn from_words(w: &[u32]) -> PathStats {
+        let c = |k: usize| u64::from(w[2 * k]) | (u64::from(w[2 * k + 1]) << 32);
+        PathStats {
+            samples: c(0),
+            path_rays: c(1),
+            shadow_rays: c(2),
+            path_steps: c(3),
+            shadow_steps: c(4),
+            segments: c(5),
+            lookups: c(6),
+            scatters: c(7),
+            tightness_milli: c(8),
+            over_majorant: c(9),
+        }
+    }
+
+    /// Each counter per sample, named as in the struct.
+    pub fn per_sample(&self) -> Vec<(&'static str, f64)> {
+        let n = self.samples.max(1) as f64;
+        [
+            ("path_rays", self.path_rays),
+            ("shadow_rays", self.shadow_rays),
+            ("path_steps", self.path_steps),
+            ("shadow_steps", self.shadow_steps),
+            ("segments", self.segments),
+            ("lookups", self.lookups),
+            ("scatters", self.scatters),
+            ("over_majorant", self.over_majorant),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v as f64 / n))
+        .chain([("majorant_tightness", self.majorant_tightness())])
+        .collect()
+    }
+
+    /// The mean over tentative collisions of extinction / majorant (1: every one real).
+    pub fn majorant_tightness(&self) -> f64 {
+        self.tightness_milli as f64 / 1000.0 / (self.path_steps + self.shadow_steps).max(1) as f64
+    }
 }
 
 /// What the path pass needs of the renderer for one dispatch.
@@ -75,16 +184,28 @@ pub(super) struct PathPass<'a> {
     /// Counts [`Renderer::set_frame`](super::Renderer::set_frame) calls: a new value
     /// restarts the accumulation.
     pub frame_generation: u64,
+    /// Counts the renders that recorded the acceleration passes: a new value (or a new
+    /// majorant buffer) builds the majorants again; camera moves and the like do not.
+    pub accel_generation: u64,
     pub params: &'a GpuParams,
     pub tf: &'a [[f32; 4]],
     pub settings: &'a RenderSettings,
     pub timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'a>>,
+    /// The acceleration passes' indirect dispatch sizes: the majorant pass runs as
+    /// `accel_cells` does (at byte 0: a thread per acceleration cell, z = slot).
+    pub accel_args: &'a wgpu::Buffer,
 }
 
 /// The path tracer's pipelines, accumulation buffer and progress.
 pub(super) struct PathTracer {
     layout: wgpu::BindGroupLayout,
-    pipelines: HashMap<ShaderConfig, wgpu::ComputePipeline>,
+    /// Per shader configuration: the path kernel and the majorant pass.
+    pipelines: HashMap<ShaderConfig, (wgpu::ComputePipeline, wgpu::ComputePipeline)>,
+    /// The path majorants (WGSL `pmaj`: one f32 per slot and acceleration cell), for
+    /// `accel_cells` cells per slot.
+    majorants: Option<(wgpu::Buffer, u32)>,
+    /// The `accel_generation` the majorants were built from (None: not built).
+    majorants_from: Option<u64>,
     uniform: wgpu::Buffer,
     /// The accumulation buffer (RGBA f32 per pixel) and its bind group, for `pixels`.
     accum: Option<(wgpu::Buffer, wgpu::BindGroup, u64)>,
@@ -92,6 +213,13 @@ pub(super) struct PathTracer {
     key: Option<Vec<u8>>,
     samples: u32,
     seed: u32,
+    /// The work counters (binding 2) and whether dispatches add to them.
+    stats: wgpu::Buffer,
+    stats_on: bool,
+    /// [`QMC_DIMS`] or its override.
+    qmc_dims: u32,
+    /// [`SAMPLES_PER_DISPATCH`] or its override.
+    per_dispatch: u32,
 }
 
 /// What the accumulation depends on: the frame, the uniforms (less exposure and the jitter
@@ -133,6 +261,8 @@ impl PathTracer {
             label: Some("supercell path"),
             entries: &[
                 entry(0, wgpu::BufferBindingType::Storage { read_only: false }),
+                entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
+                entry(3, wgpu::BufferBindingType::Storage { read_only: false }),
                 wgpu::BindGroupLayoutEntry {
                     binding: 1,
                     visibility: wgpu::ShaderStages::COMPUTE,
@@ -153,15 +283,62 @@ impl PathTracer {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let stats = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("supercell path stats"),
+            size: (STAT_COUNT * 8) as u64,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         PathTracer {
             layout,
             pipelines: HashMap::new(),
+            majorants: None,
+            majorants_from: None,
             uniform,
             accum: None,
             key: None,
             samples: 0,
             seed: 0,
+            stats,
+            stats_on: false,
+            qmc_dims: qmc_dims(),
+            per_dispatch: samples_per_dispatch(),
         }
+    }
+
+    /// Turns the work counters on (zeroing them) or off. Counting costs a few atomic adds
+    /// per pixel and dispatch: leave it off when timing.
+    pub(super) fn set_stats(&mut self, queue: &wgpu::Queue, on: bool) {
+        if on {
+            queue.write_buffer(&self.stats, 0, &[0u8; STAT_COUNT * 8]);
+        }
+        self.stats_on = on;
+    }
+
+    /// The work counters so far (waits for the GPU).
+    pub(super) fn read_stats(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+    ) -> Result<PathStats, RenderError> {
+        let len = (STAT_COUNT * 8) as u64;
+        let read = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("supercell path stats readback"),
+            size: len,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        enc.copy_buffer_to_buffer(&self.stats, 0, &read, 0, len);
+        let idx = queue.submit([enc.finish()]);
+        let bytes = crate::device::map_read(device, &read, 0..len, Some(idx), None)
+            .map_err(|e| RenderError::Gpu(e.to_string()))?;
+        Ok(PathStats::from_words(&bytemuck::pod_collect_to_vec::<
+            u8,
+            u32,
+        >(&bytes)))
     }
 
     /// Samples per pixel accumulated so far.
@@ -189,9 +366,31 @@ impl PathTracer {
             self.seed = pass.settings.frame_seed;
         }
         let pixels = u64::from(width) * u64::from(height);
+        let cells = pass.config.accel_cells;
+        if self.majorants.as_ref().is_none_or(|m| m.1 != cells) {
+            let device = pass.device;
+            let buffer = create_scoped(
+                device,
+                || format!("creating the path majorants ({cells} cells per attribute)"),
+                || {
+                    device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("supercell path majorants"),
+                        size: u64::from(cells) * MAX_ATTRIBUTES as u64 * 4,
+                        usage: wgpu::BufferUsages::STORAGE,
+                        mapped_at_creation: false,
+                    })
+                },
+            )?;
+            self.majorants = Some((buffer, cells));
+            self.majorants_from = None;
+            // The accumulation's bind group names the buffer: make it again.
+            self.accum = None;
+        }
         if self.accum.as_ref().is_none_or(|a| a.2 != pixels) {
             let layout = &self.layout;
             let uniform = &self.uniform;
+            let stats = &self.stats;
+            let majorants = &self.majorants.as_ref().expect("created above").0;
             self.accum = Some(create_scoped(
                 pass.device,
                 || format!("creating the {width}x{height} accumulation buffer"),
@@ -220,6 +419,14 @@ impl PathTracer {
                                     ),
                                 }),
                             },
+                            wgpu::BindGroupEntry {
+                                binding: 2,
+                                resource: stats.as_entire_binding(),
+                            },
+                            wgpu::BindGroupEntry {
+                                binding: 3,
+                                resource: majorants.as_entire_binding(),
+                            },
                         ],
                     });
                     (buffer, group, pixels)
@@ -245,14 +452,17 @@ impl PathTracer {
                         bind_group_layouts: &[Some(pass.group0_layout), Some(layout)],
                         immediate_size: 0,
                     });
-                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some("path_main"),
-                        layout: Some(&pl),
-                        module: &module,
-                        entry_point: Some("path_main"),
-                        compilation_options: Default::default(),
-                        cache: None,
-                    })
+                    let make = |entry: &str| {
+                        device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                            label: Some(entry),
+                            layout: Some(&pl),
+                            module: &module,
+                            entry_point: Some(entry),
+                            compilation_options: Default::default(),
+                            cache: None,
+                        })
+                    };
+                    (make("path_main"), make("path_majorants"))
                 },
             )?;
             self.pipelines.insert(config, pipeline);
@@ -262,22 +472,24 @@ impl PathTracer {
             limits::PATH_SAMPLES_PER_FRAME.clamp_u32(pass.settings.path_samples_per_frame);
         let samples = per_frame
             .min(cap.saturating_sub(self.samples))
-            .min(MAX_DISPATCHES * SAMPLES_PER_DISPATCH);
+            .min(MAX_DISPATCHES * self.per_dispatch);
         // One record per dispatch; a render that adds nothing (the cap reached) still shows
         // the mean once.
-        let dispatches = samples.div_ceil(SAMPLES_PER_DISPATCH).max(1);
+        let dispatches = samples.div_ceil(self.per_dispatch).max(1);
         let mut records = vec![0u8; (UNIFORM_STRIDE * u64::from(dispatches)) as usize];
         for k in 0..dispatches {
-            let first = self.samples + k * SAMPLES_PER_DISPATCH;
+            let first = self.samples + k * self.per_dispatch;
             let uniform = PathUniform {
                 first_sample: first,
                 samples: (self.samples + samples)
                     .saturating_sub(first)
-                    .min(SAMPLES_PER_DISPATCH),
+                    .min(self.per_dispatch),
                 max_bounces: max_bounces(pass.settings),
                 seed: self.seed,
                 rr_depth: RR_DEPTH,
-                pad: [0; 3],
+                stats: u32::from(self.stats_on),
+                qmc_dims: self.qmc_dims,
+                pad: 0,
             };
             let at = (UNIFORM_STRIDE * u64::from(k)) as usize;
             records[at..at + std::mem::size_of::<PathUniform>()]
@@ -290,13 +502,22 @@ impl PathTracer {
                 label: Some("supercell path"),
                 timestamp_writes: pass.timestamp_writes,
             });
-            cpass.set_pipeline(&self.pipelines[&pass.config]);
+            let (path, majorants) = &self.pipelines[&pass.config];
             cpass.set_bind_group(0, Some(pass.group0), &[]);
+            if self.majorants_from != Some(pass.accel_generation) {
+                // The acceleration cells changed (they are recorded before this pass), or
+                // the majorants were never built from them: build them.
+                cpass.set_pipeline(majorants);
+                cpass.set_bind_group(1, Some(group1), &[0]);
+                cpass.dispatch_workgroups_indirect(pass.accel_args, 0);
+            }
+            cpass.set_pipeline(path);
             for k in 0..dispatches {
                 cpass.set_bind_group(1, Some(group1), &[(UNIFORM_STRIDE * u64::from(k)) as u32]);
                 cpass.dispatch_workgroups(width.div_ceil(WG), height.div_ceil(WG), 1);
             }
         }
+        self.majorants_from = Some(pass.accel_generation);
         self.samples += samples;
         Ok(samples)
     }
@@ -346,5 +567,106 @@ mod tests {
         assert_eq!(key(&view), base, "exposure and seed");
         view.camera.orbit(5.0, 0.0);
         assert_ne!(key(&view), base, "camera");
+    }
+
+    /// Sobol's direction numbers for dimensions 0..3 from their primitive polynomials
+    /// (degree, coefficients, initial numbers), as Joe and Kuo define them.
+    fn sobol_directions() -> Vec<u32> {
+        let params: [(usize, u32, &[u32]); 3] = [(1, 0, &[1]), (2, 1, &[1, 3]), (3, 1, &[1, 3, 1])];
+        let mut out: Vec<u32> = (0..32).map(|b| 1u32 << (31 - b)).collect();
+        for (s, a, m) in params {
+            let mut v = [0u32; 33];
+            for k in 1..=s {
+                v[k] = m[k - 1] << (32 - k);
+            }
+            for k in s + 1..=32 {
+                let mut x = v[k - s] ^ (v[k - s] >> s);
+                for j in 1..s {
+                    if (a >> (s - 1 - j)) & 1 == 1 {
+                        x ^= v[k - j];
+                    }
+                }
+                v[k] = x;
+            }
+            out.extend_from_slice(&v[1..]);
+        }
+        out
+    }
+
+    /// path.wgsl's table, read from its source.
+    fn shader_table() -> Vec<u32> {
+        let src = include_str!("../../shaders/path.wgsl");
+        let start = src.find("SOBOL_DIRS: array").expect("table");
+        let end = start + src[start..].find(");").expect("end of table");
+        src[start..end]
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter_map(|w| w.strip_prefix("0x")?.strip_suffix('u'))
+            .map(|h| u32::from_str_radix(h, 16).unwrap())
+            .collect()
+    }
+
+    // The shader's sequence, step for step (pcg_hash, lk_permute, owen_scramble, sobol4,
+    // qmc).
+    fn pcg_hash(v: u32) -> u32 {
+        let state = v.wrapping_mul(747796405).wrapping_add(2891336453);
+        let word = ((state >> ((state >> 28) + 4)) ^ state).wrapping_mul(277803737);
+        (word >> 22) ^ word
+    }
+
+    fn owen_scramble(v: u32, seed: u32) -> u32 {
+        let mut x = v.reverse_bits().wrapping_add(seed);
+        for c in [0x6c50b47cu32, 0xb82f1e52, 0xc7afe638, 0x8d22f6e6] {
+            x ^= x.wrapping_mul(c);
+        }
+        x.reverse_bits()
+    }
+
+    fn qmc(table: &[u32], index: u32, dim: u32, pixel_seed: u32) -> u32 {
+        let set_seed = pcg_hash(pixel_seed ^ pcg_hash(dim >> 2));
+        let i = owen_scramble(index, set_seed);
+        let d = (dim & 3) as usize;
+        let x = (0..32)
+            .filter(|b| (i >> b) & 1 == 1)
+            .fold(0, |x, b| x ^ table[d * 32 + b]);
+        owen_scramble(x, pcg_hash(set_seed ^ (dim & 3)))
+    }
+
+    #[test]
+    fn the_shaders_sobol_table_is_joe_and_kuos() {
+        assert_eq!(shader_table(), sobol_directions());
+    }
+
+    #[test]
+    fn every_pixels_sequence_is_stratified_at_every_power_of_two() {
+        let table = shader_table();
+        for pixel_seed in [1u32, 0xdead_beef, 12345] {
+            for m in 1..=8u32 {
+                let n = 1u32 << m;
+                let pts: Vec<Vec<u32>> = (0..n)
+                    .map(|i| (0..8).map(|d| qmc(&table, i, d, pixel_seed)).collect())
+                    .collect();
+                for d in 0..8 {
+                    let mut cells: Vec<u32> = pts.iter().map(|p| p[d] >> (32 - m)).collect();
+                    cells.sort_unstable();
+                    cells.dedup();
+                    assert_eq!(cells.len(), n as usize, "dimension {d}, {n} points");
+                }
+                // Dimensions 0, 1 (the camera position) and 4, 5: one point in each of the
+                // 2^m cells of 2^a × 2^b.
+                let (a, b) = (m / 2, m - m / 2);
+                for (d1, d2) in [(0, 1), (4, 5)] {
+                    let mut cells: Vec<(u32, u32)> = pts
+                        .iter()
+                        .map(|p| {
+                            let x = if a == 0 { 0 } else { p[d1] >> (32 - a) };
+                            (x, p[d2] >> (32 - b))
+                        })
+                        .collect();
+                    cells.sort_unstable();
+                    cells.dedup();
+                    assert_eq!(cells.len(), n as usize, "dimensions {d1}, {d2}, {n} points");
+                }
+            }
+        }
     }
 }
