@@ -466,10 +466,10 @@ onegb_run() {
 }
 
 # The picture: the built-in storm's story frames (scenes/storm.toml's camera path) and the
-# tornado close-up at 1920x1080, the path tracer's convergence at 1080p against a 4096-sample
+# tornado close-up at 1920x1080, the path tracer's convergence at 1080p against a 1024-sample
 # reference of itself, a path-traced storm frame (cloud only, Mitsuba's comparison scene) as
 # linear radiance for scripts/mitsuba_compare.py, and the march's cost with the lighting on a
-# ~1 GB frame (1 and 3 attributes). Knobs: CONVERGE_SPP (4096), MITSUBA_RES (192: the
+# ~1 GB frame (1 and 3 attributes). Knobs: CONVERGE_SPP (1024: a 4096-sample reference does not fit the call), MITSUBA_RES (192: the
 # comparison frame's resolution), PATH_SPP (4096), CLOSEUP_SPP (128).
 picture_run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
@@ -489,9 +489,9 @@ picture_run() {
     $SC render scenes/storm.toml --frame "$1" --path-time "$2" --size 1920x1080 --out "$P/story" >>"$LOG" 2>&1
   done
   $SC render scenes/tornado-closeup.toml --frame 28 --size 1920x1080 --out "$P/story/closeup" >>"$LOG" 2>&1
-  say "path tracer: convergence at 1920x1080 (touchdown frame) against ${CONVERGE_SPP:-4096} samples"
+  say "path tracer: convergence at 1920x1080 (touchdown frame) against ${CONVERGE_SPP:-1024} samples"
   timeout 170 $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
-    --converge "${CONVERGE_SPP:-4096}" --out "$P/converge" >>"$LOG" 2>&1
+    --converge "${CONVERGE_SPP:-1024}" --out "$P/converge" >>"$LOG" 2>&1
   echo "converge exit code: $?" | tee -a "$LOG"
   cp "$P/converge/converge.json" "$OUT/converge.json" 2>/dev/null
   say "path tracer: close-up, 1920x1080, ${CLOSEUP_SPP:-128} samples"
