@@ -42,6 +42,21 @@ impl GridState<'_, '_> {
     fn dir_to_index(&self, d: Vec3) -> Vec3 {
         Vec3::new(self.inv[0].dot(d), self.inv[1].dot(d), self.inv[2].dot(d))
     }
+    /// How many times finer than the base step this grid is sampled (march.wgsl's
+    /// `refinement`): the power of two n (1 to 64) with 1.5·n at most the ratio of the base
+    /// voxel `base_voxel` to this grid's finest voxel edge.
+    fn refinement(&self, base_voxel: f32) -> f32 {
+        let inv2 = self.inv[0]
+            .dot(self.inv[0])
+            .max(self.inv[1].dot(self.inv[1]))
+            .max(self.inv[2].dot(self.inv[2]));
+        let r2 = base_voxel * base_voxel * inv2;
+        let mut n = 1.0f32;
+        while n < 64.0 && (1.5 * n) * (1.5 * n) <= r2 {
+            n *= 2.0;
+        }
+        n
+    }
     fn value(&mut self, ijk: [i32; 3]) -> f32 {
         self.acc
             .value(ijk)
@@ -244,6 +259,10 @@ impl Ctx<'_> {
         let mut ta0 = [INF; MAX_ATTRIBUTES];
         let mut ta1 = [-INF; MAX_ATTRIBUTES];
         let (mut t_start, mut t_end) = (INF, -INF);
+        // Spans of the grids finer than the base step (march.wgsl's `Fine`).
+        let mut fine_lo = [INF; MAX_ATTRIBUTES];
+        let mut fine_hi = [-INF; MAX_ATTRIBUTES];
+        let mut fine_n = [1.0f32; MAX_ATTRIBUTES];
         for a in 0..MAX_ATTRIBUTES {
             let Some(gs) = &g[a] else { continue };
             if mode == Mode::Isosurface as u32 && a as u32 != p.iso_attr {
@@ -267,8 +286,23 @@ impl Ctx<'_> {
                 ta1[a] = r1;
                 t_start = t_start.min(ta0[a]);
                 t_end = t_end.max(ta1[a]);
+                let n = gs.refinement(p.cam_up[3]);
+                if n > 1.0 {
+                    fine_lo[a] = ta0[a];
+                    fine_hi[a] = ta1[a];
+                    fine_n[a] = n;
+                }
             }
         }
+        let refine_at = |t: f32| {
+            let mut n = 1.0f32;
+            for a in 0..MAX_ATTRIBUTES {
+                if fine_lo[a] <= t && t <= fine_hi[a] {
+                    n = n.max(fine_n[a]);
+                }
+            }
+            n
+        };
         let mut t_ground = INF;
         if p.flags & FLAG_GROUND != 0 && mode != Mode::Mip as u32 && d.z < 0.0 {
             let tg = (p.ground[0] - o.z) / d.z;
@@ -284,8 +318,10 @@ impl Ctx<'_> {
         } else {
             0.0
         };
-        let mut k = (t_start / dt - jit).ceil();
+        let n0 = refine_at(t_start);
+        let mut k = ((t_start / dt - jit) * n0).ceil() / n0;
         let mut t = (k + jit) * dt;
+        let mut last_step = 1.0f32;
         let mut tr = 1.0f32;
         let mut c = Vec3::ZERO;
         let mut mip = [0.0f32; MAX_ATTRIBUTES];
@@ -382,12 +418,24 @@ impl Ctx<'_> {
             if iso_hit {
                 break;
             }
+            let n = refine_at(t);
             let mut mult = 1.0f32;
             if accel_on && p.max_step_scale > 1 && sig_max < INF {
-                mult = (p.step_tau / (sig_max * dt).max(1e-30))
+                mult = (p.step_tau / (sig_max * (dt / n)).max(1e-30))
                     .floor()
                     .clamp(1.0, p.max_step_scale as f32);
             }
+            // The next sample: `mult` local steps on, not past the first lattice point in a
+            // finer grid's span, on the lattice of where it lands (march.wgsl).
+            let mut k1 = k + mult / n;
+            for a in 0..MAX_ATTRIBUTES {
+                if fine_n[a] > n && fine_lo[a] > t {
+                    k1 = k1.min(((fine_lo[a] / dt - jit) * fine_n[a]).ceil() / fine_n[a]);
+                }
+            }
+            let n1 = refine_at((k1 + jit) * dt);
+            k1 = (k1 * n1).ceil() / n1;
+            let step = k1 - k;
             if sig > 0.0 {
                 let w = o + t * d;
                 let mut src = emit;
@@ -402,17 +450,19 @@ impl Ctx<'_> {
                     let light = v3(p.light_color) * (sun * powder) + amb;
                     src += scat * light;
                 }
-                let alpha = 1.0 - (-sig * dt * mult).exp();
+                let alpha = 1.0 - (-sig * dt * step).exp();
                 c += tr * alpha * (src / sig);
                 tr *= 1.0 - alpha;
             }
             if next >= INF {
                 break;
             }
-            k += mult;
+            last_step = step;
+            k = k1;
             t = (k + jit) * dt;
             if next > t {
-                k = k.max((next / dt - jit).ceil());
+                let nn = refine_at(next);
+                k = k.max(((next / dt - jit) * nn).ceil() / nn);
                 t = (k + jit) * dt;
             }
         }
@@ -435,7 +485,7 @@ impl Ctx<'_> {
         if iso_hit {
             let a = p.iso_attr as usize;
             let gs = g[a].as_mut().expect("the iso attribute has a grid");
-            let (mut lo, mut hi) = (t - dt, t);
+            let (mut lo, mut hi) = (t - dt * last_step, t);
             let mut grad = Vec3::ZERO;
             let mut ph = Vec3::ZERO;
             for i in 0..14 {
