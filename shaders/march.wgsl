@@ -310,7 +310,9 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         var k1 = k + mult / n;
         for (var a = 0u; a < ATTR_SLOTS; a++) {
             if fine.n[a] > n && fine.lo[a] > t {
-                k1 = min(k1, ceil((fine.lo[a] / dt - jit) * fine.n[a]) / fine.n[a]);
+                // At least one fine step on, should rounding put the entry at t itself.
+                let entry = ceil((fine.lo[a] / dt - jit) * fine.n[a]) / fine.n[a];
+                k1 = min(k1, max(entry, k + 1.0 / fine.n[a]));
             }
         }
         let n1 = refine_at(&fine, (k1 + jit) * dt);

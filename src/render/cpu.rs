@@ -430,7 +430,8 @@ impl Ctx<'_> {
             let mut k1 = k + mult / n;
             for a in 0..MAX_ATTRIBUTES {
                 if fine_n[a] > n && fine_lo[a] > t {
-                    k1 = k1.min(((fine_lo[a] / dt - jit) * fine_n[a]).ceil() / fine_n[a]);
+                    let entry = ((fine_lo[a] / dt - jit) * fine_n[a]).ceil() / fine_n[a];
+                    k1 = k1.min(entry.max(k + 1.0 / fine_n[a]));
                 }
             }
             let n1 = refine_at((k1 + jit) * dt);
