@@ -144,3 +144,75 @@ fn a_nested_grid_is_marched_at_its_own_voxels() {
         }
     }
 }
+
+/// A coarse grid whose lowest cells hold a dense block at one end (the reference grid of the
+/// sun's shadows, as the storm's cloud with its wall cloud is) and a fine blob reaching
+/// below that grid's bbox (as the nested funnel reaches below the cloud's lowest voxel):
+/// the sun grid, on the reference grid's cells widened to every grid's box, is built and
+/// read the same on the GPU as in the CPU reference.
+#[test]
+fn a_grid_below_the_shadow_reference_is_shadowed_alike_on_gpu_and_cpu() {
+    // Coarse voxels x, y in [0, 32), z in [8, 16) (world z 32..64), zero but for the block
+    // x in [27, 32), z in [12, 16) (world x 108..128, z 48..64).
+    let coarse = |block: f32| {
+        let mut bricks = Vec::new();
+        for bx in (0..32).step_by(8) {
+            for by in (0..32).step_by(8) {
+                let mut b = LeafBrick::filled([bx, by, 8], 0.0);
+                for x in 0..8 {
+                    for y in 0..8 {
+                        for z in 4..8 {
+                            if bx + x as i32 >= 27 {
+                                b.set_active(LeafBrick::index(x, y, z), block);
+                            }
+                        }
+                    }
+                }
+                bricks.push(b);
+            }
+        }
+        grid(COARSE, bricks)
+    };
+    // Fine voxels x, y in [56, 72), z in [8, 24): world z 8..24, below the coarse bbox.
+    let mut blob = Vec::new();
+    for bx in (56..72).step_by(8) {
+        for by in (56..72).step_by(8) {
+            for bz in (8..24).step_by(8) {
+                blob.push(LeafBrick::filled([bx, by, bz], 1.0));
+            }
+        }
+    }
+    let blob = grid(FINE, blob);
+    let bg = Grid::parse(&blob).unwrap();
+    let mut v = view();
+    v.settings.shadows = true;
+    // From +x, 20° up: from the blob the sun's rays rise under the block and leave the
+    // coarse bbox below it.
+    v.settings.sun_azimuth_deg = 0.0;
+    v.settings.sun_elevation_deg = 20.0;
+    for a in v.attributes.iter_mut().flatten() {
+        a.tf.casts_shadow = true;
+    }
+    // A dense block, a thin blob (lit through).
+    if let [Some(c), Some(f)] = &mut v.attributes[..] {
+        c.tf.extinction = 2.0;
+        f.tf.extinction = 0.05;
+    }
+    v.camera.projection = Projection::Perspective;
+    v.camera.fov_y_deg = 30.0;
+    v.camera.target = [64.0, 64.0, 16.0];
+    v.camera.yaw_deg = -90.0;
+    v.camera.distance = 150.0;
+    let dark = coarse(1.0);
+    let dg = Grid::parse(&dark).unwrap();
+    let under = render_cpu(&[Some(&dg), Some(&bg)], &v, W, H);
+    let Some(mut gpu) = gpu() else { return };
+    let g = gpu.render(&[&dark, &blob], &v, W, H);
+    let _ = g.write_png(&out_dir().join("nested_blob_below_block.png"));
+    let d = g.diff(&under);
+    eprintln!("blob below the block: GPU vs CPU {d:?}");
+    assert!(
+        d.mean <= 1e-4 && d.p99 <= 1e-3 && d.frac_over_5pct <= 0.002,
+        "GPU and CPU differ: {d:?}"
+    );
+}

@@ -555,6 +555,35 @@ impl Ctx<'_> {
     }
 }
 
+/// Where a slot's cells lie: the first cell, the cell size (2^shift voxels), the counts.
+#[derive(Clone, Copy)]
+struct CellLayout {
+    org: [i32; 3],
+    shift: u32,
+    dims: [u32; 3],
+}
+
+/// The cells over the index box [bmin, bmax] (accel.wgsl's `slot_cells_over`): the smallest
+/// shift (at least 3) whose cells fit `ACCEL_CELLS`; `None` where they cannot.
+fn cells_over(bmin: [i32; 3], bmax: [i32; 3]) -> Option<CellLayout> {
+    let mut shift = 3u32;
+    loop {
+        let sz = (1u32 << shift) as f32;
+        let n: [f32; 3] = std::array::from_fn(|k| {
+            (bmax[k] as f32 / sz).floor() - (bmin[k] as f32 / sz).floor() + 1.0
+        });
+        if n[0] * n[1] * n[2] <= ACCEL_CELLS as f32 || shift >= 30 {
+            break;
+        }
+        shift += 1;
+    }
+    let span_ok = (0..3).all(|k| bmax[k] as f32 - bmin[k] as f32 + 1.0 > 0.0);
+    let org: [i32; 3] = std::array::from_fn(|k| bmin[k] >> shift);
+    let dims: [u32; 3] = std::array::from_fn(|k| ((bmax[k] >> shift) - org[k] + 1) as u32);
+    let count = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+    (span_ok && count <= u64::from(ACCEL_CELLS)).then_some(CellLayout { org, shift, dims })
+}
+
 /// One slot's acceleration grid (`SlotAccel` and its cells in accel.wgsl).
 struct SlotAccel {
     org: [i32; 3],
@@ -617,32 +646,53 @@ impl Ctx<'_> {
             shadow_ref: None,
             sun: Vec::new(),
         };
+        let mut layout: Vec<Option<CellLayout>> = (0..MAX_ATTRIBUTES)
+            .map(|a| {
+                let gs = g[a].as_ref().filter(|_| on)?;
+                cells_over(gs.bmin, gs.bmax)
+            })
+            .collect();
+        acc.shadow_ref = (0..MAX_ATTRIBUTES).find(|&a| {
+            layout[a].is_some() && p.attrs[a].shadow != 0 && p.flags & FLAG_SHADOWS != 0
+        });
+        // The sun grid lives on the reference slot's cells: widened to every slot's box in
+        // its index space (accel.wgsl's `accel_info`).
+        if let Some(r) = acc.shadow_ref
+            && let Some(gr) = &g[r]
+        {
+            let mut lo = Vec3::new(gr.bmin[0] as f32, gr.bmin[1] as f32, gr.bmin[2] as f32);
+            let mut hi = Vec3::new(gr.bmax[0] as f32, gr.bmax[1] as f32, gr.bmax[2] as f32);
+            for b in 0..MAX_ATTRIBUTES {
+                let Some(gb) = g[b].as_ref().filter(|_| b != r && layout[b].is_some()) else {
+                    continue;
+                };
+                for n in 0..8 {
+                    let pick = |k: usize, bit: usize| {
+                        (if n & bit != 0 { gb.bmax[k] } else { gb.bmin[k] }) as f32
+                    };
+                    let c = Vec3::new(pick(0, 4), pick(1, 2), pick(2, 1));
+                    let q = gr.to_index(gb.to_world(c));
+                    lo = lo.min(q.floor());
+                    hi = hi.max(q.ceil());
+                }
+            }
+            let lim = Vec3::splat(1.0e9);
+            if lo.abs().cmplt(lim).all() && hi.abs().cmplt(lim).all() {
+                let wide = cells_over(
+                    [lo.x as i32, lo.y as i32, lo.z as i32],
+                    [hi.x as i32, hi.y as i32, hi.z as i32],
+                );
+                if wide.is_some() {
+                    layout[r] = wide;
+                }
+            }
+        }
         for a in 0..MAX_ATTRIBUTES {
             let Some(gs) = g[a].as_mut() else { continue };
-            if !on {
+            let Some(CellLayout { org, shift, dims }) = layout[a] else {
                 continue;
-            }
-            let (bmin, bmax) = (gs.bmin, gs.bmax);
-            let mut shift = 3u32;
-            loop {
-                let sz = (1u32 << shift) as f32;
-                let n: [f32; 3] = std::array::from_fn(|k| {
-                    (bmax[k] as f32 / sz).floor() - (bmin[k] as f32 / sz).floor() + 1.0
-                });
-                if n[0] * n[1] * n[2] <= ACCEL_CELLS as f32 || shift >= 30 {
-                    break;
-                }
-                shift += 1;
-            }
-            let org: [i32; 3] = std::array::from_fn(|k| bmin[k] >> shift);
-            let dims: [u32; 3] = std::array::from_fn(|k| ((bmax[k] >> shift) - org[k] + 1) as u32);
+            };
             let count = dims.iter().map(|&d| u64::from(d)).product::<u64>();
-            if count > u64::from(ACCEL_CELLS) {
-                continue;
-            }
-            if acc.shadow_ref.is_none() && p.attrs[a].shadow != 0 && p.flags & FLAG_SHADOWS != 0 {
-                acc.shadow_ref = Some(a);
-            }
             // accel_cells
             let mut cells = vec![[0.0f32; 4]; count as usize];
             for (idx, cell) in cells.iter_mut().enumerate() {
