@@ -120,9 +120,10 @@ fn refinement(a: u32) -> f32 {
     return n;
 }
 
-// Where along the ray grids finer than the base step lie: [lo, hi] (the ray's span of the
-// grid's bbox grown by a voxel, as the march's `ta0`, `ta1`) and the grid's refinement;
-// lo = INF for grids that need none.
+// Where along the ray grids finer than the base step are sampled: [lo, hi] (from the ray's
+// entry into the grid's bbox grown by a voxel, or where its skipped empty cells end, to its
+// exit: the march's `skip`, `ta1`) and the grid's refinement; lo = INF for grids that need
+// none.
 struct Fine {
     lo: array<f32, ATTR_SLOTS>,
     hi: array<f32, ATTR_SLOTS>,
@@ -296,6 +297,11 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             }
         }
         if iso_hit { break; }
+        // A finer grid refines the steps only where it is sampled: from where its empty
+        // cells or tiles end (its skip point), not over its whole span.
+        for (var a = 0u; a < ATTR_SLOTS; a++) {
+            if fine.n[a] > 1.0 { fine.lo[a] = skip[a]; }
+        }
         // Thin media take longer steps: as many local steps (dt / n, up to max_step_scale)
         // as keep the optical depth of one step under step_tau at the largest extinction
         // around.

@@ -294,7 +294,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        let refine_at = |t: f32| {
+        let refine_at = |fine_lo: &[f32; MAX_ATTRIBUTES], t: f32| {
             let mut n = 1.0f32;
             for a in 0..MAX_ATTRIBUTES {
                 if fine_lo[a] <= t && t <= fine_hi[a] {
@@ -318,7 +318,7 @@ impl Ctx<'_> {
         } else {
             0.0
         };
-        let n0 = refine_at(t_start);
+        let n0 = refine_at(&fine_lo, t_start);
         let mut k = ((t_start / dt - jit) * n0).ceil() / n0;
         let mut t = (k + jit) * dt;
         let mut last_step = 1.0f32;
@@ -418,7 +418,13 @@ impl Ctx<'_> {
             if iso_hit {
                 break;
             }
-            let n = refine_at(t);
+            // A finer grid refines the steps only where it is sampled (march.wgsl).
+            for a in 0..MAX_ATTRIBUTES {
+                if fine_n[a] > 1.0 {
+                    fine_lo[a] = skip[a];
+                }
+            }
+            let n = refine_at(&fine_lo, t);
             let mut mult = 1.0f32;
             if accel_on && p.max_step_scale > 1 && sig_max < INF {
                 mult = (p.step_tau / (sig_max * (dt / n)).max(1e-30))
@@ -434,7 +440,7 @@ impl Ctx<'_> {
                     k1 = k1.min(entry.max(k + 1.0 / fine_n[a]));
                 }
             }
-            let n1 = refine_at((k1 + jit) * dt);
+            let n1 = refine_at(&fine_lo, (k1 + jit) * dt);
             k1 = (k1 * n1).ceil() / n1;
             let step = k1 - k;
             if sig > 0.0 {
@@ -462,7 +468,7 @@ impl Ctx<'_> {
             k = k1;
             t = (k + jit) * dt;
             if next > t {
-                let nn = refine_at(next);
+                let nn = refine_at(&fine_lo, next);
                 k = k.max(((next / dt - jit) * nn).ceil() / nn);
                 t = (k + jit) * dt;
             }
