@@ -38,6 +38,26 @@ fn cell_coord(si: SlotAccel, cell: u32) -> vec3<u32> {
     return vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
 }
 
+// The cells of a slot over the index box [bmin, bmax]: 2^shift voxels each, the smallest
+// shift (at least 3) whose cells fit ACCEL_CELLS; ok = 0 where they cannot.
+fn slot_cells_over(bmin: vec3<i32>, bmax: vec3<i32>) -> SlotAccel {
+    // Span in voxels per axis, as f32 so that a corrupt bbox cannot overflow.
+    let span = vec3<f32>(bmax) - vec3<f32>(bmin) + 1.0;
+    var shift = 3u;
+    loop {
+        let s = f32(1u << shift);
+        let n = floor(vec3<f32>(bmax) / s) - floor(vec3<f32>(bmin) / s) + 1.0;
+        if n.x * n.y * n.z <= f32(ACCEL_CELLS) || shift >= 30u { break; }
+        shift += 1u;
+    }
+    let org = bmin >> vec3<u32>(shift);
+    let dims = vec3<u32>((bmax >> vec3<u32>(shift)) - org + vec3<i32>(1));
+    if dims.x * dims.y * dims.z <= ACCEL_CELLS && all(span > vec3<f32>(0.0)) {
+        return SlotAccel(org, shift, dims, 1u);
+    }
+    return SlotAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
+}
+
 @compute @workgroup_size(1, 1, 1)
 fn accel_info() {
     var most = 0u;
@@ -49,20 +69,8 @@ fn accel_info() {
         // Acceleration and shadows serve the shaded mode (MIP and isosurfaces skip tiles
         // only); the march uses the cells for skipping only with FLAG_ACCEL.
         if g_ok[a] && P.mode == MODE_SHADED {
-            // Span in voxels per axis, as f32 so that a corrupt bbox cannot overflow.
-            let span = vec3<f32>(g_bmax[a]) - vec3<f32>(g_bmin[a]) + 1.0;
-            var shift = 3u;
-            loop {
-                let s = f32(1u << shift);
-                let n = floor(vec3<f32>(g_bmax[a]) / s) - floor(vec3<f32>(g_bmin[a]) / s) + 1.0;
-                if n.x * n.y * n.z <= f32(ACCEL_CELLS) || shift >= 30u { break; }
-                shift += 1u;
-            }
-            let org = g_bmin[a] >> vec3<u32>(shift);
-            let dims = vec3<u32>((g_bmax[a] >> vec3<u32>(shift)) - org + vec3<i32>(1));
-            if dims.x * dims.y * dims.z <= ACCEL_CELLS && all(span > vec3<f32>(0.0)) {
-                si = SlotAccel(org, shift, dims, 1u);
-                most = max(most, dims.x * dims.y * dims.z);
+            si = slot_cells_over(g_bmin[a], g_bmax[a]);
+            if si.ok != 0u {
                 slots_used = a + 1u;
                 if ainfo.shadow_ref == MAX_ATTRS && P.attrs[a].shadow != 0u && (P.flags & FLAG_SHADOWS) != 0u {
                     ainfo.shadow_ref = a;
@@ -70,6 +78,32 @@ fn accel_info() {
             }
         }
         ainfo.slots[a] = si;
+    }
+    // The sun grid lives on the reference slot's cells: widen them to every slot's box (in
+    // the reference's index space), so that a grid reaching beyond the reference's (a
+    // nested funnel below the cloud's lowest voxel) has sun transmittance where it is.
+    let sr = ainfo.shadow_ref;
+    if sr < MAX_ATTRS {
+        var lo = vec3<f32>(g_bmin[sr]);
+        var hi = vec3<f32>(g_bmax[sr]);
+        for (var b = 0u; b < ATTR_SLOTS; b++) {
+            if b == sr || ainfo.slots[b].ok == 0u { continue; }
+            for (var n = 0u; n < 8u; n++) {
+                let c = select(g_bmin[b], g_bmax[b], vec3<bool>((n & 4u) != 0u, (n & 2u) != 0u, (n & 1u) != 0u));
+                let q = to_index(sr, to_world(b, vec3<f32>(c)));
+                lo = min(lo, floor(q));
+                hi = max(hi, ceil(q));
+            }
+        }
+        let lim = vec3<f32>(1.0e9);
+        if all(abs(lo) < lim) && all(abs(hi) < lim) {
+            let wide = slot_cells_over(vec3<i32>(lo), vec3<i32>(hi));
+            if wide.ok != 0u { ainfo.slots[sr] = wide; }
+        }
+    }
+    for (var a = 0u; a < ATTR_SLOTS; a++) {
+        let si = ainfo.slots[a];
+        if si.ok != 0u { most = max(most, si.dims.x * si.dims.y * si.dims.z); }
     }
     // Passes 2 and 3: 64 cells per workgroup, z = slot (up to the last slot with a grid).
     let g = (most + 63u) / 64u;

@@ -104,6 +104,41 @@ fn phase_hg(cos_t: f32, g: f32) -> f32 {
 // The march
 // ---------------------------------------------------------------------------------------
 
+// How many times finer than the base step `dt` grid `a` must be sampled: the power of two n
+// (1 to 64) with 1.5·n at most the ratio of the base voxel (`cam_up.w`, the coarsest grid's)
+// to this grid's finest voxel edge (1 / the longest row of its world→index matrix). A
+// nested grid 4 times finer than the rest gets 4, grids of equal voxels 1. Squared
+// comparisons only, so the CPU reference makes the same choice.
+fn refinement(a: u32) -> f32 {
+    let inv2 = max(max(dot(g_inv0[a], g_inv0[a]), dot(g_inv1[a], g_inv1[a])), dot(g_inv2[a], g_inv2[a]));
+    let r2 = P.cam_up.w * P.cam_up.w * inv2;
+    var n = 1.0;
+    loop {
+        if n >= 64.0 || (1.5 * n) * (1.5 * n) > r2 { break; }
+        n *= 2.0;
+    }
+    return n;
+}
+
+// Where along the ray grids finer than the base step are sampled: [lo, hi] (from the ray's
+// entry into the grid's bbox grown by a voxel, or where its skipped empty cells end, to its
+// exit: the march's `skip`, `ta1`) and the grid's refinement; lo = INF for grids that need
+// none.
+struct Fine {
+    lo: array<f32, ATTR_SLOTS>,
+    hi: array<f32, ATTR_SLOTS>,
+    n: array<f32, ATTR_SLOTS>,
+}
+
+// The step divisor at distance t: the largest refinement of the fine grids spanning t.
+fn refine_at(f: ptr<function, Fine>, t: f32) -> f32 {
+    var n = 1.0;
+    for (var a = 0u; a < ATTR_SLOTS; a++) {
+        if (*f).lo[a] <= t && t <= (*f).hi[a] { n = max(n, (*f).n[a]); }
+    }
+    return n;
+}
+
 fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     work = 0u;
     let ray = camera_ray(px);
@@ -115,11 +150,15 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     var skip: array<f32, ATTR_SLOTS>;
     var t_start = INF;
     var t_end = -INF;
+    var fine: Fine;
     for (var a = 0u; a < ATTR_SLOTS; a++) {
         init_grid(a);
         skip[a] = INF;
         ta0[a] = INF;
         ta1[a] = -INF;
+        fine.lo[a] = INF;
+        fine.hi[a] = -INF;
+        fine.n[a] = 1.0;
         if !g_ok[a] || (P.mode == MODE_ISO && a != P.iso_attr) { continue; }
         oi[a] = to_index(a, ray.o);
         di[a] = dir_to_index(a, ray.d);
@@ -132,6 +171,12 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             skip[a] = ta0[a];
             t_start = min(t_start, ta0[a]);
             t_end = max(t_end, ta1[a]);
+            let n = refinement(a);
+            if n > 1.0 {
+                fine.lo[a] = ta0[a];
+                fine.hi[a] = ta1[a];
+                fine.n[a] = n;
+            }
         }
     }
     let accel_on = (P.flags & FLAG_ACCEL) != 0u && P.mode == MODE_SHADED;
@@ -146,9 +191,14 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     let jit = jitter(px);
     let hdda = (P.flags & FLAG_HDDA) != 0u;
     // Samples sit on the lattice t = (k + jitter)·dt, whether stepped or skipped to, so
-    // empty-space skipping visits a subset of the fixed-step march's samples.
-    var k = ceil(t_start / dt - jit);
+    // empty-space skipping visits a subset of the fixed-step march's samples. Within a grid
+    // n times finer than the base step (a nested grid) the lattice is n times denser: k
+    // moves in steps of 1/n there (see `refinement`).
+    let n0 = refine_at(&fine, t_start);
+    var k = ceil((t_start / dt - jit) * n0) / n0;
     var t = (k + jit) * dt;
+    // The last step, in base steps (the isosurface's bisection starts there).
+    var last_step = 1.0;
 
     var T = 1.0;
     var C = vec3<f32>(0.0);
@@ -247,12 +297,33 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             }
         }
         if iso_hit { break; }
-        // Thin media take longer steps: as many base steps (up to max_step_scale) as keep
-        // the optical depth of one step under step_tau at the largest extinction around.
+        // A finer grid refines the steps only where it is sampled: from where its empty
+        // cells or tiles end (its skip point), not over its whole span.
+        for (var a = 0u; a < ATTR_SLOTS; a++) {
+            if fine.n[a] > 1.0 { fine.lo[a] = skip[a]; }
+        }
+        // Thin media take longer steps: as many local steps (dt / n, up to max_step_scale)
+        // as keep the optical depth of one step under step_tau at the largest extinction
+        // around.
+        let n = refine_at(&fine, t);
         var mult = 1.0;
         if accel_on && P.max_step_scale > 1u && sig_max < INF {
-            mult = clamp(floor(P.step_tau / max(sig_max * dt, 1e-30)), 1.0, f32(P.max_step_scale));
+            mult = clamp(floor(P.step_tau / max(sig_max * (dt / n), 1e-30)), 1.0, f32(P.max_step_scale));
         }
+        // The next sample, in base steps: `mult` local steps on, but no further than the
+        // first lattice point inside a finer grid's span (its voxels are not stepped over),
+        // and on the lattice of where it lands (a coarser one past a nested grid's span).
+        var k1 = k + mult / n;
+        for (var a = 0u; a < ATTR_SLOTS; a++) {
+            if fine.n[a] > n && fine.lo[a] > t {
+                // At least one fine step on, should rounding put the entry at t itself.
+                let entry = ceil((fine.lo[a] / dt - jit) * fine.n[a]) / fine.n[a];
+                k1 = min(k1, max(entry, k + 1.0 / fine.n[a]));
+            }
+        }
+        let n1 = refine_at(&fine, (k1 + jit) * dt);
+        k1 = ceil(k1 * n1) / n1;
+        let step = k1 - k;
         if sig > 0.0 {
             let w = ray.o + t * ray.d;
             var src = emit;
@@ -269,15 +340,17 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                 let light = P.light_color.xyz * (sun * powder) + amb;
                 src += scat * light;
             }
-            let alpha = 1.0 - exp(-sig * dt * mult);
+            let alpha = 1.0 - exp(-sig * dt * step);
             C += T * alpha * (src / sig);
             T *= 1.0 - alpha;
         }
         if next >= INF { break; }
-        k += mult;
+        last_step = step;
+        k = k1;
         t = (k + jit) * dt;
         if next > t {
-            k = max(k, ceil(next / dt - jit));
+            let nn = refine_at(&fine, next);
+            k = max(k, ceil((next / dt - jit) * nn) / nn);
             t = (k + jit) * dt;
         }
     }
@@ -302,7 +375,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     var sbase = vec3<f32>(0.0);
     if iso_hit {
         let a = P.iso_attr;
-        var lo = t - dt;
+        var lo = t - dt * last_step;
         var hi = t;
         var grad = vec3<f32>(0.0);
         var ph = vec3<f32>(0.0);

@@ -199,7 +199,7 @@ fn shipped_scenes_parse_and_validate() {
     let frames = f64::from(supercell::synth::default_params().frames);
     assert_eq!(path.duration_s(), frames / s.playback.fps);
     let names: Vec<&str> = s.attributes.iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(names, ["cloud", "rain", "wind_speed"]);
+    assert_eq!(names, ["cloud", "funnel_cloud", "rain", "wind_speed"]);
     // The file on disk is the embedded one.
     let on_disk = Scene::load(&dir.join("storm.toml")).unwrap();
     assert_eq!(on_disk.camera_path, s.camera_path);
@@ -767,4 +767,39 @@ fn a_dataset_without_a_scene_gets_looks_by_name_and_its_level_set_as_an_isosurfa
         .open(1.0, Some(&["surface".to_string()]))
         .unwrap();
     assert_eq!(ls.view.settings.mode, Mode::Shaded);
+}
+
+/// With a nested grid (the funnel's, 4 times finer), steps are given in the coarsest shown
+/// grid's voxels (the march refines them inside the finer grid): the funnel does not slow
+/// the march of the whole storm.
+#[test]
+fn the_base_step_follows_the_coarsest_grid_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("nested");
+    SmallStorm {
+        resolution: 24,
+        frames: 2,
+        lanes: 1,
+        chunk: 1 << 20,
+        attributes: Some(&[Attribute::Cloud, Attribute::FunnelCloud]),
+        made_by: "scene test",
+    }
+    .write(&ds);
+    let coarse = supercell::synth::DOMAIN_WIDTH_M / 24.0;
+    let f = tmp.path().join("s.toml");
+    let scene = |names: &[&str]| {
+        let mut text = "dataset = \"nested\"\n".to_string();
+        for n in names {
+            text += &format!("\n[[attribute]]\nname = \"{n}\"\n");
+        }
+        std::fs::write(&f, text).unwrap();
+        Scene::load(&f).unwrap().open(1.0, None).unwrap()
+    };
+    let ls = scene(&["cloud", "funnel_cloud"]);
+    assert_eq!(ls.slots, vec![Some(0), Some(1)]);
+    let v = ls.view.voxel_size;
+    assert!((v - coarse).abs() < 1e-3 * coarse, "{v} vs {coarse}");
+    let v = scene(&["funnel_cloud"]).view.voxel_size;
+    let fine = coarse / supercell::synth::NEST_REFINEMENT as f32;
+    assert!((v - fine).abs() < 1e-3 * fine, "{v} vs {fine}");
 }

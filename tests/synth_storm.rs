@@ -209,9 +209,14 @@ fn closeup(storm: &Storm, frame: u32) -> Closeup {
             out.max_wind_at = [q[0], q[1]];
         }
     }
-    for (q, v) in active(volume(&vols, Attribute::Cloud), dx) {
-        if q[2] < 100.0 && (q[0] - g[0]).hypot(q[1] - g[1]) < 300.0 && v > 0.5 {
-            out.cloud_near_ground += 1;
+    // The funnel and its debris are on their own nested grid, the rest of the cloud on the
+    // storm's: count both.
+    let dxf = p.transform_of(Attribute::FunnelCloud).voxel_size_m as f32;
+    for (a, dx) in [(Attribute::Cloud, dx), (Attribute::FunnelCloud, dxf)] {
+        for (q, v) in active(volume(&vols, a), dx) {
+            if q[2] < 100.0 && (q[0] - g[0]).hypot(q[1] - g[1]) < 300.0 && v > 0.5 {
+                out.cloud_near_ground += 1;
+            }
         }
     }
     for (_, v) in active(volume(&vols, Attribute::Vorticity), dx) {

@@ -42,6 +42,21 @@ impl GridState<'_, '_> {
     fn dir_to_index(&self, d: Vec3) -> Vec3 {
         Vec3::new(self.inv[0].dot(d), self.inv[1].dot(d), self.inv[2].dot(d))
     }
+    /// How many times finer than the base step this grid is sampled (march.wgsl's
+    /// `refinement`): the power of two n (1 to 64) with 1.5·n at most the ratio of the base
+    /// voxel `base_voxel` to this grid's finest voxel edge.
+    fn refinement(&self, base_voxel: f32) -> f32 {
+        let inv2 = self.inv[0]
+            .dot(self.inv[0])
+            .max(self.inv[1].dot(self.inv[1]))
+            .max(self.inv[2].dot(self.inv[2]));
+        let r2 = base_voxel * base_voxel * inv2;
+        let mut n = 1.0f32;
+        while n < 64.0 && (1.5 * n) * (1.5 * n) <= r2 {
+            n *= 2.0;
+        }
+        n
+    }
     fn value(&mut self, ijk: [i32; 3]) -> f32 {
         self.acc
             .value(ijk)
@@ -244,6 +259,10 @@ impl Ctx<'_> {
         let mut ta0 = [INF; MAX_ATTRIBUTES];
         let mut ta1 = [-INF; MAX_ATTRIBUTES];
         let (mut t_start, mut t_end) = (INF, -INF);
+        // Spans of the grids finer than the base step (march.wgsl's `Fine`).
+        let mut fine_lo = [INF; MAX_ATTRIBUTES];
+        let mut fine_hi = [-INF; MAX_ATTRIBUTES];
+        let mut fine_n = [1.0f32; MAX_ATTRIBUTES];
         for a in 0..MAX_ATTRIBUTES {
             let Some(gs) = &g[a] else { continue };
             if mode == Mode::Isosurface as u32 && a as u32 != p.iso_attr {
@@ -267,8 +286,23 @@ impl Ctx<'_> {
                 ta1[a] = r1;
                 t_start = t_start.min(ta0[a]);
                 t_end = t_end.max(ta1[a]);
+                let n = gs.refinement(p.cam_up[3]);
+                if n > 1.0 {
+                    fine_lo[a] = ta0[a];
+                    fine_hi[a] = ta1[a];
+                    fine_n[a] = n;
+                }
             }
         }
+        let refine_at = |fine_lo: &[f32; MAX_ATTRIBUTES], t: f32| {
+            let mut n = 1.0f32;
+            for a in 0..MAX_ATTRIBUTES {
+                if fine_lo[a] <= t && t <= fine_hi[a] {
+                    n = n.max(fine_n[a]);
+                }
+            }
+            n
+        };
         let mut t_ground = INF;
         if p.flags & FLAG_GROUND != 0 && mode != Mode::Mip as u32 && d.z < 0.0 {
             let tg = (p.ground[0] - o.z) / d.z;
@@ -284,8 +318,10 @@ impl Ctx<'_> {
         } else {
             0.0
         };
-        let mut k = (t_start / dt - jit).ceil();
+        let n0 = refine_at(&fine_lo, t_start);
+        let mut k = ((t_start / dt - jit) * n0).ceil() / n0;
         let mut t = (k + jit) * dt;
+        let mut last_step = 1.0f32;
         let mut tr = 1.0f32;
         let mut c = Vec3::ZERO;
         let mut mip = [0.0f32; MAX_ATTRIBUTES];
@@ -382,12 +418,31 @@ impl Ctx<'_> {
             if iso_hit {
                 break;
             }
+            // A finer grid refines the steps only where it is sampled (march.wgsl).
+            for a in 0..MAX_ATTRIBUTES {
+                if fine_n[a] > 1.0 {
+                    fine_lo[a] = skip[a];
+                }
+            }
+            let n = refine_at(&fine_lo, t);
             let mut mult = 1.0f32;
             if accel_on && p.max_step_scale > 1 && sig_max < INF {
-                mult = (p.step_tau / (sig_max * dt).max(1e-30))
+                mult = (p.step_tau / (sig_max * (dt / n)).max(1e-30))
                     .floor()
                     .clamp(1.0, p.max_step_scale as f32);
             }
+            // The next sample: `mult` local steps on, not past the first lattice point in a
+            // finer grid's span, on the lattice of where it lands (march.wgsl).
+            let mut k1 = k + mult / n;
+            for a in 0..MAX_ATTRIBUTES {
+                if fine_n[a] > n && fine_lo[a] > t {
+                    let entry = ((fine_lo[a] / dt - jit) * fine_n[a]).ceil() / fine_n[a];
+                    k1 = k1.min(entry.max(k + 1.0 / fine_n[a]));
+                }
+            }
+            let n1 = refine_at(&fine_lo, (k1 + jit) * dt);
+            k1 = (k1 * n1).ceil() / n1;
+            let step = k1 - k;
             if sig > 0.0 {
                 let w = o + t * d;
                 let mut src = emit;
@@ -402,17 +457,19 @@ impl Ctx<'_> {
                     let light = v3(p.light_color) * (sun * powder) + amb;
                     src += scat * light;
                 }
-                let alpha = 1.0 - (-sig * dt * mult).exp();
+                let alpha = 1.0 - (-sig * dt * step).exp();
                 c += tr * alpha * (src / sig);
                 tr *= 1.0 - alpha;
             }
             if next >= INF {
                 break;
             }
-            k += mult;
+            last_step = step;
+            k = k1;
             t = (k + jit) * dt;
             if next > t {
-                k = k.max((next / dt - jit).ceil());
+                let nn = refine_at(&fine_lo, next);
+                k = k.max(((next / dt - jit) * nn).ceil() / nn);
                 t = (k + jit) * dt;
             }
         }
@@ -435,7 +492,7 @@ impl Ctx<'_> {
         if iso_hit {
             let a = p.iso_attr as usize;
             let gs = g[a].as_mut().expect("the iso attribute has a grid");
-            let (mut lo, mut hi) = (t - dt, t);
+            let (mut lo, mut hi) = (t - dt * last_step, t);
             let mut grad = Vec3::ZERO;
             let mut ph = Vec3::ZERO;
             for i in 0..14 {
@@ -504,6 +561,35 @@ impl Ctx<'_> {
     }
 }
 
+/// Where a slot's cells lie: the first cell, the cell size (2^shift voxels), the counts.
+#[derive(Clone, Copy)]
+struct CellLayout {
+    org: [i32; 3],
+    shift: u32,
+    dims: [u32; 3],
+}
+
+/// The cells over the index box [bmin, bmax] (accel.wgsl's `slot_cells_over`): the smallest
+/// shift (at least 3) whose cells fit `ACCEL_CELLS`; `None` where they cannot.
+fn cells_over(bmin: [i32; 3], bmax: [i32; 3]) -> Option<CellLayout> {
+    let mut shift = 3u32;
+    loop {
+        let sz = (1u32 << shift) as f32;
+        let n: [f32; 3] = std::array::from_fn(|k| {
+            (bmax[k] as f32 / sz).floor() - (bmin[k] as f32 / sz).floor() + 1.0
+        });
+        if n[0] * n[1] * n[2] <= ACCEL_CELLS as f32 || shift >= 30 {
+            break;
+        }
+        shift += 1;
+    }
+    let span_ok = (0..3).all(|k| bmax[k] as f32 - bmin[k] as f32 + 1.0 > 0.0);
+    let org: [i32; 3] = std::array::from_fn(|k| bmin[k] >> shift);
+    let dims: [u32; 3] = std::array::from_fn(|k| ((bmax[k] >> shift) - org[k] + 1) as u32);
+    let count = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+    (span_ok && count <= u64::from(ACCEL_CELLS)).then_some(CellLayout { org, shift, dims })
+}
+
 /// One slot's acceleration grid (`SlotAccel` and its cells in accel.wgsl).
 struct SlotAccel {
     org: [i32; 3],
@@ -566,32 +652,53 @@ impl Ctx<'_> {
             shadow_ref: None,
             sun: Vec::new(),
         };
+        let mut layout: Vec<Option<CellLayout>> = (0..MAX_ATTRIBUTES)
+            .map(|a| {
+                let gs = g[a].as_ref().filter(|_| on)?;
+                cells_over(gs.bmin, gs.bmax)
+            })
+            .collect();
+        acc.shadow_ref = (0..MAX_ATTRIBUTES).find(|&a| {
+            layout[a].is_some() && p.attrs[a].shadow != 0 && p.flags & FLAG_SHADOWS != 0
+        });
+        // The sun grid lives on the reference slot's cells: widened to every slot's box in
+        // its index space (accel.wgsl's `accel_info`).
+        if let Some(r) = acc.shadow_ref
+            && let Some(gr) = &g[r]
+        {
+            let mut lo = Vec3::new(gr.bmin[0] as f32, gr.bmin[1] as f32, gr.bmin[2] as f32);
+            let mut hi = Vec3::new(gr.bmax[0] as f32, gr.bmax[1] as f32, gr.bmax[2] as f32);
+            for b in 0..MAX_ATTRIBUTES {
+                let Some(gb) = g[b].as_ref().filter(|_| b != r && layout[b].is_some()) else {
+                    continue;
+                };
+                for n in 0..8 {
+                    let pick = |k: usize, bit: usize| {
+                        (if n & bit != 0 { gb.bmax[k] } else { gb.bmin[k] }) as f32
+                    };
+                    let c = Vec3::new(pick(0, 4), pick(1, 2), pick(2, 1));
+                    let q = gr.to_index(gb.to_world(c));
+                    lo = lo.min(q.floor());
+                    hi = hi.max(q.ceil());
+                }
+            }
+            let lim = Vec3::splat(1.0e9);
+            if lo.abs().cmplt(lim).all() && hi.abs().cmplt(lim).all() {
+                let wide = cells_over(
+                    [lo.x as i32, lo.y as i32, lo.z as i32],
+                    [hi.x as i32, hi.y as i32, hi.z as i32],
+                );
+                if wide.is_some() {
+                    layout[r] = wide;
+                }
+            }
+        }
         for a in 0..MAX_ATTRIBUTES {
             let Some(gs) = g[a].as_mut() else { continue };
-            if !on {
+            let Some(CellLayout { org, shift, dims }) = layout[a] else {
                 continue;
-            }
-            let (bmin, bmax) = (gs.bmin, gs.bmax);
-            let mut shift = 3u32;
-            loop {
-                let sz = (1u32 << shift) as f32;
-                let n: [f32; 3] = std::array::from_fn(|k| {
-                    (bmax[k] as f32 / sz).floor() - (bmin[k] as f32 / sz).floor() + 1.0
-                });
-                if n[0] * n[1] * n[2] <= ACCEL_CELLS as f32 || shift >= 30 {
-                    break;
-                }
-                shift += 1;
-            }
-            let org: [i32; 3] = std::array::from_fn(|k| bmin[k] >> shift);
-            let dims: [u32; 3] = std::array::from_fn(|k| ((bmax[k] >> shift) - org[k] + 1) as u32);
+            };
             let count = dims.iter().map(|&d| u64::from(d)).product::<u64>();
-            if count > u64::from(ACCEL_CELLS) {
-                continue;
-            }
-            if acc.shadow_ref.is_none() && p.attrs[a].shadow != 0 && p.flags & FLAG_SHADOWS != 0 {
-                acc.shadow_ref = Some(a);
-            }
             // accel_cells
             let mut cells = vec![[0.0f32; 4]; count as usize];
             for (idx, cell) in cells.iter_mut().enumerate() {

@@ -390,7 +390,9 @@ pub struct View {
     pub settings: RenderSettings,
     /// World box of the scene (ground height, ambient gradient, camera fit).
     pub world_bbox: [[f32; 3]; 2],
-    /// Edge of the finest grid's voxel, world units (step lengths are given in voxels).
+    /// Edge of the coarsest grid's voxel, world units: step lengths are given in these
+    /// voxels, and the march divides the step by a power of two within the bbox of each
+    /// grid with finer voxels (march.wgsl's `refinement`).
     pub voxel_size: f32,
 }
 

@@ -168,7 +168,8 @@ impl TransferFunction {
         let per = |optical_depth: f32| optical_depth / extent.max(1e-12);
         let named = |n: &str| Colormap::Named(n.into());
         match name {
-            "cloud" => TransferFunction {
+            // The funnel's nested grid is cloud too (its condensate and debris).
+            "cloud" | "funnel_cloud" => TransferFunction {
                 range,
                 colormap: named("cloud"),
                 opacity: vec![(0.01, 0.0), (0.08, 0.25), (0.3, 0.7), (1.0, 1.0)],

@@ -582,10 +582,12 @@ fn build_view(
     let all: Vec<usize> = slots.iter().flatten().copied().collect();
     let world = union_bbox(m, all.iter().copied()).unwrap_or([[0.0; 3], [1.0; 3]]);
     let [lo, hi] = world;
-    let mut voxel = f32::INFINITY;
+    // The base step follows the coarsest grid shown; the march refines it within the
+    // bbox of each finer one (a nested grid), so a small fine grid does not slow the rest.
+    let mut voxel = f32::NEG_INFINITY;
     for &i in &all {
         if let Some(v) = m.attributes[i].voxel_size {
-            voxel = voxel.min(v[0].min(v[1]).min(v[2]) as f32);
+            voxel = voxel.max(v[0].min(v[1]).min(v[2]) as f32);
         }
     }
     let extent = (hi[0] - lo[0])

@@ -46,7 +46,16 @@ fn role(a: &Attribute) -> Role {
     let is = |names: &[&str]| names.contains(&n.as_str());
     if n == "dbz" || n.starts_with("refl") {
         Role::Reflectivity
-    } else if is(&["qc", "qi", "qs", "qcloud", "qice", "qsnow", "cloud"]) {
+    } else if is(&[
+        "qc",
+        "qi",
+        "qs",
+        "qcloud",
+        "qice",
+        "qsnow",
+        "cloud",
+        "funnel_cloud",
+    ]) {
         Role::Cloud
     } else if is(&["qr", "qg", "qh", "qrain", "qgraup", "qhail", "rain"]) {
         Role::Rain

@@ -19,16 +19,16 @@ pub struct BrickStats {
 }
 
 /// A candidate brick: its origin (index space) and the features it must evaluate.
-struct Candidate {
-    origin: [i32; 3],
-    mask: u32,
+pub(super) struct Candidate {
+    pub(super) origin: [i32; 3],
+    pub(super) mask: u32,
 }
 
 /// Culls the bricks of `region` (index-space brick ranges, inclusive-exclusive, in
 /// bricks): blocks of 8³ bricks first, then the bricks of surviving blocks, each tested only
 /// against the bounds its block touches. The result is in a fixed order (block-major, then
 /// brick order), whatever the thread count.
-fn candidates(model: &FrameModel<'_>, region: [[i32; 3]; 2], dx: f32) -> Vec<Candidate> {
+pub(super) fn candidates(model: &FrameModel<'_>, region: [[i32; 3]; 2], dx: f32) -> Vec<Candidate> {
     let [r0, r1] = region;
     let nblk: [i32; 3] = std::array::from_fn(|a| (r1[a] - r0[a] + BLOCK - 1).max(0) / BLOCK);
     // World box of voxel centres of bricks [b0, b1) along each axis.
@@ -80,7 +80,7 @@ fn candidates(model: &FrameModel<'_>, region: [[i32; 3]; 2], dx: f32) -> Vec<Can
 }
 
 /// Turns one attribute's values of a brick into a leaf, or `None` if no voxel is active.
-fn leaf(
+pub(super) fn leaf(
     origin: [i32; 3],
     values: &[f32; 512],
     active: impl Fn(usize) -> bool,
@@ -112,7 +112,7 @@ fn leaf(
 }
 
 /// Activity of a mixing ratio: above [`MIXING_THRESHOLD`].
-fn mixing(q: &[f32; 512]) -> impl Fn(usize) -> bool + '_ {
+pub(super) fn mixing(q: &[f32; 512]) -> impl Fn(usize) -> bool + '_ {
     move |n| q[n] > MIXING_THRESHOLD
 }
 
@@ -128,10 +128,18 @@ fn brick_leaves(
     let extended = attrs.iter().any(|a| a.is_extended());
     model.eval_brick(p0, dx, c.mask, f, extended);
     let storm = |n: usize| f.storm[n];
+    // With the funnel on its own nested grid the cloud leaves it out (see nest.rs).
+    let cloud = if attrs.contains(&Attribute::FunnelCloud) {
+        &f.ambient_cloud
+    } else {
+        &f.cloud
+    };
     attrs
         .iter()
         .map(|a| match a {
-            Attribute::Cloud => leaf(c.origin, &f.cloud, mixing(&f.cloud)),
+            Attribute::Cloud => leaf(c.origin, cloud, mixing(cloud)),
+            // Made on its own grid by nest.rs.
+            Attribute::FunnelCloud => None,
             Attribute::Rain => leaf(c.origin, &f.rain, mixing(&f.rain)),
             Attribute::WindSpeed => leaf(c.origin, &f.wind, storm),
             Attribute::VerticalVelocity => leaf(c.origin, &f.w, storm),
@@ -203,10 +211,16 @@ fn brick_census(
     let extended = attrs.iter().any(|a| a.is_extended());
     model.eval_brick(p0, dx, c.mask, f, extended);
     let any = |q: &[f32; 512]| q.iter().any(|&v| v > MIXING_THRESHOLD);
+    let cloud = if attrs.contains(&Attribute::FunnelCloud) {
+        &f.ambient_cloud
+    } else {
+        &f.cloud
+    };
     let mut bits = 0;
     for (i, a) in attrs.iter().enumerate() {
         let on = match a {
-            Attribute::Cloud => any(&f.cloud),
+            Attribute::Cloud => any(cloud),
+            Attribute::FunnelCloud => false,
             Attribute::Rain => any(&f.rain),
             Attribute::CloudWater => any(&f.qc),
             Attribute::CloudIce => any(&f.qi),
@@ -295,6 +309,25 @@ mod tests {
                 }
             }
         }
+        // The nested grid: every one of its bricks up to 1.2 km (the funnel's bound ends at
+        // 960 m), with every feature, for the voxels the funnel adds.
+        for (a, v) in params.attributes.iter().zip(vols.iter_mut()) {
+            if !a.is_nested() || !formed {
+                continue;
+            }
+            let tf = params.transform_of(*a);
+            let dxf = tf.voxel_size_m as f32;
+            let top = ((1_200.0 / (8.0 * dxf)).ceil() as u32).min(tf.dims[2] / 8);
+            for x in 0..tf.dims[0] as i32 / 8 {
+                for y in 0..tf.dims[1] as i32 / 8 {
+                    for z in 0..top as i32 {
+                        let origin = [x * 8, y * 8, z * 8];
+                        model.eval_brick(origin.map(|o| o as f32 * dxf), dxf, all, &mut f, false);
+                        v.bricks.extend(leaf(origin, &f.funnel, mixing(&f.funnel)));
+                    }
+                }
+            }
+        }
         params.attributes.iter().copied().zip(vols).collect()
     }
 
@@ -325,7 +358,7 @@ mod tests {
                     f.bricks.len(),
                     "frame {frame} {a}: brick count"
                 );
-                let dx = params.voxel_size_m() as f32;
+                let dx = params.transform_of(a).voxel_size_m as f32;
                 for (bc, bf) in c.bricks.iter().zip(&f.bricks) {
                     assert_eq!(bc.origin, bf.origin, "frame {frame} {a}");
                     if let Some(n) = (0..512).find(|&n| bc.values[n] != bf.values[n]) {

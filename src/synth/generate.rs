@@ -226,7 +226,6 @@ fn encode_frame_pooled(
     let (vols, _) = storm.volumes_at(time);
     let eval_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let transform = params.transform();
     // The attributes' grids are built concurrently: each build is parallel over leaves,
     // but its planning, buffer set-up, checksum and the freeing of its volume are serial.
     let built: Vec<(u64, Vec<u8>)> = vols
@@ -234,6 +233,7 @@ fn encode_frame_pooled(
         .enumerate()
         .map(|(ai, (attr, vol))| {
             let info = attr.info();
+            let transform = params.transform_of(attr);
             let build = BuildOptions {
                 name: info.name.to_string(),
                 grid_type: opts.grid_type,

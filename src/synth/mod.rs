@@ -13,6 +13,7 @@
 mod bricks;
 pub mod generate;
 pub mod model;
+mod nest;
 pub mod noise;
 pub mod preview;
 pub mod size;
@@ -25,7 +26,8 @@ pub use bricks::BrickStats;
 use model::{DOMAIN_XY_M, DOMAIN_Z_M, FrameModel};
 use noise::NoiseTile;
 
-/// One scalar field of the storm; each is its own grid (same index space and transform).
+/// One scalar field of the storm; each is its own grid (the same index space and transform,
+/// except the nested [`Attribute::FunnelCloud`]'s: see [`StormParams::transform_of`]).
 ///
 /// The fields are those a cloud model such as CM1 or WRF writes for a supercell, named in
 /// words (the CM1 output variable is given with each) and in the units a meteorologist
@@ -81,7 +83,17 @@ pub enum Attribute {
     /// Potential-temperature perturbation from the environment (CM1 `thpert`), K: warm in
     /// the updraft, cold in the overshooting top and in the cold pool under the downdrafts.
     ThetaPerturbation,
+    /// The tornado's condensation funnel and its debris cloud, g/kg, on a grid
+    /// [`NEST_REFINEMENT`] times finer than the others that covers only a box around the
+    /// vortex (a nested grid): the condensate and debris the funnel adds to the rest of the
+    /// cloud. Where it is generated, [`Attribute::Cloud`] leaves the funnel out, so the two
+    /// add up to the total condensate without counting the funnel twice.
+    FunnelCloud,
 }
+
+/// How many times finer than the storm's grid the nested grid of
+/// [`Attribute::FunnelCloud`] is (a power of two: its voxels nest in the coarse ones).
+pub const NEST_REFINEMENT: u32 = 4;
 
 /// Descriptive metadata of an [`Attribute`], for manifests and transfer functions.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,7 +119,7 @@ pub struct AttributeListError(String);
 
 impl Attribute {
     /// Every attribute, in the order they are generated when all are asked for.
-    pub const ALL: [Attribute; 14] = [
+    pub const ALL: [Attribute; 15] = [
         Attribute::Cloud,
         Attribute::Rain,
         Attribute::WindSpeed,
@@ -122,16 +134,18 @@ impl Attribute {
         Attribute::Reflectivity,
         Attribute::PressurePerturbation,
         Attribute::ThetaPerturbation,
+        Attribute::FunnelCloud,
     ];
 
     /// The attributes of the built-in dataset and of `supercell-data generate` without
     /// `--attributes`: what the default scenes show, and cheap to generate.
-    pub const DEFAULT: [Attribute; 5] = [
+    pub const DEFAULT: [Attribute; 6] = [
         Attribute::Cloud,
         Attribute::Rain,
         Attribute::WindSpeed,
         Attribute::VerticalVelocity,
         Attribute::Vorticity,
+        Attribute::FunnelCloud,
     ];
 
     /// Metadata of this attribute.
@@ -213,6 +227,13 @@ impl Attribute {
                 "thpert",
                 "potential temperature minus the environment's",
             ),
+            Attribute::FunnelCloud => (
+                "funnel_cloud",
+                "g/kg",
+                (0.0, 4.0),
+                "qc+qi",
+                "condensation funnel and debris cloud of the tornado, on a finer nested grid around the vortex",
+            ),
         };
         AttributeInfo {
             name,
@@ -232,6 +253,12 @@ impl Attribute {
     /// The attribute whose grid name is `name`.
     pub fn from_name(name: &str) -> Option<Attribute> {
         Attribute::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether this attribute's grid is the nested one: [`NEST_REFINEMENT`] times finer,
+    /// over a box around the tornado only.
+    pub fn is_nested(self) -> bool {
+        self == Attribute::FunnelCloud
     }
 
     /// Whether evaluating this attribute needs the model's extended fields (the
@@ -320,7 +347,8 @@ impl Default for StormParams {
 }
 
 /// The small built-in dataset: 48 frames over four minutes of storm time at 384 voxels
-/// across (83 m voxels), the five [`Attribute::DEFAULT`] attributes.
+/// across (83 m voxels), the six [`Attribute::DEFAULT`] attributes (the funnel's on a nested
+/// grid of 21 m voxels).
 ///
 /// A frame has about 24,000 active leaves over all attributes: about 30 MB per frame as
 /// Fp16 (1,120 B per leaf), 1.5 GB for the sequence, generated in about 20 CPU-seconds.
@@ -361,12 +389,27 @@ impl StormParams {
         DOMAIN_XY_M as f64 / self.dims()[0] as f64
     }
 
-    /// The index→world transform.
+    /// The index→world transform of the storm's grid.
     pub fn transform(&self) -> WorldTransform {
         WorldTransform {
             voxel_size_m: self.voxel_size_m(),
             origin_m: [0.0; 3],
             dims: self.dims(),
+        }
+    }
+
+    /// The index→world transform of `attribute`'s grid: the storm's, or for a nested
+    /// attribute ([`Attribute::is_nested`]) one [`NEST_REFINEMENT`] times finer over the same
+    /// domain (its leaves cover only a box around the tornado).
+    pub fn transform_of(&self, attribute: Attribute) -> WorldTransform {
+        let t = self.transform();
+        if !attribute.is_nested() {
+            return t;
+        }
+        WorldTransform {
+            voxel_size_m: t.voxel_size_m / f64::from(NEST_REFINEMENT),
+            origin_m: t.origin_m,
+            dims: t.dims.map(|d| d * NEST_REFINEMENT),
         }
     }
 
@@ -415,7 +458,26 @@ impl Storm {
     /// The volumes at storm time `t`, with statistics of the brick work.
     pub fn volumes_at(&self, t: f32) -> (Vec<(Attribute, SparseVolume)>, BrickStats) {
         let all = [[0; 3], self.params.dims()];
-        bricks::volumes(self, &self.model(t), all)
+        self.volumes_region(t, all)
+    }
+
+    /// The volumes within the (storm-grid) index box `region`, nested grids included.
+    fn volumes_region(
+        &self,
+        t: f32,
+        region: [[u32; 3]; 2],
+    ) -> (Vec<(Attribute, SparseVolume)>, BrickStats) {
+        let model = self.model(t);
+        let (mut vols, mut stats) = bricks::volumes(self, &model, region);
+        for (a, v) in vols.iter_mut() {
+            if a.is_nested() {
+                let (nested, s) = nest::funnel_volume(self, &model, region);
+                *v = nested;
+                stats.candidates += s.candidates;
+                stats.emitted += s.emitted;
+            }
+        }
+        (vols, stats)
     }
 
     /// The origins of every attribute's leaves at storm time `t`, in the order of
@@ -423,7 +485,17 @@ impl Storm {
     /// their values: for exact frame sizes at resolutions whose volumes would not fit in
     /// memory).
     pub fn leaf_origins_at(&self, t: f32) -> Vec<Vec<[i32; 3]>> {
-        bricks::leaf_origins(self, &self.model(t))
+        let model = self.model(t);
+        let mut origins = bricks::leaf_origins(self, &model);
+        for (o, a) in origins.iter_mut().zip(&self.params.attributes) {
+            if a.is_nested() {
+                // The nest is small (a few hundred leaves): its values cost little.
+                let all = [[0; 3], self.params.dims()];
+                let (v, _) = nest::funnel_volume(self, &model, all);
+                *o = v.bricks.iter().map(|b| b.origin).collect();
+            }
+        }
+        origins
     }
 
     /// The volumes at storm time `t` restricted to the index-space box `[lo, hi)` (widened
@@ -435,7 +507,7 @@ impl Storm {
         lo: [u32; 3],
         hi: [u32; 3],
     ) -> (Vec<(Attribute, SparseVolume)>, BrickStats) {
-        bricks::volumes(self, &self.model(t), [lo, hi])
+        self.volumes_region(t, [lo, hi])
     }
 }
 

@@ -169,6 +169,8 @@ impl FrameModel<'_> {
                         w += 6.0 * sat(1.0 - wc.r2) * top_fade * smoothstep(0.0, 600.0, z);
                     }
 
+                    // Everything but the funnel and its debris (the nested grid's share).
+                    let ambient_cloud = cloud;
                     if mask & (F_FUNNEL | F_TORNADO) != 0 {
                         let fx = x - zk.axis[0];
                         let fy = y - zk.axis[1];
@@ -340,6 +342,8 @@ impl FrameModel<'_> {
                             > WIND_PERTURBATION_THRESHOLD * WIND_PERTURBATION_THRESHOLD
                         || w.abs() > VERTICAL_THRESHOLD;
                     out.cloud[n] = cloud;
+                    out.ambient_cloud[n] = ambient_cloud;
+                    out.funnel[n] = cloud - ambient_cloud;
                     out.rain[n] = rain;
                     out.wind[n] = speed;
                     out.w[n] = w;

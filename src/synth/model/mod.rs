@@ -290,6 +290,12 @@ pub struct BrickFields {
     pub theta: [f32; 512],
     /// Whether any precipitation is present (activity of the reflectivity).
     pub precip: [bool; 512],
+    /// Cloud condensate without the tornado's funnel and debris, g/kg: `cloud` where the
+    /// funnel is on its own nested grid.
+    pub ambient_cloud: [f32; 512],
+    /// What the funnel and its debris add to the rest of the cloud (`cloud` minus
+    /// `ambient_cloud`), g/kg: the nested grid's field.
+    pub funnel: [f32; 512],
 }
 
 impl Default for BrickFields {
@@ -318,6 +324,8 @@ impl BrickFields {
             prs: [0.0; 512],
             theta: [0.0; 512],
             precip: [false; 512],
+            ambient_cloud: [0.0; 512],
+            funnel: [0.0; 512],
         }
     }
 }

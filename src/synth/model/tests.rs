@@ -82,3 +82,66 @@ fn cylinder_bound_is_conservative() {
     assert!(!b.touches([600.0, -10.0, 490.0], [620.0, 10.0, 510.0]));
     assert!(!b.touches([240.0, -10.0, 1100.0], [260.0, 10.0, 1200.0]));
 }
+
+/// Every field of the one-voxel brick at world point `p` (spacing `dx`).
+fn fields_at(m: &FrameModel, p: [f32; 3], dx: f32) -> Box<BrickFields> {
+    let mut out = Box::new(BrickFields::new());
+    let (mask, _) = m.features_in(p, [p[0] + 8.0 * dx, p[1] + 8.0 * dx, p[2] + 8.0 * dx]);
+    m.eval_brick(p, dx, mask, &mut out, false);
+    out
+}
+
+#[test]
+fn funnel_field_is_the_funnel_alone_and_adds_up_to_the_cloud() {
+    let p = crate::synth::default_params();
+    let noise = NoiseTile::new(p.seed);
+    // The nested grid's spacing in the built-in dataset.
+    let dx = (p.voxel_size_m() / f64::from(crate::synth::NEST_REFINEMENT)) as f32;
+    assert!((dx - 20.83).abs() < 0.01, "{dx}");
+    // Frames 16 and 17 of 48 straddle touchdown; 20 is the close-up scene's frame.
+    for frame in [16u32, 17, 20, 30] {
+        let s = p.frame_time(frame) / p.time_span_s;
+        let m = default_storm_at(&noise, s);
+        for z in [10.0, 200.0, 500.0, 800.0] {
+            let a = m.axis(z);
+            // A row of eight nested voxels from the axis outwards (x), at height z.
+            let f = fields_at(&m, [a[0], a[1], z], dx);
+            for n in 0..512 {
+                // Equal up to the rounding of the difference.
+                let sum = f.ambient_cloud[n] + f.funnel[n];
+                assert!(
+                    (sum - f.cloud[n]).abs() <= 1e-6 * f.cloud[n],
+                    "frame {frame} z {z} voxel {n}: {sum} vs {}",
+                    f.cloud[n]
+                );
+                assert!(f.funnel[n] >= 0.0);
+            }
+            if frame >= 17 || z > 300.0 {
+                assert!(
+                    f.funnel[0] > 0.5,
+                    "frame {frame} z {z}: no funnel on the axis ({})",
+                    f.funnel[0]
+                );
+            }
+            // The funnel is many nested voxels across: still condensed 4 voxels (83 m) out.
+            if frame >= 20 {
+                assert!(
+                    f.funnel[4 * 64] > 0.05,
+                    "frame {frame} z {z}: under 8 voxels across"
+                );
+            }
+            // Far from the vortex (beyond the funnel and the debris skirt) nothing.
+            let far = fields_at(&m, [a[0] + 1_500.0, a[1], z], dx);
+            assert!(far.funnel.iter().all(|&v| v == 0.0), "frame {frame} z {z}");
+        }
+    }
+    // Before the funnel forms there is none.
+    let m = default_storm_at(&noise, 0.0);
+    let a = m.axis(500.0);
+    assert!(
+        fields_at(&m, [a[0], a[1], 500.0], dx)
+            .funnel
+            .iter()
+            .all(|&v| v == 0.0)
+    );
+}
