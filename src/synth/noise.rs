@@ -201,12 +201,14 @@ impl NoiseTile {
         interpolate8(&v, &f)
     }
 
-    /// [`NoiseTile::sample8`] with AVX2, from the padded rows: every lane's two z
-    /// neighbours are adjacent floats, so each of its four (x, y) corners is one 8-byte load,
-    /// and eight of those make two vectors (the lanes' lower and upper z values) with two
-    /// shuffles. Where the eight lanes share their x and y lattice cells (most coarse
-    /// samples of a column: the lanes differ only in z) two 8-float loads and two permutes
-    /// per (x, y) corner fetch them instead. Same values, same interpolation: same bits.
+    /// [`NoiseTile::sample8`] with AVX2, from the padded rows, in vector registers
+    /// throughout: every lane's two z neighbours are adjacent floats, so each of its four
+    /// (x, y) corners is one 8-byte load, and eight of those make two vectors (the lanes'
+    /// lower and upper z values) with two shuffles. Where the eight lanes share their x and
+    /// y lattice cells (most coarse samples of a column: the lanes differ only in z) two
+    /// 8-float loads and two permutes per (x, y) corner fetch them instead. Same values,
+    /// same interpolation: same bits. (The truncation is `cvttps2dq`, which equals `as i32`
+    /// for every biased coordinate below 2^31, NaN included after the mask: see `BIAS`.)
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -216,65 +218,93 @@ impl NoiseTile {
         y: &[f32; LANES],
         z: &[f32; LANES],
     ) -> [f32; LANES] {
-        use std::arch::x86_64::{
-            __m256i, _mm_castpd_ps, _mm_load_sd, _mm_loadh_pd, _mm256_loadu_ps, _mm256_loadu_si256,
-            _mm256_permutevar8x32_ps, _mm256_set_m128, _mm256_shuffle_ps, _mm256_storeu_ps,
-        };
-        let mut f = [[0f32; LANES]; 3];
-        // Row offsets (x and y lattice planes, lower and upper) and z cells.
-        let mut xo = [[0u32; LANES]; 2];
-        let mut yo = [[0u32; LANES]; 2];
-        let mut zc = [0u32; LANES];
-        for l in 0..LANES {
-            let c = [x[l] + BIAS, y[l] + BIAS, z[l] + BIAS];
-            let i = c.map(|v| v as i32);
-            for a in 0..3 {
-                f[a][l] = c[a] - i[a] as f32;
-            }
-            xo[0][l] = (i[0] & MASK) as u32 * (TILE * ROW) as u32;
-            xo[1][l] = ((i[0] + 1) & MASK) as u32 * (TILE * ROW) as u32;
-            yo[0][l] = (i[1] & MASK) as u32 * ROW as u32;
-            yo[1][l] = ((i[1] + 1) & MASK) as u32 * ROW as u32;
-            zc[l] = (i[2] & MASK) as u32;
-        }
-        let mut same_xy = true;
-        let (mut zmin, mut zmax) = (zc[0], zc[0]);
-        for l in 0..LANES {
-            same_xy &= (xo[0][l] == xo[0][0]) & (yo[0][l] == yo[0][0]);
-            zmin = zmin.min(zc[l]);
-            zmax = zmax.max(zc[l]);
-        }
+        use std::arch::x86_64::*;
         debug_assert_eq!(self.rows.len(), TILE * TILE * ROW);
         let base = self.rows.as_ptr();
-        // The eight corners, corner index bit 2 = x, bit 1 = y, bit 0 = z.
-        let mut v = [[0f32; LANES]; 8];
-        if same_xy && zmax - zmin < LANES as u32 {
+        let bias = _mm256_set1_ps(BIAS);
+        let mask = _mm256_set1_epi32(MASK);
+        let one = _mm256_set1_epi32(1);
+        // SAFETY: each input is 8 floats, read unaligned.
+        let (cx, cy, cz) = unsafe {
+            (
+                _mm256_add_ps(_mm256_loadu_ps(x.as_ptr()), bias),
+                _mm256_add_ps(_mm256_loadu_ps(y.as_ptr()), bias),
+                _mm256_add_ps(_mm256_loadu_ps(z.as_ptr()), bias),
+            )
+        };
+        let (ix, iy, iz) = (
+            _mm256_cvttps_epi32(cx),
+            _mm256_cvttps_epi32(cy),
+            _mm256_cvttps_epi32(cz),
+        );
+        let fx = _mm256_sub_ps(cx, _mm256_cvtepi32_ps(ix));
+        let fy = _mm256_sub_ps(cy, _mm256_cvtepi32_ps(iy));
+        let fz = _mm256_sub_ps(cz, _mm256_cvtepi32_ps(iz));
+        // Offsets of the lower and upper x planes and y rows, and the z cells.
+        let plane = _mm256_set1_epi32((TILE * ROW) as i32);
+        let row = _mm256_set1_epi32(ROW as i32);
+        let xo = [
+            _mm256_mullo_epi32(_mm256_and_si256(ix, mask), plane),
+            _mm256_mullo_epi32(_mm256_and_si256(_mm256_add_epi32(ix, one), mask), plane),
+        ];
+        let yo = [
+            _mm256_mullo_epi32(_mm256_and_si256(iy, mask), row),
+            _mm256_mullo_epi32(_mm256_and_si256(_mm256_add_epi32(iy, one), mask), row),
+        ];
+        let zc = _mm256_and_si256(iz, mask);
+        // Lane 0's (x, y) row: an x plane is wider than all y rows of it, so equal row
+        // offsets mean equal x and y cells.
+        let row00 = _mm256_add_epi32(xo[0], yo[0]);
+        let lane0 = _mm256_permutevar8x32_epi32(row00, _mm256_setzero_si256());
+        let same_xy = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(row00, lane0)));
+        let hmin = |v: __m256i| {
+            let m = _mm256_min_epu32(v, _mm256_permute2x128_si256::<1>(v, v));
+            let m = _mm256_min_epu32(m, _mm256_shuffle_epi32::<0b01_00_11_10>(m));
+            _mm256_cvtsi256_si32(_mm256_min_epu32(
+                m,
+                _mm256_shuffle_epi32::<0b10_11_00_01>(m),
+            ))
+        };
+        let hmax = |v: __m256i| {
+            let m = _mm256_max_epu32(v, _mm256_permute2x128_si256::<1>(v, v));
+            let m = _mm256_max_epu32(m, _mm256_shuffle_epi32::<0b01_00_11_10>(m));
+            _mm256_cvtsi256_si32(_mm256_max_epu32(
+                m,
+                _mm256_shuffle_epi32::<0b10_11_00_01>(m),
+            ))
+        };
+        // The corners' values, (x, y) corner c = 2 x + y: lower z, upper z.
+        let mut v = [(_mm256_setzero_ps(), _mm256_setzero_ps()); 4];
+        let (zmin, zmax) = (hmin(zc), hmax(zc));
+        if same_xy == 0xff && zmax - zmin < LANES as i32 {
             // Lane l needs the row's floats zc[l] and zc[l] + 1: float `zc[l] - zmin` of
             // the eight from zmin and of the eight from zmin + 1.
-            let idx: [u32; LANES] = std::array::from_fn(|l| zc[l] - zmin);
-            // SAFETY: `idx` is a [u32; 8], 32 bytes, read unaligned.
-            let idx = unsafe { _mm256_loadu_si256(idx.as_ptr() as *const __m256i) };
-            for (c, (cx, cy)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
-                let row = (xo[cx][0] + yo[cy][0] + zmin) as usize;
-                // SAFETY: `row` starts a run within one padded row (zmin < 64), and the
-                // loads end at `row + 9` at most, within the row's 72 floats; the row is in
-                // the tile (masked lattice offsets), whose length `rows` has with AVX2.
+            let idx = _mm256_sub_epi32(zc, _mm256_set1_epi32(zmin));
+            for (c, vc) in v.iter_mut().enumerate() {
+                let at = _mm256_cvtsi256_si32(xo[c >> 1]) + _mm256_cvtsi256_si32(yo[c & 1]);
+                let at = (at + zmin) as usize;
+                // SAFETY: `at` starts a run within one padded row (zmin < 64) of the tile
+                // (masked lattice offsets); the loads end at `at + 9` at most, within the
+                // row's 72 floats and so within `rows` (which has AVX2's tile).
                 unsafe {
-                    let r0 = _mm256_loadu_ps(base.add(row));
-                    let r1 = _mm256_loadu_ps(base.add(row + 1));
-                    _mm256_storeu_ps(v[2 * c].as_mut_ptr(), _mm256_permutevar8x32_ps(r0, idx));
-                    _mm256_storeu_ps(v[2 * c + 1].as_mut_ptr(), _mm256_permutevar8x32_ps(r1, idx));
+                    let r0 = _mm256_loadu_ps(base.add(at));
+                    let r1 = _mm256_loadu_ps(base.add(at + 1));
+                    *vc = (
+                        _mm256_permutevar8x32_ps(r0, idx),
+                        _mm256_permutevar8x32_ps(r1, idx),
+                    );
                 }
             }
         } else {
-            for (c, (cx, cy)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
-                let at: [usize; LANES] =
-                    std::array::from_fn(|l| (xo[cx][l] + yo[cy][l] + zc[l]) as usize);
-                // SAFETY: each `at[l]` is a z cell (< 64) of a row in the tile, so its two
-                // floats lie within the row's 72 and within `rows`. Each pair is read as
-                // one f64 (unaligned loads of 8 bytes are allowed by movsd/movhpd).
+            for (c, vc) in v.iter_mut().enumerate() {
+                let mut at = [0u32; LANES];
+                let offs = _mm256_add_epi32(_mm256_add_epi32(xo[c >> 1], yo[c & 1]), zc);
+                // SAFETY: `at` is 8 u32, written unaligned; each is a z cell (< 64) of a
+                // row in the tile, so its two floats lie within the row's 72 and within
+                // `rows`. Each pair is read as one unaligned f64 (movsd/movhpd).
                 unsafe {
-                    let pair = |l: usize| base.add(at[l]) as *const f64;
+                    _mm256_storeu_si256(at.as_mut_ptr() as *mut __m256i, offs);
+                    let pair = |l: usize| base.add(at[l] as usize) as *const f64;
                     // Lanes (0, 1) and (4, 5), then (2, 3) and (6, 7), two pairs a half.
                     let a = _mm256_set_m128(
                         _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(pair(4)), pair(5))),
@@ -285,12 +315,26 @@ impl NoiseTile {
                         _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(pair(2)), pair(3))),
                     );
                     // Even floats are the lower z values, odd ones the upper, lanes in order.
-                    _mm256_storeu_ps(v[2 * c].as_mut_ptr(), _mm256_shuffle_ps::<0x88>(a, b));
-                    _mm256_storeu_ps(v[2 * c + 1].as_mut_ptr(), _mm256_shuffle_ps::<0xDD>(a, b));
+                    *vc = (
+                        _mm256_shuffle_ps::<0x88>(a, b),
+                        _mm256_shuffle_ps::<0xDD>(a, b),
+                    );
                 }
             }
         }
-        interpolate8(&v, &f)
+        // `lerp`, operation for operation.
+        let lerp = |a: __m256, b: __m256, t: __m256| {
+            _mm256_add_ps(a, _mm256_mul_ps(_mm256_sub_ps(b, a), t))
+        };
+        let c00 = lerp(v[0].0, v[0].1, fz);
+        let c01 = lerp(v[1].0, v[1].1, fz);
+        let c10 = lerp(v[2].0, v[2].1, fz);
+        let c11 = lerp(v[3].0, v[3].1, fz);
+        let s = lerp(lerp(c00, c01, fy), lerp(c10, c11, fy), fx);
+        let mut out = [0f32; LANES];
+        // SAFETY: `out` is 8 floats, written unaligned.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), s) };
+        out
     }
 
     /// [`NoiseTile::fbm`] at eight points, bit for bit (see [`NoiseTile::sample8`]).
