@@ -92,6 +92,8 @@ impl FrameModel<'_> {
     /// One column of [`FrameModel::eval_brick_impl`]: voxels `base..base + 8` of `out`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
+    // Levels are indexed in lockstep across a dozen arrays.
+    #[allow(clippy::needless_range_loop)]
     fn eval_column<const EXT: bool>(
         &self,
         x: f32,
