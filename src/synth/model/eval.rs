@@ -41,8 +41,9 @@ impl FrameModel<'_> {
         self.eval_brick_any(p0, dx, mask, out, extended);
     }
 
+    /// [`FrameModel::eval_brick`] for any CPU (the x86-64 baseline where compiled alone).
     #[inline(always)]
-    fn eval_brick_any(
+    pub(super) fn eval_brick_any(
         &self,
         p0: [f32; 3],
         dx: f32,

@@ -127,18 +127,18 @@ fn check_brick(m: &FrameModel, p0: [f32; 3], dx: f32, ext: bool) {
     let (mask, _) = m.features_in(p0, hi);
     let mut fast = BrickFields::new();
     let mut slow = BrickFields::new();
+    let mut baseline = BrickFields::new();
     m.eval_brick(p0, dx, mask, &mut fast, ext);
+    // The same code compiled without AVX2 (what a CPU without it runs).
+    m.eval_brick_any(p0, dx, mask, &mut baseline, ext);
     if ext {
         m.eval_brick_reference::<true>(p0, dx, mask, &mut slow);
     } else {
         m.eval_brick_reference::<false>(p0, dx, mask, &mut slow);
     }
-    assert_same_fields(
-        &fast,
-        &slow,
-        ext,
-        &format!("brick {p0:?} dx {dx} mask {mask:#x}"),
-    );
+    let what = format!("brick {p0:?} dx {dx} mask {mask:#x}");
+    assert_same_fields(&fast, &slow, ext, &what);
+    assert_same_fields(&baseline, &slow, ext, &format!("{what} (baseline)"));
 }
 
 /// Bricks around the storm's features (the tower, the mesocyclone, the tornado's axis,
