@@ -311,6 +311,20 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
             "encode_s": report.encode_s,
             "write_s": report.write_s,
             "frames_in_flight": report.window,
+            "frame_times": report
+                .frame_times
+                .iter()
+                .map(|t| {
+                    serde_json::json!({
+                        "frame": t.frame,
+                        "began_s": t.began_s,
+                        "evaluated_s": t.evaluated_s,
+                        "encoded_s": t.encoded_s,
+                        "write_began_s": t.write_began_s,
+                        "written_s": t.written_s,
+                    })
+                })
+                .collect::<Vec<_>>(),
             "pick_s": pick_s,
             "process_cpu_s": process_cpu_s(),
             "threads": rayon::current_num_threads(),

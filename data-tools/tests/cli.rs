@@ -197,6 +197,10 @@ fn generate_is_deterministic() {
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         if name == "c" {
             assert_eq!(report["frames_in_flight"], 1);
+            // One frame at a time: frame 1 begins after frame 0 is written.
+            let t = report["frame_times"].as_array().unwrap();
+            assert_eq!(t.len(), 2);
+            assert!(t[1]["began_s"].as_f64() >= t[0]["written_s"].as_f64());
         }
         assert!(report["process_cpu_s"].as_f64().unwrap() > 0.0);
         let out = tmp.path().join(format!("{name}.nvdb"));
