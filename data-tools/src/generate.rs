@@ -51,6 +51,11 @@ pub struct GenerateArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Frames generated at once at most (default: as many as half the available memory
+    /// holds, at most twice the thread count). Fewer keeps frames finishing in order, so
+    /// writing overlaps generating, and reuses more memory.
+    #[arg(long)]
+    pub frames_in_flight: Option<usize>,
     /// Write a JSON report of the run (sizes, timings, GB/s) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -154,6 +159,24 @@ fn keep_freed_memory() {
     }
 }
 
+/// User plus system CPU time of this process so far, seconds (None where unknown).
+fn process_cpu_s() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
+        let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) } == 0;
+        // SAFETY: a zeroed rusage is a valid value, filled in when `ok`.
+        let u = unsafe { u.assume_init() };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        ok.then(|| secs(u.ru_utime) + secs(u.ru_stime))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 /// Runs `generate`.
 pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
     keep_freed_memory();
@@ -187,6 +210,7 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         }
         params.resolution = r;
     }
+    let mut pick_s = None;
     if let Some(target) = args.frame_size {
         if !(MIN_FRAME_SIZE..=MAX_FRAME_SIZE).contains(&target) {
             bail!(
@@ -196,7 +220,9 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
                 MAX_FRAME_SIZE / 1_000_000_000
             );
         }
+        let pick = std::time::Instant::now();
         let est = resolution_for_target(&params, args.grid_type, target);
+        pick_s = Some(pick.elapsed().as_secs_f64());
         eprintln!(
             "resolution {} for about {:.1} MB per frame as {} (target {:.1} MB)",
             est.resolution,
@@ -217,8 +243,12 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         || format!("{flag}: generating one {nx}x{ny}x{nz}-voxel frame"),
         synth::frame_peak_memory(&params, args.grid_type),
     )?;
+    if args.frames_in_flight == Some(0) {
+        bail!("--frames-in-flight must be at least 1");
+    }
     let opts = GenerateOptions {
         grid_type: args.grid_type,
+        max_frames_in_flight: args.frames_in_flight.unwrap_or(0),
         ..GenerateOptions::default()
     };
     let provenance = Provenance::new(
@@ -280,6 +310,23 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
             "eval_s": report.eval_s,
             "encode_s": report.encode_s,
             "write_s": report.write_s,
+            "frames_in_flight": report.window,
+            "frame_times": report
+                .frame_times
+                .iter()
+                .map(|t| {
+                    serde_json::json!({
+                        "frame": t.frame,
+                        "began_s": t.began_s,
+                        "evaluated_s": t.evaluated_s,
+                        "encoded_s": t.encoded_s,
+                        "write_began_s": t.write_began_s,
+                        "written_s": t.written_s,
+                    })
+                })
+                .collect::<Vec<_>>(),
+            "pick_s": pick_s,
+            "process_cpu_s": process_cpu_s(),
             "threads": rayon::current_num_threads(),
             "lanes": manifest.lanes.len(),
             "chunk_size": manifest.chunk_size,

@@ -171,9 +171,11 @@ fn generate_verify_inspect_sample_export_import() {
 fn generate_is_deterministic() {
     let tmp = tempfile::tempdir().unwrap();
     let mut slots = Vec::new();
-    for name in ["a", "b"] {
+    // "c" generates one frame at a time: the same bytes.
+    for name in ["a", "b", "c"] {
         let ds = tmp.path().join(name);
-        ok(&[
+        let json = tmp.path().join(format!("{name}.json"));
+        let mut args = vec![
             "generate",
             ds.to_str().unwrap(),
             "--frames",
@@ -184,7 +186,23 @@ fn generate_is_deterministic() {
             "2",
             "--seed",
             "7",
-        ]);
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        if name == "c" {
+            args.extend(["--frames-in-flight", "1"]);
+        }
+        ok(&args);
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        if name == "c" {
+            assert_eq!(report["frames_in_flight"], 1);
+            // One frame at a time: frame 1 begins after frame 0 is written.
+            let t = report["frame_times"].as_array().unwrap();
+            assert_eq!(t.len(), 2);
+            assert!(t[1]["began_s"].as_f64() >= t[0]["written_s"].as_f64());
+        }
+        assert!(report["process_cpu_s"].as_f64().unwrap() > 0.0);
         let out = tmp.path().join(format!("{name}.nvdb"));
         ok(&[
             "export",
@@ -197,6 +215,19 @@ fn generate_is_deterministic() {
         slots.push(std::fs::read(out).unwrap());
     }
     assert_eq!(slots[0], slots[1]);
+    assert_eq!(slots[0], slots[2]);
+    let ds = tmp.path().join("d");
+    fails(
+        &[
+            "generate",
+            ds.to_str().unwrap(),
+            "--resolution",
+            "64",
+            "--frames-in-flight",
+            "0",
+        ],
+        "--frames-in-flight",
+    );
 }
 
 #[test]

@@ -97,16 +97,18 @@ pub(super) fn leaf(
     if mask.iter().all(|&w| w == 0) {
         return None;
     }
-    let mut vals = Box::new([0f32; 512]);
-    for (n, v) in vals.iter_mut().enumerate() {
-        // Inactive voxels hold the background (zero) so leaf statistics and quantisation
-        // ranges cover active values only.
-        let on = mask[n >> 6] >> (n & 63) & 1 == 1;
-        *v = if on { values[n] } else { 0.0 };
-    }
+    // Collected straight into a fresh allocation: no zeroing pass before the values.
+    let vals: Box<[f32]> = (0..512)
+        .map(|n| {
+            // Inactive voxels hold the background (zero) so leaf statistics and
+            // quantisation ranges cover active values only.
+            let on = mask[n >> 6] >> (n & 63) & 1 == 1;
+            if on { values[n] } else { 0.0 }
+        })
+        .collect();
     Some(LeafBrick {
         origin,
-        values: vals,
+        values: vals.try_into().expect("512 values"),
         active: mask,
     })
 }

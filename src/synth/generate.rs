@@ -109,6 +109,8 @@ pub struct EncodedFrame {
     pub eval_s: f64,
     /// Wall time spent encoding the grids (parallel over leaves), seconds.
     pub encode_s: f64,
+    /// When the frame's work began, seconds from the start of the run (0 outside one).
+    pub began_s: f64,
 }
 
 impl EncodedFrame {
@@ -160,6 +162,26 @@ pub struct Report {
     pub write_s: f64,
     /// The reorder window used.
     pub window: usize,
+    /// When each frame was generated and written, in frame order.
+    pub frame_times: Vec<FrameTimes>,
+}
+
+/// One frame's timeline in a run, seconds from the run's start: where frames in flight
+/// overlap, and whether writing overlaps generating.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameTimes {
+    /// Frame index.
+    pub frame: u32,
+    /// Its work began.
+    pub began_s: f64,
+    /// Its fields were evaluated.
+    pub evaluated_s: f64,
+    /// Its grids were encoded (the frame was ready for the writer).
+    pub encoded_s: f64,
+    /// The writer took it (after the frames before it).
+    pub write_began_s: f64,
+    /// The writer finished it.
+    pub written_s: f64,
 }
 
 impl Report {
@@ -264,6 +286,7 @@ fn encode_frame_pooled(
         leaves,
         eval_s,
         encode_s: t1.elapsed().as_secs_f64(),
+        began_s: 0.0,
     })
 }
 
@@ -354,6 +377,7 @@ pub fn generate_frames_borrowed(
                 while next_spawn < n && ((next_spawn - next_write) as usize) < window {
                     let (tx, f, abort, pool) = (tx.clone(), next_spawn, &abort, &pool);
                     s.spawn(move |_| {
+                        let began_s = start.elapsed().as_secs_f64();
                         let r = if abort.load(Ordering::Relaxed) {
                             Err(SynthError::Aborted)
                         } else {
@@ -366,6 +390,7 @@ pub fn generate_frames_borrowed(
                                     msg: panic_message(p),
                                 })
                             })
+                            .map(|frame| EncodedFrame { began_s, ..frame })
                         };
                         // The receiver is gone only if the run already failed.
                         let _ = tx.send((f, r));
@@ -387,8 +412,17 @@ pub fn generate_frames_borrowed(
                         *s += l;
                     }
                     let t = Instant::now();
+                    let write_began_s = start.elapsed().as_secs_f64();
                     sink(&mut frame)?;
                     report.write_s += t.elapsed().as_secs_f64();
+                    report.frame_times.push(FrameTimes {
+                        frame: frame.frame,
+                        began_s: frame.began_s,
+                        evaluated_s: frame.began_s + frame.eval_s,
+                        encoded_s: frame.began_s + frame.eval_s + frame.encode_s,
+                        write_began_s,
+                        written_s: start.elapsed().as_secs_f64(),
+                    });
                     pool.give(std::mem::take(&mut frame.grids));
                     next_write += 1;
                     report.frames = next_write;

@@ -21,9 +21,18 @@ pub struct NoiseTile {
     // A fixed-size array: the masked indices provably stay below its length, so the
     // eight loads of a sample carry no bounds checks.
     data: Box<[f32; TILE * TILE * TILE]>,
+    /// The same values with each z row padded to [`ROW`] floats, the padding repeating
+    /// the row's start: a row read from any z cell onwards, up to nine floats, needs no
+    /// wrap. [`NoiseTile::sample8`]'s AVX2 path reads only this copy; empty without AVX2.
+    rows: Vec<f32>,
     /// Whether the CPU has AVX2, for [`NoiseTile::sample8`]'s vector loads.
     avx2: bool,
 }
+
+/// Floats per z row of [`NoiseTile`]'s padded copy: the tile's 64 and the first eight again,
+/// so that the nine values from any z cell onwards (an eight-lane load and the one after
+/// it) lie in one row.
+const ROW: usize = TILE + 8;
 
 /// SplitMix64 finaliser: a good 64-bit mix, used to derive every random number from the seed.
 #[inline]
@@ -102,10 +111,9 @@ impl NoiseTile {
         for (d, v) in data.iter_mut().zip(&acc) {
             *d = ((v - mean) / peak) as f32;
         }
-        NoiseTile {
-            data,
-            avx2: has_avx2(),
-        }
+        let avx2 = has_avx2();
+        let rows = if avx2 { padded_rows(&data) } else { Vec::new() };
+        NoiseTile { data, rows, avx2 }
     }
 
     /// Trilinear sample at tile coordinate (x, y, z); one unit is one tile sample, so the
@@ -152,10 +160,16 @@ pub const LANES: usize = 8;
 impl NoiseTile {
     /// [`NoiseTile::sample`] at eight points, bit for bit. The index arithmetic and the
     /// interpolation run as loops over the eight lanes, which the compiler turns into
-    /// vector instructions; only the 64 loads stay scalar. A column of a brick samples each
-    /// feature's noise this way.
+    /// vector instructions; with AVX2 the corner values come from vector loads too
+    /// ([`NoiseTile::sample8_avx2`]), else from 64 scalar loads. A column of a brick samples
+    /// each feature's noise this way.
     #[inline(always)]
     pub fn sample8(&self, x: &[f32; LANES], y: &[f32; LANES], z: &[f32; LANES]) -> [f32; LANES] {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `self.avx2` says the CPU supports AVX2.
+            return unsafe { self.sample8_avx2(x, y, z) };
+        }
         let mut f = [[0f32; LANES]; 3];
         // Offsets of the lower and upper lattice planes along x, y and z.
         let mut lo = [[0u32; LANES]; 3];
@@ -173,23 +187,6 @@ impl NoiseTile {
         // The eight corners, corner index bit 2 = x, bit 1 = y, bit 0 = z.
         let d = &self.data;
         let mut v = [[0f32; LANES]; 8];
-        // Most features sample a column with the same x and y for every voxel: then the
-        // lanes differ only in z, and each of the four (x, y) corners' values lie in one
-        // short run of the tile's z rows, which vector loads and a permute fetch at once.
-        let mut same_xy = true;
-        for l in 0..LANES {
-            same_xy &= (lo[0][l] == lo[0][0]) & (lo[1][l] == lo[1][0]);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if same_xy && self.avx2 {
-            let xs = [lo[0][0], hi[0][0]];
-            let ys = [lo[1][0], hi[1][0]];
-            // SAFETY: `self.avx2` says the CPU supports AVX2.
-            if unsafe { self.corners_along_z_avx2(xs, ys, &lo[2], &mut v) } {
-                return interpolate8(&v, &f);
-            }
-        }
-        let _ = same_xy;
         const ALL: usize = TILE * TILE * TILE - 1;
         for l in 0..LANES {
             for (corner, vc) in v.iter_mut().enumerate() {
@@ -204,53 +201,140 @@ impl NoiseTile {
         interpolate8(&v, &f)
     }
 
-    /// The eight corner values of eight samples that share their x and y lattice offsets
-    /// (`xs`, `ys`: lower and upper, shifted into place) and differ in z (`z_lo`: each
-    /// lane's lower z offset), with two vector loads and two permutes per (x, y) corner
-    /// instead of sixteen scalar loads. Returns false, leaving `v` alone, where the lanes'
-    /// z cells do not fit one run of eight (or the run would wrap around the tile); the
-    /// caller then loads them one by one. The values are the same either way.
+    /// [`NoiseTile::sample8`] with AVX2, from the padded rows, in vector registers
+    /// throughout: every lane's two z neighbours are adjacent floats, so each of its four
+    /// (x, y) corners is one 8-byte load, and eight of those make two vectors (the lanes'
+    /// lower and upper z values) with two shuffles. Where the eight lanes share their x and
+    /// y lattice cells (most coarse samples of a column: the lanes differ only in z) two
+    /// 8-float loads and two permutes per (x, y) corner fetch them instead. Same values,
+    /// same interpolation: same bits. (The truncation is `cvttps2dq`, which equals `as i32`
+    /// for every biased coordinate below 2^31, NaN included after the mask: see `BIAS`.)
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn corners_along_z_avx2(
+    unsafe fn sample8_avx2(
         &self,
-        xs: [u32; 2],
-        ys: [u32; 2],
-        z_lo: &[u32; LANES],
-        v: &mut [[f32; LANES]; 8],
-    ) -> bool {
-        use std::arch::x86_64::{
-            __m256i, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_permutevar8x32_ps,
-            _mm256_storeu_ps,
+        x: &[f32; LANES],
+        y: &[f32; LANES],
+        z: &[f32; LANES],
+    ) -> [f32; LANES] {
+        use std::arch::x86_64::*;
+        debug_assert_eq!(self.rows.len(), TILE * TILE * ROW);
+        let base = self.rows.as_ptr();
+        let bias = _mm256_set1_ps(BIAS);
+        let mask = _mm256_set1_epi32(MASK);
+        let one = _mm256_set1_epi32(1);
+        // SAFETY: each input is 8 floats, read unaligned.
+        let (cx, cy, cz) = unsafe {
+            (
+                _mm256_add_ps(_mm256_loadu_ps(x.as_ptr()), bias),
+                _mm256_add_ps(_mm256_loadu_ps(y.as_ptr()), bias),
+                _mm256_add_ps(_mm256_loadu_ps(z.as_ptr()), bias),
+            )
         };
-        let (mut zmin, mut zmax) = (z_lo[0], z_lo[0]);
-        for &z in z_lo {
-            zmin = zmin.min(z);
-            zmax = zmax.max(z);
-        }
-        // Lane l needs z rows z_lo[l] and z_lo[l] + 1 (no wrap while zmin + 8 < TILE):
-        // row `zmin + idx` of the first load and of the second, one further on.
-        if zmax - zmin >= LANES as u32 || zmin as usize + LANES >= TILE {
-            return false;
-        }
-        let idx: [u32; LANES] = std::array::from_fn(|l| z_lo[l] - zmin);
-        let base = self.data.as_ptr();
-        // SAFETY: `idx` is a [u32; 8], 32 bytes, read unaligned.
-        let idx = unsafe { _mm256_loadu_si256(idx.as_ptr() as *const __m256i) };
-        for (c, (x, y)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
-            let row = (xs[x] | ys[y]) as usize + zmin as usize;
-            // SAFETY: `row` is inside one z row of the tile (x and y offsets are masked
-            // lattice offsets, zmin + 8 < TILE), so both eight-float loads, ending at
-            // `row + 8` at most, stay within the row and the tile.
-            unsafe {
-                let r0 = _mm256_loadu_ps(base.add(row));
-                let r1 = _mm256_loadu_ps(base.add(row + 1));
-                _mm256_storeu_ps(v[2 * c].as_mut_ptr(), _mm256_permutevar8x32_ps(r0, idx));
-                _mm256_storeu_ps(v[2 * c + 1].as_mut_ptr(), _mm256_permutevar8x32_ps(r1, idx));
+        let (ix, iy, iz) = (
+            _mm256_cvttps_epi32(cx),
+            _mm256_cvttps_epi32(cy),
+            _mm256_cvttps_epi32(cz),
+        );
+        let fx = _mm256_sub_ps(cx, _mm256_cvtepi32_ps(ix));
+        let fy = _mm256_sub_ps(cy, _mm256_cvtepi32_ps(iy));
+        let fz = _mm256_sub_ps(cz, _mm256_cvtepi32_ps(iz));
+        // Offsets of the lower and upper x planes and y rows, and the z cells.
+        let plane = _mm256_set1_epi32((TILE * ROW) as i32);
+        let row = _mm256_set1_epi32(ROW as i32);
+        let xo = [
+            _mm256_mullo_epi32(_mm256_and_si256(ix, mask), plane),
+            _mm256_mullo_epi32(_mm256_and_si256(_mm256_add_epi32(ix, one), mask), plane),
+        ];
+        let yo = [
+            _mm256_mullo_epi32(_mm256_and_si256(iy, mask), row),
+            _mm256_mullo_epi32(_mm256_and_si256(_mm256_add_epi32(iy, one), mask), row),
+        ];
+        let zc = _mm256_and_si256(iz, mask);
+        // Lane 0's (x, y) row: an x plane is wider than all y rows of it, so equal row
+        // offsets mean equal x and y cells.
+        let row00 = _mm256_add_epi32(xo[0], yo[0]);
+        let lane0 = _mm256_permutevar8x32_epi32(row00, _mm256_setzero_si256());
+        let same_xy = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(row00, lane0)));
+        let hmin = |v: __m256i| {
+            let m = _mm256_min_epu32(v, _mm256_permute2x128_si256::<1>(v, v));
+            let m = _mm256_min_epu32(m, _mm256_shuffle_epi32::<0b01_00_11_10>(m));
+            _mm256_cvtsi256_si32(_mm256_min_epu32(
+                m,
+                _mm256_shuffle_epi32::<0b10_11_00_01>(m),
+            ))
+        };
+        let hmax = |v: __m256i| {
+            let m = _mm256_max_epu32(v, _mm256_permute2x128_si256::<1>(v, v));
+            let m = _mm256_max_epu32(m, _mm256_shuffle_epi32::<0b01_00_11_10>(m));
+            _mm256_cvtsi256_si32(_mm256_max_epu32(
+                m,
+                _mm256_shuffle_epi32::<0b10_11_00_01>(m),
+            ))
+        };
+        // The corners' values, (x, y) corner c = 2 x + y: lower z, upper z.
+        let mut v = [(_mm256_setzero_ps(), _mm256_setzero_ps()); 4];
+        let (zmin, zmax) = (hmin(zc), hmax(zc));
+        if same_xy == 0xff && zmax - zmin < LANES as i32 {
+            // Lane l needs the row's floats zc[l] and zc[l] + 1: float `zc[l] - zmin` of
+            // the eight from zmin and of the eight from zmin + 1.
+            let idx = _mm256_sub_epi32(zc, _mm256_set1_epi32(zmin));
+            for (c, vc) in v.iter_mut().enumerate() {
+                let at = _mm256_cvtsi256_si32(xo[c >> 1]) + _mm256_cvtsi256_si32(yo[c & 1]);
+                let at = (at + zmin) as usize;
+                // SAFETY: `at` starts a run within one padded row (zmin < 64) of the tile
+                // (masked lattice offsets); the loads end at `at + 9` at most, within the
+                // row's 72 floats and so within `rows` (which has AVX2's tile).
+                unsafe {
+                    let r0 = _mm256_loadu_ps(base.add(at));
+                    let r1 = _mm256_loadu_ps(base.add(at + 1));
+                    *vc = (
+                        _mm256_permutevar8x32_ps(r0, idx),
+                        _mm256_permutevar8x32_ps(r1, idx),
+                    );
+                }
+            }
+        } else {
+            for (c, vc) in v.iter_mut().enumerate() {
+                let mut at = [0u32; LANES];
+                let offs = _mm256_add_epi32(_mm256_add_epi32(xo[c >> 1], yo[c & 1]), zc);
+                // SAFETY: `at` is 8 u32, written unaligned; each is a z cell (< 64) of a
+                // row in the tile, so its two floats lie within the row's 72 and within
+                // `rows`. Each pair is read as one unaligned f64 (movsd/movhpd).
+                unsafe {
+                    _mm256_storeu_si256(at.as_mut_ptr() as *mut __m256i, offs);
+                    let pair = |l: usize| base.add(at[l] as usize) as *const f64;
+                    // Lanes (0, 1) and (4, 5), then (2, 3) and (6, 7), two pairs a half.
+                    let a = _mm256_set_m128(
+                        _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(pair(4)), pair(5))),
+                        _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(pair(0)), pair(1))),
+                    );
+                    let b = _mm256_set_m128(
+                        _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(pair(6)), pair(7))),
+                        _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(pair(2)), pair(3))),
+                    );
+                    // Even floats are the lower z values, odd ones the upper, lanes in order.
+                    *vc = (
+                        _mm256_shuffle_ps::<0x88>(a, b),
+                        _mm256_shuffle_ps::<0xDD>(a, b),
+                    );
+                }
             }
         }
-        true
+        // `lerp`, operation for operation.
+        let lerp = |a: __m256, b: __m256, t: __m256| {
+            _mm256_add_ps(a, _mm256_mul_ps(_mm256_sub_ps(b, a), t))
+        };
+        let c00 = lerp(v[0].0, v[0].1, fz);
+        let c01 = lerp(v[1].0, v[1].1, fz);
+        let c10 = lerp(v[2].0, v[2].1, fz);
+        let c11 = lerp(v[3].0, v[3].1, fz);
+        let s = lerp(lerp(c00, c01, fy), lerp(c10, c11, fy), fx);
+        let mut out = [0f32; LANES];
+        // SAFETY: `out` is 8 floats, written unaligned.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), s) };
+        out
     }
 
     /// [`NoiseTile::fbm`] at eight points, bit for bit (see [`NoiseTile::sample8`]).
@@ -294,6 +378,16 @@ fn has_avx2() -> bool {
     {
         false
     }
+}
+
+/// The tile with each z row padded to [`ROW`] floats (see [`NoiseTile`]'s `rows`).
+fn padded_rows(data: &[f32; TILE * TILE * TILE]) -> Vec<f32> {
+    let mut rows = Vec::with_capacity(TILE * TILE * ROW);
+    for row in data.chunks_exact(TILE) {
+        rows.extend_from_slice(row);
+        rows.extend_from_slice(&row[..ROW - TILE]);
+    }
+    rows
 }
 
 #[inline(always)]
@@ -359,6 +453,33 @@ mod tests {
             for l in 0..LANES {
                 assert_eq!(s[l].to_bits(), t.sample(x, y, zs[l]).to_bits());
                 assert_eq!(f[l].to_bits(), t.fbm(x, y, zs[l]).to_bits());
+            }
+        }
+    }
+
+    /// The scalar corner loads (CPUs without AVX2) give the same bits too: on an AVX2
+    /// machine the tests above take the vector path.
+    #[test]
+    fn scalar_eight_lane_sampling_is_bit_identical() {
+        let mut t = NoiseTile::new(4);
+        t.avx2 = false;
+        let mut seed = 3u64;
+        let mut next = || {
+            seed = mix64(seed);
+            (seed >> 40) as f32 / (1u64 << 24) as f32 * 400.0 - 200.0
+        };
+        for _ in 0..500 {
+            let x: [f32; LANES] = std::array::from_fn(|_| next());
+            let y: [f32; LANES] = std::array::from_fn(|_| next());
+            let z0 = next();
+            // Scattered lanes, then a column.
+            let z: [f32; LANES] = std::array::from_fn(|_| next());
+            let zc: [f32; LANES] = std::array::from_fn(|l| z0 + l as f32 * 0.3);
+            let s = t.sample8(&x, &y, &z);
+            let c = t.sample8(&[x[0]; LANES], &[y[0]; LANES], &zc);
+            for l in 0..LANES {
+                assert_eq!(s[l].to_bits(), t.sample(x[l], y[l], z[l]).to_bits());
+                assert_eq!(c[l].to_bits(), t.sample(x[0], y[0], zc[l]).to_bits());
             }
         }
     }
