@@ -255,7 +255,12 @@ fn gpus_that_cannot_be_played_are_refused_with_reasons() {
             .expect("run supercell play")
     };
     for (args, says) in [
-        (&["--gpus", "0,0"][..], "--headless"),
+        // The window plays several GPUs, but not ping-pong (refused before it opens).
+        (&["--gpus", "0,0", "--mode", "ping-pong"][..], "ping-pong"),
+        (
+            &["--gpus", "0,0", "--headless", "--soak", "1s"][..],
+            "--soak",
+        ),
         (&["--headless", "--gpus", "nine"], "--gpus"),
         (
             &["--headless", "--gpus", "0,0", "--mode", "ping-pong"],

@@ -22,8 +22,9 @@ use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::{Fullscreen, Window, WindowId};
 
 use super::PlayerGpu;
-use super::core::{PlayError, Player, PlayerConfig};
+use super::core::{PathSel, PlayError, Player, PlayerConfig};
 use super::figures::render_mode_name;
+use super::gpus::{self, MultiPlayer};
 use super::offscreen::{self, egui_pass};
 use super::overlay::{self, PRESETS, UiRequest, UiState};
 use super::script::{Action, Command, key_action};
@@ -59,6 +60,68 @@ pub struct WindowOptions {
     pub script: Vec<Command>,
     /// Quit after this many frames have been shown.
     pub exit_after: Option<u64>,
+    /// Several GPUs (`--gpus`, ordinals; GPU 0 presents): one player per GPU over the
+    /// frames it owns ([`MultiPlayer`]). `None`: one GPU, one player.
+    pub gpus: Option<Vec<usize>>,
+}
+
+/// What plays: one GPU's player, or several GPUs' on one timeline.
+enum Play {
+    One(Player),
+    Many(MultiPlayer),
+}
+
+impl Play {
+    /// The player whose view the window edits and whose device presents: the one player, or
+    /// GPU 0's (its view and size reach every GPU's player: [`MultiPlayer::sync_view`]).
+    fn lead(&self) -> &Player {
+        match self {
+            Play::One(p) => p,
+            Play::Many(m) => m.player(0),
+        }
+    }
+    fn lead_mut(&mut self) -> &mut Player {
+        match self {
+            Play::One(p) => p,
+            Play::Many(m) => m.player_mut(0),
+        }
+    }
+    fn scrub(&mut self, frame: u32) {
+        match self {
+            Play::One(p) => p.scrub(frame),
+            Play::Many(m) => m.scrub(frame),
+        }
+    }
+    fn shown_frame(&self) -> Option<u32> {
+        match self {
+            Play::One(p) => p.shown_frame(),
+            Play::Many(m) => m.shown_frame(),
+        }
+    }
+    fn scrub_pending(&self) -> bool {
+        match self {
+            Play::One(p) => p.scrub_pending(),
+            Play::Many(m) => m.scrub_pending(),
+        }
+    }
+    fn toggle_path(&mut self) -> Result<PathSel, String> {
+        match self {
+            Play::One(p) => p.toggle_path(),
+            Play::Many(m) => m.toggle_path(),
+        }
+    }
+    fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
+        match self {
+            Play::One(p) => p.set_path(sel),
+            Play::Many(m) => m.set_path(sel),
+        }
+    }
+    fn drain(&mut self, timeout: Duration) {
+        match self {
+            Play::One(p) => p.drain(timeout),
+            Play::Many(m) => m.drain(timeout),
+        }
+    }
 }
 
 /// What can go wrong with the window.
@@ -79,8 +142,12 @@ struct Gfx {
     window: Arc<Window>,
     surface: wgpu::Surface<'static>,
     config: wgpu::SurfaceConfiguration,
-    gpu: PlayerGpu,
-    player: Player,
+    /// The presenting device (GPU 0's with several GPUs).
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    /// Kept alive for the one player's device (several GPUs' players keep theirs).
+    _gpu: Option<PlayerGpu>,
+    play: Play,
     egui_ctx: egui::Context,
     egui_state: egui_winit::State,
     egui_renderer: egui_wgpu::Renderer,
@@ -120,6 +187,10 @@ struct App {
     last_compose: Instant,
 }
 
+/// Why the play mode does not change with several GPUs.
+const MODE_FIXED: &str =
+    "with --gpus the play mode is fixed at start (--mode loop or once; ping-pong is not supported)";
+
 /// Opens the window and runs until it is closed, Esc, `quit` or `--exit-after`.
 pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
     let event_loop = EventLoop::new().map_err(|e| WindowError::NoDisplay(e.to_string()))?;
@@ -144,6 +215,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             window_size: opts.requested.window_size.unwrap_or(software::WINDOW),
             plot_window_s: opts.plot_window_s,
             layout: Default::default(),
+            gpus: None,
         },
         script: opts.script.iter().cloned().collect(),
         opts,
@@ -166,7 +238,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         .run_app(&mut app)
         .map_err(|e| WindowError::Other(e.to_string()))?;
     if let Some(g) = app.gfx.as_mut() {
-        g.player.drain(Duration::from_secs(5));
+        g.play.drain(Duration::from_secs(5));
     }
     match app.error {
         Some(e) => Err(e),
@@ -210,27 +282,52 @@ impl App {
         let no_surface = |e: wgpu::CreateSurfaceError| {
             WindowError::Other(format!("cannot create a surface: {e}"))
         };
-        // The device that shares memory with CUDA where there is one (the direct path),
-        // else any adapter that can present to the window.
-        let (gpu, surface) = match PlayerGpu::open_shared() {
-            Ok(g) => {
-                let surface = g
+        // Several GPUs: each ordinal's device as `play --headless --gpus` opens it; GPU 0's
+        // presents. One GPU: the device that shares memory with CUDA where there is one (the
+        // direct path), else any adapter that can present to the window.
+        let (gpu, opened, surface) = match &self.opts.gpus {
+            Some(ordinals) => {
+                let opened = gpus::open_gpus(ordinals).map_err(PlayError::from)?;
+                for (k, g) in opened.iter().enumerate() {
+                    eprintln!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
+                }
+                let surface = opened[0]
+                    .gpu
                     .instance
                     .create_surface(window.clone())
                     .map_err(no_surface)?;
-                (g, surface)
+                (None, Some(opened), surface)
             }
-            Err(why) => {
-                let instance = PlayerGpu::instance();
-                let surface = instance
-                    .create_surface(window.clone())
-                    .map_err(no_surface)?;
-                let mut g = PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
-                g.interop_unavailable = Some(why);
-                (g, surface)
-            }
+            None => match PlayerGpu::open_shared() {
+                Ok(g) => {
+                    let surface = g
+                        .instance
+                        .create_surface(window.clone())
+                        .map_err(no_surface)?;
+                    (Some(g), None, surface)
+                }
+                Err(why) => {
+                    let instance = PlayerGpu::instance();
+                    let surface = instance
+                        .create_surface(window.clone())
+                        .map_err(no_surface)?;
+                    let mut g =
+                        PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
+                    g.interop_unavailable = Some(why);
+                    (Some(g), None, surface)
+                }
+            },
         };
-        let settings = software::choose(&gpu.caps, &self.opts.requested);
+        // The presenting device: the one GPU's, or GPU 0's.
+        let lead = match (&gpu, &opened) {
+            (Some(g), _) => g,
+            (None, Some(o)) => &o[0].gpu,
+            (None, None) => unreachable!("a device was opened above"),
+        };
+        let (device, queue) = (lead.device.clone(), lead.queue.clone());
+        let max_texture_2d = lead.caps.max_texture_2d;
+        let surface_caps = surface.get_capabilities(&lead.adapter);
+        let settings = software::choose(&lead.caps, &self.opts.requested);
         self.render_scale = settings.render_scale;
         if settings.software_adapter {
             // 20 compositions a second at most (each is CPU work on a software adapter): the
@@ -256,7 +353,7 @@ impl App {
             self.ui.message = Some((note.clone(), Instant::now()));
         }
         let (sw, sh) = (size.width.max(1), size.height.max(1));
-        let caps = surface.get_capabilities(&gpu.adapter);
+        let caps = surface_caps;
         let format = caps
             .formats
             .iter()
@@ -285,13 +382,29 @@ impl App {
             view_formats: vec![],
             color_space: wgpu::SurfaceColorSpace::Auto,
         };
-        surface.configure(&gpu.device, &config);
+        surface.configure(&device, &config);
         let mut pcfg = self.opts.player.clone();
         (pcfg.width, pcfg.height) = render_size((sw, sh), self.render_scale);
-        let mut player = Player::open(&gpu, &self.opts.scene, &pcfg)?;
-        eprintln!("play: {}", player.slot_plan().line());
-        settings.apply_view(player.view_mut());
-        self.ui.presets = overlay::presets_for(&player);
+        let mut play = match (&gpu, opened) {
+            (Some(g), _) => {
+                let mut player = Player::open(g, &self.opts.scene, &pcfg)?;
+                eprintln!("play: {}", player.slot_plan().line());
+                settings.apply_view(player.view_mut());
+                Play::One(player)
+            }
+            (None, Some(opened)) => {
+                let mut mp = MultiPlayer::open(opened, &self.opts.scene, &pcfg)?;
+                for k in 0..mp.gpu_count() {
+                    settings.apply_view(mp.player_mut(k).view_mut());
+                    eprintln!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
+                }
+                self.ui.gpus = Some(mp.overlay());
+                Play::Many(mp)
+            }
+            (None, None) => unreachable!("a device was opened above"),
+        };
+        let player = play.lead_mut();
+        self.ui.presets = overlay::presets_for(player);
         if self.opts.kiosk
             && let Some(why) = player.direct_unavailable()
         {
@@ -310,17 +423,19 @@ impl App {
             &window,
             Some(window.scale_factor() as f32),
             None,
-            Some(gpu.caps.max_texture_2d as usize),
+            Some(max_texture_2d as usize),
         );
         let egui_renderer =
-            egui_wgpu::Renderer::new(&gpu.device, format, egui_wgpu::RendererOptions::default());
+            egui_wgpu::Renderer::new(&device, format, egui_wgpu::RendererOptions::default());
         self.ui.window_size = (sw, sh);
         self.gfx = Some(Gfx {
             window,
             surface,
             config,
-            gpu,
-            player,
+            device,
+            queue,
+            _gpu: gpu,
+            play,
             egui_ctx,
             egui_state,
             egui_renderer,
@@ -336,7 +451,47 @@ impl App {
 
     fn apply_action(&mut self, a: Action, event_loop: &ActiveEventLoop) {
         let Some(g) = self.gfx.as_mut() else { return };
-        let p = &mut g.player;
+        if let Play::Many(m) = &mut g.play {
+            // The timeline is the several GPUs'; the view is GPU 0's player's (below), which
+            // reaches every GPU's player.
+            let said = match a {
+                Action::TogglePlay => {
+                    let on = !m.is_playing();
+                    m.set_playing(on);
+                    None
+                }
+                Action::Step(d) => {
+                    m.step(d);
+                    None
+                }
+                Action::ToggleDirect => Some(match m.toggle_path() {
+                    Ok(to) => format!("{} path: {}", to.name(), m.player(0).path_report(to).label),
+                    Err(why) => format!("direct path unavailable: {why}"),
+                }),
+                Action::Reverse => Some("with --gpus the timeline plays forward only".into()),
+                Action::CycleMode => Some(MODE_FIXED.into()),
+                Action::First => {
+                    m.scrub(0);
+                    None
+                }
+                Action::Last => {
+                    m.scrub(m.frame_count() - 1);
+                    None
+                }
+                _ => return self.apply_view_action(a, event_loop),
+            };
+            if let Some(text) = said {
+                self.message(text);
+            }
+            return;
+        }
+        self.apply_view_action(a, event_loop);
+    }
+
+    /// Actions on the one player, or on GPU 0's view (and the window) with several GPUs.
+    fn apply_view_action(&mut self, a: Action, event_loop: &ActiveEventLoop) {
+        let Some(g) = self.gfx.as_mut() else { return };
+        let p = g.play.lead_mut();
         match a {
             Action::TogglePlay => {
                 let on = !p.is_playing();
@@ -424,15 +579,58 @@ impl App {
 
     fn apply_request(&mut self, r: UiRequest, event_loop: &ActiveEventLoop) {
         let Some(g) = self.gfx.as_mut() else { return };
-        let p = &mut g.player;
+        if let Play::Many(m) = &mut g.play {
+            let said = match r {
+                // While dragging, each value is a jump (no nearest frame stands in).
+                UiRequest::Dragging(_) => None,
+                UiRequest::SetSpeed(s) => {
+                    m.set_speed(s);
+                    None
+                }
+                UiRequest::SetMode(_) => Some(MODE_FIXED.to_string()),
+                UiRequest::ShowDatasetAttribute(..) => Some(
+                    "with --gpus the attributes read are fixed at start (--attributes); 1-8 \
+                     switch those on and off"
+                        .to_string(),
+                ),
+                _ => None,
+            };
+            match r {
+                UiRequest::Dragging(_)
+                | UiRequest::SetSpeed(_)
+                | UiRequest::SetMode(_)
+                | UiRequest::ShowDatasetAttribute(..) => {
+                    if let Some(text) = said {
+                        self.message(text);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
         match r {
             UiRequest::Action(a) => self.apply_action(a, event_loop),
             UiRequest::SetPath(sel) => {
-                if let Err(why) = p.set_path(sel) {
+                if let Err(why) = g.play.set_path(sel) {
                     self.message(format!("{} path unavailable: {why}", sel.name()));
                 }
             }
-            UiRequest::Scrub(f) => p.scrub(f),
+            UiRequest::Scrub(f) => g.play.scrub(f),
+            UiRequest::Dragging(_)
+            | UiRequest::SetSpeed(_)
+            | UiRequest::SetMode(_)
+            | UiRequest::SetAttribute(..)
+            | UiRequest::ShowDatasetAttribute(..)
+            | UiRequest::SetPreset(..) => self.apply_view_request(r),
+        }
+    }
+
+    /// Requests of the one player, or of GPU 0's view with several GPUs.
+    fn apply_view_request(&mut self, r: UiRequest) {
+        let Some(g) = self.gfx.as_mut() else { return };
+        let p = g.play.lead_mut();
+        match r {
+            UiRequest::Action(_) | UiRequest::SetPath(_) | UiRequest::Scrub(_) => {}
             UiRequest::Dragging(d) => p.set_dragging(d),
             UiRequest::SetSpeed(s) => p.set_speed(s),
             UiRequest::SetMode(m) => p.set_mode(m),
@@ -469,7 +667,7 @@ impl App {
                 Some(Waiting::Until(t)) if Instant::now() < *t => return,
                 Some(Waiting::Frames(n)) if self.ui.frames_shown < *n => return,
                 Some(Waiting::Shown(f, deadline))
-                    if g.player.shown_frame() != Some(*f) || g.player.scrub_pending() =>
+                    if g.play.shown_frame() != Some(*f) || g.play.scrub_pending() =>
                 {
                     if Instant::now() > *deadline {
                         self.error = Some(WindowError::Other(format!(
@@ -497,7 +695,7 @@ impl App {
                 Command::Key(a) => self.apply_action(a, event_loop),
                 Command::Scrub(f) => {
                     if let Some(g) = self.gfx.as_mut() {
-                        g.player.scrub(f);
+                        g.play.scrub(f);
                     }
                 }
                 Command::Drag(f) => {
@@ -519,9 +717,20 @@ impl App {
                     return;
                 }
                 Command::Render(path) => {
-                    let r = g
-                        .player
-                        .read_image()
+                    // The picture on screen (with several GPUs, as presented on GPU 0).
+                    let image = match &g.play {
+                        Play::One(p) => p.read_image(),
+                        Play::Many(m) => {
+                            m.read_presented()
+                                .map(|(width, height, rgba8)| crate::render::Image {
+                                    width,
+                                    height,
+                                    rgba8,
+                                    linear: Vec::new(),
+                                })
+                        }
+                    };
+                    let r = image
                         .map_err(|e| e.to_string())
                         .and_then(|img| img.write_png(&path).map_err(|e| e.to_string()));
                     if let Err(e) = r {
@@ -531,7 +740,7 @@ impl App {
                     }
                 }
                 Command::DumpState(path) => {
-                    let d = overlay::dump(&g.player, &self.ui);
+                    let d = overlay::dump(g.play.lead(), &self.ui);
                     let r = serde_json::to_string_pretty(&d)
                         .map_err(|e| e.to_string())
                         .and_then(|t| std::fs::write(&path, t).map_err(|e| e.to_string()));
@@ -559,21 +768,22 @@ impl App {
         self.last_frame = now;
         if self.opts.kiosk {
             // The scene's camera path flies (it loops with the clock), else a slow orbit.
-            if g.player.has_camera_path() {
+            let p = g.play.lead_mut();
+            if p.has_camera_path() {
                 let t = now.duration_since(self.kiosk_start).as_secs_f64();
-                let cam = g.player.scene_camera_at(t);
-                g.player.view_mut().camera = cam;
+                let cam = p.scene_camera_at(t);
+                p.view_mut().camera = cam;
             } else {
-                g.player.view_mut().camera.orbit(dt * 6.0, 0.0);
+                p.view_mut().camera.orbit(dt * 6.0, 0.0);
             }
         }
         if let Some(every) = self.opts.toggle_every
             && now.duration_since(self.toggle_mark) >= every
         {
             self.toggle_mark = now;
-            match g.player.toggle_path() {
+            match g.play.toggle_path() {
                 Ok(to) => {
-                    let label = g.player.path_report(to).label;
+                    let label = g.play.lead().path_report(to).label;
                     self.ui.message = Some((format!("{} path: {label}", to.name()), now));
                 }
                 Err(why) => {
@@ -589,7 +799,7 @@ impl App {
         }
         if now.duration_since(self.gpu_mark) >= Duration::from_secs(2) {
             self.gpu_mark = now;
-            self.ui.gpu_memory = super::gpumem::gpu_memory(g.player.device());
+            self.ui.gpu_memory = super::gpumem::gpu_memory(g.play.lead().device());
         }
     }
 
@@ -598,12 +808,20 @@ impl App {
         self.run_script(event_loop);
         self.timers();
         let Some(g) = self.gfx.as_mut() else { return };
-        match g.player.tick() {
-            Ok(t) => {
-                if t.shown.is_some() {
+        let ticked = match &mut g.play {
+            Play::One(p) => p.tick().map(|t| (t.shown.is_some(), t.rendered)),
+            Play::Many(m) => {
+                let t = m.tick().map(|t| (t.shown.is_some(), t.shown.is_some()));
+                self.ui.gpus = Some(m.overlay());
+                t
+            }
+        };
+        match ticked {
+            Ok((shown, rendered)) => {
+                if shown {
                     self.ui.frames_shown += 1;
                 }
-                g.image_fresh |= t.rendered;
+                g.image_fresh |= rendered;
             }
             Err(e) => {
                 self.ui.message = Some((format!("error: {e}"), Instant::now()));
@@ -633,13 +851,19 @@ fn compose(
     requests: &mut Vec<UiRequest>,
     screenshot: Option<PathBuf>,
 ) -> Result<(), WindowError> {
-    let device = g.gpu.device.clone();
-    let queue = g.gpu.queue.clone();
+    let device = g.device.clone();
+    let queue = g.queue.clone();
     let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("supercell compose"),
     });
     // Keep the display texture in step with the renderer's image.
-    if let Some(out) = g.player.output() {
+    // The picture on screen: the one player's image, or the frame presented on GPU 0 (its
+    // own image, or the copy of another GPU's).
+    let source = match &g.play {
+        Play::One(p) => p.output(),
+        Play::Many(m) => m.presented_image(),
+    };
+    if let Some(out) = source {
         let size = (out.width(), out.height());
         if g.display.as_ref().is_none_or(|d| d.2 != size) {
             let tex = device.create_texture(&wgpu::TextureDescriptor {
@@ -693,7 +917,7 @@ fn compose(
     }
     let raw = g.egui_state.take_egui_input(&g.window);
     let image = g.display.as_ref().map(|d| d.1);
-    let player = &g.player;
+    let player = g.play.lead();
     let full = g
         .egui_ctx
         .run_pass(raw, |ctx| overlay::draw(ctx, player, ui, image, requests));
@@ -798,9 +1022,10 @@ impl ApplicationHandler for App {
             WindowEvent::Resized(size) if size.width > 0 && size.height > 0 => {
                 g.config.width = size.width;
                 g.config.height = size.height;
-                g.surface.configure(&g.gpu.device, &g.config);
+                g.surface.configure(&g.device, &g.config);
                 let (w, h) = render_size((size.width, size.height), self.render_scale);
-                g.player.set_size(w, h);
+                // With several GPUs GPU 0's size reaches every GPU ([`MultiPlayer::sync_view`]).
+                g.play.lead_mut().set_size(w, h);
                 self.ui.window_size = (size.width, size.height);
                 g.egui_ctx.set_zoom_factor(zoom_for(
                     self.ui.large_print,
@@ -847,9 +1072,13 @@ impl ApplicationHandler for App {
                     let h = g.config.height.max(1) as f32;
                     let pan = self.mouse.2 || (self.mouse.1 && self.modifiers.shift_key());
                     if pan {
-                        g.player.view_mut().camera.pan(-dx / h, dy / h);
+                        g.play.lead_mut().view_mut().camera.pan(-dx / h, dy / h);
                     } else if self.mouse.1 {
-                        g.player.view_mut().camera.orbit(-dx * 0.3, dy * 0.3);
+                        g.play
+                            .lead_mut()
+                            .view_mut()
+                            .camera
+                            .orbit(-dx * 0.3, dy * 0.3);
                     }
                 }
                 self.mouse.0 = Some((x, y));
@@ -859,7 +1088,7 @@ impl ApplicationHandler for App {
                     MouseScrollDelta::LineDelta(_, y) => y,
                     MouseScrollDelta::PixelDelta(p) => p.y as f32 / 40.0,
                 };
-                g.player.view_mut().camera.zoom(1.1f32.powf(lines));
+                g.play.lead_mut().view_mut().camera.zoom(1.1f32.powf(lines));
             }
             _ => {}
         }

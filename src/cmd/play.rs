@@ -169,9 +169,10 @@ pub struct PlayArgs {
     /// 0: wait forever.
     #[arg(long, default_value = "10s", value_parser = supercell::units::parse_duration)]
     pub read_timeout: Duration,
-    /// Headless: play on several GPUs of this host, alternate frames each (`all`, a count
-    /// `N`, or ordinals `0,1`; one may be named twice, `0,0`): each GPU its own engines,
-    /// rings and renderer; GPU 0 presents, the others' images copied through the host.
+    /// Play on several GPUs of this host, alternate frames each (`all`, a count `N`, or
+    /// ordinals `0,1`; one may be named twice, `0,0`): each GPU its own engines, rings and
+    /// renderer; GPU 0 presents (in the window, or headless), the others' images copied
+    /// through the host. Loop or once only (not ping-pong).
     #[arg(long, value_parser = supercell::bench::jobs::parse_gpus)]
     pub gpus: Option<supercell::bench::jobs::GpuSelection>,
 }
@@ -317,22 +318,19 @@ pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
     if !scene.exists() {
         bail!("{}: no such scene file or dataset", scene.display());
     }
-    if let Some(selection) = &args.gpus {
-        if !args.headless {
-            bail!(
-                "--gpus plays headless only so far (--headless); the window shows one GPU's frames"
-            );
+    let gpus = match &args.gpus {
+        Some(selection) => {
+            if args.soak.is_some() || args.screenshot.is_some() {
+                bail!("--gpus cannot be used with --soak or --screenshot yet");
+            }
+            Some(resolve_gpus(selection)?)
         }
-        if args.soak.is_some() || args.screenshot.is_some() {
-            bail!("--gpus cannot be used with --soak or --screenshot yet");
-        }
-        let gpus = resolve_gpus(selection)?;
-        return gpus_run(args, &req, &scene, &gpus);
-    }
-    if args.headless {
-        headless_run(args, &req, &scene)
-    } else {
-        window_run(args, req, &scene)
+        None => None,
+    };
+    match (gpus, args.headless) {
+        (Some(gpus), true) => gpus_run(args, &req, &scene, &gpus),
+        (None, true) => headless_run(args, &req, &scene),
+        (gpus, false) => window_run(args, req, &scene, gpus),
     }
 }
 
@@ -490,7 +488,12 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
     Ok(())
 }
 
-fn window_run(args: &PlayArgs, req: Requested, scene: &std::path::Path) -> anyhow::Result<()> {
+fn window_run(
+    args: &PlayArgs,
+    req: Requested,
+    scene: &std::path::Path,
+    gpus: Option<Vec<usize>>,
+) -> anyhow::Result<()> {
     let scene_file = Scene::load(scene)?;
     // The window sets the render size from its own (and the adapter's defaults).
     let window_size = req.window_size.unwrap_or(software::WINDOW);
@@ -518,6 +521,13 @@ fn window_run(args: &PlayArgs, req: Requested, scene: &std::path::Path) -> anyho
         cfg.mode = PlayMode::Loop;
         cfg.playing = true;
     }
+    if gpus.is_some() && cfg.mode == PlayMode::PingPong {
+        // Refused before a window opens (each GPU's player would turn at its own last frame).
+        bail!(
+            "--mode ping-pong is not supported with --gpus (loop or once; the scene's playback \
+             mode counts where --mode is not given)"
+        );
+    }
     let opts = WindowOptions {
         scene: scene.to_path_buf(),
         player: cfg,
@@ -531,6 +541,7 @@ fn window_run(args: &PlayArgs, req: Requested, scene: &std::path::Path) -> anyho
         toggle_every,
         script,
         exit_after: args.exit_after,
+        gpus,
     };
     window::run(opts)?;
     Ok(())

@@ -30,9 +30,10 @@ use crate::app::core::Player;
 use crate::app::headless::{
     FaultReport, GpuRun, GpusRun, GpusTotal, HeadlessOptions, MemoryReport, PathRun, RenderReport,
 };
+use crate::pipeline::Direction;
 use crate::pipeline::PlayMode;
 use crate::pipeline::multi::{GpuActions, MultiScheduler, Ownership, Report, Ticket};
-use crate::render::RenderError;
+use crate::render::{RenderError, View};
 
 mod run;
 pub use run::{run_paths, summary};
@@ -240,6 +241,10 @@ pub struct MultiPlayer {
     capture: bool,
     captured: Vec<(u32, usize, Vec<u8>)>,
     last_error: Option<String>,
+    /// GPU 0's view and render size as last given to every GPU ([`MultiPlayer::sync_view`]).
+    synced: Option<(View, (u32, u32))>,
+    /// Simulation time of every frame, from its owner's player.
+    frame_times: Vec<f64>,
 }
 
 impl MultiPlayer {
@@ -337,6 +342,12 @@ impl MultiPlayer {
         .map_err(PlayError::Usage)?;
         multi.scrub(cfg.start_frame);
         multi.set_playing(cfg.playing);
+        let frame_times = (0..frame_count)
+            .map(|f| {
+                let s = &shares[multi.ownership().owner(f)];
+                s.local(f).map_or(0.0, |l| s.player.frame_time(l))
+            })
+            .collect();
         Ok(MultiPlayer {
             shares,
             multi,
@@ -353,6 +364,8 @@ impl MultiPlayer {
             capture: false,
             captured: Vec::new(),
             last_error: None,
+            synced: None,
+            frame_times,
         })
     }
 
@@ -454,6 +467,114 @@ impl MultiPlayer {
     /// Playback rate of the timeline (`None`: as fast as frames are finished).
     pub fn set_speed(&mut self, fps: Option<f64>) {
         self.multi.set_speed(fps);
+    }
+
+    /// Whether the timeline plays.
+    pub fn is_playing(&self) -> bool {
+        self.multi.scheduler().is_playing()
+    }
+    /// The timeline's direction.
+    pub fn direction(&self) -> Direction {
+        self.multi.scheduler().direction()
+    }
+    /// The timeline's playback rate (`None`: as fast as frames are finished).
+    pub fn speed(&self) -> Option<f64> {
+        self.multi.scheduler().config().speed_fps
+    }
+    /// The end-of-timeline behaviour (fixed at open: loop or once).
+    pub fn mode(&self) -> PlayMode {
+        self.mode
+    }
+    /// The playhead.
+    pub fn position(&self) -> u32 {
+        self.multi.scheduler().position()
+    }
+
+    /// Steps one frame in `direction`, pausing, as the step keys do: the frame stepped to
+    /// is the next one presented, whichever GPU owns it.
+    pub fn step(&mut self, direction: Direction) {
+        self.set_playing(false);
+        self.multi.step(direction);
+        let at = self.multi.scheduler().position();
+        self.align(at);
+        self.scrub = Some((at, Instant::now()));
+    }
+
+    /// The simulation time of dataset frame `frame` (from its owner's player).
+    pub fn frame_time(&self, frame: u32) -> f64 {
+        self.frame_times.get(frame as usize).copied().unwrap_or(0.0)
+    }
+
+    /// The image of the frame on screen, on the display GPU (GPU 0): GPU 0's own output
+    /// where it rendered the frame, else the texture another GPU's image was copied to.
+    pub fn presented_image(&self) -> Option<&wgpu::Texture> {
+        match self.on_screen {
+            Some((_, 0)) => self.shares[0].player.output(),
+            Some(_) => self.display.as_ref(),
+            None => None,
+        }
+    }
+
+    /// Reads the image of the frame on screen back from the display GPU: width, height and
+    /// RGBA8 rows.
+    pub fn read_presented(&self) -> Result<(u32, u32, Vec<u8>), PlayError> {
+        let texture = self
+            .presented_image()
+            .ok_or_else(|| PlayError::Usage("nothing presented yet".into()))?;
+        let lead = &self.shares[0].player;
+        read_texture(lead.device(), lead.queue(), texture)
+    }
+
+    /// The overlay's rows and timeline: each GPU's figures from the timeline (GB/s read,
+    /// frames/s rendered, copies to the display GPU), its adapter and path label, the total.
+    pub fn overlay(&mut self) -> crate::app::overlay::GpusOverlay {
+        use crate::app::overlay::{GPUS_ORDER_KEPT, GpuReport, GpusOverlay, gpu_rows};
+        let now = self.now();
+        let (per, total) = self.multi.figures(now);
+        let labels: Vec<String> = self
+            .shares
+            .iter()
+            .map(|s| s.player.path_report(self.active).label)
+            .collect();
+        let reports: Vec<GpuReport<'_>> = self
+            .shares
+            .iter()
+            .zip(&per)
+            .zip(&labels)
+            .map(|((s, f), label)| GpuReport {
+                ordinal: s.ordinal,
+                adapter: &s.device,
+                path_label: label,
+                figures: *f,
+                copies: s.copies_ms.len() as u64,
+            })
+            .collect();
+        let (rows, total) = gpu_rows(&reports, &total);
+        let mut damaged: Vec<u32> = self
+            .shares
+            .iter()
+            .flat_map(|s| {
+                s.player
+                    .damaged_frames()
+                    .keys()
+                    .filter_map(|&l| s.frames.get(l as usize).copied())
+            })
+            .collect();
+        damaged.sort_unstable();
+        GpusOverlay {
+            rows,
+            total,
+            shown_frame: self.shown,
+            position: self.position(),
+            frame_count: self.frame_count,
+            playing: self.is_playing(),
+            speed_fps: self.speed(),
+            last_scrub_ms: self.last_scrub_ms,
+            damaged,
+            presented: self.presented[self.presented.len().saturating_sub(GPUS_ORDER_KEPT)..]
+                .to_vec(),
+            frame_times: self.frame_times.clone(),
+        }
     }
 
     /// Lets go of what a GPU's player holds for the display, telling the multi-scheduler
@@ -571,8 +692,50 @@ impl MultiPlayer {
         (ahead as usize) <= self.multi.window()
     }
 
+    /// Gives every GPU's player GPU 0's view and render size (the view is shared: the
+    /// window changes GPU 0's). Where they changed since the last call, every image
+    /// finished for the old view is out of date ([`MultiScheduler::invalidate_images`]):
+    /// what the players hold is let go and the timeline goes on from the frame on screen
+    /// (or the target of a jump under way), which its owner renders again for the new view
+    /// before it is presented, so no image of the old view is presented after the change.
+    /// Returns whether the view changed.
+    pub fn sync_view(&mut self) -> bool {
+        let lead = &self.shares[0].player;
+        let key = (lead.view().clone(), lead.size());
+        if self.synced.as_ref() == Some(&key) {
+            return false;
+        }
+        let (view, (w, h)) = &key;
+        for s in &mut self.shares[1..] {
+            // The size first: a new aspect refits a player's camera, which GPU 0's replaces.
+            s.player.set_size(*w, *h);
+            if s.player.view() != view {
+                *s.player.view_mut() = view.clone();
+            }
+        }
+        let first = self.synced.is_none();
+        self.synced = Some(key);
+        if first {
+            // Nothing was rendered yet.
+            return false;
+        }
+        self.multi.invalidate_images();
+        let at = match self.scrub {
+            Some((target, _)) => target,
+            None => self
+                .shown
+                .unwrap_or_else(|| self.multi.scheduler().position()),
+        };
+        // Not a jump of the user's: its latency is not recorded (a jump under way keeps its
+        // own).
+        self.multi.scrub(at);
+        self.align(at);
+        true
+    }
+
     /// Advances every GPU once and presents the next frame when its image is finished.
     pub fn tick(&mut self) -> Result<MultiTick, PlayError> {
+        self.sync_view();
         let now = self.now();
         let actions = self.multi.plan();
         self.apply(actions, now);
@@ -840,11 +1003,19 @@ fn read_output(player: &Player) -> Result<(u32, u32, Vec<u8>), PlayError> {
     let texture = player
         .output()
         .ok_or_else(|| PlayError::Usage("nothing rendered yet".into()))?;
+    read_texture(player.device(), player.queue(), texture)
+}
+
+/// Reads an RGBA8 `texture` of `device` back: width, height and rows.
+fn read_texture(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    texture: &wgpu::Texture,
+) -> Result<(u32, u32, Vec<u8>), PlayError> {
     let (w, h) = (texture.width(), texture.height());
     let row =
         (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
     let len = u64::from(row) * u64::from(h);
-    let device = player.device();
     let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("supercell display read-back"),
         size: len,
@@ -873,7 +1044,7 @@ fn read_output(player: &Player) -> Result<(u32, u32, Vec<u8>), PlayError> {
             depth_or_array_layers: 1,
         },
     );
-    let done = player.queue().submit([enc.finish()]);
+    let done = queue.submit([enc.finish()]);
     let padded = crate::device::map_read(device, &buffer, 0..len, Some(done), None)
         .map_err(|e| PlayError::Usage(format!("reading an image back: {e}")))?;
     let mut out = Vec::with_capacity((w * h * 4) as usize);
