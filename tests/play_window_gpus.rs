@@ -1,0 +1,227 @@
+//! The player's window with several GPUs (`--gpus 0,0`: two players on one adapter), under
+//! an Xvfb of its own, driven by a script: frames presented strictly in order by both
+//! GPUs, the overlay's per-GPU rows and total, the refused toggle, an exact jump to a frame
+//! of GPU 1 whose copied image is the picture of that frame, and a camera change that
+//! reaches GPU 1 (the frame on screen is presented again in a new picture).
+//!
+//! Without a GPU adapter or Xvfb the test prints why and passes, unless
+//! `SUPERCELL_REQUIRE_GPU` is set (CI sets it).
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+mod play_support;
+mod storm_support;
+use play_support::{bin, dataset, gpu, out_dir, read_png, skip};
+
+/// An Xvfb of this test's own, on a display number it picks (killed on drop).
+struct Xvfb {
+    name: String,
+    child: Child,
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn xvfb() -> Option<Xvfb> {
+    use std::io::BufRead;
+    let mut child = Command::new("Xvfb")
+        .args([
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1024x768x24",
+            "-nolisten",
+            "tcp",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut n = String::new();
+    let read = std::io::BufReader::new(child.stdout.as_mut()?).read_line(&mut n);
+    let name = format!(":{}", n.trim());
+    let x = Xvfb { name, child };
+    (read.is_ok() && n.trim().parse::<u32>().is_ok()).then_some(x)
+}
+
+/// Mean absolute difference (0..255) of two RGB images of the same size.
+fn mean_abs_diff(a: &[u8], b: &[u8]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let sum: u64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| u64::from(x.abs_diff(*y)))
+        .sum();
+    sum as f64 / a.len().max(1) as f64
+}
+
+#[test]
+fn window_plays_two_gpus_in_order_with_their_rows() {
+    if gpu().is_none() {
+        return;
+    }
+    let Some(x) = xvfb() else {
+        skip("no Xvfb");
+        return;
+    };
+    let ds = dataset();
+    let dir = out_dir().join("window-gpus");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    // Frame 5 belongs to GPU 1 (alternate frames): its picture reaches the screen as a copy.
+    let script = format!(
+        "wait-frames 6; dump-state {s1}; key D; wait 200ms; dump-state {s2}; key Space; \
+         scrub 5; wait-shown 5; wait 200ms; render {img}; dump-state {s3}; key a; key a; \
+         wait-frames 1; wait 200ms; render {img2}; dump-state {s4}; quit",
+        s1 = p("s1.json"),
+        s2 = p("s2.json"),
+        s3 = p("s3.json"),
+        s4 = p("s4.json"),
+        img = p("img.png"),
+        img2 = p("img2.png"),
+    );
+    let started = Instant::now();
+    let mut child = Command::new(bin())
+        .args(["play", ds.to_str().unwrap(), "--gpus", "0,0"])
+        .args(["--window-size", "640x480", "--render-scale", "0.25"])
+        .args(["--step", "1", "--attributes", "cloud,rain,wind_speed"])
+        .args(["--threads", "2", "--fps", "20", "--mode", "loop"])
+        .args(["--script", &script])
+        .env("DISPLAY", &x.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the window");
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!("the window did not quit within 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !status.success() && stderr.contains("cannot open a window") {
+        skip(&format!("no window: {stderr}"));
+        return;
+    }
+    assert!(status.success(), "play --gpus 0,0 failed:\n{stderr}");
+    assert!(stderr.contains("GPU 1 (--gpus 0)"), "{stderr}");
+    let read = |n: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
+    };
+    let presented = |v: &serde_json::Value| -> Vec<(u64, u64)> {
+        v["gpus"]["presented"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+            .collect()
+    };
+
+    // Playing: frames presented one after another in order, each from its owner, both GPUs.
+    let s1 = read("s1.json");
+    assert!(s1["frames_shown"].as_u64().unwrap() >= 6, "{s1}");
+    assert_eq!(s1["frame_count"], 8);
+    let order = presented(&s1);
+    assert!(order.len() >= 6, "{order:?}");
+    for w in order.windows(2) {
+        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
+    }
+    for &(f, k) in &order {
+        assert_eq!(k, f % 2, "frame {f} from GPU {k}: {order:?}");
+    }
+    // The overlay's rows: one per GPU and the total, in the figures panel.
+    let rows = s1["gpus"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{s1}");
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(r["gpu"], k as u64);
+        assert_eq!(r["ordinal"], 0);
+        assert!(!r["adapter"].as_str().unwrap().is_empty());
+        assert!(!r["path_label"].as_str().unwrap().is_empty());
+        assert!(r["frames_shown"].as_u64().unwrap() >= 3, "{r}");
+    }
+    // GPU 0's images are shown where they are; GPU 1's are copied, and the copies timed.
+    assert!(rows[0]["copy_ms"].is_null(), "{s1}");
+    assert!(rows[1]["copy_ms"].as_f64().unwrap() > 0.0, "{s1}");
+    assert_eq!(s1["gpus"]["total"]["gpus"], 2);
+    let lines: Vec<String> = serde_json::from_value(s1["lines"].clone()).unwrap();
+    assert!(lines.iter().any(|l| l.starts_with("GPU0 ")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("GPU1 ")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("presented")),
+        "the total: {lines:?}"
+    );
+    assert_eq!(s1["active_path"], "host");
+
+    // The toggle switches every GPU or none: without CUDA none, with the reason.
+    let s2 = read("s2.json");
+    if supercell::gpu::cuda_probe().is_err() {
+        assert_eq!(s2["active_path"], "host", "{s2}");
+        assert!(
+            s2["message"].as_str().unwrap().contains("unavailable"),
+            "{s2}"
+        );
+    } else {
+        assert_eq!(s2["active_path"], "direct", "{s2}");
+    }
+
+    // The jump landed exactly on frame 5, from GPU 1, paused; the picture presented is
+    // frame 5's (GPU 1's image copied to GPU 0), as a one-GPU render of it.
+    let s3 = read("s3.json");
+    assert_eq!(s3["shown_frame"], 5, "{s3}");
+    assert_eq!(s3["playing"], false);
+    assert!(s3["last_scrub_ms"].as_f64().is_some(), "{s3}");
+    assert_eq!(presented(&s3).last(), Some(&(5, 1)), "{s3}");
+    let dim =
+        |v: &serde_json::Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
+    let (rw, rh) = dim(&s3["render_size"]);
+    let rdir = dir.join("render");
+    let r = Command::new(bin())
+        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
+        .args([
+            "--size",
+            &format!("{rw}x{rh}"),
+            "--out",
+            rdir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
+    let (iw, ih, img) = read_png(&dir.join("img.png"));
+    assert_eq!((iw, ih), (rw, rh));
+    let d = mean_abs_diff(&img, &reference);
+    assert!(d < 2.0, "presented frame 5 vs a render of frame 5: {d}");
+
+    // The camera turned: GPU 1 renders frame 5 again for the new view, and it is presented
+    // again (not the image of the old view), still paused on frame 5.
+    let s4 = read("s4.json");
+    assert_eq!(s4["shown_frame"], 5, "{s4}");
+    assert_eq!(presented(&s4).last(), Some(&(5, 1)), "{s4}");
+    assert!(
+        s4["frames_shown"].as_u64().unwrap() > s3["frames_shown"].as_u64().unwrap(),
+        "not presented again after the camera turned: {s4}"
+    );
+    let (_, _, img2) = read_png(&dir.join("img2.png"));
+    let moved = mean_abs_diff(&img2, &img);
+    assert!(
+        moved > 1.0,
+        "the picture did not change with the camera: {moved}"
+    );
+    eprintln!(
+        "window with two GPUs: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
