@@ -79,11 +79,13 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     let script = format!(
         "wait-frames 6; dump-state {s1}; key D; wait 200ms; dump-state {s2}; key Space; \
          scrub 5; wait-shown 5; wait 200ms; render {img}; dump-state {s3}; key a; key a; \
-         wait-frames 1; wait 200ms; render {img2}; dump-state {s4}; quit",
+         wait-frames 1; wait 200ms; render {img2}; dump-state {s4}; key Space; wait-frames 1; \
+         key a; wait 100ms; key a; wait 100ms; key x; wait-frames 3; dump-state {s5}; quit",
         s1 = p("s1.json"),
         s2 = p("s2.json"),
         s3 = p("s3.json"),
         s4 = p("s4.json"),
+        s5 = p("s5.json"),
         img = p("img.png"),
         img2 = p("img2.png"),
     );
@@ -220,6 +222,25 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         moved > 1.0,
         "the picture did not change with the camera: {moved}"
     );
+
+    // Playing on while the camera turns: the timeline goes on in order from frame 5, each
+    // frame from its owner, never held back on the frame on screen.
+    let s5 = read("s5.json");
+    assert_eq!(s5["playing"], true, "{s5}");
+    let before = presented(&s4).len();
+    let after = &presented(&s5)[before - 1..];
+    assert!(after.len() >= 5, "{after:?}");
+    assert_eq!(after[0], (5, 1));
+    for w in after.windows(2) {
+        assert_eq!(
+            w[1].0,
+            (w[0].0 + 1) % 8,
+            "out of order while turning: {after:?}"
+        );
+    }
+    for &(f, k) in after {
+        assert_eq!(k, f % 2, "frame {f} from GPU {k}: {after:?}");
+    }
     eprintln!(
         "window with two GPUs: {:.1} s",
         started.elapsed().as_secs_f64()

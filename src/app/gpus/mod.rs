@@ -694,11 +694,16 @@ impl MultiPlayer {
 
     /// Gives every GPU's player GPU 0's view and render size (the view is shared: the
     /// window changes GPU 0's). Where they changed since the last call, every image
-    /// finished for the old view is out of date ([`MultiScheduler::invalidate_images`]):
-    /// what the players hold is let go and the timeline goes on from the frame on screen
-    /// (or the target of a jump under way), which its owner renders again for the new view
-    /// before it is presented, so no image of the old view is presented after the change.
-    /// Returns whether the view changed.
+    /// finished for the old view is out of date, and none is presented after the change:
+    /// each GPU's player holds at most one finished image, which is let go (the timeline
+    /// forgets it, as [`MultiScheduler::invalidate_images`] would put it back to be
+    /// rendered again), and the players render from the new view on.
+    ///
+    /// Paused (or with a jump under way), the timeline jumps to the frame on screen (or to
+    /// the jump's target): its owner renders it again and it is presented again. Playing,
+    /// the frame on screen stays until the next one, which its owner renders for the new
+    /// view, is due: so a view that changes every tick (a kiosk's flight, a drag) does not
+    /// hold playback. Returns whether the view changed.
     pub fn sync_view(&mut self) -> bool {
         let lead = &self.shares[0].player;
         let key = (lead.view().clone(), lead.size());
@@ -719,7 +724,27 @@ impl MultiPlayer {
             // Nothing was rendered yet.
             return false;
         }
-        self.multi.invalidate_images();
+        if self.is_playing() && self.scrub.is_none() {
+            // Every player goes on from the frame after the playhead, its image (and any
+            // of the old view it held) rendered for the new view.
+            let pos = self.multi.scheduler().position();
+            let n = self.frame_count;
+            let wrap = self.mode == PlayMode::Loop;
+            let next = match self.direction() {
+                Direction::Forward if wrap => (pos + 1) % n,
+                Direction::Forward => (pos + 1).min(n - 1),
+                Direction::Reverse if pos > 0 => pos - 1,
+                Direction::Reverse if wrap => n - 1,
+                Direction::Reverse => 0,
+            };
+            for k in 0..self.shares.len() {
+                self.release(k);
+                let s = &mut self.shares[k];
+                let local = s.local_from(next, wrap);
+                s.player.scrub(local);
+            }
+            return true;
+        }
         let at = match self.scrub {
             Some((target, _)) => target,
             None => self
