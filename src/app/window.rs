@@ -66,6 +66,8 @@ pub struct WindowOptions {
 }
 
 /// What plays: one GPU's player, or several GPUs' on one timeline.
+// One value for the window's life: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Play {
     One(Player),
     Many(MultiPlayer),
