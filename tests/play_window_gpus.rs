@@ -5,7 +5,8 @@
 //! reaches GPU 1 (the frame on screen is presented again in a new picture).
 //!
 //! Without a GPU adapter or Xvfb the test prints why and passes, unless
-//! `SUPERCELL_REQUIRE_GPU` is set (CI sets it).
+//! `SUPERCELL_REQUIRE_GPU` is set (CI sets it). `SUPERCELL_TEST_GPUS` names other GPUs
+//! (e.g. `0,1` on a machine with two).
 
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -75,7 +76,8 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
-    // Frame 5 belongs to GPU 1 (alternate frames): its picture reaches the screen as a copy.
+    // Frame 5 belongs to GPU 1 of two (alternate frames): its picture reaches the screen as
+    // a copy.
     let script = format!(
         "wait-frames 6; dump-state {s1}; key D; wait 200ms; dump-state {s2}; key Space; \
          scrub 5; wait-shown 5; wait 200ms; render {img}; dump-state {s3}; key a; key a; \
@@ -89,9 +91,14 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         img = p("img.png"),
         img2 = p("img2.png"),
     );
+    let gpus = std::env::var("SUPERCELL_TEST_GPUS").unwrap_or_else(|_| "0,0".into());
+    let ordinals: Vec<u64> = gpus.split(',').map(|g| g.trim().parse().unwrap()).collect();
+    let g = ordinals.len() as u64;
+    assert!(g >= 2, "SUPERCELL_TEST_GPUS={gpus}: name two GPUs or more");
+    let owner5 = (5, 5 % g);
     let started = Instant::now();
     let mut child = Command::new(bin())
-        .args(["play", ds.to_str().unwrap(), "--gpus", "0,0"])
+        .args(["play", ds.to_str().unwrap(), "--gpus", &gpus])
         .args(["--window-size", "640x480", "--render-scale", "0.25"])
         .args(["--step", "1", "--attributes", "cloud,rain,wind_speed"])
         .args(["--threads", "2", "--fps", "20", "--mode", "loop"])
@@ -118,8 +125,11 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         skip(&format!("no window: {stderr}"));
         return;
     }
-    assert!(status.success(), "play --gpus 0,0 failed:\n{stderr}");
-    assert!(stderr.contains("GPU 1 (--gpus 0)"), "{stderr}");
+    assert!(status.success(), "play --gpus {gpus} failed:\n{stderr}");
+    assert!(
+        stderr.contains(&format!("GPU 1 (--gpus {})", ordinals[1])),
+        "{stderr}"
+    );
     let read = |n: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
     };
@@ -142,22 +152,22 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
     }
     for &(f, k) in &order {
-        assert_eq!(k, f % 2, "frame {f} from GPU {k}: {order:?}");
+        assert_eq!(k, f % g, "frame {f} from GPU {k}: {order:?}");
     }
     // The overlay's rows: one per GPU and the total, in the figures panel.
     let rows = s1["gpus"]["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2, "{s1}");
+    assert_eq!(rows.len() as u64, g, "{s1}");
     for (k, r) in rows.iter().enumerate() {
         assert_eq!(r["gpu"], k as u64);
-        assert_eq!(r["ordinal"], 0);
+        assert_eq!(r["ordinal"], ordinals[k]);
         assert!(!r["adapter"].as_str().unwrap().is_empty());
         assert!(!r["path_label"].as_str().unwrap().is_empty());
-        assert!(r["frames_shown"].as_u64().unwrap() >= 3, "{r}");
+        assert!(r["frames_shown"].as_u64().unwrap() >= 1, "{r}");
     }
     // GPU 0's images are shown where they are; GPU 1's are copied, and the copies timed.
     assert!(rows[0]["copy_ms"].is_null(), "{s1}");
     assert!(rows[1]["copy_ms"].as_f64().unwrap() > 0.0, "{s1}");
-    assert_eq!(s1["gpus"]["total"]["gpus"], 2);
+    assert_eq!(s1["gpus"]["total"]["gpus"], g);
     let lines: Vec<String> = serde_json::from_value(s1["lines"].clone()).unwrap();
     assert!(lines.iter().any(|l| l.starts_with("GPU0 ")), "{lines:?}");
     assert!(lines.iter().any(|l| l.starts_with("GPU1 ")), "{lines:?}");
@@ -179,13 +189,13 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         assert_eq!(s2["active_path"], "direct", "{s2}");
     }
 
-    // The jump landed exactly on frame 5, from GPU 1, paused; the picture presented is
-    // frame 5's (GPU 1's image copied to GPU 0), as a one-GPU render of it.
+    // The jump landed exactly on frame 5, from its owner, paused; the picture presented is
+    // frame 5's (its owner's image copied to GPU 0), as a one-GPU render of it.
     let s3 = read("s3.json");
     assert_eq!(s3["shown_frame"], 5, "{s3}");
     assert_eq!(s3["playing"], false);
     assert!(s3["last_scrub_ms"].as_f64().is_some(), "{s3}");
-    assert_eq!(presented(&s3).last(), Some(&(5, 1)), "{s3}");
+    assert_eq!(presented(&s3).last(), Some(&owner5), "{s3}");
     let dim =
         |v: &serde_json::Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
     let (rw, rh) = dim(&s3["render_size"]);
@@ -207,11 +217,11 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     let d = mean_abs_diff(&img, &reference);
     assert!(d < 2.0, "presented frame 5 vs a render of frame 5: {d}");
 
-    // The camera turned: GPU 1 renders frame 5 again for the new view, and it is presented
+    // The camera turned: the owner renders frame 5 again for the new view, and it is presented
     // again (not the image of the old view), still paused on frame 5.
     let s4 = read("s4.json");
     assert_eq!(s4["shown_frame"], 5, "{s4}");
-    assert_eq!(presented(&s4).last(), Some(&(5, 1)), "{s4}");
+    assert_eq!(presented(&s4).last(), Some(&owner5), "{s4}");
     assert!(
         s4["frames_shown"].as_u64().unwrap() > s3["frames_shown"].as_u64().unwrap(),
         "not presented again after the camera turned: {s4}"
@@ -230,7 +240,7 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     let before = presented(&s4).len();
     let after = &presented(&s5)[before - 1..];
     assert!(after.len() >= 5, "{after:?}");
-    assert_eq!(after[0], (5, 1));
+    assert_eq!(after[0], owner5);
     for w in after.windows(2) {
         assert_eq!(
             w[1].0,
@@ -239,10 +249,10 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         );
     }
     for &(f, k) in after {
-        assert_eq!(k, f % 2, "frame {f} from GPU {k}: {after:?}");
+        assert_eq!(k, f % g, "frame {f} from GPU {k}: {after:?}");
     }
     eprintln!(
-        "window with two GPUs: {:.1} s",
+        "window with {g} GPUs: {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }
