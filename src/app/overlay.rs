@@ -202,6 +202,8 @@ pub struct GpusOverlay {
     pub last_scrub_ms: Option<f64>,
     /// Frames marked damaged on the timeline now (the dataset's numbering).
     pub damaged: Vec<u32>,
+    /// The last problem of the several GPUs' driver or of a GPU's player (with the GPU).
+    pub last_error: Option<String>,
     /// Frames presented so far, in the order presented, and the GPU of each (the last
     /// [`GPUS_ORDER_KEPT`]).
     pub presented: Vec<(u32, usize)>,
@@ -464,6 +466,7 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         d.speed_fps = o.speed_fps;
         d.last_scrub_ms = o.last_scrub_ms;
         d.damaged_frames = o.damaged.clone();
+        d.last_error = o.last_error.clone();
         d.lines = gpu_lines(o, sel, ui.compact);
         d.table = Vec::new();
         d.gpus = Some(o.clone());

@@ -561,6 +561,12 @@ impl MultiPlayer {
             })
             .collect();
         damaged.sort_unstable();
+        let last_error = self.last_error.clone().or_else(|| {
+            self.shares
+                .iter()
+                .enumerate()
+                .find_map(|(k, s)| s.player.last_error().map(|e| format!("GPU {k}: {e}")))
+        });
         GpusOverlay {
             rows,
             total,
@@ -571,6 +577,7 @@ impl MultiPlayer {
             speed_fps: self.speed(),
             last_scrub_ms: self.last_scrub_ms,
             damaged,
+            last_error,
             presented: self.presented[self.presented.len().saturating_sub(GPUS_ORDER_KEPT)..]
                 .to_vec(),
             frame_times: self.frame_times.clone(),
