@@ -10,6 +10,16 @@ fn jitter(px: vec2<u32>) -> f32 {
     return f32(h >> 8u) * (1.0 / 16777216.0);
 }
 
+// The pixel's phase of long steps, 0 to 63 local steps: a step of M local steps (a power of
+// two) lands on the lattice points k·n with (k·n + phase) a multiple of M. Without it, a run
+// of long steps starts wherever the previous run ended (a cell boundary, the same for
+// neighbouring pixels), so neighbouring pixels sampled a thin medium at nearly the same
+// sparse points: streaks and a visible outline of the cells, instead of fine noise.
+fn step_phase(px: vec2<u32>) -> f32 {
+    if (P.flags & FLAG_JITTER) == 0u { return 0.0; }
+    return f32(pcg(pcg(px.x ^ pcg(px.y ^ pcg(P.frame_seed)))) & 63u);
+}
+
 struct Ray {
     o: vec3<f32>,
     d: vec3<f32>,
@@ -193,6 +203,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
 
     let dt = P.dt;
     let jit = jitter(px);
+    let lattice_phase = step_phase(px);
     let hdda = (P.flags & FLAG_HDDA) != 0u;
     // Samples sit on the lattice t = (k + jitter)·dt, whether stepped or skipped to, so
     // empty-space skipping visits a subset of the fixed-step march's samples. Within a grid
@@ -325,18 +336,27 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         for (var a = 0u; a < ATTR_SLOTS; a++) {
             if fine.n[a] > 1.0 { fine.lo[a] = skip[a]; }
         }
-        // Thin media take longer steps: as many local steps (dt / n, up to max_step_scale)
-        // as keep the optical depth of one step under step_tau at the largest extinction
-        // around.
+        // Thin media take longer steps: up to as many local steps (dt / n, up to
+        // max_step_scale) as keep the optical depth of one step under step_tau at the
+        // largest extinction around, rounded down to a power of two M.
         let n = refine_at(&fine, t);
         var mult = 1.0;
         if accel_on && P.max_step_scale > 1u && sig_max < INF {
-            mult = clamp(floor(P.step_tau / max(sig_max * (dt / n), 1e-30)), 1.0, f32(P.max_step_scale));
+            let most = clamp(floor(P.step_tau / max(sig_max * (dt / n), 1e-30)), 1.0, f32(P.max_step_scale));
+            loop {
+                if 2.0 * mult > most { break; }
+                mult *= 2.0;
+            }
         }
-        // The next sample, in base steps: `mult` local steps on, but no further than the
-        // first lattice point inside a finer grid's span (its voxels are not stepped over),
-        // and on the lattice of where it lands (a coarser one past a nested grid's span).
-        var k1 = k + mult / n;
+        // The next sample, in base steps: the next local lattice point of this pixel's
+        // phase (`step_phase`: at most M local steps on, so that long steps sample a
+        // randomly shifted lattice of spacing M), but no further than the first lattice
+        // point inside a finer grid's span (its voxels are not stepped over), and on the
+        // lattice of where it lands (a coarser one past a nested grid's span).
+        var k1 = k + 1.0 / n;
+        if mult > 1.0 {
+            k1 = ((floor((k * n + lattice_phase) / mult) + 1.0) * mult - lattice_phase) / n;
+        }
         // A long step ends no later than the first local lattice point at or past
         // `bound_end`: it never runs into cells whose medium `sig_max` does not bound (a
         // step of 16 base voxels crossed a whole 8-voxel cell and left the near part of a

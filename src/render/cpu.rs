@@ -318,6 +318,12 @@ impl Ctx<'_> {
         } else {
             0.0
         };
+        // march.wgsl's `step_phase`.
+        let lattice_phase = if p.flags & FLAG_JITTER != 0 {
+            (pcg(pcg(x ^ pcg(y ^ pcg(p.frame_seed)))) & 63) as f32
+        } else {
+            0.0
+        };
         let n0 = refine_at(&fine_lo, t_start);
         let mut k = ((t_start / dt - jit) * n0).ceil() / n0;
         let mut t = (k + jit) * dt;
@@ -444,13 +450,21 @@ impl Ctx<'_> {
             let n = refine_at(&fine_lo, t);
             let mut mult = 1.0f32;
             if accel_on && p.max_step_scale > 1 && sig_max < INF {
-                mult = (p.step_tau / (sig_max * (dt / n)).max(1e-30))
+                let most = (p.step_tau / (sig_max * (dt / n)).max(1e-30))
                     .floor()
                     .clamp(1.0, p.max_step_scale as f32);
+                while 2.0 * mult <= most {
+                    mult *= 2.0;
+                }
             }
-            // The next sample: `mult` local steps on, not past the first lattice point in a
-            // finer grid's span, on the lattice of where it lands (march.wgsl).
-            let mut k1 = k + mult / n;
+            // The next sample: the next local lattice point of this pixel's phase (at most
+            // `mult` local steps on), not past the first lattice point in a finer grid's span,
+            // on the lattice of where it lands (march.wgsl).
+            let mut k1 = k + 1.0 / n;
+            if mult > 1.0 {
+                k1 = (((k * n + lattice_phase) / mult).floor() + 1.0) * mult - lattice_phase;
+                k1 /= n;
+            }
             // A long step ends no later than the first local lattice point at or past
             // `bound_end` (march.wgsl).
             if mult > 1.0 {
