@@ -93,9 +93,14 @@ fn bias(a: &Image, b: &Image) -> f32 {
     sum.iter().map(|s| (s / n).abs() as f32).fold(0.0, f32::max)
 }
 
-/// Largest systematic difference allowed between adaptive and fixed steps (measured on the
-/// CPU and lavapipe: 0.2 before the fix, BIAS_AFTER after).
+/// Largest systematic difference allowed between adaptive and fixed steps. Measured on the
+/// CPU and lavapipe: 0.037 before long steps ended where their cell's bound stops holding,
+/// 0.0075 after, 0.0064 with each pixel's own phase.
 const MAX_BIAS: f32 = 0.01;
+/// Largest mean per-pixel difference allowed. Measured: 0.0245 before the bound, 0.0135
+/// with it, 0.0079 with each pixel's own phase (the first step of a run of long steps
+/// is then no longer the same for every pixel).
+const MAX_MEAN: f32 = 0.01;
 
 #[test]
 fn adaptive_steps_draw_a_dense_slab_in_a_thin_medium_as_fixed_steps_do() {
@@ -111,9 +116,10 @@ fn adaptive_steps_draw_a_dense_slab_in_a_thin_medium_as_fixed_steps_do() {
         adaptive_cpu.diff(&fixed_cpu),
         fixed_cpu.linear[0][3]
     );
+    let d = adaptive_cpu.diff(&fixed_cpu);
     assert!(
-        b <= MAX_BIAS,
-        "CPU: adaptive steps drew the slab differently from fixed steps: bias {b}"
+        b <= MAX_BIAS && d.mean <= MAX_MEAN,
+        "CPU: adaptive steps drew the slab differently from fixed steps: bias {b}, {d:?}"
     );
 
     let Some(mut gpu) = gpu() else { return };
@@ -134,7 +140,7 @@ fn adaptive_steps_draw_a_dense_slab_in_a_thin_medium_as_fixed_steps_do() {
     eprintln!("GPU adaptive vs fixed: {d:?}, bias {b}");
     assert!(d.max > 0.0, "adaptive steps never engaged");
     assert!(
-        b <= MAX_BIAS,
-        "GPU: adaptive steps drew the slab differently from fixed steps: bias {b}"
+        b <= MAX_BIAS && d.mean <= MAX_MEAN,
+        "GPU: adaptive steps drew the slab differently from fixed steps: bias {b}, {d:?}"
     );
 }
