@@ -395,8 +395,8 @@ impl Ctx<'_> {
                             )
                             .1;
                             if m <= 0.0 {
-                                let exit = ray_box(oi[a], inv, lo, lo + Vec3::splat(size)).1
-                                    - 1e-3 * dt;
+                                let exit =
+                                    ray_box(oi[a], inv, lo, lo + Vec3::splat(size)).1 - 1e-3 * dt;
                                 if exit > t {
                                     skip[a] = exit;
                                     skip_bound[a] = cell_bound;
