@@ -10,6 +10,16 @@ fn jitter(px: vec2<u32>) -> f32 {
     return f32(h >> 8u) * (1.0 / 16777216.0);
 }
 
+// The pixel's phase of long steps, 0 to 63 local steps: a step of M local steps (a power of
+// two) lands on the lattice points k·n with (k·n + phase) a multiple of M. Without it, a run
+// of long steps starts wherever the previous run ended (a cell boundary, the same for
+// neighbouring pixels), so neighbouring pixels sampled a thin medium at nearly the same
+// sparse points: streaks and a visible outline of the cells, instead of fine noise.
+fn step_phase(px: vec2<u32>) -> f32 {
+    if (P.flags & FLAG_JITTER) == 0u { return 0.0; }
+    return f32(pcg(pcg(px.x ^ pcg(px.y ^ pcg(P.frame_seed)))) & 63u);
+}
+
 struct Ray {
     o: vec3<f32>,
     d: vec3<f32>,
@@ -148,12 +158,15 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     var ta0: array<f32, ATTR_SLOTS>;
     var ta1: array<f32, ATTR_SLOTS>;
     var skip: array<f32, ATTR_SLOTS>;
+    // How far past its skip point a slot is known to have nothing visible (march below).
+    var skip_bound: array<f32, ATTR_SLOTS>;
     var t_start = INF;
     var t_end = -INF;
     var fine: Fine;
     for (var a = 0u; a < ATTR_SLOTS; a++) {
         init_grid(a);
         skip[a] = INF;
+        skip_bound[a] = INF;
         ta0[a] = INF;
         ta1[a] = -INF;
         fine.lo[a] = INF;
@@ -169,6 +182,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             ta0[a] = max(r.x, 0.0);
             ta1[a] = r.y;
             skip[a] = ta0[a];
+            skip_bound[a] = ta0[a];
             t_start = min(t_start, ta0[a]);
             t_end = max(t_end, ta1[a]);
             let n = refinement(a);
@@ -189,6 +203,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
 
     let dt = P.dt;
     let jit = jitter(px);
+    let lattice_phase = step_phase(px);
     let hdda = (P.flags & FLAG_HDDA) != 0u;
     // Samples sit on the lattice t = (k + jitter)·dt, whether stepped or skipped to, so
     // empty-space skipping visits a subset of the fixed-step march's samples. Within a grid
@@ -231,30 +246,48 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         var sig = 0.0;
         var scat = vec3<f32>(0.0);
         var emit = vec3<f32>(0.0);
-        // Largest extinction any sample in the cells around this point can have.
+        // Largest extinction any sample in the cells around this point can have: the sum of
+        // the sampled slots' bounds (their extinctions add up).
         var sig_max = 0.0;
+        // Where those bounds stop holding along the ray (`skip_bound`, `cell_bound`), or the
+        // sampled media end (a slot's span, the ground, the march's end): a long step
+        // running past an end would spread its sample's extinction over the space beyond.
+        var bound_end = t_end;
         for (var a = 0u; a < ATTR_SLOTS; a++) {
-            if t < skip[a] { next = min(next, skip[a]); continue; }
-            if t > ta1[a] { skip[a] = INF; continue; }
+            if t < skip[a] {
+                next = min(next, skip[a]);
+                bound_end = min(bound_end, skip_bound[a]);
+                continue;
+            }
+            if t > ta1[a] { skip[a] = INF; skip_bound[a] = INF; continue; }
+            bound_end = min(bound_end, ta1[a]);
             let p = oi[a] + t * di[a];
             if accel_on {
                 let si = ainfo.slots[a];
                 let c = (vec3<i32>(floor(p)) >> vec3<u32>(si.shift)) - si.org;
                 if si.ok != 0u && all(c >= vec3<i32>(0)) && all(vec3<u32>(c) < si.dims) {
                     let m = accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(c))].w;
+                    let lo = vec3<f32>((si.org + c) << vec3<u32>(si.shift));
+                    let size = f32(1u << si.shift);
+                    // The cell's bound `m` holds for every sample whose base voxel lies in
+                    // the cell or its 26 neighbours, less their outer voxel layer (a
+                    // trilinear sample there reads the cells beyond): up to `cell_bound`.
+                    let cell_bound = ray_box(oi[a], inv_di[a], lo - (size - 1.0), lo + (2.0 * size - 1.0)).y;
                     if m <= 0.0 {
                         // Nothing visible up to where the ray leaves this cell: every sample
                         // whose base voxel lies in it reads values the transfer function
                         // makes transparent.
-                        let lo = vec3<f32>((si.org + c) << vec3<u32>(si.shift));
-                        let exit = ray_box(oi[a], inv_di[a], lo, lo + f32(1u << si.shift)).y - 1e-3 * dt;
+                        let exit = ray_box(oi[a], inv_di[a], lo, lo + size).y - 1e-3 * dt;
                         if exit > t {
                             skip[a] = exit;
+                            skip_bound[a] = cell_bound;
                             next = min(next, exit);
+                            bound_end = min(bound_end, cell_bound);
                             continue;
                         }
                     }
-                    sig_max = max(sig_max, m);
+                    sig_max += m;
+                    bound_end = min(bound_end, cell_bound);
                 } else {
                     sig_max = INF;
                 }
@@ -291,6 +324,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             if skippable {
                 // Stop just short of the exit: a lattice point on the boundary is sampled.
                 skip[a] = region_exit(s, oi[a], inv_di[a]) - 1e-3 * dt;
+                skip_bound[a] = skip[a];
                 next = min(next, skip[a]);
             } else {
                 next = min(next, t);
@@ -302,18 +336,35 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         for (var a = 0u; a < ATTR_SLOTS; a++) {
             if fine.n[a] > 1.0 { fine.lo[a] = skip[a]; }
         }
-        // Thin media take longer steps: as many local steps (dt / n, up to max_step_scale)
-        // as keep the optical depth of one step under step_tau at the largest extinction
-        // around.
+        // Thin media take longer steps: up to as many local steps (dt / n, up to
+        // max_step_scale) as keep the optical depth of one step under step_tau at the
+        // largest extinction around, rounded down to a power of two M.
         let n = refine_at(&fine, t);
         var mult = 1.0;
         if accel_on && P.max_step_scale > 1u && sig_max < INF {
-            mult = clamp(floor(P.step_tau / max(sig_max * (dt / n), 1e-30)), 1.0, f32(P.max_step_scale));
+            let most = clamp(floor(P.step_tau / max(sig_max * (dt / n), 1e-30)), 1.0, f32(P.max_step_scale));
+            loop {
+                if 2.0 * mult > most { break; }
+                mult *= 2.0;
+            }
         }
-        // The next sample, in base steps: `mult` local steps on, but no further than the
-        // first lattice point inside a finer grid's span (its voxels are not stepped over),
-        // and on the lattice of where it lands (a coarser one past a nested grid's span).
-        var k1 = k + mult / n;
+        // The next sample, in base steps: the next local lattice point of this pixel's
+        // phase (`step_phase`: at most M local steps on, so that long steps sample a
+        // randomly shifted lattice of spacing M), but no further than the first lattice
+        // point inside a finer grid's span (its voxels are not stepped over), and on the
+        // lattice of where it lands (a coarser one past a nested grid's span).
+        var k1 = k + 1.0 / n;
+        if mult > 1.0 {
+            k1 = ((floor((k * n + lattice_phase) / mult) + 1.0) * mult - lattice_phase) / n;
+        }
+        // A long step ends no later than the first local lattice point at or past
+        // `bound_end`: it never runs into cells whose medium `sig_max` does not bound (a
+        // step of 16 base voxels crossed a whole 8-voxel cell and left the near part of a
+        // denser cell beyond unsampled).
+        if mult > 1.0 {
+            let kb = ceil((bound_end / dt - jit) * n) / n;
+            k1 = min(k1, max(kb, k + 1.0 / n));
+        }
         for (var a = 0u; a < ATTR_SLOTS; a++) {
             if fine.n[a] > n && fine.lo[a] > t {
                 // At least one fine step on, should rounding put the entry at t itself.

@@ -318,6 +318,12 @@ impl Ctx<'_> {
         } else {
             0.0
         };
+        // march.wgsl's `step_phase`.
+        let lattice_phase = if p.flags & FLAG_JITTER != 0 {
+            (pcg(pcg(x ^ pcg(y ^ pcg(p.frame_seed)))) & 63) as f32
+        } else {
+            0.0
+        };
         let n0 = refine_at(&fine_lo, t_start);
         let mut k = ((t_start / dt - jit) * n0).ceil() / n0;
         let mut t = (k + jit) * dt;
@@ -337,6 +343,7 @@ impl Ctx<'_> {
         let top = (p.ground[3] - p.ground[0]).max(1e-6);
         let accel_on = p.flags & FLAG_ACCEL != 0 && mode == Mode::Shaded as u32;
         let mut skip = ta0;
+        let mut skip_bound = ta0;
         let mut steps = 0;
         loop {
             if steps >= p.max_steps
@@ -348,16 +355,22 @@ impl Ctx<'_> {
             steps += 1;
             let mut next = INF;
             let (mut sig, mut scat, mut emit) = (0.0f32, Vec3::ZERO, Vec3::ZERO);
+            // The sum of the sampled slots' extinction bounds, and where along the ray they
+            // stop holding or the media end (march.wgsl's `bound_end`).
             let mut sig_max = 0.0f32;
+            let mut bound_end = t_end;
             for a in 0..MAX_ATTRIBUTES {
                 if t < skip[a] {
                     next = next.min(skip[a]);
+                    bound_end = bound_end.min(skip_bound[a]);
                     continue;
                 }
                 if t > ta1[a] {
                     skip[a] = INF;
+                    skip_bound[a] = INF;
                     continue;
                 }
+                bound_end = bound_end.min(ta1[a]);
                 let pa = oi[a] + t * di[a];
                 if accel_on {
                     let fl = pa.floor();
@@ -367,23 +380,33 @@ impl Ctx<'_> {
                     match cell {
                         Some((si, c)) => {
                             let m = si.cells[si.linear(c)][3];
+                            let lo = Vec3::new(
+                                ((si.org[0] + c[0] as i32) << si.shift) as f32,
+                                ((si.org[1] + c[1] as i32) << si.shift) as f32,
+                                ((si.org[2] + c[2] as i32) << si.shift) as f32,
+                            );
+                            let size = (1u32 << si.shift) as f32;
+                            let inv = safe_inv(di[a]);
+                            let cell_bound = ray_box(
+                                oi[a],
+                                inv,
+                                lo - Vec3::splat(size - 1.0),
+                                lo + Vec3::splat(2.0 * size - 1.0),
+                            )
+                            .1;
                             if m <= 0.0 {
-                                let lo = Vec3::new(
-                                    ((si.org[0] + c[0] as i32) << si.shift) as f32,
-                                    ((si.org[1] + c[1] as i32) << si.shift) as f32,
-                                    ((si.org[2] + c[2] as i32) << si.shift) as f32,
-                                );
-                                let size = (1u32 << si.shift) as f32;
                                 let exit =
-                                    ray_box(oi[a], safe_inv(di[a]), lo, lo + Vec3::splat(size)).1
-                                        - 1e-3 * dt;
+                                    ray_box(oi[a], inv, lo, lo + Vec3::splat(size)).1 - 1e-3 * dt;
                                 if exit > t {
                                     skip[a] = exit;
+                                    skip_bound[a] = cell_bound;
                                     next = next.min(exit);
+                                    bound_end = bound_end.min(cell_bound);
                                     continue;
                                 }
                             }
-                            sig_max = sig_max.max(m);
+                            sig_max += m;
+                            bound_end = bound_end.min(cell_bound);
                         }
                         None => sig_max = INF,
                     }
@@ -427,13 +450,27 @@ impl Ctx<'_> {
             let n = refine_at(&fine_lo, t);
             let mut mult = 1.0f32;
             if accel_on && p.max_step_scale > 1 && sig_max < INF {
-                mult = (p.step_tau / (sig_max * (dt / n)).max(1e-30))
+                let most = (p.step_tau / (sig_max * (dt / n)).max(1e-30))
                     .floor()
                     .clamp(1.0, p.max_step_scale as f32);
+                while 2.0 * mult <= most {
+                    mult *= 2.0;
+                }
             }
-            // The next sample: `mult` local steps on, not past the first lattice point in a
-            // finer grid's span, on the lattice of where it lands (march.wgsl).
-            let mut k1 = k + mult / n;
+            // The next sample: the next local lattice point of this pixel's phase (at most
+            // `mult` local steps on), not past the first lattice point in a finer grid's span,
+            // on the lattice of where it lands (march.wgsl).
+            let mut k1 = k + 1.0 / n;
+            if mult > 1.0 {
+                k1 = (((k * n + lattice_phase) / mult).floor() + 1.0) * mult - lattice_phase;
+                k1 /= n;
+            }
+            // A long step ends no later than the first local lattice point at or past
+            // `bound_end` (march.wgsl).
+            if mult > 1.0 {
+                let kb = ((bound_end / dt - jit) * n).ceil() / n;
+                k1 = k1.min(kb.max(k + 1.0 / n));
+            }
             for a in 0..MAX_ATTRIBUTES {
                 if fine_n[a] > n && fine_lo[a] > t {
                     let entry = ((fine_lo[a] / dt - jit) * fine_n[a]).ceil() / fine_n[a];

@@ -55,7 +55,7 @@ pub struct RenderSettings {
     /// shaded mode). Off: every lattice point is sampled.
     pub accel: bool,
     /// Adaptive steps span up to this many base steps where the medium is thin (1: fixed
-    /// steps; needs `accel`).
+    /// steps; needs `accel`); a step spans a power of two of them.
     pub max_step_scale: u32,
     /// Optical depth one adaptive step may span at the largest extinction around it.
     pub step_tau: f32,
