@@ -9,7 +9,7 @@ use super::size::padded;
 use super::{Attribute, Storm, StormParams};
 use crate::dataset::{AttributeSpec, DatasetError, DatasetWriter, LaneSpec, Manifest, Provenance};
 use crate::format::{
-    BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid_into,
+    BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid_encoded_into,
 };
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -105,9 +105,11 @@ pub struct EncodedFrame {
     pub grids: Vec<Vec<u8>>,
     /// Leaves per attribute.
     pub leaves: Vec<u64>,
-    /// Wall time spent evaluating the fields (parallel over bricks), seconds.
+    /// Wall time spent evaluating the fields and encoding each brick's leaves (parallel over
+    /// bricks), seconds.
     pub eval_s: f64,
-    /// Wall time spent encoding the grids (parallel over leaves), seconds.
+    /// Wall time spent building the grids from the encoded leaves (parallel over leaves),
+    /// seconds.
     pub encode_s: f64,
     /// When the frame's work began, seconds from the start of the run (0 outside one).
     pub began_s: f64,
@@ -244,19 +246,13 @@ fn encode_frame_pooled(
 ) -> Result<EncodedFrame, SynthError> {
     let params = storm.params();
     let time = params.frame_time(frame);
-    let t0 = Instant::now();
-    let (vols, _) = storm.volumes_at(time);
-    let eval_s = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    // The attributes' grids are built concurrently: each build is parallel over leaves,
-    // but its planning, buffer set-up, checksum and the freeing of its volume are serial.
-    let built: Vec<(u64, Vec<u8>)> = vols
-        .into_par_iter()
-        .enumerate()
-        .map(|(ai, (attr, vol))| {
+    let builds: Vec<BuildOptions> = params
+        .attributes
+        .iter()
+        .map(|&attr| {
             let info = attr.info();
             let transform = params.transform_of(attr);
-            let build = BuildOptions {
+            BuildOptions {
                 name: info.name.to_string(),
                 grid_type: opts.grid_type,
                 grid_class: info.class,
@@ -265,17 +261,35 @@ fn encode_frame_pooled(
                 version: opts.version,
                 checksum: opts.checksum,
                 ..BuildOptions::default()
-            };
-            let leaves = vol.bricks.len() as u64;
+            }
+        })
+        .collect();
+    let format_error = |ai: usize, source| SynthError::Format {
+        frame,
+        attribute: params.attributes[ai].name(),
+        source,
+    };
+    let t0 = Instant::now();
+    // Each leaf is encoded as soon as its brick is evaluated (values still in cache); the
+    // grids then only order the leaves and copy them into place.
+    let (encoded, _) = storm
+        .encoded_leaves_at(time, &builds)
+        .map_err(|(ai, e)| format_error(ai, e))?;
+    let eval_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    // The attributes' grids are built concurrently: each build is parallel over leaves,
+    // but its planning, buffer set-up, checksum and the freeing of its leaves are serial.
+    let built: Vec<(u64, Vec<u8>)> = encoded
+        .into_par_iter()
+        .enumerate()
+        .map(|(ai, leaves)| {
+            let count = leaves.len() as u64;
             let mut grid = pool.map(|p| p.take(ai)).unwrap_or_default();
-            build_grid_into(&vol, &build, &mut grid).map_err(|source| SynthError::Format {
-                frame,
-                attribute: info.name,
-                source,
-            })?;
-            // Free the volume (as large as the grid or larger) here, in parallel.
-            drop(vol);
-            Ok((leaves, grid))
+            build_grid_encoded_into(&leaves, &builds[ai], &mut grid)
+                .map_err(|e| format_error(ai, e))?;
+            // Free the leaves (about the size of the grid) here, in parallel.
+            drop(leaves);
+            Ok((count, grid))
         })
         .collect::<Result<_, SynthError>>()?;
     let (leaves, grids): (Vec<u64>, Vec<Vec<u8>>) = built.into_iter().unzip();
