@@ -228,6 +228,28 @@ impl GridPool {
     }
 }
 
+/// How each attribute's grid is built (attribute order).
+pub(super) fn grid_options(params: &StormParams, opts: &GenerateOptions) -> Vec<BuildOptions> {
+    params
+        .attributes
+        .iter()
+        .map(|&attr| {
+            let info = attr.info();
+            let transform = params.transform_of(attr);
+            BuildOptions {
+                name: info.name.to_string(),
+                grid_type: opts.grid_type,
+                grid_class: info.class,
+                voxel_size: transform.voxel_size_m,
+                world_origin: transform.origin_m,
+                version: opts.version,
+                checksum: opts.checksum,
+                ..BuildOptions::default()
+            }
+        })
+        .collect()
+}
+
 /// Generates and encodes one frame (parallel over bricks and leaves on the current pool).
 pub fn encode_frame(
     storm: &Storm,
@@ -246,24 +268,7 @@ fn encode_frame_pooled(
 ) -> Result<EncodedFrame, SynthError> {
     let params = storm.params();
     let time = params.frame_time(frame);
-    let builds: Vec<BuildOptions> = params
-        .attributes
-        .iter()
-        .map(|&attr| {
-            let info = attr.info();
-            let transform = params.transform_of(attr);
-            BuildOptions {
-                name: info.name.to_string(),
-                grid_type: opts.grid_type,
-                grid_class: info.class,
-                voxel_size: transform.voxel_size_m,
-                world_origin: transform.origin_m,
-                version: opts.version,
-                checksum: opts.checksum,
-                ..BuildOptions::default()
-            }
-        })
-        .collect();
+    let builds = grid_options(params, opts);
     let format_error = |ai: usize, source| SynthError::Format {
         frame,
         attribute: params.attributes[ai].name(),
@@ -516,8 +521,8 @@ fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError>
 
 /// Memory one frame in flight takes at its peak, estimated from the voxel count: the storm
 /// fills about 12 % of the domain's bricks at moderate resolution, and each frame holds its
-/// volumes (about 2.2 KB per leaf: values, mask, allocation) and then its grids (one leaf
-/// each).
+/// encoded leaves (a leaf's bytes and about 60 bytes of origin and statistics each) and,
+/// while they are copied into place, its grids (one leaf each).
 pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
     let [nx, ny, nz] = params.dims().map(u64::from);
     let bricks = nx * ny * nz / 512;
@@ -525,11 +530,11 @@ pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
     let leaf = super::size::leaf_bytes(grid_type).unwrap_or(2_144);
     (bricks * 12 / 100)
         .saturating_mul(attrs)
-        .saturating_mul(2_200 + leaf)
+        .saturating_mul(2 * leaf + 100)
 }
 
-/// The reorder window: as given, or as many frames as fit the memory budget (a frame in
-/// flight holds its volumes, about 2.1 KB per leaf, and then its grids), at least 1 and at
+/// The reorder window: as given, or as many frames as fit the memory budget (see
+/// [`frame_peak_memory`]), at least 1 and at
 /// most twice the thread count (more only adds memory).
 fn window_for(params: &StormParams, opts: &GenerateOptions) -> usize {
     if opts.max_frames_in_flight > 0 {

@@ -69,6 +69,12 @@ impl EncodedBlock {
         })
     }
 
+    /// Gives back the room reserved for leaves that did not come.
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.leaves.shrink_to_fit();
+    }
+
     /// Leaves in the block.
     pub fn len(&self) -> usize {
         self.leaves.len()
