@@ -129,11 +129,31 @@ fn encode_leaf(
     blocks: &mut [EncodedBlock],
     which: usize,
     origin: [i32; 3],
-    values: &[f32; 512],
-    active: impl Fn(usize) -> bool,
+    field: Field<'_>,
     scratch: &mut [f32; 512],
 ) -> Result<(), FormatError> {
-    let mask = activity(active);
+    // The masks spelled out per kind of field: through a closure the compiler called it
+    // voxel by voxel here.
+    let (values, mask) = match field {
+        Field::Mixing(q) => {
+            let mut mask = [0u64; 8];
+            for (w, word) in mask.iter_mut().enumerate() {
+                for (b, &v) in q[w * 64..w * 64 + 64].iter().enumerate() {
+                    *word |= u64::from(v > MIXING_THRESHOLD) << b;
+                }
+            }
+            (q, mask)
+        }
+        Field::Masked(v, on) => {
+            let mut mask = [0u64; 8];
+            for (w, word) in mask.iter_mut().enumerate() {
+                for (b, &o) in on[w * 64..w * 64 + 64].iter().enumerate() {
+                    *word |= u64::from(o) << b;
+                }
+            }
+            (v, mask)
+        }
+    };
     if mask.iter().all(|&w| w == 0) {
         return Ok(());
     }
@@ -150,6 +170,7 @@ pub(super) fn mixing(q: &[f32; 512]) -> impl Fn(usize) -> bool + '_ {
 
 /// What an attribute's leaf of an evaluated brick is made of: its values and which voxels
 /// are active.
+#[derive(Clone, Copy)]
 enum Field<'a> {
     /// A mixing ratio, active above [`MIXING_THRESHOLD`].
     Mixing(&'a [f32; 512]),
@@ -256,11 +277,8 @@ pub(super) fn encoded(
                     for (i, &a) in attrs.iter().enumerate() {
                         let r = match field_of(a, f, funnel_apart) {
                             None => Ok(()),
-                            Some(Field::Mixing(q)) => {
-                                encode_leaf(enc, &mut blocks, i, c.origin, q, mixing(q), scratch)
-                            }
-                            Some(Field::Masked(v, on)) => {
-                                encode_leaf(enc, &mut blocks, i, c.origin, v, |n| on[n], scratch)
+                            Some(field) => {
+                                encode_leaf(enc, &mut blocks, i, c.origin, field, scratch)
                             }
                         };
                         if let Err(e) = r {

@@ -60,7 +60,8 @@ pub struct GenerateOptions {
     pub version: NanoVdbVersion,
     /// Checksum coverage.
     pub checksum: ChecksumMode,
-    /// Frames in flight at most (the reorder window); 0 picks one from `memory_budget`.
+    /// Frames in flight at most (the reorder window); 0 picks one from `memory_budget` and
+    /// the frame size (see `window_for`).
     pub max_frames_in_flight: usize,
     /// Memory the frames in flight may take when `max_frames_in_flight` is 0, bytes.
     pub memory_budget: u64,
@@ -534,16 +535,35 @@ pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
 }
 
 /// The reorder window: as given, or as many frames as fit the memory budget (see
-/// [`frame_peak_memory`]), at least 1 and at
-/// most twice the thread count (more only adds memory).
+/// [`frame_peak_memory`]), at least 1 and at most twice the thread count (more only adds
+/// memory); and at most [`BIG_FRAME_WINDOW`] for frames of [`BIG_FRAME_PEAK`] or more.
+///
+/// Frames in flight progress together (rayon does not favour the oldest), so a run with
+/// every frame in flight finishes them all at about the same time and then writes them one
+/// after the other while the cores idle; a big frame has parallel work enough to keep every
+/// thread busy on its own, and frames started later reuse the memory of those written (the
+/// grid buffers, the allocator's blocks) instead of page-faulting fresh memory.
 fn window_for(params: &StormParams, opts: &GenerateOptions) -> usize {
     if opts.max_frames_in_flight > 0 {
         return opts.max_frames_in_flight;
     }
     let per_frame = frame_peak_memory(params, opts.grid_type);
     let fit = (opts.memory_budget / per_frame.max(1)) as usize;
-    fit.clamp(1, 2 * rayon::current_num_threads())
+    let most = if per_frame >= BIG_FRAME_PEAK {
+        BIG_FRAME_WINDOW
+    } else {
+        2 * rayon::current_num_threads()
+    };
+    fit.clamp(1, most.max(1))
 }
+
+/// Peak memory from which a frame counts as big for [`window_for`] (a frame of about
+/// 250 MB of Fp16 grids).
+const BIG_FRAME_PEAK: u64 = 512 << 20;
+
+/// Frames in flight at most by default when frames are big: one being written or finishing
+/// its serial steps (checksums, buffer set-up) while the other keeps the threads busy.
+const BIG_FRAME_WINDOW: usize = 2;
 
 /// The dataset's attribute list for `params`.
 pub fn attribute_specs(params: &StormParams) -> Vec<AttributeSpec> {
@@ -577,4 +597,38 @@ pub fn generate_dataset(
     )?;
     let manifest = writer.finish()?;
     Ok((report, manifest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::default_params;
+
+    #[test]
+    fn big_frames_default_to_two_in_flight() {
+        let mut p = default_params();
+        let opts = GenerateOptions {
+            memory_budget: 1 << 50,
+            ..GenerateOptions::default()
+        };
+        p.resolution = 1424;
+        assert!(frame_peak_memory(&p, opts.grid_type) >= BIG_FRAME_PEAK);
+        assert_eq!(window_for(&p, &opts), BIG_FRAME_WINDOW);
+        // Small frames: as many as the threads can use.
+        p.resolution = 128;
+        assert!(frame_peak_memory(&p, opts.grid_type) < BIG_FRAME_PEAK);
+        assert_eq!(window_for(&p, &opts), 2 * rayon::current_num_threads());
+        // A budget for one big frame, and a window given: as they say.
+        p.resolution = 1424;
+        let one = GenerateOptions {
+            memory_budget: frame_peak_memory(&p, GridType::Fp16),
+            ..opts.clone()
+        };
+        assert_eq!(window_for(&p, &one), 1);
+        let given = GenerateOptions {
+            max_frames_in_flight: 5,
+            ..opts
+        };
+        assert_eq!(window_for(&p, &given), 5);
+    }
 }
