@@ -267,12 +267,12 @@ impl LeafEncoder {
     /// Stores the mean and deviation of every pending leaf.
     pub fn flush(&mut self, blocks: &mut [EncodedBlock]) {
         let moments = welford_lanes(&self.pending[..self.count]);
-        for k in 0..self.count {
-            let (which, l) = self.targets[k];
+        let pending = self.pending.iter().zip(&self.targets).zip(moments);
+        for ((p, &(which, l)), m) in pending.take(self.count) {
             let block = &mut blocks[which];
             let leaf = &mut block.leaves[l];
             let dst = &mut block.bytes[leaf.at as usize..][..leaf.len as usize];
-            leaf.stats = finish_leaf(&self.pending[k], moments[k], dst);
+            leaf.stats = finish_leaf(p, m, dst);
             block.unfinished -= 1;
         }
         self.count = 0;
