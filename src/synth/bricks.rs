@@ -132,33 +132,36 @@ fn encode_leaf(
     field: Field<'_>,
     scratch: &mut [f32; 512],
 ) -> Result<(), FormatError> {
-    // The masks spelled out per kind of field: through a closure the compiler called it
-    // voxel by voxel here.
-    let (values, mask) = match field {
+    // The masks and stored values spelled out per kind of field, from the activity test
+    // itself (not from the mask's bits) so that the loops vectorise.
+    let mut mask = [0u64; 8];
+    match field {
         Field::Mixing(q) => {
-            let mut mask = [0u64; 8];
             for (w, word) in mask.iter_mut().enumerate() {
                 for (b, &v) in q[w * 64..w * 64 + 64].iter().enumerate() {
                     *word |= u64::from(v > MIXING_THRESHOLD) << b;
                 }
             }
-            (q, mask)
+            if mask.iter().all(|&w| w == 0) {
+                return Ok(());
+            }
+            for (s, &v) in scratch.iter_mut().zip(q) {
+                *s = if v > MIXING_THRESHOLD { v } else { 0.0 };
+            }
         }
-        Field::Masked(v, on) => {
-            let mut mask = [0u64; 8];
+        Field::Masked(values, on) => {
             for (w, word) in mask.iter_mut().enumerate() {
                 for (b, &o) in on[w * 64..w * 64 + 64].iter().enumerate() {
                     *word |= u64::from(o) << b;
                 }
             }
-            (v, mask)
+            if mask.iter().all(|&w| w == 0) {
+                return Ok(());
+            }
+            for ((s, &v), &o) in scratch.iter_mut().zip(values).zip(on) {
+                *s = if o { v } else { 0.0 };
+            }
         }
-    };
-    if mask.iter().all(|&w| w == 0) {
-        return Ok(());
-    }
-    for (n, v) in scratch.iter_mut().enumerate() {
-        *v = stored(values, &mask, n);
     }
     enc.push(blocks, which, origin, scratch, &mask)
 }
