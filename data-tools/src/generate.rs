@@ -52,7 +52,8 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Frames generated at once at most (default: as many as half the available memory
-    /// holds, at most twice the thread count). Fewer keeps frames finishing in order, so
+    /// holds, at most twice the thread count, and at most two for frames of about 250 MB
+    /// or more). Fewer keeps frames finishing in order, so
     /// writing overlaps generating, and reuses more memory.
     #[arg(long)]
     pub frames_in_flight: Option<usize>,

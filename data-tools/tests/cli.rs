@@ -992,5 +992,5 @@ fn generate_chooses_attributes_and_names_bad_ones() {
     ]);
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(ds.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(m["attributes"].as_array().unwrap().len(), 14);
+    assert_eq!(m["attributes"].as_array().unwrap().len(), 15);
 }

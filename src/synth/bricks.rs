@@ -3,7 +3,9 @@
 
 use super::model::{Bound, BrickFields, FrameModel, MIXING_THRESHOLD, features_in};
 use super::{Attribute, Storm};
-use crate::format::{LeafBrick, SparseVolume};
+use crate::format::{
+    BuildOptions, EncodedBlock, EncodedLeaves, FormatError, LeafBrick, LeafEncoder, SparseVolume,
+};
 use rayon::prelude::*;
 
 /// Bricks per block edge in the coarse culling pass (a block is 64³ voxels).
@@ -79,13 +81,9 @@ pub(super) fn candidates(model: &FrameModel<'_>, region: [[i32; 3]; 2], dx: f32)
         .collect()
 }
 
-/// Turns one attribute's values of a brick into a leaf, or `None` if no voxel is active.
-pub(super) fn leaf(
-    origin: [i32; 3],
-    values: &[f32; 512],
-    active: impl Fn(usize) -> bool,
-) -> Option<LeafBrick> {
-    // Branch-free so that both loops vectorise (this ran bit by bit before).
+/// The active-voxel mask of a brick (bit `n % 64` of word `n / 64` for voxel `n`).
+fn activity(active: impl Fn(usize) -> bool) -> [u64; 8] {
+    // Branch-free so that the loop vectorises (this ran bit by bit before).
     let mut mask = [0u64; 8];
     for (w, word) in mask.iter_mut().enumerate() {
         let mut m = 0u64;
@@ -94,18 +92,29 @@ pub(super) fn leaf(
         }
         *word = m;
     }
+    mask
+}
+
+/// A leaf's stored value of voxel `n`: inactive voxels hold the background (zero) so leaf
+/// statistics and quantisation ranges cover active values only.
+#[inline(always)]
+fn stored(values: &[f32; 512], mask: &[u64; 8], n: usize) -> f32 {
+    let on = mask[n >> 6] >> (n & 63) & 1 == 1;
+    if on { values[n] } else { 0.0 }
+}
+
+/// Turns one attribute's values of a brick into a leaf, or `None` if no voxel is active.
+pub(super) fn leaf(
+    origin: [i32; 3],
+    values: &[f32; 512],
+    active: impl Fn(usize) -> bool,
+) -> Option<LeafBrick> {
+    let mask = activity(active);
     if mask.iter().all(|&w| w == 0) {
         return None;
     }
     // Collected straight into a fresh allocation: no zeroing pass before the values.
-    let vals: Box<[f32]> = (0..512)
-        .map(|n| {
-            // Inactive voxels hold the background (zero) so leaf statistics and
-            // quantisation ranges cover active values only.
-            let on = mask[n >> 6] >> (n & 63) & 1 == 1;
-            if on { values[n] } else { 0.0 }
-        })
-        .collect();
+    let vals: Box<[f32]> = (0..512).map(|n| stored(values, &mask, n)).collect();
     Some(LeafBrick {
         origin,
         values: vals.try_into().expect("512 values"),
@@ -113,9 +122,91 @@ pub(super) fn leaf(
     })
 }
 
+/// Encodes one attribute's values of a brick as a leaf of `blocks[which]` (nothing if no
+/// voxel is active), as [`leaf`] and the grid build would, with the values still in cache.
+fn encode_leaf(
+    enc: &mut LeafEncoder,
+    blocks: &mut [EncodedBlock],
+    which: usize,
+    origin: [i32; 3],
+    field: Field<'_>,
+    scratch: &mut [f32; 512],
+) -> Result<(), FormatError> {
+    // The masks and stored values spelled out per kind of field, from the activity test
+    // itself (not from the mask's bits) so that the loops vectorise.
+    let mut mask = [0u64; 8];
+    match field {
+        Field::Mixing(q) => {
+            for (w, word) in mask.iter_mut().enumerate() {
+                for (b, &v) in q[w * 64..w * 64 + 64].iter().enumerate() {
+                    *word |= u64::from(v > MIXING_THRESHOLD) << b;
+                }
+            }
+            if mask.iter().all(|&w| w == 0) {
+                return Ok(());
+            }
+            for (s, &v) in scratch.iter_mut().zip(q) {
+                *s = if v > MIXING_THRESHOLD { v } else { 0.0 };
+            }
+        }
+        Field::Masked(values, on) => {
+            for (w, word) in mask.iter_mut().enumerate() {
+                for (b, &o) in on[w * 64..w * 64 + 64].iter().enumerate() {
+                    *word |= u64::from(o) << b;
+                }
+            }
+            if mask.iter().all(|&w| w == 0) {
+                return Ok(());
+            }
+            for ((s, &v), &o) in scratch.iter_mut().zip(values).zip(on) {
+                *s = if o { v } else { 0.0 };
+            }
+        }
+    }
+    enc.push(blocks, which, origin, scratch, &mask)
+}
+
 /// Activity of a mixing ratio: above [`MIXING_THRESHOLD`].
 pub(super) fn mixing(q: &[f32; 512]) -> impl Fn(usize) -> bool + '_ {
     move |n| q[n] > MIXING_THRESHOLD
+}
+
+/// What an attribute's leaf of an evaluated brick is made of: its values and which voxels
+/// are active.
+#[derive(Clone, Copy)]
+enum Field<'a> {
+    /// A mixing ratio, active above [`MIXING_THRESHOLD`].
+    Mixing(&'a [f32; 512]),
+    /// Values active where the mask is set.
+    Masked(&'a [f32; 512], &'a [bool; 512]),
+}
+
+/// The field of attribute `a` in the evaluated brick `f`, or `None` for attributes made on
+/// their own grid (the funnel, by nest.rs). `funnel_apart` says whether the funnel is one
+/// of the attributes: the cloud then leaves it out (see nest.rs).
+fn field_of(a: Attribute, f: &BrickFields, funnel_apart: bool) -> Option<Field<'_>> {
+    let cloud = if funnel_apart {
+        &f.ambient_cloud
+    } else {
+        &f.cloud
+    };
+    Some(match a {
+        Attribute::Cloud => Field::Mixing(cloud),
+        Attribute::FunnelCloud => return None,
+        Attribute::Rain => Field::Mixing(&f.rain),
+        Attribute::WindSpeed => Field::Masked(&f.wind, &f.storm),
+        Attribute::VerticalVelocity => Field::Masked(&f.w, &f.storm),
+        Attribute::Vorticity => Field::Masked(&f.vort, &f.storm),
+        Attribute::CloudWater => Field::Mixing(&f.qc),
+        Attribute::CloudIce => Field::Mixing(&f.qi),
+        Attribute::Snow => Field::Mixing(&f.snow),
+        Attribute::Graupel => Field::Mixing(&f.graupel),
+        Attribute::Hail => Field::Mixing(&f.hail),
+        Attribute::VaporPerturbation => Field::Masked(&f.qv, &f.storm),
+        Attribute::Reflectivity => Field::Masked(&f.dbz, &f.precip),
+        Attribute::PressurePerturbation => Field::Masked(&f.prs, &f.storm),
+        Attribute::ThetaPerturbation => Field::Masked(&f.theta, &f.storm),
+    })
 }
 
 /// Evaluates one brick into leaves for each attribute in `attrs` (same order).
@@ -129,34 +220,126 @@ fn brick_leaves(
     let p0 = c.origin.map(|o| o as f32 * dx);
     let extended = attrs.iter().any(|a| a.is_extended());
     model.eval_brick(p0, dx, c.mask, f, extended);
-    let storm = |n: usize| f.storm[n];
-    // With the funnel on its own nested grid the cloud leaves it out (see nest.rs).
-    let cloud = if attrs.contains(&Attribute::FunnelCloud) {
-        &f.ambient_cloud
-    } else {
-        &f.cloud
-    };
+    let funnel_apart = attrs.contains(&Attribute::FunnelCloud);
     attrs
         .iter()
-        .map(|a| match a {
-            Attribute::Cloud => leaf(c.origin, cloud, mixing(cloud)),
-            // Made on its own grid by nest.rs.
-            Attribute::FunnelCloud => None,
-            Attribute::Rain => leaf(c.origin, &f.rain, mixing(&f.rain)),
-            Attribute::WindSpeed => leaf(c.origin, &f.wind, storm),
-            Attribute::VerticalVelocity => leaf(c.origin, &f.w, storm),
-            Attribute::Vorticity => leaf(c.origin, &f.vort, storm),
-            Attribute::CloudWater => leaf(c.origin, &f.qc, mixing(&f.qc)),
-            Attribute::CloudIce => leaf(c.origin, &f.qi, mixing(&f.qi)),
-            Attribute::Snow => leaf(c.origin, &f.snow, mixing(&f.snow)),
-            Attribute::Graupel => leaf(c.origin, &f.graupel, mixing(&f.graupel)),
-            Attribute::Hail => leaf(c.origin, &f.hail, mixing(&f.hail)),
-            Attribute::VaporPerturbation => leaf(c.origin, &f.qv, storm),
-            Attribute::Reflectivity => leaf(c.origin, &f.dbz, |n| f.precip[n]),
-            Attribute::PressurePerturbation => leaf(c.origin, &f.prs, storm),
-            Attribute::ThetaPerturbation => leaf(c.origin, &f.theta, storm),
+        .map(|&a| match field_of(a, f, funnel_apart)? {
+            Field::Mixing(q) => leaf(c.origin, q, mixing(q)),
+            Field::Masked(v, on) => leaf(c.origin, v, |n| on[n]),
         })
         .collect()
+}
+
+/// Bricks evaluated and encoded per task: each task's leaves of one attribute are one
+/// [`EncodedBlock`] (tens of kilobytes, reused by the allocator from frame to frame).
+const ENCODE_CHUNK: usize = 32;
+
+/// All leaves of one instant within `region` (as [`volumes`]), each encoded for the grid of
+/// `builds[i]` (attribute `i`) right after its brick is evaluated, and the nested grids'
+/// leaves; the attributes' leaves in attribute order. Errors name the attribute's index.
+pub(super) fn encoded(
+    storm: &Storm,
+    model: &FrameModel<'_>,
+    region: [[u32; 3]; 2],
+    builds: &[BuildOptions],
+) -> Result<(Vec<EncodedLeaves>, BrickStats), (usize, FormatError)> {
+    let params = storm.params();
+    let dims = params.dims();
+    let dx = params.voxel_size_m() as f32;
+    let attrs = &params.attributes;
+    debug_assert_eq!(attrs.len(), builds.len());
+    let bricks: [[i32; 3]; 2] = [
+        std::array::from_fn(|a| (region[0][a].min(dims[a]) / 8) as i32),
+        std::array::from_fn(|a| (region[1][a].min(dims[a]).div_ceil(8)) as i32),
+    ];
+    let cands = candidates(model, bricks, dx);
+    let extended = attrs.iter().any(|a| a.is_extended());
+    let funnel_apart = attrs.contains(&Attribute::FunnelCloud);
+    let new_blocks = |expected: usize| -> Result<Vec<EncodedBlock>, (usize, FormatError)> {
+        builds
+            .iter()
+            .enumerate()
+            .map(|(i, b)| EncodedBlock::new(b, 0.0, expected).map_err(|e| (i, e)))
+            .collect()
+    };
+    let per_chunk: Vec<Vec<EncodedBlock>> = cands
+        .par_chunks(ENCODE_CHUNK)
+        .map_init(
+            || {
+                (
+                    Box::new(BrickFields::new()),
+                    LeafEncoder::new(),
+                    Box::new([0f32; 512]),
+                )
+            },
+            |(f, enc, scratch), chunk| {
+                let mut blocks = new_blocks(chunk.len())?;
+                for c in chunk {
+                    let p0 = c.origin.map(|o| o as f32 * dx);
+                    model.eval_brick(p0, dx, c.mask, f, extended);
+                    for (i, &a) in attrs.iter().enumerate() {
+                        let r = match field_of(a, f, funnel_apart) {
+                            None => Ok(()),
+                            Some(field) => {
+                                encode_leaf(enc, &mut blocks, i, c.origin, field, scratch)
+                            }
+                        };
+                        if let Err(e) = r {
+                            // Its pending leaves belong to blocks that are dropped here.
+                            enc.discard();
+                            return Err((i, e));
+                        }
+                    }
+                }
+                enc.flush(&mut blocks);
+                blocks.iter_mut().for_each(EncodedBlock::shrink_to_fit);
+                Ok(blocks)
+            },
+        )
+        .collect::<Result<_, _>>()?;
+    let mut per_attr: Vec<Vec<EncodedBlock>> = attrs
+        .iter()
+        .map(|_| Vec::with_capacity(per_chunk.len()))
+        .collect();
+    let mut emitted = 0u64;
+    for blocks in per_chunk {
+        for (list, b) in per_attr.iter_mut().zip(blocks) {
+            if !b.is_empty() {
+                emitted += b.len() as u64;
+                list.push(b);
+            }
+        }
+    }
+    let mut stats = BrickStats {
+        candidates: cands.len() as u64,
+        emitted,
+    };
+    let mut out = Vec::with_capacity(attrs.len());
+    for (i, (a, mut blocks)) in attrs.iter().zip(per_attr).enumerate() {
+        if a.is_nested() {
+            // The nest is small (a few thousand leaves): encoded from its volume.
+            let (nested, s) = super::nest::funnel_volume(storm, model, region);
+            stats.candidates += s.candidates;
+            stats.emitted += s.emitted;
+            let mut block = EncodedBlock::new(&builds[i], nested.background, nested.bricks.len())
+                .map_err(|e| (i, e))?;
+            let mut enc = LeafEncoder::new();
+            for b in &nested.bricks {
+                enc.push(
+                    std::slice::from_mut(&mut block),
+                    0,
+                    b.origin,
+                    &b.values,
+                    &b.active,
+                )
+                .map_err(|e| (i, e))?;
+            }
+            enc.flush(std::slice::from_mut(&mut block));
+            blocks = vec![block];
+        }
+        out.push(EncodedLeaves::new(builds[i].grid_type, 0.0, blocks).map_err(|e| (i, e))?);
+    }
+    Ok((out, stats))
 }
 
 /// All volumes of one instant within `region` (index-space voxel box [lo, hi), clamped
@@ -399,6 +582,44 @@ mod tests {
         p.resolution = 96;
         p.seed = 7;
         check_culling(p, &[22]);
+    }
+
+    /// The leaves encoded as their bricks are evaluated make, byte for byte, the grids of
+    /// the frame's volumes (the nested funnel included).
+    #[test]
+    fn encoded_leaves_make_the_grids_of_the_volumes() {
+        use crate::format::{GridType, build_grid, build_grid_encoded_into};
+        use crate::synth::GenerateOptions;
+        use crate::synth::generate::grid_options;
+        let cases = [
+            (Attribute::DEFAULT.to_vec(), 64, 30, GridType::Fp16),
+            (Attribute::ALL.to_vec(), 64, 40, GridType::Fp16),
+            (Attribute::ALL.to_vec(), 48, 44, GridType::FpN),
+            (Attribute::DEFAULT.to_vec(), 48, 20, GridType::Float),
+            (Attribute::ALL.to_vec(), 48, 25, GridType::Fp4),
+        ];
+        for (attributes, resolution, frame, grid_type) in cases {
+            let mut p = default_params();
+            p.resolution = resolution;
+            p.attributes = attributes;
+            let opts = GenerateOptions {
+                grid_type,
+                ..GenerateOptions::default()
+            };
+            let storm = Storm::new(p.clone());
+            let t = p.frame_time(frame);
+            let builds = grid_options(&p, &opts);
+            let (vols, _) = storm.volumes_at(t);
+            let (encoded, _) = storm.encoded_leaves_at(t, &builds).unwrap();
+            assert_eq!(vols.len(), encoded.len());
+            for (i, ((a, vol), leaves)) in vols.iter().zip(&encoded).enumerate() {
+                assert_eq!(vol.bricks.len(), leaves.len(), "{a} {grid_type}");
+                let want = build_grid(vol, &builds[i]).unwrap();
+                let mut got = Vec::new();
+                build_grid_encoded_into(leaves, &builds[i], &mut got).unwrap();
+                assert!(got == want, "{a} {grid_type} frame {frame}: grids differ");
+            }
+        }
     }
 
     #[test]

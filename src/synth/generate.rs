@@ -9,7 +9,7 @@ use super::size::padded;
 use super::{Attribute, Storm, StormParams};
 use crate::dataset::{AttributeSpec, DatasetError, DatasetWriter, LaneSpec, Manifest, Provenance};
 use crate::format::{
-    BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid_into,
+    BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid_encoded_into,
 };
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -60,7 +60,8 @@ pub struct GenerateOptions {
     pub version: NanoVdbVersion,
     /// Checksum coverage.
     pub checksum: ChecksumMode,
-    /// Frames in flight at most (the reorder window); 0 picks one from `memory_budget`.
+    /// Frames in flight at most (the reorder window); 0 picks one from `memory_budget` and
+    /// the frame size (see `window_for`).
     pub max_frames_in_flight: usize,
     /// Memory the frames in flight may take when `max_frames_in_flight` is 0, bytes.
     pub memory_budget: u64,
@@ -105,9 +106,11 @@ pub struct EncodedFrame {
     pub grids: Vec<Vec<u8>>,
     /// Leaves per attribute.
     pub leaves: Vec<u64>,
-    /// Wall time spent evaluating the fields (parallel over bricks), seconds.
+    /// Wall time spent evaluating the fields and encoding each brick's leaves (parallel over
+    /// bricks), seconds.
     pub eval_s: f64,
-    /// Wall time spent encoding the grids (parallel over leaves), seconds.
+    /// Wall time spent building the grids from the encoded leaves (parallel over leaves),
+    /// seconds.
     pub encode_s: f64,
     /// When the frame's work began, seconds from the start of the run (0 outside one).
     pub began_s: f64,
@@ -226,6 +229,28 @@ impl GridPool {
     }
 }
 
+/// How each attribute's grid is built (attribute order).
+pub(super) fn grid_options(params: &StormParams, opts: &GenerateOptions) -> Vec<BuildOptions> {
+    params
+        .attributes
+        .iter()
+        .map(|&attr| {
+            let info = attr.info();
+            let transform = params.transform_of(attr);
+            BuildOptions {
+                name: info.name.to_string(),
+                grid_type: opts.grid_type,
+                grid_class: info.class,
+                voxel_size: transform.voxel_size_m,
+                world_origin: transform.origin_m,
+                version: opts.version,
+                checksum: opts.checksum,
+                ..BuildOptions::default()
+            }
+        })
+        .collect()
+}
+
 /// Generates and encodes one frame (parallel over bricks and leaves on the current pool).
 pub fn encode_frame(
     storm: &Storm,
@@ -244,38 +269,33 @@ fn encode_frame_pooled(
 ) -> Result<EncodedFrame, SynthError> {
     let params = storm.params();
     let time = params.frame_time(frame);
+    let builds = grid_options(params, opts);
+    let format_error = |ai: usize, source| SynthError::Format {
+        frame,
+        attribute: params.attributes[ai].name(),
+        source,
+    };
     let t0 = Instant::now();
-    let (vols, _) = storm.volumes_at(time);
+    // Each leaf is encoded as soon as its brick is evaluated (values still in cache); the
+    // grids then only order the leaves and copy them into place.
+    let (encoded, _) = storm
+        .encoded_leaves_at(time, &builds)
+        .map_err(|(ai, e)| format_error(ai, e))?;
     let eval_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     // The attributes' grids are built concurrently: each build is parallel over leaves,
-    // but its planning, buffer set-up, checksum and the freeing of its volume are serial.
-    let built: Vec<(u64, Vec<u8>)> = vols
+    // but its planning, buffer set-up, checksum and the freeing of its leaves are serial.
+    let built: Vec<(u64, Vec<u8>)> = encoded
         .into_par_iter()
         .enumerate()
-        .map(|(ai, (attr, vol))| {
-            let info = attr.info();
-            let transform = params.transform_of(attr);
-            let build = BuildOptions {
-                name: info.name.to_string(),
-                grid_type: opts.grid_type,
-                grid_class: info.class,
-                voxel_size: transform.voxel_size_m,
-                world_origin: transform.origin_m,
-                version: opts.version,
-                checksum: opts.checksum,
-                ..BuildOptions::default()
-            };
-            let leaves = vol.bricks.len() as u64;
+        .map(|(ai, leaves)| {
+            let count = leaves.len() as u64;
             let mut grid = pool.map(|p| p.take(ai)).unwrap_or_default();
-            build_grid_into(&vol, &build, &mut grid).map_err(|source| SynthError::Format {
-                frame,
-                attribute: info.name,
-                source,
-            })?;
-            // Free the volume (as large as the grid or larger) here, in parallel.
-            drop(vol);
-            Ok((leaves, grid))
+            build_grid_encoded_into(&leaves, &builds[ai], &mut grid)
+                .map_err(|e| format_error(ai, e))?;
+            // Free the leaves (about the size of the grid) here, in parallel.
+            drop(leaves);
+            Ok((count, grid))
         })
         .collect::<Result<_, SynthError>>()?;
     let (leaves, grids): (Vec<u64>, Vec<Vec<u8>>) = built.into_iter().unzip();
@@ -502,8 +522,8 @@ fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError>
 
 /// Memory one frame in flight takes at its peak, estimated from the voxel count: the storm
 /// fills about 12 % of the domain's bricks at moderate resolution, and each frame holds its
-/// volumes (about 2.2 KB per leaf: values, mask, allocation) and then its grids (one leaf
-/// each).
+/// encoded leaves (a leaf's bytes and about 60 bytes of origin and statistics each) and,
+/// while they are copied into place, its grids (one leaf each).
 pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
     let [nx, ny, nz] = params.dims().map(u64::from);
     let bricks = nx * ny * nz / 512;
@@ -511,20 +531,39 @@ pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
     let leaf = super::size::leaf_bytes(grid_type).unwrap_or(2_144);
     (bricks * 12 / 100)
         .saturating_mul(attrs)
-        .saturating_mul(2_200 + leaf)
+        .saturating_mul(2 * leaf + 100)
 }
 
-/// The reorder window: as given, or as many frames as fit the memory budget (a frame in
-/// flight holds its volumes, about 2.1 KB per leaf, and then its grids), at least 1 and at
-/// most twice the thread count (more only adds memory).
+/// The reorder window: as given, or as many frames as fit the memory budget (see
+/// [`frame_peak_memory`]), at least 1 and at most twice the thread count (more only adds
+/// memory); and at most [`BIG_FRAME_WINDOW`] for frames of [`BIG_FRAME_PEAK`] or more.
+///
+/// Frames in flight progress together (rayon does not favour the oldest), so a run with
+/// every frame in flight finishes them all at about the same time and then writes them one
+/// after the other while the cores idle; a big frame has parallel work enough to keep every
+/// thread busy on its own, and frames started later reuse the memory of those written (the
+/// grid buffers, the allocator's blocks) instead of page-faulting fresh memory.
 fn window_for(params: &StormParams, opts: &GenerateOptions) -> usize {
     if opts.max_frames_in_flight > 0 {
         return opts.max_frames_in_flight;
     }
     let per_frame = frame_peak_memory(params, opts.grid_type);
     let fit = (opts.memory_budget / per_frame.max(1)) as usize;
-    fit.clamp(1, 2 * rayon::current_num_threads())
+    let most = if per_frame >= BIG_FRAME_PEAK {
+        BIG_FRAME_WINDOW
+    } else {
+        2 * rayon::current_num_threads()
+    };
+    fit.clamp(1, most.max(1))
 }
+
+/// Peak memory from which a frame counts as big for [`window_for`] (a frame of about
+/// 250 MB of Fp16 grids).
+const BIG_FRAME_PEAK: u64 = 512 << 20;
+
+/// Frames in flight at most by default when frames are big: one being written or finishing
+/// its serial steps (checksums, buffer set-up) while the other keeps the threads busy.
+const BIG_FRAME_WINDOW: usize = 2;
 
 /// The dataset's attribute list for `params`.
 pub fn attribute_specs(params: &StormParams) -> Vec<AttributeSpec> {
@@ -558,4 +597,38 @@ pub fn generate_dataset(
     )?;
     let manifest = writer.finish()?;
     Ok((report, manifest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::default_params;
+
+    #[test]
+    fn big_frames_default_to_two_in_flight() {
+        let mut p = default_params();
+        let opts = GenerateOptions {
+            memory_budget: 1 << 50,
+            ..GenerateOptions::default()
+        };
+        p.resolution = 1424;
+        assert!(frame_peak_memory(&p, opts.grid_type) >= BIG_FRAME_PEAK);
+        assert_eq!(window_for(&p, &opts), BIG_FRAME_WINDOW);
+        // Small frames: as many as the threads can use.
+        p.resolution = 128;
+        assert!(frame_peak_memory(&p, opts.grid_type) < BIG_FRAME_PEAK);
+        assert_eq!(window_for(&p, &opts), 2 * rayon::current_num_threads());
+        // A budget for one big frame, and a window given: as they say.
+        p.resolution = 1424;
+        let one = GenerateOptions {
+            memory_budget: frame_peak_memory(&p, GridType::Fp16),
+            ..opts.clone()
+        };
+        assert_eq!(window_for(&p, &one), 1);
+        let given = GenerateOptions {
+            max_frames_in_flight: 5,
+            ..opts
+        };
+        assert_eq!(window_for(&p, &given), 5);
+    }
 }

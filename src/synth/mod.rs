@@ -480,6 +480,21 @@ impl Storm {
         (vols, stats)
     }
 
+    /// Every attribute's leaves at storm time `t` (nested grids included), each encoded for
+    /// the grid `builds[i]` describes (attribute `i` of [`StormParams::attributes`]) as its
+    /// brick is evaluated: what [`crate::format::build_grid_encoded_into`] turns into the
+    /// same grids as the volumes of [`Storm::volumes_at`]. Errors name the attribute's index.
+    pub(crate) fn encoded_leaves_at(
+        &self,
+        t: f32,
+        builds: &[crate::format::BuildOptions],
+    ) -> Result<(Vec<crate::format::EncodedLeaves>, BrickStats), (usize, crate::format::FormatError)>
+    {
+        let model = self.model(t);
+        let all = [[0; 3], self.params.dims()];
+        bricks::encoded(self, &model, all, builds)
+    }
+
     /// The origins of every attribute's leaves at storm time `t`, in the order of
     /// [`StormParams::attributes`] (the bricks [`Storm::volumes_at`] would emit, without
     /// their values: for exact frame sizes at resolutions whose volumes would not fit in

@@ -157,12 +157,12 @@ pub(super) fn code_f64(encode: f64, min: f32, v: f32, exact: bool) -> u32 {
 /// FpN's bit-width search (`CreateNanoGrid::preProcess<FpN>` with the `AbsDiff` oracle):
 /// the smallest of 1, 2, 4, 8 bits whose decoded values are all within `tolerance`, else 16.
 pub(super) fn choose_fpn(
-    brick: &LeafBrick,
+    brick: LeafView<'_>,
     tolerance: f32,
     index: u32,
     leaf: usize,
 ) -> Result<Quant, FormatError> {
-    let (min, max) = value_range(&brick.values).map_err(|v| non_finite(index, leaf, v))?;
+    let (min, max) = value_range(brick.values).map_err(|v| non_finite(index, leaf, v))?;
     let range = max - min;
     let mut log2 = 0u8;
     while range > 0.0 && log2 < 4 {
@@ -194,6 +194,25 @@ pub(super) fn choose_fpn(
     })
 }
 
+/// What a leaf is made of: its origin, its 512 values (inactive ones included, as they are
+/// stored) and its active mask; borrowed from a [`LeafBrick`] or from a caller's scratch.
+#[derive(Clone, Copy)]
+pub(super) struct LeafView<'a> {
+    pub(super) origin: Coord,
+    pub(super) values: &'a [f32; LEAF_VOXELS],
+    pub(super) active: &'a [u64; 8],
+}
+
+impl<'a> LeafView<'a> {
+    pub(super) fn of(brick: &'a LeafBrick) -> LeafView<'a> {
+        LeafView {
+            origin: brick.origin,
+            values: &brick.values,
+            active: &brick.active,
+        }
+    }
+}
+
 /// A leaf whose bytes are written but whose mean and deviation still need the Welford pass.
 pub(super) struct Pending {
     /// Decoded active values in index order (the first `n`).
@@ -210,13 +229,13 @@ pub(super) struct Pending {
 /// deviation; `quant` is the FpN width chosen beforehand (fixed widths derive it here).
 pub(super) fn write_leaf_body(
     codec: LeafCodec,
-    brick: &LeafBrick,
+    brick: LeafView<'_>,
     quant: Option<Quant>,
     dst: &mut [u8],
     (index, leaf): (u32, usize),
     p: &mut Pending,
 ) -> Result<(), FormatError> {
-    let active = &brick.active;
+    let active = brick.active;
     for (d, w) in dst[LEAF_OFF_VALUE_MASK as usize..][..64]
         .chunks_exact_mut(8)
         .zip(active)
@@ -242,13 +261,13 @@ pub(super) fn write_leaf_body(
                 d.copy_from_slice(&v.to_le_bytes());
             }
             p.codec = None;
-            p.n = gather_active(&brick.values, active, &mut p.vals);
+            p.n = gather_active(brick.values, active, &mut p.vals);
         }
         LeafCodec::Fixed { .. } | LeafCodec::Variable => {
             let q = match (codec, quant) {
                 (LeafCodec::Fixed { log2_bits }, _) => {
                     let (min, max) =
-                        value_range(&brick.values).map_err(|v| non_finite(index, leaf, v))?;
+                        value_range(brick.values).map_err(|v| non_finite(index, leaf, v))?;
                     Quant {
                         min,
                         max,
@@ -267,7 +286,7 @@ pub(super) fn write_leaf_body(
             put_f32(dst, LEAF_FP_OFF_MINIMUM as usize, q.min);
             put_f32(dst, LEAF_FP_OFF_QUANTUM as usize, quantum);
             let mut codes = [0u16; LEAF_VOXELS];
-            encode_codes(&brick.values, q, &mut codes);
+            encode_codes(brick.values, q, &mut codes);
             pack_codes(
                 &codes,
                 bits,
@@ -363,7 +382,7 @@ pub(super) fn finish_leaf(p: &Pending, (avg, aux): (f64, f64), dst: &mut [u8]) -
 }
 
 /// One leaf to write: destination bytes, source brick, FpN width, (brick index, leaf index).
-pub(super) type LeafJob<'a, 'b> = (&'a mut [u8], &'b LeafBrick, Option<Quant>, (u32, usize));
+pub(super) type LeafJob<'a, 'b> = (&'a mut [u8], LeafView<'b>, Option<Quant>, (u32, usize));
 
 /// Writes up to [`LANES`] leaves and their statistics into `stats`.
 pub(super) fn write_leaf_group<'a, 'b>(

@@ -70,6 +70,7 @@ use super::layout::{
 use super::sparse::{LEAF_VOXELS, LeafBrick, SparseVolume};
 use super::types::{Coord, GridClass, GridType, Version};
 
+mod encoded;
 mod leaves;
 mod plan;
 mod stats;
@@ -77,6 +78,7 @@ mod stats;
 mod tests;
 mod write;
 
+pub use encoded::{EncodedBlock, EncodedLeaves, LeafEncoder};
 use leaves::*;
 use plan::*;
 use stats::*;
@@ -194,24 +196,95 @@ pub fn build_grid_into(
     opts: &BuildOptions,
     out: &mut Vec<u8>,
 ) -> Result<(), FormatError> {
+    build_into(Source::Bricks(volume), opts, out)
+}
+
+/// [`build_grid_into`] from leaves encoded beforehand ([`EncodedLeaves`]): the same bytes as
+/// building the volume of the same leaves, with each leaf's bytes and statistics copied
+/// into place instead of computed here. `opts.grid_type` must be the leaves' grid type.
+pub fn build_grid_encoded_into(
+    leaves: &EncodedLeaves,
+    opts: &BuildOptions,
+    out: &mut Vec<u8>,
+) -> Result<(), FormatError> {
+    if leaves.grid_type() != opts.grid_type {
+        return Err(invalid(
+            "encoded leaves",
+            0,
+            format!(
+                "leaves encoded as {} cannot make a {} grid",
+                leaves.grid_type(),
+                opts.grid_type
+            ),
+        ));
+    }
+    let index = leaves.index();
+    build_into(Source::Encoded(leaves, &index), opts, out)
+}
+
+/// Where the leaves come from: a volume's bricks (encoded here) or leaves encoded before.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Bricks(&'a SparseVolume),
+    /// The leaves and their (block, leaf) positions in one flat order.
+    Encoded(&'a EncodedLeaves, &'a [(u32, u32)]),
+}
+
+impl Source<'_> {
+    fn len(self) -> usize {
+        match self {
+            Source::Bricks(v) => v.bricks.len(),
+            Source::Encoded(_, index) => index.len(),
+        }
+    }
+
+    fn origin(self, i: usize) -> Coord {
+        match self {
+            Source::Bricks(v) => v.bricks[i].origin,
+            Source::Encoded(l, index) => l.leaf(index[i]).origin,
+        }
+    }
+
+    fn background(self) -> f32 {
+        match self {
+            Source::Bricks(v) => v.background,
+            Source::Encoded(l, _) => l.background(),
+        }
+    }
+}
+
+fn build_into(
+    source: Source<'_>,
+    opts: &BuildOptions,
+    out: &mut Vec<u8>,
+) -> Result<(), FormatError> {
     let codec = LeafCodec::of(opts.grid_type)?;
     let tl = layout::layout(opts.grid_type).ok_or(FormatError::Unsupported {
         grid_type: opts.grid_type,
         detail: "the writer has no layout for this grid type",
     })?;
     check_options(opts)?;
-    let plan = Plan::new(volume)?;
-    let background = volume.background;
+    let plan = Plan::of_origins(source.len(), |i| source.origin(i))?;
+    let background = source.background();
 
     // FpN: choose every leaf's bit width first, since it decides where later leaves start.
-    let quant: Vec<Quant> = match codec {
-        LeafCodec::Variable => {
+    let quant: Vec<Quant> = match (codec, source) {
+        (LeafCodec::Variable, Source::Encoded(l, index)) => plan
+            .order
+            .iter()
+            .map(|&b| Quant {
+                min: 0.0,
+                max: 0.0,
+                log2_bits: l.leaf(index[b as usize]).log2_bits,
+            })
+            .collect(),
+        (LeafCodec::Variable, Source::Bricks(volume)) => {
             let tol = fpn_tolerance(opts, background);
             plan.order
                 .par_iter()
                 .with_min_len(64)
                 .enumerate()
-                .map(|(i, &b)| choose_fpn(&volume.bricks[b as usize], tol, b, i))
+                .map(|(i, &b)| choose_fpn(LeafView::of(&volume.bricks[b as usize]), tol, b, i))
                 .collect::<Result<_, _>>()?
         }
         _ => Vec::new(),
@@ -251,8 +324,28 @@ pub fn build_grid_into(
     // Leaves, in parallel groups (see `welford_lanes`); each gives its statistics.
     let mut leaf_stats = vec![NodeStats::EMPTY; n_leaf];
     const GROUP: usize = LANES;
-    match codec {
-        LeafCodec::Variable => {
+    match (codec, source) {
+        (_, Source::Encoded(l, index)) => {
+            // Each leaf's bytes are final: copy them to where the tree puts them.
+            let mut slices = Vec::with_capacity(n_leaf);
+            let mut rest = leaves_buf;
+            for w in leaf_offsets.windows(2) {
+                let (leaf, tail) = rest.split_at_mut(w[1] - w[0]);
+                slices.push(leaf);
+                rest = tail;
+            }
+            slices
+                .par_iter_mut()
+                .zip(leaf_stats.par_iter_mut())
+                .zip(plan.order.par_iter())
+                .with_min_len(256)
+                .for_each(|((dst, st), &b)| {
+                    let (bytes, stats) = l.leaf_bytes(index[b as usize]);
+                    dst.copy_from_slice(bytes);
+                    *st = stats;
+                });
+        }
+        (LeafCodec::Variable, Source::Bricks(volume)) => {
             let mut slices = Vec::with_capacity(n_leaf);
             let mut rest = leaves_buf;
             for w in leaf_offsets.windows(2) {
@@ -271,7 +364,7 @@ pub fn build_grid_into(
                         |(k, ((dst, &b), q))| {
                             (
                                 &mut **dst,
-                                &volume.bricks[b as usize],
+                                LeafView::of(&volume.bricks[b as usize]),
                                 Some(*q),
                                 (b, g * GROUP + k),
                             )
@@ -280,7 +373,7 @@ pub fn build_grid_into(
                     write_leaf_group(codec, jobs, stats)
                 })?;
         }
-        _ => {
+        (_, Source::Bricks(volume)) => {
             let size = tl.leaf.size as usize;
             leaves_buf
                 .par_chunks_mut(GROUP * size)
@@ -294,7 +387,12 @@ pub fn build_grid_into(
                             .zip(bricks)
                             .enumerate()
                             .map(|(k, (dst, &b))| {
-                                (dst, &volume.bricks[b as usize], None, (b, g * GROUP + k))
+                                (
+                                    dst,
+                                    LeafView::of(&volume.bricks[b as usize]),
+                                    None,
+                                    (b, g * GROUP + k),
+                                )
                             });
                     write_leaf_group(codec, jobs, stats)
                 })?;
@@ -311,7 +409,7 @@ pub fn build_grid_into(
             let node_at = lower_at + i * tl.lower.size as usize;
             let children = span.first as usize..(span.first + span.count) as usize;
             let kids = children.clone().map(|c| {
-                let origin = volume.bricks[plan.order[c] as usize].origin;
+                let origin = source.origin(plan.order[c] as usize);
                 (child_index(origin, &tl.lower), leaf_offsets[c] - node_at)
             });
             *st = write_internal(&tl.lower, kids, &leaf_stats[children], background, dst);

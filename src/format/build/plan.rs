@@ -39,21 +39,24 @@ pub(super) fn child_index(origin: Coord, node: &NodeLayout) -> usize {
 }
 
 impl Plan {
-    pub(super) fn new(volume: &SparseVolume) -> Result<Plan, FormatError> {
-        let n = volume.bricks.len();
+    /// The plan of `n` leaves, leaf `i` at `origin_of(i)`; errors name leaf `i` as "brick i".
+    pub(super) fn of_origins(
+        n: usize,
+        origin_of: impl Fn(usize) -> Coord,
+    ) -> Result<Plan, FormatError> {
         if n > u32::MAX as usize {
             return Err(invalid("sparse volume", 0, "more than 2^32 bricks"));
         }
         // Sort key: upper node (60 bits, signed order) | lower index (15) | leaf index (12) |
         // brick index (32). Sorting by it yields NanoVDB's breadth-first order at every level.
         let mut keys = Vec::with_capacity(n);
-        for (i, b) in volume.bricks.iter().enumerate() {
-            let [x, y, z] = b.origin;
+        for i in 0..n {
+            let [x, y, z] = origin_of(i);
             if (x | y | z) & 7 != 0 {
                 return Err(invalid(
                     format!("brick {i}"),
                     i as u64,
-                    format!("origin {:?} is not a multiple of 8", b.origin),
+                    format!("origin {:?} is not a multiple of 8", origin_of(i)),
                 ));
             }
             let lower = ((x & 4095) >> 7) << 10 | ((y & 4095) >> 7) << 5 | ((z & 4095) >> 7);
@@ -73,7 +76,7 @@ impl Plan {
         let mut prev: Option<u128> = None;
         for (pos, &k) in keys.iter().enumerate() {
             let idx = k as u32;
-            let origin = volume.bricks[idx as usize].origin;
+            let origin = origin_of(idx as usize);
             let node = k >> 32;
             if prev == Some(node) {
                 let first = order[pos - 1];

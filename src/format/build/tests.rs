@@ -790,3 +790,154 @@ fn rejects_bad_input() {
     assert!(build_grid(&vol, &bad).is_err());
     assert!(build_grid(&vol, &o).is_ok());
 }
+
+/// Encodes `vol`'s bricks with a [`LeafEncoder`] into blocks of `per_block` leaves, with
+/// blocks filled round-robin so that the encoder's pending groups span several blocks.
+fn encode_ahead(vol: &SparseVolume, o: &BuildOptions, per_block: usize) -> EncodedLeaves {
+    let nblocks = vol.bricks.len().div_ceil(per_block).max(1);
+    let mut blocks: Vec<EncodedBlock> = (0..nblocks)
+        .map(|_| EncodedBlock::new(o, vol.background, per_block).unwrap())
+        .collect();
+    let mut enc = LeafEncoder::new();
+    for (i, b) in vol.bricks.iter().enumerate() {
+        enc.push(&mut blocks, i % nblocks, b.origin, &b.values, &b.active)
+            .unwrap();
+    }
+    enc.flush(&mut blocks);
+    EncodedLeaves::new(o.grid_type, vol.background, blocks).unwrap()
+}
+
+/// Bricks whose quantization is at an edge: all zero, constant, zeros of both signs, the
+/// largest finite magnitudes (a range that overflows), ranges of one ulp and denormal
+/// ranges, a single active voxel, inactive voxels holding values.
+fn edge_volume() -> SparseVolume {
+    let mut bricks = Vec::new();
+    let mut put = |k: i32, values: [f32; 512], active: [u64; 8]| {
+        bricks.push(LeafBrick {
+            origin: [8 * k, -8 * (k % 5), 128 * (k % 3)],
+            values: Box::new(values),
+            active,
+        });
+    };
+    let full = [u64::MAX; 8];
+    put(0, [0.0; 512], full);
+    put(1, [-0.0; 512], full);
+    put(2, [7.25; 512], full);
+    put(
+        3,
+        std::array::from_fn(|n| if n % 2 == 0 { 0.0 } else { -0.0 }),
+        full,
+    );
+    put(
+        4,
+        std::array::from_fn(|n| if n == 3 { f32::MAX } else { -f32::MAX }),
+        full,
+    );
+    put(
+        5,
+        std::array::from_fn(|n| if n < 256 { f32::MAX } else { 0.0 }),
+        full,
+    );
+    put(
+        6,
+        std::array::from_fn(|n| 1.0 + (n % 2) as f32 * f32::EPSILON),
+        full,
+    );
+    put(
+        7,
+        std::array::from_fn(|n| (n % 3) as f32 * f32::from_bits(1)),
+        full,
+    );
+    put(
+        8,
+        std::array::from_fn(|n| f32::MIN_POSITIVE * (n % 5) as f32),
+        full,
+    );
+    let mut one = [0u64; 8];
+    one[7] = 1 << 63;
+    put(9, std::array::from_fn(|n| n as f32 * 0.5 - 100.0), one);
+    let mut some = [0u64; 8];
+    some[2] = 0x00ff_00ff_00ff_00ff;
+    put(10, std::array::from_fn(|n| (n as f32).sin() * 1e-3), some);
+    put(11, std::array::from_fn(|n| -1e30 + n as f32 * 1e27), full);
+    put(12, [0.0; 512], [0; 8]);
+    SparseVolume {
+        background: 0.0,
+        bricks,
+    }
+}
+
+#[test]
+fn leaves_encoded_ahead_build_the_same_bytes() {
+    let types = [
+        GridType::Float,
+        GridType::Fp4,
+        GridType::Fp8,
+        GridType::Fp16,
+        GridType::FpN,
+    ];
+    let vols = [
+        test_volume(5, 300),
+        test_volume(77, 41),
+        edge_volume(),
+        SparseVolume::default(),
+    ];
+    for t in types {
+        for (vi, vol) in vols.iter().enumerate() {
+            let o = BuildOptions {
+                grid_class: GridClass::FogVolume,
+                ..opts(t)
+            };
+            let want = build_grid(vol, &o).unwrap();
+            for per_block in [1, 7, 32, 1000] {
+                let leaves = encode_ahead(vol, &o, per_block);
+                assert_eq!(leaves.len(), vol.bricks.len());
+                let mut got = vec![0xAB; 17];
+                build_grid_encoded_into(&leaves, &o, &mut got).unwrap();
+                assert!(got == want, "{t} volume {vi}, {per_block} per block");
+            }
+        }
+    }
+}
+
+#[test]
+fn leaves_encoded_ahead_are_checked() {
+    let vol = test_volume(3, 20);
+    let o = opts(GridType::Fp16);
+    let leaves = encode_ahead(&vol, &o, 8);
+    let err = build_grid_encoded_into(&leaves, &opts(GridType::Fp8), &mut Vec::new());
+    assert!(err.unwrap_err().to_string().contains("cannot make"));
+    // A non-finite value is refused by the encoder, naming the leaf's origin.
+    let mut block = EncodedBlock::new(&o, 0.0, 1).unwrap();
+    let mut values = [1.0f32; 512];
+    values[9] = f32::NAN;
+    let mut enc = LeafEncoder::new();
+    let err = enc
+        .push(
+            std::slice::from_mut(&mut block),
+            0,
+            [8, 16, 24],
+            &values,
+            &[1; 8],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("[8, 16, 24]"), "{err}");
+    enc.flush(std::slice::from_mut(&mut block));
+    assert!(block.is_empty());
+    // An unflushed block is refused.
+    let mut block = EncodedBlock::new(&o, 0.0, 1).unwrap();
+    enc.push(
+        std::slice::from_mut(&mut block),
+        0,
+        [0; 3],
+        &[2.0; 512],
+        &[1; 8],
+    )
+    .unwrap();
+    assert!(EncodedLeaves::new(GridType::Fp16, 0.0, vec![block]).is_err());
+    // Two leaves at one origin, as in a volume.
+    let mut dup = vol.clone();
+    dup.bricks.push(dup.bricks[4].clone());
+    let leaves = encode_ahead(&dup, &o, 8);
+    assert!(build_grid_encoded_into(&leaves, &o, &mut Vec::new()).is_err());
+}
