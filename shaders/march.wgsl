@@ -138,11 +138,15 @@ struct Fine {
     lo: array<f32, ATTR_SLOTS>,
     hi: array<f32, ATTR_SLOTS>,
     n: array<f32, ATTR_SLOTS>,
+    // How many grids need refinement: with none (grids of equal voxels, the usual case)
+    // the per-step searches below are skipped, so such frames march as cheaply as before.
+    count: u32,
 }
 
 // The step divisor at distance t: the largest refinement of the fine grids spanning t.
 fn refine_at(f: ptr<function, Fine>, t: f32) -> f32 {
     var n = 1.0;
+    if (*f).count == 0u { return n; }
     for (var a = 0u; a < ATTR_SLOTS; a++) {
         if (*f).lo[a] <= t && t <= (*f).hi[a] { n = max(n, (*f).n[a]); }
     }
@@ -163,6 +167,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     var t_start = INF;
     var t_end = -INF;
     var fine: Fine;
+    fine.count = 0u;
     for (var a = 0u; a < ATTR_SLOTS; a++) {
         init_grid(a);
         skip[a] = INF;
@@ -190,6 +195,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                 fine.lo[a] = ta0[a];
                 fine.hi[a] = ta1[a];
                 fine.n[a] = n;
+                fine.count += 1u;
             }
         }
     }
@@ -333,7 +339,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         if iso_hit { break; }
         // A finer grid refines the steps only where it is sampled: from where its empty
         // cells or tiles end (its skip point), not over its whole span.
-        for (var a = 0u; a < ATTR_SLOTS; a++) {
+        for (var a = 0u; a < ATTR_SLOTS && fine.count > 0u; a++) {
             if fine.n[a] > 1.0 { fine.lo[a] = skip[a]; }
         }
         // Thin media take longer steps: up to as many local steps (dt / n, up to
@@ -365,7 +371,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             let kb = ceil((bound_end / dt - jit) * n) / n;
             k1 = min(k1, max(kb, k + 1.0 / n));
         }
-        for (var a = 0u; a < ATTR_SLOTS; a++) {
+        for (var a = 0u; a < ATTR_SLOTS && fine.count > 0u; a++) {
             if fine.n[a] > n && fine.lo[a] > t {
                 // At least one fine step on, should rounding put the entry at t itself.
                 let entry = ceil((fine.lo[a] / dt - jit) * fine.n[a]) / fine.n[a];
