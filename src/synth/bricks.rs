@@ -234,6 +234,11 @@ fn brick_leaves(
 /// [`EncodedBlock`] (tens of kilobytes, reused by the allocator from frame to frame).
 const ENCODE_CHUNK: usize = 32;
 
+/// Encodes nested attribute `i`'s leaves (one block) and counts its bricks: given by the
+/// caller, so this module need not know the nest's (which builds on its bricks).
+pub(super) type NestedEncoder<'a> =
+    dyn Fn(usize) -> Result<(EncodedBlock, BrickStats), (usize, FormatError)> + 'a;
+
 /// All leaves of one instant within `region` (as [`volumes`]), each encoded for the grid of
 /// `builds[i]` (attribute `i`) right after its brick is evaluated, and the nested grids'
 /// leaves; the attributes' leaves in attribute order. Errors name the attribute's index.
@@ -242,6 +247,7 @@ pub(super) fn encoded(
     model: &FrameModel<'_>,
     region: [[u32; 3]; 2],
     builds: &[BuildOptions],
+    nested: &NestedEncoder<'_>,
 ) -> Result<(Vec<EncodedLeaves>, BrickStats), (usize, FormatError)> {
     let params = storm.params();
     let dims = params.dims();
@@ -317,24 +323,10 @@ pub(super) fn encoded(
     let mut out = Vec::with_capacity(attrs.len());
     for (i, (a, mut blocks)) in attrs.iter().zip(per_attr).enumerate() {
         if a.is_nested() {
-            // The nest is small (a few thousand leaves): encoded from its volume.
-            let (nested, s) = super::nest::funnel_volume(storm, model, region);
+            // A nested grid's leaves come from the caller (the nest has its own bricks).
+            let (block, s) = nested(i)?;
             stats.candidates += s.candidates;
             stats.emitted += s.emitted;
-            let mut block = EncodedBlock::new(&builds[i], nested.background, nested.bricks.len())
-                .map_err(|e| (i, e))?;
-            let mut enc = LeafEncoder::new();
-            for b in &nested.bricks {
-                enc.push(
-                    std::slice::from_mut(&mut block),
-                    0,
-                    b.origin,
-                    &b.values,
-                    &b.active,
-                )
-                .map_err(|e| (i, e))?;
-            }
-            enc.flush(std::slice::from_mut(&mut block));
             blocks = vec![block];
         }
         out.push(EncodedLeaves::new(builds[i].grid_type, 0.0, blocks).map_err(|e| (i, e))?);

@@ -492,7 +492,9 @@ impl Storm {
     {
         let model = self.model(t);
         let all = [[0; 3], self.params.dims()];
-        bricks::encoded(self, &model, all, builds)
+        let nested =
+            |i: usize| nest::encoded_funnel(self, &model, all, &builds[i]).map_err(|e| (i, e));
+        bricks::encoded(self, &model, all, builds, &nested)
     }
 
     /// The origins of every attribute's leaves at storm time `t`, in the order of

@@ -16,8 +16,34 @@
 use super::bricks::{Candidate, candidates, leaf, mixing};
 use super::model::{BrickFields, F_FUNNEL, FrameModel};
 use super::{Attribute, BrickStats, NEST_REFINEMENT, Storm};
-use crate::format::{LeafBrick, SparseVolume};
+use crate::format::{
+    BuildOptions, EncodedBlock, FormatError, LeafBrick, LeafEncoder, SparseVolume,
+};
 use rayon::prelude::*;
+
+/// The funnel's nested grid within `region` encoded for `build`: the nest is small (a few
+/// thousand leaves), so its leaves are encoded from its volume.
+pub(super) fn encoded_funnel(
+    storm: &Storm,
+    model: &FrameModel<'_>,
+    region: [[u32; 3]; 2],
+    build: &BuildOptions,
+) -> Result<(EncodedBlock, BrickStats), FormatError> {
+    let (nested, stats) = funnel_volume(storm, model, region);
+    let mut block = EncodedBlock::new(build, nested.background, nested.bricks.len())?;
+    let mut enc = LeafEncoder::new();
+    for b in &nested.bricks {
+        enc.push(
+            std::slice::from_mut(&mut block),
+            0,
+            b.origin,
+            &b.values,
+            &b.active,
+        )?;
+    }
+    enc.flush(std::slice::from_mut(&mut block));
+    Ok((block, stats))
+}
 
 /// The funnel's volume on the nested grid, within the storm-grid index box `region`
 /// (`[lo, hi)` voxels of the storm grid), with statistics of the brick work. Empty before
