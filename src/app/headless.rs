@@ -119,6 +119,26 @@ pub struct PathRun {
     pub gpus: Option<GpusRun>,
 }
 
+impl PathRun {
+    /// A path's entry before it runs: its report, nothing measured yet.
+    pub fn not_run(info: PathReport) -> Self {
+        PathRun {
+            info,
+            ran: false,
+            error: None,
+            figures: None,
+            scrub: None,
+            wall_s: 0.0,
+            cpu_s: 0.0,
+            cpu_percent: 0.0,
+            memory: MemoryReport::default(),
+            faults: FaultReport::default(),
+            render: RenderReport::default(),
+            gpus: None,
+        }
+    }
+}
+
 /// One GPU's figures over a path's run.
 #[derive(Clone, Debug, Serialize)]
 pub struct GpuRun {
@@ -501,20 +521,7 @@ pub fn run_paths_with_progress(
 ) -> Vec<PathRun> {
     let mut runs = Vec::new();
     for &sel in &opts.paths {
-        let mut run = PathRun {
-            info: player.path_report(sel),
-            ran: false,
-            error: None,
-            figures: None,
-            scrub: None,
-            wall_s: 0.0,
-            cpu_s: 0.0,
-            cpu_percent: 0.0,
-            memory: MemoryReport::default(),
-            faults: FaultReport::default(),
-            render: RenderReport::default(),
-            gpus: None,
-        };
+        let mut run = PathRun::not_run(player.path_report(sel));
         let (faults0, recovered0) = (player.fault_count(), player.recovered_frames());
         if let Err(why) = player.set_path(sel) {
             eprintln!("play: {} path unavailable: {why}", sel.name());

@@ -397,11 +397,10 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
         }
         None => None,
     };
-    let paths = match args.path {
-        _ if soak.is_some() => Vec::new(),
-        PathArg::Direct => vec![PathSel::Direct],
-        PathArg::Host => vec![PathSel::Host],
-        PathArg::Both => vec![PathSel::Host, PathSel::Direct],
+    let paths = if soak.is_some() {
+        Vec::new()
+    } else {
+        paths_of(args.path)
     };
     let bar = progress_bar("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}");
     let runs = headless::run_paths_with_progress(
@@ -412,15 +411,7 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
             scrub_jumps: args.scrub_jumps,
             timeout,
         },
-        &mut |p| {
-            bar.set_prefix(format!("play {}", p.path.name()));
-            bar.set_length(p.planned);
-            bar.set_position(p.done);
-            bar.set_message(match p.phase {
-                Phase::Playing => "frames rendered",
-                Phase::Scrubbing => "jumps",
-            });
-        },
+        &mut |p| show_progress(&bar, &p, "frames rendered"),
     );
     bar.finish_and_clear();
     if let Some(path) = &args.screenshot {
@@ -587,11 +578,7 @@ fn gpus_run(
         settings.apply_view(mp.player_mut(k).view_mut());
         eprintln!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
     }
-    let paths = match args.path {
-        PathArg::Direct => vec![PathSel::Direct],
-        PathArg::Host => vec![PathSel::Host],
-        PathArg::Both => vec![PathSel::Host, PathSel::Direct],
-    };
+    let paths = paths_of(args.path);
     let bar = progress_bar("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}");
     let runs = gpus::run_paths(
         &mut mp,
@@ -601,15 +588,7 @@ fn gpus_run(
             scrub_jumps: args.scrub_jumps,
             timeout,
         },
-        &mut |p| {
-            bar.set_prefix(format!("play {}", p.path.name()));
-            bar.set_length(p.planned);
-            bar.set_position(p.done);
-            bar.set_message(match p.phase {
-                Phase::Playing => "frames presented",
-                Phase::Scrubbing => "jumps",
-            });
-        },
+        &mut |p| show_progress(&bar, &p, "frames presented"),
     );
     bar.finish_and_clear();
     mp.drain(Duration::from_secs(10));
@@ -653,4 +632,24 @@ fn gpus_run(
         }
     }
     Ok(())
+}
+
+/// The paths a headless run plays, in order (both: host first, then direct).
+fn paths_of(path: PathArg) -> Vec<PathSel> {
+    match path {
+        PathArg::Direct => vec![PathSel::Direct],
+        PathArg::Host => vec![PathSel::Host],
+        PathArg::Both => vec![PathSel::Host, PathSel::Direct],
+    }
+}
+
+/// Shows a headless run's progress on `bar`: the path, and `frames` or jumps done.
+fn show_progress(bar: &indicatif::ProgressBar, p: &headless::Progress, frames: &'static str) {
+    bar.set_prefix(format!("play {}", p.path.name()));
+    bar.set_length(p.planned);
+    bar.set_position(p.done);
+    bar.set_message(match p.phase {
+        Phase::Playing => frames,
+        Phase::Scrubbing => "jumps",
+    });
 }

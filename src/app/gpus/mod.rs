@@ -28,7 +28,7 @@ use crate::app::PlayerGpu;
 use crate::app::config::{PathSel, PlayError, PlayerConfig};
 use crate::app::core::Player;
 use crate::app::headless::{
-    FaultReport, GpuRun, GpusRun, GpusTotal, HeadlessOptions, MemoryReport, PathRun, RenderReport,
+    FaultReport, GpuRun, GpusRun, GpusTotal, HeadlessOptions, PathRun, RenderReport,
 };
 use crate::pipeline::Direction;
 use crate::pipeline::PlayMode;

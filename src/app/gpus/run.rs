@@ -17,20 +17,7 @@ pub fn run_paths(
     use crate::app::headless::{Phase, Progress};
     let mut runs = Vec::new();
     for &sel in &opts.paths {
-        let mut run = PathRun {
-            info: mp.player(0).path_report(sel),
-            ran: false,
-            error: None,
-            figures: None,
-            scrub: None,
-            wall_s: 0.0,
-            cpu_s: 0.0,
-            cpu_percent: 0.0,
-            memory: MemoryReport::default(),
-            faults: FaultReport::default(),
-            render: RenderReport::default(),
-            gpus: None,
-        };
+        let mut run = PathRun::not_run(mp.player(0).path_report(sel));
         if let Err(why) = mp.set_path(sel) {
             eprintln!("play: {} path unavailable: {why}", sel.name());
             run.error = Some(why);
