@@ -14,23 +14,13 @@ use std::time::{Duration, Instant};
 
 mod play_support;
 mod storm_support;
-use play_support::{bin, dataset, gpu, out_dir, read_png};
+use play_support::{bin, dataset, gpu, out_dir, read_png, small_config};
 
 use supercell::app::gpumem::{CUDA, VULKAN_BUDGET, WGPU_ALLOCATOR};
 use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, gpu_memory};
 use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::render::{Renderer, upload_slot};
 use supercell::scene::Scene;
-
-fn small_config() -> PlayerConfig {
-    PlayerConfig {
-        width: 64,
-        height: 48,
-        path: PathSel::Host,
-        threads: 2,
-        ..PlayerConfig::default()
-    }
-}
 
 fn run_until(player: &mut Player, what: &str, mut done: impl FnMut(&Player) -> bool) {
     let end = Instant::now() + Duration::from_secs(60);

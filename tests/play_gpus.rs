@@ -13,20 +13,10 @@ use std::time::{Duration, Instant};
 
 mod play_support;
 mod storm_support;
-use play_support::{bin, dataset, gpu, out_dir};
+use play_support::{bin, dataset, gpu, out_dir, small_config};
 
 use supercell::app::gpus::{MultiPlayer, open_gpus};
 use supercell::app::{PathSel, Player, PlayerConfig};
-
-fn small_config() -> PlayerConfig {
-    PlayerConfig {
-        width: 64,
-        height: 48,
-        path: PathSel::Host,
-        threads: 2,
-        ..PlayerConfig::default()
-    }
-}
 
 fn run_until(mp: &mut MultiPlayer, what: &str, mut done: impl FnMut(&MultiPlayer) -> bool) {
     let end = Instant::now() + Duration::from_secs(60);

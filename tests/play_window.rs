@@ -6,80 +6,15 @@
 //! Without a GPU adapter or Xvfb the tests print why and pass, unless
 //! `SUPERCELL_REQUIRE_GPU` is set (CI sets it).
 
-use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod play_support;
 mod storm_support;
-use play_support::{bin, dataset, gpu, out_dir, read_png, skip};
-
-/// An X display: `DISPLAY`, or an Xvfb started here (killed on drop).
-struct Display {
-    name: String,
-    child: Option<Child>,
-}
-
-impl Drop for Display {
-    fn drop(&mut self) {
-        if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn display() -> Option<Display> {
-    if let Some(d) = std::env::var_os("DISPLAY").filter(|d| !d.is_empty()) {
-        return Some(Display {
-            name: d.to_string_lossy().into_owned(),
-            child: None,
-        });
-    }
-    let n = 90 + std::process::id() % 500;
-    let child = Command::new("Xvfb")
-        .args([
-            format!(":{n}").as_str(),
-            "-screen",
-            "0",
-            "1280x1024x24",
-            "-nolisten",
-            "tcp",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let d = Display {
-        name: format!(":{n}"),
-        child: Some(child),
-    };
-    let sock = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
-    let end = Instant::now() + Duration::from_secs(10);
-    while !sock.exists() {
-        if Instant::now() > end {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Some(d)
-}
-
-/// Mean absolute difference (0..255) of two RGB images over the pixel box `[x0, x1) × [y0, y1)`.
-fn mean_abs_diff(a: &[u8], b: &[u8], w: u32, (x0, y0, x1, y1): (u32, u32, u32, u32)) -> f64 {
-    let mut sum = 0u64;
-    let mut n = 0u64;
-    for y in y0..y1 {
-        for x in x0..x1 {
-            let i = ((y * w + x) * 3) as usize;
-            for c in 0..3 {
-                sum += u64::from(a[i + c].abs_diff(b[i + c]));
-                n += 1;
-            }
-        }
-    }
-    sum as f64 / n.max(1) as f64
-}
+use play_support::{
+    Display, bin, dataset, display, gpu, mean_abs_diff, mean_abs_diff_in, out_dir, own_xvfb,
+    read_png, skip,
+};
 
 #[test]
 fn window_overlay_toggle_scrub_and_screenshot() {
@@ -197,7 +132,7 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     let (iw, ih, img) = read_png(&dir.join("img.png"));
     assert_eq!((iw, ih), (rw, rh));
     // The player's own image is the renderer's image of frame 5 (same data, same view).
-    let d_img = mean_abs_diff(&img, &reference, rw, (0, 0, rw, rh));
+    let d_img = mean_abs_diff(&img, &reference);
     assert!(
         d_img < 2.0,
         "player image vs headless render: mean abs diff {d_img}"
@@ -220,42 +155,18 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     // A box in the middle of the window, clear of the panels (stats top left, down to about
     // 59 % with the refused toggle's message, plots top right, timeline bottom).
     let free = (rw * 30 / 100, rh * 62 / 100, rw * 70 / 100, rh * 78 / 100);
-    let d_free = mean_abs_diff(&small, &reference, rw, free);
+    let d_free = mean_abs_diff_in(&small, &reference, rw, free);
     assert!(
         d_free < 10.0,
         "screenshot vs headless render away from the overlay: {d_free}"
     );
     // Where the stats panel is, the overlay changed the picture.
     let panel = (4, 4, rw * 30 / 100, rh * 20 / 100);
-    let d_panel = mean_abs_diff(&small, &reference, rw, panel);
+    let d_panel = mean_abs_diff_in(&small, &reference, rw, panel);
     assert!(
         d_panel > d_free + 3.0,
         "no overlay in the screenshot? {d_panel} vs {d_free}"
     );
-}
-
-/// An Xvfb of this test's own with one screen of `w` × `h` (what a fullscreen kiosk fills),
-/// on a display number Xvfb picks; `None` without Xvfb.
-fn own_xvfb(w: u32, h: u32) -> Option<Display> {
-    use std::io::BufRead;
-    let mut child = Command::new("Xvfb")
-        .args(["-displayfd", "1", "-screen", "0", &format!("{w}x{h}x24")])
-        .args(["-nolisten", "tcp"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut n = String::new();
-    let read = std::io::BufReader::new(child.stdout.as_mut()?).read_line(&mut n);
-    let mut d = Display {
-        name: format!(":{}", n.trim()),
-        child: Some(child),
-    };
-    if read.is_err() || n.trim().parse::<u32>().is_err() {
-        d.name.clear();
-        return None;
-    }
-    Some(d)
 }
 
 /// Runs the player's window on display `disp` with `args` and `script`; false when no window

@@ -8,66 +8,19 @@
 //! `SUPERCELL_REQUIRE_GPU` is set (CI sets it). `SUPERCELL_TEST_GPUS` names other GPUs
 //! (e.g. `0,1` on a machine with two).
 
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod play_support;
 mod storm_support;
-use play_support::{bin, dataset, gpu, out_dir, read_png, skip};
-
-/// An Xvfb of this test's own, on a display number it picks (killed on drop).
-struct Xvfb {
-    name: String,
-    child: Child,
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn xvfb() -> Option<Xvfb> {
-    use std::io::BufRead;
-    let mut child = Command::new("Xvfb")
-        .args([
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            "1024x768x24",
-            "-nolisten",
-            "tcp",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut n = String::new();
-    let read = std::io::BufReader::new(child.stdout.as_mut()?).read_line(&mut n);
-    let name = format!(":{}", n.trim());
-    let x = Xvfb { name, child };
-    (read.is_ok() && n.trim().parse::<u32>().is_ok()).then_some(x)
-}
-
-/// Mean absolute difference (0..255) of two RGB images of the same size.
-fn mean_abs_diff(a: &[u8], b: &[u8]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    let sum: u64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| u64::from(x.abs_diff(*y)))
-        .sum();
-    sum as f64 / a.len().max(1) as f64
-}
+use play_support::{bin, dataset, gpu, mean_abs_diff, out_dir, own_xvfb, read_png, skip};
 
 #[test]
 fn window_plays_two_gpus_in_order_with_their_rows() {
     if gpu().is_none() {
         return;
     }
-    let Some(x) = xvfb() else {
+    let Some(x) = own_xvfb(1024, 768) else {
         skip("no Xvfb");
         return;
     };

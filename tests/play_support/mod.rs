@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use supercell::app::PlayerGpu;
+use supercell::app::{PathSel, PlayerConfig, PlayerGpu};
 
 use crate::storm_support::SmallStorm;
 
@@ -56,6 +56,17 @@ pub fn gpu() -> Option<PlayerGpu> {
     }
 }
 
+/// A player of 64 × 48 pixels on the host path with 2 reading threads.
+pub fn small_config() -> PlayerConfig {
+    PlayerConfig {
+        width: 64,
+        height: 48,
+        path: PathSel::Host,
+        threads: 2,
+        ..PlayerConfig::default()
+    }
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_supercell")
 }
@@ -76,4 +87,80 @@ pub fn read_png(p: &Path) -> (u32, u32, Vec<u8>) {
         rgb.extend_from_slice(&px[..3]);
     }
     (info.width, info.height, rgb)
+}
+
+/// An X display for the window tests: `DISPLAY`, or an Xvfb started by the test (killed on
+/// drop).
+pub struct Display {
+    pub name: String,
+    child: Option<std::process::Child>,
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `DISPLAY` when set, else an Xvfb of the test's own (1280 × 1024); `None` when neither.
+pub fn display() -> Option<Display> {
+    if let Some(d) = std::env::var_os("DISPLAY").filter(|d| !d.is_empty()) {
+        return Some(Display {
+            name: d.to_string_lossy().into_owned(),
+            child: None,
+        });
+    }
+    own_xvfb(1280, 1024)
+}
+
+/// An Xvfb of this test's own with one screen of `w` × `h` (what a fullscreen kiosk fills),
+/// on a display number Xvfb picks; `None` without Xvfb.
+pub fn own_xvfb(w: u32, h: u32) -> Option<Display> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", &format!("{w}x{h}x24")])
+        .args(["-nolisten", "tcp"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    // Xvfb writes the display number it picked once it accepts connections.
+    let mut n = String::new();
+    let read = std::io::BufReader::new(child.stdout.as_mut()?).read_line(&mut n);
+    let d = Display {
+        name: format!(":{}", n.trim()),
+        child: Some(child),
+    };
+    (read.is_ok() && n.trim().parse::<u32>().is_ok()).then_some(d)
+}
+
+/// Mean absolute difference (0..255) of two RGB images of the same size.
+pub fn mean_abs_diff(a: &[u8], b: &[u8]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let sum: u64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| u64::from(x.abs_diff(*y)))
+        .sum();
+    sum as f64 / a.len().max(1) as f64
+}
+
+/// Mean absolute difference (0..255) of two RGB images `w` pixels wide over the pixel box
+/// `[x0, x1) × [y0, y1)`.
+pub fn mean_abs_diff_in(a: &[u8], b: &[u8], w: u32, (x0, y0, x1, y1): (u32, u32, u32, u32)) -> f64 {
+    let mut sum = 0u64;
+    let mut n = 0u64;
+    for y in y0..y1 {
+        for x in x0..x1 {
+            let i = ((y * w + x) * 3) as usize;
+            for c in 0..3 {
+                sum += u64::from(a[i + c].abs_diff(b[i + c]));
+                n += 1;
+            }
+        }
+    }
+    sum as f64 / n.max(1) as f64
 }
