@@ -660,6 +660,32 @@ mod tests {
     }
 
     #[test]
+    fn every_knob_names_a_pipeline_constant_of_the_kernel() {
+        let src = shader_source_of(ShaderPart::Path, &ShaderConfig::default());
+        let module = naga::front::wgsl::parse_str(&src).expect("parses");
+        let overrides: Vec<&str> = module
+            .overrides
+            .iter()
+            .filter_map(|(_, o)| o.name.as_deref())
+            .collect();
+        let all = PathKnobs {
+            segment_loop: true,
+            carry_depth: true,
+            cache_cells: true,
+            always_count: false,
+        };
+        let constants = all.constants(true, 1);
+        for (name, value) in constants {
+            assert!(overrides.contains(&name), "{name} is not in path.wgsl");
+            assert_eq!(value, 1.0, "{name}");
+        }
+        assert_eq!(overrides.len(), constants.len(), "{overrides:?}");
+        for (name, value) in PathKnobs::none().constants(false, 0) {
+            assert_eq!(value, 0.0, "{name}");
+        }
+    }
+
+    #[test]
     fn the_uniform_block_is_32_bytes() {
         assert_eq!(std::mem::size_of::<PathUniform>(), 32);
     }
