@@ -44,7 +44,29 @@ struct PathParams {
 @group(1) @binding(1) var<uniform> PP: PathParams;
 // Work counters (src/render/path.rs's `PathStats` names them), each a 64-bit count as a
 // (low, high) pair of words; written only when PP.stats is 1.
-@group(1) @binding(2) var<storage, read_write> stats: array<atomic<u32>, 20>;
+@group(1) @binding(2) var<storage, read_write> stats: array<atomic<u32>, 22>;
+
+// Pipeline constants (src/render/path.rs sets them per pipeline; each off, CACHE_CELLS on,
+// is the kernel as it was before them, for comparing on one device):
+// - COUNT_WORK: the work counters exist. The pipeline built for counting sets it; the others
+//   keep no counters at all (a private array incremented at computed indices lives in
+//   local memory on discrete GPUs: a read-modify-write per increment);
+// - CARRY_DEPTH: one exponential draw per tentative collision, its optical depth used up
+//   across the majorant segments the ray crosses, instead of a fresh draw per segment;
+// - CACHE_CELLS: each slot keeps its current majorant cell (its value and where the ray
+//   leaves it), so a new segment looks up only the slots whose cell ended (off by default:
+//   grids on one lattice, as the storm's attributes, end their cells together, and the
+//   state costs registers);
+// - SEGMENT_LOOP: a query walks to its next tentative collision in an inner loop that
+//   looks up majorants only, before evaluating the medium there (off: one loop
+//   iteration per segment or collision, the medium's code in every iteration);
+// - USE_QMC: `rnd` may read the Sobol sequence (PP.qmc_dims > 0); off, its code is not
+//   inlined at every call.
+override COUNT_WORK: bool = false;
+override CARRY_DEPTH: bool = true;
+override CACHE_CELLS: bool = false;
+override SEGMENT_LOOP: bool = true;
+override USE_QMC: bool = false;
 
 // The path tracer's majorants (built by `path_majorants` when an accumulation starts), per
 // slot on a grid of "majorant cells" that splits each acceleration cell (`ainfo`) into
@@ -94,9 +116,15 @@ const STAT_LOOKUPS: u32 = 6u;       // tree lookups and root-tile comparisons (`
 const STAT_SCATTERS: u32 = 7u;      // real collisions and ground hits (path vertices)
 const STAT_TIGHTNESS: u32 = 8u;     // Σ over tentative collisions of 1000 · σ/majorant
 const STAT_OVER: u32 = 9u;          // tentative collisions where σ exceeded the majorant
-const STAT_COUNT: u32 = 10u;
+const STAT_CELLS: u32 = 10u;        // majorant cells looked up (per slot)
+const STAT_COUNT: u32 = 11u;
 
 var<private> st: array<u32, STAT_COUNT>;
+
+// Adds `n` to counter `k` where the pipeline counts (every call site passes a constant `k`).
+fn count(k: u32, n: u32) {
+    if COUNT_WORK { st[k] += n; }
+}
 
 const PI: f32 = 3.14159265358979;
 const GROUND_RGB: vec3<f32> = vec3<f32>(0.42, 0.45, 0.36);
@@ -190,7 +218,7 @@ fn rng_seed(px: vec2<u32>, sample_index: u32) {
 
 // Uniform in [0, 1).
 fn rnd() -> f32 {
-    if q_dim < PP.qmc_dims {
+    if USE_QMC && q_dim < PP.qmc_dims {
         q_dim += 1u;
         return qmc(q_dim - 1u);
     }
@@ -279,6 +307,10 @@ var<private> r_di: array<vec3<f32>, ATTR_SLOTS>;
 var<private> r_inv: array<vec3<f32>, ATTR_SLOTS>;
 var<private> r_t0: array<f32, ATTR_SLOTS>;
 var<private> r_t1: array<f32, ATTR_SLOTS>;
+// Each slot's current majorant cell (CACHE_CELLS): its majorant, and the t where the ray
+// leaves it (−∞: none yet).
+var<private> r_cell_maj: array<f32, ATTR_SLOTS>;
+var<private> r_cell_end: array<f32, ATTR_SLOTS>;
 
 // Starts ray (o, d) (world space, d unit) in every grid; returns the span of t over all.
 fn begin_ray(o: vec3<f32>, d: vec3<f32>) -> vec2<f32> {
@@ -287,6 +319,7 @@ fn begin_ray(o: vec3<f32>, d: vec3<f32>) -> vec2<f32> {
     for (var a = 0u; a < ATTR_SLOTS; a++) {
         r_t0[a] = INF;
         r_t1[a] = -INF;
+        r_cell_end[a] = -INF;
         if !g_ok[a] { continue; }
         r_oi[a] = to_index(a, o);
         r_di[a] = dir_to_index(a, d);
@@ -320,6 +353,13 @@ fn segment(t: f32, t_end: f32) -> Segment {
             continue;
         }
         end = min(end, r_t1[a]);
+        if CACHE_CELLS && t < r_cell_end[a] {
+            // Still in the cell looked up last: t only grows along a ray.
+            maj += r_cell_maj[a];
+            end = min(end, r_cell_end[a]);
+            continue;
+        }
+        count(STAT_CELLS, 1u);
         let si = ainfo.slots[a];
         let p = floor(r_oi[a] + (t + eps) * r_di[a]);
         if si.ok == 0u || any(abs(p) > vec3<f32>(2.0e9)) {
@@ -344,8 +384,10 @@ fn segment(t: f32, t_end: f32) -> Segment {
             }
         }
         let lo = vec3<f32>((fg.org + c) << vec3<u32>(fg.shift));
-        let exit = ray_box(r_oi[a], r_inv[a], lo, lo + f32(1u << fg.shift)).y;
-        end = min(end, max(exit, t + eps));
+        let exit = max(ray_box(r_oi[a], r_inv[a], lo, lo + f32(1u << fg.shift)).y, t + eps);
+        r_cell_maj[a] = m;
+        r_cell_end[a] = exit;
+        end = min(end, exit);
     }
     return Segment(maj, max(end, t + eps));
 }
@@ -373,6 +415,41 @@ fn medium_at(t: f32) -> Medium {
         }
     }
     return m;
+}
+
+// One step towards the next tentative collision along the ray (`query`): enters the
+// majorant segment at *t where the last one `s` ended, then either places the collision
+// inside it (*t there, returns true) or moves *t to its end.
+// CARRY_DEPTH: the tentative collisions are a Poisson process of rate majorant(t); drawing
+// the optical depth of the gap to the next once (`depth`) and using it up across segments
+// gives the same process as a fresh draw at every segment start (the exponential has no
+// memory), for one random number and logarithm per collision instead of per segment.
+fn advance(t: ptr<function, f32>, s: ptr<function, Segment>, depth: ptr<function, f32>, t_end: f32) -> bool {
+    if !(*t < (*s).end) {
+        *s = segment(*t, t_end);
+        count(STAT_SEGMENTS, 1u);
+    }
+    let maj = (*s).majorant;
+    let end = (*s).end;
+    if CARRY_DEPTH {
+        if *depth < 0.0 { *depth = -log(1.0 - rnd()); }
+        let next = *t + *depth / max(maj, 1e-30);
+        if maj <= 0.0 || !(next < end) {
+            *depth = max(*depth - maj * (end - *t), 0.0);
+            *t = end;
+            return false;
+        }
+        *t = next;
+        *depth = -1.0;
+        return true;
+    }
+    let step = -log(1.0 - rnd()) / max(maj, 1e-30);
+    if maj <= 0.0 || *t + step >= end {
+        *t = end;
+        return false;
+    }
+    *t += step;
+    return true;
 }
 
 // What one ray query found: for a path ray (delta tracking) the first real collision, or
@@ -403,22 +480,34 @@ fn query(o: vec3<f32>, d: vec3<f32>, shadow: bool) -> Query {
     // The majorant segment holding t, looked up again only once t passes its end (every
     // tentative collision inside it sees the same cells).
     var s = Segment(0.0, -INF);
-    for (var i = 0u; i < P.max_steps; i++) {
-        if !(t < t_end) || work > P.work_budget || q.tr <= 0.0 || q.hit { break; }
-        if !(t < s.end) {
-            s = segment(t, t_end);
-            st[STAT_SEGMENTS] += 1u;
+    // CARRY_DEPTH: the optical depth (against the majorant) left to the next tentative
+    // collision; < 0: draw it.
+    var depth = -1.0;
+    var i = 0u;
+    loop {
+        if i >= P.max_steps || !(t < t_end) || work > P.work_budget || q.tr <= 0.0 || q.hit { break; }
+        var found = false;
+        if SEGMENT_LOOP {
+            // To the next tentative collision in a loop of majorant lookups alone, so that
+            // a warp's lanes evaluate the medium below together rather than each in a loop
+            // iteration of its own (most iterations cross a segment without a collision).
+            loop {
+                if i >= P.max_steps || !(t < t_end) { break; }
+                i++;
+                found = advance(&t, &s, &depth, t_end);
+                if found { break; }
+            }
+            if !found { break; }
+        } else {
+            i++;
+            if !advance(&t, &s, &depth, t_end) { continue; }
         }
-        let step = -log(1.0 - rnd()) / max(s.majorant, 1e-30);
-        if s.majorant <= 0.0 || t + step >= s.end {
-            t = s.end;
-            continue;
-        }
-        t += step;
         let m = medium_at(t);
-        st[select(STAT_PATH_STEPS, STAT_SHADOW_STEPS, shadow)] += 1u;
-        st[STAT_TIGHTNESS] += u32(1000.0 * clamp(m.sigma / s.majorant, 0.0, 1.0) + 0.5);
-        st[STAT_OVER] += select(0u, 1u, m.sigma > s.majorant * 1.0001);
+        if COUNT_WORK {
+            if shadow { count(STAT_SHADOW_STEPS, 1u); } else { count(STAT_PATH_STEPS, 1u); }
+            count(STAT_TIGHTNESS, u32(1000.0 * clamp(m.sigma / s.majorant, 0.0, 1.0) + 0.5));
+            count(STAT_OVER, select(0u, 1u, m.sigma > s.majorant * 1.0001));
+        }
         if shadow {
             q.tr *= max(1.0 - m.sigma / s.majorant, 0.0);
             if q.tr < 0.1 {
@@ -564,8 +653,10 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         work = 0u;
         let q = query(ray.o, ray.d, shadow);
-        st[select(STAT_PATH_RAYS, STAT_SHADOW_RAYS, shadow)] += 1u;
-        st[STAT_LOOKUPS] += work;
+        if COUNT_WORK {
+            if shadow { count(STAT_SHADOW_RAYS, 1u); } else { count(STAT_PATH_RAYS, 1u); }
+            count(STAT_LOOKUPS, work);
+        }
         var finished = false;
         if shadow {
             rad += sun_weight * q.tr;
@@ -579,7 +670,7 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 thr /= keep;
             }
         } else if q.hit {
-            st[STAT_SCATTERS] += 1u;
+            count(STAT_SCATTERS, 1u);
             if bounce == 0u { covered = 1.0; }
             let x = ray.o + q.t * ray.d;
             let sig = max(q.medium.sigma, 1e-30);
@@ -596,7 +687,7 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 shadow = true;
             }
         } else if q.t_ground < INF {
-            st[STAT_SCATTERS] += 1u;
+            count(STAT_SCATTERS, 1u);
             if bounce >= PP.max_bounces {
                 finished = true;
             } else {
@@ -619,14 +710,14 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
             // pixel.
             let ok = all(rad == rad) && all(abs(rad) < vec3<f32>(1e30));
             sum += select(vec4<f32>(0.0), vec4<f32>(rad, covered), ok);
-            st[STAT_SAMPLES] += 1u;
+            count(STAT_SAMPLES, 1u);
             done += 1u;
             fresh = true;
             shadow = false;
             ending = false;
         }
     }
-    if PP.stats != 0u {
+    if COUNT_WORK && PP.stats != 0u {
         for (var k = 0u; k < STAT_COUNT; k++) {
             // 64-bit sums: a carry out of the low word goes to the high one.
             let old = atomicAdd(&stats[2u * k], st[k]);

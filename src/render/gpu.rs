@@ -12,7 +12,7 @@ use super::layouts::*;
 use super::params::FLAG_SHADOWS;
 use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, Mode, View};
 use super::parts::*;
-use super::path::{PathPass, PathStats, PathTracer};
+use super::path::{PathKnobs, PathPass, PathStats, PathTracer};
 use super::scoped::*;
 use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig};
 use crate::device::{DeviceCaps, block_on};
@@ -1069,13 +1069,30 @@ impl Renderer {
     }
 
     /// Path mode: from the next render on, count the path tracer's work (zeroing the
-    /// counters), or stop counting. Counting adds atomic adds per pixel: leave it off when
-    /// timing.
+    /// counters), or stop counting. Counting runs a kernel built with the counters: leave
+    /// it off when timing.
     pub fn set_path_stats(&mut self, on: bool) {
         let device = &self.device;
         self.path
             .get_or_insert_with(|| PathTracer::new(device))
             .set_stats(&self.queue, on);
+    }
+
+    /// Path mode: the kernel's speed knobs (by default from the environment,
+    /// [`PathKnobs::from_env`]); a change restarts the accumulation.
+    pub fn set_path_knobs(&mut self, knobs: PathKnobs) {
+        let device = &self.device;
+        self.path
+            .get_or_insert_with(|| PathTracer::new(device))
+            .set_knobs(knobs);
+    }
+
+    /// Path mode: the kernel's speed knobs in use.
+    pub fn path_knobs(&mut self) -> PathKnobs {
+        let device = &self.device;
+        self.path
+            .get_or_insert_with(|| PathTracer::new(device))
+            .knobs()
     }
 
     /// Path mode: the work counted since [`set_path_stats`](Self::set_path_stats)`(true)`

@@ -55,7 +55,7 @@ pub use parts::{
     FrameCapacity, GridInParts, GridSlice, STORAGE_BUFFERS_PER_STAGE, SlotPart, parts_of_buffers,
     parts_spanned, try_upload_parts, try_upload_slot, upload_slot,
 };
-pub use path::{PathStats, PathUniform, RR_DEPTH};
+pub use path::{PathKnobs, PathStats, PathUniform, RR_DEPTH};
 pub use scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 pub use shader::{
     ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,

@@ -96,6 +96,86 @@ fn qmc_dims() -> u32 {
         .map_or(QMC_DIMS, |n| n.min(64))
 }
 
+/// Choices in the path kernel that only change its speed (path.wgsl's pipeline constants
+/// of the same names); an environment variable sets each (`0` or `1`), to compare both on
+/// one device:
+/// - `SUPERCELL_PATH_SEGMENT_LOOP` (default 1): a query walks to its next tentative
+///   collision in an inner loop of majorant lookups, then evaluates the medium there; 0:
+///   one loop iteration per segment or collision, the medium's code in every iteration
+///   (on a GPU, a warp runs both whenever any of its lanes needs either);
+/// - `SUPERCELL_PATH_CARRY_DEPTH` (default 1): one exponential draw per tentative
+///   collision, its optical depth used up across segments; 0: a fresh draw per segment;
+/// - `SUPERCELL_PATH_CELL_CACHE` (default 0): each slot keeps its majorant cell until the
+///   ray leaves it, so a segment looks up only the slots whose cell ended (grids on one
+///   lattice, as the storm's attributes, end their cells together: nothing to gain there);
+/// - `SUPERCELL_PATH_COUNTERS=always`: the work counters compiled into every dispatch, as
+///   they were before they were compiled out when not counting (only added up when
+///   counting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PathKnobs {
+    /// The inner loop of majorant lookups (`SEGMENT_LOOP`).
+    pub segment_loop: bool,
+    /// Optical depth carried across majorant segments (`CARRY_DEPTH`).
+    pub carry_depth: bool,
+    /// Each slot keeps its majorant cell until the ray leaves it (`CACHE_CELLS`).
+    pub cache_cells: bool,
+    /// The counting pipeline for every dispatch (`COUNT_WORK` always on).
+    pub always_count: bool,
+}
+
+impl Default for PathKnobs {
+    fn default() -> Self {
+        PathKnobs {
+            segment_loop: true,
+            carry_depth: true,
+            cache_cells: false,
+            always_count: false,
+        }
+    }
+}
+
+impl PathKnobs {
+    /// Every knob off: the kernel as it was before them.
+    pub fn none() -> PathKnobs {
+        PathKnobs {
+            segment_loop: false,
+            carry_depth: false,
+            cache_cells: false,
+            always_count: false,
+        }
+    }
+
+    /// The defaults, with what the environment sets.
+    pub fn from_env() -> PathKnobs {
+        let d = PathKnobs::default();
+        let flag = |name: &str, default: bool| match std::env::var(name).as_deref().map(str::trim) {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => default,
+        };
+        PathKnobs {
+            segment_loop: flag("SUPERCELL_PATH_SEGMENT_LOOP", d.segment_loop),
+            carry_depth: flag("SUPERCELL_PATH_CARRY_DEPTH", d.carry_depth),
+            cache_cells: flag("SUPERCELL_PATH_CELL_CACHE", d.cache_cells),
+            always_count: std::env::var("SUPERCELL_PATH_COUNTERS")
+                .is_ok_and(|v| v.trim() == "always"),
+        }
+    }
+
+    /// path.wgsl's pipeline constants for a pipeline that counts work (`counting`) or not,
+    /// with the Sobol sequence compiled in where `qmc_dims` > 0.
+    fn constants(self, counting: bool, qmc_dims: u32) -> [(&'static str, f64); 5] {
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        [
+            ("COUNT_WORK", flag(counting || self.always_count)),
+            ("SEGMENT_LOOP", flag(self.segment_loop)),
+            ("CARRY_DEPTH", flag(self.carry_depth)),
+            ("CACHE_CELLS", flag(self.cache_cells)),
+            ("USE_QMC", flag(qmc_dims > 0)),
+        ]
+    }
+}
+
 /// Work counters of the path tracer, summed over the dispatches recorded while counting was
 /// on ([`Renderer::set_path_stats`](super::Renderer::set_path_stats)): where a sample's time
 /// goes, in units that do not depend on the device.
@@ -125,10 +205,14 @@ pub struct PathStats {
     /// 0.01 %): values the majorants missed, which the estimators then treat as a real
     /// collision (path rays) or clamp (shadow rays). 0 when the majorants are right.
     pub over_majorant: u64,
+    /// Majorant cells looked up, per attribute slot (a segment looks up only the slots
+    /// whose cell ended where [`PathKnobs::cache_cells`] is on, every slot the ray is in
+    /// where it is off).
+    pub cell_lookups: u64,
 }
 
 /// Counters in the shader's `stats` buffer (pairs of 32-bit words).
-const STAT_COUNT: usize = 10;
+const STAT_COUNT: usize = 11;
 
 impl PathStats {
     fn from_words(w: &[u32]) -> PathStats {
@@ -144,6 +228,7 @@ impl PathStats {
             scatters: c(7),
             tightness_milli: c(8),
             over_majorant: c(9),
+            cell_lookups: c(10),
         }
     }
 
@@ -159,6 +244,7 @@ impl PathStats {
             ("lookups", self.lookups),
             ("scatters", self.scatters),
             ("over_majorant", self.over_majorant),
+            ("cell_lookups", self.cell_lookups),
         ]
         .into_iter()
         .map(|(k, v)| (k, v as f64 / n))
@@ -199,8 +285,9 @@ pub(super) struct PathPass<'a> {
 /// The path tracer's pipelines, accumulation buffer and progress.
 pub(super) struct PathTracer {
     layout: wgpu::BindGroupLayout,
-    /// Per shader configuration: the path kernel and the majorant pass.
-    pipelines: HashMap<ShaderConfig, (wgpu::ComputePipeline, wgpu::ComputePipeline)>,
+    /// Per shader configuration and whether it counts work: the path kernel and the
+    /// majorant pass.
+    pipelines: HashMap<(ShaderConfig, bool), (wgpu::ComputePipeline, wgpu::ComputePipeline)>,
     /// The path majorants (WGSL `pmaj`: one f32 per slot and acceleration cell), for
     /// `accel_cells` cells per slot.
     majorants: Option<(wgpu::Buffer, u32)>,
@@ -220,6 +307,8 @@ pub(super) struct PathTracer {
     qmc_dims: u32,
     /// [`SAMPLES_PER_DISPATCH`] or its override.
     per_dispatch: u32,
+    /// The kernel's speed knobs ([`PathKnobs::from_env`]).
+    knobs: PathKnobs,
 }
 
 /// What the accumulation depends on: the frame, the uniforms (less exposure and the jitter
@@ -305,16 +394,33 @@ impl PathTracer {
             stats_on: false,
             qmc_dims: qmc_dims(),
             per_dispatch: samples_per_dispatch(),
+            knobs: PathKnobs::from_env(),
         }
     }
 
-    /// Turns the work counters on (zeroing them) or off. Counting costs a few atomic adds
-    /// per pixel and dispatch: leave it off when timing.
+    /// Turns the work counters on (zeroing them) or off. Counting runs a pipeline built
+    /// with the counters (a few registers or local-memory words per invocation, an add per
+    /// query and a few atomic adds per pixel and dispatch): leave it off when timing.
     pub(super) fn set_stats(&mut self, queue: &wgpu::Queue, on: bool) {
         if on {
             queue.write_buffer(&self.stats, 0, &[0u8; STAT_COUNT * 8]);
         }
         self.stats_on = on;
+    }
+
+    /// Sets the kernel's speed knobs (the next render builds its pipelines again and
+    /// starts afresh).
+    pub(super) fn set_knobs(&mut self, knobs: PathKnobs) {
+        if knobs != self.knobs {
+            self.knobs = knobs;
+            self.pipelines.clear();
+            self.restart();
+        }
+    }
+
+    /// The kernel's speed knobs.
+    pub(super) fn knobs(&self) -> PathKnobs {
+        self.knobs
     }
 
     /// The work counters so far (waits for the GPU).
@@ -434,8 +540,10 @@ impl PathTracer {
             )?);
             self.samples = 0;
         }
-        if !self.pipelines.contains_key(&pass.config) {
+        let pipeline_key = (pass.config, self.stats_on);
+        if !self.pipelines.contains_key(&pipeline_key) {
             let (device, layout, config) = (pass.device, &self.layout, pass.config);
+            let constants = self.knobs.constants(self.stats_on, self.qmc_dims);
             let pipeline = create_scoped(
                 device,
                 || format!("building the path tracer for {config:?}"),
@@ -458,14 +566,17 @@ impl PathTracer {
                             layout: Some(&pl),
                             module: &module,
                             entry_point: Some(entry),
-                            compilation_options: Default::default(),
+                            compilation_options: wgpu::PipelineCompilationOptions {
+                                constants: &constants,
+                                ..Default::default()
+                            },
                             cache: None,
                         })
                     };
                     (make("path_main"), make("path_majorants"))
                 },
             )?;
-            self.pipelines.insert(config, pipeline);
+            self.pipelines.insert(pipeline_key, pipeline);
         }
         let cap = limits::PATH_MAX_SAMPLES.clamp_u32(pass.settings.path_max_samples);
         let per_frame =
@@ -502,7 +613,7 @@ impl PathTracer {
                 label: Some("supercell path"),
                 timestamp_writes: pass.timestamp_writes,
             });
-            let (path, majorants) = &self.pipelines[&pass.config];
+            let (path, majorants) = &self.pipelines[&pipeline_key];
             cpass.set_bind_group(0, Some(pass.group0), &[]);
             if self.majorants_from != Some(pass.accel_generation) {
                 // The acceleration cells changed (they are recorded before this pass), or
@@ -545,6 +656,32 @@ mod tests {
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
                 .validate(&module)
                 .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
+        }
+    }
+
+    #[test]
+    fn every_knob_names_a_pipeline_constant_of_the_kernel() {
+        let src = shader_source_of(ShaderPart::Path, &ShaderConfig::default());
+        let module = naga::front::wgsl::parse_str(&src).expect("parses");
+        let overrides: Vec<&str> = module
+            .overrides
+            .iter()
+            .filter_map(|(_, o)| o.name.as_deref())
+            .collect();
+        let all = PathKnobs {
+            segment_loop: true,
+            carry_depth: true,
+            cache_cells: true,
+            always_count: false,
+        };
+        let constants = all.constants(true, 1);
+        for (name, value) in constants {
+            assert!(overrides.contains(&name), "{name} is not in path.wgsl");
+            assert_eq!(value, 1.0, "{name}");
+        }
+        assert_eq!(overrides.len(), constants.len(), "{overrides:?}");
+        for (name, value) in PathKnobs::none().constants(false, 0) {
+            assert_eq!(value, 0.0, "{name}");
         }
     }
 
