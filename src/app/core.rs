@@ -220,7 +220,9 @@ impl Player {
         };
         // Path mode shows the denoised mean unless SUPERCELL_DENOISE=off.
         renderer.set_path_denoise(
-            std::env::var("SUPERCELL_DENOISE").map_or(true, |v| v.trim() != "off"),
+            std::env::var("SUPERCELL_DENOISE")
+                .ok()
+                .is_none_or(|v| v.trim() != "off"),
         );
         let slot_plan = plan_player_slots(&renderer, interop.as_ref().ok(), &source, cfg)?;
         let (slots, slot_len) = (slot_plan.slots, slot_plan.slot_bytes as usize);

@@ -259,7 +259,11 @@ pub fn converge(
     let noise = reference_noise(&halves[0], &halves[1], &reference);
     if let Some(dir) = &dump {
         std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-        for (name, img) in [("reference", &reference), ("half_a", &halves[0]), ("half_b", &halves[1])] {
+        for (name, img) in [
+            ("reference", &reference),
+            ("half_a", &halves[0]),
+            ("half_b", &halves[1]),
+        ] {
             let f = dir.join(format!("{name}_{width}x{height}.f32"));
             std::fs::write(&f, bytemuck::cast_slice::<[f32; 4], u8>(&img.linear))
                 .with_context(|| format!("{}", f.display()))?;
@@ -341,7 +345,9 @@ pub fn converge(
     let first_corrected = rows
         .iter()
         .position(|r| r.rel_mse_corrected <= TARGET_REL_MSE);
-    let first_denoised = rows.iter().position(|r| r.rel_mse_denoised <= TARGET_REL_MSE);
+    let first_denoised = rows
+        .iter()
+        .position(|r| r.rel_mse_denoised <= TARGET_REL_MSE);
     let first_denoised_corrected = rows
         .iter()
         .position(|r| r.rel_mse_denoised_corrected <= TARGET_REL_MSE);

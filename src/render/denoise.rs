@@ -179,7 +179,10 @@ pub fn denoise_cpu(
     params: &DenoiseParams,
 ) -> Vec<[f32; 4]> {
     let (w, h) = (width as usize, height as usize);
-    assert!(sums.len() >= w * h && sums_sq.len() >= w * h, "sums cover the image");
+    assert!(
+        sums.len() >= w * h && sums_sq.len() >= w * h,
+        "sums cover the image"
+    );
     let p = params.clamped();
     let mut level = init(sums, sums_sq, samples, w, h);
     for k in 0..p.levels {
@@ -381,8 +384,14 @@ impl Denoiser {
                 || {
                     (
                         [
-                            (make("supercell denoise a", 16), make("supercell denoise va", 4)),
-                            (make("supercell denoise b", 16), make("supercell denoise vb", 4)),
+                            (
+                                make("supercell denoise a", 16),
+                                make("supercell denoise va", 4),
+                            ),
+                            (
+                                make("supercell denoise b", 16),
+                                make("supercell denoise vb", 4),
+                            ),
                         ],
                         pixels,
                     )
@@ -527,6 +536,7 @@ pub(super) fn read_buffer(
 
 /// The GPU filter on given sums (as [`denoise_cpu`] takes them): uploads them, filters and
 /// reads the result back.
+#[allow(clippy::too_many_arguments)]
 pub fn denoise_gpu(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
@@ -618,7 +628,9 @@ mod tests {
     fn noisy(w: u32, h: u32, n: u32, value: impl Fn(u32, u32) -> f32) -> (Vec<[f32; 4]>, Vec<f32>) {
         let mut state = 12345u64;
         let mut rnd = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((state >> 40) as f32) / (1u64 << 24) as f32
         };
         let mut sums = Vec::new();
@@ -629,8 +641,8 @@ mod tests {
                 for _ in 0..n {
                     // Mean `value`, uniform noise of ±value/2 in each sample (grey).
                     let v = value(x, y) * (0.5 + rnd());
-                    for c in 0..3 {
-                        s[c] += v;
+                    for c in &mut s[..3] {
+                        *c += v;
                     }
                     s[3] += 1.0;
                     q += v * v;

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use super::RenderError;
+use super::denoise::{DenoiseInput, DenoiseParams, Denoiser};
 use super::image::Image;
 use super::layouts::*;
 use super::params::FLAG_SHADOWS;
 use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, Mode, View};
 use super::parts::*;
-use super::denoise::{DenoiseInput, DenoiseParams, Denoiser};
 use super::path::{PathPass, PathStats, PathTracer};
 use super::scoped::*;
 use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig};
