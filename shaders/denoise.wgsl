@@ -7,7 +7,8 @@
 // luminance: s² / n, s² the samples' unbiased variance; with one sample, the variance of the
 // luminance over the pixel's 3 × 3 neighbours stands in for s². Each `dn_atrous` level
 // then filters with the 5 × 5 B3-spline kernel (1, 4, 6, 4, 1) / 16 per axis, its taps
-// `step` pixels apart (1, 2, 4, ..), each weighted by exp(−|Y_p − Y_q| / (σ · sd_p + ε)):
+// `step` pixels apart (1, 2, 4, ..), each weighted by exp(−|Y_p − Y_q| / (σ · sd_p + ε))
+// (σ per level, set by the driver):
 // Y the luminance of the level's input, sd_p the square root of its variance blurred over
 // p's 3 × 3 neighbours ((1, 2, 1) / 4 per axis). The variance goes through each level as a
 // weighted mean's does (Σ w² v / (Σ w)²), so later levels stop at smaller differences. As
@@ -19,7 +20,7 @@ struct DenoiseParams {
     size: vec2<u32>,
     samples: u32,    // samples per pixel in the accumulation
     step: u32,       // pixels between taps (this level)
-    sigma: f32,      // luminance edge stop, in standard deviations of the mean
+    sigma: f32,      // luminance edge stop, in standard deviations of the mean (this level)
     eps: f32,        // added to σ · sd (radiance units): keeps a zero variance finite
     exposure: f32,   // applied before tone mapping (the path tracer's P.sky_horizon.w)
     pad: u32,

@@ -88,6 +88,7 @@ fn the_gpu_filter_is_the_cpu_filter() {
             DenoiseParams {
                 levels: 2,
                 sigma: 1.0,
+                sigma_per_level: 1.5,
                 eps: 1e-3,
             },
         ] {

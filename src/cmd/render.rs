@@ -114,7 +114,7 @@ pub struct RenderArgs {
     pub time_budget: Option<f64>,
     /// Path mode: show the denoised mean (`on`, the default) or the raw accumulated mean
     /// (`off`: unbiased, e.g. for `--linear` comparisons). Knobs: SUPERCELL_DENOISE_LEVELS,
-    /// SUPERCELL_DENOISE_SIGMA, SUPERCELL_DENOISE_EPS.
+    /// SUPERCELL_DENOISE_SIGMA, SUPERCELL_DENOISE_SIGMA_PER_LEVEL, SUPERCELL_DENOISE_EPS.
     #[arg(long, value_enum)]
     pub denoise: Option<OnOff>,
     /// Path mode: scattering events per path at most (default: the scene's

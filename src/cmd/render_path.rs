@@ -198,9 +198,11 @@ struct ConvergeReport {
     /// The same for the denoised images, as measured and corrected.
     first_under_1e_3_denoised: Option<usize>,
     first_under_1e_3_denoised_corrected: Option<usize>,
-    /// The denoiser's knobs (`SUPERCELL_DENOISE_LEVELS`, `_SIGMA`, `_EPS`).
+    /// The denoiser's knobs (`SUPERCELL_DENOISE_LEVELS`, `_SIGMA`, `_SIGMA_PER_LEVEL`,
+    /// `_EPS`).
     denoise_levels: u32,
     denoise_sigma: f32,
+    denoise_sigma_per_level: f32,
     denoise_eps: f32,
     /// The path tracer's work per sample (counters over `stats_spp` samples per pixel,
     /// rendered after the timed rows with counting on).
@@ -279,8 +281,8 @@ pub fn converge(
     );
     println!("relMSE: {REL_MSE_DEFINITION}");
     println!(
-        "denoiser: {} levels, sigma {}, eps {:e}",
-        dn.levels, dn.sigma, dn.eps
+        "denoiser: {} levels, sigma {} (x {} per level), eps {:e}",
+        dn.levels, dn.sigma, dn.sigma_per_level, dn.eps
     );
     println!(
         "{:>6} {:>10} {:>14} {:>12} {:>12} {:>12} {:>12} {:>10}",
@@ -404,6 +406,7 @@ pub fn converge(
         first_under_1e_3_denoised_corrected: first_denoised_corrected,
         denoise_levels: dn.levels,
         denoise_sigma: dn.sigma,
+        denoise_sigma_per_level: dn.sigma_per_level,
         denoise_eps: dn.eps,
         stats_spp,
         work_per_sample,
