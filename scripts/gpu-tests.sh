@@ -503,7 +503,7 @@ picture_run() {
     --lanes 1 --seed 7 >>"$LOG" 2>&1
   cp "$MD/ds/manifest.json" "$P/path/mitsuba-manifest.json" 2>/dev/null
   cp scripts/mitsuba-storm.toml "$MD/scene.toml"
-  timeout 120 $SC render "$MD/scene.toml" --mode path --spp "${PATH_SPP:-4096}" --max-bounces 16 --linear \
+  timeout 120 $SC render "$MD/scene.toml" --mode path --spp "${PATH_SPP:-4096}" --max-bounces 16 --denoise off --linear \
     --size 960x540 --out "$P/path/mitsuba" >>"$LOG" 2>&1
   echo "mitsuba scene exit code: $?" | tee -a "$LOG"
   say "march cost with the lighting: 1 GB storm frame, 1920x1080, 1 and 3 attributes"

@@ -79,6 +79,10 @@ override USE_QMC: bool = false;
 // averaged at most 0.14 of it, and 0.51 of these (the work counters' `majorant_tightness`;
 // docs/PERFORMANCE.md, "Path tracer, second round").
 @group(1) @binding(3) var<storage, read_write> pmaj: array<f32>;
+// Per pixel, the sum over its samples of the squared luminance of each sample's radiance:
+// with `accum`, the variance of the pixel's mean, which steers the denoiser
+// (shaders/denoise.wgsl).
+@group(1) @binding(4) var<storage, read_write> moments: array<f32>;
 
 // Acceleration cells split at most 2^PMAJ_SPLIT_MAX per axis. 1 (cells of 4 voxels, as the
 // storm's 8-voxel acceleration cells split): on the storm 2 (cells of 2 voxels) was no
@@ -628,6 +632,7 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let sun_dir = P.light_dir.xyz;
     let g = P.light_dir.w;
     var sum = vec4<f32>(0.0);
+    var sum_sq = 0.0;       // the samples' squared luminance
     var done = 0u;          // samples finished
     var fresh = true;       // start a new sample
     var shadow = false;     // the next query is the shadow ray of the last event
@@ -710,6 +715,8 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
             // pixel.
             let ok = all(rad == rad) && all(abs(rad) < vec3<f32>(1e30));
             sum += select(vec4<f32>(0.0), vec4<f32>(rad, covered), ok);
+            let y = select(0.0, dot(rad, vec3<f32>(0.2126, 0.7152, 0.0722)), ok);
+            sum_sq += y * y;
             count(STAT_SAMPLES, 1u);
             done += 1u;
             fresh = true;
@@ -726,8 +733,13 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let i = gid.y * P.size.x + gid.x;
     var acc = sum;
-    if PP.first_sample > 0u { acc += accum[i]; }
+    var acc_sq = sum_sq;
+    if PP.first_sample > 0u {
+        acc += accum[i];
+        acc_sq += moments[i];
+    }
     accum[i] = acc;
+    moments[i] = acc_sq;
     let avg = acc / f32(max(PP.first_sample + PP.samples, 1u));
     textureStore(out_hdr, vec2<i32>(px), avg);
     let ldr = path_aces(avg.rgb * P.sky_horizon.w);

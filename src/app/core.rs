@@ -214,10 +214,16 @@ impl Player {
                 crate::stream::MIN_SLOTS
             )));
         }
-        let renderer = match forced_part_bytes(cfg)? {
+        let mut renderer = match forced_part_bytes(cfg)? {
             Some(bytes) => Renderer::with_part_bytes(device, queue, bytes)?,
             None => Renderer::new(device, queue)?,
         };
+        // Path mode shows the denoised mean unless SUPERCELL_DENOISE=off.
+        renderer.set_path_denoise(
+            std::env::var("SUPERCELL_DENOISE")
+                .ok()
+                .is_none_or(|v| v.trim() != "off"),
+        );
         let slot_plan = plan_player_slots(&renderer, interop.as_ref().ok(), &source, cfg)?;
         let (slots, slot_len) = (slot_plan.slots, slot_plan.slot_bytes as usize);
         let layout = slot_plan

@@ -18,7 +18,16 @@ use supercell::render::{
 };
 use supercell::scene::{LoadedScene, Scene};
 
-use super::render_path::{DEFAULT_SPP, Stop, converge, refine};
+use super::render_path::{DEFAULT_SPP, Stop, converge, refine, show};
+
+/// `--denoise`: on or off.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
 
 /// Rendering mode on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -103,6 +112,11 @@ pub struct RenderArgs {
     /// Path mode: path trace each frame for this many seconds instead of `--spp`.
     #[arg(long)]
     pub time_budget: Option<f64>,
+    /// Path mode: show the denoised mean (`on`, the default) or the raw accumulated mean
+    /// (`off`: unbiased, e.g. for `--linear` comparisons). Knobs: SUPERCELL_DENOISE_LEVELS,
+    /// SUPERCELL_DENOISE_SIGMA, SUPERCELL_DENOISE_SIGMA_PER_LEVEL, SUPERCELL_DENOISE_EPS.
+    #[arg(long, value_enum)]
+    pub denoise: Option<OnOff>,
     /// Path mode: scattering events per path at most (default: the scene's
     /// `path_max_bounces`, 16).
     #[arg(long)]
@@ -276,6 +290,7 @@ fn check_path_args(args: &RenderArgs, mode: Mode) -> anyhow::Result<Option<Stop>
         ("--spp", args.spp.is_some()),
         ("--time-budget", args.time_budget.is_some()),
         ("--max-bounces", args.max_bounces.is_some()),
+        ("--denoise", args.denoise.is_some()),
         ("--converge", args.converge.is_some()),
         ("--converge-json", args.converge_json.is_some()),
     ] {
@@ -449,6 +464,9 @@ fn render_frame(
     bind_uploaded(renderer, &uploaded, &grids)?;
     if let Some(stop) = path_stop {
         let p = refine(renderer, &ls.view, w, h, stop)?;
+        if args.denoise != Some(OnOff::Off) {
+            show(renderer, true)?;
+        }
         let img = renderer.read_image()?;
         bar.suspend(|| {
             eprintln!(

@@ -97,6 +97,16 @@ pub fn refine(
     })
 }
 
+/// Shows the renderer's accumulation again without adding samples, denoised or not (the
+/// output images then hold it; `Renderer::show_path`), and waits: returns the seconds from
+/// submission to completion.
+pub fn show(renderer: &mut Renderer, denoised: bool) -> anyhow::Result<f64> {
+    let t0 = Instant::now();
+    let idx = renderer.show_path(denoised)?;
+    wait(renderer, idx)?;
+    Ok(t0.elapsed().as_secs_f64())
+}
+
 /// relMSE of `x` against `reference`: the mean over pixels and RGB channels of
 /// (x − ref)² / (ref² + 0.01), on linear radiance before exposure.
 pub fn rel_mse(x: &Image, reference: &Image) -> f64 {
@@ -155,6 +165,12 @@ struct ConvergeRow {
     /// `rel_mse` less the reference's own noise (`reference_noise`): the estimate against
     /// the converged image.
     rel_mse_corrected: f64,
+    /// The same image denoised (`shaders/denoise.wgsl`): relMSE against the (raw) reference.
+    rel_mse_denoised: f64,
+    /// `rel_mse_denoised` less the reference's own noise.
+    rel_mse_denoised_corrected: f64,
+    /// Seconds the filter took (submission to completion, the least of 3 runs).
+    denoise_seconds: f64,
 }
 
 #[derive(Serialize)]
@@ -179,6 +195,15 @@ struct ConvergeReport {
     first_under_1e_3: Option<usize>,
     /// The first row at or under [`TARGET_REL_MSE`], corrected for the reference's noise.
     first_under_1e_3_corrected: Option<usize>,
+    /// The same for the denoised images, as measured and corrected.
+    first_under_1e_3_denoised: Option<usize>,
+    first_under_1e_3_denoised_corrected: Option<usize>,
+    /// The denoiser's knobs (`SUPERCELL_DENOISE_LEVELS`, `_SIGMA`, `_SIGMA_PER_LEVEL`,
+    /// `_EPS`).
+    denoise_levels: u32,
+    denoise_sigma: f32,
+    denoise_sigma_per_level: f32,
+    denoise_eps: f32,
     /// The path tracer's work per sample (counters over `stats_spp` samples per pixel,
     /// rendered after the timed rows with counting on).
     stats_spp: u32,
@@ -187,8 +212,10 @@ struct ConvergeReport {
 
 /// `--converge REF_SPP`: renders a reference of `ref_spp` samples (another seed), then the
 /// image again from scratch, measuring relMSE against the reference at 1, 2, 4, .. samples
-/// (up to a quarter of the reference's), with the path-tracing time to each. Prints a table
-/// and writes `json`.
+/// (up to a quarter of the reference's), with the path-tracing time to each, raw and
+/// denoised (the reference is raw), with the filter's time. Prints a table and writes
+/// `json`. With `SUPERCELL_DENOISE_DUMP=DIR` it also writes the reference and each row's
+/// accumulation there as raw little-endian f32 (for tuning the filter on the CPU).
 #[allow(clippy::too_many_arguments)]
 pub fn converge(
     renderer: &mut Renderer,
@@ -207,6 +234,10 @@ pub fn converge(
     // Warm-up: compiles the pipeline and builds the acceleration grids, which a player pays
     // once per frame shape and once per frame; the table times path tracing alone.
     let warm = refine(renderer, view, width, height, Stop::Samples(1))?;
+    // The denoiser's pipelines too.
+    show(renderer, true)?;
+    let dump = std::env::var_os("SUPERCELL_DENOISE_DUMP").map(std::path::PathBuf::from);
+    let dn = renderer.denoise_params();
     // The reference: two independent halves (their own seeds), whose difference measures
     // the reference's own noise.
     let half = ref_spp / 2;
@@ -228,6 +259,18 @@ pub fn converge(
     }
     let reference = mean_image(&halves[0], &halves[1]);
     let noise = reference_noise(&halves[0], &halves[1], &reference);
+    if let Some(dir) = &dump {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+        for (name, img) in [
+            ("reference", &reference),
+            ("half_a", &halves[0]),
+            ("half_b", &halves[1]),
+        ] {
+            let f = dir.join(format!("{name}_{width}x{height}.f32"));
+            std::fs::write(&f, bytemuck::cast_slice::<[f32; 4], u8>(&img.linear))
+                .with_context(|| format!("{}", f.display()))?;
+        }
+    }
     let ref_rate =
         f64::from(width) * f64::from(height) * f64::from(2 * half) / reference_seconds.max(1e-9);
     println!("device: {device}");
@@ -238,8 +281,19 @@ pub fn converge(
     );
     println!("relMSE: {REL_MSE_DEFINITION}");
     println!(
-        "{:>6} {:>10} {:>14} {:>12} {:>12}",
-        "spp", "seconds", "M samples/s", "relMSE", "corrected"
+        "denoiser: {} levels, sigma {} (x {} per level), eps {:e}",
+        dn.levels, dn.sigma, dn.sigma_per_level, dn.eps
+    );
+    println!(
+        "{:>6} {:>10} {:>14} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "spp",
+        "seconds",
+        "M samples/s",
+        "relMSE",
+        "corrected",
+        "denoised",
+        "dn corrected",
+        "filter ms"
     );
     renderer.restart_path();
     let mut rows = Vec::new();
@@ -250,6 +304,20 @@ pub fn converge(
         seconds += p.seconds;
         let img = renderer.read_image()?;
         let raw = rel_mse(&img, &reference);
+        if let Some(dir) = &dump {
+            let (sums, sq) = renderer.path_sums()?;
+            let f = dir.join(format!("sums_{spp}_{width}x{height}.f32"));
+            std::fs::write(&f, bytemuck::cast_slice::<[f32; 4], u8>(&sums))
+                .with_context(|| format!("{}", f.display()))?;
+            let f = dir.join(format!("sq_{spp}_{width}x{height}.f32"));
+            std::fs::write(&f, bytemuck::cast_slice::<f32, u8>(&sq))
+                .with_context(|| format!("{}", f.display()))?;
+        }
+        let mut denoise_seconds = f64::INFINITY;
+        for _ in 0..3 {
+            denoise_seconds = denoise_seconds.min(show(renderer, true)?);
+        }
+        let denoised = rel_mse(&renderer.read_image()?, &reference);
         let row = ConvergeRow {
             spp,
             seconds,
@@ -257,14 +325,20 @@ pub fn converge(
                 / seconds.max(1e-9),
             rel_mse: raw,
             rel_mse_corrected: (raw - noise).max(0.0),
+            rel_mse_denoised: denoised,
+            rel_mse_denoised_corrected: (denoised - noise).max(0.0),
+            denoise_seconds,
         };
         println!(
-            "{:>6} {:>10.3} {:>14.3} {:>12.3e} {:>12.3e}",
+            "{:>6} {:>10.3} {:>14.3} {:>12.3e} {:>12.3e} {:>12.3e} {:>12.3e} {:>10.3}",
             row.spp,
             row.seconds,
             row.samples_per_second / 1e6,
             row.rel_mse,
-            row.rel_mse_corrected
+            row.rel_mse_corrected,
+            row.rel_mse_denoised,
+            row.rel_mse_denoised_corrected,
+            row.denoise_seconds * 1e3
         );
         rows.push(row);
         spp *= 2;
@@ -273,11 +347,25 @@ pub fn converge(
     let first_corrected = rows
         .iter()
         .position(|r| r.rel_mse_corrected <= TARGET_REL_MSE);
-    for (what, first) in [("raw", first), ("corrected", first_corrected)] {
+    let first_denoised = rows
+        .iter()
+        .position(|r| r.rel_mse_denoised <= TARGET_REL_MSE);
+    let first_denoised_corrected = rows
+        .iter()
+        .position(|r| r.rel_mse_denoised_corrected <= TARGET_REL_MSE);
+    for (what, first) in [
+        ("raw", first),
+        ("corrected", first_corrected),
+        ("denoised", first_denoised),
+        ("denoised, corrected", first_denoised_corrected),
+    ] {
         match first {
             Some(i) => println!(
-                "relMSE ({what}) <= {TARGET_REL_MSE:e} at {} samples per pixel after {:.3} s",
-                rows[i].spp, rows[i].seconds
+                "relMSE ({what}) <= {TARGET_REL_MSE:e} at {} samples per pixel after {:.3} s \
+                 (+ {:.3} ms filter when denoised)",
+                rows[i].spp,
+                rows[i].seconds,
+                rows[i].denoise_seconds * 1e3
             ),
             None => println!("relMSE ({what}) stayed above {TARGET_REL_MSE:e}"),
         }
@@ -314,6 +402,12 @@ pub fn converge(
         rows,
         first_under_1e_3: first,
         first_under_1e_3_corrected: first_corrected,
+        first_under_1e_3_denoised: first_denoised,
+        first_under_1e_3_denoised_corrected: first_denoised_corrected,
+        denoise_levels: dn.levels,
+        denoise_sigma: dn.sigma,
+        denoise_sigma_per_level: dn.sigma_per_level,
+        denoise_eps: dn.eps,
         stats_spp,
         work_per_sample,
     };

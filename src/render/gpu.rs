@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use super::RenderError;
+use super::denoise::{DenoiseInput, DenoiseParams, Denoiser};
 use super::image::Image;
 use super::layouts::*;
 use super::params::FLAG_SHADOWS;
@@ -102,6 +103,14 @@ pub struct Renderer {
     pending: Option<PendingRender>,
     /// The path tracer, made by the first render in path mode.
     path: Option<PathTracer>,
+    /// Path mode: whether renders show the denoised mean ([`set_path_denoise`]), and the
+    /// denoiser (made when first used).
+    ///
+    /// [`set_path_denoise`]: Self::set_path_denoise
+    path_denoise: bool,
+    denoiser: Option<Denoiser>,
+    /// The exposure of the last path-traced render (for [`show_path`](Self::show_path)).
+    path_exposure: f32,
     /// Counts frames bound ([`set_frame`](Self::set_frame)): the path tracer starts its
     /// accumulation afresh on a new one.
     frame_generation: u64,
@@ -359,6 +368,9 @@ impl Renderer {
             last_prepared: false,
             pending: None,
             path: None,
+            path_denoise: false,
+            denoiser: None,
+            path_exposure: 1.0,
             frame_generation: 0,
             accel_generation: 0,
         })
@@ -759,6 +771,10 @@ impl Renderer {
                     accel_args: &self.accel.args,
                 },
             )?;
+            self.path_exposure = params.sky_horizon[3];
+            if self.path_denoise {
+                self.encode_denoise(encoder, true)?;
+            }
         } else {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("supercell raymarch"),
@@ -1052,6 +1068,107 @@ impl Renderer {
             dst.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(src));
         }
         Ok(img)
+    }
+
+    /// Path mode: whether renders show the denoised mean (`shaders/denoise.wgsl`) instead of
+    /// the accumulated mean itself (off by default; the accumulation is the same either
+    /// way). The filter's knobs come from [`DenoiseParams::from_env`].
+    pub fn set_path_denoise(&mut self, on: bool) {
+        self.path_denoise = on;
+    }
+
+    /// Whether path-mode renders show the denoised mean.
+    pub fn path_denoise(&self) -> bool {
+        self.path_denoise
+    }
+
+    /// The denoiser's knobs (what the next filtering uses).
+    pub fn denoise_params(&mut self) -> DenoiseParams {
+        let device = &self.device;
+        self.denoiser
+            .get_or_insert_with(|| Denoiser::new(device, DenoiseParams::from_env()))
+            .params()
+    }
+
+    /// Records the denoiser on the current accumulation, writing the output images
+    /// (`filtered`) or the unfiltered mean (no levels).
+    fn encode_denoise(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        filtered: bool,
+    ) -> Result<(), RenderError> {
+        let (Some(tracer), Some(t)) = (&self.path, &self.targets) else {
+            return Err(RenderError::Usage("nothing path traced yet".into()));
+        };
+        let Some((sums, sums_sq)) = tracer.sums() else {
+            return Err(RenderError::Usage("nothing path traced yet".into()));
+        };
+        if sums.size() != u64::from(t.width) * u64::from(t.height) * 16 {
+            return Err(RenderError::Usage(
+                "the accumulation is not of the output images' size: path trace first".into(),
+            ));
+        }
+        let device = &self.device;
+        let denoiser = self
+            .denoiser
+            .get_or_insert_with(|| Denoiser::new(device, DenoiseParams::from_env()));
+        let saved = denoiser.params();
+        if !filtered {
+            denoiser.set_params(DenoiseParams { levels: 0, ..saved });
+        }
+        let r = denoiser.encode(
+            device,
+            &self.queue,
+            encoder,
+            DenoiseInput {
+                sums,
+                sums_sq,
+                samples: tracer.samples(),
+                width: t.width,
+                height: t.height,
+                exposure: self.path_exposure,
+                targets: Some((&t.ldr_view, &t.hdr_view)),
+            },
+        );
+        denoiser.set_params(saved);
+        r
+    }
+
+    /// Path mode: shows the current accumulation again without adding samples, denoised
+    /// (`denoised`) or as its plain mean, in the output images; submits the work (returns
+    /// without waiting). An error before anything was path traced.
+    pub fn show_path(&mut self, denoised: bool) -> Result<wgpu::SubmissionIndex, RenderError> {
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        self.encode_denoise(&mut enc, denoised)?;
+        Ok(self.queue.submit([enc.finish()]))
+    }
+
+    /// Path mode: the accumulation read back (waits for the GPU): per pixel the sum of the
+    /// samples' RGB radiance and coverage, and the sum of their squared luminance (what
+    /// [`denoise_cpu`](super::denoise_cpu) takes), over [`path_samples`](Self::path_samples)
+    /// samples.
+    pub fn path_sums(&self) -> Result<(Vec<[f32; 4]>, Vec<f32>), RenderError> {
+        let (Some(tracer), Some(t)) = (&self.path, &self.targets) else {
+            return Err(RenderError::Usage("nothing path traced yet".into()));
+        };
+        let Some((sums, sums_sq)) = tracer.sums() else {
+            return Err(RenderError::Usage("nothing path traced yet".into()));
+        };
+        if sums.size() != u64::from(t.width) * u64::from(t.height) * 16 {
+            return Err(RenderError::Usage(
+                "the accumulation is not of the output images' size: path trace first".into(),
+            ));
+        }
+        let pixels = u64::from(t.width) * u64::from(t.height);
+        let read = |b, bytes| super::denoise::read_buffer(&self.device, &self.queue, b, bytes);
+        let s = read(sums, pixels * 16)?;
+        let q = read(sums_sq, pixels * 4)?;
+        Ok((
+            bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&s),
+            bytemuck::pod_collect_to_vec::<u8, f32>(&q),
+        ))
     }
 
     /// Path mode: samples per pixel accumulated in the current image (0 before the first

@@ -29,6 +29,7 @@
 mod camera;
 mod context;
 mod cpu;
+mod denoise;
 mod gpu;
 mod image;
 mod layouts;
@@ -45,6 +46,7 @@ pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
 pub use context::GpuContext;
 pub use cpu::render_cpu;
+pub use denoise::{DenoiseParams, denoise_cpu, denoise_gpu, luminance};
 pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, Renderer};
 pub use image::{Image, ImageDiff, aces, srgb_encode};
 pub use params::{

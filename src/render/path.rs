@@ -296,6 +296,8 @@ pub(super) struct PathTracer {
     uniform: wgpu::Buffer,
     /// The accumulation buffer (RGBA f32 per pixel) and its bind group, for `pixels`.
     accum: Option<(wgpu::Buffer, wgpu::BindGroup, u64)>,
+    /// Per pixel, the sum of the samples' squared luminance (f32; the denoiser's variance).
+    moments: Option<wgpu::Buffer>,
     /// What the accumulated samples were rendered with.
     key: Option<Vec<u8>>,
     samples: u32,
@@ -352,6 +354,7 @@ impl PathTracer {
                 entry(0, wgpu::BufferBindingType::Storage { read_only: false }),
                 entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
                 entry(3, wgpu::BufferBindingType::Storage { read_only: false }),
+                entry(4, wgpu::BufferBindingType::Storage { read_only: false }),
                 wgpu::BindGroupLayoutEntry {
                     binding: 1,
                     visibility: wgpu::ShaderStages::COMPUTE,
@@ -387,6 +390,7 @@ impl PathTracer {
             majorants_from: None,
             uniform,
             accum: None,
+            moments: None,
             key: None,
             samples: 0,
             seed: 0,
@@ -452,6 +456,12 @@ impl PathTracer {
         self.samples
     }
 
+    /// The accumulation (per pixel the sum of the samples' RGB radiance and coverage) and
+    /// the sum of their squared luminance, once a render has made them.
+    pub(super) fn sums(&self) -> Option<(&wgpu::Buffer, &wgpu::Buffer)> {
+        Some((&self.accum.as_ref()?.0, self.moments.as_ref()?))
+    }
+
     /// Starts the next render afresh.
     pub(super) fn restart(&mut self) {
         self.key = None;
@@ -497,6 +507,7 @@ impl PathTracer {
             let uniform = &self.uniform;
             let stats = &self.stats;
             let majorants = &self.majorants.as_ref().expect("created above").0;
+            let mut moments = None;
             self.accum = Some(create_scoped(
                 pass.device,
                 || format!("creating the {width}x{height} accumulation buffer"),
@@ -504,7 +515,13 @@ impl PathTracer {
                     let buffer = pass.device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("supercell path accumulation"),
                         size: pixels * 16,
-                        usage: wgpu::BufferUsages::STORAGE,
+                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                        mapped_at_creation: false,
+                    });
+                    let sq = pass.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("supercell path moments"),
+                        size: pixels * 4,
+                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
                         mapped_at_creation: false,
                     });
                     let group = pass.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -533,11 +550,17 @@ impl PathTracer {
                                 binding: 3,
                                 resource: majorants.as_entire_binding(),
                             },
+                            wgpu::BindGroupEntry {
+                                binding: 4,
+                                resource: sq.as_entire_binding(),
+                            },
                         ],
                     });
+                    moments = Some(sq);
                     (buffer, group, pixels)
                 },
             )?);
+            self.moments = moments;
             self.samples = 0;
         }
         let pipeline_key = (pass.config, self.stats_on);
