@@ -11,6 +11,7 @@
 #   bash scripts/gpu-tests.sh large          # ~7 GB frames, every attribute, 16 lanes; generator speed
 #   bash scripts/gpu-tests.sh onegb          # 1 GB frames on the same 16 lanes: host routes, direct path
 #   bash scripts/gpu-tests.sh picture        # the storm's pictures, the path tracer's convergence
+#   bash scripts/gpu-tests.sh knobs          # the renderer's speed switches against the defaults
 #
 # What a run needs besides the NVIDIA driver (CUDA, cuFile for the gds engine) lives in
 # scripts/rig/: lanes.sh (RAM-backed lanes), ceiling.sh (fio's ceiling: fio from PATH, else
@@ -75,7 +76,7 @@ prepare() {
   mkdir -p .dev
   cp target/release/supercell target/release/supercell-data .dev/
   local t bin
-  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play bench_gpus play_gpus render_path; do
+  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play bench_gpus play_gpus render_path render_denoise; do
     bin=$(cargo test --release --test "$t" --no-run --message-format=json 2>/dev/null |
       T="$t" python3 -c 'import json,os,sys
 for l in sys.stdin:
@@ -84,7 +85,7 @@ for l in sys.stdin:
     cp "$bin" ".dev/$t"
   done
   strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/alloc_limits .dev/interop_gpu \
-    .dev/play .dev/bench_gpus .dev/play_gpus .dev/render_path || true
+    .dev/play .dev/bench_gpus .dev/play_gpus .dev/render_path .dev/render_denoise || true
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh  # `bash .dev/gpu-tests.sh run` works too
   # Offline extras fetched beside the checkout: Vulkan loader packages, kvikio wheels.
   if [ -d .gl ] && [ ! -d .dev/gl ]; then cp -r .gl .dev/gl; fi
@@ -469,7 +470,8 @@ onegb_run() {
 # tornado close-up at 1920x1080, the path tracer's convergence at 1080p against a 1024-sample
 # reference of itself, a path-traced storm frame (cloud only, Mitsuba's comparison scene) as
 # linear radiance for scripts/mitsuba_compare.py, and the march's cost with the lighting on a
-# ~1 GB frame (1 and 3 attributes). Knobs: CONVERGE_SPP (1024: a 4096-sample reference does not fit the call), MITSUBA_RES (192: the
+# ~1 GB frame (1 and 3 attributes). Knobs: CONVERGE_SPP (1024) and CONVERGE_TIMEOUT (170 s: raise it
+# for a 4096-sample reference), MITSUBA_RES (192: the
 # comparison frame's resolution), PATH_SPP (4096), CLOSEUP_SPP (128).
 picture_run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
@@ -490,7 +492,7 @@ picture_run() {
   done
   $SC render scenes/tornado-closeup.toml --frame 28 --size 1920x1080 --out "$P/story/closeup" >>"$LOG" 2>&1
   say "path tracer: convergence at 1920x1080 (touchdown frame) against ${CONVERGE_SPP:-1024} samples"
-  timeout 170 $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
+  timeout "${CONVERGE_TIMEOUT:-170}" $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
     --converge "${CONVERGE_SPP:-1024}" --out "$P/converge" >>"$LOG" 2>&1
   echo "converge exit code: $?" | tee -a "$LOG"
   cp "$P/converge/converge.json" "$OUT/converge.json" 2>/dev/null
@@ -520,6 +522,46 @@ picture_run() {
   ls -la "$OUT"
 }
 
+# The renderer's speed switches, each against the defaults in its own process: the path
+# tracer's kernel knobs (src/render/path.rs, `PathKnobs`) on the storm at touchdown, 1080p,
+# 128 samples per pixel (M samples/s from the "path traced" line), and the march's previous
+# step rule against the current one (1 GB frame, 1080p, three attributes). Also the
+# denoiser's test (GPU == CPU) on this GPU.
+knobs_run() {
+  OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
+  local SC=.dev/supercell DATA=.dev/supercell-data LOG="$OUT/knobs.txt" RF=/var/tmp/sc-render-1g
+  : >"$LOG"
+  say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+  # shellcheck source=scripts/rig/env.sh
+  source scripts/rig/env.sh
+  export SUPERCELL_CACHE=/var/tmp/sc-cache
+  local k
+  for k in X=defaults SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_SEGMENT_LOOP=0 SUPERCELL_PATH_CARRY_DEPTH=0 \
+    SUPERCELL_PATH_COUNTERS=always SUPERCELL_PATH_CELL_CACHE=1 SUPERCELL_PATH_SAMPLES_PER_DISPATCH=4 \
+    SUPERCELL_PATH_SAMPLES_PER_DISPATCH=16 \
+    "SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_SEGMENT_LOOP=0 SUPERCELL_PATH_CARRY_DEPTH=0 SUPERCELL_PATH_COUNTERS=always"; do
+    say "path knobs: $k"
+    # shellcheck disable=SC2086
+    env $k timeout 60 $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
+      --spp "${KNOB_SPP:-128}" --out /var/tmp/sc-knobs >>"$LOG" 2>&1
+  done
+  say "march: 1 GB frame, 1920x1080, three attributes, current step rule and the previous one"
+  $DATA generate "$RF" --frames 2 --frame-size 1G --lanes 1 >>"$LOG" 2>&1
+  for k in X=defaults SUPERCELL_MARCH_STEPS=bound X=defaults SUPERCELL_MARCH_STEPS=bound; do
+    say "march knobs: $k"
+    # shellcheck disable=SC2086
+    env $k timeout 100 $SC render "$RF" --frame 1 --bench --bench-sizes 1920x1080 --bench-frames 20 \
+      --attributes cloud,rain,wind_speed >>"$LOG" 2>&1
+    # shellcheck disable=SC2086
+    env $k timeout 100 $SC render "$RF" --frame 1 --bench --bench-sizes 1920x1080 --bench-frames 20 \
+      --attributes cloud >>"$LOG" 2>&1
+  done
+  rm -rf "$RF"
+  say "denoiser test on this GPU"
+  RUST_BACKTRACE=1 timeout 200 .dev/render_denoise --test-threads 1 >>"$LOG" 2>&1
+  echo "render_denoise exit code: $?" | tee -a "$LOG"
+}
+
 case "${1:-run}" in
   prepare) prepare ;;
   run) run ;;
@@ -527,5 +569,6 @@ case "${1:-run}" in
   large) large_run ;;
   picture) picture_run ;;
   onegb) onegb_run ;;
-  *) echo "usage: gpu-tests.sh prepare | run | verify | large | onegb | picture" >&2; exit 2 ;;
+  knobs) knobs_run ;;
+  *) echo "usage: gpu-tests.sh prepare | run | verify | large | onegb | picture | knobs" >&2; exit 2 ;;
 esac
