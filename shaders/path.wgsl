@@ -64,13 +64,14 @@ struct PathParams {
 //   inlined at every call;
 // - SKIP_LEVELS (0 to SKIP_LEVELS_MAX): where a ray is in empty space, a segment crosses
 //   the coarsest empty block of up to this many levels above the acceleration cells (level
-//   l: 4^l acceleration cells per axis) instead of one acceleration cell (0: as before).
+//   l: 4^l acceleration cells per axis) instead of one acceleration cell (0: as before;
+//   on the storm a second level crossed no more cells than the first: default 1).
 override COUNT_WORK: bool = false;
 override CARRY_DEPTH: bool = true;
 override CACHE_CELLS: bool = false;
 override SEGMENT_LOOP: bool = true;
 override USE_QMC: bool = false;
-override SKIP_LEVELS: u32 = 2u;
+override SKIP_LEVELS: u32 = 1u;
 
 // The path tracer's majorants (built by `path_majorants` when an accumulation starts), per
 // slot on a grid of "majorant cells" that splits each acceleration cell (`ainfo`) into
@@ -115,7 +116,7 @@ var<private> f_grid: array<MajGrid, ATTR_SLOTS>;
 // the slot's first cell) and holds 0 where every one of them is inside the grid's cells
 // and empty (`.w` 0: no sample based in it or a neighbour can see a non-zero opacity), 1
 // elsewhere. A ray in an empty cell of level l crosses it as one majorant segment of 0;
-// the sky around the storm is about 45 acceleration cells across, 11 of level 1, 3 of 2.
+// the storm's domain is about 45 acceleration cells across, 11 of level 1, 3 of level 2.
 const SKIP_BLOCK_SHIFT: u32 = 2u;
 const SKIP_LEVELS_MAX: u32 = 2u;
 
@@ -420,12 +421,11 @@ fn segment(t: f32, t_end: f32) -> Segment {
             // its bound is small but not 0, up to an optical depth of 0.5 across it,
             // entered 2 % fewer cells and added 6 % more tentative collisions on the storm.)
             let ca = (vec3<i32>(p) >> vec3<u32>(si.shift)) - si.org;
-            if all(ca >= vec3<i32>(0)) && all(vec3<u32>(ca) < si.dims) {
-                let ua = vec3<u32>(ca);
-                if fg.shift < si.shift && accel[a * ACCEL_CELLS + cell_linear(si, ua)].w == 0.0 {
-                    lo = vec3<f32>((si.org + ca) << vec3<u32>(si.shift));
-                    side = f32(1u << si.shift);
-                }
+            let ua = vec3<u32>(ca);
+            if all(ca >= vec3<i32>(0)) && all(ua < si.dims) && accel[a * ACCEL_CELLS + cell_linear(si, ua)].w == 0.0 {
+                lo = vec3<f32>((si.org + ca) << vec3<u32>(si.shift));
+                side = f32(1u << si.shift);
+                // (A level's cell is empty only where all its acceleration cells are.)
                 for (var l = 1u; l <= min(SKIP_LEVELS, SKIP_LEVELS_MAX); l++) {
                     if !skip_ok(si, l) { break; }
                     let d = skip_dims(si, l);

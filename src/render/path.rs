@@ -111,9 +111,10 @@ fn qmc_dims() -> u32 {
 /// - `SUPERCELL_PATH_COUNTERS=always`: the work counters compiled into every dispatch, as
 ///   they were before they were compiled out when not counting (only added up when
 ///   counting);
-/// - `SUPERCELL_PATH_SKIP_LEVELS` (0 to 2, default 2): empty-space levels above the
+/// - `SUPERCELL_PATH_SKIP_LEVELS` (0 to 2, default 1): empty-space levels above the
 ///   acceleration cells (level l: blocks of 4^l cells per axis); a ray in empty space
-///   crosses the coarsest empty block as one segment; 0: one acceleration cell at a time.
+///   crosses the coarsest empty block as one segment; 0: one acceleration cell at a time
+///   (on the storm the second level crossed no more cells than the first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PathKnobs {
     /// The inner loop of majorant lookups (`SEGMENT_LOOP`).
@@ -148,7 +149,7 @@ impl Default for PathKnobs {
             carry_depth: true,
             cache_cells: false,
             always_count: false,
-            skip_levels: SKIP_LEVELS_MAX,
+            skip_levels: 1,
         }
     }
 }
