@@ -110,7 +110,11 @@ fn qmc_dims() -> u32 {
 ///   lattice, as the storm's attributes, end their cells together: nothing to gain there);
 /// - `SUPERCELL_PATH_COUNTERS=always`: the work counters compiled into every dispatch, as
 ///   they were before they were compiled out when not counting (only added up when
-///   counting).
+///   counting);
+/// - `SUPERCELL_PATH_SKIP_LEVELS` (0 to 2, default 1): empty-space levels above the
+///   acceleration cells (level l: blocks of 4^l cells per axis); a ray in empty space
+///   crosses the coarsest empty block as one segment; 0: one acceleration cell at a time
+///   (on the storm the second level crossed no more cells than the first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PathKnobs {
     /// The inner loop of majorant lookups (`SEGMENT_LOOP`).
@@ -121,6 +125,21 @@ pub struct PathKnobs {
     pub cache_cells: bool,
     /// The counting pipeline for every dispatch (`COUNT_WORK` always on).
     pub always_count: bool,
+    /// Empty-space levels a segment may cross at once (`SKIP_LEVELS`, 0 to
+    /// [`SKIP_LEVELS_MAX`]).
+    pub skip_levels: u32,
+}
+
+/// The most empty-space levels path.wgsl builds (its `SKIP_LEVELS_MAX`).
+pub const SKIP_LEVELS_MAX: u32 = 2;
+
+/// Words of the path majorant buffer (WGSL `pmaj`) for `cells` acceleration cells per
+/// slot: every slot's majorant cells, then its empty-space levels (level l: up to
+/// `cells / 16^l` per slot; path.wgsl's `skip_base`).
+fn majorant_words(cells: u32) -> u64 {
+    let slots = MAX_ATTRIBUTES as u64;
+    let cells = u64::from(cells);
+    slots * (cells + (1..=SKIP_LEVELS_MAX).map(|l| cells >> (4 * l)).sum::<u64>())
 }
 
 impl Default for PathKnobs {
@@ -130,6 +149,7 @@ impl Default for PathKnobs {
             carry_depth: true,
             cache_cells: false,
             always_count: false,
+            skip_levels: 1,
         }
     }
 }
@@ -142,6 +162,7 @@ impl PathKnobs {
             carry_depth: false,
             cache_cells: false,
             always_count: false,
+            skip_levels: 0,
         }
     }
 
@@ -159,12 +180,16 @@ impl PathKnobs {
             cache_cells: flag("SUPERCELL_PATH_CELL_CACHE", d.cache_cells),
             always_count: std::env::var("SUPERCELL_PATH_COUNTERS")
                 .is_ok_and(|v| v.trim() == "always"),
+            skip_levels: std::env::var("SUPERCELL_PATH_SKIP_LEVELS")
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .map_or(d.skip_levels, |n| n.min(SKIP_LEVELS_MAX)),
         }
     }
 
     /// path.wgsl's pipeline constants for a pipeline that counts work (`counting`) or not,
     /// with the Sobol sequence compiled in where `qmc_dims` > 0.
-    fn constants(self, counting: bool, qmc_dims: u32) -> [(&'static str, f64); 5] {
+    fn constants(self, counting: bool, qmc_dims: u32) -> [(&'static str, f64); 6] {
         let flag = |b: bool| if b { 1.0 } else { 0.0 };
         [
             ("COUNT_WORK", flag(counting || self.always_count)),
@@ -172,6 +197,10 @@ impl PathKnobs {
             ("CARRY_DEPTH", flag(self.carry_depth)),
             ("CACHE_CELLS", flag(self.cache_cells)),
             ("USE_QMC", flag(qmc_dims > 0)),
+            (
+                "SKIP_LEVELS",
+                f64::from(self.skip_levels.min(SKIP_LEVELS_MAX)),
+            ),
         ]
     }
 }
@@ -491,7 +520,7 @@ impl PathTracer {
                 || {
                     device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("supercell path majorants"),
-                        size: u64::from(cells) * MAX_ATTRIBUTES as u64 * 4,
+                        size: majorant_words(cells) * 4,
                         usage: wgpu::BufferUsages::STORAGE,
                         mapped_at_creation: false,
                     })
@@ -696,12 +725,22 @@ mod tests {
             carry_depth: true,
             cache_cells: true,
             always_count: false,
+            skip_levels: SKIP_LEVELS_MAX,
         };
         let constants = all.constants(true, 1);
         for (name, value) in constants {
             assert!(overrides.contains(&name), "{name} is not in path.wgsl");
-            assert_eq!(value, 1.0, "{name}");
+            let on = if name == "SKIP_LEVELS" {
+                f64::from(SKIP_LEVELS_MAX)
+            } else {
+                1.0
+            };
+            assert_eq!(value, on, "{name}");
         }
+        assert!(
+            src.contains(&format!("const SKIP_LEVELS_MAX: u32 = {SKIP_LEVELS_MAX}u;")),
+            "SKIP_LEVELS_MAX differs from path.wgsl's"
+        );
         assert_eq!(overrides.len(), constants.len(), "{overrides:?}");
         for (name, value) in PathKnobs::none().constants(false, 0) {
             assert_eq!(value, 0.0, "{name}");
