@@ -429,12 +429,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         k1 = ceil(k1 * n1) / n1;
         let step = k1 - k;
         if sig > 0.0 {
-            // The sample's medium stands for the whole step, lit where the step's middle is:
-            // lit at its start, a long step through a thin medium took its light from up to
-            // 16 voxels before the rest of it, a bias that grew with the step.
-            var tl = t + 0.5 * step * dt;
-            if (P.flags & FLAG_PREVIOUS_STEPS) != 0u { tl = t; }
-            let w = ray.o + tl * ray.d;
+            let w = ray.o + t * ray.d;
             var src = emit;
             if any(scat > vec3<f32>(0.0)) {
                 let ts = sun_transmittance(w);

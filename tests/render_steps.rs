@@ -101,12 +101,12 @@ fn bias(a: &Image, b: &Image) -> f32 {
 
 /// Largest systematic difference allowed between adaptive and fixed steps. Measured on the
 /// CPU and lavapipe: 0.037 before long steps ended where their cell's bound stops holding,
-/// 0.0075 after, 0.0064 with each pixel's own phase, 0.0029 with steps lit at their
-/// middle (and looking past the bound).
+/// 0.0075 after, 0.0064 with each pixel's own phase, 0.0076 with steps that look past the
+/// bound (they cannot reach the slab, but keep their length in the thin medium before it).
 const MAX_BIAS: f32 = 0.01;
 /// Largest mean per-pixel difference allowed. Measured: 0.0245 before the bound, 0.0135
 /// with it, 0.0079 with each pixel's own phase (the first step of a run of long steps
-/// is then no longer the same for every pixel), 0.0064 with steps lit at their middle.
+/// is then no longer the same for every pixel), 0.0086 with the look-ahead.
 const MAX_MEAN: f32 = 0.01;
 
 #[test]
@@ -156,16 +156,18 @@ fn adaptive_steps_draw_a_dense_slab_in_a_thin_medium_as_fixed_steps_do() {
 /// voxels of thin medium: 8 steps of 16 base steps, the first sample and the last steps
 /// before the grid's end. Measured: 17.44 when a long step ended where the bound of its
 /// cell's block (the cell and its neighbours) stopped holding, a few voxels past the
-/// sample's cell, and the next one restarted short; 10.44 with the look-ahead. Against
-/// fixed steps: bias 0.0073 and mean difference 0.0070 before, 0.0007 and 0.0007 with
-/// the look-ahead and steps lit at their middle (longer steps lit at their start: 0.0105,
-/// 0.0101).
+/// sample's cell, and the next one restarted short; 10.44 with the look-ahead.
 const MAX_THIN_STEPS: f64 = 12.0;
 
-/// A uniform thin medium along the rays: long steps keep their length from cell to cell.
-/// Before, each step was cut where its cell's block ended (about 15 voxels on, less along
-/// a diagonal) and the step after it ran only to the next point of the pixel's lattice:
-/// about two samples per 16 voxels instead of one.
+/// Largest systematic and mean per-pixel differences from fixed steps allowed in the
+/// uniform thin medium. Longer steps light the whole step from its first sample, so they
+/// differ more from fixed steps: measured bias 0.0073 and mean 0.0070 with steps cut at
+/// the bound (about 7 voxels long), 0.0105 and 0.0101 with 16-voxel steps, as `step_tau`
+/// (0.3) allows. A step lit at its middle instead cut this to 0.0007, but made the storm
+/// (frame 28 against quarter-voxel steps) differ twice as much: the sample's density is
+/// still its first point's, and the two errors had cancelled.
+const MAX_THIN_BIAS: f32 = 0.013;
+
 #[test]
 fn thin_medium_steps_are_not_cut_at_every_cell() {
     let bytes = medium(128, |_| THIN);
@@ -186,7 +188,7 @@ fn thin_medium_steps_are_not_cut_at_every_cell() {
         "{steps:.2} steps per ray through 128 voxels of a thin medium (at most {MAX_THIN_STEPS})"
     );
     assert!(
-        b <= MAX_BIAS && d.mean <= MAX_MEAN,
+        b <= MAX_THIN_BIAS && d.mean <= MAX_THIN_BIAS,
         "CPU: adaptive steps drew the thin medium differently from fixed steps: bias {b}, {d:?}"
     );
 

@@ -541,13 +541,7 @@ impl Ctx<'_> {
             k1 = (k1 * n1).ceil() / n1;
             let step = k1 - k;
             if sig > 0.0 {
-                // Lit where the step's middle is (march.wgsl).
-                let tl = if p.flags & FLAG_PREVIOUS_STEPS != 0 {
-                    t
-                } else {
-                    t + 0.5 * step * dt
-                };
-                let w = o + tl * d;
+                let w = o + t * d;
                 let mut src = emit;
                 if scat.cmpgt(Vec3::ZERO).any() {
                     let ts = self.sun_transmittance(g, acc, w);

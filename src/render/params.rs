@@ -557,9 +557,8 @@ pub const FLAG_JITTER: u32 = 16;
 /// Acceleration-grid skipping and adaptive steps.
 pub const FLAG_ACCEL: u32 = 32;
 /// The march's steps as before the look-ahead: adaptive steps end where their cell's
-/// extinction bound stops holding without looking at the cells beyond, and a step is lit at
-/// its start rather than its middle; for measuring one march against the other
-/// (`SUPERCELL_MARCH_STEPS=bound`).
+/// extinction bound stops holding, without looking at the cells beyond; for measuring one
+/// rule against the other (`SUPERCELL_MARCH_STEPS=bound`).
 pub const FLAG_PREVIOUS_STEPS: u32 = 64;
 
 /// The `FLAG_*` bits of the march's step rule chosen by the environment variable
