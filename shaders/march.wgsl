@@ -367,9 +367,56 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         // `bound_end`: it never runs into cells whose medium `sig_max` does not bound (a
         // step of 16 base voxels crossed a whole 8-voxel cell and left the near part of a
         // denser cell beyond unsampled).
+        //
+        // Unless the cells it would run into are thin too: a slot's bound covers the 27
+        // cells around the sample (less their outer voxel layer), a few voxels past the
+        // sample's cell, so most long steps were cut short there (a sample about every 9
+        // voxels where 16 would do) and the step after restarted short, on the next point of
+        // the pixel's lattice. So first look where the step would end (k1): for each slot
+        // whose bound stops short of it, the cell there, whose 27-cell bound covers the
+        // rest of the step if the ray enters that cell's block before leaving the current
+        // one. With those bounds added, a step the optical depth allows keeps its length.
         if mult > 1.0 {
-            let kb = ceil((bound_end / dt - jit) * n) / n;
-            k1 = min(k1, max(kb, k + 1.0 / n));
+            let kb = max(ceil((bound_end / dt - jit) * n) / n, k + 1.0 / n);
+            if kb < k1 {
+                let t1 = (k1 + jit) * dt;
+                var reach = (P.flags & FLAG_PREVIOUS_STEPS) == 0u && t1 <= t_end;
+                var extra = 0.0;
+                for (var a = 0u; a < ATTR_SLOTS && reach; a++) {
+                    // Slots behind the ray's point or not on the ray.
+                    if ta1[a] < t { continue; }
+                    // A step never runs past a slot's span (the media's end).
+                    if t1 > ta1[a] { reach = false; break; }
+                    let si = ainfo.slots[a];
+                    let size = f32(1u << si.shift);
+                    // Where this slot's bound stops holding: past its skipped cells, or the
+                    // block of the cell sampled here,
+                    // and the bound there (in `sig_max`; none where skipped).
+                    var cover = skip_bound[a];
+                    var m0 = 0.0;
+                    if t >= skip[a] {
+                        let c0 = (vec3<i32>(floor(oi[a] + t * di[a])) >> vec3<u32>(si.shift)) - si.org;
+                        let lo0 = vec3<f32>((si.org + c0) << vec3<u32>(si.shift));
+                        cover = ray_box(oi[a], inv_di[a], lo0 - (size - 1.0), lo0 + (2.0 * size - 1.0)).y;
+                        m0 = accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(c0))].w;
+                    }
+                    if cover >= t1 { continue; }
+                    let c1 = (vec3<i32>(floor(oi[a] + t1 * di[a])) >> vec3<u32>(si.shift)) - si.org;
+                    if si.ok == 0u || any(c1 < vec3<i32>(0)) || any(vec3<u32>(c1) >= si.dims) {
+                        reach = false;
+                        break;
+                    }
+                    let lo1 = vec3<f32>((si.org + c1) << vec3<u32>(si.shift));
+                    if ray_box(oi[a], inv_di[a], lo1 - (size - 1.0), lo1 + (2.0 * size - 1.0)).x > cover {
+                        reach = false;
+                        break;
+                    }
+                    // The slot's bound over the step: the larger of the two.
+                    extra += max(accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(c1))].w - m0, 0.0);
+                }
+                let most = floor(P.step_tau / max((sig_max + extra) * (dt / n), 1e-30));
+                if !reach || (k1 - k) * n > most { k1 = kb; }
+            }
         }
         for (var a = 0u; a < ATTR_SLOTS && fine.count > 0u; a++) {
             if fine.n[a] > n && fine.lo[a] > t {

@@ -363,11 +363,16 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             let grids = cpu_grids(&ls, f, &slot)?;
             let refs: Vec<_> = grids.iter().map(|g| g.as_ref()).collect();
             let t0 = std::time::Instant::now();
-            let img = supercell::render::render_cpu(&refs, &ls.view, w, h);
+            let (img, work) = supercell::render::render_cpu_counted(&refs, &ls.view, w, h);
             bar.suspend(|| {
                 eprintln!(
-                    "frame {f}: CPU render in {:.2} s",
-                    t0.elapsed().as_secs_f64()
+                    "frame {f}: CPU render in {:.2} s; march per ray: {:.2} steps, {:.2} \
+                     grid samples, {:.2} sun lookups ({} rays)",
+                    t0.elapsed().as_secs_f64(),
+                    work.per_ray(work.steps),
+                    work.per_ray(work.samples),
+                    work.per_ray(work.sun_lookups),
+                    work.rays
                 );
             });
             bar.suspend(|| save(&img, &args.out, f, args.linear))?;

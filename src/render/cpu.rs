@@ -13,14 +13,43 @@ use rayon::prelude::*;
 
 use super::image::{Image, aces, srgb_encode};
 use super::params::{
-    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, GpuParams, KIND_EMISSIVE,
-    KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
+    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_PREVIOUS_STEPS, FLAG_SHADOWS, GpuParams,
+    KIND_EMISSIVE, KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
 };
 use super::shader::{ACCEL_CELLS, SCAN_SHIFT_MAX, SUPPORTED_TYPES};
 use super::transfer::TF_SIZE;
 use crate::format::{Grid, ReadAccessor};
 
 const INF: f32 = 3.0e38;
+
+/// What the march did for an image, counted by the CPU reference (which takes the same
+/// steps as `shaders/march.wgsl` in shaded mode): the figures to compare step rules by
+/// without a GPU, since a march's time on the GPU follows its samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MarchWork {
+    /// Rays (pixels).
+    pub rays: u64,
+    /// Iterations of the march loop (sample points along the rays).
+    pub steps: u64,
+    /// Trilinear samples of a grid (a step samples every slot not skipped there).
+    pub samples: u64,
+    /// Sun-grid lookups (lit samples and lit surfaces).
+    pub sun_lookups: u64,
+}
+
+impl MarchWork {
+    fn add(&mut self, o: &MarchWork) {
+        self.rays += o.rays;
+        self.steps += o.steps;
+        self.samples += o.samples;
+        self.sun_lookups += o.sun_lookups;
+    }
+
+    /// `x` per ray.
+    pub fn per_ray(&self, x: u64) -> f64 {
+        x as f64 / self.rays.max(1) as f64
+    }
+}
 
 struct GridState<'g, 'a> {
     acc: ReadAccessor<'g, 'a>,
@@ -250,7 +279,15 @@ impl Ctx<'_> {
         }
     }
 
-    fn pixel(&self, g: &mut [Option<GridState>], acc: &Accel, x: u32, y: u32) -> [f32; 4] {
+    fn pixel(
+        &self,
+        g: &mut [Option<GridState>],
+        acc: &Accel,
+        x: u32,
+        y: u32,
+        work: &mut MarchWork,
+    ) -> [f32; 4] {
+        work.rays += 1;
         let p = self.p;
         let mode = p.mode;
         let (o, d) = self.camera_ray(x, y);
@@ -353,6 +390,7 @@ impl Ctx<'_> {
                 break;
             }
             steps += 1;
+            work.steps += 1;
             let mut next = INF;
             let (mut sig, mut scat, mut emit) = (0.0f32, Vec3::ZERO, Vec3::ZERO);
             // The sum of the sampled slots' extinction bounds, and where along the ray they
@@ -413,6 +451,7 @@ impl Ctx<'_> {
                 }
                 let gs = g[a].as_mut().expect("attributes with a range have grids");
                 let v = gs.sample(pa);
+                work.samples += 1;
                 if mode == Mode::Shaded as u32 {
                     let e = self.tf_eval(a, v);
                     if e[3] > 0.0 {
@@ -466,10 +505,31 @@ impl Ctx<'_> {
                 k1 /= n;
             }
             // A long step ends no later than the first local lattice point at or past
-            // `bound_end` (march.wgsl).
+            // `bound_end`, unless the cells it would run into are bounded thin enough too
+            // (march.wgsl).
             if mult > 1.0 {
-                let kb = ((bound_end / dt - jit) * n).ceil() / n;
-                k1 = k1.min(kb.max(k + 1.0 / n));
+                let kb = (((bound_end / dt - jit) * n).ceil() / n).max(k + 1.0 / n);
+                if kb < k1 {
+                    let t1 = (k1 + jit) * dt;
+                    let extra = if p.flags & FLAG_PREVIOUS_STEPS == 0 && t1 <= t_end {
+                        let ray = SlotRays {
+                            oi: &oi,
+                            di: &di,
+                            skip: &skip,
+                            skip_bound: &skip_bound,
+                            ta1: &ta1,
+                        };
+                        bound_beyond(acc, &ray, t, t1)
+                    } else {
+                        None
+                    };
+                    let most = extra.map_or(-1.0, |e| {
+                        (p.step_tau / ((sig_max + e) * (dt / n)).max(1e-30)).floor()
+                    });
+                    if (k1 - k) * n > most {
+                        k1 = kb;
+                    }
+                }
             }
             for a in 0..MAX_ATTRIBUTES {
                 if fine_n[a] > n && fine_lo[a] > t {
@@ -485,6 +545,7 @@ impl Ctx<'_> {
                 let mut src = emit;
                 if scat.cmpgt(Vec3::ZERO).any() {
                     let ts = self.sun_transmittance(g, acc, w);
+                    work.sun_lookups += 1;
                     let h = ((w.z - p.ground[0]) / top).clamp(0.0, 1.0);
                     let amb = v3(p.sky_zenith) * p.sky_zenith[3] * (0.35 + 0.65 * h);
                     let ts1 = ts.sqrt();
@@ -575,6 +636,7 @@ impl Ctx<'_> {
         let mut sun_vis = 1.0;
         if surf && snrm.dot(l) > 0.0 {
             sun_vis = self.sun_transmittance(g, acc, spos);
+            work.sun_lookups += 1;
         }
         let lc = v3(p.light_color);
         if iso_hit {
@@ -596,6 +658,73 @@ impl Ctx<'_> {
         c += tr * back;
         [c.x, c.y, c.z, 1.0 - tr]
     }
+}
+
+/// The march's state of each slot along one ray, for [`bound_beyond`].
+struct SlotRays<'r> {
+    oi: &'r [Vec3; MAX_ATTRIBUTES],
+    di: &'r [Vec3; MAX_ATTRIBUTES],
+    skip: &'r [f32; MAX_ATTRIBUTES],
+    skip_bound: &'r [f32; MAX_ATTRIBUTES],
+    ta1: &'r [f32; MAX_ATTRIBUTES],
+}
+
+/// The 27-cell block around cell `c` of a slot (the cell and its 26 neighbours, less
+/// their outer voxel layer) along the ray: where the ray enters and leaves it.
+fn cell_block(si: &SlotAccel, c: [u32; 3], o: Vec3, inv: Vec3) -> (f32, f32) {
+    let lo = Vec3::new(
+        ((si.org[0] + c[0] as i32) << si.shift) as f32,
+        ((si.org[1] + c[1] as i32) << si.shift) as f32,
+        ((si.org[2] + c[2] as i32) << si.shift) as f32,
+    );
+    let size = (1u32 << si.shift) as f32;
+    ray_box(
+        o,
+        inv,
+        lo - Vec3::splat(size - 1.0),
+        lo + Vec3::splat(2.0 * size - 1.0),
+    )
+}
+
+/// The extinction bound to add to the one at `t` for a step from `t` to `t1` past where it
+/// stops holding (march.wgsl): for each slot whose bound stops short of `t1`, what the bound
+/// of the cell at `t1` (whose block the ray must enter before leaving the current one)
+/// exceeds the slot's bound at `t` by. None
+/// where that fails (a cell outside the slot's grid, a gap between the blocks, `t1` past a
+/// slot's span).
+fn bound_beyond(acc: &Accel, r: &SlotRays<'_>, t: f32, t1: f32) -> Option<f32> {
+    let mut extra = 0.0f32;
+    for a in 0..MAX_ATTRIBUTES {
+        if r.ta1[a] < t {
+            continue;
+        }
+        if t1 > r.ta1[a] {
+            return None;
+        }
+        let inv = safe_inv(r.di[a]);
+        let cell_at = |si: &SlotAccel, s: f32| {
+            let q = (r.oi[a] + s * r.di[a]).floor();
+            si.cell_of([q.x as i32, q.y as i32, q.z as i32])
+        };
+        let (mut cover, mut m0) = (r.skip_bound[a], 0.0f32);
+        if t >= r.skip[a] {
+            let si = acc.slots[a].as_ref()?;
+            let c0 = cell_at(si, t)?;
+            cover = cell_block(si, c0, r.oi[a], inv).1;
+            m0 = si.cells[si.linear(c0)][3];
+        }
+        if cover >= t1 {
+            continue;
+        }
+        let si = acc.slots[a].as_ref()?;
+        let c1 = cell_at(si, t1)?;
+        if cell_block(si, c1, r.oi[a], inv).0 > cover {
+            return None;
+        }
+        // The slot's bound over the step: the larger of the two.
+        extra += (si.cells[si.linear(c1)][3] - m0).max(0.0);
+    }
+    Some(extra)
 }
 
 /// Where a slot's cells lie: the first cell, the cell size (2^shift voxels), the counts.
@@ -894,6 +1023,16 @@ impl Ctx<'_> {
 /// the shader does not decode are left out, as on the GPU.
 /// Grids may be larger than 4 GiB (the parser's offsets are 64-bit), as the shaders' are.
 pub fn render_cpu(grids: &[Option<&Grid<'_>>], view: &View, width: u32, height: u32) -> Image {
+    render_cpu_counted(grids, view, width, height).0
+}
+
+/// [`render_cpu`], and the march's work for the image ([`MarchWork`]).
+pub fn render_cpu_counted(
+    grids: &[Option<&Grid<'_>>],
+    view: &View,
+    width: u32,
+    height: u32,
+) -> (Image, MarchWork) {
     let params = view.gpu_params(width, height);
     let tf = view.tf_table();
     let ctx = Ctx {
@@ -927,18 +1066,24 @@ pub fn render_cpu(grids: &[Option<&Grid<'_>>], view: &View, width: u32, height: 
             .collect()
     };
     let accel = ctx.build_accel(&mut make_states());
-    let rows: Vec<Vec<[f32; 4]>> = (0..height)
+    let rows: Vec<(Vec<[f32; 4]>, MarchWork)> = (0..height)
         .into_par_iter()
         .map(|y| {
             let mut states = make_states();
-            (0..width)
-                .map(|x| ctx.pixel(&mut states, &accel, x, y))
-                .collect()
+            let mut work = MarchWork::default();
+            let row = (0..width)
+                .map(|x| ctx.pixel(&mut states, &accel, x, y, &mut work))
+                .collect();
+            (row, work)
         })
         .collect();
+    let mut work = MarchWork::default();
+    for (_, w) in &rows {
+        work.add(w);
+    }
     let mut img = Image::new(width, height);
     let exposure = params.sky_horizon[3];
-    for (i, px) in rows.into_iter().flatten().enumerate() {
+    for (i, px) in rows.into_iter().flat_map(|(r, _)| r).enumerate() {
         img.linear[i] = px;
         for (out, &x) in img.rgba8[4 * i..4 * i + 3].iter_mut().zip(&px[..3]) {
             let v = if params.mode == Mode::Mip as u32 {
@@ -950,5 +1095,5 @@ pub fn render_cpu(grids: &[Option<&Grid<'_>>], view: &View, width: u32, height: 
         }
         img.rgba8[4 * i + 3] = 255;
     }
-    img
+    (img, work)
 }

@@ -45,7 +45,7 @@ mod transfer;
 pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
 pub use context::GpuContext;
-pub use cpu::render_cpu;
+pub use cpu::{MarchWork, render_cpu, render_cpu_counted};
 pub use denoise::{DenoiseParams, denoise_cpu, denoise_gpu, luminance};
 pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, Renderer};
 pub use image::{Image, ImageDiff, aces, srgb_encode};

@@ -9,8 +9,8 @@ use crate::format::GridType;
 use crate::format::layout::{self as l, TreeLayout};
 
 use super::params::{
-    FLAG_ACCEL, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, KIND_EMISSIVE,
-    KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode, PARTS_LIMIT,
+    FLAG_ACCEL, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_PREVIOUS_STEPS, FLAG_SHADOWS,
+    KIND_EMISSIVE, KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode, PARTS_LIMIT,
 };
 use super::transfer::TF_SIZE;
 
@@ -228,7 +228,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
 
 /// The constants of the uniform block's encoding ([`super::GpuParams`]): attribute slots,
 /// mode numbers, flag bits and medium kinds, under their WGSL names.
-fn uniform_constants() -> [(&'static str, u32); 12] {
+fn uniform_constants() -> [(&'static str, u32); 13] {
     [
         ("MAX_ATTRS", MAX_ATTRIBUTES as u32),
         ("MODE_SHADED", Mode::Shaded as u32),
@@ -240,6 +240,7 @@ fn uniform_constants() -> [(&'static str, u32); 12] {
         ("FLAG_GROUND", FLAG_GROUND),
         ("FLAG_JITTER", FLAG_JITTER),
         ("FLAG_ACCEL", FLAG_ACCEL),
+        ("FLAG_PREVIOUS_STEPS", FLAG_PREVIOUS_STEPS),
         ("KIND_SCATTER", KIND_SCATTER),
         ("KIND_EMISSIVE", KIND_EMISSIVE),
     ]
@@ -362,6 +363,7 @@ mod tests {
             ("FLAG_GROUND", FLAG_GROUND),
             ("FLAG_JITTER", FLAG_JITTER),
             ("FLAG_ACCEL", FLAG_ACCEL),
+            ("FLAG_PREVIOUS_STEPS", FLAG_PREVIOUS_STEPS),
             ("KIND_SCATTER", KIND_SCATTER),
             ("KIND_EMISSIVE", KIND_EMISSIVE),
         ] {
