@@ -537,7 +537,10 @@ fn export_holds_the_marchers_extinction() {
     let irradiance = json["sun"]["irradiance"].as_array().unwrap();
     for (c, want) in irradiance.iter().zip([3.2, 3.2 * 0.92, 3.2 * 0.81]) {
         let want = std::f64::consts::PI * want;
-        assert!((c.as_f64().unwrap() - want).abs() < 1e-4 * want, "irradiance {c} vs {want}");
+        assert!(
+            (c.as_f64().unwrap() - want).abs() < 1e-4 * want,
+            "irradiance {c} vs {want}"
+        );
     }
 
     // An `albedo` key is the path tracer's albedo, so it is the one exported (the colormap
@@ -546,7 +549,11 @@ fn export_holds_the_marchers_extinction() {
     let with_albedo = dir.join("scene-albedo.toml");
     std::fs::write(
         &with_albedo,
-        text.replacen("opacity =", "albedo = [[0.0, [0.2, 0.5, 0.97]]]\nopacity =", 1),
+        text.replacen(
+            "opacity =",
+            "albedo = [[0.0, [0.2, 0.5, 0.97]]]\nopacity =",
+            1,
+        ),
     )
     .unwrap();
     let out = dir.join("export-albedo");

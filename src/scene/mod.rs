@@ -48,8 +48,8 @@ pub use suggest::{suggested_attributes, suggested_scene_toml, suggested_settings
 use crate::dataset::{Dataset, Manifest};
 use crate::pipeline::PlayMode;
 use crate::render::{
-    Albedo, AttributeView, Camera, Colormap, GridInParts, GridSlice, MAX_ATTRIBUTES, MediumKind, Mode,
-    Projection, RenderError, RenderSettings, TransferFunction, View,
+    Albedo, AttributeView, Camera, Colormap, GridInParts, GridSlice, MAX_ATTRIBUTES, MediumKind,
+    Mode, Projection, RenderError, RenderSettings, TransferFunction, View,
 };
 
 /// Attributes shown by default, in slot order, where the dataset has them.

@@ -175,10 +175,8 @@ impl Check<'_> {
                         );
                     }
                     if let Some(c) = rgb.iter().find(|c| !(0.0..=1.0).contains(*c)) {
-                        return self.fail(
-                            &q,
-                            format!("an albedo's components lie in 0..1, found {c}"),
-                        );
+                        return self
+                            .fail(&q, format!("an albedo's components lie in 0..1, found {c}"));
                     }
                 }
             }

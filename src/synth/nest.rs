@@ -62,7 +62,11 @@ pub(super) fn funnel_volume(
     // Bricks of the nested grid: the funnel's bound up to the nested grid's top (above it
     // the cloud grid carries the funnel), within the region and the domain.
     let brick_m = 8.0 * dx;
-    let bound_max = [bound.max[0], bound.max[1], bound.max[2].min(FUNNEL_NEST_TOP)];
+    let bound_max = [
+        bound.max[0],
+        bound.max[1],
+        bound.max[2].min(FUNNEL_NEST_TOP),
+    ];
     let bricks: [[i32; 3]; 2] = [
         std::array::from_fn(|a| {
             let region_lo = (region[0][a].min(params.dims()[a]) * NEST_REFINEMENT / 8) as i32;
