@@ -12,11 +12,19 @@
 //   emits σ_a · colour_a · emission_a, as in the march;
 // - phase: Henyey-Greenstein with g = phase_g, normalised over the sphere (1/4π isotropic);
 // - lights: the sun, a directional (delta) light whose irradiance on a surface facing it
-//   is sun_color; and the sky, an environment whose radiance in direction d is
-//   ambient · mix(sky_horizon, sky_zenith, sqrt(max(d.z, 0))) (`sky_radiance`): the
-//   march's gradient without its sun glow and its darkening below the horizon;
+//   is E = π · sun_color (`sun_irradiance`); and the sky, an environment whose radiance in
+//   direction d is ambient · mix(sky_horizon, sky_zenith, sqrt(max(d.z, 0)))
+//   (`sky_radiance`): the march's gradient without its sun glow and its darkening below
+//   the horizon;
 // - the ground (where on): a Lambertian plane at the bottom of the world box, albedo
 //   ground_albedo · (0.42, 0.45, 0.36) (the march's ground colour without its grid lines).
+//
+// Units, shared with the march: sun_color is the radiance a white Lambertian surface facing
+// the sun reflects (E/π), so the ground here, albedo · (E cos θ / π + sky), is the march's
+// albedo · (sun_color · cos θ + sky) exactly, and the sky is the same environment. Single
+// scattering of the sun is σs · E · p_HG = σs · sun_color · (4π p_HG) / 4: a quarter of the
+// march's (which scales the phase so that isotropic is 1 and adds two octaves of
+// approximate multiple scattering); the path's real multiple scattering makes up the rest.
 //
 // The kernel is one flat loop of ray queries per pixel (`path_main`), each query one
 // tracking loop (`query`), and each dispatch adds one sample (src/render/path.rs says why).
@@ -281,6 +289,11 @@ fn rnd() -> f32 {
 // zenith and horizon is a constant environment.
 fn sky_radiance(d: vec3<f32>) -> vec3<f32> {
     return mix(P.sky_horizon.xyz, P.sky_zenith.xyz, sqrt(clamp(d.z, 0.0, 1.0))) * P.sky_zenith.w;
+}
+
+// The sun's irradiance on a surface facing it: π · sun_color (the header says why).
+fn sun_irradiance() -> vec3<f32> {
+    return PI * P.light_color.xyz;
 }
 
 // Henyey-Greenstein, normalised over the sphere.
@@ -756,7 +769,7 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
             } else {
                 thr *= q.medium.scatter / sig;
                 ending = all(thr <= vec3<f32>(0.0));
-                sun_weight = thr * P.light_color.xyz * hg(dot(ray.d, sun_dir), g);
+                sun_weight = thr * sun_irradiance() * hg(dot(ray.d, sun_dir), g);
                 next = PRay(x, sample_hg(ray.d, g));
                 ray = PRay(x, sun_dir);
                 shadow = true;
@@ -771,7 +784,7 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 ending = all(thr <= vec3<f32>(0.0));
                 // Lift the origin off the plane so the next ray does not meet it at t = 0.
                 let o = vec3<f32>(x.xy, P.ground.x + 1e-4 * max(P.dt, 1e-6));
-                sun_weight = thr * P.light_color.xyz * (max(sun_dir.z, 0.0) / PI);
+                sun_weight = thr * sun_irradiance() * (max(sun_dir.z, 0.0) / PI);
                 next = PRay(o, sample_cosine_up());
                 ray = PRay(o, sun_dir);
                 shadow = true;

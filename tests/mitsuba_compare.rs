@@ -535,6 +535,42 @@ fn export_holds_the_marchers_extinction() {
     }
     assert_eq!(json["phase_g"].as_f64().unwrap() as f32, 0.6);
     assert_eq!(json["width"], 160);
+    // The sun's irradiance is the path tracer's: π · sun_color (shaders/path.wgsl, "Units").
+    let irradiance = json["sun"]["irradiance"].as_array().unwrap();
+    for (c, want) in irradiance.iter().zip([3.2, 3.2 * 0.92, 3.2 * 0.81]) {
+        let want = std::f64::consts::PI * want;
+        assert!(
+            (c.as_f64().unwrap() - want).abs() < 1e-4 * want,
+            "irradiance {c} vs {want}"
+        );
+    }
+
+    // An `albedo` key is the path tracer's albedo, so it is the one exported (the colormap
+    // stays the march's colour).
+    let text = std::fs::read_to_string(&scene).unwrap();
+    let with_albedo = dir.join("scene-albedo.toml");
+    std::fs::write(
+        &with_albedo,
+        text.replacen(
+            "opacity =",
+            "albedo = [[0.0, [0.2, 0.5, 0.97]]]\nopacity =",
+            1,
+        ),
+    )
+    .unwrap();
+    let out = dir.join("export-albedo");
+    export_with(&tool, &with_albedo, &out, 1);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("scene.json")).unwrap()).unwrap();
+    let albedo: Vec<f64> = json["medium"]["albedo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    for (got, want) in albedo.iter().zip([0.2, 0.5, 0.97]) {
+        assert!((got - want).abs() < 1e-6, "albedo {albedo:?}");
+    }
 
     // Wrong requests are refused with the reason.
     let refused = |args: &[&str], says: &str| {

@@ -8,8 +8,11 @@
 //! - Albedo 0, constant sky: every pixel's mean is sky · exp(−τ) averaged over the pixel
 //!   (τ integrated here along each ray); the image mean agrees within 4 standard errors.
 //! - Albedo > 0, sun only, one bounce: the single-scattering integral
-//!   ∫ T(0,t) σ(t) albedo E p_HG(cos θ) T_sun(x(t)) dt, computed here by quadrature, agrees
-//!   with the image's sum within 2 % (its standard error is about 0.5 %).
+//!   ∫ T(0,t) σ(t) albedo E p_HG(cos θ) T_sun(x(t)) dt (E = π · sun_color, the sun's
+//!   irradiance), computed here by quadrature, agrees with the image's sum within 2 % (its
+//!   standard error is about 0.5 %).
+//! - The ground under the sun and a constant sky, no medium: albedo · (sun_color · cos θ +
+//!   sky), the march's ground lighting.
 //! - Convergence: relMSE against a 256-sample reference falls with the samples.
 //! - Progress: samples accumulate while nothing changes and restart when the camera moves.
 
@@ -70,6 +73,7 @@ fn box_view(grid: &[u8], srgb_grey: f32) -> View {
         extinction: SIGMA,
         emission: 1.0,
         casts_shadow: true,
+        albedo: None,
     };
     let mut v = View::new(
         bbox,
@@ -265,7 +269,8 @@ fn single_scattering_of_the_sun_matches_the_integral() {
     v.settings.sky_horizon = [0.0; 3];
     v.settings.path_max_bounces = 1;
     v.settings.phase_g = 0.3;
-    let e = v.settings.sun_color;
+    // The sun's irradiance is π · sun_color (shaders/path.wgsl, "Units").
+    let e = v.settings.sun_color.map(|c| std::f32::consts::PI * c);
     let (az, el) = (
         v.settings.sun_azimuth_deg.to_radians(),
         v.settings.sun_elevation_deg.to_radians(),
@@ -318,6 +323,56 @@ fn single_scattering_of_the_sun_matches_the_integral() {
             want[c]
         );
     }
+}
+
+/// The ground under the sun and a constant sky, with no medium in the way: the path tracer
+/// gives the march's ground lighting, albedo · (sun_color · cos θ + sky) (the march's
+/// `ground_color` without its grid lines and haze). Every sample of a pixel that sees only
+/// the ground is this value: the shadow ray is unhindered and the bounce sees the constant
+/// sky.
+#[test]
+fn the_ground_is_lit_as_the_march_lights_it() {
+    let Some(mut g) = gpu() else { return };
+    let grid = box_grid();
+    let mut v = box_view(&grid, 0.0);
+    v.attributes[0].as_mut().unwrap().enabled = false;
+    v.settings.ground = true;
+    let sky = [0.3, 0.35, 0.4];
+    v.settings.sky_zenith = sky;
+    v.settings.sky_horizon = sky;
+    v.settings.ambient = 1.0;
+    v.settings.path_max_bounces = 4;
+    // Look down on the ground.
+    v.camera.orbit(0.0, 40.0 - v.camera.pitch_deg);
+    let sun_z = v.settings.sun_elevation_deg.to_radians().sin();
+    let ground_rgb = [0.42, 0.45, 0.36];
+    let img = render(&mut g, &grid, &v, 4);
+    let mut seen = 0;
+    for y in 0..H {
+        for x in 0..W {
+            // Only pixels whose every ray falls on the ground.
+            let corners = [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (1.0, 1.0)];
+            if corners.iter().any(|(i, j)| {
+                let (_, d) = camera_ray(&v, (x as f32 + i) / W as f32, (y as f32 + j) / H as f32);
+                d.z >= -1e-3
+            }) {
+                continue;
+            }
+            seen += 1;
+            let got = img.linear[(y * W + x) as usize];
+            for c in 0..3 {
+                let want = v.settings.ground_albedo
+                    * ground_rgb[c]
+                    * (v.settings.sun_color[c] * sun_z + sky[c]);
+                assert!(
+                    (got[c] - want).abs() <= 1e-3 * want.max(1.0),
+                    "pixel ({x}, {y}) channel {c}: {} vs {want}",
+                    got[c]
+                );
+            }
+        }
+    }
+    assert!(seen >= (W * H / 4) as usize, "{seen} pixels see the ground");
 }
 
 #[test]

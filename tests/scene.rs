@@ -126,6 +126,18 @@ fn semantic_errors_name_line_and_field() {
         "0..1",
     );
     check(
+        &err("[[attribute]]\nname = \"cloud\"\nalbedo = 1.5\n"),
+        3,
+        "attribute[0].albedo",
+        "0..1",
+    );
+    check(
+        &err("[[attribute]]\nname = \"cloud\"\nalbedo = [[0.0, [0.5, 0.5, 2.0]]]\n"),
+        3,
+        "attribute[0].albedo[0]",
+        "0..1",
+    );
+    check(
         &err("[[attribute]]\nname = \"cloud\"\nopacity = [[0.5, 0.0], [0.2, 1.0]]\n"),
         3,
         "attribute[0].opacity[1]",

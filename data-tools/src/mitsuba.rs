@@ -71,7 +71,7 @@ struct Lookup {
 impl Lookup {
     fn new(tf: &TransferFunction) -> Lookup {
         Lookup {
-            table: tf.bake(),
+            table: tf.bake_path(),
             range_lo: tf.range[0],
             range_inv: tf.range_inv(),
             extinction: tf.extinction,
@@ -394,7 +394,8 @@ pub fn run(args: &ExportMitsubaArgs) -> Result<ExitCode> {
         },
         "sun": {
             "to_sun": to_sun,
-            "irradiance": s.sun_color,
+            // The path tracer's sun: irradiance π · sun_color (shaders/path.wgsl, "Units").
+            "irradiance": s.sun_color.map(|c| std::f32::consts::PI * c),
         },
         "sky": {
             "zenith": s.sky_zenith,

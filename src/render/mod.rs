@@ -63,7 +63,7 @@ pub use shader::{
     ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,
     ShaderPart, prelude, shader_source, shader_source_of,
 };
-pub use transfer::{Colormap, MediumKind, TF_SIZE, TransferFunction};
+pub use transfer::{Albedo, Colormap, MediumKind, TF_SIZE, TransferFunction};
 
 /// What can go wrong while rendering.
 #[derive(Debug, thiserror::Error)]

@@ -413,12 +413,16 @@ impl View {
         }
     }
 
-    /// The baked transfer-function table: `MAX_ATTRIBUTES` rows of `TF_SIZE` entries.
+    /// The baked transfer-function table: `MAX_ATTRIBUTES` rows of `TF_SIZE` entries; in
+    /// [`Mode::Path`] the path tracer's ([`TransferFunction::bake_path`]: the colour is the
+    /// attribute's albedo where it has one).
     pub fn tf_table(&self) -> Vec<[f32; 4]> {
+        let path = self.settings.mode == Mode::Path;
         let mut t = vec![[0.0f32; 4]; MAX_ATTRIBUTES * TF_SIZE];
         for (i, a) in self.attributes.iter().take(MAX_ATTRIBUTES).enumerate() {
             if let Some(a) = a {
-                t[i * TF_SIZE..(i + 1) * TF_SIZE].copy_from_slice(&a.tf.bake());
+                let row = if path { a.tf.bake_path() } else { a.tf.bake() };
+                t[i * TF_SIZE..(i + 1) * TF_SIZE].copy_from_slice(&row);
             }
         }
         t

@@ -98,6 +98,31 @@ impl Colormap {
     }
 }
 
+/// The path tracer's single-scattering albedo of a scattering attribute, where it is not
+/// the colormap's colour: one grey, or colour stops over `u`. Linear RGB, 0..1 (unlike the
+/// colormap's sRGB stops: an albedo is a ratio of light, not a colour on the screen).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Albedo {
+    /// The same albedo in every channel at every value.
+    Grey(f32),
+    /// `(u, [r, g, b])` stops in linear RGB (0..1), ascending in `u`.
+    Stops(Vec<(f32, [f32; 3])>),
+}
+
+impl Albedo {
+    /// The albedo at normalized value `u` (clamped to 0..1).
+    pub fn eval(&self, u: f32) -> [f32; 3] {
+        match self {
+            Albedo::Grey(a) => [a.clamp(0.0, 1.0); 3],
+            Albedo::Stops(stops) => std::array::from_fn(|c| {
+                let pts: Vec<(f32, f32)> = stops.iter().map(|s| (s.0, s.1[c])).collect();
+                piecewise(&pts, u).clamp(0.0, 1.0)
+            }),
+        }
+    }
+}
+
 /// The look of one attribute.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -121,6 +146,13 @@ pub struct TransferFunction {
     /// Whether the medium shadows (attenuates sunlight towards) other samples.
     #[serde(default = "yes")]
     pub casts_shadow: bool,
+    /// Scattering media: the path tracer's single-scattering albedo, where it differs from
+    /// the colormap's colour (`None`: the colormap, as the march lights it). The march
+    /// fakes multiple scattering and takes the colormap as a colour; the path tracer
+    /// scatters for real, and a cloud's albedo (about 0.99) is far above any grey that
+    /// reads well as the march's colour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub albedo: Option<Albedo>,
 }
 
 fn one() -> f32 {
@@ -177,6 +209,7 @@ impl TransferFunction {
                 extinction: per(150.0),
                 emission: 1.0,
                 casts_shadow: true,
+                albedo: None,
             },
             "rain" => TransferFunction {
                 range,
@@ -186,6 +219,7 @@ impl TransferFunction {
                 extinction: per(18.0),
                 emission: 1.0,
                 casts_shadow: true,
+                albedo: None,
             },
             "wind_speed" => TransferFunction {
                 range,
@@ -195,6 +229,7 @@ impl TransferFunction {
                 extinction: per(25.0),
                 emission: 5.0,
                 casts_shadow: false,
+                albedo: None,
             },
             "vorticity" => TransferFunction {
                 range,
@@ -204,6 +239,7 @@ impl TransferFunction {
                 extinction: per(25.0),
                 emission: 3.0,
                 casts_shadow: false,
+                albedo: None,
             },
             "vertical_velocity" => {
                 // Transparent around zero, blue downdrafts, red updrafts.
@@ -229,6 +265,7 @@ impl TransferFunction {
                     extinction: per(20.0),
                     emission: 2.0,
                     casts_shadow: false,
+                    albedo: None,
                 }
             }
             _ => TransferFunction {
@@ -239,6 +276,7 @@ impl TransferFunction {
                 extinction: per(20.0),
                 emission: 1.0,
                 casts_shadow: false,
+                albedo: None,
             },
         }
     }
@@ -261,6 +299,20 @@ impl TransferFunction {
         (0..TF_SIZE)
             .map(|i| self.eval(i as f32 / (TF_SIZE - 1) as f32))
             .collect()
+    }
+
+    /// The table the path tracer reads: [`bake`](Self::bake) with the colour replaced by
+    /// the [`albedo`](Self::albedo) where a scattering medium has one (the opacity, and so
+    /// the extinction, is the same).
+    pub fn bake_path(&self) -> Vec<[f32; 4]> {
+        let mut t = self.bake();
+        if let (Some(albedo), MediumKind::Scatter) = (&self.albedo, self.kind) {
+            for (i, e) in t.iter_mut().enumerate() {
+                let a = albedo.eval(i as f32 / (TF_SIZE - 1) as f32);
+                e[..3].copy_from_slice(&a);
+            }
+        }
+        t
     }
 
     /// `1 / (hi − lo)`, 0 for an empty range.
@@ -287,6 +339,28 @@ mod tests {
         assert_eq!(t[2][3], 0.0);
         assert!(t[255][3] > 0.99);
         assert!(t.windows(2).all(|w| w[1][3] >= w[0][3]));
+    }
+
+    #[test]
+    fn the_path_tracers_albedo_replaces_only_the_colour() {
+        let mut tf = TransferFunction::preset("cloud", [0.0, 4.0], 1000.0);
+        assert_eq!(tf.bake_path(), tf.bake(), "no albedo: the colormap");
+        tf.albedo = Some(Albedo::Stops(vec![
+            (0.0, [0.5, 0.4, 0.3]),
+            (1.0, [0.99, 0.99, 0.99]),
+        ]));
+        let (march, path) = (tf.bake(), tf.bake_path());
+        for (m, p) in march.iter().zip(&path) {
+            assert_eq!(m[3], p[3], "the opacity is the march's");
+        }
+        assert_eq!(path[0][..3], [0.5, 0.4, 0.3]);
+        assert_eq!(path[TF_SIZE - 1][..3], [0.99; 3]);
+        assert!((path[TF_SIZE / 2][0] - 0.745).abs() < 0.01);
+        tf.albedo = Some(Albedo::Grey(0.98));
+        assert!(tf.bake_path().iter().all(|e| e[..3] == [0.98; 3]));
+        // An emissive medium's colour is its glow, not an albedo.
+        tf.kind = MediumKind::Emissive;
+        assert_eq!(tf.bake_path(), tf.bake());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::synth::{self, GenerateOptions};
 
 /// Name of the built-in dataset's directory; bump the suffix when the generator's output
 /// changes so that an old cache is not mistaken for the current default.
-pub const DEFAULT_DATASET_NAME: &str = "storm-default-v3";
+pub const DEFAULT_DATASET_NAME: &str = "storm-default-v4";
 
 /// Where the built-in dataset lives: `$SUPERCELL_CACHE`, else `$XDG_CACHE_HOME/supercell`,
 /// else `~/.cache/supercell`, followed by [`DEFAULT_DATASET_NAME`].

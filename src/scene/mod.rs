@@ -48,8 +48,8 @@ pub use suggest::{suggested_attributes, suggested_scene_toml, suggested_settings
 use crate::dataset::{Dataset, Manifest};
 use crate::pipeline::PlayMode;
 use crate::render::{
-    AttributeView, Camera, Colormap, GridInParts, GridSlice, MAX_ATTRIBUTES, MediumKind, Mode,
-    Projection, RenderError, RenderSettings, TransferFunction, View,
+    Albedo, AttributeView, Camera, Colormap, GridInParts, GridSlice, MAX_ATTRIBUTES, MediumKind,
+    Mode, Projection, RenderError, RenderSettings, TransferFunction, View,
 };
 
 /// Attributes shown by default, in slot order, where the dataset has them.
@@ -116,6 +116,10 @@ pub struct SceneAttribute {
     /// Whether it shadows other samples.
     #[serde(default)]
     pub casts_shadow: Option<bool>,
+    /// The path tracer's single-scattering albedo (scattering media): one linear grey, or
+    /// `[u, [r, g, b]]` stops in linear RGB; default: the colormap's colour.
+    #[serde(default)]
+    pub albedo: Option<Albedo>,
 }
 
 impl SceneAttribute {
@@ -623,6 +627,9 @@ fn build_view(
         }
         if let Some(s) = sa.casts_shadow {
             tf.casts_shadow = s;
+        }
+        if let Some(a) = &sa.albedo {
+            tf.albedo = Some(a.clone());
         }
         attrs.push(Some(AttributeView {
             enabled: sa.enabled.unwrap_or(true),

@@ -2,7 +2,7 @@
 
 use super::error::{Seg, Source};
 use super::{CameraPathFile, MAX_PLOT_WINDOW_S, SceneAttribute, SceneError, SceneFile};
-use crate::render::{Camera, Colormap, MAX_ATTRIBUTES};
+use crate::render::{Albedo, Camera, Colormap, MAX_ATTRIBUTES};
 use toml::de::{DeTable, DeValue};
 
 /// A field path under construction.
@@ -157,6 +157,30 @@ impl Check<'_> {
                     return self.fail(&q, format!("opacity must lie in 0..1, found {o}"));
                 }
             }
+        }
+        match &a.albedo {
+            Some(Albedo::Grey(g)) if !(0.0..=1.0).contains(g) => {
+                return self.fail(&p.k("albedo"), format!("an albedo lies in 0..1, found {g}"));
+            }
+            Some(Albedo::Stops(stops)) => {
+                if stops.is_empty() {
+                    return self.fail(&p.k("albedo"), "albedo stops need at least one stop");
+                }
+                for (i, (u, rgb)) in stops.iter().enumerate() {
+                    let q = p.k("albedo").i(i);
+                    if !u.is_finite() || (i > 0 && *u < stops[i - 1].0) {
+                        return self.fail(
+                            &q,
+                            "albedo stops must be sorted by their position u (ascending, finite)",
+                        );
+                    }
+                    if let Some(c) = rgb.iter().find(|c| !(0.0..=1.0).contains(*c)) {
+                        return self
+                            .fail(&q, format!("an albedo's components lie in 0..1, found {c}"));
+                    }
+                }
+            }
+            _ => {}
         }
         if let Some(s) = a.extinction_scale {
             self.non_negative(&p.k("extinction_scale"), f64::from(s))?;

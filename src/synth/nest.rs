@@ -4,7 +4,7 @@
 //! ground), a handful of the storm grid's voxels. Its grid is [`NEST_REFINEMENT`] times
 //! finer, in the same domain and index origin, and only the bricks inside the funnel's
 //! feature bound (a box of a few kilometres around the vortex's sweep, from the ground to
-//! just above the wall cloud's base) are evaluated, so it follows the vortex from frame to
+//! [`FUNNEL_NEST_TOP`], where the cloud grid has taken the funnel over) are evaluated, so it follows the vortex from frame to
 //! frame at the cost of a few thousand small bricks.
 //!
 //! The nested field is what the funnel and its debris add to the rest of the cloud
@@ -14,7 +14,7 @@
 //! the wall cloud it hangs from stays on the coarse grid with no seam at the nest's faces.
 
 use super::bricks::{Candidate, candidates, leaf, mixing};
-use super::model::{BrickFields, F_FUNNEL, FrameModel};
+use super::model::{BrickFields, F_FUNNEL, FUNNEL_NEST_TOP, FrameModel};
 use super::{Attribute, BrickStats, NEST_REFINEMENT, Storm};
 use crate::format::{
     BuildOptions, EncodedBlock, FormatError, LeafBrick, LeafEncoder, SparseVolume,
@@ -59,8 +59,14 @@ pub(super) fn funnel_volume(
     let Some(bound) = model.bounds.iter().find(|b| b.bit == F_FUNNEL) else {
         return (SparseVolume::default(), BrickStats::default());
     };
-    // Bricks of the nested grid: the funnel's bound, within the region and the domain.
+    // Bricks of the nested grid: the funnel's bound up to the nested grid's top (above it
+    // the cloud grid carries the funnel), within the region and the domain.
     let brick_m = 8.0 * dx;
+    let bound_max = [
+        bound.max[0],
+        bound.max[1],
+        bound.max[2].min(FUNNEL_NEST_TOP),
+    ];
     let bricks: [[i32; 3]; 2] = [
         std::array::from_fn(|a| {
             let region_lo = (region[0][a].min(params.dims()[a]) * NEST_REFINEMENT / 8) as i32;
@@ -71,7 +77,7 @@ pub(super) fn funnel_volume(
         std::array::from_fn(|a| {
             let dim = region[1][a].min(params.dims()[a]) * NEST_REFINEMENT;
             let region_hi = dim.div_ceil(8) as i32;
-            ((bound.max[a] / brick_m).floor() as i32 + 1).min(region_hi)
+            ((bound_max[a] / brick_m).floor() as i32 + 1).min(region_hi)
         }),
     ];
     if (0..3).any(|a| bricks[0][a] >= bricks[1][a]) {

@@ -439,9 +439,11 @@ impl FrameModel<'_> {
             out.storm[base + k] = storm;
         }
         out.cloud[o.clone()].copy_from_slice(&cloud);
-        out.ambient_cloud[o.clone()].copy_from_slice(&ambient_cloud);
         for k in 0..N {
-            out.funnel[base + k] = cloud[k] - ambient_cloud[k];
+            // The funnel's share, split between the nested grid and the cloud grid.
+            let nested = (cloud[k] - ambient_cloud[k]) * lv.funnel_nest[k];
+            out.funnel[base + k] = nested;
+            out.ambient_cloud[base + k] = cloud[k] - nested;
         }
         out.rain[o.clone()].copy_from_slice(&rain);
         out.w[o.clone()].copy_from_slice(&w);
@@ -768,8 +770,10 @@ impl FrameModel<'_> {
                             > WIND_PERTURBATION_THRESHOLD * WIND_PERTURBATION_THRESHOLD
                         || w.abs() > VERTICAL_THRESHOLD;
                     out.cloud[n] = cloud;
-                    out.ambient_cloud[n] = ambient_cloud;
-                    out.funnel[n] = cloud - ambient_cloud;
+                    // The funnel's share, split between the nested grid and the cloud grid.
+                    let nested = (cloud - ambient_cloud) * zk.funnel_nest;
+                    out.ambient_cloud[n] = cloud - nested;
+                    out.funnel[n] = nested;
                     out.rain[n] = rain;
                     out.wind[n] = speed;
                     out.w[n] = w;
@@ -823,6 +827,7 @@ struct Levels {
     axis_y: [f32; 8],
     funnel_inv_r: [f32; 8],
     funnel_q: [f32; 8],
+    funnel_nest: [f32; 8],
     core_r: [f32; 8],
     tor_v: [f32; 8],
     tor_inflow: [f32; 8],
@@ -865,6 +870,7 @@ impl Levels {
             axis_y: g(|t| t.axis[1]),
             funnel_inv_r: g(|t| t.funnel_inv_r),
             funnel_q: g(|t| t.funnel_q),
+            funnel_nest: g(|t| t.funnel_nest),
             core_r: g(|t| t.core_r),
             tor_v: g(|t| t.tor_v),
             tor_inflow: g(|t| t.tor_inflow),

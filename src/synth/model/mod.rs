@@ -27,6 +27,14 @@ const TOWER_TILT: f32 = 0.15;
 const UPDRAFT_MAX: f32 = 48.0;
 /// Height at which the tornado attaches to the wall cloud, metres.
 const FUNNEL_TOP: f32 = 850.0;
+/// Heights (m) over which the funnel's condensation fades into the cloud above it: well
+/// into the wall cloud's base (750 m at its lowest, 1,400 m at its rim), so the funnel
+/// meets the cloud wherever the base lies, and ends inside it.
+const FUNNEL_FADE: [f32; 2] = [FUNNEL_TOP + 50.0, FUNNEL_TOP + 350.0];
+/// Heights (m) over which the funnel's nested grid hands its share to the cloud grid.
+pub const FUNNEL_NEST_FADE: [f32; 2] = [FUNNEL_TOP - 100.0, FUNNEL_TOP + 75.0];
+/// Top (m) of the funnel's nested grid's box: a nested voxel (21 m) above the hand-over.
+pub const FUNNEL_NEST_TOP: f32 = FUNNEL_TOP + 110.0;
 /// Outer radius of the tornado's wind field (tapered to zero there), metres.
 const TORNADO_WIND_RADIUS: f32 = 1_500.0;
 /// Core radius of the mesocyclone, metres.
@@ -346,6 +354,8 @@ struct ZTerms {
     axis: [f32; 2],
     funnel_inv_r: f32,
     funnel_q: f32,
+    // The nested grid's part of what the funnel adds (the rest stays in the cloud grid).
+    funnel_nest: f32,
     core_r: f32,
     tor_v: f32,
     tor_rot: [f32; 2],
@@ -803,12 +813,13 @@ impl<'a> FrameModel<'a> {
         let lo = [ground[0].min(top[0]) - reach, ground[1].min(top[1]) - reach];
         let hi = [ground[0].max(top[0]) + reach, ground[1].max(top[1]) + reach];
         // The debris cloud reaches 1.63 times its radius (at most 730 m); the funnel 1.31
-        // times its condensation radius (at most about 800 m).
+        // times its condensation radius (at most about 800 m), up to where it has faded
+        // into the cloud (the nested grid stops at FUNNEL_NEST_TOP).
         let m = 1_100.0;
         b.push(Bound::aabb(
             F_FUNNEL,
             [lo[0] - m, lo[1] - m, 0.0],
-            [hi[0] + m, hi[1] + m, FUNNEL_TOP + 110.0],
+            [hi[0] + m, hi[1] + m, FUNNEL_FADE[1] + 10.0],
         ));
         let m = TORNADO_WIND_RADIUS;
         b.push(Bound::aabb(
@@ -900,11 +911,17 @@ impl<'a> FrameModel<'a> {
             // No funnel below the tip: an infinitesimal radius keeps the edge test negative.
             k.funnel_inv_r = 1.0 / r_cond.max(1e-3);
             // (Not even the axis condenses where the radius is below a metre.)
-            k.funnel_q = if z <= FUNNEL_TOP + 100.0 && self.tor_vmax > 0.0 && r_cond >= 1.0 {
-                2.2
+            // The funnel fades into the wall cloud (FUNNEL_FADE) instead of ending at a cut
+            // (which drew a flat top where the cloud's base lies higher).
+            k.funnel_q = if z <= FUNNEL_FADE[1] && self.tor_vmax > 0.0 && r_cond >= 1.0 {
+                2.2 * (1.0 - smoothstep(FUNNEL_FADE[0], FUNNEL_FADE[1], z))
             } else {
                 0.0
             };
+            // The nested grid carries the funnel up to FUNNEL_TOP − 100 m and hands it over
+            // to the cloud grid by FUNNEL_TOP + 75 m, below its box's top
+            // (FUNNEL_NEST_TOP): the sum stays the same, and neither grid ends in a cut.
+            k.funnel_nest = 1.0 - smoothstep(FUNNEL_NEST_FADE[0], FUNNEL_NEST_FADE[1], z);
             let a = self.tor_spin + z * 0.003;
             k.tor_rot = [a.cos(), a.sin()];
             k.tor_inflow = 0.6 * (-z / 120.0).exp();

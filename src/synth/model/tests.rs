@@ -146,6 +146,55 @@ fn funnel_field_is_the_funnel_alone_and_adds_up_to_the_cloud() {
     );
 }
 
+/// The funnel meets the wall cloud without a seam: up its axis the total cloud, the cloud
+/// grid's part and the nested grid's part all change smoothly (no cut where the funnel
+/// ends, none where the nested grid hands over), and the nested part is gone below the top
+/// of the nested grid's box.
+#[test]
+fn funnel_fades_into_the_cloud_base_without_a_cut() {
+    let p = crate::synth::default_params();
+    let noise = NoiseTile::new(p.seed);
+    let dz = 5.0;
+    for frame in [20u32, 28, 40] {
+        let m = default_storm_at(&noise, p.frame_time(frame) / p.time_span_s);
+        let box_top = FUNNEL_NEST_TOP;
+        let mut prev: Option<(f32, f32, f32)> = None;
+        let mut z0 = 500.0;
+        while z0 < 1_200.0 {
+            let a = m.axis(z0);
+            let f = fields_at(&m, [a[0], a[1], z0], dz);
+            // Voxel (0, 0, k): k · dz above z0 on the axis.
+            for k in 0..8 {
+                let z = z0 + k as f32 * dz;
+                let now = (f.cloud[k], f.ambient_cloud[k], f.funnel[k]);
+                if let Some(was) = prev {
+                    for (what, x, y) in [
+                        ("total", was.0, now.0),
+                        ("cloud grid", was.1, now.1),
+                        ("nested grid", was.2, now.2),
+                    ] {
+                        assert!(
+                            (y - x).abs() <= 0.3,
+                            "frame {frame}, z {z}: the {what} jumps from {x} to {y} in {dz} m"
+                        );
+                    }
+                }
+                if z >= FUNNEL_NEST_FADE[1] {
+                    assert_eq!(f.funnel[k], 0.0, "frame {frame}, z {z} (box top {box_top})");
+                }
+                prev = Some(now);
+            }
+            z0 += 8.0 * dz;
+        }
+        assert!(FUNNEL_NEST_FADE[1] + 21.0 < box_top);
+        // The funnel reaches into the wall cloud wherever its base lies: on the axis at
+        // 1,000 m there is more condensate than the wall cloud alone holds (1.4 g/kg).
+        let a = m.axis(1_000.0);
+        let f = fields_at(&m, [a[0], a[1], 1_000.0], dz);
+        assert!(f.cloud[0] > 1.5, "frame {frame}: {} at 1,000 m", f.cloud[0]);
+    }
+}
+
 /// Every field of `a` and `b`, bit for bit (`what` names the brick in a failure).
 fn assert_same_fields(a: &BrickFields, b: &BrickFields, ext: bool, what: &str) {
     let mut fields = vec![
