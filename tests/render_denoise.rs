@@ -143,6 +143,7 @@ fn box_view(grid: &[u8]) -> View {
         extinction: 2.0,
         emission: 1.0,
         casts_shadow: true,
+        albedo: None,
     };
     let mut v = View::new(
         bbox,
