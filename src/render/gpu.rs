@@ -753,7 +753,7 @@ impl Renderer {
             let declared = self.shape.declared_parts();
             let tracer = self
                 .path
-                .get_or_insert_with(|| PathTracer::new(&self.device));
+                .get_or_insert_with(|| PathTracer::new(&self.device, self.caps.software));
             tracer.encode(
                 encoder,
                 PathPass {
@@ -1189,26 +1189,26 @@ impl Renderer {
     /// counters), or stop counting. Counting runs a kernel built with the counters: leave
     /// it off when timing.
     pub fn set_path_stats(&mut self, on: bool) {
-        let device = &self.device;
+        let (device, software) = (&self.device, self.caps.software);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device))
+            .get_or_insert_with(|| PathTracer::new(device, software))
             .set_stats(&self.queue, on);
     }
 
     /// Path mode: the kernel's speed knobs (by default from the environment,
     /// [`PathKnobs::from_env`]); a change restarts the accumulation.
     pub fn set_path_knobs(&mut self, knobs: PathKnobs) {
-        let device = &self.device;
+        let (device, software) = (&self.device, self.caps.software);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device))
+            .get_or_insert_with(|| PathTracer::new(device, software))
             .set_knobs(knobs);
     }
 
     /// Path mode: the kernel's speed knobs in use.
     pub fn path_knobs(&mut self) -> PathKnobs {
-        let device = &self.device;
+        let (device, software) = (&self.device, self.caps.software);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device))
+            .get_or_insert_with(|| PathTracer::new(device, software))
             .knobs()
     }
 

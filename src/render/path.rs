@@ -35,22 +35,31 @@ pub const RR_DEPTH: u32 = 3;
 /// Workgroup edge of the path kernel (8 × 8 pixels).
 const WG: u32 = 8;
 
-/// Samples per pixel one dispatch adds: a render of n samples is n dispatches, each with its
-/// own [`PathUniform`] (at a dynamic offset). One sample per dispatch keeps every invocation's
-/// loop trip count small: on Mesa's lavapipe, invocations that ran many samples stopped
-/// early, all lanes of a SIMD group at the same iteration, and the image came out about half
-/// as bright (consistent with gallivm's loop limiter, 65535 iterations over all loops of an
-/// invocation; a hypothesis, not checked in Mesa's source).
-/// `SUPERCELL_PATH_SAMPLES_PER_DISPATCH` (1 to 16) overrides it, to measure on a discrete
-/// GPU what spreading a pixel's per-invocation setup (grid headers, majorant grids) over more
-/// samples gains.
-const SAMPLES_PER_DISPATCH: u32 = 1;
+/// Samples per pixel one dispatch adds on a software rasteriser: a render of n samples is
+/// n dispatches, each with its own [`PathUniform`] (at a dynamic offset). One sample per
+/// dispatch keeps every invocation's loop trip count small: on Mesa's lavapipe, invocations
+/// that ran many samples stopped early, all lanes of a SIMD group at the same iteration, and
+/// the image came out about half as bright (consistent with gallivm's loop limiter, 65535
+/// iterations over all loops of an invocation; a hypothesis, not checked in Mesa's source).
+const SAMPLES_PER_DISPATCH_SOFTWARE: u32 = 1;
 
-fn samples_per_dispatch() -> u32 {
+/// Samples per pixel one dispatch adds on a GPU: a lane whose path ends early starts its
+/// pixel's next sample instead of idling until the longest path of its warp ends. On the
+/// H200 (storm at touchdown, 1080p, 2026-12-02) 4 gave 34.2 M samples/s against 28.8 with
+/// one, and 16 no more than 4 (docs/PERFORMANCE.md, "Fifth round on the H200").
+const SAMPLES_PER_DISPATCH_GPU: u32 = 4;
+
+/// Samples per dispatch: by device kind, or `SUPERCELL_PATH_SAMPLES_PER_DISPATCH` (1 to 16).
+fn samples_per_dispatch(software: bool) -> u32 {
+    let default = if software {
+        SAMPLES_PER_DISPATCH_SOFTWARE
+    } else {
+        SAMPLES_PER_DISPATCH_GPU
+    };
     std::env::var("SUPERCELL_PATH_SAMPLES_PER_DISPATCH")
         .ok()
         .and_then(|v| v.trim().parse::<u32>().ok())
-        .map_or(SAMPLES_PER_DISPATCH, |n| n.clamp(1, 16))
+        .map_or(default, |n| n.clamp(1, 16))
 }
 
 /// Dispatches one render records at most (the uniform records the buffer holds).
@@ -366,7 +375,8 @@ fn max_bounces(s: &RenderSettings) -> u32 {
 }
 
 impl PathTracer {
-    pub(super) fn new(device: &wgpu::Device) -> PathTracer {
+    /// `software`: the device is a software rasteriser (one sample per dispatch there).
+    pub(super) fn new(device: &wgpu::Device, software: bool) -> PathTracer {
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
@@ -426,7 +436,7 @@ impl PathTracer {
             stats,
             stats_on: false,
             qmc_dims: qmc_dims(),
-            per_dispatch: samples_per_dispatch(),
+            per_dispatch: samples_per_dispatch(software),
             knobs: PathKnobs::from_env(),
         }
     }
