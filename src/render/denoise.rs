@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use bytemuck::{Pod, Zeroable};
 
 use super::RenderError;
+use super::layouts::{storage_entry, texture_entry};
 use super::scoped::create_scoped;
 
 /// The filter's knobs.
@@ -265,28 +266,6 @@ pub(super) struct Denoiser {
 
 impl Denoiser {
     pub(super) fn new(device: &wgpu::Device, params: DenoiseParams) -> Denoiser {
-        let buffer = |binding, ty| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty,
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let read = wgpu::BufferBindingType::Storage { read_only: true };
-        let write = wgpu::BufferBindingType::Storage { read_only: false };
-        let texture = |binding, format| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::StorageTexture {
-                access: wgpu::StorageTextureAccess::WriteOnly,
-                format,
-                view_dimension: wgpu::TextureViewDimension::D2,
-            },
-            count: None,
-        };
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("supercell denoise"),
             entries: &[
@@ -302,14 +281,14 @@ impl Denoiser {
                     },
                     count: None,
                 },
-                buffer(1, read),
-                buffer(2, read),
-                buffer(3, read),
-                buffer(4, read),
-                buffer(5, write),
-                buffer(6, write),
-                texture(7, super::LDR_FORMAT),
-                texture(8, super::HDR_FORMAT),
+                storage_entry(1, true),
+                storage_entry(2, true),
+                storage_entry(3, true),
+                storage_entry(4, true),
+                storage_entry(5, false),
+                storage_entry(6, false),
+                texture_entry(7, super::LDR_FORMAT),
+                texture_entry(8, super::HDR_FORMAT),
             ],
         });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
