@@ -382,6 +382,24 @@ fn path_tracer_matches_mitsuba() {
         .args(["--linear", "--size", SIZE])
         .arg("--out")
         .arg(&ours));
+    // The path-traced mode's flags are refused in another mode, naming the flag.
+    let refused = Command::new(env!("CARGO_BIN_EXE_supercell"))
+        .arg("render")
+        .arg(&scene)
+        .args(["--mode", "shaded", "--denoise", "off", "--size", SIZE])
+        .arg("--out")
+        .arg(dir.join("refused"))
+        .output()
+        .expect("run supercell");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success(),
+        "--denoise outside path mode should fail"
+    );
+    assert!(
+        err.contains("--denoise is for the path-traced mode"),
+        "unexpected refusal: {err}"
+    );
     let pfm = ours.join("frame_00000.pfm");
     let exported = dir.join("path-export");
     export(&tool, &scene, &exported);
