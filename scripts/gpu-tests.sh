@@ -76,7 +76,7 @@ prepare() {
   mkdir -p .dev
   cp target/release/supercell target/release/supercell-data .dev/
   local t bin
-  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play bench_gpus play_gpus render_path render_denoise; do
+  for t in ingest_gpu ingest_faults alloc_limits interop_gpu play bench_gpus play_gpus render_path render_denoise render_gpu; do
     bin=$(cargo test --release --test "$t" --no-run --message-format=json 2>/dev/null |
       T="$t" python3 -c 'import json,os,sys
 for l in sys.stdin:
@@ -85,7 +85,7 @@ for l in sys.stdin:
     cp "$bin" ".dev/$t"
   done
   strip .dev/supercell .dev/supercell-data .dev/ingest_gpu .dev/ingest_faults .dev/alloc_limits .dev/interop_gpu \
-    .dev/play .dev/bench_gpus .dev/play_gpus .dev/render_path .dev/render_denoise || true
+    .dev/play .dev/bench_gpus .dev/play_gpus .dev/render_path .dev/render_denoise .dev/render_gpu || true
   cp scripts/gpu-tests.sh .dev/gpu-tests.sh  # `bash .dev/gpu-tests.sh run` works too
   # Offline extras fetched beside the checkout: Vulkan loader packages, kvikio wheels.
   if [ -d .gl ] && [ ! -d .dev/gl ]; then cp -r .gl .dev/gl; fi
@@ -524,9 +524,10 @@ picture_run() {
 
 # The renderer's speed switches, each against the defaults in its own process: the path
 # tracer's kernel knobs (src/render/path.rs, `PathKnobs`) on the storm at touchdown, 1080p,
-# 128 samples per pixel (M samples/s from the "path traced" line), and the march's previous
-# step rule against the current one (1 GB frame, 1080p, three attributes). Also the
-# denoiser's test (GPU == CPU) on this GPU.
+# 128 samples per pixel (M samples/s from the "path traced" line), and the march's kernel
+# switches (src/render/shader.rs, `MarchKnobs`: SUPERCELL_MARCH_KNOBS) and previous step rule
+# against the current ones (1 GB frame, 1080p, three attributes and one). Also the
+# denoiser's and the renderer's GPU == CPU tests on this GPU.
 knobs_run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
   local SC=.dev/supercell DATA=.dev/supercell-data LOG="$OUT/knobs.txt" RF=/var/tmp/sc-render-1g
@@ -536,18 +537,25 @@ knobs_run() {
   source scripts/rig/env.sh
   export SUPERCELL_CACHE=/var/tmp/sc-cache
   local k
-  for k in X=defaults SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_SEGMENT_LOOP=0 SUPERCELL_PATH_CARRY_DEPTH=0 \
-    SUPERCELL_PATH_COUNTERS=always SUPERCELL_PATH_CELL_CACHE=1 SUPERCELL_PATH_SAMPLES_PER_DISPATCH=4 \
-    SUPERCELL_PATH_SAMPLES_PER_DISPATCH=16 \
-    "SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_SEGMENT_LOOP=0 SUPERCELL_PATH_CARRY_DEPTH=0 SUPERCELL_PATH_COUNTERS=always"; do
+  local path_variants=(X=defaults SUPERCELL_MARCH_KNOBS=pairs=0 SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_SEGMENT_LOOP=0
+    SUPERCELL_PATH_CARRY_DEPTH=0 SUPERCELL_PATH_COUNTERS=always SUPERCELL_PATH_CELL_CACHE=1
+    SUPERCELL_PATH_SAMPLES_PER_DISPATCH=4 SUPERCELL_PATH_SAMPLES_PER_DISPATCH=16
+    "SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_SEGMENT_LOOP=0 SUPERCELL_PATH_CARRY_DEPTH=0 SUPERCELL_PATH_COUNTERS=always")
+  # PATH_VARIANTS / MARCH_VARIANTS: a ;-separated list replacing the lists below.
+  if [ -n "${PATH_VARIANTS:-}" ]; then IFS=';' read -r -a path_variants <<<"$PATH_VARIANTS"; fi
+  local march_variants=(X=defaults SUPERCELL_MARCH_KNOBS=pairs=0 SUPERCELL_MARCH_KNOBS=reuse=0
+    SUPERCELL_MARCH_KNOBS=slots=rounded SUPERCELL_MARCH_KNOBS=pairs=0,reuse=0,slots=rounded SUPERCELL_MARCH_STEPS=bound
+    X=defaults SUPERCELL_MARCH_KNOBS=pairs=0,reuse=0,slots=rounded)
+  if [ -n "${MARCH_VARIANTS:-}" ]; then IFS=';' read -r -a march_variants <<<"$MARCH_VARIANTS"; fi
+  for k in "${path_variants[@]}"; do
     say "path knobs: $k"
     # shellcheck disable=SC2086
     env $k timeout 60 $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
       --spp "${KNOB_SPP:-128}" --out /var/tmp/sc-knobs >>"$LOG" 2>&1
   done
-  say "march: 1 GB frame, 1920x1080, three attributes, current step rule and the previous one"
+  say "march: 1 GB frame, 1920x1080, three attributes and one: the defaults, each kernel switch off, all off, the previous step rule"
   $DATA generate "$RF" --frames 2 --frame-size 1G --lanes 1 >>"$LOG" 2>&1
-  for k in X=defaults SUPERCELL_MARCH_STEPS=bound X=defaults SUPERCELL_MARCH_STEPS=bound; do
+  for k in "${march_variants[@]}"; do
     say "march knobs: $k"
     # shellcheck disable=SC2086
     env $k timeout 100 $SC render "$RF" --frame 1 --bench --bench-sizes 1920x1080 --bench-frames 20 \
@@ -560,6 +568,9 @@ knobs_run() {
   say "denoiser test on this GPU"
   RUST_BACKTRACE=1 timeout 200 .dev/render_denoise --test-threads 1 >>"$LOG" 2>&1
   echo "render_denoise exit code: $?" | tee -a "$LOG"
+  say "renderer tests (GPU == CPU reference) on this GPU"
+  SUPERCELL_BIN="$PWD/.dev/supercell" RUST_BACKTRACE=1 timeout 200 .dev/render_gpu --test-threads 1 >>"$LOG" 2>&1
+  echo "render_gpu exit code: $?" | tee -a "$LOG"
 }
 
 case "${1:-run}" in

@@ -16,7 +16,8 @@ horizon as the ray marcher's background does (for comparisons with `render` in s
 of a black medium); the default, `path`, keeps the horizon colour there, as the path
 tracer's sky does.
 
-Writes OUT_DIR/mitsuba.pfm (Mitsuba's linear image, rows bottom-up), OUT_DIR/compare.png
+Writes OUT_DIR/mitsuba.pfm (Mitsuba's linear image, rows bottom-up), OUT_DIR/mitsuba-halves.npz
+(its two halves: `--reuse` compares another supercell image without rendering again), OUT_DIR/compare.png
 (supercell | Mitsuba | difference, tone-mapped as supercell tone-maps: ACES of exposure times
 radiance, then sRGB) and OUT_DIR/compare.json: the relative RMSE
 sqrt(mean((supercell - mitsuba)^2)) / mean(mitsuba) over pixels and channels, the means,
@@ -255,6 +256,10 @@ def main():
                     help="also compare means of BLOCK x BLOCK pixels (less noise, same bias)")
     ap.add_argument("--max-rel-rmse", type=float, default=None,
                     help="exit 1 when the relative RMSE is larger")
+    ap.add_argument("--reuse", action="store_true",
+                    help="take Mitsuba's two halves from an earlier run's OUT_DIR "
+                    "(mitsuba-halves.npz) instead of rendering them again: a render at "
+                    "960x540 takes minutes, and supercell's image may come later")
     args = ap.parse_args()
 
     if args.block < 1 or args.spp < 1:
@@ -288,11 +293,27 @@ def main():
     # measures Mitsuba's own noise (how much of the comparison's difference is noise).
     started = time.time()
     half = max(args.spp // 2, 1)
-    halves = [
-        np.array(mi.render(scene, spp=half, seed=args.seed + k), dtype=np.float64)[..., :3]
-        for k in (0, 1)
-    ]
-    seconds = time.time() - started
+    halves_path = os.path.join(args.out, "mitsuba-halves.npz")
+    if args.reuse:
+        try:
+            saved = np.load(halves_path)
+            halves = [saved["half0"], saved["half1"]]
+            seconds = float(saved["seconds"])
+            if int(saved["spp"]) != 2 * half or halves[0].shape[:2] != (int(sc["height"]), int(sc["width"])):
+                fail(f"{halves_path}: rendered at {int(saved['spp'])} samples per pixel and "
+                     f"{halves[0].shape[1]}x{halves[0].shape[0]}, not {2 * half} and "
+                     f"{sc['width']}x{sc['height']}")
+        except (OSError, KeyError, ValueError) as e:
+            fail(f"--reuse: {halves_path}: {e}")
+    else:
+        halves = [
+            np.array(mi.render(scene, spp=half, seed=args.seed + k), dtype=np.float64)[..., :3]
+            for k in (0, 1)
+        ]
+        seconds = time.time() - started
+        os.makedirs(args.out, exist_ok=True)
+        np.savez_compressed(halves_path, half0=halves[0], half1=halves[1], seconds=seconds,
+                            spp=2 * half)
     img = (0.5 * (halves[0] + halves[1])).astype(np.float32)
     b = args.block
     noise = math.sqrt(float(((halves[0] - halves[1]) ** 2).mean())) / 2
@@ -308,6 +329,7 @@ def main():
         "sky": sky_kind,
         "sky_model": args.sky_model,
         "seconds": round(seconds, 3),
+        "reused": bool(args.reuse),
         "width": int(sc["width"]),
         "height": int(sc["height"]),
         "mean_mitsuba": float(img.mean()),

@@ -283,6 +283,58 @@ fn bit_at(a: u32, mask: u32, n: u32) -> bool {
     return ((ld(a, mask + (n >> 5u)) >> (n & 31u)) & 1u) != 0u;
 }
 
+// How one leaf stores its values, read once per leaf visit: where the values (or codes)
+// start, their width and how a code becomes a value. A stencil inside one leaf then pays
+// one type dispatch and one header read, not eight.
+struct LeafCodec {
+    // Word address of value 0.
+    table: u32,
+    // Bits per value: 32 (Float), 16 (Half), or the quantized leaf's code width (a power of
+    // two, so no value straddles a word).
+    bits: u32,
+    // 0: Float, 1: Half, 2: quantized (value = code · quantum + minimum).
+    kind: u32,
+    quantum: f32,
+    minimum: f32,
+}
+
+fn leaf_codec(a: u32, leaf: u32) -> LeafCodec {
+    let t = g_type[a];
+    if t == GRID_TYPE_FLOAT { return LeafCodec(leaf + (LEAF_FLOAT_OFF_TABLE >> 2u), 32u, 0u, 0.0, 0.0); }
+    if t == GRID_TYPE_HALF { return LeafCodec(leaf + (LEAF_HALF_OFF_TABLE >> 2u), 16u, 1u, 0.0, 0.0); }
+    var bits = 16u;
+    if t == GRID_TYPE_FP4 { bits = 4u; }
+    if t == GRID_TYPE_FP8 { bits = 8u; }
+    if t == GRID_TYPE_FPN { bits = 1u << min(fld_u8(a, leaf, LEAF_OFF_FLAGS) >> 5u, 4u); }
+    return LeafCodec(leaf + (LEAF_FP_OFF_CODES >> 2u), bits, 2u,
+        fld_f(a, leaf, LEAF_FP_OFF_QUANTUM), fld_f(a, leaf, LEAF_FP_OFF_MINIMUM));
+}
+
+// The value at bit `bitpos` of the leaf's values, given the word holding it.
+fn leaf_decode(c: LeafCodec, word: u32, bitpos: u32) -> f32 {
+    if c.kind == 0u { return bitcast<f32>(word); }
+    let code = (word >> (bitpos & 31u)) & ((1u << c.bits) - 1u);
+    if c.kind == 1u { return unpack2x16float(code).x; }
+    return f32(code) * c.quantum + c.minimum;
+}
+
+// Value `n` of a leaf: one load of the word holding it.
+fn codec_value(a: u32, c: LeafCodec, n: u32) -> f32 {
+    let bitpos = n * c.bits;
+    return leaf_decode(c, ld(a, c.table + (bitpos >> 5u)), bitpos);
+}
+
+// Values `n` and `n + 1` of a leaf (`n`'s z below 7: a stencil's two corners along z), with
+// one load where both lie in one word (every 16-bit or narrower pair at even z).
+fn codec_pair(a: u32, c: LeafCodec, n: u32) -> vec2<f32> {
+    let b0 = n * c.bits;
+    let b1 = b0 + c.bits;
+    let w0 = ld(a, c.table + (b0 >> 5u));
+    var w1 = w0;
+    if (b1 >> 5u) != (b0 >> 5u) { w1 = ld(a, c.table + (b1 >> 5u)); }
+    return vec2<f32>(leaf_decode(c, w0, b0), leaf_decode(c, w1, b1));
+}
+
 // Value `n` of the leaf at word address `leaf`. One load of the word holding it; quantized
 // leaves add their quantum and minimum. (Each read site here is inlined many times over, so
 // the code keeps them few: lavapipe compiles every inlined copy.)
@@ -423,34 +475,87 @@ fn trilerp(v: array<f32, 8>, f: vec3<f32>) -> f32 {
     return b0 + (b1 - b0) * f.x;
 }
 
+// The constant region of corner 0's lookup `l` when every trilinear stencil of `p` reads only
+// its tile value (`constant`), else a sample marked not constant.
+fn tile_region(l: Look, i0: vec3<i32>, p: vec3<f32>) -> Smp {
+    if l.level > 0u {
+        let s = 1 << region_shift(l.level);
+        let org = i0 & vec3<i32>(-s);
+        if all(p < vec3<f32>(org + vec3<i32>(s - 1))) {
+            return Smp(l.value, true, org, s);
+        }
+    }
+    return Smp(l.value, false, i0, 0);
+}
+
 fn sample(a: u32, p: vec3<f32>) -> Smp {
     let fp = floor(p);
     let i0 = vec3<i32>(fp);
     let f = p - fp;
     var v: array<f32, 8>;
-    var fast = false;
+    if SAMPLE_PAIRS == 0u {
+        // The previous reads, for measuring the pairs below against them: corner by corner,
+        // from corner 0's leaf when the whole stencil lies in it, else through `lookup`.
+        var fast = false;
+        var leaf = BAD;
+        var n0 = 0u;
+        for (var c = 0u; c < 8u; c++) {
+            let d = vec3<u32>(c >> 2u, (c >> 1u) & 1u, c & 1u);
+            if fast {
+                v[c] = leaf_value(a, leaf, n0 + d.x * 64u + d.y * 8u + d.z);
+                continue;
+            }
+            let l = lookup(a, i0 + vec3<i32>(d));
+            v[c] = l.value;
+            if c == 0u {
+                let r = tile_region(l, i0, p);
+                if r.constant {
+                    return r;
+                }
+                if l.level == 0u && all((i0 & vec3<i32>(7)) < vec3<i32>(7)) {
+                    fast = true;
+                    leaf = c_leaf[a];
+                    n0 = leaf_index(i0);
+                }
+            }
+        }
+        return Smp(trilerp(v, f), false, i0, 0);
+    }
+    // Corner c = (dx, dy, dz) = (c / 4, c / 2 % 2, c % 2), trilerp's order: c and c + 1 are
+    // a column's two corners along z. Corner 0 is looked up; when it lies in a leaf, the
+    // corners inside that leaf are read from it directly, two along z at a time where both
+    // lie in it, and only the others go through `lookup` (which then keeps their leaf
+    // cached: a stencil across a leaf's z face walked the tree for every other corner when
+    // each corner was looked up in turn). One call site of each read: every site is
+    // inlined, and a larger kernel ran slower on the H200.
     var leaf = BAD;
-    var n0 = 0u;
+    var org = vec3<i32>(0);
+    var codec = LeafCodec(0u, 32u, 0u, 0.0, 0.0);
+    let z_inside = (i0.z & 7) < 7;
     for (var c = 0u; c < 8u; c++) {
-        let d = vec3<u32>(c >> 2u, (c >> 1u) & 1u, c & 1u);
-        if fast {
-            // The whole stencil is inside the leaf of corner 0: read it directly.
-            v[c] = leaf_value(a, leaf, n0 + d.x * 64u + d.y * 8u + d.z);
+        let ijk = i0 + vec3<i32>(vec3<u32>(c >> 2u, (c >> 1u) & 1u, c & 1u));
+        if leaf != BAD && all((ijk & vec3<i32>(-8)) == org) {
+            if z_inside && (c & 1u) == 0u {
+                let pair = codec_pair(a, codec, leaf_index(ijk));
+                v[c] = pair.x;
+                v[c + 1u] = pair.y;
+                c++;
+            } else {
+                v[c] = codec_value(a, codec, leaf_index(ijk));
+            }
             continue;
         }
-        let l = lookup(a, i0 + vec3<i32>(d));
+        let l = lookup(a, ijk);
         v[c] = l.value;
         if c == 0u {
-            if l.level > 0u {
-                let s = 1 << region_shift(l.level);
-                let org = i0 & vec3<i32>(-s);
-                if all(p < vec3<f32>(org + vec3<i32>(s - 1))) {
-                    return Smp(l.value, true, org, s);
-                }
-            } else if all((i0 & vec3<i32>(7)) < vec3<i32>(7)) {
-                fast = true;
+            let r = tile_region(l, i0, p);
+            if r.constant {
+                return r;
+            }
+            if l.level == 0u {
                 leaf = c_leaf[a];
-                n0 = leaf_index(i0);
+                org = c_leaf_org[a];
+                codec = leaf_codec(a, leaf);
             }
         }
     }

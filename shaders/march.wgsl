@@ -244,6 +244,10 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     let powder_w = POWDER * (0.5 - 0.5 * cos_sun);
     let top = max(P.ground.w - P.ground.x, 1e-6);
 
+    // The acceleration cell each slot sampled at this step: where its bound stops holding
+    // and the bound (the look-ahead below reads them instead of finding the cell again).
+    var cell_cover: array<f32, ATTR_SLOTS>;
+    var cell_m: array<f32, ATTR_SLOTS>;
     var steps = 0u;
     loop {
         if steps >= P.max_steps || !(t <= t_end) || T < P.t_cutoff || work > P.work_budget { break; }
@@ -294,6 +298,8 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                     }
                     sig_max += m;
                     bound_end = min(bound_end, cell_bound);
+                    cell_cover[a] = cell_bound;
+                    cell_m[a] = m;
                 } else {
                     sig_max = INF;
                 }
@@ -394,7 +400,13 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                     // and the bound there (in `sig_max`; none where skipped).
                     var cover = skip_bound[a];
                     var m0 = 0.0;
-                    if t >= skip[a] {
+                    if t >= skip[a] && MARCH_CELL_REUSE != 0u {
+                        // The cell the loop above sampled: with accel_on and a long step
+                        // (mult > 1, so every sampled slot's cell was valid), it set these
+                        // for every slot sampled here.
+                        cover = cell_cover[a];
+                        m0 = cell_m[a];
+                    } else if t >= skip[a] {
                         let c0 = (vec3<i32>(floor(oi[a] + t * di[a])) >> vec3<u32>(si.shift)) - si.org;
                         let lo0 = vec3<f32>((si.org + c0) << vec3<u32>(si.shift));
                         cover = ray_box(oi[a], inv_di[a], lo0 - (size - 1.0), lo0 + (2.0 * size - 1.0)).y;

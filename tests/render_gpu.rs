@@ -363,7 +363,7 @@ fn render_bench_times_one_size_on_a_software_adapter() {
         |_| {},
     )
     .expect("dataset");
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_supercell"));
+    let mut cmd = supercell_command();
     cmd.args([
         "render",
         dir.to_str().unwrap(),
@@ -435,7 +435,7 @@ fn render_command_draws_a_frame_over_several_parts() {
         "the frame spans several 64 KiB parts: {slot}"
     );
     let render = |out: &str, part_bytes: Option<&str>| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_supercell"));
+        let mut cmd = supercell_command();
         cmd.args([
             "render",
             dir.join("data").to_str().unwrap(),

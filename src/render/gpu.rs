@@ -15,7 +15,7 @@ use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, Mode, View};
 use super::parts::*;
 use super::path::{PathKnobs, PathPass, PathStats, PathTracer};
 use super::scoped::*;
-use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig};
+use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, MarchKnobs, PART_BINDING, ShaderConfig};
 use crate::device::{DeviceCaps, block_on};
 
 // The path tracer's side of the renderer: denoising, the accumulation, counters and knobs.
@@ -153,7 +153,13 @@ impl FrameShape {
     /// device that binds `max_parts`.
     fn of(slots: usize, parts: usize, max_parts: usize) -> FrameShape {
         FrameShape {
-            attr_slots: if slots <= 4 { 4 } else { MAX_ATTRIBUTES as u32 },
+            attr_slots: if MarchKnobs::current().exact_slots {
+                slots.clamp(1, MAX_ATTRIBUTES) as u32
+            } else if slots <= 4 {
+                4
+            } else {
+                MAX_ATTRIBUTES as u32
+            },
             parts: parts.max(1).next_power_of_two().min(max_parts) as u32,
         }
     }

@@ -60,8 +60,8 @@ pub use parts::{
 pub use path::{PathKnobs, PathStats, PathUniform, RR_DEPTH};
 pub use scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 pub use shader::{
-    ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,
-    ShaderPart, prelude, shader_source, shader_source_of,
+    ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, MarchKnobs, SUPPORTED_TYPES,
+    ShaderConfig, ShaderPart, prelude, shader_source, shader_source_of,
 };
 pub use transfer::{Albedo, Colormap, MediumKind, TF_SIZE, TransferFunction};
 

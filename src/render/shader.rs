@@ -50,6 +50,62 @@ pub const DEFAULT_PART_BYTES: u64 = 1 << 31;
 /// The smallest part size (tests use it to split small frames over several parts).
 pub const MIN_PART_BYTES: u64 = 1 << 16;
 
+/// Switches of the march's and the sampler's code, each on by default and kept so that one
+/// can be measured against the code it replaced (`SUPERCELL_MARCH_KNOBS`, read once:
+/// comma-separated `pairs=0`, `reuse=0`, `slots=rounded`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MarchKnobs {
+    /// A trilinear stencil reads the corners inside corner 0's leaf from it directly, two
+    /// along z per read, with one decode of the leaf's header (`SAMPLE_PAIRS`); off: corner
+    /// by corner, from the leaf only when the whole stencil lies in it.
+    pub sample_pairs: bool,
+    /// The long step's look-ahead takes each slot's current acceleration cell from the
+    /// step's sampling loop instead of finding it again (`MARCH_CELL_REUSE`).
+    pub cell_reuse: bool,
+    /// Pipelines walk exactly as many attribute slots as the frame binds; off: 4 or
+    /// [`MAX_ATTRIBUTES`].
+    pub exact_slots: bool,
+}
+
+impl Default for MarchKnobs {
+    fn default() -> Self {
+        MarchKnobs {
+            sample_pairs: true,
+            cell_reuse: true,
+            exact_slots: true,
+        }
+    }
+}
+
+impl MarchKnobs {
+    /// The knobs of this process: the defaults, changed by `SUPERCELL_MARCH_KNOBS` (read
+    /// once; an entry it does not know is reported and ignored).
+    pub fn current() -> MarchKnobs {
+        static KNOBS: std::sync::OnceLock<MarchKnobs> = std::sync::OnceLock::new();
+        *KNOBS.get_or_init(|| {
+            let mut k = MarchKnobs::default();
+            let Ok(spec) = std::env::var("SUPERCELL_MARCH_KNOBS") else {
+                return k;
+            };
+            for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                match entry {
+                    "pairs=0" => k.sample_pairs = false,
+                    "pairs=1" => k.sample_pairs = true,
+                    "reuse=0" => k.cell_reuse = false,
+                    "reuse=1" => k.cell_reuse = true,
+                    "slots=rounded" => k.exact_slots = false,
+                    "slots=exact" => k.exact_slots = true,
+                    other => eprintln!(
+                        "SUPERCELL_MARCH_KNOBS: {other:?} is not a knob (pairs=0|1, reuse=0|1, \
+                         slots=exact|rounded); ignored"
+                    ),
+                }
+            }
+            k
+        })
+    }
+}
+
 /// What one build of the shaders is specialised for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ShaderConfig {
@@ -220,6 +276,9 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
     c("PART_SHIFT_WORDS", (part_bytes / 4).trailing_zeros());
     c("ATTR_SLOTS", cfg.attr_slots);
     c("USED_PARTS", cfg.parts);
+    let knobs = MarchKnobs::current();
+    c("SAMPLE_PAIRS", u32::from(knobs.sample_pairs));
+    c("MARCH_CELL_REUSE", u32::from(knobs.cell_reuse));
     for (name, value) in uniform_constants() {
         c(name, value);
     }

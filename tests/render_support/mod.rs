@@ -504,3 +504,12 @@ pub fn padded(grid: &[u8], gap: u64) -> Vec<u8> {
     }
     out
 }
+
+/// The `supercell` binary: `SUPERCELL_BIN` on the GPU machine, where test binaries travel
+/// without the build tree, else the one cargo built.
+#[allow(dead_code)]
+pub fn supercell_command() -> std::process::Command {
+    std::process::Command::new(
+        std::env::var_os("SUPERCELL_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_supercell").into()),
+    )
+}
