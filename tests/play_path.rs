@@ -37,9 +37,67 @@ fn run_until(player: &mut Player, what: &str, mut done: impl FnMut(&Player) -> b
 }
 
 #[test]
-fn m_is_the_path_tracing_key() {
+fn m_is_the_path_tracing_key_and_n_the_denoiser_key() {
     assert_eq!(key_action("m"), Some(Action::TogglePathTracing));
     assert_eq!(key_action("M"), Some(Action::TogglePathTracing));
+    assert_eq!(key_action("n"), Some(Action::ToggleDenoise));
+    assert_eq!(key_action("N"), Some(Action::ToggleDenoise));
+}
+
+/// N shows the converged picture raw or denoised at once, from the same samples: the picture
+/// changes, no samples are added or dropped, the overlay says which, and N again brings the
+/// denoised picture back exactly.
+#[test]
+fn n_switches_the_denoiser_on_the_converged_picture() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    let mut player = Player::new(&g.device, &g.queue, &ds, &small_config()).expect("player");
+    player.set_playing(false);
+    player.scrub(3);
+    run_until(&mut player, "frame 3", |p| {
+        !p.scrub_pending() && p.shown_frame() == Some(3)
+    });
+    player.toggle_path_tracing();
+    player.view_mut().settings.path_samples_per_frame = 2;
+    player.view_mut().settings.path_max_samples = 4;
+    run_until(&mut player, "converged", |p| {
+        p.path_state() == Some("converged")
+    });
+    assert!(player.path_denoise(), "path mode starts denoised");
+    let ui = UiState::new((1280, 720));
+    let line = |p: &Player| {
+        dump(p, &ui)
+            .lines
+            .into_iter()
+            .find(|l| l.starts_with("render: path"))
+            .expect("a render line")
+    };
+    assert!(line(&player).ends_with("denoised"), "{}", line(&player));
+    let denoised = player.read_image().expect("image").rgba8;
+
+    assert!(!player.toggle_denoise().expect("N"));
+    let raw = player.read_image().expect("image").rgba8;
+    assert_eq!(player.path_samples(), 4, "N adds no samples and drops none");
+    assert!(line(&player).contains("raw"), "{}", line(&player));
+    let changed = denoised.iter().zip(&raw).filter(|(a, b)| a != b).count();
+    assert!(
+        changed * 10 > raw.len(),
+        "the raw mean of 4 samples differs from the denoised picture in over a tenth of the bytes \
+         ({changed} of {})",
+        raw.len()
+    );
+    // Converged: later ticks render nothing, and the raw picture stays.
+    for _ in 0..10 {
+        player.tick().expect("tick");
+    }
+    assert_eq!(player.read_image().expect("image").rgba8, raw);
+
+    assert!(player.toggle_denoise().expect("N again"));
+    assert_eq!(
+        player.read_image().expect("image").rgba8,
+        denoised,
+        "N again shows the same denoised picture"
+    );
 }
 
 #[test]

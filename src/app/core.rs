@@ -928,6 +928,26 @@ impl Player {
         self.view_mut().settings.mode = to;
         to
     }
+    /// Whether path mode shows the denoised mean (the default; `SUPERCELL_DENOISE=off` or
+    /// [`Player::toggle_denoise`] shows the raw mean).
+    pub fn path_denoise(&self) -> bool {
+        self.renderer.path_denoise()
+    }
+    /// Switches the path tracer's denoiser on or off and, path-tracing, shows the picture
+    /// again at once from the samples it has (none are added or dropped: the accumulation
+    /// is the same either way); returns whether it is on now.
+    pub fn toggle_denoise(&mut self) -> Result<bool, PlayError> {
+        let on = !self.renderer.path_denoise();
+        self.renderer.set_path_denoise(on);
+        if self.view.settings.mode == crate::render::Mode::Path {
+            // A render in flight was recorded with the previous setting: let it land first.
+            self.complete_render(true)?;
+            if self.renderer.path_samples() > 0 {
+                self.renderer.show_path(on)?;
+            }
+        }
+        Ok(on)
+    }
     /// Path mode: samples per pixel the refinement added per second over the last second
     /// of wall time (0 when none were added then).
     pub fn path_samples_per_second(&self) -> f64 {

@@ -29,16 +29,21 @@ pub(super) fn render_mode_name(m: crate::render::Mode) -> &'static str {
 }
 
 /// The render line: the mode and, path-tracing, the samples per pixel accumulated against
-/// the cap, the refinement's samples per pixel a second and what it is doing
-/// (`render: path   37 / 4096 spp   120 spp/s   refining`).
+/// the cap, the refinement's samples per pixel a second, what it is doing and whether the
+/// picture is denoised (`render: path   37 / 4096 spp   120 spp/s   refining   denoised`).
 pub fn render_line(player: &Player) -> String {
     let mode = render_mode_name(player.render_mode());
     match player.path_state() {
         Some(state) => format!(
-            "render: {mode}   {} / {} spp   {:.0} spp/s   {state}",
+            "render: {mode}   {} / {} spp   {:.0} spp/s   {state}   {}",
             player.path_samples(),
             player.view().settings.path_max_samples,
             player.path_samples_per_second(),
+            if player.path_denoise() {
+                "denoised"
+            } else {
+                "raw (N: denoise)"
+            },
         ),
         None => format!("render: {mode}   (M: path tracing)"),
     }

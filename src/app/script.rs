@@ -62,6 +62,8 @@ pub enum Action {
     Zoom(i8),
     /// M: path tracing on/off (the scene's render mode otherwise).
     TogglePathTracing,
+    /// N: the path tracer's denoiser on/off (the picture shows the raw mean when off).
+    ToggleDenoise,
 }
 
 /// The action of a key by name (winit's logical key names or single characters), if any.
@@ -85,6 +87,7 @@ pub fn key_action(name: &str) -> Option<Action> {
         "c" => Action::ResetCamera,
         "t" => Action::NextPreset,
         "m" => Action::TogglePathTracing,
+        "n" => Action::ToggleDenoise,
         "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" => {
             Action::ToggleAttribute(n.parse::<usize>().ok()? - 1)
         }

@@ -576,6 +576,13 @@ impl App {
                 let to = p.toggle_path_tracing();
                 self.message(format!("render mode: {}", render_mode_name(to)));
             }
+            Action::ToggleDenoise => match p.toggle_denoise() {
+                Ok(on) => self.message(format!(
+                    "path tracing shows the {} mean",
+                    if on { "denoised" } else { "raw" }
+                )),
+                Err(why) => self.message(format!("denoiser: {why}")),
+            },
         }
     }
 

@@ -388,6 +388,7 @@ const HELP: &[(&str, &str)] = &[
     ("1-8", "attribute on / off"),
     ("T", "next colour preset (attribute 1)"),
     ("M", "path tracing on / off"),
+    ("N", "path tracing: denoiser on / off"),
     ("C", "reset camera"),
     ("drag / right-drag / wheel", "orbit / pan / zoom"),
     ("W A S X, + -", "orbit, zoom"),
