@@ -12,12 +12,8 @@
 
 mod render_support;
 
-use render_support::gpu;
-use supercell::format::{BuildOptions, ChecksumMode, Grid, LEAF_DIM, LeafBrick, SparseVolume};
-use supercell::render::{
-    AttributeView, Colormap, DenoiseParams, Image, Mode, TransferFunction, View, denoise_cpu,
-    denoise_gpu,
-};
+use render_support::{gpu, grey_path_view, rel_mse, solid_box_grid};
+use supercell::render::{DenoiseParams, Image, View, denoise_cpu, denoise_gpu};
 
 /// A synthetic accumulation of `n` samples: a dark flat left third, a bright flat right
 /// third, a gradient between, a disc of another level, each sample noisy (deterministic).
@@ -104,68 +100,15 @@ const VOXEL: f32 = 0.1;
 const W: u32 = 40;
 const H: u32 = 28;
 
-/// A box of constant density (index [0, 32)³) in front of the sky, lit by the sun.
 fn box_grid() -> Vec<u8> {
-    let mut bricks = Vec::new();
-    for bx in (0..N).step_by(8) {
-        for by in (0..N).step_by(8) {
-            for bz in (0..N).step_by(8) {
-                let mut b = LeafBrick::filled([bx, by, bz], 0.0);
-                for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
-                    b.set_active(n, 1.0);
-                }
-                bricks.push(b);
-            }
-        }
-    }
-    let vol = SparseVolume {
-        background: 0.0,
-        bricks,
-    };
-    let opts = BuildOptions {
-        name: "box".into(),
-        voxel_size: f64::from(VOXEL),
-        checksum: ChecksumMode::Disabled,
-        ..Default::default()
-    };
-    supercell::format::build_grid(&vol, &opts).unwrap()
+    solid_box_grid(N, VOXEL)
 }
 
 fn box_view(grid: &[u8]) -> View {
-    let g = Grid::parse(grid).unwrap();
-    let b = g.world_bbox();
-    let bbox = [b[0].map(|v| v as f32), b[1].map(|v| v as f32)];
-    let tf = TransferFunction {
-        range: [0.0, 1.0],
-        colormap: Colormap::Stops(vec![(0.0, [0.9; 3]), (1.0, [0.9; 3])]),
-        opacity: vec![(0.0, 0.0), (1.0, 1.0)],
-        kind: Default::default(),
-        extinction: 2.0,
-        emission: 1.0,
-        casts_shadow: true,
-        albedo: None,
-    };
-    let mut v = View::new(
-        bbox,
-        VOXEL,
-        vec![Some(AttributeView { enabled: true, tf })],
-        W as f32 / H as f32,
-    );
+    let mut v = grey_path_view(grid, VOXEL, 0.9, 2.0, W, H);
     v.camera.zoom(1.2);
-    v.settings.mode = Mode::Path;
     v.settings.path_max_bounces = 4;
     v
-}
-
-fn rel_mse(a: &Image, reference: &Image) -> f64 {
-    let mut s = 0.0;
-    for (p, q) in a.linear.iter().zip(&reference.linear) {
-        for c in 0..3 {
-            let (x, r) = (f64::from(p[c]), f64::from(q[c]));
-            s += (x - r).powi(2) / (r * r + 1e-2);
-        }
-    }
-    s / (3 * a.linear.len()) as f64
 }
 
 /// Path traces `spp` samples afresh with `seed`; returns the raw and the denoised image.

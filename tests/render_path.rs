@@ -19,9 +19,9 @@
 mod render_support;
 
 use glam::Vec3;
-use render_support::gpu;
-use supercell::format::{BuildOptions, ChecksumMode, Grid, LEAF_DIM, LeafBrick, SparseVolume};
-use supercell::render::{AttributeView, Colormap, Image, Mode, TransferFunction, View};
+use render_support::{gpu, grey_path_view, rel_mse, solid_box_grid};
+use supercell::format::{BuildOptions, ChecksumMode, LEAF_DIM, LeafBrick, SparseVolume};
+use supercell::render::{Image, View};
 
 const N: i32 = 32;
 const VOXEL: f32 = 0.1;
@@ -35,54 +35,13 @@ fn box_grid() -> Vec<u8> {
 
 /// The box of [0, N)³ voxels, each `voxel` world units wide.
 fn box_grid_of_voxel(voxel: f32) -> Vec<u8> {
-    let mut bricks = Vec::new();
-    for bx in (0..N).step_by(8) {
-        for by in (0..N).step_by(8) {
-            for bz in (0..N).step_by(8) {
-                let mut b = LeafBrick::filled([bx, by, bz], 0.0);
-                for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
-                    b.set_active(n, 1.0);
-                }
-                bricks.push(b);
-            }
-        }
-    }
-    let vol = SparseVolume {
-        background: 0.0,
-        bricks,
-    };
-    let opts = BuildOptions {
-        name: "box".into(),
-        voxel_size: f64::from(voxel),
-        checksum: ChecksumMode::Disabled,
-        ..Default::default()
-    };
-    supercell::format::build_grid(&vol, &opts).unwrap()
+    solid_box_grid(N, voxel)
 }
 
 /// A grey medium of linear albedo `albedo(srgb)`.
 fn box_view(grid: &[u8], srgb_grey: f32) -> View {
-    let g = Grid::parse(grid).unwrap();
-    let b = g.world_bbox();
-    let bbox = [b[0].map(|v| v as f32), b[1].map(|v| v as f32)];
-    let tf = TransferFunction {
-        range: [0.0, 1.0],
-        colormap: Colormap::Stops(vec![(0.0, [srgb_grey; 3]), (1.0, [srgb_grey; 3])]),
-        opacity: vec![(0.0, 0.0), (1.0, 1.0)],
-        kind: Default::default(),
-        extinction: SIGMA,
-        emission: 1.0,
-        casts_shadow: true,
-        albedo: None,
-    };
-    let mut v = View::new(
-        bbox,
-        VOXEL,
-        vec![Some(AttributeView { enabled: true, tf })],
-        W as f32 / H as f32,
-    );
+    let mut v = grey_path_view(grid, VOXEL, srgb_grey, SIGMA, W, H);
     v.camera.zoom(1.4);
-    v.settings.mode = Mode::Path;
     v.settings.ground = false;
     v
 }
@@ -152,17 +111,6 @@ fn render(g: &mut render_support::TestGpu, grid: &[u8], v: &View, spp: u32) -> I
     let img = g.render(&[grid], &v, W, H);
     assert_eq!(g.r.path_samples(), spp);
     img
-}
-
-fn rel_mse(a: &Image, reference: &Image) -> f64 {
-    let mut s = 0.0;
-    for (p, q) in a.linear.iter().zip(&reference.linear) {
-        for c in 0..3 {
-            let (x, r) = (f64::from(p[c]), f64::from(q[c]));
-            s += (x - r).powi(2) / (r * r + 1e-2);
-        }
-    }
-    s / (3 * a.linear.len()) as f64
 }
 
 #[test]

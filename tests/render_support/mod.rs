@@ -6,7 +6,9 @@ use supercell::format::layout::{self as l};
 use supercell::format::{
     BuildOptions, ChecksumMode, Grid, GridType, LEAF_DIM, LeafBrick, SparseVolume, build_grid,
 };
-use supercell::render::{AttributeView, GpuContext, Image, Renderer, TransferFunction, View};
+use supercell::render::{
+    AttributeView, Colormap, GpuContext, Image, Mode, Renderer, TransferFunction, View,
+};
 
 /// Value of the lower-node tile (8³, active).
 pub const LOWER_TILE_VALUE: f32 = 0.9;
@@ -512,4 +514,78 @@ pub fn supercell_command() -> std::process::Command {
     std::process::Command::new(
         std::env::var_os("SUPERCELL_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_supercell").into()),
     )
+}
+
+/// A box of density 1 over index [0, `n`)³ (`n` a multiple of 8), each voxel `voxel` world
+/// units wide: the path tracer's tests' medium.
+pub fn solid_box_grid(n: i32, voxel: f32) -> Vec<u8> {
+    let mut bricks = Vec::new();
+    for bx in (0..n).step_by(8) {
+        for by in (0..n).step_by(8) {
+            for bz in (0..n).step_by(8) {
+                let mut b = LeafBrick::filled([bx, by, bz], 0.0);
+                for i in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+                    b.set_active(i, 1.0);
+                }
+                bricks.push(b);
+            }
+        }
+    }
+    let vol = SparseVolume {
+        background: 0.0,
+        bricks,
+    };
+    let opts = BuildOptions {
+        name: "box".into(),
+        voxel_size: f64::from(voxel),
+        checksum: ChecksumMode::Disabled,
+        ..Default::default()
+    };
+    build_grid(&vol, &opts).unwrap()
+}
+
+/// The path tracer's view of `grid`: one attribute of constant grey `srgb_grey` (opacity
+/// rising linearly to 1 at value 1) and `extinction`, framed for `width` × `height`.
+pub fn grey_path_view(
+    grid: &[u8],
+    voxel: f32,
+    srgb_grey: f32,
+    extinction: f32,
+    width: u32,
+    height: u32,
+) -> View {
+    let g = Grid::parse(grid).unwrap();
+    let b = g.world_bbox();
+    let bbox = [b[0].map(|v| v as f32), b[1].map(|v| v as f32)];
+    let tf = TransferFunction {
+        range: [0.0, 1.0],
+        colormap: Colormap::Stops(vec![(0.0, [srgb_grey; 3]), (1.0, [srgb_grey; 3])]),
+        opacity: vec![(0.0, 0.0), (1.0, 1.0)],
+        kind: Default::default(),
+        extinction,
+        emission: 1.0,
+        casts_shadow: true,
+        albedo: None,
+    };
+    let mut v = View::new(
+        bbox,
+        voxel,
+        vec![Some(AttributeView { enabled: true, tf })],
+        width as f32 / height as f32,
+    );
+    v.settings.mode = Mode::Path;
+    v
+}
+
+/// Relative mean squared error of `a`'s linear radiance against `reference`'s: the mean
+/// over pixels and RGB channels of (x − r)² / (r² + 0.01).
+pub fn rel_mse(a: &Image, reference: &Image) -> f64 {
+    let mut s = 0.0;
+    for (p, q) in a.linear.iter().zip(&reference.linear) {
+        for c in 0..3 {
+            let (x, r) = (f64::from(p[c]), f64::from(q[c]));
+            s += (x - r).powi(2) / (r * r + 1e-2);
+        }
+    }
+    s / (3 * a.linear.len()) as f64
 }
