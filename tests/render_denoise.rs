@@ -12,8 +12,8 @@
 
 mod render_support;
 
-use render_support::{gpu, grey_path_view, rel_mse, solid_box_grid};
-use supercell::render::{DenoiseParams, Image, View, denoise_cpu, denoise_gpu};
+use render_support::{gpu, grey_path_view, solid_box_grid};
+use supercell::render::{DenoiseParams, Image, View, denoise_cpu, denoise_gpu, rel_mse};
 
 /// A synthetic accumulation of `n` samples: a dark flat left third, a bright flat right
 /// third, a gradient between, a disc of another level, each sample noisy (deterministic).

@@ -19,9 +19,9 @@
 mod render_support;
 
 use glam::Vec3;
-use render_support::{gpu, grey_path_view, rel_mse, solid_box_grid};
+use render_support::{gpu, grey_path_view, solid_box_grid, solid_bricks_grid};
 use supercell::format::{BuildOptions, ChecksumMode, LEAF_DIM, LeafBrick, SparseVolume};
-use supercell::render::{Image, View};
+use supercell::render::{Image, View, rel_mse};
 
 const N: i32 = 32;
 const VOXEL: f32 = 0.1;
@@ -458,25 +458,7 @@ fn a_grid_too_large_for_scanned_cells_is_still_seen() {
     let Some(mut g) = gpu() else { return };
     // Two bricks 2^14 voxels apart: acceleration cells of 128 voxels, too large to scan,
     // whose value range is unknown. The camera frames the brick at the origin.
-    let mut bricks = Vec::new();
-    for origin in [[0, 0, 0], [16384, 16384, 16384]] {
-        let mut b = LeafBrick::filled(origin, 0.0);
-        for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
-            b.set_active(n, 1.0);
-        }
-        bricks.push(b);
-    }
-    let vol = SparseVolume {
-        background: 0.0,
-        bricks,
-    };
-    let opts = BuildOptions {
-        name: "far".into(),
-        voxel_size: f64::from(VOXEL),
-        checksum: ChecksumMode::Disabled,
-        ..Default::default()
-    };
-    let grid = supercell::format::build_grid(&vol, &opts).unwrap();
+    let grid = solid_bricks_grid(&[[0, 0, 0], [16384, 16384, 16384]], VOXEL);
     let mut v = box_view(&grid, 0.8);
     let brick = 8.0 * VOXEL;
     v.camera = View::new(

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use supercell::render::{Image, Renderer, View};
+use supercell::render::{Image, Renderer, View, rel_mse};
 
 /// Samples per pixel one dispatch adds at most: short dispatches keep the GPU responsive
 /// and let a time budget stop close to its end.
@@ -105,19 +105,6 @@ pub fn show(renderer: &mut Renderer, denoised: bool) -> anyhow::Result<f64> {
     let idx = renderer.show_path(denoised)?;
     wait(renderer, idx)?;
     Ok(t0.elapsed().as_secs_f64())
-}
-
-/// relMSE of `x` against `reference`: the mean over pixels and RGB channels of
-/// (x − ref)² / (ref² + 0.01), on linear radiance before exposure.
-pub fn rel_mse(x: &Image, reference: &Image) -> f64 {
-    let mut s = 0.0;
-    for (p, q) in x.linear.iter().zip(&reference.linear) {
-        for c in 0..3 {
-            let (a, r) = (f64::from(p[c]), f64::from(q[c]));
-            s += (a - r).powi(2) / (r * r + 1e-2);
-        }
-    }
-    s / (3 * x.linear.len().max(1)) as f64
 }
 
 /// The reference's own share of a relMSE figure, from its two independent halves `a` and

@@ -112,6 +112,20 @@ impl Image {
     }
 }
 
+/// relMSE of `x` against `reference`: the mean over pixels and RGB channels of
+/// (x − ref)² / (ref² + 0.01), on linear radiance before exposure (the 0.01 keeps dark
+/// pixels from dominating). `render --converge` reports it; the path tracer's tests use it.
+pub fn rel_mse(x: &Image, reference: &Image) -> f64 {
+    let mut s = 0.0;
+    for (p, q) in x.linear.iter().zip(&reference.linear) {
+        for c in 0..3 {
+            let (a, r) = (f64::from(p[c]), f64::from(q[c]));
+            s += (a - r).powi(2) / (r * r + 1e-2);
+        }
+    }
+    s / (3 * x.linear.len().max(1)) as f64
+}
+
 /// ACES filmic curve (Narkowicz's fit), as the shader applies it.
 pub fn aces(x: f32) -> f32 {
     ((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14)).clamp(0.0, 1.0)

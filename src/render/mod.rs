@@ -48,7 +48,7 @@ pub use context::GpuContext;
 pub use cpu::{MarchWork, render_cpu, render_cpu_counted};
 pub use denoise::{DenoiseParams, denoise_cpu, denoise_gpu, luminance};
 pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, Renderer};
-pub use image::{Image, ImageDiff, aces, srgb_encode};
+pub use image::{Image, ImageDiff, aces, rel_mse, srgb_encode};
 pub use params::{
     AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
     Mode, PARTS_LIMIT, RenderSettings, View, limits,

@@ -519,18 +519,29 @@ pub fn supercell_command() -> std::process::Command {
 /// A box of density 1 over index [0, `n`)³ (`n` a multiple of 8), each voxel `voxel` world
 /// units wide: the path tracer's tests' medium.
 pub fn solid_box_grid(n: i32, voxel: f32) -> Vec<u8> {
-    let mut bricks = Vec::new();
+    let mut origins = Vec::new();
     for bx in (0..n).step_by(8) {
         for by in (0..n).step_by(8) {
             for bz in (0..n).step_by(8) {
-                let mut b = LeafBrick::filled([bx, by, bz], 0.0);
-                for i in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
-                    b.set_active(i, 1.0);
-                }
-                bricks.push(b);
+                origins.push([bx, by, bz]);
             }
         }
     }
+    solid_bricks_grid(&origins, voxel)
+}
+
+/// Leaves of density 1 at `origins` (multiples of 8), each voxel `voxel` world units wide.
+pub fn solid_bricks_grid(origins: &[[i32; 3]], voxel: f32) -> Vec<u8> {
+    let bricks = origins
+        .iter()
+        .map(|&o| {
+            let mut b = LeafBrick::filled(o, 0.0);
+            for i in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+                b.set_active(i, 1.0);
+            }
+            b
+        })
+        .collect();
     let vol = SparseVolume {
         background: 0.0,
         bricks,
@@ -575,17 +586,4 @@ pub fn grey_path_view(
     );
     v.settings.mode = Mode::Path;
     v
-}
-
-/// Relative mean squared error of `a`'s linear radiance against `reference`'s: the mean
-/// over pixels and RGB channels of (x − r)² / (r² + 0.01).
-pub fn rel_mse(a: &Image, reference: &Image) -> f64 {
-    let mut s = 0.0;
-    for (p, q) in a.linear.iter().zip(&reference.linear) {
-        for c in 0..3 {
-            let (x, r) = (f64::from(p[c]), f64::from(q[c]));
-            s += (x - r).powi(2) / (r * r + 1e-2);
-        }
-    }
-    s / (3 * a.linear.len()) as f64
 }
