@@ -193,23 +193,10 @@ fn compare(
     out: &Path,
     how: &Mitsuba,
 ) -> Option<serde_json::Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mitsuba_compare.py");
-    let py = python();
-    let status = Command::new(&py)
-        .arg(script)
-        .arg(export)
-        .arg("--supercell")
-        .arg(pfm)
-        .args(["--spp", &how.spp.to_string()])
-        .args(["--max-depth", &how.max_depth.to_string()])
-        .args(["--block", &how.block.to_string()])
-        .args(["--sky-model", how.sky_model])
-        .arg("--out")
-        .arg(out)
-        .status();
+    let status = compare_command(export, pfm, out, how).status();
     match status {
         Err(e) => {
-            crosscheck_support::skip(test, &format!("cannot run {}: {e}", py.display()));
+            crosscheck_support::skip(test, &format!("cannot run {}: {e}", python().display()));
             return None;
         }
         Ok(s) if s.code() == Some(3) => {
@@ -223,6 +210,23 @@ fn compare(
     }
     let text = std::fs::read_to_string(out.join("compare.json")).unwrap();
     Some(serde_json::from_str(&text).unwrap())
+}
+
+/// The comparison script's command line (`compare` runs it).
+fn compare_command(export: &Path, pfm: &Path, out: &Path, how: &Mitsuba) -> Command {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mitsuba_compare.py");
+    let mut cmd = Command::new(python());
+    cmd.arg(script)
+        .arg(export)
+        .arg("--supercell")
+        .arg(pfm)
+        .args(["--spp", &how.spp.to_string()])
+        .args(["--max-depth", &how.max_depth.to_string()])
+        .args(["--block", &how.block.to_string()])
+        .args(["--sky-model", how.sky_model])
+        .arg("--out")
+        .arg(out);
+    cmd
 }
 
 /// Relative RMSE over pixels.
@@ -307,6 +311,42 @@ fn transmittance_matches_mitsuba() {
         100.0 * mirrored_rel
     );
     assert!(mirrored_rel > 3.0 * MAX_REL_RMSE, "{mirrored_rel}");
+
+    // `--reuse` compares against the saved halves without rendering again: the same
+    // figures; halves of another sample count are refused, naming the file.
+    let compared = dir.join("transmittance-compare");
+    let again = compare_command(&exported, &pfm, &compared, &transmittance_run(512))
+        .arg("--reuse")
+        .output()
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "--reuse failed: {}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let reused: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(compared.join("compare.json")).unwrap())
+            .unwrap();
+    assert_eq!(reused["reused"], true);
+    for key in [
+        "rel_rmse",
+        "rel_rmse_block",
+        "mean_mitsuba",
+        "rel_noise_mitsuba",
+        "seconds",
+    ] {
+        assert_eq!(reused[key], json[key], "{key} after --reuse");
+    }
+    let wrong = compare_command(&exported, &pfm, &compared, &transmittance_run(256))
+        .arg("--reuse")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert_eq!(wrong.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("mitsuba-halves.npz") && err.contains("512 samples per pixel"),
+        "{err}"
+    );
 
     // The check can fail: an export of twice the extinction is far off.
     let doubled = dir.join("transmittance-doubled.toml");

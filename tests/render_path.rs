@@ -19,7 +19,7 @@
 mod render_support;
 
 use glam::Vec3;
-use render_support::{gpu, grey_path_view, solid_box_grid, solid_bricks_grid};
+use render_support::{gpu, grey_path_view, grid_of_bricks, solid_box_grid, solid_bricks_grid};
 use supercell::format::{BuildOptions, ChecksumMode, LEAF_DIM, LeafBrick, SparseVolume};
 use supercell::render::{Image, View, rel_mse};
 
@@ -404,17 +404,7 @@ fn spiky_grid() -> Vec<u8> {
             }
         }
     }
-    let vol = SparseVolume {
-        background: 0.0,
-        bricks,
-    };
-    let opts = BuildOptions {
-        name: "spiky".into(),
-        voxel_size: f64::from(VOXEL),
-        checksum: ChecksumMode::Disabled,
-        ..Default::default()
-    };
-    supercell::format::build_grid(&vol, &opts).unwrap()
+    grid_of_bricks("spiky", bricks, VOXEL)
 }
 
 #[test]

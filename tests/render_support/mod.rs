@@ -542,12 +542,17 @@ pub fn solid_bricks_grid(origins: &[[i32; 3]], voxel: f32) -> Vec<u8> {
             b
         })
         .collect();
+    grid_of_bricks("box", bricks, voxel)
+}
+
+/// A Float grid named `name` of `bricks` (background 0), each voxel `voxel` world units wide.
+pub fn grid_of_bricks(name: &str, bricks: Vec<LeafBrick>, voxel: f32) -> Vec<u8> {
     let vol = SparseVolume {
         background: 0.0,
         bricks,
     };
     let opts = BuildOptions {
-        name: "box".into(),
+        name: name.into(),
         voxel_size: f64::from(voxel),
         checksum: ChecksumMode::Disabled,
         ..Default::default()
