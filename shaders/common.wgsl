@@ -337,7 +337,10 @@ fn codec_pair(a: u32, c: LeafCodec, n: u32) -> vec2<f32> {
 
 // Value `n` of the leaf at word address `leaf`. One load of the word holding it; quantized
 // leaves add their quantum and minimum. (Each read site here is inlined many times over, so
-// the code keeps them few: lavapipe compiles every inlined copy.)
+// the code keeps them few: lavapipe compiles every inlined copy.) It decodes as
+// `leaf_codec` + `codec_value` do, written out: the tree walk calling those instead was
+// part of a version that ran 15-35 % slower on the H200 (docs/PERFORMANCE.md, "Sixth
+// round"); the GPU == CPU tests hold both decodings to the CPU reader.
 fn leaf_value(a: u32, leaf: u32, n: u32) -> f32 {
     let t = g_type[a];
     var bits = 32u;

@@ -136,13 +136,14 @@ struct Accel {
     sun_key: Option<Vec<u8>>,
 }
 
-/// How much of the slots and parts a frame uses, rounded so that few pipelines serve every
-/// frame: the shaders walk only these (on lavapipe, where every attribute slot and every
-/// part's read costs instructions on every sample, a frame of three attributes in one part
-/// then costs what it did when the renderer had four slots and no parts).
+/// How much of the slots and parts a frame uses: the shaders walk only these (every slot
+/// and every part's read costs instructions on every sample). Parts are rounded up to a
+/// power of two so that few pipelines serve every frame; slots are exact (on the H200 a
+/// frame of one attribute marched 22 % faster walking one slot than four), or 4 or
+/// [`MAX_ATTRIBUTES`] with `SUPERCELL_MARCH_KNOBS=slots=rounded`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct FrameShape {
-    /// 4 or [`MAX_ATTRIBUTES`].
+    /// 1 to [`MAX_ATTRIBUTES`] ([`MarchKnobs::exact_slots`]).
     attr_slots: u32,
     /// 1, 2, 4, 8, 16, 32 or 64, at most the device's parts.
     parts: u32,

@@ -83,26 +83,37 @@ impl MarchKnobs {
     pub fn current() -> MarchKnobs {
         static KNOBS: std::sync::OnceLock<MarchKnobs> = std::sync::OnceLock::new();
         *KNOBS.get_or_init(|| {
-            let mut k = MarchKnobs::default();
             let Ok(spec) = std::env::var("SUPERCELL_MARCH_KNOBS") else {
-                return k;
+                return MarchKnobs::default();
             };
-            for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-                match entry {
-                    "pairs=0" => k.sample_pairs = false,
-                    "pairs=1" => k.sample_pairs = true,
-                    "reuse=0" => k.cell_reuse = false,
-                    "reuse=1" => k.cell_reuse = true,
-                    "slots=rounded" => k.exact_slots = false,
-                    "slots=exact" => k.exact_slots = true,
-                    other => eprintln!(
-                        "SUPERCELL_MARCH_KNOBS: {other:?} is not a knob (pairs=0|1, reuse=0|1, \
-                         slots=exact|rounded); ignored"
-                    ),
-                }
+            let (knobs, unknown) = MarchKnobs::parse(&spec);
+            for entry in unknown {
+                eprintln!(
+                    "SUPERCELL_MARCH_KNOBS: {entry:?} is not a knob (pairs=0|1, reuse=0|1, \
+                     slots=exact|rounded); ignored"
+                );
             }
-            k
+            knobs
         })
+    }
+
+    /// The defaults changed by `spec` (comma-separated entries), and the entries it does
+    /// not know.
+    pub fn parse(spec: &str) -> (MarchKnobs, Vec<String>) {
+        let mut k = MarchKnobs::default();
+        let mut unknown = Vec::new();
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            match entry {
+                "pairs=0" => k.sample_pairs = false,
+                "pairs=1" => k.sample_pairs = true,
+                "reuse=0" => k.cell_reuse = false,
+                "reuse=1" => k.cell_reuse = true,
+                "slots=rounded" => k.exact_slots = false,
+                "slots=exact" => k.exact_slots = true,
+                other => unknown.push(other.to_string()),
+            }
+        }
+        (k, unknown)
     }
 }
 
@@ -378,6 +389,23 @@ pub fn shader_source() -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn march_knobs_parse_their_entries_and_name_the_unknown() {
+        let (k, unknown) = MarchKnobs::parse(" pairs=0, slots=rounded,,reuse=1,fast=1");
+        assert_eq!(
+            k,
+            MarchKnobs {
+                sample_pairs: false,
+                cell_reuse: true,
+                exact_slots: false,
+            }
+        );
+        assert_eq!(unknown, vec!["fast=1".to_string()]);
+        assert_eq!(MarchKnobs::parse(""), (MarchKnobs::default(), Vec::new()));
+        let (k, _) = MarchKnobs::parse("reuse=0,pairs=1,slots=exact");
+        assert!(!k.cell_reuse && k.sample_pairs && k.exact_slots);
+    }
     use super::*;
 
     #[test]
