@@ -28,7 +28,7 @@ fn grid(name: &str, n: i32, x0: i32, scale: f32) -> Vec<u8> {
     };
     let opts = BuildOptions {
         name: name.into(),
-        voxel_size: 0.5,
+        voxel_size: [0.5; 3],
         ..BuildOptions::default()
     };
     build_grid(&vol, &opts).unwrap()

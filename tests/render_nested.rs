@@ -30,7 +30,7 @@ fn grid(voxel: f64, bricks: Vec<LeafBrick>) -> Vec<u8> {
     let opts = BuildOptions {
         name: format!("voxel_{voxel}"),
         grid_type: GridType::Float,
-        voxel_size: voxel,
+        voxel_size: [voxel; 3],
         world_origin: [0.0; 3],
         checksum: ChecksumMode::Disabled,
         ..Default::default()

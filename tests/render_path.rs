@@ -570,7 +570,7 @@ fn the_empty_space_levels_change_the_work_not_the_picture() {
     };
     let opts = BuildOptions {
         name: "corners".into(),
-        voxel_size: f64::from(VOXEL),
+        voxel_size: [f64::from(VOXEL); 3],
         checksum: ChecksumMode::Disabled,
         ..Default::default()
     };

@@ -67,7 +67,7 @@ fn single_core_breakdown() {
                     let opts = BuildOptions {
                         name: a.name().into(),
                         grid_type: gt,
-                        voxel_size: params.voxel_size_m(),
+                        voxel_size: [params.voxel_size_m(); 3],
                         ..BuildOptions::default()
                     };
                     bytes += build_grid(v, &opts).unwrap().len();

@@ -116,7 +116,7 @@ fn options(t: GridType, checksum: ChecksumMode) -> BuildOptions {
         name: format!("density_{}", t.name()),
         grid_type: t,
         grid_class: GridClass::FogVolume,
-        voxel_size: 0.25,
+        voxel_size: [0.25; 3],
         world_origin: [-12.0, 3.5, 100.0],
         fpn_tolerance: 0.005,
         checksum,
@@ -236,7 +236,7 @@ fn dump_bricks(vol: &SparseVolume, o: &BuildOptions, path: &Path) {
     out.extend_from_slice(b"SCBRICKS");
     out.extend_from_slice(&(vol.bricks.len() as u32).to_le_bytes());
     out.extend_from_slice(&vol.background.to_le_bytes());
-    out.extend_from_slice(&o.voxel_size.to_le_bytes());
+    out.extend_from_slice(&o.voxel_size[0].to_le_bytes());
     for c in o.world_origin {
         out.extend_from_slice(&c.to_le_bytes());
     }

@@ -267,7 +267,7 @@ fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
                 name: name.clone(),
                 grid_type: options.vdb_grid_type,
                 grid_class: scalar.class,
-                voxel_size: scalar.voxel_size,
+                voxel_size: [scalar.voxel_size; 3],
                 world_origin: scalar.world_origin,
                 ..BuildOptions::default()
             };

@@ -241,7 +241,7 @@ pub(super) fn grid_options(params: &StormParams, opts: &GenerateOptions) -> Vec<
                 name: info.name.to_string(),
                 grid_type: opts.grid_type,
                 grid_class: info.class,
-                voxel_size: transform.voxel_size_m,
+                voxel_size: [transform.voxel_size_m; 3],
                 world_origin: transform.origin_m,
                 version: opts.version,
                 checksum: opts.checksum,

@@ -75,7 +75,7 @@ pub fn options(t: GridType) -> BuildOptions {
     BuildOptions {
         name: format!("test_{t:?}"),
         grid_type: t,
-        voxel_size: 0.25,
+        voxel_size: [0.25; 3],
         world_origin: [-3.0, 5.0, 1.5],
         fpn_tolerance: 0.002,
         checksum: ChecksumMode::Disabled,
@@ -553,7 +553,7 @@ pub fn grid_of_bricks(name: &str, bricks: Vec<LeafBrick>, voxel: f32) -> Vec<u8>
     };
     let opts = BuildOptions {
         name: name.into(),
-        voxel_size: f64::from(voxel),
+        voxel_size: [f64::from(voxel); 3],
         checksum: ChecksumMode::Disabled,
         ..Default::default()
     };

@@ -420,7 +420,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
                     name: name.clone(),
                     grid_type: opts.grid_type,
                     grid_class: grid_class(bg),
-                    voxel_size: edge,
+                    voxel_size: [edge; 3],
                     world_origin: grid.origin,
                     ..BuildOptions::default()
                 },

@@ -145,8 +145,10 @@ pub struct BuildOptions {
     pub grid_type: GridType,
     /// What the values mean; must be a combination NanoVDB accepts for `grid_type`.
     pub grid_class: GridClass,
-    /// Edge length of a voxel in world units (uniform scale, > 0).
-    pub voxel_size: f64,
+    /// Edge lengths of a voxel along x, y and z in world units (each > 0): NanoVDB's map is
+    /// a per-axis scale and a translation, so anisotropic voxels (model levels thicker than
+    /// the columns are wide) are stored as they are.
+    pub voxel_size: [f64; 3],
     /// World position of index coordinate (0, 0, 0).
     pub world_origin: [f64; 3],
     /// FpN only: the largest absolute error allowed per voxel. Negative means NanoVDB's
@@ -164,7 +166,7 @@ impl Default for BuildOptions {
             name: String::new(),
             grid_type: GridType::Float,
             grid_class: GridClass::FogVolume,
-            voxel_size: 1.0,
+            voxel_size: [1.0; 3],
             world_origin: [0.0; 3],
             fpn_tolerance: -1.0,
             version: NanoVdbVersion::default(),
@@ -468,11 +470,14 @@ fn invalid(what: impl Into<String>, offset: u64, detail: impl Into<String>) -> F
 }
 
 fn check_options(opts: &BuildOptions) -> Result<(), FormatError> {
-    if !(opts.voxel_size.is_finite() && opts.voxel_size > 0.0) {
+    if !opts.voxel_size.iter().all(|s| s.is_finite() && *s > 0.0) {
         return Err(invalid(
             "build options",
             0,
-            format!("voxel size {} is not a positive number", opts.voxel_size),
+            format!(
+                "voxel size {:?} is not three positive numbers",
+                opts.voxel_size
+            ),
         ));
     }
     if !opts.world_origin.iter().all(|c| c.is_finite()) {

@@ -75,7 +75,7 @@ fn opts(t: GridType) -> BuildOptions {
     BuildOptions {
         name: format!("test_{t}"),
         grid_type: t,
-        voxel_size: 0.5,
+        voxel_size: [0.5; 3],
         world_origin: [10.0, -20.0, 0.125],
         fpn_tolerance: 0.01,
         ..BuildOptions::default()
@@ -779,7 +779,7 @@ fn rejects_bad_input() {
         Err(FormatError::Unsupported { .. })
     ));
     let bad = BuildOptions {
-        voxel_size: 0.0,
+        voxel_size: [0.0; 3],
         ..o.clone()
     };
     assert!(build_grid(&vol, &bad).is_err());

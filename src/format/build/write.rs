@@ -110,8 +110,8 @@ pub(super) fn write_tree(dst: &mut [u8], at: [usize; 4], counts: [usize; 3], vox
 
 /// NanoVDB's `Map::applyMap` (32.7+: fused multiply-adds) for a uniform scale `s` and
 /// translation `t`.
-pub(super) fn apply_map(s: f64, t: [f64; 3], ijk: [f64; 3]) -> [f64; 3] {
-    let m = |r: usize, c: usize| if r == c { s } else { 0.0 };
+pub(super) fn apply_map(s: [f64; 3], t: [f64; 3], ijk: [f64; 3]) -> [f64; 3] {
+    let m = |r: usize, c: usize| if r == c { s[r] } else { 0.0 };
     let row = |r: usize| {
         ijk[0].mul_add(
             m(r, 0),
@@ -135,19 +135,19 @@ pub(super) fn write_grid_header(
     dst[GRID_OFF_GRID_SIZE as usize..][..8].copy_from_slice(&(grid_size as u64).to_le_bytes());
     dst[GRID_OFF_GRID_NAME as usize..][..opts.name.len()].copy_from_slice(opts.name.as_bytes());
 
-    // Map: uniform scale and translation, as Map::set(dx, trans).
+    // Map: a per-axis scale and a translation, as Map::set(Vec3d(dx, dy, dz), trans).
     let (s, t) = (opts.voxel_size, opts.world_origin);
     let map = GRID_OFF_MAP as usize;
     for (i, &ti) in t.iter().enumerate() {
         // Row-major 3x3: the diagonal entries are 0, 4 and 8.
         let diag = map + 4 * (3 * i + i);
-        put_f32(dst, diag + MAP_OFF_MATF as usize, s as f32);
+        put_f32(dst, diag + MAP_OFF_MATF as usize, s[i] as f32);
         // f32 of the f64 inverse, as Map::set casts its double matrices.
-        put_f32(dst, diag + MAP_OFF_INVMATF as usize, (1.0 / s) as f32);
+        put_f32(dst, diag + MAP_OFF_INVMATF as usize, (1.0 / s[i]) as f32);
         put_f32(dst, map + MAP_OFF_VECF as usize + 4 * i, ti as f32);
         let diag = map + 8 * (3 * i + i);
-        put_f64(dst, diag + MAP_OFF_MATD as usize, s);
-        put_f64(dst, diag + MAP_OFF_INVMATD as usize, 1.0 / s);
+        put_f64(dst, diag + MAP_OFF_MATD as usize, s[i]);
+        put_f64(dst, diag + MAP_OFF_INVMATD as usize, 1.0 / s[i]);
         put_f64(dst, map + MAP_OFF_VECD as usize + 8 * i, ti);
     }
     put_f32(dst, map + MAP_OFF_TAPERF as usize, 1.0);
