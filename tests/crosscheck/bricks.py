@@ -1,20 +1,21 @@
 """Reads the brick dump that tests/writer_crosscheck.rs writes (see `dump_bricks` there).
 
 Layout, little-endian:
-  header (48 bytes): b"SCBRICKS", u32 count, f32 background, f64 voxel size, 3 x f64 origin
+  header (64 bytes): b"SCBRICKS", u32 count, f32 background, 3 x f64 voxel size (x, y, z),
+  3 x f64 origin
   per brick (2128 bytes): 3 x i32 origin, u32 pad, 8 x u64 active mask, 512 x f32 values
 Voxel n of a brick is at origin + (n >> 6, (n >> 3) & 7, n & 7), NanoVDB's leaf order.
 """
 
 import struct
 
-HEADER = struct.Struct("<8sIfd3d")
+HEADER = struct.Struct("<8sIf3d3d")
 BRICK = struct.Struct("<3iI8Q512f")
 
 
 def read(path):
     data = open(path, "rb").read()
-    magic, count, background, voxel_size, ox, oy, oz = HEADER.unpack_from(data, 0)
+    magic, count, background, sx, sy, sz, ox, oy, oz = HEADER.unpack_from(data, 0)
     if magic != b"SCBRICKS":
         raise ValueError(f"{path}: not a brick dump")
     bricks = []
@@ -24,7 +25,7 @@ def read(path):
         mask = fields[4:12]
         values = fields[12:]
         bricks.append((origin, mask, values))
-    return background, voxel_size, (ox, oy, oz), bricks
+    return background, (sx, sy, sz), (ox, oy, oz), bricks
 
 
 def voxels(brick):

@@ -26,8 +26,17 @@ def main():
     }[klass]
     # Scale, then translate: OpenVDB then stores exactly this scale and translation (built
     # from a 4x4 matrix it would re-derive the scale, off by an ulp for 0.1).
-    transform = vdb.createLinearTransform(voxelSize=voxel_size)
-    transform.translate(origin)
+    sx, sy, sz = voxel_size
+    if sx == sy == sz:
+        transform = vdb.createLinearTransform(voxelSize=sx)
+        transform.translate(origin)
+    else:
+        # Anisotropic: a scale-translate map from the 4x4 matrix (OpenVDB's row-vector
+        # convention, translation in the last row); the test's scales are exact in binary.
+        ox, oy, oz = origin
+        transform = vdb.createLinearTransform(
+            [[sx, 0, 0, 0], [0, sy, 0, 0], [0, 0, sz, 0], [ox, oy, oz, 1]]
+        )
     grid.transform = transform
     acc = grid.getAccessor()
     for brick in dump:
