@@ -67,7 +67,12 @@ fn check_against(ds: &Dataset, reference: &serde_json::Value) {
         .collect();
     let stored: Vec<f64> = m.frames.iter().map(|f| f.time).collect();
     assert_eq!(stored, times, "frame times from the files");
-    let edge = reference["edge"].as_f64().unwrap();
+    let voxel: Vec<f64> = reference["voxel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
     let origin: Vec<f64> = reference["origin"]
         .as_array()
         .unwrap()
@@ -106,7 +111,7 @@ fn check_against(ds: &Dataset, reference: &serde_json::Value) {
                 .as_array()
                 .unwrap();
             let grid = Grid::parse(ds.grid_bytes(f, a, &buf).unwrap()).unwrap();
-            assert_eq!(grid.voxel_size(), [edge; 3], "{}", attr.name);
+            assert_eq!(grid.voxel_size().to_vec(), voxel, "{}", attr.name);
             let mut acc = grid.accessor();
             for (p, want) in points.iter().zip(values) {
                 let active = acc.is_active(*p);
@@ -135,9 +140,9 @@ fn check_against(ds: &Dataset, reference: &serde_json::Value) {
             if let Some(b) = attr.world_bbox {
                 let ib = attr.index_bbox.unwrap();
                 for k in 0..3 {
-                    let want = origin[k] + f64::from(ib[0][k]) * edge;
+                    let want = origin[k] + f64::from(ib[0][k]) * voxel[k];
                     assert!(
-                        (b[0][k] - want).abs() < 1e-3 * edge,
+                        (b[0][k] - want).abs() < 1e-3 * voxel[k],
                         "{}: world box {b:?} vs origin {origin:?}",
                         attr.name
                     );
@@ -326,7 +331,10 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
     refuse(&[&cm1, "--background", "qr"], &["NAME=VALUE"]);
     refuse(&[&cm1, "--background", "nope=1"], &["nope", "not imported"]);
     refuse(&[&cm1, "--dz=-1"], &["--dz"]);
-    refuse(&[&cm1, "--dz=0.001"], &["voxels", "--dz"]);
+    refuse(&[&cm1, "--dx=-1"], &["--dx"]);
+    refuse(&[&cm1, "--dx=0.001"], &["voxels", "--dx"]);
+    // 1.15 billion voxels high: too many.
+    refuse(&[&cm1, "--dz=0.000001"], &["--dz"]);
     refuse(&[&p("netcdf.json"), "--vars", "qr"], &["netCDF files only"]);
     refuse(
         &[&cm1, "--frame-interval", "2"],

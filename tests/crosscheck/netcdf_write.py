@@ -12,10 +12,11 @@ Writes, in OUT_DIR:
       DX = DY = 200 m, U/V/W/PH/PHB staggered, QRAIN, QCLOUD, REFL_10CM, T, heights that
       differ per column (terrain) and per time
   bad_dims.nc, bad_nan.nc, bad_order.nc, bad_wrf_heights.nc  files import must refuse
-  netcdf.json  per model: voxel edge, origin, dims, frame times, and per frame and
+  netcdf.json  per model: voxel size, origin, dims, frame times, and per frame and
       attribute the expected value (null: no active voxel) at sample voxels
 The expected values follow the documented method exactly: voxel (i, j, k) at
-z = z0 + k * edge; linear in z between the column's two levels around z, in double
+z = z0 + k * dz (dz from the finest low layer, netcdf_realdata.default_dz; z0 the lowest
+level of any record); linear in z between the column's two levels around z, in double
 precision from the stored single-precision values; staggered variables averaged in single
 precision; values at or below the background (|v| for signed fields) dropped.
 Exit status 3 means "skip": netCDF4 is missing.
@@ -33,6 +34,9 @@ try:
     import numpy as np
 except ImportError:
     sys.exit(SKIP)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netcdf_realdata import default_dz  # noqa: E402
 
 G = 9.81
 
@@ -88,14 +92,14 @@ def destagger(values, axis):
     return (np.float32(0.5) * (a + b)).astype(np.float32)
 
 
-def expected(fields, heights, points, z0, edge, rules):
+def expected(fields, heights, points, z0, dz, rules):
     """fields: name -> (nz, ny, nx) float32; heights(k, j, i) -> metres."""
     out = {}
     for name, f in fields.items():
         rule, thr = rules[name]
         vals = []
         for (i, j, k) in points:
-            z = z0 + k * edge
+            z = z0 + k * dz
             levels = [heights(kk, j, i) for kk in range(f.shape[0])]
             v = interp(f[:, j, i], levels, z)
             if v is None or not keeps(v, rule, thr):
@@ -172,22 +176,20 @@ def write_cm1(out_dir):
             "wind_speed": np.sqrt(u * u + v * v + winterp * winterp).astype(np.float32),
         }
         frames.append(fields)
-    edge = dx_km * 1000.0
     z_m = [float(z) * 1000.0 for z in zh]
     z0, z1 = z_m[0], z_m[-1]
-    dims = [int(math.floor((nx - 1) * float(np.float64(xh[1]) - np.float64(xh[0])) * 1000.0
-                           / edge + 1e-9)) + 1,
-            int(math.floor((ny - 1) * float(np.float64(yh[1]) - np.float64(yh[0])) * 1000.0
-                           / edge + 1e-9)) + 1,
-            int(math.floor((z1 - z0) / edge + 1e-9)) + 1]
+    # The columns are 250 m apart (0.25 km in float32 rounds to the decimal).
+    voxel = [250.0, 250.0, default_dz(min(np.diff(z_m)))]
+    dims = [nx, ny, int(math.floor((z1 - z0) / voxel[2] + 1e-9)) + 1]
     pts = sample_points(dims)
     return {
-        "edge": edge,
-        "origin": [float(xh[0]) * 1000.0, float(yh[0]) * 1000.0, z0],
+        "voxel": voxel,
+        "origin": [1000.0, -500.0, z0],
         "dims": dims,
         "times": times,
         "points": pts,
-        "frames": [expected(f, lambda k, j, i: z_m[k], pts, z0, edge, rules) for f in frames],
+        "frames": [expected(f, lambda k, j, i: z_m[k], pts, z0, voxel[2], rules)
+                   for f in frames],
     }
 
 
@@ -247,19 +249,21 @@ def write_wrf(out_dir):
             "wind_speed": np.sqrt(ud * ud + vd * vd + wd * wd).astype(np.float32),
         })
     ds.close()
-    zm0 = heights_per_time[0]
-    z0, z1 = float(zm0[0].min()), float(zm0[-1].max())
-    edge = dx
-    dims = [nx, ny, int(math.floor((z1 - z0) / edge + 1e-9)) + 1]
+    z0 = min(float(zm[0].min()) for zm in heights_per_time)
+    z1 = max(float(zm[-1].max()) for zm in heights_per_time)
+    # Every layer is in the lowest 3 km here.
+    finest = min(float(np.diff(zm, axis=0).min()) for zm in heights_per_time)
+    voxel = [dx, dx, default_dz(finest)]
+    dims = [nx, ny, int(math.floor((z1 - z0) / voxel[2] + 1e-9)) + 1]
     pts = sample_points(dims)
     return {
-        "edge": edge,
+        "voxel": voxel,
         "origin": [0.5 * dx, 0.5 * dx, z0],
         "dims": dims,
         "times": [0.0, 300.0],
         "points": pts,
         "frames": [
-            expected(f, lambda k, j, i, zm=zm: float(zm[k, j, i]), pts, z0, edge, rules)
+            expected(f, lambda k, j, i, zm=zm: float(zm[k, j, i]), pts, z0, voxel[2], rules)
             for f, zm in zip(frames, heights_per_time)
         ],
     }

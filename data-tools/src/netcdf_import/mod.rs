@@ -1,9 +1,20 @@
 //! `supercell-data import` of CM1 and WRF netCDF output: every record (time) of every file
-//! becomes a frame, every chosen 3-D variable an attribute, resampled onto cubic voxels
-//! ([`resample`]) and kept sparse by dropping values at or below a per-variable background
-//! ([`background_for`]).
+//! becomes a frame, every chosen 3-D variable an attribute, CF-decoded ([`cf`]: packing
+//! undone, fill and missing values and values outside the valid range dropped), resampled
+//! onto box voxels ([`resample`]) and kept sparse by dropping values at or below a
+//! per-variable background ([`background_for`]).
+//!
+//! The voxels fit the model grid: along x and y they keep the files' horizontal spacing
+//! (`--dx` sets both), along z they take the model's vertical spacing: the thinnest layer
+//! between adjacent model levels whose lower level lies at most 3 km above its column's
+//! lowest level, over all columns and all records, rounded to 4 significant digits and then
+//! down to 3 ([`resample::default_dz`]; `--dz` sets it). The grid spans every record's
+//! levels. Before writing, the import prints the voxel counts and the largest output size
+//! (every voxel active) and refuses what would not fit the lanes' disks or the memory.
 
+mod cf;
 mod model;
+mod output;
 mod resample;
 
 use std::path::{Path, PathBuf};
@@ -15,7 +26,7 @@ use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
 use supercell::format::{BuildOptions, GridClass, GridType, build_grid};
 
 use model::{Model, ModelFile};
-use resample::{Background, Heights, NativeField, VoxelGrid};
+use resample::{Background, HeightSpan, NativeField, VoxelGrid};
 
 /// Name of the wind-speed attribute made with `--wind-speed`.
 pub const WIND_SPEED: &str = "wind_speed";
@@ -34,8 +45,12 @@ pub struct NetcdfOptions<'a> {
     pub grid_type: GridType,
     /// `--vars`: comma-separated variable names (None: every 3-D variable).
     pub vars: Option<&'a str>,
-    /// `--dz`: voxel edge in metres (None: the files' horizontal spacing).
+    /// `--dz`: the voxels' height in metres (None: [`resample::default_dz`] of the finest
+    /// low layer).
     pub dz: Option<f64>,
+    /// `--dx`: the voxels' width along x and y in metres (None: the files' horizontal
+    /// spacing, each axis its own).
+    pub dx: Option<f64>,
     /// `--background NAME=VALUE` overrides.
     pub backgrounds: &'a [String],
     /// `--wind-speed`: add the speed of the velocity components as `wind_speed`.
@@ -220,10 +235,12 @@ fn read_source(file: &ModelFile, source: &Source, t: usize) -> Result<NativeFiel
 /// Runs the import.
 pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let overrides = parse_backgrounds(opts.backgrounds)?;
-    if let Some(dz) = opts.dz
-        && !(dz.is_finite() && dz > 0.0)
-    {
-        bail!("--dz must be a positive number of metres");
+    for (flag, value) in [("--dz", opts.dz), ("--dx", opts.dx)] {
+        if let Some(v) = value
+            && !(v.is_finite() && v > 0.0)
+        {
+            bail!("{flag} must be a positive number of metres");
+        }
     }
     let bar_style = |template: &str| {
         ProgressStyle::with_template(template)
@@ -316,53 +333,43 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         }
     }
 
-    // The voxel grid: from the first record's heights (WRF's move a little with time;
-    // what later records have below or above it is cut off).
-    let heights0 = first.heights(0)?;
-    let (z_lo, z_hi) = match &heights0 {
-        Heights::Shared(z) => (z[0], z[z.len() - 1]),
-        Heights::PerColumn(z) => {
-            let columns = first.nx * first.ny;
-            let lo = z[..columns].iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = z[z.len() - columns..]
-                .iter()
-                .copied()
-                .fold(f64::NEG_INFINITY, f64::max);
-            (lo, hi)
+    // The voxel grid: from the heights of every record (WRF's move with time).
+    let mut span: Option<HeightSpan> = None;
+    for &(fi, t, _) in &frames {
+        let f = &files[fi];
+        if f.model == Model::Cm1 && t > 0 {
+            // CM1's levels are the same in every record of a file.
+            continue;
         }
-    };
-    let edge = opts.dz.unwrap_or(first.spacing[0].min(first.spacing[1]));
+        let s = HeightSpan::of(&f.heights(t)?, f.nx, f.ny, f.nz);
+        span = Some(span.map_or(s, |a| a.union(s)));
+    }
+    let span = span.expect("at least one frame");
+    let voxel = [
+        opts.dx.unwrap_or(first.spacing[0]),
+        opts.dx.unwrap_or(first.spacing[1]),
+        opts.dz
+            .unwrap_or_else(|| resample::default_dz(span.finest_low_layer)),
+    ];
     let grid = VoxelGrid::covering(
         first.nx,
         first.ny,
         first.spacing,
         first.origin_xy,
-        z_lo,
-        z_hi,
-        edge,
+        span.lo,
+        span.hi,
+        voxel,
+    );
+    let voxels_text = format!(
+        "{} × {} × {} voxels of {} × {} × {} m",
+        grid.dims[0], grid.dims[1], grid.dims[2], voxel[0], voxel[1], voxel[2]
     );
     if grid.dims.iter().any(|&d| d > (1 << 24)) || grid.voxel_count() > 1 << 36 {
-        bail!(
-            "a voxel edge of {edge} m gives {} × {} × {} voxels: too many (choose a larger --dz)",
-            grid.dims[0],
-            grid.dims[1],
-            grid.dims[2]
-        );
+        bail!("{voxels_text}: too many (choose a larger --dz or --dx)");
     }
-    // Worst case, every voxel active: the bricks and the grid built from them.
-    supercell::memory::check_available(
-        || {
-            format!(
-                "{} × {} × {} voxels of {edge} m",
-                grid.dims[0], grid.dims[1], grid.dims[2]
-            )
-        },
-        grid.voxel_count().saturating_mul(10),
-    )
-    .map_err(|e| anyhow!("{e} (choose a larger --dz)"))?;
     println!(
         "{}: {} {} file(s), {} records, {} × {} columns × {} levels ({}–{} m), spacing {} × {} m; \
-         voxels {} × {} × {} of {edge} m (linear in z per column)",
+         {voxels_text} (linear in z per column; z: {})",
         opts.out.display(),
         files.len(),
         first.model.name(),
@@ -370,14 +377,39 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         first.nx,
         first.ny,
         first.nz,
-        z_lo.round(),
-        z_hi.round(),
+        span.lo.round(),
+        span.hi.round(),
         first.spacing[0],
         first.spacing[1],
-        grid.dims[0],
-        grid.dims[1],
-        grid.dims[2]
+        match opts.dz {
+            Some(_) => "--dz".to_string(),
+            None => format!(
+                "the thinnest layer in the lowest {} km, {:.1} m, rounded",
+                resample::LOW_LAYERS_M / 1000.0,
+                span.finest_low_layer
+            ),
+        }
     );
+    let worst = output::worst_case_bytes(grid.dims, opts.grid_type);
+    let total = worst
+        .saturating_mul(sources.len() as u64)
+        .saturating_mul(frames.len() as u64);
+    println!(
+        "output: at most {} ({} per grid with every voxel active, {} grids)",
+        supercell::memory::human(total),
+        supercell::memory::human(worst),
+        sources.len() * frames.len()
+    );
+    output::check_disk(opts.out, &opts.lanes, total)
+        .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
+    // One frame's grids held for the writer, and the one being built with its bricks.
+    supercell::memory::check_available(
+        || format!("one frame of {voxels_text}"),
+        worst
+            .saturating_mul(sources.len() as u64)
+            .saturating_add(grid.voxel_count().saturating_mul(10)),
+    )
+    .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
     if let Some(label) = first.time_labels.first() {
         println!("frame times are seconds after {label}");
     }
@@ -402,25 +434,30 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         "import [{elapsed_precise}] [{wide_bar}] {pos}/{len} grids ({msg})",
     ));
     let started = std::time::Instant::now();
-    for &(fi, t, time) in &frames {
+    let mut empty: Vec<String> = Vec::new();
+    for (frame, &(fi, t, time)) in frames.iter().enumerate() {
         let file = &files[fi];
-        let heights = if fi == 0 && t == 0 {
-            heights0.clone()
-        } else {
-            file.heights(t)?
-        };
+        let heights = file.heights(t)?;
         let mut grids = Vec::with_capacity(sources.len());
         for ((name, source), &bg) in sources.iter().zip(&backgrounds) {
             bar.set_message(format!("{name} at {time} s"));
             let field = read_source(file, source, t)?;
             let volume = resample::to_sparse(&field, &heights, &grid, bg);
+            if volume.bricks.is_empty() {
+                empty.push(format!(
+                    "note: {name} is empty in frame {frame} ({time} s, {} record {t}): no \
+                     value beyond its background",
+                    file.path.display()
+                ));
+                bar.println(empty.last().expect("just pushed"));
+            }
             let bytes = build_grid(
                 &volume,
                 &BuildOptions {
                     name: name.clone(),
                     grid_type: opts.grid_type,
                     grid_class: grid_class(bg),
-                    voxel_size: [edge; 3],
+                    voxel_size: voxel,
                     world_origin: grid.origin,
                     ..BuildOptions::default()
                 },
