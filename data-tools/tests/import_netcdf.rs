@@ -2,8 +2,11 @@
 //! (tests/crosscheck/netcdf_write.py): the stored voxels against values the script computes
 //! itself (linear in z per column, staggered variables averaged, perturbations, wind speed,
 //! backgrounds), frame times from the files, the grid's placement, the scene `--scene`
-//! writes, and refusals that name the file and variable. Skipped with a printed reason where
+//! writes, refusals that name the file and variable, and CF-encoded variables (packing, fill
+//! and missing values, valid ranges) against netCDF4-python's decoding. Skipped with a printed reason where
 //! python3-netcdf4 is missing, unless `SUPERCELL_REQUIRE_CROSSCHECK` is set (CI).
+
+mod netcdf_reference;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -355,4 +358,45 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
         &["wrfout_d01_2026-05-20_21:00:00", "differs"],
     );
     assert!(!out.join("manifest.json").exists());
+}
+
+#[test]
+fn cf_encoded_variables_import_as_netcdf4_decodes_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    if netcdf_files(tmp.path()).is_none() {
+        return;
+    }
+    let d = tmp.path();
+    // Packed shorts with _FillValue, missing_value and valid_range; floats with _FillValue
+    // and valid_min; packed bytes with the default fill; packed unsigned shorts.
+    let cf = d.join("cf.nc");
+    let refdir = d.join("cf_ref");
+    std::fs::create_dir(&refdir).unwrap();
+    let Some(r) = netcdf_reference::reference(&refdir, std::slice::from_ref(&cf)) else {
+        return;
+    };
+    let out = d.join("cf_ds");
+    netcdf_reference::import(std::slice::from_ref(&cf), &out, &[]);
+    let compared = netcdf_reference::check(&refdir, &out, &r, "cf.nc");
+    assert!(compared > 200, "{compared}");
+
+    // Attributes that would change the values and are not applied: refused by name.
+    for (file, attribute) in [
+        ("cf_unsigned.nc", "_Unsigned"),
+        ("cf_valid_unpacked.nc", "valid_max"),
+        ("cf_text_scale.nc", "scale_factor"),
+    ] {
+        let path = d.join(file);
+        let o = tool(&[
+            "import",
+            path.to_str().unwrap(),
+            "--out",
+            d.join("refused").to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{file} was accepted");
+        for want in [file, "variable qr", attribute] {
+            assert!(stderr.contains(want), "{file}: {stderr:?} lacks {want:?}");
+        }
+    }
 }

@@ -20,7 +20,7 @@ The documented rule (data-tools/src/netcdf_import, README "Importing CM1 and WRF
     th_pert).
 
 Writes OUT_DIR/reference.json (model, voxel, origin, dims, times, attributes with their
-background rule and a tolerance per frame) and OUT_DIR/f{frame}_a{attribute}.f32: the
+background rule, a tolerance per frame and the packing step, scale_factor, of the source) and OUT_DIR/f{frame}_a{attribute}.f32: the
 expected values, little-endian float32, NaN where there is no data, index
 (i * ny + j) * nz + k. Exit status 3: netCDF4 is missing.
 """
@@ -231,7 +231,8 @@ def main():
     zs = lo + np.arange(dims[2]) * dz
     for a, (name, source) in enumerate(sources):
         rule, thr = background(name)
-        attrs.append({"name": name, "rule": rule, "threshold": thr, "tol": []})
+        step = abs(float(getattr(first.ds[source], "scale_factor", 0.0)))
+        attrs.append({"name": name, "rule": rule, "threshold": thr, "tol": [], "step": step})
     for f, ((m, t), z) in enumerate(zip(frames, heights)):
         for a, (name, source) in enumerate(sources):
             values = m.field(source, t)

@@ -12,6 +12,8 @@ Writes, in OUT_DIR:
       DX = DY = 200 m, U/V/W/PH/PHB staggered, QRAIN, QCLOUD, REFL_10CM, T, heights that
       differ per column (terrain) and per time
   bad_dims.nc, bad_nan.nc, bad_order.nc, bad_wrf_heights.nc  files import must refuse
+  cf.nc, cf_unsigned.nc, cf_valid_unpacked.nc, cf_text_scale.nc  CF-encoded variables
+      (write_cf), checked with netcdf_realdata.py
   netcdf.json  per model: voxel size, origin, dims, frame times, and per frame and
       attribute the expected value (null: no active voxel) at sample voxels
 The expected values follow the documented method exactly: voxel (i, j, k) at
@@ -308,10 +310,79 @@ def write_bad(out_dir):
     ds.close()
 
 
+def write_cf(out_dir):
+    """CM1-layout netCDF-4 files whose variables need CF decoding: cf.nc (packed int16 with
+    _FillValue, missing_value and valid_range; float32 with _FillValue and valid_min; packed
+    bytes with netCDF's default fill; packed unsigned shorts), and files whose attributes the
+    import must refuse: cf_unsigned.nc (_Unsigned), cf_valid_unpacked.nc (a float valid_max
+    on packed shorts), cf_text_scale.nc (a text scale_factor)."""
+    nx, ny, nz = 6, 5, 8
+    rng = np.random.default_rng(5)
+
+    def base(name):
+        ds = netCDF4.Dataset(os.path.join(out_dir, name), "w", format="NETCDF4")
+        for d, size in [("time", None), ("zh", nz), ("yh", ny), ("xh", nx)]:
+            ds.createDimension(d, size)
+        for c, vals in [("xh", 300.0 * np.arange(nx)), ("yh", 300.0 * np.arange(ny)),
+                        ("zh", [40.0, 120.0, 230.0, 400.0, 650.0, 1000.0, 1500.0, 2200.0])]:
+            var = ds.createVariable(c, "f8", (c,))
+            var.units = "m"
+            var[:] = np.array(vals)
+        tv = ds.createVariable("time", "f8", ("time",))
+        tv[0] = 60.0
+        return ds
+
+    dims = ("time", "zh", "yh", "xh")
+    shape = (nz, ny, nx)
+    ds = base("cf.nc")
+    qr = ds.createVariable("qr", "i2", dims, fill_value=-32767)
+    qr.set_auto_maskandscale(False)
+    qr.scale_factor = np.float32(2e-7)
+    qr.add_offset = np.float32(4e-3)
+    qr.missing_value = np.int16(-999)
+    qr.valid_range = np.array([-30000, 30000], dtype=np.int16)
+    raw = rng.integers(-32000, 32000, shape).astype(np.int16)
+    raw.flat[::7] = -32767
+    raw.flat[3::11] = -999
+    raw.flat[5::13] = 31000
+    qr[0] = raw
+    dbz = ds.createVariable("dbz", "f4", dims, fill_value=np.float32(-9999.0))
+    dbz.valid_min = np.float32(-20.0)
+    vals = rng.uniform(-40.0, 70.0, shape).astype(np.float32)
+    vals.flat[::5] = -9999.0
+    dbz[0] = vals
+    # Packed bytes (netCDF's default fill -127 counts as missing) and unsigned shorts.
+    for name, kind, scale, offset, raw in [
+            ("w", "i1", np.float32(0.5), None, rng.integers(-128, 127, shape).astype(np.int8)),
+            ("th", "u2", np.float64(0.01), np.float64(250.0),
+             rng.integers(4000, 9000, shape).astype(np.uint16))]:
+        v = ds.createVariable(name, kind, dims)
+        v.set_auto_maskandscale(False)
+        v.scale_factor = scale
+        if offset is not None:
+            v.add_offset = offset
+        if kind == "i1":
+            raw.flat[::9] = -127
+        v[0] = raw
+    ds.close()
+    for name, attr, value in [("cf_unsigned.nc", "_Unsigned", "true"),
+                              ("cf_valid_unpacked.nc", "valid_max", np.float32(0.5)),
+                              ("cf_text_scale.nc", "scale_factor", "0.001")]:
+        ds = base(name)
+        v = ds.createVariable("qr", "i2", dims)
+        v.set_auto_maskandscale(False)
+        v[0] = rng.integers(0, 1000, shape).astype(np.int16)
+        if attr != "scale_factor":
+            v.scale_factor = np.float32(1e-5)
+        v.setncattr(attr, value)
+        ds.close()
+
+
 def main():
     out_dir = sys.argv[1]
     report = {"cm1": write_cm1(out_dir), "wrf": write_wrf(out_dir)}
     write_bad(out_dir)
+    write_cf(out_dir)
     with open(os.path.join(out_dir, "netcdf.json"), "w") as f:
         json.dump(report, f)
 

@@ -434,7 +434,6 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         "import [{elapsed_precise}] [{wide_bar}] {pos}/{len} grids ({msg})",
     ));
     let started = std::time::Instant::now();
-    let mut empty: Vec<String> = Vec::new();
     for (frame, &(fi, t, time)) in frames.iter().enumerate() {
         let file = &files[fi];
         let heights = file.heights(t)?;
@@ -444,12 +443,13 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             let field = read_source(file, source, t)?;
             let volume = resample::to_sparse(&field, &heights, &grid, bg);
             if volume.bricks.is_empty() {
-                empty.push(format!(
+                let note = format!(
                     "note: {name} is empty in frame {frame} ({time} s, {} record {t}): no \
                      value beyond its background",
                     file.path.display()
-                ));
-                bar.println(empty.last().expect("just pushed"));
+                );
+                // On stdout, where the rest of the report goes (a hidden bar prints none).
+                bar.suspend(|| println!("{note}"));
             }
             let bytes = build_grid(
                 &volume,
