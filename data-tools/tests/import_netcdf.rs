@@ -400,3 +400,64 @@ fn cf_encoded_variables_import_as_netcdf4_decodes_them() {
         }
     }
 }
+
+#[test]
+fn quantised_netcdf_import_reports_its_largest_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    if netcdf_files(tmp.path()).is_none() {
+        return;
+    }
+    let d = tmp.path();
+    let cm1 = d.join("cm1out_000001.nc");
+    let (exact, fp8) = (d.join("exact"), d.join("fp8"));
+    netcdf_reference::import(std::slice::from_ref(&cm1), &exact, &[]);
+    let stdout =
+        netcdf_reference::import(std::slice::from_ref(&cm1), &fp8, &["--grid-type", "fp8"]);
+    let (de, dq) = (Dataset::open(&exact).unwrap(), Dataset::open(&fp8).unwrap());
+    let (mut be, mut bq) = (AlignedBuf::new(), AlignedBuf::new());
+    de.read_frame(0, &mut be, CrcCheck::Verify).unwrap();
+    dq.read_frame(0, &mut bq, CrcCheck::Verify).unwrap();
+    for (a, attr) in de.manifest().attributes.iter().enumerate() {
+        let ge = Grid::parse(de.grid_bytes(0, a, &be).unwrap()).unwrap();
+        let gq = Grid::parse(dq.grid_bytes(0, a, &bq).unwrap()).unwrap();
+        assert_eq!(gq.grid_type(), supercell::format::GridType::Fp8);
+        let (mut xe, mut xq) = (ge.accessor(), gq.accessor());
+        let mut worst = 0f64;
+        let ib = ge.index_bbox();
+        for i in ib[0][0]..=ib[1][0] {
+            for j in ib[0][1]..=ib[1][1] {
+                for k in ib[0][2]..=ib[1][2] {
+                    let p = [i, j, k];
+                    assert_eq!(xe.is_active(p), xq.is_active(p), "{} {p:?}", attr.name);
+                    if let (Ok(Value::Float(e)), Ok(Value::Float(q))) = (xe.value(p), xq.value(p))
+                        && xe.is_active(p)
+                    {
+                        worst = worst.max((f64::from(e) - f64::from(q)).abs());
+                    }
+                }
+            }
+        }
+        // The report: the same largest error, as printed with four digits.
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{}: ", attr.name)))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let reported: f64 = line
+            .split("max abs error ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{line}"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            worst > 0.0,
+            "{}: fp8 stored every value exactly?",
+            attr.name
+        );
+        assert!(
+            (reported - worst).abs() <= 1e-3 * worst,
+            "{}: reported {reported}, measured {worst}",
+            attr.name
+        );
+    }
+}
