@@ -461,3 +461,37 @@ fn quantised_netcdf_import_reports_its_largest_error() {
         );
     }
 }
+
+#[test]
+fn dx_and_dz_set_their_axes_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(reference) = netcdf_files(tmp.path()) else {
+        return;
+    };
+    let d = tmp.path();
+    let cm1 = d.join("cm1out_000001.nc");
+    let default_dz = reference["cm1"]["voxel"][2].as_f64().unwrap();
+    for (flags, want) in [
+        (vec!["--dx", "125"], [125.0, 125.0, default_dz]),
+        (vec!["--dz", "40"], [250.0, 250.0, 40.0]),
+    ] {
+        let out = d.join(format!("ds{}", flags[0]));
+        let stdout = netcdf_reference::import(std::slice::from_ref(&cm1), &out, &flags);
+        let ds = Dataset::open(&out).unwrap();
+        let mut buf = AlignedBuf::new();
+        ds.read_frame(0, &mut buf, CrcCheck::Verify).unwrap();
+        let grid = Grid::parse(ds.grid_bytes(0, 0, &buf).unwrap()).unwrap();
+        assert_eq!(grid.voxel_size(), want, "{flags:?}");
+        // 5 × 4 columns 250 m apart, levels 50..1200 m.
+        let dims = [
+            (1000.0 / want[0]) as usize + 1,
+            (750.0 / want[1]) as usize + 1,
+            (1150.0 / want[2]) as usize + 1,
+        ];
+        let text = format!(
+            "{} × {} × {} voxels of {} × {} × {} m",
+            dims[0], dims[1], dims[2], want[0], want[1], want[2]
+        );
+        assert!(stdout.contains(&text), "{flags:?}: {stdout} lacks {text}");
+    }
+}
