@@ -336,6 +336,11 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
     refuse(&[&cm1, "--dz=-1"], &["--dz"]);
     refuse(&[&cm1, "--dx=-1"], &["--dx"]);
     refuse(&[&cm1, "--dx=0.001"], &["voxels", "--dx"]);
+    // 3 × 10^10 voxels of 0.3 m: at most 2.7 TB of grids, more than any test disk holds.
+    refuse(
+        &[&cm1, "--dx=0.3", "--dz=0.3"],
+        &["the output can take up to", "free", "--dx"],
+    );
     // 1.15 billion voxels high: too many.
     refuse(&[&cm1, "--dz=0.000001"], &["--dz"]);
     refuse(&[&p("netcdf.json"), "--vars", "qr"], &["netCDF files only"]);
