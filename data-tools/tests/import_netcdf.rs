@@ -336,7 +336,7 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
     refuse(&[&cm1, "--dz=-1"], &["--dz"]);
     refuse(&[&cm1, "--dx=-1"], &["--dx"]);
     refuse(&[&cm1, "--dx=0.001"], &["voxels", "--dx"]);
-    // 3 × 10^10 voxels of 0.3 m: at most 2.7 TB of grids, more than any test disk holds.
+    // 7 × 10^9 voxels of 0.3 m in each of 18 grids: about a TiB, more than a test disk holds.
     refuse(
         &[&cm1, "--dx=0.3", "--dz=0.3"],
         &["the output can take up to", "free", "--dx"],
