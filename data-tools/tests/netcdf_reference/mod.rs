@@ -145,7 +145,7 @@ pub fn check(dir: &Path, out: &Path, r: &serde_json::Value, label: &str) -> usiz
                     "{label} {name}: voxel size {got_voxel:?}, want {voxel:?}"
                 );
                 assert!(
-                    (grid.map().vec[k] - origin[k]).abs() <= 0.01,
+                    (grid.map().vec[k] - origin[k]).abs() <= 1e-6 * origin[k].abs().max(1.0),
                     "{label} {name}: origin {:?}, want {origin:?}",
                     grid.map().vec
                 );
