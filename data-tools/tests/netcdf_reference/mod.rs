@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use supercell::dataset::{AlignedBuf, CrcCheck, Dataset};
 use supercell::format::{Grid, Value};
 
+/// Runs supercell-data with `args`.
 pub fn tool(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_supercell-data"))
         .args(args)
@@ -17,6 +18,7 @@ pub fn tool(args: &[&str]) -> Output {
         .expect("run supercell-data")
 }
 
+/// Skips with `reason`, or fails where `SUPERCELL_REQUIRE_CROSSCHECK` is set (CI).
 pub fn skip(reason: &str) {
     if std::env::var_os("SUPERCELL_REQUIRE_CROSSCHECK").is_some() {
         panic!("netCDF cross-check required but cannot run: {reason}");
@@ -24,12 +26,14 @@ pub fn skip(reason: &str) {
     println!("SKIPPED: {reason}");
 }
 
+/// `../shared/realdata` beside the repository, or None (the test skips, saying so: the
+/// folder is never part of the repository).
 pub fn realdata() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realdata");
     if dir.join("README.md").exists() {
         Some(dir)
     } else {
-        skip(&format!("{} is absent", dir.display()));
+        println!("SKIPPED: {} is absent", dir.display());
         None
     }
 }
@@ -60,6 +64,8 @@ pub fn reference(dir: &Path, files: &[PathBuf]) -> Option<serde_json::Value> {
     }
 }
 
+/// Imports `files` into `out` on one lane with `extra` flags; returns stdout (fails the
+/// test on an error).
 pub fn import(files: &[PathBuf], out: &Path, extra: &[&str]) -> String {
     let mut args: Vec<String> = vec!["import".into()];
     args.extend(files.iter().map(|f| f.to_str().unwrap().to_string()));
@@ -81,6 +87,7 @@ pub fn import(files: &[PathBuf], out: &Path, extra: &[&str]) -> String {
     stdout
 }
 
+/// A JSON array of numbers.
 pub fn f64s(v: &serde_json::Value) -> Vec<f64> {
     v.as_array()
         .unwrap()
