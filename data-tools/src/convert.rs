@@ -47,10 +47,14 @@ pub struct ImportArgs {
     /// prs and th become prs_pert and th_pert, their level means removed).
     #[arg(long)]
     pub vars: Option<String>,
-    /// netCDF: voxel edge in metres (voxels are cubes; default: the files' horizontal
-    /// spacing). Model levels are interpolated linearly in z onto it.
+    /// netCDF: the voxels' height in metres (default: the model's thinnest layer in the
+    /// lowest 3 km, rounded). Model levels are interpolated linearly in z onto it.
     #[arg(long)]
     pub dz: Option<f64>,
+    /// netCDF: the voxels' width along x and y in metres (default: the files' horizontal
+    /// spacing); columns are interpolated bilinearly onto it.
+    #[arg(long)]
+    pub dx: Option<f64>,
     /// netCDF: NAME=VALUE, drop values of NAME at or below VALUE (|value| for signed
     /// fields) instead of the default background; repeatable or comma-separated.
     #[arg(long)]
@@ -138,14 +142,20 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
                 grid_type: args.grid_type,
                 vars: args.vars.as_deref(),
                 dz: args.dz,
+                dx: args.dx,
                 backgrounds: &args.background,
                 wind_speed: args.wind_speed,
             })?;
             return write_scene(args);
         }
     }
-    if args.vars.is_some() || args.dz.is_some() || !args.background.is_empty() || args.wind_speed {
-        bail!("--vars, --dz, --background and --wind-speed apply to netCDF files only");
+    if args.vars.is_some()
+        || args.dz.is_some()
+        || args.dx.is_some()
+        || !args.background.is_empty()
+        || args.wind_speed
+    {
+        bail!("--vars, --dz, --dx, --background and --wind-speed apply to netCDF files only");
     }
     let times: Vec<f64> = (0..args.files.len())
         .map(|f| f as f64 * args.frame_interval)

@@ -2,8 +2,11 @@
 //! (tests/crosscheck/netcdf_write.py): the stored voxels against values the script computes
 //! itself (linear in z per column, staggered variables averaged, perturbations, wind speed,
 //! backgrounds), frame times from the files, the grid's placement, the scene `--scene`
-//! writes, and refusals that name the file and variable. Skipped with a printed reason where
+//! writes, refusals that name the file and variable, and CF-encoded variables (packing, fill
+//! and missing values, valid ranges) against netCDF4-python's decoding. Skipped with a printed reason where
 //! python3-netcdf4 is missing, unless `SUPERCELL_REQUIRE_CROSSCHECK` is set (CI).
+
+mod netcdf_reference;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -67,7 +70,12 @@ fn check_against(ds: &Dataset, reference: &serde_json::Value) {
         .collect();
     let stored: Vec<f64> = m.frames.iter().map(|f| f.time).collect();
     assert_eq!(stored, times, "frame times from the files");
-    let edge = reference["edge"].as_f64().unwrap();
+    let voxel: Vec<f64> = reference["voxel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
     let origin: Vec<f64> = reference["origin"]
         .as_array()
         .unwrap()
@@ -106,7 +114,7 @@ fn check_against(ds: &Dataset, reference: &serde_json::Value) {
                 .as_array()
                 .unwrap();
             let grid = Grid::parse(ds.grid_bytes(f, a, &buf).unwrap()).unwrap();
-            assert_eq!(grid.voxel_size(), [edge; 3], "{}", attr.name);
+            assert_eq!(grid.voxel_size().to_vec(), voxel, "{}", attr.name);
             let mut acc = grid.accessor();
             for (p, want) in points.iter().zip(values) {
                 let active = acc.is_active(*p);
@@ -135,9 +143,9 @@ fn check_against(ds: &Dataset, reference: &serde_json::Value) {
             if let Some(b) = attr.world_bbox {
                 let ib = attr.index_bbox.unwrap();
                 for k in 0..3 {
-                    let want = origin[k] + f64::from(ib[0][k]) * edge;
+                    let want = origin[k] + f64::from(ib[0][k]) * voxel[k];
                     assert!(
-                        (b[0][k] - want).abs() < 1e-3 * edge,
+                        (b[0][k] - want).abs() < 1e-3 * voxel[k],
                         "{}: world box {b:?} vs origin {origin:?}",
                         attr.name
                     );
@@ -326,7 +334,15 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
     refuse(&[&cm1, "--background", "qr"], &["NAME=VALUE"]);
     refuse(&[&cm1, "--background", "nope=1"], &["nope", "not imported"]);
     refuse(&[&cm1, "--dz=-1"], &["--dz"]);
-    refuse(&[&cm1, "--dz=0.001"], &["voxels", "--dz"]);
+    refuse(&[&cm1, "--dx=-1"], &["--dx"]);
+    refuse(&[&cm1, "--dx=0.001"], &["voxels", "--dx"]);
+    // 7 × 10^9 voxels of 0.3 m in each of 18 grids: about a TiB, more than a test disk holds.
+    refuse(
+        &[&cm1, "--dx=0.3", "--dz=0.3"],
+        &["the output can take up to", "free", "--dx"],
+    );
+    // 1.15 billion voxels high: too many.
+    refuse(&[&cm1, "--dz=0.000001"], &["--dz"]);
     refuse(&[&p("netcdf.json"), "--vars", "qr"], &["netCDF files only"]);
     refuse(
         &[&cm1, "--frame-interval", "2"],
@@ -347,4 +363,140 @@ fn netcdf_import_refuses_bad_files_naming_file_and_variable() {
         &["wrfout_d01_2026-05-20_21:00:00", "differs"],
     );
     assert!(!out.join("manifest.json").exists());
+}
+
+#[test]
+fn cf_encoded_variables_import_as_netcdf4_decodes_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    if netcdf_files(tmp.path()).is_none() {
+        return;
+    }
+    let d = tmp.path();
+    // Packed shorts with _FillValue, missing_value and valid_range; floats with _FillValue
+    // and valid_min; packed bytes with the default fill; packed unsigned shorts.
+    let cf = d.join("cf.nc");
+    let refdir = d.join("cf_ref");
+    std::fs::create_dir(&refdir).unwrap();
+    let Some(r) = netcdf_reference::reference(&refdir, std::slice::from_ref(&cf)) else {
+        return;
+    };
+    let out = d.join("cf_ds");
+    netcdf_reference::import(std::slice::from_ref(&cf), &out, &[]);
+    let compared = netcdf_reference::check(&refdir, &out, &r, "cf.nc");
+    assert!(compared > 200, "{compared}");
+
+    // Attributes that would change the values and are not applied: refused by name.
+    for (file, attribute) in [
+        ("cf_unsigned.nc", "_Unsigned"),
+        ("cf_valid_unpacked.nc", "valid_max"),
+        ("cf_text_scale.nc", "scale_factor"),
+    ] {
+        let path = d.join(file);
+        let o = tool(&[
+            "import",
+            path.to_str().unwrap(),
+            "--out",
+            d.join("refused").to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{file} was accepted");
+        for want in [file, "variable qr", attribute] {
+            assert!(stderr.contains(want), "{file}: {stderr:?} lacks {want:?}");
+        }
+    }
+}
+
+#[test]
+fn quantised_netcdf_import_reports_its_largest_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    if netcdf_files(tmp.path()).is_none() {
+        return;
+    }
+    let d = tmp.path();
+    let cm1 = d.join("cm1out_000001.nc");
+    let (exact, fp8) = (d.join("exact"), d.join("fp8"));
+    netcdf_reference::import(std::slice::from_ref(&cm1), &exact, &[]);
+    let stdout =
+        netcdf_reference::import(std::slice::from_ref(&cm1), &fp8, &["--grid-type", "fp8"]);
+    let (de, dq) = (Dataset::open(&exact).unwrap(), Dataset::open(&fp8).unwrap());
+    let (mut be, mut bq) = (AlignedBuf::new(), AlignedBuf::new());
+    de.read_frame(0, &mut be, CrcCheck::Verify).unwrap();
+    dq.read_frame(0, &mut bq, CrcCheck::Verify).unwrap();
+    for (a, attr) in de.manifest().attributes.iter().enumerate() {
+        let ge = Grid::parse(de.grid_bytes(0, a, &be).unwrap()).unwrap();
+        let gq = Grid::parse(dq.grid_bytes(0, a, &bq).unwrap()).unwrap();
+        assert_eq!(gq.grid_type(), supercell::format::GridType::Fp8);
+        let (mut xe, mut xq) = (ge.accessor(), gq.accessor());
+        let mut worst = 0f64;
+        let ib = ge.index_bbox();
+        for i in ib[0][0]..=ib[1][0] {
+            for j in ib[0][1]..=ib[1][1] {
+                for k in ib[0][2]..=ib[1][2] {
+                    let p = [i, j, k];
+                    assert_eq!(xe.is_active(p), xq.is_active(p), "{} {p:?}", attr.name);
+                    if let (Ok(Value::Float(e)), Ok(Value::Float(q))) = (xe.value(p), xq.value(p))
+                        && xe.is_active(p)
+                    {
+                        worst = worst.max((f64::from(e) - f64::from(q)).abs());
+                    }
+                }
+            }
+        }
+        // The report: the same largest error, as printed with four digits.
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{}: ", attr.name)))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let reported: f64 = line
+            .split("max abs error ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{line}"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            worst > 0.0,
+            "{}: fp8 stored every value exactly?",
+            attr.name
+        );
+        assert!(
+            (reported - worst).abs() <= 1e-3 * worst,
+            "{}: reported {reported}, measured {worst}",
+            attr.name
+        );
+    }
+}
+
+#[test]
+fn dx_and_dz_set_their_axes_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(reference) = netcdf_files(tmp.path()) else {
+        return;
+    };
+    let d = tmp.path();
+    let cm1 = d.join("cm1out_000001.nc");
+    let default_dz = reference["cm1"]["voxel"][2].as_f64().unwrap();
+    for (flags, want) in [
+        (vec!["--dx", "125"], [125.0, 125.0, default_dz]),
+        (vec!["--dz", "40"], [250.0, 250.0, 40.0]),
+    ] {
+        let out = d.join(format!("ds{}", flags[0]));
+        let stdout = netcdf_reference::import(std::slice::from_ref(&cm1), &out, &flags);
+        let ds = Dataset::open(&out).unwrap();
+        let mut buf = AlignedBuf::new();
+        ds.read_frame(0, &mut buf, CrcCheck::Verify).unwrap();
+        let grid = Grid::parse(ds.grid_bytes(0, 0, &buf).unwrap()).unwrap();
+        assert_eq!(grid.voxel_size(), want, "{flags:?}");
+        // 5 × 4 columns 250 m apart, levels 50..1200 m.
+        let dims = [
+            (1000.0 / want[0]) as usize + 1,
+            (750.0 / want[1]) as usize + 1,
+            (1150.0 / want[2]) as usize + 1,
+        ];
+        let text = format!(
+            "{} × {} × {} voxels of {} × {} × {} m",
+            dims[0], dims[1], dims[2], want[0], want[1], want[2]
+        );
+        assert!(stdout.contains(&text), "{flags:?}: {stdout} lacks {text}");
+    }
 }

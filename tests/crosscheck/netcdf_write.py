@@ -12,10 +12,13 @@ Writes, in OUT_DIR:
       DX = DY = 200 m, U/V/W/PH/PHB staggered, QRAIN, QCLOUD, REFL_10CM, T, heights that
       differ per column (terrain) and per time
   bad_dims.nc, bad_nan.nc, bad_order.nc, bad_wrf_heights.nc  files import must refuse
-  netcdf.json  per model: voxel edge, origin, dims, frame times, and per frame and
+  cf.nc, cf_unsigned.nc, cf_valid_unpacked.nc, cf_text_scale.nc  CF-encoded variables
+      (write_cf), checked with netcdf_realdata.py
+  netcdf.json  per model: voxel size, origin, dims, frame times, and per frame and
       attribute the expected value (null: no active voxel) at sample voxels
 The expected values follow the documented method exactly: voxel (i, j, k) at
-z = z0 + k * edge; linear in z between the column's two levels around z, in double
+z = z0 + k * dz (dz from the finest low layer, netcdf_realdata.default_dz; z0 the lowest
+level of any record); linear in z between the column's two levels around z, in double
 precision from the stored single-precision values; staggered variables averaged in single
 precision; values at or below the background (|v| for signed fields) dropped.
 Exit status 3 means "skip": netCDF4 is missing.
@@ -33,6 +36,9 @@ try:
     import numpy as np
 except ImportError:
     sys.exit(SKIP)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netcdf_realdata import default_dz  # noqa: E402
 
 G = 9.81
 
@@ -88,14 +94,14 @@ def destagger(values, axis):
     return (np.float32(0.5) * (a + b)).astype(np.float32)
 
 
-def expected(fields, heights, points, z0, edge, rules):
+def expected(fields, heights, points, z0, dz, rules):
     """fields: name -> (nz, ny, nx) float32; heights(k, j, i) -> metres."""
     out = {}
     for name, f in fields.items():
         rule, thr = rules[name]
         vals = []
         for (i, j, k) in points:
-            z = z0 + k * edge
+            z = z0 + k * dz
             levels = [heights(kk, j, i) for kk in range(f.shape[0])]
             v = interp(f[:, j, i], levels, z)
             if v is None or not keeps(v, rule, thr):
@@ -172,22 +178,20 @@ def write_cm1(out_dir):
             "wind_speed": np.sqrt(u * u + v * v + winterp * winterp).astype(np.float32),
         }
         frames.append(fields)
-    edge = dx_km * 1000.0
     z_m = [float(z) * 1000.0 for z in zh]
     z0, z1 = z_m[0], z_m[-1]
-    dims = [int(math.floor((nx - 1) * float(np.float64(xh[1]) - np.float64(xh[0])) * 1000.0
-                           / edge + 1e-9)) + 1,
-            int(math.floor((ny - 1) * float(np.float64(yh[1]) - np.float64(yh[0])) * 1000.0
-                           / edge + 1e-9)) + 1,
-            int(math.floor((z1 - z0) / edge + 1e-9)) + 1]
+    # The columns are 250 m apart (0.25 km in float32 rounds to the decimal).
+    voxel = [250.0, 250.0, default_dz(min(np.diff(z_m)))]
+    dims = [nx, ny, int(math.floor((z1 - z0) / voxel[2] + 1e-9)) + 1]
     pts = sample_points(dims)
     return {
-        "edge": edge,
-        "origin": [float(xh[0]) * 1000.0, float(yh[0]) * 1000.0, z0],
+        "voxel": voxel,
+        "origin": [1000.0, -500.0, z0],
         "dims": dims,
         "times": times,
         "points": pts,
-        "frames": [expected(f, lambda k, j, i: z_m[k], pts, z0, edge, rules) for f in frames],
+        "frames": [expected(f, lambda k, j, i: z_m[k], pts, z0, voxel[2], rules)
+                   for f in frames],
     }
 
 
@@ -247,19 +251,21 @@ def write_wrf(out_dir):
             "wind_speed": np.sqrt(ud * ud + vd * vd + wd * wd).astype(np.float32),
         })
     ds.close()
-    zm0 = heights_per_time[0]
-    z0, z1 = float(zm0[0].min()), float(zm0[-1].max())
-    edge = dx
-    dims = [nx, ny, int(math.floor((z1 - z0) / edge + 1e-9)) + 1]
+    z0 = min(float(zm[0].min()) for zm in heights_per_time)
+    z1 = max(float(zm[-1].max()) for zm in heights_per_time)
+    # Every layer is in the lowest 3 km here.
+    finest = min(float(np.diff(zm, axis=0).min()) for zm in heights_per_time)
+    voxel = [dx, dx, default_dz(finest)]
+    dims = [nx, ny, int(math.floor((z1 - z0) / voxel[2] + 1e-9)) + 1]
     pts = sample_points(dims)
     return {
-        "edge": edge,
+        "voxel": voxel,
         "origin": [0.5 * dx, 0.5 * dx, z0],
         "dims": dims,
         "times": [0.0, 300.0],
         "points": pts,
         "frames": [
-            expected(f, lambda k, j, i, zm=zm: float(zm[k, j, i]), pts, z0, edge, rules)
+            expected(f, lambda k, j, i, zm=zm: float(zm[k, j, i]), pts, z0, voxel[2], rules)
             for f, zm in zip(frames, heights_per_time)
         ],
     }
@@ -304,10 +310,79 @@ def write_bad(out_dir):
     ds.close()
 
 
+def write_cf(out_dir):
+    """CM1-layout netCDF-4 files whose variables need CF decoding: cf.nc (packed int16 with
+    _FillValue, missing_value and valid_range; float32 with _FillValue and valid_min; packed
+    bytes with netCDF's default fill; packed unsigned shorts), and files whose attributes the
+    import must refuse: cf_unsigned.nc (_Unsigned), cf_valid_unpacked.nc (a float valid_max
+    on packed shorts), cf_text_scale.nc (a text scale_factor)."""
+    nx, ny, nz = 6, 5, 8
+    rng = np.random.default_rng(5)
+
+    def base(name):
+        ds = netCDF4.Dataset(os.path.join(out_dir, name), "w", format="NETCDF4")
+        for d, size in [("time", None), ("zh", nz), ("yh", ny), ("xh", nx)]:
+            ds.createDimension(d, size)
+        for c, vals in [("xh", 300.0 * np.arange(nx)), ("yh", 300.0 * np.arange(ny)),
+                        ("zh", [40.0, 120.0, 230.0, 400.0, 650.0, 1000.0, 1500.0, 2200.0])]:
+            var = ds.createVariable(c, "f8", (c,))
+            var.units = "m"
+            var[:] = np.array(vals)
+        tv = ds.createVariable("time", "f8", ("time",))
+        tv[0] = 60.0
+        return ds
+
+    dims = ("time", "zh", "yh", "xh")
+    shape = (nz, ny, nx)
+    ds = base("cf.nc")
+    qr = ds.createVariable("qr", "i2", dims, fill_value=-32767)
+    qr.set_auto_maskandscale(False)
+    qr.scale_factor = np.float32(2e-7)
+    qr.add_offset = np.float32(4e-3)
+    qr.missing_value = np.int16(-999)
+    qr.valid_range = np.array([-30000, 30000], dtype=np.int16)
+    raw = rng.integers(-32000, 32000, shape).astype(np.int16)
+    raw.flat[::7] = -32767
+    raw.flat[3::11] = -999
+    raw.flat[5::13] = 31000
+    qr[0] = raw
+    dbz = ds.createVariable("dbz", "f4", dims, fill_value=np.float32(-9999.0))
+    dbz.valid_min = np.float32(-20.0)
+    vals = rng.uniform(-40.0, 70.0, shape).astype(np.float32)
+    vals.flat[::5] = -9999.0
+    dbz[0] = vals
+    # Packed bytes (netCDF's default fill -127 counts as missing) and unsigned shorts.
+    for name, kind, scale, offset, raw in [
+            ("w", "i1", np.float32(0.5), None, rng.integers(-128, 127, shape).astype(np.int8)),
+            ("th", "u2", np.float64(0.01), np.float64(250.0),
+             rng.integers(4000, 9000, shape).astype(np.uint16))]:
+        v = ds.createVariable(name, kind, dims)
+        v.set_auto_maskandscale(False)
+        v.scale_factor = scale
+        if offset is not None:
+            v.add_offset = offset
+        if kind == "i1":
+            raw.flat[::9] = -127
+        v[0] = raw
+    ds.close()
+    for name, attr, value in [("cf_unsigned.nc", "_Unsigned", "true"),
+                              ("cf_valid_unpacked.nc", "valid_max", np.float32(0.5)),
+                              ("cf_text_scale.nc", "scale_factor", "0.001")]:
+        ds = base(name)
+        v = ds.createVariable("qr", "i2", dims)
+        v.set_auto_maskandscale(False)
+        v[0] = rng.integers(0, 1000, shape).astype(np.int16)
+        if attr != "scale_factor":
+            v.scale_factor = np.float32(1e-5)
+        v.setncattr(attr, value)
+        ds.close()
+
+
 def main():
     out_dir = sys.argv[1]
     report = {"cm1": write_cm1(out_dir), "wrf": write_wrf(out_dir)}
     write_bad(out_dir)
+    write_cf(out_dir)
     with open(os.path.join(out_dir, "netcdf.json"), "w") as f:
         json.dump(report, f)
 

@@ -1,9 +1,20 @@
 //! `supercell-data import` of CM1 and WRF netCDF output: every record (time) of every file
-//! becomes a frame, every chosen 3-D variable an attribute, resampled onto cubic voxels
-//! ([`resample`]) and kept sparse by dropping values at or below a per-variable background
-//! ([`background_for`]).
+//! becomes a frame, every chosen 3-D variable an attribute, CF-decoded ([`cf`]: packing
+//! undone, fill and missing values and values outside the valid range dropped), resampled
+//! onto box voxels ([`resample`]) and kept sparse by dropping values at or below a
+//! per-variable background ([`background_for`]).
+//!
+//! The voxels fit the model grid: along x and y they keep the files' horizontal spacing
+//! (`--dx` sets both), along z they take the model's vertical spacing: the thinnest layer
+//! between adjacent model levels whose lower level lies at most 3 km above its column's
+//! lowest level, over all columns and all records, rounded to 4 significant digits and then
+//! down to 3 ([`resample::default_dz`]; `--dz` sets it). The grid spans every record's
+//! levels. Before writing, the import prints the voxel counts and the largest output size
+//! (every voxel active) and refuses what would not fit the lanes' disks or the memory.
 
+mod cf;
 mod model;
+mod output;
 mod resample;
 
 use std::path::{Path, PathBuf};
@@ -11,11 +22,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
-use supercell::format::{BuildOptions, GridClass, GridType, build_grid};
+use supercell::format::{
+    BuildOptions, Grid, GridClass, GridType, LEAF_DIM, SparseVolume, Value, build_grid,
+};
 
 use model::{Model, ModelFile};
-use resample::{Background, Heights, NativeField, VoxelGrid};
+use resample::{Background, HeightSpan, Heights, NativeField, VoxelGrid};
 
 /// Name of the wind-speed attribute made with `--wind-speed`.
 pub const WIND_SPEED: &str = "wind_speed";
@@ -34,8 +48,12 @@ pub struct NetcdfOptions<'a> {
     pub grid_type: GridType,
     /// `--vars`: comma-separated variable names (None: every 3-D variable).
     pub vars: Option<&'a str>,
-    /// `--dz`: voxel edge in metres (None: the files' horizontal spacing).
+    /// `--dz`: the voxels' height in metres (None: [`resample::default_dz`] of the finest
+    /// low layer).
     pub dz: Option<f64>,
+    /// `--dx`: the voxels' width along x and y in metres (None: the files' horizontal
+    /// spacing, each axis its own).
+    pub dx: Option<f64>,
     /// `--background NAME=VALUE` overrides.
     pub backgrounds: &'a [String],
     /// `--wind-speed`: add the speed of the velocity components as `wind_speed`.
@@ -217,21 +235,93 @@ fn read_source(file: &ModelFile, source: &Source, t: usize) -> Result<NativeFiel
     })
 }
 
-/// Runs the import.
-pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
-    let overrides = parse_backgrounds(opts.backgrounds)?;
-    if let Some(dz) = opts.dz
-        && !(dz.is_finite() && dz > 0.0)
-    {
-        bail!("--dz must be a positive number of metres");
+/// One attribute of one record to resample and build.
+struct GridJob<'a> {
+    file: &'a ModelFile,
+    record: usize,
+    heights: &'a Heights,
+    grid: &'a VoxelGrid,
+    grid_type: GridType,
+}
+
+/// A built grid and what the import reports of it.
+struct BuiltGrid {
+    bytes: Vec<u8>,
+    /// No voxel beyond the background.
+    empty: bool,
+    /// The largest difference between a value and what the grid stores for it (non-zero
+    /// only for quantised grid types).
+    max_abs_error: f64,
+}
+
+impl GridJob<'_> {
+    fn build(&self, name: &str, field: NativeField, bg: Background) -> Result<BuiltGrid> {
+        let volume = resample::to_sparse(&field, self.heights, self.grid, bg);
+        drop(field);
+        let bytes = build_grid(
+            &volume,
+            &BuildOptions {
+                name: name.to_string(),
+                grid_type: self.grid_type,
+                grid_class: grid_class(bg),
+                voxel_size: self.grid.voxel,
+                world_origin: self.grid.origin,
+                ..BuildOptions::default()
+            },
+        )
+        .with_context(|| {
+            format!(
+                "{}: building {name} at record {}",
+                self.file.path.display(),
+                self.record
+            )
+        })?;
+        let max_abs_error = match self.grid_type {
+            GridType::Fp16 | GridType::Fp8 => largest_difference(&volume, &bytes)?,
+            _ => 0.0,
+        };
+        Ok(BuiltGrid {
+            empty: volume.bricks.is_empty(),
+            bytes,
+            max_abs_error,
+        })
     }
-    let bar_style = |template: &str| {
-        ProgressStyle::with_template(template)
-            .expect("valid template")
-            .progress_chars("=> ")
-    };
-    let files: Vec<ModelFile> = opts
-        .files
+}
+
+/// The largest |value − stored value| over the active voxels of `volume` in the grid
+/// `bytes` built from it.
+fn largest_difference(volume: &SparseVolume, bytes: &[u8]) -> Result<f64> {
+    let grid = Grid::parse(bytes).map_err(|e| anyhow!("reading back a built grid: {e}"))?;
+    let mut acc = grid.accessor();
+    let mut worst = 0f64;
+    for brick in &volume.bricks {
+        for n in (0..LEAF_DIM * LEAF_DIM * LEAF_DIM).filter(|&n| brick.is_active(n)) {
+            let p = [
+                brick.origin[0] + (n >> 6) as i32,
+                brick.origin[1] + ((n >> 3) & 7) as i32,
+                brick.origin[2] + (n & 7) as i32,
+            ];
+            let stored = match acc.value(p) {
+                Ok(Value::Float(v)) => f64::from(v),
+                other => bail!("reading back voxel {p:?} of a built grid: {other:?}"),
+            };
+            worst = worst.max((stored - f64::from(brick.values[n])).abs());
+        }
+    }
+    Ok(worst)
+}
+
+fn grid_type_name(t: GridType) -> &'static str {
+    match t {
+        GridType::Fp16 => "fp16",
+        GridType::Fp8 => "fp8",
+        _ => "float",
+    }
+}
+
+/// Opens the files and checks that they share the first one's grid.
+fn open_files(paths: &[PathBuf]) -> Result<Vec<ModelFile>> {
+    let files: Vec<ModelFile> = paths
         .iter()
         .map(|p| ModelFile::open(p))
         .collect::<Result<_>>()?;
@@ -260,8 +350,15 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             );
         }
     }
-    let sources = choose_sources(first, opts.vars, opts.wind_speed)?;
-    for (name, _) in &overrides {
+    Ok(files)
+}
+
+/// The background of each attribute: its rule, or the `--background` override.
+fn choose_backgrounds(
+    sources: &[(String, Source)],
+    overrides: &[(String, f32)],
+) -> Result<Vec<Background>> {
+    for (name, _) in overrides {
         if !sources.iter().any(|(n, _)| n == name) {
             bail!(
                 "--background names {name}, which is not imported (attributes: {})",
@@ -273,7 +370,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             );
         }
     }
-    let backgrounds: Vec<Background> = sources
+    Ok(sources
         .iter()
         .map(|(name, _)| {
             let rule = background_for(name);
@@ -285,9 +382,13 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
                 },
             }
         })
-        .collect();
+        .collect())
+}
 
-    // Frames: every record of every file, times strictly increasing.
+/// The frames: every record of every file as `(file, record, seconds)`, times strictly
+/// increasing (WRF's counted from the first file's first time).
+fn frame_list(files: &[ModelFile]) -> Result<Vec<(usize, usize, f64)>> {
+    let first = &files[0];
     let mut frames: Vec<(usize, usize, f64)> = Vec::new();
     let wrf_start = (first.model == Model::Wrf)
         .then(|| first.times.first().copied())
@@ -315,54 +416,56 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             frames.push((fi, t, time));
         }
     }
+    Ok(frames)
+}
 
-    // The voxel grid: from the first record's heights (WRF's move a little with time;
-    // what later records have below or above it is cut off).
-    let heights0 = first.heights(0)?;
-    let (z_lo, z_hi) = match &heights0 {
-        Heights::Shared(z) => (z[0], z[z.len() - 1]),
-        Heights::PerColumn(z) => {
-            let columns = first.nx * first.ny;
-            let lo = z[..columns].iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = z[z.len() - columns..]
-                .iter()
-                .copied()
-                .fold(f64::NEG_INFINITY, f64::max);
-            (lo, hi)
+/// The voxel grid (x, y: the files' spacing or `--dx`; z: [`resample::default_dz`] or
+/// `--dz`, over every record's levels), printed with the largest output it can make;
+/// refused where that would not fit the disks or the memory.
+fn plan_grid(
+    opts: &NetcdfOptions<'_>,
+    files: &[ModelFile],
+    frames: &[(usize, usize, f64)],
+    attributes: usize,
+) -> Result<VoxelGrid> {
+    let first = &files[0];
+    // The voxel grid: from the heights of every record (WRF's move with time).
+    let mut span: Option<HeightSpan> = None;
+    for &(fi, t, _) in frames {
+        let f = &files[fi];
+        if f.model == Model::Cm1 && t > 0 {
+            // CM1's levels are the same in every record of a file.
+            continue;
         }
-    };
-    let edge = opts.dz.unwrap_or(first.spacing[0].min(first.spacing[1]));
+        let s = HeightSpan::of(&f.heights(t)?, f.nx, f.ny, f.nz);
+        span = Some(span.map_or(s, |a| a.union(s)));
+    }
+    let span = span.expect("at least one frame");
+    let voxel = [
+        opts.dx.unwrap_or(first.spacing[0]),
+        opts.dx.unwrap_or(first.spacing[1]),
+        opts.dz
+            .unwrap_or_else(|| resample::default_dz(span.finest_low_layer)),
+    ];
     let grid = VoxelGrid::covering(
         first.nx,
         first.ny,
         first.spacing,
         first.origin_xy,
-        z_lo,
-        z_hi,
-        edge,
+        span.lo,
+        span.hi,
+        voxel,
+    );
+    let voxels_text = format!(
+        "{} × {} × {} voxels of {} × {} × {} m",
+        grid.dims[0], grid.dims[1], grid.dims[2], voxel[0], voxel[1], voxel[2]
     );
     if grid.dims.iter().any(|&d| d > (1 << 24)) || grid.voxel_count() > 1 << 36 {
-        bail!(
-            "a voxel edge of {edge} m gives {} × {} × {} voxels: too many (choose a larger --dz)",
-            grid.dims[0],
-            grid.dims[1],
-            grid.dims[2]
-        );
+        bail!("{voxels_text}: too many (choose a larger --dz or --dx)");
     }
-    // Worst case, every voxel active: the bricks and the grid built from them.
-    supercell::memory::check_available(
-        || {
-            format!(
-                "{} × {} × {} voxels of {edge} m",
-                grid.dims[0], grid.dims[1], grid.dims[2]
-            )
-        },
-        grid.voxel_count().saturating_mul(10),
-    )
-    .map_err(|e| anyhow!("{e} (choose a larger --dz)"))?;
     println!(
         "{}: {} {} file(s), {} records, {} × {} columns × {} levels ({}–{} m), spacing {} × {} m; \
-         voxels {} × {} × {} of {edge} m (linear in z per column)",
+         {voxels_text} (linear in z per column; z: {})",
         opts.out.display(),
         files.len(),
         first.model.name(),
@@ -370,17 +473,71 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         first.nx,
         first.ny,
         first.nz,
-        z_lo.round(),
-        z_hi.round(),
+        span.lo.round(),
+        span.hi.round(),
         first.spacing[0],
         first.spacing[1],
-        grid.dims[0],
-        grid.dims[1],
-        grid.dims[2]
+        match opts.dz {
+            Some(_) => "--dz".to_string(),
+            None => format!(
+                "the thinnest layer in the lowest {} km, {:.1} m, rounded",
+                resample::LOW_LAYERS_M / 1000.0,
+                span.finest_low_layer
+            ),
+        }
     );
+    let worst = output::worst_case_bytes(grid.dims, opts.grid_type);
+    let total = worst
+        .saturating_mul(attributes as u64)
+        .saturating_mul(frames.len() as u64);
+    println!(
+        "output: at most {} ({} per grid with every voxel active, {} grids)",
+        supercell::memory::human(total),
+        supercell::memory::human(worst),
+        attributes * frames.len()
+    );
+    output::check_disk(opts.out, &opts.lanes, total)
+        .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
+    // One frame's grids held for the writer and its native fields, and the grids being
+    // built in parallel with their bricks.
+    let building = rayon::current_num_threads().min(attributes) as u64;
+    let native = (first.nx * first.ny * (first.nz + 1)) as u64 * 4;
+    supercell::memory::check_available(
+        || format!("one frame of {voxels_text}"),
+        worst
+            .saturating_add(native)
+            .saturating_mul(attributes as u64)
+            .saturating_add(building.saturating_mul(grid.voxel_count().saturating_mul(10))),
+    )
+    .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
     if let Some(label) = first.time_labels.first() {
         println!("frame times are seconds after {label}");
     }
+    Ok(grid)
+}
+
+/// Runs the import.
+pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
+    let overrides = parse_backgrounds(opts.backgrounds)?;
+    for (flag, value) in [("--dz", opts.dz), ("--dx", opts.dx)] {
+        if let Some(v) = value
+            && !(v.is_finite() && v > 0.0)
+        {
+            bail!("{flag} must be a positive number of metres");
+        }
+    }
+    let bar_style = |template: &str| {
+        ProgressStyle::with_template(template)
+            .expect("valid template")
+            .progress_chars("=> ")
+    };
+    let files = open_files(opts.files)?;
+    let first = &files[0];
+    let sources = choose_sources(first, opts.vars, opts.wind_speed)?;
+    let backgrounds = choose_backgrounds(&sources, &overrides)?;
+    let frames = frame_list(&files)?;
+
+    let grid = plan_grid(opts, &files, &frames, sources.len())?;
 
     let attrs: Vec<AttributeSpec> = sources
         .iter()
@@ -402,32 +559,48 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         "import [{elapsed_precise}] [{wide_bar}] {pos}/{len} grids ({msg})",
     ));
     let started = std::time::Instant::now();
-    for &(fi, t, time) in &frames {
+    let mut worst_error = vec![0f64; sources.len()];
+    for (frame, &(fi, t, time)) in frames.iter().enumerate() {
         let file = &files[fi];
-        let heights = if fi == 0 && t == 0 {
-            heights0.clone()
-        } else {
-            file.heights(t)?
+        let heights = file.heights(t)?;
+        bar.set_message(format!("frame {frame} at {time} s"));
+        // Read on this thread (netCDF-C and HDF5 are not thread-safe), then resample and
+        // build the attributes in parallel.
+        let fields: Vec<NativeField> = sources
+            .iter()
+            .map(|(_, source)| read_source(file, source, t))
+            .collect::<Result<_>>()?;
+        let job = GridJob {
+            file,
+            record: t,
+            heights: &heights,
+            grid: &grid,
+            grid_type: opts.grid_type,
         };
+        let built: Vec<BuiltGrid> = fields
+            .into_par_iter()
+            .zip(&sources)
+            .zip(&backgrounds)
+            .map(|((field, (name, _)), &bg)| {
+                let g = job.build(name, field, bg);
+                bar.inc(1);
+                g
+            })
+            .collect::<Result<_>>()?;
         let mut grids = Vec::with_capacity(sources.len());
-        for ((name, source), &bg) in sources.iter().zip(&backgrounds) {
-            bar.set_message(format!("{name} at {time} s"));
-            let field = read_source(file, source, t)?;
-            let volume = resample::to_sparse(&field, &heights, &grid, bg);
-            let bytes = build_grid(
-                &volume,
-                &BuildOptions {
-                    name: name.clone(),
-                    grid_type: opts.grid_type,
-                    grid_class: grid_class(bg),
-                    voxel_size: [edge; 3],
-                    world_origin: grid.origin,
-                    ..BuildOptions::default()
-                },
-            )
-            .with_context(|| format!("{}: building {name} at record {t}", file.path.display()))?;
-            grids.push(bytes);
-            bar.inc(1);
+        for (((name, _), g), worst) in sources.iter().zip(built).zip(&mut worst_error) {
+            if g.empty {
+                // On stdout, where the rest of the report goes (a hidden bar prints none).
+                bar.suspend(|| {
+                    println!(
+                        "note: {name} is empty in frame {frame} ({time} s, {} record {t}): \
+                         no value beyond its background",
+                        file.path.display()
+                    )
+                });
+            }
+            *worst = worst.max(g.max_abs_error);
+            grids.push(g.bytes);
         }
         writer
             .push_frame(time, grids)
@@ -439,7 +612,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     crate::convert::print_import_summary(opts.out, &manifest, seconds);
-    for ((name, source), bg) in sources.iter().zip(&backgrounds) {
+    for (((name, source), bg), err) in sources.iter().zip(&backgrounds).zip(&worst_error) {
         let dropped = match bg {
             Background::AtOrBelow(v) => format!("values <= {v} dropped"),
             Background::MagnitudeAtOrBelow(v) => format!("|values| <= {v} dropped"),
@@ -449,7 +622,14 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             Source::Perturbation(v) => format!(", {v} minus its level mean"),
             Source::Speed(c) => format!(", |({}, {}, {})|", c[0], c[1], c[2]),
         };
-        println!("{name}: {dropped}{from}");
+        let quantised = match opts.grid_type {
+            GridType::Fp16 | GridType::Fp8 => format!(
+                "; {} quantisation, max abs error {err:.3e}",
+                grid_type_name(opts.grid_type)
+            ),
+            _ => String::new(),
+        };
+        println!("{name}: {dropped}{from}{quantised}");
     }
     Ok(ExitCode::SUCCESS)
 }

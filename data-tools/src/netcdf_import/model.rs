@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
+use netcdf::types::{FloatType, NcVariableType};
 use netcdf::{AttributeValue, Extent, Extents, Variable};
 
+use super::cf;
 use super::resample::{Heights, NativeField};
 
 /// Standard gravity, m/s², as WRF's post-processors divide geopotential by it.
@@ -183,12 +185,19 @@ impl ModelFile {
         .map_err(|e| anyhow!("{e}"))
     }
 
-    /// A 1-D coordinate in metres (its `units` attribute says km or m).
-    fn coordinate_m(&self, name: &str) -> Result<Vec<f64>> {
+    /// Reads `extents` of variable `name`, CF-decoded ([`cf`](super::cf)).
+    fn read(&self, name: &str, extents: Extents) -> Result<Vec<f64>> {
         let v = self.var(name)?;
-        let values: Vec<f64> = v
-            .get_values::<f64, _>(..)
-            .with_context(|| format!("{}: reading {name}", self.path.display()))?;
+        cf::read_decoded(&v, name, &self.path, extents)
+    }
+
+    /// A 1-D coordinate in metres (its `units` attribute says km or m), and the error its
+    /// values can carry in metres: a unit in the last place of the largest magnitude
+    /// (float32 km coordinates hold about 7 digits; CM1's, computed in float32, are off by
+    /// more than the half unit of their storage alone).
+    fn coordinate_m(&self, name: &str) -> Result<(Vec<f64>, f64)> {
+        let v = self.var(name)?;
+        let values = self.read(name, Extents::All)?;
         let units = match v.attribute_value("units") {
             Some(Ok(AttributeValue::Str(s))) => s.trim().to_ascii_lowercase(),
             _ => bail!(
@@ -210,7 +219,13 @@ impl ModelFile {
                 self.path.display()
             );
         }
-        Ok(values.into_iter().map(|x| x * scale).collect())
+        let largest = values.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let relative = match v.vartype() {
+            NcVariableType::Float(FloatType::F32) => f64::from(f32::EPSILON),
+            _ => f64::EPSILON,
+        };
+        let error = relative * largest * scale;
+        Ok((values.into_iter().map(|x| x * scale).collect(), error))
     }
 
     /// Checks that `values` (coordinate `name`) increase strictly.
@@ -226,33 +241,37 @@ impl ModelFile {
         Ok(())
     }
 
-    /// The spacing of a uniform horizontal coordinate.
-    fn uniform_spacing(&self, name: &str, values: &[f64]) -> Result<f64> {
+    /// The spacing of a uniform horizontal coordinate whose values carry rounding errors up
+    /// to `error`: the mean step, rounded to the precision the values support
+    /// ([`round_to_precision`]), so that float32 km coordinates 0.0999994..0.1000004 km
+    /// apart give 100 m.
+    fn uniform_spacing(&self, name: &str, values: &[f64], error: f64) -> Result<f64> {
         self.check_increasing(name, values)?;
         if values.len() < 2 {
             return Ok(f64::NAN);
         }
-        let d = values[1] - values[0];
+        let n = values.len() - 1;
+        let mean = (values[n] - values[0]) / n as f64;
         for w in values.windows(2) {
-            if ((w[1] - w[0]) - d).abs() > 1e-3 * d {
+            if ((w[1] - w[0]) - mean).abs() > 1e-3 * mean + 2.0 * error {
                 bail!(
                     "{}: variable {name} is not evenly spaced ({} m, then {} m): stretched \
                      horizontal grids are not supported",
                     self.path.display(),
-                    d,
+                    values[1] - values[0],
                     w[1] - w[0]
                 );
             }
         }
-        Ok(d)
+        Ok(round_to_precision(mean, 2.0 * error / n as f64))
     }
 
     fn read_cm1_layout(&mut self) -> Result<()> {
-        let xh = self.coordinate_m("xh")?;
-        let yh = self.coordinate_m("yh")?;
-        let zh = self.coordinate_m("zh")?;
-        let dx = self.uniform_spacing("xh", &xh)?;
-        let dy = self.uniform_spacing("yh", &yh)?;
+        let (xh, x_error) = self.coordinate_m("xh")?;
+        let (yh, y_error) = self.coordinate_m("yh")?;
+        let (zh, _) = self.coordinate_m("zh")?;
+        let dx = self.uniform_spacing("xh", &xh, x_error)?;
+        let dy = self.uniform_spacing("yh", &yh, y_error)?;
         self.check_increasing("zh", &zh)?;
         let (dx, dy) = match (dx.is_nan(), dy.is_nan()) {
             (false, false) => (dx, dy),
@@ -264,12 +283,12 @@ impl ModelFile {
             ),
         };
         self.spacing = [dx, dy];
-        self.origin_xy = [xh[0], yh[0]];
+        self.origin_xy = [
+            round_to_precision(xh[0], x_error),
+            round_to_precision(yh[0], y_error),
+        ];
         self.cm1_heights = Some(zh);
-        let time = self.var("time")?;
-        let times: Vec<f64> = time
-            .get_values::<f64, _>(..)
-            .with_context(|| format!("{}: reading time", self.path.display()))?;
+        let times = self.read("time", Extents::All)?;
         if let Some(i) = times.iter().position(|t| !t.is_finite()) {
             bail!(
                 "{}: variable time has a non-finite value at index {i}",
@@ -281,6 +300,14 @@ impl ModelFile {
     }
 
     fn read_wrf_layout(&mut self) -> Result<()> {
+        if self.file.variable("PH").is_none() || self.file.variable("PHB").is_none() {
+            bail!(
+                "{}: WRF-like dimensions but no PH and PHB (geopotential), so the heights of \
+                 its levels are unknown: import needs WRF's own output (wrfout), not fields \
+                 derived from it",
+                self.path.display()
+            );
+        }
         let global = |name: &str| -> Result<f64> {
             let v = match self.file.attribute(name).map(|a| a.value()) {
                 Some(Ok(v)) => v,
@@ -356,8 +383,8 @@ impl ModelFile {
         Ok(stag)
     }
 
-    /// Variable `name` at record `t`, averaged onto mass points where it is staggered; the
-    /// variable's fill value (and NaN) becomes NaN.
+    /// Variable `name` at record `t`, CF-decoded (missing values NaN, packing undone) and
+    /// averaged onto mass points where it is staggered.
     pub fn field(&self, name: &str, t: usize) -> Result<NativeField> {
         let v = self.var(name)?;
         let stag = self
@@ -365,21 +392,13 @@ impl ModelFile {
             .map_err(|why| anyhow!("{}: variable {name} {why}", self.path.display()))?;
         let dims: Vec<usize> = v.dimensions().iter().map(|d| d.len()).collect();
         // The values, and one averaged copy while destaggering.
-        self.check_memory(name, dims[1..].iter().product::<usize>(), 8)?;
-        let extents = Extents::from(vec![
-            Extent::from(t),
-            Extent::from(..),
-            Extent::from(..),
-            Extent::from(..),
-        ]);
-        let mut values: Vec<f32> = v
-            .get_values::<f32, _>(extents)
-            .with_context(|| format!("{}: reading {name} at record {t}", self.path.display()))?;
-        if let Ok(Some(fill)) = v.fill_value::<f32>() {
-            for x in values.iter_mut().filter(|x| **x == fill) {
-                *x = f32::NAN;
-            }
-        }
+        self.check_memory(name, dims[1..].iter().product::<usize>(), 16)?;
+        let mut values: Vec<f32> = self
+            .read(name, record(t))
+            .with_context(|| format!("reading record {t}"))?
+            .into_iter()
+            .map(|x| x as f32)
+            .collect();
         let (mut nz, mut ny, mut nx) = (dims[1], dims[2], dims[3]);
         let expect = [
             self.nz + usize::from(stag[0]),
@@ -428,14 +447,8 @@ impl ModelFile {
                     self.path.display()
                 );
             }
-            let extents = Extents::from(vec![
-                Extent::from(t),
-                Extent::from(..),
-                Extent::from(..),
-                Extent::from(..),
-            ]);
-            v.get_values::<f64, _>(extents)
-                .with_context(|| format!("{}: reading {name} at record {t}", self.path.display()))
+            self.read(name, record(t))
+                .with_context(|| format!("reading record {t}"))
         };
         // PH, PHB and the heights, in f64.
         self.check_memory("PH and PHB", (self.nz + 1) * self.nx * self.ny, 24)?;
@@ -477,6 +490,38 @@ impl ModelFile {
     }
 }
 
+/// The extents of record `t` of a `(time, z, y, x)` variable.
+fn record(t: usize) -> Extents {
+    Extents::from(vec![
+        Extent::from(t),
+        Extent::from(..),
+        Extent::from(..),
+        Extent::from(..),
+    ])
+}
+
+/// The decimal with the fewest digits within `error` of `x` (`x` itself where `error` is
+/// not positive): what `x` has beyond its values' precision is noise, and 100 m reads
+/// better than 100.00000521540642 m.
+pub fn round_to_precision(x: f64, error: f64) -> f64 {
+    if !(error > 0.0 && error.is_finite() && x.is_finite()) {
+        return x;
+    }
+    let mut exponent = error.log10().ceil() as i32;
+    loop {
+        let step = 10f64.powi(exponent);
+        let digits = (-exponent).max(0) as usize;
+        // Through text, so that 0.1-steps come out as the decimal, not 0.1 × n.
+        let rounded: f64 = format!("{:.digits$}", (x / step).round() * step)
+            .parse()
+            .unwrap_or(x);
+        if (rounded - x).abs() <= error || exponent < -300 {
+            return rounded;
+        }
+        exponent -= 1;
+    }
+}
+
 /// Averages neighbours along the middle axis of an `outer × n × inner` array, giving
 /// `outer × (n-1) × inner`.
 fn average_pairs(values: &[f32], outer: usize, n: usize, inner: usize) -> Vec<f32> {
@@ -501,6 +546,17 @@ mod tests {
         assert_eq!(parse_wrf_time("2000-03-01_01:02:03"), Some(951_872_523.0));
         assert_eq!(parse_wrf_time("2000-13-01_01:02:03"), None);
         assert_eq!(parse_wrf_time("2000-03-01"), None);
+    }
+
+    #[test]
+    fn spacing_rounded_to_its_precision() {
+        // float32 km: 0.1 km steps whose values carry errors of about 5e-4 m.
+        assert_eq!(round_to_precision(100.000_005_215_406_42, 1.2e-5), 100.0);
+        assert_eq!(round_to_precision(99.999_998, 4e-6), 100.0);
+        assert_eq!(round_to_precision(333.333_333_3, 0.02), 333.33);
+        assert_eq!(round_to_precision(-23_500.002, 0.0025), -23_500.0);
+        assert_eq!(round_to_precision(1234.5678, 0.3), 1234.6);
+        assert_eq!(round_to_precision(0.25, 0.0), 0.25);
     }
 
     #[test]

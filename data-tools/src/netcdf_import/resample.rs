@@ -1,14 +1,15 @@
 //! Resampling a model field from its native grid (uniform horizontally, stretched
-//! vertically, heights per column or shared by all columns) onto cubic voxels, and turning
+//! vertically, heights per column or shared by all columns) onto box voxels, and turning
 //! the voxels above a background into sparse 8³ bricks.
 //!
 //! The method, in the words the README uses: voxel (i, j, k) sits at
-//! `x = x0 + i·h, y = y0 + j·h, z = z0 + k·h` (h the voxel edge, z0 the lowest model level
-//! of any column). Each native column is interpolated linearly in z between the two model
-//! levels around `z`; columns are combined bilinearly in x and y (with `h` equal to the
-//! files' horizontal spacing, the default, voxel column (i, j) is native column (i, j) and
-//! the bilinear weights are 1 and 0). A voxel whose z lies outside a contributing column's
-//! levels, or whose value is NaN, is left out.
+//! `x = x0 + i·hx, y = y0 + j·hy, z = z0 + k·hz` (hx, hy, hz the voxel's size along each
+//! axis, z0 the lowest model level of any column at any time). Each native column is
+//! interpolated linearly in z between the two model levels around `z`; columns are
+//! combined bilinearly in x and y (with hx and hy equal to the files' horizontal spacing,
+//! the default, voxel column (i, j) is native column (i, j) and the bilinear weights are 1
+//! and 0). A voxel whose z lies outside a contributing column's levels, or whose value is
+//! NaN, is left out.
 
 use supercell::format::{Coord, LEAF_DIM, LeafBrick, SparseVolume};
 
@@ -33,6 +34,76 @@ impl Heights {
     }
 }
 
+/// How far above a column's lowest level the layers lie whose thickness sets the default
+/// vertical voxel size ([`default_dz`]): the lowest kilometres, where models put their finest
+/// levels and storms their low-level structure.
+pub const LOW_LAYERS_M: f64 = 3000.0;
+
+/// What the voxel grid needs to know of a record's heights.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HeightSpan {
+    /// The lowest level of any column, metres.
+    pub lo: f64,
+    /// The highest level of any column, metres.
+    pub hi: f64,
+    /// The thinnest layer (between adjacent levels of a column) whose lower level lies at
+    /// most [`LOW_LAYERS_M`] above the column's lowest level, metres.
+    pub finest_low_layer: f64,
+}
+
+impl HeightSpan {
+    /// The span of `heights` (`nz` levels of `nx × ny` columns).
+    pub fn of(heights: &Heights, nx: usize, ny: usize, nz: usize) -> HeightSpan {
+        let mut span = HeightSpan {
+            lo: f64::INFINITY,
+            hi: f64::NEG_INFINITY,
+            finest_low_layer: f64::INFINITY,
+        };
+        let columns = match heights {
+            Heights::Shared(_) => 1,
+            Heights::PerColumn(_) => nx * ny,
+        };
+        for c in 0..columns {
+            let (i, j) = (c % nx, c / nx);
+            let level = |k: usize| heights.at(k, j, i, nx, ny);
+            let bottom = level(0);
+            span.lo = span.lo.min(bottom);
+            span.hi = span.hi.max(level(nz - 1));
+            for k in 0..nz - 1 {
+                if level(k) - bottom > LOW_LAYERS_M {
+                    break;
+                }
+                span.finest_low_layer = span.finest_low_layer.min(level(k + 1) - level(k));
+            }
+        }
+        span
+    }
+
+    /// The span covering both.
+    pub fn union(self, other: HeightSpan) -> HeightSpan {
+        HeightSpan {
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+            finest_low_layer: self.finest_low_layer.min(other.finest_low_layer),
+        }
+    }
+}
+
+/// The default vertical voxel size from the finest low layer ([`HeightSpan`]): its
+/// thickness rounded to 4 significant digits (which removes the float32 noise of the
+/// heights: 499.99988 m becomes 500 m) and then down to 3 (so that the voxels are not
+/// thicker than the layer and read well: 58.706 m becomes 58.7 m, 214.2857 m 214 m).
+pub fn default_dz(finest_low_layer: f64) -> f64 {
+    let significant = |x: f64, digits: i32, round: fn(f64) -> f64| {
+        let step = 10f64.powi(x.log10().floor() as i32 + 1 - digits);
+        let digits_after = (-step.log10().round()).max(0.0) as usize;
+        let v = round(x / step) * step;
+        format!("{v:.digits_after$}").parse::<f64>().unwrap_or(v)
+    };
+    let four = significant(finest_low_layer, 4, f64::round);
+    significant(four, 3, f64::floor)
+}
+
 /// A field on the native grid at mass points: `nz × ny × nx` values, `[k][j][i]`, `i`
 /// fastest (netCDF's order for `(zh, yh, xh)`).
 #[derive(Clone, Debug, PartialEq)]
@@ -50,8 +121,8 @@ pub struct NativeField {
 /// Where the voxels lie relative to the native grid.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VoxelGrid {
-    /// Voxel edge, metres (the same along x, y and z).
-    pub edge: f64,
+    /// Voxel size along x, y and z, metres.
+    pub voxel: [f64; 3],
     /// Horizontal spacing of the native columns, metres (x, y).
     pub spacing: [f64; 2],
     /// World position of voxel (0, 0, 0), metres: the first column's x and y, the lowest
@@ -63,7 +134,7 @@ pub struct VoxelGrid {
 
 impl VoxelGrid {
     /// The voxels covering `nx × ny` columns spaced `spacing` apart with origin `origin`,
-    /// whose levels span `z_lo..=z_hi`, at edge `edge`.
+    /// whose levels span `z_lo..=z_hi`, of size `voxel`.
     pub fn covering(
         nx: usize,
         ny: usize,
@@ -71,19 +142,19 @@ impl VoxelGrid {
         origin_xy: [f64; 2],
         z_lo: f64,
         z_hi: f64,
-        edge: f64,
+        voxel: [f64; 3],
     ) -> VoxelGrid {
         // A small slack so that a span that is an exact multiple of the edge in decimal
         // (3000 m at 250 m) keeps its last voxel despite rounding in the heights.
-        let count = |span: f64| (span / edge + 1e-9).floor() as usize + 1;
+        let count = |span: f64, edge: f64| (span / edge + 1e-9).floor() as usize + 1;
         VoxelGrid {
-            edge,
+            voxel,
             spacing,
             origin: [origin_xy[0], origin_xy[1], z_lo],
             dims: [
-                count((nx - 1) as f64 * spacing[0]),
-                count((ny - 1) as f64 * spacing[1]),
-                count(z_hi - z_lo),
+                count((nx - 1) as f64 * spacing[0], voxel[0]),
+                count((ny - 1) as f64 * spacing[1], voxel[1]),
+                count(z_hi - z_lo, voxel[2]),
             ],
         }
     }
@@ -178,9 +249,9 @@ pub fn voxel_value(
     j: usize,
     k: usize,
 ) -> Option<f32> {
-    let z = grid.origin[2] + k as f64 * grid.edge;
-    let (x0, x1, wx) = axis_weights(i, grid.edge, grid.spacing[0], field.nx);
-    let (y0, y1, wy) = axis_weights(j, grid.edge, grid.spacing[1], field.ny);
+    let z = grid.origin[2] + k as f64 * grid.voxel[2];
+    let (x0, x1, wx) = axis_weights(i, grid.voxel[0], grid.spacing[0], field.nx);
+    let (y0, y1, wy) = axis_weights(j, grid.voxel[1], grid.spacing[1], field.ny);
     let mut sum = 0.0;
     for (ci, cw) in [(x0, 1.0 - wx), (x1, wx)] {
         for (cj, w) in [(y0, 1.0 - wy), (y1, wy)] {
@@ -210,8 +281,8 @@ fn voxel_column(
     out.clear();
     out.resize(nk, 0.0);
     let (nx, ny, nz) = (field.nx, field.ny, field.nz);
-    let (x0, x1, wx) = axis_weights(i, grid.edge, grid.spacing[0], nx);
-    let (y0, y1, wy) = axis_weights(j, grid.edge, grid.spacing[1], ny);
+    let (x0, x1, wx) = axis_weights(i, grid.voxel[0], grid.spacing[0], nx);
+    let (y0, y1, wy) = axis_weights(j, grid.voxel[1], grid.spacing[1], ny);
     for (ci, cw) in [(x0, 1.0 - wx), (x1, wx)] {
         for (cj, w) in [(y0, 1.0 - wy), (y1, wy)] {
             let w = cw * w;
@@ -224,7 +295,7 @@ fn voxel_column(
             // The largest m <= nz - 2 with level(m) <= z, as `bracket` finds it.
             let mut m = 0;
             for (k, sum) in out.iter_mut().enumerate() {
-                let z = grid.origin[2] + k as f64 * grid.edge;
+                let z = grid.origin[2] + k as f64 * grid.voxel[2];
                 if !(z >= lo && z <= hi) {
                     *sum = f64::NAN;
                     continue;
@@ -369,7 +440,7 @@ mod tests {
         // Levels at 50, 150, 350, 750 m; value = level index × 10.
         let f = field(2, 2, 4, |_, _, k| k as f32 * 10.0);
         let h = Heights::Shared(vec![50.0, 150.0, 350.0, 750.0]);
-        let g = VoxelGrid::covering(2, 2, [100.0, 100.0], [0.0, 0.0], 50.0, 750.0, 100.0);
+        let g = VoxelGrid::covering(2, 2, [100.0, 100.0], [0.0, 0.0], 50.0, 750.0, [100.0; 3]);
         assert_eq!(g.dims, [2, 2, 8]);
         // z = 50 + 3·100 = 350: exactly level 2.
         assert_eq!(voxel_value(&f, &h, &g, 0, 0, 3), Some(20.0));
@@ -386,7 +457,7 @@ mod tests {
         // Column (1, 0) is 100 m higher than column (0, 0).
         let f = field(2, 1, 2, |_, _, k| k as f32);
         let h = Heights::PerColumn(vec![0.0, 100.0, 100.0, 200.0]);
-        let g = VoxelGrid::covering(2, 1, [100.0, 100.0], [0.0, 0.0], 0.0, 200.0, 50.0);
+        let g = VoxelGrid::covering(2, 1, [100.0, 100.0], [0.0, 0.0], 0.0, 200.0, [50.0; 3]);
         assert_eq!(g.dims, [3, 1, 5]);
         assert_eq!(voxel_value(&f, &h, &g, 0, 0, 1), Some(0.5));
         assert_eq!(
@@ -408,7 +479,7 @@ mod tests {
     fn sparse_keeps_values_above_background_only() {
         let f = field(9, 1, 2, |i, _, _| if i == 8 { 1.0 } else { -2.0 });
         let h = Heights::Shared(vec![0.0, 10.0]);
-        let g = VoxelGrid::covering(9, 1, [10.0, 10.0], [0.0, 0.0], 0.0, 10.0, 10.0);
+        let g = VoxelGrid::covering(9, 1, [10.0, 10.0], [0.0, 0.0], 0.0, 10.0, [10.0; 3]);
         let one_sided = to_sparse(&f, &h, &g, Background::AtOrBelow(0.5));
         assert_eq!(one_sided.bricks.len(), 1);
         assert_eq!(one_sided.bricks[0].origin, [8, 0, 0]);
@@ -442,7 +513,15 @@ mod tests {
             }
         }
         let h = Heights::PerColumn(z);
-        let g = VoxelGrid::covering(nx, ny, [100.0, 100.0], [0.0, 0.0], 0.0, 2100.0, 37.0);
+        let g = VoxelGrid::covering(
+            nx,
+            ny,
+            [100.0, 100.0],
+            [0.0, 0.0],
+            0.0,
+            2100.0,
+            [37.0, 61.0, 29.0],
+        );
         let bg = Background::MagnitudeAtOrBelow(0.2);
         let sparse = to_sparse(&f, &h, &g, bg);
         let mut active = 0;
@@ -481,6 +560,29 @@ mod tests {
     }
 
     #[test]
+    fn default_dz_is_the_finest_low_layer_rounded() {
+        assert_eq!(default_dz(499.999_88), 500.0);
+        assert_eq!(default_dz(58.706_055), 58.7);
+        assert_eq!(default_dz(214.285_74), 214.0);
+        assert_eq!(default_dz(49.999_985), 50.0);
+        assert_eq!(default_dz(72.471_82), 72.4);
+        assert_eq!(default_dz(1234.5), 1230.0);
+        // Column 1's low layers are thinner; the layer at 3.5 km above column 0 is not low.
+        let h = Heights::PerColumn(vec![
+            0.0, 10.0, // k = 0
+            400.0, 110.0, // k = 1
+            3500.0, 150.0, // k = 2
+            3510.0, 4000.0, // k = 3
+        ]);
+        let span = HeightSpan::of(&h, 2, 1, 4);
+        assert_eq!(span.lo, 0.0);
+        assert_eq!(span.hi, 4000.0);
+        assert_eq!(span.finest_low_layer, 40.0);
+        let shared = HeightSpan::of(&Heights::Shared(vec![100.0, 300.0, 350.0]), 5, 5, 3);
+        assert_eq!(shared.finest_low_layer, 50.0);
+    }
+
+    #[test]
     fn level_means_removed() {
         let mut f = field(2, 1, 2, |i, _, k| (k * 100 + i) as f32);
         subtract_level_means(&mut f);
@@ -491,7 +593,7 @@ mod tests {
     fn nan_values_are_left_out() {
         let f = field(1, 1, 2, |_, _, k| if k == 0 { f32::NAN } else { 1.0 });
         let h = Heights::Shared(vec![0.0, 10.0]);
-        let g = VoxelGrid::covering(1, 1, [10.0, 10.0], [0.0, 0.0], 0.0, 10.0, 10.0);
+        let g = VoxelGrid::covering(1, 1, [10.0, 10.0], [0.0, 0.0], 0.0, 10.0, [10.0; 3]);
         assert_eq!(voxel_value(&f, &h, &g, 0, 0, 0), None);
         assert_eq!(voxel_value(&f, &h, &g, 0, 0, 1), Some(1.0));
     }

@@ -1,0 +1,356 @@
+//! CF decoding of a netCDF variable's stored values, as netCDF4-python applies it by default
+//! (`set_auto_maskandscale(True)`), so that an import never holds raw packed counts:
+//!
+//! 1. Missing, compared on the stored (packed) values: equal to `_FillValue` (or, without
+//!    one, the netCDF default fill of the type, except for bytes whose filling is off),
+//!    equal to any `missing_value`, below `valid_min` / above `valid_max` (or outside
+//!    `valid_range`, which wins over them). Without a valid minimum a fill value `<= 0`
+//!    serves as one, without a valid maximum a fill value `> 0` does (the NetCDF User
+//!    Guide's rule; byte types without an explicit `_FillValue` have none). Missing values
+//!    become NaN, which the import drops like the background.
+//! 2. Unpacked: `stored × scale_factor + add_offset` (either may be absent), computed in
+//!    double precision.
+//!
+//! Attributes that would change the values and that this does not apply are refused by
+//! name: `_Unsigned = "true"`, a non-numeric or multi-valued `scale_factor`/`add_offset`, a
+//! valid range or fill value that the stored type cannot hold exactly, and, on packed
+//! variables, a valid range given in another type than the stored one (which the NetCDF
+//! User Guide reads as unpacked units).
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use netcdf::types::{FloatType, IntType, NcVariableType};
+use netcdf::{AttributeValue, Extents, Variable};
+
+/// How to turn one variable's stored values into physical ones.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CfDecoding {
+    scale: Option<f64>,
+    offset: Option<f64>,
+    fill: Option<f64>,
+    missing: Vec<f64>,
+    valid_min: Option<f64>,
+    valid_max: Option<f64>,
+}
+
+/// The stored numeric type of a variable, as far as decoding cares.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stored {
+    Int(IntType),
+    Float(FloatType),
+}
+
+impl Stored {
+    fn of(v: &Variable<'_>) -> Option<Stored> {
+        match v.vartype() {
+            NcVariableType::Int(t) => Some(Stored::Int(t)),
+            NcVariableType::Float(t) => Some(Stored::Float(t)),
+            _ => None,
+        }
+    }
+
+    fn is_byte(self) -> bool {
+        matches!(self, Stored::Int(IntType::I8 | IntType::U8))
+    }
+
+    /// netCDF-C's default fill value of the type (`NC_FILL_*`), as the type holds it.
+    fn default_fill(self) -> f64 {
+        match self {
+            Stored::Int(IntType::I8) => -127.0,
+            Stored::Int(IntType::U8) => 255.0,
+            Stored::Int(IntType::I16) => -32767.0,
+            Stored::Int(IntType::U16) => 65535.0,
+            Stored::Int(IntType::I32) => -2_147_483_647.0,
+            Stored::Int(IntType::U32) => 4_294_967_295.0,
+            Stored::Int(IntType::I64) => -9_223_372_036_854_775_806_i64 as f64,
+            Stored::Int(IntType::U64) => 18_446_744_073_709_551_614_u64 as f64,
+            Stored::Float(FloatType::F32) => f64::from(9.969_21e36_f32),
+            Stored::Float(FloatType::F64) => 9.969_209_968_386_869e36,
+        }
+    }
+
+    /// Whether the type holds `x` exactly.
+    fn holds(self, x: f64) -> bool {
+        let int_in = |lo: f64, hi: f64| x.fract() == 0.0 && x >= lo && x <= hi;
+        match self {
+            Stored::Int(IntType::I8) => int_in(-128.0, 127.0),
+            Stored::Int(IntType::U8) => int_in(0.0, 255.0),
+            Stored::Int(IntType::I16) => int_in(-32768.0, 32767.0),
+            Stored::Int(IntType::U16) => int_in(0.0, 65535.0),
+            Stored::Int(IntType::I32) => int_in(-2_147_483_648.0, 2_147_483_647.0),
+            Stored::Int(IntType::U32) => int_in(0.0, 4_294_967_295.0),
+            Stored::Int(IntType::I64 | IntType::U64) => x.fract() == 0.0,
+            Stored::Float(FloatType::F32) => x.is_nan() || f64::from(x as f32) == x,
+            Stored::Float(FloatType::F64) => true,
+        }
+    }
+}
+
+/// The attribute's numbers and whether they were stored in the variable's own type.
+fn numbers(value: &AttributeValue) -> Option<(Vec<f64>, Stored)> {
+    use AttributeValue as A;
+    let (v, t): (Vec<f64>, Stored) = match value {
+        A::Uchar(x) => (vec![f64::from(*x)], Stored::Int(IntType::U8)),
+        A::Uchars(x) => (
+            x.iter().map(|&x| f64::from(x)).collect(),
+            Stored::Int(IntType::U8),
+        ),
+        A::Schar(x) => (vec![f64::from(*x)], Stored::Int(IntType::I8)),
+        A::Schars(x) => (
+            x.iter().map(|&x| f64::from(x)).collect(),
+            Stored::Int(IntType::I8),
+        ),
+        A::Ushort(x) => (vec![f64::from(*x)], Stored::Int(IntType::U16)),
+        A::Ushorts(x) => (
+            x.iter().map(|&x| f64::from(x)).collect(),
+            Stored::Int(IntType::U16),
+        ),
+        A::Short(x) => (vec![f64::from(*x)], Stored::Int(IntType::I16)),
+        A::Shorts(x) => (
+            x.iter().map(|&x| f64::from(x)).collect(),
+            Stored::Int(IntType::I16),
+        ),
+        A::Uint(x) => (vec![f64::from(*x)], Stored::Int(IntType::U32)),
+        A::Uints(x) => (
+            x.iter().map(|&x| f64::from(x)).collect(),
+            Stored::Int(IntType::U32),
+        ),
+        A::Int(x) => (vec![f64::from(*x)], Stored::Int(IntType::I32)),
+        A::Ints(x) => (
+            x.iter().map(|&x| f64::from(x)).collect(),
+            Stored::Int(IntType::I32),
+        ),
+        A::Ulonglong(x) => (vec![*x as f64], Stored::Int(IntType::U64)),
+        A::Ulonglongs(x) => (
+            x.iter().map(|&x| x as f64).collect(),
+            Stored::Int(IntType::U64),
+        ),
+        A::Longlong(x) => (vec![*x as f64], Stored::Int(IntType::I64)),
+        A::Longlongs(x) => (
+            x.iter().map(|&x| x as f64).collect(),
+            Stored::Int(IntType::I64),
+        ),
+        A::Float(x) => (vec![f64::from(*x)], Stored::Float(FloatType::F32)),
+        A::Floats(x) => (
+            x.iter().map(|&x| f64::from(x)).collect(),
+            Stored::Float(FloatType::F32),
+        ),
+        A::Double(x) => (vec![*x], Stored::Float(FloatType::F64)),
+        A::Doubles(x) => (x.clone(), Stored::Float(FloatType::F64)),
+        _ => return None,
+    };
+    Some((v, t))
+}
+
+impl CfDecoding {
+    /// The decoding of variable `v` (named `name` in file `path`), or why it cannot be
+    /// decoded faithfully.
+    pub fn of(v: &Variable<'_>, name: &str, path: &Path) -> Result<CfDecoding> {
+        let where_ = || format!("{}: variable {name}", path.display());
+        let Some(stored) = Stored::of(v) else {
+            bail!("{}: is not numeric", where_());
+        };
+        let attr = |a: &str| -> Result<Option<(Vec<f64>, Stored)>> {
+            match v.attribute_value(a) {
+                None => Ok(None),
+                Some(Err(e)) => bail!("{}: cannot read attribute {a}: {e}", where_()),
+                Some(Ok(value)) => match numbers(&value) {
+                    Some((n, t)) if !n.is_empty() => Ok(Some((n, t))),
+                    _ => bail!(
+                        "{}: attribute {a} is {value:?}, not a number: its values cannot \
+                         be decoded as CF says",
+                        where_()
+                    ),
+                },
+            }
+        };
+        if let Some(Ok(AttributeValue::Str(s))) = v.attribute_value("_Unsigned")
+            && s.trim().eq_ignore_ascii_case("true")
+        {
+            bail!(
+                "{}: attribute _Unsigned = \"{s}\" (unsigned values stored in a signed type) \
+                 is not applied by this import",
+                where_()
+            );
+        }
+        let scalar = |a: &str| -> Result<Option<f64>> {
+            match attr(a)? {
+                None => Ok(None),
+                Some((n, _)) if n.len() == 1 && n[0].is_finite() => Ok(Some(n[0])),
+                Some((n, _)) => bail!(
+                    "{}: attribute {a} is {n:?}, not one finite number: unknown packing",
+                    where_()
+                ),
+            }
+        };
+        let mut cf = CfDecoding {
+            scale: scalar("scale_factor")?,
+            offset: scalar("add_offset")?,
+            ..CfDecoding::default()
+        };
+        let packed = cf.scale.is_some() || cf.offset.is_some();
+        // Values compared with the stored ones must be stored values.
+        let stored_values = |a: &str, n: &[f64], t: Stored| -> Result<()> {
+            if packed && t != stored && a.starts_with("valid") {
+                bail!(
+                    "{}: attribute {a} is not of the packed type ({t:?} against {stored:?}), \
+                     so it would be in unpacked units, which this import does not apply",
+                    where_()
+                );
+            }
+            if let Some(x) = n.iter().find(|&&x| !stored.holds(x)) {
+                bail!(
+                    "{}: attribute {a} holds {x}, which the variable's type {stored:?} \
+                     cannot store: it cannot be compared with the stored values",
+                    where_()
+                );
+            }
+            Ok(())
+        };
+        if let Some((n, t)) = attr("_FillValue")? {
+            stored_values("_FillValue", &n, t)?;
+            if n.len() != 1 {
+                bail!(
+                    "{}: attribute _FillValue has {} values, not one",
+                    where_(),
+                    n.len()
+                );
+            }
+            cf.fill = Some(n[0]);
+        }
+        if let Some((n, t)) = attr("missing_value")? {
+            stored_values("missing_value", &n, t)?;
+            cf.missing = n;
+        }
+        if let Some((n, t)) = attr("valid_range")? {
+            stored_values("valid_range", &n, t)?;
+            if n.len() != 2 {
+                bail!(
+                    "{}: attribute valid_range has {} values, not two",
+                    where_(),
+                    n.len()
+                );
+            }
+            cf.valid_min = Some(n[0]);
+            cf.valid_max = Some(n[1]);
+        } else {
+            for (a, slot) in [
+                ("valid_min", &mut cf.valid_min),
+                ("valid_max", &mut cf.valid_max),
+            ] {
+                if let Some((n, t)) = attr(a)? {
+                    stored_values(a, &n, t)?;
+                    if n.len() != 1 {
+                        bail!(
+                            "{}: attribute {a} has {} values, not one",
+                            where_(),
+                            n.len()
+                        );
+                    }
+                    *slot = Some(n[0]);
+                }
+            }
+        }
+        // The fill value that masks, and that bounds the valid range where nothing else
+        // does (bytes: only an explicit one bounds it; their default masks unless filling
+        // is off).
+        let bounding_fill = if cf.fill.is_some() {
+            cf.fill
+        } else if stored.is_byte() {
+            if byte_filling_on(v, stored) {
+                cf.fill = Some(stored.default_fill());
+            }
+            None
+        } else {
+            cf.fill = Some(stored.default_fill());
+            cf.fill
+        };
+        if let Some(f) = bounding_fill.filter(|f| !f.is_nan()) {
+            if f <= 0.0 && cf.valid_min.is_none() {
+                cf.valid_min = Some(f);
+            }
+            if f > 0.0 && cf.valid_max.is_none() {
+                cf.valid_max = Some(f);
+            }
+        }
+        Ok(cf)
+    }
+
+    /// Whether stored value `x` is missing.
+    #[inline]
+    pub fn is_missing(&self, x: f64) -> bool {
+        let same = |m: f64| x == m || (m.is_nan() && x.is_nan());
+        self.fill.is_some_and(same)
+            || self.missing.iter().any(|&m| same(m))
+            || self.valid_min.is_some_and(|lo| x < lo)
+            || self.valid_max.is_some_and(|hi| x > hi)
+    }
+
+    /// The physical value of stored value `x` (NaN where it is missing).
+    #[inline]
+    pub fn decode(&self, x: f64) -> f64 {
+        if self.is_missing(x) {
+            return f64::NAN;
+        }
+        x * self.scale.unwrap_or(1.0) + self.offset.unwrap_or(0.0)
+    }
+}
+
+/// Whether a byte variable's filling is on (netCDF4-python masks its default fill then).
+fn byte_filling_on(v: &Variable<'_>, stored: Stored) -> bool {
+    match stored {
+        Stored::Int(IntType::I8) => matches!(v.fill_value::<i8>(), Ok(Some(_))),
+        Stored::Int(IntType::U8) => matches!(v.fill_value::<u8>(), Ok(Some(_))),
+        _ => true,
+    }
+}
+
+/// Reads `extents` of variable `name` and decodes them ([`CfDecoding`]) into f64.
+pub fn read_decoded(
+    v: &Variable<'_>,
+    name: &str,
+    path: &Path,
+    extents: Extents,
+) -> Result<Vec<f64>> {
+    let cf = CfDecoding::of(v, name, path)?;
+    let mut values: Vec<f64> = v
+        .get_values::<f64, _>(extents)
+        .map_err(|e| anyhow::anyhow!("{}: reading {name}: {e}", path.display()))?;
+    for x in &mut values {
+        *x = cf.decode(*x);
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_and_masks_follow_the_stored_values() {
+        let cf = CfDecoding {
+            scale: Some(0.5),
+            offset: Some(10.0),
+            fill: Some(-32767.0),
+            missing: vec![7.0],
+            valid_min: Some(-100.0),
+            valid_max: Some(100.0),
+        };
+        assert_eq!(cf.decode(2.0), 11.0);
+        assert!(cf.decode(-32767.0).is_nan());
+        assert!(cf.decode(7.0).is_nan(), "missing_value, before unpacking");
+        assert!(cf.decode(101.0).is_nan(), "valid_max on the packed value");
+        assert_eq!(cf.decode(100.0), 60.0);
+        assert!(cf.decode(-101.0).is_nan());
+    }
+
+    #[test]
+    fn stored_types_hold_what_they_can() {
+        let i16t = Stored::Int(IntType::I16);
+        assert!(i16t.holds(-32768.0) && !i16t.holds(32768.0) && !i16t.holds(0.5));
+        let f32t = Stored::Float(FloatType::F32);
+        assert!(f32t.holds(0.5) && !f32t.holds(0.1));
+        assert_eq!(i16t.default_fill(), -32767.0);
+    }
+}
