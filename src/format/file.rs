@@ -387,6 +387,13 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
             let data = codec::decode_grid(codec, &bytes[pos..end], meta.grid_size)
                 .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
             let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
+            if grid.header().grid_count > 1 && grid.grid_size() < meta.grid_size {
+                drop(grid);
+                let batch = split_batch(data, meta.grid_size).map_err(grid_err)?;
+                pos = end;
+                grids.extend(batch);
+                continue;
+            }
             if grid.grid_size() != meta.grid_size {
                 return Err(grid_err(format!(
                     "grid header says {} bytes, file metadata {}",
@@ -411,6 +418,38 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
         }
     }
     Ok(grids)
+}
+
+/// The grids of a buffer that holds several back to back under one metadata record, as fVDB
+/// saves a grid batch (its metadata says one grid of the whole buffer's size; NanoVDB 32.6+
+/// readers show only the first). Each grid must carry its index and the count, and together
+/// they must fill the buffer exactly; each is named by its header, its metadata derived from
+/// it as for a raw grid file.
+fn split_batch(data: Vec<u8>, grid_size: u64) -> Result<Vec<FileGrid>, String> {
+    let grids = Grid::parse_all(&data).map_err(|e| {
+        format!("a buffer of several grids (a batch, as fVDB writes) that does not parse: {e}")
+    })?;
+    let total: u64 = grids.iter().map(Grid::grid_size).sum();
+    if total != grid_size {
+        return Err(format!(
+            "a buffer of {} grids (a batch, as fVDB writes) whose sizes add up to {total} \
+             bytes, where the file metadata says {grid_size}",
+            grids.len()
+        ));
+    }
+    Ok(owned_grids(&grids))
+}
+
+/// Copies of `grids`, each named by its header, its metadata derived from it.
+fn owned_grids(grids: &[Grid<'_>]) -> Vec<FileGrid> {
+    grids
+        .iter()
+        .map(|g| FileGrid {
+            name: g.name().to_owned(),
+            meta: meta_from_grid(g, Codec::None, g.grid_size()),
+            bytes: g.as_bytes().to_vec(),
+        })
+        .collect()
 }
 
 /// Metadata of a grid buffer, as NanoVDB's `FileGridMetaData` constructor derives it.
@@ -446,14 +485,7 @@ fn read_raw(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError> {
         name: String::new(),
         detail: format!("raw grid buffer: {e}"),
     })?;
-    Ok(grids
-        .iter()
-        .map(|g| FileGrid {
-            name: g.name().to_owned(),
-            meta: meta_from_grid(g, Codec::None, g.grid_size()),
-            bytes: g.as_bytes().to_vec(),
-        })
-        .collect())
+    Ok(owned_grids(&grids))
 }
 
 /// Encodes the segmented file for `grids` (one segment) in memory; see [`write_nvdb`].
