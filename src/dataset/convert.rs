@@ -14,8 +14,8 @@ use crate::format::checksum::store_checksum;
 use crate::format::file::meta_from_grid;
 use crate::format::openvdb;
 use crate::format::{
-    BuildOptions, ChecksumKind, ChecksumState, Codec, Coord, FileGrid, Grid, GridType, LeafBrick,
-    SparseVolume, build_grid, read_nvdb, verify_checksum, write_nvdb,
+    BuildOptions, ChecksumKind, ChecksumState, Codec, Coord, FileGrid, Grid, GridClass, GridType,
+    LeafBrick, SparseVolume, build_grid, read_nvdb, verify_checksum, write_nvdb,
 };
 
 /// How grids of later files are matched to attributes.
@@ -182,8 +182,17 @@ pub fn import_sequence(
         // so that at most two frames wait in memory.
         let (tx, rx) = mpsc::sync_channel::<(usize, Result<FileFrame>)>(1);
         s.spawn(move || {
+            // The classes of the first file's grids, for later files' grids that have none.
+            let mut first_classes = HashMap::new();
             for (i, f) in files.iter().enumerate() {
-                let r = read_frame_file(f, options);
+                let r = read_frame_file(f, options, &first_classes);
+                if let (0, Ok(frame)) = (i, &r) {
+                    first_classes = frame
+                        .grids
+                        .iter()
+                        .map(|g| (g.name.clone(), g.meta.grid_class))
+                        .collect();
+                }
                 let stop = r.is_err();
                 if tx.send((i, r)).is_err() || stop {
                     break;
@@ -282,7 +291,15 @@ fn select_grids(
 }
 
 /// Reads one frame's file: a `.nvdb` file as it is, an OpenVDB file converted.
-fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
+///
+/// An OpenVDB grid without a class (no `class` metadata: one frame of OpenUSD's smoke
+/// sequence) takes the class the first file's grid of that name has, with a note, so that a
+/// sequence is not refused over metadata one writer left out.
+fn read_frame_file(
+    path: &Path,
+    options: &ImportOptions,
+    first_classes: &HashMap<String, GridClass>,
+) -> Result<FileFrame> {
     let head = openvdb::sniff(path).map_err(|err| DatasetError::Io {
         op: "cannot read",
         path: path.to_owned(),
@@ -333,10 +350,23 @@ fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
             let grid_err = |msg: String| input(path, format!("grid {name:?}: {msg}"));
             let scalar =
                 openvdb::to_scalar_grid(g, component, options.max_tile_leaves).map_err(grid_err)?;
+            let class = match (scalar.class, first_classes.get(&name)) {
+                (GridClass::Unknown, Some(&first))
+                    if first != GridClass::Unknown && component.is_none() && !vector =>
+                {
+                    frame.notes.push(format!(
+                        "{}: grid {name:?} has no class; imported as {} like the first file's",
+                        path.display(),
+                        first.name()
+                    ));
+                    first
+                }
+                (c, _) => c,
+            };
             let opts = BuildOptions {
                 name: name.clone(),
                 grid_type: options.vdb_grid_type,
-                grid_class: scalar.class,
+                grid_class: class,
                 voxel_size: scalar.voxel_size,
                 world_origin: scalar.world_origin,
                 ..BuildOptions::default()

@@ -5,7 +5,7 @@ tests/vdb_realdata.rs.
 Usage: /usr/bin/python3 openvdb_realdata.py OUT.json FILE GRID [GRID ...] [-- FILE GRID ...]
 
 GRID is the name supercell gives the grid: NAME, or NAME#K for the K-th later grid called
-NAME, which OpenVDB reads as NAME[K]. Grids are read one by one (io::File::readGrid), since
+NAME, which OpenVDB reads as NAME[K]; or @I for the file's I-th grid (unnamed grids). Grids are read one by one (io::File::readGrid), since
 the binding cannot read files that also hold grid types it does not know (int32, points).
 
 Writes OUT.json: {FILE: {GRID: {"type", "class", "voxel_size", "index_to_world": [[ijk,
@@ -30,7 +30,10 @@ def openvdb_name(name):
 
 
 def report(vdb, path, name, rng):
-    g = vdb.read(path, openvdb_name(name))
+    if name.startswith("@"):
+        g = vdb.readAll(path)[0][int(name[1:])]
+    else:
+        g = vdb.read(path, openvdb_name(name))
     lo, hi = g.evalActiveVoxelBoundingBox()
     empty = g.activeVoxelCount() == 0
     points = []
