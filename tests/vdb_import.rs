@@ -41,13 +41,7 @@ fn openvdb_files(dir: &Path) -> Option<Reference> {
     })
 }
 
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
-}
+use crosscheck_support::floats;
 
 const NAMES: [&str; 4] = ["density", "sphere", "smoke", "velocity"];
 

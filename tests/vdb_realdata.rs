@@ -331,7 +331,10 @@ fn every_realdata_volume_imports_or_is_refused_by_name() {
     // The second has no class metadata: it takes the first's, with a note.
     let (m, r) = import(&frames, &tmp.path().join("seq"), &ImportOptions::default()).unwrap();
     assert_eq!(m.frame_count(), 2);
-    assert_eq!(m.attributes[0].grid_class, supercell::format::GridClass::FogVolume);
+    assert_eq!(
+        m.attributes[0].grid_class,
+        supercell::format::GridClass::FogVolume
+    );
     assert!(
         r.notes.len() == 1 && r.notes[0].contains("has no class; imported as FOG"),
         "{:?}",
@@ -409,13 +412,7 @@ fn nanovdb_convert(args: &[&Path]) -> Option<()> {
     }
 }
 
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
-}
+use crosscheck_support::floats;
 
 /// Compares one imported grid with OpenVDB's report of the same grid.
 fn compare(what: &str, g: &Grid<'_>, voxel_size: Option<[f64; 3]>, r: &serde_json::Value) {
