@@ -347,7 +347,7 @@ fn every_realdata_volume_imports_or_is_refused_by_name() {
         grids: Some(vec!["density#1".into()]),
         ..ImportOptions::default()
     };
-    let (m, _) = import(&[three.clone()], &tmp.path().join("one"), &only).unwrap();
+    let (m, _) = import(std::slice::from_ref(&three), &tmp.path().join("one"), &only).unwrap();
     assert_eq!(m.attributes.len(), 1);
     assert_eq!(m.attributes[0].name, "density#1");
     let ds = Dataset::open(tmp.path().join("one")).unwrap();
