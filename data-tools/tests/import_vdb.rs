@@ -165,6 +165,11 @@ fn same_name_grids_are_selected_by_their_manifest_names() {
     // inspect shows the manifest's names.
     let stdout = ok(&tool(&["inspect", &p(&ds)]));
     assert!(stdout.contains("\"density#2\""), "{stdout}");
+    let stdout = ok(&tool(&["inspect", &p(&ds), "--grid", "density#1"]));
+    assert!(
+        stdout.contains("\"density#1\"") && !stdout.contains("\"density#2\""),
+        "{stdout}"
+    );
     // export one attribute by its name; the file's grid keeps it and is the same grid.
     let nvdb = tmp.path().join("one.nvdb");
     let stdout = ok(&tool(&[
