@@ -704,6 +704,47 @@ mod tests {
         assert!(write_nvdb(&path, &[], Codec::Zip).is_err());
     }
 
+    /// A buffer of two grids under one metadata record (as fVDB saves a batch) reads as its
+    /// two grids; one whose grids do not fill the recorded size is refused, saying so.
+    #[test]
+    fn batches_under_one_record_are_split() {
+        let sphere = read_nvdb(fixture_path("sphere_ls.nvdb")).unwrap().remove(0);
+        let vel = read_nvdb(fixture_path("velocity_zip.nvdb"))
+            .unwrap()
+            .remove(0);
+        let mut batch = Vec::new();
+        for (i, g) in [&sphere, &vel].into_iter().enumerate() {
+            let mut b = g.bytes.clone();
+            b[l::GRID_OFF_GRID_INDEX as usize..][..4].copy_from_slice(&(i as u32).to_le_bytes());
+            b[l::GRID_OFF_GRID_COUNT as usize..][..4].copy_from_slice(&2u32.to_le_bytes());
+            batch.push(b);
+        }
+        let file_with = |payload: &[u8]| {
+            let one = encode_nvdb(&[&sphere.bytes], Codec::None).unwrap();
+            let mut f = one[..one.len() - sphere.bytes.len()].to_vec();
+            let size = (payload.len() as u64).to_le_bytes();
+            f[FILE_HEADER_SIZE..][..8].copy_from_slice(&size); // gridSize
+            f[FILE_HEADER_SIZE + 8..][..8].copy_from_slice(&size); // fileSize
+            f.extend_from_slice(payload);
+            f
+        };
+        let grids = read_nvdb_bytes(&file_with(&batch.concat())).unwrap();
+        assert_eq!(grids.len(), 2);
+        for (g, b) in grids.iter().zip(&batch) {
+            assert!(g.bytes == *b);
+            assert_eq!(g.name, g.grid().unwrap().name());
+        }
+        let mut padded = batch.concat();
+        padded.extend_from_slice(&[0; 64]);
+        let e = read_nvdb_bytes(&file_with(&padded))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a buffer of 2 grids") && e.contains("add up to"),
+            "{e}"
+        );
+    }
+
     /// Every prefix of a valid file, corrupt headers, sizes and payloads: errors naming the
     /// place, no panics, no large allocations.
     #[test]
