@@ -373,6 +373,12 @@ fn read_frame_file(
             };
             let bytes = build_grid(&scalar.volume, &opts).map_err(|e| grid_err(e.to_string()))?;
             let built = Grid::parse(&bytes).map_err(|e| grid_err(e.to_string()))?;
+            if built.active_voxel_count() == 0 && component.is_none() {
+                frame.notes.push(format!(
+                    "{}: grid {name:?} holds no active voxels",
+                    path.display()
+                ));
+            }
             if options.vdb_grid_type != GridType::Float {
                 let e = max_abs_error(&scalar.volume, &built).map_err(grid_err)?;
                 frame.errors.push((name.clone(), e));
