@@ -350,74 +350,89 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
                 name: name.clone(),
                 detail,
             };
-            if usize::try_from(meta.file_size)
-                .ok()
-                .and_then(|n| pos.checked_add(n))
-                .is_none_or(|e| e > bytes.len())
-            {
-                return Err(grid_err(format!(
-                    "payload of {} bytes at byte {pos} runs past the end of the {}-byte file",
-                    meta.file_size,
-                    bytes.len()
-                )));
-            }
-            // The payload's own size prefixes say where it ends; `fileSize` must agree
-            // with them in one of the ways known writers record it.
-            let extent = codec::payload_extent(codec, &bytes[pos..], meta.grid_size)
-                .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
-            if !extent.accepts_file_size(meta.file_size) {
-                let known = if extent.prefixes > 0 {
-                    format!(
-                        "{} (NanoVDB) or {} (warp-lang, without the {} size prefix bytes)",
-                        extent.len,
-                        extent.len - 8 * extent.prefixes,
-                        8 * extent.prefixes
-                    )
-                } else {
-                    format!("{} (the grid size)", extent.len)
-                };
-                return Err(grid_err(format!(
-                    "payload at byte {pos}: file metadata says {} bytes, its {codec} framing \
-                     makes it {known}",
-                    meta.file_size
-                )));
-            }
-            // `payload_extent` checked the extent against the file's length.
-            let end = pos + extent.len as usize;
-            let data = codec::decode_grid(codec, &bytes[pos..end], meta.grid_size)
-                .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
-            let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
-            if grid.header().grid_count > 1 && grid.grid_size() < meta.grid_size {
-                drop(grid);
-                let batch = split_batch(data, meta.grid_size).map_err(grid_err)?;
-                pos = end;
-                grids.extend(batch);
-                continue;
-            }
-            if grid.grid_size() != meta.grid_size {
-                return Err(grid_err(format!(
-                    "grid header says {} bytes, file metadata {}",
-                    grid.grid_size(),
-                    meta.grid_size
-                )));
-            }
-            if meta.grid_type != grid.grid_type() {
-                return Err(grid_err(format!(
-                    "file metadata says {} values, the grid header {}",
-                    meta.grid_type,
-                    grid.grid_type()
-                )));
-            }
-            drop(grid);
+            let (end, read) = read_payload(bytes, pos, codec, name.clone(), meta, grid_err)?;
             pos = end;
-            grids.push(FileGrid {
-                name,
-                meta,
-                bytes: data,
-            });
+            grids.extend(read);
         }
     }
     Ok(grids)
+}
+
+/// The payload of one metadata record at byte `pos`: where it ends, and its grid (or the
+/// grids of a batch, see [`split_batch`]). `grid_err` names the grid in errors.
+fn read_payload(
+    bytes: &[u8],
+    pos: usize,
+    codec: Codec,
+    name: String,
+    meta: FileGridMeta,
+    grid_err: impl Fn(String) -> NvdbError,
+) -> Result<(usize, Vec<FileGrid>), NvdbError> {
+    if usize::try_from(meta.file_size)
+        .ok()
+        .and_then(|n| pos.checked_add(n))
+        .is_none_or(|e| e > bytes.len())
+    {
+        return Err(grid_err(format!(
+            "payload of {} bytes at byte {pos} runs past the end of the {}-byte file",
+            meta.file_size,
+            bytes.len()
+        )));
+    }
+    // The payload's own size prefixes say where it ends; `fileSize` must agree
+    // with them in one of the ways known writers record it.
+    let extent = codec::payload_extent(codec, &bytes[pos..], meta.grid_size)
+        .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
+    if !extent.accepts_file_size(meta.file_size) {
+        let known = if extent.prefixes > 0 {
+            format!(
+                "{} (NanoVDB) or {} (warp-lang, without the {} size prefix bytes)",
+                extent.len,
+                extent.len - 8 * extent.prefixes,
+                8 * extent.prefixes
+            )
+        } else {
+            format!("{} (the grid size)", extent.len)
+        };
+        return Err(grid_err(format!(
+            "payload at byte {pos}: file metadata says {} bytes, its {codec} framing \
+             makes it {known}",
+            meta.file_size
+        )));
+    }
+    // `payload_extent` checked the extent against the file's length.
+    let end = pos + extent.len as usize;
+    let data = codec::decode_grid(codec, &bytes[pos..end], meta.grid_size)
+        .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
+    let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
+    if grid.header().grid_count > 1 && grid.grid_size() < meta.grid_size {
+        drop(grid);
+        let batch = split_batch(data, meta.grid_size).map_err(grid_err)?;
+        return Ok((end, batch));
+    }
+    if grid.grid_size() != meta.grid_size {
+        return Err(grid_err(format!(
+            "grid header says {} bytes, file metadata {}",
+            grid.grid_size(),
+            meta.grid_size
+        )));
+    }
+    if meta.grid_type != grid.grid_type() {
+        return Err(grid_err(format!(
+            "file metadata says {} values, the grid header {}",
+            meta.grid_type,
+            grid.grid_type()
+        )));
+    }
+    drop(grid);
+    Ok((
+        end,
+        vec![FileGrid {
+            name,
+            meta,
+            bytes: data,
+        }],
+    ))
 }
 
 /// The grids of a buffer that holds several back to back under one metadata record, as fVDB
