@@ -301,4 +301,18 @@ fn export_mitsuba_keeps_per_axis_voxel_sizes() {
         }
     }
     assert_ne!(scale[0], scale[2]);
+    // `export` keeps the per-axis voxel size and the origin, exactly.
+    let nvdb = tmp.path().join("frame.nvdb");
+    ok(&tool(&[
+        "export",
+        &p(&ds),
+        "--frame",
+        "0",
+        "--out",
+        &p(&nvdb),
+    ]));
+    let back = supercell::format::read_nvdb(&nvdb).unwrap();
+    let g = back[0].grid().unwrap();
+    assert_eq!(g.voxel_size(), scale);
+    assert_eq!(g.map().apply([0.0; 3]), file.grids[0].transform.translation);
 }
