@@ -41,13 +41,7 @@ fn openvdb_files(dir: &Path) -> Option<Reference> {
     })
 }
 
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
-}
+use crosscheck_support::floats;
 
 const NAMES: [&str; 4] = ["density", "sphere", "smoke", "velocity"];
 
@@ -297,10 +291,11 @@ fn unsupported_and_broken_openvdb_files_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("rotated.vdb") && e.contains("rotation"), "{e}");
-    // Anisotropic voxels are read, and refused on import.
+    // Anisotropic voxels are read, and imported with their voxel size per axis.
     let aniso = dir.path().join("anisotropic.vdb");
-    assert!(read_vdb(&aniso).is_ok());
-    let e = import_sequence(
+    let file = read_vdb(&aniso).unwrap();
+    assert_eq!(file.grids[0].transform.scale, [1.0, 2.0, 1.0]);
+    let (manifest, _) = import_sequence(
         &[aniso],
         dir.path().join("ds"),
         LaneSpec::Count(1),
@@ -310,9 +305,15 @@ fn unsupported_and_broken_openvdb_files_are_refused() {
         &ImportOptions::default(),
         |_| {},
     )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("anisotropic") && e.contains("uniform"), "{e}");
+    .unwrap();
+    assert_eq!(manifest.attributes[0].voxel_size, Some([1.0, 2.0, 1.0]));
+    let ds = Dataset::open(dir.path().join("ds")).unwrap();
+    let mut buf = AlignedBuf::new();
+    ds.read_frame(0, &mut buf, CrcCheck::Verify).unwrap();
+    let g = Grid::parse(ds.grid_bytes(0, 0, &buf).unwrap()).unwrap();
+    // OpenVDB's value at (1, 2, 3) is at world (1 + 5, 2 * 2, 3).
+    assert_eq!(g.map().apply([1.0, 2.0, 3.0]), [6.0, 4.0, 3.0]);
+    assert_eq!(g.accessor().value([1, 2, 3]).unwrap(), Value::Float(1.0));
 
     let good = std::fs::read(dir.path().join("small.vdb")).unwrap();
     let file = read_vdb_bytes(&good).unwrap();

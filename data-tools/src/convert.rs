@@ -43,6 +43,14 @@ pub struct ImportArgs {
     /// (NAME itself holds the vector's length).
     #[arg(long)]
     pub vector_components: bool,
+    /// .vdb/.nvdb: import only these grids, by the names the manifest lists (a file's second
+    /// grid named density is density#1); repeatable or comma-separated.
+    #[arg(long = "grid", value_delimiter = ',')]
+    pub grids: Vec<String>,
+    /// .nvdb: import grids whose stored NanoVDB checksum does not match their bytes, with
+    /// their checksum cleared (and a note), instead of refusing the file.
+    #[arg(long)]
+    pub allow_bad_checksum: bool,
     /// netCDF: the variables to import, comma-separated (default: every 3-D variable; CM1's
     /// prs and th become prs_pert and th_pert, their level means removed).
     #[arg(long)]
@@ -93,6 +101,10 @@ pub struct ExportArgs {
     /// Compression of the grids in the file: none, zip or blosc.
     #[arg(long, default_value = "none", value_parser = parse_codec)]
     pub codec: Codec,
+    /// Export only these attributes (names as the manifest lists them, or indices);
+    /// repeatable or comma-separated. Default: every attribute.
+    #[arg(long = "grid", value_delimiter = ',')]
+    pub grids: Vec<String>,
     /// Export grids whose stored checksum does not match their bytes (with a warning)
     /// instead of refusing the frame.
     #[arg(long)]
@@ -114,6 +126,14 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
         bail!("--frame-interval must be a positive number of seconds");
     }
     let lanes = parse_lanes(&args.lanes)?;
+    if (!args.grids.is_empty() || args.allow_bad_checksum)
+        && crate::netcdf_magic::is_netcdf(&args.files[0])
+    {
+        bail!(
+            "--grid and --allow-bad-checksum apply to .vdb and .nvdb files; netCDF variables \
+             are chosen with --vars"
+        );
+    }
     if crate::netcdf_magic::is_netcdf(&args.files[0]) {
         #[cfg(not(feature = "netcdf"))]
         {
@@ -169,6 +189,8 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
     let options = ImportOptions {
         vdb_grid_type: args.grid_type,
         vector_components: args.vector_components,
+        grids: (!args.grids.is_empty()).then(|| args.grids.clone()),
+        allow_bad_checksum: args.allow_bad_checksum,
         ..ImportOptions::default()
     };
     let started = std::time::Instant::now();
@@ -208,6 +230,15 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
                  components too)"
             );
         }
+    }
+    for (name, err) in &report.narrowed {
+        println!(
+            "note: {name}: a double-precision grid, stored as 32-bit floats (largest rounding \
+             error {err:.3e})"
+        );
+    }
+    for n in &report.notes {
+        eprintln!("note: {n}");
     }
     for s in &report.skipped {
         eprintln!("note: not imported: {s}");
@@ -276,8 +307,26 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
     let mut buf = AlignedBuf::new();
     ds.read_frame(args.frame, &mut buf, CrcCheck::Verify)
         .with_context(context)?;
-    let mut grids = Vec::with_capacity(m.attributes.len());
-    for (a, attr) in m.attributes.iter().enumerate() {
+    let names: Vec<String> = m.attributes.iter().map(|a| a.name.clone()).collect();
+    let mut chosen = Vec::new();
+    for sel in &args.grids {
+        let a = target::select_grid(&names, sel).with_context(|| {
+            format!(
+                "{}: no attribute named or numbered {sel:?} (attributes: {})",
+                args.dataset.display(),
+                names.join(", ")
+            )
+        })?;
+        if !chosen.contains(&a) {
+            chosen.push(a);
+        }
+    }
+    if chosen.is_empty() {
+        chosen = (0..names.len()).collect();
+    }
+    let mut grids = Vec::with_capacity(chosen.len());
+    for &a in &chosen {
+        let attr = &m.attributes[a];
         let bytes = ds.grid_bytes(args.frame, a, &buf).with_context(context)?;
         let grid = Grid::parse(bytes).with_context(|| {
             format!(
@@ -305,7 +354,7 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
         "{}: frame {} ({} grids, codec {})",
         args.out.display(),
         args.frame,
-        ds.manifest().attributes.len(),
+        grids.len(),
         args.codec
     );
     Ok(ExitCode::SUCCESS)

@@ -1,7 +1,7 @@
-//! `supercell-data inspect PATH [--json]`.
+//! `supercell-data inspect PATH [--grid NAME|INDEX] [--json]`.
 
 use crate::target::{self, LoadedGrids};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,6 +18,10 @@ pub struct InspectArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Describe only this grid: its name as listed (a second grid named density is
+    /// density#1), or its index.
+    #[arg(long)]
+    pub grid: Option<String>,
 }
 
 /// Everything `inspect` reports about one grid.
@@ -131,8 +135,23 @@ fn checksum_text(r: &GridReport) -> String {
 /// Runs `inspect`.
 pub fn run(args: &InspectArgs) -> Result<ExitCode> {
     let LoadedGrids { grids, frame } = target::load(&args.path, args.frame)?;
+    let names: Vec<String> = grids.iter().map(|g| g.name.clone()).collect();
+    let only = match &args.grid {
+        None => None,
+        Some(sel) => Some(target::select_grid(&names, sel).with_context(|| {
+            format!(
+                "{}: no grid named or numbered {sel:?} (grids: {})",
+                args.path.display(),
+                supercell::format::openvdb::unique_grid_names(names.iter().map(String::as_str))
+                    .join(", ")
+            )
+        })?),
+    };
     let mut reports = Vec::with_capacity(grids.len());
     for (i, fg) in grids.iter().enumerate() {
+        if only.is_some_and(|o| o != i) {
+            continue;
+        }
         // read_nvdb already validated the structure; parse again for the view.
         let grid = fg.grid().map_err(|e| {
             anyhow::anyhow!("{}: grid {i} ({:?}): {e}", args.path.display(), fg.name)

@@ -2,7 +2,7 @@
 
 use crate::args::{json_f32, parse_coord};
 use crate::target;
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use supercell::format::{Coord, Value};
@@ -71,24 +71,24 @@ fn value_text(v: &Value) -> String {
 pub fn run(args: &SampleArgs) -> Result<ExitCode> {
     let loaded = target::load(&args.path, args.frame)?;
     let grids = &loaded.grids;
-    let names: Vec<String> = grids
-        .iter()
-        .enumerate()
-        .map(|(i, g)| format!("{i}:{:?}", g.name))
-        .collect();
     let index = match &args.grid {
         None => 0,
-        Some(sel) => match grids.iter().position(|g| &g.name == sel) {
-            Some(i) => i,
-            None => match sel.parse::<usize>() {
-                Ok(i) if i < grids.len() => i,
-                _ => bail!(
+        Some(sel) => {
+            let names: Vec<String> = grids.iter().map(|g| g.name.clone()).collect();
+            target::select_grid(&names, sel).with_context(|| {
+                let listed: Vec<String> =
+                    supercell::format::openvdb::unique_grid_names(names.iter().map(String::as_str))
+                        .iter()
+                        .enumerate()
+                        .map(|(i, n)| format!("{i}:{n:?}"))
+                        .collect();
+                format!(
                     "{}: no grid named or numbered {sel:?} (grids: {})",
                     args.path.display(),
-                    names.join(", ")
-                ),
-            },
-        },
+                    listed.join(", ")
+                )
+            })?
+        }
     };
     let Some(fg) = grids.get(index) else {
         bail!("{}: holds no grids", args.path.display());

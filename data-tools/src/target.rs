@@ -59,9 +59,9 @@ pub fn load(path: &Path, frame: Option<usize>) -> Result<LoadedGrids> {
                 format!("{}: frame {f} attribute {:?}", path.display(), attr.name)
             })?;
             let mut g = loaded.remove(0);
-            if g.name.is_empty() {
-                g.name.clone_from(&attr.name);
-            }
+            // The manifest's name (unique, `density#1` for a second `density`) is the one
+            // every command shows and accepts.
+            g.name.clone_from(&attr.name);
             grids.push(g);
         }
         return Ok(LoadedGrids {
@@ -74,6 +74,16 @@ pub fn load(path: &Path, frame: Option<usize>) -> Result<LoadedGrids> {
     }
     let grids = read_nvdb(path)?;
     Ok(LoadedGrids { grids, frame: None })
+}
+
+/// The grid `sel` names among grids called `names` (in order): a name as the manifest lists
+/// it (a second grid called `density` is `density#1`), or an index. `None`: no such grid.
+pub fn select_grid(names: &[String], sel: &str) -> Option<usize> {
+    let unique = supercell::format::openvdb::unique_grid_names(names.iter().map(String::as_str));
+    unique
+        .iter()
+        .position(|n| n == sel)
+        .or_else(|| sel.parse::<usize>().ok().filter(|&i| i < names.len()))
 }
 
 /// Checks the NanoVDB checksum stored in grid `bytes` (of NanoVDB `version`) against its

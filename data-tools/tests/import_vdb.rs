@@ -100,3 +100,219 @@ fn import_vdb_reports_speed_error_and_vectors() {
     assert!(!out.status.success());
     assert!(err.contains("use float, fp16 or fp8"), "{err}");
 }
+
+/// `../shared/realdata` (relative to the workspace root), or `None` after saying so.
+fn realdata() -> Option<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realdata");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!("SKIPPED import_vdb realdata: {} is absent", dir.display());
+        None
+    }
+}
+
+fn ok(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Houdini's three grids named density: the manifest's names (`density#1`) select a grid in
+/// import, sample, inspect and export; Houdini put them at x = 4, 2 and 0.
+#[test]
+fn same_name_grids_are_selected_by_their_manifest_names() {
+    let Some(root) = realdata() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let vdb = root.join("vdb/houdini20.5_three_density_grids_blosc.vdb");
+    let ds = tmp.path().join("ds");
+    let p = |x: &Path| x.to_str().unwrap().to_owned();
+    let stdout = ok(&tool(&[
+        "import",
+        &p(&vdb),
+        "--out",
+        &p(&ds),
+        "--lanes",
+        "1",
+    ]));
+    assert!(
+        stdout.contains("(density, density#1, density#2)"),
+        "{stdout}"
+    );
+    // sample: by name and by index, the same values; an unknown name lists the names.
+    let at = ["--at=-9,-13,-9", "--at=0,0,0", "--at=3,-2,1", "--json"];
+    let by_name = ok(&tool(
+        &[&["sample", &p(&ds), "--grid", "density#1"], &at[..]].concat(),
+    ));
+    let by_index = ok(&tool(
+        &[&["sample", &p(&ds), "--grid", "1"], &at[..]].concat(),
+    ));
+    let first = ok(&tool(
+        &[&["sample", &p(&ds), "--grid", "density"], &at[..]].concat(),
+    ));
+    assert_eq!(by_name, by_index);
+    assert_ne!(by_name, first);
+    let out = tool(&["sample", &p(&ds), "--grid", "density#7", "--at", "0,0,0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("1:\"density#1\""),
+        "{err}"
+    );
+    // inspect shows the manifest's names.
+    let stdout = ok(&tool(&["inspect", &p(&ds)]));
+    assert!(stdout.contains("\"density#2\""), "{stdout}");
+    let stdout = ok(&tool(&["inspect", &p(&ds), "--grid", "density#1"]));
+    assert!(
+        stdout.contains("\"density#1\"") && !stdout.contains("\"density#2\""),
+        "{stdout}"
+    );
+    // export one attribute by its name; the file's grid keeps it and is the same grid.
+    let nvdb = tmp.path().join("one.nvdb");
+    let stdout = ok(&tool(&[
+        "export",
+        &p(&ds),
+        "--frame",
+        "0",
+        "--grid",
+        "density#1",
+        "--out",
+        &p(&nvdb),
+    ]));
+    assert!(stdout.contains("(1 grids"), "{stdout}");
+    let exported = ok(&tool(
+        &[&["sample", &p(&nvdb), "--grid", "density#1"], &at[..]].concat(),
+    ));
+    assert_eq!(exported, by_name);
+    let file = supercell::format::read_nvdb(&nvdb).unwrap();
+    let g = file[0].grid().unwrap();
+    assert_eq!(g.map().apply([0.0; 3]), [2.0, 0.0, 0.0]);
+    // import --grid: only that grid.
+    let one = tmp.path().join("one");
+    let stdout = ok(&tool(&[
+        "import",
+        &p(&vdb),
+        "--out",
+        &p(&one),
+        "--lanes",
+        "1",
+        "--grid",
+        "density#2",
+    ]));
+    assert!(stdout.contains("1 attributes (density#2)"), "{stdout}");
+}
+
+/// The double grid says it was narrowed, with its largest rounding error; tinyvdb's block
+/// offset is noted.
+#[test]
+fn double_grid_and_tinyvdb_are_reported() {
+    let Some(root) = realdata() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let p = |x: &Path| x.to_str().unwrap().to_owned();
+    let out = tool(&[
+        "import",
+        &p(&root.join("vdb/openvdb7_smoke_double_grid.vdb")),
+        "--out",
+        &p(&tmp.path().join("d")),
+    ]);
+    let stdout = ok(&out);
+    assert!(
+        stdout.contains(
+            "note: density: a double-precision grid, stored as 32-bit floats (largest \
+             rounding error 2.652e-8)"
+        ),
+        "{stdout}"
+    );
+    let out = tool(&[
+        "import",
+        &p(&root.join("vdb/tinyvdb090_resave_houdini_smoke_zip.vdb")),
+        "--out",
+        &p(&tmp.path().join("t")),
+    ]);
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("block offset 184 is not where the topology ends"),
+        "{err}"
+    );
+}
+
+/// `export-mitsuba` of OpenUSD's anisotropic smoke: the volume's `to_world` scales each axis
+/// by its own voxel size (0.1326, 0.1329, 0.1317), as the grid's map does.
+#[test]
+fn export_mitsuba_keeps_per_axis_voxel_sizes() {
+    let Some(root) = realdata() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let p = |x: &Path| x.to_str().unwrap().to_owned();
+    let ds = tmp.path().join("ds");
+    let scene = tmp.path().join("s.toml");
+    ok(&tool(&[
+        "import",
+        &p(&root.join("vdb/openusd_smoke_000002_aniso.vdb")),
+        "--out",
+        &p(&ds),
+        "--lanes",
+        "1",
+    ]));
+    std::fs::write(
+        &scene,
+        format!(
+            "dataset = {:?}\n[[attribute]]\nname = \"density\"\npreset = \"cloud\"\nkind = \
+             \"scatter\"\n",
+            p(&ds)
+        ),
+    )
+    .unwrap();
+    let out_dir = tmp.path().join("mitsuba");
+    ok(&tool(&[
+        "export-mitsuba",
+        &p(&scene),
+        "--size",
+        "64x36",
+        "--out",
+        &p(&out_dir),
+    ]));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("scene.json")).unwrap())
+            .unwrap();
+    let m = &json["medium"];
+    let n: Vec<f64> = (0..3)
+        .map(|i| m["resolution"][i].as_f64().unwrap())
+        .collect();
+    let file =
+        supercell::format::openvdb::read_vdb(root.join("vdb/openusd_smoke_000002_aniso.vdb"))
+            .unwrap();
+    let scale = file.grids[0].transform.scale;
+    for a in 0..3 {
+        let row = &m["volume_to_world"][a];
+        // One sample per voxel: the unit cube spans n voxels along each axis.
+        let diag = row[a].as_f64().unwrap();
+        assert!(
+            (diag - n[a] * scale[a]).abs() <= 1e-9 * diag,
+            "axis {a}: {diag} vs {} voxels of {}",
+            n[a],
+            scale[a]
+        );
+        for b in (0..3).filter(|&b| b != a) {
+            assert_eq!(row[b].as_f64().unwrap(), 0.0);
+        }
+    }
+    assert_ne!(scale[0], scale[2]);
+    // `export` keeps the per-axis voxel size and the origin, exactly.
+    let nvdb = tmp.path().join("frame.nvdb");
+    ok(&tool(&[
+        "export",
+        &p(&ds),
+        "--frame",
+        "0",
+        "--out",
+        &p(&nvdb),
+    ]));
+    let back = supercell::format::read_nvdb(&nvdb).unwrap();
+    let g = back[0].grid().unwrap();
+    assert_eq!(g.voxel_size(), scale);
+    assert_eq!(g.map().apply([0.0; 3]), file.grids[0].transform.translation);
+}

@@ -10,11 +10,12 @@ use super::error::{DatasetError, Result};
 use super::manifest::{Manifest, Provenance};
 use super::reader::{CrcCheck, Dataset};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec};
+use crate::format::checksum::store_checksum;
 use crate::format::file::meta_from_grid;
 use crate::format::openvdb;
 use crate::format::{
-    BuildOptions, Codec, Coord, FileGrid, Grid, GridType, LeafBrick, SparseVolume, build_grid,
-    read_nvdb, write_nvdb,
+    BuildOptions, ChecksumKind, ChecksumState, Codec, Coord, FileGrid, Grid, GridClass, GridType,
+    LeafBrick, SparseVolume, build_grid, read_nvdb, verify_checksum, write_nvdb,
 };
 
 /// How grids of later files are matched to attributes.
@@ -38,6 +39,14 @@ pub struct ImportOptions {
     /// Besides a vector grid's length (attribute `NAME`), import its components as the
     /// attributes `NAME.x`, `NAME.y`, `NAME.z`.
     pub vector_components: bool,
+    /// Import only these attributes (names as the manifest would list them: `density`,
+    /// `density#1` for a file's second grid named `density`, `velocity.x`); `None`: all. A
+    /// name the first file does not have is an error that lists the names it has.
+    pub grids: Option<Vec<String>>,
+    /// `.nvdb` grids whose stored NanoVDB checksum does not match their bytes are imported
+    /// with their checksum cleared (NanoVDB's "no checksum"), and listed in
+    /// [`ImportReport::notes`], instead of refusing the file.
+    pub allow_bad_checksum: bool,
 }
 
 impl Default for ImportOptions {
@@ -47,6 +56,8 @@ impl Default for ImportOptions {
             // 4 Mi leaves: 8 GiB of f32 voxels.
             max_tile_leaves: 1 << 22,
             vector_components: false,
+            grids: None,
+            allow_bad_checksum: false,
         }
     }
 }
@@ -62,6 +73,11 @@ pub struct ImportReport {
     pub vector_magnitudes: Vec<String>,
     /// OpenVDB grids not imported, with the reason (once per grid name).
     pub skipped: Vec<String>,
+    /// Per attribute converted from an OpenVDB double-precision grid (stored as 32-bit
+    /// floats): the largest absolute rounding error of a value, over all frames.
+    pub narrowed: Vec<(String, f64)>,
+    /// What the OpenVDB reader tolerated, per file (`file: grid "name": what`).
+    pub notes: Vec<String>,
 }
 
 /// One file's grids, ready for the writer, with what the conversion found.
@@ -71,6 +87,9 @@ struct FileFrame {
     errors: Vec<(String, f64)>,
     vectors: Vec<String>,
     skipped: Vec<String>,
+    /// (grid name, largest rounding error) for double grids.
+    narrowed: Vec<(String, f64)>,
+    notes: Vec<String>,
 }
 
 /// Imports a sequence of `.nvdb` files, one per frame, into a new dataset at `out`
@@ -163,8 +182,17 @@ pub fn import_sequence(
         // so that at most two frames wait in memory.
         let (tx, rx) = mpsc::sync_channel::<(usize, Result<FileFrame>)>(1);
         s.spawn(move || {
+            // The classes of the first file's grids, for later files' grids that have none.
+            let mut first_classes = HashMap::new();
             for (i, f) in files.iter().enumerate() {
-                let r = read_frame_file(f, options);
+                let r = read_frame_file(f, options, &first_classes);
+                if let (0, Ok(frame)) = (i, &r) {
+                    first_classes = frame
+                        .grids
+                        .iter()
+                        .map(|g| (g.name.clone(), g.meta.grid_class))
+                        .collect();
+                }
                 let stop = r.is_err();
                 if tx.send((i, r)).is_err() || stop {
                     break;
@@ -175,12 +203,9 @@ pub fn import_sequence(
         for (i, frame) in rx {
             let path = &files[i];
             let frame = frame?;
-            for (name, e) in frame.errors {
-                match report.max_abs_error.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, worst)) => *worst = worst.max(e),
-                    None => report.max_abs_error.push((name, e)),
-                }
-            }
+            keep_worst(&mut report.max_abs_error, frame.errors);
+            keep_worst(&mut report.narrowed, frame.narrowed);
+            report.notes.extend(frame.notes);
             for v in frame.vectors {
                 if !report.vector_magnitudes.contains(&v) {
                     report.vector_magnitudes.push(v);
@@ -191,10 +216,7 @@ pub fn import_sequence(
                     report.skipped.push(sk);
                 }
             }
-            let grids = frame.grids;
-            if grids.is_empty() {
-                return Err(input(path, "holds no grids that can be imported".into()));
-            }
+            let grids = select_grids(frame.grids, options.grids.as_deref(), path)?;
             let (w, names, matching) = match &mut writer {
                 Some(w) => w,
                 None => {
@@ -222,20 +244,78 @@ pub fn import_sequence(
     Ok((manifest, report))
 }
 
+/// Keeps the larger error per name.
+fn keep_worst(into: &mut Vec<(String, f64)>, from: Vec<(String, f64)>) {
+    for (name, e) in from {
+        match into.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, worst)) => *worst = worst.max(e),
+            None => into.push((name, e)),
+        }
+    }
+}
+
+/// The grids of one file that are imported: all, or those `wanted` names (as the manifest
+/// would list them). An empty result, or a wanted name the file lacks, is an error.
+fn select_grids(
+    grids: Vec<FileGrid>,
+    wanted: Option<&[String]>,
+    path: &Path,
+) -> Result<Vec<FileGrid>> {
+    if grids.is_empty() {
+        return Err(input(path, "holds no grids that can be imported".into()));
+    }
+    let Some(wanted) = wanted else {
+        return Ok(grids);
+    };
+    let (names, _) = attribute_names(&grids);
+    if let Some(missing) = wanted.iter().find(|w| !names.contains(w)) {
+        return Err(input(
+            path,
+            format!(
+                "has no grid {missing:?} that can be imported (it has {})",
+                names.join(", ")
+            ),
+        ));
+    }
+    let picked: Vec<FileGrid> = grids
+        .into_iter()
+        .zip(&names)
+        .filter(|(_, n)| wanted.contains(n))
+        .map(|(mut g, n)| {
+            // The attribute name it was chosen by, for matching later files.
+            g.name.clone_from(n);
+            g
+        })
+        .collect();
+    Ok(picked)
+}
+
 /// Reads one frame's file: a `.nvdb` file as it is, an OpenVDB file converted.
-fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
+///
+/// An OpenVDB grid without a class (no `class` metadata: one frame of OpenUSD's smoke
+/// sequence) takes the class the first file's grid of that name has, with a note, so that a
+/// sequence is not refused over metadata one writer left out.
+fn read_frame_file(
+    path: &Path,
+    options: &ImportOptions,
+    first_classes: &HashMap<String, GridClass>,
+) -> Result<FileFrame> {
     let head = openvdb::sniff(path).map_err(|err| DatasetError::Io {
         op: "cannot read",
         path: path.to_owned(),
         err,
     })?;
     if !openvdb::is_vdb(&head) {
-        return Ok(FileFrame {
+        let mut frame = FileFrame {
             grids: read_nvdb(path)?,
             errors: Vec::new(),
             vectors: Vec::new(),
             skipped: Vec::new(),
-        });
+            narrowed: Vec::new(),
+            notes: Vec::new(),
+        };
+        check_nvdb_checksums(path, &mut frame, options.allow_bad_checksum)?;
+        return Ok(frame);
     }
     let file = openvdb::read_vdb(path).map_err(|e| input(path, e.to_string()))?;
     let mut frame = FileFrame {
@@ -247,8 +327,15 @@ fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
             .iter()
             .map(|s| format!("{:?}: {}", s.name, s.reason))
             .collect(),
+        narrowed: Vec::new(),
+        notes: Vec::new(),
     };
     for g in &file.grids {
+        frame.notes.extend(
+            g.notes
+                .iter()
+                .map(|n| format!("{}: grid {:?}: {n}", path.display(), g.name)),
+        );
         let vector = g.value_type.components() == 3;
         let mut parts = vec![(g.name.clone(), None)];
         if vector && options.vector_components {
@@ -263,16 +350,35 @@ fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
             let grid_err = |msg: String| input(path, format!("grid {name:?}: {msg}"));
             let scalar =
                 openvdb::to_scalar_grid(g, component, options.max_tile_leaves).map_err(grid_err)?;
+            let class = match (scalar.class, first_classes.get(&name)) {
+                (GridClass::Unknown, Some(&first))
+                    if first != GridClass::Unknown && component.is_none() && !vector =>
+                {
+                    frame.notes.push(format!(
+                        "{}: grid {name:?} has no class; imported as {} like the first file's",
+                        path.display(),
+                        first.name()
+                    ));
+                    first
+                }
+                (c, _) => c,
+            };
             let opts = BuildOptions {
                 name: name.clone(),
                 grid_type: options.vdb_grid_type,
-                grid_class: scalar.class,
-                voxel_size: [scalar.voxel_size; 3],
+                grid_class: class,
+                voxel_size: scalar.voxel_size,
                 world_origin: scalar.world_origin,
                 ..BuildOptions::default()
             };
             let bytes = build_grid(&scalar.volume, &opts).map_err(|e| grid_err(e.to_string()))?;
             let built = Grid::parse(&bytes).map_err(|e| grid_err(e.to_string()))?;
+            if built.active_voxel_count() == 0 && component.is_none() {
+                frame.notes.push(format!(
+                    "{}: grid {name:?} holds no active voxels",
+                    path.display()
+                ));
+            }
             if options.vdb_grid_type != GridType::Float {
                 let e = max_abs_error(&scalar.volume, &built).map_err(grid_err)?;
                 frame.errors.push((name.clone(), e));
@@ -280,12 +386,52 @@ fn read_frame_file(path: &Path, options: &ImportOptions) -> Result<FileFrame> {
             if vector && component.is_none() {
                 frame.vectors.push(name.clone());
             }
+            if let Some(e) = g.narrowing_error {
+                frame.narrowed.push((name.clone(), e));
+            }
             let meta = meta_from_grid(&built, Codec::None, bytes.len() as u64);
             drop(built);
             frame.grids.push(FileGrid { name, meta, bytes });
         }
     }
     Ok(frame)
+}
+
+/// Checks every `.nvdb` grid's stored checksum against its bytes: a mismatch refuses the
+/// file, naming the grid, or with `allow_bad` clears that grid's checksum (so that nothing
+/// later vouches for it) and notes it.
+fn check_nvdb_checksums(path: &Path, frame: &mut FileFrame, allow_bad: bool) -> Result<()> {
+    let count = frame.grids.len();
+    for (i, g) in frame.grids.iter_mut().enumerate() {
+        let version = g
+            .grid()
+            .map_err(|e| input(path, format!("grid {i}: {e}")))?
+            .version();
+        let ChecksumState::Mismatch { stored, computed } = verify_checksum(&g.bytes, version)
+        else {
+            continue;
+        };
+        let problem = format!(
+            "grid {i} of {count} ({:?}): NanoVDB checksum mismatch ({} checksum stored \
+             {stored:016x}, the bytes give {computed:016x})",
+            grid_name(g),
+            ChecksumKind::of(stored).name()
+        );
+        if !allow_bad {
+            return Err(input(
+                path,
+                format!(
+                    "{problem}: the grid is damaged or was changed after its checksum was made (--allow-bad-checksum imports it without one)"
+                ),
+            ));
+        }
+        store_checksum(&mut g.bytes, None).map_err(|e| input(path, e.to_string()))?;
+        frame.notes.push(format!(
+            "{}: {problem}; imported with its checksum cleared (--allow-bad-checksum)",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// The largest absolute difference between an active source voxel and the value the built
@@ -336,18 +482,9 @@ fn attribute_names(grids: &[FileGrid]) -> (Vec<String>, Matching) {
             .enumerate()
             .map(|(i, n)| if n.is_empty() { format!("grid{i}") } else { n })
             .collect::<Vec<_>>();
-        // Positional names must still be unique attribute names.
-        let unique = named
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                if named[..i].contains(n) {
-                    format!("{n}#{i}")
-                } else {
-                    n.clone()
-                }
-            })
-            .collect();
+        // Positional names must still be unique attribute names: a name's later grids are
+        // `NAME#1`, `NAME#2`, ..., as the OpenVDB reader names same-name grids.
+        let unique = openvdb::unique_grid_names(named.iter().map(String::as_str));
         (unique, Matching::ByPosition)
     }
 }

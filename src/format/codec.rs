@@ -80,8 +80,15 @@ pub fn decode_grid(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u
         }
         // `head` may be shorter than the header (a grid that small fails its own parse
         // later); only a size that is there is compared.
-        if let Ok(size) = LeBytes::new(head).u64_at(l::GRID_OFF_GRID_SIZE as usize, "grid size")
+        let le = LeBytes::new(head);
+        // A buffer of several grids back to back (fVDB saves a batch under one metadata
+        // record) starts with a grid smaller than the whole; the file reader splits it.
+        let batch = le
+            .u32_at(l::GRID_OFF_GRID_COUNT as usize, "grid count")
+            .is_ok_and(|n| n > 1);
+        if let Ok(size) = le.u64_at(l::GRID_OFF_GRID_SIZE as usize, "grid size")
             && size != grid_size
+            && !(batch && size < grid_size)
         {
             return err(format!(
                 "decompressed grid header says {size} bytes, file metadata {grid_size}"

@@ -350,67 +350,121 @@ fn read_nvdb_from(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError>
                 name: name.clone(),
                 detail,
             };
-            if usize::try_from(meta.file_size)
-                .ok()
-                .and_then(|n| pos.checked_add(n))
-                .is_none_or(|e| e > bytes.len())
-            {
-                return Err(grid_err(format!(
-                    "payload of {} bytes at byte {pos} runs past the end of the {}-byte file",
-                    meta.file_size,
-                    bytes.len()
-                )));
-            }
-            // The payload's own size prefixes say where it ends; `fileSize` must agree
-            // with them in one of the ways known writers record it.
-            let extent = codec::payload_extent(codec, &bytes[pos..], meta.grid_size)
-                .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
-            if !extent.accepts_file_size(meta.file_size) {
-                let known = if extent.prefixes > 0 {
-                    format!(
-                        "{} (NanoVDB) or {} (warp-lang, without the {} size prefix bytes)",
-                        extent.len,
-                        extent.len - 8 * extent.prefixes,
-                        8 * extent.prefixes
-                    )
-                } else {
-                    format!("{} (the grid size)", extent.len)
-                };
-                return Err(grid_err(format!(
-                    "payload at byte {pos}: file metadata says {} bytes, its {codec} framing \
-                     makes it {known}",
-                    meta.file_size
-                )));
-            }
-            // `payload_extent` checked the extent against the file's length.
-            let end = pos + extent.len as usize;
-            let data = codec::decode_grid(codec, &bytes[pos..end], meta.grid_size)
-                .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
-            let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
-            if grid.grid_size() != meta.grid_size {
-                return Err(grid_err(format!(
-                    "grid header says {} bytes, file metadata {}",
-                    grid.grid_size(),
-                    meta.grid_size
-                )));
-            }
-            if meta.grid_type != grid.grid_type() {
-                return Err(grid_err(format!(
-                    "file metadata says {} values, the grid header {}",
-                    meta.grid_type,
-                    grid.grid_type()
-                )));
-            }
-            drop(grid);
+            let (end, read) = read_payload(bytes, pos, codec, name.clone(), meta, grid_err)?;
             pos = end;
-            grids.push(FileGrid {
-                name,
-                meta,
-                bytes: data,
-            });
+            grids.extend(read);
         }
     }
     Ok(grids)
+}
+
+/// The payload of one metadata record at byte `pos`: where it ends, and its grid (or the
+/// grids of a batch, see [`split_batch`]). `grid_err` names the grid in errors.
+fn read_payload(
+    bytes: &[u8],
+    pos: usize,
+    codec: Codec,
+    name: String,
+    meta: FileGridMeta,
+    grid_err: impl Fn(String) -> NvdbError,
+) -> Result<(usize, Vec<FileGrid>), NvdbError> {
+    if usize::try_from(meta.file_size)
+        .ok()
+        .and_then(|n| pos.checked_add(n))
+        .is_none_or(|e| e > bytes.len())
+    {
+        return Err(grid_err(format!(
+            "payload of {} bytes at byte {pos} runs past the end of the {}-byte file",
+            meta.file_size,
+            bytes.len()
+        )));
+    }
+    // The payload's own size prefixes say where it ends; `fileSize` must agree
+    // with them in one of the ways known writers record it.
+    let extent = codec::payload_extent(codec, &bytes[pos..], meta.grid_size)
+        .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
+    if !extent.accepts_file_size(meta.file_size) {
+        let known = if extent.prefixes > 0 {
+            format!(
+                "{} (NanoVDB) or {} (warp-lang, without the {} size prefix bytes)",
+                extent.len,
+                extent.len - 8 * extent.prefixes,
+                8 * extent.prefixes
+            )
+        } else {
+            format!("{} (the grid size)", extent.len)
+        };
+        return Err(grid_err(format!(
+            "payload at byte {pos}: file metadata says {} bytes, its {codec} framing \
+             makes it {known}",
+            meta.file_size
+        )));
+    }
+    // `payload_extent` checked the extent against the file's length.
+    let end = pos + extent.len as usize;
+    let data = codec::decode_grid(codec, &bytes[pos..end], meta.grid_size)
+        .map_err(|CodecError(e)| grid_err(format!("payload at byte {pos}: {e}")))?;
+    let grid = Grid::parse(&data).map_err(|e| grid_err(e.to_string()))?;
+    if grid.header().grid_count > 1 && grid.grid_size() < meta.grid_size {
+        drop(grid);
+        let batch = split_batch(data, meta.grid_size).map_err(grid_err)?;
+        return Ok((end, batch));
+    }
+    if grid.grid_size() != meta.grid_size {
+        return Err(grid_err(format!(
+            "grid header says {} bytes, file metadata {}",
+            grid.grid_size(),
+            meta.grid_size
+        )));
+    }
+    if meta.grid_type != grid.grid_type() {
+        return Err(grid_err(format!(
+            "file metadata says {} values, the grid header {}",
+            meta.grid_type,
+            grid.grid_type()
+        )));
+    }
+    drop(grid);
+    Ok((
+        end,
+        vec![FileGrid {
+            name,
+            meta,
+            bytes: data,
+        }],
+    ))
+}
+
+/// The grids of a buffer that holds several back to back under one metadata record, as fVDB
+/// saves a grid batch (its metadata says one grid of the whole buffer's size; NanoVDB 32.6+
+/// readers show only the first). Each grid must carry its index and the count, and together
+/// they must fill the buffer exactly; each is named by its header, its metadata derived from
+/// it as for a raw grid file.
+fn split_batch(data: Vec<u8>, grid_size: u64) -> Result<Vec<FileGrid>, String> {
+    let grids = Grid::parse_all(&data).map_err(|e| {
+        format!("a buffer of several grids (a batch, as fVDB writes) that does not parse: {e}")
+    })?;
+    let total: u64 = grids.iter().map(Grid::grid_size).sum();
+    if total != grid_size {
+        return Err(format!(
+            "a buffer of {} grids (a batch, as fVDB writes) whose sizes add up to {total} \
+             bytes, where the file metadata says {grid_size}",
+            grids.len()
+        ));
+    }
+    Ok(owned_grids(&grids))
+}
+
+/// Copies of `grids`, each named by its header, its metadata derived from it.
+fn owned_grids(grids: &[Grid<'_>]) -> Vec<FileGrid> {
+    grids
+        .iter()
+        .map(|g| FileGrid {
+            name: g.name().to_owned(),
+            meta: meta_from_grid(g, Codec::None, g.grid_size()),
+            bytes: g.as_bytes().to_vec(),
+        })
+        .collect()
 }
 
 /// Metadata of a grid buffer, as NanoVDB's `FileGridMetaData` constructor derives it.
@@ -446,14 +500,7 @@ fn read_raw(bytes: &[u8], path: &Path) -> Result<Vec<FileGrid>, NvdbError> {
         name: String::new(),
         detail: format!("raw grid buffer: {e}"),
     })?;
-    Ok(grids
-        .iter()
-        .map(|g| FileGrid {
-            name: g.name().to_owned(),
-            meta: meta_from_grid(g, Codec::None, g.grid_size()),
-            bytes: g.as_bytes().to_vec(),
-        })
-        .collect())
+    Ok(owned_grids(&grids))
 }
 
 /// Encodes the segmented file for `grids` (one segment) in memory; see [`write_nvdb`].
@@ -670,6 +717,47 @@ mod tests {
         assert!(e.to_string().contains("input grid 1"), "{e}");
         assert!(!path.exists());
         assert!(write_nvdb(&path, &[], Codec::Zip).is_err());
+    }
+
+    /// A buffer of two grids under one metadata record (as fVDB saves a batch) reads as its
+    /// two grids; one whose grids do not fill the recorded size is refused, saying so.
+    #[test]
+    fn batches_under_one_record_are_split() {
+        let sphere = read_nvdb(fixture_path("sphere_ls.nvdb")).unwrap().remove(0);
+        let vel = read_nvdb(fixture_path("velocity_zip.nvdb"))
+            .unwrap()
+            .remove(0);
+        let mut batch = Vec::new();
+        for (i, g) in [&sphere, &vel].into_iter().enumerate() {
+            let mut b = g.bytes.clone();
+            b[l::GRID_OFF_GRID_INDEX as usize..][..4].copy_from_slice(&(i as u32).to_le_bytes());
+            b[l::GRID_OFF_GRID_COUNT as usize..][..4].copy_from_slice(&2u32.to_le_bytes());
+            batch.push(b);
+        }
+        let file_with = |payload: &[u8]| {
+            let one = encode_nvdb(&[&sphere.bytes], Codec::None).unwrap();
+            let mut f = one[..one.len() - sphere.bytes.len()].to_vec();
+            let size = (payload.len() as u64).to_le_bytes();
+            f[FILE_HEADER_SIZE..][..8].copy_from_slice(&size); // gridSize
+            f[FILE_HEADER_SIZE + 8..][..8].copy_from_slice(&size); // fileSize
+            f.extend_from_slice(payload);
+            f
+        };
+        let grids = read_nvdb_bytes(&file_with(&batch.concat())).unwrap();
+        assert_eq!(grids.len(), 2);
+        for (g, b) in grids.iter().zip(&batch) {
+            assert!(g.bytes == *b);
+            assert_eq!(g.name, g.grid().unwrap().name());
+        }
+        let mut padded = batch.concat();
+        padded.extend_from_slice(&[0; 64]);
+        let e = read_nvdb_bytes(&file_with(&padded))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a buffer of 2 grids") && e.contains("add up to"),
+            "{e}"
+        );
     }
 
     /// Every prefix of a valid file, corrupt headers, sizes and payloads: errors naming the

@@ -48,6 +48,15 @@ pub fn run_writer(
     Some(serde_json::from_str(&text).unwrap())
 }
 
+/// A JSON array of numbers.
+pub fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
 /// The index coordinates in the script's `points` array.
 pub fn points(json: &serde_json::Value) -> Vec<Coord> {
     json["points"]

@@ -31,7 +31,17 @@
 //! Supported values: float, double, Vec3s, Vec3d grids (the first two also as half floats);
 //! other grid types (integer, bool, mask, point data) are listed as skipped. Supported
 //! transforms: the linear maps without rotation (scale, translation, their combinations, and
-//! affine matrices of that form); others are refused with their name.
+//! affine matrices of that form), with a voxel size per axis; others are refused with their
+//! name.
+//!
+//! Offsets are used as libopenvdb uses them (`io::File::readGridDescriptors`,
+//! `io::Archive::readGrid`): the grid offset says where a grid starts and the end offset
+//! where the next descriptor is; the block offset is not used to read (libopenvdb reads the
+//! leaf buffers right after the topology, and tinyvdb 0.9 writes the grid offset there), only
+//! cross-checked: a block offset that disagrees is reported in [`VdbGrid::notes`].
+//!
+//! Grids that share a name (OpenVDB writes them as `name` + U+001E + a number) get the
+//! names `name`, `name#1`, `name#2`, ... in file order, as OpenVDB numbers them.
 
 use super::types::Coord;
 use std::io::Read;
@@ -82,7 +92,8 @@ pub enum VdbError {
 pub enum VdbValueType {
     /// 32-bit float (`Tree_float_5_4_3`).
     Float,
-    /// 64-bit float (`Tree_double_5_4_3`), read as the nearest 32-bit float.
+    /// 64-bit float (`Tree_double_5_4_3`), read as the nearest 32-bit float (the largest
+    /// rounding error is [`VdbGrid::narrowing_error`]).
     Double,
     /// Vector of three 32-bit floats (`Tree_vec3s_5_4_3`).
     Vec3s,
@@ -171,7 +182,8 @@ pub struct VdbLeaf {
 /// One grid read from a file.
 #[derive(Clone, Debug)]
 pub struct VdbGrid {
-    /// The grid's name (the descriptor's, without OpenVDB's duplicate-name suffix).
+    /// The grid's name, unique in the file: the descriptor's, and for the second and later
+    /// grids of one name `NAME#1`, `NAME#2`, ... (see [`unique_grid_names`]).
     pub name: String,
     /// The value type.
     pub value_type: VdbValueType,
@@ -187,6 +199,13 @@ pub struct VdbGrid {
     pub tiles: Vec<VdbTile>,
     /// Leaves, in file order.
     pub leaves: Vec<VdbLeaf>,
+    /// For double-precision grids (read as 32-bit floats): the largest absolute difference
+    /// between a stored double and the float it became, over every value read (background,
+    /// tiles, leaves; each component of a vector). `None` for grids stored as floats.
+    pub narrowing_error: Option<f64>,
+    /// Things in the file that libopenvdb tolerates and this reader did too (a block offset
+    /// that is not where the leaf buffers are), for the caller to pass on.
+    pub notes: Vec<String>,
 }
 
 /// A grid a file holds that this reader does not read, and why.
@@ -294,60 +313,39 @@ fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
     }
     let mut grids = Vec::new();
     let mut skipped = Vec::new();
+    let mut names = UniqueNames::default();
     for index in 0..count as usize {
-        let desc = (|| -> R<_> {
-            let unique = c.string("grid name")?;
-            let type_name = c.string("grid type")?;
-            let parent = c.string("instance parent name")?;
-            let grid_pos = c.i64("grid offset")?;
-            let block_pos = c.i64("block offset")?;
-            let end_pos = c.i64("end offset")?;
-            Ok((unique, type_name, parent, grid_pos, block_pos, end_pos))
-        })()
-        .map_err(|b| at_file(&format!("grid {index}: "), b))?;
-        let (unique, type_name, parent, grid_pos, block_pos, end_pos) = desc;
-        // OpenVDB makes duplicate names unique with a record separator and a number.
-        let name = unique.split('\u{1e}').next().unwrap_or("").to_owned();
+        let desc = read_descriptor(&mut c).map_err(|b| at_file(&format!("grid {index}: "), b))?;
+        let name = names.next(desc.unique.split('\u{1e}').next().unwrap_or(""));
         let context = format!("grid {index} ({name:?}): ");
-        let (base, half) = match type_name.strip_suffix("_HalfFloat") {
+        check_offsets(&desc, bytes.len(), c.pos).map_err(|b| at_file(&context, b))?;
+        let (base, half) = match desc.type_name.strip_suffix("_HalfFloat") {
             Some(b) => (b, true),
-            None => (type_name.as_str(), false),
+            None => (desc.type_name.as_str(), false),
         };
-        let in_file = |p: i64| usize::try_from(p).is_ok_and(|p| p <= bytes.len());
-        let ordered = grid_pos <= block_pos && block_pos <= end_pos;
-        if !(in_file(grid_pos) && in_file(block_pos) && in_file(end_pos) && ordered) {
-            return Err(at_file(
-                &context,
-                Bad {
-                    offset: c.pos - 24,
-                    detail: format!(
-                        "grid, block and end offsets {grid_pos}, {block_pos}, {end_pos} are \
-                         not in order inside the {}-byte file",
-                        bytes.len()
-                    ),
-                },
-            ));
-        }
         match VdbValueType::from_type_name(base) {
-            _ if !parent.is_empty() => skipped.push(SkippedGrid {
+            _ if !desc.parent.is_empty() => skipped.push(SkippedGrid {
                 name,
-                reason: format!("an instance of grid {parent:?} (instanced grids are not read)"),
+                reason: format!(
+                    "an instance of grid {:?} (instanced grids are not read)",
+                    desc.parent
+                ),
             }),
             None => skipped.push(SkippedGrid {
                 name,
-                reason: format!("grid type {type_name} is not read"),
+                reason: format!("grid type {} is not read", desc.type_name),
             }),
             Some(t) => {
-                c.seek(grid_pos, "grid offset")
+                c.seek(desc.grid_pos, "grid offset")
                     .map_err(|b| at_file(&context, b))?;
-                let g = read_grid(&mut c, name, t, half, block_pos)
+                let g = read_grid(&mut c, name, t, half, desc.block_pos)
                     .map_err(|b| at_file(&context, b))?;
-                if c.pos as i64 > end_pos {
+                if c.pos as i64 > desc.end_pos {
                     return Err(at_file(
                         &context,
                         Bad {
                             offset: c.pos,
-                            detail: format!("grid data runs past its end offset {end_pos}"),
+                            detail: format!("grid data runs past its end offset {}", desc.end_pos),
                         },
                     ));
                 }
@@ -355,7 +353,7 @@ fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
             }
         }
         // The next descriptor follows this grid.
-        c.seek(end_pos, "end offset")
+        c.seek(desc.end_pos, "end offset")
             .map_err(|b| at_file(&context, b))?;
     }
     Ok(VdbFile {
@@ -366,8 +364,78 @@ fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
     })
 }
 
+/// A grid descriptor (`io::GridDescriptor::read`).
+struct Descriptor {
+    unique: String,
+    type_name: String,
+    parent: String,
+    grid_pos: i64,
+    block_pos: i64,
+    end_pos: i64,
+}
+
+fn read_descriptor(c: &mut Cursor<'_>) -> R<Descriptor> {
+    Ok(Descriptor {
+        unique: c.string("grid name")?,
+        type_name: c.string("grid type")?,
+        parent: c.string("instance parent name")?,
+        grid_pos: c.i64("grid offset")?,
+        block_pos: c.i64("block offset")?,
+        end_pos: c.i64("end offset")?,
+    })
+}
+
+/// The offsets this reader uses: the grid starts after its descriptor (`after`) and ends
+/// inside the file, past its start. The block offset is only cross-checked later.
+fn check_offsets(d: &Descriptor, file_len: usize, after: usize) -> R<()> {
+    let in_file = |p: i64| usize::try_from(p).is_ok_and(|p| p <= file_len);
+    if !(in_file(d.grid_pos) && in_file(d.end_pos))
+        || d.grid_pos < after as i64
+        || d.grid_pos >= d.end_pos
+    {
+        return bad(
+            after - 24,
+            format!(
+                "grid offset {} and end offset {} do not frame a grid between the end of its \
+                 descriptor (byte {after}) and the end of the {file_len}-byte file",
+                d.grid_pos, d.end_pos
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Names grids as they come: a name's first grid keeps it, later ones get `#1`, `#2`, ...
+/// (OpenVDB's own suffix numbers, which it shows as `NAME[1]`); a made name that another grid
+/// already has gets the next number.
+#[derive(Default)]
+struct UniqueNames {
+    seen: std::collections::HashMap<String, usize>,
+    given: std::collections::HashSet<String>,
+}
+
+impl UniqueNames {
+    fn next(&mut self, base: &str) -> String {
+        let count = self.seen.entry(base.to_owned()).or_insert(0);
+        let mut name = base.to_owned();
+        while self.given.contains(&name) {
+            *count += 1;
+            name = format!("{base}#{count}");
+        }
+        self.given.insert(name.clone());
+        name
+    }
+}
+
+/// The names [`read_vdb`] gives grids called `names` (in file order): each name's first
+/// grid keeps it, later ones become `NAME#1`, `NAME#2`, ...
+pub fn unique_grid_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut u = UniqueNames::default();
+    names.into_iter().map(|n| u.next(n)).collect()
+}
+
 /// What a grid becomes for the NanoVDB writer: one scalar per voxel (a vector's length), its
-/// class, and a uniform voxel size with a translation.
+/// class, and a voxel size per axis with a translation.
 #[derive(Clone, Debug)]
 pub struct ScalarGrid {
     /// Leaf bricks: the file's leaves, and its tiles broken into leaves.
@@ -375,8 +443,9 @@ pub struct ScalarGrid {
     /// The class NanoVDB gets (level sets and fog volumes keep theirs; a vector's length
     /// and a staggered grid have none).
     pub class: super::types::GridClass,
-    /// Edge length of a voxel in world units.
-    pub voxel_size: f64,
+    /// Edge lengths of a voxel along x, y and z in world units (positive), exactly as the
+    /// file's map stores them.
+    pub voxel_size: [f64; 3],
     /// World position of index (0, 0, 0).
     pub world_origin: [f64; 3],
 }
@@ -386,7 +455,8 @@ pub struct ScalarGrid {
 /// Vectors become their length, or with `component` (0, 1, 2) that component. Tiles (active, or holding something other than the
 /// background, like a level set's inside) become leaves, since the writer stores leaves
 /// only; at most `max_tile_leaves` leaves come from tiles (a root tile alone is 4096³
-/// voxels), beyond that the grid is refused. Anisotropic or mirrored voxels are refused.
+/// voxels), beyond that the grid is refused. Voxel sizes may differ per axis; a negative
+/// scale (a mirrored axis) is refused with the map's name.
 pub fn to_scalar_grid(
     g: &VdbGrid,
     component: Option<usize>,
@@ -407,12 +477,10 @@ pub fn to_scalar_grid(
             None => v.iter().map(|c| c * c).sum::<f32>().sqrt(),
         }
     };
-    let [sx, sy, sz] = g.transform.scale;
-    let uniform = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
-    if !(sx > 0.0 && uniform(sx, sy) && uniform(sx, sz)) {
+    if g.transform.scale.iter().any(|&s| s <= 0.0) {
         return Err(format!(
-            "{} with scale {:?}: only uniform, positive voxel sizes can be stored (NanoVDB \
-             grids written here have one voxel size)",
+            "{} with scale {:?}: a negative scale (a mirrored axis) is not supported; the \
+             grids written here have positive voxel sizes",
             g.transform.map, g.transform.scale
         ));
     }
@@ -486,7 +554,7 @@ pub fn to_scalar_grid(
             bricks,
         },
         class,
-        voxel_size: sx,
+        voxel_size: g.transform.scale,
         world_origin: g.transform.translation,
     })
 }

@@ -187,12 +187,19 @@ pub(super) fn read_transform(c: &mut Cursor<'_>) -> R<VdbTransform> {
             };
             (map, [m[0], m[5], m[10]], [m[12], m[13], m[14]])
         }
+        "NonlinearFrustumMap" => {
+            return bad(
+                at,
+                "transform NonlinearFrustumMap is not supported: a frustum's voxels widen with \
+                 depth, and the grids written here have one voxel size per axis",
+            );
+        }
         other => {
             return bad(
                 at,
                 format!(
-                    "transform {other:?} is not supported (frustum and other non-linear maps \
-                     cannot be stored as NanoVDB's uniform voxels)"
+                    "unknown transform map type {other:?}: scale, translation and affine maps \
+                     without rotation are read"
                 ),
             );
         }
@@ -215,6 +222,8 @@ pub(super) struct ValueCodec {
     pub(super) value_type: VdbValueType,
     pub(super) half: bool,
     pub(super) compression: u32,
+    /// The largest |double − float| of the values decoded so far (doubles only).
+    pub(super) narrowing: std::cell::Cell<f64>,
 }
 
 impl ValueCodec {
@@ -233,15 +242,22 @@ impl ValueCodec {
     }
     /// Decodes one raw (not half) value.
     pub(super) fn raw_value(&self, b: &[u8]) -> [f32; 3] {
-        let v = decode_values(b, self.value_type, false, 1);
+        let v = decode_values(b, self.value_type, false, 1, &self.narrowing);
         let mut out = [0f32; 3];
         out[..v.len()].copy_from_slice(&v);
         out
     }
 }
 
-/// Decodes `count` values of `t` (each `components` floats) from little-endian bytes.
-pub(super) fn decode_values(b: &[u8], t: VdbValueType, half: bool, count: usize) -> Vec<f32> {
+/// Decodes `count` values of `t` (each `components` floats) from little-endian bytes;
+/// doubles become the nearest float, and `narrowing` the largest rounding error seen.
+pub(super) fn decode_values(
+    b: &[u8],
+    t: VdbValueType,
+    half: bool,
+    count: usize,
+    narrowing: &std::cell::Cell<f64>,
+) -> Vec<f32> {
     let n = count * t.components();
     let mut out = Vec::with_capacity(n);
     if half {
@@ -257,11 +273,18 @@ pub(super) fn decode_values(b: &[u8], t: VdbValueType, half: bool, count: usize)
                 .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))),
         );
     } else {
-        out.extend(
-            b.chunks_exact(8)
-                .take(n)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32),
-        );
+        let mut worst = narrowing.get();
+        out.extend(b.chunks_exact(8).take(n).map(|c| {
+            let d = f64::from_le_bytes(c.try_into().expect("8 bytes"));
+            let f = d as f32;
+            // Infinities and NaNs stay what they are; a double beyond the float range
+            // becomes infinite, an error of its own kind, counted as infinite.
+            if d.is_finite() {
+                worst = worst.max((d - f64::from(f)).abs());
+            }
+            f
+        }));
+        narrowing.set(worst);
     }
     out
 }
@@ -402,7 +425,7 @@ pub(super) fn read_node_values<const WORDS: usize>(
     } else {
         read_data(c, vc.compression, stored * vc.stored_value_bytes(), what)?
     };
-    let values = decode_values(&data, vc.value_type, vc.half, stored);
+    let values = decode_values(&data, vc.value_type, vc.half, stored, &vc.narrowing);
     if !masked || stored == n {
         return Ok(values);
     }
@@ -518,6 +541,7 @@ pub(super) fn read_grid(
         value_type,
         half,
         compression,
+        narrowing: std::cell::Cell::new(0.0),
     };
     let at = c.pos;
     let buffers = c.i32("tree buffer count")?;
@@ -580,8 +604,17 @@ pub(super) fn read_grid(
     if let Some(w) = tops.windows(2).find(|w| w[0].origin == w[1].origin) {
         return bad(at, format!("two root children at {:?}", w[0].origin));
     }
-    // Leaf buffers, at the block offset.
-    c.seek(block_pos, "block offset")?;
+    // Leaf buffers: right after the topology, where libopenvdb reads them
+    // (`Archive::readGrid` reads on from the topology and never seeks to the block offset).
+    let mut notes = Vec::new();
+    if usize::try_from(block_pos).ok() != Some(c.pos) {
+        notes.push(format!(
+            "the descriptor's block offset {block_pos} is not where the topology ends (byte \
+             {}); the leaf buffers were read from where the topology ends, as libopenvdb \
+             reads them",
+            c.pos
+        ));
+    }
     let n_leaves: usize = tops
         .iter()
         .flat_map(|t| &t.children)
@@ -625,5 +658,8 @@ pub(super) fn read_grid(
         background,
         tiles,
         leaves,
+        narrowing_error: matches!(value_type, VdbValueType::Double | VdbValueType::Vec3d)
+            .then(|| vc.narrowing.get()),
+        notes,
     })
 }

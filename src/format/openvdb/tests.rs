@@ -191,3 +191,131 @@ fn garbage_is_an_error_not_a_panic() {
     let e = read_vdb_bytes(&head).unwrap_err().to_string();
     assert!(e.contains("library version"), "{e}");
 }
+
+/// Sets the descriptor's block offset of a [`hand_written`] file.
+fn with_block_offset(mut f: Vec<u8>, block: i64) -> Vec<u8> {
+    // The offsets follow the descriptor's three strings: "g", "Tree_float_5_4_3", "".
+    let offsets_at = 8 + 4 + 8 + 1 + 36 + 4 + 4 + (4 + 1) + (4 + 16) + 4;
+    f[offsets_at + 8..][..8].copy_from_slice(&block.to_le_bytes());
+    f
+}
+
+#[test]
+fn the_block_offset_is_cross_checked_not_trusted() {
+    let good = hand_written(COMPRESS_ZIP | COMPRESS_ACTIVE_MASK);
+    let reference = read_vdb_bytes(&good).unwrap();
+    assert!(reference.grids[0].notes.is_empty());
+    let grid_pos = 8 + 4 + 8 + 1 + 36 + 4 + 4 + 5 + 20 + 4 + 24;
+    // tinyvdb 0.9 writes the grid offset there; nonsense offsets are no worse: libopenvdb
+    // reads the leaf buffers right after the topology, and so does this reader.
+    for block in [grid_pos as i64, -1, i64::MAX, 3] {
+        let file = read_vdb_bytes(&with_block_offset(good.clone(), block)).unwrap();
+        let g = &file.grids[0];
+        assert_eq!(g.leaves, reference.grids[0].leaves, "{block}");
+        assert_eq!(g.notes.len(), 1, "{block}");
+        assert!(
+            g.notes[0].contains(&format!(
+                "block offset {block} is not where the topology ends"
+            )),
+            "{}",
+            g.notes[0]
+        );
+    }
+    // An end offset before the grid's start, or beyond the file, is refused.
+    let offsets_at = grid_pos - 24;
+    for end in [grid_pos as i64, grid_pos as i64 - 1, good.len() as i64 + 1] {
+        let mut f = good.clone();
+        f[offsets_at + 16..][..8].copy_from_slice(&end.to_le_bytes());
+        let e = read_vdb_bytes(&f).unwrap_err().to_string();
+        assert!(e.contains("do not frame a grid"), "{end}: {e}");
+    }
+}
+
+#[test]
+fn same_names_are_numbered_as_openvdb_numbers_them() {
+    assert_eq!(
+        unique_grid_names(["density", "density", "heat", "density", ""]),
+        ["density", "density#1", "heat", "density#2", ""]
+    );
+    // A made name another grid already has moves on to the next number.
+    assert_eq!(unique_grid_names(["a#1", "a", "a"]), ["a#1", "a", "a#2"]);
+}
+
+/// A transform as `math::Transform::write` lays it out: the map's type name, then `fields`.
+fn transform_bytes(name: &str, fields: &[f64]) -> Vec<u8> {
+    let mut b = (name.len() as u32).to_le_bytes().to_vec();
+    b.extend_from_slice(name.as_bytes());
+    for v in fields {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b
+}
+
+fn transform(name: &str, fields: &[f64]) -> Result<VdbTransform, String> {
+    let b = transform_bytes(name, fields);
+    let mut c = Cursor { bytes: &b, pos: 0 };
+    read_transform(&mut c).map_err(|e| e.detail)
+}
+
+/// A scale map's five vectors: scale, voxel size, inverse, inverse squared, half inverse.
+fn scale_fields(s: [f64; 3]) -> Vec<f64> {
+    let inv = s.map(|x| 1.0 / x);
+    [s, s, inv, inv.map(|x| x * x), inv.map(|x| x / 2.0)].concat()
+}
+
+#[test]
+fn per_axis_scales_import_and_other_maps_are_refused_by_name() {
+    let s = [0.7033765912055969, 0.7033765912055969, 0.7164551019668579];
+    let t = [-8.440519332885742, -8.440519332885742, -24.134912490844727];
+    let st = transform("ScaleTranslateMap", &[t.to_vec(), scale_fields(s)].concat()).unwrap();
+    assert_eq!((st.scale, st.translation), (s, t));
+    assert_eq!(transform("ScaleMap", &scale_fields(s)).unwrap().scale, s);
+    let affine = [
+        [s[0], 0.0, 0.0, 0.0],
+        [0.0, s[1], 0.0, 0.0],
+        [0.0, 0.0, s[2], 0.0],
+        [t[0], t[1], t[2], 1.0],
+    ]
+    .concat();
+    let a = transform("AffineMap", &affine).unwrap();
+    assert_eq!((a.scale, a.translation), (s, t));
+
+    // The grid keeps the per-axis size, exactly as the file has it.
+    let mut g = read_vdb_bytes(&hand_written(0)).unwrap().grids.remove(0);
+    g.tiles.retain(|t| t.size < 4096); // the root tile would be 4096³ voxels of leaves
+    g.transform = st;
+    let scalar = to_scalar_grid(&g, None, 1 << 20).unwrap();
+    assert_eq!((scalar.voxel_size, scalar.world_origin), (s, t));
+    // A mirrored axis is refused, naming the map.
+    g.transform = transform("ScaleMap", &scale_fields([1.0, -1.0, 1.0])).unwrap();
+    let e = to_scalar_grid(&g, None, 1 << 20).unwrap_err();
+    assert!(
+        e.contains("ScaleMap") && e.contains("negative scale"),
+        "{e}"
+    );
+
+    let mut rotated = affine.clone();
+    rotated[1] = 0.5;
+    let e = transform("AffineMap", &rotated).unwrap_err();
+    assert!(e.contains("AffineMap with rotation"), "{e}");
+    let e = transform("NonlinearFrustumMap", &[0.0; 16]).unwrap_err();
+    assert!(e.contains("NonlinearFrustumMap is not supported"), "{e}");
+    let e = transform("PolarMap", &[]).unwrap_err();
+    assert!(e.contains("unknown transform map type \"PolarMap\""), "{e}");
+    let e = transform("ScaleMap", &scale_fields([1.0, 0.0, 1.0])).unwrap_err();
+    assert!(e.contains("not usable"), "{e}");
+}
+
+#[test]
+fn doubles_become_the_nearest_float_with_the_largest_error_kept() {
+    let b: Vec<u8> = [0.1f64, 1.0, -1e-3]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let worst = std::cell::Cell::new(0.0);
+    let v = decode_values(&b, VdbValueType::Double, false, 3, &worst);
+    assert_eq!(v, [0.1f32, 1.0, -1e-3]);
+    let err = |d: f64| (d - f64::from(d as f32)).abs();
+    assert_eq!(worst.get(), err(0.1).max(err(-1e-3)));
+    assert!(worst.get() > 0.0);
+}
