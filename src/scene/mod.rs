@@ -26,9 +26,11 @@
 //! ```
 
 mod cache;
+mod calibrate;
 mod error;
 mod framing;
 mod path;
+mod sample;
 mod spelling;
 mod suggest;
 mod validate;
@@ -39,13 +41,16 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use cache::{DEFAULT_DATASET_NAME, default_dataset_dir, ensure_default_dataset};
+pub use calibrate::{BAND, TARGET_SHOWN, TARGET_THIN};
 pub use error::SceneError;
 use error::{Seg, Source, plain_message, resolve_relative};
 pub use framing::Framing;
 pub use path::{CameraKey, CameraPath};
-pub use suggest::{suggested_attributes, suggested_scene_toml, suggested_settings};
+pub use sample::{DataSample, SAMPLE_BUDGET_BYTES, ValueSummary, sample_dataset};
+pub use suggest::{Suggestion, suggested_attributes, suggested_scene_toml, suggested_settings};
 
-use crate::dataset::{Dataset, Manifest};
+use crate::dataset::{AlignedBuf, CrcCheck, Dataset, Manifest};
+use crate::format::Grid;
 use crate::pipeline::PlayMode;
 use crate::render::{
     Albedo, AttributeView, Camera, Colormap, GridInParts, GridSlice, MAX_ATTRIBUTES, MediumKind,
@@ -465,9 +470,17 @@ impl Scene {
         })?;
         let m = dataset.manifest();
         let from_cli = attributes_override.is_some();
+        let mut suggestion = None;
         let attributes: Vec<SceneAttribute> = match attributes_override {
             Some(names) => names.iter().map(SceneAttribute::named).collect(),
-            None if self.attributes.is_empty() => default_attributes(m),
+            None if self.attributes.is_empty() => match suggest_from_data(&dataset)? {
+                Some(s) => {
+                    let a = s.attributes.clone();
+                    suggestion = Some(s);
+                    a
+                }
+                None => default_attributes(m),
+            },
             None => self.attributes.clone(),
         };
         let has = || {
@@ -551,7 +564,11 @@ impl Scene {
             // A dataset without a scene: an isosurface where a level set is shown.
             view.settings = suggested_settings(m, &attributes, &view.settings);
         }
+        if let Some(s) = &mut suggestion {
+            calibrate_suggestion(&dataset, &slots, &mut view, s, aspect)?;
+        }
         Ok(LoadedScene {
+            suggestion,
             dataset,
             slots,
             view,
@@ -560,6 +577,95 @@ impl Scene {
             camera_path: self.camera_path.clone(),
         })
     }
+}
+
+/// The looks suggested from the data of `dataset` (a dataset opened without a scene): None
+/// for the built-in storm's attributes (its own presets fit) or where no attribute is
+/// recognised.
+fn suggest_from_data(dataset: &Dataset) -> Result<Option<Suggestion>, SceneError> {
+    let m = dataset.manifest();
+    let storm_like = ["cloud", "rain"]
+        .iter()
+        .any(|n| m.attribute_index(n).is_some());
+    if storm_like {
+        return Ok(None);
+    }
+    let sample = sample_dataset(dataset, SAMPLE_BUDGET_BYTES)
+        .map_err(|e| SceneError::new(&m.path, format!("reading frames to choose looks: {e}")))?;
+    let attributes = suggested_attributes(m, &sample);
+    if attributes.is_empty() {
+        return Ok(None);
+    }
+    let (start_frame, notes) = suggest::start_and_notes(m, &sample, &attributes);
+    Ok(Some(Suggestion {
+        attributes,
+        sample,
+        start_frame,
+        mean_transmittance: None,
+        notes,
+    }))
+}
+
+/// Sets the extinction of `s`'s attributes from the transmittance along the first view's
+/// rays through frame `s.start_frame` ([`calibrate::calibrate`]), in `view` and as each
+/// attribute's `extinction_scale` (three significant digits, the same in both). Nothing is
+/// calibrated for an isosurface, or where that frame is larger than
+/// [`SAMPLE_BUDGET_BYTES`].
+fn calibrate_suggestion(
+    dataset: &Dataset,
+    slots: &[Option<usize>],
+    view: &mut View,
+    s: &mut Suggestion,
+    aspect: f32,
+) -> Result<(), SceneError> {
+    let m = dataset.manifest();
+    let frame = s.start_frame;
+    let too_large = m
+        .frames
+        .get(frame)
+        .is_none_or(|f| f.slot_size > SAMPLE_BUDGET_BYTES);
+    if view.settings.mode != Mode::Shaded || too_large {
+        return Ok(());
+    }
+    let mut slot = AlignedBuf::new();
+    let read_error = |e: crate::dataset::DatasetError| {
+        SceneError::new(
+            &m.path,
+            format!("reading frame {frame} to set opacity: {e}"),
+        )
+    };
+    dataset
+        .read_frame(frame, &mut slot, CrcCheck::Skip)
+        .map_err(read_error)?;
+    let mut grids: Vec<Option<Grid<'_>>> = Vec::new();
+    for a in slots {
+        let bytes = a.and_then(|a| dataset.grid_bytes(frame, a, &slot).ok());
+        grids.push(bytes.and_then(|b| Grid::parse(b).ok()));
+    }
+    let refs: Vec<Option<&Grid<'_>>> = grids.iter().map(Option::as_ref).collect();
+    let targets = suggest::calibration_targets(m, &s.sample, &s.attributes);
+    let cal = calibrate::calibrate(view, &refs, aspect, &targets);
+    for (i, &k) in cal.scales.iter().enumerate() {
+        if targets.get(i).copied().flatten().is_none() || k == 1.0 {
+            continue;
+        }
+        let k = round_significant(k, 3);
+        if let Some(Some(a)) = view.attributes.get_mut(i) {
+            a.tf.extinction *= k;
+        }
+        s.attributes[i].extinction_scale = Some(k);
+    }
+    s.mean_transmittance = cal.mean_transmittance;
+    Ok(())
+}
+
+/// `x` rounded to `digits` significant decimal digits.
+fn round_significant(x: f32, digits: i32) -> f32 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(digits - 1 - (x.abs() as f64).log10().floor() as i32);
+    ((x as f64 * scale).round() / scale) as f32
 }
 
 /// Union of the world boxes of attributes `idx` (None when none has one).
@@ -654,9 +760,10 @@ fn build_view(
 }
 
 /// [`DEFAULT_ATTRIBUTES`] the manifest has where it has the built-in storm's `cloud` or
-/// `rain`; otherwise looks chosen from the attributes' names, classes and ranges
-/// ([`suggested_attributes`]: model output such as CM1's and WRF's) where any is
-/// recognised; else the [`DEFAULT_ATTRIBUTES`] it has, or its first three attributes.
+/// `rain`; otherwise looks chosen from the attributes' names, classes and the manifest's
+/// ranges ([`suggested_attributes`] without data: [`Scene::open`] reads the first frames
+/// and chooses from their values instead) where any is recognised; else the
+/// [`DEFAULT_ATTRIBUTES`] it has, or its first three attributes.
 pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
     let builtin: Vec<SceneAttribute> = DEFAULT_ATTRIBUTES
         .iter()
@@ -669,7 +776,7 @@ pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
     if storm_like {
         return builtin;
     }
-    let suggested = suggested_attributes(m);
+    let suggested = suggested_attributes(m, &DataSample::none(m.attributes.len()));
     if !suggested.is_empty() {
         return suggested;
     }
@@ -685,6 +792,10 @@ pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
 
 /// A scene with its dataset open: which attribute goes to which slot, and the view.
 pub struct LoadedScene {
+    /// The looks suggested from the data, for a dataset opened without a scene (None: a
+    /// scene file, `--attributes`, the built-in storm's presets, or names not recognised).
+    /// Its `notes` are for the user (empty attributes, the frame data starts at).
+    pub suggestion: Option<Suggestion>,
     /// The dataset.
     pub dataset: Dataset,
     /// Manifest attribute index per render slot.
