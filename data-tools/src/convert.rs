@@ -221,6 +221,8 @@ fn write_scene(args: &ImportArgs) -> Result<ExitCode> {
         start_frame: 0,
         mean_transmittance: None,
         notes: Vec::new(),
+        fit_box: None,
+        camera: None,
     });
     for n in &suggestion.notes {
         println!("note: {n}");

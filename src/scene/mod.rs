@@ -559,7 +559,16 @@ impl Scene {
                 ),
             ));
         }
-        let (mut view, fitted, fit_box) = build_view(m, &attributes, &slots, self, aspect);
+        let (mut view, mut fitted, mut fit_box) = build_view(m, &attributes, &slots, self, aspect);
+        if let Some(s) = &mut suggestion
+            && let Some(b) = s.fit_box
+        {
+            // The camera on where the data is, not on the active voxels' box.
+            fitted = self.camera.resolve(b, aspect);
+            view.camera = fitted;
+            fit_box = b;
+            s.camera = Some(fitted);
+        }
         if self.attributes.is_empty() && !from_cli {
             // A dataset without a scene: an isosurface where a level set is shown.
             view.settings = suggested_settings(m, &attributes, &view.settings);
@@ -597,12 +606,15 @@ fn suggest_from_data(dataset: &Dataset) -> Result<Option<Suggestion>, SceneError
         return Ok(None);
     }
     let (start_frame, notes) = suggest::start_and_notes(m, &sample, &attributes);
+    let fit_box = suggest::data_fit_box(m, &sample, &attributes);
     Ok(Some(Suggestion {
         attributes,
         sample,
         start_frame,
         mean_transmittance: None,
         notes,
+        fit_box,
+        camera: None,
     }))
 }
 

@@ -38,6 +38,11 @@ pub struct ValueSummary {
     /// The 1st, 5th, 50th, 95th and 99th percentiles of the active values (nearest rank,
     /// [`percentile`]).
     pub p: [f32; 5],
+    /// World box of the leaves holding an active value other than the grid's background,
+    /// over the frames read (of the leaves read, for a grid subsampled): where the data is,
+    /// which in a dense grid (every voxel active, most of them 0) is far smaller than the
+    /// active box.
+    pub data_box: Option<[[f64; 3]; 2]>,
 }
 
 impl ValueSummary {
@@ -88,6 +93,7 @@ pub fn sample_dataset(ds: &Dataset, budget: u64) -> Result<DataSample, DatasetEr
     let mut out = DataSample::none(n_attr);
     let mut values: Vec<Vec<f32>> = vec![Vec::new(); n_attr];
     let mut counts = vec![(0u64, 0f64); n_attr];
+    let mut boxes: Vec<Option<[[f64; 3]; 2]>> = vec![None; n_attr];
     let mut spent = 0u64;
     let mut slot = AlignedBuf::new();
     for f in 0..ds.frame_count() {
@@ -113,6 +119,7 @@ pub fn sample_dataset(ds: &Dataset, budget: u64) -> Result<DataSample, DatasetEr
             counts[a].0 += gv.active;
             counts[a].1 = counts[a].1.max(gv.fill);
             values[a].extend(gv.values);
+            boxes[a] = union_box(boxes[a], gv.data_box);
         }
         out.frames_read = f + 1;
     }
@@ -128,6 +135,7 @@ pub fn sample_dataset(ds: &Dataset, budget: u64) -> Result<DataSample, DatasetEr
             min: v[0],
             max: v[v.len() - 1],
             p: [0.01, 0.05, 0.5, 0.95, 0.99].map(|p| percentile(&v, p)),
+            data_box: boxes[a],
         });
     }
     Ok(out)
@@ -142,12 +150,42 @@ fn box_voxels(b: Option<[[i32; 3]; 2]>) -> u64 {
     })
 }
 
-/// One grid's active voxel count, the fraction of `box_voxels` they fill, and its active
-/// leaf values (a subsample of the leaves of a large grid).
+/// The union of two optional boxes.
+fn union_box(a: Option<[[f64; 3]; 2]>, b: Option<[[f64; 3]; 2]>) -> Option<[[f64; 3]; 2]> {
+    match (a, b) {
+        (Some([alo, ahi]), Some([blo, bhi])) => Some([
+            std::array::from_fn(|i| alo[i].min(blo[i])),
+            std::array::from_fn(|i| ahi[i].max(bhi[i])),
+        ]),
+        (a, b) => a.or(b),
+    }
+}
+
+/// One grid's active voxel count, the fraction of `box_voxels` they fill, its active leaf
+/// values other than the background (a subsample of the leaves of a large grid), and the
+/// world box of the leaves holding those.
 struct GridValues {
     active: u64,
     fill: f64,
     values: Vec<f32>,
+    data_box: Option<[[f64; 3]; 2]>,
+}
+
+/// World box of the eight corners of the leaf at index `origin`.
+fn leaf_box(g: &Grid<'_>, origin: [i32; 3]) -> [[f64; 3]; 2] {
+    let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+    for corner in 0..8 {
+        let ijk: [f64; 3] = std::array::from_fn(|i| {
+            let dim = crate::format::LEAF_DIM as f64;
+            f64::from(origin[i]) + if corner >> i & 1 == 1 { dim } else { 0.0 }
+        });
+        let w = g.map().apply(ijk);
+        for i in 0..3 {
+            lo[i] = lo[i].min(w[i]);
+            hi[i] = hi[i].max(w[i]);
+        }
+    }
+    [lo, hi]
 }
 
 fn grid_values(g: &Grid<'_>, box_voxels: u64) -> GridValues {
@@ -158,10 +196,14 @@ fn grid_values(g: &Grid<'_>, box_voxels: u64) -> GridValues {
         0.0
     };
     let mut values = Vec::new();
+    let mut data_box = None;
     let scalar = !matches!(
         g.grid_type(),
         GridType::Vec3f | GridType::Vec3d | GridType::Mask | GridType::Unknown
     );
+    // Values equal to the background are a dense grid's filler (every voxel active, most
+    // of them 0), not data: left out of the percentiles and the data box.
+    let background = g.background().ok().and_then(|v| v.as_f32());
     let leaves = g.leaves();
     let stride = (leaves.len() * crate::format::LEAF_VOXELS)
         .div_ceil(VALUES_PER_GRID)
@@ -170,10 +212,14 @@ fn grid_values(g: &Grid<'_>, box_voxels: u64) -> GridValues {
         for leaf in leaves.step_by(stride) {
             let Ok(vals) = leaf.values_f32() else { break };
             let mask = leaf.active_mask();
+            let before = values.len();
             for (n, &v) in vals.iter().enumerate() {
-                if mask[n / 64] >> (n % 64) & 1 == 1 {
+                if mask[n / 64] >> (n % 64) & 1 == 1 && Some(v) != background {
                     values.push(v);
                 }
+            }
+            if values.len() > before {
+                data_box = union_box(data_box, Some(leaf_box(g, leaf.origin())));
             }
         }
     }
@@ -181,6 +227,7 @@ fn grid_values(g: &Grid<'_>, box_voxels: u64) -> GridValues {
         active,
         fill,
         values,
+        data_box,
     }
 }
 

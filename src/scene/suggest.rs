@@ -32,7 +32,9 @@ use super::SceneAttribute;
 use super::sample::{DataSample, ValueSummary};
 use crate::dataset::{Attribute, Manifest};
 use crate::format::GridClass;
-use crate::render::{Colormap, MAX_ATTRIBUTES, MediumKind, Mode, RenderSettings, SUPPORTED_TYPES};
+use crate::render::{
+    Camera, Colormap, MAX_ATTRIBUTES, MediumKind, Mode, RenderSettings, SUPPORTED_TYPES,
+};
 
 /// Most attributes a suggested scene shows (the renderer takes up to [`MAX_ATTRIBUTES`];
 /// four keep the picture readable and the frame rate up).
@@ -80,8 +82,13 @@ fn role(a: &Attribute, values: Option<&ValueSummary>) -> Role {
     let n = n.split('#').next().unwrap_or_default();
     let is = |names: &[&str]| names.contains(&n);
     let non_negative = values.is_none_or(ValueSummary::non_negative);
+    let level_set = a.grid_class == GridClass::LevelSet || n.starts_with("phi");
+    if helper(n) && !level_set {
+        // A simulation's bookkeeping (where smoke flows in), not what it simulates.
+        return Role::Skip;
+    }
     let signed = values.is_some_and(|v| v.min < 0.0 && v.max > 0.0);
-    if a.grid_class == GridClass::LevelSet || n.starts_with("phi") {
+    if level_set {
         Role::LevelSet
     } else if n == "dbz" || n.starts_with("refl") || n.contains("reflectivity") {
         Role::Reflectivity
@@ -125,6 +132,28 @@ fn role(a: &Attribute, values: Option<&ValueSummary>) -> Role {
         Role::Fog
     } else {
         Role::Skip
+    }
+}
+
+/// Whether a lower-cased grid name is a simulation's bookkeeping rather than what it
+/// simulates: Mantaflow's inflow, outflow and obstacle grids and the previous step's.
+fn helper(n: &str) -> bool {
+    ["inflow", "obstacle", "outflow", "previous", "guiding"]
+        .iter()
+        .any(|h| n.contains(h))
+        || n.ends_with("_out")
+}
+
+/// Which level set to show first (lower first): the surface itself (`phi`, `surface`,
+/// `sdf`), then others, then bookkeeping ([`helper`]: obstacles, inflow, outflow).
+fn level_set_rank(name: &str) -> u8 {
+    let n = name.to_ascii_lowercase();
+    if ["phi", "surface", "sdf", "levelset", "level_set"].contains(&n.as_str()) {
+        0
+    } else if helper(&n) {
+        2
+    } else {
+        1
     }
 }
 
@@ -194,7 +223,13 @@ fn look(a: &Attribute, role: Role, values: Option<&ValueSummary>) -> SceneAttrib
             s.range = symmetric(a, values);
             s.opacity = Some(vec![(0.0, 0.8), (0.4, 0.0), (0.6, 0.0), (1.0, 0.8)]);
         }
-        Role::LevelSet | Role::Skip => {}
+        Role::LevelSet => {
+            // The isosurface takes its colour at the iso value 0: the middle of a range
+            // symmetric about 0, a light blue.
+            s.colormap = Some(Colormap::Named("ice".into()));
+            s.range = symmetric(a, values);
+        }
+        Role::Skip => {}
     }
     s
 }
@@ -243,7 +278,11 @@ pub fn suggested_attributes(m: &Manifest, sample: &DataSample) -> Vec<SceneAttri
         }
     }
     // Level sets only where no structure is shown: one isosurface at 0.
-    if !structure && let Some(&(_, r, i)) = ranked.iter().find(|(_, r, _)| *r == Role::LevelSet) {
+    let surface = ranked
+        .iter()
+        .filter(|(_, r, _)| *r == Role::LevelSet)
+        .min_by_key(|&&(empty, _, i)| (empty, level_set_rank(&m.attributes[i].name), i));
+    if !structure && let Some(&(_, r, i)) = surface {
         chosen.insert(0, (r, i));
         chosen.truncate(SUGGESTED_ATTRIBUTES);
     }
@@ -352,6 +391,41 @@ pub struct Suggestion {
     /// What to tell the user: attributes with no data in frame 0 and where their data
     /// starts, and the frame shown first.
     pub notes: Vec<String>,
+    /// World box of the data of the attributes the camera frames, in the frames read
+    /// ([`ValueSummary::data_box`]); None where unknown (the manifest's boxes are framed).
+    pub fit_box: Option<[[f32; 3]; 2]>,
+    /// The camera that frames `fit_box` for the aspect the scene was opened at (None: the
+    /// scene's own fit).
+    pub camera: Option<Camera>,
+}
+
+/// World box of the data of the attributes the camera frames (the structure shown, else
+/// every attribute shown), from `sample`.
+pub(crate) fn data_fit_box(
+    m: &Manifest,
+    sample: &DataSample,
+    attributes: &[SceneAttribute],
+) -> Option<[[f32; 3]; 2]> {
+    let names: Vec<String> = suggested_fit(m, sample, attributes).unwrap_or_else(|| {
+        attributes
+            .iter()
+            .filter(|a| a.enabled != Some(false))
+            .map(|a| a.name.clone())
+            .collect()
+    });
+    let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+    for n in &names {
+        let b = m
+            .attribute_index(n)
+            .and_then(|i| sample.summaries.get(i)?.as_ref()?.data_box);
+        if let Some([blo, bhi]) = b {
+            for k in 0..3 {
+                lo[k] = lo[k].min(blo[k] as f32);
+                hi[k] = hi[k].max(bhi[k] as f32);
+            }
+        }
+    }
+    (0..3).all(|k| lo[k] <= hi[k]).then_some([lo, hi])
 }
 
 /// The frame to start at (the first where an enabled attribute of `attributes` has data)
@@ -455,6 +529,14 @@ pub fn suggested_scene_toml(m: &Manifest, dataset: &Path, suggestion: &Suggestio
     }
     out.push_str("yaw_deg = -62.0              # azimuth, degrees counter-clockwise from +x\n");
     out.push_str("pitch_deg = 16.0             # elevation, -89..89\n");
+    if let Some(c) = &suggestion.camera {
+        // Where the data is in the frames read: a dense grid's active box can be far larger.
+        let t = c.target;
+        out.push_str(&format!(
+            "target = [{}, {}, {}]  # the centre of the data's box\ndistance = {}\n",
+            t[0], t[1], t[2], c.distance
+        ));
+    }
     out.push_str("\n[playback]\nmode = \"loop\"\n");
     if suggestion.start_frame > 0 {
         out.push_str(&format!(
@@ -566,6 +648,7 @@ mod tests {
             min,
             max,
             p: [min, min, 0.5 * (min + p99), p99, p99],
+            data_box: None,
         }
     }
 
@@ -712,6 +795,31 @@ mod tests {
             settings.mode,
             Mode::Shaded,
             "no isosurface beside a fog volume"
+        );
+    }
+
+    #[test]
+    fn a_liquid_shows_its_surface_not_its_obstacle_or_inflow() {
+        let ls = GridClass::LevelSet;
+        let m = manifest(vec![
+            attr("velocity", GridClass::Unknown, [0.2, 0.3]),
+            attr("phi_obstacle", ls, [-0.5, 10.5]),
+            attr("phi_inflow", ls, [-2.6, 1e4]),
+            attr("phi", ls, [-2.5, 5.0]),
+            attr("density_inflow", GridClass::FogVolume, [0.0, 1.0]),
+        ]);
+        let s = suggested_attributes(&m, &DataSample::none(5));
+        assert_eq!(names(&s), ["phi", "velocity"], "no inflow grid is smoke");
+        assert_eq!(s[0].colormap, Some(Colormap::Named("ice".into())));
+        assert_eq!(
+            s[0].range,
+            Some([-5.0, 5.0]),
+            "0, the surface, is mid-range"
+        );
+        let settings = suggested_settings(&m, &s, &RenderSettings::default());
+        assert_eq!(
+            (settings.mode, settings.iso_attribute),
+            (Mode::Isosurface, 0)
         );
     }
 
