@@ -36,55 +36,49 @@ const MEETS: f32 = 1e-3;
 /// Renders per solve at most.
 const ROUNDS: usize = 3;
 
-/// Scales found by [`calibrate`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Calibration {
-    /// Per slot: what its extinction is multiplied by (1 for a slot not calibrated: no
-    /// target, or no ray meets its data).
-    pub scales: Vec<f32>,
-    /// The mean transmittance of the enabled attributes together at these scales, over the
-    /// rays that meet any of them (None: no ray does).
-    pub mean_transmittance: Option<f32>,
-}
-
-/// Scales the extinction of each slot of `view` that has a target (`targets[slot]`: the
-/// mean transmittance it alone should have; enabled or not), then of the enabled ones
-/// together into [`BAND`]. `grids[slot]` is the frame shown first; `aspect` the picture's.
-pub fn calibrate(
+/// The factor on slot `slot`'s extinction in `view` that brings its mean transmittance,
+/// alone, to `target` on `grids` (the first frame where it has data); 1 where no ray
+/// meets its data.
+pub fn scale_alone(
     view: &View,
     grids: &[Option<&Grid<'_>>],
     aspect: f32,
-    targets: &[Option<f32>],
-) -> Calibration {
+    slot: usize,
+    target: f32,
+) -> f32 {
     let n = view.attributes.len();
-    let mut scales = vec![1.0f32; n];
-    for slot in 0..n {
-        let Some(target) = targets.get(slot).copied().flatten() else {
-            continue;
-        };
-        let only: Vec<bool> = (0..n).map(|i| i == slot).collect();
-        scales[slot] *= solve_rounds(view, grids, aspect, &only, &scales, target);
-    }
-    let shown: Vec<bool> = (0..n)
-        .map(|i| view.attributes[i].as_ref().is_some_and(|a| a.enabled))
+    let only: Vec<bool> = (0..n).map(|i| i == slot).collect();
+    solve_rounds(view, grids, aspect, &only, &vec![1.0; n], target)
+}
+
+/// Brings the enabled slots of `view` together, extinctions times `scales`, into [`BAND`]
+/// on `grids` (the first picture): outside it, their scales are multiplied by one factor
+/// that brings the mean transmittance to [`TARGET_SHOWN`]. Returns the mean transmittance
+/// at the scales then (None: no ray meets the data).
+pub fn together(
+    view: &View,
+    grids: &[Option<&Grid<'_>>],
+    aspect: f32,
+    scales: &mut [f32],
+) -> Option<f32> {
+    let shown: Vec<bool> = view
+        .attributes
+        .iter()
+        .map(|a| a.as_ref().is_some_and(|a| a.enabled))
         .collect();
-    let tau = optical_depths(view, grids, aspect, &shown, &scales);
-    let mean = mean_transmittance(&tau, 1.0);
-    if let Some(t) = mean
-        && !(BAND[0]..=BAND[1]).contains(&t)
-    {
-        let k = solve_rounds(view, grids, aspect, &shown, &scales, TARGET_SHOWN);
-        for (s, on) in scales.iter_mut().zip(&shown) {
-            if *on {
-                *s *= k;
-            }
+    let tau = optical_depths(view, grids, aspect, &shown, scales);
+    let mean = mean_transmittance(&tau, 1.0)?;
+    if (BAND[0]..=BAND[1]).contains(&mean) {
+        return Some(mean);
+    }
+    let k = solve_rounds(view, grids, aspect, &shown, scales, TARGET_SHOWN);
+    for (s, on) in scales.iter_mut().zip(&shown) {
+        if *on {
+            *s *= k;
         }
     }
-    let tau = optical_depths(view, grids, aspect, &shown, &scales);
-    Calibration {
-        mean_transmittance: mean_transmittance(&tau, 1.0),
-        scales,
-    }
+    let tau = optical_depths(view, grids, aspect, &shown, scales);
+    mean_transmittance(&tau, 1.0)
 }
 
 /// The factor on `scales` (of the slots in `on`) that brings the mean transmittance of those

@@ -600,7 +600,7 @@ fn suggest_from_data(dataset: &Dataset) -> Result<Option<Suggestion>, SceneError
         return Ok(None);
     }
     let sample = sample_dataset(dataset, SAMPLE_BUDGET_BYTES)
-        .map_err(|e| SceneError::new(&m.path, format!("reading frames to choose looks: {e}")))?;
+        .map_err(|e| SceneError::new(m.path(), format!("reading frames to choose looks: {e}")))?;
     let attributes = suggested_attributes(m, &sample);
     if attributes.is_empty() {
         return Ok(None);
@@ -619,10 +619,10 @@ fn suggest_from_data(dataset: &Dataset) -> Result<Option<Suggestion>, SceneError
 }
 
 /// Sets the extinction of `s`'s attributes from the transmittance along the first view's
-/// rays through frame `s.start_frame` ([`calibrate::calibrate`]), in `view` and as each
-/// attribute's `extinction_scale` (three significant digits, the same in both). Nothing is
-/// calibrated for an isosurface, or where that frame is larger than
-/// [`SAMPLE_BUDGET_BYTES`].
+/// rays ([`calibrate`]): each alone on the first frame where it has data, then those shown
+/// together on frame `s.start_frame`; in `view` and as each attribute's
+/// `extinction_scale` (three significant digits, the same in both). Nothing is calibrated
+/// for an isosurface, nor on a frame larger than [`SAMPLE_BUDGET_BYTES`].
 fn calibrate_suggestion(
     dataset: &Dataset,
     slots: &[Option<usize>],
@@ -630,45 +630,87 @@ fn calibrate_suggestion(
     s: &mut Suggestion,
     aspect: f32,
 ) -> Result<(), SceneError> {
-    let m = dataset.manifest();
-    let frame = s.start_frame;
-    let too_large = m
-        .frames
-        .get(frame)
-        .is_none_or(|f| f.slot_size > SAMPLE_BUDGET_BYTES);
-    if view.settings.mode != Mode::Shaded || too_large {
+    if view.settings.mode != Mode::Shaded {
         return Ok(());
     }
-    let mut slot = AlignedBuf::new();
-    let read_error = |e: crate::dataset::DatasetError| {
-        SceneError::new(
-            &m.path,
-            format!("reading frame {frame} to set opacity: {e}"),
-        )
-    };
-    dataset
-        .read_frame(frame, &mut slot, CrcCheck::Skip)
-        .map_err(read_error)?;
-    let mut grids: Vec<Option<Grid<'_>>> = Vec::new();
-    for a in slots {
-        let bytes = a.and_then(|a| dataset.grid_bytes(frame, a, &slot).ok());
-        grids.push(bytes.and_then(|b| Grid::parse(b).ok()));
-    }
-    let refs: Vec<Option<&Grid<'_>>> = grids.iter().map(Option::as_ref).collect();
+    let m = dataset.manifest();
     let targets = suggest::calibration_targets(m, &s.sample, &s.attributes);
-    let cal = calibrate::calibrate(view, &refs, aspect, &targets);
-    for (i, &k) in cal.scales.iter().enumerate() {
-        if targets.get(i).copied().flatten().is_none() || k == 1.0 {
+    let first_data =
+        |slot: usize| slots[slot].and_then(|a| s.sample.first_data.get(a).copied().flatten());
+    let mut scales = vec![1.0f32; slots.len()];
+    let mut frames: Vec<usize> = (0..slots.len())
+        .filter(|&i| targets.get(i).copied().flatten().is_some())
+        .filter_map(first_data)
+        .collect();
+    frames.sort_unstable();
+    frames.dedup();
+    let mut buf = AlignedBuf::new();
+    for frame in frames {
+        let Some(grids) = frame_grids(dataset, slots, frame, &mut buf)? else {
+            continue;
+        };
+        let refs: Vec<Option<&Grid<'_>>> = grids.iter().map(Option::as_ref).collect();
+        for (slot, target) in targets.iter().enumerate() {
+            if let Some(t) = target
+                && first_data(slot) == Some(frame)
+            {
+                scales[slot] = calibrate::scale_alone(view, &refs, aspect, slot, *t);
+            }
+        }
+    }
+    if let Some(grids) = frame_grids(dataset, slots, s.start_frame, &mut buf)? {
+        let refs: Vec<Option<&Grid<'_>>> = grids.iter().map(Option::as_ref).collect();
+        for k in scales.iter_mut() {
+            *k = round_significant(*k, 3);
+        }
+        s.mean_transmittance = calibrate::together(view, &refs, aspect, &mut scales);
+    }
+    for (i, &k) in scales.iter().enumerate() {
+        let k = round_significant(k, 3);
+        if k == 1.0 {
             continue;
         }
-        let k = round_significant(k, 3);
         if let Some(Some(a)) = view.attributes.get_mut(i) {
             a.tf.extinction *= k;
         }
         s.attributes[i].extinction_scale = Some(k);
     }
-    s.mean_transmittance = cal.mean_transmittance;
     Ok(())
+}
+
+/// The grids of frame `frame` in slot order, read into `buf` (None where the frame is larger
+/// than [`SAMPLE_BUDGET_BYTES`] and is not read).
+fn frame_grids<'b>(
+    dataset: &Dataset,
+    slots: &[Option<usize>],
+    frame: usize,
+    buf: &'b mut AlignedBuf,
+) -> Result<Option<Vec<Option<Grid<'b>>>>, SceneError> {
+    let m = dataset.manifest();
+    if m.frames
+        .get(frame)
+        .is_none_or(|f| f.slot_size > SAMPLE_BUDGET_BYTES)
+    {
+        return Ok(None);
+    }
+    dataset
+        .read_frame(frame, buf, CrcCheck::Skip)
+        .map_err(|e| {
+            SceneError::new(
+                m.path(),
+                format!("reading frame {frame} to set opacity: {e}"),
+            )
+        })?;
+    let slot: &'b [u8] = buf;
+    Ok(Some(
+        slots
+            .iter()
+            .map(|a| {
+                let bytes = dataset.grid_bytes(frame, (*a)?, slot).ok()?;
+                Grid::parse(bytes).ok()
+            })
+            .collect(),
+    ))
 }
 
 /// `x` rounded to `digits` significant decimal digits.

@@ -38,8 +38,8 @@ pub struct ValueSummary {
     /// The 1st, 5th, 50th, 95th and 99th percentiles of the active values (nearest rank,
     /// [`percentile`]).
     pub p: [f32; 5],
-    /// World box of the leaves holding an active value other than the grid's background,
-    /// over the frames read (of the leaves read, for a grid subsampled): where the data is,
+    /// World box of the leaves holding an active value other than the grid's background
+    /// (for a level set, a value ≤ 0: inside its surface), over the frames read (of the leaves read, for a grid subsampled): where the data is,
     /// which in a dense grid (every voxel active, most of them 0) is far smaller than the
     /// active box.
     pub data_box: Option<[[f64; 3]; 2]>,
@@ -204,6 +204,7 @@ fn grid_values(g: &Grid<'_>, box_voxels: u64) -> GridValues {
     // Values equal to the background are a dense grid's filler (every voxel active, most
     // of them 0), not data: left out of the percentiles and the data box.
     let background = g.background().ok().and_then(|v| v.as_f32());
+    let level_set = g.grid_class() == crate::format::GridClass::LevelSet;
     let leaves = g.leaves();
     let stride = (leaves.len() * crate::format::LEAF_VOXELS)
         .div_ceil(VALUES_PER_GRID)
@@ -213,12 +214,20 @@ fn grid_values(g: &Grid<'_>, box_voxels: u64) -> GridValues {
             let Ok(vals) = leaf.values_f32() else { break };
             let mask = leaf.active_mask();
             let before = values.len();
+            let mut inside = false;
             for (n, &v) in vals.iter().enumerate() {
                 if mask[n / 64] >> (n % 64) & 1 == 1 && Some(v) != background {
                     values.push(v);
+                    inside |= v <= 0.0;
                 }
             }
-            if values.len() > before {
+            // A level set's data is its surface: the leaves holding a value ≤ 0.
+            let holds_data = if level_set {
+                inside
+            } else {
+                values.len() > before
+            };
+            if holds_data {
                 data_box = union_box(data_box, Some(leaf_box(g, leaf.origin())));
             }
         }

@@ -399,19 +399,24 @@ pub struct Suggestion {
     pub camera: Option<Camera>,
 }
 
-/// World box of the data of the attributes the camera frames (the structure shown, else
-/// every attribute shown), from `sample`.
+/// World box of the data of the attributes the camera frames (the structure shown, else the
+/// level set drawn as an isosurface, else every attribute shown), from `sample`.
 pub(crate) fn data_fit_box(
     m: &Manifest,
     sample: &DataSample,
     attributes: &[SceneAttribute],
 ) -> Option<[[f32; 3]; 2]> {
+    let is_surface = |a: &SceneAttribute| {
+        m.attribute_index(&a.name)
+            .is_some_and(|i| role(&m.attributes[i], None) == Role::LevelSet)
+    };
     let names: Vec<String> = suggested_fit(m, sample, attributes).unwrap_or_else(|| {
-        attributes
-            .iter()
-            .filter(|a| a.enabled != Some(false))
-            .map(|a| a.name.clone())
-            .collect()
+        // An isosurface is all that is drawn: frame it alone.
+        let shown = attributes.iter().filter(|a| a.enabled != Some(false));
+        match attributes.iter().find(|a| is_surface(a)) {
+            Some(surface) => vec![surface.name.clone()],
+            None => shown.map(|a| a.name.clone()).collect(),
+        }
     });
     let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
     for n in &names {
