@@ -476,7 +476,7 @@ pub(crate) fn start_and_notes(
     }
     if start > 0 {
         notes.push(format!(
-            "starting at frame {start} (t = {}), the first with data",
+            "frame {start} (t = {}) is the first with data (where playback starts)",
             time(start)
         ));
     }
@@ -733,7 +733,12 @@ mod tests {
         assert_eq!(start, 1);
         assert!(notes[0].starts_with("qc is empty in frame 0"), "{notes:?}");
         assert!(notes[0].contains("starts at frame 1"), "{notes:?}");
-        assert!(notes.last().unwrap().starts_with("starting at frame 1"));
+        assert!(
+            notes
+                .last()
+                .unwrap()
+                .starts_with("frame 1 (t = 900) is the first with data")
+        );
     }
 
     #[test]
