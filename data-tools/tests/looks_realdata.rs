@@ -160,13 +160,14 @@ fn readable(picture: &Image, background: &Image) -> Result<(f64, f64), String> {
 }
 
 /// Imports `files`, opens the scene written and measures its first picture.
-fn check(name: &str, files: &[PathBuf], extra: &[&str], failures: &mut Vec<String>) {
+/// Whether it imported.
+fn check(name: &str, files: &[PathBuf], extra: &[&str], failures: &mut Vec<String>) -> bool {
     let tmp = tempfile::tempdir().unwrap();
     let scene_path = match import(files, tmp.path(), extra) {
         Ok(p) => p,
         Err(why) => {
             println!("{name}: not imported, left out ({why})");
-            return;
+            return false;
         }
     };
     let scene = Scene::load(&scene_path).unwrap();
@@ -208,6 +209,7 @@ fn check(name: &str, files: &[PathBuf], extra: &[&str], failures: &mut Vec<Strin
             shown.join(", ")
         )),
     }
+    true
 }
 
 #[test]
@@ -215,12 +217,13 @@ fn the_first_picture_of_every_real_file_shows_its_data() {
     let Some(root) = realdata() else { return };
     let mut failures = Vec::new();
     let cm1 = root.join("cm1/cm1r21.1_supercell_48x48x36_uniform_multitime/cm1out.nc");
-    check(
+    let imported = check(
         "cm1 uniform multitime --wind-speed",
-        &[cm1.clone()],
+        &[cm1],
         &["--wind-speed"],
         &mut failures,
     );
+    assert!(imported, "the real CM1 supercell must import");
     let stretched: Vec<PathBuf> = (1..=4)
         .map(|i| {
             root.join(format!(
@@ -228,7 +231,8 @@ fn the_first_picture_of_every_real_file_shows_its_data() {
             ))
         })
         .collect();
-    check("cm1 stretched series", &stretched, &[], &mut failures);
+    let imported = check("cm1 stretched series", &stretched, &[], &mut failures);
+    assert!(imported, "the real CM1 series must import");
     let mut vdbs: Vec<PathBuf> = Vec::new();
     let mut dirs = vec![root.join("vdb")];
     while let Some(d) = dirs.pop() {
