@@ -28,7 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("render", &["device", "format", "memory", "probe"]),
     (
         "scene",
-        &["dataset", "format", "pipeline", "render", "synth"],
+        &["dataset", "format", "pipeline", "probe", "render", "synth"],
     ),
     (
         "bench",

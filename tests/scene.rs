@@ -729,12 +729,11 @@ fn old_spellings_load_with_a_warning_naming_the_new_one() {
 }
 
 #[test]
-fn a_dataset_without_a_scene_gets_looks_by_name_and_its_level_set_as_an_isosurface() {
+fn a_dataset_without_a_scene_gets_looks_from_its_data_and_a_level_set_only_without_fog() {
     use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
     use supercell::format::{BuildOptions, GridClass, LeafBrick, SparseVolume, build_grid};
     use supercell::render::Mode;
     let tmp = tempfile::tempdir().unwrap();
-    let ds = tmp.path().join("imported");
     let grid = |name: &str, class: GridClass, value: f32| {
         let mut brick = LeafBrick::filled([0, 0, 0], 0.0);
         for n in 0..512 {
@@ -751,26 +750,45 @@ fn a_dataset_without_a_scene_gets_looks_by_name_and_its_level_set_as_an_isosurfa
         };
         build_grid(&volume, &opts).unwrap()
     };
-    let mut w = DatasetWriter::create(
-        &ds,
-        LaneSpec::Count(1),
-        1 << 20,
-        vec![AttributeSpec::new("dbz"), AttributeSpec::new("surface")],
-        Provenance::default(),
-    )
-    .unwrap();
-    w.push_frame(
-        0.0,
-        vec![
-            grid("dbz", GridClass::FogVolume, 10.0),
-            grid("surface", GridClass::LevelSet, -3.0),
+    let write = |dir: &str, grids: &[(&str, GridClass, f32)]| {
+        let ds = tmp.path().join(dir);
+        let specs = grids.iter().map(|g| AttributeSpec::new(g.0)).collect();
+        let mut w = DatasetWriter::create(
+            &ds,
+            LaneSpec::Count(1),
+            1 << 20,
+            specs,
+            Provenance::default(),
+        )
+        .unwrap();
+        w.push_frame(0.0, grids.iter().map(|g| grid(g.0, g.1, g.2)).collect())
+            .unwrap();
+        w.finish().unwrap();
+        ds
+    };
+    // Reflectivity is structure: shown, and the level set is not drawn beside it.
+    let ds = write(
+        "with_fog",
+        &[
+            ("dbz", GridClass::FogVolume, 10.0),
+            ("surface", GridClass::LevelSet, -3.0),
         ],
-    )
-    .unwrap();
-    w.finish().unwrap();
+    );
     let ls = Scene::load(&ds).unwrap().open(1.0, None).unwrap();
-    // The level set first (it is drawn as the isosurface), then the reflectivity.
-    assert_eq!(ls.slots, vec![Some(1), Some(0)]);
+    assert_eq!(ls.slots, vec![Some(0)]);
+    assert_eq!(ls.view.settings.mode, Mode::Shaded);
+    let s = ls.suggestion.as_ref().expect("looks from the data");
+    assert_eq!(s.attributes[0].range, Some([5.0, 75.0]));
+    assert_eq!(s.sample.first_data, [Some(0), Some(0)]);
+    let t = s.mean_transmittance.expect("calibrated on the first view");
+    assert!(
+        (supercell::scene::BAND[0]..=supercell::scene::BAND[1]).contains(&t),
+        "mean transmittance {t}"
+    );
+    // Alone, the level set is drawn as the isosurface.
+    let ds = write("surface_only", &[("surface", GridClass::LevelSet, -3.0)]);
+    let ls = Scene::load(&ds).unwrap().open(1.0, None).unwrap();
+    assert_eq!(ls.slots, vec![Some(0)]);
     assert_eq!(ls.view.settings.mode, Mode::Isosurface);
     assert_eq!(ls.view.settings.iso_attribute, 0);
     // Named on the command line, the attributes keep the default settings.

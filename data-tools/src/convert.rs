@@ -251,8 +251,24 @@ fn write_scene(args: &ImportArgs) -> Result<ExitCode> {
     let Some(path) = &args.scene else {
         return Ok(ExitCode::SUCCESS);
     };
-    let ds = target::open_dataset(&args.out)?;
-    let text = supercell::scene::suggested_scene_toml(ds.manifest(), path, &args.out);
+    use supercell::scene::{DataSample, DatasetSpec, Scene, Suggestion, default_attributes};
+    // Opened as `supercell play DATASET` would open it (16:9): the looks, the first frame
+    // with data and the opacity from the first view are the player's.
+    let ls = Scene::for_dataset(DatasetSpec::Path(args.out.clone())).open(16.0 / 9.0, None)?;
+    let m = ls.dataset.manifest();
+    let suggestion = ls.suggestion.clone().unwrap_or_else(|| Suggestion {
+        attributes: default_attributes(m),
+        sample: DataSample::none(m.attributes.len()),
+        start_frame: 0,
+        mean_transmittance: None,
+        notes: Vec::new(),
+        fit_box: None,
+        camera: None,
+    });
+    for n in &suggestion.notes {
+        println!("note: {n}");
+    }
+    let text = supercell::scene::suggested_scene_toml(m, &args.out, &suggestion);
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     println!(
         "{}: a scene for {} (edit it, then `supercell play {}`)",

@@ -131,6 +131,10 @@ pub struct PlayerConfig {
     pub playing: bool,
     /// First frame.
     pub start_frame: u32,
+    /// Start at the first frame with data instead of `start_frame` where the scene's looks
+    /// were suggested from the data (a dataset played without a scene) and its first
+    /// frames are empty: set where no start frame was asked for.
+    pub start_at_data: bool,
     /// Check every extent's CRC-32 on arrival (`--verify`); a mismatching frame is not
     /// shown and its error is reported.
     pub verify: bool,
@@ -171,6 +175,7 @@ impl Default for PlayerConfig {
             speed_fps: None,
             playing: true,
             start_frame: 0,
+            start_at_data: false,
             verify: false,
             loopback_direct: false,
             read_timeout: Some(crate::ingest::DEFAULT_READ_TIMEOUT),

@@ -198,10 +198,16 @@ impl Player {
                 scene_path.display()
             )));
         }
-        if cfg.start_frame as usize >= source.frames.len() {
+        // A dataset without a scene whose first frames are empty starts where data does
+        // (the scene's notes say so).
+        let start_frame = match &scene.suggestion {
+            Some(s) if cfg.start_at_data && cfg.frames.is_none() => s.start_frame as u32,
+            _ => cfg.start_frame,
+        };
+        if start_frame as usize >= source.frames.len() {
             return Err(PlayError::Usage(format!(
                 "start frame {} (--start-frame) is past the end: the dataset has {} frames (0..={})",
-                cfg.start_frame,
+                start_frame,
                 source.frames.len(),
                 source.frames.len() - 1
             )));
@@ -276,7 +282,7 @@ impl Player {
             speed_fps: cfg.speed_fps,
             window: slots,
         });
-        sched.scrub(cfg.start_frame);
+        sched.scrub(start_frame);
         sched.set_playing(cfg.playing);
         let epoch = Instant::now();
         let mut stats: [PathStats; 2] = Default::default();
@@ -987,6 +993,14 @@ impl Player {
         self.view_dirty = true;
         self.path_progress.view_changed_at = self.now();
         &mut self.view
+    }
+    /// What the user should be told about the scene's data: attributes empty in the first
+    /// frame and where their data starts (looks suggested for a dataset without a scene).
+    pub fn scene_notes(&self) -> &[String] {
+        self.scene
+            .suggestion
+            .as_ref()
+            .map_or(&[], |s| s.notes.as_slice())
     }
     /// The scene's original view (for "reset camera").
     pub fn scene_view(&self) -> &View {

@@ -391,6 +391,13 @@ impl App {
             (Some(g), _) => {
                 let mut player = Player::open(g, &self.opts.scene, &pcfg)?;
                 eprintln!("play: {}", player.slot_plan().line());
+                for note in player.scene_notes() {
+                    eprintln!("play: {note}");
+                }
+                if !player.scene_notes().is_empty() {
+                    // Said on screen too: an empty first frame looks like a broken player.
+                    self.ui.message = Some((player.scene_notes().join("; "), Instant::now()));
+                }
                 settings.apply_view(player.view_mut());
                 Play::One(player)
             }

@@ -250,6 +250,7 @@ fn player_config(
         speed_fps: (fps > 0.0).then_some(fps),
         playing: !args.paused && defaults.playing,
         start_frame: args.start_frame.unwrap_or(defaults.start_frame),
+        start_at_data: args.start_frame.is_none(),
         verify: args.verify,
         read_timeout: (!args.read_timeout.is_zero()).then_some(args.read_timeout),
         ..PlayerConfig::default()
@@ -360,6 +361,9 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
     let cfg = player_config(args, size, &PlaybackDefaults::default())?;
     let mut player = Player::open(&gpu, scene, &cfg)?;
     eprintln!("play: {}", player.slot_plan().line());
+    for note in player.scene_notes() {
+        eprintln!("play: {note}");
+    }
     settings.apply_view(player.view_mut());
     let soak = match &args.soak {
         Some(d) => {

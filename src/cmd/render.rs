@@ -337,6 +337,9 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     let scene = Scene::load(&args.scene)?;
     let mut ls = scene.open(w as f32 / h as f32, args.attributes.as_deref())?;
     apply_args(args, &mut ls, w as f32 / h as f32);
+    for note in ls.suggestion.iter().flat_map(|s| &s.notes) {
+        eprintln!("render: {note}");
+    }
     let n = ls.dataset.frame_count();
     if frames.is_empty() || frames.end > n {
         bail!("frames {frames:?} are not within the dataset's {n} frames");
@@ -361,6 +364,9 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             bar.set_message(format!("frame {f}, {w}x{h} on the CPU"));
             ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
             let grids = cpu_grids(&ls, f, &slot)?;
+            if let Some(note) = empty_note(&ls, f, &slot) {
+                bar.suspend(|| eprintln!("render: {note}"));
+            }
             let refs: Vec<_> = grids.iter().map(|g| g.as_ref()).collect();
             let t0 = std::time::Instant::now();
             let (img, work) = supercell::render::render_cpu_counted(&refs, &ls.view, w, h);
@@ -463,6 +469,9 @@ fn render_frame(
     let (w, h) = parse_size(&args.size)?;
     ls.dataset.read_frame(f, slot, CrcCheck::Skip)?;
     check_headers(ls, f, slot)?;
+    if let Some(note) = empty_note(ls, f, slot) {
+        bar.suspend(|| eprintln!("render: {note}"));
+    }
     let grids = shown_grids(renderer, ls, f)?;
     let uploaded = upload_shown(ctx, renderer, slot, &grids)
         .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
@@ -790,6 +799,45 @@ fn cpu_grids<'s>(
             Ok(Some(supercell::format::Grid::parse(bytes)?))
         })
         .collect()
+}
+
+/// Which shown attributes have no active voxel in frame `f` (held in `slot`), and where
+/// their data starts where the scene's looks were chosen from the data: an empty picture
+/// is then said to be the data's, not the renderer's. None where every shown grid has data.
+fn empty_note(ls: &LoadedScene, f: usize, slot: &[u8]) -> Option<String> {
+    let m = ls.dataset.manifest();
+    let mut empty = Vec::new();
+    for (a, view) in ls.slots.iter().zip(&ls.view.attributes) {
+        let (Some(a), Some(view)) = (*a, view) else {
+            continue;
+        };
+        if !view.enabled {
+            continue;
+        }
+        let active = ls
+            .dataset
+            .grid_bytes(f, a, slot)
+            .ok()
+            .and_then(|b| supercell::format::Grid::parse(b).ok())
+            .map(|g| g.active_voxel_count());
+        if active == Some(0) {
+            let name = &m.attributes[a].name;
+            let starts = ls
+                .suggestion
+                .as_ref()
+                .and_then(|s| s.sample.first_data.get(a).copied().flatten());
+            empty.push(match starts {
+                Some(s) => format!("{name} (its data starts at frame {s})"),
+                None => name.clone(),
+            });
+        }
+    }
+    (!empty.is_empty()).then(|| {
+        format!(
+            "frame {f}: no data in {} (the picture shows none of it)",
+            empty.join(", ")
+        )
+    })
 }
 
 fn save(img: &supercell::render::Image, out: &Path, f: usize, linear: bool) -> anyhow::Result<()> {

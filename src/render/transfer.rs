@@ -34,8 +34,19 @@ pub enum Colormap {
 
 impl Colormap {
     /// The built-in colormap names.
-    pub const NAMES: [&'static str; 8] = [
-        "cloud", "rain", "inferno", "viridis", "coolwarm", "ice", "grey", "magma",
+    pub const NAMES: [&'static str; 12] = [
+        "cloud",
+        "rain",
+        "inferno",
+        "viridis",
+        "coolwarm",
+        "ice",
+        "grey",
+        "magma",
+        "cividis",
+        "blackbody",
+        "smoke",
+        "nws_reflectivity",
     ];
 
     /// The sRGB stops of this colormap (an unknown name gives grey).
@@ -92,10 +103,62 @@ impl Colormap {
                     (0.5, [60, 150, 220]),
                     (1.0, [220, 245, 255]),
                 ]),
+                // Perceptually uniform and readable with colour-vision deficiency
+                // (Nuñez, Anderton and Renslow 2018), sampled at five points.
+                "cividis" => s(&[
+                    (0.0, [0, 34, 78]),
+                    (0.25, [65, 77, 107]),
+                    (0.5, [124, 123, 120]),
+                    (0.75, [188, 175, 111]),
+                    (1.0, [254, 232, 56]),
+                ]),
+                // Black through red, orange and yellow to white: the colours of a
+                // heated body as it gets hotter (Moreland's "black body" map), for fire.
+                "blackbody" => s(&[
+                    (0.0, [0, 0, 0]),
+                    (0.39, [178, 34, 34]),
+                    (0.58, [227, 105, 5]),
+                    (0.84, [238, 210, 20]),
+                    (1.0, [255, 255, 255]),
+                ]),
+                // Smoke and soot: a grey a little darker than cloud's, lit by the sun.
+                "smoke" => s(&[(0.0, [150, 150, 155]), (1.0, [215, 215, 220])]),
+                "nws_reflectivity" => nws_reflectivity(),
                 _ => s(&[(0.0, [0, 0, 0]), (1.0, [255, 255, 255])]),
             },
         }
     }
+}
+
+/// Reflectivity in the colours of the US National Weather Service's radar pictures: one
+/// colour per 5 dBZ bin from 5 to 75 dBZ (the map's `u = 0` is 5 dBZ and `u = 1` is 75 dBZ,
+/// so the range to give it is `[5, 75]`). Bins are steps, as on a radar display.
+fn nws_reflectivity() -> Vec<(f32, [f32; 3])> {
+    const BINS: [[u8; 3]; 14] = [
+        [4, 233, 231],  // 5 dBZ
+        [1, 159, 244],  // 10
+        [3, 0, 244],    // 15
+        [2, 253, 2],    // 20
+        [1, 197, 1],    // 25
+        [0, 142, 0],    // 30
+        [253, 248, 2],  // 35
+        [229, 188, 0],  // 40
+        [253, 149, 0],  // 45
+        [253, 0, 0],    // 50
+        [212, 0, 0],    // 55
+        [188, 0, 0],    // 60
+        [248, 0, 253],  // 65
+        [152, 84, 198], // 70 up to 75
+    ];
+    let rgb = |c: [u8; 3]| c.map(|x| x as f32 / 255.0);
+    let mut stops = Vec::with_capacity(2 * BINS.len());
+    for (i, &c) in BINS.iter().enumerate() {
+        let lo = i as f32 / BINS.len() as f32;
+        let hi = (i + 1) as f32 / BINS.len() as f32;
+        stops.push((lo, rgb(c)));
+        stops.push((hi, rgb(c)));
+    }
+    stops
 }
 
 /// The path tracer's single-scattering albedo of a scattering attribute, where it is not
@@ -193,7 +256,9 @@ fn piecewise(points: &[(f32, f32)], u: f32) -> f32 {
 
 impl TransferFunction {
     /// The preset for an attribute name (`cloud`, `rain`, `wind_speed`, `vorticity`,
-    /// `vertical_velocity`; anything else gets a grey emissive ramp) over `range`, for a
+    /// `vertical_velocity`, `reflectivity` (radar colours: give it the range `[5, 75]`
+    /// dBZ), `smoke` (also `density`, `soot`), `flame` (also `fire`: a blackbody map);
+    /// anything else gets a grey emissive ramp) over `range`, for a
     /// scene whose largest world extent is `extent` (extinction scales with it so a storm
     /// looks the same at every resolution and unit).
     pub fn preset(name: &str, range: [f32; 2], extent: f32) -> TransferFunction {
@@ -228,6 +293,42 @@ impl TransferFunction {
                 kind: MediumKind::Emissive,
                 extinction: per(25.0),
                 emission: 5.0,
+                casts_shadow: false,
+                albedo: None,
+            },
+            "reflectivity" => TransferFunction {
+                range,
+                colormap: named("nws_reflectivity"),
+                opacity: vec![
+                    (0.0, 0.0),
+                    (0.2, 0.05),
+                    (0.43, 0.25),
+                    (0.7, 0.6),
+                    (1.0, 0.9),
+                ],
+                kind: MediumKind::Emissive,
+                extinction: per(20.0),
+                emission: 2.0,
+                casts_shadow: false,
+                albedo: None,
+            },
+            "smoke" | "density" | "soot" => TransferFunction {
+                range,
+                colormap: named("smoke"),
+                opacity: vec![(0.01, 0.0), (0.1, 0.2), (0.5, 0.7), (1.0, 1.0)],
+                kind: MediumKind::Scatter,
+                extinction: per(40.0),
+                emission: 1.0,
+                casts_shadow: true,
+                albedo: None,
+            },
+            "flame" | "fire" => TransferFunction {
+                range,
+                colormap: named("blackbody"),
+                opacity: vec![(0.02, 0.0), (0.2, 0.3), (1.0, 1.0)],
+                kind: MediumKind::Emissive,
+                extinction: per(15.0),
+                emission: 4.0,
                 casts_shadow: false,
                 albedo: None,
             },
@@ -370,6 +471,26 @@ mod tests {
         assert_eq!(tf.eval(u0)[3], 0.0);
         assert!(tf.eval(0.0)[3] > 0.5 && tf.eval(1.0)[3] > 0.5);
         assert!(tf.eval(1.0)[0] > tf.eval(1.0)[2]);
+    }
+
+    #[test]
+    fn reflectivity_is_in_the_nws_bins_and_fire_is_blackbody() {
+        let tf = TransferFunction::preset("reflectivity", [5.0, 75.0], 1.0);
+        let at = |dbz: f32| tf.eval((dbz - 5.0) / 70.0);
+        let lin = |c: [u8; 3]| c.map(|x| srgb_to_linear(x as f32 / 255.0));
+        // Each 5 dBZ bin has one colour: 52 dBZ is the 50–55 bin's red, 37 the 35–40 yellow.
+        assert_eq!(at(52.0)[..3], lin([253, 0, 0]));
+        assert_eq!(at(37.0)[..3], lin([253, 248, 2]));
+        assert_eq!(at(22.0)[..3], lin([2, 253, 2]));
+        assert_eq!(at(4.0)[3], 0.0, "below 5 dBZ is clear");
+        let fire = TransferFunction::preset("flame", [0.0, 1.0], 1.0);
+        let (cool, hot) = (fire.eval(0.3), fire.eval(1.0));
+        assert!(cool[0] > 3.0 * cool[2], "a cool flame is red: {cool:?}");
+        assert!(
+            hot[..3].iter().all(|&c| c > 0.95),
+            "the hottest is white: {hot:?}"
+        );
+        assert_eq!(fire.kind, MediumKind::Emissive);
     }
 
     #[test]

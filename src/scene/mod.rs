@@ -26,9 +26,11 @@
 //! ```
 
 mod cache;
+mod calibrate;
 mod error;
 mod framing;
 mod path;
+mod sample;
 mod spelling;
 mod suggest;
 mod validate;
@@ -39,13 +41,16 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use cache::{DEFAULT_DATASET_NAME, default_dataset_dir, ensure_default_dataset};
+pub use calibrate::{BAND, TARGET_SHOWN, TARGET_THIN};
 pub use error::SceneError;
 use error::{Seg, Source, plain_message, resolve_relative};
 pub use framing::Framing;
 pub use path::{CameraKey, CameraPath};
-pub use suggest::{suggested_attributes, suggested_scene_toml, suggested_settings};
+pub use sample::{DataSample, SAMPLE_BUDGET_BYTES, ValueSummary, sample_dataset};
+pub use suggest::{Suggestion, suggested_attributes, suggested_scene_toml, suggested_settings};
 
-use crate::dataset::{Dataset, Manifest};
+use crate::dataset::{AlignedBuf, CrcCheck, Dataset, Manifest};
+use crate::format::Grid;
 use crate::pipeline::PlayMode;
 use crate::render::{
     Albedo, AttributeView, Camera, Colormap, GridInParts, GridSlice, MAX_ATTRIBUTES, MediumKind,
@@ -465,9 +470,17 @@ impl Scene {
         })?;
         let m = dataset.manifest();
         let from_cli = attributes_override.is_some();
+        let mut suggestion = None;
         let attributes: Vec<SceneAttribute> = match attributes_override {
             Some(names) => names.iter().map(SceneAttribute::named).collect(),
-            None if self.attributes.is_empty() => default_attributes(m),
+            None if self.attributes.is_empty() => match suggest_from_data(&dataset)? {
+                Some(s) => {
+                    let a = s.attributes.clone();
+                    suggestion = Some(s);
+                    a
+                }
+                None => default_attributes(m),
+            },
             None => self.attributes.clone(),
         };
         let has = || {
@@ -546,12 +559,25 @@ impl Scene {
                 ),
             ));
         }
-        let (mut view, fitted, fit_box) = build_view(m, &attributes, &slots, self, aspect);
+        let (mut view, mut fitted, mut fit_box) = build_view(m, &attributes, &slots, self, aspect);
+        if let Some(s) = &mut suggestion
+            && let Some(b) = s.fit_box
+        {
+            // The camera on where the data is, not on the active voxels' box.
+            fitted = self.camera.resolve(b, aspect);
+            view.camera = fitted;
+            fit_box = b;
+            s.camera = Some(fitted);
+        }
         if self.attributes.is_empty() && !from_cli {
             // A dataset without a scene: an isosurface where a level set is shown.
             view.settings = suggested_settings(m, &attributes, &view.settings);
         }
+        if let Some(s) = &mut suggestion {
+            calibrate_suggestion(&dataset, &slots, &mut view, s, aspect)?;
+        }
         Ok(LoadedScene {
+            suggestion,
             dataset,
             slots,
             view,
@@ -560,6 +586,140 @@ impl Scene {
             camera_path: self.camera_path.clone(),
         })
     }
+}
+
+/// The looks suggested from the data of `dataset` (a dataset opened without a scene): None
+/// for the built-in storm's attributes (its own presets fit) or where no attribute is
+/// recognised.
+fn suggest_from_data(dataset: &Dataset) -> Result<Option<Suggestion>, SceneError> {
+    let m = dataset.manifest();
+    let storm_like = ["cloud", "rain"]
+        .iter()
+        .any(|n| m.attribute_index(n).is_some());
+    if storm_like {
+        return Ok(None);
+    }
+    let sample = sample_dataset(dataset, SAMPLE_BUDGET_BYTES)
+        .map_err(|e| SceneError::new(m.path(), format!("reading frames to choose looks: {e}")))?;
+    let attributes = suggested_attributes(m, &sample);
+    if attributes.is_empty() {
+        return Ok(None);
+    }
+    let (start_frame, notes) = suggest::start_and_notes(m, &sample, &attributes);
+    let fit_box = suggest::data_fit_box(m, &sample, &attributes);
+    Ok(Some(Suggestion {
+        attributes,
+        sample,
+        start_frame,
+        mean_transmittance: None,
+        notes,
+        fit_box,
+        camera: None,
+    }))
+}
+
+/// Sets the extinction of `s`'s attributes from the transmittance along the first view's
+/// rays ([`calibrate`]): each alone on the first frame where it has data, then those shown
+/// together on frame `s.start_frame`; in `view` and as each attribute's
+/// `extinction_scale` (three significant digits, the same in both). Nothing is calibrated
+/// for an isosurface, nor on a frame larger than [`SAMPLE_BUDGET_BYTES`].
+fn calibrate_suggestion(
+    dataset: &Dataset,
+    slots: &[Option<usize>],
+    view: &mut View,
+    s: &mut Suggestion,
+    aspect: f32,
+) -> Result<(), SceneError> {
+    if view.settings.mode != Mode::Shaded {
+        return Ok(());
+    }
+    let m = dataset.manifest();
+    let targets = suggest::calibration_targets(m, &s.sample, &s.attributes);
+    let first_data =
+        |slot: usize| slots[slot].and_then(|a| s.sample.first_data.get(a).copied().flatten());
+    let mut scales = vec![1.0f32; slots.len()];
+    let mut frames: Vec<usize> = (0..slots.len())
+        .filter(|&i| targets.get(i).copied().flatten().is_some())
+        .filter_map(first_data)
+        .collect();
+    frames.sort_unstable();
+    frames.dedup();
+    let mut buf = AlignedBuf::new();
+    for frame in frames {
+        let Some(grids) = frame_grids(dataset, slots, frame, &mut buf)? else {
+            continue;
+        };
+        let refs: Vec<Option<&Grid<'_>>> = grids.iter().map(Option::as_ref).collect();
+        for (slot, target) in targets.iter().enumerate() {
+            if let Some(t) = target
+                && first_data(slot) == Some(frame)
+            {
+                scales[slot] = calibrate::scale_alone(view, &refs, aspect, slot, *t);
+            }
+        }
+    }
+    if let Some(grids) = frame_grids(dataset, slots, s.start_frame, &mut buf)? {
+        let refs: Vec<Option<&Grid<'_>>> = grids.iter().map(Option::as_ref).collect();
+        for k in scales.iter_mut() {
+            *k = round_significant(*k, 3);
+        }
+        s.mean_transmittance = calibrate::together(view, &refs, aspect, &mut scales);
+    }
+    for (i, &k) in scales.iter().enumerate() {
+        let k = round_significant(k, 3);
+        if k == 1.0 {
+            continue;
+        }
+        if let Some(Some(a)) = view.attributes.get_mut(i) {
+            a.tf.extinction *= k;
+        }
+        s.attributes[i].extinction_scale = Some(k);
+    }
+    Ok(())
+}
+
+/// The grids of frame `frame` in slot order, read into `buf` (None where the frame is larger
+/// than [`SAMPLE_BUDGET_BYTES`] and is not read).
+fn frame_grids<'b>(
+    dataset: &Dataset,
+    slots: &[Option<usize>],
+    frame: usize,
+    buf: &'b mut AlignedBuf,
+) -> Result<Option<Vec<Option<Grid<'b>>>>, SceneError> {
+    let m = dataset.manifest();
+    if m.frames
+        .get(frame)
+        .is_none_or(|f| f.slot_size > SAMPLE_BUDGET_BYTES)
+    {
+        return Ok(None);
+    }
+    dataset
+        .read_frame(frame, buf, CrcCheck::Skip)
+        .map_err(|e| {
+            SceneError::new(
+                m.path(),
+                format!("reading frame {frame} to set opacity: {e}"),
+            )
+        })?;
+    let slot: &'b [u8] = buf;
+    Ok(Some(
+        slots
+            .iter()
+            .map(|a| {
+                let bytes = dataset.grid_bytes(frame, (*a)?, slot).ok()?;
+                Grid::parse(bytes).ok()
+            })
+            .collect(),
+    ))
+}
+
+/// `x` rounded to `digits` significant decimal digits.
+fn round_significant(x: f32, digits: i32) -> f32 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(digits - 1 - (x.abs() as f64).log10().floor() as i32);
+    ((x as f64 * scale).round() / scale) as f32
 }
 
 /// Union of the world boxes of attributes `idx` (None when none has one).
@@ -654,9 +814,10 @@ fn build_view(
 }
 
 /// [`DEFAULT_ATTRIBUTES`] the manifest has where it has the built-in storm's `cloud` or
-/// `rain`; otherwise looks chosen from the attributes' names, classes and ranges
-/// ([`suggested_attributes`]: model output such as CM1's and WRF's) where any is
-/// recognised; else the [`DEFAULT_ATTRIBUTES`] it has, or its first three attributes.
+/// `rain`; otherwise looks chosen from the attributes' names, classes and the manifest's
+/// ranges ([`suggested_attributes`] without data: [`Scene::open`] reads the first frames
+/// and chooses from their values instead) where any is recognised; else the
+/// [`DEFAULT_ATTRIBUTES`] it has, or its first three attributes.
 pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
     let builtin: Vec<SceneAttribute> = DEFAULT_ATTRIBUTES
         .iter()
@@ -669,7 +830,7 @@ pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
     if storm_like {
         return builtin;
     }
-    let suggested = suggested_attributes(m);
+    let suggested = suggested_attributes(m, &DataSample::none(m.attributes.len()));
     if !suggested.is_empty() {
         return suggested;
     }
@@ -685,6 +846,10 @@ pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
 
 /// A scene with its dataset open: which attribute goes to which slot, and the view.
 pub struct LoadedScene {
+    /// The looks suggested from the data, for a dataset opened without a scene (None: a
+    /// scene file, `--attributes`, the built-in storm's presets, or names not recognised).
+    /// Its `notes` are for the user (empty attributes, the frame data starts at).
+    pub suggestion: Option<Suggestion>,
     /// The dataset.
     pub dataset: Dataset,
     /// Manifest attribute index per render slot.
