@@ -72,8 +72,8 @@ impl GridState<'_, '_> {
         Vec3::new(self.inv[0].dot(d), self.inv[1].dot(d), self.inv[2].dot(d))
     }
     /// How many times finer than the base step this grid is sampled (march.wgsl's
-    /// `refinement`): the power of two n (1 to 64) with 1.5·n at most the ratio of the base
-    /// voxel `base_voxel` to this grid's finest voxel edge.
+    /// `refinement`): the power of two n (1 to 64) with 1.5·n at most the ratio of the voxel
+    /// unit `base_voxel` to this grid's smallest voxel edge (its shortest axis).
     fn refinement(&self, base_voxel: f32) -> f32 {
         let inv2 = self.inv[0]
             .dot(self.inv[0])
