@@ -37,14 +37,14 @@ fn camera_ray(px: vec2<u32>) -> Ray {
     return Ray(P.cam_pos.xyz, normalize(P.cam_fwd.xyz + sx * P.cam_right.xyz + sy * P.cam_up.xyz));
 }
 
-// Sun transmittance at world point `w`: the sun grid (accel.wgsl) interpolated between cell
-// centres. A point outside the reference slot's cells looks up where the ray towards the sun
+// Sun transmittance at world point `w`: the sun grid (accel.wgsl, cells `ainfo.sun`)
+// interpolated between cell centres. A point outside the reference slot's cells looks up where the ray towards the sun
 // enters them (outside them there is nothing to cast a shadow), or sees the sun unhindered.
 fn sun_transmittance(w: vec3<f32>) -> f32 {
     let r = ainfo.shadow_ref;
     if r >= ATTR_SLOTS || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
-    let si = ainfo.slots[r];
-    let size = f32(1u << si.shift);
+    let si = ainfo.sun;
+    let size = sun_cell_size(si);
     let dims = vec3<f32>(si.dims);
     // Cell coordinates: cell centres at integers 0..dims-1.
     var u = to_index(r, w) / size - vec3<f32>(si.org) - 0.5;
