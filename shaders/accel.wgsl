@@ -15,10 +15,11 @@
 //    value range of the cell and its 26 neighbours (a trilinear stencil reaches one voxel
 //    into the next cell). The march skips cells where this is 0 and takes longer steps where
 //    it is small.
-// 4. `accel_sun` (a thread per cell of the reference slot): sun transmittance at the cell
-//    centre, marching the mean-extinction cells of every shadow-casting slot towards the
-//    light, one cell per step. The march reads it trilinearly instead of casting a shadow
-//    ray per sample.
+// 4. `accel_sun` (a thread per sun cell: the reference slot's cells, split along axes whose
+//    voxels are longer than its shortest edge, `sun_cells_over`): sun transmittance at the
+//    cell centre, marching the mean-extinction cells of every shadow-casting slot towards
+//    the light, one sun cell per step. The march reads it trilinearly instead of casting a
+//    shadow ray per sample.
 //
 // src/render/cpu.rs mirrors these passes; change both together.
 
@@ -56,6 +57,34 @@ fn slot_cells_over(bmin: vec3<i32>, bmax: vec3<i32>) -> SlotAccel {
         return SlotAccel(org, shift, dims, 1u);
     }
     return SlotAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
+}
+
+// The sun cells over the cells `si` of reference slot `r` (common.wgsl's `AccelInfo.sun`):
+// along an axis whose voxel edge is 2^f times the grid's smallest (f rounded down), 2^f
+// times fewer voxels than si's (down to 1); coarser again on every axis, up to si's, until
+// they fit ACCEL_CELLS. Cubic voxels get si's cells.
+fn sun_cells_over(r: u32, si: SlotAccel) -> SlotAccel {
+    // World length of one index step along each axis: the index→world matrix's columns.
+    let e = vec3<f32>(
+        length(vec3<f32>(g_mat0[r].x, g_mat1[r].x, g_mat2[r].x)),
+        length(vec3<f32>(g_mat0[r].y, g_mat1[r].y, g_mat2[r].y)),
+        length(vec3<f32>(g_mat0[r].z, g_mat1[r].z, g_mat2[r].z)));
+    let emin = max(min(e.x, min(e.y, e.z)), 1e-30);
+    let top = vec3<u32>(si.shift);
+    let finer = vec3<u32>(clamp(floor(log2(e / emin)), vec3<f32>(0.0), vec3<f32>(top)));
+    var s = top - finer;
+    let bmin = si.org << top;
+    let bmax = ((si.org + vec3<i32>(si.dims)) << top) - vec3<i32>(1);
+    var org = bmin >> s;
+    var dims = vec3<u32>((bmax >> s) - org + vec3<i32>(1));
+    for (var i = 0u; i < 32u; i++) {
+        let n = vec3<f32>(dims);
+        if n.x * n.y * n.z <= f32(ACCEL_CELLS) || all(s >= top) { break; }
+        s = min(s + vec3<u32>(1u), top);
+        org = bmin >> s;
+        dims = vec3<u32>((bmax >> s) - org + vec3<i32>(1));
+    }
+    return SlotAccel(org, s.x | (s.y << 8u) | (s.z << 16u), dims, si.ok);
 }
 
 @compute @workgroup_size(1, 1, 1)
@@ -100,6 +129,9 @@ fn accel_info() {
             let wide = slot_cells_over(vec3<i32>(lo), vec3<i32>(hi));
             if wide.ok != 0u { ainfo.slots[sr] = wide; }
         }
+        ainfo.sun = sun_cells_over(sr, ainfo.slots[sr]);
+    } else {
+        ainfo.sun = SlotAccel(vec3<i32>(0), 0u, vec3<u32>(0u), 0u);
     }
     for (var a = 0u; a < ATTR_SLOTS; a++) {
         let si = ainfo.slots[a];
@@ -115,7 +147,7 @@ fn accel_info() {
     dispatch_args[5] = slots_used;
     // Pass 4: 64 cells of the reference slot per workgroup.
     var r = 0u;
-    if ainfo.shadow_ref < MAX_ATTRS { r = (slot_cells(ainfo.slots[ainfo.shadow_ref]) + 63u) / 64u; }
+    if ainfo.shadow_ref < MAX_ATTRS { r = (slot_cells(ainfo.sun) + 63u) / 64u; }
     dispatch_args[6] = min(r, ROW);
     dispatch_args[7] = (r + ROW - 1u) / ROW;
     dispatch_args[8] = 1u;
@@ -294,12 +326,12 @@ fn sun_needed(si: SlotAccel, c: vec3<u32>, w: vec3<f32>) -> bool {
 fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let r = ainfo.shadow_ref;
     if r >= MAX_ATTRS { return; }
-    let si = ainfo.slots[r];
+    let si = ainfo.sun;
     let cell = (wg.x + wg.y * ROW) * 64u + li;
     if cell >= slot_cells(si) { return; }
     for (var a = 0u; a < ATTR_SLOTS; a++) { init_grid(a); }
     let c = cell_coord(si, cell);
-    let size = f32(1u << si.shift);
+    let size = sun_cell_size(si);
     // Centre of the cell: the sample positions whose base voxel lies in it span
     // [(org + c)·s, (org + c + 1)·s) in index space.
     let w0 = to_world(r, (vec3<f32>(si.org + vec3<i32>(c)) + 0.5) * size);
@@ -308,8 +340,8 @@ fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
         return;
     }
     let L = P.light_dir.xyz;
-    // One cell of the reference slot per step, in world units.
-    let h = size / max(length(dir_to_index(r, L)), 1e-30);
+    // One sun cell per step (the span of one cell's size in sun-cell units), in world units.
+    let h = 1.0 / max(length(dir_to_index(r, L) / size), 1e-30);
     var tau = 0.0;
     for (var k = 0u; k < P.shadow_steps; k++) {
         let q = w0 + L * ((f32(k) + 0.5) * h);

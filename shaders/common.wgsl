@@ -96,6 +96,22 @@ struct AccelInfo {
     pad0: u32,
     pad1: u32,
     pad2: u32,
+    // The sun grid's cells, in the reference slot's index space over its (widened) cells:
+    // 2^k voxels along each axis, k per axis packed in `shift` (`sun_shifts`). Cubic voxels
+    // get the reference's cells; where its voxels are longer along an axis, the sun cells
+    // along it are as many times fewer voxels (down to 1), so that they are about as wide
+    // in world units along every axis (as long as they fit ACCEL_CELLS).
+    sun: SlotAccel,
+}
+
+// The sun cells' shift (log2 of their voxels) along x, y and z.
+fn sun_shifts(si: SlotAccel) -> vec3<u32> {
+    return (vec3<u32>(si.shift) >> vec3<u32>(0u, 8u, 16u)) & vec3<u32>(255u);
+}
+
+// The sun cells' size in voxels along x, y and z.
+fn sun_cell_size(si: SlotAccel) -> vec3<f32> {
+    return vec3<f32>(vec3<u32>(1u) << sun_shifts(si));
 }
 @group(0) @binding(ACCEL_BINDING_CELLS) var<storage, ACCEL_ACCESS> accel: array<vec4<f32>>;
 @group(0) @binding(ACCEL_BINDING_SUN) var<storage, ACCEL_ACCESS> sun_grid: array<f32>;

@@ -37,14 +37,14 @@ fn camera_ray(px: vec2<u32>) -> Ray {
     return Ray(P.cam_pos.xyz, normalize(P.cam_fwd.xyz + sx * P.cam_right.xyz + sy * P.cam_up.xyz));
 }
 
-// Sun transmittance at world point `w`: the sun grid (accel.wgsl) interpolated between cell
-// centres. A point outside the reference slot's cells looks up where the ray towards the sun
+// Sun transmittance at world point `w`: the sun grid (accel.wgsl, cells `ainfo.sun`)
+// interpolated between cell centres. A point outside the reference slot's cells looks up where the ray towards the sun
 // enters them (outside them there is nothing to cast a shadow), or sees the sun unhindered.
 fn sun_transmittance(w: vec3<f32>) -> f32 {
     let r = ainfo.shadow_ref;
     if r >= ATTR_SLOTS || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
-    let si = ainfo.slots[r];
-    let size = f32(1u << si.shift);
+    let si = ainfo.sun;
+    let size = sun_cell_size(si);
     let dims = vec3<f32>(si.dims);
     // Cell coordinates: cell centres at integers 0..dims-1.
     var u = to_index(r, w) / size - vec3<f32>(si.org) - 0.5;
@@ -99,7 +99,8 @@ fn ground_color(w: vec3<f32>, t: f32, sun_vis: f32) -> vec3<f32> {
     return mix(lit, P.sky_horizon.xyz, haze * 0.8);
 }
 
-// Strength of the powder darkening (0: none) and the depth, in voxels, over which it fades.
+// Strength of the powder darkening (0: none) and the depth, in voxel units (`cam_up.w`: the
+// smallest edge of the coarsest grid's voxel), over which it fades.
 const POWDER: f32 = 0.7;
 const POWDER_VOXELS: f32 = 3.0;
 
@@ -115,10 +116,17 @@ fn phase_hg(cos_t: f32, g: f32) -> f32 {
 // ---------------------------------------------------------------------------------------
 
 // How many times finer than the base step `dt` grid `a` must be sampled: the power of two n
-// (1 to 64) with 1.5·n at most the ratio of the base voxel (`cam_up.w`, the coarsest grid's)
-// to this grid's finest voxel edge (1 / the longest row of its world→index matrix). A
-// nested grid 4 times finer than the rest gets 4, grids of equal voxels 1. Squared
-// comparisons only, so the CPU reference makes the same choice.
+// (1 to 64) with 1.5·n at most the ratio of the voxel unit (`cam_up.w`: the smallest edge of
+// the coarsest grid's voxel) to this grid's smallest voxel edge (1 / the longest row of its
+// world→index matrix: for voxels scaled per axis, the shortest axis). A nested grid 4 times
+// finer than the rest gets 4, grids of equal voxels 1. Squared comparisons only, so the CPU
+// reference makes the same choice.
+//
+// Every distance along a ray (t, dt, the steps, skips and cell exits) is in world units and
+// every grid is sampled at its index position oi + t·di, through its own map: a step of dt
+// absorbs the extinction (per world unit) times dt whatever the voxels' shape or the ray's
+// direction, and cells, tiles and bboxes are boxes in index space crossed along t. Nothing
+// here assumes cubic voxels; only the sampling density (dt) follows the voxel unit.
 fn refinement(a: u32) -> f32 {
     let inv2 = max(max(dot(g_inv0[a], g_inv0[a]), dot(g_inv1[a], g_inv1[a])), dot(g_inv2[a], g_inv2[a]));
     let r2 = P.cam_up.w * P.cam_up.w * inv2;

@@ -833,3 +833,48 @@ fn the_base_step_follows_the_coarsest_grid_shown() {
     let fine = coarse / supercell::synth::NEST_REFINEMENT as f32;
     assert!((v - fine).abs() < 1e-3 * fine, "{v} vs {fine}");
 }
+
+/// Anisotropic voxels (WRF's 10 km columns, 250 m levels): the voxel unit, which steps are
+/// given in, is the smallest edge, so rays crossing the thin levels sample every one; the
+/// camera frames the world box the stretched voxels span.
+#[test]
+fn the_voxel_unit_of_anisotropic_voxels_is_their_smallest_edge() {
+    use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
+    use supercell::format::{BuildOptions, LeafBrick, SparseVolume, build_grid};
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("stretched");
+    let mut brick = LeafBrick::filled([0, 0, 0], 0.0);
+    for n in 0..512 {
+        brick.set_active(n, 1.0 + (n % 5) as f32);
+    }
+    let opts = BuildOptions {
+        name: "qcloud".into(),
+        voxel_size: [10000.0, 10000.0, 250.0],
+        ..BuildOptions::default()
+    };
+    let volume = SparseVolume {
+        background: 0.0,
+        bricks: vec![brick],
+    };
+    let mut w = DatasetWriter::create(
+        &ds,
+        LaneSpec::Count(1),
+        1 << 20,
+        vec![AttributeSpec::new("qcloud")],
+        Provenance::default(),
+    )
+    .unwrap();
+    w.push_frame(0.0, vec![build_grid(&volume, &opts).unwrap()])
+        .unwrap();
+    w.finish().unwrap();
+    let ls = Scene::load(&ds).unwrap().open(1.0, None).unwrap();
+    assert_eq!(ls.view.voxel_size, 250.0);
+    let [lo, hi] = ls.view.world_bbox;
+    let (dx, dz) = (hi[0] - lo[0], hi[2] - lo[2]);
+    assert!((dx / dz - 40.0).abs() < 1e-3, "world box {lo:?}..{hi:?}");
+    for n in 0..8 {
+        let pick = |k: usize, bit: usize| if n & bit != 0 { hi[k] } else { lo[k] };
+        let p = glam::Vec3::new(pick(0, 4), pick(1, 2), pick(2, 1));
+        assert!(ls.view.camera.sees(p, 1.0), "corner {p} out of view");
+    }
+}

@@ -99,16 +99,20 @@ impl Camera {
         self.target = centre.into();
         self.distance = radius / half.sin();
         self.ortho_height = 2.0 * radius / aspect.clamp(1e-3, 1.0);
-        // Narrower than square the sides bind, and the shrunk sphere can cut the box's
-        // corners off there: keep every corner between them.
-        if aspect < 1.0 {
-            let f = self.frame();
-            let aspect = aspect.max(1e-3);
-            for p in box_corners(bbox) {
-                let (x, z) = ((p - centre).dot(f.right).abs(), (p - centre).dot(f.forward));
-                self.distance = self.distance.max(x / half_h.tan() - z);
-                self.ortho_height = self.ortho_height.max(2.0 * x / aspect);
-            }
+        // The shrunk sphere can cut the box's corners off: narrower than square, where the
+        // sides bind, and at any aspect for a flat box (a model domain tens of times wider
+        // than tall, as WRF's 10 km columns over 20 km of height are): keep every corner
+        // inside the image's edges (with a hair of margin, so that rounding keeps them in).
+        let f = self.frame();
+        let aspect = aspect.max(1e-3);
+        let (tan_v, tan_h) = (half_v.tan(), half_h.tan());
+        const MARGIN: f32 = 1.0 + 1e-4;
+        for p in box_corners(bbox) {
+            let q = p - centre;
+            let (x, y, z) = (q.dot(f.right).abs(), q.dot(f.up).abs(), q.dot(f.forward));
+            let need = (x / tan_h).max(y / tan_v) * MARGIN - z;
+            self.distance = self.distance.max(need);
+            self.ortho_height = self.ortho_height.max(2.0 * MARGIN * (x / aspect).max(y));
         }
     }
 
@@ -225,6 +229,28 @@ mod tests {
         let t0 = Vec3::from(c.target);
         c.pan(0.1, 0.0);
         assert!((Vec3::from(c.target) - t0).dot(f.right) > 0.0);
+    }
+
+    #[test]
+    fn a_flat_box_is_framed_whole_at_any_aspect() {
+        // A WRF domain: 480 km square, 20 km high.
+        let b = [[0.0, 0.0, 0.0], [480e3, 480e3, 20e3]];
+        for projection in [Projection::Perspective, Projection::Orthographic] {
+            for aspect in [0.5, 1.0, 16.0 / 9.0, 3.0] {
+                for yaw in [-62.0, 0.0, 45.0, 100.0] {
+                    let mut c = Camera {
+                        projection,
+                        yaw_deg: yaw,
+                        ..Camera::default()
+                    };
+                    c.fit_to(b, aspect);
+                    assert!(
+                        box_corners(b).all(|p| c.sees(p, aspect)),
+                        "{projection:?} aspect {aspect} yaw {yaw}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The CPU reference renderer: the shader's camera, sampling and compositing in Rust, over
 //! [`crate::format::Grid`]'s value accessor, for tests.
 //!
-//! It builds the same acceleration and sun grids as `shaders/accel.wgsl` and marches as
+//! It builds the same acceleration and sun grids as `shaders/accel.wgsl` (the sun grid on
+//! its own cells, finer than the acceleration cells along axes of longer voxels) and marches as
 //! `shaders/march.wgsl` does (skipping cells the transfer functions make transparent, taking
 //! adaptive steps in thin media), but never skips tiles: tile skipping only drops samples
 //! that add nothing, so comparing the GPU against it checks the tree walk, the decoding and
@@ -72,8 +73,8 @@ impl GridState<'_, '_> {
         Vec3::new(self.inv[0].dot(d), self.inv[1].dot(d), self.inv[2].dot(d))
     }
     /// How many times finer than the base step this grid is sampled (march.wgsl's
-    /// `refinement`): the power of two n (1 to 64) with 1.5·n at most the ratio of the base
-    /// voxel `base_voxel` to this grid's finest voxel edge.
+    /// `refinement`): the power of two n (1 to 64) with 1.5·n at most the ratio of the voxel
+    /// unit `base_voxel` to this grid's smallest voxel edge (its shortest axis).
     fn refinement(&self, base_voxel: f32) -> f32 {
         let inv2 = self.inv[0]
             .dot(self.inv[0])
@@ -199,10 +200,10 @@ impl Ctx<'_> {
         if self.p.flags & FLAG_SHADOWS == 0 {
             return 1.0;
         }
-        let (Some(gs), Some(si)) = (&g[r], &acc.slots[r]) else {
+        let (Some(gs), Some(si)) = (&g[r], &acc.sun_cells) else {
             return 1.0;
         };
-        let size = (1u32 << si.shift) as f32;
+        let size = si.size();
         let dims = Vec3::new(si.dims[0] as f32, si.dims[1] as f32, si.dims[2] as f32);
         let org = Vec3::new(si.org[0] as f32, si.org[1] as f32, si.org[2] as f32);
         let mut u = gs.to_index(w) / size - org - Vec3::splat(0.5);
@@ -783,10 +784,65 @@ impl SlotAccel {
     }
 }
 
+/// The sun grid's cells (common.wgsl's `AccelInfo.sun`): 2^shifts[k] voxels of the
+/// reference slot along axis k.
+struct SunCells {
+    org: [i32; 3],
+    shifts: [u32; 3],
+    dims: [u32; 3],
+}
+
+impl SunCells {
+    /// accel.wgsl's `sun_cells_over`: over the reference slot's cells `c`, whose voxels
+    /// have the world edges `edges` (the index→world matrix's column lengths).
+    fn over(c: &CellLayout, edges: Vec3) -> SunCells {
+        let emin = edges.min_element().max(1e-30);
+        let top = c.shift;
+        let mut s: [u32; 3] = std::array::from_fn(|k| {
+            top - (edges[k] / emin).log2().floor().clamp(0.0, top as f32) as u32
+        });
+        let bmin: [i32; 3] = std::array::from_fn(|k| c.org[k] << top);
+        let bmax: [i32; 3] = std::array::from_fn(|k| ((c.org[k] + c.dims[k] as i32) << top) - 1);
+        let layout = |s: &[u32; 3]| {
+            let org: [i32; 3] = std::array::from_fn(|k| bmin[k] >> s[k]);
+            let dims: [u32; 3] = std::array::from_fn(|k| ((bmax[k] >> s[k]) - org[k] + 1) as u32);
+            (org, dims)
+        };
+        let (mut org, mut dims) = layout(&s);
+        for _ in 0..32 {
+            let n: f32 = dims.iter().map(|&d| d as f32).product();
+            if n <= ACCEL_CELLS as f32 || s.iter().all(|&x| x >= top) {
+                break;
+            }
+            s = s.map(|x| (x + 1).min(top));
+            (org, dims) = layout(&s);
+        }
+        SunCells {
+            org,
+            shifts: s,
+            dims,
+        }
+    }
+    fn size(&self) -> Vec3 {
+        Vec3::new(
+            (1u32 << self.shifts[0]) as f32,
+            (1u32 << self.shifts[1]) as f32,
+            (1u32 << self.shifts[2]) as f32,
+        )
+    }
+    fn count(&self) -> usize {
+        self.dims.iter().map(|&d| d as usize).product()
+    }
+    fn linear(&self, c: [u32; 3]) -> usize {
+        (c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])) as usize
+    }
+}
+
 /// The acceleration and sun grids of accel.wgsl.
 struct Accel {
     slots: Vec<Option<SlotAccel>>,
     shadow_ref: Option<usize>,
+    sun_cells: Option<SunCells>,
     sun: Vec<f32>,
 }
 
@@ -816,6 +872,7 @@ impl Ctx<'_> {
         let mut acc = Accel {
             slots: (0..MAX_ATTRIBUTES).map(|_| None).collect(),
             shadow_ref: None,
+            sun_cells: None,
             sun: Vec::new(),
         };
         let mut layout: Vec<Option<CellLayout>> = (0..MAX_ATTRIBUTES)
@@ -943,12 +1000,17 @@ impl Ctx<'_> {
         }
         // accel_sun
         if let Some(r) = acc.shadow_ref {
-            let si = acc.slots[r].as_ref().expect("the reference slot has cells");
             let gr = g[r].as_ref().expect("the reference slot has a grid");
-            let size = (1u32 << si.shift) as f32;
+            let column = |k: usize| Vec3::new(gr.mat[0][k], gr.mat[1][k], gr.mat[2][k]).length();
+            let edges = Vec3::new(column(0), column(1), column(2));
+            let si = SunCells::over(
+                layout[r].as_ref().expect("the reference slot has cells"),
+                edges,
+            );
+            let size = si.size();
             let l = v3(p.light_dir);
-            let h = size / gr.dir_to_index(l).length().max(1e-30);
-            let mut sun = vec![0.0f32; si.cells.len()];
+            let h = 1.0 / (gr.dir_to_index(l) / size).length().max(1e-30);
+            let mut sun = vec![0.0f32; si.count()];
             for (idx, out) in sun.iter_mut().enumerate() {
                 let i = idx as u32;
                 let d = si.dims;
@@ -1013,6 +1075,7 @@ impl Ctx<'_> {
                 *out = (-tau).exp();
             }
             acc.sun = sun;
+            acc.sun_cells = Some(si);
         }
         acc
     }

@@ -185,8 +185,9 @@ const RESOLVE_MARCH: u64 = 256;
 /// Bytes of the resolve and read-back buffers.
 const RESOLVE_BYTES: u64 = RESOLVE_MARCH + 16;
 
-/// Bytes of `AccelInfo` in accel.wgsl: a 32-byte record per slot and four u32.
-const ACCEL_INFO_BYTES: u64 = MAX_ATTRIBUTES as u64 * 32 + 16;
+/// Bytes of `AccelInfo` in common.wgsl: a 32-byte record per slot, four u32 and the sun
+/// cells' 32-byte record.
+const ACCEL_INFO_BYTES: u64 = MAX_ATTRIBUTES as u64 * 32 + 16 + 32;
 
 /// What the cell grids depend on besides the grids themselves.
 fn cells_key(p: &GpuParams, tf: &[[f32; 4]]) -> Vec<u8> {

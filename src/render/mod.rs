@@ -51,7 +51,7 @@ pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, Renderer};
 pub use image::{Image, ImageDiff, aces, rel_mse, srgb_encode};
 pub use params::{
     AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
-    Mode, PARTS_LIMIT, RenderSettings, View, limits,
+    Mode, PARTS_LIMIT, RenderSettings, View, limits, smallest_voxel_edge,
 };
 pub use parts::{
     FrameCapacity, GridInParts, GridSlice, STORAGE_BUFFERS_PER_STAGE, SlotPart, parts_of_buffers,

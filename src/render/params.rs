@@ -59,7 +59,8 @@ pub struct RenderSettings {
     pub max_step_scale: u32,
     /// Optical depth one adaptive step may span at the largest extinction around it.
     pub step_tau: f32,
-    /// Step length in voxels of the finest grid.
+    /// Base step length in voxel units ([`View::voxel_size`]: the smallest edge of the
+    /// coarsest grid's voxel); grids with finer voxels refine it within their bbox.
     pub step_voxels: f32,
     /// Hard cap on march steps per ray.
     pub max_steps: u32,
@@ -390,10 +391,28 @@ pub struct View {
     pub settings: RenderSettings,
     /// World box of the scene (ground height, ambient gradient, camera fit).
     pub world_bbox: [[f32; 3]; 2],
-    /// Edge of the coarsest grid's voxel, world units: step lengths are given in these
-    /// voxels, and the march divides the step by a power of two within the bbox of each
-    /// grid with finer voxels (march.wgsl's `refinement`).
+    /// The voxel unit, world units: the smallest edge of the coarsest grid's voxel (of
+    /// voxels (10000, 10000, 250) m, 250 m; [`smallest_voxel_edge`]). Step lengths are given
+    /// in this unit, and the march divides the step by a power of two within the bbox of
+    /// each grid with finer voxels (march.wgsl's `refinement`). It sets how densely rays
+    /// are sampled, never how much a step absorbs: steps and extinctions are in world
+    /// units, and every grid is sampled through its own index ↔ world map, so voxels of
+    /// any per-axis scale (or any affine map) give the optical depth of the world distance
+    /// a ray crosses, whatever its direction.
     pub voxel_size: f32,
+}
+
+/// The voxel unit of a grid of voxel size `voxel_size` (NanoVDB's per-axis voxel size,
+/// world units): its smallest edge, the finest spacing along which a ray can cross its
+/// values; `None` where an edge is 0 or not finite. A negative edge (a mirrored axis)
+/// counts by its length.
+pub fn smallest_voxel_edge(voxel_size: [f64; 3]) -> Option<f32> {
+    let edges = voxel_size.map(f64::abs);
+    if !edges.iter().all(|e| e.is_finite() && *e > 0.0) {
+        return None;
+    }
+    let e = edges.into_iter().fold(f64::INFINITY, f64::min) as f32;
+    (e.is_finite() && e > 0.0).then_some(e)
 }
 
 impl View {
@@ -637,7 +656,8 @@ pub struct GpuParams {
     pub cam_fwd: [f32; 4],
     /// Right; w: aspect.
     pub cam_right: [f32; 4],
-    /// Up; w: edge of the finest grid's voxel (the powder term's length scale).
+    /// Up; w: the voxel unit ([`View::voxel_size`]; the refinement's base and the powder
+    /// term's length scale).
     pub cam_up: [f32; 4],
     /// Towards the sun; w: phase g.
     pub light_dir: [f32; 4],
@@ -702,5 +722,23 @@ mod tests {
         assert_eq!(std::mem::offset_of!(GpuParams, grids), 464);
         assert_eq!(nice_spacing(3800.0), 5000.0);
         assert_eq!(nice_spacing(1.2), 1.0);
+    }
+
+    #[test]
+    fn the_voxel_unit_is_the_smallest_edge() {
+        assert_eq!(smallest_voxel_edge([10000.0, 10000.0, 250.0]), Some(250.0));
+        assert_eq!(smallest_voxel_edge([0.7034, 0.7034, 0.7165]), Some(0.7034));
+        // A mirrored axis counts by its length.
+        assert_eq!(smallest_voxel_edge([-2.0, 3.0, 4.0]), Some(2.0));
+        assert_eq!(smallest_voxel_edge([4.0, -0.5, 4.0]), Some(0.5));
+        for bad in [
+            [0.0, 1.0, 1.0],
+            [f64::NAN, 1.0, 1.0],
+            [1.0, f64::INFINITY, 1.0],
+        ] {
+            assert_eq!(smallest_voxel_edge(bad), None, "{bad:?}");
+        }
+        // Below f32's range.
+        assert_eq!(smallest_voxel_edge([1e-60, 1.0, 1.0]), None);
     }
 }

@@ -54,7 +54,7 @@ use crate::format::Grid;
 use crate::pipeline::PlayMode;
 use crate::render::{
     Albedo, AttributeView, Camera, Colormap, GridInParts, GridSlice, MAX_ATTRIBUTES, MediumKind,
-    Mode, Projection, RenderError, RenderSettings, TransferFunction, View,
+    Mode, Projection, RenderError, RenderSettings, TransferFunction, View, smallest_voxel_edge,
 };
 
 /// Attributes shown by default, in slot order, where the dataset has them.
@@ -748,10 +748,12 @@ fn build_view(
     let [lo, hi] = world;
     // The base step follows the coarsest grid shown; the march refines it within the
     // bbox of each finer one (a nested grid), so a small fine grid does not slow the rest.
+    // A grid's voxel unit is its smallest edge (`smallest_voxel_edge`): anisotropic voxels
+    // are stepped at their thinnest axis, so a ray along it still samples every voxel.
     let mut voxel = f32::NEG_INFINITY;
     for &i in &all {
-        if let Some(v) = m.attributes[i].voxel_size {
-            voxel = voxel.max(v[0].min(v[1]).min(v[2]) as f32);
+        if let Some(v) = m.attributes[i].voxel_size.and_then(smallest_voxel_edge) {
+            voxel = voxel.max(v);
         }
     }
     let extent = (hi[0] - lo[0])

@@ -8,6 +8,7 @@ use supercell::format::{
 };
 use supercell::render::{
     AttributeView, Colormap, GpuContext, Image, Mode, Renderer, TransferFunction, View,
+    smallest_voxel_edge,
 };
 
 /// Value of the lower-node tile (8³, active).
@@ -384,7 +385,7 @@ pub fn view_for(grid: &Grid<'_>, presets: &[&str], w: u32, h: u32) -> View {
         .collect();
     let mut v = View::new(
         bbox,
-        grid.voxel_size()[0] as f32,
+        smallest_voxel_edge(grid.voxel_size()).expect("a positive voxel size"),
         attrs,
         w as f32 / h as f32,
     );
@@ -547,13 +548,19 @@ pub fn solid_bricks_grid(origins: &[[i32; 3]], voxel: f32) -> Vec<u8> {
 
 /// A Float grid named `name` of `bricks` (background 0), each voxel `voxel` world units wide.
 pub fn grid_of_bricks(name: &str, bricks: Vec<LeafBrick>, voxel: f32) -> Vec<u8> {
+    grid_of_scaled_bricks(name, bricks, [f64::from(voxel); 3])
+}
+
+/// A Float grid named `name` of `bricks` (background 0), its voxels `voxel` world units
+/// along x, y and z, index (0, 0, 0) at the world origin.
+pub fn grid_of_scaled_bricks(name: &str, bricks: Vec<LeafBrick>, voxel: [f64; 3]) -> Vec<u8> {
     let vol = SparseVolume {
         background: 0.0,
         bricks,
     };
     let opts = BuildOptions {
         name: name.into(),
-        voxel_size: [f64::from(voxel); 3],
+        voxel_size: voxel,
         checksum: ChecksumMode::Disabled,
         ..Default::default()
     };
@@ -591,4 +598,14 @@ pub fn grey_path_view(
     );
     v.settings.mode = Mode::Path;
     v
+}
+
+/// Asserts GPU image against CPU reference within render_gpu.rs's bounds (mean |Δ| ≤ 1e-4,
+/// 99th percentile ≤ 1e-3, at most 0.2 % of pixels off by more than 0.05).
+pub fn check_gpu_close(d: &supercell::render::ImageDiff, what: &str) {
+    eprintln!("{what}: GPU vs CPU {d:?}");
+    assert!(
+        d.mean <= 1e-4 && d.p99 <= 1e-3 && d.frac_over_5pct <= 0.002,
+        "{what}: GPU and CPU differ: {d:?}"
+    );
 }
