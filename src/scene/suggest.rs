@@ -237,7 +237,7 @@ fn look(a: &Attribute, role: Role, values: Option<&ValueSummary>) -> SceneAttrib
 /// The attributes to show and their looks, chosen by name, class and the values in `sample`
 /// (see the module documentation; [`DataSample::none`] for names and the manifest alone);
 /// empty where no attribute is recognised. Fields that fill the domain beside structure
-/// come with `enabled = false`.
+/// with data come with `enabled = false`.
 pub fn suggested_attributes(m: &Manifest, sample: &DataSample) -> Vec<SceneAttribute> {
     let summary = |i: usize| sample.summaries.get(i).and_then(Option::as_ref);
     let has_data =
@@ -255,6 +255,12 @@ pub fn suggested_attributes(m: &Manifest, sample: &DataSample) -> Vec<SceneAttri
         .any(|(_, r, _)| r.is_structure() && *r != Role::Fog);
     ranked.retain(|(_, r, _)| !(named_structure && *r == Role::Fog));
     let structure = ranked.iter().any(|(_, r, _)| r.is_structure());
+    // A field is switched off beside structure that shows something: a dry run's (CM1's
+    // warm bubble) hydrometeors are empty in every frame read, and its temperature
+    // perturbation is then the picture.
+    let structure_with_data = ranked
+        .iter()
+        .any(|(empty, r, _)| !*empty && r.is_structure());
     let mut chosen: Vec<(Role, usize)> = Vec::new();
     let full = |c: &Vec<(Role, usize)>| c.len() == SUGGESTED_ATTRIBUTES;
     let take = |c: &mut Vec<(Role, usize)>, r: Role, i: usize| {
@@ -290,7 +296,7 @@ pub fn suggested_attributes(m: &Manifest, sample: &DataSample) -> Vec<SceneAttri
         .into_iter()
         .map(|(r, i)| {
             let mut s = look(&m.attributes[i], r, summary(i));
-            if r.fills_domain() && structure {
+            if r.fills_domain() && structure_with_data {
                 s.enabled = Some(false);
             }
             s
@@ -739,6 +745,26 @@ mod tests {
                 .unwrap()
                 .starts_with("frame 1 (t = 900) is the first with data")
         );
+    }
+
+    #[test]
+    fn a_dry_run_shows_its_field_when_its_hydrometeors_are_empty() {
+        // CM1's warm bubble at t = 0: qc and qr exist but hold nothing; th_pert is the bubble.
+        let m = manifest(vec![
+            attr("qc", GridClass::FogVolume, [0.0, 0.0]),
+            attr("qr", GridClass::FogVolume, [0.0, 0.0]),
+            attr("th_pert", GridClass::Unknown, [-0.5, 2.0]),
+        ]);
+        let smp = sample(
+            vec![None, None, Some(values(0.2, 1.8, 2.0, 0.0))],
+            vec![None, None, Some(0)],
+        );
+        let s = suggested_attributes(&m, &smp);
+        let th = s
+            .iter()
+            .find(|a| a.name == "th_pert")
+            .expect("th_pert shown");
+        assert_eq!(th.enabled, None, "the only data there is: on");
     }
 
     #[test]
