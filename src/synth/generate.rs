@@ -589,11 +589,14 @@ fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError>
     Ok(())
 }
 
-/// Bricks the storm fills at one instant, estimated from the voxel count: about 12 % of
-/// the domain's at moderate resolution.
+/// Leaves per attribute at one instant, estimated from the voxel count: 6 % of the
+/// domain's bricks. Measured: frames of the default attributes at resolutions 1100 to 2368
+/// (docs/bench/2026-12-05-dev-writer-memory) and of all attributes at 1024 and 2064
+/// (docs/PERFORMANCE.md) hold 5.2 % to 6.0 % on average over their attributes, so the
+/// estimate is 0 to 15 % above their frames.
 fn filled_bricks(params: &StormParams) -> u64 {
     let [nx, ny, nz] = params.dims().map(u64::from);
-    nx * ny * nz / 512 * 12 / 100
+    nx * ny * nz / 512 * 6 / 100
 }
 
 /// Bytes of one frame's grids, estimated from the voxel count (see `filled_bricks`): a
@@ -636,6 +639,15 @@ pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
         .saturating_add(FIXED_MEMORY)
 }
 
+/// Memory each frame in flight beyond the first adds: twice its encoded leaves. Measured
+/// (docs/bench/2026-12-05-dev-writer-memory, resolution 1100, 0.53 GB frames): a second
+/// frame in flight added 1.85 times its bytes to the peak, its own leaves and those of the
+/// frame being written, which the allocator keeps once freed and hands out again only as
+/// later leaves need them.
+fn extra_frame_memory(params: &StormParams, grid_type: GridType) -> u64 {
+    frame_leaves_memory(params, grid_type).saturating_mul(2)
+}
+
 /// The most memory a writer may take by default: 1.5 × the largest frame's bytes plus
 /// 1 GiB (issue 25). One frame in flight fits it; more frames are in flight only where
 /// they fit too.
@@ -643,8 +655,8 @@ pub fn writer_memory_ceiling(frame_bytes: u64) -> u64 {
     frame_bytes.saturating_mul(3) / 2 + (1 << 30)
 }
 
-/// The reorder window: as given, or one frame plus as many more (their encoded leaves) as
-/// fit the memory budget and the writer's ceiling ([`writer_memory_ceiling`]), at most
+/// The reorder window: as given, or one frame plus as many more ([`extra_frame_memory`]
+/// each) as fit the memory budget and the writer's ceiling ([`writer_memory_ceiling`]), at most
 /// twice the thread count (more only adds memory).
 ///
 /// Frames in flight progress together (rayon does not favour the oldest), so a run with
@@ -656,7 +668,7 @@ fn window_for(params: &StormParams, opts: &GenerateOptions) -> usize {
         return opts.max_frames_in_flight;
     }
     let one = frame_peak_memory(params, opts.grid_type);
-    let each_more = frame_leaves_memory(params, opts.grid_type).max(1);
+    let each_more = extra_frame_memory(params, opts.grid_type).max(1);
     let ceiling = writer_memory_ceiling(frame_bytes_estimate(params, opts.grid_type));
     let room = opts.memory_budget.min(ceiling).saturating_sub(one);
     let most = 2 * rayon::current_num_threads();
@@ -721,7 +733,7 @@ mod tests {
         };
         let in_flight = |p: &StormParams, w: usize| {
             frame_peak_memory(p, opts.grid_type)
-                + (w as u64 - 1) * frame_leaves_memory(p, opts.grid_type)
+                + (w as u64 - 1) * extra_frame_memory(p, opts.grid_type)
         };
         // Big frames (about 4.8 GB): one at a time, within 1.5 x the frame plus 1 GiB.
         p.resolution = 2350;
@@ -730,7 +742,7 @@ mod tests {
         assert_eq!(window_for(&p, &opts), 1);
         assert!(in_flight(&p, 1) <= writer_memory_ceiling(frame));
         // Mid-sized frames: as many as fit the ceiling, and not one more.
-        for r in [900, 1024, 1424] {
+        for r in [600, 800, 1024, 1424] {
             p.resolution = r;
             let w = window_for(&p, &opts);
             let ceiling = writer_memory_ceiling(frame_bytes_estimate(&p, opts.grid_type));
