@@ -146,8 +146,9 @@ struct OpenFrame {
 
 /// Writes a striped dataset frame by frame; see the module docs for the commit protocol.
 ///
-/// Frames arrive in time order with one grid per attribute. Each `push_frame` writes the
-/// frame's chunks to all lanes in parallel (one thread per lane: lanes are separate
+/// Frames arrive in time order with one grid per attribute, whole (`push_frame`) or grid by
+/// grid (`begin_frame`, `push_grid`, `end_frame`: the caller then holds one grid at a time).
+/// Each grid's chunks go to all lanes in parallel (one thread per lane: lanes are separate
 /// devices). Nothing is visible to readers until [`finish`](DatasetWriter::finish)
 /// succeeds; dropping the writer earlier removes what it wrote (best effort).
 pub struct DatasetWriter {

@@ -159,9 +159,10 @@ pub struct Report {
     pub elapsed_s: f64,
     /// Sum over frames of field-evaluation wall time, seconds (overlaps between frames).
     pub eval_s: f64,
-    /// Sum over frames of encoding wall time, seconds (overlaps between frames).
+    /// Sum over grids of the time building them from their encoded leaves took, seconds
+    /// (on the calling thread, between handing grids to the sink).
     pub encode_s: f64,
-    /// Time the ordered sink (the dataset writer) took, seconds.
+    /// Time the sink (the dataset writer) took, seconds.
     pub write_s: f64,
     /// The reorder window used.
     pub window: usize,
@@ -179,7 +180,8 @@ pub struct FrameTimes {
     pub began_s: f64,
     /// Its fields were evaluated.
     pub evaluated_s: f64,
-    /// Its grids were encoded (the frame was ready for the writer).
+    /// Its leaves were encoded, with the evaluation (the frame was ready for the writer,
+    /// which builds its grids one at a time as it writes them): the same as `evaluated_s`.
     pub encoded_s: f64,
     /// The writer took it (after the frames before it).
     pub write_began_s: f64,
