@@ -53,7 +53,7 @@ pub struct GenerateArgs {
     pub threads: Option<usize>,
     /// Frames generated at once at most (default: as many as fit both half the available
     /// memory and 1.5 x a frame's bytes plus 1 GiB, at most twice the thread count: one
-    /// for frames of about 2 GB or more). More lets writing overlap generating, at the
+    /// for frames of about 0.5 GB or more). More lets writing overlap generating, at the
     /// cost of a frame's encoded leaves (about its bytes) each.
     #[arg(long)]
     pub frames_in_flight: Option<usize>,
