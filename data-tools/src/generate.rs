@@ -51,10 +51,10 @@ pub struct GenerateArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Frames generated at once at most (default: as many as half the available memory
-    /// holds, at most twice the thread count, and at most two for frames of about 250 MB
-    /// or more). Fewer keeps frames finishing in order, so
-    /// writing overlaps generating, and reuses more memory.
+    /// Frames generated at once at most (default: as many as fit both half the available
+    /// memory and 1.5 x a frame's bytes plus 1 GiB, at most twice the thread count: one
+    /// for frames of about 0.5 GB or more). More lets writing overlap generating, at the
+    /// cost of about twice a frame's bytes each (its encoded leaves, and freed ones kept).
     #[arg(long)]
     pub frames_in_flight: Option<usize>,
     /// Write a JSON report of the run (sizes, timings, GB/s) to this file.

@@ -119,12 +119,36 @@ struct LaneWriter {
     dir: PathBuf,
     files: Vec<LaneFile>,
     current: Option<BufWriter<File>>,
+    /// The chunk whose bytes are being written: a frame written grid by grid ends a span
+    /// wherever its grid ends, often inside a chunk, and the chunk goes on with the next
+    /// grid.
+    open: Option<OpenChunk>,
+}
+
+/// A chunk begun in a lane file: its extent so far.
+struct OpenChunk {
+    extent: Extent,
+    crc: crc32fast::Hasher,
+}
+
+/// A frame whose grids are being written one at a time (see
+/// [`DatasetWriter::begin_frame`]).
+struct OpenFrame {
+    time: f64,
+    /// Slot bytes the whole frame will take, where known before its grids arrive (a frame
+    /// pushed whole): the last chunk is then sized as [`stripe`] sizes it.
+    slot_size: Option<u64>,
+    entries: Vec<GridEntry>,
+    /// Slot bytes written so far (a multiple of 4 KiB).
+    end: u64,
+    extents: Vec<Extent>,
 }
 
 /// Writes a striped dataset frame by frame; see the module docs for the commit protocol.
 ///
-/// Frames arrive in time order with one grid per attribute. Each `push_frame` writes the
-/// frame's chunks to all lanes in parallel (one thread per lane: lanes are separate
+/// Frames arrive in time order with one grid per attribute, whole (`push_frame`) or grid by
+/// grid (`begin_frame`, `push_grid`, `end_frame`: the caller then holds one grid at a time).
+/// Each grid's chunks go to all lanes in parallel (one thread per lane: lanes are separate
 /// devices). Nothing is visible to readers until [`finish`](DatasetWriter::finish)
 /// succeeds; dropping the writer earlier removes what it wrote (best effort).
 pub struct DatasetWriter {
@@ -137,6 +161,8 @@ pub struct DatasetWriter {
     lanes: Vec<LaneWriter>,
     attributes: Vec<Attribute>,
     frames: Vec<Frame>,
+    /// The frame [`begin_frame`](Self::begin_frame) started, until `end_frame`.
+    open_frame: Option<OpenFrame>,
     provenance: Provenance,
     /// Lane files of the replaced dataset to delete after the commit (owned, canonical).
     replaced_files: Vec<PathBuf>,
@@ -313,6 +339,7 @@ impl DatasetWriter {
                 dir: d,
                 files: Vec::new(),
                 current: None,
+                open: None,
             })
             .collect();
         Ok(DatasetWriter {
@@ -336,6 +363,7 @@ impl DatasetWriter {
                 })
                 .collect(),
             frames: Vec::new(),
+            open_frame: None,
             provenance,
             replaced_files,
             left_alone,
@@ -407,16 +435,7 @@ impl DatasetWriter {
         let infos: Vec<GridInfo> = grids
             .par_iter()
             .enumerate()
-            .map(|(a, g)| {
-                nvdb::inspect(g)
-                    .and_then(|info| nvdb::check_checksum(g, info.version).map(|()| info))
-                    .map_err(|msg| {
-                        DatasetError::Usage(format!(
-                            "frame {frame} attribute {:?}: not a valid NanoVDB grid: {msg}",
-                            self.attributes[a].name
-                        ))
-                    })
-            })
+            .map(|(a, g)| self.inspect_grid(frame, a, g))
             .collect::<Result<_>>()?;
         for (a, info) in infos.iter().enumerate() {
             self.check_consistent(frame, a, info)?;
@@ -427,6 +446,88 @@ impl DatasetWriter {
             merge_stats(&mut self.attributes[a], info);
         }
         Ok(())
+    }
+
+    /// Starts a frame at `time` (finite, greater than the previous frame's) whose grids
+    /// come one at a time, in attribute order, through [`push_grid`](Self::push_grid);
+    /// [`end_frame`](Self::end_frame) records it. Each grid is written to the lanes as it
+    /// comes, so a producer need hold only one grid of a frame at once (the generator's
+    /// frames are several gigabytes). The frame's bytes on the lanes are those
+    /// [`push_frame`](Self::push_frame) writes for the same grids.
+    pub fn begin_frame(&mut self, time: f64) -> Result<()> {
+        self.check_time(time)?;
+        if self.open_frame.is_some() {
+            return Err(DatasetError::Usage(format!(
+                "frame {}: begun before the previous frame ended",
+                self.frames.len()
+            )));
+        }
+        self.open_frame = Some(OpenFrame {
+            time,
+            slot_size: None,
+            entries: Vec::with_capacity(self.attributes.len()),
+            end: 0,
+            extents: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Appends the next attribute's grid to the frame [`begin_frame`](Self::begin_frame)
+    /// started: parsed, checksummed and checked as [`push_frame`](Self::push_frame) checks
+    /// a frame's grids, then written. The caller may reuse `grid` once this returns.
+    pub fn push_grid(&mut self, grid: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        let frame = self.frames.len();
+        let a = match &self.open_frame {
+            None => {
+                return Err(DatasetError::Usage(format!(
+                    "frame {frame}: a grid pushed outside begin_frame/end_frame"
+                )));
+            }
+            Some(f) => f.entries.len(),
+        };
+        if a >= self.attributes.len() {
+            return Err(DatasetError::Usage(format!(
+                "frame {frame}: more grids than the dataset's {} attributes",
+                self.attributes.len()
+            )));
+        }
+        self.check_not_empty(frame, a, grid)?;
+        let info = self.inspect_grid(frame, a, grid)?;
+        self.check_consistent(frame, a, &info)?;
+        self.write_grid(grid, info.checksum)?;
+        merge_stats(&mut self.attributes[a], &info);
+        Ok(())
+    }
+
+    /// Records the frame [`begin_frame`](Self::begin_frame) started, once every attribute's
+    /// grid is in.
+    pub fn end_frame(&mut self) -> Result<()> {
+        self.check_writable()?;
+        let frame = self.frames.len();
+        let given = self.open_frame.as_ref().map(|f| f.entries.len());
+        match given {
+            None => Err(DatasetError::Usage(format!(
+                "frame {frame}: ended without begin_frame"
+            ))),
+            Some(n) if n != self.attributes.len() => Err(DatasetError::Usage(format!(
+                "frame {frame}: {n} grids given, the dataset has {} attributes",
+                self.attributes.len()
+            ))),
+            Some(_) => self.close_frame(),
+        }
+    }
+
+    /// The grid's header and checksum, or why it is not a valid NanoVDB grid.
+    fn inspect_grid(&self, frame: usize, a: usize, grid: &[u8]) -> Result<GridInfo> {
+        nvdb::inspect(grid)
+            .and_then(|info| nvdb::check_checksum(grid, info.version).map(|()| info))
+            .map_err(|msg| {
+                DatasetError::Usage(format!(
+                    "frame {frame} attribute {:?}: not a valid NanoVDB grid: {msg}",
+                    self.attributes[a].name
+                ))
+            })
     }
 
     /// Appends a frame of opaque payloads: like [`push_frame`](Self::push_frame) but the
@@ -450,12 +551,41 @@ impl DatasetWriter {
     }
 
     fn check_frame(&self, time: f64, grids: &[Vec<u8>]) -> Result<()> {
+        self.check_time(time)?;
+        if self.open_frame.is_some() {
+            return Err(DatasetError::Usage(format!(
+                "frame {}: pushed while a frame begun with begin_frame is open",
+                self.frames.len()
+            )));
+        }
+        let frame = self.frames.len();
+        if grids.len() != self.attributes.len() {
+            return Err(DatasetError::Usage(format!(
+                "frame {frame}: {} grids given, the dataset has {} attributes",
+                grids.len(),
+                self.attributes.len()
+            )));
+        }
+        for (a, g) in grids.iter().enumerate() {
+            self.check_not_empty(frame, a, g)?;
+        }
+        Ok(())
+    }
+
+    /// The writer takes frames: it has not failed and is not finished.
+    fn check_writable(&self) -> Result<()> {
         if let Some(msg) = &self.failed {
             return Err(DatasetError::Usage(format!("writer failed earlier: {msg}")));
         }
         if self.phase != Phase::Writing {
             return Err(DatasetError::Usage("writer is finished".into()));
         }
+        Ok(())
+    }
+
+    /// A new frame may start at `time`.
+    fn check_time(&self, time: f64) -> Result<()> {
+        self.check_writable()?;
         let frame = self.frames.len();
         if !time.is_finite() {
             return Err(DatasetError::Usage(format!(
@@ -470,14 +600,11 @@ impl DatasetWriter {
                 prev.time
             )));
         }
-        if grids.len() != self.attributes.len() {
-            return Err(DatasetError::Usage(format!(
-                "frame {frame}: {} grids given, the dataset has {} attributes",
-                grids.len(),
-                self.attributes.len()
-            )));
-        }
-        if let Some(a) = grids.iter().position(Vec::is_empty) {
+        Ok(())
+    }
+
+    fn check_not_empty(&self, frame: usize, a: usize, grid: &[u8]) -> Result<()> {
+        if grid.is_empty() {
             return Err(DatasetError::Usage(format!(
                 "frame {frame} attribute {:?}: empty grid",
                 self.attributes[a].name
@@ -528,23 +655,52 @@ impl DatasetWriter {
     fn write_frame(&mut self, time: f64, grids: &[Vec<u8>], checksums: &[u64]) -> Result<()> {
         let frame = self.frames.len();
         let sizes: Vec<u64> = grids.iter().map(|g| g.len() as u64).collect();
-        let (offsets, slot_size) = slot_layout(&sizes).ok_or_else(|| {
+        let (_, slot_size) = slot_layout(&sizes).ok_or_else(|| {
             DatasetError::Usage(format!("frame {frame}: slot image size overflows"))
         })?;
-        let chunks = stripe(
-            slot_size,
-            self.chunk_size,
-            self.lanes.len() as u32,
-            frame as u64,
-        );
-        let mut per_lane: Vec<Vec<StripeChunk>> = vec![Vec::new(); self.lanes.len()];
-        for c in chunks {
-            per_lane[c.lane as usize].push(c);
+        self.open_frame = Some(OpenFrame {
+            time,
+            slot_size: Some(slot_size),
+            entries: Vec::with_capacity(grids.len()),
+            end: 0,
+            extents: Vec::new(),
+        });
+        for (g, &checksum) in grids.iter().zip(checksums) {
+            self.write_grid(g, checksum)?;
         }
+        self.close_frame()
+    }
+
+    /// Writes the open frame's next grid at the end of its slot image so far, each lane's
+    /// share by its own thread (lanes are separate devices).
+    fn write_grid(&mut self, grid: &[u8], checksum: u64) -> Result<()> {
+        let frame = self.frames.len() as u64;
+        let open = self.open_frame.as_mut().expect("a frame is open");
+        let offset = open.end;
+        let end = slot_layout(&[grid.len() as u64])
+            .and_then(|(_, padded)| offset.checked_add(padded))
+            .ok_or_else(|| {
+                DatasetError::Usage(format!("frame {frame}: slot image size overflows"))
+            })?;
+        // Chunks as `stripe` cuts the whole slot image: where its size is not known yet,
+        // the chunk in progress counts as a whole one (it only decides when a lane starts a
+        // new segment file).
+        let image_len = open
+            .slot_size
+            .unwrap_or_else(|| end.next_multiple_of(self.chunk_size));
+        let mut per_lane: Vec<Vec<StripeChunk>> = vec![Vec::new(); self.lanes.len()];
+        for c in stripe(image_len, self.chunk_size, self.lanes.len() as u32, frame) {
+            if c.dst < end && c.dst + c.len > offset {
+                per_lane[c.lane as usize].push(c);
+            }
+        }
+        let grids = [grid];
+        let offsets = [offset];
         let image = SlotImage {
-            grids,
+            grids: &grids,
             offsets: &offsets,
         };
+        let span = [offset, end];
         let (segment_size, write_id) = (self.segment_size, self.write_id.as_str());
         let results: Vec<Result<Vec<Extent>>> = std::thread::scope(|s| {
             let handles: Vec<_> = self
@@ -554,7 +710,7 @@ impl DatasetWriter {
                 .filter(|(_, chunks)| !chunks.is_empty())
                 .map(|(lane, chunks)| {
                     let image = &image;
-                    s.spawn(move || lane.write_chunks(chunks, image, segment_size, write_id))
+                    s.spawn(move || lane.write_span(chunks, span, image, segment_size, write_id))
                 })
                 .collect();
             handles
@@ -562,33 +718,40 @@ impl DatasetWriter {
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         });
-        let mut extents = Vec::new();
         for r in results {
             match r {
-                Ok(e) => extents.extend(e),
+                Ok(e) => open.extents.extend(e),
                 Err(e) => {
                     self.failed = Some(e.to_string());
                     return Err(e);
                 }
             }
         }
-        extents.sort_unstable_by_key(|e| e.dst);
+        open.entries.push(GridEntry {
+            attribute: open.entries.len() as u32,
+            offset,
+            size: grid.len() as u64,
+            checksum,
+        });
+        open.end = end;
+        Ok(())
+    }
+
+    /// Ends the lanes' last chunks of the open frame (the last one shorter than the chunk
+    /// size, as `stripe` cuts it) and records the frame.
+    fn close_frame(&mut self) -> Result<()> {
+        let mut open = self.open_frame.take().expect("a frame is open");
+        for lane in &mut self.lanes {
+            if let Some(c) = lane.open.take() {
+                open.extents.push(c.finish());
+            }
+        }
+        open.extents.sort_unstable_by_key(|e| e.dst);
         self.frames.push(Frame {
-            time,
-            slot_size,
-            grids: offsets
-                .iter()
-                .zip(&sizes)
-                .zip(checksums)
-                .enumerate()
-                .map(|(a, ((&offset, &size), &checksum))| GridEntry {
-                    attribute: a as u32,
-                    offset,
-                    size,
-                    checksum,
-                })
-                .collect(),
-            extents,
+            time: open.time,
+            slot_size: open.end,
+            grids: open.entries,
+            extents: open.extents,
         });
         Ok(())
     }
@@ -598,6 +761,12 @@ impl DatasetWriter {
     pub fn finish(mut self) -> Result<Manifest> {
         if let Some(msg) = &self.failed {
             return Err(DatasetError::Usage(format!("writer failed earlier: {msg}")));
+        }
+        if self.open_frame.is_some() {
+            return Err(DatasetError::Usage(format!(
+                "frame {}: begun and not ended",
+                self.frames.len()
+            )));
         }
         let result = self.commit();
         if result.is_err() && self.phase == Phase::Writing {
@@ -722,7 +891,7 @@ impl Drop for DatasetWriter {
 /// A frame's slot image, described without materialising it: grids at their offsets with
 /// zero padding between them.
 struct SlotImage<'a> {
-    grids: &'a [Vec<u8>],
+    grids: &'a [&'a [u8]],
     offsets: &'a [u64],
 }
 
@@ -768,39 +937,39 @@ impl SlotImage<'_> {
     }
 }
 
+impl OpenChunk {
+    fn finish(self) -> Extent {
+        Extent {
+            crc32: self.crc.finalize(),
+            ..self.extent
+        }
+    }
+}
+
 impl LaneWriter {
-    fn write_chunks(
+    /// Writes slot bytes `span` (`[from, to)`) of this lane's `chunks` (those meeting the
+    /// span, in order) from `image`, going on with the chunk the previous span left open;
+    /// returns the extents of the chunks that end within the span.
+    fn write_span(
         &mut self,
         chunks: &[StripeChunk],
+        [from, to]: [u64; 2],
         image: &SlotImage<'_>,
         segment_size: u64,
         write_id: &str,
     ) -> Result<Vec<Extent>> {
         let mut out = Vec::with_capacity(chunks.len());
         for c in chunks {
-            let need_new = match (self.current.is_some(), self.files.last()) {
-                (true, Some(f)) => f.size + c.len > segment_size,
-                _ => true,
-            };
-            if need_new {
-                self.close_current()?;
-                let name = lane_file_name(write_id, self.index, self.files.len());
-                let path = tmp_path(&self.dir.join(&name));
-                let file = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-                    .ctx("cannot create lane file", &path)?;
-                self.files.push(LaneFile { name, size: 0 });
-                self.current = Some(BufWriter::with_capacity(1 << 20, file));
+            if self.open.is_none() {
+                self.open_chunk(c, segment_size, write_id)?;
             }
-            let file_index = (self.files.len() - 1) as u32;
-            let meta = self.files.last_mut().expect("just ensured");
-            let w = self.current.as_mut().expect("just ensured");
-            let mut crc = crc32fast::Hasher::new();
+            let (lo, hi) = (from.max(c.dst), to.min(c.dst + c.len));
+            let meta = self.files.last_mut().expect("a chunk is open");
+            let w = self.current.as_mut().expect("a chunk is open");
+            let open = self.open.as_mut().expect("just ensured");
             image
-                .for_each_piece(c.dst, c.len, |piece| {
-                    crc.update(piece);
+                .for_each_piece(lo, hi - lo, |piece| {
+                    open.crc.update(piece);
                     w.write_all(piece)
                 })
                 .map_err(|e| {
@@ -810,17 +979,47 @@ impl LaneWriter {
                         e,
                     )
                 })?;
-            out.push(Extent {
-                lane: self.index,
-                file: file_index,
-                offset: meta.size,
-                len: c.len,
-                dst: c.dst,
-                crc32: crc.finalize(),
-            });
-            meta.size += c.len;
+            open.extent.len += hi - lo;
+            meta.size += hi - lo;
+            if hi == c.dst + c.len {
+                out.extend(self.open.take().map(OpenChunk::finish));
+            }
         }
         Ok(out)
+    }
+
+    /// Begins chunk `c` at the end of the current segment file, or of a new one where `c`
+    /// would not fit.
+    fn open_chunk(&mut self, c: &StripeChunk, segment_size: u64, write_id: &str) -> Result<()> {
+        let need_new = match (self.current.is_some(), self.files.last()) {
+            (true, Some(f)) => f.size + c.len > segment_size,
+            _ => true,
+        };
+        if need_new {
+            self.close_current()?;
+            let name = lane_file_name(write_id, self.index, self.files.len());
+            let path = tmp_path(&self.dir.join(&name));
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .ctx("cannot create lane file", &path)?;
+            self.files.push(LaneFile { name, size: 0 });
+            self.current = Some(BufWriter::with_capacity(1 << 20, file));
+        }
+        let meta = self.files.last().expect("just ensured");
+        self.open = Some(OpenChunk {
+            extent: Extent {
+                lane: self.index,
+                file: (self.files.len() - 1) as u32,
+                offset: meta.size,
+                len: 0,
+                dst: c.dst,
+                crc32: 0,
+            },
+            crc: crc32fast::Hasher::new(),
+        });
+        Ok(())
     }
 
     /// Flushes and fsyncs the open segment, if any.

@@ -9,12 +9,12 @@ use super::size::padded;
 use super::{Attribute, Storm, StormParams};
 use crate::dataset::{AttributeSpec, DatasetError, DatasetWriter, LaneSpec, Manifest, Provenance};
 use crate::format::{
-    BuildOptions, ChecksumMode, FormatError, GridType, NanoVdbVersion, build_grid_encoded_into,
+    BuildOptions, ChecksumMode, EncodedLeaves, FormatError, GridType, NanoVdbVersion,
+    build_grid_encoded_into,
 };
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
@@ -159,9 +159,10 @@ pub struct Report {
     pub elapsed_s: f64,
     /// Sum over frames of field-evaluation wall time, seconds (overlaps between frames).
     pub eval_s: f64,
-    /// Sum over frames of encoding wall time, seconds (overlaps between frames).
+    /// Sum over grids of the time building them from their encoded leaves took, seconds
+    /// (on the calling thread, between handing grids to the sink).
     pub encode_s: f64,
-    /// Time the ordered sink (the dataset writer) took, seconds.
+    /// Time the sink (the dataset writer) took, seconds.
     pub write_s: f64,
     /// The reorder window used.
     pub window: usize,
@@ -179,7 +180,8 @@ pub struct FrameTimes {
     pub began_s: f64,
     /// Its fields were evaluated.
     pub evaluated_s: f64,
-    /// Its grids were encoded (the frame was ready for the writer).
+    /// Its leaves were encoded, with the evaluation (the frame was ready for the writer,
+    /// which builds its grids one at a time as it writes them): the same as `evaluated_s`.
     pub encoded_s: f64,
     /// The writer took it (after the frames before it).
     pub write_began_s: f64,
@@ -194,39 +196,38 @@ impl Report {
     }
 }
 
-/// Grid buffers handed back after a frame is written, per attribute, for the next frames.
-///
-/// A frame's grids are hundreds of megabytes each: above glibc's mmap threshold, so a
-/// fresh vector is a fresh mapping that page-faults and zeroes every page, and on many
-/// threads the faults contend on the address-space lock. Reusing the previous frames'
-/// buffers (an attribute's grids are about the same size from frame to frame) avoids both.
-struct GridPool {
-    free: Vec<Mutex<Vec<Vec<u8>>>>,
+/// One grid of a run, as [`generate_grids`] hands it to its sink: frame by frame, each
+/// frame's grids in attribute order.
+#[derive(Clone, Copy, Debug)]
+pub struct GridOut<'a> {
+    /// Frame index.
+    pub frame: u32,
+    /// Storm time of the frame, seconds.
+    pub time: f64,
+    /// Index of the attribute in [`StormParams::attributes`].
+    pub attribute: usize,
+    /// Attributes in a frame (the frame's last grid has index `attributes - 1`).
+    pub attributes: usize,
+    /// The NanoVDB grid; the buffer is reused for the next grid once the sink returns.
+    pub grid: &'a [u8],
+    /// Leaves in the grid.
+    pub leaves: u64,
+    /// When the frame's work began, seconds from the start of the run.
+    pub began_s: f64,
+    /// Wall time the frame's field evaluation and leaf encoding took, seconds.
+    pub eval_s: f64,
+    /// Wall time building this grid from its leaves took, seconds.
+    pub build_s: f64,
 }
 
-impl GridPool {
-    fn new(attributes: usize) -> GridPool {
-        GridPool {
-            free: (0..attributes).map(|_| Mutex::new(Vec::new())).collect(),
-        }
-    }
-
-    /// A buffer for attribute `a`: a returned one if there is one, else a new empty one.
-    fn take(&self, a: usize) -> Vec<u8> {
-        let free = self.free.get(a).map(|m| m.lock().map(|mut v| v.pop()));
-        free.and_then(|r| r.ok().flatten()).unwrap_or_default()
-    }
-
-    /// Returns a frame's buffers (attribute order) for reuse.
-    fn give(&self, grids: Vec<Vec<u8>>) {
-        for (slot, g) in self.free.iter().zip(grids) {
-            if g.capacity() > 0
-                && let Ok(mut v) = slot.lock()
-            {
-                v.push(g);
-            }
-        }
-    }
+/// One frame's leaves, encoded as its bricks were evaluated: what a frame task hands to
+/// the ordered writer, which builds and writes the grids one at a time.
+struct FrameLeaves {
+    frame: u32,
+    time: f64,
+    leaves: Vec<EncodedLeaves>,
+    eval_s: f64,
+    began_s: f64,
 }
 
 /// How each attribute's grid is built (attribute order).
@@ -251,60 +252,65 @@ pub(super) fn grid_options(params: &StormParams, opts: &GenerateOptions) -> Vec<
         .collect()
 }
 
-/// Generates and encodes one frame (parallel over bricks and leaves on the current pool).
+fn format_error(params: &StormParams, frame: u32, ai: usize, source: FormatError) -> SynthError {
+    SynthError::Format {
+        frame,
+        attribute: params.attributes[ai].name(),
+        source,
+    }
+}
+
+/// Evaluates one frame's fields and encodes each brick's leaves right away, while the
+/// values are in cache (parallel over bricks on the current pool).
+fn encode_leaves(
+    storm: &Storm,
+    frame: u32,
+    builds: &[BuildOptions],
+) -> Result<FrameLeaves, SynthError> {
+    let params = storm.params();
+    let time = params.frame_time(frame);
+    let t0 = Instant::now();
+    let (leaves, _) = storm
+        .encoded_leaves_at(time, builds)
+        .map_err(|(ai, e)| format_error(params, frame, ai, e))?;
+    Ok(FrameLeaves {
+        frame,
+        time: time as f64,
+        leaves,
+        eval_s: t0.elapsed().as_secs_f64(),
+        began_s: 0.0,
+    })
+}
+
+/// Generates and encodes one frame, all its grids at once (parallel over bricks, then
+/// attributes and leaves, on the current pool).
 pub fn encode_frame(
     storm: &Storm,
     frame: u32,
     opts: &GenerateOptions,
 ) -> Result<EncodedFrame, SynthError> {
-    encode_frame_pooled(storm, frame, opts, None)
-}
-
-/// [`encode_frame`] into buffers from `pool` where it has them.
-fn encode_frame_pooled(
-    storm: &Storm,
-    frame: u32,
-    opts: &GenerateOptions,
-    pool: Option<&GridPool>,
-) -> Result<EncodedFrame, SynthError> {
     let params = storm.params();
-    let time = params.frame_time(frame);
     let builds = grid_options(params, opts);
-    let format_error = |ai: usize, source| SynthError::Format {
-        frame,
-        attribute: params.attributes[ai].name(),
-        source,
-    };
-    let t0 = Instant::now();
-    // Each leaf is encoded as soon as its brick is evaluated (values still in cache); the
-    // grids then only order the leaves and copy them into place.
-    let (encoded, _) = storm
-        .encoded_leaves_at(time, &builds)
-        .map_err(|(ai, e)| format_error(ai, e))?;
-    let eval_s = t0.elapsed().as_secs_f64();
+    let encoded = encode_leaves(storm, frame, &builds)?;
     let t1 = Instant::now();
-    // The attributes' grids are built concurrently: each build is parallel over leaves,
-    // but its planning, buffer set-up, checksum and the freeing of its leaves are serial.
     let built: Vec<(u64, Vec<u8>)> = encoded
+        .leaves
         .into_par_iter()
         .enumerate()
         .map(|(ai, leaves)| {
-            let count = leaves.len() as u64;
-            let mut grid = pool.map(|p| p.take(ai)).unwrap_or_default();
+            let mut grid = Vec::new();
             build_grid_encoded_into(&leaves, &builds[ai], &mut grid)
-                .map_err(|e| format_error(ai, e))?;
-            // Free the leaves (about the size of the grid) here, in parallel.
-            drop(leaves);
-            Ok((count, grid))
+                .map_err(|e| format_error(params, frame, ai, e))?;
+            Ok((leaves.len() as u64, grid))
         })
         .collect::<Result<_, SynthError>>()?;
     let (leaves, grids): (Vec<u64>, Vec<Vec<u8>>) = built.into_iter().unzip();
     Ok(EncodedFrame {
         frame,
-        time: time as f64,
+        time: encoded.time,
         grids,
         leaves,
-        eval_s,
+        eval_s: encoded.eval_s,
         encode_s: t1.elapsed().as_secs_f64(),
         began_s: 0.0,
     })
@@ -338,7 +344,9 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// Generates every frame of `storm` and hands them to `sink` in frame order.
+/// Generates every frame of `storm` and hands them to `sink` in frame order, each with all
+/// its grids (so a frame's grids are all in memory at once: [`generate_grids`] hands them
+/// over one at a time).
 ///
 /// Frames run in parallel on the current rayon pool, at most `window` at once (see
 /// [`GenerateOptions::max_frames_in_flight`]); `sink` and `progress` run on the calling
@@ -356,7 +364,7 @@ pub fn generate_frames(
         |f| {
             let frame = EncodedFrame {
                 grids: std::mem::take(&mut f.grids),
-                leaves: f.leaves.clone(),
+                leaves: std::mem::take(&mut f.leaves),
                 ..*f
             };
             sink(frame)
@@ -365,17 +373,55 @@ pub fn generate_frames(
     )
 }
 
-/// [`generate_frames`] with a sink that borrows each frame: the grid buffers it leaves in
-/// the frame are reused for later frames (see `GridPool`).
+/// [`generate_frames`] with a sink that borrows each frame.
 pub fn generate_frames_borrowed(
     storm: &Storm,
     opts: &GenerateOptions,
     mut sink: impl FnMut(&mut EncodedFrame) -> Result<(), SynthError>,
+    progress: impl FnMut(&Progress),
+) -> Result<Report, SynthError> {
+    let mut frame: Option<EncodedFrame> = None;
+    let gather = |g: GridOut<'_>| {
+        let f = frame.get_or_insert_with(|| EncodedFrame {
+            frame: g.frame,
+            time: g.time,
+            grids: Vec::with_capacity(g.attributes),
+            leaves: Vec::with_capacity(g.attributes),
+            eval_s: g.eval_s,
+            encode_s: 0.0,
+            began_s: g.began_s,
+        });
+        f.grids.push(g.grid.to_vec());
+        f.leaves.push(g.leaves);
+        f.encode_s += g.build_s;
+        if g.attribute + 1 == g.attributes {
+            let mut done = frame.take().expect("just filled");
+            sink(&mut done)?;
+        }
+        Ok(())
+    };
+    generate_grids(storm, opts, gather, progress)
+}
+
+/// Generates every frame of `storm` and hands its grids to `sink` one at a time, in frame
+/// and attribute order, on the calling thread.
+///
+/// Frames are evaluated in parallel on the current rayon pool, at most `window` at once
+/// (see [`GenerateOptions::max_frames_in_flight`]), each into its encoded leaves; the
+/// calling thread then builds the oldest frame's grids one after the other (each build
+/// parallel over leaves), hands each to `sink` and frees its leaves before the next. So a
+/// frame never has all its grids in memory, only its leaves and one grid: the run peaks at
+/// about [`frame_peak_memory`] for one frame in flight. The first error stops the run:
+/// frames not yet started are skipped, running ones finish, and the error is returned.
+pub fn generate_grids(
+    storm: &Storm,
+    opts: &GenerateOptions,
+    mut sink: impl FnMut(GridOut<'_>) -> Result<(), SynthError>,
     mut progress: impl FnMut(&Progress),
 ) -> Result<Report, SynthError> {
     let params = storm.params();
-    let pool = GridPool::new(params.attributes.len());
     check(params, opts)?;
+    let builds = grid_options(params, opts);
     let n = params.frames;
     let window = window_for(params, opts);
     let abort = AtomicBool::new(false);
@@ -388,21 +434,70 @@ pub fn generate_frames_borrowed(
         ..Report::default()
     };
     let mut leaves_sum = vec![0u64; params.attributes.len()];
+    // One grid buffer for the whole run: grids are hundreds of megabytes, above glibc's
+    // mmap threshold, and a fresh buffer per grid would page-fault and zero every page.
+    let mut grid = Vec::new();
+    let mut write_frame = |frame: FrameLeaves, report: &mut Report| -> Result<(), SynthError> {
+        let write_began_s = start.elapsed().as_secs_f64();
+        let mut bytes = 0;
+        let attributes = frame.leaves.len();
+        for (ai, leaves) in frame.leaves.into_iter().enumerate() {
+            let t = Instant::now();
+            build_grid_encoded_into(&leaves, &builds[ai], &mut grid)
+                .map_err(|e| format_error(params, frame.frame, ai, e))?;
+            let count = leaves.len() as u64;
+            // This attribute's leaves are in the grid now: free them before the next grid.
+            drop(leaves);
+            let build_s = t.elapsed().as_secs_f64();
+            report.encode_s += build_s;
+            leaves_sum[ai] += count;
+            bytes += padded(grid.len() as u64);
+            report.largest_grid = report.largest_grid.max(grid.len() as u64);
+            let t = Instant::now();
+            sink(GridOut {
+                frame: frame.frame,
+                time: frame.time,
+                attribute: ai,
+                attributes,
+                grid: &grid,
+                leaves: count,
+                began_s: frame.began_s,
+                eval_s: frame.eval_s,
+                build_s,
+            })?;
+            report.write_s += t.elapsed().as_secs_f64();
+        }
+        report.bytes += bytes;
+        report.frame_bytes_min = report.frame_bytes_min.min(bytes);
+        report.frame_bytes_max = report.frame_bytes_max.max(bytes);
+        report.eval_s += frame.eval_s;
+        let evaluated_s = frame.began_s + frame.eval_s;
+        report.frame_times.push(FrameTimes {
+            frame: frame.frame,
+            began_s: frame.began_s,
+            evaluated_s,
+            encoded_s: evaluated_s,
+            write_began_s,
+            written_s: start.elapsed().as_secs_f64(),
+        });
+        report.frames += 1;
+        Ok(())
+    };
     let result = rayon::in_place_scope(|s| {
         let mut run = || -> Result<(), SynthError> {
-            let (tx, rx) = mpsc::channel::<(u32, Result<EncodedFrame, SynthError>)>();
+            let (tx, rx) = mpsc::channel::<(u32, Result<FrameLeaves, SynthError>)>();
             let (mut next_spawn, mut next_write) = (0u32, 0u32);
             let mut pending = BTreeMap::new();
             while next_write < n {
                 while next_spawn < n && ((next_spawn - next_write) as usize) < window {
-                    let (tx, f, abort, pool) = (tx.clone(), next_spawn, &abort, &pool);
+                    let (tx, f, abort, builds) = (tx.clone(), next_spawn, &abort, &builds);
                     s.spawn(move |_| {
                         let began_s = start.elapsed().as_secs_f64();
                         let r = if abort.load(Ordering::Relaxed) {
                             Err(SynthError::Aborted)
                         } else {
                             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                encode_frame_pooled(storm, f, opts, Some(pool))
+                                encode_leaves(storm, f, builds)
                             }))
                             .unwrap_or_else(|p| {
                                 Err(SynthError::Panic {
@@ -410,7 +505,7 @@ pub fn generate_frames_borrowed(
                                     msg: panic_message(p),
                                 })
                             })
-                            .map(|frame| EncodedFrame { began_s, ..frame })
+                            .map(|frame| FrameLeaves { began_s, ..frame })
                         };
                         // The receiver is gone only if the run already failed.
                         let _ = tx.send((f, r));
@@ -419,33 +514,9 @@ pub fn generate_frames_borrowed(
                 }
                 let (f, r) = next_result(&rx);
                 pending.insert(f, r?);
-                while let Some(mut frame) = pending.remove(&next_write) {
-                    let bytes = frame.padded_bytes();
-                    report.bytes += bytes;
-                    report.frame_bytes_min = report.frame_bytes_min.min(bytes);
-                    report.frame_bytes_max = report.frame_bytes_max.max(bytes);
-                    let largest = frame.grids.iter().map(|g| g.len() as u64).max();
-                    report.largest_grid = report.largest_grid.max(largest.unwrap_or(0));
-                    report.eval_s += frame.eval_s;
-                    report.encode_s += frame.encode_s;
-                    for (s, l) in leaves_sum.iter_mut().zip(&frame.leaves) {
-                        *s += l;
-                    }
-                    let t = Instant::now();
-                    let write_began_s = start.elapsed().as_secs_f64();
-                    sink(&mut frame)?;
-                    report.write_s += t.elapsed().as_secs_f64();
-                    report.frame_times.push(FrameTimes {
-                        frame: frame.frame,
-                        began_s: frame.began_s,
-                        evaluated_s: frame.began_s + frame.eval_s,
-                        encoded_s: frame.began_s + frame.eval_s + frame.encode_s,
-                        write_began_s,
-                        written_s: start.elapsed().as_secs_f64(),
-                    });
-                    pool.give(std::mem::take(&mut frame.grids));
+                while let Some(frame) = pending.remove(&next_write) {
+                    write_frame(frame, &mut report)?;
                     next_write += 1;
-                    report.frames = next_write;
                     progress(&Progress {
                         frames_done: next_write,
                         frames_total: n,
@@ -520,50 +591,91 @@ fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError>
     Ok(())
 }
 
-/// Memory one frame in flight takes at its peak, estimated from the voxel count: the storm
-/// fills about 12 % of the domain's bricks at moderate resolution, and each frame holds its
-/// encoded leaves (a leaf's bytes and about 60 bytes of origin and statistics each) and,
-/// while they are copied into place, its grids (one leaf each).
-pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
+/// Leaves per attribute at one instant, estimated from the voxel count: 6 % of the
+/// domain's bricks. Measured: frames of the default attributes at resolutions 1100 to 2368
+/// (docs/bench/2026-12-05-dev-writer-memory) and of all attributes at 1024 and 2064
+/// (docs/PERFORMANCE.md) hold 5.2 % to 6.0 % on average over their attributes, so the
+/// estimate is 0 to 15 % above their frames.
+fn filled_bricks(params: &StormParams) -> u64 {
     let [nx, ny, nz] = params.dims().map(u64::from);
-    let bricks = nx * ny * nz / 512;
-    let attrs = params.attributes.len() as u64;
-    let leaf = super::size::leaf_bytes(grid_type).unwrap_or(2_144);
-    (bricks * 12 / 100)
-        .saturating_mul(attrs)
-        .saturating_mul(2 * leaf + 100)
+    nx * ny * nz / 512 * 6 / 100
 }
 
-/// The reorder window: as given, or as many frames as fit the memory budget (see
-/// [`frame_peak_memory`]), at least 1 and at most twice the thread count (more only adds
-/// memory); and at most [`BIG_FRAME_WINDOW`] for frames of [`BIG_FRAME_PEAK`] or more.
+/// Bytes of one frame's grids, estimated from the voxel count (see `filled_bricks`): a
+/// leaf per filled brick and attribute.
+pub fn frame_bytes_estimate(params: &StormParams, grid_type: GridType) -> u64 {
+    let leaf = super::size::leaf_bytes(grid_type).unwrap_or(2_144);
+    filled_bricks(params)
+        .saturating_mul(params.attributes.len() as u64)
+        .saturating_mul(leaf)
+}
+
+/// Memory of one frame's encoded leaves: each leaf's bytes and its record (origin, place,
+/// statistics) with the allocator's share, about [`LEAF_RECORD`] bytes.
+fn frame_leaves_memory(params: &StormParams, grid_type: GridType) -> u64 {
+    let leaf = super::size::leaf_bytes(grid_type).unwrap_or(2_144);
+    filled_bricks(params)
+        .saturating_mul(params.attributes.len() as u64)
+        .saturating_mul(leaf + LEAF_RECORD)
+}
+
+/// Bytes per encoded leaf beside the leaf's own (its `EncodedLeaf` record and the blocks'
+/// slack).
+const LEAF_RECORD: u64 = 96;
+
+/// Memory the process takes whatever the frame: the binary, thread stacks, the lanes'
+/// write buffers, the field evaluation's scratch.
+const FIXED_MEMORY: u64 = 160 << 20;
+
+/// Memory generating one frame takes at its peak: the frame's encoded leaves, the one grid
+/// being built from them ([`generate_grids`] builds and writes the grids one at a time,
+/// freeing each attribute's leaves before the next), and what the process takes anyway.
+/// The largest grid is counted as twice an attribute's mean share: the storm's attributes
+/// are not the same size.
+pub fn frame_peak_memory(params: &StormParams, grid_type: GridType) -> u64 {
+    let attrs = params.attributes.len().max(1) as u64;
+    let frame = frame_bytes_estimate(params, grid_type);
+    let largest_grid = frame.min(frame / attrs * 2);
+    frame_leaves_memory(params, grid_type)
+        .saturating_add(largest_grid)
+        .saturating_add(FIXED_MEMORY)
+}
+
+/// Memory each frame in flight beyond the first adds: twice its encoded leaves. Measured
+/// (docs/bench/2026-12-05-dev-writer-memory, resolution 1100, 0.53 GB frames): a second
+/// frame in flight added 1.85 times its bytes to the peak, its own leaves and those of the
+/// frame being written, which the allocator keeps once freed and hands out again only as
+/// later leaves need them.
+fn extra_frame_memory(params: &StormParams, grid_type: GridType) -> u64 {
+    frame_leaves_memory(params, grid_type).saturating_mul(2)
+}
+
+/// The most memory a writer may take by default: 1.5 × the largest frame's bytes plus
+/// 1 GiB (issue 25). One frame in flight fits it; more frames are in flight only where
+/// they fit too.
+pub fn writer_memory_ceiling(frame_bytes: u64) -> u64 {
+    frame_bytes.saturating_mul(3) / 2 + (1 << 30)
+}
+
+/// The reorder window: as given, or one frame plus as many more ([`extra_frame_memory`]
+/// each) as fit the memory budget and the writer's ceiling ([`writer_memory_ceiling`]), at most
+/// twice the thread count (more only adds memory).
 ///
 /// Frames in flight progress together (rayon does not favour the oldest), so a run with
 /// every frame in flight finishes them all at about the same time and then writes them one
 /// after the other while the cores idle; a big frame has parallel work enough to keep every
-/// thread busy on its own, and frames started later reuse the memory of those written (the
-/// grid buffers, the allocator's blocks) instead of page-faulting fresh memory.
+/// thread busy on its own.
 fn window_for(params: &StormParams, opts: &GenerateOptions) -> usize {
     if opts.max_frames_in_flight > 0 {
         return opts.max_frames_in_flight;
     }
-    let per_frame = frame_peak_memory(params, opts.grid_type);
-    let fit = (opts.memory_budget / per_frame.max(1)) as usize;
-    let most = if per_frame >= BIG_FRAME_PEAK {
-        BIG_FRAME_WINDOW
-    } else {
-        2 * rayon::current_num_threads()
-    };
-    fit.clamp(1, most.max(1))
+    let one = frame_peak_memory(params, opts.grid_type);
+    let each_more = extra_frame_memory(params, opts.grid_type).max(1);
+    let ceiling = writer_memory_ceiling(frame_bytes_estimate(params, opts.grid_type));
+    let room = opts.memory_budget.min(ceiling).saturating_sub(one);
+    let most = 2 * rayon::current_num_threads();
+    (1 + room / each_more).min(most as u64).max(1) as usize
 }
-
-/// Peak memory from which a frame counts as big for [`window_for`] (a frame of about
-/// 250 MB of Fp16 grids).
-const BIG_FRAME_PEAK: u64 = 512 << 20;
-
-/// Frames in flight at most by default when frames are big: one being written or finishing
-/// its serial steps (checksums, buffer set-up) while the other keeps the threads busy.
-const BIG_FRAME_WINDOW: usize = 2;
 
 /// The dataset's attribute list for `params`.
 pub fn attribute_specs(params: &StormParams) -> Vec<AttributeSpec> {
@@ -575,7 +687,8 @@ pub fn attribute_specs(params: &StormParams) -> Vec<AttributeSpec> {
 }
 
 /// Generates the storm of `params` into a new dataset at `dir` (lanes, chunk size and
-/// provenance as [`DatasetWriter::create`] takes them) and commits it.
+/// provenance as [`DatasetWriter::create`] takes them) and commits it. Each frame's grids
+/// reach the lanes one at a time ([`generate_grids`], [`DatasetWriter::push_grid`]).
 pub fn generate_dataset(
     params: &StormParams,
     opts: &GenerateOptions,
@@ -589,10 +702,19 @@ pub fn generate_dataset(
     let storm = Storm::new(params.clone());
     let mut writer =
         DatasetWriter::create(dir, lanes, chunk_size, attribute_specs(params), provenance)?;
-    let report = generate_frames_borrowed(
+    let report = generate_grids(
         &storm,
         opts,
-        |f| Ok(writer.push_frame_borrowed(f.time, &f.grids)?),
+        |g| {
+            if g.attribute == 0 {
+                writer.begin_frame(g.time)?;
+            }
+            writer.push_grid(g.grid)?;
+            if g.attribute + 1 == g.attributes {
+                writer.end_frame()?;
+            }
+            Ok(())
+        },
         progress,
     )?;
     let manifest = writer.finish()?;
@@ -605,20 +727,38 @@ mod tests {
     use crate::synth::default_params;
 
     #[test]
-    fn big_frames_default_to_two_in_flight() {
+    fn frames_in_flight_fit_the_writers_ceiling() {
         let mut p = default_params();
         let opts = GenerateOptions {
             memory_budget: 1 << 50,
             ..GenerateOptions::default()
         };
-        p.resolution = 1424;
-        assert!(frame_peak_memory(&p, opts.grid_type) >= BIG_FRAME_PEAK);
-        assert_eq!(window_for(&p, &opts), BIG_FRAME_WINDOW);
+        let in_flight = |p: &StormParams, w: usize| {
+            frame_peak_memory(p, opts.grid_type)
+                + (w as u64 - 1) * extra_frame_memory(p, opts.grid_type)
+        };
+        // Big frames (about 4.8 GB): one at a time, within 1.5 x the frame plus 1 GiB.
+        p.resolution = 2350;
+        let frame = frame_bytes_estimate(&p, opts.grid_type);
+        assert!(frame > 4_000_000_000, "{frame}");
+        assert_eq!(window_for(&p, &opts), 1);
+        assert!(in_flight(&p, 1) <= writer_memory_ceiling(frame));
+        // Mid-sized frames: as many as fit the ceiling, and not one more.
+        for r in [600, 800, 1024, 1424] {
+            p.resolution = r;
+            let w = window_for(&p, &opts);
+            let ceiling = writer_memory_ceiling(frame_bytes_estimate(&p, opts.grid_type));
+            assert!(in_flight(&p, w) <= ceiling, "resolution {r}: window {w}");
+            let more = w < 2 * rayon::current_num_threads();
+            assert!(
+                !more || in_flight(&p, w + 1) > ceiling,
+                "resolution {r}: {w}"
+            );
+        }
         // Small frames: as many as the threads can use.
         p.resolution = 128;
-        assert!(frame_peak_memory(&p, opts.grid_type) < BIG_FRAME_PEAK);
         assert_eq!(window_for(&p, &opts), 2 * rayon::current_num_threads());
-        // A budget for one big frame, and a window given: as they say.
+        // A budget for one frame, and a window given: as they say.
         p.resolution = 1424;
         let one = GenerateOptions {
             memory_budget: frame_peak_memory(&p, GridType::Fp16),
