@@ -323,6 +323,29 @@ pub fn read_decoded(
     Ok(values)
 }
 
+/// [`read_decoded`] narrowed to f32: the same values (each decoded in f64 from the stored
+/// value, then rounded to f32), with float32 variables read as they are stored instead of
+/// through an f64 copy of the whole field.
+pub fn read_decoded_f32(
+    v: &Variable<'_>,
+    name: &str,
+    path: &Path,
+    extents: Extents,
+) -> Result<Vec<f32>> {
+    if Stored::of(v) != Some(Stored::Float(FloatType::F32)) {
+        let values = read_decoded(v, name, path, extents)?;
+        return Ok(values.into_iter().map(|x| x as f32).collect());
+    }
+    let cf = CfDecoding::of(v, name, path)?;
+    let mut values: Vec<f32> = v
+        .get_values::<f32, _>(extents)
+        .map_err(|e| anyhow::anyhow!("{}: reading {name}: {e}", path.display()))?;
+    for x in &mut values {
+        *x = cf.decode(f64::from(*x)) as f32;
+    }
+    Ok(values)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

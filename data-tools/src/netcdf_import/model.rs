@@ -393,12 +393,8 @@ impl ModelFile {
         let dims: Vec<usize> = v.dimensions().iter().map(|d| d.len()).collect();
         // The values, and one averaged copy while destaggering.
         self.check_memory(name, dims[1..].iter().product::<usize>(), 16)?;
-        let mut values: Vec<f32> = self
-            .read(name, record(t))
-            .with_context(|| format!("reading record {t}"))?
-            .into_iter()
-            .map(|x| x as f32)
-            .collect();
+        let mut values: Vec<f32> = cf::read_decoded_f32(&v, name, &self.path, record(t))
+            .with_context(|| format!("reading record {t}"))?;
         let (mut nz, mut ny, mut nx) = (dims[1], dims[2], dims[3]);
         let expect = [
             self.nz + usize::from(stag[0]),

@@ -11,7 +11,10 @@
 //! and 0). A voxel whose z lies outside a contributing column's levels, or whose value is
 //! NaN, is left out.
 
-use supercell::format::{Coord, LEAF_DIM, LeafBrick, SparseVolume};
+use supercell::format::{
+    BuildOptions, Coord, EncodedBlock, EncodedLeaves, FormatError, LEAF_DIM, LEAF_VOXELS,
+    LeafBrick, LeafEncoder, SparseVolume,
+};
 
 /// Heights (metres) of a field's model levels.
 #[derive(Clone, Debug, PartialEq)]
@@ -266,55 +269,99 @@ pub fn voxel_value(
     (!v.is_nan()).then_some(v)
 }
 
+/// Where voxel level `k` falls in one column's model levels: `(m, t)`, the interval
+/// `[z[m], z[m+1]]` and the weight of `z[m+1]` (`(0, 0.0)` in a one-level column), or `None`
+/// outside the levels. The same intervals and weights as `bracket`, found by walking the
+/// levels upwards once for all voxel levels instead of searching them for every voxel.
+type LevelStep = Option<(usize, f64)>;
+
+/// The [`LevelStep`] of every voxel level of a column whose level `m` is `level(m)`, into
+/// `out` (cleared first).
+fn walk_levels(
+    grid: &VoxelGrid,
+    nz: usize,
+    level: impl Fn(usize) -> f64,
+    out: &mut Vec<LevelStep>,
+) {
+    out.clear();
+    let (lo, hi) = (level(0), level(nz - 1));
+    // The largest m <= nz - 2 with level(m) <= z, as `bracket` finds it.
+    let mut m = 0;
+    out.extend((0..grid.dims[2]).map(|k| {
+        let z = grid.origin[2] + k as f64 * grid.voxel[2];
+        if !(z >= lo && z <= hi) {
+            return None;
+        }
+        if nz == 1 {
+            return Some((0, 0.0));
+        }
+        while m + 2 < nz && level(m + 1) <= z {
+            m += 1;
+        }
+        let (za, zb) = (level(m), level(m + 1));
+        Some((m, (z - za) / (zb - za)))
+    }));
+}
+
+/// The level walk of the heights shared by every column, done once per field (`None` for
+/// per-column heights, walked column by column).
+fn shared_steps(heights: &Heights, grid: &VoxelGrid, nz: usize) -> Option<Vec<LevelStep>> {
+    match heights {
+        Heights::Shared(z) => {
+            let mut steps = Vec::new();
+            walk_levels(grid, nz, |k| z[k], &mut steps);
+            Some(steps)
+        }
+        Heights::PerColumn(_) => None,
+    }
+}
+
 /// The values of voxel column `(i, j)` for every `k` (NaN where `voxel_value` has none),
-/// into `out`: the same arithmetic as `voxel_value`, in the same order, but walking each
-/// source column's levels upwards once instead of searching them for every voxel.
+/// into `out`: the same arithmetic as `voxel_value`, in the same order, with each source
+/// column's levels walked once ([`walk_levels`], or `shared` where every column has the
+/// same levels). `scratch` holds a per-column walk.
+#[allow(clippy::too_many_arguments)]
 fn voxel_column(
     field: &NativeField,
     heights: &Heights,
     grid: &VoxelGrid,
+    shared: Option<&[LevelStep]>,
     i: usize,
     j: usize,
-    out: &mut Vec<f64>,
+    out: &mut [f64],
+    scratch: &mut Vec<LevelStep>,
 ) {
-    let nk = grid.dims[2];
-    out.clear();
-    out.resize(nk, 0.0);
+    out.fill(0.0);
     let (nx, ny, nz) = (field.nx, field.ny, field.nz);
     let (x0, x1, wx) = axis_weights(i, grid.voxel[0], grid.spacing[0], nx);
     let (y0, y1, wy) = axis_weights(j, grid.voxel[1], grid.spacing[1], ny);
+    let plane = nx * ny;
     for (ci, cw) in [(x0, 1.0 - wx), (x1, wx)] {
         for (cj, w) in [(y0, 1.0 - wy), (y1, wy)] {
             let w = cw * w;
             if w == 0.0 {
                 continue;
             }
-            let level = |k: usize| heights.at(k, cj, ci, nx, ny);
-            let at = |k: usize| f64::from(field.values[(k * ny + cj) * nx + ci]);
-            let (lo, hi) = (level(0), level(nz - 1));
-            // The largest m <= nz - 2 with level(m) <= z, as `bracket` finds it.
-            let mut m = 0;
-            for (k, sum) in out.iter_mut().enumerate() {
-                let z = grid.origin[2] + k as f64 * grid.voxel[2];
-                if !(z >= lo && z <= hi) {
+            let steps: &[LevelStep] = match shared {
+                Some(steps) => steps,
+                None => {
+                    walk_levels(grid, nz, |k| heights.at(k, cj, ci, nx, ny), scratch);
+                    &scratch[..]
+                }
+            };
+            let column = &field.values[cj * nx + ci..];
+            let at = |k: usize| f64::from(column[k * plane]);
+            for (sum, step) in out.iter_mut().zip(steps) {
+                let Some((m, t)) = *step else {
                     *sum = f64::NAN;
                     continue;
-                }
-                let value = if nz == 1 {
-                    at(0)
+                };
+                let value = if t == 0.0 {
+                    at(m)
+                } else if t == 1.0 {
+                    at(m + 1)
                 } else {
-                    while m + 2 < nz && level(m + 1) <= z {
-                        m += 1;
-                    }
-                    let (za, zb) = (level(m), level(m + 1));
-                    let t = (z - za) / (zb - za);
-                    if t == 0.0 {
-                        at(m)
-                    } else if t == 1.0 {
-                        at(m + 1)
-                    } else {
-                        (1.0 - t) * at(m) + t * at(m + 1)
-                    }
+                    (1.0 - t) * at(m) + t * at(m + 1)
                 };
                 *sum += w * value;
             }
@@ -322,9 +369,79 @@ fn voxel_column(
     }
 }
 
+/// The bricks of brick column `(bi, bj)` (8 × 8 voxel columns, all heights) holding at
+/// least one voxel that `background` keeps, each passed to `emit` with its origin, values
+/// (kept voxels their value, the others 0) and active mask. `columns` and `scratch` are
+/// working memory reused across calls.
+#[allow(clippy::too_many_arguments)]
+fn brick_column<E>(
+    field: &NativeField,
+    heights: &Heights,
+    grid: &VoxelGrid,
+    shared: Option<&[LevelStep]>,
+    background: Background,
+    (bi, bj): (usize, usize),
+    (columns, scratch): (&mut Vec<f64>, &mut Vec<LevelStep>),
+    mut emit: impl FnMut(Coord, &[f32; LEAF_VOXELS], &[u64; LEAF_VOXELS / 64]) -> Result<(), E>,
+) -> Result<(), E> {
+    let nk = grid.dims[2];
+    columns.clear();
+    columns.resize(LEAF_DIM * LEAF_DIM * nk, f64::NAN);
+    for x in 0..LEAF_DIM {
+        let i = bi * LEAF_DIM + x;
+        for y in 0..LEAF_DIM {
+            let j = bj * LEAF_DIM + y;
+            if i < grid.dims[0] && j < grid.dims[1] {
+                let out = &mut columns[(x * LEAF_DIM + y) * nk..][..nk];
+                voxel_column(field, heights, grid, shared, i, j, out, scratch);
+            }
+        }
+    }
+    let mut values = [0f32; LEAF_VOXELS];
+    for bk in 0..nk.div_ceil(LEAF_DIM) {
+        let mut active = [0u64; LEAF_VOXELS / 64];
+        values.fill(0.0);
+        let depth = LEAF_DIM.min(nk - bk * LEAF_DIM);
+        for xy in 0..LEAF_DIM * LEAF_DIM {
+            let col = &columns[xy * nk + bk * LEAF_DIM..][..depth];
+            for (z, &v) in col.iter().enumerate() {
+                let v = v as f32;
+                if !v.is_nan() && background.keeps(v) {
+                    // NanoVDB leaf order: x, y, z with z fastest (`LeafBrick::index`).
+                    let n = xy * LEAF_DIM + z;
+                    values[n] = v;
+                    active[n >> 6] |= 1 << (n & 63);
+                }
+            }
+        }
+        if active.iter().any(|&w| w != 0) {
+            let origin: Coord = [
+                (bi * LEAF_DIM) as i32,
+                (bj * LEAF_DIM) as i32,
+                (bk * LEAF_DIM) as i32,
+            ];
+            emit(origin, &values, &active)?;
+        }
+    }
+    Ok(())
+}
+
+/// Brick columns per parallel task of [`to_sparse`] and [`encode_leaves`].
+const COLUMNS_PER_TASK: usize = 8;
+
+/// The brick columns `(bi, bj)` of the grid in task-sized runs.
+fn brick_column_runs(grid: &VoxelGrid) -> Vec<std::ops::Range<usize>> {
+    let by = grid.dims[1].div_ceil(LEAF_DIM);
+    let count = grid.dims[0].div_ceil(LEAF_DIM) * by;
+    (0..count)
+        .step_by(COLUMNS_PER_TASK)
+        .map(|a| a..(a + COLUMNS_PER_TASK).min(count))
+        .collect()
+}
+
 /// The field on the voxel grid as 8³ bricks holding the voxels `background` keeps (the
 /// others inactive, value 0), and the bricks with none left out. Bricks are built in
-/// parallel, one brick column (8 × 8 voxel columns) per task.
+/// parallel, a few brick columns (8 × 8 voxel columns) per task.
 pub fn to_sparse(
     field: &NativeField,
     heights: &Heights,
@@ -332,56 +449,33 @@ pub fn to_sparse(
     background: Background,
 ) -> SparseVolume {
     use rayon::prelude::*;
-    let bricks_along = |d: usize| d.div_ceil(LEAF_DIM);
-    let (bx, by, bz) = (
-        bricks_along(grid.dims[0]),
-        bricks_along(grid.dims[1]),
-        bricks_along(grid.dims[2]),
-    );
-    let nk = grid.dims[2];
-    let bricks: Vec<LeafBrick> = (0..bx * by)
+    let shared = shared_steps(heights, grid, field.nz);
+    let by = grid.dims[1].div_ceil(LEAF_DIM);
+    let bricks: Vec<LeafBrick> = brick_column_runs(grid)
         .into_par_iter()
-        .flat_map_iter(|b| {
-            let (bi, bj) = (b / by, b % by);
-            // The brick column's 8 × 8 voxel columns, all heights.
-            let mut columns = vec![f64::NAN; LEAF_DIM * LEAF_DIM * nk];
-            let mut column = Vec::new();
-            for x in 0..LEAF_DIM {
-                let i = bi * LEAF_DIM + x;
-                for y in 0..LEAF_DIM {
-                    let j = bj * LEAF_DIM + y;
-                    if i < grid.dims[0] && j < grid.dims[1] {
-                        voxel_column(field, heights, grid, i, j, &mut column);
-                        columns[(x * LEAF_DIM + y) * nk..][..nk].copy_from_slice(&column);
-                    }
-                }
-            }
+        .flat_map_iter(|run| {
+            let (mut columns, mut scratch) = (Vec::new(), Vec::new());
             let mut out = Vec::new();
-            for bk in 0..bz {
-                let origin: Coord = [
-                    (bi * LEAF_DIM) as i32,
-                    (bj * LEAF_DIM) as i32,
-                    (bk * LEAF_DIM) as i32,
-                ];
-                let mut brick = LeafBrick::filled(origin, 0.0);
-                for x in 0..LEAF_DIM {
-                    for y in 0..LEAF_DIM {
-                        let col = &columns[(x * LEAF_DIM + y) * nk..][..nk];
-                        for z in 0..LEAF_DIM {
-                            let k = bk * LEAF_DIM + z;
-                            if k >= nk {
-                                break;
-                            }
-                            let v = col[k] as f32;
-                            if !v.is_nan() && background.keeps(v) {
-                                brick.set_active(LeafBrick::index(x, y, z), v);
-                            }
-                        }
-                    }
-                }
-                if brick.active_count() > 0 {
-                    out.push(brick);
-                }
+            for b in run {
+                let work = (&mut columns, &mut scratch);
+                let emitted = brick_column(
+                    field,
+                    heights,
+                    grid,
+                    shared.as_deref(),
+                    background,
+                    (b / by, b % by),
+                    work,
+                    |origin, values, active| {
+                        out.push(LeafBrick {
+                            origin,
+                            values: Box::new(*values),
+                            active: *active,
+                        });
+                        Ok::<(), std::convert::Infallible>(())
+                    },
+                );
+                let Ok(()) = emitted;
             }
             out.into_iter()
         })
@@ -390,6 +484,48 @@ pub fn to_sparse(
         background: 0.0,
         bricks,
     }
+}
+
+/// The leaves of [`to_sparse`]'s volume encoded for the grid `opts` describes, each as soon
+/// as its brick is made ([`LeafEncoder`]): no boxed brick per leaf, and the values are
+/// encoded while in cache. `build_grid_encoded_into` of them writes the bytes `build_grid`
+/// writes of the volume.
+pub fn encode_leaves(
+    field: &NativeField,
+    heights: &Heights,
+    grid: &VoxelGrid,
+    background: Background,
+    opts: &BuildOptions,
+) -> Result<EncodedLeaves, FormatError> {
+    use rayon::prelude::*;
+    let shared = shared_steps(heights, grid, field.nz);
+    let by = grid.dims[1].div_ceil(LEAF_DIM);
+    let per_run = COLUMNS_PER_TASK * grid.dims[2].div_ceil(LEAF_DIM);
+    let blocks: Vec<EncodedBlock> = brick_column_runs(grid)
+        .into_par_iter()
+        .map(|run| {
+            let (mut columns, mut scratch) = (Vec::new(), Vec::new());
+            let mut blocks = [EncodedBlock::new(opts, 0.0, per_run)?];
+            let mut encoder = LeafEncoder::new();
+            for b in run {
+                brick_column(
+                    field,
+                    heights,
+                    grid,
+                    shared.as_deref(),
+                    background,
+                    (b / by, b % by),
+                    (&mut columns, &mut scratch),
+                    |origin, values, active| encoder.push(&mut blocks, 0, origin, values, active),
+                )?;
+            }
+            encoder.flush(&mut blocks);
+            let [mut block] = blocks;
+            block.shrink_to_fit();
+            Ok(block)
+        })
+        .collect::<Result<_, FormatError>>()?;
+    EncodedLeaves::new(opts.grid_type, 0.0, blocks)
 }
 
 /// Subtracts from every value the mean of its model level (over all columns, NaNs left
@@ -557,6 +693,119 @@ mod tests {
         }
         assert_eq!(active, expected);
         assert!(expected > 100, "{expected}");
+    }
+
+    /// Every voxel of `sparse` against `voxel_value` and `bg`: active exactly where the
+    /// per-voxel rule keeps a value, with its bits; returns the number of active voxels.
+    fn check_against_voxel_value(
+        sparse: &SparseVolume,
+        f: &NativeField,
+        h: &Heights,
+        g: &VoxelGrid,
+        bg: Background,
+    ) -> usize {
+        let mut active = 0;
+        for b in &sparse.bricks {
+            for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+                let (x, y, zz) = (n >> 6, (n >> 3) & 7, n & 7);
+                let (i, j, k) = (
+                    b.origin[0] as usize + x,
+                    b.origin[1] as usize + y,
+                    b.origin[2] as usize + zz,
+                );
+                let want = if i < g.dims[0] && j < g.dims[1] && k < g.dims[2] {
+                    voxel_value(f, h, g, i, j, k).filter(|v| bg.keeps(*v))
+                } else {
+                    None
+                };
+                assert_eq!(b.is_active(n), want.is_some(), "({i}, {j}, {k})");
+                match want {
+                    Some(v) => {
+                        assert_eq!(b.values[n].to_bits(), v.to_bits(), "({i}, {j}, {k})");
+                        active += 1;
+                    }
+                    None => assert_eq!(b.values[n].to_bits(), 0, "inactive ({i}, {j}, {k})"),
+                }
+            }
+        }
+        active
+    }
+
+    #[test]
+    fn shared_levels_walked_once_give_the_per_voxel_values() {
+        // Shared stretched levels (the CM1 case: one walk for every column), voxels both
+        // finer and coarser than the columns, a NaN, and a grid that is not a whole number
+        // of bricks along any axis.
+        let (nx, ny, nz) = (19, 11, 9);
+        let f = field(nx, ny, nz, |i, j, k| {
+            if (i, j, k) == (7, 3, 4) {
+                f32::NAN
+            } else {
+                ((i * 5 + j * 11 + k * 23) % 19) as f32 * 0.41 - 2.0
+            }
+        });
+        let z: Vec<f64> = (0..nz)
+            .map(|k| 25.0 + (k * k) as f64 * 37.5 + k as f64 * 50.0)
+            .collect();
+        let h = Heights::Shared(z.clone());
+        for voxel in [
+            [100.0, 100.0, 50.0],
+            [37.0, 61.0, 29.0],
+            [250.0, 130.0, 400.0],
+        ] {
+            let g = VoxelGrid::covering(nx, ny, [100.0, 100.0], [0.0, 0.0], z[0], z[nz - 1], voxel);
+            let bg = Background::MagnitudeAtOrBelow(0.3);
+            let sparse = to_sparse(&f, &h, &g, bg);
+            let active = check_against_voxel_value(&sparse, &f, &h, &g, bg);
+            assert!(active > 100, "{voxel:?}: {active}");
+        }
+    }
+
+    #[test]
+    fn leaves_encoded_from_the_columns_build_the_volume_grid() {
+        use supercell::format::{GridType, build_grid, build_grid_encoded_into};
+        let (nx, ny, nz) = (21, 13, 6);
+        let f = field(nx, ny, nz, |i, j, k| {
+            ((i * 3 + j * 7 + k * 13) % 11) as f32 - 4.0
+        });
+        let z: Vec<f64> = (0..nz)
+            .map(|k| (k * k) as f64 * 30.0 + k as f64 * 20.0)
+            .collect();
+        let per_column: Vec<f64> = (0..nz)
+            .flat_map(|k| {
+                (0..nx * ny).map(move |c| (k * k) as f64 * 30.0 + k as f64 * 20.0 + (c % 5) as f64)
+            })
+            .collect();
+        for h in [Heights::Shared(z), Heights::PerColumn(per_column)] {
+            for bg in [
+                Background::AtOrBelow(1.5),
+                Background::MagnitudeAtOrBelow(2.5),
+            ] {
+                let g = VoxelGrid::covering(
+                    nx,
+                    ny,
+                    [100.0, 100.0],
+                    [0.0, 0.0],
+                    0.0,
+                    900.0,
+                    [70.0, 100.0, 13.0],
+                );
+                let opts = BuildOptions {
+                    name: "x".into(),
+                    grid_type: GridType::Float,
+                    voxel_size: g.voxel,
+                    ..BuildOptions::default()
+                };
+                let volume = to_sparse(&f, &h, &g, bg);
+                assert!(volume.bricks.len() > 10);
+                let want = build_grid(&volume, &opts).unwrap();
+                let leaves = encode_leaves(&f, &h, &g, bg, &opts).unwrap();
+                assert_eq!(leaves.len(), volume.bricks.len());
+                let mut got = Vec::new();
+                build_grid_encoded_into(&leaves, &opts, &mut got).unwrap();
+                assert!(got == want, "{h:?} {bg:?}: the grids differ");
+            }
+        }
     }
 
     #[test]
