@@ -178,13 +178,21 @@ pub enum Background {
 }
 
 impl Background {
-    /// Whether `v` is kept (an active voxel).
+    /// The rule as `(threshold, on_magnitude)`: `v` is kept (an active voxel) where `v`,
+    /// or `|v|` when `on_magnitude`, is above the threshold (never NaN).
     #[inline]
-    pub fn keeps(self, v: f32) -> bool {
+    fn threshold(self) -> (f32, bool) {
         match self {
-            Background::AtOrBelow(t) => v > t,
-            Background::MagnitudeAtOrBelow(t) => v.abs() > t,
+            Background::AtOrBelow(t) => (t, false),
+            Background::MagnitudeAtOrBelow(t) => (t, true),
         }
+    }
+
+    /// Whether `v` is kept (an active voxel).
+    #[cfg(test)]
+    pub fn keeps(self, v: f32) -> bool {
+        let (threshold, magnitude) = self.threshold();
+        (if magnitude { v.abs() } else { v }) > threshold
     }
 }
 
@@ -319,10 +327,11 @@ fn shared_steps(heights: &Heights, grid: &VoxelGrid, nz: usize) -> Option<Vec<Le
 /// The values of voxel column `(i, j)` for every `k` (NaN where `voxel_value` has none),
 /// into `out`: the same arithmetic as `voxel_value`, in the same order, with each source
 /// column's levels walked once ([`walk_levels`], or `shared` where every column has the
-/// same levels). `scratch` holds a per-column walk.
+/// same levels), reading the columns from `block`. `scratch` holds a per-column walk.
 #[allow(clippy::too_many_arguments)]
 fn voxel_column(
     field: &NativeField,
+    block: &NativeBlock,
     heights: &Heights,
     grid: &VoxelGrid,
     shared: Option<&[LevelStep]>,
@@ -335,7 +344,6 @@ fn voxel_column(
     let (nx, ny, nz) = (field.nx, field.ny, field.nz);
     let (x0, x1, wx) = axis_weights(i, grid.voxel[0], grid.spacing[0], nx);
     let (y0, y1, wy) = axis_weights(j, grid.voxel[1], grid.spacing[1], ny);
-    let plane = nx * ny;
     for (ci, cw) in [(x0, 1.0 - wx), (x1, wx)] {
         for (cj, w) in [(y0, 1.0 - wy), (y1, wy)] {
             let w = cw * w;
@@ -349,8 +357,8 @@ fn voxel_column(
                     &scratch[..]
                 }
             };
-            let column = &field.values[cj * nx + ci..];
-            let at = |k: usize| f64::from(column[k * plane]);
+            let column = block.column(ci, cj, nz);
+            let at = |k: usize| f64::from(column[k]);
             for (sum, step) in out.iter_mut().zip(steps) {
                 let Some((m, t)) = *step else {
                     *sum = f64::NAN;
@@ -369,10 +377,97 @@ fn voxel_column(
     }
 }
 
+/// The native columns one brick column's voxel columns read, copied out of the field so
+/// that each column's levels lie side by side: in the field a column's next level is a
+/// whole x–y plane away (590 KB at 384 × 384), a cache and TLB miss per level read.
+#[derive(Default)]
+struct NativeBlock {
+    /// The native columns' x indices, increasing.
+    xs: Vec<usize>,
+    /// The native columns' y indices, increasing.
+    ys: Vec<usize>,
+    nz: usize,
+    /// `[x][y][k]`: column `(xs[a], ys[b])` at `(a · ys.len() + b) · nz`.
+    values: Vec<f32>,
+}
+
+impl NativeBlock {
+    /// Copies the columns `(x, y)` for `x` in `xs`, `y` in `ys` (each sorted, no repeats).
+    fn gather(&mut self, field: &NativeField) {
+        let (nx, ny, nz) = (field.nx, field.ny, field.nz);
+        let (cx, cy) = (self.xs.len(), self.ys.len());
+        self.nz = nz;
+        self.values.clear();
+        self.values.resize(cx * cy * nz, 0.0);
+        // Whole runs of x along a row, where the block's xs are contiguous (they are but
+        // for coarse --dx).
+        let contiguous = self
+            .xs
+            .last()
+            .zip(self.xs.first())
+            .is_some_and(|(l, f)| l - f + 1 == cx);
+        for k in 0..nz {
+            for (b, &y) in self.ys.iter().enumerate() {
+                let row = &field.values[(k * ny + y) * nx..][..nx];
+                if contiguous {
+                    let run = &row[self.xs[0]..][..cx];
+                    for (a, &v) in run.iter().enumerate() {
+                        self.values[(a * cy + b) * nz + k] = v;
+                    }
+                } else {
+                    for (a, &x) in self.xs.iter().enumerate() {
+                        self.values[(a * cy + b) * nz + k] = row[x];
+                    }
+                }
+            }
+        }
+    }
+
+    /// The levels of native column `(x, y)`, one of the gathered ones.
+    #[inline]
+    fn column(&self, x: usize, y: usize, nz: usize) -> &[f32] {
+        let find = |list: &[usize], c: usize| match list.get(c.wrapping_sub(list[0])) {
+            // Contiguous lists (all but coarse --dx) index directly.
+            Some(&at) if at == c => c - list[0],
+            _ => list.binary_search(&c).expect("column gathered"),
+        };
+        let (a, b) = (find(&self.xs, x), find(&self.ys, y));
+        &self.values[(a * self.ys.len() + b) * nz..][..nz]
+    }
+}
+
+/// Working memory of [`brick_column`], reused across calls.
+#[derive(Default)]
+struct Workspace {
+    /// The 8 × 8 voxel columns, all heights.
+    columns: Vec<f64>,
+    /// A per-column level walk.
+    scratch: Vec<LevelStep>,
+    block: NativeBlock,
+}
+
+/// The native columns (`c0`, `c1` of [`axis_weights`]) read by voxel columns `range` along
+/// one axis, sorted and without repeats, into `out`.
+fn source_columns(
+    range: std::ops::Range<usize>,
+    edge: f64,
+    spacing: f64,
+    n: usize,
+    out: &mut Vec<usize>,
+) {
+    out.clear();
+    for index in range {
+        let (c0, c1, _) = axis_weights(index, edge, spacing, n);
+        out.extend([c0, c1]);
+    }
+    out.sort_unstable();
+    out.dedup();
+}
+
 /// The bricks of brick column `(bi, bj)` (8 × 8 voxel columns, all heights) holding at
 /// least one voxel that `background` keeps, each passed to `emit` with its origin, values
-/// (kept voxels their value, the others 0) and active mask. `columns` and `scratch` are
-/// working memory reused across calls.
+/// (kept voxels their value, the others 0) and active mask. The native columns it reads
+/// are those `work.block` holds ([`brick_strip`] gathers them).
 #[allow(clippy::too_many_arguments)]
 fn brick_column<E>(
     field: &NativeField,
@@ -381,22 +476,31 @@ fn brick_column<E>(
     shared: Option<&[LevelStep]>,
     background: Background,
     (bi, bj): (usize, usize),
-    (columns, scratch): (&mut Vec<f64>, &mut Vec<LevelStep>),
-    mut emit: impl FnMut(Coord, &[f32; LEAF_VOXELS], &[u64; LEAF_VOXELS / 64]) -> Result<(), E>,
+    work: &mut Workspace,
+    emit: &mut impl FnMut(Coord, &[f32; LEAF_VOXELS], &[u64; LEAF_VOXELS / 64]) -> Result<(), E>,
 ) -> Result<(), E> {
     let nk = grid.dims[2];
+    let Workspace {
+        columns,
+        scratch,
+        block,
+    } = work;
+    let block = &*block;
+    let is = bi * LEAF_DIM..(bi * LEAF_DIM + LEAF_DIM).min(grid.dims[0]);
+    let js = bj * LEAF_DIM..(bj * LEAF_DIM + LEAF_DIM).min(grid.dims[1]);
     columns.clear();
     columns.resize(LEAF_DIM * LEAF_DIM * nk, f64::NAN);
-    for x in 0..LEAF_DIM {
-        let i = bi * LEAF_DIM + x;
-        for y in 0..LEAF_DIM {
-            let j = bj * LEAF_DIM + y;
-            if i < grid.dims[0] && j < grid.dims[1] {
-                let out = &mut columns[(x * LEAF_DIM + y) * nk..][..nk];
-                voxel_column(field, heights, grid, shared, i, j, out, scratch);
-            }
+    for i in is {
+        let x = i - bi * LEAF_DIM;
+        for j in js.clone() {
+            let y = j - bj * LEAF_DIM;
+            let out = &mut columns[(x * LEAF_DIM + y) * nk..][..nk];
+            voxel_column(field, block, heights, grid, shared, i, j, out, scratch);
         }
     }
+    // The background as a threshold on v or |v|, hoisted out of the voxel loop; NaN
+    // compares false, so it is never kept.
+    let (threshold, magnitude) = background.threshold();
     let mut values = [0f32; LEAF_VOXELS];
     for bk in 0..nk.div_ceil(LEAF_DIM) {
         let mut active = [0u64; LEAF_VOXELS / 64];
@@ -404,15 +508,18 @@ fn brick_column<E>(
         let depth = LEAF_DIM.min(nk - bk * LEAF_DIM);
         for xy in 0..LEAF_DIM * LEAF_DIM {
             let col = &columns[xy * nk + bk * LEAF_DIM..][..depth];
+            // NanoVDB leaf order: x, y, z with z fastest (`LeafBrick::index`); a brick
+            // column's 8 z of one (x, y) are one byte of the mask. Branch-free: whether a
+            // voxel is kept follows the data, which a branch predictor cannot.
+            let mut bits = 0u64;
             for (z, &v) in col.iter().enumerate() {
                 let v = v as f32;
-                if !v.is_nan() && background.keeps(v) {
-                    // NanoVDB leaf order: x, y, z with z fastest (`LeafBrick::index`).
-                    let n = xy * LEAF_DIM + z;
-                    values[n] = v;
-                    active[n >> 6] |= 1 << (n & 63);
-                }
+                let keep = if magnitude { v.abs() } else { v } > threshold;
+                values[xy * LEAF_DIM + z] = if keep { v } else { 0.0 };
+                bits |= u64::from(keep) << z;
             }
+            let n = xy * LEAF_DIM;
+            active[n >> 6] |= bits << (n & 63);
         }
         if active.iter().any(|&w| w != 0) {
             let origin: Coord = [
@@ -426,22 +533,42 @@ fn brick_column<E>(
     Ok(())
 }
 
-/// Brick columns per parallel task of [`to_sparse`] and [`encode_leaves`].
-const COLUMNS_PER_TASK: usize = 8;
-
-/// The brick columns `(bi, bj)` of the grid in task-sized runs.
-fn brick_column_runs(grid: &VoxelGrid) -> Vec<std::ops::Range<usize>> {
-    let by = grid.dims[1].div_ceil(LEAF_DIM);
-    let count = grid.dims[0].div_ceil(LEAF_DIM) * by;
-    (0..count)
-        .step_by(COLUMNS_PER_TASK)
-        .map(|a| a..(a + COLUMNS_PER_TASK).min(count))
-        .collect()
+/// [`brick_column`] of every brick column `(bi, bj)` of strip `bj` (all `bi`), the native
+/// columns they read gathered first: whole rows of the field, read in memory order.
+#[allow(clippy::too_many_arguments)]
+fn brick_strip<E>(
+    field: &NativeField,
+    heights: &Heights,
+    grid: &VoxelGrid,
+    shared: Option<&[LevelStep]>,
+    background: Background,
+    bj: usize,
+    work: &mut Workspace,
+    mut emit: impl FnMut(Coord, &[f32; LEAF_VOXELS], &[u64; LEAF_VOXELS / 64]) -> Result<(), E>,
+) -> Result<(), E> {
+    let block = &mut work.block;
+    let js = bj * LEAF_DIM..(bj * LEAF_DIM + LEAF_DIM).min(grid.dims[1]);
+    source_columns(
+        0..grid.dims[0],
+        grid.voxel[0],
+        grid.spacing[0],
+        field.nx,
+        &mut block.xs,
+    );
+    source_columns(js, grid.voxel[1], grid.spacing[1], field.ny, &mut block.ys);
+    block.gather(field);
+    for bi in 0..grid.dims[0].div_ceil(LEAF_DIM) {
+        let at = (bi, bj);
+        brick_column(
+            field, heights, grid, shared, background, at, work, &mut emit,
+        )?;
+    }
+    Ok(())
 }
 
 /// The field on the voxel grid as 8³ bricks holding the voxels `background` keeps (the
 /// others inactive, value 0), and the bricks with none left out. Bricks are built in
-/// parallel, a few brick columns (8 × 8 voxel columns) per task.
+/// parallel, a strip of brick columns (8 voxel columns deep in y, the whole x) per task.
 pub fn to_sparse(
     field: &NativeField,
     heights: &Heights,
@@ -450,33 +577,29 @@ pub fn to_sparse(
 ) -> SparseVolume {
     use rayon::prelude::*;
     let shared = shared_steps(heights, grid, field.nz);
-    let by = grid.dims[1].div_ceil(LEAF_DIM);
-    let bricks: Vec<LeafBrick> = brick_column_runs(grid)
+    let bricks: Vec<LeafBrick> = (0..grid.dims[1].div_ceil(LEAF_DIM))
         .into_par_iter()
-        .flat_map_iter(|run| {
-            let (mut columns, mut scratch) = (Vec::new(), Vec::new());
+        .flat_map_iter(|bj| {
+            let mut work = Workspace::default();
             let mut out = Vec::new();
-            for b in run {
-                let work = (&mut columns, &mut scratch);
-                let emitted = brick_column(
-                    field,
-                    heights,
-                    grid,
-                    shared.as_deref(),
-                    background,
-                    (b / by, b % by),
-                    work,
-                    |origin, values, active| {
-                        out.push(LeafBrick {
-                            origin,
-                            values: Box::new(*values),
-                            active: *active,
-                        });
-                        Ok::<(), std::convert::Infallible>(())
-                    },
-                );
-                let Ok(()) = emitted;
-            }
+            let emitted = brick_strip(
+                field,
+                heights,
+                grid,
+                shared.as_deref(),
+                background,
+                bj,
+                &mut work,
+                |origin, values, active| {
+                    out.push(LeafBrick {
+                        origin,
+                        values: Box::new(*values),
+                        active: *active,
+                    });
+                    Ok::<(), std::convert::Infallible>(())
+                },
+            );
+            let Ok(()) = emitted;
             out.into_iter()
         })
         .collect();
@@ -499,26 +622,23 @@ pub fn encode_leaves(
 ) -> Result<EncodedLeaves, FormatError> {
     use rayon::prelude::*;
     let shared = shared_steps(heights, grid, field.nz);
-    let by = grid.dims[1].div_ceil(LEAF_DIM);
-    let per_run = COLUMNS_PER_TASK * grid.dims[2].div_ceil(LEAF_DIM);
-    let blocks: Vec<EncodedBlock> = brick_column_runs(grid)
+    let per_strip = grid.dims[0].div_ceil(LEAF_DIM) * grid.dims[2].div_ceil(LEAF_DIM);
+    let blocks: Vec<EncodedBlock> = (0..grid.dims[1].div_ceil(LEAF_DIM))
         .into_par_iter()
-        .map(|run| {
-            let (mut columns, mut scratch) = (Vec::new(), Vec::new());
-            let mut blocks = [EncodedBlock::new(opts, 0.0, per_run)?];
+        .map(|bj| {
+            let mut work = Workspace::default();
+            let mut blocks = [EncodedBlock::new(opts, 0.0, per_strip)?];
             let mut encoder = LeafEncoder::new();
-            for b in run {
-                brick_column(
-                    field,
-                    heights,
-                    grid,
-                    shared.as_deref(),
-                    background,
-                    (b / by, b % by),
-                    (&mut columns, &mut scratch),
-                    |origin, values, active| encoder.push(&mut blocks, 0, origin, values, active),
-                )?;
-            }
+            brick_strip(
+                field,
+                heights,
+                grid,
+                shared.as_deref(),
+                background,
+                bj,
+                &mut work,
+                |origin, values, active| encoder.push(&mut blocks, 0, origin, values, active),
+            )?;
             encoder.flush(&mut blocks);
             let [mut block] = blocks;
             block.shrink_to_fit();
