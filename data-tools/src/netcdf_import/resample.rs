@@ -500,7 +500,7 @@ fn brick_column<E>(
     }
     // The background as a threshold on v or |v|, hoisted out of the voxel loop; NaN
     // compares false, so it is never kept.
-    let (threshold, magnitude) = background.threshold();
+    let bg = background.threshold();
     let mut values = [0f32; LEAF_VOXELS];
     for bk in 0..nk.div_ceil(LEAF_DIM) {
         let mut active = [0u64; LEAF_VOXELS / 64];
@@ -511,13 +511,14 @@ fn brick_column<E>(
             // NanoVDB leaf order: x, y, z with z fastest (`LeafBrick::index`); a brick
             // column's 8 z of one (x, y) are one byte of the mask. Branch-free: whether a
             // voxel is kept follows the data, which a branch predictor cannot.
-            let mut bits = 0u64;
-            for (z, &v) in col.iter().enumerate() {
-                let v = v as f32;
-                let keep = if magnitude { v.abs() } else { v } > threshold;
-                values[xy * LEAF_DIM + z] = if keep { v } else { 0.0 };
-                bits |= u64::from(keep) << z;
-            }
+            let dst = &mut values[xy * LEAF_DIM..][..depth];
+            let bits = if depth == LEAF_DIM {
+                // Full bricks (all but the top one) with the length known: vectorised.
+                let col = col.try_into().expect("a full brick column");
+                keep_above::<LEAF_DIM>(col, dst.try_into().expect("a full brick column"), bg)
+            } else {
+                keep_above_slice(col, dst, bg)
+            };
             let n = xy * LEAF_DIM;
             active[n >> 6] |= bits << (n & 63);
         }
@@ -531,6 +532,38 @@ fn brick_column<E>(
         }
     }
     Ok(())
+}
+
+/// `v` narrowed to f32 and whether it is above the background `(threshold, magnitude)`
+/// ([`Background::threshold`]; NaN never is), and the value stored for it (0 where not).
+#[inline(always)]
+fn keep_one(v: f64, (threshold, magnitude): (f32, bool)) -> (f32, bool) {
+    let v = v as f32;
+    let keep = (if magnitude { v.abs() } else { v }) > threshold;
+    (if keep { v } else { 0.0 }, keep)
+}
+
+/// [`keep_one`] of each of `col` into `dst`; returns the kept ones' bits.
+#[inline]
+fn keep_above<const N: usize>(col: &[f64; N], dst: &mut [f32; N], bg: (f32, bool)) -> u64 {
+    let mut bits = 0u64;
+    for z in 0..N {
+        let (v, keep) = keep_one(col[z], bg);
+        dst[z] = v;
+        bits |= u64::from(keep) << z;
+    }
+    bits
+}
+
+/// [`keep_above`] of a column shorter than a brick (the top of the grid).
+fn keep_above_slice(col: &[f64], dst: &mut [f32], bg: (f32, bool)) -> u64 {
+    let mut bits = 0u64;
+    for (z, (&v, d)) in col.iter().zip(dst).enumerate() {
+        let (v, keep) = keep_one(v, bg);
+        *d = v;
+        bits |= u64::from(keep) << z;
+    }
+    bits
 }
 
 /// [`brick_column`] of every brick column `(bi, bj)` of strip `bj` (all `bi`), the native
