@@ -216,22 +216,55 @@ fn choose_sources(
     Ok(sources)
 }
 
-/// Reads `source` at record `t` of `file`.
-fn read_source(file: &ModelFile, source: &Source, t: usize) -> Result<NativeField> {
+/// Native field buffers given back by the build for the reader to fill again, so that each
+/// read does not fault in fresh memory.
+#[derive(Default)]
+struct BufferPool(std::sync::Mutex<Vec<Vec<f32>>>);
+
+impl BufferPool {
+    /// Buffers kept: what is in flight between the reader and the build, about.
+    const KEEP: usize = READ_AHEAD + 2;
+
+    fn take(&self) -> Vec<f32> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut p| p.pop())
+            .unwrap_or_default()
+    }
+
+    fn give(&self, buffer: Vec<f32>) {
+        if let Ok(mut p) = self.0.lock()
+            && p.len() < Self::KEEP
+        {
+            p.push(buffer);
+        }
+    }
+}
+
+/// Reads `source` at record `t` of `file` into buffers from `pool`.
+fn read_source(
+    file: &ModelFile,
+    source: &Source,
+    t: usize,
+    pool: &BufferPool,
+) -> Result<NativeField> {
     Ok(match source {
-        Source::Variable(v) => file.field(v, t)?,
+        Source::Variable(v) => file.field(v, t, pool.take())?,
         Source::Perturbation(v) => {
-            let mut f = file.field(v, t)?;
+            let mut f = file.field(v, t, pool.take())?;
             resample::subtract_level_means(&mut f);
             f
         }
         Source::Speed(c) => {
-            let mut u = file.field(&c[0], t)?;
-            let v = file.field(&c[1], t)?;
-            let w = file.field(&c[2], t)?;
+            let mut u = file.field(&c[0], t, pool.take())?;
+            let v = file.field(&c[1], t, pool.take())?;
+            let w = file.field(&c[2], t, pool.take())?;
             for ((a, b), c) in u.values.iter_mut().zip(&v.values).zip(&w.values) {
                 *a = (*a * *a + b * b + c * c).sqrt();
             }
+            pool.give(v.values);
+            pool.give(w.values);
             u
         }
     })
@@ -244,6 +277,7 @@ struct GridJob<'a> {
     heights: &'a Heights,
     grid: &'a VoxelGrid,
     grid_type: GridType,
+    pool: &'a BufferPool,
 }
 
 /// A built grid and what the import reports of it.
@@ -257,7 +291,14 @@ struct BuiltGrid {
 }
 
 impl GridJob<'_> {
-    fn build(&self, name: &str, field: NativeField, bg: Background) -> Result<BuiltGrid> {
+    /// `bytes`: a buffer to build into (reused: the previous frame's grid).
+    fn build(
+        &self,
+        name: &str,
+        field: NativeField,
+        bg: Background,
+        mut bytes: Vec<u8>,
+    ) -> Result<BuiltGrid> {
         let opts = BuildOptions {
             name: name.to_string(),
             grid_type: self.grid_type,
@@ -273,12 +314,11 @@ impl GridJob<'_> {
                 self.record
             )
         };
-        let mut bytes = Vec::new();
         match self.grid_type {
             // Quantised: the volume is kept to measure the quantisation error against.
             GridType::Fp16 | GridType::Fp8 => {
                 let volume = resample::to_sparse(&field, self.heights, self.grid, bg);
-                drop(field);
+                self.pool.give(field.values);
                 build_grid_into(&volume, &opts, &mut bytes).with_context(context)?;
                 Ok(BuiltGrid {
                     empty: volume.bricks.is_empty(),
@@ -290,7 +330,7 @@ impl GridJob<'_> {
             _ => {
                 let leaves = resample::encode_leaves(&field, self.heights, self.grid, bg, &opts)
                     .with_context(context)?;
-                drop(field);
+                self.pool.give(field.values);
                 build_grid_encoded_into(&leaves, &opts, &mut bytes).with_context(context)?;
                 Ok(BuiltGrid {
                     empty: leaves.is_empty(),
@@ -552,6 +592,7 @@ struct Import<'a> {
     grid: &'a VoxelGrid,
     grid_type: GridType,
     bar: &'a ProgressBar,
+    pool: BufferPool,
 }
 
 impl Import<'_> {
@@ -568,7 +609,7 @@ impl Import<'_> {
                 }
             };
             for (_, source) in self.sources {
-                let read = read_source(file, source, t).map(|field| ReadField {
+                let read = read_source(file, source, t, &self.pool).map(|field| ReadField {
                     heights: Arc::clone(&heights),
                     field,
                 });
@@ -587,10 +628,12 @@ impl Import<'_> {
         std::thread::scope(|s| {
             s.spawn(move || self.read_all(tx));
             let mut worst_error = vec![0f64; self.sources.len()];
+            // The last frame's grid buffers, built into again (saves their page faults).
+            let mut grids: Vec<Vec<u8>> = Vec::new();
             for (frame, &(fi, t, time)) in self.frames.iter().enumerate() {
                 self.bar.set_message(format!("frame {frame} at {time} s"));
-                let built = self.build_frame(&rx, &self.files[fi], t)?;
-                let mut grids = Vec::with_capacity(built.len());
+                let built = self.build_frame(&rx, &self.files[fi], t, grids)?;
+                grids = Vec::with_capacity(built.len());
                 for ((name, _), (g, worst)) in self
                     .sources
                     .iter()
@@ -611,7 +654,7 @@ impl Import<'_> {
                     grids.push(g.bytes);
                 }
                 writer
-                    .push_frame(time, grids)
+                    .push_frame_borrowed(time, &grids)
                     .with_context(|| format!("writing {}", out.display()))?;
             }
             Ok(worst_error)
@@ -625,12 +668,14 @@ impl Import<'_> {
         rx: &Receiver<Result<ReadField>>,
         file: &ModelFile,
         record: usize,
+        mut buffers: Vec<Vec<u8>>,
     ) -> Result<Vec<BuiltGrid>> {
+        buffers.resize_with(self.sources.len(), Vec::new);
         let mut built: Vec<Option<Result<BuiltGrid>>> = self.sources.iter().map(|_| None).collect();
         let mut failed = None;
         rayon::in_place_scope(|scope| {
             let slots = built.iter_mut().zip(self.sources).zip(self.backgrounds);
-            for ((slot, (name, _)), &bg) in slots {
+            for (((slot, (name, _)), &bg), bytes) in slots.zip(buffers) {
                 let read = match rx.recv() {
                     Ok(Ok(read)) => read,
                     Ok(Err(e)) => {
@@ -649,8 +694,9 @@ impl Import<'_> {
                         heights: &read.heights,
                         grid: self.grid,
                         grid_type: self.grid_type,
+                        pool: &self.pool,
                     };
-                    *slot = Some(job.build(name, read.field, bg));
+                    *slot = Some(job.build(name, read.field, bg, bytes));
                     self.bar.inc(1);
                 });
             }
@@ -716,6 +762,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         grid: &grid,
         grid_type: opts.grid_type,
         bar: &bar,
+        pool: BufferPool::default(),
     };
     let worst_error = import.run(&mut writer, opts.out)?;
     let manifest = writer
