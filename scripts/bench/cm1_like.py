@@ -8,12 +8,26 @@ stretched zh and zf (km), time (s), and eleven 3-D float32 variables: qc, qr, qi
 uinterp, vinterp, winterp, prs, th. The fields are smooth storm-like blobs (a tower of cloud,
 a rain shaft, a rotating updraft) so that the sparse conversion keeps a realistic fraction of
 the voxels; they are for timing only, not for meteorology.
+
+Written with netCDF4-python where it is installed, else with SciPy's netCDF-3 writer
+(`scipy.io.netcdf_file`, version 2: the same 64-bit offset format), for machines that have
+NumPy and SciPy but not netCDF4 (the GPU machine).
 """
 import argparse
 import os
 
-import netCDF4
 import numpy as np
+
+try:
+    import netCDF4
+
+    def create(path):
+        return netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET")
+except ImportError:
+    from scipy.io import netcdf_file
+
+    def create(path):
+        return netcdf_file(path, "w", version=2)
 
 
 def main():
@@ -55,7 +69,7 @@ def main():
         prs = (100000.0 * np.exp(-z / 8.0) - 500.0 * tower).astype(np.float32)
         th = (300.0 + 3.0 * z + 5.0 * tower).astype(np.float32)
         path = os.path.join(a.out, f"cm1out_{n + 1:06d}.nc")
-        ds = netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET")
+        ds = create(path)
         for d, size in [("time", None), ("zh", nz), ("yh", ny), ("xh", nx), ("zf", nz + 1)]:
             ds.createDimension(d, size)
         for name, dim, data in [("xh", "xh", xh), ("yh", "yh", yh), ("zh", "zh", zh),
@@ -69,8 +83,8 @@ def main():
         for name, data in [("qc", qc), ("qr", qr), ("qi", qi), ("qs", qs), ("qg", qg),
                            ("dbz", dbz), ("uinterp", u), ("vinterp", v), ("winterp", w),
                            ("prs", prs), ("th", th)]:
-            ds.createVariable(name, "f4", ("time", "zh", "yh", "xh"))[0] = np.broadcast_to(
-                data, (nz, ny, nx))
+            ds.createVariable(name, "f4", ("time", "zh", "yh", "xh"))[0] = np.ascontiguousarray(
+                np.broadcast_to(data, (nz, ny, nx)))
         ds.close()
         print(path, os.path.getsize(path))
 

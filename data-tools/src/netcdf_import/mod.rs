@@ -19,13 +19,15 @@ mod resample;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
 use supercell::format::{
-    BuildOptions, Grid, GridClass, GridType, LEAF_DIM, SparseVolume, Value, build_grid,
+    BuildOptions, Grid, GridClass, GridType, LEAF_DIM, SparseVolume, Value,
+    build_grid_encoded_into, build_grid_into,
 };
 
 use model::{Model, ModelFile};
@@ -214,22 +216,55 @@ fn choose_sources(
     Ok(sources)
 }
 
-/// Reads `source` at record `t` of `file`.
-fn read_source(file: &ModelFile, source: &Source, t: usize) -> Result<NativeField> {
+/// Native field buffers given back by the build for the reader to fill again, so that each
+/// read does not fault in fresh memory.
+#[derive(Default)]
+struct BufferPool(std::sync::Mutex<Vec<Vec<f32>>>);
+
+impl BufferPool {
+    /// Buffers kept: what is in flight between the reader and the build, about.
+    const KEEP: usize = READ_AHEAD + 2;
+
+    fn take(&self) -> Vec<f32> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut p| p.pop())
+            .unwrap_or_default()
+    }
+
+    fn give(&self, buffer: Vec<f32>) {
+        if let Ok(mut p) = self.0.lock()
+            && p.len() < Self::KEEP
+        {
+            p.push(buffer);
+        }
+    }
+}
+
+/// Reads `source` at record `t` of `file` into buffers from `pool`.
+fn read_source(
+    file: &ModelFile,
+    source: &Source,
+    t: usize,
+    pool: &BufferPool,
+) -> Result<NativeField> {
     Ok(match source {
-        Source::Variable(v) => file.field(v, t)?,
+        Source::Variable(v) => file.field(v, t, pool.take())?,
         Source::Perturbation(v) => {
-            let mut f = file.field(v, t)?;
+            let mut f = file.field(v, t, pool.take())?;
             resample::subtract_level_means(&mut f);
             f
         }
         Source::Speed(c) => {
-            let mut u = file.field(&c[0], t)?;
-            let v = file.field(&c[1], t)?;
-            let w = file.field(&c[2], t)?;
+            let mut u = file.field(&c[0], t, pool.take())?;
+            let v = file.field(&c[1], t, pool.take())?;
+            let w = file.field(&c[2], t, pool.take())?;
             for ((a, b), c) in u.values.iter_mut().zip(&v.values).zip(&w.values) {
                 *a = (*a * *a + b * b + c * c).sqrt();
             }
+            pool.give(v.values);
+            pool.give(w.values);
             u
         }
     })
@@ -242,6 +277,7 @@ struct GridJob<'a> {
     heights: &'a Heights,
     grid: &'a VoxelGrid,
     grid_type: GridType,
+    pool: &'a BufferPool,
 }
 
 /// A built grid and what the import reports of it.
@@ -255,36 +291,54 @@ struct BuiltGrid {
 }
 
 impl GridJob<'_> {
-    fn build(&self, name: &str, field: NativeField, bg: Background) -> Result<BuiltGrid> {
-        let volume = resample::to_sparse(&field, self.heights, self.grid, bg);
-        drop(field);
-        let bytes = build_grid(
-            &volume,
-            &BuildOptions {
-                name: name.to_string(),
-                grid_type: self.grid_type,
-                grid_class: grid_class(bg),
-                voxel_size: self.grid.voxel,
-                world_origin: self.grid.origin,
-                ..BuildOptions::default()
-            },
-        )
-        .with_context(|| {
+    /// `bytes`: a buffer to build into (reused: the previous frame's grid).
+    fn build(
+        &self,
+        name: &str,
+        field: NativeField,
+        bg: Background,
+        mut bytes: Vec<u8>,
+    ) -> Result<BuiltGrid> {
+        let opts = BuildOptions {
+            name: name.to_string(),
+            grid_type: self.grid_type,
+            grid_class: grid_class(bg),
+            voxel_size: self.grid.voxel,
+            world_origin: self.grid.origin,
+            ..BuildOptions::default()
+        };
+        let context = || {
             format!(
                 "{}: building {name} at record {}",
                 self.file.path.display(),
                 self.record
             )
-        })?;
-        let max_abs_error = match self.grid_type {
-            GridType::Fp16 | GridType::Fp8 => largest_difference(&volume, &bytes)?,
-            _ => 0.0,
         };
-        Ok(BuiltGrid {
-            empty: volume.bricks.is_empty(),
-            bytes,
-            max_abs_error,
-        })
+        match self.grid_type {
+            // Quantised: the volume is kept to measure the quantisation error against.
+            GridType::Fp16 | GridType::Fp8 => {
+                let volume = resample::to_sparse(&field, self.heights, self.grid, bg);
+                self.pool.give(field.values);
+                build_grid_into(&volume, &opts, &mut bytes).with_context(context)?;
+                Ok(BuiltGrid {
+                    empty: volume.bricks.is_empty(),
+                    max_abs_error: largest_difference(&volume, &bytes)?,
+                    bytes,
+                })
+            }
+            // Leaves encoded as their bricks are made: no boxed bricks.
+            _ => {
+                let leaves = resample::encode_leaves(&field, self.heights, self.grid, bg, &opts)
+                    .with_context(context)?;
+                self.pool.give(field.values);
+                build_grid_encoded_into(&leaves, &opts, &mut bytes).with_context(context)?;
+                Ok(BuiltGrid {
+                    empty: leaves.is_empty(),
+                    max_abs_error: 0.0,
+                    bytes,
+                })
+            }
+        }
     }
 }
 
@@ -516,6 +570,147 @@ fn plan_grid(
     Ok(grid)
 }
 
+/// A field read for the build, with its record's heights (shared by the record's fields).
+struct ReadField {
+    heights: Arc<Heights>,
+    field: NativeField,
+}
+
+/// Fields the reader thread may have read ahead of the build (each one variable of one
+/// record, 4 bytes a native point), besides the one it is reading.
+const READ_AHEAD: usize = 2;
+
+/// The frame loop: one thread reads every record's fields in order (netCDF-C and HDF5 are
+/// not thread-safe, so every read of the loop stays on that thread) while the rayon pool
+/// resamples and builds the fields already read, each attribute a task; each frame is
+/// written when its grids are built, one frame at a time.
+struct Import<'a> {
+    files: &'a [ModelFile],
+    frames: &'a [(usize, usize, f64)],
+    sources: &'a [(String, Source)],
+    backgrounds: &'a [Background],
+    grid: &'a VoxelGrid,
+    grid_type: GridType,
+    bar: &'a ProgressBar,
+    pool: BufferPool,
+}
+
+impl Import<'_> {
+    /// Reads every frame's fields in order, sending them to `tx`; stops after the first
+    /// error (sent too) or when the receiver is gone.
+    fn read_all(&self, tx: SyncSender<Result<ReadField>>) {
+        for &(fi, t, _) in self.frames {
+            let file = &self.files[fi];
+            let heights = match file.heights(t) {
+                Ok(h) => Arc::new(h),
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
+            for (_, source) in self.sources {
+                let read = read_source(file, source, t, &self.pool).map(|field| ReadField {
+                    heights: Arc::clone(&heights),
+                    field,
+                });
+                let failed = read.is_err();
+                if tx.send(read).is_err() || failed {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Imports every frame into `writer` (the dataset at `out`); returns each attribute's
+    /// largest quantisation error.
+    fn run(&self, writer: &mut DatasetWriter, out: &Path) -> Result<Vec<f64>> {
+        let (tx, rx) = sync_channel(READ_AHEAD);
+        std::thread::scope(|s| {
+            s.spawn(move || self.read_all(tx));
+            let mut worst_error = vec![0f64; self.sources.len()];
+            // The last frame's grid buffers, built into again (saves their page faults).
+            let mut grids: Vec<Vec<u8>> = Vec::new();
+            for (frame, &(fi, t, time)) in self.frames.iter().enumerate() {
+                self.bar.set_message(format!("frame {frame} at {time} s"));
+                let built = self.build_frame(&rx, &self.files[fi], t, grids)?;
+                grids = Vec::with_capacity(built.len());
+                for ((name, _), (g, worst)) in self
+                    .sources
+                    .iter()
+                    .zip(built.into_iter().zip(&mut worst_error))
+                {
+                    if g.empty {
+                        // On stdout, where the rest of the report goes (a hidden bar prints
+                        // none).
+                        self.bar.suspend(|| {
+                            println!(
+                                "note: {name} is empty in frame {frame} ({time} s, {} record \
+                                 {t}): no value beyond its background",
+                                self.files[fi].path.display()
+                            )
+                        });
+                    }
+                    *worst = worst.max(g.max_abs_error);
+                    grids.push(g.bytes);
+                }
+                writer
+                    .push_frame_borrowed(time, &grids)
+                    .with_context(|| format!("writing {}", out.display()))?;
+            }
+            Ok(worst_error)
+        })
+    }
+
+    /// One frame's grids: each field taken from `rx` as it is read and built on the rayon
+    /// pool while the next is read.
+    fn build_frame(
+        &self,
+        rx: &Receiver<Result<ReadField>>,
+        file: &ModelFile,
+        record: usize,
+        mut buffers: Vec<Vec<u8>>,
+    ) -> Result<Vec<BuiltGrid>> {
+        buffers.resize_with(self.sources.len(), Vec::new);
+        let mut built: Vec<Option<Result<BuiltGrid>>> = self.sources.iter().map(|_| None).collect();
+        let mut failed = None;
+        rayon::in_place_scope(|scope| {
+            let slots = built.iter_mut().zip(self.sources).zip(self.backgrounds);
+            for (((slot, (name, _)), &bg), bytes) in slots.zip(buffers) {
+                let read = match rx.recv() {
+                    Ok(Ok(read)) => read,
+                    Ok(Err(e)) => {
+                        failed = Some(e);
+                        break;
+                    }
+                    Err(_) => {
+                        failed = Some(anyhow!("the netCDF reader thread stopped"));
+                        break;
+                    }
+                };
+                scope.spawn(move |_| {
+                    let job = GridJob {
+                        file,
+                        record,
+                        heights: &read.heights,
+                        grid: self.grid,
+                        grid_type: self.grid_type,
+                        pool: &self.pool,
+                    };
+                    *slot = Some(job.build(name, read.field, bg, bytes));
+                    self.bar.inc(1);
+                });
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        built
+            .into_iter()
+            .map(|g| g.expect("every attribute built"))
+            .collect()
+    }
+}
+
 /// Runs the import.
 pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let overrides = parse_backgrounds(opts.backgrounds)?;
@@ -559,53 +754,17 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         "import [{elapsed_precise}] [{wide_bar}] {pos}/{len} grids ({msg})",
     ));
     let started = std::time::Instant::now();
-    let mut worst_error = vec![0f64; sources.len()];
-    for (frame, &(fi, t, time)) in frames.iter().enumerate() {
-        let file = &files[fi];
-        let heights = file.heights(t)?;
-        bar.set_message(format!("frame {frame} at {time} s"));
-        // Read on this thread (netCDF-C and HDF5 are not thread-safe), then resample and
-        // build the attributes in parallel.
-        let fields: Vec<NativeField> = sources
-            .iter()
-            .map(|(_, source)| read_source(file, source, t))
-            .collect::<Result<_>>()?;
-        let job = GridJob {
-            file,
-            record: t,
-            heights: &heights,
-            grid: &grid,
-            grid_type: opts.grid_type,
-        };
-        let built: Vec<BuiltGrid> = fields
-            .into_par_iter()
-            .zip(&sources)
-            .zip(&backgrounds)
-            .map(|((field, (name, _)), &bg)| {
-                let g = job.build(name, field, bg);
-                bar.inc(1);
-                g
-            })
-            .collect::<Result<_>>()?;
-        let mut grids = Vec::with_capacity(sources.len());
-        for (((name, _), g), worst) in sources.iter().zip(built).zip(&mut worst_error) {
-            if g.empty {
-                // On stdout, where the rest of the report goes (a hidden bar prints none).
-                bar.suspend(|| {
-                    println!(
-                        "note: {name} is empty in frame {frame} ({time} s, {} record {t}): \
-                         no value beyond its background",
-                        file.path.display()
-                    )
-                });
-            }
-            *worst = worst.max(g.max_abs_error);
-            grids.push(g.bytes);
-        }
-        writer
-            .push_frame(time, grids)
-            .with_context(|| format!("writing {}", opts.out.display()))?;
-    }
+    let import = Import {
+        files: &files,
+        frames: &frames,
+        sources: &sources,
+        backgrounds: &backgrounds,
+        grid: &grid,
+        grid_type: opts.grid_type,
+        bar: &bar,
+        pool: BufferPool::default(),
+    };
+    let worst_error = import.run(&mut writer, opts.out)?;
     let manifest = writer
         .finish()
         .with_context(|| format!("finishing {}", opts.out.display()))?;

@@ -385,7 +385,8 @@ impl ModelFile {
 
     /// Variable `name` at record `t`, CF-decoded (missing values NaN, packing undone) and
     /// averaged onto mass points where it is staggered.
-    pub fn field(&self, name: &str, t: usize) -> Result<NativeField> {
+    /// `buffer`'s memory holds the values (reused; its contents are overwritten).
+    pub fn field(&self, name: &str, t: usize, buffer: Vec<f32>) -> Result<NativeField> {
         let v = self.var(name)?;
         let stag = self
             .grid_dims(&v)
@@ -393,12 +394,9 @@ impl ModelFile {
         let dims: Vec<usize> = v.dimensions().iter().map(|d| d.len()).collect();
         // The values, and one averaged copy while destaggering.
         self.check_memory(name, dims[1..].iter().product::<usize>(), 16)?;
-        let mut values: Vec<f32> = self
-            .read(name, record(t))
-            .with_context(|| format!("reading record {t}"))?
-            .into_iter()
-            .map(|x| x as f32)
-            .collect();
+        let len = dims[1..].iter().product::<usize>();
+        let mut values = cf::read_decoded_f32(&v, name, &self.path, (record(t), len), buffer)
+            .with_context(|| format!("reading record {t}"))?;
         let (mut nz, mut ny, mut nx) = (dims[1], dims[2], dims[3]);
         let expect = [
             self.nz + usize::from(stag[0]),

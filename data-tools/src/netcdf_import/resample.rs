@@ -11,7 +11,10 @@
 //! and 0). A voxel whose z lies outside a contributing column's levels, or whose value is
 //! NaN, is left out.
 
-use supercell::format::{Coord, LEAF_DIM, LeafBrick, SparseVolume};
+use supercell::format::{
+    BuildOptions, Coord, EncodedBlock, EncodedLeaves, FormatError, LEAF_DIM, LEAF_VOXELS,
+    LeafBrick, LeafEncoder, SparseVolume,
+};
 
 /// Heights (metres) of a field's model levels.
 #[derive(Clone, Debug, PartialEq)]
@@ -175,13 +178,21 @@ pub enum Background {
 }
 
 impl Background {
-    /// Whether `v` is kept (an active voxel).
+    /// The rule as `(threshold, on_magnitude)`: `v` is kept (an active voxel) where `v`,
+    /// or `|v|` when `on_magnitude`, is above the threshold (never NaN).
     #[inline]
-    pub fn keeps(self, v: f32) -> bool {
+    fn threshold(self) -> (f32, bool) {
         match self {
-            Background::AtOrBelow(t) => v > t,
-            Background::MagnitudeAtOrBelow(t) => v.abs() > t,
+            Background::AtOrBelow(t) => (t, false),
+            Background::MagnitudeAtOrBelow(t) => (t, true),
         }
+    }
+
+    /// Whether `v` is kept (an active voxel).
+    #[cfg(test)]
+    pub fn keeps(self, v: f32) -> bool {
+        let (threshold, magnitude) = self.threshold();
+        (if magnitude { v.abs() } else { v }) > threshold
     }
 }
 
@@ -266,20 +277,70 @@ pub fn voxel_value(
     (!v.is_nan()).then_some(v)
 }
 
+/// Where voxel level `k` falls in one column's model levels: `(m, t)`, the interval
+/// `[z[m], z[m+1]]` and the weight of `z[m+1]` (`(0, 0.0)` in a one-level column), or `None`
+/// outside the levels. The same intervals and weights as `bracket`, found by walking the
+/// levels upwards once for all voxel levels instead of searching them for every voxel.
+type LevelStep = Option<(usize, f64)>;
+
+/// The [`LevelStep`] of every voxel level of a column whose level `m` is `level(m)`, into
+/// `out` (cleared first).
+fn walk_levels(
+    grid: &VoxelGrid,
+    nz: usize,
+    level: impl Fn(usize) -> f64,
+    out: &mut Vec<LevelStep>,
+) {
+    out.clear();
+    let (lo, hi) = (level(0), level(nz - 1));
+    // The largest m <= nz - 2 with level(m) <= z, as `bracket` finds it.
+    let mut m = 0;
+    out.extend((0..grid.dims[2]).map(|k| {
+        let z = grid.origin[2] + k as f64 * grid.voxel[2];
+        if !(z >= lo && z <= hi) {
+            return None;
+        }
+        if nz == 1 {
+            return Some((0, 0.0));
+        }
+        while m + 2 < nz && level(m + 1) <= z {
+            m += 1;
+        }
+        let (za, zb) = (level(m), level(m + 1));
+        Some((m, (z - za) / (zb - za)))
+    }));
+}
+
+/// The level walk of the heights shared by every column, done once per field (`None` for
+/// per-column heights, walked column by column).
+fn shared_steps(heights: &Heights, grid: &VoxelGrid, nz: usize) -> Option<Vec<LevelStep>> {
+    match heights {
+        Heights::Shared(z) => {
+            let mut steps = Vec::new();
+            walk_levels(grid, nz, |k| z[k], &mut steps);
+            Some(steps)
+        }
+        Heights::PerColumn(_) => None,
+    }
+}
+
 /// The values of voxel column `(i, j)` for every `k` (NaN where `voxel_value` has none),
-/// into `out`: the same arithmetic as `voxel_value`, in the same order, but walking each
-/// source column's levels upwards once instead of searching them for every voxel.
+/// into `out`: the same arithmetic as `voxel_value`, in the same order, with each source
+/// column's levels walked once ([`walk_levels`], or `shared` where every column has the
+/// same levels), reading the columns from `block`. `scratch` holds a per-column walk.
+#[allow(clippy::too_many_arguments)]
 fn voxel_column(
     field: &NativeField,
+    block: &NativeBlock,
     heights: &Heights,
     grid: &VoxelGrid,
+    shared: Option<&[LevelStep]>,
     i: usize,
     j: usize,
-    out: &mut Vec<f64>,
+    out: &mut [f64],
+    scratch: &mut Vec<LevelStep>,
 ) {
-    let nk = grid.dims[2];
-    out.clear();
-    out.resize(nk, 0.0);
+    out.fill(0.0);
     let (nx, ny, nz) = (field.nx, field.ny, field.nz);
     let (x0, x1, wx) = axis_weights(i, grid.voxel[0], grid.spacing[0], nx);
     let (y0, y1, wy) = axis_weights(j, grid.voxel[1], grid.spacing[1], ny);
@@ -289,32 +350,26 @@ fn voxel_column(
             if w == 0.0 {
                 continue;
             }
-            let level = |k: usize| heights.at(k, cj, ci, nx, ny);
-            let at = |k: usize| f64::from(field.values[(k * ny + cj) * nx + ci]);
-            let (lo, hi) = (level(0), level(nz - 1));
-            // The largest m <= nz - 2 with level(m) <= z, as `bracket` finds it.
-            let mut m = 0;
-            for (k, sum) in out.iter_mut().enumerate() {
-                let z = grid.origin[2] + k as f64 * grid.voxel[2];
-                if !(z >= lo && z <= hi) {
+            let steps: &[LevelStep] = match shared {
+                Some(steps) => steps,
+                None => {
+                    walk_levels(grid, nz, |k| heights.at(k, cj, ci, nx, ny), scratch);
+                    &scratch[..]
+                }
+            };
+            let column = block.column(ci, cj, nz);
+            let at = |k: usize| f64::from(column[k]);
+            for (sum, step) in out.iter_mut().zip(steps) {
+                let Some((m, t)) = *step else {
                     *sum = f64::NAN;
                     continue;
-                }
-                let value = if nz == 1 {
-                    at(0)
+                };
+                let value = if t == 0.0 {
+                    at(m)
+                } else if t == 1.0 {
+                    at(m + 1)
                 } else {
-                    while m + 2 < nz && level(m + 1) <= z {
-                        m += 1;
-                    }
-                    let (za, zb) = (level(m), level(m + 1));
-                    let t = (z - za) / (zb - za);
-                    if t == 0.0 {
-                        at(m)
-                    } else if t == 1.0 {
-                        at(m + 1)
-                    } else {
-                        (1.0 - t) * at(m) + t * at(m + 1)
-                    }
+                    (1.0 - t) * at(m) + t * at(m + 1)
                 };
                 *sum += w * value;
             }
@@ -322,9 +377,231 @@ fn voxel_column(
     }
 }
 
+/// The native columns one brick column's voxel columns read, copied out of the field so
+/// that each column's levels lie side by side: in the field a column's next level is a
+/// whole x–y plane away (590 KB at 384 × 384), a cache and TLB miss per level read.
+#[derive(Default)]
+struct NativeBlock {
+    /// The native columns' x indices, increasing.
+    xs: Vec<usize>,
+    /// The native columns' y indices, increasing.
+    ys: Vec<usize>,
+    nz: usize,
+    /// `[x][y][k]`: column `(xs[a], ys[b])` at `(a · ys.len() + b) · nz`.
+    values: Vec<f32>,
+}
+
+impl NativeBlock {
+    /// Copies the columns `(x, y)` for `x` in `xs`, `y` in `ys` (each sorted, no repeats).
+    fn gather(&mut self, field: &NativeField) {
+        let (nx, ny, nz) = (field.nx, field.ny, field.nz);
+        let (cx, cy) = (self.xs.len(), self.ys.len());
+        self.nz = nz;
+        self.values.clear();
+        self.values.resize(cx * cy * nz, 0.0);
+        // Whole runs of x along a row, where the block's xs are contiguous (they are but
+        // for coarse --dx).
+        let contiguous = self
+            .xs
+            .last()
+            .zip(self.xs.first())
+            .is_some_and(|(l, f)| l - f + 1 == cx);
+        for k in 0..nz {
+            for (b, &y) in self.ys.iter().enumerate() {
+                let row = &field.values[(k * ny + y) * nx..][..nx];
+                if contiguous {
+                    let run = &row[self.xs[0]..][..cx];
+                    for (a, &v) in run.iter().enumerate() {
+                        self.values[(a * cy + b) * nz + k] = v;
+                    }
+                } else {
+                    for (a, &x) in self.xs.iter().enumerate() {
+                        self.values[(a * cy + b) * nz + k] = row[x];
+                    }
+                }
+            }
+        }
+    }
+
+    /// The levels of native column `(x, y)`, one of the gathered ones.
+    #[inline]
+    fn column(&self, x: usize, y: usize, nz: usize) -> &[f32] {
+        let find = |list: &[usize], c: usize| match list.get(c.wrapping_sub(list[0])) {
+            // Contiguous lists (all but coarse --dx) index directly.
+            Some(&at) if at == c => c - list[0],
+            _ => list.binary_search(&c).expect("column gathered"),
+        };
+        let (a, b) = (find(&self.xs, x), find(&self.ys, y));
+        &self.values[(a * self.ys.len() + b) * nz..][..nz]
+    }
+}
+
+/// Working memory of [`brick_column`], reused across calls.
+#[derive(Default)]
+struct Workspace {
+    /// The 8 × 8 voxel columns, all heights.
+    columns: Vec<f64>,
+    /// A per-column level walk.
+    scratch: Vec<LevelStep>,
+    block: NativeBlock,
+}
+
+/// The native columns (`c0`, `c1` of [`axis_weights`]) read by voxel columns `range` along
+/// one axis, sorted and without repeats, into `out`.
+fn source_columns(
+    range: std::ops::Range<usize>,
+    edge: f64,
+    spacing: f64,
+    n: usize,
+    out: &mut Vec<usize>,
+) {
+    out.clear();
+    for index in range {
+        let (c0, c1, _) = axis_weights(index, edge, spacing, n);
+        out.extend([c0, c1]);
+    }
+    out.sort_unstable();
+    out.dedup();
+}
+
+/// The bricks of brick column `(bi, bj)` (8 × 8 voxel columns, all heights) holding at
+/// least one voxel that `background` keeps, each passed to `emit` with its origin, values
+/// (kept voxels their value, the others 0) and active mask. The native columns it reads
+/// are those `work.block` holds ([`brick_strip`] gathers them).
+#[allow(clippy::too_many_arguments)]
+fn brick_column<E>(
+    field: &NativeField,
+    heights: &Heights,
+    grid: &VoxelGrid,
+    shared: Option<&[LevelStep]>,
+    background: Background,
+    (bi, bj): (usize, usize),
+    work: &mut Workspace,
+    emit: &mut impl FnMut(Coord, &[f32; LEAF_VOXELS], &[u64; LEAF_VOXELS / 64]) -> Result<(), E>,
+) -> Result<(), E> {
+    let nk = grid.dims[2];
+    let Workspace {
+        columns,
+        scratch,
+        block,
+    } = work;
+    let block = &*block;
+    let is = bi * LEAF_DIM..(bi * LEAF_DIM + LEAF_DIM).min(grid.dims[0]);
+    let js = bj * LEAF_DIM..(bj * LEAF_DIM + LEAF_DIM).min(grid.dims[1]);
+    columns.clear();
+    columns.resize(LEAF_DIM * LEAF_DIM * nk, f64::NAN);
+    for i in is {
+        let x = i - bi * LEAF_DIM;
+        for j in js.clone() {
+            let y = j - bj * LEAF_DIM;
+            let out = &mut columns[(x * LEAF_DIM + y) * nk..][..nk];
+            voxel_column(field, block, heights, grid, shared, i, j, out, scratch);
+        }
+    }
+    // The background as a threshold on v or |v|, hoisted out of the voxel loop; NaN
+    // compares false, so it is never kept.
+    let bg = background.threshold();
+    let mut values = [0f32; LEAF_VOXELS];
+    for bk in 0..nk.div_ceil(LEAF_DIM) {
+        let mut active = [0u64; LEAF_VOXELS / 64];
+        values.fill(0.0);
+        let depth = LEAF_DIM.min(nk - bk * LEAF_DIM);
+        for xy in 0..LEAF_DIM * LEAF_DIM {
+            let col = &columns[xy * nk + bk * LEAF_DIM..][..depth];
+            // NanoVDB leaf order: x, y, z with z fastest (`LeafBrick::index`); a brick
+            // column's 8 z of one (x, y) are one byte of the mask. Branch-free: whether a
+            // voxel is kept follows the data, which a branch predictor cannot.
+            let dst = &mut values[xy * LEAF_DIM..][..depth];
+            let bits = if depth == LEAF_DIM {
+                // Full bricks (all but the top one) with the length known: vectorised.
+                let col = col.try_into().expect("a full brick column");
+                keep_above::<LEAF_DIM>(col, dst.try_into().expect("a full brick column"), bg)
+            } else {
+                keep_above_slice(col, dst, bg)
+            };
+            let n = xy * LEAF_DIM;
+            active[n >> 6] |= bits << (n & 63);
+        }
+        if active.iter().any(|&w| w != 0) {
+            let origin: Coord = [
+                (bi * LEAF_DIM) as i32,
+                (bj * LEAF_DIM) as i32,
+                (bk * LEAF_DIM) as i32,
+            ];
+            emit(origin, &values, &active)?;
+        }
+    }
+    Ok(())
+}
+
+/// `v` narrowed to f32 and whether it is above the background `(threshold, magnitude)`
+/// ([`Background::threshold`]; NaN never is), and the value stored for it (0 where not).
+#[inline(always)]
+fn keep_one(v: f64, (threshold, magnitude): (f32, bool)) -> (f32, bool) {
+    let v = v as f32;
+    let keep = (if magnitude { v.abs() } else { v }) > threshold;
+    (if keep { v } else { 0.0 }, keep)
+}
+
+/// [`keep_one`] of each of `col` into `dst`; returns the kept ones' bits.
+#[inline]
+fn keep_above<const N: usize>(col: &[f64; N], dst: &mut [f32; N], bg: (f32, bool)) -> u64 {
+    let mut bits = 0u64;
+    for z in 0..N {
+        let (v, keep) = keep_one(col[z], bg);
+        dst[z] = v;
+        bits |= u64::from(keep) << z;
+    }
+    bits
+}
+
+/// [`keep_above`] of a column shorter than a brick (the top of the grid).
+fn keep_above_slice(col: &[f64], dst: &mut [f32], bg: (f32, bool)) -> u64 {
+    let mut bits = 0u64;
+    for (z, (&v, d)) in col.iter().zip(dst).enumerate() {
+        let (v, keep) = keep_one(v, bg);
+        *d = v;
+        bits |= u64::from(keep) << z;
+    }
+    bits
+}
+
+/// [`brick_column`] of every brick column `(bi, bj)` of strip `bj` (all `bi`), the native
+/// columns they read gathered first: whole rows of the field, read in memory order.
+#[allow(clippy::too_many_arguments)]
+fn brick_strip<E>(
+    field: &NativeField,
+    heights: &Heights,
+    grid: &VoxelGrid,
+    shared: Option<&[LevelStep]>,
+    background: Background,
+    bj: usize,
+    work: &mut Workspace,
+    mut emit: impl FnMut(Coord, &[f32; LEAF_VOXELS], &[u64; LEAF_VOXELS / 64]) -> Result<(), E>,
+) -> Result<(), E> {
+    let block = &mut work.block;
+    let js = bj * LEAF_DIM..(bj * LEAF_DIM + LEAF_DIM).min(grid.dims[1]);
+    source_columns(
+        0..grid.dims[0],
+        grid.voxel[0],
+        grid.spacing[0],
+        field.nx,
+        &mut block.xs,
+    );
+    source_columns(js, grid.voxel[1], grid.spacing[1], field.ny, &mut block.ys);
+    block.gather(field);
+    for bi in 0..grid.dims[0].div_ceil(LEAF_DIM) {
+        let at = (bi, bj);
+        brick_column(
+            field, heights, grid, shared, background, at, work, &mut emit,
+        )?;
+    }
+    Ok(())
+}
+
 /// The field on the voxel grid as 8³ bricks holding the voxels `background` keeps (the
 /// others inactive, value 0), and the bricks with none left out. Bricks are built in
-/// parallel, one brick column (8 × 8 voxel columns) per task.
+/// parallel, a strip of brick columns (8 voxel columns deep in y, the whole x) per task.
 pub fn to_sparse(
     field: &NativeField,
     heights: &Heights,
@@ -332,57 +609,30 @@ pub fn to_sparse(
     background: Background,
 ) -> SparseVolume {
     use rayon::prelude::*;
-    let bricks_along = |d: usize| d.div_ceil(LEAF_DIM);
-    let (bx, by, bz) = (
-        bricks_along(grid.dims[0]),
-        bricks_along(grid.dims[1]),
-        bricks_along(grid.dims[2]),
-    );
-    let nk = grid.dims[2];
-    let bricks: Vec<LeafBrick> = (0..bx * by)
+    let shared = shared_steps(heights, grid, field.nz);
+    let bricks: Vec<LeafBrick> = (0..grid.dims[1].div_ceil(LEAF_DIM))
         .into_par_iter()
-        .flat_map_iter(|b| {
-            let (bi, bj) = (b / by, b % by);
-            // The brick column's 8 × 8 voxel columns, all heights.
-            let mut columns = vec![f64::NAN; LEAF_DIM * LEAF_DIM * nk];
-            let mut column = Vec::new();
-            for x in 0..LEAF_DIM {
-                let i = bi * LEAF_DIM + x;
-                for y in 0..LEAF_DIM {
-                    let j = bj * LEAF_DIM + y;
-                    if i < grid.dims[0] && j < grid.dims[1] {
-                        voxel_column(field, heights, grid, i, j, &mut column);
-                        columns[(x * LEAF_DIM + y) * nk..][..nk].copy_from_slice(&column);
-                    }
-                }
-            }
+        .flat_map_iter(|bj| {
+            let mut work = Workspace::default();
             let mut out = Vec::new();
-            for bk in 0..bz {
-                let origin: Coord = [
-                    (bi * LEAF_DIM) as i32,
-                    (bj * LEAF_DIM) as i32,
-                    (bk * LEAF_DIM) as i32,
-                ];
-                let mut brick = LeafBrick::filled(origin, 0.0);
-                for x in 0..LEAF_DIM {
-                    for y in 0..LEAF_DIM {
-                        let col = &columns[(x * LEAF_DIM + y) * nk..][..nk];
-                        for z in 0..LEAF_DIM {
-                            let k = bk * LEAF_DIM + z;
-                            if k >= nk {
-                                break;
-                            }
-                            let v = col[k] as f32;
-                            if !v.is_nan() && background.keeps(v) {
-                                brick.set_active(LeafBrick::index(x, y, z), v);
-                            }
-                        }
-                    }
-                }
-                if brick.active_count() > 0 {
-                    out.push(brick);
-                }
-            }
+            let emitted = brick_strip(
+                field,
+                heights,
+                grid,
+                shared.as_deref(),
+                background,
+                bj,
+                &mut work,
+                |origin, values, active| {
+                    out.push(LeafBrick {
+                        origin,
+                        values: Box::new(*values),
+                        active: *active,
+                    });
+                    Ok::<(), std::convert::Infallible>(())
+                },
+            );
+            let Ok(()) = emitted;
             out.into_iter()
         })
         .collect();
@@ -390,6 +640,45 @@ pub fn to_sparse(
         background: 0.0,
         bricks,
     }
+}
+
+/// The leaves of [`to_sparse`]'s volume encoded for the grid `opts` describes, each as soon
+/// as its brick is made ([`LeafEncoder`]): no boxed brick per leaf, and the values are
+/// encoded while in cache. `build_grid_encoded_into` of them writes the bytes `build_grid`
+/// writes of the volume.
+pub fn encode_leaves(
+    field: &NativeField,
+    heights: &Heights,
+    grid: &VoxelGrid,
+    background: Background,
+    opts: &BuildOptions,
+) -> Result<EncodedLeaves, FormatError> {
+    use rayon::prelude::*;
+    let shared = shared_steps(heights, grid, field.nz);
+    let per_strip = grid.dims[0].div_ceil(LEAF_DIM) * grid.dims[2].div_ceil(LEAF_DIM);
+    let blocks: Vec<EncodedBlock> = (0..grid.dims[1].div_ceil(LEAF_DIM))
+        .into_par_iter()
+        .map(|bj| {
+            let mut work = Workspace::default();
+            let mut blocks = [EncodedBlock::new(opts, 0.0, per_strip)?];
+            let mut encoder = LeafEncoder::new();
+            brick_strip(
+                field,
+                heights,
+                grid,
+                shared.as_deref(),
+                background,
+                bj,
+                &mut work,
+                |origin, values, active| encoder.push(&mut blocks, 0, origin, values, active),
+            )?;
+            encoder.flush(&mut blocks);
+            let [mut block] = blocks;
+            block.shrink_to_fit();
+            Ok(block)
+        })
+        .collect::<Result<_, FormatError>>()?;
+    EncodedLeaves::new(opts.grid_type, 0.0, blocks)
 }
 
 /// Subtracts from every value the mean of its model level (over all columns, NaNs left
@@ -557,6 +846,119 @@ mod tests {
         }
         assert_eq!(active, expected);
         assert!(expected > 100, "{expected}");
+    }
+
+    /// Every voxel of `sparse` against `voxel_value` and `bg`: active exactly where the
+    /// per-voxel rule keeps a value, with its bits; returns the number of active voxels.
+    fn check_against_voxel_value(
+        sparse: &SparseVolume,
+        f: &NativeField,
+        h: &Heights,
+        g: &VoxelGrid,
+        bg: Background,
+    ) -> usize {
+        let mut active = 0;
+        for b in &sparse.bricks {
+            for n in 0..LEAF_DIM * LEAF_DIM * LEAF_DIM {
+                let (x, y, zz) = (n >> 6, (n >> 3) & 7, n & 7);
+                let (i, j, k) = (
+                    b.origin[0] as usize + x,
+                    b.origin[1] as usize + y,
+                    b.origin[2] as usize + zz,
+                );
+                let want = if i < g.dims[0] && j < g.dims[1] && k < g.dims[2] {
+                    voxel_value(f, h, g, i, j, k).filter(|v| bg.keeps(*v))
+                } else {
+                    None
+                };
+                assert_eq!(b.is_active(n), want.is_some(), "({i}, {j}, {k})");
+                match want {
+                    Some(v) => {
+                        assert_eq!(b.values[n].to_bits(), v.to_bits(), "({i}, {j}, {k})");
+                        active += 1;
+                    }
+                    None => assert_eq!(b.values[n].to_bits(), 0, "inactive ({i}, {j}, {k})"),
+                }
+            }
+        }
+        active
+    }
+
+    #[test]
+    fn shared_levels_walked_once_give_the_per_voxel_values() {
+        // Shared stretched levels (the CM1 case: one walk for every column), voxels both
+        // finer and coarser than the columns, a NaN, and a grid that is not a whole number
+        // of bricks along any axis.
+        let (nx, ny, nz) = (19, 11, 9);
+        let f = field(nx, ny, nz, |i, j, k| {
+            if (i, j, k) == (7, 3, 4) {
+                f32::NAN
+            } else {
+                ((i * 5 + j * 11 + k * 23) % 19) as f32 * 0.41 - 2.0
+            }
+        });
+        let z: Vec<f64> = (0..nz)
+            .map(|k| 25.0 + (k * k) as f64 * 37.5 + k as f64 * 50.0)
+            .collect();
+        let h = Heights::Shared(z.clone());
+        for voxel in [
+            [100.0, 100.0, 50.0],
+            [37.0, 61.0, 29.0],
+            [250.0, 130.0, 400.0],
+        ] {
+            let g = VoxelGrid::covering(nx, ny, [100.0, 100.0], [0.0, 0.0], z[0], z[nz - 1], voxel);
+            let bg = Background::MagnitudeAtOrBelow(0.3);
+            let sparse = to_sparse(&f, &h, &g, bg);
+            let active = check_against_voxel_value(&sparse, &f, &h, &g, bg);
+            assert!(active > 100, "{voxel:?}: {active}");
+        }
+    }
+
+    #[test]
+    fn leaves_encoded_from_the_columns_build_the_volume_grid() {
+        use supercell::format::{GridType, build_grid, build_grid_encoded_into};
+        let (nx, ny, nz) = (21, 13, 6);
+        let f = field(nx, ny, nz, |i, j, k| {
+            ((i * 3 + j * 7 + k * 13) % 11) as f32 - 4.0
+        });
+        let z: Vec<f64> = (0..nz)
+            .map(|k| (k * k) as f64 * 30.0 + k as f64 * 20.0)
+            .collect();
+        let per_column: Vec<f64> = (0..nz)
+            .flat_map(|k| {
+                (0..nx * ny).map(move |c| (k * k) as f64 * 30.0 + k as f64 * 20.0 + (c % 5) as f64)
+            })
+            .collect();
+        for h in [Heights::Shared(z), Heights::PerColumn(per_column)] {
+            for bg in [
+                Background::AtOrBelow(1.5),
+                Background::MagnitudeAtOrBelow(2.5),
+            ] {
+                let g = VoxelGrid::covering(
+                    nx,
+                    ny,
+                    [100.0, 100.0],
+                    [0.0, 0.0],
+                    0.0,
+                    900.0,
+                    [70.0, 100.0, 13.0],
+                );
+                let opts = BuildOptions {
+                    name: "x".into(),
+                    grid_type: GridType::Float,
+                    voxel_size: g.voxel,
+                    ..BuildOptions::default()
+                };
+                let volume = to_sparse(&f, &h, &g, bg);
+                assert!(volume.bricks.len() > 10);
+                let want = build_grid(&volume, &opts).unwrap();
+                let leaves = encode_leaves(&f, &h, &g, bg, &opts).unwrap();
+                assert_eq!(leaves.len(), volume.bricks.len());
+                let mut got = Vec::new();
+                build_grid_encoded_into(&leaves, &opts, &mut got).unwrap();
+                assert!(got == want, "{h:?} {bg:?}: the grids differ");
+            }
+        }
     }
 
     #[test]
