@@ -16,6 +16,7 @@
 
 mod aligned;
 mod convert;
+mod directory;
 mod error;
 mod manifest;
 mod naming;
