@@ -599,6 +599,7 @@ impl Import<'_> {
     /// Reads every frame's fields in order, sending them to `tx`; stops after the first
     /// error (sent too) or when the receiver is gone.
     fn read_all(&self, tx: SyncSender<Result<ReadField>>) {
+        model::quiet_hdf5_errors_on_this_thread();
         for &(fi, t, _) in self.frames {
             let file = &self.files[fi];
             let heights = match file.heights(t) {

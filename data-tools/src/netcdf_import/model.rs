@@ -88,6 +88,23 @@ fn attr_f64(value: &AttributeValue) -> Option<f64> {
     })
 }
 
+/// Stops HDF5 printing its error stack on this thread. netCDF-C switches the printing off
+/// when it initialises, but HDF5 keeps that setting per thread: on any other thread every
+/// attribute netCDF-C probes and does not find (the `_Quantize*` attributes of each
+/// netCDF-4 variable) printed a dozen lines of "HDF5-DIAG" to the terminal. The errors
+/// themselves still reach netCDF-C, which reports them through its return codes.
+pub fn quiet_hdf5_errors_on_this_thread() {
+    // SAFETY: H5Eset_auto2 with the default stack, no handler and no client data only
+    // changes this thread's error-printing setting; it reads no pointer.
+    unsafe {
+        hdf5_metno_sys::h5e::H5Eset_auto2(
+            hdf5_metno_sys::h5e::H5E_DEFAULT,
+            None,
+            std::ptr::null_mut(),
+        );
+    }
+}
+
 /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
