@@ -429,7 +429,7 @@ impl NativeBlock {
         let (nx, ny, nz) = (field.nx, field.ny, field.nz);
         let (cx, cy) = (self.xs.len(), self.ys.len());
         self.nz = nz;
-        self.values.clear();
+        // Every value is overwritten below: no clearing first.
         self.values.resize(cx * cy * nz, 0.0);
         // Whole runs of x along a row, where the block's xs are contiguous (they are but
         // for coarse --dx).
@@ -500,7 +500,40 @@ struct Workspace {
     /// Per brick level of the brick column: whether a source value above the background
     /// may reach it.
     live: Vec<bool>,
+    /// Per native column x: whether a value above the background lies in it at any level
+    /// of the strip's rows ([`live_columns`]).
+    live_x: Vec<bool>,
     block: NativeBlock,
+}
+
+/// Marks in `live_x` the native columns x holding a value above the background `(threshold,
+/// magnitude)` at any level of rows `ys`; returns whether any does. One pass over the
+/// strip's rows in memory order (vectorised, no transposition): a strip of a sparse field
+/// with nothing in it is left before [`NativeBlock::gather`], the costlier copy.
+fn live_columns(
+    field: &NativeField,
+    ys: &[usize],
+    (threshold, magnitude): (f32, bool),
+    live_x: &mut Vec<bool>,
+) -> bool {
+    let (nx, ny) = (field.nx, field.ny);
+    live_x.clear();
+    live_x.resize(nx, false);
+    for k in 0..field.nz {
+        for &y in ys {
+            let row = &field.values[(k * ny + y) * nx..][..nx];
+            if magnitude {
+                for (live, v) in live_x.iter_mut().zip(row) {
+                    *live |= v.abs() > threshold;
+                }
+            } else {
+                for (live, &v) in live_x.iter_mut().zip(row) {
+                    *live |= v > threshold;
+                }
+            }
+        }
+    }
+    live_x.contains(&true)
 }
 
 /// Whether a value of `column` at levels `levels` is above the background `(threshold,
@@ -541,10 +574,16 @@ fn mark_live_bricks(
         scratch_bricks,
         sources: (xs, ys),
         live,
+        live_x,
         block,
         ..
     } = work;
     source_columns(is, grid.voxel[0], grid.spacing[0], nx, xs);
+    // Source columns with nothing above the background at any level add nothing.
+    xs.retain(|&x| live_x[x]);
+    if xs.is_empty() {
+        return false;
+    }
     source_columns(js, grid.voxel[1], grid.spacing[1], ny, ys);
     live.clear();
     live.resize(grid.dims[2].div_ceil(LEAF_DIM), false);
@@ -727,6 +766,10 @@ fn brick_strip<E>(
         &mut block.xs,
     );
     source_columns(js, grid.voxel[1], grid.spacing[1], field.ny, &mut block.ys);
+    if !live_columns(field, &block.ys, background.threshold(), &mut work.live_x) {
+        return Ok(());
+    }
+    let block = &mut work.block;
     block.gather(field);
     for bi in 0..grid.dims[0].div_ceil(LEAF_DIM) {
         let at = (bi, bj);
@@ -750,8 +793,7 @@ pub fn to_sparse(
     let shared = shared_levels(heights, grid, field.nz);
     let bricks: Vec<LeafBrick> = (0..grid.dims[1].div_ceil(LEAF_DIM))
         .into_par_iter()
-        .flat_map_iter(|bj| {
-            let mut work = Workspace::default();
+        .map_init(Workspace::default, |work, bj| {
             let mut out = Vec::new();
             let emitted = brick_strip(
                 field,
@@ -760,7 +802,7 @@ pub fn to_sparse(
                 shared.as_ref(),
                 background,
                 bj,
-                &mut work,
+                work,
                 |origin, values, active| {
                     out.push(LeafBrick {
                         origin,
@@ -771,8 +813,9 @@ pub fn to_sparse(
                 },
             );
             let Ok(()) = emitted;
-            out.into_iter()
+            out
         })
+        .flatten_iter()
         .collect();
     SparseVolume {
         background: 0.0,
@@ -796,8 +839,7 @@ pub fn encode_leaves(
     let per_strip = grid.dims[0].div_ceil(LEAF_DIM) * grid.dims[2].div_ceil(LEAF_DIM);
     let blocks: Vec<EncodedBlock> = (0..grid.dims[1].div_ceil(LEAF_DIM))
         .into_par_iter()
-        .map(|bj| {
-            let mut work = Workspace::default();
+        .map_init(Workspace::default, |work, bj| {
             let mut blocks = [EncodedBlock::new(opts, 0.0, per_strip)?];
             let mut encoder = LeafEncoder::new();
             brick_strip(
@@ -807,7 +849,7 @@ pub fn encode_leaves(
                 shared.as_ref(),
                 background,
                 bj,
-                &mut work,
+                work,
                 |origin, values, active| encoder.push(&mut blocks, 0, origin, values, active),
             )?;
             encoder.flush(&mut blocks);
