@@ -462,8 +462,12 @@ fn scrub_jumps(
         let start = Instant::now();
         let faults0 = player.fault_count();
         loop {
-            if player.fault_count() > faults0 && player.damaged_frames().contains_key(&target) {
-                // The target could not be read: that jump has no latency to report.
+            // The target could not be read (this time, or before, when the playhead is
+            // already on it): that jump has no latency to report, and nothing else to
+            // wait for.
+            if (player.fault_count() > faults0 && player.damaged_frames().contains_key(&target))
+                || player.jumped_to_damaged(target)
+            {
                 break;
             }
             if Instant::now() > deadline {
