@@ -593,3 +593,44 @@ fn a_jump_to_a_damaged_frame_ends_at_once() {
         p.drain(Duration::from_secs(5));
     }
 }
+
+/// A lane that never answers (its reads stay out even when the engine stops, as a read the
+/// kernel holds would): headless playback gives up after its `--timeout`, saying which
+/// lane holds the slots, and the player's drain and drop do not wait for those reads.
+#[test]
+fn a_lane_that_never_answers_does_not_hold_up_the_end_of_play() {
+    use supercell::app::headless::{HeadlessOptions, run_paths};
+    let Some(g) = gpu() else { return };
+    let ds = storm();
+    for backend in backends() {
+        let plan = Arc::new(FaultPlan::parse("hang:lane=1").unwrap());
+        let cfg = PlayerConfig {
+            read_timeout: Some(Duration::from_millis(300)),
+            ..config(backend, Some(plan.clone()))
+        };
+        let mut p = Player::new(&g.device, &g.queue, &ds, &cfg).unwrap();
+        let opts = HeadlessOptions {
+            frames: 8,
+            paths: vec![PathSel::Host],
+            scrub_jumps: 2,
+            timeout: Duration::from_secs(2),
+        };
+        let runs = run_paths(&mut p, &opts);
+        let error = runs[0].error.clone().expect("playback cannot finish");
+        assert!(
+            error.contains("held by reads") && error.contains("lane 1"),
+            "{backend:?}: {error}"
+        );
+        let t0 = Instant::now();
+        p.drain(Duration::from_secs(10));
+        drop(p);
+        let took = t0.elapsed();
+        eprintln!(
+            "{backend:?}: drained and dropped in {:.3} s",
+            took.as_secs_f64()
+        );
+        assert!(took < Duration::from_millis(1500), "{backend:?}: {took:?}");
+        // The abandoned reads may land now, into memory their threads kept alive.
+        plan.lift();
+    }
+}
