@@ -21,8 +21,10 @@
 //! stopped answering) is reported at once as [`IngestError::TimedOut`], so playback can go
 //! on; its slot stays reserved ([`Completion::holds_slot`]) because the kernel or cuFile may
 //! still write into it, and a second completion, [`IngestError::Released`], frees it when
-//! the reads really end. Faults can be injected for tests and demonstrations
-//! ([`super::faults`]).
+//! the reads really end. Stopping an engine ([`Engine::stop`], or dropping it) waits for
+//! the reads issued up to the read timeout, and abandons those that timed out: a read the
+//! kernel holds may never end, so nothing joins the threads it keeps. Faults can be
+//! injected for tests and demonstrations ([`super::faults`]).
 //!
 //! This file is the interface and the engines' construction (each on a [`Backend`]);
 //! `plan` splits requests into reads and keeps each frame's books on the coordinator
