@@ -296,10 +296,10 @@ impl IoPool {
         let regions = Arc::new(regions);
         let mut workers = Vec::with_capacity(cfg.threads);
         let taken: Vec<Taken> = (0..cfg.threads).map(|_| Taken::default()).collect();
-        for i in 0..cfg.threads {
+        for (i, taken) in taken.iter().enumerate() {
             let w = Worker {
                 shared: shared.clone(),
-                taken: taken[i].clone(),
+                taken: taken.clone(),
                 own: own_lanes(i, cfg.threads, lanes),
                 rr: 0,
                 sink: sink.clone(),
