@@ -494,3 +494,183 @@ fn faults_env_reaches_bench_and_bad_rules_are_named() {
         "{stdout}"
     );
 }
+
+/// Runs `supercell bench` on the rig's dataset with `SUPERCELL_FAULTS=faults`, killing it
+/// after `limit`: its output and how long it ran (`None` for the status when it was
+/// killed).
+fn bench_process(
+    rig: &Rig,
+    faults: &str,
+    args: &[&str],
+    limit: Duration,
+) -> (Option<std::process::ExitStatus>, String, Duration) {
+    let ds = rig._dir.path().to_str().unwrap();
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let t0 = Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_supercell"))
+        .env("SUPERCELL_FAULTS", faults)
+        .args(["bench", ds, "--engine", "cpu-only", "--buffered", "--quiet"])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(err.reopen().unwrap())
+        .spawn()
+        .expect("run supercell bench");
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let took = t0.elapsed();
+    (status, std::fs::read_to_string(err.path()).unwrap(), took)
+}
+
+/// A lane that never answers (its reads stay out, as a read the kernel holds would, even
+/// when the engine stops): `bench` ends within the read timeout plus a little, whatever
+/// `--duration` or `--frames` ask for, exits non-zero and names the lane, its file, the
+/// frame and the bytes; on both backends. The reads are abandoned: the process exits
+/// without waiting for them.
+#[test]
+fn bench_ends_within_the_read_timeout_when_a_lane_never_answers() {
+    let rig = rig(6, 2);
+    let lane1 = rig.source.files.iter().find(|f| f.lane == 1).unwrap();
+    let lane1 = lane1.path.to_str().unwrap();
+    let read_timeout = Duration::from_millis(500);
+    for backend in ["pread", "io-uring"] {
+        if backend == "io-uring" && io_uring_probe().is_err() {
+            continue;
+        }
+        for run in [&["--duration", "60"][..], &["--frames", "1000"], &[]] {
+            let mut args = vec!["--backend", backend, "--threads", "2", "--slots", "4"];
+            args.extend(["--read-timeout", "500ms", "--io-size", "32K"]);
+            args.extend(run);
+            let (status, stderr, took) =
+                bench_process(&rig, "hang:lane=1", &args, Duration::from_secs(30));
+            let status = status.unwrap_or_else(|| panic!("{args:?}: still running after 30 s"));
+            eprintln!(
+                "{backend} {run:?}: exit {:?} after {:.3} s ({:.3} s past the read timeout)",
+                status.code(),
+                took.as_secs_f64(),
+                took.as_secs_f64() - read_timeout.as_secs_f64()
+            );
+            assert!(!status.success(), "{args:?}: {stderr}");
+            // A debug build starts in well under a second; the grace is for a loaded CI.
+            assert!(
+                took < read_timeout + Duration::from_secs(3),
+                "{args:?}: {took:?}"
+            );
+            for needle in [
+                "no answer",
+                "lane 1",
+                lane1,
+                "frame 0",
+                "bytes ",
+                "abandoned",
+            ] {
+                assert!(
+                    stderr.contains(needle),
+                    "{args:?}: no {needle:?} in {stderr}"
+                );
+            }
+            assert!(!stderr.contains("lane 0"), "{args:?}: {stderr}");
+        }
+    }
+}
+
+/// `--duration` ends a run whose lane stopped before the read timeout: the frames out are
+/// waited for until they time out (not longer), then the run ends as above.
+#[test]
+fn bench_duration_shorter_than_the_read_timeout_ends_at_the_read_timeout() {
+    let rig = rig(4, 2);
+    let args = ["--backend", "pread", "--threads", "2", "--duration", "0.2"];
+    let args = [&args[..], &["--read-timeout", "1500ms"]].concat();
+    let (status, stderr, took) = bench_process(&rig, "hang:lane=1", &args, Duration::from_secs(30));
+    let status = status.expect("bench still running after 30 s");
+    eprintln!("exit {:?} after {:.3} s", status.code(), took.as_secs_f64());
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_millis(4500),
+        "{took:?}: {stderr}"
+    );
+    assert!(stderr.contains("lane 1"), "{stderr}");
+}
+
+/// Every frame that times out names the lane that stopped, lane 1, never lane 0: on
+/// blocking threads both workers end up in lane 1's reads and lane 0's reads of the later
+/// frames never go out; those frames say they wait behind the read that does not answer.
+/// Stopping the engine then abandons the reads instead of waiting for them.
+#[test]
+fn time_outs_name_the_lane_that_stopped_and_stopping_abandons_its_reads() {
+    let rig = rig(4, 2);
+    for backend in backends() {
+        let plan = Arc::new(FaultPlan::parse("hang:lane=1").unwrap());
+        let ring = FrameRing::host(4, rig.source.max_frame_len() as usize).unwrap();
+        let cfg = EngineConfig {
+            threads: 2,
+            queue_depth: 4,
+            io_size: 8 * PAGE,
+            backend,
+            io_mode: IoMode::Buffered,
+            read_timeout: Some(Duration::from_millis(300)),
+            faults: Some(plan.clone()),
+            ..EngineConfig::default()
+        };
+        let mut e = Engine::host(
+            EngineKind::CpuOnly,
+            &rig.source.files,
+            ring.memories(),
+            &cfg,
+        )
+        .unwrap();
+        let mut ring = ring;
+        for f in 0..4 {
+            submit(&mut e, &mut ring, &rig, f);
+        }
+        let (mut behind, mut timed_out) = (0, 0);
+        while timed_out < 4 {
+            let c = next(&mut e, Duration::from_secs(10));
+            if matches!(c.result, Err(IngestError::Released(_))) {
+                // A frame none of whose reads had gone out is free at once.
+                continue;
+            }
+            timed_out += 1;
+            let msg = c.result.as_ref().unwrap_err().to_string();
+            let Err(IngestError::TimedOut {
+                lane,
+                path,
+                behind: b,
+                ..
+            }) = &c.result
+            else {
+                panic!("{backend:?}: {msg}")
+            };
+            assert_eq!(*lane, Some(1), "{backend:?}: {msg}");
+            assert_eq!(lane_of(&rig, path.as_deref().unwrap()), 1, "{msg}");
+            assert!(msg.contains("lane 1") && !msg.contains("lane 0"), "{msg}");
+            if b.is_some() {
+                behind += 1;
+                assert!(msg.contains("wait behind frame"), "{msg}");
+            }
+        }
+        eprintln!("{backend:?}: {behind} of 4 frames waited behind another's read");
+        let t0 = Instant::now();
+        let abandoned = e.stop().expect("reads are still out");
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "stop waited {:?}",
+            t0.elapsed()
+        );
+        assert!(
+            abandoned.contains("abandoned") && abandoned.contains("lane 1"),
+            "{abandoned}"
+        );
+        // The abandoned threads still hold the ring's memory: lifting the fault lets the
+        // late reads land there harmlessly.
+        plan.lift();
+    }
+}

@@ -779,6 +779,12 @@ impl Player {
     pub fn position(&self) -> u32 {
         self.sched.position()
     }
+    /// Whether a jump to `frame` has ended on a frame that cannot be shown: the playhead is
+    /// there and the frame is damaged (its read failed, timed out, or its bytes failed a
+    /// check; a jump to the frame already at the playhead does not read it again).
+    pub fn jumped_to_damaged(&self, frame: u32) -> bool {
+        self.sched.position() == frame && self.sched.state(frame) == Some(FrameState::Damaged)
+    }
     /// The frame on screen.
     pub fn shown_frame(&self) -> Option<u32> {
         self.shown.map(|s| s.frame)

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::core::{PathReport, PathSel, PlayError, Player};
+use super::core::{FrameFaultKind, PathReport, PathSel, PlayError, Player};
 use super::stats::PathFigures;
 use crate::probe::{cpu_seconds, percentile, rss_bytes};
 
@@ -394,7 +394,20 @@ fn timeout_context(player: &Player, sel: PathSel, timeout: Duration) -> String {
         None if f.rendered_fps > 0.0 => format!("; {:.1} s per frame", 1.0 / f.rendered_fps),
         None => String::new(),
     };
-    format!("--timeout {:.0} s{per_frame}", timeout.as_secs_f64())
+    // Slots held by reads that timed out are what a lane that stopped leaves behind: say
+    // which read, so the message points at the lane rather than at the player.
+    let held = match player.held_slots() {
+        0 => String::new(),
+        n => {
+            let stuck = player
+                .faults()
+                .filter(|f| f.path == sel && f.kind == FrameFaultKind::Timeout)
+                .last()
+                .map_or(String::new(), |f| format!(": {}", f.message));
+            format!("; {n} slot(s) held by reads that got no answer within --read-timeout{stuck}")
+        }
+    };
+    format!("--timeout {:.0} s{per_frame}{held}", timeout.as_secs_f64())
 }
 
 fn play_frames(
@@ -462,8 +475,12 @@ fn scrub_jumps(
         let start = Instant::now();
         let faults0 = player.fault_count();
         loop {
-            if player.fault_count() > faults0 && player.damaged_frames().contains_key(&target) {
-                // The target could not be read: that jump has no latency to report.
+            // The target could not be read (this time, or before, when the playhead is
+            // already on it): that jump has no latency to report, and nothing else to
+            // wait for.
+            if (player.fault_count() > faults0 && player.damaged_frames().contains_key(&target))
+                || player.jumped_to_damaged(target)
+            {
                 break;
             }
             if Instant::now() > deadline {

@@ -310,6 +310,42 @@ fn verify_unchecksummed(
     Ok(())
 }
 
+/// The frames of a run that timed out with reads still out, by slot, with their time-outs.
+#[derive(Default)]
+struct HeldFrames(std::collections::BTreeMap<usize, (u32, IngestError)>);
+
+impl HeldFrames {
+    fn insert(&mut self, slot: usize, frame: u32, e: IngestError) {
+        self.0.insert(slot, (frame, e));
+    }
+    fn remove(&mut self, slot: usize) {
+        self.0.remove(&slot);
+    }
+    /// The run's error when it ends with such frames; `None` when no read is still out.
+    fn abandon(&mut self) -> Option<IngestError> {
+        let frames = self.0.len();
+        // The first frame whose own read does not answer names the lane best.
+        let first = std::mem::take(&mut self.0)
+            .into_values()
+            .min_by_key(|(f, e)| {
+                let behind = matches!(
+                    e,
+                    IngestError::TimedOut {
+                        behind: Some(_),
+                        ..
+                    }
+                );
+                (behind, *f)
+            })?
+            .1;
+        Some(IngestError::Abandoned {
+            frames,
+            why: "no other read is out, so the run stops".into(),
+            first: Box::new(first),
+        })
+    }
+}
+
 /// Runs one benchmark. Prints nothing itself except the progress line (when enabled).
 pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     if source.frames.is_empty() {
@@ -414,6 +450,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let start = metrics.start();
     let cpu_start = crate::probe::cpu_times();
     let mut stopping = false;
+    let mut held = HeldFrames::default();
     let mut last_progress = Instant::now();
     loop {
         if !stopping
@@ -421,10 +458,20 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         {
             stopping = true;
         }
-        if stopping && stream.in_flight() == 0 {
+        // A frame that timed out keeps its slot while its reads are out (held). While one
+        // is, no new read is issued: a lane that stopped would only collect more of them,
+        // one read timeout each. Once nothing but held frames is out, the run ends with
+        // the reads abandoned (the lane had the read timeout to answer and may never);
+        // if they are released first (the lane answered late), the run goes on.
+        let held_now = stream.held_slots();
+        if (stopping || held_now > 0) && stream.in_flight() == held_now {
+            if let Some(e) = held.abandon() {
+                bar.finish_and_clear();
+                return Err(e);
+            }
             break;
         }
-        if !stopping {
+        if !stopping && held_now == 0 {
             let room = target_frames.saturating_sub(requested_count);
             requested_count +=
                 stream.feed_with(&mut sched, source, room, |_| Ok::<_, IngestError>(None))? as u64;
@@ -464,16 +511,17 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
             Some(StreamEvent::Failed(c) | StreamEvent::Held(c)) => {
                 failed_frames += 1;
                 completed += 1;
-                if let Err(e) = &c.result {
-                    tally(&mut errors, source, e);
+                if let Err(e) = c.result {
+                    tally(&mut errors, source, &e);
+                    if matches!(e, IngestError::TimedOut { .. }) {
+                        held.insert(c.slot, c.frame, e);
+                    }
                 }
             }
+            Some(StreamEvent::Released { slot }) => held.remove(slot),
             // A run plays on in a loop without jumping, so the scheduler abandons no read
             // (nothing is cancelled) and no path is left (nothing is stale).
-            Some(
-                StreamEvent::Released { .. } | StreamEvent::Cancelled(_) | StreamEvent::Stale(_),
-            )
-            | None => {}
+            Some(StreamEvent::Cancelled(_) | StreamEvent::Stale(_)) | None => {}
         }
         if let Some(f) = sched.tick(start.elapsed().as_secs_f64()) {
             // The consumer "shows" a frame by taking its slot; the previous one is released

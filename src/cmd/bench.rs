@@ -124,7 +124,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quiet: bool,
     /// How long a frame's reads may go without progress before it fails (a lane that
-    /// stopped answering): 10 (seconds), 500ms, 1min; 0: wait forever.
+    /// stopped answering): 10 (seconds), 500ms, 1min; 0: wait forever. While such a
+    /// frame's reads are out no new read is issued; once nothing else is out the run ends
+    /// with an error naming the lane, file and bytes (the reads are abandoned).
     #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
     pub read_timeout: Duration,
 }

@@ -18,6 +18,11 @@ pub struct InfoArgs {
     /// Skip re-reading every extent (verification) and only summarise.
     #[arg(long)]
     pub no_verify: bool,
+    /// How long the verification may go without finishing a frame before the command gives
+    /// up (a lane that stopped answering): 60 (seconds), 500ms, 2min; 0: wait forever.
+    /// Progress is counted in whole frames, so allow for the slowest frame's read.
+    #[arg(long, default_value = "60s", value_parser = supercell::units::parse_duration)]
+    pub read_timeout: std::time::Duration,
 }
 
 fn summarise(path: &Path, ds: &Dataset) {
@@ -66,7 +71,16 @@ pub fn run(args: &InfoArgs) -> Result<()> {
             .expect("valid template")
             .progress_chars("=> "),
         );
-        let report = verify(&ds, |p| bar.set_position(p.bytes_done));
+        let t = args.read_timeout;
+        super::watchdog::install((!t.is_zero()).then_some(t));
+        let watched = super::watchdog::reading(format!("verifying {}", path.display()));
+        let report = verify(&ds, |p| {
+            if let Some(w) = &watched {
+                w.progress();
+            }
+            bar.set_position(p.bytes_done)
+        });
+        drop(watched);
         bar.finish_and_clear();
         for p in &report.problems {
             eprintln!("  problem: {p}");

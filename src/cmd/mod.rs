@@ -8,6 +8,7 @@ pub mod main_job;
 pub mod play;
 pub mod render;
 pub mod render_path;
+pub mod watchdog;
 
 /// How the user runs one of this project's binaries (`supercell` or `supercell-data`) with
 /// `args`, for messages that tell them what to type next: under `cargo run` (Cargo sets

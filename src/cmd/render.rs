@@ -19,6 +19,7 @@ use supercell::render::{
 use supercell::scene::{LoadedScene, Scene};
 
 use super::render_path::{DEFAULT_SPP, Stop, converge, refine, show};
+use super::watchdog;
 
 /// `--denoise`: on or off.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +151,11 @@ pub struct RenderArgs {
     #[arg(long, value_parser = supercell::bench::jobs::parse_gpus,
           conflicts_with_all = ["cpu", "bench", "converge"])]
     pub gpus: Option<supercell::bench::jobs::GpuSelection>,
+    /// How long a frame's read may take before the command gives up (a lane that stopped
+    /// answering): 60 (seconds), 500ms, 2min; 0: wait forever. Frames are read whole, so
+    /// allow for the slowest frame's read.
+    #[arg(long, default_value = "60s", value_parser = supercell::units::parse_duration)]
+    pub read_timeout: std::time::Duration,
 }
 
 fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
@@ -327,8 +333,20 @@ fn check_path_args(args: &RenderArgs, mode: Mode) -> anyhow::Result<Option<Stop>
 }
 
 /// Runs `supercell render`.
+/// Reads frame `f` into `slot` under `--read-timeout` (see `super::watchdog`).
+fn read_frame(
+    args: &RenderArgs,
+    ls: &LoadedScene,
+    f: usize,
+    slot: &mut AlignedBuf,
+) -> anyhow::Result<()> {
+    let _watched = watchdog::reading(format!("reading frame {f} of {}", args.scene.display()));
+    Ok(ls.dataset.read_frame(f, slot, CrcCheck::Skip)?)
+}
+
 pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     check_camera_args(args)?;
+    watchdog::install((!args.read_timeout.is_zero()).then_some(args.read_timeout));
     let (w, h) = parse_size(&args.size)?;
     let frames = match &args.frames {
         Some(s) => parse_frames(s)?,
@@ -362,7 +380,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         bar.enable_steady_tick(std::time::Duration::from_millis(250));
         for f in frames {
             bar.set_message(format!("frame {f}, {w}x{h} on the CPU"));
-            ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
+            read_frame(args, &ls, f, &mut slot)?;
             let grids = cpu_grids(&ls, f, &slot)?;
             if let Some(note) = empty_note(&ls, f, &slot) {
                 bar.suspend(|| eprintln!("render: {note}"));
@@ -411,7 +429,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     for f in frames {
         bar.set_message(format!("frame {f}, {w}x{h}"));
         if let Some(ref_spp) = args.converge {
-            ls.dataset.read_frame(f, &mut slot, CrcCheck::Skip)?;
+            read_frame(args, &ls, f, &mut slot)?;
             check_headers(&ls, f, &slot)?;
             let grids = shown_grids(&renderer, &ls, f)?;
             let uploaded = upload_shown(&ctx, &renderer, &slot, &grids)
@@ -467,7 +485,7 @@ fn render_frame(
     who: &str,
 ) -> anyhow::Result<()> {
     let (w, h) = parse_size(&args.size)?;
-    ls.dataset.read_frame(f, slot, CrcCheck::Skip)?;
+    read_frame(args, ls, f, slot)?;
     check_headers(ls, f, slot)?;
     if let Some(note) = empty_note(ls, f, slot) {
         bar.suspend(|| eprintln!("render: {note}"));
@@ -955,7 +973,7 @@ fn bench(args: &RenderArgs, ls: &mut LoadedScene, frame: usize) -> anyhow::Resul
     }
     check_frame_fits(ls, &renderer, frame)?;
     let mut slot = AlignedBuf::new();
-    ls.dataset.read_frame(frame, &mut slot, CrcCheck::Skip)?;
+    read_frame(args, ls, frame, &mut slot)?;
     check_headers(ls, frame, &slot)?;
     let slices = shown_grids(&renderer, ls, frame)?;
     let uploaded = upload_shown(&ctx, &renderer, &slot, &slices)

@@ -84,19 +84,42 @@ pub enum IngestError {
     #[error(
         "frame {frame}: no answer for {:.1} s{}",
         .waited.as_secs_f64(),
-        timed_out_site(*.lane, .path.as_deref(), *.offset)
+        timed_out_site(*.lane, .path.as_deref(), *.offset, *.len, *.behind)
     )]
     TimedOut {
         /// Frame index.
         frame: u32,
-        /// The lane of a read that did not answer, where known.
+        /// The lane of the read that does not answer, where known: the frame's own oldest
+        /// read out, or (see `behind`) the read its reads wait behind.
         lane: Option<u32>,
         /// Its file.
         path: Option<PathBuf>,
         /// Its offset in the file.
         offset: Option<u64>,
+        /// Its length, bytes.
+        len: Option<u64>,
+        /// The read belongs to this other frame: none of this frame's reads had gone out,
+        /// they wait behind it (every I/O thread is busy with the lane that stopped).
+        behind: Option<u32>,
         /// How long the frame went without progress.
         waited: std::time::Duration,
+    },
+    /// Reads that timed out are still out and the caller cannot go on without them (every
+    /// slot is held by such reads, or the run is over): they are abandoned, not waited
+    /// for, since a read the kernel holds cannot be cancelled. `first` is the time-out of
+    /// the first such frame (it names the lane, file and bytes).
+    #[error(
+        "{frames} frame(s) held by reads that got no answer within the read timeout ({why}); \
+         the reads are abandoned (the kernel holds them: they cannot be cancelled, and the \
+         process exits without waiting for them); {first}"
+    )]
+    Abandoned {
+        /// Frames whose reads are still out.
+        frames: usize,
+        /// Why the caller gave up on them.
+        why: String,
+        /// The time-out of the first of them.
+        first: Box<IngestError>,
     },
     /// A frame that had timed out: its last reads have ended and its slot may be written
     /// again. The frame itself was already reported failed.
@@ -143,10 +166,22 @@ fn timed_out_site(
     lane: Option<u32>,
     path: Option<&std::path::Path>,
     offset: Option<u64>,
+    len: Option<u64>,
+    behind: Option<u32>,
 ) -> String {
-    match (lane, path, offset) {
-        (Some(l), Some(p), Some(o)) => format!(" from lane {l} ({} at offset {o})", p.display()),
-        _ => String::new(),
+    let (Some(l), Some(p), Some(o)) = (lane, path, offset) else {
+        return String::new();
+    };
+    let bytes = match len {
+        Some(n) => format!("bytes {o}..{}", o + n),
+        None => format!("at offset {o}"),
+    };
+    let site = format!("lane {l} ({}, {bytes})", p.display());
+    match behind {
+        Some(f) => {
+            format!(": its reads wait behind frame {f}'s read from {site}, which does not answer")
+        }
+        None => format!(" from {site}"),
     }
 }
 
@@ -163,6 +198,7 @@ impl IngestError {
                 lane,
                 ..
             } => Some((p, *o, *lane)),
+            IngestError::Abandoned { first, .. } => first.site(),
             _ => None,
         }
     }

@@ -14,7 +14,9 @@
 //! - `short`: the read comes back short (half its length, whole 4 KiB pages) and the engine
 //!   has to continue it; the frame still arrives whole;
 //! - `hang`: the read never answers (the lane stops): it is held back until the rule ends
-//!   (`for=`, or [`FaultPlan::lift`]), then really issued, late, into the same memory;
+//!   (`for=`, or [`FaultPlan::lift`]), then really issued, late, into the same memory.
+//!   Stopping the engine does not end it, as it would not end a read the kernel holds: an
+//!   engine must get by without it (it abandons such reads, see `engine::plan`);
 //! - `enter`: io_uring's wait (`io_uring_enter`) fails on the worker that issues the read,
 //!   after its reads went to the kernel (io_uring backend only);
 //! - `cufile`: the cuFile read of the GDS path fails with an injected cuFile error.

@@ -8,7 +8,7 @@
 //! Every read is completed exactly once through the sink: short reads are continued,
 //! EAGAIN/EINTR retried, errors reported with the file offset.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -88,6 +88,28 @@ pub(crate) struct IoDone {
     pub token: u64,
     pub result: std::result::Result<(), String>,
     pub completed: Instant,
+}
+
+/// A read a worker has taken off its queue and not finished: in the kernel, in a blocking
+/// call, or held back by a `hang` fault. The engine asks for these when a frame times out,
+/// to name the read that does not answer rather than one still queued behind it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Outstanding {
+    /// The read's token ([`IoTask::token`]).
+    pub token: u64,
+    pub fd: RawFd,
+    pub offset: u64,
+    pub len: usize,
+    /// When a worker took it.
+    pub since: Instant,
+}
+
+/// The reads one worker has taken and not finished, by token.
+type Taken = Arc<Mutex<HashMap<u64, Outstanding>>>;
+
+fn lock_taken(t: &Taken) -> std::sync::MutexGuard<'_, HashMap<u64, Outstanding>> {
+    // Inserts and removals are single operations: a poisoned map is still consistent.
+    t.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Counters of a pool, for gdsio-style reports.
@@ -183,6 +205,8 @@ fn pop(q: &mut Queues, own: &[usize], rr: &mut usize) -> Option<IoTask> {
 pub(crate) struct IoPool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
+    /// Each worker's reads taken and not finished.
+    taken: Vec<Taken>,
     /// What the pool uses.
     pub backend: ActiveBackend,
     /// What the user should know (fallbacks).
@@ -271,9 +295,11 @@ impl IoPool {
         let counters = Arc::new(IoCounters::default());
         let regions = Arc::new(regions);
         let mut workers = Vec::with_capacity(cfg.threads);
-        for i in 0..cfg.threads {
+        let taken: Vec<Taken> = (0..cfg.threads).map(|_| Taken::default()).collect();
+        for (i, taken) in taken.iter().enumerate() {
             let w = Worker {
                 shared: shared.clone(),
+                taken: taken.clone(),
                 own: own_lanes(i, cfg.threads, lanes),
                 rr: 0,
                 sink: sink.clone(),
@@ -312,6 +338,7 @@ impl IoPool {
         Ok(IoPool {
             shared,
             workers,
+            taken,
             backend,
             notes,
             counters,
@@ -354,6 +381,14 @@ impl IoPool {
         }
         q.queued -= removed;
         removed
+    }
+
+    /// The reads workers have taken and not finished (see [`Outstanding`]).
+    pub(crate) fn outstanding(&self) -> Vec<Outstanding> {
+        self.taken
+            .iter()
+            .flat_map(|t| lock_taken(t).values().copied().collect::<Vec<_>>())
+            .collect()
     }
 }
 
@@ -417,6 +452,8 @@ const HANG_POLL: Duration = Duration::from_millis(5);
 
 struct Worker {
     shared: Arc<Shared>,
+    /// The reads this worker has taken and not finished.
+    taken: Taken,
     own: Vec<usize>,
     rr: usize,
     sink: Sink,
@@ -435,6 +472,8 @@ impl Worker {
                 return None;
             }
             if let Some(t) = pop(&mut q, &self.own, &mut self.rr) {
+                // Noted before the queue lock goes: a read is always queued or taken.
+                self.take(&t);
                 return Some(t);
             }
             q = self.shared.cv.wait(q).unwrap_or_else(|p| p.into_inner());
@@ -446,15 +485,25 @@ impl Worker {
         if q.shutdown {
             return None;
         }
-        pop(&mut q, &self.own, &mut self.rr)
+        let t = pop(&mut q, &self.own, &mut self.rr)?;
+        self.take(&t);
+        Some(t)
     }
 
-    fn shutting_down(&self) -> bool {
-        self.shared.lock().shutdown
+    fn take(&self, t: &IoTask) {
+        let read = Outstanding {
+            token: t.token,
+            fd: t.fd,
+            offset: t.offset,
+            len: t.len,
+            since: Instant::now(),
+        };
+        lock_taken(&self.taken).insert(t.token, read);
     }
 
     fn finish(&self, task: &IoTask, submitted: Instant, result: std::result::Result<(), String>) {
         let completed = Instant::now();
+        lock_taken(&self.taken).remove(&task.token);
         if result.is_ok() {
             self.counters.ops.fetch_add(1, Ordering::Relaxed);
             self.counters
@@ -509,19 +558,15 @@ impl Worker {
         }
     }
 
-    /// Holds a hung read (blocking backend) until its rule ends; `false` when the pool
-    /// shuts down first.
-    fn hold(&self, rule: usize) -> bool {
-        let Some(plan) = &self.faults else {
-            return true;
-        };
-        while plan.still_active(rule) {
-            if self.shutting_down() {
-                return false;
+    /// Holds a hung read (blocking backend) until its rule ends. Stopping the pool does
+    /// not end it: a read the kernel holds does not notice the engine going away either,
+    /// and the engine must get by without it (see `engine::plan`, abandoned reads).
+    fn hold(&self, rule: usize) {
+        if let Some(plan) = &self.faults {
+            while plan.still_active(rule) {
+                plan.wait(HANG_POLL);
             }
-            plan.wait(HANG_POLL);
         }
-        true
     }
 
     fn run_blocking(mut self, start_err: Option<String>) {
@@ -533,13 +578,7 @@ impl Worker {
                     self.finish(&task, submitted, Err(msg));
                     continue;
                 }
-                Injected::Hang(rule) => {
-                    if !self.hold(rule) {
-                        let msg = "the engine stopped while the lane was not answering";
-                        self.finish(&task, submitted, Err(msg.into()));
-                        continue;
-                    }
-                }
+                Injected::Hang(rule) => self.hold(rule),
                 Injected::Short(n) => first = Some(n),
                 Injected::None => {}
             }
@@ -635,14 +674,13 @@ impl Worker {
         // queue), then the worker carries on with blocking reads.
         let mut broken: Option<String> = None;
         loop {
-            // Issue hung reads whose lane came back; fail them (never issued) at shutdown.
+            // Issue hung reads whose lane came back (stopping the pool does not end them, as
+            // it would not end a read the kernel holds: see `hold`).
             if !hung.is_empty() {
-                let shutdown = self.shutting_down();
                 let plan = self.faults.clone();
                 let mut still = Vec::with_capacity(hung.len());
                 for (slot, rule) in hung.drain(..) {
-                    let holds = plan.as_ref().is_some_and(|p| p.still_active(rule));
-                    if holds && !shutdown {
+                    if plan.as_ref().is_some_and(|p| p.still_active(rule)) {
                         still.push((slot, rule));
                         continue;
                     }
@@ -650,13 +688,9 @@ impl Worker {
                         free.push(slot);
                         continue;
                     };
-                    if shutdown || broken.is_some() {
+                    if let Some(msg) = &broken {
                         free.push(slot);
-                        let msg = match &broken {
-                            Some(m) => m.clone(),
-                            None => "the engine stopped while the lane was not answering".into(),
-                        };
-                        self.finish(&f.task, f.submitted, Err(msg));
+                        self.finish(&f.task, f.submitted, Err(msg.clone()));
                         continue;
                     }
                     let e = self.sqe(&f, slot as u64, fixed);

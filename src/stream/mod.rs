@@ -366,10 +366,12 @@ impl FrameStream {
     }
 
     /// Stops issuing reads and waits (until `end` at most) for the reads in flight to end,
-    /// so the engine shuts down idle. The scheduler is not told.
+    /// so the engine shuts down idle. Frames that timed out with reads still out (held) are
+    /// not waited for: their reads had the read timeout to answer, and may never (the
+    /// engine abandons them when it stops). The scheduler is not told.
     pub fn drain(&mut self, end: Instant) {
         self.cancel_all();
-        while self.engine.in_flight() > 0 && Instant::now() < end {
+        while self.engine.in_flight() > self.held.len() && Instant::now() < end {
             if let Ok(Some(c)) = self.engine.next_completion(Duration::from_millis(10)) {
                 if c.holds_slot() {
                     // Reads still out: the slot is freed when they end.

@@ -21,8 +21,10 @@
 //! stopped answering) is reported at once as [`IngestError::TimedOut`], so playback can go
 //! on; its slot stays reserved ([`Completion::holds_slot`]) because the kernel or cuFile may
 //! still write into it, and a second completion, [`IngestError::Released`], frees it when
-//! the reads really end. Faults can be injected for tests and demonstrations
-//! ([`super::faults`]).
+//! the reads really end. Stopping an engine ([`Engine::stop`], or dropping it) waits for
+//! the reads issued up to the read timeout, and abandons those that timed out: a read the
+//! kernel holds may never end, so nothing joins the threads it keeps. Faults can be
+//! injected for tests and demonstrations ([`super::faults`]).
 //!
 //! This file is the interface and the engines' construction (each on a [`Backend`]);
 //! `plan` splits requests into reads and keeps each frame's books on the coordinator
@@ -311,6 +313,8 @@ pub struct Engine {
     tx: Sender<Msg>,
     done: Receiver<Completion>,
     thread: Option<JoinHandle<()>>,
+    /// Where the coordinator, once stopped, says whether it abandons reads still out.
+    exit: Receiver<Option<String>>,
     in_flight: usize,
     counters: Arc<IoCounters>,
     slot_lens: Vec<usize>,
@@ -549,6 +553,7 @@ impl Engine {
         };
         let (tx, rx) = mpsc::channel::<Msg>();
         let (done_tx, done_rx) = mpsc::channel::<Completion>();
+        let (exit_tx, exit_rx) = mpsc::channel::<Option<String>>();
         let sink_tx = std::sync::Mutex::new(tx.clone());
         let sink: super::io::Sink = Arc::new(move |d: IoDone| {
             // Sender is Sync; the mutex only keeps older toolchains' bounds happy.
@@ -659,13 +664,14 @@ impl Engine {
         let source_files: Vec<SourceFile> = files.to_vec();
         let thread = std::thread::Builder::new()
             .name(format!("sc-{}", kind.name()))
-            .spawn(move || coord.run(rx, &source_files))
+            .spawn(move || coord.run(rx, &source_files, exit_tx))
             .map_err(|e| IngestError::Usage(format!("cannot start the engine thread: {e}")))?;
         Ok(Engine {
             info,
             tx,
             done: done_rx,
             thread: Some(thread),
+            exit: exit_rx,
             in_flight: 0,
             counters,
             slot_lens,
@@ -749,12 +755,37 @@ impl IngestEngine for Engine {
     }
 }
 
+impl Engine {
+    /// Stops the engine: reads not yet issued are dropped, reads issued are waited for up
+    /// to the read timeout (without one, for as long as they take). Returns `None` when
+    /// every read ended, else what is abandoned: reads that timed out and are still out,
+    /// which no one can cancel (the kernel holds them). Their coordinator and I/O threads
+    /// are left running, detached, with the slot memory, files and buffers those reads
+    /// write into, until the reads end or the process exits; nothing here waits for them.
+    pub fn stop(mut self) -> Option<String> {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Option<String> {
+        let thread = self.thread.take()?;
+        let _ = self.tx.send(Msg::Stop);
+        match self.exit.recv() {
+            Ok(Some(abandoned)) => {
+                drop(thread);
+                Some(abandoned)
+            }
+            // Nothing left out (or the thread is gone): it shuts down at once.
+            _ => {
+                let _ = thread.join();
+                None
+            }
+        }
+    }
+}
+
 impl Drop for Engine {
     fn drop(&mut self) {
-        let _ = self.tx.send(Msg::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.stop_inner();
     }
 }
 

@@ -15,7 +15,7 @@ use crate::gpu::{Gpu, PartMemory, SlotLayout, SlotMemory};
 use crate::ingest::error::{IngestError, Result};
 use crate::ingest::files::OpenFiles;
 use crate::ingest::gds::GdsState;
-use crate::ingest::io::{IoDone, IoPool, IoTask, Target};
+use crate::ingest::io::{IoDone, IoPool, IoTask, Outstanding, Target};
 use crate::ingest::source::{ReadExtent, SourceFile};
 use crate::ingest::verify::{DeviceChecker, HostChecker};
 
@@ -83,6 +83,18 @@ pub(super) struct Piece {
     /// part boundary).
     pub(super) part: u32,
     pub(super) part_offset: u64,
+}
+
+/// A read that does not answer, as a time-out names it.
+struct StuckRead {
+    lane: u32,
+    path: std::path::PathBuf,
+    offset: u64,
+    len: u64,
+    /// The frame the read belongs to, where it is still tracked.
+    frame: Option<u32>,
+    /// When a worker took it.
+    since: Instant,
 }
 
 pub(super) struct Job {
@@ -189,12 +201,25 @@ fn split(
 }
 
 impl Coordinator {
-    pub(super) fn run(&mut self, rx: Receiver<Msg>, files: &[SourceFile]) {
+    /// The coordinator's loop, until [`Msg::Stop`]. Stopping drops the reads not yet issued
+    /// and waits for those issued, up to the read timeout (a read out longer times out as
+    /// usual); then it tells `exit` whether reads that timed out are still out (`Some`,
+    /// what they are) before it shuts the pool down, which waits for them. The engine's
+    /// `Drop` does not wait for a coordinator that abandons reads: a read the kernel holds
+    /// may never end, and the slots, files and buffers it writes into stay alive with this
+    /// thread.
+    pub(super) fn run(
+        &mut self,
+        rx: Receiver<Msg>,
+        files: &[SourceFile],
+        exit: Sender<Option<String>>,
+    ) {
         if let Some(s) = &self.staged
             && let Err(e) = s.gpu.bind()
         {
             eprintln!("supercell: staged engine cannot bind its CUDA context: {e}");
         }
+        let mut stopping = false;
         loop {
             let busy = self
                 .staged
@@ -222,7 +247,6 @@ impl Coordinator {
                     Err(_) => break,
                 }
             };
-            let mut stop = false;
             let mut msgs: Vec<Msg> = first.into_iter().collect();
             msgs.extend(rx.try_iter());
             for m in msgs {
@@ -234,7 +258,14 @@ impl Coordinator {
                         self.on_piece_checked(seq, idx, crc, at)
                     }
                     Msg::FrameChecked(seq, r) => self.on_frame_checked(seq, r),
-                    Msg::Stop => stop = true,
+                    Msg::Stop if !stopping => {
+                        stopping = true;
+                        let seqs: Vec<u64> = self.jobs.keys().copied().collect();
+                        for seq in seqs {
+                            self.cancel_job(seq);
+                        }
+                    }
+                    Msg::Stop => {}
                 }
             }
             self.poll_copies();
@@ -242,10 +273,11 @@ impl Coordinator {
             self.check_timeouts();
             self.dispatch_staged();
             self.dispatch_bounce();
-            if stop {
+            if stopping && self.jobs.values().all(|j| j.timed_out) {
                 break;
             }
         }
+        let _ = exit.send(self.abandoned());
         self.shutdown();
     }
 
@@ -356,14 +388,18 @@ impl Coordinator {
     /// Drops the queued reads of the job writing `slot` (see
     /// [`IngestEngine::cancel`](super::IngestEngine::cancel)).
     fn on_cancel(&mut self, slot: usize) {
-        let Some(seq) = self
+        if let Some(seq) = self
             .jobs
             .iter()
             .find(|(_, j)| j.req.slot == slot)
             .map(|(s, _)| *s)
-        else {
-            return;
-        };
+        {
+            self.cancel_job(seq);
+        }
+    }
+
+    /// Drops the queued reads of frame `seq`; it ends cancelled once its reads issued end.
+    fn cancel_job(&mut self, seq: u64) {
         let dropped = self.drop_queued_reads(seq);
         if dropped == 0 {
             return;
@@ -381,9 +417,10 @@ impl Coordinator {
     }
 
     /// Fails the frames whose reads made no progress within the read timeout: each is
-    /// reported [`IngestError::TimedOut`] at once (naming a read that did not answer), its
-    /// reads not yet issued are dropped, and its slot stays reserved until the reads issued
-    /// end ([`IngestError::Released`]): the kernel or cuFile may still write into it.
+    /// reported [`IngestError::TimedOut`] at once (naming the read that does not answer,
+    /// see [`Coordinator::stuck_read`]), its reads not yet issued are dropped, and its slot
+    /// stays reserved until the reads issued end ([`IngestError::Released`]): the kernel or
+    /// cuFile may still write into it.
     fn check_timeouts(&mut self) {
         let Some(limit) = self.read_timeout else {
             return;
@@ -401,44 +438,31 @@ impl Coordinator {
             })
             .map(|(s, _)| *s)
             .collect();
+        if expired.is_empty() {
+            return;
+        }
+        let outstanding = self
+            .pool
+            .as_ref()
+            .map(IoPool::outstanding)
+            .unwrap_or_default();
         for seq in expired {
-            // A read still out: a direct frame's first piece not ended, else (staged) one in
-            // a staging buffer or still queued.
-            let stuck = self.jobs.get(&seq).and_then(|j| {
-                j.pieces
-                    .iter()
-                    .zip(&j.ended)
-                    .find(|(_, e)| !**e)
-                    .map(|(p, _)| *p)
-            });
-            let stuck = stuck.or_else(|| {
-                let b = self.bounce.as_ref()?;
-                b.pieces
-                    .iter()
-                    .filter_map(|p| *p)
-                    .chain(b.pending.iter().copied())
-                    .find(|p| p.seq == seq)
-            });
-            let stuck = stuck.or_else(|| {
-                let s = self.staged.as_ref()?;
-                s.bufs
-                    .iter()
-                    .filter_map(|b| b.piece)
-                    .chain(s.pending.iter().copied())
-                    .find(|p| p.seq == seq)
-            });
+            let stuck = self.stuck_read(seq, &outstanding);
             let dropped = self.drop_queued_reads(seq);
             let Some(job) = self.jobs.get_mut(&seq) else {
                 continue;
             };
             job.timed_out = true;
             job.left -= dropped;
-            let (lane, path, offset) = match stuck {
-                Some(p) => {
-                    let f = &self.files.files[p.file as usize];
-                    (Some(f.lane), Some(f.path.clone()), Some(p.offset))
-                }
-                None => (None, None, None),
+            let (lane, path, offset, len, behind) = match stuck {
+                Some(r) => (
+                    Some(r.lane),
+                    Some(r.path),
+                    Some(r.offset),
+                    Some(r.len),
+                    r.frame.filter(|&f| f != job.req.frame),
+                ),
+                None => (None, None, None, None, None),
             };
             let c = Completion {
                 frame: job.req.frame,
@@ -454,6 +478,8 @@ impl Coordinator {
                     lane,
                     path,
                     offset,
+                    len,
+                    behind,
                     waited: now.saturating_duration_since(job.progress),
                 }),
             };
@@ -462,6 +488,88 @@ impl Coordinator {
                 self.finish_job(seq);
             }
         }
+    }
+
+    /// The frame a read handed to the pool belongs to (its token names the piece, or for
+    /// the staged and bounce engines the buffer the piece is in).
+    fn frame_of_token(&self, token: u64) -> Option<u64> {
+        if let Some(s) = &self.staged {
+            return s.bufs.get(token as usize)?.piece.map(|p| p.seq);
+        }
+        if let Some(b) = &self.bounce {
+            return b
+                .pieces
+                .get(token as usize)
+                .copied()
+                .flatten()
+                .map(|p| p.seq);
+        }
+        Some(token >> 32)
+    }
+
+    /// The read to blame for frame `seq` making no progress: the oldest of its own reads
+    /// that a worker has taken and not finished (a read still queued is waiting, not
+    /// stuck); when none is out (every read of the frame waits behind others, as on
+    /// blocking threads that all went to a lane that stopped), the oldest read out of any
+    /// frame, which the frame waits behind. `None` when the pool has nothing out.
+    fn stuck_read(&self, seq: u64, outstanding: &[Outstanding]) -> Option<StuckRead> {
+        let oldest = |own: bool| {
+            outstanding
+                .iter()
+                .filter(|r| !own || self.frame_of_token(r.token) == Some(seq))
+                .min_by_key(|r| r.since)
+        };
+        let r = oldest(true).or_else(|| oldest(false))?;
+        let file = self.files.files.iter().find(|f| f.fd() == r.fd)?;
+        let frame = self
+            .frame_of_token(r.token)
+            .and_then(|s| self.jobs.get(&s))
+            .map(|j| j.req.frame);
+        Some(StuckRead {
+            lane: file.lane,
+            path: file.path.clone(),
+            offset: r.offset,
+            len: r.len as u64,
+            frame,
+            since: r.since,
+        })
+    }
+
+    /// What the engine leaves behind when it stops with reads that timed out still out:
+    /// `None` when there are none, else a sentence naming the oldest (see
+    /// [`super::Engine`]'s `Drop`: such reads are abandoned, not waited for).
+    fn abandoned(&self) -> Option<String> {
+        let frames: Vec<u32> = self
+            .jobs
+            .values()
+            .filter(|j| j.timed_out && j.left > 0)
+            .map(|j| j.req.frame)
+            .collect();
+        if frames.is_empty() {
+            return None;
+        }
+        let outstanding = self
+            .pool
+            .as_ref()
+            .map(IoPool::outstanding)
+            .unwrap_or_default();
+        let seq = self.jobs.iter().find(|(_, j)| j.timed_out && j.left > 0)?.0;
+        let site = match self.stuck_read(*seq, &outstanding) {
+            Some(r) => format!(
+                "; the oldest: lane {} ({}, bytes {}..{}), out for {:.1} s",
+                r.lane,
+                r.path.display(),
+                r.offset,
+                r.offset + r.len,
+                r.since.elapsed().as_secs_f64()
+            ),
+            None => String::new(),
+        };
+        Some(format!(
+            "reads of {} frame(s) got no answer and are abandoned (a read the kernel holds \
+             cannot be cancelled; its thread and memory are left to it){site}",
+            frames.len()
+        ))
     }
 
     /// Drops the reads of frame `seq` that are queued and not yet issued (staged: waiting for
