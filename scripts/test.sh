@@ -27,6 +27,10 @@ command -v nanovdb_validate >/dev/null || need_apt+=(libnanovdb-tools)
 # cmake and minutes of two cores), and the Python module that writes the test files.
 pkg-config --exists netcdf 2>/dev/null || need_apt+=(libnetcdf-dev pkg-config)
 /usr/bin/python3 -c 'import netCDF4' 2>/dev/null || need_apt+=(python3-netcdf4)
+# fio, the baseline `bench --peer fio` runs beside supercell, and its json+ converter
+# (fio_jsonplus_clat2csv, which imports six) that reads `bench --json` in tests/bench_peer.rs.
+command -v fio >/dev/null || need_apt+=(fio)
+python3 -c 'import six' 2>/dev/null || need_apt+=(python3-six)
 # Mesa's software Vulkan (lavapipe) for the renderer tests.
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers libvulkan1)
 # A virtual X server and the libraries winit loads at run time, for the player's window tests

@@ -3,31 +3,12 @@
 
 use std::process::Command;
 
-use supercell::bench::{self, BenchConfig, jobs, plot, report, sweep};
-use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
-use supercell::ingest::{EngineKind, Source};
+mod bench_support;
+use bench_support::make;
 
-fn make(dir: &std::path::Path) {
-    let mut w = DatasetWriter::create(
-        dir,
-        LaneSpec::Count(2),
-        64 << 10,
-        vec![AttributeSpec::new("density")],
-        Provenance::new("bench test", ["x"]),
-    )
-    .unwrap();
-    for f in 0..5u8 {
-        w.push_frame_opaque(
-            f64::from(f),
-            vec![vec![
-                f.wrapping_mul(37) ^ 0x5a;
-                300_000 + usize::from(f) * 5000
-            ]],
-        )
-        .unwrap();
-    }
-    w.finish().unwrap();
-}
+use supercell::bench::{self, BenchConfig, jobs, plot, report, sweep};
+use supercell::dataset::Dataset;
+use supercell::ingest::{EngineKind, Source};
 
 /// A dataset that fits in the frame ring entirely must still be streamed from storage on
 /// every loop: a run asking for more frames than the dataset holds used to hang once every

@@ -81,10 +81,9 @@ pub fn text(r: &BenchResult) -> String {
     let m = &r.summary;
     let _ = writeln!(
         s,
-        "throughput (GB/s = 10^9 bytes/s; the line above is gdsio's GiB/s): {:.3} GB/s over the run, {:.3} GB/s last second, {:.3} GB/s last frame; {:.2} frames/s ({} frames, {:.3} GB in {:.3} s)",
+        "throughput (GB/s = 10^9 bytes/s; the line above is gdsio's GiB/s): {:.3} GB/s over the run, {:.3} GB/s in its last second; {:.2} frames/s ({} frames, {:.3} GB in {:.3} s)",
         m.gbps,
         m.gbps_window,
-        m.gbps_instant,
         m.frames_per_s,
         m.frames,
         m.bytes as f64 / 1e9,
@@ -156,7 +155,7 @@ pub fn text(r: &BenchResult) -> String {
 /// Percentiles that `lat_ns` lists, as fio's default `percentile_list` does.
 pub const PERCENTILES: [f64; 9] = [1.0, 5.0, 10.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99];
 
-/// Read latencies in fio's `lat_ns` form.
+/// Read latencies in fio's form (`clat_ns`, `lat_ns`; `slat_ns` with `N` 0: not measured).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LatencyNs {
     /// Shortest read.
@@ -165,12 +164,20 @@ pub struct LatencyNs {
     pub max: u64,
     /// Mean read.
     pub mean: f64,
+    /// Standard deviation, from the histogram's buckets (each value taken at its bucket's
+    /// middle, so within 1/16 of the exact figure) about the exact mean.
+    pub stddev: f64,
     /// Reads measured.
     #[serde(rename = "N")]
     pub n: u64,
     /// Percentile (as fio spells it, `"99.000000"`) → nanoseconds, in rising order.
     #[serde(serialize_with = "in_order")]
     pub percentile: Vec<(String, u64)>,
+    /// Latency buckets as fio's `json+` writes them: a bucket's value in nanoseconds (as a
+    /// string) → reads in it, rising (what `fio_jsonplus_clat2csv` reads); left out when
+    /// nothing was measured, as fio does.
+    #[serde(serialize_with = "in_order", skip_serializing_if = "Vec::is_empty")]
+    pub bins: Vec<(String, u64)>,
 }
 
 /// Pairs as a JSON object, keys in the order given (fio lists percentiles rising).
@@ -187,19 +194,33 @@ impl LatencyNs {
     /// From an engine's histogram and its exact latency sum and count.
     pub fn from_histogram(h: &LatencyHistogram, sum_ns: u64, ops: u64) -> LatencyNs {
         let (min, max) = h.min_max().unwrap_or((0, 0));
+        let mean = if ops > 0 {
+            sum_ns as f64 / ops as f64
+        } else {
+            0.0
+        };
+        let bins = h.bins();
+        let n: u64 = bins.iter().map(|b| b.1).sum();
+        let stddev = if n > 1 {
+            let sq: f64 = bins
+                .iter()
+                .map(|&(v, c)| (v as f64 - mean).powi(2) * c as f64)
+                .sum();
+            (sq / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
         LatencyNs {
             min,
             max,
-            mean: if ops > 0 {
-                sum_ns as f64 / ops as f64
-            } else {
-                0.0
-            },
-            n: h.count(),
+            mean,
+            stddev,
+            n,
             percentile: PERCENTILES
                 .iter()
                 .map(|&p| (format!("{p:.6}"), h.percentile(p)))
                 .collect(),
+            bins: bins.iter().map(|&(v, c)| (v.to_string(), c)).collect(),
         }
     }
 
@@ -213,8 +234,9 @@ impl LatencyNs {
     }
 }
 
-/// The `read` block of a fio job.
-#[derive(Clone, Debug, Serialize)]
+/// One direction's block of a fio job (`read`; `write` and `trim` stay empty: a bench
+/// only reads).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct FioRead {
     /// Bytes read.
     pub io_bytes: u64,
@@ -230,8 +252,40 @@ pub struct FioRead {
     pub runtime: u64,
     /// Reads completed.
     pub total_ios: u64,
-    /// Read latencies, nanoseconds.
+    /// Submission latency: not measured separately (`N` 0, as fio writes it for its
+    /// synchronous engines); a read is timed from its submission on, so it is all `clat_ns`.
+    pub slat_ns: LatencyNs,
+    /// Completion latency: each read from its submission (io_uring SQE prepared, or the
+    /// pread call) to its completion, nanoseconds.
+    pub clat_ns: LatencyNs,
+    /// Total latency (`slat_ns` + `clat_ns`): the same figures as `clat_ns`, since the
+    /// submission is inside the timed span.
     pub lat_ns: LatencyNs,
+}
+
+/// One lane's share of a run, in fio's job shape (bytes and bandwidth; read latencies are
+/// kept per run, not per lane, so none are given here).
+#[derive(Clone, Debug, Serialize)]
+pub struct FioLaneJob {
+    /// `lane N`.
+    pub jobname: String,
+    /// The lane.
+    pub lane: u32,
+    /// The lane's files.
+    pub files: Vec<String>,
+    /// What was read from the lane, of the frames that landed.
+    pub read: FioLaneRead,
+}
+
+/// A lane's bytes and bandwidth.
+#[derive(Clone, Debug, Serialize)]
+pub struct FioLaneRead {
+    /// Bytes read from the lane.
+    pub io_bytes: u64,
+    /// Bytes per second over the run.
+    pub bw_bytes: u64,
+    /// Run time, milliseconds.
+    pub runtime: u64,
 }
 
 /// One job of fio's `jobs[]`, with supercell's own figures under `supercell`.
@@ -244,17 +298,62 @@ pub struct FioJob {
     /// Why the job failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_text: Option<String>,
+    /// The settings of the run in fio's terms (`rw`, `bs`, `iodepth`, `numjobs`,
+    /// `direct`, `ioengine`, `runtime`), as strings as fio writes them.
+    #[serde(rename = "job options")]
+    pub job_options: std::collections::BTreeMap<String, String>,
     /// Run time, milliseconds.
     pub job_runtime: u64,
     /// What was read.
     pub read: FioRead,
+    /// Nothing (a bench only reads); present because fio's tools expect it.
+    pub write: FioRead,
+    /// Nothing; present because fio's tools expect it.
+    pub trim: FioRead,
     /// User CPU, percent of the run time (fio's `usr_cpu`).
     pub usr_cpu: f64,
     /// System CPU, percent of the run time (fio's `sys_cpu`).
     pub sys_cpu: f64,
+    /// Each lane's bytes and bandwidth.
+    pub lanes: Vec<FioLaneJob>,
     /// Everything supercell measured (engine, mode, frame figures, per-frame timings).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub supercell: Option<BenchResult>,
+}
+
+/// fio's `ioengine` for what an engine's mode line says it ran.
+pub fn fio_ioengine(mode: &str) -> &'static str {
+    if mode.contains("io_uring") {
+        "io_uring"
+    } else {
+        "psync"
+    }
+}
+
+/// The run's settings in fio's `job options` terms.
+fn job_options(name: &str, r: &BenchResult) -> std::collections::BTreeMap<String, String> {
+    let ioengine = fio_ioengine(&r.mode);
+    // A synchronous engine has one read in flight per thread, whatever --queue-depth says.
+    let iodepth = if ioengine == "psync" {
+        1
+    } else {
+        r.queue_depth
+    };
+    let direct = r.mode.contains("O_DIRECT") && !r.mode.contains("partly O_DIRECT");
+    [
+        ("name", name.to_string()),
+        ("rw", "read".into()),
+        ("bs", r.io_size.to_string()),
+        ("iodepth", iodepth.to_string()),
+        ("numjobs", r.threads.to_string()),
+        ("direct", u8::from(direct).to_string()),
+        ("ioengine", ioengine.into()),
+        ("runtime", format!("{}ms", (r.total_time_s * 1e3).round())),
+        ("supercell_engine", r.engine.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 impl FioJob {
@@ -264,23 +363,43 @@ impl FioJob {
         let per_s = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
         let pct = |cpu: f64| if secs > 0.0 { cpu / secs * 100.0 } else { 0.0 };
         let bytes = r.summary.bytes;
+        let runtime = (secs * 1e3).round() as u64;
         FioJob {
             jobname: name.to_string(),
             error: 0,
             error_text: None,
-            job_runtime: (secs * 1e3).round() as u64,
+            job_options: job_options(name, r),
+            job_runtime: runtime,
             read: FioRead {
                 io_bytes: bytes,
                 io_kbytes: bytes / 1024,
                 bw_bytes: per_s(bytes as f64).round() as u64,
                 bw: (per_s(bytes as f64) / 1024.0).round() as u64,
                 iops: per_s(r.ops as f64),
-                runtime: (secs * 1e3).round() as u64,
+                runtime,
                 total_ios: r.ops,
+                slat_ns: LatencyNs::default(),
+                clat_ns: r.read_lat_ns.clone(),
                 lat_ns: r.read_lat_ns.clone(),
             },
+            write: FioRead::default(),
+            trim: FioRead::default(),
             usr_cpu: pct(r.usr_cpu_s),
             sys_cpu: pct(r.sys_cpu_s),
+            lanes: r
+                .lanes
+                .iter()
+                .map(|l| FioLaneJob {
+                    jobname: format!("lane {}", l.lane),
+                    lane: l.lane,
+                    files: l.files.clone(),
+                    read: FioLaneRead {
+                        io_bytes: l.bytes,
+                        bw_bytes: per_s(l.bytes as f64).round() as u64,
+                        runtime,
+                    },
+                })
+                .collect(),
             supercell: Some(r.clone()),
         }
     }
@@ -291,19 +410,14 @@ impl FioJob {
             jobname: name.to_string(),
             error: 1,
             error_text: Some(why.to_string()),
+            job_options: [("name".to_string(), name.to_string())].into(),
             job_runtime: 0,
-            read: FioRead {
-                io_bytes: 0,
-                io_kbytes: 0,
-                bw_bytes: 0,
-                bw: 0,
-                iops: 0.0,
-                runtime: 0,
-                total_ios: 0,
-                lat_ns: LatencyNs::default(),
-            },
+            read: FioRead::default(),
+            write: FioRead::default(),
+            trim: FioRead::default(),
             usr_cpu: 0.0,
             sys_cpu: 0.0,
+            lanes: Vec::new(),
             supercell: None,
         }
     }
@@ -425,6 +539,9 @@ pub struct FioReport {
     /// With a job file: all jobs together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregate: Option<Aggregate>,
+    /// With `--peer fio`: fio's runs on the same files, before and after, and the ratio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<super::peer::PeerReport>,
 }
 
 /// Job-file totals.
@@ -452,6 +569,7 @@ impl FioReport {
             jobs,
             runs: None,
             aggregate: None,
+            peer: None,
         }
     }
 

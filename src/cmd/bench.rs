@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 
-use supercell::bench::{self, BenchConfig, jobs, plot, report, sweep};
+use supercell::bench::{self, BenchConfig, jobs, peer, plot, report, sweep};
 use supercell::dataset::{Dataset, MANIFEST_FILE};
 use supercell::ingest::{EngineKind, IoBackend, Source};
 use supercell::scene::ensure_default_dataset;
@@ -66,12 +66,24 @@ pub struct BenchArgs {
     /// the memory; the output says how many).
     #[arg(long)]
     pub slots: Option<usize>,
-    /// Frames to read (default: every frame once, unless --duration).
+    /// Stop after this many frames (frames loop), or at --duration if that comes first.
     #[arg(long)]
     pub frames: Option<u64>,
-    /// How long to run, frames looping: 10 (seconds), 2.5s, 500ms, 2min.
+    /// How long to run, frames looping: 10 (seconds), 2.5s, 500ms, 2min. Default: 10 s
+    /// (time-based, as fio's time_based/runtime), unless --frames or --frames-once.
     #[arg(long, value_parser = units::parse_positive_duration)]
     pub duration: Option<Duration>,
+    /// One pass: read every frame once, then stop (the run is as long as that takes).
+    #[arg(long, conflicts_with_all = ["frames", "duration"])]
+    pub frames_once: bool,
+    /// Run fio on the same lane files before and after supercell's run, with the same
+    /// block size, threads (numjobs), reads in flight (iodepth), O_DIRECT and read
+    /// mechanism (io_uring, or psync for pread threads), read-only and time-based
+    /// (--duration, 10 s by default), and print both and their ratio; `--json` carries
+    /// fio's figures, version and command line under `peer`. `fio` finds fio on PATH;
+    /// `fio=/path/to/fio` names it.
+    #[arg(long, value_name = "fio|fio=PATH", conflicts_with_all = ["job", "sweep", "gpus"])]
+    pub peer: Option<String>,
     /// O_DIRECT and drop the page cache first (when root).
     #[arg(long)]
     pub cold: bool,
@@ -164,6 +176,15 @@ fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// `(frames, seconds)` of a run: time-based (10 s) unless --frames or --frames-once.
+fn run_length(args: &BenchArgs) -> (Option<u64>, Option<f64>) {
+    bench::run_length(
+        args.frames,
+        args.duration.map(|d| d.as_secs_f64()),
+        args.frames_once,
+    )
+}
+
 /// The settings of one run (or of each job of `--gpus`) from the command line.
 fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
     BenchConfig {
@@ -173,8 +194,8 @@ fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
         queue_depth: args.queue_depth,
         slots: args.slots,
         part_bytes: None,
-        frames: args.frames,
-        duration: args.duration.map(|d| d.as_secs_f64()),
+        frames: run_length(args).0,
+        duration: run_length(args).1,
         cold: args.cold,
         buffered: args.buffered,
         gpu: args.gpu,
@@ -243,6 +264,22 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         }
         return Ok(());
     }
+    let peer = match &args.peer {
+        Some(p) => {
+            let named = peer::parse_peer(p)?;
+            let fio = peer::find_fio(named.as_deref(), std::env::var_os("PATH").as_deref())?;
+            let seconds = cfg.duration.unwrap_or(bench::DEFAULT_DURATION_S);
+            let plan = peer::plan(&source, &cfg, seconds);
+            println!(
+                "peer: {} before supercell: {}",
+                fio.version,
+                peer::command_line(&fio, &plan)
+            );
+            let before = peer::run_fio_as(&fio, &plan, cfg.cold)?;
+            Some((fio, plan, before))
+        }
+        None => None,
+    };
     let mut results = Vec::new();
     for i in 0..args.runs {
         let r = bench::run(&source, &cfg)?;
@@ -263,9 +300,19 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if args.runs > 1 {
         println!("{}", summary.text());
     }
+    let peer = match peer {
+        Some((fio, plan, before)) => {
+            let after = peer::run_fio_as(&fio, &plan, cfg.cold)?;
+            let p = peer::PeerReport::new(&fio, &plan, before, after, median, &cfg);
+            print!("{}", p.text());
+            Some(p)
+        }
+        None => None,
+    };
     if let Some(j) = &args.json {
         let mut doc = report::FioReport::of_runs(&results);
         doc.engine_choice = engine_choice;
+        doc.peer = peer;
         write_json(j, &doc)?;
     }
     let differ: u64 = results

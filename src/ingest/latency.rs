@@ -75,6 +75,22 @@ impl LatencyHistogram {
         })
     }
 
+    /// The buckets that hold latencies, rising: each bucket's representative value (its
+    /// middle, nanoseconds; distinct per bucket) and how many latencies fell in it. fio's
+    /// `json+` output lists its own buckets the same way (`bins`).
+    pub fn bins(&self) -> Vec<(u64, u64)> {
+        self.counts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i, c.load(Ordering::Relaxed)))
+            .filter(|&(_, n)| n > 0)
+            .map(|(i, n)| {
+                let (lo, hi) = bucket_bounds(i);
+                (lo + (hi - lo) / 2, n)
+            })
+            .collect()
+    }
+
     /// The latency below which `pct` percent of the reads completed (nearest rank, the
     /// bucket's middle, kept within the exact min and max); 0 before the first.
     pub fn percentile(&self, pct: f64) -> u64 {
@@ -130,5 +146,8 @@ mod tests {
         assert!((p50 / 500_000.0 - 1.0).abs() < 1.0 / 16.0, "{p50}");
         assert!((p99 / 990_000.0 - 1.0).abs() < 1.0 / 16.0, "{p99}");
         assert!(h.percentile(100.0) <= 1_000_000 && h.percentile(0.0) >= 1000);
+        let bins = h.bins();
+        assert_eq!(bins.iter().map(|b| b.1).sum::<u64>(), 1000);
+        assert!(bins.windows(2).all(|w| w[0].0 < w[1].0), "{bins:?}");
     }
 }
