@@ -100,16 +100,27 @@ fn bench_runs_verifies_and_reports() {
         frames: Some(3),
         ..BenchConfig::default()
     };
-    let pts = sweep::sweep(
-        &source,
-        &base,
-        &sweep::thread_counts(4),
-        &[16 << 10, 64 << 10],
-        |_, _| {},
-    )
-    .unwrap();
-    assert_eq!(pts.len(), 6);
-    assert!(sweep::table(&pts).contains("64 KiB"));
+    let plan = sweep::SweepPlan {
+        threads: sweep::thread_counts(4),
+        io_sizes: vec![16 << 10, 64 << 10],
+        queue_depths: vec![2, 8],
+        runs: 3,
+    };
+    let pts = sweep::sweep(&source, &base, &plan, |_, _| {}).unwrap();
+    assert_eq!(pts.len(), 12);
+    for p in &pts {
+        let s = p.gbps_spread;
+        assert!(
+            p.runs == 3 && s.min <= p.gbps && p.gbps <= s.max && s.min > 0.0,
+            "{p:?}"
+        );
+    }
+    let table = sweep::table(&pts);
+    assert!(
+        table.contains("64 KiB") && table.contains("queue depth 8"),
+        "{table}"
+    );
+    assert!(table.contains("median of 3 runs"), "{table}");
     let png_path = dir.path().join("sweep.png");
     plot::write_png(&pts, "test", &png_path).unwrap();
     let decoder = png::Decoder::new(std::io::BufReader::new(

@@ -1,4 +1,5 @@
-//! The sweep as a PNG line plot (GB/s against threads, one line per I/O size), drawn with
+//! The sweep as a PNG line plot (GB/s against threads, one line per I/O size and queue
+//! depth, error bars from the smallest to the largest of repeated runs), drawn with
 //! `plotters` into an RGB buffer and encoded with `png`. Labels use a font compiled into the
 //! binary (the one egui embeds), so no system font is needed; ticks fall on 1-2-5 steps.
 
@@ -116,14 +117,25 @@ fn size_label(io: usize) -> String {
 /// Draws the sweep into an RGB buffer of [`WIDTH`] × [`HEIGHT`].
 pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
     font()?;
-    let mut sizes: Vec<usize> = points.iter().map(|p| p.io_size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
+    // One line per (I/O size, queue depth).
+    let mut series: Vec<(usize, usize)> =
+        points.iter().map(|p| (p.io_size, p.queue_depth)).collect();
+    series.sort_unstable();
+    series.dedup();
+    let depths = {
+        let mut d: Vec<usize> = series.iter().map(|s| s.1).collect();
+        d.sort_unstable();
+        d.dedup();
+        d.len()
+    };
     let tmax = points.iter().map(|p| p.threads).max().unwrap_or(1).max(2);
     // x is log2(threads), ticks at every power of two.
     let xmax = (tmax as f64).log2().ceil();
     let xticks: Vec<f64> = (0..=xmax as u32).map(f64::from).collect();
-    let ymax = points.iter().map(|p| p.gbps).fold(0.0f64, f64::max);
+    let ymax = points
+        .iter()
+        .map(|p| p.gbps.max(p.gbps_spread.max))
+        .fold(0.0f64, f64::max);
     let (step, top) = nice_ticks(ymax, 6);
     let yticks = tick_values(step, top);
     let decimals = if step >= 1.0 {
@@ -167,18 +179,33 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
             .axis_desc_style((FONT, 18))
             .draw()
             .map_err(|e| err(e.to_string()))?;
-        for (i, io) in sizes.iter().enumerate() {
+        for (i, &(io, qd)) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            let mut pts: Vec<(f64, f64)> = points
+            let mine: Vec<&SweepPoint> = points
                 .iter()
-                .filter(|p| p.io_size == *io)
-                .map(|p| ((p.threads.max(1) as f64).log2(), p.gbps))
+                .filter(|p| p.io_size == io && p.queue_depth == qd)
                 .collect();
+            let x = |p: &SweepPoint| (p.threads.max(1) as f64).log2();
+            let mut pts: Vec<(f64, f64)> = mine.iter().map(|p| (x(p), p.gbps)).collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let label = if depths > 1 {
+                format!("{}, queue depth {qd}", size_label(io))
+            } else {
+                size_label(io)
+            };
+            // Error bars: the runs' smallest to largest, where there were several.
+            chart
+                .draw_series(mine.iter().filter(|p| p.runs > 1).map(|p| {
+                    PathElement::new(
+                        vec![(x(p), p.gbps_spread.min), (x(p), p.gbps_spread.max)],
+                        color.stroke_width(2),
+                    )
+                }))
+                .map_err(|e| err(e.to_string()))?;
             chart
                 .draw_series(LineSeries::new(pts.clone(), color.stroke_width(3)))
                 .map_err(|e| err(e.to_string()))?
-                .label(size_label(*io))
+                .label(label)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
                 });
@@ -254,7 +281,14 @@ mod tests {
             .map(|&(threads, io_size, gbps)| SweepPoint {
                 threads,
                 io_size,
+                queue_depth: 8,
+                runs: 3,
                 gbps,
+                gbps_spread: crate::bench::report::Spread {
+                    min: gbps * 0.9,
+                    median: gbps,
+                    max: gbps * 1.1,
+                },
                 gibps: gbps * 1e9 / (1u64 << 30) as f64,
                 avg_latency_us: 10.0,
                 frames_per_s: 1.0,

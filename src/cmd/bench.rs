@@ -48,9 +48,10 @@ pub struct BenchArgs {
     /// staged where cuFile cannot run; cpu-only without one), named in the output.
     #[arg(long, visible_alias = "path", value_enum)]
     pub engine: Option<EngineArg>,
-    /// Repeat the run N times and report min/median/max (as fio's repeated runs).
+    /// Repeat the run N times and report min/median/max (as fio's repeated runs); with
+    /// --sweep, N runs per point (median and spread, error bars in the plot).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000),
-          conflicts_with_all = ["job", "sweep"])]
+          conflicts_with_all = ["job"])]
     pub runs: u32,
     /// I/O threads.
     #[arg(long, default_value_t = 8)]
@@ -111,13 +112,17 @@ pub struct BenchArgs {
     /// job's `supercell` key.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Sweep threads (1, 2, 4, ... up to --threads, at most 1024) and --sweep-io-sizes.
+    /// Sweep threads (1, 2, 4, ... up to --threads, at most 1024), --sweep-io-sizes and
+    /// --sweep-queue-depths.
     #[arg(long)]
     pub sweep: bool,
     /// I/O sizes of the sweep, comma-separated (K/M/G/T and KiB/MiB/GiB/TiB are powers of
     /// 1024, as in fio: 8M = 8MiB).
     #[arg(long, value_delimiter = ',', default_value = "64K,256K,1M,4M", value_parser = units::parse_size_usize)]
     pub sweep_io_sizes: Vec<usize>,
+    /// Queue depths of the sweep, comma-separated (default: --queue-depth alone).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub sweep_queue_depths: Vec<u32>,
     /// PNG plot of the sweep.
     #[arg(long, default_value = "sweep.png")]
     pub plot: PathBuf,
@@ -250,10 +255,21 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let cfg = config(args, engine);
     let source = load(args, io_size)?;
     if args.sweep {
-        let sizes = &args.sweep_io_sizes;
-        let threads = sweep::thread_counts(args.threads);
-        let points = sweep::sweep(&source, &cfg, &threads, sizes, |_, r| {
-            println!("{}", report::gdsio_line(r));
+        let plan = sweep::SweepPlan {
+            threads: sweep::thread_counts(args.threads),
+            io_sizes: args.sweep_io_sizes.clone(),
+            queue_depths: if args.sweep_queue_depths.is_empty() {
+                vec![args.queue_depth]
+            } else {
+                args.sweep_queue_depths
+                    .iter()
+                    .map(|&q| q as usize)
+                    .collect()
+            },
+            runs: args.runs,
+        };
+        let points = sweep::sweep(&source, &cfg, &plan, |p, r| {
+            println!("qd {} {}", p.queue_depth, report::gdsio_line(r));
         })?;
         println!("\n{}", sweep::table(&points));
         let title = format!("supercell {} sweep", cfg.engine);
