@@ -169,6 +169,19 @@ fn bench_refuses_a_missing_or_unknown_peer_clearly() {
         !out.status.success() && text.contains("fio is not on PATH"),
         "{text}"
     );
+    let out = bench(
+        &[
+            "--engine",
+            "cpu-only",
+            "--peer",
+            "fio",
+            "--peer-fio-option",
+            "rw=write",
+        ],
+        dir.path(),
+    );
+    let text = said(&out);
+    assert!(!out.status.success() && text.contains("rw=write"), "{text}");
     let out = bench(&["--engine", "cpu-only", "--peer", "gdsio"], dir.path());
     let text = said(&out);
     assert!(

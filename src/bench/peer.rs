@@ -4,7 +4,8 @@
 //! them), with the run's block size (`--io-size` → `bs`), threads (`numjobs`), reads in
 //! flight (`iodepth`, io_uring only: a synchronous engine has one per thread), O_DIRECT
 //! setting (`direct`) and read mechanism (io_uring → `ioengine=io_uring`, pread threads →
-//! `psync`), read-only, sequentially, time-based. Each fio thread starts at its own offset
+//! `psync`), read-only, sequentially, time-based, as fio's processes (its default; fio 3.33
+//! aborts with `thread` and `iomem=mmaphuge`). Each fio thread starts at its own offset
 //! of every file (`offset_increment`), as supercell's threads read different parts of the
 //! lanes at once, and wraps around at the end. fio runs before and after supercell's run,
 //! so drift (a warming cache, a throttled disk) shows as a difference between the two.
@@ -38,6 +39,9 @@ pub enum PeerError {
         /// The command line.
         command: String,
     },
+    /// A `--peer-fio-option` that cannot be used.
+    #[error("--peer-fio-option {0}")]
+    Option(String),
     /// fio's output is not the JSON expected.
     #[error("cannot read fio's JSON output: {0}")]
     Output(String),
@@ -118,8 +122,57 @@ fn opens_direct(path: &Path) -> bool {
         .is_ok()
 }
 
-/// The fio job for `source` read as `cfg` reads it, for `seconds`.
-pub fn plan(source: &Source, cfg: &BenchConfig, seconds: f64) -> FioJobPlan {
+/// Options `--peer-fio-option` may not set: they would make fio read other files, other
+/// ways, or write.
+const FIXED_OPTIONS: [&str; 7] = [
+    "filename",
+    "directory",
+    "rw",
+    "readwrite",
+    "readonly",
+    "output-format",
+    "name",
+];
+
+/// Sets fio options from `--peer-fio-option KEY=VALUE` (or `KEY` for a flag): replaces the
+/// matched value of a key the plan has, adds others.
+fn apply_extra(
+    options: &mut Vec<(String, Option<String>)>,
+    extra: &[String],
+) -> Result<(), PeerError> {
+    for e in extra {
+        let (k, v) = match e.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.to_string())),
+            None => (e.trim(), None),
+        };
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(PeerError::Option(format!("{e:?}: not KEY=VALUE or KEY")));
+        }
+        if FIXED_OPTIONS.contains(&k) {
+            return Err(PeerError::Option(format!(
+                "{e:?}: `{k}` is set by the run (fio reads the run's lane files, read-only)"
+            )));
+        }
+        match options.iter_mut().find(|(key, _)| key == k) {
+            Some(slot) => slot.1 = v,
+            None => options.push((k.to_string(), v)),
+        }
+    }
+    Ok(())
+}
+
+/// The fio job for `source` read as `cfg` reads it, for `seconds`, with `extra` options
+/// (`--peer-fio-option`) on top.
+pub fn plan(
+    source: &Source,
+    cfg: &BenchConfig,
+    seconds: f64,
+    extra: &[String],
+) -> Result<FioJobPlan, PeerError> {
     let mut notes = Vec::new();
     let mut files: Vec<PathBuf> = Vec::new();
     for f in &source.files {
@@ -171,7 +224,6 @@ pub fn plan(source: &Source, cfg: &BenchConfig, seconds: f64) -> FioJobPlan {
         Some(if uring { cfg.queue_depth.max(1) } else { 1 }.to_string()),
     );
     set("numjobs", Some(threads.to_string()));
-    set("thread", None);
     set("direct", Some(u8::from(direct).to_string()));
     if stride > 0 {
         set("offset_increment", Some(stride.to_string()));
@@ -185,11 +237,19 @@ pub fn plan(source: &Source, cfg: &BenchConfig, seconds: f64) -> FioJobPlan {
     if !uring {
         notes.push("supercell reads with pread threads here, so fio runs psync with one read in flight per thread (iodepth=1)".into());
     }
-    FioJobPlan {
+    apply_extra(&mut options, extra)?;
+    let has = |k: &str| options.iter().any(|(key, _)| key == k);
+    if direct && !has("iomem") && !has("mem") {
+        notes.push(
+            "supercell's host buffers sit in 2 MiB huge pages where the kernel gives them (SUPERCELL_HOST_HUGEPAGES=0 turns that off), fio's in 4 KiB pages: where a device takes fewer than bs / 4 KiB segments per request (/sys/block/*/queue/max_segments), each fio read becomes two or more requests and fio reads slower for it (docs/PERFORMANCE.md, 2026-12-05); --peer-fio-option iomem=mmaphuge:/path/on/hugetlbfs gives fio huge pages too"
+                .into(),
+        );
+    }
+    Ok(FioJobPlan {
         options,
         files,
         notes,
-    }
+    })
 }
 
 impl FioJobPlan {
@@ -491,6 +551,35 @@ mod tests {
         );
         for bad in ["gdsio", "fio=", "elbencho=/x"] {
             assert!(parse_peer(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn extra_options_override_or_add_but_never_change_the_files() {
+        let mut o = vec![
+            ("filename".to_string(), Some("a".to_string())),
+            ("bs".to_string(), Some("4096".to_string())),
+        ];
+        apply_extra(
+            &mut o,
+            &[
+                "bs=8192".into(),
+                "iomem=mmaphuge:/h/f".into(),
+                "hipri".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(o[1].1.as_deref(), Some("8192"));
+        assert!(o.contains(&("iomem".into(), Some("mmaphuge:/h/f".into()))));
+        assert!(o.contains(&("hipri".into(), None)));
+        for bad in [
+            "filename=/etc/passwd",
+            "rw=write",
+            "readonly=0",
+            "=x",
+            "a b=1",
+        ] {
+            assert!(apply_extra(&mut o, &[bad.into()]).is_err(), "{bad}");
         }
     }
 

@@ -85,6 +85,10 @@ pub struct BenchArgs {
     /// `fio=/path/to/fio` names it.
     #[arg(long, value_name = "fio|fio=PATH", conflicts_with_all = ["job", "sweep", "gpus"])]
     pub peer: Option<String>,
+    /// An fio option for --peer on top of the matched ones (repeatable): KEY=VALUE or KEY,
+    /// e.g. iomem=mmaphuge:/mnt/huge/fio (fio's buffers in huge pages, as supercell's).
+    #[arg(long, value_name = "KEY=VALUE", requires = "peer")]
+    pub peer_fio_option: Vec<String>,
     /// O_DIRECT and drop the page cache first (when root).
     #[arg(long)]
     pub cold: bool,
@@ -285,7 +289,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             let named = peer::parse_peer(p)?;
             let fio = peer::find_fio(named.as_deref(), std::env::var_os("PATH").as_deref())?;
             let seconds = cfg.duration.unwrap_or(bench::DEFAULT_DURATION_S);
-            let plan = peer::plan(&source, &cfg, seconds);
+            let plan = peer::plan(&source, &cfg, seconds, &args.peer_fio_option)?;
             println!(
                 "peer: {} before supercell: {}",
                 fio.version,
