@@ -111,9 +111,10 @@ pub struct BenchArgs {
     /// powers of 1024, as in fio: 8M = 8MiB).
     #[arg(long, default_value = "256M", value_parser = units::parse_size)]
     pub frame_size: u64,
-    /// Write every figure as JSON here, in fio's shape (`jobs[]` with `read.bw_bytes`,
-    /// `read.iops`, `read.lat_ns`, `usr_cpu`, `sys_cpu`), supercell's own figures under each
-    /// job's `supercell` key.
+    /// Write every figure as JSON here, in fio's shape (fio's tools read it): `jobs[]` with
+    /// `job options`, `read.bw_bytes`, `read.iops`, `read.runtime`, `read.clat_ns`/`lat_ns`
+    /// (min, max, mean, stddev, N, percentile, json+ bins), `usr_cpu`, `sys_cpu`, per-lane
+    /// `lanes`; supercell's own figures under each job's `supercell` key; `peer` with --peer.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Sweep threads (1, 2, 4, ... up to --threads, at most 1024), --sweep-io-sizes and
@@ -130,7 +131,11 @@ pub struct BenchArgs {
     /// PNG plot of the sweep.
     #[arg(long, default_value = "sweep.png")]
     pub plot: PathBuf,
-    /// Run the jobs of this job file together and sum them.
+    /// Run the jobs of this job file together and sum them. The file: a [global] section of
+    /// defaults, then one [name] section per job, key=value lines, # comments. Keys:
+    /// engine, threads, io_size, queue_depth, slots, streams, frames, duration (default
+    /// 10s), gpu, numa_node, cold, buffered, verify, backend, dataset=DIR or files=A,B with
+    /// frame_size, lanes=0-3 (README: "--job FILE").
     #[arg(long, conflicts_with = "sweep")]
     pub job: Option<PathBuf>,
     /// One job per GPU, run together and summed (as gdsio with several GPUs): `all` (every
