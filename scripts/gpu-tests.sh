@@ -186,6 +186,15 @@ run() {
     json_parts+=("$OUT/b-$p-verify.json")
   done
 
+  # fio on the same lane files, before and after supercell, in the same command (where the
+  # machine has fio; `--peer-fio-option iomem=mmaphuge:...` would give fio huge pages too).
+  if command -v fio >/dev/null; then
+    say "bench --peer fio (cpu-only, $THREADS threads, ${DURATION}s)"
+    timeout 200 $SC bench "$DS" --engine cpu-only --threads "$THREADS" --queue-depth 8 --io-size 1M \
+      --slots 4 --duration "$DURATION" --peer fio --quiet --json "$OUT/b-peer-fio.json" >>"$LOG" 2>&1
+    json_parts+=("$OUT/b-peer-fio.json")
+  fi
+
   say "peers on the same files"
   # shellcheck disable=SC2086
   timeout 60 bash scripts/rig/ceiling.sh $files >>"$LOG" 2>&1
@@ -211,7 +220,7 @@ run() {
     timeout 120 python3 scripts/rig/peers.py raw --direct --cold --threads 16 $rfiles >>"$LOG" 2>&1
     for p in cpu-only staged gds; do
       say "cold root disk --engine $p"
-      timeout 120 $SC bench "$RDS" --engine "$p" --cold --threads 16 --quiet --json "$OUT/b-root-$p.json" >>"$LOG" 2>&1
+      timeout 120 $SC bench "$RDS" --engine "$p" --cold --frames-once --threads 16 --quiet --json "$OUT/b-root-$p.json" >>"$LOG" 2>&1
       json_parts+=("$OUT/b-root-$p.json")
     done
   fi
@@ -265,7 +274,7 @@ for p in parts + [os.path.join(os.path.dirname(out), "generate.json")]:
 with open(out, "w") as f:
     json.dump(runs, f)
 PY
-  grep -E "^(==|IoType|engine:|slots:|play: slots:|read latency|[0-9]+ runs:|fallback|cuFile live|throughput|verify|peer=|all jobs|note|/var/tmp|resolution|real|  *[0-9]+x[0-9]+)" "$LOG" >"$OUT/summary.txt"
+  grep -E "^(==|IoType|engine:|slots:|play: slots:|read latency|[0-9]+ runs:|fallback|cuFile live|throughput|verify|peer=|fio before|fio after|supercell: |ratio supercell|all jobs|note|/var/tmp|resolution|real|  *[0-9]+x[0-9]+)" "$LOG" >"$OUT/summary.txt"
   bash scripts/rig/lanes.sh down >/dev/null 2>&1 || true
   ls -la "$OUT"
 }
