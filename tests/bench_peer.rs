@@ -227,7 +227,16 @@ for job in doc["jobs"]:
     assert len(lanes) == 2 and all(l["read"]["bw_bytes"] > 0 for l in lanes)
     assert sum(l["read"]["io_bytes"] for l in lanes) == r["io_bytes"]
     assert "gbps_instant" not in job["supercell"]["summary"]
-print("fio schema: %d jobs read" % len(doc["jobs"]))
+# fio's disk_util: the devices under the files (none where they sit on tmpfs); O_DIRECT
+# reads all reach the disk, so it read at least what the last run did.
+for d in doc["disk_util"]:
+    for k in ["name", "read_ios", "write_ios", "read_merges", "write_merges", "read_ticks",
+              "write_ticks", "in_queue", "util"]:
+        assert k in d, k
+    assert d["read_ios"] > 0 and 0 <= d["util"] <= 100
+if doc["disk_util"]:
+    assert sum(d["read_bytes"] for d in doc["disk_util"]) >= doc["jobs"][-1]["read"]["io_bytes"]
+print("fio schema: %d jobs read, %d disks" % (len(doc["jobs"]), len(doc["disk_util"])))
 "#;
 
 #[test]

@@ -6,6 +6,7 @@
 //! of [`Summary`]. [`sweep`] repeats runs over thread counts and I/O sizes; [`jobs`] runs
 //! several jobs at once (GPUs, NUMA nodes, lanes) and sums them.
 
+pub mod diskstats;
 pub mod jobs;
 pub mod peer;
 pub mod plot;
@@ -178,6 +179,9 @@ pub struct BenchResult {
     pub errors: Vec<BenchErrors>,
     /// Each lane's bytes of the frames that landed.
     pub lanes: Vec<LaneShare>,
+    /// The block devices under the files, as the kernel counted them over the run (all
+    /// their I/O, this run's and any other's).
+    pub disk_util: Vec<diskstats::DiskUtil>,
 }
 
 /// One lane's part of a run.
@@ -506,6 +510,8 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let mut errors: Vec<BenchErrors> = Vec::new();
     let mut on_screen: Option<usize> = None;
     let mut metric_index = std::collections::HashMap::new();
+    let disks = diskstats::devices_of(source.files.iter().map(|f| f.path.as_path()));
+    let disks_before = diskstats::sample(&disks);
     let start = metrics.start();
     let cpu_start = crate::probe::cpu_times();
     let mut stopping = false;
@@ -612,6 +618,12 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     bar.finish_and_clear();
     let total_time_s = start.elapsed().as_secs_f64();
     let cpu_end = crate::probe::cpu_times();
+    let disk_util = diskstats::disk_util(
+        &disks,
+        &disks_before,
+        &diskstats::sample(&disks),
+        total_time_s * 1e3,
+    );
     let summary = metrics.summary();
     let engine = stream.engine();
     let c = engine.counters();
@@ -655,6 +667,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         cufile,
         verify,
         lanes: lane_shares(source, metrics.frames().iter().map(|f| f.frame)),
+        disk_util,
         frames: metrics.frames().to_vec(),
         failed_frames,
         errors: {

@@ -128,6 +128,17 @@ pub fn text(r: &BenchResult) -> String {
         "CPU: {:.3} s user, {:.3} s system ({:.4} CPU-s per GB moved)",
         r.usr_cpu_s, r.sys_cpu_s, m.cpu_seconds_per_gb
     );
+    for d in &r.disk_util {
+        let _ = writeln!(
+            s,
+            "disk {} (all its I/O during the run): {} reads ({} merged), {:.3} GB read, {:.0} % busy",
+            d.name,
+            d.read_ios,
+            d.read_merges,
+            d.read_bytes as f64 / 1e9,
+            d.util
+        );
+    }
     if let Some(v) = &r.verify {
         if v.mismatch_count == 0 {
             let _ = writeln!(
@@ -539,6 +550,8 @@ pub struct FioReport {
     /// With a job file: all jobs together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregate: Option<Aggregate>,
+    /// fio's `disk_util`: the block devices under the files over the (last) run.
+    pub disk_util: Vec<super::diskstats::DiskUtil>,
     /// With `--peer fio`: fio's runs on the same files, before and after, and the ratio.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<super::peer::PeerReport>,
@@ -569,6 +582,7 @@ impl FioReport {
             jobs,
             runs: None,
             aggregate: None,
+            disk_util: Vec::new(),
             peer: None,
         }
     }
@@ -585,6 +599,10 @@ impl FioReport {
         if results.len() > 1 {
             r.runs = Some(RunsSummary::of(results));
         }
+        r.disk_util = results
+            .last()
+            .map(|b| b.disk_util.clone())
+            .unwrap_or_default();
         r
     }
 
@@ -599,6 +617,12 @@ impl FioReport {
                 })
                 .collect(),
         );
+        r.disk_util = j
+            .jobs
+            .iter()
+            .find_map(|(_, res)| res.as_ref().ok())
+            .map(|b| b.disk_util.clone())
+            .unwrap_or_default();
         r.aggregate = Some(Aggregate {
             total_bytes: j.total_bytes,
             wall_s: j.wall_s,
