@@ -37,6 +37,22 @@ fn bench(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
+/// `bench` of the small dataset with 2 threads and 64 KiB reads into host memory, plus
+/// `extra`.
+fn bench_small(extra: &[&str], dir: &Path) -> Output {
+    let mut args = vec![
+        "--engine",
+        "cpu-only",
+        "--quiet",
+        "--threads",
+        "2",
+        "--io-size",
+        "64K",
+    ];
+    args.extend(extra);
+    bench(&args, dir)
+}
+
 fn said(out: &Output) -> String {
     format!(
         "{}{}",
@@ -64,19 +80,12 @@ fn bench_runs_fio_on_the_same_files_before_and_after() {
     let dir = tempfile::tempdir().unwrap();
     make(dir.path());
     let json = dir.path().join("peer.json");
-    let out = bench(
+    let out = bench_small(
         &[
-            "--engine",
-            "cpu-only",
-            "--quiet",
             "--duration",
             "1",
-            "--threads",
-            "2",
             "--queue-depth",
             "4",
-            "--io-size",
-            "64K",
             "--peer",
             "fio",
             "--json",
@@ -244,17 +253,10 @@ fn bench_json_is_read_by_fio_tools() {
     let dir = tempfile::tempdir().unwrap();
     make(dir.path());
     let json = dir.path().join("r.json");
-    let out = bench(
+    let out = bench_small(
         &[
-            "--engine",
-            "cpu-only",
-            "--quiet",
             "--duration",
             "0.5",
-            "--threads",
-            "2",
-            "--io-size",
-            "64K",
             "--runs",
             "2",
             "--json",
@@ -328,4 +330,56 @@ fn bench_is_time_based_by_default_and_frames_once_is_one_pass() {
     );
     let out = bench(&["--frames-once", "--duration", "2"], dir.path());
     assert!(!out.status.success(), "{}", said(&out));
+}
+
+/// `--log-interval` writes fio's averaged-log format: `msec, value, 0, bs, 0`, rising times,
+/// one line per interval, bandwidth in KiB/s that adds up to the bytes of the run.
+#[test]
+fn bench_writes_fio_style_bandwidth_and_latency_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path());
+    let prefix = dir.path().join("log");
+    let json = dir.path().join("r.json");
+    let out = bench_small(
+        &[
+            "--duration",
+            "1",
+            "--log-interval",
+            "200ms",
+            "--log-prefix",
+            prefix.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let io_bytes = v["jobs"][0]["read"]["io_bytes"].as_f64().unwrap();
+    let read = |kind: &str| -> Vec<Vec<u64>> {
+        let text = std::fs::read_to_string(dir.path().join(format!("log_{kind}.1.log"))).unwrap();
+        text.lines()
+            .map(|l| l.split(", ").map(|x| x.parse::<u64>().unwrap()).collect())
+            .collect()
+    };
+    let bw = read("bw");
+    assert!((4..=7).contains(&bw.len()), "{bw:?}");
+    let mut last_t = 0;
+    let mut kib = 0.0;
+    for row in &bw {
+        assert_eq!(row.len(), 5, "{row:?}");
+        assert!(row[0] > last_t && row[2] == 0 && row[3] == 65536, "{row:?}");
+        kib += row[1] as f64 * (row[0] - last_t) as f64 / 1e3;
+        last_t = row[0];
+    }
+    // The intervals' KiB/s over their spans add up to the run's bytes (within rounding).
+    assert!(
+        (kib * 1024.0 / io_bytes - 1.0).abs() < 0.05,
+        "{kib} KiB vs {io_bytes} B"
+    );
+    for kind in ["iops", "clat", "lat"] {
+        let rows = read(kind);
+        assert_eq!(rows.len(), bw.len(), "{kind}");
+        assert!(rows.iter().all(|r| r[1] > 0), "{kind}: {rows:?}");
+    }
 }

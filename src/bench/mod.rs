@@ -73,6 +73,9 @@ pub struct BenchConfig {
     /// Faults to inject ([`crate::ingest::FaultPlan`]); `None`: the plan in
     /// `SUPERCELL_FAULTS`, if any.
     pub faults: Option<std::sync::Arc<crate::ingest::FaultPlan>>,
+    /// Sample bandwidth and latency this often ([`BenchResult::log`], fio's
+    /// `log_avg_msec`); `None`: no log.
+    pub log_interval: Option<Duration>,
 }
 
 impl Default for BenchConfig {
@@ -95,6 +98,7 @@ impl Default for BenchConfig {
             progress: false,
             read_timeout: Some(crate::ingest::DEFAULT_READ_TIMEOUT),
             faults: None,
+            log_interval: None,
         }
     }
 }
@@ -182,6 +186,78 @@ pub struct BenchResult {
     /// The block devices under the files, as the kernel counted them over the run (all
     /// their I/O, this run's and any other's).
     pub disk_util: Vec<diskstats::DiskUtil>,
+    /// With [`BenchConfig::log_interval`]: the reads of each interval.
+    #[serde(skip)]
+    pub log: Vec<LogSample>,
+}
+
+/// The reads completed in one interval of a run's log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogSample {
+    /// End of the interval, milliseconds from the start of the run.
+    pub t_ms: u64,
+    /// Length of the interval, milliseconds.
+    pub span_ms: u64,
+    /// Bytes read in it.
+    pub bytes: u64,
+    /// Reads completed in it.
+    pub ops: u64,
+    /// Their latencies summed, nanoseconds.
+    pub lat_ns: u64,
+}
+
+/// Takes a [`LogSample`] whenever an interval has passed.
+struct LogSampler {
+    every: Duration,
+    last_at: Duration,
+    last: (u64, u64, u64),
+    samples: Vec<LogSample>,
+}
+
+impl LogSampler {
+    fn new(every: Duration) -> LogSampler {
+        LogSampler {
+            every,
+            last_at: Duration::ZERO,
+            last: (0, 0, 0),
+            samples: Vec::new(),
+        }
+    }
+
+    /// Samples `counters` at `now` (from the start) if an interval has passed, or
+    /// whatever is left when `force`.
+    fn tick(&mut self, now: Duration, c: &crate::ingest::IoCounters, force: bool) {
+        if !(force || now >= self.last_at + self.every) || now <= self.last_at {
+            return;
+        }
+        let cur = (
+            c.bytes.load(Ordering::Relaxed),
+            c.ops.load(Ordering::Relaxed),
+            c.latency_ns.load(Ordering::Relaxed),
+        );
+        let sample = LogSample {
+            t_ms: now.as_millis() as u64,
+            span_ms: (now - self.last_at).as_millis() as u64,
+            bytes: cur.0.saturating_sub(self.last.0),
+            ops: cur.1.saturating_sub(self.last.1),
+            lat_ns: cur.2.saturating_sub(self.last.2),
+        };
+        // A short last interval holds the reads that drained after the run stopped issuing
+        // them: on its own it would read as a burst no disk delivered, so it joins the one
+        // before.
+        match self.samples.last_mut() {
+            Some(prev) if force && now - self.last_at < self.every / 2 => {
+                prev.t_ms = sample.t_ms;
+                prev.span_ms += sample.span_ms;
+                prev.bytes += sample.bytes;
+                prev.ops += sample.ops;
+                prev.lat_ns += sample.lat_ns;
+            }
+            _ => self.samples.push(sample),
+        }
+        self.last = cur;
+        self.last_at = now;
+    }
 }
 
 /// One lane's part of a run.
@@ -517,7 +593,11 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
     let mut stopping = false;
     let mut held = HeldFrames::default();
     let mut last_progress = Instant::now();
+    let mut sampler = cfg.log_interval.map(LogSampler::new);
     loop {
+        if let Some(l) = sampler.as_mut() {
+            l.tick(start.elapsed(), stream.engine().counters(), false);
+        }
         if !stopping
             && (completed >= target_frames || deadline.is_some_and(|d| start.elapsed() >= d))
         {
@@ -616,6 +696,9 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         }
     }
     bar.finish_and_clear();
+    if let Some(l) = sampler.as_mut() {
+        l.tick(start.elapsed(), stream.engine().counters(), true);
+    }
     let total_time_s = start.elapsed().as_secs_f64();
     let cpu_end = crate::probe::cpu_times();
     let disk_util = diskstats::disk_util(
@@ -668,6 +751,7 @@ pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
         verify,
         lanes: lane_shares(source, metrics.frames().iter().map(|f| f.frame)),
         disk_util,
+        log: sampler.map(|l| l.samples).unwrap_or_default(),
         frames: metrics.frames().to_vec(),
         failed_frames,
         errors: {
@@ -796,5 +880,33 @@ mod tests {
         assert_eq!(run_length(None, Some(2.5), false), (None, Some(2.5)));
         assert_eq!(run_length(Some(7), None, false), (Some(7), None));
         assert_eq!(run_length(None, None, true), (None, None));
+    }
+
+    #[test]
+    fn the_log_folds_a_short_drain_into_the_last_interval() {
+        let c = crate::ingest::IoCounters::default();
+        let mut l = LogSampler::new(Duration::from_millis(100));
+        let ms = Duration::from_millis;
+        c.bytes.store(1000, Ordering::Relaxed);
+        c.ops.store(10, Ordering::Relaxed);
+        l.tick(ms(50), &c, false); // not yet an interval
+        l.tick(ms(100), &c, false);
+        c.bytes.store(3000, Ordering::Relaxed);
+        c.ops.store(30, Ordering::Relaxed);
+        l.tick(ms(200), &c, false);
+        c.bytes.store(3500, Ordering::Relaxed);
+        l.tick(ms(210), &c, true); // the drain: 10 ms
+        let got: Vec<(u64, u64, u64)> = l
+            .samples
+            .iter()
+            .map(|s| (s.t_ms, s.span_ms, s.bytes))
+            .collect();
+        assert_eq!(got, vec![(100, 100, 1000), (210, 110, 2500)]);
+        c.bytes.store(4000, Ordering::Relaxed);
+        l.tick(ms(290), &c, true); // a long enough last interval stands alone
+        assert_eq!(
+            l.samples.last().map(|s| (s.span_ms, s.bytes)),
+            Some((80, 500))
+        );
     }
 }

@@ -633,6 +633,52 @@ impl FioReport {
     }
 }
 
+/// One figure of a log interval.
+type LogValue = dyn Fn(&super::LogSample) -> u64;
+
+/// Writes a run's log ([`BenchResult::log`]) as fio writes its averaged logs
+/// (`log_avg_msec`): `{prefix}_bw.{job}.log` (KiB/s), `{prefix}_iops.{job}.log`,
+/// `{prefix}_clat.{job}.log` and `{prefix}_lat.{job}.log` (mean nanoseconds; the same, as in
+/// the JSON), one line per interval: `msec, value, direction (0 = read), bs, priority`.
+/// Returns the files written.
+pub fn write_fio_logs(
+    prefix: &std::path::Path,
+    job: usize,
+    r: &BenchResult,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let name = |kind: &str| {
+        let mut p = prefix.as_os_str().to_owned();
+        p.push(format!("_{kind}.{job}.log"));
+        std::path::PathBuf::from(p)
+    };
+    let per_s = |v: u64, ms: u64| {
+        if ms > 0 {
+            v as f64 * 1e3 / ms as f64
+        } else {
+            0.0
+        }
+    };
+    let kinds: [(&str, &LogValue); 4] = [
+        ("bw", &|l| {
+            (per_s(l.bytes, l.span_ms) / 1024.0).round() as u64
+        }),
+        ("iops", &|l| per_s(l.ops, l.span_ms).round() as u64),
+        ("clat", &|l| l.lat_ns.checked_div(l.ops).unwrap_or(0)),
+        ("lat", &|l| l.lat_ns.checked_div(l.ops).unwrap_or(0)),
+    ];
+    let mut written = Vec::new();
+    for (kind, value) in kinds {
+        let mut text = String::new();
+        for l in &r.log {
+            let _ = writeln!(text, "{}, {}, 0, {}, 0", l.t_ms, value(l), r.io_size);
+        }
+        let path = name(kind);
+        std::fs::write(&path, text)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

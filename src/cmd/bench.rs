@@ -146,6 +146,14 @@ pub struct BenchArgs {
     #[arg(long, value_parser = jobs::parse_gpus,
           conflicts_with_all = ["job", "sweep", "gpu", "runs"])]
     pub gpus: Option<jobs::GpuSelection>,
+    /// Log bandwidth, IOPS and latency every this often (e.g. 500ms, 1s), in fio's log
+    /// format (as fio's write_bw_log/write_lat_log with log_avg_msec): files
+    /// {--log-prefix}_bw.N.log (KiB/s), _iops.N.log, _clat.N.log and _lat.N.log (ns), N the run.
+    #[arg(long, value_parser = units::parse_positive_duration)]
+    pub log_interval: Option<Duration>,
+    /// Path prefix of the --log-interval files.
+    #[arg(long, default_value = "supercell", requires = "log_interval")]
+    pub log_prefix: PathBuf,
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
@@ -223,6 +231,7 @@ fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
         progress: !args.quiet,
         read_timeout: (!args.read_timeout.is_zero()).then_some(args.read_timeout),
         faults: None,
+        log_interval: args.log_interval,
     }
 }
 
@@ -310,6 +319,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let r = bench::run(&source, &cfg)?;
         if args.runs > 1 {
             println!("run {}: {}", i + 1, report::gdsio_line(&r));
+        }
+        if args.log_interval.is_some() {
+            let files = report::write_fio_logs(&args.log_prefix, i as usize + 1, &r).with_context(
+                || format!("cannot write the logs {}_*", args.log_prefix.display()),
+            )?;
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            println!("logs: {}", names.join(", "));
         }
         results.push(r);
     }
