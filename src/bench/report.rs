@@ -634,7 +634,7 @@ impl FioReport {
 }
 
 /// One figure of a log interval.
-type LogValue = dyn Fn(&super::LogSample) -> u64;
+type LogValue<'a> = dyn Fn(&super::LogSample) -> u64 + 'a;
 
 /// Writes a run's log ([`BenchResult::log`]) as fio writes its averaged logs
 /// (`log_avg_msec`): `{prefix}_bw.{job}.log` (KiB/s), `{prefix}_iops.{job}.log`,
@@ -658,7 +658,7 @@ pub fn write_fio_logs(
             0.0
         }
     };
-    let kinds: [(&str, &LogValue); 4] = [
+    let kinds: [(&str, &LogValue<'_>); 4] = [
         ("bw", &|l| {
             (per_s(l.bytes, l.span_ms) / 1024.0).round() as u64
         }),
