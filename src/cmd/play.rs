@@ -385,15 +385,27 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
             };
             let bar = progress_bar("soak {bar:30} {pos}/{len} s  {msg}");
             bar.set_length(duration.as_secs().max(1));
+            // Where stderr is no terminal (a booth's log, a service), a line every
+            // twentieth of the run (10 s to 5 min apart) instead of the bar.
+            let every = (duration.as_secs_f64() / 20.0).clamp(10.0, 300.0);
+            let mut next_line = every;
             let r = soak::run(&mut player, &opts, |s| {
-                bar.set_position(s.t_s as u64);
-                bar.set_message(format!(
+                let line = format!(
                     "{} frames, RSS {:.0} MB, {} fds, {} threads",
                     s.frames,
                     s.rss as f64 / 1e6,
                     s.fds,
                     s.threads
-                ));
+                );
+                if bar.is_hidden() {
+                    if s.t_s >= next_line {
+                        eprintln!("soak {:.0}/{} s: {line}", s.t_s, duration.as_secs());
+                        next_line = s.t_s + every;
+                    }
+                } else {
+                    bar.set_position(s.t_s as u64);
+                    bar.set_message(line);
+                }
             })?;
             bar.finish_and_clear();
             eprint!("{}", soak::summary(&r));
@@ -479,6 +491,12 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
         && !soak.errors.is_empty()
     {
         bail!("soak: {}", soak.errors.join("; "));
+    }
+    if let Some(v) = report.soak.as_ref().and_then(|s| s.verdict.as_ref())
+        && !v.flat
+        && v.settled_s >= soak::SETTLED_FOR_VERDICT_S
+    {
+        bail!("soak: memory not flat: {}", v.reasons.join(", "));
     }
     Ok(())
 }
