@@ -509,6 +509,7 @@ impl Manifest {
                     "attributes[{a}].value_range [{lo}, {hi}] is inverted"
                 ));
             }
+            check_boxes(a, attr)?;
         }
         if self.frame_count != self.frames.len() {
             return Err(format!(
@@ -710,6 +711,46 @@ impl Manifest {
         sync_dir(dir)
     }
 }
+
+/// Checks an attribute's boxes and voxel size: a box inverted on any axis or a voxel size
+/// that is not a finite number > 0 would give every reader a domain of no extent, or
+/// divisions by zero when index and world coordinates are mapped.
+fn check_boxes(a: usize, attr: &Attribute) -> Result<(), String> {
+    if let Some([lo, hi]) = attr.index_bbox
+        && let Some(axis) = (0..3).find(|&i| lo[i] > hi[i])
+    {
+        return Err(format!(
+            "attributes[{a}].index_bbox {lo:?}..{hi:?} is inverted on axis {} (min > max)",
+            AXES[axis]
+        ));
+    }
+    if let Some([lo, hi]) = attr.world_bbox {
+        if let Some(axis) = (0..3).find(|&i| !(lo[i].is_finite() && hi[i].is_finite())) {
+            return Err(format!(
+                "attributes[{a}].world_bbox {lo:?}..{hi:?} is not finite on axis {}",
+                AXES[axis]
+            ));
+        }
+        if let Some(axis) = (0..3).find(|&i| lo[i] > hi[i]) {
+            return Err(format!(
+                "attributes[{a}].world_bbox {lo:?}..{hi:?} is inverted on axis {} (min {} > max {})",
+                AXES[axis], lo[axis], hi[axis]
+            ));
+        }
+    }
+    if let Some(v) = attr.voxel_size
+        && let Some(axis) = (0..3).find(|&i| !(v[i].is_finite() && v[i] > 0.0))
+    {
+        return Err(format!(
+            "attributes[{a}].voxel_size {v:?}: the {} size {} is not a finite number > 0",
+            AXES[axis], v[axis]
+        ));
+    }
+    Ok(())
+}
+
+/// Axis names for messages.
+const AXES: [&str; 3] = ["x", "y", "z"];
 
 /// Checks that `text` is JSON with this build's `format` and `version`: whether it is a
 /// supercell manifest this build can read at all, before its structure is looked at (a
