@@ -90,3 +90,32 @@ fn play_refuses_bad_render_scale_and_step() {
         );
     }
 }
+
+#[test]
+fn image_sizes_name_the_flag_and_the_form() {
+    let expect = |flag: &str, value: &str| {
+        format!("{flag}: expected WIDTHxHEIGHT, e.g. 1280x720; got \"{value}\"")
+    };
+    for bad in ["64x", "x64", "64", "64x-3", "axb"] {
+        fails(
+            &["render", "/nonexistent", "--size", bad],
+            &expect("--size", bad),
+        );
+        fails(
+            &["play", "/nonexistent", "--headless", "--size", bad],
+            &expect("--size", bad),
+        );
+        fails(
+            &["play", "/nonexistent", "--window-size", bad],
+            &expect("--window-size", bad),
+        );
+    }
+    fails(
+        &["render", "/nonexistent", "--size", "0x720"],
+        "--size: \"0x720\": each side must be 1 to",
+    );
+    fails(
+        &["play", "/nonexistent", "--headless", "--size", "20000x10"],
+        "each side must be 1 to 16384 pixels",
+    );
+}
