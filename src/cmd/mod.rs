@@ -40,3 +40,14 @@ pub fn parse_image_size(flag: &str, text: &str, max: u32) -> anyhow::Result<(u32
     }
     Ok((w, h))
 }
+
+/// An I/O thread count flag's value, capped by what this machine can use (a note on
+/// stderr says so).
+pub fn io_threads(flag: &str, requested: usize) -> usize {
+    let max = supercell::probe::max_io_threads();
+    let (threads, note) = supercell::probe::cap_threads(flag, requested, max);
+    if let Some(n) = note {
+        eprintln!("note: {n}");
+    }
+    threads
+}

@@ -200,6 +200,7 @@ fn player_config(
     if args.threads == 0 || args.threads > 256 {
         bail!("--threads must be 1..256");
     }
+    let threads = super::io_threads("--threads", args.threads);
     if let Some(n) = args.slots
         && n < supercell::stream::MIN_SLOTS
     {
@@ -213,7 +214,7 @@ fn player_config(
         width: size.0,
         height: size.1,
         slots: args.slots,
-        threads: args.threads,
+        threads,
         host_copy: match args.host_copy {
             HostCopyArg::Auto => HostCopy::Auto,
             HostCopyArg::Staging => HostCopy::Staging,
