@@ -119,3 +119,16 @@ fn image_sizes_name_the_flag_and_the_form() {
         "each side must be 1 to 16384 pixels",
     );
 }
+
+/// A finite but absurd exposure rendered black with exit 0: `render` now refuses the scene,
+/// naming the key and the range.
+#[test]
+fn render_refuses_an_absurd_exposure() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("bright.toml");
+    std::fs::write(&scene, "[settings]\nexposure = 3e38\n").unwrap();
+    fails(
+        &["render", scene.to_str().unwrap(), "--size", "32x32"],
+        "settings.exposure: must be in (0, 10000], found 3e38",
+    );
+}
