@@ -261,10 +261,8 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         max_frames_in_flight: args.frames_in_flight.unwrap_or(0),
         ..GenerateOptions::default()
     };
-    let provenance = Provenance::new(
-        "supercell-data generate",
-        std::env::args().skip(1).collect::<Vec<_>>(),
-    );
+    let provenance =
+        Provenance::from_os_args("supercell-data generate", std::env::args_os().skip(1));
     let bar = ProgressBar::new(u64::from(params.frames));
     bar.set_style(
         ProgressStyle::with_template(
