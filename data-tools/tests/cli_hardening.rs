@@ -322,3 +322,21 @@ fn a_killed_export_leaves_no_temporary_file() {
     }
     assert!(caught > 0, "no export was caught mid-write in 5 tries");
 }
+
+#[test]
+fn export_mitsuba_names_the_size_flag_and_form() {
+    let out = tool([
+        "export-mitsuba",
+        "/nonexistent",
+        "--out",
+        "/nonexistent-out",
+        "--size",
+        "64x",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--size: expected WIDTHxHEIGHT, e.g. 1280x720; got \"64x\""),
+        "{err}"
+    );
+}

@@ -28,19 +28,6 @@ pub fn command_line(binary: &str, args: &str) -> String {
     }
 }
 
-/// Parses an image size flag's value `WIDTHxHEIGHT` (each side at least 1 and at most
-/// `max`), or an error naming the flag, the form expected and the value given.
-pub fn parse_image_size(flag: &str, text: &str, max: u32) -> anyhow::Result<(u32, u32)> {
-    let bad = || anyhow::anyhow!("{flag}: expected WIDTHxHEIGHT, e.g. 1280x720; got {text:?}");
-    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
-    let side = |s: &str| s.trim().parse::<u32>().map_err(|_| bad());
-    let (w, h) = (side(w)?, side(h)?);
-    if w == 0 || h == 0 || w > max || h > max {
-        anyhow::bail!("{flag}: {text:?}: each side must be 1 to {max} pixels");
-    }
-    Ok((w, h))
-}
-
 /// An I/O thread count flag's value, capped by what this machine can use (a note on
 /// stderr says so).
 pub fn io_threads(flag: &str, requested: usize) -> usize {

@@ -292,13 +292,13 @@ fn requested(args: &PlayArgs) -> anyhow::Result<Requested> {
         window_size: args
             .window_size
             .as_deref()
-            .map(|s| super::parse_image_size("--window-size", s, MAX_SIDE))
+            .map(|s| supercell::units::parse_image_size("--window-size", s, MAX_SIDE))
             .transpose()?,
         render_scale: args.render_scale,
         size: args
             .size
             .as_deref()
-            .map(|s| super::parse_image_size("--size", s, MAX_SIDE))
+            .map(|s| supercell::units::parse_image_size("--size", s, MAX_SIDE))
             .transpose()?,
         step_voxels: args.step,
         attributes: args.attributes.is_some(),

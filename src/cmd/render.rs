@@ -155,7 +155,7 @@ pub struct RenderArgs {
 /// `--size` (the device's upper bound, `Renderer::check_image_size`, is checked once it
 /// is open).
 fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
-    super::parse_image_size("--size", s, u32::MAX)
+    Ok(supercell::units::parse_image_size("--size", s, u32::MAX)?)
 }
 
 /// Refuses an image size the device (or, for the CPU renderer, host memory) cannot hold,
@@ -863,8 +863,8 @@ fn bench_plan(args: &RenderArgs, caps: &DeviceCaps) -> anyhow::Result<BenchPlan>
     let sizes = match &args.bench_sizes {
         Some(list) => list
             .iter()
-            .map(|s| super::parse_image_size("--bench-sizes", s, u32::MAX))
-            .collect::<anyhow::Result<Vec<_>>>()?,
+            .map(|s| supercell::units::parse_image_size("--bench-sizes", s, u32::MAX))
+            .collect::<Result<Vec<_>, _>>()?,
         None if software => vec![supercell::app::software::SOFTWARE_BENCH_SIZE],
         None => vec![(1280, 720), (1920, 1080), (3840, 2160)],
     };
