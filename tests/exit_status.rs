@@ -100,6 +100,36 @@ fn bench_exits_non_zero_when_every_read_failed_and_says_where() {
             && stderr.contains("(injected)"),
         "{stderr}"
     );
+    // A sweep whose every run read nothing fails too.
+    let plot = dir.path().join("sweep.png");
+    let out = supercell(
+        &[
+            "bench",
+            dir.path().to_str().unwrap(),
+            "--engine",
+            "cpu-only",
+            "--buffered",
+            "--quiet",
+            "--frames",
+            "2",
+            "--slots",
+            "2",
+            "--threads",
+            "2",
+            "--sweep",
+            "--sweep-io-sizes",
+            "64K",
+            "--plot",
+            plot.to_str().unwrap(),
+        ],
+        Some("eio"),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stderr.contains("every run of the sweep read nothing") && stderr.contains("(injected)"),
+        "{stderr}"
+    );
     // One failed frame among good ones is a finding, not a failed run.
     let out = bench(dir.path(), "2", Some("eio:lane=0,frame=1"));
     let (stdout, stderr) = text(&out);

@@ -229,8 +229,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if args.sweep {
         let sizes = &args.sweep_io_sizes;
         let threads = sweep::thread_counts(cfg.threads);
-        let points = sweep::sweep(&source, &cfg, &threads, sizes, |_, r| {
+        let mut failures = Vec::new();
+        let points = sweep::sweep(&source, &cfg, &threads, sizes, |p, r| {
             println!("{}", report::gdsio_line(r));
+            if let Some(why) = r.every_read_failed() {
+                failures.push(format!(
+                    "{} threads, {} B reads: {why}",
+                    p.threads, p.io_size
+                ));
+            }
         })?;
         println!("\n{}", sweep::table(&points));
         let title = format!("supercell {} sweep", cfg.engine);
@@ -238,6 +245,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         println!("plot written to {}", args.plot.display());
         if let Some(j) = &args.json {
             write_json(j, &points)?;
+        }
+        if !failures.is_empty() && failures.len() == points.len() {
+            bail!("every run of the sweep read nothing: {}", failures[0]);
         }
         return Ok(());
     }
