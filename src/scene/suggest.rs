@@ -407,10 +407,11 @@ fn toml_float(v: f32) -> String {
     }
 }
 
-/// Text from a file (names, notes that quote them) made safe for a `#` comment: control
-/// characters, a newline above all, are written escaped (`\n`), so the comment cannot end
-/// early and what follows cannot become a key or a table.
-fn comment_text(s: &str) -> String {
+/// Text from a file (names, notes that quote them) made safe for a `#` comment or a
+/// terminal: control characters, a newline above all, are written escaped (`\n`), so a
+/// comment cannot end early and what follows cannot become a key or a table, and no escape
+/// sequence reaches a terminal.
+fn printable(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_control() {
@@ -513,20 +514,19 @@ pub(crate) fn start_and_notes(
         .unwrap_or(0);
     let mut notes = Vec::new();
     for a in attributes {
+        let name = printable(&a.name);
         match first(a) {
             Some(0) => {}
             Some(f) => notes.push(format!(
-                "{} is empty in frame 0 (t = {}); its data starts at frame {f} (t = {})",
-                a.name,
+                "{name} is empty in frame 0 (t = {}); its data starts at frame {f} (t = {})",
                 time(0),
                 time(f)
             )),
             None if sample.frames_read >= m.frames.len() => {
-                notes.push(format!("{} is empty in every frame", a.name));
+                notes.push(format!("{name} is empty in every frame"));
             }
             None => notes.push(format!(
-                "{} is empty in frames 0 to {} (the frames read to choose the looks)",
-                a.name,
+                "{name} is empty in frames 0 to {} (the frames read to choose the looks)",
                 sample.frames_read - 1
             )),
         }
@@ -563,7 +563,7 @@ pub fn suggested_scene_toml(m: &Manifest, dataset: &Path, suggestion: &Suggestio
         ));
     }
     for n in &suggestion.notes {
-        out.push_str(&format!("# Note: {}.\n", comment_text(n)));
+        out.push_str(&format!("# Note: {}.\n", printable(n)));
     }
     out.push_str(&format!(
         "\ndataset = {}\n",
