@@ -168,7 +168,7 @@ fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<()> {
 fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
     BenchConfig {
         engine,
-        threads: args.threads,
+        threads: super::io_threads("--threads", args.threads),
         io_size: args.io_size,
         queue_depth: args.queue_depth,
         slots: args.slots,
@@ -230,9 +230,16 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let source = load(args, io_size)?;
     if args.sweep {
         let sizes = &args.sweep_io_sizes;
-        let threads = sweep::thread_counts(args.threads);
-        let points = sweep::sweep(&source, &cfg, &threads, sizes, |_, r| {
+        let threads = sweep::thread_counts(cfg.threads);
+        let mut failures = Vec::new();
+        let points = sweep::sweep(&source, &cfg, &threads, sizes, |p, r| {
             println!("{}", report::gdsio_line(r));
+            if let Some(why) = r.every_read_failed() {
+                failures.push(format!(
+                    "{} threads, {} B reads: {why}",
+                    p.threads, p.io_size
+                ));
+            }
         })?;
         println!("\n{}", sweep::table(&points));
         let title = format!("supercell {} sweep", cfg.engine);
@@ -240,6 +247,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         println!("plot written to {}", args.plot.display());
         if let Some(j) = &args.json {
             write_json(j, &points)?;
+        }
+        if !failures.is_empty() && failures.len() == points.len() {
+            bail!("every run of the sweep read nothing: {}", failures[0]);
         }
         return Ok(());
     }
@@ -268,6 +278,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         doc.engine_choice = engine_choice;
         write_json(j, &doc)?;
     }
+    // A run that read nothing measured nothing: not a result to exit 0 with.
+    if let Some(why) = results
+        .iter()
+        .find_map(bench::BenchResult::every_read_failed)
+    {
+        bail!("{why}");
+    }
     let differ: u64 = results
         .iter()
         .filter_map(|r| r.verify.as_ref())
@@ -285,7 +302,13 @@ fn print_jobs(r: &jobs::JobsResult, what: &str) -> bool {
     let mut failed = false;
     for (name, res) in &r.jobs {
         match res {
-            Ok(b) => print!("[{name}] {}", report::text(b)),
+            Ok(b) => {
+                print!("[{name}] {}", report::text(b));
+                if let Some(why) = b.every_read_failed() {
+                    failed = true;
+                    println!("[{name}] FAILED: {why}");
+                }
+            }
             Err(e) => {
                 failed = true;
                 println!("[{name}] FAILED: {e}");

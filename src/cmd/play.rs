@@ -182,19 +182,8 @@ fn duration_flag(flag: &str, value: &str) -> anyhow::Result<Duration> {
     script::parse_duration(value).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
 }
 
-fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .with_context(|| format!("size {s:?} is not WIDTHxHEIGHT"))?;
-    let (w, h): (u32, u32) = (
-        w.trim().parse().with_context(|| format!("size {s:?}"))?,
-        h.trim().parse().with_context(|| format!("size {s:?}"))?,
-    );
-    if w == 0 || h == 0 || w > 16384 || h > 16384 {
-        bail!("size {s:?} must be 1..16384 on each side");
-    }
-    Ok((w, h))
-}
+/// Largest side of a window or headless render, pixels.
+const MAX_SIDE: u32 = 16384;
 
 /// Player settings: the command line over the scene's `[playback]` defaults.
 fn player_config(
@@ -211,6 +200,7 @@ fn player_config(
     if args.threads == 0 || args.threads > 256 {
         bail!("--threads must be 1..256");
     }
+    let threads = super::io_threads("--threads", args.threads);
     if let Some(n) = args.slots
         && n < supercell::stream::MIN_SLOTS
     {
@@ -224,7 +214,7 @@ fn player_config(
         width: size.0,
         height: size.1,
         slots: args.slots,
-        threads: args.threads,
+        threads,
         host_copy: match args.host_copy {
             HostCopyArg::Auto => HostCopy::Auto,
             HostCopyArg::Staging => HostCopy::Staging,
@@ -299,9 +289,17 @@ fn requested(args: &PlayArgs) -> anyhow::Result<Requested> {
     }
     Ok(Requested {
         headless: args.headless,
-        window_size: args.window_size.as_deref().map(parse_size).transpose()?,
+        window_size: args
+            .window_size
+            .as_deref()
+            .map(|s| supercell::units::parse_image_size("--window-size", s, MAX_SIDE))
+            .transpose()?,
         render_scale: args.render_scale,
-        size: args.size.as_deref().map(parse_size).transpose()?,
+        size: args
+            .size
+            .as_deref()
+            .map(|s| supercell::units::parse_image_size("--size", s, MAX_SIDE))
+            .transpose()?,
         step_voxels: args.step,
         attributes: args.attributes.is_some(),
     })
