@@ -11,9 +11,11 @@
 //! (measuring and diagnosing), [`memory`] (what an allocation may ask for), [`probe`] (what
 //! the process uses: memory, descriptors, threads, CPU time; percentiles), [`crc32`]
 //! (CRC-32 in pieces, shared by the host and GPU checks) and [`synth`] (the synthetic
-//! supercell generator).
+//! supercell generator); [`atomic_file`] writes files whole or not at all and removes
+//! temporary files when a signal ends the process.
 
 pub mod app;
+pub mod atomic_file;
 pub mod bench;
 pub mod crc32;
 pub mod dataset;

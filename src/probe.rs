@@ -16,6 +16,39 @@ pub fn open_fds() -> u64 {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)
 }
 
+/// CPUs this process may run on (`available_parallelism`: its affinity mask and cgroup
+/// quota), 1 where the kernel does not say.
+pub fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Most compute threads worth starting: one per CPU this process may use. More only
+/// contend for the same CPUs (and thousands exhaust the process's thread limit).
+pub fn max_compute_threads() -> usize {
+    usable_cpus()
+}
+
+/// Most I/O threads worth starting: an I/O thread mostly waits on its device, so several per
+/// CPU keep more reads in flight, but past 16 per CPU (at least 32) they only add
+/// scheduling and memory (a stack and a queue each).
+pub fn max_io_threads() -> usize {
+    (16 * usable_cpus()).max(32)
+}
+
+/// `requested` threads, or `max` where more were asked for: the count to use, and a note
+/// naming `flag` where it was capped.
+pub fn cap_threads(flag: &str, requested: usize, max: usize) -> (usize, Option<String>) {
+    if requested <= max {
+        return (requested, None);
+    }
+    let note = format!(
+        "{flag} {requested}: using {max}, the most this machine ({} CPUs usable) can run \
+         usefully",
+        usable_cpus()
+    );
+    (max, Some(note))
+}
+
 /// Threads of this process.
 pub fn thread_count() -> u64 {
     std::fs::read_to_string("/proc/self/status")

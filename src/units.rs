@@ -25,6 +25,9 @@ pub enum UnitError {
         /// What the parser found wrong.
         why: String,
     },
+    /// Not an image size `WIDTHxHEIGHT`, or one out of bounds; the message names the flag.
+    #[error("{0}")]
+    ImageSize(String),
     /// Not a duration.
     #[error("'{value}' is not a duration (e.g. 10, 2.5s, 250ms, 5min, 2h): {why}")]
     Duration {
@@ -52,6 +55,25 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
             _ => "not a number with an optional unit",
         })
     })
+}
+
+/// Parses the value `text` of the image size flag `flag`: `WIDTHxHEIGHT` (or `X`), each side
+/// 1 to `max` pixels. The error names the flag, the form expected and the value given.
+pub fn parse_image_size(flag: &str, text: &str, max: u32) -> Result<(u32, u32), UnitError> {
+    let bad = || {
+        UnitError::ImageSize(format!(
+            "{flag}: expected WIDTHxHEIGHT, e.g. 1280x720; got {text:?}"
+        ))
+    };
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    let side = |s: &str| s.trim().parse::<u32>().map_err(|_| bad());
+    let (w, h) = (side(w)?, side(h)?);
+    if w == 0 || h == 0 || w > max || h > max {
+        return Err(UnitError::ImageSize(format!(
+            "{flag}: {text:?}: each side must be 1 to {max} pixels"
+        )));
+    }
+    Ok((w, h))
 }
 
 /// [`parse_size`] as a clap value parser for sizes held as `usize`.

@@ -90,3 +90,45 @@ fn play_refuses_bad_render_scale_and_step() {
         );
     }
 }
+
+#[test]
+fn image_sizes_name_the_flag_and_the_form() {
+    let expect = |flag: &str, value: &str| {
+        format!("{flag}: expected WIDTHxHEIGHT, e.g. 1280x720; got \"{value}\"")
+    };
+    for bad in ["64x", "x64", "64", "64x-3", "axb"] {
+        fails(
+            &["render", "/nonexistent", "--size", bad],
+            &expect("--size", bad),
+        );
+        fails(
+            &["play", "/nonexistent", "--headless", "--size", bad],
+            &expect("--size", bad),
+        );
+        fails(
+            &["play", "/nonexistent", "--window-size", bad],
+            &expect("--window-size", bad),
+        );
+    }
+    fails(
+        &["render", "/nonexistent", "--size", "0x720"],
+        "--size: \"0x720\": each side must be 1 to",
+    );
+    fails(
+        &["play", "/nonexistent", "--headless", "--size", "20000x10"],
+        "each side must be 1 to 16384 pixels",
+    );
+}
+
+/// A finite but absurd exposure rendered black with exit 0: `render` now refuses the scene,
+/// naming the key and the range.
+#[test]
+fn render_refuses_an_absurd_exposure() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("bright.toml");
+    std::fs::write(&scene, "[settings]\nexposure = 3e38\n").unwrap();
+    fails(
+        &["render", scene.to_str().unwrap(), "--size", "32x32"],
+        "settings.exposure: must be in (0, 10000], found 3e38",
+    );
+}

@@ -368,3 +368,35 @@ proptest! {
         });
     }
 }
+
+#[test]
+fn inverted_boxes_and_bad_voxel_sizes_are_refused() {
+    let set =
+        |field: &'static str, value: Value| open_after(move |v| v["attributes"][1][field] = value);
+    expect(
+        &set("world_bbox", json!([[0.0, 0.0, 5.0], [10.0, 10.0, 4.0]])),
+        &["attributes[1].world_bbox", "inverted on axis z"],
+    );
+    expect(
+        &set("index_bbox", json!([[0, 9, 0], [7, 8, 7]])),
+        &["attributes[1].index_bbox", "inverted on axis y"],
+    );
+    for bad in [json!([0.5, 0.0, 0.5]), json!([0.5, 0.5, -1.0])] {
+        expect(
+            &set("voxel_size", bad),
+            &["attributes[1].voxel_size", "not a finite number > 0"],
+        );
+    }
+    // A box of one point and a positive voxel size are fine.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path());
+    let mut v = manifest_value(dir.path());
+    v["attributes"][1]["world_bbox"] = json!([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]);
+    v["attributes"][1]["voxel_size"] = json!([0.5, 0.5, 0.25]);
+    std::fs::write(
+        dir.path().join("manifest.json"),
+        serde_json::to_vec(&v).unwrap(),
+    )
+    .unwrap();
+    Dataset::open(dir.path()).unwrap();
+}

@@ -25,9 +25,17 @@ fn make_dataset(dir: &Path) {
     w.finish().unwrap();
 }
 
+/// Runs `supercell doctor ARGS` (see [`run_doctor`]) and checks it succeeded.
+fn doctor(args: &[&str], lavapipe: Option<&Path>) -> Output {
+    let out = run_doctor(args, lavapipe);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "doctor failed: {err}");
+    out
+}
+
 /// Runs `supercell doctor ARGS`, with the software Vulkan driver only where `lavapipe`
 /// is given.
-fn doctor(args: &[&str], lavapipe: Option<&Path>) -> Output {
+fn run_doctor(args: &[&str], lavapipe: Option<&Path>) -> Output {
     let runtime = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_supercell"));
     cmd.arg("doctor")
@@ -39,7 +47,6 @@ fn doctor(args: &[&str], lavapipe: Option<&Path>) -> Output {
     let out = cmd.output().expect("run supercell doctor");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "doctor panicked: {err}");
-    assert!(out.status.success(), "doctor failed: {err}");
     out
 }
 
@@ -181,7 +188,7 @@ fn text_names_problems_with_fixes_and_json_file_is_written() {
     let dir = tempfile::tempdir().unwrap();
     make_dataset(dir.path());
     let json = dir.path().join("doctor.json");
-    let out = doctor(
+    let out = run_doctor(
         &[
             &format!("--json={}", json.display()),
             dir.path().to_str().unwrap(),
@@ -194,8 +201,10 @@ fn text_names_problems_with_fixes_and_json_file_is_written() {
     assert!(text.contains("share one device"), "{text}");
     assert!(text.contains("fix: give each lane its own drive"), "{text}");
     assert!(text.contains("CUDA driver"), "{text}");
-    // A path that does not exist is a failed check with its fix, not an error.
+    // A path that does not exist is a failed check with its fix, and the exit status
+    // says a check failed.
     assert!(text.contains("fail  path.0"), "{text}");
+    assert!(!out.status.success(), "a failed check exited 0");
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_plain(&v, "$");
     assert_eq!(check(&v, "path.0")["status"], "fail");

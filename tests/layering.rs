@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 /// Each top-level module of the library and the modules it may import (`crate::X`).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("probe", &[]),
+    ("atomic_file", &[]),
     ("crc32", &[]),
     ("units", &[]),
     ("device", &[]),
     ("memory", &["probe"]),
-    ("format", &["memory"]),
+    ("format", &["atomic_file", "memory"]),
     ("dataset", &["format", "memory"]),
     ("synth", &["dataset", "format", "memory", "probe"]),
     ("gpu", &["crc32", "device", "memory", "probe"]),

@@ -456,9 +456,23 @@ fn every_render_setting_is_range_checked() {
     // (line, field, words of the message): NaN, infinities and values the renderer would
     // otherwise clamp or render as garbage.
     let cases = [
-        ("exposure = nan", "settings.exposure", "> 0"),
-        ("exposure = inf", "settings.exposure", "> 0"),
-        ("exposure = 0.0", "settings.exposure", "> 0"),
+        ("exposure = nan", "settings.exposure", "in (0, 10000]"),
+        ("exposure = inf", "settings.exposure", "in (0, 10000]"),
+        ("exposure = 0.0", "settings.exposure", "in (0, 10000]"),
+        // Finite but absurd: radiance × exposure squared overflows f32, the picture black.
+        ("exposure = 3e38", "settings.exposure", "in (0, 10000]"),
+        ("exposure = 1e5", "settings.exposure", "in (0, 10000]"),
+        ("ambient = 3e38", "settings.ambient", "0..10000"),
+        (
+            "multiple_scattering = 1e20",
+            "settings.multiple_scattering",
+            "0..10000",
+        ),
+        (
+            "sun_color = [1.0, 3e38, 1.0]",
+            "settings.sun_color[1]",
+            "0..10000",
+        ),
         ("ground_albedo = 1.5", "settings.ground_albedo", "0..1"),
         ("ground_albedo = nan", "settings.ground_albedo", "0..1"),
         ("ground_albedo = -0.1", "settings.ground_albedo", "0..1"),
@@ -497,25 +511,25 @@ fn every_render_setting_is_range_checked() {
         (
             "multiple_scattering = -0.5",
             "settings.multiple_scattering",
-            "≥ 0",
+            "0..10000",
         ),
-        ("ambient = inf", "settings.ambient", "≥ 0"),
+        ("ambient = inf", "settings.ambient", "0..10000"),
         ("ground_spacing = -5.0", "settings.ground_spacing", "≥ 0"),
         ("iso_attribute = 8", "settings.iso_attribute", "0..7"),
         (
             "sun_color = [1.0, nan, 1.0]",
             "settings.sun_color[1]",
-            "≥ 0",
+            "0..10000",
         ),
         (
             "sky_zenith = [0.1, 0.2, -0.3]",
             "settings.sky_zenith[2]",
-            "≥ 0",
+            "0..10000",
         ),
         (
             "sky_horizon = [inf, 0.2, 0.3]",
             "settings.sky_horizon[0]",
-            "≥ 0",
+            "0..10000",
         ),
     ];
     for (line, field, needle) in cases {
@@ -555,13 +569,31 @@ fn other_numbers_are_checked_too() {
             format!("{attr}extinction_scale = inf\n"),
             3,
             "attribute[0].extinction_scale",
-            "≥ 0",
+            "0..1000000000000",
+        ),
+        (
+            format!("{attr}extinction_scale = 3e38\n"),
+            3,
+            "attribute[0].extinction_scale",
+            "0..1000000000000",
         ),
         (
             format!("{attr}emission = nan\n"),
             3,
             "attribute[0].emission",
-            "≥ 0",
+            "0..10000",
+        ),
+        (
+            format!("{attr}emission = 3e38\n"),
+            3,
+            "attribute[0].emission",
+            "0..10000",
+        ),
+        (
+            format!("{attr}range = [-3e38, 3e38]\n"),
+            3,
+            "attribute[0].range",
+            "span",
         ),
         (
             "[camera]\ntarget = [0.0, nan, 0.0]\n".to_string(),

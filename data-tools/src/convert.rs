@@ -200,10 +200,7 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
         lanes,
         args.chunk_size,
         Some(&times),
-        Provenance::new(
-            "supercell-data import",
-            std::env::args().skip(1).collect::<Vec<_>>(),
-        ),
+        Provenance::from_os_args("supercell-data import", std::env::args_os().skip(1)),
         &options,
         |done| bar.set_position(done as u64),
     )
@@ -268,8 +265,18 @@ fn write_scene(args: &ImportArgs) -> Result<ExitCode> {
     for n in &suggestion.notes {
         println!("note: {n}");
     }
-    let text = supercell::scene::suggested_scene_toml(m, &args.out, &suggestion);
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    // Read back and validated as `play` will read it: a scene that would not load is an
+    // error here, and nothing is left at `path` (written whole under a temporary name, then
+    // renamed).
+    let text = supercell::scene::checked_scene_toml(m, &args.out, &suggestion, path).with_context(
+        || {
+            format!(
+                "{} is imported, but no scene was written (it would not load)",
+                args.out.display()
+            )
+        },
+    )?;
+    supercell::atomic_file::write_replacing(path, text.as_bytes())?;
     println!(
         "{}: a scene for {} (edit it, then `supercell play {}`)",
         path.display(),

@@ -48,7 +48,8 @@ pub struct GenerateArgs {
     /// Noise seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Worker threads (default: all cores).
+    /// Worker threads (default: all cores; more than the cores this process may use are
+    /// capped to them, with a note).
     #[arg(long)]
     pub threads: Option<usize>,
     /// Frames generated at once at most (default: as many as fit both half the available
@@ -182,8 +183,16 @@ fn process_cpu_s() -> Option<f64> {
 pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
     keep_freed_memory();
     if let Some(t) = args.threads {
+        if t == 0 {
+            bail!("--threads must be at least 1");
+        }
+        let (t, note) =
+            supercell::probe::cap_threads("--threads", t, supercell::probe::max_compute_threads());
+        if let Some(n) = note {
+            eprintln!("note: {n}");
+        }
         rayon::ThreadPoolBuilder::new()
-            .num_threads(t.max(1))
+            .num_threads(t)
             .build_global()
             .context("setting up the worker threads")?;
     }
@@ -252,10 +261,8 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         max_frames_in_flight: args.frames_in_flight.unwrap_or(0),
         ..GenerateOptions::default()
     };
-    let provenance = Provenance::new(
-        "supercell-data generate",
-        std::env::args().skip(1).collect::<Vec<_>>(),
-    );
+    let provenance =
+        Provenance::from_os_args("supercell-data generate", std::env::args_os().skip(1));
     let bar = ProgressBar::new(u64::from(params.frames));
     bar.set_style(
         ProgressStyle::with_template(

@@ -50,6 +50,9 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // A command ended by Ctrl-C or `kill` removes the temporary file it was writing (an
+    // exported .nvdb, a scene) rather than leave it beside its target.
+    supercell::atomic_file::remove_on_signal();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Generate(a) => generate::run(&a),

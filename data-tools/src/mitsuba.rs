@@ -47,18 +47,6 @@ pub struct ExportMitsubaArgs {
     pub out: PathBuf,
 }
 
-fn parse_size(s: &str) -> Result<(u32, u32)> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .with_context(|| format!("--size {s:?} is not WIDTHxHEIGHT"))?;
-    let w: u32 = w.trim().parse().with_context(|| format!("--size {s:?}"))?;
-    let h: u32 = h.trim().parse().with_context(|| format!("--size {s:?}"))?;
-    if w == 0 || h == 0 {
-        bail!("--size {s:?} must be at least 1 on each side");
-    }
-    Ok((w, h))
-}
-
 /// The renderer's transfer-function lookup for one attribute: the baked table, the value
 /// range and the extinction, read the way `render_cpu` reads them.
 struct Lookup {
@@ -206,7 +194,7 @@ fn affine(map: &supercell::format::grid::Map, o: [f64; 3], s: [f64; 3]) -> [[f64
 
 /// Runs `export-mitsuba`.
 pub fn run(args: &ExportMitsubaArgs) -> Result<ExitCode> {
-    let (w, h) = parse_size(&args.size)?;
+    let (w, h) = supercell::units::parse_image_size("--size", &args.size, u32::MAX)?;
     let scene = Scene::load(&args.scene)?;
     let ls = scene.open(w as f32 / h as f32, None)?;
     let m = ls.dataset.manifest();

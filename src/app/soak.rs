@@ -73,11 +73,43 @@ pub struct SoakReport {
     pub threads_range: [u64; 2],
     /// Least and most GPU memory in use after warm-up, where known.
     pub gpu_used_range: Option<[u64; 2]>,
+    /// Whether memory, file descriptors and threads held flat after warm-up; `None` when
+    /// no sample was taken after it.
+    pub verdict: Option<SoakVerdict>,
     /// Each path's figures over the whole run (while it was active).
     pub paths: Vec<(PathSel, super::stats::PathFigures)>,
     /// Every sample.
     pub samples: Vec<SoakSample>,
 }
+
+/// Settled drift of the resident set above which a run is called growing: 1 %.
+pub const FLAT_RSS_DRIFT: f64 = 0.01;
+
+/// Whether a long run held flat after warm-up, and by how much it moved.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SoakVerdict {
+    /// Resident set, file descriptors and threads all held: the resident set drifted by at
+    /// most [`FLAT_RSS_DRIFT`] of its settled start, and neither descriptors nor threads
+    /// grew.
+    pub flat: bool,
+    /// `rss_growth / rss_settled_start` (0.01 is 1 %).
+    pub rss_drift: f64,
+    /// Least-squares slope of the resident set over the settled samples, MB per hour.
+    pub rss_slope_mb_per_hour: f64,
+    /// Most descriptors open in the last settled tenth minus the most in the first.
+    pub fds_growth: i64,
+    /// The same for threads.
+    pub threads_growth: i64,
+    /// What made it not flat, in words (empty when flat).
+    pub reasons: Vec<String>,
+    /// Seconds between the first and the last settled sample: the verdict of a run that
+    /// settled for less than [`SETTLED_FOR_VERDICT_S`] is printed but not held against it.
+    pub settled_s: f64,
+}
+
+/// Settled seconds a run needs before `play --soak` exits with an error when it is not
+/// flat: a shorter run's ends are too close to tell a leak from a cache filling.
+pub const SETTLED_FOR_VERDICT_S: f64 = 60.0;
 
 /// Runs the long run on `player`; `progress` is called after each sample.
 pub fn run(
@@ -176,9 +208,21 @@ pub fn run(
     Ok(report)
 }
 
-/// Fills the settled figures from the samples.
+/// When warm-up ends: a tenth of the run after the first frame was shown (at most a
+/// minute). Counting from the first frame, not the start, leaves out the shader builds a
+/// software adapter makes before it (16 s on lavapipe, with nothing else moving).
+fn warm_up_end(r: &SoakReport) -> f64 {
+    let first_frame = r
+        .samples
+        .iter()
+        .find(|s| s.frames > 0)
+        .map_or(0.0, |s| s.t_s);
+    first_frame + ((r.duration_s - first_frame) / 10.0).min(60.0)
+}
+
+/// Fills the settled figures and the verdict from the samples.
 fn summarise(r: &mut SoakReport) {
-    let warm = (r.duration_s / 10.0).min(60.0);
+    let warm = warm_up_end(r);
     let settled: Vec<&SoakSample> = r.samples.iter().filter(|s| s.t_s >= warm).collect();
     if settled.is_empty() {
         return;
@@ -197,6 +241,15 @@ fn summarise(r: &mut SoakReport) {
     r.rss_settled_start = max_rss(&|t| t <= t0 + tenth);
     r.rss_settled_end = max_rss(&|t| t >= t1 - tenth);
     r.rss_growth = r.rss_settled_end as i64 - r.rss_settled_start as i64;
+    let growth_of = |f: &dyn Fn(&SoakSample) -> u64| {
+        let most = |pick: &dyn Fn(f64) -> bool| {
+            let v = settled.iter().filter(|s| pick(s.t_s)).map(|s| f(s));
+            v.max().unwrap_or(0) as i64
+        };
+        most(&|t| t >= t1 - tenth) - most(&|t| t <= t0 + tenth)
+    };
+    let (fds_growth, threads_growth) = (growth_of(&|s| s.fds), growth_of(&|s| s.threads));
+    r.verdict = Some(verdict(r, &settled, fds_growth, threads_growth));
     let range = |f: &dyn Fn(&SoakSample) -> u64| {
         let v = settled.iter().map(|s| f(s));
         [v.clone().min().unwrap_or(0), v.max().unwrap_or(0)]
@@ -210,6 +263,50 @@ fn summarise(r: &mut SoakReport) {
             gpu.iter().copied().max().unwrap_or(0),
         ]
     });
+}
+
+/// The verdict on the settled samples ([`SoakVerdict`]).
+fn verdict(
+    r: &SoakReport,
+    settled: &[&SoakSample],
+    fds_growth: i64,
+    threads_growth: i64,
+) -> SoakVerdict {
+    let rss_drift = r.rss_growth as f64 / (r.rss_settled_start.max(1) as f64);
+    // Least squares of the resident set against time: the slope a longer run would see,
+    // where the two ends only compare a tenth each.
+    let n = settled.len() as f64;
+    let mean_t = settled.iter().map(|s| s.t_s).sum::<f64>() / n;
+    let mean_rss = settled.iter().map(|s| s.rss as f64).sum::<f64>() / n;
+    let (mut cov, mut var) = (0.0, 0.0);
+    for s in settled {
+        cov += (s.t_s - mean_t) * (s.rss as f64 - mean_rss);
+        var += (s.t_s - mean_t).powi(2);
+    }
+    let slope = if var > 0.0 { cov / var } else { 0.0 };
+    let mut reasons = Vec::new();
+    if rss_drift > FLAT_RSS_DRIFT {
+        reasons.push(format!(
+            "resident set grew {:+.2} % after warm-up (limit {:.0} %)",
+            rss_drift * 100.0,
+            FLAT_RSS_DRIFT * 100.0
+        ));
+    }
+    if fds_growth > 0 {
+        reasons.push(format!("{fds_growth} more file descriptors open"));
+    }
+    if threads_growth > 0 {
+        reasons.push(format!("{threads_growth} more threads"));
+    }
+    SoakVerdict {
+        flat: reasons.is_empty(),
+        rss_drift,
+        rss_slope_mb_per_hour: slope * 3600.0 / 1e6,
+        fds_growth,
+        threads_growth,
+        reasons,
+        settled_s: settled[settled.len() - 1].t_s - settled[0].t_s,
+    }
 }
 
 /// The human summary (stderr).
@@ -234,6 +331,24 @@ pub fn summary(r: &SoakReport) -> String {
     );
     if let Some([lo, hi]) = r.gpu_used_range {
         s += &format!(", GPU used {:.1}–{:.1} MB", mb(lo), mb(hi));
+    }
+    match &r.verdict {
+        Some(v) if v.flat => {
+            s += &format!(
+                "\n  verdict: flat (resident set {:+.2} % after warm-up, slope {:+.1} MB/h; \
+                 descriptors and threads steady)",
+                v.rss_drift * 100.0,
+                v.rss_slope_mb_per_hour
+            )
+        }
+        Some(v) => {
+            s += &format!(
+                "\n  verdict: GROWING ({}; slope {:+.1} MB/h)",
+                v.reasons.join(", "),
+                v.rss_slope_mb_per_hour
+            )
+        }
+        None => s += "\n  verdict: none (no sample after warm-up: run longer)",
     }
     for e in &r.errors {
         s += &format!("\n  error seen: {e}");
@@ -285,5 +400,49 @@ mod tests {
         assert_eq!(r.fds_range, [20, 20]);
         assert_eq!(r.threads_range, [9, 9]);
         assert_eq!(r.gpu_used_range, None);
+        // 8.1 MB on 501.9 MB: 1.6 %, growing; 0.1 MB/s is 360 MB/h.
+        let v = r.verdict.clone().expect("a verdict");
+        assert!(!v.flat, "{v:?}");
+        assert!((v.rss_drift - 8.1 / 501.9).abs() < 1e-9, "{v:?}");
+        assert!((v.rss_slope_mb_per_hour - 360.0).abs() < 1e-6, "{v:?}");
+        assert_eq!((v.fds_growth, v.threads_growth), (0, 0));
+        assert!(summary(&r).contains("verdict: GROWING (resident set grew +1.61 %"));
+    }
+
+    #[test]
+    fn warm_up_counts_from_the_first_frame_and_a_steady_run_is_flat() {
+        // 16 s of shader builds with no frame (memory climbing), then steady but for noise
+        // well under 1 %; one more descriptor in the last tenth makes it growing.
+        let steady = |fds_at_end: u64| {
+            let mut r = SoakReport {
+                duration_s: 100.0,
+                samples: (0..=100)
+                    .map(|t| {
+                        let t = f64::from(t);
+                        let rss = if t < 16.0 {
+                            100_000_000 + (t as u64) * 50_000_000
+                        } else {
+                            1_000_000_000 + (t as u64 % 3) * 1_000_000
+                        };
+                        let mut s = sample(t, rss, if t > 95.0 { fds_at_end } else { 20 });
+                        s.frames = if t < 16.0 { 0 } else { (t as u64 - 15) * 10 };
+                        s
+                    })
+                    .collect(),
+                ..SoakReport::default()
+            };
+            summarise(&mut r);
+            r
+        };
+        let r = steady(20);
+        // Warm-up ends 16 + 8.4 s in: the climb before the first frame is left out.
+        assert_eq!(warm_up_end(&r), 16.0 + 8.4);
+        let v = r.verdict.as_ref().expect("a verdict");
+        assert!(v.flat, "{v:?}");
+        assert!(v.rss_drift.abs() <= 0.002, "{v:?}");
+        assert!(summary(&r).contains("verdict: flat"));
+        let v = steady(21).verdict.expect("a verdict");
+        assert!(!v.flat);
+        assert_eq!(v.reasons, ["1 more file descriptors open"]);
     }
 }

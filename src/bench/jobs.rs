@@ -115,7 +115,16 @@ fn apply(
                 }
             }
         }
-        "threads" => cfg.cfg.threads = num(val)?,
+        "threads" => {
+            let (n, max) = (num(val)?, crate::probe::max_io_threads());
+            if n > max {
+                return Err(format!(
+                    "{key}: {n} is more than this machine can use ({max} I/O threads: 16 per \
+                     usable CPU, at least 32)"
+                ));
+            }
+            cfg.cfg.threads = n;
+        }
         "io_size" | "iosize" => cfg.cfg.io_size = size(val)? as usize,
         "queue_depth" => cfg.cfg.queue_depth = num(val)?,
         "slots" => cfg.cfg.slots = Some(num(val)?),

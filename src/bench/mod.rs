@@ -311,6 +311,31 @@ fn summary_without_instant<S: serde::Serializer>(
     v.serialize(s)
 }
 
+impl BenchResult {
+    /// Where no frame of the run arrived and some failed: which reads failed (lane, file,
+    /// frames, the first error of each), for the command's error; None where any frame
+    /// arrived or nothing was read.
+    pub fn every_read_failed(&self) -> Option<String> {
+        if self.summary.frames > 0 || self.failed_frames == 0 {
+            return None;
+        }
+        let places: Vec<String> = self
+            .errors
+            .iter()
+            .map(|e| {
+                let lane = e.lane.map_or_else(|| "?".to_string(), |l| l.to_string());
+                let file = e.file.as_deref().unwrap_or("-");
+                format!("lane {lane} {file}: {} frames; first: {}", e.count, e.first)
+            })
+            .collect();
+        Some(format!(
+            "every read failed: {} frames failed, none arrived ({})",
+            self.failed_frames,
+            places.join("; ")
+        ))
+    }
+}
+
 /// Failed frames of one lane and file (or of no file, where the error names none).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct BenchErrors {

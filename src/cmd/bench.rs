@@ -211,7 +211,7 @@ fn run_length(args: &BenchArgs) -> (Option<u64>, Option<f64>) {
 fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
     BenchConfig {
         engine,
-        threads: args.threads,
+        threads: super::io_threads("--threads", args.threads),
         io_size: args.io_size,
         queue_depth: args.queue_depth,
         slots: args.slots,
@@ -274,7 +274,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let source = load(args, io_size)?;
     if args.sweep {
         let plan = sweep::SweepPlan {
-            threads: sweep::thread_counts(args.threads),
+            threads: sweep::thread_counts(cfg.threads),
             io_sizes: args.sweep_io_sizes.clone(),
             queue_depths: if args.sweep_queue_depths.is_empty() {
                 vec![args.queue_depth]
@@ -286,8 +286,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             },
             runs: args.runs,
         };
+        let mut failures = Vec::new();
         let points = sweep::sweep(&source, &cfg, &plan, |p, r| {
             println!("qd {} {}", p.queue_depth, report::gdsio_line(r));
+            if let Some(why) = r.every_read_failed() {
+                failures.push(format!(
+                    "{} threads, {} B reads, queue depth {}: {why}",
+                    p.threads, p.io_size, p.queue_depth
+                ));
+            }
         })?;
         println!("\n{}", sweep::table(&points));
         let title = format!("supercell {} sweep", cfg.engine);
@@ -295,6 +302,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         println!("plot written to {}", args.plot.display());
         if let Some(j) = &args.json {
             write_json(j, &points)?;
+        }
+        if !failures.is_empty() && failures.len() == points.len() {
+            bail!("every run of the sweep read nothing: {}", failures[0]);
         }
         return Ok(());
     }
@@ -356,6 +366,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         doc.peer = peer;
         write_json(j, &doc)?;
     }
+    // A run that read nothing measured nothing: not a result to exit 0 with.
+    if let Some(why) = results
+        .iter()
+        .find_map(bench::BenchResult::every_read_failed)
+    {
+        bail!("{why}");
+    }
     let differ: u64 = results
         .iter()
         .filter_map(|r| r.verify.as_ref())
@@ -373,7 +390,13 @@ fn print_jobs(r: &jobs::JobsResult, what: &str) -> bool {
     let mut failed = false;
     for (name, res) in &r.jobs {
         match res {
-            Ok(b) => print!("[{name}] {}", report::text(b)),
+            Ok(b) => {
+                print!("[{name}] {}", report::text(b));
+                if let Some(why) = b.every_read_failed() {
+                    failed = true;
+                    println!("[{name}] FAILED: {why}");
+                }
+            }
             Err(e) => {
                 failed = true;
                 println!("[{name}] FAILED: {e}");

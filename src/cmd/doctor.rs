@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use supercell::dataset::MANIFEST_FILE;
-use supercell::doctor::{Request, diagnose};
+use supercell::doctor::{Request, Status, diagnose};
 
 /// Arguments of `supercell doctor`.
 #[derive(clap::Args, Debug)]
@@ -57,6 +57,20 @@ pub fn run(args: &DoctorArgs) -> Result<()> {
                 .with_context(|| format!("cannot write {}", p.display()))?;
         }
         None => print!("{}", report.text()),
+    }
+    // A failed check is a finding the caller (a script, CI) must not read as "all is well".
+    let failed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} check(s) failed: {} (the report says why and what to fix)",
+            failed.len(),
+            failed.join(", ")
+        );
     }
     Ok(())
 }

@@ -28,3 +28,14 @@ pub fn command_line(binary: &str, args: &str) -> String {
         (false, false) => format!("{program} {args}"),
     }
 }
+
+/// An I/O thread count flag's value, capped by what this machine can use (a note on
+/// stderr says so).
+pub fn io_threads(flag: &str, requested: usize) -> usize {
+    let max = supercell::probe::max_io_threads();
+    let (threads, note) = supercell::probe::cap_threads(flag, requested, max);
+    if let Some(n) = note {
+        eprintln!("note: {n}");
+    }
+    threads
+}

@@ -182,19 +182,8 @@ fn duration_flag(flag: &str, value: &str) -> anyhow::Result<Duration> {
     script::parse_duration(value).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
 }
 
-fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .with_context(|| format!("size {s:?} is not WIDTHxHEIGHT"))?;
-    let (w, h): (u32, u32) = (
-        w.trim().parse().with_context(|| format!("size {s:?}"))?,
-        h.trim().parse().with_context(|| format!("size {s:?}"))?,
-    );
-    if w == 0 || h == 0 || w > 16384 || h > 16384 {
-        bail!("size {s:?} must be 1..16384 on each side");
-    }
-    Ok((w, h))
-}
+/// Largest side of a window or headless render, pixels.
+const MAX_SIDE: u32 = 16384;
 
 /// Player settings: the command line over the scene's `[playback]` defaults.
 fn player_config(
@@ -211,6 +200,7 @@ fn player_config(
     if args.threads == 0 || args.threads > 256 {
         bail!("--threads must be 1..256");
     }
+    let threads = super::io_threads("--threads", args.threads);
     if let Some(n) = args.slots
         && n < supercell::stream::MIN_SLOTS
     {
@@ -224,7 +214,7 @@ fn player_config(
         width: size.0,
         height: size.1,
         slots: args.slots,
-        threads: args.threads,
+        threads,
         host_copy: match args.host_copy {
             HostCopyArg::Auto => HostCopy::Auto,
             HostCopyArg::Staging => HostCopy::Staging,
@@ -299,9 +289,17 @@ fn requested(args: &PlayArgs) -> anyhow::Result<Requested> {
     }
     Ok(Requested {
         headless: args.headless,
-        window_size: args.window_size.as_deref().map(parse_size).transpose()?,
+        window_size: args
+            .window_size
+            .as_deref()
+            .map(|s| supercell::units::parse_image_size("--window-size", s, MAX_SIDE))
+            .transpose()?,
         render_scale: args.render_scale,
-        size: args.size.as_deref().map(parse_size).transpose()?,
+        size: args
+            .size
+            .as_deref()
+            .map(|s| supercell::units::parse_image_size("--size", s, MAX_SIDE))
+            .transpose()?,
         step_voxels: args.step,
         attributes: args.attributes.is_some(),
     })
@@ -385,15 +383,27 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
             };
             let bar = progress_bar("soak {bar:30} {pos}/{len} s  {msg}");
             bar.set_length(duration.as_secs().max(1));
+            // Where stderr is no terminal (a booth's log, a service), a line every
+            // twentieth of the run (10 s to 5 min apart) instead of the bar.
+            let every = (duration.as_secs_f64() / 20.0).clamp(10.0, 300.0);
+            let mut next_line = every;
             let r = soak::run(&mut player, &opts, |s| {
-                bar.set_position(s.t_s as u64);
-                bar.set_message(format!(
+                let line = format!(
                     "{} frames, RSS {:.0} MB, {} fds, {} threads",
                     s.frames,
                     s.rss as f64 / 1e6,
                     s.fds,
                     s.threads
-                ));
+                );
+                if bar.is_hidden() {
+                    if s.t_s >= next_line {
+                        eprintln!("soak {:.0}/{} s: {line}", s.t_s, duration.as_secs());
+                        next_line = s.t_s + every;
+                    }
+                } else {
+                    bar.set_position(s.t_s as u64);
+                    bar.set_message(line);
+                }
             })?;
             bar.finish_and_clear();
             eprint!("{}", soak::summary(&r));
@@ -479,6 +489,12 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
         && !soak.errors.is_empty()
     {
         bail!("soak: {}", soak.errors.join("; "));
+    }
+    if let Some(v) = report.soak.as_ref().and_then(|s| s.verdict.as_ref())
+        && !v.flat
+        && v.settled_s >= soak::SETTLED_FOR_VERDICT_S
+    {
+        bail!("soak: memory not flat: {}", v.reasons.join(", "));
     }
     Ok(())
 }

@@ -158,16 +158,10 @@ pub struct RenderArgs {
     pub read_timeout: std::time::Duration,
 }
 
+/// `--size` (the device's upper bound, `Renderer::check_image_size`, is checked once it
+/// is open).
 fn parse_size(s: &str) -> anyhow::Result<(u32, u32)> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .with_context(|| format!("size {s:?} is not WIDTHxHEIGHT"))?;
-    let (w, h): (u32, u32) = (w.trim().parse()?, h.trim().parse()?);
-    // The upper bound is the device's (Renderer::check_image_size), checked once it is open.
-    if w == 0 || h == 0 {
-        bail!("size {s:?} must be at least 1 on each side");
-    }
-    Ok((w, h))
+    Ok(supercell::units::parse_image_size("--size", s, u32::MAX)?)
 }
 
 /// Refuses an image size the device (or, for the CPU renderer, host memory) cannot hold,
@@ -887,8 +881,8 @@ fn bench_plan(args: &RenderArgs, caps: &DeviceCaps) -> anyhow::Result<BenchPlan>
     let sizes = match &args.bench_sizes {
         Some(list) => list
             .iter()
-            .map(|s| parse_size(s))
-            .collect::<anyhow::Result<Vec<_>>>()?,
+            .map(|s| supercell::units::parse_image_size("--bench-sizes", s, u32::MAX))
+            .collect::<Result<Vec<_>, _>>()?,
         None if software => vec![supercell::app::software::SOFTWARE_BENCH_SIZE],
         None => vec![(1280, 720), (1920, 1080), (3840, 2160)],
     };

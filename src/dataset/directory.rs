@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::MANIFEST_FILE;
 use super::error::{DatasetError, IoContext, Result};
-use super::manifest::{Manifest, check_header, sync_dir};
+use super::manifest::{Manifest, Provenance, check_header, sync_dir};
 use super::naming::{TMP_EXT, is_write_id, parse_lane_file_name};
 
 /// The write-intent record's file name.
@@ -23,11 +23,38 @@ pub(super) const INTENT_FILE: &str = ".supercell-write.intent";
 pub(super) const MAX_INTENT_BYTES: u64 = 64 << 20;
 
 /// What `.supercell-write.intent` records, so an interrupted write can be cleaned up.
+/// Paths are written as provenance arguments are ([`Provenance::arg_text`]): as they are
+/// where UTF-8, else marked and escaped, so a dataset under a path with byte 0xff is
+/// recorded (JSON strings cannot hold such a path) and read back exactly.
 #[derive(Serialize, Deserialize)]
 pub(super) struct Intent {
     pub(super) write_id: String,
+    #[serde(with = "os_paths")]
     pub(super) lane_dirs: Vec<PathBuf>,
+    #[serde(with = "os_paths")]
     pub(super) replaced_files: Vec<PathBuf>,
+}
+
+/// Paths as lossless text (see [`Intent`]).
+mod os_paths {
+    use super::Provenance;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::path::PathBuf;
+
+    pub(super) fn serialize<S: Serializer>(v: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|p| Provenance::arg_text(p.as_os_str())))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|t| {
+                Provenance::arg_os(t)
+                    .map(PathBuf::from)
+                    .ok_or_else(|| serde::de::Error::custom(format!("malformed path {t:?}")))
+            })
+            .collect()
+    }
 }
 
 /// The temporary name a file is written under before its rename to `final_path`.

@@ -35,6 +35,11 @@
 //! }
 //! ```
 //!
+//! `created.args` are the writer's arguments, each as given where it is UTF-8; one that is
+//! not (a path with byte 0xff) is recorded as `os-bytes:` and its bytes, `%XX` for every
+//! byte that is not printable ASCII or is `%` ([`ARG_BYTES_MARKER`], [`Provenance::arg_os`]
+//! reads it back), so the record is lossless.
+//!
 //! An extent is `[lane, file, offset, len, dst, crc32]`: `len` bytes at `offset` of file
 //! `file` of lane `lane` go to `dst` in the slot image. Offsets, lengths and destinations
 //! are multiples of 4 KiB, lengths at most `chunk_size`, extents sorted by `dst`. Lane paths
@@ -99,7 +104,66 @@ pub struct Provenance {
     pub unix_time: u64,
 }
 
+/// Marks a provenance argument recorded as bytes: an argument that is not UTF-8 (a path
+/// with byte 0xff, say) is written `os-bytes:` followed by its bytes, printable ASCII other
+/// than `%` as itself and every other byte as `%XX` (two upper-case hex digits); an
+/// argument that is UTF-8 but starts with the marker is written the same way, so every
+/// recorded argument reads back as exactly the bytes given ([`Provenance::arg_os`]).
+pub const ARG_BYTES_MARKER: &str = "os-bytes:";
+
 impl Provenance {
+    /// Provenance for `generator` run with the program's own arguments `args` (from
+    /// `std::env::args_os`, after the program name): each recorded as
+    /// [`Provenance::arg_text`] writes it, losslessly.
+    pub fn from_os_args(
+        generator: impl Into<String>,
+        args: impl IntoIterator<Item = std::ffi::OsString>,
+    ) -> Self {
+        Provenance::new(generator, args.into_iter().map(|a| Self::arg_text(&a)))
+    }
+
+    /// One argument as the manifest records it: as written where it is UTF-8 (and does not
+    /// start with [`ARG_BYTES_MARKER`]), else the marker and its bytes escaped.
+    pub fn arg_text(arg: &std::ffi::OsStr) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        match arg.to_str() {
+            Some(s) if !s.starts_with(ARG_BYTES_MARKER) => s.to_string(),
+            _ => {
+                let mut out = String::from(ARG_BYTES_MARKER);
+                for &b in arg.as_bytes() {
+                    if (b.is_ascii_graphic() && b != b'%') || b == b' ' {
+                        out.push(char::from(b));
+                    } else {
+                        out.push_str(&format!("%{b:02X}"));
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// The argument `text` records ([`Provenance::arg_text`] read back); None where it
+    /// carries the marker but a malformed escape.
+    pub fn arg_os(text: &str) -> Option<std::ffi::OsString> {
+        use std::os::unix::ffi::OsStringExt;
+        let Some(escaped) = text.strip_prefix(ARG_BYTES_MARKER) else {
+            return Some(text.into());
+        };
+        let mut bytes = Vec::with_capacity(escaped.len());
+        let mut rest = escaped.as_bytes();
+        while let Some((&b, tail)) = rest.split_first() {
+            if b == b'%' {
+                let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+                bytes.push(u8::from_str_radix(hex, 16).ok()?);
+                rest = &tail[2..];
+            } else {
+                bytes.push(b);
+                rest = tail;
+            }
+        }
+        Some(std::ffi::OsString::from_vec(bytes))
+    }
+
     /// Provenance for `generator` run with `args`.
     pub fn new(
         generator: impl Into<String>,
@@ -509,6 +573,7 @@ impl Manifest {
                     "attributes[{a}].value_range [{lo}, {hi}] is inverted"
                 ));
             }
+            check_boxes(a, attr)?;
         }
         if self.frame_count != self.frames.len() {
             return Err(format!(
@@ -711,6 +776,46 @@ impl Manifest {
     }
 }
 
+/// Checks an attribute's boxes and voxel size: a box inverted on any axis or a voxel size
+/// that is not a finite number > 0 would give every reader a domain of no extent, or
+/// divisions by zero when index and world coordinates are mapped.
+fn check_boxes(a: usize, attr: &Attribute) -> Result<(), String> {
+    if let Some([lo, hi]) = attr.index_bbox
+        && let Some(axis) = (0..3).find(|&i| lo[i] > hi[i])
+    {
+        return Err(format!(
+            "attributes[{a}].index_bbox {lo:?}..{hi:?} is inverted on axis {} (min > max)",
+            AXES[axis]
+        ));
+    }
+    if let Some([lo, hi]) = attr.world_bbox {
+        if let Some(axis) = (0..3).find(|&i| !(lo[i].is_finite() && hi[i].is_finite())) {
+            return Err(format!(
+                "attributes[{a}].world_bbox {lo:?}..{hi:?} is not finite on axis {}",
+                AXES[axis]
+            ));
+        }
+        if let Some(axis) = (0..3).find(|&i| lo[i] > hi[i]) {
+            return Err(format!(
+                "attributes[{a}].world_bbox {lo:?}..{hi:?} is inverted on axis {} (min {} > max {})",
+                AXES[axis], lo[axis], hi[axis]
+            ));
+        }
+    }
+    if let Some(v) = attr.voxel_size
+        && let Some(axis) = (0..3).find(|&i| !(v[i].is_finite() && v[i] > 0.0))
+    {
+        return Err(format!(
+            "attributes[{a}].voxel_size {v:?}: the {} size {} is not a finite number > 0",
+            AXES[axis], v[axis]
+        ));
+    }
+    Ok(())
+}
+
+/// Axis names for messages.
+const AXES: [&str; 3] = ["x", "y", "z"];
+
 /// Checks that `text` is JSON with this build's `format` and `version`: whether it is a
 /// supercell manifest this build can read at all, before its structure is looked at (a
 /// newer version gets "unsupported version" rather than a structural error).
@@ -837,5 +942,36 @@ impl serde_json::ser::Formatter for ShallowPretty {
     fn end_object_value<W: ?Sized + io::Write>(&mut self, _w: &mut W) -> io::Result<()> {
         self.has_value = true;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn provenance_arguments_read_back_as_the_bytes_given() {
+        let args: [&[u8]; 6] = [
+            b"--out",
+            b"/tmp/storm\xff/x",
+            b"100%\xfe",
+            b"os-bytes:plain",
+            b"caf\xc3\xa9 ok",
+            b"",
+        ];
+        for a in args {
+            let text = Provenance::arg_text(OsStr::from_bytes(a));
+            assert_eq!(Provenance::arg_os(&text).unwrap().as_bytes(), a, "{text}");
+        }
+        assert_eq!(Provenance::arg_text(OsStr::new("--out")), "--out");
+        assert_eq!(Provenance::arg_text(OsStr::new("café")), "café");
+        assert_eq!(
+            Provenance::arg_text(OsStr::from_bytes(b"/tmp/storm\xff")),
+            "os-bytes:/tmp/storm%FF"
+        );
+        assert_eq!(Provenance::arg_os("os-bytes:%F"), None);
+        assert_eq!(Provenance::arg_os("os-bytes:%G0"), None);
     }
 }

@@ -31,7 +31,9 @@ pub use convert::{
     ImportOptions, ImportReport, export_frame, import_nvdb_sequence, import_sequence,
 };
 pub use error::{DatasetError, Result};
-pub use manifest::{Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance};
+pub use manifest::{
+    ARG_BYTES_MARKER, Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance,
+};
 pub use reader::{CrcCheck, Dataset};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify};
 pub use writer::{AttributeSpec, CrashPoint, DatasetWriter, LaneSpec};

@@ -47,7 +47,8 @@ pub(crate) fn inspect(bytes: &[u8]) -> Result<GridInfo, String> {
     } else {
         None
     };
-    let voxel_size = Some(g.voxel_size()).filter(|v| v.iter().all(|x| x.is_finite()));
+    // A voxel size the manifest would refuse (zero, negative, non-finite) is not recorded.
+    let voxel_size = Some(g.voxel_size()).filter(|v| v.iter().all(|x| x.is_finite() && *x > 0.0));
     Ok(GridInfo {
         name: g.name().to_owned(),
         grid_type: g.grid_type(),

@@ -38,8 +38,7 @@ use super::grid::Grid;
 use super::layout as l;
 use super::le::LeBytes;
 use super::types::{Codec, Coord, GridClass, GridType, Version};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Size of `FileHeader`.
 pub const FILE_HEADER_SIZE: usize = 16;
@@ -605,58 +604,17 @@ fn encode_for(grids: &[&[u8]], codec: Codec, path: &Path) -> Result<Vec<u8>, Nvd
 pub fn write_nvdb(path: impl AsRef<Path>, grids: &[&[u8]], codec: Codec) -> Result<(), NvdbError> {
     let path = path.as_ref();
     let data = encode_for(grids, codec, path)?;
-    let io = |op: &'static str| {
-        move |source: std::io::Error| NvdbError::Io {
-            path: path.to_owned(),
-            op,
-            source,
-        }
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path.file_name().ok_or_else(|| NvdbError::File {
-        path: path.to_owned(),
-        offset: 0,
-        detail: "not a file path".into(),
-    })?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(file_name);
-    tmp_name.push(format!(".tmp-{}-{}", std::process::id(), unique()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(io("create temporary file"))?;
-        f.write_all(&data).map_err(io("write"))?;
-        f.sync_all().map_err(io("fsync"))?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io("rename"))?;
-        // The rename is durable once the directory is synced; not every platform or file
-        // system can open a directory for that, which is no reason to fail the write.
-        if let Ok(d) = std::fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
+    crate::atomic_file::write_replacing(path, &data).map_err(|e| NvdbError::Io {
+        path: e.path,
+        op: e.op,
+        source: e.source,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn fixture_path(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))

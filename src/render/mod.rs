@@ -58,6 +58,7 @@ pub use parts::{
     parts_spanned, try_upload_parts, try_upload_slot, upload_slot,
 };
 pub use path::{PathKnobs, PathStats, PathUniform, RR_DEPTH};
+pub use range::shown as shown_value;
 pub use scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 pub use shader::{
     ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, MarchKnobs, SUPPORTED_TYPES,

@@ -183,16 +183,33 @@ pub mod limits {
     pub const SUN_AZIMUTH_DEG: Limits = Limits::FINITE;
     /// `sun_elevation_deg`: −90..90 degrees.
     pub const SUN_ELEVATION_DEG: Limits = Limits::between(-90.0, 90.0);
-    /// Components of `sun_color`, `sky_zenith` and `sky_horizon`: linear RGB ≥ 0.
-    pub const COLOR: Limits = Limits::at_least(0.0);
+    /// The largest light strength or exposure a scene may set. The tone curve squares
+    /// radiance × exposure: past about 1e19 that overflows f32 to infinity, and ∞/∞ is NaN,
+    /// which the picture shows as black. 1e4 (over 13 stops above 1) leaves every product of
+    /// these settings far below that and is beyond any look a scene needs.
+    pub const MAX_LIGHT: f64 = 1e4;
+    /// Components of `sun_color`, `sky_zenith` and `sky_horizon`: linear RGB, 0 to
+    /// [`MAX_LIGHT`].
+    pub const COLOR: Limits = Limits::between(0.0, MAX_LIGHT);
     /// `phase_g`: Henyey-Greenstein anisotropy, strictly between −1 and 1.
     pub const PHASE_G: Limits = Limits::strictly_between(-1.0, 1.0);
-    /// `multiple_scattering`: strength ≥ 0.
-    pub const MULTIPLE_SCATTERING: Limits = Limits::at_least(0.0);
-    /// `ambient`: strength ≥ 0.
-    pub const AMBIENT: Limits = Limits::at_least(0.0);
-    /// `exposure`: > 0.
-    pub const EXPOSURE: Limits = Limits::above(0.0);
+    /// `multiple_scattering`: strength 0 to [`MAX_LIGHT`].
+    pub const MULTIPLE_SCATTERING: Limits = Limits::between(0.0, MAX_LIGHT);
+    /// `ambient`: strength 0 to [`MAX_LIGHT`].
+    pub const AMBIENT: Limits = Limits::between(0.0, MAX_LIGHT);
+    /// `exposure`: above 0, at most [`MAX_LIGHT`].
+    pub const EXPOSURE: Limits = Limits {
+        min: 0.0,
+        min_inclusive: false,
+        max: MAX_LIGHT,
+        max_inclusive: true,
+    };
+    /// An attribute's `emission` (glow strength): 0 to [`MAX_LIGHT`].
+    pub const EMISSION: Limits = Limits::between(0.0, MAX_LIGHT);
+    /// An attribute's `extinction_scale`: 0 to 1e12. Calibration can suggest large scales
+    /// for fields of small values (mixing ratios of 1e-5), so the bound is wide; beyond it
+    /// every step's optical depth overflows to infinity.
+    pub const EXTINCTION_SCALE: Limits = Limits::between(0.0, 1e12);
     /// `ground_spacing`: world units ≥ 0 (0: automatic).
     pub const GROUND_SPACING: Limits = Limits::at_least(0.0);
     /// `ground_albedo`: 0..1.
@@ -356,7 +373,7 @@ impl RenderSettings {
             if !lim.contains(value) {
                 // f32 settings print as written (1.0001, not 1.000100016593933).
                 let shown = if f64::from(value as f32) == value || value.is_nan() {
-                    format!("{}", value as f32)
+                    super::range::shown(value as f32)
                 } else {
                     format!("{value}")
                 };

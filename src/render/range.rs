@@ -20,6 +20,17 @@ pub struct Limits {
     pub max_inclusive: bool,
 }
 
+/// A setting's value for a message: as written for ordinary magnitudes (`0.85`, `100`), in
+/// exponent form for huge or tiny ones (`3e38`, not 39 digits).
+pub fn shown(v: f32) -> String {
+    let a = v.abs();
+    if a.is_finite() && a != 0.0 && !(1e-4..1e16).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 impl Limits {
     /// Any finite number.
     pub const FINITE: Limits = Limits::between(f64::MIN, f64::MAX);

@@ -47,7 +47,9 @@ use error::{Seg, Source, plain_message, resolve_relative};
 pub use framing::Framing;
 pub use path::{CameraKey, CameraPath};
 pub use sample::{DataSample, SAMPLE_BUDGET_BYTES, ValueSummary, sample_dataset};
-pub use suggest::{Suggestion, suggested_attributes, suggested_scene_toml, suggested_settings};
+pub use suggest::{
+    Suggestion, checked_scene_toml, suggested_attributes, suggested_scene_toml, suggested_settings,
+};
 
 use crate::dataset::{AlignedBuf, CrcCheck, Dataset, Manifest};
 use crate::format::Grid;

@@ -28,8 +28,8 @@
 
 use std::path::Path;
 
-use super::SceneAttribute;
 use super::sample::{DataSample, ValueSummary};
+use super::{SceneAttribute, SceneError};
 use crate::dataset::{Attribute, Manifest};
 use crate::format::GridClass;
 use crate::render::{
@@ -370,12 +370,64 @@ fn suggested_fit(
     (!body.is_empty() && body.len() < attributes.len()).then_some(body)
 }
 
+/// `s` as a one-line TOML basic string: quoted, with quotes, backslashes and control
+/// characters (newlines too) escaped, so no name from a file can end the string or the
+/// line. (The `toml` crate writes a string holding a newline as a multi-line string, which
+/// in a comment would end the comment.)
 fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `v` as a TOML float: always with a fraction or an exponent (`1.0`, `3e38`), never
+/// the 39-digit integer `{}` prints for 3e38, which TOML reads as an integer out of range.
+/// Non-finite values are written as TOML's `nan` and `inf`, which validation then refuses
+/// naming the field.
+fn toml_float(v: f32) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        // Debug prints the shortest text that reads back as `v`, with `.0` or an exponent.
+        format!("{v:?}")
+    }
+}
+
+/// Text from a file (names, notes that quote them) made safe for a `#` comment or a
+/// terminal: control characters, a newline above all, are written escaped (`\n`), so a
+/// comment cannot end early and what follows cannot become a key or a table, and no escape
+/// sequence reaches a terminal.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn pairs(v: &[(f32, f32)]) -> String {
-    let items: Vec<String> = v.iter().map(|(a, b)| format!("[{a}, {b}]")).collect();
+    let items: Vec<String> = v
+        .iter()
+        .map(|(a, b)| format!("[{}, {}]", toml_float(*a), toml_float(*b)))
+        .collect();
     format!("[{}]", items.join(", "))
 }
 
@@ -462,20 +514,19 @@ pub(crate) fn start_and_notes(
         .unwrap_or(0);
     let mut notes = Vec::new();
     for a in attributes {
+        let name = printable(&a.name);
         match first(a) {
             Some(0) => {}
             Some(f) => notes.push(format!(
-                "{} is empty in frame 0 (t = {}); its data starts at frame {f} (t = {})",
-                a.name,
+                "{name} is empty in frame 0 (t = {}); its data starts at frame {f} (t = {})",
                 time(0),
                 time(f)
             )),
             None if sample.frames_read >= m.frames.len() => {
-                notes.push(format!("{} is empty in every frame", a.name));
+                notes.push(format!("{name} is empty in every frame"));
             }
             None => notes.push(format!(
-                "{} is empty in frames 0 to {} (the frames read to choose the looks)",
-                a.name,
+                "{name} is empty in frames 0 to {} (the frames read to choose the looks)",
                 sample.frames_read - 1
             )),
         }
@@ -512,17 +563,18 @@ pub fn suggested_scene_toml(m: &Manifest, dataset: &Path, suggestion: &Suggestio
         ));
     }
     for n in &suggestion.notes {
-        out.push_str(&format!("# Note: {n}.\n"));
+        out.push_str(&format!("# Note: {}.\n", printable(n)));
     }
     out.push_str(&format!(
         "\ndataset = {}\n",
         toml_string(&dataset.to_string_lossy())
     ));
-    let others: Vec<&str> = m
+    let others: Vec<String> = m
         .attributes
         .iter()
         .map(|a| a.name.as_str())
         .filter(|n| !attributes.iter().any(|s| s.name == *n))
+        .map(toml_string)
         .collect();
     if !others.is_empty() {
         out.push_str(&format!(
@@ -545,7 +597,10 @@ pub fn suggested_scene_toml(m: &Manifest, dataset: &Path, suggestion: &Suggestio
         let t = c.target;
         out.push_str(&format!(
             "target = [{}, {}, {}]  # the centre of the data's box\ndistance = {}\n",
-            t[0], t[1], t[2], c.distance
+            toml_float(t[0]),
+            toml_float(t[1]),
+            toml_float(t[2]),
+            toml_float(c.distance)
         ));
     }
     out.push_str("\n[playback]\nmode = \"loop\"\n");
@@ -558,10 +613,59 @@ pub fn suggested_scene_toml(m: &Manifest, dataset: &Path, suggestion: &Suggestio
     if settings.mode == Mode::Isosurface {
         out.push_str(&format!(
             "\n[settings]\nmode = \"iso\"\niso_attribute = {}\niso_value = {}\n",
-            settings.iso_attribute, settings.iso_value
+            settings.iso_attribute,
+            toml_float(settings.iso_value)
         ));
     }
     out
+}
+
+/// [`suggested_scene_toml`], read back and validated as the player reads `scene_file`: the
+/// text, or the error the player would give (naming `scene_file`, line and field), so that
+/// a scene is never reported written that does not load, or loads other attributes than
+/// were written. A dataset path that is not UTF-8 cannot be written in TOML: an error too.
+pub fn checked_scene_toml(
+    m: &Manifest,
+    dataset: &Path,
+    suggestion: &Suggestion,
+    scene_file: &Path,
+) -> Result<String, SceneError> {
+    let resolved = dataset
+        .canonicalize()
+        .unwrap_or_else(|_| dataset.to_path_buf());
+    if resolved.to_str().is_none() {
+        return Err(SceneError::new(
+            scene_file,
+            format!(
+                "the dataset path {} is not UTF-8, which a scene file (TOML) cannot name: \
+                 play the dataset directory itself, or move it to a UTF-8 path",
+                resolved.display()
+            ),
+        ));
+    }
+    let text = suggested_scene_toml(m, dataset, suggestion);
+    let scene = super::Scene::parse(&text, scene_file)?;
+    let written: Vec<&str> = suggestion
+        .attributes
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    let read: Vec<&str> = scene.attributes.iter().map(|a| a.name.as_str()).collect();
+    let dataset_read = match &scene.dataset {
+        super::DatasetSpec::Path(p) => Some(p.as_path()),
+        super::DatasetSpec::Default => None,
+    };
+    if written != read || dataset_read != Some(resolved.as_path()) {
+        return Err(SceneError::new(
+            scene_file,
+            format!(
+                "the scene written reads back as another scene (attributes {read:?}, dataset \
+                 {dataset_read:?}; written: {written:?}, {})",
+                resolved.display()
+            ),
+        ));
+    }
+    Ok(text)
 }
 
 /// One `[[attribute]]` table, every field the suggestion set.
@@ -580,14 +684,21 @@ fn write_attribute(out: &mut String, a: &SceneAttribute) {
         out.push_str(&format!("preset = {}\n", toml_string(p)));
     }
     if let Some(r) = a.range {
-        out.push_str(&format!("range = [{}, {}]\n", r[0], r[1]));
+        out.push_str(&format!(
+            "range = [{}, {}]\n",
+            toml_float(r[0]),
+            toml_float(r[1])
+        ));
     }
     match &a.colormap {
         Some(Colormap::Named(n)) => out.push_str(&format!("colormap = {}\n", toml_string(n))),
         Some(Colormap::Stops(stops)) => {
             let items: Vec<String> = stops
                 .iter()
-                .map(|(u, c)| format!("[{u}, [{}, {}, {}]]", c[0], c[1], c[2]))
+                .map(|(u, c)| {
+                    let [r, g, b] = c.map(toml_float);
+                    format!("[{}, [{r}, {g}, {b}]]", toml_float(*u))
+                })
                 .collect();
             out.push_str(&format!("colormap = [\n  {},\n]\n", items.join(",\n  ")));
         }
@@ -605,11 +716,12 @@ fn write_attribute(out: &mut String, a: &SceneAttribute) {
     }
     if let Some(x) = a.extinction_scale {
         out.push_str(&format!(
-            "extinction_scale = {x}  # from the first view's transmittance\n"
+            "extinction_scale = {}  # from the first view's transmittance\n",
+            toml_float(x)
         ));
     }
     if let Some(e) = a.emission {
-        out.push_str(&format!("emission = {e}\n"));
+        out.push_str(&format!("emission = {}\n", toml_float(e)));
     }
 }
 
@@ -913,5 +1025,84 @@ mod tests {
             notes,
             ["density is empty in frames 0 to 2 (the frames read to choose the looks)"]
         );
+    }
+
+    /// A suggestion showing `shown` (with `range`), with a note quoting `hidden`.
+    fn written(shown: &str, range: [f32; 2], hidden: &str) -> (Manifest, Suggestion) {
+        let fog = GridClass::FogVolume;
+        let m = manifest(vec![
+            attr(shown, fog, [0.0, 1.0]),
+            attr(hidden, fog, [0.0, 1.0]),
+        ]);
+        let mut a = SceneAttribute::named(shown);
+        a.range = Some(range);
+        a.opacity = Some(vec![(0.0, 0.0), (1.0, 0.5)]);
+        a.extinction_scale = Some(3.5e-7);
+        let suggestion = Suggestion {
+            attributes: vec![a],
+            sample: DataSample::none(2),
+            start_frame: 0,
+            mean_transmittance: None,
+            notes: vec![format!("{hidden} is empty in every frame")],
+            fit_box: None,
+            camera: None,
+        };
+        (m, suggestion)
+    }
+
+    /// Names from a file cannot inject keys or tables through the comments, and huge
+    /// values are written as TOML floats that read back as written.
+    #[test]
+    fn names_are_escaped_and_values_are_floats() {
+        let dir = tempfile::tempdir().unwrap();
+        let scene_file = dir.path().join("s.toml");
+        for hidden in [
+            "a\nexposure = 99\n[x]",
+            "b\n[settings]\nexposure = 99\n",
+            "c\r\n[[attribute]]\nname = \"evil\"",
+        ] {
+            let (m, sug) = written("cloud\n[x]\"", [0.0, 3e38], hidden);
+            let text = checked_scene_toml(&m, dir.path(), &sug, &scene_file)
+                .unwrap_or_else(|e| panic!("{e}\n{}", suggested_scene_toml(&m, dir.path(), &sug)));
+            let scene = super::super::Scene::parse(&text, &scene_file).unwrap();
+            assert_eq!(scene.settings.exposure, RenderSettings::default().exposure);
+            assert_eq!(scene.attributes.len(), 1, "{text}");
+            assert_eq!(scene.attributes[0].name, "cloud\n[x]\"");
+            assert_eq!(scene.attributes[0].range, Some([0.0, 3e38]), "{text}");
+            assert_eq!(scene.attributes[0].extinction_scale, Some(3.5e-7));
+            assert!(text.contains("range = [0.0, 3e38]"), "{text}");
+            // Every line outside strings is a comment, a key or a table header of the
+            // writer's own.
+            for line in text.lines() {
+                assert!(
+                    !line.starts_with("exposure") && !line.starts_with("[x]"),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    /// A scene that would not load is an error naming the field, not a file written.
+    #[test]
+    fn a_scene_that_does_not_validate_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let scene_file = dir.path().join("s.toml");
+        let (m, sug) = written("cloud", [-3e38, 3e38], "rain");
+        let e = checked_scene_toml(&m, dir.path(), &sug, &scene_file).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("attribute[0].range"), "{e}");
+        let (m, sug) = written("cloud", [0.0, f32::INFINITY], "rain");
+        let e = checked_scene_toml(&m, dir.path(), &sug, &scene_file).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("attribute[0].range"), "{e}");
+    }
+
+    #[test]
+    fn a_dataset_path_that_is_not_utf8_is_an_error() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ds = dir.path().join(std::ffi::OsStr::from_bytes(b"storm\xff"));
+        std::fs::create_dir(&ds).unwrap();
+        let (m, sug) = written("cloud", [0.0, 1.0], "rain");
+        let e = checked_scene_toml(&m, &ds, &sug, &dir.path().join("s.toml")).unwrap_err();
+        assert!(e.to_string().contains("is not UTF-8"), "{e}");
     }
 }

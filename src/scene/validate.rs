@@ -2,7 +2,9 @@
 
 use super::error::{Seg, Source};
 use super::{CameraPathFile, MAX_PLOT_WINDOW_S, SceneAttribute, SceneError, SceneFile};
-use crate::render::{Albedo, Camera, Colormap, MAX_ATTRIBUTES};
+use crate::render::{
+    Albedo, Camera, Colormap, Limits, MAX_ATTRIBUTES, limits, shown_value as shown,
+};
 use toml::de::{DeTable, DeValue};
 
 /// A field path under construction.
@@ -60,6 +62,17 @@ impl Check<'_> {
         }
     }
 
+    fn within(&self, p: &P, v: f64, lim: Limits) -> R {
+        if lim.contains(v) {
+            Ok(())
+        } else {
+            self.fail(
+                p,
+                format!("must be {}, found {}", lim.describe(), shown(v as f32)),
+            )
+        }
+    }
+
     fn fov(&self, p: &P, v: f32) -> R {
         let lim = Camera::FOV_Y_DEG;
         if lim.contains(f64::from(v)) {
@@ -107,6 +120,18 @@ impl Check<'_> {
             return self.fail(
                 &p.k("range"),
                 format!("range must be two finite numbers [low, high] with low < high, found [{lo}, {hi}]"),
+            );
+        }
+        // The transfer function divides by the span: an infinite one maps every value to 0.
+        if let Some([lo, hi]) = a.range
+            && !(hi - lo).is_finite()
+        {
+            return self.fail(
+                &p.k("range"),
+                format!(
+                    "the span high − low of [{lo}, {hi}] is too large for 32-bit floats (at most {:e})",
+                    f32::MAX
+                ),
             );
         }
         match &a.colormap {
@@ -183,10 +208,14 @@ impl Check<'_> {
             _ => {}
         }
         if let Some(s) = a.extinction_scale {
-            self.non_negative(&p.k("extinction_scale"), f64::from(s))?;
+            self.within(
+                &p.k("extinction_scale"),
+                f64::from(s),
+                limits::EXTINCTION_SCALE,
+            )?;
         }
         if let Some(e) = a.emission {
-            self.non_negative(&p.k("emission"), f64::from(e))?;
+            self.within(&p.k("emission"), f64::from(e), limits::EMISSION)?;
         }
         Ok(())
     }

@@ -744,10 +744,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         opts.lanes.clone(),
         opts.chunk_size,
         attrs,
-        Provenance::new(
-            "supercell-data import",
-            std::env::args().skip(1).collect::<Vec<_>>(),
-        ),
+        Provenance::from_os_args("supercell-data import", std::env::args_os().skip(1)),
     )
     .with_context(|| format!("creating {}", opts.out.display()))?;
     let bar = ProgressBar::new((frames.len() * sources.len()) as u64);
