@@ -873,6 +873,15 @@ fn progress_bar(enabled: bool, total: u64) -> indicatif::ProgressBar {
 /// The engine of a run, for callers that drive it themselves.
 pub type BenchEngine = Engine;
 
+/// fio's `ioengine` for what an engine's mode line says it ran.
+pub fn fio_ioengine(mode: &str) -> &'static str {
+    if mode.contains("io_uring") {
+        "io_uring"
+    } else {
+        "psync"
+    }
+}
+
 /// Seconds a run lasts when neither `--frames`, `--duration` nor `--frames-once` says (fio
 /// and gdsio users expect a time-based run).
 pub const DEFAULT_DURATION_S: f64 = 10.0;

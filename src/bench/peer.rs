@@ -425,7 +425,7 @@ fn mismatches(plan: &FioJobPlan, r: &BenchResult, cfg: &BenchConfig) -> Vec<Stri
             .and_then(|(_, v)| v.clone())
             .unwrap_or_default()
     };
-    let ran = super::report::fio_ioengine(&r.mode);
+    let ran = super::fio_ioengine(&r.mode);
     if opt("ioengine") != ran {
         notes.push(format!(
             "fio ran ioengine={} but supercell's engine ran {} ({}): the read mechanisms differ",

@@ -332,18 +332,9 @@ pub struct FioJob {
     pub supercell: Option<BenchResult>,
 }
 
-/// fio's `ioengine` for what an engine's mode line says it ran.
-pub fn fio_ioengine(mode: &str) -> &'static str {
-    if mode.contains("io_uring") {
-        "io_uring"
-    } else {
-        "psync"
-    }
-}
-
 /// The run's settings in fio's `job options` terms.
 fn job_options(name: &str, r: &BenchResult) -> std::collections::BTreeMap<String, String> {
-    let ioengine = fio_ioengine(&r.mode);
+    let ioengine = super::fio_ioengine(&r.mode);
     // A synchronous engine has one read in flight per thread, whatever --queue-depth says.
     let iodepth = if ioengine == "psync" {
         1
