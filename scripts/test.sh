@@ -49,23 +49,6 @@ if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-# Debian 12's lavapipe (Mesa 22.3) re-specialises the renderer's compute shaders on every
-# frame: memory grows by about 3.5 MB a frame, never returned, and a frame costs several
-# times the CPU (measured 2026-12-05: a 90 s soak grew 788 MB at 2.7 frames/s, flat at
-# 10.2 frames/s with Mesa 25.0.7). Take Mesa from bookworm-backports where the release has it.
-lvp_version=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
-if [ -z "${SUPERCELL_SKIP_INSTALL:-}" ] && [ "$(id -u)" = 0 ] && [ -n "$lvp_version" ] &&
-  dpkg --compare-versions "$lvp_version" lt 25 &&
-  grep -q '^VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  echo "deb http://deb.debian.org/debian bookworm-backports main" \
-    >/etc/apt/sources.list.d/supercell-bookworm-backports.list
-  apt-get update -q &&
-    apt-get install -y -q --no-install-recommends -t bookworm-backports mesa-vulkan-drivers ||
-    echo "note: Mesa from bookworm-backports not installed; lavapipe $lvp_version grows" \
-      "memory on every frame (soak figures will say so)" >&2
-fi
-
 # warp-lang (and blosc) in a virtual environment under target/ (kept between runs; cargo clean removes
 # it). --system-site-packages keeps numpy and other Debian packages visible.
 venv=target/crosscheck-venv

@@ -72,7 +72,7 @@ struct Params {
     grids: array<GridBase, MAX_ATTRS>,
 }
 
-@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(0) var<storage, read> P: Params;
 @group(0) @binding(1) var<storage, read> tf: array<vec4<f32>>;
 @group(0) @binding(2) var out_ldr: texture_storage_2d<rgba8unorm, write>;
 @group(0) @binding(3) var out_hdr: texture_storage_2d<rgba32float, write>;

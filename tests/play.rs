@@ -512,8 +512,9 @@ fn headless_soak_samples_memory_and_handles() {
 }
 
 /// A soak long enough for its verdict (a minute settled after warm-up) holds flat: the
-/// resident set within 1 %, no descriptor or thread more. Lavapipe older than Mesa 25 keeps
-/// memory for every frame (the 2026-12-05 finding): scripts/test.sh installs a newer one.
+/// resident set within 1 %, no descriptor or thread more. On Mesa 22.3's lavapipe this
+/// failed while the march's parameters were a uniform buffer (about 3.5 MB kept a frame:
+/// lavapipe compiled the shader again for every new value its branches read).
 #[test]
 fn headless_soak_holds_memory_flat_for_a_minute() {
     if gpu().is_none() {

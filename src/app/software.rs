@@ -174,17 +174,13 @@ pub fn choose(caps: &DeviceCaps, req: &Requested) -> Interactive {
     } else {
         "--window-size, --render-scale, --step, --attributes"
     };
-    let settings = (!chosen.is_empty()).then(|| {
+    let note = (!chosen.is_empty()).then(|| {
         format!(
             "software Vulkan adapter ({}): using interactive settings ({}); override with {flags}",
             caps.name,
             chosen.join(", ")
         )
     });
-    let note = match (settings, old_lavapipe(caps)) {
-        (Some(s), Some(w)) => Some(format!("{s}\n{w}")),
-        (s, w) => s.or(w),
-    };
     Interactive {
         software_adapter: software,
         window_size,
@@ -196,30 +192,6 @@ pub fn choose(caps: &DeviceCaps, req: &Requested) -> Interactive {
         attributes_shown,
         note,
     }
-}
-
-/// A warning where the adapter is the lavapipe of a Mesa release older than 25: Debian 12's
-/// 22.3.6 was measured (2026-12-05) to keep about 3.5 MB for every frame rendered until
-/// the process ends, at about three times the CPU per frame; 25.0.7 holds flat. Releases in
-/// between were not measured.
-fn old_lavapipe(caps: &DeviceCaps) -> Option<String> {
-    if !caps.name.to_ascii_lowercase().contains("llvmpipe") {
-        return None;
-    }
-    let version = caps
-        .driver
-        .split_whitespace()
-        .skip_while(|w| *w != "Mesa")
-        .nth(1)?;
-    let major: u32 = version.split('.').next()?.parse().ok()?;
-    (major < 25).then(|| {
-        format!(
-            "warning: Mesa {version}'s lavapipe keeps memory for every frame it renders \
-             (22.3.6: about 3.5 MB a frame until exit, and three times the CPU a frame; \
-             25.0.7 holds flat); for long runs install Mesa 25 or later (Debian 12: \
-             mesa-vulkan-drivers from bookworm-backports)"
-        )
-    })
 }
 
 #[cfg(test)]
@@ -251,38 +223,6 @@ mod tests {
             sharing: None,
             device_local_bytes: None,
         }
-    }
-
-    #[test]
-    fn old_lavapipe_releases_are_warned_of() {
-        let with = |driver: &str| DeviceCaps {
-            driver: driver.into(),
-            ..caps(true)
-        };
-        let old = old_lavapipe(&with("llvmpipe Mesa 22.3.6 (LLVM 15.0.6)")).expect("a warning");
-        assert!(old.contains("Mesa 22.3.6's lavapipe"), "{old}");
-        assert_eq!(
-            old_lavapipe(&with("llvmpipe Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)")),
-            None
-        );
-        assert_eq!(
-            old_lavapipe(&with("llvmpipe")),
-            None,
-            "no version: no claim"
-        );
-        assert_eq!(old_lavapipe(&caps(false)), None);
-        // The warning reaches the note, even where every setting was chosen by hand.
-        let req = Requested {
-            size: Some((64, 36)),
-            step_voxels: Some(1.0),
-            attributes: true,
-            headless: true,
-            ..Requested::default()
-        };
-        let note = choose(&with("llvmpipe Mesa 22.3.6"), &req)
-            .note
-            .expect("a note");
-        assert!(note.starts_with("warning: Mesa 22.3.6"), "{note}");
     }
 
     #[test]

@@ -272,9 +272,9 @@ pub fn open_chosen(
 }
 
 /// Storage buffers per shader stage every device is opened with at least: the renderer
-/// reads a frame through 8 storage bindings ("parts") beside 5 buffers of its own, more than
+/// reads a frame through 8 storage bindings ("parts") beside 6 buffers of its own, more than
 /// WebGPU's default of 8.
-pub const MIN_STORAGE_BUFFERS_PER_STAGE: u32 = 13;
+pub const MIN_STORAGE_BUFFERS_PER_STAGE: u32 = 14;
 
 /// Refuses an adapter that cannot bind [`MIN_STORAGE_BUFFERS_PER_STAGE`] storage buffers
 /// in one shader stage, naming it and what it offers.

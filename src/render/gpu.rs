@@ -288,7 +288,7 @@ impl Renderer {
         let uniforms = buf(
             "supercell params",
             std::mem::size_of::<GpuParams>() as u64,
-            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         );
         let tf = buf(
             "supercell transfer functions",

@@ -39,16 +39,7 @@ pub(super) fn make_layouts(
     declared: u32,
 ) -> PipelineLayouts {
     let mut entries = vec![
-        wgpu::BindGroupLayoutEntry {
-            binding: 0,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Uniform,
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        },
+        storage_entry(0, true),
         storage_entry(1, true),
         texture_entry(2, LDR_FORMAT),
         texture_entry(3, HDR_FORMAT),
