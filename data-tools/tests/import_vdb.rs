@@ -316,3 +316,56 @@ fn export_mitsuba_keeps_per_axis_voxel_sizes() {
     assert_eq!(g.voxel_size(), scale);
     assert_eq!(g.map().apply([0.0; 3]), file.grids[0].transform.translation);
 }
+
+/// A `.nvdb` file with two grids named `a` (as `nanovdb_convert` makes of a `.vdb` with two
+/// same-name grids): the second becomes attribute `a#1`, its header is renamed to match (with
+/// its checksum re-stamped), and `verify` accepts the dataset.
+#[test]
+fn same_name_nvdb_grids_import_and_verify() {
+    use supercell::format::{BuildOptions, Codec, LeafBrick, SparseVolume, build_grid, write_nvdb};
+    let tmp = tempfile::tempdir().unwrap();
+    let grids: Vec<Vec<u8>> = [1.0f32, 2.0]
+        .iter()
+        .map(|&v| {
+            let volume = SparseVolume {
+                background: 0.0,
+                bricks: vec![LeafBrick::filled([0, 0, 0], v)],
+            };
+            let opts = BuildOptions {
+                name: "a".into(),
+                ..BuildOptions::default()
+            };
+            build_grid(&volume, &opts).unwrap()
+        })
+        .collect();
+    let nvdb = tmp.path().join("same.nvdb");
+    let refs: Vec<&[u8]> = grids.iter().map(Vec::as_slice).collect();
+    write_nvdb(&nvdb, &refs, Codec::None).unwrap();
+    let ds = tmp.path().join("ds");
+    let p = |x: &Path| x.to_str().unwrap().to_owned();
+    let stdout = ok(&tool(&[
+        "import",
+        &p(&nvdb),
+        "--out",
+        &p(&ds),
+        "--lanes",
+        "1",
+    ]));
+    assert!(stdout.contains("(a, a#1)"), "{stdout}");
+    let stdout = ok(&tool(&["verify", &p(&ds)]));
+    assert!(stdout.contains("OK"), "{stdout}");
+    let stdout = ok(&tool(&["inspect", &p(&ds)]));
+    assert!(
+        stdout.contains("\"a#1\"") && stdout.contains("valid"),
+        "{stdout}"
+    );
+    let stdout = ok(&tool(&[
+        "sample",
+        &p(&ds),
+        "--grid",
+        "a#1",
+        "--at",
+        "1,2,3",
+    ]));
+    assert!(stdout.contains('2'), "{stdout}");
+}

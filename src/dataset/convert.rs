@@ -10,7 +10,7 @@ use super::error::{DatasetError, Result};
 use super::manifest::{Manifest, Provenance};
 use super::reader::{CrcCheck, Dataset};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec};
-use crate::format::checksum::store_checksum;
+use crate::format::checksum::{rename_grid, store_checksum};
 use crate::format::file::meta_from_grid;
 use crate::format::openvdb;
 use crate::format::{
@@ -510,7 +510,11 @@ fn match_grids(
                     ),
                 ));
             }
-            Ok(grids.into_iter().map(|g| g.bytes).collect())
+            grids
+                .into_iter()
+                .zip(names)
+                .map(|(g, n)| bytes_named(g, n, path))
+                .collect()
         }
         Matching::ByName => {
             let mut by_name: HashMap<String, Vec<u8>> = HashMap::with_capacity(grids.len());
@@ -525,7 +529,8 @@ fn match_grids(
                         ),
                     ));
                 }
-                if by_name.insert(n.clone(), g.bytes).is_some() {
+                let bytes = bytes_named(g, &n, path)?;
+                if by_name.insert(n.clone(), bytes).is_some() {
                     return Err(input(path, format!("holds two grids named {n:?}")));
                 }
             }
@@ -545,6 +550,21 @@ fn match_grids(
                 .collect()
         }
     }
+}
+
+/// The grid's bytes, with the name in its header made `attribute` where the header holds
+/// another (a file's second grid named `density` becomes attribute `density#1`): `verify`
+/// and every reader of the dataset take a grid's own name for its attribute's.
+fn bytes_named(g: FileGrid, attribute: &str, path: &Path) -> Result<Vec<u8>> {
+    let grid = g.grid().map_err(|e| input(path, e.to_string()))?;
+    let (own, version) = (grid.name().to_owned(), grid.version());
+    drop(grid);
+    let mut bytes = g.bytes;
+    if !own.is_empty() && own != attribute {
+        rename_grid(&mut bytes, attribute, version)
+            .map_err(|e| input(path, format!("grid {own:?} (attribute {attribute:?}): {e}")))?;
+    }
+    Ok(bytes)
 }
 
 /// Writes frame `frame` of `ds` as a standard `.nvdb` file at `out`: its grids in
