@@ -369,3 +369,41 @@ fn same_name_nvdb_grids_import_and_verify() {
     ]));
     assert!(stdout.contains('2'), "{stdout}");
 }
+
+/// A grid whose type name was changed (to another type this reader reads, or to one OpenVDB
+/// never writes) is refused naming the file, the grid and what disagrees; it used to import
+/// as an empty grid, or be skipped, with exit 0.
+#[test]
+fn changed_type_names_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    if !openvdb_files(tmp.path()) {
+        return;
+    }
+    let good = std::fs::read(tmp.path().join("small.vdb")).unwrap();
+    let at = good
+        .windows(16)
+        .position(|w| w == b"Tree_float_5_4_3")
+        .unwrap();
+    for (to, says) in [
+        ("Tree_vec3s_5_4_3", "the descriptor's block offset says"),
+        ("Tree_floot_5_4_3", "is not a type OpenVDB writes"),
+    ] {
+        let mut f = good.clone();
+        f[at..at + 16].copy_from_slice(to.as_bytes());
+        let vdb = tmp.path().join("changed.vdb");
+        std::fs::write(&vdb, &f).unwrap();
+        let ds = tmp.path().join("ds");
+        let out = tool(&[
+            "import",
+            vdb.to_str().unwrap(),
+            "--out",
+            ds.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{to}: {err}");
+        assert!(
+            err.contains("changed.vdb") && err.contains("grid 0 (\"float\")") && err.contains(says),
+            "{to}: {err}"
+        );
+    }
+}
