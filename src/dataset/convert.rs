@@ -318,6 +318,7 @@ fn read_frame_file(
         return Ok(frame);
     }
     let file = openvdb::read_vdb(path).map_err(|e| input(path, e.to_string()))?;
+    check_conversion_memory(path, &file, options)?;
     let mut frame = FileFrame {
         grids: Vec::with_capacity(file.grids.len()),
         errors: Vec::new(),
@@ -395,6 +396,80 @@ fn read_frame_file(
         }
     }
     Ok(frame)
+}
+
+/// Most bytes the conversion of an OpenVDB file may take per byte of the file (the leaves of
+/// its grids and of their tiles, as bricks and as NanoVDB leaves). Real files need at most
+/// about 32 (Blender's smoke with its level sets); a file of active tiles claims
+/// 4096 leaves for about a kilobyte, so the claim is checked before any tile is expanded.
+pub const VDB_CONVERSION_BYTES_PER_FILE_BYTE: u64 = 64;
+
+/// Bytes one leaf takes while a grid is converted: its brick (512 floats, active mask,
+/// origin), the NanoVDB leaf built from it (up to 2144 bytes as `Float`) and its index
+/// entry.
+const CONVERTED_LEAF_BYTES: u64 = 4352;
+
+/// Refuses a file whose grids would take more than [`VDB_CONVERSION_BYTES_PER_FILE_BYTE`] times
+/// its size once converted, from what the file claims (leaves, and the leaves its tiles
+/// become), before anything is expanded: naming the grid that goes past the bound, its
+/// largest tile and the estimate.
+fn check_conversion_memory(
+    path: &Path,
+    file: &openvdb::VdbFile,
+    options: &ImportOptions,
+) -> Result<()> {
+    let file_len = std::fs::metadata(path)
+        .map_err(|err| DatasetError::Io {
+            op: "cannot read",
+            path: path.to_owned(),
+            err,
+        })?
+        .len();
+    let bound = file_len.saturating_mul(VDB_CONVERSION_BYTES_PER_FILE_BYTE);
+    let mut total = 0u64;
+    for g in &file.grids {
+        let tile_leaves: u64 = g.tiles.iter().map(|t| u64::from(t.size / 8).pow(3)).sum();
+        let converted = if g.value_type.components() == 3 && options.vector_components {
+            4
+        } else {
+            1
+        };
+        let leaves = (g.leaves.len() as u64).saturating_add(tile_leaves);
+        total = total.saturating_add(
+            leaves
+                .saturating_mul(converted)
+                .saturating_mul(CONVERTED_LEAF_BYTES),
+        );
+        if total > bound {
+            let largest = g
+                .tiles
+                .iter()
+                .max_by_key(|t| t.size)
+                .map(|t| {
+                    format!(
+                        "; its largest tile is {}³ voxels at {:?} ({})",
+                        t.size,
+                        t.origin,
+                        if t.active { "active" } else { "inactive" }
+                    )
+                })
+                .unwrap_or_default();
+            return Err(input(
+                path,
+                format!(
+                    "grid {:?}: {} leaves and {tile_leaves} leaves made from its {} tiles{largest}: \
+                     converting the file's grids up to this one needs about {total} bytes, more \
+                     than {VDB_CONVERSION_BYTES_PER_FILE_BYTE} times the file's {file_len} bytes \
+                     ({bound}); tiles are stored as leaves, so a file of large active tiles \
+                     expands beyond what an import may take for its size",
+                    g.name,
+                    g.leaves.len(),
+                    g.tiles.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks every `.nvdb` grid's stored checksum against its bytes: a mismatch refuses the
