@@ -398,9 +398,10 @@ fn read_frame_file(
     Ok(frame)
 }
 
-/// Most bytes the conversion of an OpenVDB file may take per byte of the file (the leaves of
-/// its grids and of their tiles, as bricks and as NanoVDB leaves). Real files need at most
-/// about 32 (Blender's smoke with its level sets); a file of active tiles claims
+/// Most bytes the import of an OpenVDB file may take per byte of the file (the leaves of its
+/// grids as read, and with the leaves of their tiles as bricks and as NanoVDB leaves). Real
+/// files need at most about 40 (Blender's smoke with its level sets, python3-openvdb's test
+/// frames with a 128³ tile); a file of active tiles claims
 /// 4096 leaves for about a kilobyte, so the claim is checked before any tile is expanded.
 pub const VDB_CONVERSION_BYTES_PER_FILE_BYTE: u64 = 64;
 
@@ -435,11 +436,15 @@ fn check_conversion_memory(
             1
         };
         let leaves = (g.leaves.len() as u64).saturating_add(tile_leaves);
-        total = total.saturating_add(
-            leaves
-                .saturating_mul(converted)
-                .saturating_mul(CONVERTED_LEAF_BYTES),
-        );
+        // The leaves as read (kept until the file is done), then as converted.
+        let decoded = (512 * 4 * g.value_type.components() + 96) as u64;
+        total = total
+            .saturating_add((g.leaves.len() as u64).saturating_mul(decoded))
+            .saturating_add(
+                leaves
+                    .saturating_mul(converted)
+                    .saturating_mul(CONVERTED_LEAF_BYTES),
+            );
         if total > bound {
             let largest = g
                 .tiles
