@@ -317,7 +317,16 @@ fn read_frame_file(
         check_nvdb_checksums(path, &mut frame, options.allow_bad_checksum)?;
         return Ok(frame);
     }
-    let file = openvdb::read_vdb(path).map_err(|e| input(path, e.to_string()))?;
+    let file = openvdb::read_vdb(path).map_err(|e| match e {
+        // The path is the one `input` names.
+        openvdb::VdbError::Invalid {
+            context,
+            offset,
+            detail,
+            ..
+        } => input(path, format!("{context}at byte {offset}: {detail}")),
+        other => input(path, other.to_string()),
+    })?;
     check_conversion_memory(path, &file, options)?;
     let mut frame = FileFrame {
         grids: Vec::with_capacity(file.grids.len()),

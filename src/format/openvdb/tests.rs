@@ -404,3 +404,21 @@ fn doubles_become_the_nearest_float_with_the_largest_error_kept() {
     assert_eq!(worst.get(), err(0.1).max(err(-1e-3)));
     assert!(worst.get() > 0.0);
 }
+
+/// ZIP and Blosc blocks of a node never expand past the node's size: the inflater stops at
+/// the claim (a stream that goes on is an error, not a bigger buffer).
+#[test]
+fn compressed_blocks_stop_at_the_node_size() {
+    use std::io::Write;
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(9));
+    z.write_all(&vec![0u8; 1 << 20]).unwrap();
+    let bomb = z.finish().unwrap();
+    let e = zip_block(&bomb, 2048).unwrap_err();
+    assert!(e.contains("more than 2048 bytes"), "{e}");
+    assert_eq!(zip_block(&bomb, 1 << 20).unwrap().len(), 1 << 20);
+    let blosc =
+        crate::format::codec::encode(crate::format::Codec::Blosc, &vec![0u8; 1 << 16]).unwrap();
+    // NanoVDB's framing: an 8-byte size, then the c-blosc buffer.
+    let e = blosc_block(&blosc[8..], 2048).unwrap_err();
+    assert!(e.contains("expected 2048"), "{e}");
+}
