@@ -10,7 +10,7 @@ use super::error::{DatasetError, Result};
 use super::manifest::{Manifest, Provenance};
 use super::reader::{CrcCheck, Dataset};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec};
-use crate::format::checksum::store_checksum;
+use crate::format::checksum::{rename_grid, store_checksum};
 use crate::format::file::meta_from_grid;
 use crate::format::openvdb;
 use crate::format::{
@@ -317,7 +317,17 @@ fn read_frame_file(
         check_nvdb_checksums(path, &mut frame, options.allow_bad_checksum)?;
         return Ok(frame);
     }
-    let file = openvdb::read_vdb(path).map_err(|e| input(path, e.to_string()))?;
+    let file = openvdb::read_vdb(path).map_err(|e| match e {
+        // The path is the one `input` names.
+        openvdb::VdbError::Invalid {
+            context,
+            offset,
+            detail,
+            ..
+        } => input(path, format!("{context}at byte {offset}: {detail}")),
+        other => input(path, other.to_string()),
+    })?;
+    check_conversion_memory(path, &file, options)?;
     let mut frame = FileFrame {
         grids: Vec::with_capacity(file.grids.len()),
         errors: Vec::new(),
@@ -395,6 +405,85 @@ fn read_frame_file(
         }
     }
     Ok(frame)
+}
+
+/// Most bytes the import of an OpenVDB file may take per byte of the file (the leaves of its
+/// grids as read, and with the leaves of their tiles as bricks and as NanoVDB leaves). Real
+/// files need at most about 40 (Blender's smoke with its level sets, python3-openvdb's test
+/// frames with a 128³ tile); a file of active tiles claims
+/// 4096 leaves for about a kilobyte, so the claim is checked before any tile is expanded.
+pub const VDB_CONVERSION_BYTES_PER_FILE_BYTE: u64 = 64;
+
+/// Bytes one leaf takes while a grid is converted: its brick (512 floats, active mask,
+/// origin), the NanoVDB leaf built from it (up to 2144 bytes as `Float`) and its index
+/// entry.
+const CONVERTED_LEAF_BYTES: u64 = 4352;
+
+/// Refuses a file whose grids would take more than [`VDB_CONVERSION_BYTES_PER_FILE_BYTE`] times
+/// its size once converted, from what the file claims (leaves, and the leaves its tiles
+/// become), before anything is expanded: naming the grid that goes past the bound, its
+/// largest tile and the estimate.
+fn check_conversion_memory(
+    path: &Path,
+    file: &openvdb::VdbFile,
+    options: &ImportOptions,
+) -> Result<()> {
+    let file_len = std::fs::metadata(path)
+        .map_err(|err| DatasetError::Io {
+            op: "cannot read",
+            path: path.to_owned(),
+            err,
+        })?
+        .len();
+    let bound = file_len.saturating_mul(VDB_CONVERSION_BYTES_PER_FILE_BYTE);
+    let mut total = 0u64;
+    for g in &file.grids {
+        let tile_leaves: u64 = g.tiles.iter().map(|t| u64::from(t.size / 8).pow(3)).sum();
+        let converted = if g.value_type.components() == 3 && options.vector_components {
+            4
+        } else {
+            1
+        };
+        let leaves = (g.leaves.len() as u64).saturating_add(tile_leaves);
+        // The leaves as read (kept until the file is done), then as converted.
+        let decoded = (512 * 4 * g.value_type.components() + 96) as u64;
+        total = total
+            .saturating_add((g.leaves.len() as u64).saturating_mul(decoded))
+            .saturating_add(
+                leaves
+                    .saturating_mul(converted)
+                    .saturating_mul(CONVERTED_LEAF_BYTES),
+            );
+        if total > bound {
+            let largest = g
+                .tiles
+                .iter()
+                .max_by_key(|t| t.size)
+                .map(|t| {
+                    format!(
+                        "; its largest tile is {}³ voxels at {:?} ({})",
+                        t.size,
+                        t.origin,
+                        if t.active { "active" } else { "inactive" }
+                    )
+                })
+                .unwrap_or_default();
+            return Err(input(
+                path,
+                format!(
+                    "grid {:?}: {} leaves and {tile_leaves} leaves made from its {} tiles{largest}: \
+                     converting the file's grids up to this one needs about {total} bytes, more \
+                     than {VDB_CONVERSION_BYTES_PER_FILE_BYTE} times the file's {file_len} bytes \
+                     ({bound}); tiles are stored as leaves, so a file of large active tiles \
+                     expands beyond what an import may take for its size",
+                    g.name,
+                    g.leaves.len(),
+                    g.tiles.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks every `.nvdb` grid's stored checksum against its bytes: a mismatch refuses the
@@ -510,7 +599,11 @@ fn match_grids(
                     ),
                 ));
             }
-            Ok(grids.into_iter().map(|g| g.bytes).collect())
+            grids
+                .into_iter()
+                .zip(names)
+                .map(|(g, n)| bytes_named(g, n, path))
+                .collect()
         }
         Matching::ByName => {
             let mut by_name: HashMap<String, Vec<u8>> = HashMap::with_capacity(grids.len());
@@ -525,7 +618,8 @@ fn match_grids(
                         ),
                     ));
                 }
-                if by_name.insert(n.clone(), g.bytes).is_some() {
+                let bytes = bytes_named(g, &n, path)?;
+                if by_name.insert(n.clone(), bytes).is_some() {
                     return Err(input(path, format!("holds two grids named {n:?}")));
                 }
             }
@@ -545,6 +639,21 @@ fn match_grids(
                 .collect()
         }
     }
+}
+
+/// The grid's bytes, with the name in its header made `attribute` where the header holds
+/// another (a file's second grid named `density` becomes attribute `density#1`): `verify`
+/// and every reader of the dataset take a grid's own name for its attribute's.
+fn bytes_named(g: FileGrid, attribute: &str, path: &Path) -> Result<Vec<u8>> {
+    let grid = g.grid().map_err(|e| input(path, e.to_string()))?;
+    let (own, version) = (grid.name().to_owned(), grid.version());
+    drop(grid);
+    let mut bytes = g.bytes;
+    if !own.is_empty() && own != attribute {
+        rename_grid(&mut bytes, attribute, version)
+            .map_err(|e| input(path, format!("grid {own:?} (attribute {attribute:?}): {e}")))?;
+    }
+    Ok(bytes)
 }
 
 /// Writes frame `frame` of `ds` as a standard `.nvdb` file at `out`: its grids in

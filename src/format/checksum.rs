@@ -34,10 +34,11 @@ use rayon::prelude::*;
 
 use super::error::FormatError;
 use super::layout::{
-    self, DATA_ALIGNMENT, GRID_FLAG_IS_BREADTH_FIRST, GRID_OFF_CHECKSUM, GRID_OFF_FLAGS,
-    GRID_OFF_GRID_SIZE, GRID_OFF_GRID_TYPE, GRID_OFF_VERSION, GRID_SIZE, LEAF_FPN_BASE_SIZE,
-    LEAF_OFF_FLAGS, ROOT_OFF_TABLE_SIZE, ROOT_TILE_OFF_CHILD, TREE_OFF_NODE_COUNT_LEAF,
-    TREE_OFF_NODE_OFFSET_LEAF, TREE_OFF_NODE_OFFSET_ROOT, TREE_OFF_NODE_OFFSET_UPPER, TREE_SIZE,
+    self, DATA_ALIGNMENT, GRID_FLAG_IS_BREADTH_FIRST, GRID_NAME_SIZE, GRID_OFF_CHECKSUM,
+    GRID_OFF_FLAGS, GRID_OFF_GRID_NAME, GRID_OFF_GRID_SIZE, GRID_OFF_GRID_TYPE, GRID_OFF_VERSION,
+    GRID_SIZE, LEAF_FPN_BASE_SIZE, LEAF_OFF_FLAGS, ROOT_OFF_TABLE_SIZE, ROOT_TILE_OFF_CHILD,
+    TREE_OFF_NODE_COUNT_LEAF, TREE_OFF_NODE_OFFSET_LEAF, TREE_OFF_NODE_OFFSET_ROOT,
+    TREE_OFF_NODE_OFFSET_UPPER, TREE_SIZE,
 };
 use super::le::LeBytes;
 use super::types::{GridType, Version};
@@ -270,6 +271,50 @@ pub(crate) fn store_checksum(
     };
     let at = GRID_OFF_CHECKSUM as usize;
     grid[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    Ok(())
+}
+
+/// Writes `name` into the header's name field of `grid` (a grid buffer whose stored
+/// checksum was checked for `version`), and re-stamps a checksum that matched before with
+/// the scheme it matched; an absent or mismatched checksum stays as stored. Refused: a name
+/// that does not fit the 255-byte field or holds a NUL, and a grid whose name lives in its
+/// blind data (the long-name flag), which a header name would contradict.
+pub fn rename_grid(grid: &mut [u8], name: &str, version: Version) -> Result<(), FormatError> {
+    let refuse = |detail: String| FormatError::Corrupt {
+        what: "grid name".into(),
+        offset: u64::from(GRID_OFF_GRID_NAME),
+        detail,
+    };
+    let le = LeBytes::new(grid);
+    let flags = le.u32_at(GRID_OFF_FLAGS as usize, "grid flags")?;
+    if flags & layout::GRID_FLAG_HAS_LONG_GRID_NAME != 0 {
+        return Err(refuse(format!(
+            "cannot rename the grid to {name:?}: its name is stored in blind data"
+        )));
+    }
+    if name.len() >= GRID_NAME_SIZE as usize || name.as_bytes().contains(&0) {
+        return Err(refuse(format!(
+            "cannot rename the grid to {name:?}: a header name holds at most {} bytes and no NUL",
+            GRID_NAME_SIZE - 1
+        )));
+    }
+    let stored = le.u64_at(GRID_OFF_CHECKSUM as usize, "grid checksum")?;
+    let matched = if verify_checksum(grid, version) == ChecksumState::Valid {
+        let full = (stored >> 32) as u32 != EMPTY32;
+        ChecksumScheme::candidates(version)
+            .iter()
+            .copied()
+            .find(|&s| compute_checksum_with(grid, s, full).is_ok_and(|c| c == stored))
+            .map(|s| (s, full))
+    } else {
+        None
+    };
+    let field = &mut grid[GRID_OFF_GRID_NAME as usize..][..GRID_NAME_SIZE as usize];
+    field.fill(0);
+    field[..name.len()].copy_from_slice(name.as_bytes());
+    if let Some(scheme) = matched {
+        store_checksum(grid, Some(scheme))?;
+    }
     Ok(())
 }
 

@@ -22,6 +22,7 @@
 //! least `1 / MAX_RATIO` of what it claims to expand to, so a corrupt size field cannot make
 //! us allocate more than about `MAX_RATIO` times the file's real size.
 
+use super::head_claims::{HEAD_BYTES, check_head_claims};
 use super::layout as l;
 use super::le::LeBytes;
 use super::types::Codec;
@@ -62,51 +63,67 @@ fn err<T>(msg: impl Into<String>) -> Result<T, CodecError> {
 /// that this process can get that much memory (see [`crate::memory`]); decompression stops
 /// at the claimed size, so a stream that expands further costs no more than the claim.
 pub fn decode(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
-    decode_checked(codec, payload, grid_size, |_| Ok(()))
+    decode_checked(codec, payload, grid_size, |_, remaining| Ok(remaining))
 }
 
 /// [`decode`] for a NanoVDB grid: as soon as the first bytes are out, they must start a
-/// grid header (a grid magic, and the grid size the file metadata claims), so a payload
-/// that is not a grid (a decompression bomb of zeros, say) is rejected after inflating a
-/// few bytes rather than its whole claim.
+/// grid header (a grid magic, and the grid size the file metadata claims) whose tree header
+/// explains that size (see [`super::head_claims`]), so a payload that is not a grid (a
+/// decompression bomb of zeros, say) or a real header with a raised size is rejected after
+/// inflating a few hundred bytes rather than its whole claim. In a batch (several grids
+/// back to back under one claim, as fVDB saves them) each grid's header is checked the same
+/// way as the ZIP stream reaches it.
 pub fn decode_grid(codec: Codec, payload: &[u8], grid_size: u64) -> Result<Vec<u8>, CodecError> {
-    decode_checked(codec, payload, grid_size, |head| {
-        let magic = &head[..8.min(head.len())];
-        if magic != l::MAGIC_NUMB_BYTES && magic != l::MAGIC_GRID_BYTES {
-            return err(format!(
-                "decompressed data does not start with a grid magic (found {:?})",
-                String::from_utf8_lossy(magic)
-            ));
-        }
-        // `head` may be shorter than the header (a grid that small fails its own parse
-        // later); only a size that is there is compared.
-        let le = LeBytes::new(head);
-        // A buffer of several grids back to back (fVDB saves a batch under one metadata
-        // record) starts with a grid smaller than the whole; the file reader splits it.
-        let batch = le
-            .u32_at(l::GRID_OFF_GRID_COUNT as usize, "grid count")
-            .is_ok_and(|n| n > 1);
-        if let Ok(size) = le.u64_at(l::GRID_OFF_GRID_SIZE as usize, "grid size")
-            && size != grid_size
-            && !(batch && size < grid_size)
-        {
-            return err(format!(
-                "decompressed grid header says {size} bytes, file metadata {grid_size}"
-            ));
-        }
-        Ok(())
-    })
+    decode_checked(codec, payload, grid_size, check_grid_head)
+}
+
+/// Checks the head of a grid that has `remaining` bytes of the claim left to fill, and
+/// returns the grid's own size (all of `remaining`, or less for a grid of a batch).
+fn check_grid_head(head: &[u8], remaining: u64) -> Result<u64, CodecError> {
+    let magic = &head[..8.min(head.len())];
+    if magic != l::MAGIC_NUMB_BYTES && magic != l::MAGIC_GRID_BYTES {
+        return err(format!(
+            "decompressed data does not start with a grid magic (found {:?})",
+            String::from_utf8_lossy(magic)
+        ));
+    }
+    // `head` may be shorter than the header (a grid that small fails its own parse
+    // later); only what is there is compared.
+    let le = LeBytes::new(head);
+    // A buffer of several grids back to back (fVDB saves a batch under one metadata
+    // record) starts with a grid smaller than the whole; the file reader splits it.
+    let batch = le
+        .u32_at(l::GRID_OFF_GRID_COUNT as usize, "grid count")
+        .is_ok_and(|n| n > 1);
+    let Ok(size) = le.u64_at(l::GRID_OFF_GRID_SIZE as usize, "grid size") else {
+        return Ok(remaining);
+    };
+    if size != remaining && !(batch && size < remaining) {
+        return err(format!(
+            "decompressed grid header says {size} bytes, file metadata {remaining}"
+        ));
+    }
+    if head.len() as u64 >= HEAD_CHECK {
+        check_head_claims(head, size)
+            .map_err(|e| CodecError(format!("decompressed grid header: {e}")))?;
+    }
+    Ok(size.max(1))
 }
 
 /// Bytes of the decompressed output [`decode_grid`] checks before inflating the rest: the
-/// grid magic and size fields.
-const HEAD_CHECK: u64 = l::GRID_OFF_GRID_SIZE as u64 + 8;
+/// grid and tree headers and the root's header.
+const HEAD_CHECK: u64 = HEAD_BYTES;
+
+/// A check of the first bytes of each grid (given the bytes of the claim left to fill); it
+/// returns how many bytes that grid takes.
+trait HeadCheck: FnMut(&[u8], u64) -> Result<u64, CodecError> {}
+impl<F: FnMut(&[u8], u64) -> Result<u64, CodecError>> HeadCheck for F {}
 
 fn decode_checked(
     codec: Codec,
     payload: &[u8],
     grid_size: u64,
-    check_head: impl FnOnce(&[u8]) -> Result<(), CodecError>,
+    mut check_head: impl HeadCheck,
 ) -> Result<Vec<u8>, CodecError> {
     if grid_size > MAX_GRID_BYTES {
         return err(format!(
@@ -121,7 +138,10 @@ fn decode_checked(
                     payload.len()
                 ));
             }
-            check_head(&payload[..(HEAD_CHECK as usize).min(payload.len())])?;
+            check_head(
+                &payload[..(HEAD_CHECK as usize).min(payload.len())],
+                grid_size,
+            )?;
             Ok(payload.to_vec())
         }
         Codec::Zip => decode_zip(payload, grid_size, check_head),
@@ -150,7 +170,7 @@ fn check_ratio(compressed: u64, expanded: u64, what: &str) -> Result<(), CodecEr
 fn decode_zip(
     payload: &[u8],
     grid_size: u64,
-    check_head: impl FnOnce(&[u8]) -> Result<(), CodecError>,
+    mut check_head: impl HeadCheck,
 ) -> Result<Vec<u8>, CodecError> {
     let Ok(n) = LeBytes::new(payload).u64_at(0, "ZIP size prefix") else {
         return err("ZIP payload is shorter than its 8-byte size prefix");
@@ -165,18 +185,35 @@ fn decode_zip(
     let mut out = output_buffer("ZIP", grid_size)?;
     let mut dec = ZlibDecoder::new(&payload[8..]);
     let corrupt = |e: std::io::Error| CodecError(format!("ZIP stream is corrupt: {e}"));
-    // The head first: a stream that is no grid stops here.
-    let head = HEAD_CHECK.min(grid_size);
-    (&mut dec)
-        .take(head)
-        .read_to_end(&mut out)
-        .map_err(corrupt)?;
-    if out.len() as u64 == head {
-        check_head(&out)?;
+    // Each grid's head first (one grid, or each of a batch): a stream that is no grid, or
+    // whose header claims more than its nodes explain, stops there.
+    let mut next_grid = 0u64;
+    while next_grid < grid_size {
+        let head_end = (next_grid + HEAD_CHECK).min(grid_size);
+        (&mut dec)
+            .take(head_end - out.len() as u64)
+            .read_to_end(&mut out)
+            .map_err(corrupt)?;
+        if out.len() as u64 != head_end {
+            break;
+        }
+        next_grid += check_head(&out[next_grid as usize..], grid_size - next_grid)?;
+        if next_grid > out.len() as u64 {
+            // Inflate up to the next grid's header, at most the claim.
+            let to = next_grid.min(grid_size);
+            (&mut dec)
+                .take(to - out.len() as u64)
+                .read_to_end(&mut out)
+                .map_err(corrupt)?;
+            if (out.len() as u64) < to {
+                break;
+            }
+        }
     }
     // Then at most the rest of the claimed size, into the buffer allocated for it...
+    let done = out.len() as u64;
     (&mut dec)
-        .take(grid_size - head)
+        .take(grid_size - done)
         .read_to_end(&mut out)
         .map_err(corrupt)?;
     if (out.len() as u64) < grid_size {
@@ -200,11 +237,12 @@ fn decode_zip(
 fn decode_blosc(
     payload: &[u8],
     grid_size: u64,
-    check_head: impl FnOnce(&[u8]) -> Result<(), CodecError>,
+    mut check_head: impl HeadCheck,
 ) -> Result<Vec<u8>, CodecError> {
-    // Blosc chunks decompress whole: the head is checked after the first (at most 1 GiB,
-    // and never more than the claim).
-    let mut check_head = Some(check_head);
+    // The first grid's head is taken from the first chunk alone (`blosc_getitem` decodes
+    // only the blocks that hold it) and checked before any chunk is decompressed. Later
+    // grids of a batch are checked by the file reader once their chunks are out.
+    let mut head_checked = false;
     let mut out = output_buffer("Blosc", grid_size)?;
     let mut pos = 0usize;
     let mut residual = grid_size;
@@ -231,12 +269,15 @@ fn decode_blosc(
         let src = &payload[start..end];
         let chunk = residual.min(BLOSC_CHUNK);
         check_ratio(n, chunk, &what)?;
+        if !head_checked {
+            let head = blosc_head(src, HEAD_CHECK.min(chunk) as usize)
+                .map_err(|e| CodecError(format!("{what}: {e}")))?;
+            check_head(&head, grid_size)?;
+            head_checked = true;
+        }
         let done = out.len();
         out.resize(done + chunk as usize, 0);
         blosc_decompress(src, &mut out[done..]).map_err(|e| CodecError(format!("{what}: {e}")))?;
-        if let Some(check) = check_head.take() {
-            check(&out[..(HEAD_CHECK as usize).min(out.len())])?;
-        }
         residual -= chunk;
         pos = end;
         chunk_index += 1;
@@ -253,10 +294,35 @@ fn decode_blosc(
     Ok(out)
 }
 
-/// Decompresses one c-blosc buffer that must expand to exactly `dst.len()` bytes, into `dst`
-/// (NanoVDB's Blosc chunks and OpenVDB's Blosc blocks alike).
-pub(crate) fn blosc_decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
-    let expected = dst.len();
+/// The first `len` bytes that the c-blosc buffer `src` expands to, decoding only the blocks
+/// that hold them.
+fn blosc_head(src: &[u8], len: usize) -> Result<Vec<u8>, String> {
+    let total = blosc_validated_size(src)?;
+    let len = len.min(total);
+    // Items of the buffer's type size (its header's fourth byte), enough to cover `len`.
+    let typesize = usize::from(src[3]).max(1);
+    let items = len.div_ceil(typesize);
+    let mut head = vec![0u8; items * typesize];
+    // SAFETY: `src` was validated (its header's sizes agree with its length); `head` has
+    // room for `items` items of `typesize` bytes, which c-blosc writes at most.
+    let got = unsafe {
+        blosc_src::blosc_getitem(
+            src.as_ptr().cast::<c_void>(),
+            0,
+            items as std::os::raw::c_int,
+            head.as_mut_ptr().cast::<c_void>(),
+        )
+    };
+    if got < 0 || (got as usize) < len {
+        return Err(format!("Blosc decompression failed (code {got})"));
+    }
+    head.truncate(len);
+    Ok(head)
+}
+
+/// The size `src`, a c-blosc buffer, expands to, after checking its header against its
+/// length.
+fn blosc_validated_size(src: &[u8]) -> Result<usize, String> {
     if src.len() < BLOSC_HEADER {
         return Err(format!(
             "{} bytes is shorter than a Blosc header",
@@ -273,6 +339,14 @@ pub(crate) fn blosc_decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String>
     if ok != 0 {
         return Err("invalid Blosc header (sizes disagree with the chunk length)".into());
     }
+    Ok(nbytes)
+}
+
+/// Decompresses one c-blosc buffer that must expand to exactly `dst.len()` bytes, into `dst`
+/// (NanoVDB's Blosc chunks and OpenVDB's Blosc blocks alike).
+pub(crate) fn blosc_decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    let expected = dst.len();
+    let nbytes = blosc_validated_size(src)?;
     if nbytes != expected {
         return Err(format!(
             "Blosc header says {nbytes} bytes, expected {expected}"
@@ -505,13 +579,37 @@ mod tests {
                 msg.contains(&format!("says {} bytes", len * 2)),
                 "{codec}: {msg}"
             );
-            // Both right: decoded (whether the rest is a valid grid is the parser's call).
-            g[32..40].copy_from_slice(&len.to_le_bytes());
-            assert_eq!(
-                decode_grid(codec, &encode(codec, &g).unwrap(), len).unwrap(),
-                g
-            );
             g.fill(0);
+        }
+        // A real grid decodes; the same header with its size raised (zeros after the
+        // nodes, as a bomb would be) is refused from the head's node counts, before the
+        // rest is inflated.
+        use crate::format::{BuildOptions, LeafBrick, SparseVolume, build_grid};
+        let volume = SparseVolume {
+            background: 0.0,
+            bricks: (0..4)
+                .map(|i| LeafBrick::filled([8 * i, 0, 0], i as f32))
+                .collect(),
+        };
+        let real = build_grid(&volume, &BuildOptions::default()).unwrap();
+        let mut raised = real.clone();
+        raised.resize(real.len() * 64, 0);
+        let claim = raised.len() as u64;
+        raised[32..40].copy_from_slice(&claim.to_le_bytes());
+        for codec in [Codec::None, Codec::Zip, Codec::Blosc] {
+            let len = real.len() as u64;
+            assert_eq!(
+                decode_grid(codec, &encode(codec, &real).unwrap(), len).unwrap(),
+                real
+            );
+            let msg = decode_grid(codec, &encode(codec, &raised).unwrap(), claim)
+                .unwrap_err()
+                .0;
+            assert!(
+                msg.contains(&format!("claims {claim} bytes, but its nodes"))
+                    && msg.contains(&format!("end by byte {len}")),
+                "{codec}: {msg}"
+            );
         }
     }
 

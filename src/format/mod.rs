@@ -11,6 +11,7 @@ pub mod codec;
 pub mod error;
 pub mod file;
 pub mod grid;
+mod head_claims;
 pub mod layout;
 pub(crate) mod le;
 pub mod openvdb;

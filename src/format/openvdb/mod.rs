@@ -36,9 +36,13 @@
 //!
 //! Offsets are used as libopenvdb uses them (`io::File::readGridDescriptors`,
 //! `io::Archive::readGrid`): the grid offset says where a grid starts and the end offset
-//! where the next descriptor is; the block offset is not used to read (libopenvdb reads the
-//! leaf buffers right after the topology, and tinyvdb 0.9 writes the grid offset there), only
-//! cross-checked: a block offset that disagrees is reported in [`VdbGrid::notes`].
+//! where the next descriptor is; the leaf buffers are read right after the topology. The
+//! structure is cross-checked against them: the topology must end at the block offset (one
+//! layout is tolerated with a note in [`VdbGrid::notes`]: tinyvdb 0.9 writes the grid offset
+//! there, and libopenvdb reads its files), the leaf buffers must end exactly at the end
+//! offset, and each leaf buffer's value mask must be the one the topology gave it. A type
+//! name or a node count that disagrees with the data fails one of these. Type names OpenVDB
+//! never writes are errors; grids of other OpenVDB types are listed as skipped.
 //!
 //! Grids that share a name (OpenVDB writes them as `name` + U+001E + a number) get the
 //! names `name`, `name#1`, `name#2`, ... in file order, as OpenVDB numbers them.
@@ -323,6 +327,19 @@ fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
             Some(b) => (b, true),
             None => (desc.type_name.as_str(), false),
         };
+        if !is_known_tree_type(base) {
+            return Err(at_file(
+                &context,
+                Bad {
+                    offset: c.pos - 24,
+                    detail: format!(
+                        "grid type {:?} is not a type OpenVDB writes (Tree_<value>_5_4_3 with \
+                         a known value type): the descriptor is damaged",
+                        desc.type_name
+                    ),
+                },
+            ));
+        }
         match VdbValueType::from_type_name(base) {
             _ if !desc.parent.is_empty() => skipped.push(SkippedGrid {
                 name,
@@ -338,14 +355,23 @@ fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
             Some(t) => {
                 c.seek(desc.grid_pos, "grid offset")
                     .map_err(|b| at_file(&context, b))?;
-                let g = read_grid(&mut c, name, t, half, desc.block_pos)
-                    .map_err(|b| at_file(&context, b))?;
-                if c.pos as i64 > desc.end_pos {
+                let offsets = GridOffsets {
+                    grid_pos: desc.grid_pos,
+                    block_pos: desc.block_pos,
+                };
+                let g =
+                    read_grid(&mut c, name, t, half, offsets).map_err(|b| at_file(&context, b))?;
+                if c.pos as i64 != desc.end_pos {
                     return Err(at_file(
                         &context,
                         Bad {
                             offset: c.pos,
-                            detail: format!("grid data runs past its end offset {}", desc.end_pos),
+                            detail: format!(
+                                "the leaf buffers end at byte {}, but the descriptor's end \
+                                 offset is {}: the grid type or the node counts do not match \
+                                 the data",
+                                c.pos, desc.end_pos
+                            ),
                         },
                     ));
                 }
@@ -362,6 +388,42 @@ fn read_vdb_from(bytes: &[u8], path: &Path) -> Result<VdbFile, VdbError> {
         grids,
         skipped,
     })
+}
+
+/// Value types of the trees libopenvdb registers (and Houdini's and Blender's builds add):
+/// grids of these are legitimately in files and are listed as skipped when not read; any
+/// other type name is a damaged descriptor.
+const KNOWN_TREE_VALUE_TYPES: &[&str] = &[
+    "bool",
+    "float",
+    "double",
+    "half",
+    "int32",
+    "int64",
+    "uint32",
+    "vec2i",
+    "vec2s",
+    "vec2d",
+    "vec3i",
+    "vec3s",
+    "vec3d",
+    "vec4i",
+    "vec4s",
+    "vec4d",
+    "mat4s",
+    "mat4d",
+    "string",
+    "ValueMask",
+    "ptdataidx32",
+    "ptidx32",
+    "ptidx64",
+];
+
+/// Whether `base` (a type name without `_HalfFloat`) is a tree type OpenVDB writes.
+fn is_known_tree_type(base: &str) -> bool {
+    base.strip_prefix("Tree_")
+        .and_then(|t| t.strip_suffix("_5_4_3"))
+        .is_some_and(|value| KNOWN_TREE_VALUE_TYPES.contains(&value))
 }
 
 /// A grid descriptor (`io::GridDescriptor::read`).

@@ -443,12 +443,41 @@ pub(super) fn read_node_values<const WORDS: usize>(
     Ok(out)
 }
 
+/// The leaf buffers start right after the topology, where libopenvdb reads them
+/// (`Archive::readGrid` reads on from the topology), and the descriptor's block offset must
+/// say so: a topology that ends elsewhere was read with the wrong value type or node counts.
+/// One layout is tolerated, with a note: tinyvdb 0.9 writes the grid offset as the block
+/// offset (libopenvdb reads its files).
+fn check_topology_end(end: usize, offsets: &GridOffsets) -> R<Vec<String>> {
+    if usize::try_from(offsets.block_pos).ok() == Some(end) {
+        return Ok(Vec::new());
+    }
+    if offsets.block_pos == offsets.grid_pos {
+        return Ok(vec![format!(
+            "the descriptor's block offset {} is not where the topology ends (byte {end}) but \
+             the grid offset, as tinyvdb writes it; the leaf buffers were read from where the \
+             topology ends, as libopenvdb reads them",
+            offsets.block_pos
+        )]);
+    }
+    bad(
+        end,
+        format!(
+            "the topology ends at byte {end}, but the descriptor's block offset says the leaf \
+             buffers start at byte {}: the grid type or the node and tile counts do not match \
+             the data",
+            offsets.block_pos
+        ),
+    )
+}
+
 /// A 32³ or 16³ node's topology, kept until the leaf buffers are read.
 pub(super) struct InternalTopo {
     pub(super) origin: Coord,
     pub(super) children: Vec<InternalTopo>,
-    /// Leaf origins (16³ nodes only).
-    pub(super) leaves: Vec<Coord>,
+    /// Leaf origins and value masks as the topology gives them (16³ nodes only); the leaf
+    /// buffers repeat the masks, which must agree.
+    pub(super) leaves: Vec<(Coord, [u64; 8])>,
 }
 
 /// Tiles are kept when active or not the background (the rest reads as background anyway).
@@ -514,11 +543,19 @@ pub(super) fn read_internal<const WORDS: usize>(
                 .push(read_internal::<64>(c, vc, o, 4, background, tiles)?);
         } else {
             // Leaf topology: its value mask (read again with the buffers).
-            c.mask::<8>("leaf value mask")?;
-            topo.leaves.push(o);
+            let mask = c.mask::<8>("leaf value mask")?;
+            topo.leaves.push((o, mask));
         }
     }
     Ok(topo)
+}
+
+/// Where a grid's parts are, as its descriptor says.
+pub(super) struct GridOffsets {
+    /// Where the grid starts.
+    pub(super) grid_pos: i64,
+    /// Where the topology ends and the leaf buffers start.
+    pub(super) block_pos: i64,
 }
 
 pub(super) fn read_grid(
@@ -526,7 +563,7 @@ pub(super) fn read_grid(
     name: String,
     value_type: VdbValueType,
     half: bool,
-    block_pos: i64,
+    offsets: GridOffsets,
 ) -> R<VdbGrid> {
     let compression = c.u32("grid compression flags")?;
     if compression & !(COMPRESS_ZIP | COMPRESS_ACTIVE_MASK | COMPRESS_BLOSC) != 0 {
@@ -604,17 +641,7 @@ pub(super) fn read_grid(
     if let Some(w) = tops.windows(2).find(|w| w[0].origin == w[1].origin) {
         return bad(at, format!("two root children at {:?}", w[0].origin));
     }
-    // Leaf buffers: right after the topology, where libopenvdb reads them
-    // (`Archive::readGrid` reads on from the topology and never seeks to the block offset).
-    let mut notes = Vec::new();
-    if usize::try_from(block_pos).ok() != Some(c.pos) {
-        notes.push(format!(
-            "the descriptor's block offset {block_pos} is not where the topology ends (byte \
-             {}); the leaf buffers were read from where the topology ends, as libopenvdb \
-             reads them",
-            c.pos
-        ));
-    }
+    let notes = check_topology_end(c.pos, &offsets)?;
     let n_leaves: usize = tops
         .iter()
         .flat_map(|t| &t.children)
@@ -629,13 +656,26 @@ pub(super) fn read_grid(
         },
     )?;
     let mut leaves = Vec::with_capacity(n_leaves.min(c.left() / 65));
-    for leaf_origin in tops
+    for (leaf_origin, topology_mask) in tops
         .iter()
         .flat_map(|t| &t.children)
         .flat_map(|l| &l.leaves)
     {
         let what = "leaf buffer";
+        let at = c.pos;
         let active = c.mask::<8>(what)?;
+        if active != *topology_mask {
+            return bad(
+                at,
+                format!(
+                    "the buffer of the leaf at {leaf_origin:?} has another value mask than the \
+                     topology gave it ({} active voxels, the topology says {}): the topology's \
+                     node counts do not match the buffers",
+                    active.iter().map(|w| w.count_ones()).sum::<u32>(),
+                    topology_mask.iter().map(|w| w.count_ones()).sum::<u32>()
+                ),
+            );
+        }
         let values = read_node_values::<8>(c, &vc, &active, background, what)?;
         leaves.push(VdbLeaf {
             origin: *leaf_origin,

@@ -200,34 +200,119 @@ fn with_block_offset(mut f: Vec<u8>, block: i64) -> Vec<u8> {
     f
 }
 
+/// Byte offsets in a [`hand_written`] file: the grid, and the root's tile and child counts.
+const GRID_POS: usize = 8 + 4 + 8 + 1 + 36 + 4 + 4 + 5 + 20 + 4 + 24;
+/// Compression flags, the class metadata, the transform, the buffer count, the background.
+const ROOT_COUNTS: usize = GRID_POS + 4 + (4 + 9 + 10 + 14) + (28 + 144) + 4 + 4;
+
 #[test]
-fn the_block_offset_is_cross_checked_not_trusted() {
+fn the_block_offset_must_be_where_the_topology_ends() {
     let good = hand_written(COMPRESS_ZIP | COMPRESS_ACTIVE_MASK);
     let reference = read_vdb_bytes(&good).unwrap();
     assert!(reference.grids[0].notes.is_empty());
-    let grid_pos = 8 + 4 + 8 + 1 + 36 + 4 + 4 + 5 + 20 + 4 + 24;
-    // tinyvdb 0.9 writes the grid offset there; nonsense offsets are no worse: libopenvdb
-    // reads the leaf buffers right after the topology, and so does this reader.
-    for block in [grid_pos as i64, -1, i64::MAX, 3] {
-        let file = read_vdb_bytes(&with_block_offset(good.clone(), block)).unwrap();
-        let g = &file.grids[0];
-        assert_eq!(g.leaves, reference.grids[0].leaves, "{block}");
-        assert_eq!(g.notes.len(), 1, "{block}");
+    // tinyvdb 0.9 writes the grid offset there: libopenvdb reads the leaf buffers right
+    // after the topology, and so does this reader, with a note.
+    let file = read_vdb_bytes(&with_block_offset(good.clone(), GRID_POS as i64)).unwrap();
+    let g = &file.grids[0];
+    assert_eq!(g.leaves, reference.grids[0].leaves);
+    assert_eq!(g.notes.len(), 1);
+    assert!(
+        g.notes[0].contains(&format!(
+            "block offset {GRID_POS} is not where the topology ends"
+        )),
+        "{}",
+        g.notes[0]
+    );
+    // Any other block offset says the topology was not what the descriptor describes.
+    for block in [-1, i64::MAX, 3, good.len() as i64 - 20] {
+        let e = read_vdb_bytes(&with_block_offset(good.clone(), block))
+            .unwrap_err()
+            .to_string();
         assert!(
-            g.notes[0].contains(&format!(
-                "block offset {block} is not where the topology ends"
-            )),
-            "{}",
-            g.notes[0]
+            e.contains("grid 0 (\"g\")")
+                && e.contains(&format!(
+                    "block offset says the leaf buffers start at byte {block}"
+                )),
+            "{block}: {e}"
         );
     }
     // An end offset before the grid's start, or beyond the file, is refused.
-    let offsets_at = grid_pos - 24;
-    for end in [grid_pos as i64, grid_pos as i64 - 1, good.len() as i64 + 1] {
+    let offsets_at = GRID_POS - 24;
+    for end in [GRID_POS as i64, GRID_POS as i64 - 1, good.len() as i64 + 1] {
         let mut f = good.clone();
         f[offsets_at + 16..][..8].copy_from_slice(&end.to_le_bytes());
         let e = read_vdb_bytes(&f).unwrap_err().to_string();
         assert!(e.contains("do not frame a grid"), "{end}: {e}");
+    }
+    // Buffers that end before the end offset (bytes nobody read) are refused too.
+    let mut f = good.clone();
+    f.extend_from_slice(&[0; 16]);
+    let len = f.len() as i64;
+    f[offsets_at + 16..][..8].copy_from_slice(&len.to_le_bytes());
+    let e = read_vdb_bytes(&f).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "the leaf buffers end at byte {}, but the descriptor's end offset is {}",
+            good.len(),
+            f.len()
+        )),
+        "{e}"
+    );
+}
+
+/// Root child and tile counts lowered or raised, and a type name changed, are caught by the
+/// offsets (or the leaf buffers' masks), whichever layout the block offset has.
+#[test]
+fn counts_and_type_names_that_disagree_with_the_data_are_errors() {
+    let good = hand_written(COMPRESS_ZIP | COMPRESS_ACTIVE_MASK);
+    for block in [None, Some(GRID_POS as i64)] {
+        let base = match block {
+            Some(b) => with_block_offset(good.clone(), b),
+            None => good.clone(),
+        };
+        for (at, count) in [(ROOT_COUNTS + 4, 0u32), (ROOT_COUNTS, 0), (ROOT_COUNTS, 2)] {
+            let mut f = base.clone();
+            f[at..at + 4].copy_from_slice(&count.to_le_bytes());
+            let e = read_vdb_bytes(&f).expect_err("a changed count");
+            assert!(e.to_string().contains("grid 0 (\"g\")"), "{e}");
+        }
+        // The child count lowered: the topology ends early.
+        let mut f = base.clone();
+        f[ROOT_COUNTS + 4..][..4].copy_from_slice(&0u32.to_le_bytes());
+        let e = read_vdb_bytes(&f).unwrap_err().to_string();
+        assert!(
+            e.contains("block offset says") || e.contains("end offset is"),
+            "{block:?}: {e}"
+        );
+    }
+    // A leaf buffer's mask that is not the topology's.
+    let mut f = good.clone();
+    let leaf_mask: Vec<u8> = [(1u64 << 0) | (1 << 5), 0, 0, 0, 0, 0, 0, 1 << 63]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    let mask_at = f.windows(64).rposition(|w| w == leaf_mask).unwrap();
+    f[mask_at] ^= 0x2;
+    let e = read_vdb_bytes(&f).unwrap_err().to_string();
+    assert!(e.contains("another value mask than the topology"), "{e}");
+    // Type names: another read type (other value sizes), and a name OpenVDB never writes.
+    for (to, says) in [
+        // (Read as vectors, the background swallows the counts here.)
+        ("Tree_vec3s_5_4_3", "cannot fit in the file"),
+        ("Tree_floot_5_4_3", "is not a type OpenVDB writes"),
+        ("Tree_float_5_4_4", "is not a type OpenVDB writes"),
+    ] {
+        let mut f = good.clone();
+        let at = f
+            .windows(16)
+            .position(|w| w == b"Tree_float_5_4_3")
+            .unwrap();
+        f[at..at + 16].copy_from_slice(to.as_bytes());
+        let e = read_vdb_bytes(&f).unwrap_err().to_string();
+        assert!(
+            e.contains("grid 0 (\"g\")") && e.contains(says),
+            "{to}: {e}"
+        );
     }
 }
 
@@ -318,4 +403,22 @@ fn doubles_become_the_nearest_float_with_the_largest_error_kept() {
     let err = |d: f64| (d - f64::from(d as f32)).abs();
     assert_eq!(worst.get(), err(0.1).max(err(-1e-3)));
     assert!(worst.get() > 0.0);
+}
+
+/// ZIP and Blosc blocks of a node never expand past the node's size: the inflater stops at
+/// the claim (a stream that goes on is an error, not a bigger buffer).
+#[test]
+fn compressed_blocks_stop_at_the_node_size() {
+    use std::io::Write;
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(9));
+    z.write_all(&vec![0u8; 1 << 20]).unwrap();
+    let bomb = z.finish().unwrap();
+    let e = zip_block(&bomb, 2048).unwrap_err();
+    assert!(e.contains("more than 2048 bytes"), "{e}");
+    assert_eq!(zip_block(&bomb, 1 << 20).unwrap().len(), 1 << 20);
+    let blosc =
+        crate::format::codec::encode(crate::format::Codec::Blosc, &vec![0u8; 1 << 16]).unwrap();
+    // NanoVDB's framing: an 8-byte size, then the c-blosc buffer.
+    let e = blosc_block(&blosc[8..], 2048).unwrap_err();
+    assert!(e.contains("expected 2048"), "{e}");
 }
