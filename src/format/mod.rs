@@ -13,6 +13,7 @@ pub mod file;
 pub mod grid;
 pub mod layout;
 pub(crate) mod le;
+pub mod netcdf;
 pub mod openvdb;
 pub mod sparse;
 pub mod types;

@@ -13,6 +13,7 @@
 //! (every voxel active) and refuses what would not fit the lanes' disks or the memory.
 
 mod cf;
+mod check;
 mod model;
 mod output;
 mod resample;
@@ -242,24 +243,28 @@ impl BufferPool {
     }
 }
 
-/// Reads `source` at record `t` of `file` into buffers from `pool`.
+/// Reads `source` at record `t` of `file` into buffers from `pool`; notes of non-finite
+/// values dropped (with their counts) go to `dropped`.
 fn read_source(
     file: &ModelFile,
     source: &Source,
     t: usize,
     pool: &BufferPool,
+    dropped: &mut Vec<(u64, String)>,
 ) -> Result<NativeField> {
     Ok(match source {
-        Source::Variable(v) => file.field(v, t, pool.take())?,
+        Source::Variable(v) => file.field(v, t, pool.take(), dropped)?,
         Source::Perturbation(v) => {
-            let mut f = file.field(v, t, pool.take())?;
+            // Dropped values are NaN, which the level means leave out.
+            let mut f = file.field(v, t, pool.take(), dropped)?;
             resample::subtract_level_means(&mut f);
             f
         }
         Source::Speed(c) => {
-            let mut u = file.field(&c[0], t, pool.take())?;
-            let v = file.field(&c[1], t, pool.take())?;
-            let w = file.field(&c[2], t, pool.take())?;
+            // A NaN component makes the speed NaN: no value there.
+            let mut u = file.field(&c[0], t, pool.take(), dropped)?;
+            let v = file.field(&c[1], t, pool.take(), dropped)?;
+            let w = file.field(&c[2], t, pool.take(), dropped)?;
             for ((a, b), c) in u.values.iter_mut().zip(&v.values).zip(&w.values) {
                 *a = (*a * *a + b * b + c * c).sqrt();
             }
@@ -574,6 +579,8 @@ fn plan_grid(
 struct ReadField {
     heights: Arc<Heights>,
     field: NativeField,
+    /// Non-finite values dropped from the variables read: count and note.
+    dropped: Vec<(u64, String)>,
 }
 
 /// Fields the reader thread may have read ahead of the build (each one variable of one
@@ -593,6 +600,8 @@ struct Import<'a> {
     grid_type: GridType,
     bar: &'a ProgressBar,
     pool: BufferPool,
+    /// Non-finite input values dropped, per attribute.
+    non_finite: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl Import<'_> {
@@ -610,10 +619,13 @@ impl Import<'_> {
                 }
             };
             for (_, source) in self.sources {
-                let read = read_source(file, source, t, &self.pool).map(|field| ReadField {
-                    heights: Arc::clone(&heights),
-                    field,
-                });
+                let mut dropped = Vec::new();
+                let read =
+                    read_source(file, source, t, &self.pool, &mut dropped).map(|field| ReadField {
+                        heights: Arc::clone(&heights),
+                        field,
+                        dropped,
+                    });
                 let failed = read.is_err();
                 if tx.send(read).is_err() || failed {
                     return;
@@ -676,7 +688,7 @@ impl Import<'_> {
         let mut failed = None;
         rayon::in_place_scope(|scope| {
             let slots = built.iter_mut().zip(self.sources).zip(self.backgrounds);
-            for (((slot, (name, _)), &bg), bytes) in slots.zip(buffers) {
+            for (a, (((slot, (name, _)), &bg), bytes)) in slots.zip(buffers).enumerate() {
                 let read = match rx.recv() {
                     Ok(Ok(read)) => read,
                     Ok(Err(e)) => {
@@ -688,6 +700,7 @@ impl Import<'_> {
                         break;
                     }
                 };
+                self.note_dropped(a, name, file, &read.dropped);
                 scope.spawn(move |_| {
                     let job = GridJob {
                         file,
@@ -709,6 +722,18 @@ impl Import<'_> {
             .into_iter()
             .map(|g| g.expect("every attribute built"))
             .collect()
+    }
+}
+
+impl Import<'_> {
+    /// Says which non-finite values were dropped from the variables attribute `a` (`name`)
+    /// is made of, and counts them for the summary.
+    fn note_dropped(&self, a: usize, name: &str, file: &ModelFile, dropped: &[(u64, String)]) {
+        for (count, note) in dropped {
+            self.non_finite[a].fetch_add(*count, std::sync::atomic::Ordering::Relaxed);
+            self.bar
+                .suspend(|| println!("note: {name} from {}: {note}", file.path.display()));
+        }
     }
 }
 
@@ -764,6 +789,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         grid_type: opts.grid_type,
         bar: &bar,
         pool: BufferPool::default(),
+        non_finite: sources.iter().map(|_| Default::default()).collect(),
     };
     let worst_error = import.run(&mut writer, opts.out)?;
     let manifest = writer
@@ -772,7 +798,16 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     crate::convert::print_import_summary(opts.out, &manifest, seconds);
-    for (((name, source), bg), err) in sources.iter().zip(&backgrounds).zip(&worst_error) {
+    let non_finite = import
+        .non_finite
+        .iter()
+        .map(|n| n.load(std::sync::atomic::Ordering::Relaxed));
+    for ((((name, source), bg), err), non_finite) in sources
+        .iter()
+        .zip(&backgrounds)
+        .zip(&worst_error)
+        .zip(non_finite)
+    {
         let dropped = match bg {
             Background::AtOrBelow(v) => format!("values <= {v} dropped"),
             Background::MagnitudeAtOrBelow(v) => format!("|values| <= {v} dropped"),
@@ -789,7 +824,14 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             ),
             _ => String::new(),
         };
-        println!("{name}: {dropped}{from}{quantised}");
+        let non_finite = match non_finite {
+            0 => String::new(),
+            n => format!(
+                "; {n} non-finite input value{} dropped",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+        println!("{name}: {dropped}{from}{quantised}{non_finite}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ use netcdf::types::{FloatType, NcVariableType};
 use netcdf::{AttributeValue, Extent, Extents, Variable};
 
 use super::cf;
+use super::check::{self, CheckedFile};
 use super::resample::{Heights, NativeField};
 
 /// Standard gravity, m/s², as WRF's post-processors divide geopotential by it.
@@ -55,6 +56,8 @@ pub struct ModelFile {
     /// The file's path (for messages).
     pub path: PathBuf,
     file: netcdf::File,
+    /// What was checked before netCDF-C opened it (its length, its classic header).
+    pub checked: CheckedFile,
     /// Its model.
     pub model: Model,
     /// Columns along x and y, and model levels (mass points).
@@ -139,6 +142,7 @@ pub fn parse_wrf_time(text: &str) -> Option<f64> {
 impl ModelFile {
     /// Opens `path` and reads its layout: model, grid, spacing, times.
     pub fn open(path: &Path) -> Result<ModelFile> {
+        let checked = check::before_open(path)?;
         let file = netcdf::open(path)
             .map_err(|e| anyhow!("{}: cannot open as netCDF: {e}", path.display()))?;
         let has = |d: &str| file.dimension(d).is_some();
@@ -169,6 +173,7 @@ impl ModelFile {
         let mut mf = ModelFile {
             path: path.to_path_buf(),
             file,
+            checked,
             model,
             nx,
             ny,
@@ -202,9 +207,25 @@ impl ModelFile {
         .map_err(|e| anyhow!("{e}"))
     }
 
+    /// Refuses variable `v` where its dimensions claim more values than the file can hold
+    /// ([`check::check_claimed`]); returns how many they claim.
+    fn check_claimed(&self, v: &Variable<'_>, name: &str) -> Result<u64> {
+        let total = v
+            .dimensions()
+            .iter()
+            .fold(1u64, |n, d| n.saturating_mul(d.len() as u64));
+        check::check_claimed(&self.path, &self.checked, name, total)?;
+        Ok(total)
+    }
+
     /// Reads `extents` of variable `name`, CF-decoded ([`cf`](super::cf)).
     fn read(&self, name: &str, extents: Extents) -> Result<Vec<f64>> {
         let v = self.var(name)?;
+        let total = self.check_claimed(&v, name)?;
+        if matches!(extents, Extents::All) {
+            // The values in f64, and their decoded copy.
+            self.check_memory(name, usize::try_from(total).unwrap_or(usize::MAX), 16)?;
+        }
         cf::read_decoded(&v, name, &self.path, extents)
     }
 
@@ -344,6 +365,8 @@ impl ModelFile {
         // Mass points sit half a cell in from the domain's west and south edges.
         self.origin_xy = [0.5 * dx, 0.5 * dy];
         let times = self.var("Times")?;
+        let total = self.check_claimed(&times, "Times")?;
+        self.check_memory("Times", usize::try_from(total).unwrap_or(usize::MAX), 1)?;
         let dims: Vec<usize> = times.dimensions().iter().map(|d| d.len()).collect();
         if dims.len() != 2 {
             bail!(
@@ -402,19 +425,44 @@ impl ModelFile {
 
     /// Variable `name` at record `t`, CF-decoded (missing values NaN, packing undone) and
     /// averaged onto mass points where it is staggered.
-    /// `buffer`'s memory holds the values (reused; its contents are overwritten).
-    pub fn field(&self, name: &str, t: usize, buffer: Vec<f32>) -> Result<NativeField> {
+    /// `buffer`'s memory holds the values (reused; its contents are overwritten). Values
+    /// that are infinite or NaN without being missing are dropped (NaN) and said in a note
+    /// pushed on `dropped` with their count ([`cf::NonFinite`]).
+    pub fn field(
+        &self,
+        name: &str,
+        t: usize,
+        buffer: Vec<f32>,
+        dropped: &mut Vec<(u64, String)>,
+    ) -> Result<NativeField> {
         let v = self.var(name)?;
         let stag = self
             .grid_dims(&v)
             .map_err(|why| anyhow!("{}: variable {name} {why}", self.path.display()))?;
+        self.check_claimed(&v, name)?;
         let dims: Vec<usize> = v.dimensions().iter().map(|d| d.len()).collect();
         // The values, and one averaged copy while destaggering.
         self.check_memory(name, dims[1..].iter().product::<usize>(), 16)?;
         let len = dims[1..].iter().product::<usize>();
-        let mut values = cf::read_decoded_f32(&v, name, &self.path, (record(t), len), buffer)
+        let mut non_finite = cf::NonFinite::default();
+        let read = (record(t), len);
+        let mut values = cf::read_decoded_f32(&v, name, &self.path, read, buffer, &mut non_finite)
             .with_context(|| format!("reading record {t}"))?;
         let (mut nz, mut ny, mut nx) = (dims[1], dims[2], dims[3]);
+        if let Some((i, x)) = non_finite.first {
+            let count = non_finite.count;
+            let s = if count == 1 { "" } else { "s" };
+            dropped.push((
+                count,
+                format!(
+                    "{name}: {count} non-finite value{s} dropped (treated as missing) in \
+                     record {t}; the first, {x}, at (x, y, z) = ({}, {}, {})",
+                    i % nx,
+                    (i / nx) % ny,
+                    i / (nx * ny)
+                ),
+            ));
+        }
         let expect = [
             self.nz + usize::from(stag[0]),
             self.ny + usize::from(stag[1]),
