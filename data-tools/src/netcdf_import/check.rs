@@ -128,3 +128,32 @@ pub fn check_claimed(path: &Path, file: &CheckedFile, name: &str, elements: u64)
     }
     Ok(())
 }
+
+/// Memory or output an import may take per byte of its input files ([`check_ceiling`]).
+pub const PER_INPUT_BYTE: u64 = 64;
+/// What any import may take, however small its input: enough for the model-grid voxels of
+/// every realistic small file.
+pub const CEILING_FLOOR: u64 = 1 << 30;
+
+/// Refuses an import whose peak memory (`memory`, the planner's estimate of one frame) or
+/// largest output (`output`, every voxel of every grid active) exceeds
+/// [`PER_INPUT_BYTE`] times its input (`input` bytes in all), or [`CEILING_FLOOR`] where
+/// that is more: what a file's header claims (its grid, its levels' spacing, its record
+/// count) cannot make the import take memory or time out of proportion to the file.
+pub fn check_ceiling(input: u64, memory: u64, output: u64, voxels_text: &str) -> Result<()> {
+    let ceiling = input.saturating_mul(PER_INPUT_BYTE).max(CEILING_FLOOR);
+    for (what, bytes) in [("memory", memory), ("output", output)] {
+        if bytes > ceiling {
+            bail!(
+                "{voxels_text}: the import would take up to {} of {what} for {} of netCDF \
+                 input, more than the {} allowed ({PER_INPUT_BYTE} times the input, at least \
+                 {}): choose a larger --dz or --dx, or fewer --vars",
+                supercell::memory::human(bytes),
+                supercell::memory::human(input),
+                supercell::memory::human(ceiling),
+                supercell::memory::human(CEILING_FLOOR)
+            );
+        }
+    }
+    Ok(())
+}

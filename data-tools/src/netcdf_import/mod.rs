@@ -519,7 +519,12 @@ fn plan_grid(
         "{} × {} × {} voxels of {} × {} × {} m",
         grid.dims[0], grid.dims[1], grid.dims[2], voxel[0], voxel[1], voxel[2]
     );
-    if grid.dims.iter().any(|&d| d > (1 << 24)) || grid.voxel_count() > 1 << 36 {
+    // Saturating: three axes of 2^24 overflow 64 bits.
+    let voxels = grid
+        .dims
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    if grid.dims.iter().any(|&d| d > (1 << 24)) || voxels > 1 << 36 {
         bail!("{voxels_text}: too many (choose a larger --dz or --dx)");
     }
     println!(
@@ -560,15 +565,17 @@ fn plan_grid(
     // One frame's grids held for the writer and its native fields, and the grids being
     // built in parallel with their bricks.
     let building = rayon::current_num_threads().min(attributes) as u64;
-    let native = (first.nx * first.ny * (first.nz + 1)) as u64 * 4;
-    supercell::memory::check_available(
-        || format!("one frame of {voxels_text}"),
-        worst
-            .saturating_add(native)
-            .saturating_mul(attributes as u64)
-            .saturating_add(building.saturating_mul(grid.voxel_count().saturating_mul(10))),
-    )
-    .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
+    let native = [first.nx, first.ny, first.nz + 1, 4]
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    let memory = worst
+        .saturating_add(native)
+        .saturating_mul(attributes as u64)
+        .saturating_add(building.saturating_mul(grid.voxel_count().saturating_mul(10)));
+    let input = files.iter().map(|f| f.checked.len).sum();
+    check::check_ceiling(input, memory, total, &voxels_text)?;
+    supercell::memory::check_available(|| format!("one frame of {voxels_text}"), memory)
+        .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
     if let Some(label) = first.time_labels.first() {
         println!("frame times are seconds after {label}");
     }

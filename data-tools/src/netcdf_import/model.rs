@@ -514,7 +514,10 @@ impl ModelFile {
                 .with_context(|| format!("reading record {t}"))
         };
         // PH, PHB and the heights, in f64.
-        self.check_memory("PH and PHB", (self.nz + 1) * self.nx * self.ny, 24)?;
+        let points = (self.nz + 1)
+            .saturating_mul(self.nx)
+            .saturating_mul(self.ny);
+        self.check_memory("PH and PHB", points, 24)?;
         let (ph, phb) = (read("PH")?, read("PHB")?);
         let columns = self.nx * self.ny;
         if ph.len() != (self.nz + 1) * columns || phb.len() != ph.len() {
