@@ -361,3 +361,30 @@ fn non_finite_values_are_dropped_with_a_count_and_spread_nowhere() {
         }
     }
 }
+
+#[test]
+fn a_small_file_cannot_make_the_import_take_gigabytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(cm1) = cm1_file(tmp.path()) else {
+        return;
+    };
+    // A 5.5 KB file whose two lowest levels are 3 mm apart: the default voxel height
+    // (the thinnest low layer) makes 5 × 4 × 383,000 voxels, about 2 GiB to build for
+    // nine attributes. Before the ceiling only the available memory bounded it.
+    let edit = "import netCDF4, sys\n\
+                d = netCDF4.Dataset(sys.argv[1], 'a')\n\
+                z = d['zh'][:]\n\
+                z[1] = z[0] + 3e-6\n\
+                d['zh'][:] = z\n\
+                d.close()\n";
+    let status = Command::new("/usr/bin/python3")
+        .args(["-c", edit, cm1.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    refused(
+        tmp.path(),
+        &cm1,
+        &["of memory for", "64 times the input", "--dz"],
+    );
+}
