@@ -119,8 +119,9 @@ struct Fields {
     /// Per dimension: name, offset of its length.
     dim_len: Vec<(String, usize)>,
     var_count: usize,
-    /// Per variable: name, offsets of its first dimension id, type, vsize and begin.
-    vars: Vec<(String, [usize; 4])>,
+    /// Per variable: name, offsets of its first dimension id, type, vsize, begin, and its
+    /// first attribute's value count.
+    vars: Vec<(String, [usize; 5])>,
 }
 
 fn walk(file: &[u8]) -> Fields {
@@ -132,14 +133,20 @@ fn walk(file: &[u8]) -> Fields {
         *p += 4 + n.div_ceil(4) * 4;
         s
     };
+    // Returns the offset of the first attribute's value count (0: none).
     let attributes = |p: &mut usize| {
         let n = u32_at(*p + 4);
         *p += 8;
+        let mut first = 0;
         for _ in 0..n {
             name(p);
+            if first == 0 {
+                first = *p + 4;
+            }
             let size = [0, 1, 1, 2, 4, 4, 8][u32_at(*p)];
             *p += 8 + (u32_at(*p + 4) * size).div_ceil(4) * 4;
         }
+        first
     };
     let mut f = Fields {
         dim_count: 12,
@@ -160,15 +167,15 @@ fn walk(file: &[u8]) -> Fields {
         let rank = u32_at(p);
         let first_dim = p + 4;
         p += 4 + 4 * rank;
-        attributes(&mut p);
-        f.vars.push((n, [first_dim, p, p + 4, p + 8]));
+        let attribute = attributes(&mut p);
+        f.vars.push((n, [first_dim, p, p + 4, p + 8, attribute]));
         p += 8 + if file[3] == 1 { 4 } else { 8 };
     }
     f
 }
 
 impl Fields {
-    fn var(&self, name: &str) -> [usize; 4] {
+    fn var(&self, name: &str) -> [usize; 5] {
         self.vars.iter().find(|(n, _)| n == name).unwrap().1
     }
 
@@ -185,11 +192,12 @@ fn crafted_classic_headers_are_refused_without_a_signal() {
     };
     let good = std::fs::read(&cm1).unwrap();
     let f = walk(&good);
-    let [qc_dim, qc_type, qc_vsize, _] = f.var("qc");
-    let [_, time_type, _, time_begin] = f.var("time");
+    let [qc_dim, qc_type, qc_vsize, _, _] = f.var("qc");
+    let [_, time_type, _, time_begin, time_units] = f.var("time");
     // (name, field offset, value written, what the message must say). Before the
-    // validator, the first made netCDF-C read for minutes with memory growing, the variable
-    // count SIGSEGV, STREAMING SIGABRT, and a length of 2^31 − 1 panic.
+    // validator, the first made netCDF-C read for minutes with memory growing (killed at
+    // 60 s with 1 GB resident), the dimension and variable counts SIGSEGV, STREAMING
+    // SIGABRT (a 34 GB allocation for `time`), and attribute value counts hang.
     let cases: &[(&str, usize, u32, &[&str])] = &[
         (
             "numrecs_huge",
@@ -230,6 +238,12 @@ fn crafted_classic_headers_are_refused_without_a_signal() {
             0x7fff_0000,
             &["variable time", "truncated"],
         ),
+        (
+            "attribute_count_huge",
+            time_units,
+            0x7fff_ffff,
+            &["variable time attribute"],
+        ),
     ];
     for (name, at, value, wants) in cases {
         let mut bytes = good.clone();
@@ -240,6 +254,17 @@ fn crafted_classic_headers_are_refused_without_a_signal() {
         all.extend_from_slice(wants);
         refused(tmp.path(), &path, &all);
     }
+    // A variable name that is not UTF-8 (the netcdf crate panicked on it, exit 101).
+    let mut bytes = good.clone();
+    let at = bytes.windows(4).position(|w| w == b"qc\0\0").unwrap();
+    bytes[at..at + 2].copy_from_slice(&[0xff, 0xfe]);
+    let path = tmp.path().join("name_not_utf8.nc");
+    std::fs::write(&path, &bytes).unwrap();
+    refused(
+        tmp.path(),
+        &path,
+        &["name_not_utf8.nc", "name is not UTF-8"],
+    );
 }
 
 /// `file` cut to a quarter, a half, and one byte short, each refused naming the file and
