@@ -267,21 +267,26 @@ fn crafted_classic_headers_are_refused_without_a_signal() {
     );
 }
 
-/// `file` cut to a quarter, a half, and one byte short, each refused naming the file and
-/// `what` (the variable, or the bytes missing).
+/// `file` cut to a quarter, a half, and one byte short of its data (a classic file's last
+/// bytes may be padding, which netCDF-C writes and no variable needs), each refused naming the file, saying
+/// it is truncated, and `what` (the variable, or the bytes missing) where the cut is past
+/// the header.
 fn cuts_refused(dir: &Path, file: &Path, what: &[&str]) {
     let bytes = std::fs::read(file).unwrap();
     let stem = file.file_stem().unwrap().to_string_lossy();
     for (label, len) in [
         ("quarter", bytes.len() / 4),
         ("half", bytes.len() / 2),
-        ("one_short", bytes.len() - 1),
+        ("one_short", data_end(&bytes) - 1),
     ] {
         let path = dir.join(format!("{stem}_{label}.nc"));
         std::fs::write(&path, &bytes[..len]).unwrap();
         let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        let mut wants = vec![name.as_str(), "truncated", "missing"];
-        wants.extend_from_slice(what);
+        let mut wants = vec![name.as_str(), "truncated"];
+        if len >= header_len(&bytes) {
+            wants.push("missing");
+            wants.extend_from_slice(what);
+        }
         refused(dir, &path, &wants);
     }
 }
@@ -310,6 +315,27 @@ fn truncated_files_are_refused_naming_file_variable_and_bytes() {
         &root.join("cm1/cm1r21.1_supercell_48x48x35_stretched/cm1out_000004.nc"),
         &["HDF5 superblock", "bytes"],
     );
+}
+
+/// The header's length of a classic file (0 for netCDF-4: no header to cut into).
+fn header_len(file: &[u8]) -> usize {
+    match supercell::format::netcdf::parse_classic_header(file, file.len() as u64) {
+        Ok(h) => h.header_len as usize,
+        Err(_) => 0,
+    }
+}
+
+/// One past the last byte a variable of a classic file needs (the file's length for
+/// netCDF-4).
+fn data_end(file: &[u8]) -> usize {
+    let Ok(h) = supercell::format::netcdf::parse_classic_header(file, file.len() as u64) else {
+        return file.len();
+    };
+    let ends = h.variables.iter().map(|v| match v.is_record {
+        true => v.begin + h.numrecs.saturating_sub(1) * h.recsize + v.data_len,
+        false => v.begin + v.data_len,
+    });
+    ends.max().unwrap_or(h.header_len) as usize
 }
 
 fn realdata() -> Option<PathBuf> {
@@ -412,4 +438,52 @@ fn a_small_file_cannot_make_the_import_take_gigabytes() {
         &cm1,
         &["of memory for", "64 times the input", "--dz"],
     );
+}
+
+#[test]
+fn netcdf_c_written_cdf1_and_cdf5_files_pass_the_header_check_and_cut_ones_do_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    if cm1_file(&tmp.path().join("written")).is_none() {
+        return;
+    }
+    // netCDF-C's own layout of each format: byte and 64-bit unsigned variables (padding,
+    // CDF-5's 8-byte counts), three records.
+    let write = "import netCDF4, numpy as np, sys\n\
+                 for fmt, name in [('NETCDF3_CLASSIC', 'cdf1.nc'), ('NETCDF3_64BIT_DATA', 'cdf5.nc')]:\n\
+                 \x20   d = netCDF4.Dataset(sys.argv[1] + '/' + name, 'w', format=fmt)\n\
+                 \x20   d.title = 'formats'\n\
+                 \x20   for n, l in [('time', None), ('zh', 3), ('yh', 2), ('xh', 5)]:\n\
+                 \x20       d.createDimension(n, l)\n\
+                 \x20   for n in ('xh', 'yh', 'zh'):\n\
+                 \x20       v = d.createVariable(n, 'f4', (n,))\n\
+                 \x20       v.units = 'km'\n\
+                 \x20       v[:] = np.arange(len(d.dimensions[n])) * 0.25 + 0.1\n\
+                 \x20   t = d.createVariable('time', 'f8', ('time',))\n\
+                 \x20   q = d.createVariable('qc', 'f4', ('time', 'zh', 'yh', 'xh'))\n\
+                 \x20   b = d.createVariable('flag', 'i1', ('time', 'xh'))\n\
+                 \x20   if fmt.endswith('DATA'):\n\
+                 \x20       d.createVariable('u64', 'u8', ('zh',))[:] = [1, 2, 3]\n\
+                 \x20   for r in range(3):\n\
+                 \x20       t[r] = r * 60.0\n\
+                 \x20       q[r] = np.full((3, 2, 5), 0.001 * (r + 1))\n\
+                 \x20       b[r] = np.arange(5)\n\
+                 \x20   d.close()\n";
+    let status = Command::new("/usr/bin/python3")
+        .args(["-c", write, tmp.path().to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for name in ["cdf1.nc", "cdf5.nc"] {
+        let path = tmp.path().join(name);
+        let out = tmp.path().join(format!("{name}.ds"));
+        let r = tool(&[
+            "import",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r.code, Some(0), "{name}: {}{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("3 frames"), "{name}: {}", r.stdout);
+        cuts_refused(tmp.path(), &path, &["variable "]);
+    }
 }

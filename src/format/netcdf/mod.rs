@@ -223,7 +223,8 @@ impl<'a> Cursor<'a> {
             return Err(self.invalid(
                 self.pos,
                 format!(
-                    "{what} needs {n} bytes but the file has {} left",
+                    "{what} needs {n} bytes but the file has {} left (the file is truncated, \
+                     or the header corrupt)",
                     self.left_in_file()
                 ),
             ));
@@ -279,7 +280,8 @@ impl<'a> Cursor<'a> {
             return Err(self.invalid(
                 at,
                 format!(
-                    "{n} {what} cannot fit in the {} bytes left in the file",
+                    "{n} {what} cannot fit in the {} bytes left in the file (the file is \
+                     truncated, or the count corrupt)",
                     self.left_in_file()
                 ),
             ));
