@@ -487,3 +487,38 @@ fn netcdf_c_written_cdf1_and_cdf5_files_pass_the_header_check_and_cut_ones_do_no
         cuts_refused(tmp.path(), &path, &["variable "]);
     }
 }
+
+#[test]
+fn a_netcdf4_file_claiming_more_than_it_can_hold_is_refused_by_variable() {
+    let tmp = tempfile::tempdir().unwrap();
+    if cm1_file(&tmp.path().join("written")).is_none() {
+        return;
+    }
+    // A CM1-layout netCDF-4 file of about 20 KB whose time dimension claims 10^8 records:
+    // only the last time is written (HDF5 stores no unwritten chunk). Before the bound the
+    // import read 10^8 times (0.8 GB, then 1.6 GB as f64 with their decoded copy) and made
+    // a frame list of them.
+    let write = "import netCDF4, numpy as np, sys\n\
+                 d = netCDF4.Dataset(sys.argv[1], 'w', format='NETCDF4')\n\
+                 for n, l in [('time', None), ('zh', 3), ('yh', 2), ('xh', 5)]:\n\
+                 \x20   d.createDimension(n, l)\n\
+                 for n in ('xh', 'yh', 'zh'):\n\
+                 \x20   v = d.createVariable(n, 'f4', (n,))\n\
+                 \x20   v.units = 'km'\n\
+                 \x20   v[:] = np.arange(len(d.dimensions[n])) * 0.25 + 0.1\n\
+                 t = d.createVariable('time', 'f8', ('time',), chunksizes=(1024,))\n\
+                 q = d.createVariable('qc', 'f4', ('time', 'zh', 'yh', 'xh'))\n\
+                 t[100000000] = 1.0\n\
+                 d.close()\n";
+    let path = tmp.path().join("claims.nc");
+    let status = Command::new("/usr/bin/python3")
+        .args(["-c", write, path.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    refused(
+        tmp.path(),
+        &path,
+        &["claims.nc", "variable time claims 100000001 values"],
+    );
+}

@@ -21,9 +21,10 @@ use supercell::format::netcdf::{
 /// Bytes read first: the whole header of any file CM1, WRF or NCO write.
 const FIRST_READ: u64 = 64 << 10;
 
-/// The most a netCDF-4 variable's values may take in memory per byte of the file:
-/// deflate, the compression netCDF-4 writers use, cannot shrink data more than 1032 to 1,
-/// so a variable claiming more than 2048 times the file's length is not in the file.
+/// The most values a netCDF-4 variable (or one of its chunks) may claim per byte of the
+/// file: deflate, the compression netCDF-4 writers use, cannot shrink data more than about
+/// 1032 to 1, and a value takes at least a byte, so a variable claiming more than 2048
+/// values per byte of file is not in the file.
 pub const MAX_EXPANSION: u64 = 2048;
 
 /// What the checks found out about a file.
@@ -120,8 +121,8 @@ pub fn check_claimed(path: &Path, file: &CheckedFile, name: &str, elements: u64)
     if file.classic.is_none() && elements > most {
         bail!(
             "{}: variable {name} claims {elements} values, more than a {}-byte netCDF-4 file \
-             can hold at the largest compression ratio deflate reaches ({MAX_EXPANSION} bytes \
-             per byte of file allowed)",
+             can hold (at most {MAX_EXPANSION} values per byte of file: deflate compresses \
+             no more than about 1032 to 1)",
             path.display(),
             file.len
         );

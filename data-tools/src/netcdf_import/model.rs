@@ -207,14 +207,24 @@ impl ModelFile {
         .map_err(|e| anyhow!("{e}"))
     }
 
-    /// Refuses variable `v` where its dimensions claim more values than the file can hold
-    /// ([`check::check_claimed`]); returns how many they claim.
+    /// Refuses variable `v` where its dimensions, or its chunks (which HDF5 reads whole),
+    /// claim more values than the file can hold ([`check::check_claimed`]); returns how
+    /// many its dimensions claim.
     fn check_claimed(&self, v: &Variable<'_>, name: &str) -> Result<u64> {
-        let total = v
-            .dimensions()
-            .iter()
-            .fold(1u64, |n, d| n.saturating_mul(d.len() as u64));
+        let product = |lens: &mut dyn Iterator<Item = usize>| {
+            lens.fold(1u64, |n, l| n.saturating_mul(l as u64))
+        };
+        let total = product(&mut v.dimensions().iter().map(|d| d.len()));
         check::check_claimed(&self.path, &self.checked, name, total)?;
+        if let Ok(Some(chunk)) = v.chunking() {
+            let what = format!("{name} (one chunk)");
+            check::check_claimed(
+                &self.path,
+                &self.checked,
+                &what,
+                product(&mut chunk.into_iter()),
+            )?;
+        }
         Ok(total)
     }
 
