@@ -136,8 +136,9 @@ pub const PER_INPUT_BYTE: u64 = 64;
 /// every realistic small file.
 pub const CEILING_FLOOR: u64 = 1 << 30;
 
-/// Refuses an import whose peak memory (`memory`, the planner's estimate of one frame) or
-/// largest output (`output`, every voxel of every grid active) exceeds
+/// Refuses an import whose peak memory (`memory`: the planner's estimate of one frame, or
+/// what one read of a variable takes) or largest output (`output`, every voxel of every
+/// grid active) exceeds
 /// [`PER_INPUT_BYTE`] times its input (`input` bytes in all), or [`CEILING_FLOOR`] where
 /// that is more: what a file's header claims (its grid, its levels' spacing, its record
 /// count) cannot make the import take memory or time out of proportion to the file.

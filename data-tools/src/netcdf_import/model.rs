@@ -199,12 +199,13 @@ impl ModelFile {
 
     /// Refuses to read `elements` values of `name` where `bytes_per` bytes each would not fit
     /// in the memory this process can get (a crafted header can claim any size).
+    /// Refuses too where it exceeds the per-input ceiling ([`check::check_ceiling`]) of this
+    /// file alone.
     fn check_memory(&self, name: &str, elements: usize, bytes_per: u64) -> Result<()> {
-        supercell::memory::check_available(
-            || format!("{}: variable {name}", self.path.display()),
-            (elements as u64).saturating_mul(bytes_per),
-        )
-        .map_err(|e| anyhow!("{e}"))
+        let what = || format!("{}: variable {name}", self.path.display());
+        let bytes = (elements as u64).saturating_mul(bytes_per);
+        check::check_ceiling(self.checked.len, bytes, 0, &what())?;
+        supercell::memory::check_available(what, bytes).map_err(|e| anyhow!("{e}"))
     }
 
     /// Refuses variable `v` where its dimensions, or its chunks (which HDF5 reads whole),
