@@ -522,3 +522,28 @@ fn a_netcdf4_file_claiming_more_than_it_can_hold_is_refused_by_variable() {
         &["claims.nc", "variable time claims 100000001 values"],
     );
 }
+
+#[test]
+fn levels_too_far_apart_for_the_voxel_height_are_refused_not_wrapped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(cm1) = cm1_file(tmp.path()) else {
+        return;
+    };
+    // Levels from 50 m to 9e39 m with a 0.1 mm layer at the bottom: 10^44 voxels along z.
+    // Before, the count wrapped to 0 in a release build (an empty dataset, exit 0) and
+    // overflowed (a panic) in a debug one.
+    let edit = "import netCDF4, numpy as np, sys\n\
+                d = netCDF4.Dataset(sys.argv[1], 'a')\n\
+                d['zh'][:] = np.array([0.05, 0.0500001, 1e30, 2e30, 3e30, 9e36], dtype='f4')\n\
+                d.close()\n";
+    let status = Command::new("/usr/bin/python3")
+        .args(["-c", edit, cm1.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    refused(
+        tmp.path(),
+        &cm1,
+        &["cm1out_000001.nc", "along z", "too many voxels"],
+    );
+}

@@ -506,6 +506,24 @@ fn plan_grid(
         opts.dz
             .unwrap_or_else(|| resample::default_dz(span.finest_low_layer)),
     ];
+    // Each axis's voxel count, before it is made an integer (a float beyond usize's range
+    // would saturate, and its + 1 overflow): a header's coordinates (levels 10^30 m apart)
+    // must not wrap the grid to nothing.
+    let spans = [
+        (first.nx - 1) as f64 * first.spacing[0],
+        (first.ny - 1) as f64 * first.spacing[1],
+        span.hi - span.lo,
+    ];
+    if let Some(a) = (0..3).find(|&a| !(spans[a] / voxel[a] <= (1u64 << 24) as f64)) {
+        bail!(
+            "{}: {} m along {} at {} m a voxel is too many voxels (more than 2^24; choose a \
+             larger --dz or --dx)",
+            first.path.display(),
+            spans[a],
+            ["x", "y", "z"][a],
+            voxel[a]
+        );
+    }
     let grid = VoxelGrid::covering(
         first.nx,
         first.ny,
