@@ -498,6 +498,59 @@ mod tests {
     use super::*;
 
     #[test]
+    fn non_finite_values_are_counted_unless_they_are_markers() {
+        // The default float fill bounds the valid range from above: +inf above it is still
+        // counted (a fault, not a marker), a finite value above it is simply missing.
+        let cf = CfDecoding {
+            fill: Some(f64::from(9.969_21e36_f32)),
+            valid_max: Some(f64::from(9.969_21e36_f32)),
+            missing: vec![f64::NEG_INFINITY],
+            ..CfDecoding::default()
+        };
+        let mask = cf.in_f32().unwrap();
+        let mut tally = NonFinite::default();
+        let stored = [
+            1.0f32,
+            f32::INFINITY,
+            9.969_21e36,
+            1e37,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ];
+        let kept: Vec<Option<f32>> = stored
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| tally.keep(i, x.into(), mask.decode(x), || mask.is_marker(x)))
+            .collect();
+        assert_eq!(kept[0], Some(1.0));
+        assert_eq!(kept[1], None, "+inf counted");
+        assert!(
+            kept[2].unwrap().is_nan() && kept[3].unwrap().is_nan(),
+            "missing, not counted"
+        );
+        assert!(
+            kept[4].unwrap().is_nan(),
+            "-inf is a missing_value here: a marker"
+        );
+        assert_eq!(kept[5], None, "NaN that is not the fill counted");
+        assert_eq!(tally.count, 2);
+        assert_eq!(tally.first, Some((1, f64::INFINITY)));
+        // A finite value that decoding overflows is counted too.
+        let scaled = CfDecoding {
+            scale: Some(1e300),
+            ..CfDecoding::default()
+        };
+        let mut tally = NonFinite::default();
+        assert_eq!(tally.keep(0, 1e10, scaled.decode(1e10), || false), None);
+        assert_eq!(
+            tally.keep(1, 1e300, 1e300f64 as f32, || true),
+            None,
+            "past f32"
+        );
+        assert_eq!(tally.count, 2);
+    }
+
+    #[test]
     fn packing_and_masks_follow_the_stored_values() {
         let cf = CfDecoding {
             scale: Some(0.5),
