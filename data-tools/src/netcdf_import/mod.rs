@@ -514,7 +514,11 @@ fn plan_grid(
         (first.ny - 1) as f64 * first.spacing[1],
         span.hi - span.lo,
     ];
-    if let Some(a) = (0..3).find(|&a| !(spans[a] / voxel[a] <= (1u64 << 24) as f64)) {
+    let fits = |a: usize| {
+        let count = spans[a] / voxel[a];
+        count.is_finite() && count <= (1u64 << 24) as f64
+    };
+    if let Some(a) = (0..3).find(|&a| !fits(a)) {
         bail!(
             "{}: {} m along {} at {} m a voxel is too many voxels (more than 2^24; choose a \
              larger --dz or --dx)",
