@@ -14,6 +14,7 @@ pub mod grid;
 mod head_claims;
 pub mod layout;
 pub(crate) mod le;
+pub mod netcdf;
 pub mod openvdb;
 pub mod sparse;
 pub mod types;

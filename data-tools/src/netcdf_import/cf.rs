@@ -277,12 +277,17 @@ impl CfDecoding {
         Ok(cf)
     }
 
+    /// Whether stored value `x` is the fill value or a `missing_value`.
+    #[inline]
+    pub fn is_marker(&self, x: f64) -> bool {
+        let same = |m: f64| x == m || (m.is_nan() && x.is_nan());
+        self.fill.is_some_and(same) || self.missing.iter().any(|&m| same(m))
+    }
+
     /// Whether stored value `x` is missing.
     #[inline]
     pub fn is_missing(&self, x: f64) -> bool {
-        let same = |m: f64| x == m || (m.is_nan() && x.is_nan());
-        self.fill.is_some_and(same)
-            || self.missing.iter().any(|&m| same(m))
+        self.is_marker(x)
             || self.valid_min.is_some_and(|lo| x < lo)
             || self.valid_max.is_some_and(|hi| x > hi)
     }
@@ -306,6 +311,46 @@ fn byte_filling_on(v: &Variable<'_>, stored: Stored) -> bool {
     }
 }
 
+/// Values a read found infinite or NaN that are not the fill value or a `missing_value`
+/// (a stored `+inf` or NaN; a `+inf` above a valid maximum is counted too, since it is a
+/// fault of the data rather than a marker), or finite values the decoding overflows (a
+/// scale, or float32's range): they are dropped like missing values (NaN), so that nothing
+/// computed from them (a level mean, a wind speed) turns one of them into many, and
+/// counted, so that the import says so.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct NonFinite {
+    /// How many.
+    pub count: u64,
+    /// The first one: its index among the values read, and its value.
+    pub first: Option<(usize, f64)>,
+}
+
+impl NonFinite {
+    /// `decoded`, the value at index `i` decoded from `stored`, or None (counted) where
+    /// `stored` is not finite and not a marker (`marker()`: the fill value or a
+    /// `missing_value`), or where a finite `stored` decodes to an infinity.
+    #[inline]
+    fn keep<T: Into<f64> + Copy>(
+        &mut self,
+        i: usize,
+        stored: f64,
+        decoded: T,
+        marker: impl FnOnce() -> bool,
+    ) -> Option<T> {
+        let fault = if stored.is_finite() {
+            decoded.into().is_infinite()
+        } else {
+            !marker()
+        };
+        if !fault {
+            return Some(decoded);
+        }
+        self.count += 1;
+        self.first.get_or_insert((i, stored));
+        None
+    }
+}
+
 /// Reads `extents` of variable `name` and decodes them ([`CfDecoding`]) into f64.
 pub fn read_decoded(
     v: &Variable<'_>,
@@ -313,12 +358,27 @@ pub fn read_decoded(
     path: &Path,
     extents: Extents,
 ) -> Result<Vec<f64>> {
+    read_decoded_counting(v, name, path, extents, &mut NonFinite::default())
+}
+
+/// [`read_decoded`], with values that are not finite and not missing counted in
+/// `non_finite` and made NaN.
+fn read_decoded_counting(
+    v: &Variable<'_>,
+    name: &str,
+    path: &Path,
+    extents: Extents,
+    non_finite: &mut NonFinite,
+) -> Result<Vec<f64>> {
     let cf = CfDecoding::of(v, name, path)?;
     let mut values: Vec<f64> = v
         .get_values::<f64, _>(extents)
         .map_err(|e| anyhow::anyhow!("{}: reading {name}: {e}", path.display()))?;
-    for x in &mut values {
-        *x = cf.decode(*x);
+    for (i, x) in values.iter_mut().enumerate() {
+        let stored = *x;
+        *x = non_finite
+            .keep(i, stored, cf.decode(stored), || cf.is_marker(stored))
+            .unwrap_or(f64::NAN);
     }
     Ok(values)
 }
@@ -327,17 +387,23 @@ pub fn read_decoded(
 /// value, then rounded to f32), with float32 variables read as they are stored, into
 /// `buffer` (whose memory is reused: a fresh 40 MB field costs ten thousand page faults),
 /// instead of through an f64 copy of the whole field. `len`: the values `extents` select.
+/// Values that are not finite and not missing (a finite f64 beyond float32's range too)
+/// are counted in `non_finite` and made NaN ([`NonFinite`]).
 pub fn read_decoded_f32(
     v: &Variable<'_>,
     name: &str,
     path: &Path,
     (extents, len): (Extents, usize),
     mut buffer: Vec<f32>,
+    non_finite: &mut NonFinite,
 ) -> Result<Vec<f32>> {
     if Stored::of(v) != Some(Stored::Float(FloatType::F32)) {
-        let values = read_decoded(v, name, path, extents)?;
+        let values = read_decoded_counting(v, name, path, extents, non_finite)?;
         buffer.clear();
-        buffer.extend(values.into_iter().map(|x| x as f32));
+        buffer.extend(values.into_iter().enumerate().map(|(i, x)| {
+            // NaN here is missing (or already counted).
+            non_finite.keep(i, x, x as f32, || true).unwrap_or(f32::NAN)
+        }));
         return Ok(buffer);
     }
     let cf = CfDecoding::of(v, name, path)?;
@@ -347,10 +413,23 @@ pub fn read_decoded_f32(
     v.get_values_into::<f32, _>(&mut buffer, extents)
         .map_err(|e| anyhow::anyhow!("{}: reading {name}: {e}", path.display()))?;
     match cf.in_f32() {
-        Some(mask) => mask.decode_all(&mut buffer),
-        None => buffer
-            .iter_mut()
-            .for_each(|x| *x = cf.decode(f64::from(*x)) as f32),
+        // All finite (the usual case, one vectorised scan): nothing to count, and the
+        // mask decodes branch-free.
+        Some(mask) if buffer.iter().all(|x| x.is_finite()) => mask.decode_all(&mut buffer),
+        Some(mask) => buffer.iter_mut().enumerate().for_each(|(i, x)| {
+            let stored = *x;
+            *x = non_finite
+                .keep(i, stored.into(), mask.decode(stored), || {
+                    mask.is_marker(stored)
+                })
+                .unwrap_or(f32::NAN)
+        }),
+        None => buffer.iter_mut().enumerate().for_each(|(i, x)| {
+            let stored = f64::from(*x);
+            *x = non_finite
+                .keep(i, stored, cf.decode(stored) as f32, || cf.is_marker(stored))
+                .unwrap_or(f32::NAN)
+        }),
     }
     Ok(buffer)
 }
@@ -391,16 +470,30 @@ impl CfDecoding {
 }
 
 impl F32Mask {
+    /// [`CfDecoding::is_marker`] of `x`, in f32.
+    #[inline]
+    fn is_marker(&self, x: f32) -> bool {
+        let same = |m: f32| x == m || (m.is_nan() && x.is_nan());
+        self.fill.is_some_and(same) || self.missing.iter().any(|&m| same(m))
+    }
+
+    /// [`CfDecoding::is_missing`] of `x`, in f32.
+    #[inline]
+    fn is_missing(&self, x: f32) -> bool {
+        self.is_marker(x)
+            || self.valid_min.is_some_and(|lo| x < lo)
+            || self.valid_max.is_some_and(|hi| x > hi)
+    }
+
     /// [`CfDecoding::decode`] of `x`, in f32.
     #[inline]
     fn decode(&self, x: f32) -> f32 {
-        let same = |m: f32| x == m || (m.is_nan() && x.is_nan());
-        let missing = self.fill.is_some_and(same)
-            || self.missing.iter().any(|&m| same(m))
-            || self.valid_min.is_some_and(|lo| x < lo)
-            || self.valid_max.is_some_and(|hi| x > hi);
         // `+ 0.0` as the f64 path's `x × 1 + 0` does: -0 becomes +0.
-        if missing { f32::NAN } else { x + 0.0 }
+        if self.is_missing(x) {
+            f32::NAN
+        } else {
+            x + 0.0
+        }
     }
 
     /// [`F32Mask::decode`] of every value, branch-free (vectorised) where the variable has
@@ -468,6 +561,59 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn non_finite_values_are_counted_unless_they_are_markers() {
+        // The default float fill bounds the valid range from above: +inf above it is still
+        // counted (a fault, not a marker), a finite value above it is simply missing.
+        let cf = CfDecoding {
+            fill: Some(f64::from(9.969_21e36_f32)),
+            valid_max: Some(f64::from(9.969_21e36_f32)),
+            missing: vec![f64::NEG_INFINITY],
+            ..CfDecoding::default()
+        };
+        let mask = cf.in_f32().unwrap();
+        let mut tally = NonFinite::default();
+        let stored = [
+            1.0f32,
+            f32::INFINITY,
+            9.969_21e36,
+            1e37,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ];
+        let kept: Vec<Option<f32>> = stored
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| tally.keep(i, x.into(), mask.decode(x), || mask.is_marker(x)))
+            .collect();
+        assert_eq!(kept[0], Some(1.0));
+        assert_eq!(kept[1], None, "+inf counted");
+        assert!(
+            kept[2].unwrap().is_nan() && kept[3].unwrap().is_nan(),
+            "missing, not counted"
+        );
+        assert!(
+            kept[4].unwrap().is_nan(),
+            "-inf is a missing_value here: a marker"
+        );
+        assert_eq!(kept[5], None, "NaN that is not the fill counted");
+        assert_eq!(tally.count, 2);
+        assert_eq!(tally.first, Some((1, f64::INFINITY)));
+        // A finite value that decoding overflows is counted too.
+        let scaled = CfDecoding {
+            scale: Some(1e300),
+            ..CfDecoding::default()
+        };
+        let mut tally = NonFinite::default();
+        assert_eq!(tally.keep(0, 1e10, scaled.decode(1e10), || false), None);
+        assert_eq!(
+            tally.keep(1, 1e300, 1e300f64 as f32, || true),
+            None,
+            "past f32"
+        );
+        assert_eq!(tally.count, 2);
     }
 
     #[test]

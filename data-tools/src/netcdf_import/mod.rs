@@ -13,6 +13,7 @@
 //! (every voxel active) and refuses what would not fit the lanes' disks or the memory.
 
 mod cf;
+mod check;
 mod model;
 mod output;
 mod resample;
@@ -242,24 +243,28 @@ impl BufferPool {
     }
 }
 
-/// Reads `source` at record `t` of `file` into buffers from `pool`.
+/// Reads `source` at record `t` of `file` into buffers from `pool`; notes of non-finite
+/// values dropped (with their counts) go to `dropped`.
 fn read_source(
     file: &ModelFile,
     source: &Source,
     t: usize,
     pool: &BufferPool,
+    dropped: &mut Vec<(u64, String)>,
 ) -> Result<NativeField> {
     Ok(match source {
-        Source::Variable(v) => file.field(v, t, pool.take())?,
+        Source::Variable(v) => file.field(v, t, pool.take(), dropped)?,
         Source::Perturbation(v) => {
-            let mut f = file.field(v, t, pool.take())?;
+            // Dropped values are NaN, which the level means leave out.
+            let mut f = file.field(v, t, pool.take(), dropped)?;
             resample::subtract_level_means(&mut f);
             f
         }
         Source::Speed(c) => {
-            let mut u = file.field(&c[0], t, pool.take())?;
-            let v = file.field(&c[1], t, pool.take())?;
-            let w = file.field(&c[2], t, pool.take())?;
+            // A NaN component makes the speed NaN: no value there.
+            let mut u = file.field(&c[0], t, pool.take(), dropped)?;
+            let v = file.field(&c[1], t, pool.take(), dropped)?;
+            let w = file.field(&c[2], t, pool.take(), dropped)?;
             for ((a, b), c) in u.values.iter_mut().zip(&v.values).zip(&w.values) {
                 *a = (*a * *a + b * b + c * c).sqrt();
             }
@@ -501,6 +506,28 @@ fn plan_grid(
         opts.dz
             .unwrap_or_else(|| resample::default_dz(span.finest_low_layer)),
     ];
+    // Each axis's voxel count, before it is made an integer (a float beyond usize's range
+    // would saturate, and its + 1 overflow): a header's coordinates (levels 10^30 m apart)
+    // must not wrap the grid to nothing.
+    let spans = [
+        (first.nx - 1) as f64 * first.spacing[0],
+        (first.ny - 1) as f64 * first.spacing[1],
+        span.hi - span.lo,
+    ];
+    let fits = |a: usize| {
+        let count = spans[a] / voxel[a];
+        count.is_finite() && count <= (1u64 << 24) as f64
+    };
+    if let Some(a) = (0..3).find(|&a| !fits(a)) {
+        bail!(
+            "{}: {} m along {} at {} m a voxel is too many voxels (more than 2^24; choose a \
+             larger --dz or --dx)",
+            first.path.display(),
+            spans[a],
+            ["x", "y", "z"][a],
+            voxel[a]
+        );
+    }
     let grid = VoxelGrid::covering(
         first.nx,
         first.ny,
@@ -514,7 +541,12 @@ fn plan_grid(
         "{} × {} × {} voxels of {} × {} × {} m",
         grid.dims[0], grid.dims[1], grid.dims[2], voxel[0], voxel[1], voxel[2]
     );
-    if grid.dims.iter().any(|&d| d > (1 << 24)) || grid.voxel_count() > 1 << 36 {
+    // Saturating: three axes of 2^24 overflow 64 bits.
+    let voxels = grid
+        .dims
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    if grid.dims.iter().any(|&d| d > (1 << 24)) || voxels > 1 << 36 {
         bail!("{voxels_text}: too many (choose a larger --dz or --dx)");
     }
     println!(
@@ -555,15 +587,17 @@ fn plan_grid(
     // One frame's grids held for the writer and its native fields, and the grids being
     // built in parallel with their bricks.
     let building = rayon::current_num_threads().min(attributes) as u64;
-    let native = (first.nx * first.ny * (first.nz + 1)) as u64 * 4;
-    supercell::memory::check_available(
-        || format!("one frame of {voxels_text}"),
-        worst
-            .saturating_add(native)
-            .saturating_mul(attributes as u64)
-            .saturating_add(building.saturating_mul(grid.voxel_count().saturating_mul(10))),
-    )
-    .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
+    let native = [first.nx, first.ny, first.nz + 1, 4]
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    let memory = worst
+        .saturating_add(native)
+        .saturating_mul(attributes as u64)
+        .saturating_add(building.saturating_mul(grid.voxel_count().saturating_mul(10)));
+    let input = files.iter().map(|f| f.checked.len).sum();
+    check::check_ceiling(input, memory, total, &voxels_text)?;
+    supercell::memory::check_available(|| format!("one frame of {voxels_text}"), memory)
+        .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
     if let Some(label) = first.time_labels.first() {
         println!("frame times are seconds after {label}");
     }
@@ -574,6 +608,8 @@ fn plan_grid(
 struct ReadField {
     heights: Arc<Heights>,
     field: NativeField,
+    /// Non-finite values dropped from the variables read: count and note.
+    dropped: Vec<(u64, String)>,
 }
 
 /// Fields the reader thread may have read ahead of the build (each one variable of one
@@ -593,6 +629,8 @@ struct Import<'a> {
     grid_type: GridType,
     bar: &'a ProgressBar,
     pool: BufferPool,
+    /// Non-finite input values dropped, per attribute.
+    non_finite: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl Import<'_> {
@@ -610,10 +648,13 @@ impl Import<'_> {
                 }
             };
             for (_, source) in self.sources {
-                let read = read_source(file, source, t, &self.pool).map(|field| ReadField {
-                    heights: Arc::clone(&heights),
-                    field,
-                });
+                let mut dropped = Vec::new();
+                let read =
+                    read_source(file, source, t, &self.pool, &mut dropped).map(|field| ReadField {
+                        heights: Arc::clone(&heights),
+                        field,
+                        dropped,
+                    });
                 let failed = read.is_err();
                 if tx.send(read).is_err() || failed {
                     return;
@@ -676,7 +717,7 @@ impl Import<'_> {
         let mut failed = None;
         rayon::in_place_scope(|scope| {
             let slots = built.iter_mut().zip(self.sources).zip(self.backgrounds);
-            for (((slot, (name, _)), &bg), bytes) in slots.zip(buffers) {
+            for (a, (((slot, (name, _)), &bg), bytes)) in slots.zip(buffers).enumerate() {
                 let read = match rx.recv() {
                     Ok(Ok(read)) => read,
                     Ok(Err(e)) => {
@@ -688,6 +729,7 @@ impl Import<'_> {
                         break;
                     }
                 };
+                self.note_dropped(a, name, file, &read.dropped);
                 scope.spawn(move |_| {
                     let job = GridJob {
                         file,
@@ -709,6 +751,18 @@ impl Import<'_> {
             .into_iter()
             .map(|g| g.expect("every attribute built"))
             .collect()
+    }
+}
+
+impl Import<'_> {
+    /// Says which non-finite values were dropped from the variables attribute `a` (`name`)
+    /// is made of, and counts them for the summary.
+    fn note_dropped(&self, a: usize, name: &str, file: &ModelFile, dropped: &[(u64, String)]) {
+        for (count, note) in dropped {
+            self.non_finite[a].fetch_add(*count, std::sync::atomic::Ordering::Relaxed);
+            self.bar
+                .suspend(|| println!("note: {name} from {}: {note}", file.path.display()));
+        }
     }
 }
 
@@ -761,6 +815,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         grid_type: opts.grid_type,
         bar: &bar,
         pool: BufferPool::default(),
+        non_finite: sources.iter().map(|_| Default::default()).collect(),
     };
     let worst_error = import.run(&mut writer, opts.out)?;
     let manifest = writer
@@ -769,7 +824,16 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     crate::convert::print_import_summary(opts.out, &manifest, seconds);
-    for (((name, source), bg), err) in sources.iter().zip(&backgrounds).zip(&worst_error) {
+    let non_finite = import
+        .non_finite
+        .iter()
+        .map(|n| n.load(std::sync::atomic::Ordering::Relaxed));
+    for ((((name, source), bg), err), non_finite) in sources
+        .iter()
+        .zip(&backgrounds)
+        .zip(&worst_error)
+        .zip(non_finite)
+    {
         let dropped = match bg {
             Background::AtOrBelow(v) => format!("values <= {v} dropped"),
             Background::MagnitudeAtOrBelow(v) => format!("|values| <= {v} dropped"),
@@ -786,7 +850,14 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             ),
             _ => String::new(),
         };
-        println!("{name}: {dropped}{from}{quantised}");
+        let non_finite = match non_finite {
+            0 => String::new(),
+            n => format!(
+                "; {n} non-finite input value{} dropped",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+        println!("{name}: {dropped}{from}{quantised}{non_finite}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ use netcdf::types::{FloatType, NcVariableType};
 use netcdf::{AttributeValue, Extent, Extents, Variable};
 
 use super::cf;
+use super::check::{self, CheckedFile};
 use super::resample::{Heights, NativeField};
 
 /// Standard gravity, m/s², as WRF's post-processors divide geopotential by it.
@@ -55,6 +56,8 @@ pub struct ModelFile {
     /// The file's path (for messages).
     pub path: PathBuf,
     file: netcdf::File,
+    /// What was checked before netCDF-C opened it (its length, its classic header).
+    pub checked: CheckedFile,
     /// Its model.
     pub model: Model,
     /// Columns along x and y, and model levels (mass points).
@@ -139,6 +142,7 @@ pub fn parse_wrf_time(text: &str) -> Option<f64> {
 impl ModelFile {
     /// Opens `path` and reads its layout: model, grid, spacing, times.
     pub fn open(path: &Path) -> Result<ModelFile> {
+        let checked = check::before_open(path)?;
         let file = netcdf::open(path)
             .map_err(|e| anyhow!("{}: cannot open as netCDF: {e}", path.display()))?;
         let has = |d: &str| file.dimension(d).is_some();
@@ -169,6 +173,7 @@ impl ModelFile {
         let mut mf = ModelFile {
             path: path.to_path_buf(),
             file,
+            checked,
             model,
             nx,
             ny,
@@ -194,17 +199,44 @@ impl ModelFile {
 
     /// Refuses to read `elements` values of `name` where `bytes_per` bytes each would not fit
     /// in the memory this process can get (a crafted header can claim any size).
+    /// Refuses too where it exceeds the per-input ceiling ([`check::check_ceiling`]) of this
+    /// file alone.
     fn check_memory(&self, name: &str, elements: usize, bytes_per: u64) -> Result<()> {
-        supercell::memory::check_available(
-            || format!("{}: variable {name}", self.path.display()),
-            (elements as u64).saturating_mul(bytes_per),
-        )
-        .map_err(|e| anyhow!("{e}"))
+        let what = || format!("{}: variable {name}", self.path.display());
+        let bytes = (elements as u64).saturating_mul(bytes_per);
+        check::check_ceiling(self.checked.len, bytes, 0, &what())?;
+        supercell::memory::check_available(what, bytes).map_err(|e| anyhow!("{e}"))
+    }
+
+    /// Refuses variable `v` where its dimensions, or its chunks (which HDF5 reads whole),
+    /// claim more values than the file can hold ([`check::check_claimed`]); returns how
+    /// many its dimensions claim.
+    fn check_claimed(&self, v: &Variable<'_>, name: &str) -> Result<u64> {
+        let product = |lens: &mut dyn Iterator<Item = usize>| {
+            lens.fold(1u64, |n, l| n.saturating_mul(l as u64))
+        };
+        let total = product(&mut v.dimensions().iter().map(|d| d.len()));
+        check::check_claimed(&self.path, &self.checked, name, total)?;
+        if let Ok(Some(chunk)) = v.chunking() {
+            let what = format!("{name} (one chunk)");
+            check::check_claimed(
+                &self.path,
+                &self.checked,
+                &what,
+                product(&mut chunk.into_iter()),
+            )?;
+        }
+        Ok(total)
     }
 
     /// Reads `extents` of variable `name`, CF-decoded ([`cf`](super::cf)).
     fn read(&self, name: &str, extents: Extents) -> Result<Vec<f64>> {
         let v = self.var(name)?;
+        let total = self.check_claimed(&v, name)?;
+        if matches!(extents, Extents::All) {
+            // The values in f64, and their decoded copy.
+            self.check_memory(name, usize::try_from(total).unwrap_or(usize::MAX), 16)?;
+        }
         cf::read_decoded(&v, name, &self.path, extents)
     }
 
@@ -344,6 +376,8 @@ impl ModelFile {
         // Mass points sit half a cell in from the domain's west and south edges.
         self.origin_xy = [0.5 * dx, 0.5 * dy];
         let times = self.var("Times")?;
+        let total = self.check_claimed(&times, "Times")?;
+        self.check_memory("Times", usize::try_from(total).unwrap_or(usize::MAX), 1)?;
         let dims: Vec<usize> = times.dimensions().iter().map(|d| d.len()).collect();
         if dims.len() != 2 {
             bail!(
@@ -402,19 +436,44 @@ impl ModelFile {
 
     /// Variable `name` at record `t`, CF-decoded (missing values NaN, packing undone) and
     /// averaged onto mass points where it is staggered.
-    /// `buffer`'s memory holds the values (reused; its contents are overwritten).
-    pub fn field(&self, name: &str, t: usize, buffer: Vec<f32>) -> Result<NativeField> {
+    /// `buffer`'s memory holds the values (reused; its contents are overwritten). Values
+    /// that are infinite or NaN without being missing are dropped (NaN) and said in a note
+    /// pushed on `dropped` with their count ([`cf::NonFinite`]).
+    pub fn field(
+        &self,
+        name: &str,
+        t: usize,
+        buffer: Vec<f32>,
+        dropped: &mut Vec<(u64, String)>,
+    ) -> Result<NativeField> {
         let v = self.var(name)?;
         let stag = self
             .grid_dims(&v)
             .map_err(|why| anyhow!("{}: variable {name} {why}", self.path.display()))?;
+        self.check_claimed(&v, name)?;
         let dims: Vec<usize> = v.dimensions().iter().map(|d| d.len()).collect();
         // The values, and one averaged copy while destaggering.
         self.check_memory(name, dims[1..].iter().product::<usize>(), 16)?;
         let len = dims[1..].iter().product::<usize>();
-        let mut values = cf::read_decoded_f32(&v, name, &self.path, (record(t), len), buffer)
+        let mut non_finite = cf::NonFinite::default();
+        let read = (record(t), len);
+        let mut values = cf::read_decoded_f32(&v, name, &self.path, read, buffer, &mut non_finite)
             .with_context(|| format!("reading record {t}"))?;
         let (mut nz, mut ny, mut nx) = (dims[1], dims[2], dims[3]);
+        if let Some((i, x)) = non_finite.first {
+            let count = non_finite.count;
+            let s = if count == 1 { "" } else { "s" };
+            dropped.push((
+                count,
+                format!(
+                    "{name}: {count} non-finite value{s} dropped (treated as missing) in \
+                     record {t}; the first, {x}, at (x, y, z) = ({}, {}, {})",
+                    i % nx,
+                    (i / nx) % ny,
+                    i / (nx * ny)
+                ),
+            ));
+        }
         let expect = [
             self.nz + usize::from(stag[0]),
             self.ny + usize::from(stag[1]),
@@ -466,7 +525,10 @@ impl ModelFile {
                 .with_context(|| format!("reading record {t}"))
         };
         // PH, PHB and the heights, in f64.
-        self.check_memory("PH and PHB", (self.nz + 1) * self.nx * self.ny, 24)?;
+        let points = (self.nz + 1)
+            .saturating_mul(self.nx)
+            .saturating_mul(self.ny);
+        self.check_memory("PH and PHB", points, 24)?;
         let (ph, phb) = (read("PH")?, read("PHB")?);
         let columns = self.nx * self.ny;
         if ph.len() != (self.nz + 1) * columns || phb.len() != ph.len() {
