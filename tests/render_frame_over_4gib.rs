@@ -1,5 +1,5 @@
-//! A frame over 4 GiB on whatever Vulkan device is present (Mesa's lavapipe in CI, whose 27
-//! parts of 128 MiB bind 3.375 GiB at once): `supercell render` draws a single-frame dataset
+//! A frame over 4 GiB on whatever Vulkan device is present (Mesa's lavapipe in CI, whose 26
+//! parts of 128 MiB bind 3.25 GiB at once): `supercell render` draws a single-frame dataset
 //! of about 4.5 GB whose shown attributes lie past byte 4 GiB of the frame, one of them
 //! across part boundaries, by uploading and binding only the parts those grids span; the
 //! image matches the CPU reference.
