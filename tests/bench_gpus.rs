@@ -89,6 +89,8 @@ fn every_extent_once(engine: &str, gpus: &str, jobs: usize) {
             engine,
             "--verify",
             "--quiet",
+            // One pass over every frame (bench is time-based by default).
+            "--frames-once",
             "--threads",
             "2",
             "--io-size",
@@ -158,7 +160,14 @@ fn a_count_of_three_shares_four_lanes_and_names_its_jobs() {
     let dir = tempfile::tempdir().unwrap();
     make(dir.path(), 4);
     let out = bench(
-        &["--gpus", "0,0,1", "--engine", "cpu-only", "--quiet"],
+        &[
+            "--gpus",
+            "0,0,1",
+            "--engine",
+            "cpu-only",
+            "--quiet",
+            "--frames-once",
+        ],
         dir.path(),
     );
     let said = text(&out);
