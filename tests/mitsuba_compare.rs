@@ -645,6 +645,6 @@ fn export_holds_the_marchers_extinction() {
     };
     refused(&["--attribute", "rain"], "no enabled attribute \"rain\"");
     refused(&["--supersample", "0"], "--supersample");
-    refused(&["--size", "0x10"], "at least 1");
+    refused(&["--size", "0x10"], "each side must be 1");
     refused(&["--frame", "5"], "not within the dataset's 1 frames");
 }
