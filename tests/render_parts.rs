@@ -613,7 +613,8 @@ fn rel_cases_main() {
         queue.write_buffer(&b, 0, bytes);
         b
     };
-    let uniform = buffer(bytemuck::bytes_of(&params), wgpu::BufferUsages::UNIFORM);
+    // The parameters are a read-only storage buffer (see render::parts::OWN_STORAGE_BUFFERS).
+    let uniform = buffer(bytemuck::bytes_of(&params), wgpu::BufferUsages::STORAGE);
     let inputs = buffer(bytemuck::cast_slice(&input), wgpu::BufferUsages::STORAGE);
     let out = buffer(&vec![0u8; cases.len() * 4], wgpu::BufferUsages::STORAGE);
     let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -655,7 +656,7 @@ fn rel_cases_main() {
 }
 
 /// A device opened with WebGPU's default limits (8 storage buffers per shader stage) cannot
-/// bind the renderer's 13: the renderer says so instead of failing in validation.
+/// bind the renderer's 14: the renderer says so instead of failing in validation.
 #[test]
 fn a_device_with_too_few_storage_buffers_is_refused_clearly() {
     let Some(gpu) = gpu() else { return };
@@ -668,7 +669,7 @@ fn a_device_with_too_few_storage_buffers_is_refused_clearly() {
         .expect("a renderer on 8 storage buffers per stage")
         .to_string();
     assert!(
-        e.contains("8 storage buffers per shader stage") && e.contains("binds 13"),
+        e.contains("8 storage buffers per shader stage") && e.contains("binds 14"),
         "{e}"
     );
     // Devices supercell opens ask for enough.

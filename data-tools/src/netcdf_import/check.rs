@@ -37,8 +37,9 @@ pub struct CheckedFile {
 
 /// Checks `path` before netCDF-C opens it (see the module's documentation).
 pub fn before_open(path: &Path) -> Result<CheckedFile> {
-    if path.to_str().is_none() {
-        // The netcdf crate hands netCDF-C the path as UTF-8 (and panics on anything else).
+    // On Unix the netcdf crate hands netCDF-C the path's bytes as they are; elsewhere it
+    // converts the path to UTF-8 and panics on anything else.
+    if cfg!(not(unix)) && path.to_str().is_none() {
         bail!(
             "{}: netCDF files are opened through netCDF-C, which needs a UTF-8 path: rename \
              the file or link it under a UTF-8 name",
