@@ -603,7 +603,7 @@ fn plan_grid(
     let overlapped = memory.saturating_add(worst.saturating_mul(attributes as u64));
     let overlap_writes = frames.len() > 1
         && check::check_ceiling(input, overlapped, total, &voxels_text).is_ok()
-        && supercell::memory::check_available(String::new, overlapped).is_ok();
+        && supercell::memory::check_available(|| String::new(), overlapped).is_ok();
     if let Some(label) = first.time_labels.first() {
         println!("frame times are seconds after {label}");
     }
