@@ -486,7 +486,7 @@ fn plan_grid(
     files: &[ModelFile],
     frames: &[(usize, usize, f64)],
     attributes: usize,
-) -> Result<(VoxelGrid, bool)> {
+) -> Result<VoxelGrid> {
     let first = &files[0];
     // The voxel grid: from the heights of every record (WRF's move with time).
     let mut span: Option<HeightSpan> = None;
@@ -598,16 +598,10 @@ fn plan_grid(
     check::check_ceiling(input, memory, total, &voxels_text)?;
     supercell::memory::check_available(|| format!("one frame of {voxels_text}"), memory)
         .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
-    // A frame is written while the next one builds where one more frame's grids fit the
-    // same limits; else one after the other, as planned above.
-    let overlapped = memory.saturating_add(worst.saturating_mul(attributes as u64));
-    let overlap_writes = frames.len() > 1
-        && check::check_ceiling(input, overlapped, total, &voxels_text).is_ok()
-        && supercell::memory::check_available(|| String::new(), overlapped).is_ok();
     if let Some(label) = first.time_labels.first() {
         println!("frame times are seconds after {label}");
     }
-    Ok((grid, overlap_writes))
+    Ok(grid)
 }
 
 /// A field read for the build, with its record's heights (shared by the record's fields).
@@ -622,13 +616,6 @@ struct ReadField {
 /// record, 4 bytes a native point), besides the one it is reading.
 const READ_AHEAD: usize = 2;
 
-/// The result of a scoped thread, its panic passed on.
-fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    handle
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
-
 /// The frame loop: one thread reads every record's fields in order (netCDF-C and HDF5 are
 /// not thread-safe, so every read of the loop stays on that thread) while the rayon pool
 /// resamples and builds the fields already read, each attribute a task; each frame is
@@ -640,8 +627,6 @@ struct Import<'a> {
     backgrounds: &'a [Background],
     grid: &'a VoxelGrid,
     grid_type: GridType,
-    /// Write each frame while the next one builds ([`plan_grid`] found the memory).
-    overlap_writes: bool,
     bar: &'a ProgressBar,
     pool: BufferPool,
     /// Non-finite input values dropped, per attribute.
@@ -682,79 +667,40 @@ impl Import<'_> {
     /// largest quantisation error.
     fn run(&self, writer: &mut DatasetWriter, out: &Path) -> Result<Vec<f64>> {
         let (tx, rx) = sync_channel(READ_AHEAD);
-        let write = |w: &mut DatasetWriter, time: f64, grids: &[Vec<u8>]| {
-            w.push_frame_borrowed(time, grids)
-                .with_context(|| format!("writing {}", out.display()))
-        };
         std::thread::scope(|s| {
             s.spawn(move || self.read_all(tx));
             let mut worst_error = vec![0f64; self.sources.len()];
-            // Grid buffers built into again (saves their page faults): the last frame's,
-            // or where frames are written while the next builds, the one's before.
-            let mut spare: Vec<Vec<u8>> = Vec::new();
-            let mut writer = Some(writer);
-            let mut writing = None;
+            // The last frame's grid buffers, built into again (saves their page faults).
+            let mut grids: Vec<Vec<u8>> = Vec::new();
             for (frame, &(fi, t, time)) in self.frames.iter().enumerate() {
                 self.bar.set_message(format!("frame {frame} at {time} s"));
-                let built =
-                    self.build_frame(&rx, &self.files[fi], t, std::mem::take(&mut spare))?;
-                let grids = self.take_grids(built, frame, (fi, t, time), &mut worst_error);
-                if let Some(handle) = writing.take() {
-                    let (w, done, written): (_, _, Result<()>) = join(handle);
-                    written?;
-                    writer = Some(w);
-                    spare = done;
+                let built = self.build_frame(&rx, &self.files[fi], t, grids)?;
+                grids = Vec::with_capacity(built.len());
+                for ((name, _), (g, worst)) in self
+                    .sources
+                    .iter()
+                    .zip(built.into_iter().zip(&mut worst_error))
+                {
+                    if g.empty {
+                        // On stdout, where the rest of the report goes (a hidden bar prints
+                        // none).
+                        self.bar.suspend(|| {
+                            println!(
+                                "note: {name} is empty in frame {frame} ({time} s, {} record \
+                                 {t}): no value beyond its background",
+                                self.files[fi].path.display()
+                            )
+                        });
+                    }
+                    *worst = worst.max(g.max_abs_error);
+                    grids.push(g.bytes);
                 }
-                let w = writer
-                    .take()
-                    .expect("the writer is back from the last frame");
-                if self.overlap_writes {
-                    writing = Some(s.spawn(move || {
-                        let written = write(w, time, &grids);
-                        (w, grids, written)
-                    }));
-                } else {
-                    write(w, time, &grids)?;
-                    writer = Some(w);
-                    spare = grids;
-                }
-            }
-            if let Some(handle) = writing.take() {
-                join(handle).2?;
+                writer
+                    .push_frame_borrowed(time, &grids)
+                    .with_context(|| format!("writing {}", out.display()))?;
             }
             Ok(worst_error)
         })
-    }
-
-    /// The grids of a built frame, its empty attributes noted and its worst quantisation
-    /// errors kept.
-    fn take_grids(
-        &self,
-        built: Vec<BuiltGrid>,
-        frame: usize,
-        (fi, t, time): (usize, usize, f64),
-        worst_error: &mut [f64],
-    ) -> Vec<Vec<u8>> {
-        let mut grids = Vec::with_capacity(built.len());
-        for ((name, _), (g, worst)) in self
-            .sources
-            .iter()
-            .zip(built.into_iter().zip(worst_error.iter_mut()))
-        {
-            if g.empty {
-                // On stdout, where the rest of the report goes (a hidden bar prints none).
-                self.bar.suspend(|| {
-                    println!(
-                        "note: {name} is empty in frame {frame} ({time} s, {} record {t}): no \
-                         value beyond its background",
-                        self.files[fi].path.display()
-                    )
-                });
-            }
-            *worst = worst.max(g.max_abs_error);
-            grids.push(g.bytes);
-        }
-        grids
     }
 
     /// One frame's grids: each field taken from `rx` as it is read and built on the rayon
@@ -841,7 +787,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let backgrounds = choose_backgrounds(&sources, &overrides)?;
     let frames = frame_list(&files)?;
 
-    let (grid, overlap_writes) = plan_grid(opts, &files, &frames, sources.len())?;
+    let grid = plan_grid(opts, &files, &frames, sources.len())?;
 
     let attrs: Vec<AttributeSpec> = sources
         .iter()
@@ -867,7 +813,6 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         backgrounds: &backgrounds,
         grid: &grid,
         grid_type: opts.grid_type,
-        overlap_writes,
         bar: &bar,
         pool: BufferPool::default(),
         non_finite: sources.iter().map(|_| Default::default()).collect(),
