@@ -406,6 +406,43 @@ fn debian_nanovdb_convert_writes_the_same_trees() {
     }
 }
 
+/// Runs tests/crosscheck/warp_read.py on `nvdb` with the points in `points` and returns
+/// what it wrote to `out`; `None` after reporting the skip where warp-lang is missing.
+fn warp_read(
+    test: &str,
+    python: &Path,
+    nvdb: &Path,
+    points: &Path,
+    out: &Path,
+) -> Option<serde_json::Value> {
+    let script = crosscheck_dir().join("warp_read.py");
+    match Command::new(python)
+        .arg(script)
+        .arg(nvdb)
+        .arg(points)
+        .arg(out)
+        .status()
+    {
+        Err(e) => {
+            skip(test, &format!("cannot run python3: {e}"));
+            return None;
+        }
+        Ok(s) if s.code() == Some(3) => {
+            skip(
+                test,
+                "warp-lang is not installed for python3 (pip install warp-lang)",
+            );
+            return None;
+        }
+        Ok(s) => assert!(
+            s.success(),
+            "{test}: warp_read.py failed on {}",
+            nvdb.display()
+        ),
+    }
+    Some(serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap())
+}
+
 #[test]
 fn warp_reads_the_same_values() {
     const TEST: &str = "warp_crosscheck";
@@ -437,24 +474,9 @@ fn warp_reads_the_same_values() {
         let grid = build_grid(&vol, &o).unwrap();
         let path = write_file(dir.path(), &format!("{t:?}.nvdb"), &grid);
         let out_path = dir.path().join(format!("{t:?}.json"));
-        let status = Command::new(&python)
-            .arg(crosscheck_dir().join("warp_read.py"))
-            .arg(&path)
-            .arg(&points_path)
-            .arg(&out_path)
-            .status();
-        match status {
-            Err(e) => return skip(TEST, &format!("cannot run python3: {e}")),
-            Ok(s) if s.code() == Some(3) => {
-                return skip(
-                    TEST,
-                    "warp-lang is not installed for python3 (pip install warp-lang)",
-                );
-            }
-            Ok(s) => assert!(s.success(), "{t}: warp_read.py failed"),
-        }
-        let out: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+        let Some(out) = warp_read(TEST, &python, &path, &points_path, &out_path) else {
+            return;
+        };
         let g = Grid::parse(&grid).unwrap();
         assert_eq!(out["grid"]["name"], o.name.as_str());
         assert_eq!(out["grid"]["size"].as_u64(), Some(g.grid_size()));
@@ -512,4 +534,103 @@ fn warp_reads_the_same_values() {
         }
         println!("{t}: warp/PNanoVDB agree on {} points", points.len());
     }
+}
+
+/// `ReadAccessor::sample_world` (behind `supercell-data sample --world`) against warp's
+/// `volume_world_to_index` and `volume_sample_f` (LINEAR, CLOSEST) on a grid with
+/// anisotropic voxels and an offset origin: the index coordinate within float rounding, and
+/// at warp's own index coordinate the same trilinear and nearest values.
+#[test]
+fn warp_samples_world_positions_as_we_do() {
+    const TEST: &str = "warp_world_samples";
+    let python = tool("python3").unwrap_or_else(|| PathBuf::from("python3"));
+    let dir = tempfile::tempdir().unwrap();
+    let vol = volume(5);
+    let o = BuildOptions {
+        name: "density".into(),
+        voxel_size: [250.0, 125.0, 50.0],
+        world_origin: [-12000.0, 3500.0, 100.0],
+        ..BuildOptions::default()
+    };
+    let grid = build_grid(&vol, &o).unwrap();
+    let g = Grid::parse(&grid).unwrap();
+    // Positions inside and around every third brick, on a 1/64-voxel lattice (exact in f32).
+    let mut rng = Rng(11);
+    let mut world: Vec<[f64; 3]> = Vec::new();
+    for b in vol.bricks.iter().step_by(3) {
+        for _ in 0..24 {
+            let uvw: [f64; 3] = std::array::from_fn(|a| {
+                let f = (rng.next() % (10 * 64)) as f64 / 64.0 - 1.0;
+                f64::from(b.origin[a]) + f
+            });
+            world.push(std::array::from_fn(|a| {
+                o.world_origin[a] + o.voxel_size[a] * uvw[a]
+            }));
+        }
+    }
+    let points: [[i32; 3]; 0] = [];
+    let json = serde_json::json!({ "points": points, "world": world });
+    let points_path = dir.path().join("points.json");
+    std::fs::write(&points_path, json.to_string()).unwrap();
+    let path = write_file(dir.path(), "density.nvdb", &grid);
+    let out_path = dir.path().join("out.json");
+    let Some(out) = warp_read(TEST, &python, &path, &points_path, &out_path) else {
+        return;
+    };
+    let w = &out["world"];
+    let mut acc = g.accessor();
+    let mut between = 0;
+    for (n, xyz) in world.iter().enumerate() {
+        let warp_uvw: Vec<f64> = w["index"][n]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        let ours = acc
+            .sample_world(*xyz, supercell::format::Interpolation::Linear)
+            .unwrap();
+        for a in 0..3 {
+            assert!(
+                (ours.index[a] - warp_uvw[a]).abs() <= 1e-3,
+                "world {xyz:?}: index {:?}, warp {warp_uvw:?}",
+                ours.index
+            );
+        }
+        let at = [warp_uvw[0], warp_uvw[1], warp_uvw[2]];
+        let value = |v: Value| match v {
+            Value::Float(x) => x,
+            other => panic!("{other:?}"),
+        };
+        let linear = value(
+            acc.sample(at, supercell::format::Interpolation::Linear)
+                .unwrap(),
+        );
+        let nearest = value(
+            acc.sample(at, supercell::format::Interpolation::Nearest)
+                .unwrap(),
+        );
+        let warp_linear = w["linear"][n].as_f64().unwrap() as f32;
+        let warp_closest = w["closest"][n].as_f64().unwrap() as f32;
+        // warp sums its eight weighted corners in f32, we in f64: values here are at most 12.
+        assert!(
+            (linear - warp_linear).abs() <= 2e-5 * 12.0,
+            "world {xyz:?} (index {at:?}): linear {linear}, warp {warp_linear}"
+        );
+        assert_eq!(
+            nearest.to_bits(),
+            warp_closest.to_bits(),
+            "world {xyz:?} (index {at:?}): nearest {nearest}, warp {warp_closest}"
+        );
+        if (linear - nearest).abs() > 1e-3 {
+            between += 1;
+        }
+    }
+    // The check means something only where the trilinear value is not a voxel's own.
+    assert!(
+        between > world.len() / 2,
+        "only {between} of {} samples between voxels",
+        world.len()
+    );
+    println!("{TEST}: warp agrees at {} world positions", world.len());
 }

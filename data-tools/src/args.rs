@@ -24,6 +24,25 @@ pub fn parse_coord(text: &str) -> Result<[i32; 3]> {
     Ok(c)
 }
 
+/// Parses a world position X,Y,Z (metres, the grid's world units): three finite numbers.
+pub fn parse_world(text: &str) -> Result<[f64; 3]> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    if parts.len() != 3 {
+        bail!("'{text}' is not a world position: expected three numbers X,Y,Z (metres)");
+    }
+    let mut c = [0f64; 3];
+    for (slot, part) in c.iter_mut().zip(&parts) {
+        let v: f64 = part
+            .parse()
+            .with_context(|| format!("'{text}': '{part}' is not a number"))?;
+        if !v.is_finite() {
+            bail!("'{text}': '{part}' is not a finite number");
+        }
+        *slot = v;
+    }
+    Ok(c)
+}
+
 /// Formats a float as JSON text that parses back to exactly the stored `f32`: Rust's
 /// shortest round-trip representation (so 0.1f32 prints as `0.1`). JSON cannot hold
 /// non-finite numbers, so those become the strings `"nan"`, `"inf"` and `"-inf"`.

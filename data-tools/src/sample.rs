@@ -1,11 +1,12 @@
-//! `supercell-data sample PATH [--grid NAME|INDEX] --at I,J,K ... [--json]`.
+//! `supercell-data sample PATH [--grid NAME|INDEX] (--at I,J,K ... | --world X,Y,Z ...)
+//! [--interpolation linear|nearest] [--json]`.
 
-use crate::args::{json_f32, parse_coord};
+use crate::args::{json_f32, parse_coord, parse_world};
 use crate::target;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use supercell::format::{Coord, Value};
+use supercell::format::{Coord, Grid, Interpolation, Value};
 
 /// Arguments of `sample`.
 #[derive(clap::Args, Debug)]
@@ -19,8 +20,18 @@ pub struct SampleArgs {
     #[arg(long)]
     pub frame: Option<usize>,
     /// An index coordinate I,J,K; repeat for several. Negative values: `--at=-5,0,7`.
-    #[arg(long = "at", required = true, value_parser = parse_coord, allow_hyphen_values = true)]
+    #[arg(long = "at", value_parser = parse_coord, allow_hyphen_values = true,
+          required_unless_present = "world", conflicts_with = "world")]
     pub at: Vec<Coord>,
+    /// A world position X,Y,Z in the grid's world units (metres for imported simulations
+    /// and the built-in storm); repeat for several. The value there is interpolated between
+    /// voxel centres (`--interpolation`), as NanoVDB's samplers and warp-lang read it.
+    #[arg(long = "world", value_parser = parse_world, allow_hyphen_values = true)]
+    pub world: Vec<[f64; 3]>,
+    /// With `--world`: `linear` (trilinear over the eight surrounding voxel centres) or
+    /// `nearest` (the nearest centre; the only choice for integer, boolean and colour grids).
+    #[arg(long, value_enum, default_value = "linear", requires = "world")]
+    pub interpolation: InterpolationArg,
     /// Print a JSON array of the values, in the order asked; floats read back exactly.
     #[arg(long)]
     pub json: bool,
@@ -28,6 +39,24 @@ pub struct SampleArgs {
     /// instead of refusing it.
     #[arg(long)]
     pub allow_bad_checksum: bool,
+}
+
+/// `--interpolation` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum InterpolationArg {
+    /// Trilinear over the eight surrounding voxel centres.
+    Linear,
+    /// The nearest voxel centre.
+    Nearest,
+}
+
+impl From<InterpolationArg> for Interpolation {
+    fn from(a: InterpolationArg) -> Interpolation {
+        match a {
+            InterpolationArg::Linear => Interpolation::Linear,
+            InterpolationArg::Nearest => Interpolation::Nearest,
+        }
+    }
 }
 
 fn f64_text(v: f64) -> String {
@@ -107,25 +136,76 @@ pub fn run(args: &SampleArgs) -> Result<ExitCode> {
         grid.version(),
         args.allow_bad_checksum,
     )?;
-    let mut acc = grid.accessor();
-    let mut values = Vec::with_capacity(args.at.len());
-    for ijk in &args.at {
-        let v = acc.value(*ijk).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: grid {index} ({:?}, {}): {e}",
-                args.path.display(),
-                fg.name,
-                grid.grid_type()
-            )
-        })?;
-        values.push(v);
+    let what = format!(
+        "{}: grid {index} ({:?}, {})",
+        args.path.display(),
+        fg.name,
+        grid.grid_type()
+    );
+    if args.world.is_empty() {
+        sample_index(&grid, &args.at, args.json, &what)
+    } else {
+        sample_world(
+            &grid,
+            &args.world,
+            args.interpolation.into(),
+            args.json,
+            &what,
+        )
     }
-    if args.json {
+}
+
+/// Values at index coordinates, exactly as stored.
+fn sample_index(grid: &Grid<'_>, at: &[Coord], json: bool, what: &str) -> Result<ExitCode> {
+    let mut acc = grid.accessor();
+    let mut values = Vec::with_capacity(at.len());
+    for ijk in at {
+        values.push(
+            acc.value(*ijk)
+                .map_err(|e| anyhow::anyhow!("{what}: {e}"))?,
+        );
+    }
+    if json {
         let items: Vec<String> = values.iter().map(value_json).collect();
         println!("[{}]", items.join(","));
     } else {
-        for (ijk, v) in args.at.iter().zip(&values) {
+        for (ijk, v) in at.iter().zip(&values) {
             println!("{},{},{}: {}", ijk[0], ijk[1], ijk[2], value_text(v));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Values at world positions, interpolated; the text form also gives each position's
+/// continuous index coordinate, the JSON form only the values (as `--at` does).
+fn sample_world(
+    grid: &Grid<'_>,
+    world: &[[f64; 3]],
+    how: Interpolation,
+    json: bool,
+    what: &str,
+) -> Result<ExitCode> {
+    let mut acc = grid.accessor();
+    let mut samples = Vec::with_capacity(world.len());
+    for xyz in world {
+        let s = acc.sample_world(*xyz, how).map_err(|e| {
+            anyhow::anyhow!("{what}: at world ({}, {}, {}): {e}", xyz[0], xyz[1], xyz[2])
+        })?;
+        samples.push(s);
+    }
+    if json {
+        let items: Vec<String> = samples.iter().map(|s| value_json(&s.value)).collect();
+        println!("[{}]", items.join(","));
+    } else {
+        for (xyz, s) in world.iter().zip(&samples) {
+            let [i, j, k] = s.index;
+            println!(
+                "{},{},{} (index {i:.3},{j:.3},{k:.3}): {}",
+                xyz[0],
+                xyz[1],
+                xyz[2],
+                value_text(&s.value)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

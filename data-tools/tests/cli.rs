@@ -135,6 +135,63 @@ fn generate_verify_inspect_sample_export_import() {
     ]);
     assert_eq!(text.trim(), format!("-5,0,7: {:?}", values[2] as f32));
 
+    // sample --world: at the active voxel's centre (its world position through the grid's
+    // map) both interpolations give the voxel's own value; halfway to the next voxel along
+    // z, linear gives the mean of the two (a linear stencil's other corners weigh 0).
+    let centre = grid.map().apply(active.map(f64::from));
+    let above = [active[0], active[1], active[2] + 1];
+    let mid = grid.map().apply([
+        f64::from(active[0]),
+        f64::from(active[1]),
+        f64::from(active[2]) + 0.5,
+    ]);
+    let world = |p: [f64; 3]| format!("--world={},{},{}", p[0], p[1], p[2]);
+    let sampled = |extra: &[&str], at: [f64; 3]| -> f64 {
+        let w = world(at);
+        let mut a = vec![
+            "sample", ds_s, "--frame", "1", "--grid", "cloud", "--json", &w,
+        ];
+        a.extend_from_slice(extra);
+        let v: Vec<f64> = serde_json::from_str(&ok(&a)).unwrap();
+        v[0]
+    };
+    let Value::Float(at_above) = acc.value(above).unwrap() else {
+        panic!("scalar grid")
+    };
+    assert_eq!(
+        sampled(&[], centre) as f32,
+        values[0] as f32,
+        "linear at a centre"
+    );
+    assert_eq!(
+        sampled(&["--interpolation", "nearest"], centre) as f32,
+        values[0] as f32,
+        "nearest at a centre"
+    );
+    let expect = (values[0] + f64::from(at_above)) / 2.0;
+    assert!(
+        (sampled(&[], mid) - expect).abs() <= 1e-6 * expect.abs().max(1.0),
+        "linear halfway: {} against {expect}",
+        sampled(&[], mid)
+    );
+    // The text form names the index coordinate the position fell on.
+    let text = ok(&[
+        "sample",
+        ds_s,
+        "--frame",
+        "1",
+        "--grid",
+        "cloud",
+        &world(mid),
+    ]);
+    let index = format!(
+        "(index {:.3},{:.3},{:.3})",
+        f64::from(active[0]),
+        f64::from(active[1]),
+        f64::from(active[2]) + 0.5
+    );
+    assert!(text.contains(&index), "{text} lacks {index}");
+
     // Import the exported frame (twice, as two frames) and compare grids byte for byte.
     let ds2 = tmp.path().join("imported");
     let n = nvdb.to_str().unwrap();
@@ -246,6 +303,26 @@ fn bad_input_gives_clear_errors() {
         &["sample", junk.to_str().unwrap(), "--at", "1,2"],
         "three integers",
     );
+    fails(
+        &["sample", junk.to_str().unwrap(), "--world", "1,2"],
+        "three numbers X,Y,Z",
+    );
+    fails(
+        &["sample", junk.to_str().unwrap(), "--world", "1,nan,2"],
+        "not a finite number",
+    );
+    fails(
+        &[
+            "sample",
+            junk.to_str().unwrap(),
+            "--at",
+            "1,2,3",
+            "--world",
+            "1,2,3",
+        ],
+        "cannot be used with",
+    );
+    fails(&["sample", junk.to_str().unwrap()], "--at");
     fails(
         &["verify", tmp.path().to_str().unwrap()],
         "not a supercell dataset",

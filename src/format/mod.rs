@@ -28,6 +28,6 @@ pub use checksum::{
 };
 pub use error::{FormatError, NvdbError};
 pub use file::{FileGrid, FileGridMeta, encode_nvdb, read_nvdb, read_nvdb_bytes, write_nvdb};
-pub use grid::{Grid, GridHeader, LeafView, ReadAccessor, Value};
+pub use grid::{Grid, GridHeader, Interpolation, LeafView, ReadAccessor, Sample, Value};
 pub use sparse::{LEAF_DIM, LEAF_VOXELS, LeafBrick, SparseVolume};
 pub use types::{Codec, Coord, GridClass, GridType, Version};

@@ -2,12 +2,15 @@
 
 Usage: python3 warp_read.py FILE.nvdb POINTS.json OUT.json
 
-POINTS.json: {"points": [[i, j, k], ...]}. OUT.json gets:
+POINTS.json: {"points": [[i, j, k], ...], "world": [[x, y, z], ...]} ("world" optional).
+OUT.json gets:
   grid: what warp's loader reports (name, type, voxel size, translation, transform)
   warp: values from a warp kernel using wp.volume_lookup_f (Float grids; null otherwise,
         since warp's lookup returns 0 for other value types)
   pnano: values and active states decoded by the PNanoVDB header bundled with warp, compiled
          here with the system C compiler (all scalar float types, quantized ones included)
+  world: for the "world" positions of a Float grid, warp's volume_world_to_index and its
+         volume_sample_f with LINEAR and CLOSEST sampling (null otherwise)
 Exit status 3 means "skip": warp or a C compiler is missing.
 """
 
@@ -63,8 +66,43 @@ def main():
         wp.launch(lookup, dim=len(points), inputs=[volume.id, ijk, out], device="cpu")
         result["warp"] = [float(v) for v in out.numpy()]
 
+    world = json.load(open(points_path)).get("world")
+    result["world"] = None
+    if world and info.type_str == "float":
+        result["world"] = world_samples(wp, np, volume, world)
+
     result["pnano"] = pnano_read(wp, np, nvdb, points)
     json.dump(result, open(out_path, "w"))
+
+
+def world_samples(wp, np, volume, world):
+    """warp's index coordinates and linear and closest samples at world positions."""
+
+    @wp.kernel
+    def sample(
+        vol: wp.uint64,
+        xyz: wp.array(dtype=wp.vec3),
+        uvw: wp.array(dtype=wp.vec3),
+        linear: wp.array(dtype=float),
+        closest: wp.array(dtype=float),
+    ):
+        t = wp.tid()
+        p = wp.volume_world_to_index(vol, xyz[t])
+        uvw[t] = p
+        linear[t] = wp.volume_sample_f(vol, p, wp.Volume.LINEAR)
+        closest[t] = wp.volume_sample_f(vol, p, wp.Volume.CLOSEST)
+
+    n = len(world)
+    xyz = wp.array(np.array(world, dtype=np.float32).reshape(-1, 3), dtype=wp.vec3, device="cpu")
+    uvw = wp.zeros(n, dtype=wp.vec3, device="cpu")
+    linear = wp.zeros(n, dtype=float, device="cpu")
+    closest = wp.zeros(n, dtype=float, device="cpu")
+    wp.launch(sample, dim=n, inputs=[volume.id, xyz, uvw, linear, closest], device="cpu")
+    return {
+        "index": [[float(c) for c in p] for p in uvw.numpy()],
+        "linear": [float(v) for v in linear.numpy()],
+        "closest": [float(v) for v in closest.numpy()],
+    }
 
 
 def pnano_read(wp, np, nvdb, points):

@@ -22,6 +22,7 @@ mod bytes;
 mod corpus;
 mod header;
 mod leaves;
+mod sample;
 #[cfg(test)]
 pub(crate) mod tests;
 mod validate;
@@ -32,6 +33,7 @@ pub use bytes::half_to_f32;
 use bytes::proven;
 use header::check_header;
 pub use leaves::{LeafView, Leaves};
+pub use sample::{Interpolation, Sample};
 use validate::Ctx;
 
 /// A value read from a grid, in the grid's own precision.
