@@ -334,6 +334,18 @@ verify_run() {
       echo "exit code: $?" >>"$LOG"
     done
   done
+  # fio on the same lane files, before and after supercell, in the same command (issue 26):
+  # the ratio a storage engineer checks first. fio from $FIO, PATH or .dev/fio.
+  local fio=${FIO:-$(command -v fio || true)}
+  [ -n "$fio" ] || { [ -x .dev/fio ] && fio=$PWD/.dev/fio; }
+  if [ -z "${SKIP_BENCH:-}" ] && [ -n "$fio" ]; then
+    for p in cpu-only staged; do
+      say "bench --engine $p --peer fio (${DURATION}s, $THREADS threads)"
+      timeout 150 $SC bench "$DS" --engine "$p" --threads "$THREADS" --queue-depth 8 --io-size 1M \
+        --slots 4 --duration "$DURATION" --peer "fio=$fio" --json "$OUT/b-peer-$p.json" >>"$LOG" 2>&1
+      echo "exit code: $?" >>"$LOG"
+    done
+  fi
   if [ -z "${SKIP_BENCH:-}" ]; then
     for v in "" --verify; do
       say "play --headless --path both --frames ${PLAY_FRAMES:-96} $v"
