@@ -31,6 +31,9 @@ pkg-config --exists netcdf 2>/dev/null || need_apt+=(libnetcdf-dev pkg-config)
 # (fio_jsonplus_clat2csv, which imports six) that reads `bench --json` in tests/bench_peer.rs.
 command -v fio >/dev/null || need_apt+=(fio)
 python3 -c 'import six' 2>/dev/null || need_apt+=(python3-six)
+# ffmpeg and ffprobe: `render --movie` encodes with the system's ffmpeg, and
+# tests/render_movie.rs checks the video with ffprobe and ffmpeg's decoder.
+command -v ffprobe >/dev/null || need_apt+=(ffmpeg)
 # Mesa's software Vulkan (lavapipe) for the renderer tests.
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers libvulkan1)
 # A virtual X server and the libraries winit loads at run time, for the player's window tests

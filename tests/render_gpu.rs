@@ -349,20 +349,13 @@ fn render_bench_times_one_size_on_a_software_adapter() {
     drop(gpu);
     let dir = out_dir().join("bench-default");
     let _ = std::fs::remove_dir_all(&dir);
-    let mut p = supercell::synth::default_params();
-    p.resolution = 24;
-    p.frames = 1;
-    p.attributes = vec![supercell::synth::Attribute::Cloud];
-    supercell::synth::generate_dataset(
-        &p,
-        &supercell::synth::GenerateOptions::default(),
+    small_storm(
         &dir,
-        supercell::dataset::LaneSpec::Count(1),
-        1 << 20,
-        supercell::dataset::Provenance::new("bench test", Vec::<String>::new()),
-        |_| {},
-    )
-    .expect("dataset");
+        24,
+        1,
+        vec![supercell::synth::Attribute::Cloud],
+        "bench test",
+    );
     let mut cmd = supercell_command();
     cmd.args([
         "render",
@@ -408,23 +401,11 @@ fn render_command_draws_a_frame_over_several_parts() {
     drop(gpu);
     let dir = out_dir().join("render-parts");
     let _ = std::fs::remove_dir_all(&dir);
-    let mut p = supercell::synth::default_params();
-    p.resolution = 48;
-    p.frames = 1;
-    p.attributes = vec![
+    let attributes = vec![
         supercell::synth::Attribute::Cloud,
         supercell::synth::Attribute::Rain,
     ];
-    supercell::synth::generate_dataset(
-        &p,
-        &supercell::synth::GenerateOptions::default(),
-        &dir.join("data"),
-        supercell::dataset::LaneSpec::Count(1),
-        1 << 20,
-        supercell::dataset::Provenance::new("render parts test", Vec::<String>::new()),
-        |_| {},
-    )
-    .expect("dataset");
+    small_storm(&dir.join("data"), 48, 1, attributes, "render parts test");
     let slot = supercell::dataset::Dataset::open(dir.join("data"))
         .expect("dataset opens")
         .frame(0)

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod doctor;
 pub mod info;
 pub mod main_job;
+pub mod movie;
 pub mod play;
 pub mod render;
 pub mod render_path;

@@ -19,7 +19,7 @@ use supercell::render::{
 use supercell::scene::{LoadedScene, Scene};
 
 use super::render_path::{DEFAULT_SPP, Stop, converge, refine, show};
-use super::watchdog;
+use super::{movie, watchdog};
 
 /// `--denoise`: on or off.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +151,19 @@ pub struct RenderArgs {
     #[arg(long, value_parser = supercell::bench::jobs::parse_gpus,
           conflicts_with_all = ["cpu", "bench", "converge"])]
     pub gpus: Option<supercell::bench::jobs::GpuSelection>,
+    /// Also encode the rendered frames as a video, NAME.mp4 (with the system's ffmpeg: H.264
+    /// where it has libx264). The camera flies the scene's camera path across the frames at
+    /// `--fps` (from `--path-time`, else its start) unless `--yaw`, `--pitch`, `--zoom` or
+    /// `--ortho` fix it. The PNG frames still go to `--out`.
+    #[arg(long, value_name = "NAME.mp4", conflicts_with_all = ["cpu", "bench", "converge", "gpus"])]
+    pub movie: Option<PathBuf>,
+    /// `--movie`: frames per second of the video, one dataset frame each (default: the
+    /// scene's playback rate, 24).
+    #[arg(long, requires = "movie")]
+    pub fps: Option<f64>,
+    /// `--movie`: the ffmpeg to encode with (default: `ffmpeg` on PATH).
+    #[arg(long, value_name = "PATH", requires = "movie")]
+    pub ffmpeg: Option<PathBuf>,
     /// How long a frame's read may take before the command gives up (a lane that stopped
     /// answering): 60 (seconds), 500ms, 2min; 0: wait forever. Frames are read whole, so
     /// allow for the slowest frame's read.
@@ -346,6 +359,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         Some(s) => parse_frames(s)?,
         None => parse_frames(&args.frame.to_string())?,
     };
+    let encoder = movie::prepare(args)?;
     let scene = Scene::load(&args.scene)?;
     let mut ls = scene.open(w as f32 / h as f32, args.attributes.as_deref())?;
     apply_args(args, &mut ls, w as f32 / h as f32);
@@ -414,14 +428,20 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     for f in frames.clone() {
         check_frame_fits(&ls, &renderer, f)?;
     }
+    let mut movie = movie::start(args, encoder.as_ref(), &ls, scene.playback.fps, (w, h))?;
     let bar = progress_bar(
         "render [{elapsed_precise}] {bar:30} {pos}/{len} frames  {msg}",
         frames.len() as u64,
     );
     // A render blocks: the bar keeps ticking meanwhile (seconds per frame on software Vulkan).
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
-    for f in frames {
+    for (k, f) in frames.enumerate() {
         bar.set_message(format!("frame {f}, {w}x{h}"));
+        if let Some(m) = &movie
+            && let Some(t) = m.path_time(k)
+        {
+            ls.view.camera = ls.camera_at(t);
+        }
         if let Some(ref_spp) = args.converge {
             read_frame(args, &ls, f, &mut slot)?;
             check_headers(&ls, f, &slot)?;
@@ -448,7 +468,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
                 )
             });
         }
-        render_frame(
+        let img = render_frame(
             args,
             &ls,
             &ctx,
@@ -459,13 +479,21 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             &bar,
             "",
         )?;
+        if let Some(m) = movie.as_mut() {
+            m.movie.push(&img)?;
+        }
     }
     bar.finish_and_clear();
+    if let Some(m) = movie {
+        let (path, n) = m.movie.finish()?;
+        println!("{}", path.display());
+        eprintln!("render: {n} frames encoded into {}", path.display());
+    }
     Ok(())
 }
 
 /// Reads frame `f`, renders it (path traced to `path_stop` in path mode) and writes its
-/// PNG, saying how long it took (`who`: which GPU, with several).
+/// PNG, saying how long it took (`who`: which GPU, with several); returns the image.
 #[allow(clippy::too_many_arguments)]
 fn render_frame(
     args: &RenderArgs,
@@ -477,7 +505,7 @@ fn render_frame(
     path_stop: Option<Stop>,
     bar: &indicatif::ProgressBar,
     who: &str,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<supercell::render::Image> {
     let (w, h) = parse_size(&args.size)?;
     read_frame(args, ls, f, slot)?;
     check_headers(ls, f, slot)?;
@@ -505,7 +533,7 @@ fn render_frame(
         });
         bar.suspend(|| save(&img, &args.out, f, args.linear))?;
         bar.inc(1);
-        return Ok(());
+        return Ok(img);
     }
     let t = renderer.render_timed(&ls.view, w, h)?;
     let img = renderer.read_image()?;
@@ -531,7 +559,7 @@ fn render_frame(
     });
     bar.suspend(|| save(&img, &args.out, f, args.linear))?;
     bar.inc(1);
-    Ok(())
+    Ok(img)
 }
 
 /// `render --gpus`: every GPU named renders the frames it owns (alternate frames, as the

@@ -609,3 +609,28 @@ pub fn check_gpu_close(d: &supercell::render::ImageDiff, what: &str) {
         "{what}: GPU and CPU differ: {d:?}"
     );
 }
+
+/// Generates a small built-in-model storm dataset into `dir`: `frames` frames at
+/// `resolution` voxels across, the attributes given, one lane.
+pub fn small_storm(
+    dir: &std::path::Path,
+    resolution: u32,
+    frames: u32,
+    attributes: Vec<supercell::synth::Attribute>,
+    label: &str,
+) {
+    let mut p = supercell::synth::default_params();
+    p.resolution = resolution;
+    p.frames = frames;
+    p.attributes = attributes;
+    supercell::synth::generate_dataset(
+        &p,
+        &supercell::synth::GenerateOptions::default(),
+        dir,
+        supercell::dataset::LaneSpec::Count(1),
+        1 << 20,
+        supercell::dataset::Provenance::new(label, Vec::<String>::new()),
+        |_| {},
+    )
+    .expect("dataset");
+}
