@@ -15,8 +15,6 @@ use anyhow::{Context, bail};
 use supercell::render::Image;
 use supercell::scene::LoadedScene;
 
-use super::render::RenderArgs;
-
 /// The ffmpeg found for a movie and the codec it will use.
 #[derive(Clone, Debug)]
 pub struct Encoder {
@@ -261,39 +259,47 @@ impl MovieRun {
     }
 }
 
-/// Checks `--movie`, `--fps` and finds the encoder, before the scene opens or anything
-/// renders: `None` without `--movie`.
-pub fn prepare(args: &RenderArgs) -> anyhow::Result<Option<Encoder>> {
-    let Some(path) = &args.movie else {
-        return Ok(None);
-    };
-    if let Some(fps) = args.fps
+/// What `render --movie` asks for, from its flags.
+#[derive(Clone, Copy, Debug)]
+pub struct MovieRequest<'a> {
+    /// `--movie`: the video's path.
+    pub path: &'a Path,
+    /// `--fps`; `None`: the scene's playback rate.
+    pub fps: Option<f64>,
+    /// `--ffmpeg`; `None`: `ffmpeg` on PATH.
+    pub ffmpeg: Option<&'a Path>,
+    /// `--path-time`: where on the camera path the video starts (default 0).
+    pub path_time: Option<f64>,
+    /// Whether `--yaw`, `--pitch`, `--zoom` or `--ortho` fix the camera.
+    pub fixed_camera: bool,
+}
+
+/// Checks the request and finds the encoder, before the scene opens or anything renders.
+pub fn prepare(req: &MovieRequest<'_>) -> anyhow::Result<Encoder> {
+    if let Some(fps) = req.fps
         && !(fps.is_finite() && (0.1..=240.0).contains(&fps))
     {
         bail!("--fps {fps}: must be between 0.1 and 240 frames per second");
     }
-    check_path(path)?;
-    Encoder::find(args.ffmpeg.as_deref()).map(Some)
+    check_path(req.path)?;
+    Encoder::find(req.ffmpeg)
 }
 
 /// Starts the encoder [`prepare`] found and says what encodes the movie and how the camera
 /// moves.
 pub fn start(
-    args: &RenderArgs,
-    enc: Option<&Encoder>,
+    req: &MovieRequest<'_>,
+    enc: &Encoder,
     ls: &LoadedScene,
     scene_fps: f64,
     size: (u32, u32),
-) -> anyhow::Result<Option<MovieRun>> {
-    let (Some(path), Some(enc)) = (&args.movie, enc) else {
-        return Ok(None);
-    };
-    let fps = args.fps.unwrap_or(scene_fps);
-    let fixed = args.yaw.is_some() || args.pitch.is_some() || args.zoom.is_some() || args.ortho;
-    let flight = (ls.camera_path.is_some() && !fixed).then(|| (args.path_time.unwrap_or(0.0), fps));
+) -> anyhow::Result<MovieRun> {
+    let fps = req.fps.unwrap_or(scene_fps);
+    let flight = (ls.camera_path.is_some() && !req.fixed_camera)
+        .then(|| (req.path_time.unwrap_or(0.0), fps));
     eprintln!(
         "render: movie {} at {fps} frames/s by {}; camera {}",
-        path.display(),
+        req.path.display(),
         enc.describe(),
         match (flight, ls.camera_path.is_some()) {
             (Some(_), _) => "on the scene's camera path",
@@ -301,8 +307,8 @@ pub fn start(
             (None, false) => "fixed (the scene has no camera path)",
         }
     );
-    let movie = Movie::start(enc, path, size, fps)?;
-    Ok(Some(MovieRun { movie, flight }))
+    let movie = Movie::start(enc, req.path, size, fps)?;
+    Ok(MovieRun { movie, flight })
 }
 
 /// The camera-path time of movie frame `k` at `fps`, starting at `start_s`.

@@ -359,7 +359,17 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         Some(s) => parse_frames(s)?,
         None => parse_frames(&args.frame.to_string())?,
     };
-    let encoder = movie::prepare(args)?;
+    let movie_request = args.movie.as_deref().map(|path| movie::MovieRequest {
+        path,
+        fps: args.fps,
+        ffmpeg: args.ffmpeg.as_deref(),
+        path_time: args.path_time,
+        fixed_camera: args.yaw.is_some()
+            || args.pitch.is_some()
+            || args.zoom.is_some()
+            || args.ortho,
+    });
+    let encoder = movie_request.as_ref().map(movie::prepare).transpose()?;
     let scene = Scene::load(&args.scene)?;
     let mut ls = scene.open(w as f32 / h as f32, args.attributes.as_deref())?;
     apply_args(args, &mut ls, w as f32 / h as f32);
@@ -428,7 +438,10 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     for f in frames.clone() {
         check_frame_fits(&ls, &renderer, f)?;
     }
-    let mut movie = movie::start(args, encoder.as_ref(), &ls, scene.playback.fps, (w, h))?;
+    let mut movie = match (&movie_request, &encoder) {
+        (Some(req), Some(enc)) => Some(movie::start(req, enc, &ls, scene.playback.fps, (w, h))?),
+        _ => None,
+    };
     let bar = progress_bar(
         "render [{elapsed_precise}] {bar:30} {pos}/{len} frames  {msg}",
         frames.len() as u64,
