@@ -115,6 +115,10 @@ fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue;
         }
+        if let Some(group) = rest.strip_prefix('{') {
+            out.extend(group_heads(group));
+            continue;
+        }
         let name: String = rest
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -123,6 +127,39 @@ fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
             out.insert(name);
         }
     }
+    out
+}
+
+/// The first segment of each item of a `use` group (`{a::X, b, c::{D, E}}` → a, b, c):
+/// `group` starts after the opening brace.
+fn group_heads(group: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let (mut depth, mut item_start) = (0usize, true);
+    let mut name = String::new();
+    let mut flush = |name: &mut String, out: &mut BTreeSet<String>| {
+        if !name.is_empty() && name != "self" {
+            out.insert(name.clone());
+        }
+        name.clear();
+    };
+    for c in group.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                flush(&mut name, &mut out);
+                item_start = true;
+            }
+            c if item_start && (c.is_ascii_alphanumeric() || c == '_') => name.push(c),
+            _ if item_start && !name.is_empty() => {
+                flush(&mut name, &mut out);
+                item_start = false;
+            }
+            _ => {}
+        }
+    }
+    flush(&mut name, &mut out);
     out
 }
 
@@ -298,4 +335,15 @@ fn the_checks_see_imports_and_ignore_prose() {
     );
     let names = names_after(&code, "crate::");
     assert_eq!(names, BTreeSet::from(["gpu".to_string()]));
+    // Grouped imports name every head: `super::{movie, watchdog}`, nested groups.
+    let grouped =
+        code_of("use super::{movie, render::{Args, Mode}, watchdog};\nuse super::{self as up};");
+    assert_eq!(
+        names_after(&grouped, "super::"),
+        BTreeSet::from([
+            "movie".to_string(),
+            "render".to_string(),
+            "watchdog".to_string()
+        ])
+    );
 }
