@@ -136,7 +136,7 @@ fn group_heads(group: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let (mut depth, mut item_start) = (0usize, true);
     let mut name = String::new();
-    let mut flush = |name: &mut String, out: &mut BTreeSet<String>| {
+    let flush = |name: &mut String, out: &mut BTreeSet<String>| {
         if !name.is_empty() && name != "self" {
             out.insert(name.clone());
         }
