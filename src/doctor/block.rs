@@ -583,8 +583,10 @@ pub(super) struct LaneDevices {
 /// where any lane has it so, with read-ahead judged for buffered reads where any lane
 /// above it reads buffered.
 pub(super) fn judge_lanes(root: &SysRoot, lanes: &[super::LaneDevice]) -> LaneDevices {
-    // (device, buffered, reached by)
-    let mut unique: Vec<(Dev, bool, Vec<(String, String)>)> = Vec::new();
+    /// (lane, how the lane reaches the device)
+    type Ways = Vec<(String, String)>;
+    // (device, read buffered by a lane above it, lanes reaching it)
+    let mut unique: Vec<(Dev, bool, Ways)> = Vec::new();
     let mut per_lane = Vec::new();
     let mut unresolved = Vec::new();
     for l in lanes {

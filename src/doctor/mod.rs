@@ -21,10 +21,24 @@
 //!   `st_dev` through `/sys/dev/block/MAJ:MIN`: device, whole disk, rotational, queue depth,
 //!   logical block size), its file system, whether an `O_DIRECT` read works there, and
 //!   whether several lanes sit on one device (striping over one device gains nothing).
+//! - **Block layer** (`block.DEV`): every device under the lanes (a partition resolved
+//!   to its disk, device-mapper and md members through `slaves/`, a loop device's backing
+//!   file's disk), each setting a [`Finding`] with its own status and fix: I/O scheduler
+//!   (`none` on NVMe), `nr_requests`, `max_sectors_kb` against `max_hw_sectors_kb`,
+//!   `read_ahead_kb` (judged only where reads are buffered), `rotational`, a loop device's
+//!   direct I/O, an NVMe namespace's transport per controller (for fabrics the NIC the
+//!   connection leaves through), and the interrupt affinity of the drive's or that NIC's
+//!   vectors. Unknown where an older kernel lacks the file.
+//! - **CPU** (`cpu.governor`): the frequency governor of every CPU (`performance`).
+//! - **NUMA** (`numa.LANE`): each lane's NUMA node (its controller's, or its NIC's for
+//!   NVMe-oF) against every NVIDIA GPU's.
 //! - **Placement** (`placement`): the NUMA node of every NVIDIA GPU and NVMe controller
 //!   from sysfs, how each lane's controller reaches GPU 0 over PCIe (same switch, same host
 //!   bridge, across host bridges or NUMA nodes), and `nvidia-smi topo -m` where the binary
 //!   exists.
+//!
+//! The block-layer, CPU and NUMA checks read `/sys` and `/proc` under a [`SysRoot`]
+//! ([`Request::sys_root`], `/` by default), so they run against a copied or fake tree.
 //! - **io_uring** (`io_uring`): whether a ring can be created, `kernel.io_uring_disabled`,
 //!   and `RLIMIT_MEMLOCK` against what registered buffers need (each I/O thread's ring
 //!   registers every host slot).
@@ -49,6 +63,9 @@
 //! `warn` and `fail`). The other keys of a check are its facts as plain JSON values
 //! (numbers in bytes, booleans, strings, `null` when unknown); no value is wrapped in
 //! `Ok`/`Err`. `skip` means the check does not apply here (e.g. cuFile without CUDA).
+//! Checks made of several settings (`block.DEV`) also carry `findings`: `[{ "setting",
+//! "value" ("unknown" where unread), "status", "note", "fix" }]`; their `fix` is the
+//! findings' fixes in order.
 
 mod block;
 mod cpu;
