@@ -160,6 +160,17 @@ fn json_is_plain_complete_and_flags_lanes_sharing_one_device() {
     for name in ["io_uring", "placement", "nvidia_fs", "cufile.json", "udev"] {
         check(&v, name);
     }
+    // The block layer under the lanes (or why there is none), the governor, and each
+    // lane's NUMA placement.
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["name"].as_str().unwrap().starts_with("block.")),
+        "{v:#}"
+    );
+    for name in ["cpu.governor", "numa.lane.0", "numa.lane.1"] {
+        check(&v, name);
+    }
 }
 
 #[test]

@@ -523,21 +523,7 @@ fn pci_numa_node(addr: &str) -> Option<i32> {
 
 /// NVIDIA display and 3D controllers on the PCI bus (sysfs; no driver needed).
 pub(super) fn nvidia_gpus_on_pci() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir("/sys/bus/pci/devices")
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter(|e| {
-                    let p = e.path();
-                    read_trim(p.join("vendor")).as_deref() == Some("0x10de")
-                        && read_trim(p.join("class"))
-                            .is_some_and(|c| c.starts_with("0x0300") || c.starts_with("0x0302"))
-                })
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
+    SysRoot::default().nvidia_gpus()
 }
 
 /// NVMe controllers on the PCI bus: (name, PCI address).
