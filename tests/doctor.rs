@@ -958,3 +958,42 @@ fn this_machine_block_layer_is_judged_without_panics() {
     get(&checks, "cpu.governor");
     get(&checks, "numa.lane.0");
 }
+
+/// A spinning SATA disk without a scheduler: the scheduler warning asks for mq-deadline
+/// (not none, as on NVMe), and the disk is called rotational.
+#[test]
+fn a_spinning_disk_wants_a_scheduler() {
+    let s = FakeSys::new();
+    let hba = s.pci("pci0000:00/0000:00:17.0", 0);
+    s.disk(
+        &format!("{hba}/ata1/host0/target0:0:0/0:0:0:0/block"),
+        "sda",
+        "8:0",
+        &[
+            ("scheduler", "[none] mq-deadline bfq"),
+            ("nr_requests", "64"),
+            ("rotational", "1"),
+        ],
+    );
+    let checks = tuning_checks(&s.root(), &[lane("lane.0", (8, 0), false)]);
+    assert_complete(&checks);
+    let b = get(&checks, "block.sda");
+    let sched = finding(b, "scheduler");
+    assert_eq!(sched.status, Status::Warn, "{sched:#?}");
+    assert!(
+        sched
+            .fix
+            .as_deref()
+            .unwrap()
+            .starts_with("echo mq-deadline | sudo tee /sys/block/sda/queue/scheduler")
+    );
+    assert!(
+        sched
+            .fix
+            .as_deref()
+            .unwrap()
+            .contains("KERNEL==\"sd[a-z]*\"")
+    );
+    assert_eq!(finding(b, "rotational").status, Status::Warn);
+    assert_eq!(finding(b, "nr_requests").status, Status::Ok);
+}
