@@ -21,10 +21,24 @@
 //!   `st_dev` through `/sys/dev/block/MAJ:MIN`: device, whole disk, rotational, queue depth,
 //!   logical block size), its file system, whether an `O_DIRECT` read works there, and
 //!   whether several lanes sit on one device (striping over one device gains nothing).
+//! - **Block layer** (`block.DEV`): every device under the lanes (a partition resolved
+//!   to its disk, device-mapper and md members through `slaves/`, a loop device's backing
+//!   file's disk), each setting a [`Finding`] with its own status and fix: I/O scheduler
+//!   (`none` on NVMe), `nr_requests`, `max_sectors_kb` against `max_hw_sectors_kb`,
+//!   `read_ahead_kb` (judged only where reads are buffered), `rotational`, a loop device's
+//!   direct I/O, an NVMe namespace's transport per controller (for fabrics the NIC the
+//!   connection leaves through), and the interrupt affinity of the drive's or that NIC's
+//!   vectors. Unknown where an older kernel lacks the file.
+//! - **CPU** (`cpu.governor`): the frequency governor of every CPU (`performance`).
+//! - **NUMA** (`numa.LANE`): each lane's NUMA node (its controller's, or its NIC's for
+//!   NVMe-oF) against every NVIDIA GPU's.
 //! - **Placement** (`placement`): the NUMA node of every NVIDIA GPU and NVMe controller
 //!   from sysfs, how each lane's controller reaches GPU 0 over PCIe (same switch, same host
 //!   bridge, across host bridges or NUMA nodes), and `nvidia-smi topo -m` where the binary
 //!   exists.
+//!
+//! The block-layer, CPU and NUMA checks read `/sys` and `/proc` under a [`SysRoot`]
+//! ([`Request::sys_root`], `/` by default), so they run against a copied or fake tree.
 //! - **io_uring** (`io_uring`): whether a ring can be created, `kernel.io_uring_disabled`,
 //!   and `RLIMIT_MEMLOCK` against what registered buffers need (each I/O thread's ring
 //!   registers every host slot).
@@ -49,9 +63,17 @@
 //! `warn` and `fail`). The other keys of a check are its facts as plain JSON values
 //! (numbers in bytes, booleans, strings, `null` when unknown); no value is wrapped in
 //! `Ok`/`Err`. `skip` means the check does not apply here (e.g. cuFile without CUDA).
+//! Checks made of several settings (`block.DEV`) also carry `findings`: `[{ "setting",
+//! "value" ("unknown" where unread), "status", "note", "fix" }]`; their `fix` is the
+//! findings' fixes in order.
 
+mod block;
+mod cpu;
 mod gpu;
+mod numa;
+mod nvme;
 mod storage;
+mod sysroot;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -61,6 +83,7 @@ use serde_json::{Map, Value};
 
 pub use gpu::{CufileJson, cufile_json_path, parse_cufile_json};
 pub use storage::{BlockDevice, block_device};
+pub use sysroot::{SysRoot, cpu_list, parse_cpu_list};
 
 /// How a check came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -99,9 +122,63 @@ pub struct Check {
     pub detail: String,
     /// What to do, in one line; `None` where there is nothing to do.
     pub fix: Option<String>,
+    /// Settings judged one by one (block-layer checks), each with its own status and fix;
+    /// empty for most checks (and then left out of the JSON).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
     /// Facts as plain JSON values (flattened into the check's JSON object).
     #[serde(flatten)]
     pub facts: Map<String, Value>,
+}
+
+/// One setting of a check judged on its own, e.g. a disk's I/O scheduler.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// What was read, e.g. `scheduler`, `nr_requests`, `irq_affinity`.
+    pub setting: String,
+    /// Its value as read (`unknown` where the kernel does not have the file).
+    pub value: String,
+    /// Outcome (`skip` where the value is unknown).
+    pub status: Status,
+    /// What the value means here, in words.
+    pub note: String,
+    /// The command or setting that fixes it; `None` where nothing is to do.
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    /// A setting that is as it should be (or only reported).
+    pub fn ok(setting: &str, value: impl Into<String>, note: impl Into<String>) -> Finding {
+        Finding {
+            setting: setting.to_string(),
+            value: value.into(),
+            status: Status::Ok,
+            note: note.into(),
+            fix: None,
+        }
+    }
+
+    /// A setting that costs speed, with its fix.
+    pub fn warn(
+        setting: &str,
+        value: impl Into<String>,
+        note: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            status: Status::Warn,
+            fix: Some(fix.into()),
+            ..Finding::ok(setting, value, note)
+        }
+    }
+
+    /// A setting the kernel does not show (an older kernel, another driver).
+    pub fn unknown(setting: &str, note: impl Into<String>) -> Finding {
+        Finding {
+            status: Status::Skip,
+            ..Finding::ok(setting, "unknown", note)
+        }
+    }
 }
 
 impl Check {
@@ -112,8 +189,31 @@ impl Check {
             status,
             detail: detail.into(),
             fix: None,
+            findings: Vec::new(),
             facts: Map::new(),
         }
+    }
+
+    /// A check made of findings: its status is the worst of theirs (`skip` only where
+    /// every one is unknown), its fix their fixes in order.
+    pub fn from_findings(
+        name: impl Into<String>,
+        head: impl Into<String>,
+        findings: Vec<Finding>,
+    ) -> Check {
+        let worst = findings.iter().map(|f| f.status).max();
+        let status = match worst {
+            Some(Status::Skip) if findings.iter().any(|f| f.status == Status::Ok) => Status::Ok,
+            Some(s) => s,
+            None => Status::Skip,
+        };
+        let fixes: Vec<&str> = findings.iter().filter_map(|f| f.fix.as_deref()).collect();
+        let mut c = Check::new(name, status, head);
+        if !fixes.is_empty() {
+            c.fix = Some(fixes.join("; "));
+        }
+        c.findings = findings;
+        c
     }
 
     /// With the fix.
@@ -124,7 +224,10 @@ impl Check {
 
     /// With one more fact (`key` must not be one of the four fixed keys).
     pub fn fact(mut self, key: &str, value: impl Into<Value>) -> Check {
-        debug_assert!(!matches!(key, "name" | "status" | "detail" | "fix"));
+        debug_assert!(!matches!(
+            key,
+            "name" | "status" | "detail" | "fix" | "findings"
+        ));
         self.facts.insert(key.to_string(), value.into());
         self
     }
@@ -139,6 +242,56 @@ pub struct Request {
     pub paths: Vec<PathBuf>,
     /// Skip opening a Vulkan device (the loader is still checked).
     pub no_vulkan_device: bool,
+    /// Where the block-layer, CPU and NUMA checks read `/sys` and `/proc` (`/` when
+    /// `None`).
+    pub sys_root: Option<PathBuf>,
+}
+
+/// A lane's device, for the block-layer checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneDevice {
+    /// The lane's name in the report (`lane.0`, `path.1`).
+    pub lane: String,
+    /// Major number of the lane's file system's device (`st_dev`).
+    pub major: u32,
+    /// Minor number.
+    pub minor: u32,
+    /// Whether reads there go through the page cache (`O_DIRECT` refused), so that
+    /// read-ahead matters.
+    pub buffered: bool,
+}
+
+/// The block-layer, CPU and NUMA checks, read under `root`: `block.DEV` for every device
+/// under the lanes (partitions resolved to their disk, device-mapper and md members
+/// through `slaves/`, a loop device's backing file's device), `cpu.governor`, and
+/// `numa.LANE` against each NVIDIA GPU. Files an older kernel lacks come out `unknown`.
+pub fn tuning_checks(root: &SysRoot, lanes: &[LaneDevice]) -> Vec<Check> {
+    let found = block::judge_lanes(root, lanes);
+    let mut checks = found.unresolved;
+    checks.extend(found.devices.iter().map(block::DevReport::check));
+    checks.push(cpu::governor_check(root));
+    let gpus = numa::gpus(root);
+    for (lane, idx) in &found.lanes {
+        let devs: Vec<&block::DevReport> = idx.iter().map(|&i| &found.devices[i]).collect();
+        checks.push(numa::lane_check(root, lane, &devs, &gpus));
+    }
+    checks
+}
+
+/// The lanes' devices as the lane checks found them.
+fn tunable_lanes(checks: &[Check]) -> Vec<LaneDevice> {
+    checks
+        .iter()
+        .filter_map(|c| {
+            let num = |k: &str| c.facts.get(k)?.as_u64().and_then(|n| u32::try_from(n).ok());
+            Some(LaneDevice {
+                lane: c.name.clone(),
+                major: num("major")?,
+                minor: num("minor")?,
+                buffered: c.facts.get("o_direct").and_then(Value::as_str) == Some("refused"),
+            })
+        })
+        .collect()
 }
 
 /// Everything the doctor found, in check order.
@@ -230,7 +383,25 @@ impl Report {
             for l in lines {
                 let _ = writeln!(s, "{:>4}  {:<width$}  {l}", "", "");
             }
-            if let Some(f) = &c.fix {
+            for f in &c.findings {
+                let _ = writeln!(
+                    s,
+                    "{:>4}  {:<width$}  {:<4} {} {}: {}",
+                    "",
+                    "",
+                    f.status.word(),
+                    f.setting,
+                    f.value,
+                    f.note
+                );
+                if let Some(fix) = &f.fix {
+                    let _ = writeln!(s, "{:>4}  {:<width$}       fix: {fix}", "", "");
+                }
+            }
+            // A check made of findings shows each fix under its finding.
+            if let Some(f) = &c.fix
+                && c.findings.iter().all(|x| x.fix.is_none())
+            {
                 let _ = writeln!(s, "{:>4}  {:<width$}  fix: {f}", "", "");
             }
         }
@@ -275,6 +446,7 @@ pub fn diagnose(req: &Request) -> Report {
     checks.extend(cufile.checks);
 
     let mut lane_devices = Vec::new();
+    let mut tuned = Vec::new();
     for d in &datasets {
         checks.push(d.check.clone());
         let lanes: Vec<(String, PathBuf)> = d
@@ -284,6 +456,7 @@ pub fn diagnose(req: &Request) -> Report {
             .map(|(i, p)| (format!("lane.{i}"), p.clone()))
             .collect();
         let (lane_checks, devices) = storage::lane_checks(&lanes, cufile.usable);
+        tuned.extend(tunable_lanes(&lane_checks));
         checks.extend(lane_checks);
         checks.push(storage::sharing_check(&d.label, &devices));
         lane_devices.extend(devices);
@@ -296,10 +469,16 @@ pub fn diagnose(req: &Request) -> Report {
             .map(|(i, p)| (format!("path.{i}"), p.clone()))
             .collect();
         let (path_checks, devices) = storage::lane_checks(&paths, cufile.usable);
+        tuned.extend(tunable_lanes(&path_checks));
         checks.extend(path_checks);
         checks.push(storage::sharing_check("the paths given", &devices));
         lane_devices.extend(devices);
     }
+    let root = req
+        .sys_root
+        .as_deref()
+        .map_or_else(SysRoot::default, SysRoot::new);
+    checks.extend(tuning_checks(&root, &tuned));
     checks.push(storage::placement_check(&lane_devices));
     checks.push(storage::io_uring_check(largest));
     Report { checks }

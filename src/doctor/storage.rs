@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::block::{resolve, whole_disk};
+use super::sysroot::{SysRoot, is_pci_address, pci_function_of};
 use super::{Check, Status, bytes, read_trim};
 use crate::dataset::{Dataset, MANIFEST_FILE, Manifest};
 use crate::ingest::gds::fs_type;
@@ -164,47 +166,6 @@ impl BlockDevice {
     }
 }
 
-/// Whether `s` is a PCI function address, e.g. "0000:3d:00.0".
-fn is_pci_address(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && s.chars()
-            .enumerate()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
-}
-
-/// The whole disk of a sysfs block directory (a partition's parent).
-fn whole_disk(dir: &Path) -> PathBuf {
-    if dir.join("partition").exists()
-        && let Some(p) = dir.parent()
-    {
-        return p.to_path_buf();
-    }
-    dir.to_path_buf()
-}
-
-/// The whole disks under a sysfs block directory, following `slaves/` (dm, md).
-fn physical_disks(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
-    let disk = whole_disk(dir);
-    let slaves: Vec<PathBuf> = std::fs::read_dir(disk.join("slaves"))
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    if slaves.is_empty() || depth > 8 {
-        if !out.contains(&disk) {
-            out.push(disk);
-        }
-        return;
-    }
-    for s in slaves {
-        if let Ok(c) = s.canonicalize() {
-            physical_disks(&c, depth + 1, out);
-        }
-    }
-}
-
 /// The block device `path` lives on.
 pub fn block_device(path: &Path) -> std::io::Result<BlockDevice> {
     let md = std::fs::metadata(path)?;
@@ -222,7 +183,8 @@ pub fn block_device(path: &Path) -> std::io::Result<BlockDevice> {
         pci: None,
         virtual_disk: false,
     };
-    let Ok(sys) = Path::new(&format!("/sys/dev/block/{major}:{minor}")).canonicalize() else {
+    let root = SysRoot::default();
+    let Some(sys) = root.canonical(&format!("/sys/dev/block/{major}:{minor}")) else {
         return Ok(b);
     };
     b.name = sys.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -232,8 +194,14 @@ pub fn block_device(path: &Path) -> std::io::Result<BlockDevice> {
     b.queue_depth = q("nr_requests");
     b.logical_block_size = q("logical_block_size");
     b.max_sectors_kb = q("max_sectors_kb");
-    let mut disks = Vec::new();
-    physical_disks(&sys, 0, &mut disks);
+    // The physical disks: the stack's leaves (a dm or md device's members, a loop
+    // device's backing file's disk).
+    let disks: Vec<PathBuf> = resolve(&root, major, minor)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| d.under.is_empty())
+        .map(|d| d.dir)
+        .collect();
     b.disks = disks
         .iter()
         .filter_map(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -244,11 +212,7 @@ pub fn block_device(path: &Path) -> std::io::Result<BlockDevice> {
         b.virtual_disk = ["virtio", "xen", "vmbus", "/virtual/"]
             .iter()
             .any(|v| text.contains(v));
-        b.pci = first
-            .components()
-            .filter_map(|c| c.as_os_str().to_str())
-            .rfind(|c| is_pci_address(c))
-            .map(str::to_string);
+        b.pci = pci_function_of(first);
     }
     Ok(b)
 }
@@ -559,21 +523,7 @@ fn pci_numa_node(addr: &str) -> Option<i32> {
 
 /// NVIDIA display and 3D controllers on the PCI bus (sysfs; no driver needed).
 pub(super) fn nvidia_gpus_on_pci() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir("/sys/bus/pci/devices")
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter(|e| {
-                    let p = e.path();
-                    read_trim(p.join("vendor")).as_deref() == Some("0x10de")
-                        && read_trim(p.join("class"))
-                            .is_some_and(|c| c.starts_with("0x0300") || c.starts_with("0x0302"))
-                })
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
+    SysRoot::default().nvidia_gpus()
 }
 
 /// NVMe controllers on the PCI bus: (name, PCI address).
@@ -664,7 +614,6 @@ pub(super) fn placement_check(lanes: &[(String, Option<BlockDevice>)]) -> Check 
                 .join(", ")
         ));
     }
-    let mut far = Vec::new();
     let gpu0 = gpus.first();
     for (name, dev) in lanes {
         let Some(addr) = dev.as_ref().and_then(|d| d.pci.clone()) else {
@@ -678,8 +627,8 @@ pub(super) fn placement_check(lanes: &[(String, Option<BlockDevice>)]) -> Check 
             if let (Some(a), Some(b)) = (pci_numa_node(&addr), pci_numa_node(g))
                 && a != b
             {
-                line += ", another NUMA node";
-                far.push((name.clone(), b));
+                // numa.LANE judges this against every GPU, with the fix.
+                line += &format!(", another NUMA node than GPU 0 ({b}): see numa.{name}");
             }
         }
         lines.push(line);
@@ -709,17 +658,7 @@ pub(super) fn placement_check(lanes: &[(String, Option<BlockDevice>)]) -> Check 
             "no NVIDIA GPU or NVMe controller visible in sysfs",
         ));
     }
-    let mut c = Check::new("placement", Status::Ok, lines.join("\n"));
-    if let Some((_, node)) = far.first() {
-        c.status = Status::Warn;
-        let names: Vec<&str> = far.iter().map(|f| f.0.as_str()).collect();
-        c.detail += &format!(
-            "\n{} on another NUMA node than GPU 0: reads cross the inter-socket link",
-            names.join(", ")
-        );
-        c = c.fix(format!("put the lanes on NVMe drives of NUMA node {node} (GPU 0's), or run under numactl --cpunodebind={node} --membind={node}"));
-    }
-    facts(c)
+    facts(Check::new("placement", Status::Ok, lines.join("\n")))
 }
 
 // ---------------------------------------------------------------------------------------
