@@ -285,7 +285,8 @@ impl Player {
         sched.scrub(start_frame);
         sched.set_playing(cfg.playing);
         let epoch = Instant::now();
-        let mut stats: [PathStats; 2] = Default::default();
+        // Each path's warm-up lasts until its ring has filled once.
+        let mut stats = [PathStats::new(slots), PathStats::new(slots)];
         stats[active.index()].set_active(true, 0.0);
         let view = scene.view.clone();
         Ok(Player {
