@@ -314,7 +314,7 @@ impl Player {
             last_error: None,
             gpu_buffer_bytes,
             last_gpu_ms: None,
-            path_progress: PathProgress::default(),
+            path_progress: PathProgress::starting(0.0),
             in_flight_render: None,
             bound: None,
             cancelled_reads: 0,
@@ -937,7 +937,7 @@ impl Player {
             (Mode::Path, scene) => scene,
             _ => Mode::Path,
         };
-        self.path_progress = PathProgress::default();
+        self.path_progress = PathProgress::starting(self.now());
         self.view_mut().settings.mode = to;
         to
     }
