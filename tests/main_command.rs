@@ -106,7 +106,7 @@ fn check_headless_run(cache: &Path, out: &Output, window_command: &str) {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("storm.json"))
             .expect("storm.json is JSON");
-    assert_eq!(v["schema"], "supercell-main-headless/1");
+    assert_eq!(v["schema"], "supercell-main-headless/2");
     assert_eq!(v["picture"], picture.display().to_string());
     assert_eq!(v["window_command"], window_command);
     let host = &v["paths"][0];

@@ -95,10 +95,7 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
         assert!((7..=12).contains(&r), "GPU {k} rendered {r}");
     }
     // GPU 1's images were copied to the display GPU, and timed.
-    let (per, total) = {
-        let mut m = mp.scheduler().clone();
-        m.figures(1e9)
-    };
+    let (per, total) = mp.scheduler().figures(1e9);
     assert_eq!(per[0].copy_bytes, 0, "GPU 0 is the display");
     let image = 64 * 48 * 4;
     assert!(per[1].copy_bytes >= 8 * image && per[1].copy_bytes % image == 0);

@@ -285,7 +285,8 @@ impl Player {
         sched.scrub(start_frame);
         sched.set_playing(cfg.playing);
         let epoch = Instant::now();
-        let mut stats: [PathStats; 2] = Default::default();
+        // Each path's warm-up lasts until its ring has filled once.
+        let mut stats = [PathStats::new(slots), PathStats::new(slots)];
         stats[active.index()].set_active(true, 0.0);
         let view = scene.view.clone();
         Ok(Player {
@@ -313,7 +314,7 @@ impl Player {
             last_error: None,
             gpu_buffer_bytes,
             last_gpu_ms: None,
-            path_progress: PathProgress::default(),
+            path_progress: PathProgress::starting(0.0),
             in_flight_render: None,
             bound: None,
             cancelled_reads: 0,
@@ -936,7 +937,7 @@ impl Player {
             (Mode::Path, scene) => scene,
             _ => Mode::Path,
         };
-        self.path_progress = PathProgress::default();
+        self.path_progress = PathProgress::starting(self.now());
         self.view_mut().settings.mode = to;
         to
     }

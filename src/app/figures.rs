@@ -59,7 +59,7 @@ pub(super) fn bytes_h(b: f64) -> String {
 
 /// A rate as the overlay writes it: two decimals, more for small values (so that 0.0017 GB/s
 /// does not read as 0), fewer for large ones. Rounding keeps the order of values, so a peak
-/// never reads below its average.
+/// at least its **now** never reads below it.
 pub fn rate_text(x: f64) -> String {
     let x = if x.is_finite() { x.max(0.0) } else { 0.0 };
     let decimals = if x >= 100.0 {
@@ -75,27 +75,36 @@ pub fn rate_text(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// What a peak reads before there is one (the ring is still filling, or no window has
+/// passed since it filled).
+pub const NO_PEAK: &str = "-";
+
+/// A peak as the figures write it: [`rate_text`], or [`NO_PEAK`] before there is one.
+pub fn peak_text(peak: Option<f64>) -> String {
+    peak.map_or_else(|| NO_PEAK.to_string(), rate_text)
+}
+
 /// One rate of a path in words: its name and its **now**, **avg** and **peak** readings (see
 /// [`super::stats`] for the definitions), each as [`rate_text`] writes it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RateRow {
     /// "frames/s rendered", "frames/s delivered" or "GB/s".
     pub name: &'static str,
-    /// Last second.
+    /// The last second (stretched over the last two frames where they come slower).
     pub now: String,
     /// Over the path's active time.
     pub avg: String,
-    /// Highest **now** reading, never below **avg**.
+    /// Highest **now** reading after the warm-up; [`NO_PEAK`] before there is one.
     pub peak: String,
 }
 
 /// A path's three rates in words (the overlay's lines and its table both come from this).
 pub fn rate_rows(f: &PathFigures) -> [RateRow; 3] {
-    let row = |name, now, avg, peak| RateRow {
+    let row = |name, now, avg, peak: Option<f64>| RateRow {
         name,
         now: rate_text(now),
         avg: rate_text(avg),
-        peak: rate_text(peak),
+        peak: peak_text(peak),
     };
     [
         row(
@@ -125,6 +134,38 @@ pub fn rate_lines(f: &PathFigures) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The warm-up in short: `warm-up 1.2 s, 8 frames`, or `warm-up: ring filling (3 frames)`
+/// while it lasts.
+pub fn warm_up_text(f: &PathFigures) -> String {
+    let frames = f.warm_up_frames;
+    let plural = if frames == 1 { "" } else { "s" };
+    match f.warm_up_s {
+        Some(s) => format!("warm-up {s:.1} s, {frames} frame{plural}"),
+        None => format!("warm-up: ring filling ({frames} frame{plural})"),
+    }
+}
+
+/// The warm-up line: how long the path's ring took to fill and with what, apart from the
+/// rates (its frames count in **avg**, not in **peak**).
+pub fn warm_up_line(f: &PathFigures) -> String {
+    let short = warm_up_text(f);
+    match f.warm_up_s {
+        Some(s) if s > 0.0 => format!(
+            "{short}, {} ({} GB/s; not in peak)",
+            bytes_h(f.warm_up_bytes as f64),
+            rate_text(f.warm_up_bytes as f64 / s / 1e9)
+        ),
+        Some(_) => short,
+        None => format!("{short}: peak waits for it"),
+    }
+}
+
+/// How the playback rate reads: a target the player aims at (`target 24 frames/s`), not a
+/// measured rate; empty at maximum speed.
+pub fn target_text(speed_fps: Option<f64>) -> String {
+    speed_fps.map_or_else(String::new, |s| format!("target {s:.0} frames/s"))
 }
 
 /// The compact figures (small windows): the active path and its label, its rates as
@@ -189,6 +230,7 @@ pub fn stats_lines(
     let rep = player.path_report(sel);
     let mut v = vec![format!("{} path: {}", sel.name().to_uppercase(), rep.label)];
     v.extend(rate_lines(&f));
+    v.push(warm_up_line(&f));
     v.extend([
         format!(
             "{}/frame   {} in flight   latency {:.0} / {:.0} ms (p50/p99)",
@@ -214,8 +256,8 @@ pub fn stats_lines(
         v.push(format!("direct path unavailable: {why}"));
     }
     let shown = player.shown_frame();
-    v.push(format!(
-        "frame {} / {}   t = {:.1} s   {}{} {}{}",
+    let line = format!(
+        "frame {} / {}   t = {:.1} s   {}{} {}   {}",
         shown.map_or_else(|| "-".to_string(), |s| s.to_string()),
         player.frame_count().saturating_sub(1),
         shown.map_or(0.0, |s| player.frame_time(s)),
@@ -230,10 +272,9 @@ pub fn stats_lines(
             ""
         },
         mode_name(player.mode()),
-        player
-            .speed()
-            .map_or_else(String::new, |s| format!(" at {s:.0} frames/s"))
-    ));
+        target_text(player.speed())
+    );
+    v.push(line.trim_end().to_string());
     v.push(render_line(player));
     v.extend(fault_lines(player));
     v

@@ -11,7 +11,7 @@ use super::stats::PathFigures;
 use crate::probe::{cpu_seconds, percentile, rss_bytes};
 
 /// Version tag of the JSON written by headless runs.
-pub const SCHEMA: &str = "supercell-play-headless/1";
+pub const SCHEMA: &str = "supercell-play-headless/2";
 
 /// What a headless run does.
 #[derive(Clone, Debug)]
@@ -621,10 +621,11 @@ pub fn summary(report: &HeadlessReport) -> String {
         if let Some(f) = &r.figures {
             let _ = writeln!(
                 s,
-                "  {name:<6} {:<10} {:6.2} GB/s avg (peak {:.2}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
+                "  {name:<6} {:<10} {:6.2} GB/s avg (peak {}; {}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
                 r.info.label,
                 f.gbps_mean,
-                f.gbps_peak,
+                super::figures::peak_text(f.gbps_peak),
+                super::figures::warm_up_text(f),
                 f.delivered_fps,
                 f.rendered_fps,
                 f.gpu_ms_per_frame

@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use serde::Serialize;
 use supercell::app::headless::{self, MachineReport};
+use supercell::app::overlay::peak_text;
 use supercell::app::window::WindowError;
 use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
 
@@ -30,7 +31,9 @@ pub struct MainArgs {
 }
 
 /// Version tag of the JSON the headless run writes.
-pub const SCHEMA: &str = "supercell-main-headless/1";
+/// `/2`: `gbps_peak` leaves out the ring filling at start-up (null until a window after it),
+/// and `warm_up_s`, `warm_up_frames` report the filling apart.
+pub const SCHEMA: &str = "supercell-main-headless/2";
 
 /// Image size of the headless run. Small on purpose: Mesa's software Vulkan (lavapipe) on
 /// two cores renders a 1280×720 storm frame in about a minute, and a first run should end
@@ -60,8 +63,12 @@ pub struct PathSummary {
     pub delivered_fps: f64,
     /// Bytes delivered per second of play, GB/s (10⁹ bytes).
     pub gbps_mean: f64,
-    /// Best one-second rate, GB/s.
-    pub gbps_peak: f64,
+    /// Highest **now** GB/s after the warm-up (`None` before a window after it).
+    pub gbps_peak: Option<f64>,
+    /// Seconds the ring took to fill at the start (`None`: it had not filled).
+    pub warm_up_s: Option<f64>,
+    /// Frames delivered while it filled.
+    pub warm_up_frames: u64,
     /// Mean bytes per delivered frame.
     pub bytes_per_frame: f64,
     /// Seconds the path played.
@@ -202,6 +209,8 @@ fn play_path(player: &mut Player, sel: PathSel) -> Result<PathSummary> {
         delivered_fps: f.delivered_fps,
         gbps_mean: f.gbps_mean,
         gbps_peak: f.gbps_peak,
+        warm_up_s: f.warm_up_s,
+        warm_up_frames: f.warm_up_frames,
         bytes_per_frame: f.bytes_per_frame,
         seconds: f.active_s,
     })
@@ -259,13 +268,17 @@ fn headless_preview(dataset: &Path, out: &Path, no_window: &str) -> Result<()> {
     );
     for p in &report.paths {
         println!(
-            "  {:<6} {:<22} {:5.2} frames/s rendered, {:5.2} delivered, {:.2} GB/s (averages; GB/s peak {:.2}), {:.0} MB per frame, {} frames",
+            "  {:<6} {:<22} {:5.2} frames/s rendered, {:5.2} delivered, {:.2} GB/s (averages; GB/s peak {} after warm-up: {}), {:.0} MB per frame, {} frames",
             p.path,
             p.label,
             p.rendered_fps,
             p.delivered_fps,
             p.gbps_mean,
-            p.gbps_peak,
+            peak_text(p.gbps_peak),
+            match p.warm_up_s {
+                Some(s) => format!("{s:.1} s, {} frames", p.warm_up_frames),
+                None => format!("ring still filling, {} frames", p.warm_up_frames),
+            },
             p.bytes_per_frame / 1e6,
             p.frames_rendered
         );

@@ -123,7 +123,8 @@ pub struct PlayArgs {
     /// adapter only its first two start shown).
     #[arg(long, value_delimiter = ',')]
     pub attributes: Option<Vec<String>>,
-    /// Playback rate, frames/s; 0: as fast as frames arrive (default: the scene's, 24).
+    /// Target playback rate, frames/s: the rate the player aims at, not one it measures (the
+    /// figures say what it reaches); 0: as fast as frames arrive (default: the scene's, 24).
     #[arg(long)]
     pub fps: Option<f64>,
     /// End-of-timeline behaviour (default: the scene's, loop).

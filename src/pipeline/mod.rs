@@ -3,6 +3,7 @@
 
 pub mod metrics;
 pub mod multi;
+pub mod rate;
 pub mod scheduler;
 
 pub use scheduler::{

@@ -1,63 +1,42 @@
 //! The path tracer's progress in the player: samples per pixel and their rate.
 
+use crate::pipeline::rate::{MAX_WINDOW_S, RateWindow};
+
 /// The path tracer's recent progress: samples per pixel each finished render left in the
 /// picture, to report the refinement's rate.
 #[derive(Clone, Debug)]
 pub(super) struct PathProgress {
     /// Samples per pixel after the last finished render.
     last: u32,
-    /// (seconds since start, samples per pixel added) of the renders in the last second.
-    recent: std::collections::VecDeque<(f64, u32)>,
+    /// The renders (seconds since start, samples per pixel added), for their **now** rate.
+    recent: RateWindow,
     /// When the view last changed (seconds since start).
     pub(super) view_changed_at: f64,
 }
 
-impl Default for PathProgress {
-    fn default() -> PathProgress {
+impl PathProgress {
+    /// Progress counted from `now` (path tracing began, or began again).
+    pub(super) fn starting(now: f64) -> PathProgress {
         PathProgress {
             last: 0,
-            recent: std::collections::VecDeque::new(),
+            recent: RateWindow::new(now, MAX_WINDOW_S),
             view_changed_at: f64::NEG_INFINITY,
         }
     }
-}
 
-/// The span of wall time the refinement's rate is measured over, seconds.
-const PATH_RATE_WINDOW_S: f64 = 1.0;
-
-impl PathProgress {
     /// A render finished at `now` with `samples` per pixel in the picture (fewer than before:
     /// the picture restarted, and all of them are new).
     pub(super) fn rendered(&mut self, now: f64, samples: u32) {
         let added = samples.checked_sub(self.last).unwrap_or(samples);
         self.last = samples;
-        self.recent.push_back((now, added));
-        while self
-            .recent
-            .front()
-            .is_some_and(|(t, _)| now - t > PATH_RATE_WINDOW_S)
-        {
-            self.recent.pop_front();
-        }
+        self.recent.record(now, u64::from(added));
     }
 
-    /// Samples per pixel a second over the renders of the last second: those after the
-    /// first, over the time since the first (the first one's samples were taken before).
+    /// Samples per pixel a second, **now** as [`crate::pipeline::rate`] defines it: about
+    /// the last second's renders, stretched over the last two where renders take longer (a
+    /// software path tracer's), falling to 0 when nothing renders.
     pub(super) fn per_second(&self, now: f64) -> f64 {
-        let recent: Vec<_> = self
-            .recent
-            .iter()
-            .filter(|(t, _)| now - t <= PATH_RATE_WINDOW_S)
-            .collect();
-        let (Some(first), Some(last)) = (recent.first(), recent.last()) else {
-            return 0.0;
-        };
-        let span = last.0 - first.0;
-        if span <= 0.0 {
-            return 0.0;
-        }
-        let added: u64 = recent.iter().skip(1).map(|(_, a)| u64::from(*a)).sum();
-        added as f64 / span
+        self.recent.reading(now).amount_per_s
     }
 }
 
@@ -67,7 +46,7 @@ mod tests {
 
     #[test]
     fn path_rate_counts_a_restarted_picture_and_forgets_old_renders() {
-        let mut p = PathProgress::default();
+        let mut p = PathProgress::starting(0.0);
         assert_eq!(p.per_second(0.0), 0.0, "nothing rendered yet");
         p.rendered(0.0, 4);
         p.rendered(0.5, 8);
@@ -85,7 +64,26 @@ mod tests {
             "{}",
             p.per_second(1.5)
         );
-        // Nothing rendered for a while: no rate.
-        assert_eq!(p.per_second(5.0), 0.0);
+        // Nothing rendered for a while: the rate falls (the last two renders' 2 samples over
+        // the time since the one before them), and is 0 after ten seconds.
+        assert!((p.per_second(5.0) - 2.0 / 4.5).abs() < 1e-9);
+        assert_eq!(p.per_second(11.6), 0.0);
+    }
+
+    /// A software path tracer finishing a render every 3 s, each adding 1 sample per
+    /// pixel, reads a third of a sample a second; a one-second window read 0 (fewer than
+    /// two renders in it).
+    #[test]
+    fn a_slow_path_tracer_reads_its_rate() {
+        let mut p = PathProgress::starting(0.0);
+        for k in 1..=10 {
+            p.rendered(k as f64 * 3.0, k);
+        }
+        assert!(
+            (p.per_second(30.0) - 1.0 / 3.0).abs() < 1e-9,
+            "{}",
+            p.per_second(30.0)
+        );
+        assert!(p.per_second(31.5) > 0.25);
     }
 }

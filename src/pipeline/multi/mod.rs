@@ -32,6 +32,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::rate::RateWindow;
 use super::scheduler::{Direction, PlayMode, PlaybackConfig, Scheduler};
 
 /// Which GPU owns which frame.
@@ -238,9 +239,9 @@ pub struct GpuFigures {
     pub copy_bytes: u64,
     /// Seconds of those copies.
     pub copy_seconds: f64,
-    /// GB/s read (10^9 bytes), over the rate window.
+    /// GB/s read (10^9 bytes), **now** ([`super::rate`]).
     pub gbps: f64,
-    /// Frames rendered per second, over the rate window.
+    /// Frames rendered per second, **now** ([`super::rate`]).
     pub frames_per_s: f64,
     /// Image copy rate to the display GPU, GB/s (0 where nothing was copied).
     pub copy_gbps: f64,
@@ -253,9 +254,9 @@ struct GpuState {
     /// Frames holding a slot on this GPU.
     held: BTreeMap<u32, Held>,
     figures: GpuFigures,
-    /// (time, bytes) of landings and times of renders within the rate window.
-    landings: VecDeque<(f64, u64)>,
-    renders: VecDeque<f64>,
+    /// Landings (time, bytes) and renders, for their **now** rates.
+    landings: RateWindow,
+    renders: RateWindow,
 }
 
 /// The global scheduler, split over GPUs; see the module documentation.
@@ -269,8 +270,8 @@ pub struct MultiScheduler {
     path: usize,
     epoch: u64,
     seq: u64,
-    rate_window: f64,
-    shown_times: VecDeque<f64>,
+    /// Presentations, for the **now** rate of all GPUs together.
+    shown_times: RateWindow,
     /// The frame last presented, while it is still the playhead's (cleared by a jump).
     on_screen: Option<u32>,
     /// The frame on screen, to be presented again once rendered for a new view.
@@ -281,7 +282,7 @@ impl MultiScheduler {
     /// A timeline of `frame_count` frames over GPUs with `slots[k]` ring slots each, frames
     /// given out by `ownership`, images shown on `display_gpu`, starting on frame path
     /// `path` (the caller's numbering, e.g. 0 direct, 1 host). The playback window is
-    /// [`Ownership::window`]; rates ([`MultiScheduler::figures`]) are over the last second.
+    /// [`Ownership::window`]; rates ([`MultiScheduler::figures`]) are **now** readings as [`super::rate`] defines them.
     pub fn new(
         frame_count: u32,
         mode: PlayMode,
@@ -312,8 +313,7 @@ impl MultiScheduler {
             path,
             epoch: 0,
             seq: 0,
-            rate_window: 1.0,
-            shown_times: VecDeque::new(),
+            shown_times: RateWindow::default(),
             on_screen: None,
             refresh: None,
         })
@@ -557,7 +557,7 @@ impl MultiScheduler {
                 g.held.get_mut(&frame).expect("checked").stage = Stage::Loaded;
                 g.figures.frames_landed += 1;
                 g.figures.bytes_landed += bytes;
-                g.landings.push_back((now, bytes));
+                g.landings.record(now, bytes);
             }
             None => {
                 g.held.remove(&frame);
@@ -609,7 +609,7 @@ impl MultiScheduler {
         if ok {
             g.held.get_mut(&frame).expect("checked").stage = Stage::Finished;
             g.figures.frames_rendered += 1;
-            g.renders.push_back(now);
+            g.renders.record(now, 0);
             self.sched.loaded(frame);
         } else {
             g.held.remove(&frame);
@@ -649,7 +649,7 @@ impl MultiScheduler {
         );
         if !again {
             self.gpus[gpu].figures.frames_shown += 1;
-            self.shown_times.push_back(now);
+            self.shown_times.record(now, 0);
         }
         Some(Present {
             frame,
@@ -667,25 +667,17 @@ impl MultiScheduler {
         }
     }
 
-    /// Per GPU and all together: counters since the start, and rates over the last
-    /// second before `now`. The total's frames/s is the presentation rate.
-    pub fn figures(&mut self, now: f64) -> (Vec<GpuFigures>, GpuFigures) {
-        let since = now - self.rate_window;
+    /// Per GPU and all together: counters since the start, and the **now** rates at `now`
+    /// ([`super::rate`]). The total's frames/s is the presentation rate.
+    pub fn figures(&self, now: f64) -> (Vec<GpuFigures>, GpuFigures) {
         let mut total = GpuFigures::default();
         let per: Vec<GpuFigures> = self
             .gpus
-            .iter_mut()
+            .iter()
             .map(|g| {
-                while g.landings.front().is_some_and(|&(t, _)| t < since) {
-                    g.landings.pop_front();
-                }
-                while g.renders.front().is_some_and(|&t| t < since) {
-                    g.renders.pop_front();
-                }
                 let mut f = g.figures;
-                f.gbps =
-                    g.landings.iter().map(|&(_, b)| b).sum::<u64>() as f64 / self.rate_window / 1e9;
-                f.frames_per_s = g.renders.len() as f64 / self.rate_window;
+                f.gbps = g.landings.reading(now).amount_per_s / 1e9;
+                f.frames_per_s = g.renders.reading(now).per_s;
                 f.copy_gbps = if f.copy_seconds > 0.0 {
                     f.copy_bytes as f64 / f.copy_seconds / 1e9
                 } else {
@@ -701,10 +693,7 @@ impl MultiScheduler {
                 f
             })
             .collect();
-        while self.shown_times.front().is_some_and(|&t| t < since) {
-            self.shown_times.pop_front();
-        }
-        total.frames_per_s = self.shown_times.len() as f64 / self.rate_window;
+        total.frames_per_s = self.shown_times.reading(now).per_s;
         total.copy_gbps = if total.copy_seconds > 0.0 {
             total.copy_bytes as f64 / total.copy_seconds / 1e9
         } else {
