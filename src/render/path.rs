@@ -46,7 +46,7 @@ const SAMPLES_PER_DISPATCH_SOFTWARE: u32 = 1;
 /// Samples per pixel one dispatch adds on a GPU: a lane whose path ends early starts its
 /// pixel's next sample instead of idling until the longest path of its warp ends. On the
 /// H200 (storm at touchdown, 1080p, 2026-12-02) 4 gave 34.2 M samples/s against 28.8 with
-/// one, and 16 no more than 4 (docs/PERFORMANCE.md, "Fifth round on the H200").
+/// one, and 16 no more than 4 (docs/bench/HISTORY.md, "Fifth round on the H200").
 const SAMPLES_PER_DISPATCH_GPU: u32 = 4;
 
 /// Samples per dispatch: by device kind, or `SUPERCELL_PATH_SAMPLES_PER_DISPATCH` (1 to 16).

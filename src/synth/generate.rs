@@ -594,7 +594,7 @@ fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError>
 /// Leaves per attribute at one instant, estimated from the voxel count: 6 % of the
 /// domain's bricks. Measured: frames of the default attributes at resolutions 1100 to 2368
 /// (docs/bench/2026-12-05-dev-writer-memory) and of all attributes at 1024 and 2064
-/// (docs/PERFORMANCE.md) hold 5.2 % to 6.0 % on average over their attributes, so the
+/// (docs/bench/HISTORY.md) hold 5.2 % to 6.0 % on average over their attributes, so the
 /// estimate is 0 to 15 % above their frames.
 fn filled_bricks(params: &StormParams) -> u64 {
     let [nx, ny, nz] = params.dims().map(u64::from);
