@@ -6,10 +6,11 @@
 //! lavapipe) renders while those grids fit; a frame whose shown grids do not is refused
 //! before it is read, naming the attributes and their bytes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use serde::Serialize;
+use supercell::app::legend::{Annotation, annotate};
 use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::device::DeviceCaps;
 use supercell::render::{
@@ -46,7 +47,7 @@ pub enum ModeArg {
 }
 
 /// Arguments of `supercell render`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct RenderArgs {
     /// Scene file (`.toml`) or dataset directory.
     pub scene: PathBuf,
@@ -156,6 +157,11 @@ pub struct RenderArgs {
     /// allow for the slowest frame's read.
     #[arg(long, default_value = "60s", value_parser = supercell::units::parse_duration)]
     pub read_timeout: std::time::Duration,
+    /// Burn a legend into each PNG: per shown attribute a colour bar (its colormap, and its
+    /// opacity over a checkerboard) with name, unit and range, and the frame's time (also
+    /// the scene's `[overlay] annotate = true`). `--linear` images stay as rendered.
+    #[arg(long)]
+    pub annotate: bool,
 }
 
 /// `--size` (the device's upper bound, `Renderer::check_image_size`, is checked once it
@@ -347,6 +353,16 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         None => parse_frames(&args.frame.to_string())?,
     };
     let scene = Scene::load(&args.scene)?;
+    let with_scene_annotate;
+    let args = if scene.overlay.annotate && !args.annotate {
+        with_scene_annotate = RenderArgs {
+            annotate: true,
+            ..args.clone()
+        };
+        &with_scene_annotate
+    } else {
+        args
+    };
     let mut ls = scene.open(w as f32 / h as f32, args.attributes.as_deref())?;
     apply_args(args, &mut ls, w as f32 / h as f32);
     for note in ls.suggestion.iter().flat_map(|s| &s.notes) {
@@ -393,7 +409,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
                     work.rays
                 );
             });
-            bar.suspend(|| save(&img, &args.out, f, args.linear))?;
+            bar.suspend(|| save(args, &ls, &img, f))?;
             bar.inc(1);
         }
         bar.finish_and_clear();
@@ -503,7 +519,7 @@ fn render_frame(
                 p.samples_per_second(w, h) / 1e6
             );
         });
-        bar.suspend(|| save(&img, &args.out, f, args.linear))?;
+        bar.suspend(|| save(args, &ls, &img, f))?;
         bar.inc(1);
         return Ok(());
     }
@@ -529,7 +545,7 @@ fn render_frame(
                 .unwrap_or_default()
         );
     });
-    bar.suspend(|| save(&img, &args.out, f, args.linear))?;
+    bar.suspend(|| save(args, &ls, &img, f))?;
     bar.inc(1);
     Ok(())
 }
@@ -852,9 +868,24 @@ fn empty_note(ls: &LoadedScene, f: usize, slot: &[u8]) -> Option<String> {
     })
 }
 
-fn save(img: &supercell::render::Image, out: &Path, f: usize, linear: bool) -> anyhow::Result<()> {
+/// Writes frame `f`'s PNG (with the legend where `--annotate` asks for one) and with
+/// `--linear` its PFM.
+fn save(
+    args: &RenderArgs,
+    ls: &LoadedScene,
+    img: &supercell::render::Image,
+    f: usize,
+) -> anyhow::Result<()> {
+    let (out, linear) = (&args.out, args.linear);
     let png = out.join(format!("frame_{f:05}.png"));
-    img.write_png(&png)?;
+    if args.annotate {
+        let legend = Annotation::for_view(&ls.view, &ls.slots, ls.dataset.manifest(), f);
+        let mut annotated = img.clone();
+        annotate(&mut annotated, &legend);
+        annotated.write_png(&png)?;
+    } else {
+        img.write_png(&png)?;
+    }
     println!("{}", png.display());
     if linear {
         let pfm = out.join(format!("frame_{f:05}.pfm"));
