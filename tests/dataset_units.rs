@@ -83,7 +83,9 @@ fn hostile_units_in_a_manifest_are_refused_naming_the_manifest() {
         let mut m = good.clone();
         m["attributes"][1]["units"] = Value::from(units);
         set_manifest(tmp.path(), &m);
-        let err = Dataset::open(tmp.path()).err().expect("refused");
+        let Err(err) = Dataset::open(tmp.path()) else {
+            panic!("{units:?} accepted");
+        };
         let text = err.to_string();
         assert!(
             matches!(err, DatasetError::Manifest { .. }),
@@ -99,10 +101,10 @@ fn hostile_units_in_a_manifest_are_refused_naming_the_manifest() {
     let mut m = good.clone();
     m["attributes"][1]["units"] = Value::from(7);
     set_manifest(tmp.path(), &m);
-    let text = Dataset::open(tmp.path())
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(err) = Dataset::open(tmp.path()) else {
+        panic!("a number as units accepted");
+    };
+    let text = err.to_string();
     assert!(
         text.contains("manifest.json") && text.contains("malformed"),
         "{text}"

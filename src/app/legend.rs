@@ -204,8 +204,8 @@ impl Metrics {
 }
 
 /// Burns `a` into `img` (its 8-bit image; the linear one is left as rendered): the time
-/// label at the top left, the keys stacked from the bottom left upwards (further columns
-/// to the right where they do not fit). Returns where each bar landed, in entry order;
+/// label at the top left, the keys in slot order in a column ending at the bottom left
+/// (further columns to the right where they do not fit). Returns where each bar landed, in entry order;
 /// parts that fall outside a small image are clipped.
 pub fn annotate(img: &mut Image, a: &Annotation) -> Vec<BarPlacement> {
     let font = FontRef::try_from_slice(epaint_default_fonts::HACK_REGULAR)
@@ -220,11 +220,17 @@ pub fn annotate(img: &mut Image, a: &Annotation) -> Vec<BarPlacement> {
     let entry_h = m.entry_height();
     let per_column = ((canvas.img.height.saturating_sub(m.line() + m.pad)) / entry_h).max(1);
     let mut placed = Vec::with_capacity(a.entries.len());
+    let n = a.entries.len() as u32;
     for (k, e) in a.entries.iter().enumerate() {
         let col = k as u32 / per_column;
         let row = k as u32 % per_column;
+        // Each column's keys end at the bottom, the first one on top.
+        let rows_here = per_column.min(n - col * per_column);
         let x = col * column_w;
-        let y = canvas.img.height.saturating_sub((row + 1) * entry_h);
+        let y = canvas
+            .img
+            .height
+            .saturating_sub((rows_here - row) * entry_h);
         placed.push(draw_entry(&mut canvas, &m, x, y, e));
     }
     placed
@@ -260,7 +266,8 @@ fn draw_entry(
         let lin = sample_table(&e.table, bar.u_of_column(px));
         let alpha = lin[3].clamp(0.0, 1.0);
         for py in bar.opacity_rows.clone() {
-            let light = ((px - bar.x) / check + (py - bar.opacity_rows.start) / check) % 2 == 0;
+            let light =
+                ((px - bar.x) / check + (py - bar.opacity_rows.start) / check).is_multiple_of(2);
             let under = if light { 0.6 } else { 0.25 };
             let mix = |ch: usize| {
                 to_u8(srgb_encode(

@@ -519,7 +519,7 @@ fn render_frame(
                 p.samples_per_second(w, h) / 1e6
             );
         });
-        bar.suspend(|| save(args, &ls, &img, f))?;
+        bar.suspend(|| save(args, ls, &img, f))?;
         bar.inc(1);
         return Ok(());
     }
@@ -545,7 +545,7 @@ fn render_frame(
                 .unwrap_or_default()
         );
     });
-    bar.suspend(|| save(args, &ls, &img, f))?;
+    bar.suspend(|| save(args, ls, &img, f))?;
     bar.inc(1);
     Ok(())
 }
