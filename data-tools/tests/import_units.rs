@@ -159,3 +159,38 @@ fn vdb_units_metadata_reaches_the_manifest() {
         ]
     );
 }
+
+/// The real CM1 series (`../shared/realdata`, not in the repository): its variables' units
+/// as CM1 writes them reach the manifest.
+#[test]
+fn real_cm1_output_keeps_its_units() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/realdata/cm1/cm1r21.1_supercell_48x48x35_stretched");
+    if !dir.is_dir() {
+        println!(
+            "SKIPPED real_cm1_output_keeps_its_units: {} is absent",
+            dir.display()
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("cm1");
+    import(&dir.join("cm1out_000002.nc"), &out_dir, &["--wind-speed"]);
+    let ds = Dataset::open(&out_dir).unwrap();
+    let m = ds.manifest();
+    let units = |name: &str| {
+        m.attributes[m.attribute_index(name).unwrap_or_else(|| panic!("{name}"))]
+            .units
+            .as_deref()
+    };
+    for (name, want) in [
+        ("qc", "kg/kg"),
+        ("dbz", "dBZ"),
+        ("th_pert", "K"),
+        ("prs_pert", "Pa"),
+        ("w", "m/s"),
+        ("wind_speed", "m/s"),
+    ] {
+        assert_eq!(units(name), Some(want), "{name}");
+    }
+}
