@@ -34,7 +34,8 @@ fn skip(what: &str, why: &str) -> bool {
     false
 }
 
-/// `supercell-data import FILE --out OUT EXTRA...`, which must succeed; its stdout.
+/// `supercell-data import FILE --out OUT EXTRA...`, which must succeed; its stdout and
+/// stderr (notes go to either).
 fn import(file: &Path, out_dir: &Path, extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_supercell-data"))
         .arg("import")
@@ -44,13 +45,13 @@ fn import(file: &Path, out_dir: &Path, extra: &[&str]) -> String {
         .args(extra)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    stdout
+    assert!(out.status.success(), "{text}");
+    text
 }
 
 /// A CM1-like file: qc in kg/kg, dbz in dBZ, winds in m/s, th in K (a perturbation), a
@@ -115,7 +116,8 @@ fn netcdf_units_reach_the_manifest_as_written() {
     assert_eq!(units("badunits"), None);
 }
 
-/// Grids with `units` (and `unit`) string metadata, and one without.
+/// Grids with `units` (and `unit`) string metadata, one without, and one whose units
+/// would clear a terminal.
 const VDB: &str = r#"
 import sys
 try:
@@ -124,7 +126,7 @@ except ImportError:
     sys.exit(3)
 grids = []
 for name, key, units in [("density", "units", "kg/m^3"), ("temperature", "unit", "K"),
-                         ("plain", None, None)]:
+                         ("plain", None, None), ("hostile", "units", "K\x1b[2J")]:
     g = vdb.FloatGrid(0.0)
     g.name = name
     g.fill((0, 0, 0), (7, 7, 7), 1.5, active=True)
@@ -142,7 +144,7 @@ fn vdb_units_metadata_reaches_the_manifest() {
         return;
     }
     let out_dir = tmp.path().join("ds");
-    import(&file, &out_dir, &[]);
+    let stdout = import(&file, &out_dir, &[]);
     let ds = Dataset::open(&out_dir).unwrap();
     let m = ds.manifest();
     let units: Vec<(&str, Option<&str>)> = m
@@ -155,8 +157,15 @@ fn vdb_units_metadata_reaches_the_manifest() {
         [
             ("density", Some("kg/m^3")),
             ("temperature", Some("K")),
-            ("plain", None)
+            ("plain", None),
+            ("hostile", None)
         ]
+    );
+    assert!(
+        stdout.contains("grid \"hostile\": its units metadata")
+            && stdout.contains("control character")
+            && stdout.contains("imported without a unit"),
+        "{stdout}"
     );
 }
 
