@@ -251,3 +251,32 @@ fn render_annotate_burns_the_legend_of_the_shown_attributes_into_each_png() {
     let got = read_png(&by_scene.join("frame_00000.png"));
     assert_ne!(got.rgba8, read_png(&plain.join("frame_00000.png")).rgba8);
 }
+
+#[test]
+fn the_time_label_gives_simulation_time_where_the_dataset_has_times() {
+    use supercell::dataset::{AttributeSpec, Dataset, DatasetWriter, LaneSpec, Provenance};
+    let label = |times: [f64; 2]| {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = DatasetWriter::create(
+            tmp.path(),
+            LaneSpec::Count(1),
+            8192,
+            vec![AttributeSpec::new("a")],
+            Provenance::new("test", ["x"]),
+        )
+        .unwrap();
+        for t in times {
+            w.push_frame_opaque(t, vec![vec![1; 8192]]).unwrap();
+        }
+        w.finish().unwrap();
+        let ds = Dataset::open(tmp.path()).unwrap();
+        time_label(ds.manifest(), 1)
+    };
+    // An import without times numbers the frames 0, 1, ...: no time to give.
+    assert_eq!(label([0.0, 1.0]), "frame 1 of 2");
+    assert_eq!(label([0.0, 30.0]), "t = 30 s  (frame 1 of 2)");
+    assert_eq!(
+        label([600.0, 5400.0]),
+        "t = 5400 s (1:30:00)  (frame 1 of 2)"
+    );
+}
