@@ -1,7 +1,8 @@
 //! `render --movie`: the frames encoded by the system's ffmpeg, checked with ffprobe and
 //! ffmpeg's own decoder (frame count, size, rate; decoded pixels against the PNGs written in
-//! the same run), the camera flying the scene's path at `--fps` (each frame equal to a
-//! single render at that path time), and the refusals that leave no file behind.
+//! the same run, legend included with `--annotate`), the camera flying the scene's path at
+//! `--fps` (each frame equal to a single render at that path time), and the refusals that
+//! leave no file behind.
 //!
 //! Skipped with a printed reason where no GPU adapter (lavapipe in CI) or no ffmpeg is
 //! present, unless `SUPERCELL_REQUIRE_GPU` / `SUPERCELL_REQUIRE_CROSSCHECK` demand them.
@@ -98,7 +99,16 @@ fn movie_frames_fly_the_camera_path_and_decode_to_the_pngs() {
     let (ok, stdout, stderr) = run(supercell_command()
         .arg("render")
         .arg(&scene)
-        .args(["--frames", "0..3", "--size", &size, "--fps", "2", "--out"])
+        .args([
+            "--frames",
+            "0..3",
+            "--size",
+            &size,
+            "--fps",
+            "2",
+            "--annotate",
+            "--out",
+        ])
         .arg(dir.join("frames"))
         .arg("--movie")
         .arg(&movie));
@@ -177,6 +187,7 @@ fn movie_frames_fly_the_camera_path_and_decode_to_the_pngs() {
                 &size,
                 "--path-time",
                 &t,
+                "--annotate",
             ])
             .arg("--out")
             .arg(&single));

@@ -14,6 +14,7 @@ pub mod gpumem;
 pub mod gpus;
 pub mod headless;
 pub mod hostring;
+pub mod legend;
 pub mod offscreen;
 pub mod overlay;
 mod path;

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
-use supercell::dataset::{Dataset, verify};
+use supercell::dataset::{Attribute, Dataset, VerifyReport, verify};
 use supercell::scene::ensure_default_dataset;
 
 use super::command_line;
@@ -23,6 +23,55 @@ pub struct InfoArgs {
     /// Progress is counted in whole frames, so allow for the slowest frame's read.
     #[arg(long, default_value = "60s", value_parser = supercell::units::parse_duration)]
     pub read_timeout: std::time::Duration,
+    /// Print the summary as one JSON object on stdout (frames, times, lanes, and per
+    /// attribute its type, class, value range and units) instead of text; verification
+    /// problems still go to stderr and fail the command.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// An attribute's line of the summary: name, type, class, value range and its unit.
+fn attribute_line(a: &Attribute) -> String {
+    let range = match (a.value_range, &a.units) {
+        (Some([lo, hi]), Some(units)) => format!("values {lo:.4} .. {hi:.4} {units}"),
+        (Some([lo, hi]), None) => format!("values {lo:.4} .. {hi:.4}"),
+        (None, Some(units)) => format!("units {units}"),
+        (None, None) => String::new(),
+    };
+    format!(
+        "  {:<18} {:<8} {:<4} {range}",
+        a.name,
+        a.grid_type.name(),
+        a.grid_class.name()
+    )
+    .trim_end()
+    .to_owned()
+}
+
+/// The summary as JSON: what `--json` prints.
+fn summary_json(path: &Path, ds: &Dataset) -> serde_json::Value {
+    let m = ds.manifest();
+    let attributes: Vec<serde_json::Value> = m
+        .attributes
+        .iter()
+        .map(|a| {
+            serde_json::json!({
+                "name": a.name,
+                "grid_type": a.grid_type.name(),
+                "grid_class": a.grid_class.name(),
+                "value_range": a.value_range,
+                "units": a.units,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "dataset": path.display().to_string(),
+        "frames": m.frame_count(),
+        "bytes": m.total_bytes(),
+        "lanes": m.lanes.len(),
+        "time": m.frames.first().zip(m.frames.last()).map(|(f, l)| [f.time, l.time]),
+        "attributes": attributes,
+    })
 }
 
 fn summarise(path: &Path, ds: &Dataset) {
@@ -41,16 +90,7 @@ fn summarise(path: &Path, ds: &Dataset) {
         println!("  time {} .. {} s", first.time, last.time);
     }
     for a in &m.attributes {
-        let range = a
-            .value_range
-            .map(|[lo, hi]| format!("values {lo:.4} .. {hi:.4}"))
-            .unwrap_or_default();
-        println!(
-            "  {:<18} {:<8} {:<4} {range}",
-            a.name,
-            a.grid_type.name(),
-            a.grid_class.name()
-        );
+        println!("{}", attribute_line(a));
     }
 }
 
@@ -61,38 +101,18 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         None => ensure_default_dataset(true)?,
     };
     let ds = Dataset::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&summary_json(&path, &ds))?;
+        // Verified before it is printed, so a printed summary is a sound dataset's.
+        if !args.no_verify {
+            verify_all(&path, &ds, args.read_timeout)?;
+        }
+        println!("{text}");
+        return Ok(());
+    }
     summarise(&path, &ds);
     if !args.no_verify {
-        let bar = ProgressBar::new(ds.manifest().total_bytes());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "verify [{elapsed_precise}] [{wide_bar}] {bytes}/{total_bytes} ({bytes_per_sec})",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        let t = args.read_timeout;
-        super::watchdog::install((!t.is_zero()).then_some(t));
-        let watched = super::watchdog::reading(format!("verifying {}", path.display()));
-        let report = verify(&ds, |p| {
-            if let Some(w) = &watched {
-                w.progress();
-            }
-            bar.set_position(p.bytes_done)
-        });
-        drop(watched);
-        bar.finish_and_clear();
-        for p in &report.problems {
-            eprintln!("  problem: {p}");
-        }
-        if !report.is_ok() {
-            bail!(
-                "{}: {} problems found (re-create it, or run {})",
-                path.display(),
-                report.problems.len() + report.problems_omitted,
-                command_line("supercell-data", &format!("verify {}", path.display()))
-            );
-        }
+        let report = verify_all(&path, &ds, args.read_timeout)?;
         println!(
             "  verified: {} extents, {} grids, checksums and structure OK",
             report.extents, report.grids_checked
@@ -113,4 +133,39 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         ),
     );
     Ok(())
+}
+
+/// Re-reads every extent of `ds` with a progress bar and the read watchdog; problems go to
+/// stderr and fail the command.
+fn verify_all(path: &Path, ds: &Dataset, t: std::time::Duration) -> Result<VerifyReport> {
+    let bar = ProgressBar::new(ds.manifest().total_bytes());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "verify [{elapsed_precise}] [{wide_bar}] {bytes}/{total_bytes} ({bytes_per_sec})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    super::watchdog::install((!t.is_zero()).then_some(t));
+    let watched = super::watchdog::reading(format!("verifying {}", path.display()));
+    let report = verify(ds, |p| {
+        if let Some(w) = &watched {
+            w.progress();
+        }
+        bar.set_position(p.bytes_done)
+    });
+    drop(watched);
+    bar.finish_and_clear();
+    for p in &report.problems {
+        eprintln!("  problem: {p}");
+    }
+    if !report.is_ok() {
+        bail!(
+            "{}: {} problems found (re-create it, or run {})",
+            path.display(),
+            report.problems.len() + report.problems_omitted,
+            command_line("supercell-data", &format!("verify {}", path.display()))
+        );
+    }
+    Ok(report)
 }

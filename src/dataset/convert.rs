@@ -7,7 +7,7 @@ use std::sync::mpsc;
 
 use super::AlignedBuf;
 use super::error::{DatasetError, Result};
-use super::manifest::{Manifest, Provenance};
+use super::manifest::{Manifest, Provenance, check_units};
 use super::reader::{CrcCheck, Dataset};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec};
 use crate::format::checksum::{rename_grid, store_checksum};
@@ -90,6 +90,8 @@ struct FileFrame {
     /// (grid name, largest rounding error) for double grids.
     narrowed: Vec<(String, f64)>,
     notes: Vec<String>,
+    /// (grid name, its `units` metadata) for OpenVDB grids that have one.
+    units: Vec<(String, String)>,
 }
 
 /// Imports a sequence of `.nvdb` files, one per frame, into a new dataset at `out`
@@ -206,6 +208,7 @@ pub fn import_sequence(
             keep_worst(&mut report.max_abs_error, frame.errors);
             keep_worst(&mut report.narrowed, frame.narrowed);
             report.notes.extend(frame.notes);
+            let units = frame.units;
             for v in frame.vectors {
                 if !report.vector_magnitudes.contains(&v) {
                     report.vector_magnitudes.push(v);
@@ -221,7 +224,13 @@ pub fn import_sequence(
                 Some(w) => w,
                 None => {
                     let (names, matching) = attribute_names(&grids);
-                    let attrs = names.iter().map(AttributeSpec::new).collect();
+                    let attrs = names
+                        .iter()
+                        .map(|n| {
+                            let u = attribute_units(n, &units, path, &mut report.notes);
+                            AttributeSpec::new(n).with_units(u)
+                        })
+                        .collect();
                     let w = DatasetWriter::create(
                         out.as_ref(),
                         lanes.clone(),
@@ -242,6 +251,32 @@ pub fn import_sequence(
         w.finish()
     })?;
     Ok((manifest, report))
+}
+
+/// The unit the first file gives attribute `name` (its grid's `units` metadata), where the
+/// manifest can hold it; one it cannot (too long, control characters) is left out with a
+/// note rather than failing an import over a label.
+fn attribute_units(
+    name: &str,
+    units: &[(String, String)],
+    path: &Path,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    let (_, given) = units.iter().find(|(n, _)| n == name)?;
+    let given = given.trim();
+    if given.is_empty() {
+        return None;
+    }
+    match check_units(given) {
+        Ok(()) => Some(given.to_owned()),
+        Err(why) => {
+            notes.push(format!(
+                "{}: grid {name:?}: its units metadata {why}; imported without a unit",
+                path.display()
+            ));
+            None
+        }
+    }
 }
 
 /// Keeps the larger error per name.
@@ -313,6 +348,7 @@ fn read_frame_file(
             skipped: Vec::new(),
             narrowed: Vec::new(),
             notes: Vec::new(),
+            units: Vec::new(),
         };
         check_nvdb_checksums(path, &mut frame, options.allow_bad_checksum)?;
         return Ok(frame);
@@ -339,6 +375,7 @@ fn read_frame_file(
             .collect(),
         narrowed: Vec::new(),
         notes: Vec::new(),
+        units: Vec::new(),
     };
     for g in &file.grids {
         frame.notes.extend(
@@ -401,6 +438,9 @@ fn read_frame_file(
             }
             let meta = meta_from_grid(&built, Codec::None, bytes.len() as u64);
             drop(built);
+            if let Some(units) = &g.units {
+                frame.units.push((name.clone(), units.clone()));
+            }
             frame.grids.push(FileGrid { name, meta, bytes });
         }
     }

@@ -24,7 +24,7 @@
 //!   ],
 //!   "attributes": [
 //!     {"name":"density","grid_type":"float","grid_class":"fog_volume","value_range":[0.0,1.2],
-//!      "index_bbox":[[-64,0,-8],[23,23,-1]],"world_bbox":[[-32.0,0.0,-4.0],[12.0,12.0,0.0]],"voxel_size":[0.5,0.5,0.5]}
+//!      "index_bbox":[[-64,0,-8],[23,23,-1]],"world_bbox":[[-32.0,0.0,-4.0],[12.0,12.0,0.0]],"voxel_size":[0.5,0.5,0.5],"units":"kg/m^3"}
 //!   ],
 //!   "frame_count": 1,
 //!   "frames": [
@@ -218,6 +218,33 @@ pub struct Attribute {
     /// Voxel size in world units (the same in every frame).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub voxel_size: Option<[f64; 3]>,
+    /// The physical unit of the values as the source wrote it (a netCDF variable's CF
+    /// `units` such as `kg/kg` or `dBZ`, an OpenVDB grid's `units` metadata), for legends
+    /// and `info`; absent where the source gave none. Checked by [`check_units`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<String>,
+}
+
+/// Longest unit string a manifest may hold, in bytes: a legend's label, not a text.
+pub const MAX_UNITS_BYTES: usize = 64;
+
+/// Checks a unit string for the manifest: non-empty, at most [`MAX_UNITS_BYTES`] bytes,
+/// no control characters (a unit is printed on terminals and drawn into images). The
+/// error says what is wrong, without the caller's context.
+pub fn check_units(units: &str) -> std::result::Result<(), String> {
+    if units.trim().is_empty() {
+        return Err("is empty (leave it out where there is no unit)".into());
+    }
+    if units.len() > MAX_UNITS_BYTES {
+        return Err(format!(
+            "is {} bytes long (at most {MAX_UNITS_BYTES})",
+            units.len()
+        ));
+    }
+    if let Some(c) = units.chars().find(|c| c.is_control()) {
+        return Err(format!("{units:?} contains the control character {c:?}"));
+    }
+    Ok(())
 }
 
 /// One frame: one grid per attribute, laid out in a slot image striped over the lanes.
@@ -572,6 +599,9 @@ impl Manifest {
                 return Err(format!(
                     "attributes[{a}].value_range [{lo}, {hi}] is inverted"
                 ));
+            }
+            if let Some(units) = &attr.units {
+                check_units(units).map_err(|why| format!("attributes[{a}].units {why}"))?;
             }
             check_boxes(a, attr)?;
         }

@@ -32,7 +32,8 @@ pub use convert::{
 };
 pub use error::{DatasetError, Result};
 pub use manifest::{
-    ARG_BYTES_MARKER, Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance,
+    ARG_BYTES_MARKER, Attribute, Extent, Frame, GridEntry, Lane, LaneFile, MAX_UNITS_BYTES,
+    Manifest, Provenance, check_units,
 };
 pub use reader::{CrcCheck, Dataset};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify};

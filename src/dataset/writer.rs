@@ -44,7 +44,8 @@ use super::directory::{
 };
 use super::error::{DatasetError, IoContext, Result};
 use super::manifest::{
-    Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance, sync_dir,
+    Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance, check_units,
+    sync_dir,
 };
 use super::naming::lane_file_name;
 use super::nvdb::{self, GridInfo};
@@ -70,12 +71,23 @@ pub enum LaneSpec {
 pub struct AttributeSpec {
     /// Attribute (grid) name; unique and non-empty.
     pub name: String,
+    /// The values' physical unit, where the source names one ([`check_units`] applies).
+    pub units: Option<String>,
 }
 
 impl AttributeSpec {
-    /// An attribute called `name`.
+    /// An attribute called `name`, without a unit.
     pub fn new(name: impl Into<String>) -> Self {
-        AttributeSpec { name: name.into() }
+        AttributeSpec {
+            name: name.into(),
+            units: None,
+        }
+    }
+
+    /// The same attribute with the unit `units` (or none).
+    pub fn with_units(mut self, units: Option<String>) -> Self {
+        self.units = units;
+        self
     }
 }
 
@@ -197,6 +209,11 @@ impl DatasetWriter {
                     "attribute name {:?} is used twice",
                     a.name
                 )));
+            }
+            if let Some(units) = &a.units {
+                check_units(units).map_err(|why| {
+                    DatasetError::Usage(format!("attribute {:?}: units {why}", a.name))
+                })?;
             }
         }
         fs::create_dir_all(dir).ctx("cannot create dataset directory", dir)?;
@@ -350,6 +367,7 @@ impl DatasetWriter {
                     index_bbox: None,
                     world_bbox: None,
                     voxel_size: None,
+                    units: a.units,
                 })
                 .collect(),
             frames: Vec::new(),

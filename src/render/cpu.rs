@@ -18,7 +18,7 @@ use super::params::{
     KIND_EMISSIVE, KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
 };
 use super::shader::{ACCEL_CELLS, SCAN_SHIFT_MAX, SUPPORTED_TYPES};
-use super::transfer::TF_SIZE;
+use super::transfer::{TF_SIZE, sample_table};
 use crate::format::{Grid, ReadAccessor};
 
 const INF: f32 = 3.0e38;
@@ -173,12 +173,8 @@ struct Ctx<'p> {
 
 impl Ctx<'_> {
     fn tf_u(&self, a: usize, u: f32) -> [f32; 4] {
-        let x = u * (TF_SIZE - 1) as f32;
-        let i = (x as u32).min(TF_SIZE as u32 - 2) as usize;
-        let fr = x - i as f32;
-        let base = self.p.attrs[a].tf_row as usize * TF_SIZE + i;
-        let (l, h) = (self.tf[base], self.tf[base + 1]);
-        std::array::from_fn(|c| l[c] * (1.0 - fr) + h[c] * fr)
+        let row = self.p.attrs[a].tf_row as usize * TF_SIZE;
+        sample_table(&self.tf[row..row + TF_SIZE], u)
     }
     fn norm(&self, a: usize, v: f32) -> f32 {
         if !v.is_finite() {

@@ -64,7 +64,7 @@ pub use shader::{
     ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, MarchKnobs, SUPPORTED_TYPES,
     ShaderConfig, ShaderPart, prelude, shader_source, shader_source_of,
 };
-pub use transfer::{Albedo, Colormap, MediumKind, TF_SIZE, TransferFunction};
+pub use transfer::{Albedo, Colormap, MediumKind, TF_SIZE, TransferFunction, sample_table};
 
 /// What can go wrong while rendering.
 #[derive(Debug, thiserror::Error)]

@@ -11,6 +11,22 @@ use serde::{Deserialize, Serialize};
 /// Entries of a baked transfer-function table (per attribute).
 pub const TF_SIZE: usize = 256;
 
+/// Colour (linear RGB) and opacity at normalized value `u` (0..1) of one attribute's baked
+/// table (`TF_SIZE` entries: a row of [`View::tf_table`](super::View::tf_table)), linearly
+/// interpolated between entries as the shaders sample it. The CPU renderer and the
+/// legend both read colours through this one function.
+pub fn sample_table(row: &[[f32; 4]], u: f32) -> [f32; 4] {
+    let top = row.len().saturating_sub(1);
+    if top == 0 {
+        return row.first().copied().unwrap_or([0.0; 4]);
+    }
+    let x = u * top as f32;
+    let i = (x as u32).min(top as u32 - 1) as usize;
+    let fr = x - i as f32;
+    let (l, h) = (row[i], row[i + 1]);
+    std::array::from_fn(|c| l[c] * (1.0 - fr) + h[c] * fr)
+}
+
 /// How an attribute's medium contributes light.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]

@@ -275,6 +275,9 @@ pub struct OverlayOptions {
     pub plot_window_s: f64,
     /// Show the key help (default false).
     pub show_help: bool,
+    /// `render` burns the legend (a colour bar per shown attribute with its name, unit and
+    /// range) and the time into every image, as `render --annotate` does (default false).
+    pub annotate: bool,
 }
 
 impl Default for OverlayOptions {
@@ -284,6 +287,7 @@ impl Default for OverlayOptions {
             plots: true,
             plot_window_s: 30.0,
             show_help: false,
+            annotate: false,
         }
     }
 }

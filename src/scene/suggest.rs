@@ -739,6 +739,7 @@ mod tests {
             index_bbox: None,
             world_bbox: None,
             voxel_size: None,
+            units: None,
         }
     }
 

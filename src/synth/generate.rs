@@ -682,7 +682,7 @@ pub fn attribute_specs(params: &StormParams) -> Vec<AttributeSpec> {
     params
         .attributes
         .iter()
-        .map(|a| AttributeSpec::new(a.name()))
+        .map(|a| AttributeSpec::new(a.name()).with_units(Some(a.info().units.to_owned())))
         .collect()
 }
 

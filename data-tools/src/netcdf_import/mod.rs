@@ -217,6 +217,43 @@ fn choose_sources(
     Ok(sources)
 }
 
+/// The unit attribute `name` gets from the first file: its variable's CF `units` as written
+/// (a perturbation keeps its variable's, a wind speed takes its components' where they
+/// agree). A unit that cannot be kept (not text, too long, control characters) or
+/// components that disagree leave the attribute without one, with a note.
+fn source_units(first: &ModelFile, name: &str, source: &Source) -> Option<String> {
+    let of = |var: &str| match first.variable_units(var) {
+        Ok(u) => u,
+        Err(why) => {
+            println!(
+                "note: {name}: variable {var} of {}: {why}; imported without a unit",
+                first.path.display()
+            );
+            None
+        }
+    };
+    match source {
+        Source::Variable(v) | Source::Perturbation(v) => of(v),
+        Source::Speed(components) => {
+            let units: Vec<Option<String>> = components.iter().map(|c| of(c)).collect();
+            if units.iter().all(|u| *u == units[0]) {
+                return units[0].clone();
+            }
+            println!(
+                "note: {name}: the velocity components {} have different units ({}); imported \
+                 without a unit",
+                components.join(", "),
+                units
+                    .iter()
+                    .map(|u| u.as_deref().unwrap_or("none"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            None
+        }
+    }
+}
+
 /// Native field buffers given back by the build for the reader to fill again, so that each
 /// read does not fault in fresh memory.
 #[derive(Default)]
@@ -791,7 +828,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
 
     let attrs: Vec<AttributeSpec> = sources
         .iter()
-        .map(|(n, _)| AttributeSpec::new(n.clone()))
+        .map(|(n, source)| AttributeSpec::new(n.clone()).with_units(source_units(first, n, source)))
         .collect();
     let mut writer = DatasetWriter::create(
         opts.out,

@@ -414,6 +414,29 @@ impl ModelFile {
             .collect()
     }
 
+    /// The `units` attribute of variable `name` as written (trimmed), or why it cannot be
+    /// used; `Ok(None)` where the variable has none (or an empty one). A text attribute is
+    /// CF's form; a list of strings (netCDF-4) is used where it holds exactly one.
+    pub fn variable_units(&self, name: &str) -> std::result::Result<Option<String>, String> {
+        let Some(v) = self.file.variable(name) else {
+            return Ok(None);
+        };
+        let text = match v.attribute_value("units") {
+            None => return Ok(None),
+            Some(Ok(AttributeValue::Str(s))) => s,
+            Some(Ok(AttributeValue::Strs(mut list))) if list.len() == 1 => list.remove(0),
+            Some(Ok(_)) => return Err("its units attribute is not text".into()),
+            Some(Err(e)) => return Err(format!("its units attribute cannot be read: {e}")),
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        supercell::dataset::check_units(text)
+            .map_err(|why| format!("its units attribute {why}"))?;
+        Ok(Some(text.to_owned()))
+    }
+
     /// Which of z, y, x are staggered for `v`, or why it is no grid variable.
     fn grid_dims(&self, v: &Variable<'_>) -> std::result::Result<[bool; 3], String> {
         let (time_dim, axes) = self.model.dims();

@@ -210,6 +210,9 @@ pub struct VdbGrid {
     /// Things in the file that libopenvdb tolerates and this reader did too (a block offset
     /// that is not where the leaf buffers are), for the caller to pass on.
     pub notes: Vec<String>,
+    /// The grid's `units` (or `unit`) string metadata as written (invalid UTF-8 replaced),
+    /// unchecked: the dataset checks it before a manifest holds it.
+    pub units: Option<String>,
 }
 
 /// A grid a file holds that this reader does not read, and why.

@@ -108,6 +108,8 @@ impl<'a> Cursor<'a> {
 #[derive(Default)]
 pub(super) struct GridMeta {
     pub(super) class: Option<String>,
+    /// A `units` (or `unit`) string entry, as written.
+    pub(super) units: Option<String>,
 }
 
 /// Reads a MetaMap, keeping the few entries used and skipping the rest by their size.
@@ -133,6 +135,10 @@ pub(super) fn read_meta_map(c: &mut Cursor<'_>) -> R<GridMeta> {
         })?;
         if name == "class" && type_name == "string" {
             meta.class = Some(String::from_utf8_lossy(value).into_owned());
+        }
+        // `units` wins over `unit` wherever both are present, in either order.
+        if type_name == "string" && (name == "units" || (name == "unit" && meta.units.is_none())) {
+            meta.units = Some(String::from_utf8_lossy(value).into_owned());
         }
     }
     Ok(meta)
@@ -701,5 +707,6 @@ pub(super) fn read_grid(
         narrowing_error: matches!(value_type, VdbValueType::Double | VdbValueType::Vec3d)
             .then(|| vc.narrowing.get()),
         notes,
+        units: meta.units,
     })
 }
