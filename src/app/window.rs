@@ -35,8 +35,8 @@ use crate::render::TransferFunction;
 /// What the window does.
 #[derive(Clone, Debug)]
 pub struct WindowOptions {
-    /// Scene file or dataset.
-    pub scene: PathBuf,
+    /// The scene: loaded from a file or a dataset directory, or the built-in one.
+    pub scene: crate::scene::Scene,
     /// Player settings (its size is replaced by the window's).
     pub player: PlayerConfig,
     /// Window size, render scale and step the command line fixed; the adapter's defaults
@@ -179,7 +179,11 @@ struct App {
     gpu_mark: Instant,
     toggle_mark: Instant,
     last_frame: Instant,
-    kiosk_start: Instant,
+    /// When the scene's camera path started flying (its clock).
+    flight_start: Instant,
+    /// The camera flies the scene's camera path: always in the kiosk; in the window until
+    /// the user moves the camera (C, reset camera, flies it again).
+    flying: bool,
     /// Render at this fraction of the window (chosen once the adapter is known).
     render_scale: f32,
     /// Least time between two compositions (zero: as often as the event loop turns). On a
@@ -231,7 +235,8 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         gpu_mark: now,
         toggle_mark: now,
         last_frame: now,
-        kiosk_start: now,
+        flight_start: now,
+        flying: false,
         render_scale,
         compose_every: Duration::ZERO,
         last_compose: now,
@@ -389,7 +394,7 @@ impl App {
         (pcfg.width, pcfg.height) = render_size((sw, sh), self.render_scale);
         let mut play = match (&gpu, opened) {
             (Some(g), _) => {
-                let mut player = Player::open(g, &self.opts.scene, &pcfg)?;
+                let mut player = Player::open_scene(g, &self.opts.scene, &pcfg)?;
                 eprintln!("play: {}", player.slot_plan().line());
                 for note in player.scene_notes() {
                     eprintln!("play: {note}");
@@ -402,7 +407,7 @@ impl App {
                 Play::One(player)
             }
             (None, Some(opened)) => {
-                let mut mp = MultiPlayer::open(opened, &self.opts.scene, &pcfg)?;
+                let mut mp = MultiPlayer::open_scene(opened, &self.opts.scene, &pcfg)?;
                 for k in 0..mp.gpu_count() {
                     settings.apply_view(mp.player_mut(k).view_mut());
                     eprintln!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
@@ -413,6 +418,7 @@ impl App {
             (None, None) => unreachable!("a device was opened above"),
         };
         let player = play.lead_mut();
+        self.flying = player.has_camera_path();
         self.ui.presets = overlay::presets_for(player);
         if self.opts.kiosk
             && let Some(why) = player.direct_unavailable()
@@ -555,6 +561,7 @@ impl App {
             Action::ResetCamera => {
                 let cam = p.scene_view().camera;
                 p.view_mut().camera = cam;
+                self.flying = p.has_camera_path();
             }
             Action::ToggleAttribute(i) => {
                 if let Some(Some(a)) = p.view().attributes.get(i) {
@@ -571,14 +578,18 @@ impl App {
                     event_loop,
                 );
             }
-            Action::Orbit(dy, dp) => p
-                .view_mut()
-                .camera
-                .orbit(f32::from(dy) * 10.0, f32::from(dp) * 5.0),
-            Action::Zoom(z) => p
-                .view_mut()
-                .camera
-                .zoom(if z > 0 { 1.15 } else { 1.0 / 1.15 }),
+            Action::Orbit(dy, dp) => {
+                self.flying = false;
+                p.view_mut()
+                    .camera
+                    .orbit(f32::from(dy) * 10.0, f32::from(dp) * 5.0);
+            }
+            Action::Zoom(z) => {
+                self.flying = false;
+                p.view_mut()
+                    .camera
+                    .zoom(if z > 0 { 1.15 } else { 1.0 / 1.15 });
+            }
             Action::TogglePathTracing => {
                 let to = p.toggle_path_tracing();
                 self.message(format!("render mode: {}", render_mode_name(to)));
@@ -782,14 +793,15 @@ impl App {
         let now = Instant::now();
         let dt = now.duration_since(self.last_frame).as_secs_f32().min(0.25);
         self.last_frame = now;
-        if self.opts.kiosk {
-            // The scene's camera path flies (it loops with the clock), else a slow orbit.
-            let p = g.play.lead_mut();
+        let p = g.play.lead_mut();
+        if self.opts.kiosk || self.flying {
+            // The scene's camera path flies (it loops with the clock), else the kiosk orbits
+            // slowly.
             if p.has_camera_path() {
-                let t = now.duration_since(self.kiosk_start).as_secs_f64();
+                let t = now.duration_since(self.flight_start).as_secs_f64();
                 let cam = p.scene_camera_at(t);
                 p.view_mut().camera = cam;
-            } else {
+            } else if self.opts.kiosk {
                 p.view_mut().camera.orbit(dt * 6.0, 0.0);
             }
         }
@@ -1087,6 +1099,10 @@ impl ApplicationHandler for App {
                     let (dx, dy) = ((x - px) as f32, (y - py) as f32);
                     let h = g.config.height.max(1) as f32;
                     let pan = self.mouse.2 || (self.mouse.1 && self.modifiers.shift_key());
+                    if pan || self.mouse.1 {
+                        // The user takes the camera: the window stops flying the path.
+                        self.flying = false;
+                    }
                     if pan {
                         g.play.lead_mut().view_mut().camera.pan(-dx / h, dy / h);
                     } else if self.mouse.1 {
@@ -1104,6 +1120,7 @@ impl ApplicationHandler for App {
                     MouseScrollDelta::LineDelta(_, y) => y,
                     MouseScrollDelta::PixelDelta(p) => p.y as f32 / 40.0,
                 };
+                self.flying = false;
                 g.play.lead_mut().view_mut().camera.zoom(1.1f32.powf(lines));
             }
             _ => {}
