@@ -26,7 +26,7 @@ use super::core::{PathSel, PlayError, Player, PlayerConfig};
 use super::figures::render_mode_name;
 use super::gpus::{self, MultiPlayer};
 use super::offscreen::{self, egui_pass};
-use super::overlay::{self, PRESETS, UiRequest, UiState};
+use super::overlay::{self, PRESETS, UiRequest, UiState, zoom_for};
 use super::script::{Action, Command, key_action};
 use super::software::{self, Requested};
 use crate::pipeline::{Direction, PlayMode};
@@ -251,19 +251,6 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         Some(e) => Err(e),
         None => Ok(()),
     }
-}
-
-/// Overlay zoom: 1 normally; in large print it grows with the window so that text stays
-/// readable from two metres on a 1080p or 4K screen (2× at 1920 × 1080), and shrinks with
-/// it down to 1 (at 960 × 540 and smaller) so that the panels keep fitting. A window
-/// narrower than 16:9 counts by its width.
-fn zoom_for(large_print: bool, (width_px, height_px): (u32, u32), scale_factor: f64) -> f32 {
-    if !large_print {
-        return 1.0;
-    }
-    let s = scale_factor.max(0.1) as f32;
-    let logical = (height_px as f32 / s).min(width_px as f32 / s * 9.0 / 16.0);
-    (logical / 540.0).clamp(1.0, 3.0)
 }
 
 fn render_size(window: (u32, u32), scale: f32) -> (u32, u32) {

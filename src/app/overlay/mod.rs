@@ -18,8 +18,12 @@ use super::stats::PathFigures;
 use crate::pipeline::{Direction, PlayMode};
 
 mod gpus;
+mod kiosk;
 pub use gpus::{
     GPUS_ORDER_KEPT, GpuReport, GpuRow, GpusOverlay, GpusTotalRow, gpu_lines, gpu_rows,
+};
+pub use kiosk::{
+    Clear, KioskLayout, KioskPanels, ScreenRect, kiosk_layout, projected_bounds, zoom_for,
 };
 
 /// Transfer-function presets offered per attribute.
@@ -143,8 +147,9 @@ pub struct PanelLayout {
     pub overlap_frames: u64,
     /// The first such overlap: which panels, where.
     pub first_overlap: Option<String>,
-    /// Sizes when last drawn (points).
+    /// Sizes when last drawn (points), and the figures' whole content (unclipped).
     stats_size: Option<egui::Vec2>,
+    stats_natural: Option<egui::Vec2>,
     help_size: Option<egui::Vec2>,
 }
 
@@ -523,6 +528,32 @@ pub fn draw(
     let now = player.clock();
     let inner = screen.shrink(GAP);
     let mut drawn: Vec<(&'static str, Rect)> = Vec::new();
+    // The kiosk keeps the storm in view: the figures and the plots in rooms of their own
+    // clear of it, in the largest print that fits (`kiosk::kiosk_layout`). Where no room is
+    // clear of it (a close-up that fills the screen), the layout below is the window's, in
+    // the smallest print the kiosk uses, and covers part of the picture.
+    let plots_panel = vec2(PLOT_SIZE.x + 2.0 * PAD, 2.0 * PLOT_SIZE.y + PLOTS_EXTRA_H);
+    let kiosk_rooms = ui_state
+        .kiosk
+        .then_some(ui_state.layout.stats_natural)
+        .flatten();
+    let kiosk_rooms = kiosk_rooms.and_then(|stats| {
+        let plots = ui_state.plots.then_some(plots_panel);
+        kiosk::plan(ctx, player, ui_state.large_print, stats, plots, GAP)
+    });
+    if ui_state.kiosk {
+        let ppp = ctx.pixels_per_point();
+        let scale = ppp / ctx.zoom_factor().max(1e-3);
+        let size = (
+            (screen.width() * ppp) as u32,
+            (screen.height() * ppp) as u32,
+        );
+        let max = zoom_for(ui_state.large_print, size, f64::from(scale));
+        let zoom = kiosk_rooms.map_or((max * 0.5).max(1.0).min(max), |k| k.0);
+        if (zoom - ctx.zoom_factor()).abs() > 1e-3 {
+            ctx.set_zoom_factor(zoom);
+        }
+    }
 
     // Each panel is laid out in a room of its own and clipped to it (`constrain_to`), and
     // the rooms do not overlap, so no panel can paint over another even in a frame where a
@@ -546,6 +577,15 @@ pub fn draw(
         top.max.y = (r.top() - GAP).max(top.top());
     }
 
+    if let Some((_, stats_room, _)) = kiosk_rooms {
+        top = stats_room;
+    }
+    // The plots' room and size: the kiosk's room, else beside or below the figures at `s`.
+    let plots_place = |s: Rect| match kiosk_rooms {
+        Some((_, _, room)) => room.and_then(|r| plot_size_in(r).map(|size| (r, size))),
+        None => plots_room(top, s),
+    };
+
     // The plan, from the sizes the panels took last time.
     let stats_plan = Rect::from_min_size(
         top.min,
@@ -557,7 +597,7 @@ pub fn draw(
     );
     let plots_plan = ui_state
         .plots
-        .then(|| plots_room(top, stats_plan))
+        .then(|| plots_place(stats_plan))
         .flatten()
         .map(|(room, size)| plots_rect(room, size, ui_state.kiosk));
     let help_alone = ui_state.help
@@ -570,6 +610,7 @@ pub fn draw(
     let mut stats_rect = None;
     if !help_alone {
         let room = Rect::from_min_size(top.min, vec2(top.width().min(STATS_MAX_W), top.height()));
+        let mut content = None;
         let resp = egui::Area::new(egui::Id::unique("supercell-stats"))
             .fixed_pos(top.min)
             .constrain_to(room)
@@ -577,20 +618,22 @@ pub fn draw(
                 ui.set_max_size(room.size());
                 panel.show(ui, |ui| {
                     no_scroll_fades(ui);
-                    egui::ScrollArea::vertical()
+                    let scroll = egui::ScrollArea::vertical()
                         .id_salt("supercell-stats-scroll")
                         .max_height((top.height() - 2.0 * PAD).max(16.0))
                         .show(ui, |ui| stats_panel(ui, player, ui_state, &lines, out));
+                    content = Some(scroll.content_size);
                 });
             })
             .response;
+        ui_state.layout.stats_natural = content.map(|c| c + vec2(2.0 * PAD, 2.0 * PAD));
         drawn.push(("stats", painted(ctx, resp.layer_id)));
         ui_state.layout.stats_size = Some(resp.rect.size());
         stats_rect = Some(occupied(ctx, &resp));
     }
 
     // Plots: beside or below the figures, where they fit.
-    let plots_room_now = stats_rect.and_then(|s| plots_room(top, s));
+    let plots_room_now = stats_rect.and_then(plots_place);
     ui_state.layout.plots_no_room = ui_state.plots && !help_alone && plots_room_now.is_none();
     let mut plots_drawn = None;
     if ui_state.plots
