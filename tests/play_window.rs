@@ -172,6 +172,11 @@ fn window_overlay_toggle_scrub_and_screenshot() {
 /// Runs the player's window on display `disp` with `args` and `script`; false when no window
 /// could open here (after saying why).
 fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
+    play_window_stderr(disp, args, script).is_some()
+}
+
+/// [`play_window`], returning what the window said on stderr (`None`: no window here).
+fn play_window_stderr(disp: &Display, args: &[&str], script: &str) -> Option<String> {
     let ds = dataset();
     let mut child = Command::new(bin())
         .args(["play", ds.to_str().unwrap()])
@@ -199,10 +204,54 @@ fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !status.success() && stderr.contains("cannot open a window") {
         skip(&format!("no window: {stderr}"));
-        return false;
+        return None;
     }
     assert!(status.success(), "play {args:?} failed:\n{stderr}");
-    true
+    Some(stderr.into_owned())
+}
+
+/// Runs the kiosk (and `extra` flags) on its own Xvfb of `size` under the name `name`:
+/// waits as `wait` says (script commands), then dumps the overlay's state. The state and
+/// stderr, or `None` where there is no adapter, Xvfb or window here.
+fn kiosk_state(
+    size: (u32, u32),
+    name: &str,
+    extra: &[&str],
+    wait: &str,
+) -> Option<(serde_json::Value, String)> {
+    gpu()?;
+    let Some(disp) = own_xvfb(size.0, size.1) else {
+        skip("no Xvfb");
+        return None;
+    };
+    let dir = out_dir().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let _ = std::fs::remove_file(&state);
+    let script = format!("{wait}; dump-state {}; quit", state.display());
+    let mut args = vec!["--kiosk", "--render-scale", "0.1"];
+    args.extend_from_slice(extra);
+    let stderr = play_window_stderr(&disp, &args, &script)?;
+    let s = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    Some((s, stderr))
+}
+
+/// The kiosk flipping direct/host every 300 ms where the direct path cannot run says why
+/// once, at the start, not again at every flip.
+#[test]
+fn kiosk_says_once_why_the_direct_path_cannot_run() {
+    let every = ["--toggle-every", "300ms"];
+    let Some((s, _)) = kiosk_state((960, 540), "kiosk-direct-once", &every, "wait 4s") else {
+        return;
+    };
+    let message = s["message"].as_str().unwrap_or_default();
+    if !message.starts_with("direct path unavailable") {
+        skip(&format!("the direct path runs here: {message}"));
+        return;
+    }
+    // Said when the kiosk started, four seconds and a dozen flips ago.
+    let age = s["message_age_s"].as_f64().unwrap();
+    assert!(age > 3.0, "said again {age:.2} s ago: {s}");
 }
 
 /// At the default 1280 × 720 and at 960 × 540 (compact figures, plots off at start), and in

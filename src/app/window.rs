@@ -184,6 +184,9 @@ struct App {
     /// The camera flies the scene's camera path: always in the kiosk; in the window until
     /// the user moves the camera (C, reset camera, flies it again).
     flying: bool,
+    /// Why the direct path cannot run was said (on screen): the timed flips of
+    /// `--toggle-every` do not say it again every period.
+    said_direct_unavailable: bool,
     /// Render at this fraction of the window (chosen once the adapter is known).
     render_scale: f32,
     /// Least time between two compositions (zero: as often as the event loop turns). On a
@@ -237,6 +240,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         last_frame: now,
         flight_start: now,
         flying: false,
+        said_direct_unavailable: false,
         render_scale,
         compose_every: Duration::ZERO,
         last_compose: now,
@@ -412,6 +416,7 @@ impl App {
         {
             // The kiosk starts on the direct path where it can; the audience sees why not.
             self.ui.message = Some((format!("direct path unavailable: {why}"), Instant::now()));
+            self.said_direct_unavailable = true;
         }
         let egui_ctx = egui::Context::default();
         egui_ctx.set_zoom_factor(zoom_for(
@@ -801,9 +806,13 @@ impl App {
                     let label = g.play.lead().path_report(to).label;
                     self.ui.message = Some((format!("{} path: {label}", to.name()), now));
                 }
-                Err(why) => {
+                // Said once: the figures panel says it for good, and a kiosk flipping every
+                // 20 s all day would otherwise repeat it on every flip to the direct path.
+                Err(why) if !self.said_direct_unavailable => {
+                    self.said_direct_unavailable = true;
                     self.ui.message = Some((format!("direct path unavailable: {why}"), now));
                 }
+                Err(_) => {}
             }
         }
         let secs = now.duration_since(self.cpu_mark.0).as_secs_f64();

@@ -258,6 +258,8 @@ pub struct OverlayDump {
     pub damaged_frames: Vec<u32>,
     /// The last message shown (e.g. why a toggle was refused).
     pub message: Option<String>,
+    /// Seconds since that message was set (it shows for 6 s).
+    pub message_age_s: Option<f64>,
     /// Attribute names and whether each is shown.
     pub attributes: Vec<(String, bool)>,
     /// Every attribute of the dataset (manifest order) and whether it is shown: what the
@@ -359,6 +361,10 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         fault_count: player.fault_count(),
         damaged_frames: player.damaged_frames().keys().copied().collect(),
         message: ui.message.as_ref().map(|(m, _)| m.clone()),
+        message_age_s: ui
+            .message
+            .as_ref()
+            .map(|(_, at)| at.elapsed().as_secs_f64()),
         dataset_attributes: player.dataset_attributes(),
         attributes: names
             .into_iter()
