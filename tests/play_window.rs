@@ -254,6 +254,26 @@ fn kiosk_says_once_why_the_direct_path_cannot_run() {
     assert!(age > 3.0, "said again {age:.2} s ago: {s}");
 }
 
+/// `--kiosk` on a bare X server (Xvfb, where no window manager honours fullscreen): the
+/// window does not stay at its starting size unnoticed; it is sized to the monitor, and
+/// stderr says why, once.
+#[test]
+fn kiosk_without_a_window_manager_fills_the_monitor_and_says_so() {
+    let wait = "wait 3s; wait-frames 1; wait 500ms";
+    let Some((s, stderr)) = kiosk_state((1600, 900), "kiosk-no-wm", &[], wait) else {
+        return;
+    };
+    let warnings = stderr
+        .matches("play: warning: fullscreen was asked for")
+        .count();
+    assert_eq!(warnings, 1, "one warning:\n{stderr}");
+    assert_eq!(
+        s["window_size"],
+        serde_json::json!([1600, 900]),
+        "{stderr}\n{s}"
+    );
+}
+
 /// At the default 1280 × 720 and at 960 × 540 (compact figures, plots off at start), and in
 /// large print and in kiosk mode at 960 × 540 and at 640 × 360: the overlay's panels (figures, plots, timeline, help) never overlap and stay
 /// inside the window, with the help card shown or not, the plots on or off. The rectangles

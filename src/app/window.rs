@@ -63,6 +63,9 @@ pub struct WindowOptions {
     /// Several GPUs (`--gpus`, ordinals; GPU 0 presents): one player per GPU over the
     /// frames it owns ([`MultiPlayer`]). `None`: one GPU, one player.
     pub gpus: Option<Vec<usize>>,
+    /// Tells the operator something that needs no answer (the binary prints it on stderr):
+    /// a fullscreen the window manager did not honour.
+    pub warn: fn(&str),
 }
 
 /// What plays: one GPU's player, or several GPUs' on one timeline.
@@ -187,6 +190,8 @@ struct App {
     /// Why the direct path cannot run was said (on screen): the timed flips of
     /// `--toggle-every` do not say it again every period.
     said_direct_unavailable: bool,
+    /// When to check that `--fullscreen` took (no window manager may honour it).
+    fullscreen_check_at: Option<Instant>,
     /// Render at this fraction of the window (chosen once the adapter is known).
     render_scale: f32,
     /// Least time between two compositions (zero: as often as the event loop turns). On a
@@ -241,6 +246,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         flight_start: now,
         flying: false,
         said_direct_unavailable: false,
+        fullscreen_check_at: None,
         render_scale,
         compose_every: Duration::ZERO,
         last_compose: now,
@@ -277,6 +283,10 @@ impl App {
                 .create_window(attrs)
                 .map_err(|e| WindowError::NoDisplay(e.to_string()))?,
         );
+        if self.opts.fullscreen {
+            // A window manager makes the window fullscreen after it is mapped, if at all.
+            self.fullscreen_check_at = Some(Instant::now() + Duration::from_secs(2));
+        }
         let no_surface = |e: wgpu::CreateSurfaceError| {
             WindowError::Other(format!("cannot create a surface: {e}"))
         };
@@ -813,6 +823,29 @@ impl App {
                     self.ui.message = Some((format!("direct path unavailable: {why}"), now));
                 }
                 Err(_) => {}
+            }
+        }
+        if self.fullscreen_check_at.is_some_and(|at| now >= at) {
+            self.fullscreen_check_at = None;
+            let inner = g.window.inner_size();
+            let monitor = g
+                .window
+                .current_monitor()
+                .or_else(|| g.window.primary_monitor());
+            let size = monitor.as_ref().map(|m| (m.size().width, m.size().height));
+            match overlay::fullscreen_check(true, (inner.width, inner.height), size) {
+                overlay::FullscreenCheck::Fine => {}
+                overlay::FullscreenCheck::Resize { to, warning } => {
+                    if let Some(m) = &monitor {
+                        g.window.set_outer_position(m.position());
+                    }
+                    // The surface follows with the Resized event.
+                    let _ = g
+                        .window
+                        .request_inner_size(winit::dpi::PhysicalSize::new(to.0, to.1));
+                    (self.opts.warn)(&warning);
+                }
+                overlay::FullscreenCheck::Warn(warning) => (self.opts.warn)(&warning),
             }
         }
         let secs = now.duration_since(self.cpu_mark.0).as_secs_f64();

@@ -583,6 +583,7 @@ fn window_run(
         script,
         exit_after: args.exit_after,
         gpus,
+        warn: |m| eprintln!("play: warning: {m}"),
     };
     window::run(opts)?;
     Ok(())

@@ -303,6 +303,51 @@ fn detail_bbox(player: &Player) -> Option<[[f32; 3]; 2]> {
         .map(|g| g.1)
 }
 
+/// What to do once a window asked to be fullscreen has had time to become so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FullscreenCheck {
+    /// It is (or was not asked to be).
+    Fine,
+    /// It is not, but its monitor's size is known: size the window to it, and say why.
+    Resize {
+        /// The monitor's size, pixels.
+        to: (u32, u32),
+        /// What to tell the operator.
+        warning: String,
+    },
+    /// It is not, and the monitor's size is unknown: say so.
+    Warn(String),
+}
+
+/// Whether a window that asked for fullscreen (`requested`) got it: its inner size `inner`
+/// against its monitor's size `monitor`, pixels. Without a window manager (a bare X server
+/// such as Xvfb) nobody honours the request and the window keeps its starting size.
+pub fn fullscreen_check(
+    requested: bool,
+    inner: (u32, u32),
+    monitor: Option<(u32, u32)>,
+) -> FullscreenCheck {
+    if !requested {
+        return FullscreenCheck::Fine;
+    }
+    let (w, h) = inner;
+    match monitor {
+        Some(m) if inner.0 >= m.0 && inner.1 >= m.1 => FullscreenCheck::Fine,
+        Some(m) => FullscreenCheck::Resize {
+            to: m,
+            warning: format!(
+                "fullscreen was asked for but the window stayed {w}x{h} (no window manager \
+                 honoured it?): sized to the monitor's {}x{} instead",
+                m.0, m.1
+            ),
+        },
+        None => FullscreenCheck::Warn(format!(
+            "fullscreen was asked for but the window stayed {w}x{h} (no window manager \
+             honoured it?), and the monitor's size is unknown: --window-size WxH sets it"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +370,32 @@ mod tests {
         let aspect = size.0 as f32 / size.1 as f32;
         let fitted = scene.camera.resolve(STORM, aspect);
         scene.camera_path.as_ref().expect("a path").at(t, &fitted)
+    }
+
+    #[test]
+    fn fullscreen_that_did_not_take_is_said_once_and_fixed_where_it_can_be() {
+        assert_eq!(
+            fullscreen_check(false, (1280, 720), Some((1920, 1080))),
+            FullscreenCheck::Fine
+        );
+        assert_eq!(
+            fullscreen_check(true, (1920, 1080), Some((1920, 1080))),
+            FullscreenCheck::Fine
+        );
+        match fullscreen_check(true, (1280, 720), Some((1920, 1080))) {
+            FullscreenCheck::Resize { to, warning } => {
+                assert_eq!(to, (1920, 1080));
+                assert!(
+                    warning.contains("1280x720") && warning.contains("1920x1080"),
+                    "{warning}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match fullscreen_check(true, (1280, 720), None) {
+            FullscreenCheck::Warn(w) => assert!(w.contains("1280x720"), "{w}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

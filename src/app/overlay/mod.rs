@@ -23,7 +23,8 @@ pub use gpus::{
     GPUS_ORDER_KEPT, GpuReport, GpuRow, GpusOverlay, GpusTotalRow, gpu_lines, gpu_rows,
 };
 pub use kiosk::{
-    Clear, KioskLayout, KioskPanels, ScreenRect, kiosk_layout, projected_bounds, zoom_for,
+    Clear, FullscreenCheck, KioskLayout, KioskPanels, ScreenRect, fullscreen_check, kiosk_layout,
+    projected_bounds, zoom_for,
 };
 
 /// Transfer-function presets offered per attribute.
