@@ -274,6 +274,64 @@ fn kiosk_without_a_window_manager_fills_the_monitor_and_says_so() {
     );
 }
 
+/// The kiosk on the storm scene (none named: the built-in one) at 1920 × 1080: the figures
+/// and the plots sit in corners of the screen, where the layout clear of the storm puts
+/// them, in every frame (not swinging between two zooms, each frame's panels laid out in
+/// the other's rooms).
+#[test]
+fn kiosk_panels_sit_in_the_corners_on_the_storm_scene() {
+    if gpu().is_none() {
+        return;
+    }
+    let Some(disp) = own_xvfb(1920, 1080) else {
+        skip("no Xvfb");
+        return;
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let builtin = cache.path().join(supercell::scene::DEFAULT_DATASET_NAME);
+    std::os::unix::fs::symlink(dataset(), builtin).unwrap();
+    let dumps: Vec<_> = (0..3)
+        .map(|i| cache.path().join(format!("{i}.json")))
+        .collect();
+    let script = format!(
+        "wait 3s; wait-frames 1; dump-state {}; wait-frames 1; dump-state {}; wait 1s; \
+         dump-state {}; quit",
+        dumps[0].display(),
+        dumps[1].display(),
+        dumps[2].display()
+    );
+    let out = Command::new(bin())
+        .args(["play", "--kiosk", "--render-scale", "0.1", "--threads", "2"])
+        .args(["--script", &script])
+        .env("SUPERCELL_CACHE", cache.path())
+        .env("DISPLAY", &disp.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("run the kiosk");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("cannot open a window") {
+        skip(&format!("no window: {stderr}"));
+        return;
+    }
+    assert!(out.status.success(), "kiosk failed:\n{stderr}");
+    for d in &dumps {
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d).unwrap()).unwrap();
+        let panels: std::collections::BTreeMap<String, [f32; 4]> =
+            serde_json::from_value(s["panels"].clone()).unwrap();
+        assert!(panels.contains_key("stats"), "{s}");
+        for (name, r) in &panels {
+            // Near a side and the top or the bottom: within the gap (12 points, 36 pixels at
+            // the largest zoom) and what the plots' panel, aligned to the bottom of its room,
+            // draws short of the room's height.
+            let near = |a: f32, edge: f32| (a - edge).abs() <= 64.0;
+            let side = near(r[0], 0.0) || near(r[2], 1920.0);
+            let end = near(r[1], 0.0) || near(r[3], 1080.0);
+            assert!(side && end, "{name} {r:?} is in no corner: {s}");
+        }
+    }
+}
+
 /// At the default 1280 × 720 and at 960 × 540 (compact figures, plots off at start), and in
 /// large print and in kiosk mode at 960 × 540 and at 640 × 360: the overlay's panels (figures, plots, timeline, help) never overlap and stay
 /// inside the window, with the help card shown or not, the plots on or off. The rectangles

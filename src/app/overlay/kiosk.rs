@@ -167,26 +167,52 @@ pub fn kiosk_layout(
         z *= 0.9;
     }
     zooms.push(min_zoom);
-    let keep = [(Clear::Volume, volume), (Clear::Detail, detail)];
+    tiers(panels, volume, detail).find_map(|(panels, clear, avoid)| {
+        zooms.iter().find_map(|&zoom| {
+            place(screen, scale * zoom, gap, &panels, avoid).map(|l| KioskLayout {
+                zoom,
+                clear,
+                ..l
+            })
+        })
+    })
+}
+
+/// [`kiosk_layout`] at `zoom` alone: where the panels go at the zoom the overlay has now,
+/// while a change of zoom waits for the next frame.
+pub fn kiosk_layout_at(
+    screen: (u32, u32),
+    scale: f32,
+    zoom: f32,
+    gap: f32,
+    panels: &KioskPanels,
+    volume: Option<ScreenRect>,
+    detail: Option<ScreenRect>,
+) -> Option<KioskLayout> {
+    tiers(panels, volume, detail).find_map(|(panels, clear, avoid)| {
+        place(screen, scale * zoom, gap, &panels, avoid).map(|l| KioskLayout { zoom, clear, ..l })
+    })
+}
+
+/// What [`kiosk_layout`] tries, best first: both panels clear of the volume, then of the
+/// detail; the figures alone clear of the volume, then of the detail.
+fn tiers(
+    panels: &KioskPanels,
+    volume: Option<ScreenRect>,
+    detail: Option<ScreenRect>,
+) -> impl Iterator<Item = (KioskPanels, Clear, Option<ScreenRect>)> {
     let with_plots = panels.plots.is_some().then_some(panels.plots);
-    for plots in with_plots.into_iter().chain([None]) {
-        let panels = KioskPanels {
-            stats: panels.stats,
-            plots,
-        };
-        for (clear, avoid) in keep {
-            // A detail that is not there (no finer grid) adds nothing to try.
-            if clear == Clear::Detail && detail.is_none() {
-                continue;
-            }
-            for &zoom in &zooms {
-                if let Some(l) = place(screen, scale * zoom, gap, &panels, avoid) {
-                    return Some(KioskLayout { zoom, clear, ..l });
-                }
-            }
-        }
-    }
-    None
+    let stats = panels.stats;
+    with_plots
+        .into_iter()
+        .chain([None])
+        .flat_map(move |plots| {
+            [(Clear::Volume, volume), (Clear::Detail, detail)]
+                .into_iter()
+                .map(move |(clear, avoid)| (KioskPanels { stats, plots }, clear, avoid))
+        })
+        // A detail that is not there (no finer grid) adds nothing to try.
+        .filter(move |(_, clear, _)| *clear == Clear::Volume || detail.is_some())
 }
 
 /// The panels at `ppp` pixels per point in corners clear of `avoid` and of each other.
@@ -236,25 +262,25 @@ fn place(
     None
 }
 
-/// The kiosk's layout for the overlay of `ctx` over `player`'s picture: the figures (their
+/// The kiosk's layout for the overlay of `ctx` over `player`'s picture in a window of `size`
+/// pixels (the window's own: egui's screen can lag behind a resize): the figures (their
 /// natural size `stats`, points, as last drawn) and the plots (`plots`, points, where shown)
-/// placed by [`kiosk_layout`], rectangles in points. `None` until the figures were drawn
-/// once, or where there is no room clear of the storm.
+/// placed by [`kiosk_layout`]: the zoom to use, and the layout to draw with in this frame, at
+/// the zoom the overlay has now (else the `last` one drawn at it, else none). `None` where
+/// there is no room clear of the storm.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn plan(
     ctx: &egui::Context,
     player: &Player,
+    size: (u32, u32),
     large_print: bool,
     stats: egui::Vec2,
     plots: Option<egui::Vec2>,
     gap: f32,
-) -> Option<(f32, egui::Rect, Option<egui::Rect>)> {
+    last: Option<KioskLayout>,
+) -> Option<(f32, Option<KioskLayout>)> {
     let ppp = ctx.pixels_per_point();
     let scale = ppp / ctx.zoom_factor().max(1e-3);
-    let screen = ctx.content_rect();
-    let size = (
-        (screen.width() * ppp).round() as u32,
-        (screen.height() * ppp).round() as u32,
-    );
     let view = player.view();
     let volume = projected_bounds(&view.camera, view.world_bbox, size);
     let detail = detail_bbox(player).and_then(|b| projected_bounds(&view.camera, b, size));
@@ -263,14 +289,32 @@ pub(super) fn plan(
         stats: [stats.x, stats.y],
         plots: plots.map(|p| [p.x, p.y]),
     };
-    let l = kiosk_layout(size, scale, max_zoom, gap, &panels, volume, detail)?;
+    let best = kiosk_layout(size, scale, max_zoom, gap, &panels, volume, detail)?;
+    // The rooms are those of the zoom the overlay has in this frame (a new zoom takes effect
+    // in the next): panels laid out in rooms of another zoom would wrap their text, change
+    // the sizes measured, and the layout would swing between two zooms.
+    // Where nothing fits at this zoom (the camera came closer), the last frame's rooms serve
+    // this one frame: in the corners still, rather than the window's layout for a frame.
+    let now = ctx.zoom_factor();
+    let same = |z: f32| (z - now).abs() <= 1e-3;
+    let rooms = if same(best.zoom) {
+        Some(best)
+    } else {
+        kiosk_layout_at(size, scale, now, gap, &panels, volume, detail)
+            .or(last.filter(|l| same(l.zoom)))
+    };
+    Some((best.zoom, rooms))
+}
+
+/// The rooms of layout `l` in points, at `ppp` pixels per point: the figures', the plots'.
+pub(super) fn rooms_in_points(l: &KioskLayout, ppp: f32) -> (egui::Rect, Option<egui::Rect>) {
     let points = |r: ScreenRect| {
         egui::Rect::from_min_max(
             egui::pos2(r.x0 / ppp, r.y0 / ppp),
             egui::pos2(r.x1 / ppp, r.y1 / ppp),
         )
     };
-    Some((l.zoom, points(l.stats), l.plots.map(points)))
+    (points(l.stats), l.plots.map(points))
 }
 
 /// The world box of the finest grid shown where it is finer than the others (a nested grid
@@ -416,6 +460,20 @@ mod tests {
         let v = ScreenRect::at(700.0, 0.0, 520.0, 1080.0);
         let l = kiosk_layout((1920, 1080), 1.0, 2.0, 12.0, &PANELS, Some(v), None).unwrap();
         assert!(l.zoom < 2.0 && l.zoom >= 1.0, "{l:?}");
+        assert!(
+            !l.stats.intersects(&v) && !l.plots.unwrap().intersects(&v),
+            "{l:?}"
+        );
+    }
+
+    #[test]
+    fn the_layout_at_one_zoom_keeps_that_zoom_or_says_none() {
+        // The wide volume leaves room at zoom 1.458 (figures left, plots right), not at 2.
+        let v = ScreenRect::at(700.0, 0.0, 520.0, 1080.0);
+        let at = |z| kiosk_layout_at((1920, 1080), 1.0, z, 12.0, &PANELS, Some(v), None);
+        assert_eq!(at(2.0), None);
+        let l = at(1.4).unwrap();
+        assert_eq!(l.zoom, 1.4);
         assert!(
             !l.stats.intersects(&v) && !l.plots.unwrap().intersects(&v),
             "{l:?}"

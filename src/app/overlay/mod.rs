@@ -24,7 +24,7 @@ pub use gpus::{
 };
 pub use kiosk::{
     Clear, FullscreenCheck, KioskLayout, KioskPanels, ScreenRect, fullscreen_check, kiosk_layout,
-    projected_bounds, zoom_for,
+    kiosk_layout_at, projected_bounds, zoom_for,
 };
 
 /// Transfer-function presets offered per attribute.
@@ -151,6 +151,8 @@ pub struct PanelLayout {
     /// Sizes when last drawn (points), and the figures' whole content (unclipped).
     stats_size: Option<egui::Vec2>,
     stats_natural: Option<egui::Vec2>,
+    /// The kiosk's layout drawn last (window pixels).
+    kiosk: Option<KioskLayout>,
     help_size: Option<egui::Vec2>,
 }
 
@@ -512,7 +514,15 @@ pub fn draw(
     out: &mut Vec<UiRequest>,
 ) {
     use egui::{Align2, Color32, Rect, RichText, pos2, vec2};
-    let screen = ctx.content_rect();
+    let screen = if ui_state.kiosk {
+        // The window's own size: in the pass after a change of zoom (the kiosk changes it as
+        // the camera flies) egui's screen is not yet known and stands at 10000 pixels.
+        let ppp = ctx.pixels_per_point();
+        let (w, h) = ui_state.window_size;
+        egui::Rect::from_min_size(pos2(0.0, 0.0), vec2(w as f32 / ppp, h as f32 / ppp))
+    } else {
+        ctx.content_rect()
+    };
     if let Some(tex) = image {
         ctx.layer_painter(egui::LayerId::background()).image(
             tex,
@@ -540,23 +550,36 @@ pub fn draw(
     // clear of it (a close-up that fills the screen), the layout below is the window's, in
     // the smallest print the kiosk uses, and covers part of the picture.
     let plots_panel = vec2(PLOT_SIZE.x + 2.0 * PAD, 2.0 * PLOT_SIZE.y + PLOTS_EXTRA_H);
-    let kiosk_rooms = ui_state
+    let kiosk_plan = ui_state
         .kiosk
         .then_some(ui_state.layout.stats_natural)
         .flatten();
-    let kiosk_rooms = kiosk_rooms.and_then(|stats| {
+    let kiosk_plan = kiosk_plan.and_then(|stats| {
         let plots = ui_state.plots.then_some(plots_panel);
-        kiosk::plan(ctx, player, ui_state.large_print, stats, plots, GAP)
+        let size = ui_state.window_size;
+        let last = ui_state.layout.kiosk;
+        kiosk::plan(
+            ctx,
+            player,
+            size,
+            ui_state.large_print,
+            stats,
+            plots,
+            GAP,
+            last,
+        )
     });
+    ui_state.layout.kiosk = kiosk_plan.and_then(|p| p.1);
+    let ppp = ctx.pixels_per_point();
+    let kiosk_rooms = ui_state
+        .layout
+        .kiosk
+        .map(|l| kiosk::rooms_in_points(&l, ppp));
     if ui_state.kiosk {
         let ppp = ctx.pixels_per_point();
         let scale = ppp / ctx.zoom_factor().max(1e-3);
-        let size = (
-            (screen.width() * ppp) as u32,
-            (screen.height() * ppp) as u32,
-        );
-        let max = zoom_for(ui_state.large_print, size, f64::from(scale));
-        let zoom = kiosk_rooms.map_or((max * 0.5).max(1.0).min(max), |k| k.0);
+        let max = zoom_for(ui_state.large_print, ui_state.window_size, f64::from(scale));
+        let zoom = kiosk_plan.map_or((max * 0.5).max(1.0).min(max), |k| k.0);
         if (zoom - ctx.zoom_factor()).abs() > 1e-3 {
             ctx.set_zoom_factor(zoom);
         }
@@ -584,12 +607,12 @@ pub fn draw(
         top.max.y = (r.top() - GAP).max(top.top());
     }
 
-    if let Some((_, stats_room, _)) = kiosk_rooms {
+    if let Some((stats_room, _)) = kiosk_rooms {
         top = stats_room;
     }
     // The plots' room and size: the kiosk's room, else beside or below the figures at `s`.
     let plots_place = |s: Rect| match kiosk_rooms {
-        Some((_, _, room)) => room.and_then(|r| plot_size_in(r).map(|size| (r, size))),
+        Some((_, room)) => room.and_then(|r| plot_size_in(r).map(|size| (r, size))),
         None => plots_room(top, s),
     };
 
