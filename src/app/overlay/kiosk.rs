@@ -262,6 +262,59 @@ fn place(
     None
 }
 
+/// What the kiosk's layout needs of the overlay's state.
+pub(super) struct KioskInput {
+    /// The window's size, pixels.
+    pub size: (u32, u32),
+    /// Large print (the largest zoom grows with the window).
+    pub large_print: bool,
+    /// The figures' natural size, points, as last drawn (none before the first frame).
+    pub stats: Option<egui::Vec2>,
+    /// The plots' panel, points, where shown.
+    pub plots: Option<egui::Vec2>,
+    /// The layout drawn last.
+    pub last: Option<KioskLayout>,
+}
+
+/// The kiosk's layout for this frame ([`plan`]), with the zoom it asks for set on `ctx`
+/// (where no room is clear of the storm: the smallest zoom the kiosk uses, and no layout:
+/// the window's is drawn, over part of the picture).
+pub(super) fn layout_frame(
+    ctx: &egui::Context,
+    player: &Player,
+    input: &KioskInput,
+    gap: f32,
+) -> Option<KioskLayout> {
+    let planned = input.stats.and_then(|stats| {
+        let (size, large) = (input.size, input.large_print);
+        plan(
+            ctx,
+            player,
+            size,
+            large,
+            stats,
+            input.plots,
+            gap,
+            input.last,
+        )
+    });
+    let scale = ctx.pixels_per_point() / ctx.zoom_factor().max(1e-3);
+    let max = zoom_for(input.large_print, input.size, f64::from(scale));
+    let zoom = planned.map_or((max * 0.5).max(1.0).min(max), |p| p.0);
+    if (zoom - ctx.zoom_factor()).abs() > 1e-3 {
+        ctx.set_zoom_factor(zoom);
+    }
+    planned.and_then(|p| p.1)
+}
+
+/// The window of `size` pixels in points: in the pass after a change of zoom (the kiosk
+/// changes it as the camera flies) egui's own screen is not yet known and stands at 10000
+/// pixels.
+pub(super) fn screen(ctx: &egui::Context, (w, h): (u32, u32)) -> egui::Rect {
+    let ppp = ctx.pixels_per_point();
+    egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(w as f32 / ppp, h as f32 / ppp))
+}
+
 /// The kiosk's layout for the overlay of `ctx` over `player`'s picture in a window of `size`
 /// pixels (the window's own: egui's screen can lag behind a resize): the figures (their
 /// natural size `stats`, points, as last drawn) and the plots (`plots`, points, where shown)
@@ -269,7 +322,7 @@ fn place(
 /// the zoom the overlay has now (else the `last` one drawn at it, else none). `None` where
 /// there is no room clear of the storm.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn plan(
+fn plan(
     ctx: &egui::Context,
     player: &Player,
     size: (u32, u32),

@@ -515,11 +515,7 @@ pub fn draw(
 ) {
     use egui::{Align2, Color32, Rect, RichText, pos2, vec2};
     let screen = if ui_state.kiosk {
-        // The window's own size: in the pass after a change of zoom (the kiosk changes it as
-        // the camera flies) egui's screen is not yet known and stands at 10000 pixels.
-        let ppp = ctx.pixels_per_point();
-        let (w, h) = ui_state.window_size;
-        egui::Rect::from_min_size(pos2(0.0, 0.0), vec2(w as f32 / ppp, h as f32 / ppp))
+        kiosk::screen(ctx, ui_state.window_size)
     } else {
         ctx.content_rect()
     };
@@ -550,40 +546,20 @@ pub fn draw(
     // clear of it (a close-up that fills the screen), the layout below is the window's, in
     // the smallest print the kiosk uses, and covers part of the picture.
     let plots_panel = vec2(PLOT_SIZE.x + 2.0 * PAD, 2.0 * PLOT_SIZE.y + PLOTS_EXTRA_H);
-    let kiosk_plan = ui_state
-        .kiosk
-        .then_some(ui_state.layout.stats_natural)
-        .flatten();
-    let kiosk_plan = kiosk_plan.and_then(|stats| {
-        let plots = ui_state.plots.then_some(plots_panel);
-        let size = ui_state.window_size;
-        let last = ui_state.layout.kiosk;
-        kiosk::plan(
-            ctx,
-            player,
-            size,
-            ui_state.large_print,
-            stats,
-            plots,
-            GAP,
-            last,
-        )
-    });
-    ui_state.layout.kiosk = kiosk_plan.and_then(|p| p.1);
-    let ppp = ctx.pixels_per_point();
-    let kiosk_rooms = ui_state
-        .layout
-        .kiosk
-        .map(|l| kiosk::rooms_in_points(&l, ppp));
     if ui_state.kiosk {
-        let ppp = ctx.pixels_per_point();
-        let scale = ppp / ctx.zoom_factor().max(1e-3);
-        let max = zoom_for(ui_state.large_print, ui_state.window_size, f64::from(scale));
-        let zoom = kiosk_plan.map_or((max * 0.5).max(1.0).min(max), |k| k.0);
-        if (zoom - ctx.zoom_factor()).abs() > 1e-3 {
-            ctx.set_zoom_factor(zoom);
-        }
+        let input = kiosk::KioskInput {
+            size: ui_state.window_size,
+            large_print: ui_state.large_print,
+            stats: ui_state.layout.stats_natural,
+            plots: ui_state.plots.then_some(plots_panel),
+            last: ui_state.layout.kiosk,
+        };
+        ui_state.layout.kiosk = kiosk::layout_frame(ctx, player, &input, GAP);
     }
+    let ppp = ctx.pixels_per_point();
+    let kiosk_rooms = (ui_state.layout.kiosk)
+        .filter(|_| ui_state.kiosk)
+        .map(|l| kiosk::rooms_in_points(&l, ppp));
 
     // Each panel is laid out in a room of its own and clipped to it (`constrain_to`), and
     // the rooms do not overlap, so no panel can paint over another even in a frame where a
