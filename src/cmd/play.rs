@@ -62,7 +62,9 @@ pub enum ModeArg {
 /// Arguments of `supercell play`.
 #[derive(clap::Args, Debug)]
 pub struct PlayArgs {
-    /// Scene file (`.toml`) or dataset directory; the built-in storm when omitted.
+    /// Scene file (`.toml`) or dataset directory (played with its default look); when
+    /// omitted, the storm scene compiled into the binary (`scenes/storm.toml`) on the
+    /// built-in dataset.
     pub scene: Option<PathBuf>,
     /// No window: play, measure, and write `--json`.
     #[arg(long)]
