@@ -109,6 +109,11 @@ fn check_headless_run(cache: &Path, out: &Output, window_command: &str) {
     assert_eq!(v["schema"], "supercell-main-headless/2");
     assert_eq!(v["picture"], picture.display().to_string());
     assert_eq!(v["window_command"], window_command);
+    // The storm scene compiled into the binary: its attributes (the funnel's grid among
+    // them), not the dataset's default look.
+    assert_eq!(v["scene"], "built-in scenes/storm.toml", "{v:#}");
+    let storm = storm_support::storm_scene_attributes();
+    assert_eq!(v["attributes"], serde_json::json!(storm), "{v:#}");
     let host = &v["paths"][0];
     assert_eq!(host["path"], "host", "{v:#}");
     for key in ["rendered_fps", "delivered_fps", "gbps_mean"] {

@@ -20,7 +20,7 @@ use supercell::app::gpumem::{CUDA, VULKAN_BUDGET, WGPU_ALLOCATOR};
 use supercell::app::{HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, gpu_memory};
 use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::render::{Renderer, upload_slot};
-use supercell::scene::Scene;
+use supercell::scene::{DEFAULT_DATASET_NAME, Scene};
 
 fn run_until(player: &mut Player, what: &str, mut done: impl FnMut(&Player) -> bool) {
     let end = Instant::now() + Duration::from_secs(60);
@@ -553,6 +553,38 @@ fn headless_soak_holds_memory_flat_for_a_minute() {
         v["soak"]["frames"].as_u64().unwrap() >= 100,
         "{}",
         v["soak"]["frames"]
+    );
+}
+
+/// `play --headless` without a scene plays the storm scene compiled into the binary (its
+/// attributes, the funnel's grid among them) on the built-in dataset, not the dataset's
+/// default look.
+#[test]
+fn headless_play_without_a_scene_plays_the_built_in_storm_scene() {
+    if gpu().is_none() {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    // The built-in dataset's place holds the small storm (a link: nothing is copied).
+    std::os::unix::fs::symlink(dataset(), cache.path().join(DEFAULT_DATASET_NAME)).unwrap();
+    let json = cache.path().join("built-in.json");
+    let out = Command::new(bin())
+        .args(["play", "--headless", "--frames", "2", "--path", "host"])
+        .args(["--size", "32x18", "--scrub-jumps", "0", "--threads", "2"])
+        .args(["--json", json.to_str().unwrap()])
+        .env("SUPERCELL_CACHE", cache.path())
+        .output()
+        .expect("run supercell play");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "play failed:\n{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["scene"], "built-in scenes/storm.toml", "{v:#}");
+    let storm = storm_support::storm_scene_attributes();
+    assert_eq!(
+        v["dataset"]["attributes"],
+        serde_json::json!(storm),
+        "{v:#}"
     );
 }
 

@@ -172,6 +172,11 @@ fn window_overlay_toggle_scrub_and_screenshot() {
 /// Runs the player's window on display `disp` with `args` and `script`; false when no window
 /// could open here (after saying why).
 fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
+    play_window_stderr(disp, args, script).is_some()
+}
+
+/// [`play_window`], returning what the window said on stderr (`None`: no window here).
+fn play_window_stderr(disp: &Display, args: &[&str], script: &str) -> Option<String> {
     let ds = dataset();
     let mut child = Command::new(bin())
         .args(["play", ds.to_str().unwrap()])
@@ -199,10 +204,132 @@ fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !status.success() && stderr.contains("cannot open a window") {
         skip(&format!("no window: {stderr}"));
-        return false;
+        return None;
     }
     assert!(status.success(), "play {args:?} failed:\n{stderr}");
-    true
+    Some(stderr.into_owned())
+}
+
+/// Runs the kiosk (and `extra` flags) on its own Xvfb of `size` under the name `name`:
+/// waits as `wait` says (script commands), then dumps the overlay's state. The state and
+/// stderr, or `None` where there is no adapter, Xvfb or window here.
+fn kiosk_state(
+    size: (u32, u32),
+    name: &str,
+    extra: &[&str],
+    wait: &str,
+) -> Option<(serde_json::Value, String)> {
+    gpu()?;
+    let Some(disp) = own_xvfb(size.0, size.1) else {
+        skip("no Xvfb");
+        return None;
+    };
+    let dir = out_dir().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let _ = std::fs::remove_file(&state);
+    let script = format!("{wait}; dump-state {}; quit", state.display());
+    let mut args = vec!["--kiosk", "--render-scale", "0.1"];
+    args.extend_from_slice(extra);
+    let stderr = play_window_stderr(&disp, &args, &script)?;
+    let s = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    Some((s, stderr))
+}
+
+/// The kiosk flipping direct/host every 300 ms where the direct path cannot run says why
+/// once, at the start, not again at every flip.
+#[test]
+fn kiosk_says_once_why_the_direct_path_cannot_run() {
+    let every = ["--toggle-every", "300ms"];
+    let Some((s, _)) = kiosk_state((960, 540), "kiosk-direct-once", &every, "wait 4s") else {
+        return;
+    };
+    let message = s["message"].as_str().unwrap_or_default();
+    if !message.starts_with("direct path unavailable") {
+        skip(&format!("the direct path runs here: {message}"));
+        return;
+    }
+    // Said when the kiosk started, four seconds and a dozen flips ago.
+    let age = s["message_age_s"].as_f64().unwrap();
+    assert!(age > 3.0, "said again {age:.2} s ago: {s}");
+}
+
+/// `--kiosk` on a bare X server (Xvfb, where no window manager honours fullscreen): the
+/// window does not stay at its starting size unnoticed; it is sized to the monitor, and
+/// stderr says why, once.
+#[test]
+fn kiosk_without_a_window_manager_fills_the_monitor_and_says_so() {
+    let wait = "wait 3s; wait-frames 1; wait 500ms";
+    let Some((s, stderr)) = kiosk_state((1600, 900), "kiosk-no-wm", &[], wait) else {
+        return;
+    };
+    let warnings = stderr
+        .matches("play: warning: fullscreen was asked for")
+        .count();
+    assert_eq!(warnings, 1, "one warning:\n{stderr}");
+    assert_eq!(
+        s["window_size"],
+        serde_json::json!([1600, 900]),
+        "{stderr}\n{s}"
+    );
+}
+
+/// The kiosk on the storm scene (none named: the built-in one) at 1920 × 1080: the figures
+/// and the plots sit in corners of the screen, where the layout clear of the storm puts
+/// them, in every frame (not swinging between two zooms, each frame's panels laid out in
+/// the other's rooms).
+#[test]
+fn kiosk_panels_sit_in_the_corners_on_the_storm_scene() {
+    if gpu().is_none() {
+        return;
+    }
+    let Some(disp) = own_xvfb(1920, 1080) else {
+        skip("no Xvfb");
+        return;
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let builtin = cache.path().join(supercell::scene::DEFAULT_DATASET_NAME);
+    std::os::unix::fs::symlink(dataset(), builtin).unwrap();
+    let dumps: Vec<_> = (0..3)
+        .map(|i| cache.path().join(format!("{i}.json")))
+        .collect();
+    let script = format!(
+        "wait 3s; wait-frames 1; dump-state {}; wait-frames 1; dump-state {}; wait 1s; \
+         dump-state {}; quit",
+        dumps[0].display(),
+        dumps[1].display(),
+        dumps[2].display()
+    );
+    let out = Command::new(bin())
+        .args(["play", "--kiosk", "--render-scale", "0.1", "--threads", "2"])
+        .args(["--script", &script])
+        .env("SUPERCELL_CACHE", cache.path())
+        .env("DISPLAY", &disp.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("run the kiosk");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("cannot open a window") {
+        skip(&format!("no window: {stderr}"));
+        return;
+    }
+    assert!(out.status.success(), "kiosk failed:\n{stderr}");
+    for d in &dumps {
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d).unwrap()).unwrap();
+        let panels: std::collections::BTreeMap<String, [f32; 4]> =
+            serde_json::from_value(s["panels"].clone()).unwrap();
+        assert!(panels.contains_key("stats"), "{s}");
+        for (name, r) in &panels {
+            // Near a side and the top or the bottom: within the gap (12 points, 36 pixels at
+            // the largest zoom) and what the plots' panel, aligned to the bottom of its room,
+            // draws short of the room's height.
+            let near = |a: f32, edge: f32| (a - edge).abs() <= 64.0;
+            let side = near(r[0], 0.0) || near(r[2], 1920.0);
+            let end = near(r[1], 0.0) || near(r[3], 1080.0);
+            assert!(side && end, "{name} {r:?} is in no corner: {s}");
+        }
+    }
 }
 
 /// At the default 1280 × 720 and at 960 × 540 (compact figures, plots off at start), and in

@@ -127,6 +127,11 @@ fn shown_attributes(view: &View, slots: &[Option<usize>]) -> Vec<Option<usize>> 
         .collect()
 }
 
+/// The scene file or dataset directory at `path`, loaded ([`Scene::load`]).
+pub(crate) fn load_scene(path: &Path) -> Result<Scene, PlayError> {
+    Scene::load(path).map_err(|e| PlayError::Scene(e.to_string()))
+}
+
 /// Bytes in decimal megabytes, for messages.
 fn mb(n: u64) -> String {
     format!("{:.1} MB", n as f64 / 1e6)
@@ -150,13 +155,25 @@ impl Player {
         scene_path: &Path,
         cfg: &PlayerConfig,
     ) -> Result<Player, PlayError> {
-        Self::build(device, queue, Err(no_sharing_reason()), scene_path, cfg)
+        let scene = load_scene(scene_path)?;
+        Self::build(device, queue, Err(no_sharing_reason()), &scene, cfg)
     }
 
-    /// Opens `scene_path` on `gpu`: with the direct path where `gpu` shares memory with CUDA.
+    /// Opens `scene_path` (a scene `.toml` or a dataset directory) on `gpu`: with the direct
+    /// path where `gpu` shares memory with CUDA.
     pub fn open(
         gpu: &super::PlayerGpu,
         scene_path: &Path,
+        cfg: &PlayerConfig,
+    ) -> Result<Player, PlayError> {
+        Self::open_scene(gpu, &load_scene(scene_path)?, cfg)
+    }
+
+    /// Opens a scene already loaded (such as [`Scene::builtin`], which has no file) on
+    /// `gpu`, as [`Player::open`] does.
+    pub fn open_scene(
+        gpu: &super::PlayerGpu,
+        scene: &Scene,
         cfg: &PlayerConfig,
     ) -> Result<Player, PlayError> {
         let interop = match &gpu.interop {
@@ -166,24 +183,23 @@ impl Player {
                 .clone()
                 .unwrap_or_else(no_sharing_reason)),
         };
-        Self::build(&gpu.device, &gpu.queue, interop, scene_path, cfg)
+        Self::build(&gpu.device, &gpu.queue, interop, scene, cfg)
     }
 
     fn build(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         interop: Result<(&crate::gpu::Gpu, &crate::gpu::InteropDevice), String>,
-        scene_path: &Path,
+        scene_file: &Scene,
         cfg: &PlayerConfig,
     ) -> Result<Player, PlayError> {
         if cfg.width == 0 || cfg.height == 0 {
             return Err(PlayError::Usage("the image size must be positive".into()));
         }
         let aspect = cfg.width as f32 / cfg.height as f32;
-        let scene = Scene::load(scene_path)
-            .and_then(|s| s.open(aspect, cfg.attributes.as_deref()))
+        let mut scene = scene_file
+            .open(aspect, cfg.attributes.as_deref())
             .map_err(|e| PlayError::Scene(e.to_string()))?;
-        let mut scene = scene;
         if let Some(keep) = &cfg.frames {
             // After the scene is open: the camera and the view are the whole dataset's.
             scene
@@ -195,7 +211,7 @@ impl Player {
         if source.frames.is_empty() {
             return Err(PlayError::Scene(format!(
                 "{}: the dataset has no frames",
-                scene_path.display()
+                scene_file.source.display()
             )));
         }
         // A dataset without a scene whose first frames are empty starts where data does

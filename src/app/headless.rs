@@ -282,7 +282,7 @@ pub struct MachineReport {
 /// The dataset a run played.
 #[derive(Clone, Debug, Serialize)]
 pub struct DatasetReport {
-    /// Path given on the command line.
+    /// Path given on the command line, or the built-in dataset's directory.
     pub path: String,
     /// Frames.
     pub frames: u32,
@@ -305,6 +305,9 @@ pub struct HeadlessReport {
     pub date: String,
     /// Machine.
     pub machine: MachineReport,
+    /// The scene played: the scene file or dataset directory given (a dataset plays with
+    /// its default look), or `built-in scenes/storm.toml` (compiled into the binary).
+    pub scene: String,
     /// Dataset.
     pub dataset: DatasetReport,
     /// Image size.

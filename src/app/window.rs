@@ -26,7 +26,7 @@ use super::core::{PathSel, PlayError, Player, PlayerConfig};
 use super::figures::render_mode_name;
 use super::gpus::{self, MultiPlayer};
 use super::offscreen::{self, egui_pass};
-use super::overlay::{self, PRESETS, UiRequest, UiState};
+use super::overlay::{self, PRESETS, UiRequest, UiState, zoom_for};
 use super::script::{Action, Command, key_action};
 use super::software::{self, Requested};
 use crate::pipeline::{Direction, PlayMode};
@@ -35,8 +35,8 @@ use crate::render::TransferFunction;
 /// What the window does.
 #[derive(Clone, Debug)]
 pub struct WindowOptions {
-    /// Scene file or dataset.
-    pub scene: PathBuf,
+    /// The scene: loaded from a file or a dataset directory, or the built-in one.
+    pub scene: crate::scene::Scene,
     /// Player settings (its size is replaced by the window's).
     pub player: PlayerConfig,
     /// Window size, render scale and step the command line fixed; the adapter's defaults
@@ -63,6 +63,9 @@ pub struct WindowOptions {
     /// Several GPUs (`--gpus`, ordinals; GPU 0 presents): one player per GPU over the
     /// frames it owns ([`MultiPlayer`]). `None`: one GPU, one player.
     pub gpus: Option<Vec<usize>>,
+    /// Tells the operator something that needs no answer (the binary prints it on stderr):
+    /// a fullscreen the window manager did not honour.
+    pub warn: fn(&str),
 }
 
 /// What plays: one GPU's player, or several GPUs' on one timeline.
@@ -179,7 +182,16 @@ struct App {
     gpu_mark: Instant,
     toggle_mark: Instant,
     last_frame: Instant,
-    kiosk_start: Instant,
+    /// When the scene's camera path started flying (its clock).
+    flight_start: Instant,
+    /// The camera flies the scene's camera path: always in the kiosk; in the window until
+    /// the user moves the camera (C, reset camera, flies it again).
+    flying: bool,
+    /// Why the direct path cannot run was said (on screen): the timed flips of
+    /// `--toggle-every` do not say it again every period.
+    said_direct_unavailable: bool,
+    /// When to check that `--fullscreen` took (no window manager may honour it).
+    fullscreen_check_at: Option<Instant>,
     /// Render at this fraction of the window (chosen once the adapter is known).
     render_scale: f32,
     /// Least time between two compositions (zero: as often as the event loop turns). On a
@@ -231,7 +243,10 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         gpu_mark: now,
         toggle_mark: now,
         last_frame: now,
-        kiosk_start: now,
+        flight_start: now,
+        flying: false,
+        said_direct_unavailable: false,
+        fullscreen_check_at: None,
         render_scale,
         compose_every: Duration::ZERO,
         last_compose: now,
@@ -246,19 +261,6 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         Some(e) => Err(e),
         None => Ok(()),
     }
-}
-
-/// Overlay zoom: 1 normally; in large print it grows with the window so that text stays
-/// readable from two metres on a 1080p or 4K screen (2× at 1920 × 1080), and shrinks with
-/// it down to 1 (at 960 × 540 and smaller) so that the panels keep fitting. A window
-/// narrower than 16:9 counts by its width.
-fn zoom_for(large_print: bool, (width_px, height_px): (u32, u32), scale_factor: f64) -> f32 {
-    if !large_print {
-        return 1.0;
-    }
-    let s = scale_factor.max(0.1) as f32;
-    let logical = (height_px as f32 / s).min(width_px as f32 / s * 9.0 / 16.0);
-    (logical / 540.0).clamp(1.0, 3.0)
 }
 
 fn render_size(window: (u32, u32), scale: f32) -> (u32, u32) {
@@ -281,6 +283,10 @@ impl App {
                 .create_window(attrs)
                 .map_err(|e| WindowError::NoDisplay(e.to_string()))?,
         );
+        if self.opts.fullscreen {
+            // A window manager makes the window fullscreen after it is mapped, if at all.
+            self.fullscreen_check_at = Some(Instant::now() + Duration::from_secs(2));
+        }
         let no_surface = |e: wgpu::CreateSurfaceError| {
             WindowError::Other(format!("cannot create a surface: {e}"))
         };
@@ -389,7 +395,7 @@ impl App {
         (pcfg.width, pcfg.height) = render_size((sw, sh), self.render_scale);
         let mut play = match (&gpu, opened) {
             (Some(g), _) => {
-                let mut player = Player::open(g, &self.opts.scene, &pcfg)?;
+                let mut player = Player::open_scene(g, &self.opts.scene, &pcfg)?;
                 eprintln!("play: {}", player.slot_plan().line());
                 for note in player.scene_notes() {
                     eprintln!("play: {note}");
@@ -402,7 +408,7 @@ impl App {
                 Play::One(player)
             }
             (None, Some(opened)) => {
-                let mut mp = MultiPlayer::open(opened, &self.opts.scene, &pcfg)?;
+                let mut mp = MultiPlayer::open_scene(opened, &self.opts.scene, &pcfg)?;
                 for k in 0..mp.gpu_count() {
                     settings.apply_view(mp.player_mut(k).view_mut());
                     eprintln!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
@@ -413,12 +419,14 @@ impl App {
             (None, None) => unreachable!("a device was opened above"),
         };
         let player = play.lead_mut();
+        self.flying = player.has_camera_path();
         self.ui.presets = overlay::presets_for(player);
         if self.opts.kiosk
             && let Some(why) = player.direct_unavailable()
         {
             // The kiosk starts on the direct path where it can; the audience sees why not.
             self.ui.message = Some((format!("direct path unavailable: {why}"), Instant::now()));
+            self.said_direct_unavailable = true;
         }
         let egui_ctx = egui::Context::default();
         egui_ctx.set_zoom_factor(zoom_for(
@@ -555,6 +563,7 @@ impl App {
             Action::ResetCamera => {
                 let cam = p.scene_view().camera;
                 p.view_mut().camera = cam;
+                self.flying = p.has_camera_path();
             }
             Action::ToggleAttribute(i) => {
                 if let Some(Some(a)) = p.view().attributes.get(i) {
@@ -571,14 +580,18 @@ impl App {
                     event_loop,
                 );
             }
-            Action::Orbit(dy, dp) => p
-                .view_mut()
-                .camera
-                .orbit(f32::from(dy) * 10.0, f32::from(dp) * 5.0),
-            Action::Zoom(z) => p
-                .view_mut()
-                .camera
-                .zoom(if z > 0 { 1.15 } else { 1.0 / 1.15 }),
+            Action::Orbit(dy, dp) => {
+                self.flying = false;
+                p.view_mut()
+                    .camera
+                    .orbit(f32::from(dy) * 10.0, f32::from(dp) * 5.0);
+            }
+            Action::Zoom(z) => {
+                self.flying = false;
+                p.view_mut()
+                    .camera
+                    .zoom(if z > 0 { 1.15 } else { 1.0 / 1.15 });
+            }
             Action::TogglePathTracing => {
                 let to = p.toggle_path_tracing();
                 self.message(format!("render mode: {}", render_mode_name(to)));
@@ -782,14 +795,15 @@ impl App {
         let now = Instant::now();
         let dt = now.duration_since(self.last_frame).as_secs_f32().min(0.25);
         self.last_frame = now;
-        if self.opts.kiosk {
-            // The scene's camera path flies (it loops with the clock), else a slow orbit.
-            let p = g.play.lead_mut();
+        let p = g.play.lead_mut();
+        if self.opts.kiosk || self.flying {
+            // The scene's camera path flies (it loops with the clock), else the kiosk orbits
+            // slowly.
             if p.has_camera_path() {
-                let t = now.duration_since(self.kiosk_start).as_secs_f64();
+                let t = now.duration_since(self.flight_start).as_secs_f64();
                 let cam = p.scene_camera_at(t);
                 p.view_mut().camera = cam;
-            } else {
+            } else if self.opts.kiosk {
                 p.view_mut().camera.orbit(dt * 6.0, 0.0);
             }
         }
@@ -802,9 +816,36 @@ impl App {
                     let label = g.play.lead().path_report(to).label;
                     self.ui.message = Some((format!("{} path: {label}", to.name()), now));
                 }
-                Err(why) => {
+                // Said once: the figures panel says it for good, and a kiosk flipping every
+                // 20 s all day would otherwise repeat it on every flip to the direct path.
+                Err(why) if !self.said_direct_unavailable => {
+                    self.said_direct_unavailable = true;
                     self.ui.message = Some((format!("direct path unavailable: {why}"), now));
                 }
+                Err(_) => {}
+            }
+        }
+        if self.fullscreen_check_at.is_some_and(|at| now >= at) {
+            self.fullscreen_check_at = None;
+            let inner = g.window.inner_size();
+            let monitor = g
+                .window
+                .current_monitor()
+                .or_else(|| g.window.primary_monitor());
+            let size = monitor.as_ref().map(|m| (m.size().width, m.size().height));
+            match overlay::fullscreen_check(true, (inner.width, inner.height), size) {
+                overlay::FullscreenCheck::Fine => {}
+                overlay::FullscreenCheck::Resize { to, warning } => {
+                    if let Some(m) = &monitor {
+                        g.window.set_outer_position(m.position());
+                    }
+                    // The surface follows with the Resized event.
+                    let _ = g
+                        .window
+                        .request_inner_size(winit::dpi::PhysicalSize::new(to.0, to.1));
+                    (self.opts.warn)(&warning);
+                }
+                overlay::FullscreenCheck::Warn(warning) => (self.opts.warn)(&warning),
             }
         }
         let secs = now.duration_since(self.cpu_mark.0).as_secs_f64();
@@ -1087,6 +1128,10 @@ impl ApplicationHandler for App {
                     let (dx, dy) = ((x - px) as f32, (y - py) as f32);
                     let h = g.config.height.max(1) as f32;
                     let pan = self.mouse.2 || (self.mouse.1 && self.modifiers.shift_key());
+                    if pan || self.mouse.1 {
+                        // The user takes the camera: the window stops flying the path.
+                        self.flying = false;
+                    }
                     if pan {
                         g.play.lead_mut().view_mut().camera.pan(-dx / h, dy / h);
                     } else if self.mouse.1 {
@@ -1104,6 +1149,7 @@ impl ApplicationHandler for App {
                     MouseScrollDelta::LineDelta(_, y) => y,
                     MouseScrollDelta::PixelDelta(p) => p.y as f32 / 40.0,
                 };
+                self.flying = false;
                 g.play.lead_mut().view_mut().camera.zoom(1.1f32.powf(lines));
             }
             _ => {}

@@ -1,5 +1,5 @@
-//! The bare `supercell` command, the main job: the built-in storm (created on first run),
-//! played in a window where there is a display. Without one (a server, ssh, CI) it makes a
+//! The bare `supercell` command, the main job: the built-in storm scene (compiled into the
+//! binary) on the built-in dataset (created on first run), played in a window where there is a display. Without one (a server, ssh, CI) it makes a
 //! short headless run of the same player instead: it writes a picture of the last frame
 //! rendered and the frames/s and GB/s it measured (text and JSON), and says how to open
 //! the window.
@@ -14,6 +14,7 @@ use supercell::app::headless::{self, MachineReport};
 use supercell::app::overlay::peak_text;
 use supercell::app::window::WindowError;
 use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
+use supercell::scene::{BUILTIN_SCENE_FILE, Scene};
 
 use super::command_line;
 use super::play::PlayArgs;
@@ -84,8 +85,12 @@ pub struct MainReport {
     pub date: String,
     /// Machine and adapter.
     pub machine: MachineReport,
+    /// The scene played: `built-in scenes/storm.toml` (compiled into the binary).
+    pub scene: String,
     /// The dataset played.
     pub dataset: String,
+    /// The scene's attributes, in slot order.
+    pub attributes: Vec<String>,
     /// Image size, pixels.
     pub size: [u32; 2],
     /// The picture (PNG of the last frame rendered).
@@ -113,9 +118,8 @@ pub fn run(args: &MainArgs) -> Result<()> {
     let no_window = if args.headless {
         "--headless given".to_string()
     } else if let Some(display) = display() {
-        // Exactly `supercell play` on the built-in storm, with its defaults.
-        let argv: [&std::ffi::OsStr; 2] = ["play".as_ref(), dataset.as_os_str()];
-        let play = PlayOnly::try_parse_from(argv)
+        // Exactly `supercell play`: the built-in storm scene, with its defaults.
+        let play = PlayOnly::try_parse_from(["play"])
             .context("the player's default arguments")?
             .play;
         eprintln!(
@@ -229,7 +233,10 @@ fn headless_preview(dataset: &Path, out: &Path, no_window: &str) -> Result<()> {
         path: PathSel::Host,
         ..PlayerConfig::default()
     };
-    let mut player = Player::open(&gpu, dataset, &cfg)?;
+    // The storm scene compiled into the binary (its looks, funnel grid and camera), on the
+    // built-in dataset `dataset`.
+    let scene = Scene::builtin();
+    let mut player = Player::open_scene(&gpu, &scene, &cfg)?;
     let mut paths = vec![play_path(&mut player, PathSel::Host)?];
     if player.direct_unavailable().is_none() {
         paths.push(play_path(&mut player, PathSel::Direct)?);
@@ -252,7 +259,9 @@ fn headless_preview(dataset: &Path, out: &Path, no_window: &str) -> Result<()> {
                 .map_or(0, |d| d.as_secs()),
         ),
         machine: headless::machine(gpu.describe()),
+        scene: format!("built-in {BUILTIN_SCENE_FILE}"),
         dataset: dataset.display().to_string(),
+        attributes: player.attribute_names(),
         size: [width, height],
         picture: picture.display().to_string(),
         no_window: no_window.to_string(),

@@ -62,7 +62,9 @@ pub enum ModeArg {
 /// Arguments of `supercell play`.
 #[derive(clap::Args, Debug)]
 pub struct PlayArgs {
-    /// Scene file (`.toml`) or dataset directory; the built-in storm when omitted.
+    /// Scene file (`.toml`) or dataset directory (played with its default look); when
+    /// omitted, the storm scene compiled into the binary (`scenes/storm.toml`) on the
+    /// built-in dataset.
     pub scene: Option<PathBuf>,
     /// No window: play, measure, and write `--json`.
     #[arg(long)]
@@ -311,13 +313,7 @@ pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
     refuse_window_flags(args)?;
     // Bad values are refused before a dataset is made or a device opened.
     let req = requested(args)?;
-    let scene = match &args.scene {
-        Some(p) => p.clone(),
-        None => supercell::scene::ensure_default_dataset(true)?,
-    };
-    if !scene.exists() {
-        bail!("{}: no such scene file or dataset", scene.display());
-    }
+    let scene = choose_scene(args.scene.as_deref())?;
     let gpus = match &args.gpus {
         Some(selection) => {
             if args.soak.is_some() || args.screenshot.is_some() {
@@ -330,7 +326,42 @@ pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
     match (gpus, args.headless) {
         (Some(gpus), true) => gpus_run(args, &req, &scene, &gpus),
         (None, true) => headless_run(args, &req, &scene),
-        (gpus, false) => window_run(args, req, &scene, gpus),
+        (gpus, false) => window_run(args, req, scene, gpus),
+    }
+}
+
+/// The scene a run plays, and how its reports name it.
+pub struct ChosenScene {
+    /// The scene, loaded.
+    pub scene: Scene,
+    /// The scene file or dataset directory given, or `built-in scenes/storm.toml`.
+    pub name: String,
+    /// The dataset: the path given, or the built-in dataset's directory.
+    pub dataset: String,
+}
+
+/// The scene file or dataset directory `arg`; without one, the built-in storm scene
+/// (compiled into the binary) on the built-in dataset, which is created here if missing.
+pub fn choose_scene(arg: Option<&std::path::Path>) -> anyhow::Result<ChosenScene> {
+    match arg {
+        Some(p) => {
+            if !p.exists() {
+                bail!("{}: no such scene file or dataset", p.display());
+            }
+            Ok(ChosenScene {
+                scene: Scene::load(p)?,
+                name: p.display().to_string(),
+                dataset: p.display().to_string(),
+            })
+        }
+        None => {
+            let dir = supercell::scene::ensure_default_dataset(true)?;
+            Ok(ChosenScene {
+                scene: Scene::builtin(),
+                name: format!("built-in {}", supercell::scene::BUILTIN_SCENE_FILE),
+                dataset: dir.display().to_string(),
+            })
+        }
     }
 }
 
@@ -345,7 +376,7 @@ fn progress_bar(template: &str) -> indicatif::ProgressBar {
     bar
 }
 
-fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> anyhow::Result<()> {
+fn headless_run(args: &PlayArgs, req: &Requested, scene: &ChosenScene) -> anyhow::Result<()> {
     if args.frames == 0 {
         bail!("--frames must be at least 1");
     }
@@ -358,7 +389,7 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
     let size = settings.size;
     // Headless measures as fast as frames arrive, whatever the scene's playback says.
     let cfg = player_config(args, size, &PlaybackDefaults::default())?;
-    let mut player = Player::open(&gpu, scene, &cfg)?;
+    let mut player = Player::open_scene(&gpu, &scene.scene, &cfg)?;
     eprintln!("play: {}", player.slot_plan().line());
     for note in player.scene_notes() {
         eprintln!("play: {note}");
@@ -455,8 +486,9 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
                 .map_or(0, |d| d.as_secs()),
         ),
         machine: headless::machine(gpu.describe()),
+        scene: scene.name.clone(),
         dataset: DatasetReport {
-            path: scene.display().to_string(),
+            path: scene.dataset.clone(),
             frames: player.frame_count(),
             lanes: m.lanes.len(),
             attributes: player.attribute_names(),
@@ -503,10 +535,10 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &std::path::Path) -> an
 fn window_run(
     args: &PlayArgs,
     req: Requested,
-    scene: &std::path::Path,
+    scene: ChosenScene,
     gpus: Option<Vec<usize>>,
 ) -> anyhow::Result<()> {
-    let scene_file = Scene::load(scene)?;
+    let scene_file = scene.scene;
     // The window sets the render size from its own (and the adapter's defaults).
     let window_size = req.window_size.unwrap_or(software::WINDOW);
     let cfg = player_config(args, window_size, &scene_file.playback)?;
@@ -541,7 +573,7 @@ fn window_run(
         );
     }
     let opts = WindowOptions {
-        scene: scene.to_path_buf(),
+        scene: scene_file.clone(),
         player: cfg,
         requested: req,
         fullscreen: args.fullscreen || args.kiosk,
@@ -554,6 +586,7 @@ fn window_run(
         script,
         exit_after: args.exit_after,
         gpus,
+        warn: |m| eprintln!("play: warning: {m}"),
     };
     window::run(opts)?;
     Ok(())
@@ -575,7 +608,7 @@ pub fn resolve_gpus(
 fn gpus_run(
     args: &PlayArgs,
     req: &Requested,
-    scene: &std::path::Path,
+    scene: &ChosenScene,
     ordinals: &[usize],
 ) -> anyhow::Result<()> {
     use supercell::app::gpus::{self, MultiPlayer};
@@ -594,7 +627,7 @@ fn gpus_run(
     let size = settings.size;
     let cfg = player_config(args, size, &PlaybackDefaults::default())?;
     let adapters: Vec<String> = opened.iter().map(|g| g.gpu.describe()).collect();
-    let mut mp = MultiPlayer::open(opened, scene, &cfg)?;
+    let mut mp = MultiPlayer::open_scene(opened, &scene.scene, &cfg)?;
     for k in 0..mp.gpu_count() {
         settings.apply_view(mp.player_mut(k).view_mut());
         eprintln!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
@@ -623,8 +656,9 @@ fn gpus_run(
                 .map_or(0, |d| d.as_secs()),
         ),
         machine: headless::machine(adapters.join("; ")),
+        scene: scene.name.clone(),
         dataset: DatasetReport {
-            path: scene.display().to_string(),
+            path: scene.dataset.clone(),
             frames: mp.frame_count(),
             lanes: m.lanes.len(),
             attributes: p0.attribute_names(),

@@ -65,3 +65,15 @@ impl SmallStorm<'_> {
         dir.to_path_buf()
     }
 }
+
+/// The built-in storm scene's attributes in slot order (the scene compiled into the
+/// binary), after checking that the funnel's grid is among them.
+pub fn storm_scene_attributes() -> Vec<String> {
+    let storm: Vec<String> = supercell::scene::Scene::builtin()
+        .attributes
+        .iter()
+        .map(|a| a.name.clone())
+        .collect();
+    assert!(storm.iter().any(|n| n == "funnel_cloud"), "{storm:?}");
+    storm
+}

@@ -256,6 +256,16 @@ impl MultiPlayer {
         scene_path: &Path,
         cfg: &PlayerConfig,
     ) -> Result<MultiPlayer, PlayError> {
+        Self::open_scene(gpus, &crate::app::core::load_scene(scene_path)?, cfg)
+    }
+
+    /// [`MultiPlayer::open`] on a scene already loaded (such as
+    /// [`crate::scene::Scene::builtin`]).
+    pub fn open_scene(
+        gpus: Vec<OpenedGpu>,
+        scene: &crate::scene::Scene,
+        cfg: &PlayerConfig,
+    ) -> Result<MultiPlayer, PlayError> {
         if gpus.is_empty() {
             return Err(PlayError::Usage("--gpus names no GPU".into()));
         }
@@ -271,8 +281,8 @@ impl MultiPlayer {
         }
         let g = gpus.len();
         let ownership = Ownership::alternate(g).map_err(PlayError::Usage)?;
-        let frame_count = crate::scene::Scene::load(scene_path)
-            .and_then(|s| s.open(1.0, cfg.attributes.as_deref()))
+        let frame_count = scene
+            .open(1.0, cfg.attributes.as_deref())
             .map_err(|e| PlayError::Scene(e.to_string()))?
             .dataset
             .frame_count() as u32;
@@ -300,7 +310,7 @@ impl MultiPlayer {
             share_cfg.speed_fps = None;
             share_cfg.frames = Some(frames.clone());
             share_cfg.start_frame = 0;
-            let player = Player::open(&opened.gpu, scene_path, &share_cfg)?;
+            let player = Player::open_scene(&opened.gpu, scene, &share_cfg)?;
             let mut share = GpuShare {
                 ordinal: opened.ordinal,
                 matched: opened.matched,

@@ -18,8 +18,13 @@ use super::stats::PathFigures;
 use crate::pipeline::{Direction, PlayMode};
 
 mod gpus;
+mod kiosk;
 pub use gpus::{
     GPUS_ORDER_KEPT, GpuReport, GpuRow, GpusOverlay, GpusTotalRow, gpu_lines, gpu_rows,
+};
+pub use kiosk::{
+    Clear, FullscreenCheck, KioskLayout, KioskPanels, ScreenRect, fullscreen_check, kiosk_layout,
+    kiosk_layout_at, projected_bounds, zoom_for,
 };
 
 /// Transfer-function presets offered per attribute.
@@ -143,8 +148,11 @@ pub struct PanelLayout {
     pub overlap_frames: u64,
     /// The first such overlap: which panels, where.
     pub first_overlap: Option<String>,
-    /// Sizes when last drawn (points).
+    /// Sizes when last drawn (points), and the figures' whole content (unclipped).
     stats_size: Option<egui::Vec2>,
+    stats_natural: Option<egui::Vec2>,
+    /// The kiosk's layout drawn last (window pixels).
+    kiosk: Option<KioskLayout>,
     help_size: Option<egui::Vec2>,
 }
 
@@ -253,6 +261,8 @@ pub struct OverlayDump {
     pub damaged_frames: Vec<u32>,
     /// The last message shown (e.g. why a toggle was refused).
     pub message: Option<String>,
+    /// Seconds since that message was set (it shows for 6 s).
+    pub message_age_s: Option<f64>,
     /// Attribute names and whether each is shown.
     pub attributes: Vec<(String, bool)>,
     /// Every attribute of the dataset (manifest order) and whether it is shown: what the
@@ -354,6 +364,10 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         fault_count: player.fault_count(),
         damaged_frames: player.damaged_frames().keys().copied().collect(),
         message: ui.message.as_ref().map(|(m, _)| m.clone()),
+        message_age_s: ui
+            .message
+            .as_ref()
+            .map(|(_, at)| at.elapsed().as_secs_f64()),
         dataset_attributes: player.dataset_attributes(),
         attributes: names
             .into_iter()
@@ -503,7 +517,11 @@ pub fn draw(
     out: &mut Vec<UiRequest>,
 ) {
     use egui::{Align2, Color32, Rect, RichText, pos2, vec2};
-    let screen = ctx.content_rect();
+    let screen = if ui_state.kiosk {
+        kiosk::screen(ctx, ui_state.window_size)
+    } else {
+        ctx.content_rect()
+    };
     if let Some(tex) = image {
         ctx.layer_painter(egui::LayerId::background()).image(
             tex,
@@ -526,6 +544,25 @@ pub fn draw(
     let now = player.clock();
     let inner = screen.shrink(GAP);
     let mut drawn: Vec<(&'static str, Rect)> = Vec::new();
+    // The kiosk keeps the storm in view: the figures and the plots in rooms of their own
+    // clear of it, in the largest print that fits (`kiosk::kiosk_layout`). Where no room is
+    // clear of it (a close-up that fills the screen), the layout below is the window's, in
+    // the smallest print the kiosk uses, and covers part of the picture.
+    let plots_panel = vec2(PLOT_SIZE.x + 2.0 * PAD, 2.0 * PLOT_SIZE.y + PLOTS_EXTRA_H);
+    if ui_state.kiosk {
+        let input = kiosk::KioskInput {
+            size: ui_state.window_size,
+            large_print: ui_state.large_print,
+            stats: ui_state.layout.stats_natural,
+            plots: ui_state.plots.then_some(plots_panel),
+            last: ui_state.layout.kiosk,
+        };
+        ui_state.layout.kiosk = kiosk::layout_frame(ctx, player, &input, GAP);
+    }
+    let ppp = ctx.pixels_per_point();
+    let kiosk_rooms = (ui_state.layout.kiosk)
+        .filter(|_| ui_state.kiosk)
+        .map(|l| kiosk::rooms_in_points(&l, ppp));
 
     // Each panel is laid out in a room of its own and clipped to it (`constrain_to`), and
     // the rooms do not overlap, so no panel can paint over another even in a frame where a
@@ -549,6 +586,15 @@ pub fn draw(
         top.max.y = (r.top() - GAP).max(top.top());
     }
 
+    if let Some((stats_room, _)) = kiosk_rooms {
+        top = stats_room;
+    }
+    // The plots' room and size: the kiosk's room, else beside or below the figures at `s`.
+    let plots_place = |s: Rect| match kiosk_rooms {
+        Some((_, room)) => room.and_then(|r| plot_size_in(r).map(|size| (r, size))),
+        None => plots_room(top, s),
+    };
+
     // The plan, from the sizes the panels took last time.
     let stats_plan = Rect::from_min_size(
         top.min,
@@ -560,7 +606,7 @@ pub fn draw(
     );
     let plots_plan = ui_state
         .plots
-        .then(|| plots_room(top, stats_plan))
+        .then(|| plots_place(stats_plan))
         .flatten()
         .map(|(room, size)| plots_rect(room, size, ui_state.kiosk));
     let help_alone = ui_state.help
@@ -573,6 +619,7 @@ pub fn draw(
     let mut stats_rect = None;
     if !help_alone {
         let room = Rect::from_min_size(top.min, vec2(top.width().min(STATS_MAX_W), top.height()));
+        let mut content = None;
         let resp = egui::Area::new(egui::Id::unique("supercell-stats"))
             .fixed_pos(top.min)
             .constrain_to(room)
@@ -580,20 +627,22 @@ pub fn draw(
                 ui.set_max_size(room.size());
                 panel.show(ui, |ui| {
                     no_scroll_fades(ui);
-                    egui::ScrollArea::vertical()
+                    let scroll = egui::ScrollArea::vertical()
                         .id_salt("supercell-stats-scroll")
                         .max_height((top.height() - 2.0 * PAD).max(16.0))
                         .show(ui, |ui| stats_panel(ui, player, ui_state, &lines, out));
+                    content = Some(scroll.content_size);
                 });
             })
             .response;
+        ui_state.layout.stats_natural = content.map(|c| c + vec2(2.0 * PAD, 2.0 * PAD));
         drawn.push(("stats", painted(ctx, resp.layer_id)));
         ui_state.layout.stats_size = Some(resp.rect.size());
         stats_rect = Some(occupied(ctx, &resp));
     }
 
     // Plots: beside or below the figures, where they fit.
-    let plots_room_now = stats_rect.and_then(|s| plots_room(top, s));
+    let plots_room_now = stats_rect.and_then(plots_place);
     ui_state.layout.plots_no_room = ui_state.plots && !help_alone && plots_room_now.is_none();
     let mut plots_drawn = None;
     if ui_state.plots
