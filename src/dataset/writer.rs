@@ -50,7 +50,7 @@ use super::naming::lane_file_name;
 use super::nvdb::{self, GridInfo};
 use super::stripe::{StripeChunk, slot_layout, stripe};
 use super::{ALIGN, DEFAULT_SEGMENT_SIZE, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
-use crate::format::{GridClass, GridType};
+use crate::format::{BuiltGrid, GridClass, GridType};
 
 const LOCK_FILE: &str = ".supercell-write.lock";
 
@@ -121,6 +121,15 @@ struct LaneWriter {
 struct OpenChunk {
     extent: Extent,
     crc: crc32fast::Hasher,
+}
+
+/// Whether the writer recomputes a grid's checksum before storing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Checksums {
+    /// Bytes from anywhere: a stored checksum must match them.
+    Recompute,
+    /// A [`BuiltGrid`]: its checksum was computed from its bytes in this process.
+    Trusted,
 }
 
 /// A frame whose grids are being written one at a time (see
@@ -421,6 +430,23 @@ impl DatasetWriter {
     /// may reuse for the next frame: the generator does, saving the page faults of fresh
     /// gigabyte-sized allocations every frame).
     pub fn push_frame_borrowed(&mut self, time: f64, grids: &[Vec<u8>]) -> Result<()> {
+        self.push_checked_frame(time, grids, Checksums::Recompute)
+    }
+
+    /// [`push_frame_borrowed`](Self::push_frame_borrowed) of grids built in this process:
+    /// their headers are parsed and checked the same way, but their checksums are not
+    /// recomputed (a pass over every byte), since the builder computed them from these very
+    /// bytes and a [`BuiltGrid`] lets nobody change them. The lanes get the same bytes.
+    pub fn push_built_frame(&mut self, time: f64, grids: &[BuiltGrid]) -> Result<()> {
+        self.push_checked_frame(time, grids, Checksums::Trusted)
+    }
+
+    fn push_checked_frame<G: AsRef<[u8]> + Sync>(
+        &mut self,
+        time: f64,
+        grids: &[G],
+        checksums: Checksums,
+    ) -> Result<()> {
         self.check_frame(time, grids)?;
         let frame = self.frames.len();
         // Parse and checksum the grids in parallel (both walk every byte); a corrupt grid
@@ -428,7 +454,7 @@ impl DatasetWriter {
         let infos: Vec<GridInfo> = grids
             .par_iter()
             .enumerate()
-            .map(|(a, g)| self.inspect_grid(frame, a, g))
+            .map(|(a, g)| self.inspect_grid(frame, a, g.as_ref(), checksums))
             .collect::<Result<_>>()?;
         for (a, info) in infos.iter().enumerate() {
             self.check_consistent(frame, a, info)?;
@@ -486,7 +512,7 @@ impl DatasetWriter {
             )));
         }
         self.check_not_empty(frame, a, grid)?;
-        let info = self.inspect_grid(frame, a, grid)?;
+        let info = self.inspect_grid(frame, a, grid, Checksums::Recompute)?;
         self.check_consistent(frame, a, &info)?;
         self.write_grid(grid, info.checksum)?;
         merge_stats(&mut self.attributes[a], &info);
@@ -512,9 +538,18 @@ impl DatasetWriter {
     }
 
     /// The grid's header and checksum, or why it is not a valid NanoVDB grid.
-    fn inspect_grid(&self, frame: usize, a: usize, grid: &[u8]) -> Result<GridInfo> {
+    fn inspect_grid(
+        &self,
+        frame: usize,
+        a: usize,
+        grid: &[u8],
+        checksums: Checksums,
+    ) -> Result<GridInfo> {
         nvdb::inspect(grid)
-            .and_then(|info| nvdb::check_checksum(grid, info.version).map(|()| info))
+            .and_then(|info| match checksums {
+                Checksums::Recompute => nvdb::check_checksum(grid, info.version).map(|()| info),
+                Checksums::Trusted => Ok(info),
+            })
             .map_err(|msg| {
                 DatasetError::Usage(format!(
                     "frame {frame} attribute {:?}: not a valid NanoVDB grid: {msg}",
@@ -543,7 +578,7 @@ impl DatasetWriter {
         self.write_frame(time, &grids, &checksums)
     }
 
-    fn check_frame(&self, time: f64, grids: &[Vec<u8>]) -> Result<()> {
+    fn check_frame<G: AsRef<[u8]>>(&self, time: f64, grids: &[G]) -> Result<()> {
         self.check_time(time)?;
         if self.open_frame.is_some() {
             return Err(DatasetError::Usage(format!(
@@ -560,7 +595,7 @@ impl DatasetWriter {
             )));
         }
         for (a, g) in grids.iter().enumerate() {
-            self.check_not_empty(frame, a, g)?;
+            self.check_not_empty(frame, a, g.as_ref())?;
         }
         Ok(())
     }
@@ -645,9 +680,14 @@ impl DatasetWriter {
     }
 
     /// Stripes one frame over the lanes and records it.
-    fn write_frame(&mut self, time: f64, grids: &[Vec<u8>], checksums: &[u64]) -> Result<()> {
+    fn write_frame<G: AsRef<[u8]>>(
+        &mut self,
+        time: f64,
+        grids: &[G],
+        checksums: &[u64],
+    ) -> Result<()> {
         let frame = self.frames.len();
-        let sizes: Vec<u64> = grids.iter().map(|g| g.len() as u64).collect();
+        let sizes: Vec<u64> = grids.iter().map(|g| g.as_ref().len() as u64).collect();
         let (_, slot_size) = slot_layout(&sizes).ok_or_else(|| {
             DatasetError::Usage(format!("frame {frame}: slot image size overflows"))
         })?;
@@ -659,7 +699,7 @@ impl DatasetWriter {
             extents: Vec::new(),
         });
         for (g, &checksum) in grids.iter().zip(checksums) {
-            self.write_grid(g, checksum)?;
+            self.write_grid(g.as_ref(), checksum)?;
         }
         self.close_frame()
     }

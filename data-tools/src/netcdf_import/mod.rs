@@ -27,8 +27,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
 use supercell::format::{
-    BuildOptions, Grid, GridClass, GridType, LEAF_DIM, SparseVolume, Value,
-    build_grid_encoded_into, build_grid_into,
+    BuildOptions, BuiltGrid, Grid, GridClass, GridType, LEAF_DIM, SparseVolume, Value,
 };
 
 use model::{Model, ModelFile};
@@ -286,8 +285,8 @@ struct GridJob<'a> {
 }
 
 /// A built grid and what the import reports of it.
-struct BuiltGrid {
-    bytes: Vec<u8>,
+struct FrameGrid {
+    grid: BuiltGrid,
     /// No voxel beyond the background.
     empty: bool,
     /// The largest difference between a value and what the grid stores for it (non-zero
@@ -302,8 +301,8 @@ impl GridJob<'_> {
         name: &str,
         field: NativeField,
         bg: Background,
-        mut bytes: Vec<u8>,
-    ) -> Result<BuiltGrid> {
+        bytes: Vec<u8>,
+    ) -> Result<FrameGrid> {
         let opts = BuildOptions {
             name: name.to_string(),
             grid_type: self.grid_type,
@@ -324,11 +323,11 @@ impl GridJob<'_> {
             GridType::Fp16 | GridType::Fp8 => {
                 let volume = resample::to_sparse(&field, self.heights, self.grid, bg);
                 self.pool.give(field.values);
-                build_grid_into(&volume, &opts, &mut bytes).with_context(context)?;
-                Ok(BuiltGrid {
+                let grid = BuiltGrid::of_volume(&volume, &opts, bytes).with_context(context)?;
+                Ok(FrameGrid {
                     empty: volume.bricks.is_empty(),
-                    max_abs_error: largest_difference(&volume, &bytes)?,
-                    bytes,
+                    max_abs_error: largest_difference(&volume, grid.bytes())?,
+                    grid,
                 })
             }
             // Leaves encoded as their bricks are made: no boxed bricks.
@@ -336,11 +335,11 @@ impl GridJob<'_> {
                 let leaves = resample::encode_leaves(&field, self.heights, self.grid, bg, &opts)
                     .with_context(context)?;
                 self.pool.give(field.values);
-                build_grid_encoded_into(&leaves, &opts, &mut bytes).with_context(context)?;
-                Ok(BuiltGrid {
+                let grid = BuiltGrid::of_leaves(&leaves, &opts, bytes).with_context(context)?;
+                Ok(FrameGrid {
                     empty: leaves.is_empty(),
                     max_abs_error: 0.0,
-                    bytes,
+                    grid,
                 })
             }
         }
@@ -671,11 +670,11 @@ impl Import<'_> {
             s.spawn(move || self.read_all(tx));
             let mut worst_error = vec![0f64; self.sources.len()];
             // The last frame's grid buffers, built into again (saves their page faults).
-            let mut grids: Vec<Vec<u8>> = Vec::new();
+            let mut buffers: Vec<Vec<u8>> = Vec::new();
             for (frame, &(fi, t, time)) in self.frames.iter().enumerate() {
                 self.bar.set_message(format!("frame {frame} at {time} s"));
-                let built = self.build_frame(&rx, &self.files[fi], t, grids)?;
-                grids = Vec::with_capacity(built.len());
+                let built = self.build_frame(&rx, &self.files[fi], t, buffers)?;
+                let mut grids = Vec::with_capacity(built.len());
                 for ((name, _), (g, worst)) in self
                     .sources
                     .iter()
@@ -693,11 +692,13 @@ impl Import<'_> {
                         });
                     }
                     *worst = worst.max(g.max_abs_error);
-                    grids.push(g.bytes);
+                    grids.push(g.grid);
                 }
+                // Built here: the writer need not recompute their checksums.
                 writer
-                    .push_frame_borrowed(time, &grids)
+                    .push_built_frame(time, &grids)
                     .with_context(|| format!("writing {}", out.display()))?;
+                buffers = grids.into_iter().map(BuiltGrid::into_buffer).collect();
             }
             Ok(worst_error)
         })
@@ -711,9 +712,9 @@ impl Import<'_> {
         file: &ModelFile,
         record: usize,
         mut buffers: Vec<Vec<u8>>,
-    ) -> Result<Vec<BuiltGrid>> {
+    ) -> Result<Vec<FrameGrid>> {
         buffers.resize_with(self.sources.len(), Vec::new);
-        let mut built: Vec<Option<Result<BuiltGrid>>> = self.sources.iter().map(|_| None).collect();
+        let mut built: Vec<Option<Result<FrameGrid>>> = self.sources.iter().map(|_| None).collect();
         let mut failed = None;
         rayon::in_place_scope(|scope| {
             let slots = built.iter_mut().zip(self.sources).zip(self.backgrounds);
