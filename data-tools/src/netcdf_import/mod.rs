@@ -223,7 +223,7 @@ struct BufferPool(std::sync::Mutex<Vec<Vec<f32>>>);
 
 impl BufferPool {
     /// Buffers kept: what is in flight between the reader and the build, about.
-    const KEEP: usize = READ_AHEAD + 2;
+    const KEEP: usize = READ_AHEAD + 3;
 
     fn take(&self) -> Vec<f32> {
         self.0
@@ -272,6 +272,85 @@ fn read_source(
             u
         }
     })
+}
+
+/// A record's wind speed made from its velocity components as the reader reads them for
+/// their own attributes, so that each is read once: `(u² + v²) + w²` summed in that order
+/// and its root taken, in f32, which is what [`read_source`] computes from reads of its own.
+struct SpeedSum {
+    /// The components, where each is an attribute of its own read before the speed, in
+    /// this order (else the speed reads them again).
+    components: Option<[String; 3]>,
+    /// The sum of the squares of the components read so far.
+    sum: Option<NativeField>,
+    added: usize,
+    /// Notes of values the components' reads dropped, which the speed drops too.
+    dropped: Vec<(u64, String)>,
+}
+
+impl SpeedSum {
+    fn of(sources: &[(String, Source)]) -> SpeedSum {
+        let at = |name: &str| {
+            sources
+                .iter()
+                .position(|(_, s)| matches!(s, Source::Variable(v) if v == name))
+        };
+        let components = sources.iter().enumerate().find_map(|(i, (_, s))| match s {
+            Source::Speed(c) => {
+                let [u, v, w] = [at(&c[0])?, at(&c[1])?, at(&c[2])?];
+                (u < v && v < w && w < i).then(|| c.clone())
+            }
+            _ => None,
+        });
+        SpeedSum {
+            components,
+            sum: None,
+            added: 0,
+            dropped: Vec::new(),
+        }
+    }
+
+    /// Adds the square of variable `name` (read as `field`, with its notes `dropped`) where
+    /// it is the next component.
+    fn add(
+        &mut self,
+        name: &str,
+        field: &NativeField,
+        dropped: &[(u64, String)],
+        pool: &BufferPool,
+    ) {
+        let Some(c) = &self.components else { return };
+        if self.added == 3 || c[self.added] != name {
+            return;
+        }
+        match &mut self.sum {
+            None => {
+                let mut values = pool.take();
+                values.clear();
+                values.extend(field.values.iter().map(|a| a * a));
+                self.sum = Some(NativeField { values, ..*field });
+            }
+            Some(sum) => {
+                for (s, b) in sum.values.iter_mut().zip(&field.values) {
+                    *s += b * b;
+                }
+            }
+        }
+        self.added += 1;
+        self.dropped.extend_from_slice(dropped);
+    }
+
+    /// The speed, where `source` is it and every component was added.
+    fn take(&mut self, source: &Source) -> Option<(NativeField, Vec<(u64, String)>)> {
+        if !matches!(source, Source::Speed(_)) || self.added != 3 {
+            return None;
+        }
+        let mut speed = self.sum.take()?;
+        for s in &mut speed.values {
+            *s = s.sqrt();
+        }
+        Some((speed, std::mem::take(&mut self.dropped)))
+    }
 }
 
 /// One attribute of one record to resample and build.
@@ -646,14 +725,24 @@ impl Import<'_> {
                     return;
                 }
             };
+            let mut speed = SpeedSum::of(self.sources);
             for (_, source) in self.sources {
                 let mut dropped = Vec::new();
-                let read =
-                    read_source(file, source, t, &self.pool, &mut dropped).map(|field| ReadField {
-                        heights: Arc::clone(&heights),
-                        field,
-                        dropped,
-                    });
+                let read = match speed.take(source) {
+                    Some((field, notes)) => {
+                        dropped = notes;
+                        Ok(field)
+                    }
+                    None => read_source(file, source, t, &self.pool, &mut dropped),
+                };
+                if let (Ok(field), Source::Variable(name)) = (&read, source) {
+                    speed.add(name, field, &dropped, &self.pool);
+                }
+                let read = read.map(|field| ReadField {
+                    heights: Arc::clone(&heights),
+                    field,
+                    dropped,
+                });
                 let failed = read.is_err();
                 if tx.send(read).is_err() || failed {
                     return;
