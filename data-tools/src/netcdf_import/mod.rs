@@ -242,6 +242,43 @@ impl BufferPool {
     }
 }
 
+/// Buffers of encoded leaves given back after each grid's build, for the next grids' leaves:
+/// their pages stay mapped, so a field's leaves fault in no fresh memory (every grid's leaves
+/// would otherwise, a gigabyte of page faults on the CM1-like bench).
+struct LeafBufferPool {
+    buffers: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// Buffers kept: a strip of bricks' each, for as many grids as the pool builds at once
+    /// and one more.
+    keep: usize,
+}
+
+impl LeafBufferPool {
+    fn new(grid: &VoxelGrid) -> LeafBufferPool {
+        let strips = grid.dims[1].div_ceil(LEAF_DIM);
+        LeafBufferPool {
+            buffers: Default::default(),
+            keep: strips.saturating_mul(rayon::current_num_threads() + 1),
+        }
+    }
+
+    fn take(&self) -> Vec<u8> {
+        self.buffers
+            .lock()
+            .ok()
+            .and_then(|mut b| b.pop())
+            .unwrap_or_default()
+    }
+
+    fn give(&self, buffer: Vec<u8>) {
+        if let Ok(mut b) = self.buffers.lock()
+            && b.len() < self.keep
+            && buffer.capacity() > 0
+        {
+            b.push(buffer);
+        }
+    }
+}
+
 /// Reads `source` at record `t` of `file` into buffers from `pool`; notes of non-finite
 /// values dropped (with their counts) go to `dropped`.
 fn read_source(
@@ -361,6 +398,7 @@ struct GridJob<'a> {
     grid: &'a VoxelGrid,
     grid_type: GridType,
     pool: &'a BufferPool,
+    leaf_buffers: &'a LeafBufferPool,
 }
 
 /// A built grid and what the import reports of it.
@@ -411,12 +449,18 @@ impl GridJob<'_> {
             }
             // Leaves encoded as their bricks are made: no boxed bricks.
             _ => {
-                let leaves = resample::encode_leaves(&field, self.heights, self.grid, bg, &opts)
-                    .with_context(context)?;
+                let take = || self.leaf_buffers.take();
+                let leaves =
+                    resample::encode_leaves(&field, self.heights, self.grid, bg, &opts, &take)
+                        .with_context(context)?;
                 self.pool.give(field.values);
                 let grid = BuiltGrid::of_leaves(&leaves, &opts, bytes).with_context(context)?;
+                let empty = leaves.is_empty();
+                for buffer in leaves.into_buffers() {
+                    self.leaf_buffers.give(buffer);
+                }
                 Ok(FrameGrid {
-                    empty: leaves.is_empty(),
+                    empty,
                     max_abs_error: 0.0,
                     grid,
                 })
@@ -707,6 +751,7 @@ struct Import<'a> {
     grid_type: GridType,
     bar: &'a ProgressBar,
     pool: BufferPool,
+    leaf_buffers: LeafBufferPool,
     /// Non-finite input values dropped, per attribute.
     non_finite: Vec<std::sync::atomic::AtomicU64>,
 }
@@ -828,6 +873,7 @@ impl Import<'_> {
                         grid: self.grid,
                         grid_type: self.grid_type,
                         pool: &self.pool,
+                        leaf_buffers: &self.leaf_buffers,
                     };
                     *slot = Some(job.build(name, read.field, bg, bytes));
                     self.bar.inc(1);
@@ -905,6 +951,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         grid_type: opts.grid_type,
         bar: &bar,
         pool: BufferPool::default(),
+        leaf_buffers: LeafBufferPool::new(&grid),
         non_finite: sources.iter().map(|_| Default::default()).collect(),
     };
     let worst_error = import.run(&mut writer, opts.out)?;
