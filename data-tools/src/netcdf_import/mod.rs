@@ -216,52 +216,23 @@ fn choose_sources(
     Ok(sources)
 }
 
-/// Native field buffers given back by the build for the reader to fill again, so that each
-/// read does not fault in fresh memory.
-#[derive(Default)]
-struct BufferPool(std::sync::Mutex<Vec<Vec<f32>>>);
-
-impl BufferPool {
-    /// Buffers kept: what is in flight between the reader and the build, about.
-    const KEEP: usize = READ_AHEAD + 3;
-
-    fn take(&self) -> Vec<f32> {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|mut p| p.pop())
-            .unwrap_or_default()
-    }
-
-    fn give(&self, buffer: Vec<f32>) {
-        if let Ok(mut p) = self.0.lock()
-            && p.len() < Self::KEEP
-        {
-            p.push(buffer);
-        }
-    }
-}
-
-/// Buffers of encoded leaves given back after each grid's build, for the next grids' leaves:
-/// their pages stay mapped, so a field's leaves fault in no fresh memory (every grid's leaves
-/// would otherwise, a gigabyte of page faults on the CM1-like bench).
-struct LeafBufferPool {
-    buffers: std::sync::Mutex<Vec<Vec<u8>>>,
-    /// Buffers kept: a strip of bricks' each, for as many grids as the pool builds at once
-    /// and one more.
+/// Buffers given back after use for the next user to fill again: their pages stay mapped,
+/// so refilling them faults in no fresh memory.
+struct Pool<T> {
+    buffers: std::sync::Mutex<Vec<Vec<T>>>,
+    /// Buffers kept at most.
     keep: usize,
 }
 
-impl LeafBufferPool {
-    fn new(grid: &VoxelGrid) -> LeafBufferPool {
-        let strips = grid.dims[1].div_ceil(LEAF_DIM);
-        LeafBufferPool {
+impl<T> Pool<T> {
+    fn new(keep: usize) -> Pool<T> {
+        Pool {
             buffers: Default::default(),
-            keep: strips.saturating_mul(rayon::current_num_threads() + 1),
+            keep,
         }
     }
 
-    fn take(&self) -> Vec<u8> {
+    fn take(&self) -> Vec<T> {
         self.buffers
             .lock()
             .ok()
@@ -269,7 +240,7 @@ impl LeafBufferPool {
             .unwrap_or_default()
     }
 
-    fn give(&self, buffer: Vec<u8>) {
+    fn give(&self, buffer: Vec<T>) {
         if let Ok(mut b) = self.buffers.lock()
             && b.len() < self.keep
             && buffer.capacity() > 0
@@ -277,6 +248,21 @@ impl LeafBufferPool {
             b.push(buffer);
         }
     }
+}
+
+/// Native field buffers given back by the build for the reader to fill again.
+type BufferPool = Pool<f32>;
+
+/// Native field buffers kept: what is in flight between the reader and the build, about.
+const NATIVE_BUFFERS: usize = READ_AHEAD + 3;
+
+/// Buffers of encoded leaves given back after each grid's build, for the next grids' leaves
+/// (every grid's leaves would otherwise fault in fresh pages, a gigabyte of page faults on
+/// the CM1-like bench): a strip of bricks' each, for as many grids as the pool builds at
+/// once and one more.
+fn leaf_buffer_pool(grid: &VoxelGrid) -> Pool<u8> {
+    let strips = grid.dims[1].div_ceil(LEAF_DIM);
+    Pool::new(strips.saturating_mul(rayon::current_num_threads() + 1))
 }
 
 /// Reads `source` at record `t` of `file` into buffers from `pool`; notes of non-finite
@@ -398,7 +384,7 @@ struct GridJob<'a> {
     grid: &'a VoxelGrid,
     grid_type: GridType,
     pool: &'a BufferPool,
-    leaf_buffers: &'a LeafBufferPool,
+    leaf_buffers: &'a Pool<u8>,
 }
 
 /// A built grid and what the import reports of it.
@@ -751,7 +737,7 @@ struct Import<'a> {
     grid_type: GridType,
     bar: &'a ProgressBar,
     pool: BufferPool,
-    leaf_buffers: LeafBufferPool,
+    leaf_buffers: Pool<u8>,
     /// Non-finite input values dropped, per attribute.
     non_finite: Vec<std::sync::atomic::AtomicU64>,
 }
@@ -950,8 +936,8 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         grid: &grid,
         grid_type: opts.grid_type,
         bar: &bar,
-        pool: BufferPool::default(),
-        leaf_buffers: LeafBufferPool::new(&grid),
+        pool: Pool::new(NATIVE_BUFFERS),
+        leaf_buffers: leaf_buffer_pool(&grid),
         non_finite: sources.iter().map(|_| Default::default()).collect(),
     };
     let worst_error = import.run(&mut writer, opts.out)?;
