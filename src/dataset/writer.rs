@@ -449,8 +449,9 @@ impl DatasetWriter {
     ) -> Result<()> {
         self.check_frame(time, grids)?;
         let frame = self.frames.len();
-        // Parse and checksum the grids in parallel (both walk every byte); a corrupt grid
-        // is refused here rather than stored faithfully and flagged by every later verify.
+        // Parse and (plain bytes) checksum the grids in parallel (both walk every byte); a
+        // corrupt grid is refused here rather than stored faithfully and flagged by every
+        // later verify.
         let infos: Vec<GridInfo> = grids
             .par_iter()
             .enumerate()
