@@ -11,6 +11,12 @@ use supercell::format::{BuildOptions, GridClass, GridType, LeafBrick, SparseVolu
 
 /// A fog volume of `n` bricks along x starting at `x0`, values scaled by `scale`.
 fn grid(name: &str, n: i32, x0: i32, scale: f32) -> Vec<u8> {
+    let (vol, opts) = volume(name, n, x0, scale);
+    build_grid(&vol, &opts).unwrap()
+}
+
+/// What [`grid`] builds its grid of.
+fn volume(name: &str, n: i32, x0: i32, scale: f32) -> (SparseVolume, BuildOptions) {
     let bricks = (0..n)
         .map(|b| {
             let mut brick = LeafBrick::filled([x0 + 8 * b, 0, -8], 0.0);
@@ -31,7 +37,7 @@ fn grid(name: &str, n: i32, x0: i32, scale: f32) -> Vec<u8> {
         voxel_size: [0.5; 3],
         ..BuildOptions::default()
     };
-    build_grid(&vol, &opts).unwrap()
+    (vol, opts)
 }
 
 fn write(dir: &Path) {
@@ -150,4 +156,64 @@ fn verify_reports_nanovdb_checksum_mismatch_with_frame_and_attribute() {
     assert_eq!(p.attribute.as_deref(), Some("rain"));
     assert_eq!(p.offset, Some(rain.offset));
     assert!(p.to_string().contains("checksum"), "{p}");
+}
+
+/// Grids given as `BuiltGrid`s (built in this process: their checksums are not computed
+/// again) are stored exactly as the same grids given as plain bytes (checksums checked):
+/// the same lane bytes, extents, CRCs and manifest entries.
+#[test]
+fn built_grids_are_stored_as_checked_bytes_are() {
+    use supercell::format::BuiltGrid;
+    let frames = [
+        (0.0, [("density", 3, 0, 1.0), ("rain", 40, 0, 2.0)]),
+        (0.25, [("density", 5, -64, 4.0), ("rain", 1, 16, 0.5)]),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut written = Vec::new();
+    for built in [false, true] {
+        let dir = tmp.path().join(if built { "built" } else { "bytes" });
+        let mut w = DatasetWriter::create(
+            &dir,
+            LaneSpec::Count(2),
+            16384,
+            vec![AttributeSpec::new("density"), AttributeSpec::new("rain")],
+            Provenance::new("test", ["nanovdb"]),
+        )
+        .unwrap();
+        for (time, grids) in &frames {
+            let bytes: Vec<Vec<u8>> = grids
+                .iter()
+                .map(|&(name, n, x0, scale)| grid(name, n, x0, scale))
+                .collect();
+            if built {
+                // The same build as `grid`'s, through the typed path.
+                let typed: Vec<BuiltGrid> = grids
+                    .iter()
+                    .map(|&(name, n, x0, scale)| {
+                        let (vol, opts) = volume(name, n, x0, scale);
+                        BuiltGrid::of_volume(&vol, &opts, Vec::new()).unwrap()
+                    })
+                    .collect();
+                for (t, b) in typed.iter().zip(&bytes) {
+                    assert_eq!(t.bytes(), &b[..]);
+                }
+                w.push_built_frame(*time, &typed).unwrap();
+            } else {
+                w.push_frame_borrowed(*time, &bytes).unwrap();
+            }
+        }
+        let manifest = w.finish().unwrap();
+        let lanes: Vec<Vec<u8>> = (0..manifest.lanes.len() as u32)
+            .flat_map(|l| {
+                let lane_dir = manifest.lane_dir(l);
+                manifest.lanes[l as usize]
+                    .files
+                    .iter()
+                    .map(move |f| std::fs::read(lane_dir.join(&f.name)).unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        written.push((manifest.frames, manifest.attributes, lanes));
+    }
+    assert_eq!(written[0], written[1]);
 }

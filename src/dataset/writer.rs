@@ -51,7 +51,7 @@ use super::naming::lane_file_name;
 use super::nvdb::{self, GridInfo};
 use super::stripe::{StripeChunk, slot_layout, stripe};
 use super::{ALIGN, DEFAULT_SEGMENT_SIZE, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
-use crate::format::{GridClass, GridType};
+use crate::format::{BuiltGrid, GridClass, GridType};
 
 const LOCK_FILE: &str = ".supercell-write.lock";
 
@@ -125,12 +125,23 @@ struct LaneWriter {
     /// wherever its grid ends, often inside a chunk, and the chunk goes on with the next
     /// grid.
     open: Option<OpenChunk>,
+    /// Bytes of the current segment file already handed to the disk's writeback.
+    handed: u64,
 }
 
 /// A chunk begun in a lane file: its extent so far.
 struct OpenChunk {
     extent: Extent,
     crc: crc32fast::Hasher,
+}
+
+/// Whether the writer recomputes a grid's checksum before storing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Checksums {
+    /// Bytes from anywhere: a stored checksum must match them.
+    Recompute,
+    /// A [`BuiltGrid`]: its checksum was computed from its bytes in this process.
+    Trusted,
 }
 
 /// A frame whose grids are being written one at a time (see
@@ -347,6 +358,7 @@ impl DatasetWriter {
                 files: Vec::new(),
                 current: None,
                 open: None,
+                handed: 0,
             })
             .collect();
         Ok(DatasetWriter {
@@ -436,14 +448,32 @@ impl DatasetWriter {
     /// may reuse for the next frame: the generator does, saving the page faults of fresh
     /// gigabyte-sized allocations every frame).
     pub fn push_frame_borrowed(&mut self, time: f64, grids: &[Vec<u8>]) -> Result<()> {
+        self.push_checked_frame(time, grids, Checksums::Recompute)
+    }
+
+    /// [`push_frame_borrowed`](Self::push_frame_borrowed) of grids built in this process:
+    /// their headers are parsed and checked the same way, but their checksums are not
+    /// recomputed (a pass over every byte), since the builder computed them from these very
+    /// bytes and a [`BuiltGrid`] lets nobody change them. The lanes get the same bytes.
+    pub fn push_built_frame(&mut self, time: f64, grids: &[BuiltGrid]) -> Result<()> {
+        self.push_checked_frame(time, grids, Checksums::Trusted)
+    }
+
+    fn push_checked_frame<G: AsRef<[u8]> + Sync>(
+        &mut self,
+        time: f64,
+        grids: &[G],
+        checksums: Checksums,
+    ) -> Result<()> {
         self.check_frame(time, grids)?;
         let frame = self.frames.len();
-        // Parse and checksum the grids in parallel (both walk every byte); a corrupt grid
-        // is refused here rather than stored faithfully and flagged by every later verify.
+        // Parse and (plain bytes) checksum the grids in parallel (both walk every byte); a
+        // corrupt grid is refused here rather than stored faithfully and flagged by every
+        // later verify.
         let infos: Vec<GridInfo> = grids
             .par_iter()
             .enumerate()
-            .map(|(a, g)| self.inspect_grid(frame, a, g))
+            .map(|(a, g)| self.inspect_grid(frame, a, g.as_ref(), checksums))
             .collect::<Result<_>>()?;
         for (a, info) in infos.iter().enumerate() {
             self.check_consistent(frame, a, info)?;
@@ -501,7 +531,7 @@ impl DatasetWriter {
             )));
         }
         self.check_not_empty(frame, a, grid)?;
-        let info = self.inspect_grid(frame, a, grid)?;
+        let info = self.inspect_grid(frame, a, grid, Checksums::Recompute)?;
         self.check_consistent(frame, a, &info)?;
         self.write_grid(grid, info.checksum)?;
         merge_stats(&mut self.attributes[a], &info);
@@ -527,9 +557,18 @@ impl DatasetWriter {
     }
 
     /// The grid's header and checksum, or why it is not a valid NanoVDB grid.
-    fn inspect_grid(&self, frame: usize, a: usize, grid: &[u8]) -> Result<GridInfo> {
+    fn inspect_grid(
+        &self,
+        frame: usize,
+        a: usize,
+        grid: &[u8],
+        checksums: Checksums,
+    ) -> Result<GridInfo> {
         nvdb::inspect(grid)
-            .and_then(|info| nvdb::check_checksum(grid, info.version).map(|()| info))
+            .and_then(|info| match checksums {
+                Checksums::Recompute => nvdb::check_checksum(grid, info.version).map(|()| info),
+                Checksums::Trusted => Ok(info),
+            })
             .map_err(|msg| {
                 DatasetError::Usage(format!(
                     "frame {frame} attribute {:?}: not a valid NanoVDB grid: {msg}",
@@ -558,7 +597,7 @@ impl DatasetWriter {
         self.write_frame(time, &grids, &checksums)
     }
 
-    fn check_frame(&self, time: f64, grids: &[Vec<u8>]) -> Result<()> {
+    fn check_frame<G: AsRef<[u8]>>(&self, time: f64, grids: &[G]) -> Result<()> {
         self.check_time(time)?;
         if self.open_frame.is_some() {
             return Err(DatasetError::Usage(format!(
@@ -575,7 +614,7 @@ impl DatasetWriter {
             )));
         }
         for (a, g) in grids.iter().enumerate() {
-            self.check_not_empty(frame, a, g)?;
+            self.check_not_empty(frame, a, g.as_ref())?;
         }
         Ok(())
     }
@@ -660,9 +699,14 @@ impl DatasetWriter {
     }
 
     /// Stripes one frame over the lanes and records it.
-    fn write_frame(&mut self, time: f64, grids: &[Vec<u8>], checksums: &[u64]) -> Result<()> {
+    fn write_frame<G: AsRef<[u8]>>(
+        &mut self,
+        time: f64,
+        grids: &[G],
+        checksums: &[u64],
+    ) -> Result<()> {
         let frame = self.frames.len();
-        let sizes: Vec<u64> = grids.iter().map(|g| g.len() as u64).collect();
+        let sizes: Vec<u64> = grids.iter().map(|g| g.as_ref().len() as u64).collect();
         let (_, slot_size) = slot_layout(&sizes).ok_or_else(|| {
             DatasetError::Usage(format!("frame {frame}: slot image size overflows"))
         })?;
@@ -674,7 +718,7 @@ impl DatasetWriter {
             extents: Vec::new(),
         });
         for (g, &checksum) in grids.iter().zip(checksums) {
-            self.write_grid(g, checksum)?;
+            self.write_grid(g.as_ref(), checksum)?;
         }
         self.close_frame()
     }
@@ -993,7 +1037,23 @@ impl LaneWriter {
                 out.extend(self.open.take().map(OpenChunk::finish));
             }
         }
+        self.start_writeback();
         Ok(out)
+    }
+
+    /// Starts the disk writing what this lane has given the kernel so far, without waiting
+    /// for it. A dataset smaller than the kernel's dirty-memory threshold would otherwise
+    /// stay in the page cache until the fsync in `finish`, which then writes all of it while
+    /// nothing else runs; this way the disk writes while the producer makes the next grids.
+    fn start_writeback(&mut self) {
+        let (Some(w), Some(meta)) = (&self.current, self.files.last()) else {
+            return;
+        };
+        let given = meta.size - w.buffer().len() as u64;
+        if given > self.handed {
+            start_file_writeback(w.get_ref(), self.handed, given - self.handed);
+            self.handed = given;
+        }
     }
 
     /// Begins chunk `c` at the end of the current segment file, or of a new one where `c`
@@ -1014,6 +1074,7 @@ impl LaneWriter {
                 .ctx("cannot create lane file", &path)?;
             self.files.push(LaneFile { name, size: 0 });
             self.current = Some(BufWriter::with_capacity(1 << 20, file));
+            self.handed = 0;
         }
         let meta = self.files.last().expect("just ensured");
         self.open = Some(OpenChunk {
@@ -1046,6 +1107,25 @@ impl LaneWriter {
         Ok(())
     }
 }
+
+/// Asks the kernel to start writing bytes `offset..offset + len` of `file` to its device
+/// (Linux's `sync_file_range` with `SYNC_FILE_RANGE_WRITE`: no waiting for the writes, no
+/// metadata). Only a head start: a failure here is left to the fsync, which reports it.
+#[cfg(target_os = "linux")]
+fn start_file_writeback(file: &File, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: a syscall on a descriptor `file` keeps open; it touches no memory of ours.
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
+/// Elsewhere the fsync in `finish` writes everything.
+#[cfg(not(target_os = "linux"))]
+fn start_file_writeback(_file: &File, _offset: u64, _len: u64) {}
 
 fn merge_stats(attr: &mut Attribute, info: &GridInfo) {
     if attr.grid_type == GridType::Unknown {

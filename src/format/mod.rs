@@ -20,8 +20,8 @@ pub mod sparse;
 pub mod types;
 
 pub use build::{
-    BuildOptions, ChecksumMode, EncodedBlock, EncodedLeaves, LeafEncoder, NanoVdbVersion,
-    build_grid, build_grid_encoded_into, build_grid_into,
+    BuildOptions, BuiltGrid, ChecksumMode, EncodedBlock, EncodedLeaves, LeafEncoder,
+    NanoVdbVersion, build_grid, build_grid_encoded_into, build_grid_into,
 };
 pub use checksum::{
     ChecksumKind, ChecksumScheme, ChecksumState, compute_checksum, verify_checksum,

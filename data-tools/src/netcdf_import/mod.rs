@@ -27,8 +27,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
 use supercell::format::{
-    BuildOptions, Grid, GridClass, GridType, LEAF_DIM, SparseVolume, Value,
-    build_grid_encoded_into, build_grid_into,
+    BuildOptions, BuiltGrid, Grid, GridClass, GridType, LEAF_DIM, SparseVolume, Value,
 };
 
 use model::{Model, ModelFile};
@@ -254,30 +253,53 @@ fn source_units(first: &ModelFile, name: &str, source: &Source) -> Option<String
     }
 }
 
-/// Native field buffers given back by the build for the reader to fill again, so that each
-/// read does not fault in fresh memory.
-#[derive(Default)]
-struct BufferPool(std::sync::Mutex<Vec<Vec<f32>>>);
+/// Buffers given back after use for the next user to fill again: their pages stay mapped,
+/// so refilling them faults in no fresh memory.
+struct Pool<T> {
+    buffers: std::sync::Mutex<Vec<Vec<T>>>,
+    /// Buffers kept at most.
+    keep: usize,
+}
 
-impl BufferPool {
-    /// Buffers kept: what is in flight between the reader and the build, about.
-    const KEEP: usize = READ_AHEAD + 2;
+impl<T> Pool<T> {
+    fn new(keep: usize) -> Pool<T> {
+        Pool {
+            buffers: Default::default(),
+            keep,
+        }
+    }
 
-    fn take(&self) -> Vec<f32> {
-        self.0
+    fn take(&self) -> Vec<T> {
+        self.buffers
             .lock()
             .ok()
-            .and_then(|mut p| p.pop())
+            .and_then(|mut b| b.pop())
             .unwrap_or_default()
     }
 
-    fn give(&self, buffer: Vec<f32>) {
-        if let Ok(mut p) = self.0.lock()
-            && p.len() < Self::KEEP
+    fn give(&self, buffer: Vec<T>) {
+        if let Ok(mut b) = self.buffers.lock()
+            && b.len() < self.keep
+            && buffer.capacity() > 0
         {
-            p.push(buffer);
+            b.push(buffer);
         }
     }
+}
+
+/// Native field buffers given back by the build for the reader to fill again.
+type BufferPool = Pool<f32>;
+
+/// Native field buffers kept: what is in flight between the reader and the build, about.
+const NATIVE_BUFFERS: usize = READ_AHEAD + 3;
+
+/// Buffers of encoded leaves given back after each grid's build, for the next grids' leaves
+/// (every grid's leaves would otherwise fault in fresh pages, a gigabyte of page faults on
+/// the CM1-like bench): a strip of bricks' each, for as many grids as the pool builds at
+/// once and one more.
+fn leaf_buffer_pool(grid: &VoxelGrid) -> Pool<u8> {
+    let strips = grid.dims[1].div_ceil(LEAF_DIM);
+    Pool::new(strips.saturating_mul(rayon::current_num_threads() + 1))
 }
 
 /// Reads `source` at record `t` of `file` into buffers from `pool`; notes of non-finite
@@ -312,6 +334,85 @@ fn read_source(
     })
 }
 
+/// A record's wind speed made from its velocity components as the reader reads them for
+/// their own attributes, so that each is read once: `(u² + v²) + w²` summed in that order
+/// and its root taken, in f32, which is what [`read_source`] computes from reads of its own.
+struct SpeedSum {
+    /// The components, where each is an attribute of its own read before the speed, in
+    /// this order (else the speed reads them again).
+    components: Option<[String; 3]>,
+    /// The sum of the squares of the components read so far.
+    sum: Option<NativeField>,
+    added: usize,
+    /// Notes of values the components' reads dropped, which the speed drops too.
+    dropped: Vec<(u64, String)>,
+}
+
+impl SpeedSum {
+    fn of(sources: &[(String, Source)]) -> SpeedSum {
+        let at = |name: &str| {
+            sources
+                .iter()
+                .position(|(_, s)| matches!(s, Source::Variable(v) if v == name))
+        };
+        let components = sources.iter().enumerate().find_map(|(i, (_, s))| match s {
+            Source::Speed(c) => {
+                let [u, v, w] = [at(&c[0])?, at(&c[1])?, at(&c[2])?];
+                (u < v && v < w && w < i).then(|| c.clone())
+            }
+            _ => None,
+        });
+        SpeedSum {
+            components,
+            sum: None,
+            added: 0,
+            dropped: Vec::new(),
+        }
+    }
+
+    /// Adds the square of variable `name` (read as `field`, with its notes `dropped`) where
+    /// it is the next component.
+    fn add(
+        &mut self,
+        name: &str,
+        field: &NativeField,
+        dropped: &[(u64, String)],
+        pool: &BufferPool,
+    ) {
+        let Some(c) = &self.components else { return };
+        if self.added == 3 || c[self.added] != name {
+            return;
+        }
+        match &mut self.sum {
+            None => {
+                let mut values = pool.take();
+                values.clear();
+                values.extend(field.values.iter().map(|a| a * a));
+                self.sum = Some(NativeField { values, ..*field });
+            }
+            Some(sum) => {
+                for (s, b) in sum.values.iter_mut().zip(&field.values) {
+                    *s += b * b;
+                }
+            }
+        }
+        self.added += 1;
+        self.dropped.extend_from_slice(dropped);
+    }
+
+    /// The speed, where `source` is it and every component was added.
+    fn take(&mut self, source: &Source) -> Option<(NativeField, Vec<(u64, String)>)> {
+        if !matches!(source, Source::Speed(_)) || self.added != 3 {
+            return None;
+        }
+        let mut speed = self.sum.take()?;
+        for s in &mut speed.values {
+            *s = s.sqrt();
+        }
+        Some((speed, std::mem::take(&mut self.dropped)))
+    }
+}
+
 /// One attribute of one record to resample and build.
 struct GridJob<'a> {
     file: &'a ModelFile,
@@ -320,11 +421,12 @@ struct GridJob<'a> {
     grid: &'a VoxelGrid,
     grid_type: GridType,
     pool: &'a BufferPool,
+    leaf_buffers: &'a Pool<u8>,
 }
 
 /// A built grid and what the import reports of it.
-struct BuiltGrid {
-    bytes: Vec<u8>,
+struct FrameGrid {
+    grid: BuiltGrid,
     /// No voxel beyond the background.
     empty: bool,
     /// The largest difference between a value and what the grid stores for it (non-zero
@@ -339,8 +441,8 @@ impl GridJob<'_> {
         name: &str,
         field: NativeField,
         bg: Background,
-        mut bytes: Vec<u8>,
-    ) -> Result<BuiltGrid> {
+        bytes: Vec<u8>,
+    ) -> Result<FrameGrid> {
         let opts = BuildOptions {
             name: name.to_string(),
             grid_type: self.grid_type,
@@ -361,23 +463,29 @@ impl GridJob<'_> {
             GridType::Fp16 | GridType::Fp8 => {
                 let volume = resample::to_sparse(&field, self.heights, self.grid, bg);
                 self.pool.give(field.values);
-                build_grid_into(&volume, &opts, &mut bytes).with_context(context)?;
-                Ok(BuiltGrid {
+                let grid = BuiltGrid::of_volume(&volume, &opts, bytes).with_context(context)?;
+                Ok(FrameGrid {
                     empty: volume.bricks.is_empty(),
-                    max_abs_error: largest_difference(&volume, &bytes)?,
-                    bytes,
+                    max_abs_error: largest_difference(&volume, grid.bytes())?,
+                    grid,
                 })
             }
             // Leaves encoded as their bricks are made: no boxed bricks.
             _ => {
-                let leaves = resample::encode_leaves(&field, self.heights, self.grid, bg, &opts)
-                    .with_context(context)?;
+                let take = || self.leaf_buffers.take();
+                let leaves =
+                    resample::encode_leaves(&field, self.heights, self.grid, bg, &opts, &take)
+                        .with_context(context)?;
                 self.pool.give(field.values);
-                build_grid_encoded_into(&leaves, &opts, &mut bytes).with_context(context)?;
-                Ok(BuiltGrid {
-                    empty: leaves.is_empty(),
+                let grid = BuiltGrid::of_leaves(&leaves, &opts, bytes).with_context(context)?;
+                let empty = leaves.is_empty();
+                for buffer in leaves.into_buffers() {
+                    self.leaf_buffers.give(buffer);
+                }
+                Ok(FrameGrid {
+                    empty,
                     max_abs_error: 0.0,
-                    bytes,
+                    grid,
                 })
             }
         }
@@ -666,6 +774,7 @@ struct Import<'a> {
     grid_type: GridType,
     bar: &'a ProgressBar,
     pool: BufferPool,
+    leaf_buffers: Pool<u8>,
     /// Non-finite input values dropped, per attribute.
     non_finite: Vec<std::sync::atomic::AtomicU64>,
 }
@@ -684,14 +793,24 @@ impl Import<'_> {
                     return;
                 }
             };
+            let mut speed = SpeedSum::of(self.sources);
             for (_, source) in self.sources {
                 let mut dropped = Vec::new();
-                let read =
-                    read_source(file, source, t, &self.pool, &mut dropped).map(|field| ReadField {
-                        heights: Arc::clone(&heights),
-                        field,
-                        dropped,
-                    });
+                let read = match speed.take(source) {
+                    Some((field, notes)) => {
+                        dropped = notes;
+                        Ok(field)
+                    }
+                    None => read_source(file, source, t, &self.pool, &mut dropped),
+                };
+                if let (Ok(field), Source::Variable(name)) = (&read, source) {
+                    speed.add(name, field, &dropped, &self.pool);
+                }
+                let read = read.map(|field| ReadField {
+                    heights: Arc::clone(&heights),
+                    field,
+                    dropped,
+                });
                 let failed = read.is_err();
                 if tx.send(read).is_err() || failed {
                     return;
@@ -708,11 +827,11 @@ impl Import<'_> {
             s.spawn(move || self.read_all(tx));
             let mut worst_error = vec![0f64; self.sources.len()];
             // The last frame's grid buffers, built into again (saves their page faults).
-            let mut grids: Vec<Vec<u8>> = Vec::new();
+            let mut buffers: Vec<Vec<u8>> = Vec::new();
             for (frame, &(fi, t, time)) in self.frames.iter().enumerate() {
                 self.bar.set_message(format!("frame {frame} at {time} s"));
-                let built = self.build_frame(&rx, &self.files[fi], t, grids)?;
-                grids = Vec::with_capacity(built.len());
+                let built = self.build_frame(&rx, &self.files[fi], t, buffers)?;
+                let mut grids = Vec::with_capacity(built.len());
                 for ((name, _), (g, worst)) in self
                     .sources
                     .iter()
@@ -730,11 +849,13 @@ impl Import<'_> {
                         });
                     }
                     *worst = worst.max(g.max_abs_error);
-                    grids.push(g.bytes);
+                    grids.push(g.grid);
                 }
+                // Built here: the writer need not recompute their checksums.
                 writer
-                    .push_frame_borrowed(time, &grids)
+                    .push_built_frame(time, &grids)
                     .with_context(|| format!("writing {}", out.display()))?;
+                buffers = grids.into_iter().map(BuiltGrid::into_buffer).collect();
             }
             Ok(worst_error)
         })
@@ -748,9 +869,9 @@ impl Import<'_> {
         file: &ModelFile,
         record: usize,
         mut buffers: Vec<Vec<u8>>,
-    ) -> Result<Vec<BuiltGrid>> {
+    ) -> Result<Vec<FrameGrid>> {
         buffers.resize_with(self.sources.len(), Vec::new);
-        let mut built: Vec<Option<Result<BuiltGrid>>> = self.sources.iter().map(|_| None).collect();
+        let mut built: Vec<Option<Result<FrameGrid>>> = self.sources.iter().map(|_| None).collect();
         let mut failed = None;
         rayon::in_place_scope(|scope| {
             let slots = built.iter_mut().zip(self.sources).zip(self.backgrounds);
@@ -775,6 +896,7 @@ impl Import<'_> {
                         grid: self.grid,
                         grid_type: self.grid_type,
                         pool: &self.pool,
+                        leaf_buffers: &self.leaf_buffers,
                     };
                     *slot = Some(job.build(name, read.field, bg, bytes));
                     self.bar.inc(1);
@@ -851,7 +973,8 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         grid: &grid,
         grid_type: opts.grid_type,
         bar: &bar,
-        pool: BufferPool::default(),
+        pool: Pool::new(NATIVE_BUFFERS),
+        leaf_buffers: leaf_buffer_pool(&grid),
         non_finite: sources.iter().map(|_| Default::default()).collect(),
     };
     let worst_error = import.run(&mut writer, opts.out)?;

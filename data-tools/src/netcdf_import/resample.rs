@@ -824,13 +824,16 @@ pub fn to_sparse(
 /// The leaves of [`to_sparse`]'s volume encoded for the grid `opts` describes, each as soon
 /// as its brick is made ([`LeafEncoder`]): no boxed brick per leaf, and the values are
 /// encoded while in cache. `build_grid_encoded_into` of them writes the bytes `build_grid`
-/// writes of the volume.
+/// writes of the volume. Each strip's leaves go into a buffer from `buffers` (an empty
+/// vector will do; reused ones save the page faults of fresh memory, which is why the
+/// blocks keep the room they reserved).
 pub fn encode_leaves(
     field: &NativeField,
     heights: &Heights,
     grid: &VoxelGrid,
     background: Background,
     opts: &BuildOptions,
+    buffers: &(impl Fn() -> Vec<u8> + Sync),
 ) -> Result<EncodedLeaves, FormatError> {
     use rayon::prelude::*;
     let shared = shared_levels(heights, grid, field.nz);
@@ -838,7 +841,7 @@ pub fn encode_leaves(
     let blocks: Vec<EncodedBlock> = (0..grid.dims[1].div_ceil(LEAF_DIM))
         .into_par_iter()
         .map_init(Workspace::default, |work, bj| {
-            let mut blocks = [EncodedBlock::new(opts, 0.0, per_strip)?];
+            let mut blocks = [EncodedBlock::with_buffer(opts, 0.0, per_strip, buffers())?];
             let mut encoder = LeafEncoder::new();
             brick_strip(
                 field,
@@ -851,8 +854,7 @@ pub fn encode_leaves(
                 |origin, values, active| encoder.push(&mut blocks, 0, origin, values, active),
             )?;
             encoder.flush(&mut blocks);
-            let [mut block] = blocks;
-            block.shrink_to_fit();
+            let [block] = blocks;
             Ok(block)
         })
         .collect::<Result<_, FormatError>>()?;
@@ -1173,11 +1175,30 @@ mod tests {
                 let volume = to_sparse(&f, &h, &g, bg);
                 assert!(volume.bricks.len() > 10);
                 let want = build_grid(&volume, &opts).unwrap();
-                let leaves = encode_leaves(&f, &h, &g, bg, &opts).unwrap();
+                let leaves = encode_leaves(&f, &h, &g, bg, &opts, &Vec::new).unwrap();
                 assert_eq!(leaves.len(), volume.bricks.len());
                 let mut got = Vec::new();
                 build_grid_encoded_into(&leaves, &opts, &mut got).unwrap();
                 assert!(got == want, "{h:?} {bg:?}: the grids differ");
+                // Again into the buffers of those leaves, scribbled over, and a small one
+                // (as the import's pool hands them out): the same grid.
+                let used: Vec<Vec<u8>> = leaves
+                    .into_buffers()
+                    .map(|mut b| {
+                        b.fill(0xa5);
+                        b
+                    })
+                    .chain([vec![0x5a; 7]])
+                    .collect();
+                assert!(used.len() > 2);
+                let pool = std::sync::Mutex::new(used);
+                let take = || pool.lock().unwrap().pop().unwrap_or_default();
+                let again = encode_leaves(&f, &h, &g, bg, &opts, &take).unwrap();
+                build_grid_encoded_into(&again, &opts, &mut got).unwrap();
+                assert!(
+                    got == want,
+                    "{h:?} {bg:?}: the grid from reused buffers differs"
+                );
             }
         }
     }

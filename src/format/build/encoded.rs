@@ -69,6 +69,22 @@ impl EncodedBlock {
         })
     }
 
+    /// [`EncodedBlock::new`] whose leaf bytes go into `buffer`'s memory (emptied first): a
+    /// buffer of an earlier block ([`EncodedLeaves::into_buffers`]) whose pages are already
+    /// mapped, so that filling it faults in no fresh memory. Room for `expected` leaves is
+    /// still reserved at the first leaf where the buffer holds less.
+    pub fn with_buffer(
+        opts: &BuildOptions,
+        background: f32,
+        expected: usize,
+        mut buffer: Vec<u8>,
+    ) -> Result<EncodedBlock, FormatError> {
+        let mut block = EncodedBlock::new(opts, background, expected)?;
+        buffer.clear();
+        block.bytes = buffer;
+        Ok(block)
+    }
+
     /// Gives back the room reserved for leaves that did not come.
     pub fn shrink_to_fit(&mut self) {
         self.bytes.shrink_to_fit();
@@ -123,6 +139,11 @@ impl EncodedLeaves {
             background,
             blocks,
         })
+    }
+
+    /// The blocks' byte buffers, for [`EncodedBlock::with_buffer`] to fill again.
+    pub fn into_buffers(self) -> impl Iterator<Item = Vec<u8>> {
+        self.blocks.into_iter().map(|b| b.bytes)
     }
 
     /// The grid type the leaves are encoded for.
@@ -232,7 +253,8 @@ impl LeafEncoder {
             Some(q) => (LEAF_FPN_BASE_SIZE + 64 * (1u32 << q.log2_bits)) as usize,
             None => block.leaf_size,
         };
-        if block.bytes.capacity() == 0 {
+        if block.leaves.capacity() == 0 {
+            // A reused buffer may hold the room already (`reserve` then does nothing).
             block.bytes.reserve(block.expected.max(1) * block.leaf_size);
             block.leaves.reserve(block.expected.max(1));
         }

@@ -224,6 +224,53 @@ pub fn build_grid_encoded_into(
     build_into(Source::Encoded(leaves, &index), opts, out)
 }
 
+/// A grid this process built, with the checksum the builder computed from its bytes (or
+/// none, as its options said). The type gives no way to change the bytes, so the checksum
+/// stays right and a consumer may store the grid without recomputing it; grids from files
+/// or other hands come as plain bytes and get checked.
+#[derive(Clone, Debug, Default)]
+pub struct BuiltGrid {
+    bytes: Vec<u8>,
+}
+
+impl BuiltGrid {
+    /// [`build_grid_into`] of `volume` into `buffer` (its allocation reused).
+    pub fn of_volume(
+        volume: &SparseVolume,
+        opts: &BuildOptions,
+        mut buffer: Vec<u8>,
+    ) -> Result<BuiltGrid, FormatError> {
+        build_grid_into(volume, opts, &mut buffer)?;
+        Ok(BuiltGrid { bytes: buffer })
+    }
+
+    /// [`build_grid_encoded_into`] of `leaves` into `buffer` (its allocation reused).
+    pub fn of_leaves(
+        leaves: &EncodedLeaves,
+        opts: &BuildOptions,
+        mut buffer: Vec<u8>,
+    ) -> Result<BuiltGrid, FormatError> {
+        build_grid_encoded_into(leaves, opts, &mut buffer)?;
+        Ok(BuiltGrid { bytes: buffer })
+    }
+
+    /// The grid's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The buffer, for building another grid into.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+impl AsRef<[u8]> for BuiltGrid {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// Where the leaves come from: a volume's bricks (encoded here) or leaves encoded before.
 #[derive(Clone, Copy)]
 enum Source<'a> {
