@@ -574,11 +574,12 @@ impl App {
                 }
             }
             Action::NextPreset => {
-                let cur = self.ui.presets.first().copied().unwrap_or(0);
-                self.apply_request(
-                    UiRequest::SetPreset(0, (cur + 1) % PRESETS.len()),
-                    event_loop,
-                );
+                // From the scene's look, the first preset; then each in turn.
+                let next = match self.ui.presets.first().copied().flatten() {
+                    Some(k) => (k + 1) % PRESETS.len(),
+                    None => 0,
+                };
+                self.apply_request(UiRequest::SetPreset(0, next), event_loop);
             }
             Action::Orbit(dy, dp) => {
                 self.flying = false;
@@ -682,7 +683,7 @@ impl App {
                     a.tf = TransferFunction::preset(name, a.tf.range, extent);
                 }
                 if let Some(slot) = self.ui.presets.get_mut(i) {
-                    *slot = k;
+                    *slot = Some(k);
                 }
             }
         }

@@ -27,15 +27,8 @@ pub use kiosk::{
     kiosk_layout_at, projected_bounds, zoom_for,
 };
 
-/// Transfer-function presets offered per attribute.
-pub const PRESETS: [&str; 6] = [
-    "cloud",
-    "rain",
-    "wind_speed",
-    "vorticity",
-    "vertical_velocity",
-    "grey",
-];
+mod looks;
+pub use looks::{PRESETS, look_label, presets_for};
 
 /// Overlay state kept between frames.
 #[derive(Clone, Debug)]
@@ -66,8 +59,9 @@ pub struct UiState {
     pub gpu_memory: Option<GpuMemory>,
     /// Frames shown since start.
     pub frames_shown: u64,
-    /// Preset index per attribute slot.
-    pub presets: Vec<usize>,
+    /// Per attribute slot, the preset chosen in the window (index into [`PRESETS`]), or
+    /// `None` while it shows the look the scene (or the dataset's suggestion) gave it.
+    pub presets: Vec<Option<usize>>,
     /// Window size, physical pixels.
     pub window_size: (u32, u32),
     /// Seconds of history in the plots.
@@ -116,21 +110,6 @@ pub const COMPACT_BELOW_W: u32 = 1100;
 /// neither large print nor kiosk (both are for reading figures from a distance).
 pub fn starts_compact(window_size: (u32, u32), large_print: bool, kiosk: bool) -> bool {
     window_size.0 < COMPACT_BELOW_W && !large_print && !kiosk
-}
-
-/// The transfer-function preset each of `player`'s attributes starts with: the one named
-/// after it, else the last (grey).
-pub fn presets_for(player: &Player) -> Vec<usize> {
-    player
-        .attribute_names()
-        .iter()
-        .map(|n| {
-            PRESETS
-                .iter()
-                .position(|p| p == n)
-                .unwrap_or(PRESETS.len() - 1)
-        })
-        .collect()
 }
 
 /// Where the overlay's panels were drawn in the last frame, and the sizes they took.
@@ -1044,17 +1023,19 @@ fn attributes(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Ve
         {
             out.push(UiRequest::SetAttribute(i, on));
         }
-        let cur = st.presets.get(i).copied().unwrap_or(PRESETS.len() - 1);
+        let cur = st.presets.get(i).copied().flatten();
         let mut sel = cur;
         egui::ComboBox::from_id_salt(("supercell-preset", i))
-            .selected_text(PRESETS[cur.min(PRESETS.len() - 1)])
+            .selected_text(look_label(cur, &a.tf))
             .show_ui(ui, |ui| {
                 for (k, p) in PRESETS.iter().enumerate() {
-                    ui.selectable_value(&mut sel, k, *p);
+                    ui.selectable_value(&mut sel, Some(k), *p);
                 }
             });
-        if sel != cur {
-            out.push(UiRequest::SetPreset(i, sel));
+        if let Some(k) = sel
+            && sel != cur
+        {
+            out.push(UiRequest::SetPreset(i, k));
         }
     }
     dataset_attribute_list(ui, player, out);
