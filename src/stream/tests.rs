@@ -167,33 +167,49 @@ fn a_jump_cancels_abandoned_reads() {
     sched.scrub(6);
     assert_eq!(stream.feed(&mut sched, &rig.source).unwrap(), 1);
     assert_eq!(sched.stats().aborted, 2);
-    // Frame 2 has no read issued: it ends as soon as the engine takes the cancel. Frame 1
-    // ends cancelled too: at once if its hung read had not reached a worker yet, else when
-    // the hang is let go. Which of the two the engine reports first depends on its
-    // threads, so only the set is checked (the hang is lifted after the first).
+    // Frame 2 ends as soon as the engine takes the cancel, where its read is still queued.
+    // Frame 1 ends cancelled too: at once if its hung read had not reached the worker yet,
+    // else when the hang is let go. Which of the two the engine reports first depends on
+    // its thread, so only the set is checked (the hang is lifted after the first). Rarely
+    // the worker has taken frame 2's read before frame 1's hung one and finished it before
+    // the cancel: frame 2 then lands and stays resident (seen once in a full test run).
     let first = kind(&event(&mut stream, &mut sched));
     rig.plan.lift();
     let mut events: Vec<_> = std::iter::once(first)
         .chain((0..2).map(|_| kind(&event(&mut stream, &mut sched))))
         .collect();
     events.sort();
+    let frame_2_landed = events.contains(&("landed", Some(2)));
+    let frame_2 = if frame_2_landed {
+        "landed"
+    } else {
+        "cancelled"
+    };
     assert_eq!(
         events,
         [
             ("cancelled", Some(1)),
-            ("cancelled", Some(2)),
+            (frame_2, Some(2)),
             ("landed", Some(6))
         ]
     );
     assert_eq!(sched.state(1), None);
-    assert_eq!(sched.state(2), None);
     assert_eq!(sched.state(6), Some(FrameState::Ready));
     let mut states = stream.ring().states().to_vec();
     states.sort_by_key(|s| format!("{s:?}"));
-    assert_eq!(
-        states,
-        [SlotState::Free, SlotState::Free, SlotState::Ready(6)]
-    );
+    if frame_2_landed {
+        assert_eq!(sched.state(2), Some(FrameState::Ready));
+        assert_eq!(
+            states,
+            [SlotState::Free, SlotState::Ready(2), SlotState::Ready(6)]
+        );
+    } else {
+        assert_eq!(sched.state(2), None);
+        assert_eq!(
+            states,
+            [SlotState::Free, SlotState::Free, SlotState::Ready(6)]
+        );
+    }
     assert_eq!(stream.in_flight(), 0);
 }
 
