@@ -234,3 +234,44 @@ fn movie_refusals_leave_no_file() {
     }
     assert!(!movie.exists());
 }
+
+/// An ffmpeg that quits while frames are being fed fails the run with what it said, and
+/// leaves neither the movie nor its temporary file behind.
+#[test]
+fn an_encoder_that_quits_fails_the_run_and_leaves_no_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(gpu) = gpu() else { return };
+    drop(gpu);
+    let dir = out_dir().join("movie-encoder-quits");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let scene = scene(&dir);
+    // Offers libx264 when asked, then refuses to encode.
+    let fake = dir.join("ffmpeg");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncase \"$*\" in *-encoders*) echo ' V..... libx264 H.264'; exit 0;; esac\n\
+         echo 'no space left for the movie' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let movie = dir.join("m.mp4");
+    let (ok, _, stderr) = run(supercell_command()
+        .arg("render")
+        .arg(&scene)
+        .args(["--frames", "0..3", "--size", "64x48", "--out"])
+        .arg(dir.join("frames"))
+        .arg("--movie")
+        .arg(&movie)
+        .arg("--ffmpeg")
+        .arg(&fake));
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("no space left for the movie"), "{stderr}");
+    assert!(!movie.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

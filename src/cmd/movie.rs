@@ -157,6 +157,13 @@ impl Movie {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        // main() restores SIGPIPE's default so that `| head` ends quietly; an encoder that
+        // quits must instead be an error carrying ffmpeg's own message, not a silent exit
+        // by signal (seen: exit 141 with no word). Writes to a closed pipe then fail EPIPE.
+        // SAFETY: changing one signal's disposition; no handler runs Rust code.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", enc.ffmpeg.display()))?;
