@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::core::{HostCopy, PlayError};
+use super::config::{HostCopy, PlayError};
 use super::hostring::{GpuBounce, ring_buffers};
 use crate::gpu::{FrameRing, HostImporter, SlotLayout, WgpuCrc};
 use crate::ingest::{IngestError, ReadProgress, Source};

@@ -534,6 +534,39 @@ impl Manifest {
         if u32::try_from(self.lanes.len()).is_err() {
             return Err(format!("lanes: {} is too many", self.lanes.len()));
         }
+        self.validate_lanes()?;
+        self.validate_attributes()?;
+        if self.frame_count != self.frames.len() {
+            return Err(format!(
+                "frame_count is {} but {} frames are listed",
+                self.frame_count,
+                self.frames.len()
+            ));
+        }
+        // (lane, file, start, end, frame, extent) of every extent, to find shared bytes.
+        let total_extents: usize = self.frames.iter().map(|f| f.extents.len()).sum();
+        let mut ranges: Vec<ExtentRange> = Vec::with_capacity(total_extents);
+        let mut prev_time = f64::NEG_INFINITY;
+        for (fi, frame) in self.frames.iter().enumerate() {
+            self.validate_frame_grids(fi, frame, prev_time)?;
+            prev_time = frame.time;
+            self.validate_frame_extents(fi, frame, &mut ranges)?;
+        }
+        ranges.sort_unstable();
+        for w in ranges.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if a.0 == b.0 && a.1 == b.1 && a.3 > b.2 {
+                return Err(format!(
+                    "frame {} extents[{}] and frame {} extents[{}] share bytes of lane {} file {} (from offset {})",
+                    a.4, a.5, b.4, b.5, a.0, a.1, b.2
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Lanes: named, plain file names of this write's pattern, aligned sizes, no file twice.
+    fn validate_lanes(&self) -> Result<(), String> {
         for (l, lane) in self.lanes.iter().enumerate() {
             if lane.path.is_empty() {
                 return Err(format!("lanes[{l}].path is empty"));
@@ -574,6 +607,11 @@ impl Manifest {
                 return Err(format!("lanes[{l}].files lists {:?} twice", w[0]));
             }
         }
+        Ok(())
+    }
+
+    /// Attributes: named once each, sane value ranges, units and bounding boxes.
+    fn validate_attributes(&self) -> Result<(), String> {
         if self.attributes.is_empty() {
             return Err("attributes: none listed".into());
         }
@@ -605,166 +643,160 @@ impl Manifest {
             }
             check_boxes(a, attr)?;
         }
-        if self.frame_count != self.frames.len() {
-            return Err(format!(
-                "frame_count is {} but {} frames are listed",
-                self.frame_count,
-                self.frames.len()
-            ));
+        Ok(())
+    }
+
+    /// One frame's time (finite, after `prev_time`), slot size and grids: one per attribute,
+    /// aligned, inside the slot image, not overlapping.
+    fn validate_frame_grids(&self, fi: usize, frame: &Frame, prev_time: f64) -> Result<(), String> {
+        let err = |msg: String| format!("frame {fi}: {msg}");
+        if !frame.time.is_finite() {
+            return Err(err(format!("time {} is not finite", frame.time)));
         }
-        // (lane, file, start, end, frame, extent) of every extent, to find shared bytes.
-        let total_extents: usize = self.frames.iter().map(|f| f.extents.len()).sum();
-        let mut ranges: Vec<(u32, u32, u64, u64, usize, usize)> = Vec::with_capacity(total_extents);
-        let mut prev_time = f64::NEG_INFINITY;
-        for (fi, frame) in self.frames.iter().enumerate() {
-            let err = |msg: String| format!("frame {fi}: {msg}");
-            if !frame.time.is_finite() {
-                return Err(err(format!("time {} is not finite", frame.time)));
-            }
-            if frame.time <= prev_time {
+        if frame.time <= prev_time {
+            return Err(err(format!(
+                "time {} does not increase (previous frame: {prev_time})",
+                frame.time
+            )));
+        }
+        if frame.slot_size == 0 || !frame.slot_size.is_multiple_of(ALIGN) {
+            return Err(err(format!(
+                "slot_size {} is not a positive multiple of {ALIGN}",
+                frame.slot_size
+            )));
+        }
+        // Grids: one per attribute, aligned, inside the slot image, not overlapping.
+        if frame.grids.len() != self.attributes.len() {
+            return Err(err(format!(
+                "{} grids listed, the dataset has {} attributes",
+                frame.grids.len(),
+                self.attributes.len()
+            )));
+        }
+        let mut seen = vec![false; self.attributes.len()];
+        for (gi, g) in frame.grids.iter().enumerate() {
+            let a = g.attribute as usize;
+            if a >= self.attributes.len() {
                 return Err(err(format!(
-                    "time {} does not increase (previous frame: {prev_time})",
-                    frame.time
-                )));
-            }
-            prev_time = frame.time;
-            if frame.slot_size == 0 || !frame.slot_size.is_multiple_of(ALIGN) {
-                return Err(err(format!(
-                    "slot_size {} is not a positive multiple of {ALIGN}",
-                    frame.slot_size
-                )));
-            }
-            // Grids: one per attribute, aligned, inside the slot image, not overlapping.
-            if frame.grids.len() != self.attributes.len() {
-                return Err(err(format!(
-                    "{} grids listed, the dataset has {} attributes",
-                    frame.grids.len(),
+                    "grids[{gi}].attribute {a} is not an attribute index (there are {})",
                     self.attributes.len()
                 )));
             }
-            let mut seen = vec![false; self.attributes.len()];
-            for (gi, g) in frame.grids.iter().enumerate() {
-                let a = g.attribute as usize;
-                if a >= self.attributes.len() {
-                    return Err(err(format!(
-                        "grids[{gi}].attribute {a} is not an attribute index (there are {})",
-                        self.attributes.len()
-                    )));
-                }
-                if std::mem::replace(&mut seen[a], true) {
-                    return Err(err(format!("grids[{gi}].attribute {a} appears twice")));
-                }
-                if !g.offset.is_multiple_of(ALIGN) {
-                    return Err(err(format!(
-                        "grids[{gi}].offset {} is not a multiple of {ALIGN}",
-                        g.offset
-                    )));
-                }
-                if g.size == 0 {
-                    return Err(err(format!("grids[{gi}].size is 0")));
-                }
-                let end = g
-                    .offset
-                    .checked_add(g.size)
-                    .filter(|&e| e <= frame.slot_size);
-                if end.is_none() {
-                    return Err(err(format!(
-                        "grids[{gi}] (offset {}, size {}) extends past slot_size {}",
-                        g.offset, g.size, frame.slot_size
-                    )));
-                }
+            if std::mem::replace(&mut seen[a], true) {
+                return Err(err(format!("grids[{gi}].attribute {a} appears twice")));
             }
-            let mut by_offset: Vec<(usize, &GridEntry)> = frame.grids.iter().enumerate().collect();
-            by_offset.sort_by_key(|(_, g)| g.offset);
-            for w in by_offset.windows(2) {
-                let ((i, a), (j, b)) = (w[0], w[1]);
-                // Padded end: the padding belongs to the grid (the writer zeroes it).
-                let a_end = align_up(a.offset + a.size).unwrap_or(u64::MAX);
-                if a_end > b.offset {
-                    return Err(err(format!("grids[{i}] and grids[{j}] overlap")));
-                }
-            }
-            // Extents: aligned, in bounds, sorted by dst and tiling 0..slot_size.
-            if frame.extents.is_empty() {
-                return Err(err("no extents".into()));
-            }
-            let mut expect_dst = 0u64;
-            for (ei, e) in frame.extents.iter().enumerate() {
-                let err = |msg: String| format!("frame {fi}: extents[{ei}]: {msg}");
-                let lane = self.lanes.get(e.lane as usize).ok_or_else(|| {
-                    err(format!(
-                        "lane {} does not exist (there are {})",
-                        e.lane,
-                        self.lanes.len()
-                    ))
-                })?;
-                let file = lane.files.get(e.file as usize).ok_or_else(|| {
-                    err(format!(
-                        "file {} does not exist in lane {} (it has {})",
-                        e.file,
-                        e.lane,
-                        lane.files.len()
-                    ))
-                })?;
-                for (what, v) in [("offset", e.offset), ("len", e.len), ("dst", e.dst)] {
-                    if !v.is_multiple_of(ALIGN) {
-                        return Err(err(format!("{what} {v} is not a multiple of {ALIGN}")));
-                    }
-                }
-                if e.len == 0 || e.len > self.chunk_size {
-                    return Err(err(format!(
-                        "len {} is not in 1..={} (the chunk size)",
-                        e.len, self.chunk_size
-                    )));
-                }
-                let end = e.offset.checked_add(e.len);
-                if end.is_none_or(|end| end > file.size) {
-                    return Err(err(format!(
-                        "bytes {}..{} lie outside lane {} file {} ({:?}, {} bytes)",
-                        e.offset,
-                        e.offset.saturating_add(e.len),
-                        e.lane,
-                        e.file,
-                        file.name,
-                        file.size
-                    )));
-                }
-                if e.dst != expect_dst {
-                    return Err(err(format!(
-                        "dst {} leaves {} (extents must cover the slot image in order with no gap or overlap; expected dst {expect_dst})",
-                        e.dst,
-                        if e.dst > expect_dst {
-                            "a gap"
-                        } else {
-                            "an overlap"
-                        }
-                    )));
-                }
-                expect_dst = e.dst + e.len; // e.len <= chunk_size, e.dst <= slot_size: no overflow
-                if expect_dst > frame.slot_size {
-                    return Err(err(format!(
-                        "ends at {expect_dst}, past slot_size {}",
-                        frame.slot_size
-                    )));
-                }
-                ranges.push((e.lane, e.file, e.offset, e.offset + e.len, fi, ei));
-            }
-            if expect_dst != frame.slot_size {
+            if !g.offset.is_multiple_of(ALIGN) {
                 return Err(err(format!(
-                    "extents cover {expect_dst} bytes of slot_size {}",
-                    frame.slot_size
+                    "grids[{gi}].offset {} is not a multiple of {ALIGN}",
+                    g.offset
+                )));
+            }
+            if g.size == 0 {
+                return Err(err(format!("grids[{gi}].size is 0")));
+            }
+            let end = g
+                .offset
+                .checked_add(g.size)
+                .filter(|&e| e <= frame.slot_size);
+            if end.is_none() {
+                return Err(err(format!(
+                    "grids[{gi}] (offset {}, size {}) extends past slot_size {}",
+                    g.offset, g.size, frame.slot_size
                 )));
             }
         }
-        ranges.sort_unstable();
-        for w in ranges.windows(2) {
-            let (a, b) = (w[0], w[1]);
-            if a.0 == b.0 && a.1 == b.1 && a.3 > b.2 {
-                return Err(format!(
-                    "frame {} extents[{}] and frame {} extents[{}] share bytes of lane {} file {} (from offset {})",
-                    a.4, a.5, b.4, b.5, a.0, a.1, b.2
-                ));
+        let mut by_offset: Vec<(usize, &GridEntry)> = frame.grids.iter().enumerate().collect();
+        by_offset.sort_by_key(|(_, g)| g.offset);
+        for w in by_offset.windows(2) {
+            let ((i, a), (j, b)) = (w[0], w[1]);
+            // Padded end: the padding belongs to the grid (the writer zeroes it).
+            let a_end = align_up(a.offset + a.size).unwrap_or(u64::MAX);
+            if a_end > b.offset {
+                return Err(err(format!("grids[{i}] and grids[{j}] overlap")));
             }
+        }
+        Ok(())
+    }
+
+    /// One frame's extents: aligned, in bounds, sorted by dst and tiling 0..slot_size; each
+    /// one's lane-file byte range is added to `ranges`.
+    fn validate_frame_extents(
+        &self,
+        fi: usize,
+        frame: &Frame,
+        ranges: &mut Vec<ExtentRange>,
+    ) -> Result<(), String> {
+        let err = |msg: String| format!("frame {fi}: {msg}");
+        // Extents: aligned, in bounds, sorted by dst and tiling 0..slot_size.
+        if frame.extents.is_empty() {
+            return Err(err("no extents".into()));
+        }
+        let mut expect_dst = 0u64;
+        for (ei, e) in frame.extents.iter().enumerate() {
+            let err = |msg: String| format!("frame {fi}: extents[{ei}]: {msg}");
+            let lane = self.lanes.get(e.lane as usize).ok_or_else(|| {
+                err(format!(
+                    "lane {} does not exist (there are {})",
+                    e.lane,
+                    self.lanes.len()
+                ))
+            })?;
+            let file = lane.files.get(e.file as usize).ok_or_else(|| {
+                err(format!(
+                    "file {} does not exist in lane {} (it has {})",
+                    e.file,
+                    e.lane,
+                    lane.files.len()
+                ))
+            })?;
+            for (what, v) in [("offset", e.offset), ("len", e.len), ("dst", e.dst)] {
+                if !v.is_multiple_of(ALIGN) {
+                    return Err(err(format!("{what} {v} is not a multiple of {ALIGN}")));
+                }
+            }
+            if e.len == 0 || e.len > self.chunk_size {
+                return Err(err(format!(
+                    "len {} is not in 1..={} (the chunk size)",
+                    e.len, self.chunk_size
+                )));
+            }
+            let end = e.offset.checked_add(e.len);
+            if end.is_none_or(|end| end > file.size) {
+                return Err(err(format!(
+                    "bytes {}..{} lie outside lane {} file {} ({:?}, {} bytes)",
+                    e.offset,
+                    e.offset.saturating_add(e.len),
+                    e.lane,
+                    e.file,
+                    file.name,
+                    file.size
+                )));
+            }
+            if e.dst != expect_dst {
+                return Err(err(format!(
+                    "dst {} leaves {} (extents must cover the slot image in order with no gap or overlap; expected dst {expect_dst})",
+                    e.dst,
+                    if e.dst > expect_dst {
+                        "a gap"
+                    } else {
+                        "an overlap"
+                    }
+                )));
+            }
+            expect_dst = e.dst + e.len; // e.len <= chunk_size, e.dst <= slot_size: no overflow
+            if expect_dst > frame.slot_size {
+                return Err(err(format!(
+                    "ends at {expect_dst}, past slot_size {}",
+                    frame.slot_size
+                )));
+            }
+            ranges.push((e.lane, e.file, e.offset, e.offset + e.len, fi, ei));
+        }
+        if expect_dst != frame.slot_size {
+            return Err(err(format!(
+                "extents cover {expect_dst} bytes of slot_size {}",
+                frame.slot_size
+            )));
         }
         Ok(())
     }
@@ -809,6 +841,10 @@ impl Manifest {
 /// Checks an attribute's boxes and voxel size: a box inverted on any axis or a voxel size
 /// that is not a finite number > 0 would give every reader a domain of no extent, or
 /// divisions by zero when index and world coordinates are mapped.
+/// One extent's lane-file byte range: (lane, file, start, end, frame, extent index), sorted
+/// to find bytes two extents share.
+type ExtentRange = (u32, u32, u64, u64, usize, usize);
+
 fn check_boxes(a: usize, attr: &Attribute) -> Result<(), String> {
     if let Some([lo, hi]) = attr.index_bbox
         && let Some(axis) = (0..3).find(|&i| lo[i] > hi[i])

@@ -649,7 +649,7 @@ impl Worker {
     }
 
     fn run_uring(mut self, depth: usize, fixed_wanted: bool) {
-        let mut ring = match IoUring::builder().setup_clamp().build(depth as u32) {
+        let ring = match IoUring::builder().setup_clamp().build(depth as u32) {
             Ok(r) => r,
             Err(e) => {
                 let msg = format!("cannot create io_uring: {e}");
@@ -663,231 +663,268 @@ impl Worker {
             // the ring and its registration) before freeing them.
             fixed = unsafe { ring.submitter().register_buffers(&iov) }.is_ok();
         }
-        let mut slab: Vec<Option<InFlight>> = (0..depth).map(|_| None).collect();
-        let mut free: Vec<usize> = (0..depth).rev().collect();
-        // Reads the kernel holds (their memory is the kernel's until their completion).
-        let mut inflight = 0usize;
-        // Reads held back by a `hang` fault: (slab slot, rule). They keep their slab slot.
-        let mut hung: Vec<(usize, usize)> = Vec::new();
-        // Set once `io_uring_enter` failed: the ring takes nothing new; the reads the
-        // kernel holds are waited for (their completions still arrive in the completion
-        // queue), then the worker carries on with blocking reads.
-        let mut broken: Option<String> = None;
+        let mut u = UringLoop {
+            ring,
+            fixed,
+            slab: (0..depth).map(|_| None).collect(),
+            free: (0..depth).rev().collect(),
+            inflight: 0,
+            hung: Vec::new(),
+            broken: None,
+        };
         loop {
-            // Issue hung reads whose lane came back (stopping the pool does not end them, as
-            // it would not end a read the kernel holds: see `hold`).
-            if !hung.is_empty() {
-                let plan = self.faults.clone();
-                let mut still = Vec::with_capacity(hung.len());
-                for (slot, rule) in hung.drain(..) {
-                    if plan.as_ref().is_some_and(|p| p.still_active(rule)) {
-                        still.push((slot, rule));
-                        continue;
-                    }
-                    let Some(f) = slab[slot].take() else {
-                        free.push(slot);
-                        continue;
-                    };
-                    if let Some(msg) = &broken {
-                        free.push(slot);
-                        self.finish(&f.task, f.submitted, Err(msg.clone()));
-                        continue;
-                    }
-                    let e = self.sqe(&f, slot as u64, fixed);
-                    slab[slot] = Some(f);
-                    // SAFETY: the entry points into live memory (see `register_buffers`)
-                    // that stays valid until the completion is reaped below.
-                    if unsafe { ring.submission().push(&e) }.is_err() {
-                        let f = slab[slot].take().expect("just stored");
-                        free.push(slot);
-                        self.finish(&f.task, f.submitted, Err("submission queue full".into()));
-                    } else {
-                        inflight += 1;
-                    }
-                }
-                hung = still;
+            if !u.hung.is_empty() {
+                self.reissue_hung(&mut u);
             }
-            // Fill the ring.
-            while broken.is_none()
-                && let Some(&slot) = free.last()
-            {
-                let task = if inflight == 0 && hung.is_empty() {
-                    match self.pop_blocking() {
-                        Some(t) => t,
-                        None => return,
-                    }
-                } else {
-                    match self.try_pop() {
-                        Some(t) => t,
-                        None => break,
-                    }
-                };
-                if !matches!(task.target, Target::Host { .. }) {
-                    self.finish(
-                        &task,
-                        Instant::now(),
-                        Err("device read on a host pool".into()),
-                    );
-                    continue;
-                }
-                let mut short = None;
-                match self.inject(&task) {
-                    Injected::Fail(msg) => {
-                        self.finish(&task, Instant::now(), Err(msg));
-                        continue;
-                    }
-                    Injected::Hang(rule) => {
-                        free.pop();
-                        slab[slot] = Some(InFlight {
-                            task,
-                            done: 0,
-                            submitted: Instant::now(),
-                            short: None,
-                        });
-                        hung.push((slot, rule));
-                        continue;
-                    }
-                    Injected::Short(n) => short = Some(n),
-                    Injected::None => {}
-                }
-                free.pop();
-                let f = InFlight {
-                    task,
-                    done: 0,
-                    submitted: Instant::now(),
-                    short,
-                };
-                let e = self.sqe(&f, slot as u64, fixed);
-                slab[slot] = Some(f);
-                // SAFETY: the entry points into live memory (see `register_buffers`) that
-                // stays valid until the completion is reaped below.
-                if unsafe { ring.submission().push(&e) }.is_err() {
-                    // Cannot happen: at most `depth` entries are outstanding and the
-                    // queue has at least `depth` slots. Fail the read rather than hang.
-                    let f = slab[slot].take().expect("just stored");
-                    free.push(slot);
-                    self.finish(&f.task, f.submitted, Err("submission queue full".into()));
-                    continue;
-                }
-                inflight += 1;
+            if !self.fill_ring(&mut u) {
+                return;
             }
-            if inflight == 0 {
-                if hung.is_empty()
-                    && let Some(msg) = broken.take()
+            if u.inflight == 0 {
+                if u.hung.is_empty()
+                    && let Some(msg) = u.broken.take()
                 {
                     // Nothing of ours is in the kernel any more: the ring (and its buffer
                     // registration) can go; later reads use pread.
-                    drop(ring);
+                    drop(u);
                     eprintln!("supercell: {msg}; this I/O thread continues with pread");
                     return self.run_blocking(None);
                 }
-                if !hung.is_empty()
+                if !u.hung.is_empty()
                     && let Some(p) = &self.faults
                 {
                     p.wait(HANG_POLL);
                 }
                 continue;
             }
-            if broken.is_some() {
+            if u.broken.is_some() {
                 // The ring cannot be waited on. Completions still reach the completion
                 // queue (the kernel posts them when this thread returns from a system call,
                 // such as this sleep): look there until every read we issued has ended.
                 // Entries the failed call left unsubmitted go in if the ring works again.
-                let _ = ring.submit();
+                let _ = u.ring.submit();
                 std::thread::sleep(Duration::from_millis(1));
-            } else {
-                let site = slab.iter().flatten().next().map(|f| ReadSite {
-                    lane: f.task.lane,
-                    frame: f.task.frame,
-                    offset: f.task.offset,
-                    len: f.task.len,
-                });
-                let waited = if self.enter_fails(site) {
-                    // The reads go to the kernel, then the wait fails: the case where
-                    // memory is still being written after the error.
-                    let _ = ring.submit();
-                    Err(std::io::Error::other(injected("io_uring_enter: I/O error")))
-                } else if hung.is_empty() {
-                    ring.submit_and_wait(1)
-                } else {
-                    // Come back to look at the hung reads.
-                    let ts = types::Timespec::new().nsec(HANG_POLL.as_nanos() as u32);
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    match ring.submitter().submit_with_args(1, &args) {
-                        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                            // Kernels before 5.11 cannot wait with a time limit: submit,
-                            // and look again shortly.
-                            std::thread::sleep(HANG_POLL);
-                            ring.submit()
-                        }
-                        r => r,
-                    }
-                };
-                match waited {
-                    Ok(_) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                    Err(e)
-                        if e.raw_os_error() == Some(libc::EBUSY)
-                            || e.raw_os_error() == Some(libc::ETIME) => {}
-                    Err(e) => {
-                        // The reads already in the kernel may still be writing: they are
-                        // not reported until their completions arrive (above).
-                        broken = Some(format!("io_uring_enter failed: {e}"));
-                    }
-                }
+            } else if !self.wait_ring(&mut u) {
+                continue;
             }
-            let cqes: Vec<(u64, i32)> = ring
-                .completion()
-                .map(|c: io_uring::cqueue::Entry| (c.user_data(), c.result()))
-                .collect();
-            for (key, res) in cqes {
-                let slot = key as usize;
-                let Some(mut f) = slab.get_mut(slot).and_then(Option::take) else {
+            self.reap(&mut u);
+        }
+    }
+
+    /// Puts `f` in the ring under `slot`. A full submission queue cannot happen (at most
+    /// `depth` entries are outstanding and the queue has at least `depth` slots); should
+    /// it, the read fails rather than hangs: the slot is freed and false returned.
+    fn submit(&self, u: &mut UringLoop, slot: usize, f: InFlight) -> bool {
+        let e = self.sqe(&f, slot as u64, u.fixed);
+        u.slab[slot] = Some(f);
+        // SAFETY: the entry points into live memory (see `register_buffers`) that stays
+        // valid until the completion is reaped.
+        if unsafe { u.ring.submission().push(&e) }.is_ok() {
+            return true;
+        }
+        let f = u.slab[slot].take().expect("just stored");
+        u.free.push(slot);
+        self.finish(&f.task, f.submitted, Err("submission queue full".into()));
+        false
+    }
+
+    /// Issues hung reads whose lane came back (stopping the pool does not end them, as it
+    /// would not end a read the kernel holds: see `hold`).
+    fn reissue_hung(&mut self, u: &mut UringLoop) {
+        let plan = self.faults.clone();
+        let hung = std::mem::take(&mut u.hung);
+        let mut still = Vec::with_capacity(hung.len());
+        for (slot, rule) in hung {
+            if plan.as_ref().is_some_and(|p| p.still_active(rule)) {
+                still.push((slot, rule));
+                continue;
+            }
+            let Some(f) = u.slab[slot].take() else {
+                u.free.push(slot);
+                continue;
+            };
+            if let Some(msg) = &u.broken {
+                u.free.push(slot);
+                self.finish(&f.task, f.submitted, Err(msg.clone()));
+                continue;
+            }
+            if self.submit(u, slot, f) {
+                u.inflight += 1;
+            }
+        }
+        u.hung = still;
+    }
+
+    /// Fills the ring with queued reads (blocking for one when nothing is in flight).
+    /// Returns false when the pool has stopped and nothing is left to do.
+    fn fill_ring(&mut self, u: &mut UringLoop) -> bool {
+        while u.broken.is_none()
+            && let Some(&slot) = u.free.last()
+        {
+            let task = if u.inflight == 0 && u.hung.is_empty() {
+                match self.pop_blocking() {
+                    Some(t) => t,
+                    None => return false,
+                }
+            } else {
+                match self.try_pop() {
+                    Some(t) => t,
+                    None => break,
+                }
+            };
+            if !matches!(task.target, Target::Host { .. }) {
+                self.finish(
+                    &task,
+                    Instant::now(),
+                    Err("device read on a host pool".into()),
+                );
+                continue;
+            }
+            let mut short = None;
+            match self.inject(&task) {
+                Injected::Fail(msg) => {
+                    self.finish(&task, Instant::now(), Err(msg));
                     continue;
-                };
-                let outcome: Option<std::result::Result<(), String>> = if res > 0 {
-                    f.done += res as usize;
-                    (f.done >= f.task.len).then_some(Ok(()))
-                } else if res == 0 {
-                    Some(Err(format!(
-                        "unexpected end of file after {} of {} bytes",
-                        f.done, f.task.len
-                    )))
-                } else if res == -libc::EAGAIN || res == -libc::EINTR {
-                    None
-                } else {
-                    Some(Err(std::io::Error::from_raw_os_error(-res).to_string()))
-                };
-                let outcome = match (outcome, &broken) {
-                    // A short read cannot be continued on a ring that no longer works.
-                    (None, Some(msg)) => Some(Err(format!(
-                        "{msg} after {} of {} bytes",
-                        f.done, f.task.len
-                    ))),
-                    (o, _) => o,
-                };
-                match outcome {
-                    Some(r) => {
-                        inflight -= 1;
-                        free.push(slot);
-                        self.finish(&f.task, f.submitted, r);
-                    }
-                    None => {
-                        // Continue a short read (or retry) from where it stopped.
-                        let e = self.sqe(&f, key, fixed);
-                        slab[slot] = Some(f);
-                        // SAFETY: as above.
-                        if unsafe { ring.submission().push(&e) }.is_err() {
-                            let f = slab[slot].take().expect("just stored");
-                            inflight -= 1;
-                            free.push(slot);
-                            self.finish(&f.task, f.submitted, Err("submission queue full".into()));
-                        }
+                }
+                Injected::Hang(rule) => {
+                    u.free.pop();
+                    u.slab[slot] = Some(InFlight {
+                        task,
+                        done: 0,
+                        submitted: Instant::now(),
+                        short: None,
+                    });
+                    u.hung.push((slot, rule));
+                    continue;
+                }
+                Injected::Short(n) => short = Some(n),
+                Injected::None => {}
+            }
+            u.free.pop();
+            let f = InFlight {
+                task,
+                done: 0,
+                submitted: Instant::now(),
+                short,
+            };
+            if self.submit(u, slot, f) {
+                u.inflight += 1;
+            }
+        }
+        true
+    }
+
+    /// Submits and waits for at least one completion (or, with hung reads, a short while).
+    /// Returns false when the wait was interrupted and the loop should start over.
+    fn wait_ring(&mut self, u: &mut UringLoop) -> bool {
+        let site = u.slab.iter().flatten().next().map(|f| ReadSite {
+            lane: f.task.lane,
+            frame: f.task.frame,
+            offset: f.task.offset,
+            len: f.task.len,
+        });
+        let waited = if self.enter_fails(site) {
+            // The reads go to the kernel, then the wait fails: the case where
+            // memory is still being written after the error.
+            let _ = u.ring.submit();
+            Err(std::io::Error::other(injected("io_uring_enter: I/O error")))
+        } else if u.hung.is_empty() {
+            u.ring.submit_and_wait(1)
+        } else {
+            // Come back to look at the hung reads.
+            let ts = types::Timespec::new().nsec(HANG_POLL.as_nanos() as u32);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match u.ring.submitter().submit_with_args(1, &args) {
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    // Kernels before 5.11 cannot wait with a time limit: submit,
+                    // and look again shortly.
+                    std::thread::sleep(HANG_POLL);
+                    u.ring.submit()
+                }
+                r => r,
+            }
+        };
+        match waited {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => return false,
+            Err(e)
+                if e.raw_os_error() == Some(libc::EBUSY)
+                    || e.raw_os_error() == Some(libc::ETIME) => {}
+            Err(e) => {
+                // The reads already in the kernel may still be writing: they are
+                // not reported until their completions arrive (above).
+                u.broken = Some(format!("io_uring_enter failed: {e}"));
+            }
+        }
+        true
+    }
+
+    /// Reaps completions: finished reads are reported, short reads continued.
+    fn reap(&mut self, u: &mut UringLoop) {
+        let cqes: Vec<(u64, i32)> = u
+            .ring
+            .completion()
+            .map(|c: io_uring::cqueue::Entry| (c.user_data(), c.result()))
+            .collect();
+        for (key, res) in cqes {
+            let slot = key as usize;
+            let Some(mut f) = u.slab.get_mut(slot).and_then(Option::take) else {
+                continue;
+            };
+            let outcome: Option<std::result::Result<(), String>> = if res > 0 {
+                f.done += res as usize;
+                (f.done >= f.task.len).then_some(Ok(()))
+            } else if res == 0 {
+                Some(Err(format!(
+                    "unexpected end of file after {} of {} bytes",
+                    f.done, f.task.len
+                )))
+            } else if res == -libc::EAGAIN || res == -libc::EINTR {
+                None
+            } else {
+                Some(Err(std::io::Error::from_raw_os_error(-res).to_string()))
+            };
+            let outcome = match (outcome, &u.broken) {
+                // A short read cannot be continued on a ring that no longer works.
+                (None, Some(msg)) => Some(Err(format!(
+                    "{msg} after {} of {} bytes",
+                    f.done, f.task.len
+                ))),
+                (o, _) => o,
+            };
+            match outcome {
+                Some(r) => {
+                    u.inflight -= 1;
+                    u.free.push(slot);
+                    self.finish(&f.task, f.submitted, r);
+                }
+                None => {
+                    // Continue a short read (or retry) from where it stopped.
+                    if !self.submit(u, slot, f) {
+                        u.inflight -= 1;
                     }
                 }
             }
         }
     }
+}
+
+/// The io_uring worker's state between passes of its loop.
+struct UringLoop {
+    ring: IoUring,
+    /// Buffers are registered: reads into them go as `ReadFixed`.
+    fixed: bool,
+    /// Reads issued or held, by slot (the completion's user data).
+    slab: Vec<Option<InFlight>>,
+    /// Slots free for a new read.
+    free: Vec<usize>,
+    /// Reads the kernel holds (their memory is the kernel's until their completion).
+    inflight: usize,
+    /// Reads held back by a `hang` fault: (slab slot, rule). They keep their slab slot.
+    hung: Vec<(usize, usize)>,
+    /// Set once `io_uring_enter` failed: the ring takes nothing new; the reads the kernel
+    /// holds are waited for (their completions still arrive in the completion queue), then
+    /// the worker carries on with blocking reads.
+    broken: Option<String>,
 }
 
 /// Reads exactly `len` bytes at `offset` into `addr`, continuing short reads; `first`: ask

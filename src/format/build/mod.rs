@@ -317,27 +317,7 @@ fn build_into(
     let background = source.background();
 
     // FpN: choose every leaf's bit width first, since it decides where later leaves start.
-    let quant: Vec<Quant> = match (codec, source) {
-        (LeafCodec::Variable, Source::Encoded(l, index)) => plan
-            .order
-            .iter()
-            .map(|&b| Quant {
-                min: 0.0,
-                max: 0.0,
-                log2_bits: l.leaf(index[b as usize]).log2_bits,
-            })
-            .collect(),
-        (LeafCodec::Variable, Source::Bricks(volume)) => {
-            let tol = fpn_tolerance(opts, background);
-            plan.order
-                .par_iter()
-                .with_min_len(64)
-                .enumerate()
-                .map(|(i, &b)| choose_fpn(LeafView::of(&volume.bricks[b as usize]), tol, b, i))
-                .collect::<Result<_, _>>()?
-        }
-        _ => Vec::new(),
-    };
+    let quant = choose_quants(codec, source, &plan.order, opts, background)?;
 
     // Byte offsets of every level.
     let n_upper = plan.uppers.len();
@@ -372,81 +352,16 @@ fn build_into(
 
     // Leaves, in parallel groups (see `welford_lanes`); each gives its statistics.
     let mut leaf_stats = vec![NodeStats::EMPTY; n_leaf];
-    const GROUP: usize = LANES;
-    match (codec, source) {
-        (_, Source::Encoded(l, index)) => {
-            // Each leaf's bytes are final: copy them to where the tree puts them.
-            let mut slices = Vec::with_capacity(n_leaf);
-            let mut rest = leaves_buf;
-            for w in leaf_offsets.windows(2) {
-                let (leaf, tail) = rest.split_at_mut(w[1] - w[0]);
-                slices.push(leaf);
-                rest = tail;
-            }
-            slices
-                .par_iter_mut()
-                .zip(leaf_stats.par_iter_mut())
-                .zip(plan.order.par_iter())
-                .with_min_len(256)
-                .for_each(|((dst, st), &b)| {
-                    let (bytes, stats) = l.leaf_bytes(index[b as usize]);
-                    dst.copy_from_slice(bytes);
-                    *st = stats;
-                });
-        }
-        (LeafCodec::Variable, Source::Bricks(volume)) => {
-            let mut slices = Vec::with_capacity(n_leaf);
-            let mut rest = leaves_buf;
-            for w in leaf_offsets.windows(2) {
-                let (leaf, tail) = rest.split_at_mut(w[1] - w[0]);
-                slices.push(leaf);
-                rest = tail;
-            }
-            slices
-                .par_chunks_mut(GROUP)
-                .zip(leaf_stats.par_chunks_mut(GROUP))
-                .zip(plan.order.par_chunks(GROUP).zip(quant.par_chunks(GROUP)))
-                .enumerate()
-                .with_min_len(4)
-                .try_for_each(|(g, ((dsts, stats), (bricks, quants)))| {
-                    let jobs = dsts.iter_mut().zip(bricks).zip(quants).enumerate().map(
-                        |(k, ((dst, &b), q))| {
-                            (
-                                &mut **dst,
-                                LeafView::of(&volume.bricks[b as usize]),
-                                Some(*q),
-                                (b, g * GROUP + k),
-                            )
-                        },
-                    );
-                    write_leaf_group(codec, jobs, stats)
-                })?;
-        }
-        (_, Source::Bricks(volume)) => {
-            let size = tl.leaf.size as usize;
-            leaves_buf
-                .par_chunks_mut(GROUP * size)
-                .zip(leaf_stats.par_chunks_mut(GROUP))
-                .zip(plan.order.par_chunks(GROUP))
-                .enumerate()
-                .with_min_len(4)
-                .try_for_each(|(g, ((dst, stats), bricks))| {
-                    let jobs =
-                        dst.chunks_mut(size)
-                            .zip(bricks)
-                            .enumerate()
-                            .map(|(k, (dst, &b))| {
-                                (
-                                    dst,
-                                    LeafView::of(&volume.bricks[b as usize]),
-                                    None,
-                                    (b, g * GROUP + k),
-                                )
-                            });
-                    write_leaf_group(codec, jobs, stats)
-                })?;
-        }
-    }
+    write_leaves(
+        codec,
+        source,
+        &plan.order,
+        &quant,
+        &leaf_offsets,
+        tl.leaf.size as usize,
+        leaves_buf,
+        &mut leaf_stats,
+    )?;
 
     // Lower nodes: children are leaves.
     let mut lower_stats = vec![NodeStats::EMPTY; n_lower];
@@ -506,6 +421,126 @@ fn build_into(
         ChecksumMode::Disabled => None,
     };
     checksum::store_checksum(out, mode)
+}
+
+/// FpN: every leaf's bit width, in tree order (copied from encoded leaves, else chosen to
+/// meet the tolerance); empty for fixed-size codecs.
+fn choose_quants(
+    codec: LeafCodec,
+    source: Source<'_>,
+    order: &[u32],
+    opts: &BuildOptions,
+    background: f32,
+) -> Result<Vec<Quant>, FormatError> {
+    Ok(match (codec, source) {
+        (LeafCodec::Variable, Source::Encoded(l, index)) => order
+            .iter()
+            .map(|&b| Quant {
+                min: 0.0,
+                max: 0.0,
+                log2_bits: l.leaf(index[b as usize]).log2_bits,
+            })
+            .collect(),
+        (LeafCodec::Variable, Source::Bricks(volume)) => {
+            let tol = fpn_tolerance(opts, background);
+            order
+                .par_iter()
+                .with_min_len(64)
+                .enumerate()
+                .map(|(i, &b)| choose_fpn(LeafView::of(&volume.bricks[b as usize]), tol, b, i))
+                .collect::<Result<_, _>>()?
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// Writes every leaf into `leaves_buf` at `leaf_offsets` (tree order) and its statistics
+/// into `stats_out`: encoded leaves are copied, bricks encoded in parallel groups.
+#[allow(clippy::too_many_arguments)]
+fn write_leaves(
+    codec: LeafCodec,
+    source: Source<'_>,
+    order: &[u32],
+    quant: &[Quant],
+    leaf_offsets: &[usize],
+    size: usize,
+    leaves_buf: &mut [u8],
+    stats_out: &mut [NodeStats],
+) -> Result<(), FormatError> {
+    const GROUP: usize = LANES;
+    match (codec, source) {
+        (_, Source::Encoded(l, index)) => {
+            // Each leaf's bytes are final: copy them to where the tree puts them.
+            let mut slices = split_at_offsets(leaves_buf, leaf_offsets);
+            slices
+                .par_iter_mut()
+                .zip(stats_out.par_iter_mut())
+                .zip(order.par_iter())
+                .with_min_len(256)
+                .for_each(|((dst, st), &b)| {
+                    let (bytes, stats) = l.leaf_bytes(index[b as usize]);
+                    dst.copy_from_slice(bytes);
+                    *st = stats;
+                });
+        }
+        (LeafCodec::Variable, Source::Bricks(volume)) => {
+            let mut slices = split_at_offsets(leaves_buf, leaf_offsets);
+            slices
+                .par_chunks_mut(GROUP)
+                .zip(stats_out.par_chunks_mut(GROUP))
+                .zip(order.par_chunks(GROUP).zip(quant.par_chunks(GROUP)))
+                .enumerate()
+                .with_min_len(4)
+                .try_for_each(|(g, ((dsts, stats), (bricks, quants)))| {
+                    let jobs = dsts.iter_mut().zip(bricks).zip(quants).enumerate().map(
+                        |(k, ((dst, &b), q))| {
+                            (
+                                &mut **dst,
+                                LeafView::of(&volume.bricks[b as usize]),
+                                Some(*q),
+                                (b, g * GROUP + k),
+                            )
+                        },
+                    );
+                    write_leaf_group(codec, jobs, stats)
+                })?;
+        }
+        (_, Source::Bricks(volume)) => {
+            leaves_buf
+                .par_chunks_mut(GROUP * size)
+                .zip(stats_out.par_chunks_mut(GROUP))
+                .zip(order.par_chunks(GROUP))
+                .enumerate()
+                .with_min_len(4)
+                .try_for_each(|(g, ((dst, stats), bricks))| {
+                    let jobs =
+                        dst.chunks_mut(size)
+                            .zip(bricks)
+                            .enumerate()
+                            .map(|(k, (dst, &b))| {
+                                (
+                                    dst,
+                                    LeafView::of(&volume.bricks[b as usize]),
+                                    None,
+                                    (b, g * GROUP + k),
+                                )
+                            });
+                    write_leaf_group(codec, jobs, stats)
+                })?;
+        }
+    }
+    Ok(())
+}
+
+/// `buf` cut into the pieces between consecutive `offsets` (relative to the first).
+fn split_at_offsets<'a>(mut buf: &'a mut [u8], offsets: &[usize]) -> Vec<&'a mut [u8]> {
+    let mut pieces = Vec::with_capacity(offsets.len().saturating_sub(1));
+    for w in offsets.windows(2) {
+        let (piece, tail) = std::mem::take(&mut buf).split_at_mut(w[1] - w[0]);
+        pieces.push(piece);
+        buf = tail;
+    }
+    pieces
 }
 
 fn invalid(what: impl Into<String>, offset: u64, detail: impl Into<String>) -> FormatError {
