@@ -34,6 +34,12 @@ python3 -c 'import six' 2>/dev/null || need_apt+=(python3-six)
 # ffmpeg and ffprobe: `render --movie` encodes with the system's ffmpeg, and
 # tests/render_movie.rs checks the video with ffprobe and ffmpeg's decoder.
 command -v ffprobe >/dev/null || need_apt+=(ffmpeg)
+# Open MPI (mpirun, and the headers and libclang the `mpi` crate's bindings are generated
+# with) for the `mpi` feature's tests: bench across ranks (tests/mpi_bench.rs).
+command -v mpirun >/dev/null || need_apt+=(openmpi-bin)
+[ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || pkg-config --exists ompi 2>/dev/null ||
+  need_apt+=(libopenmpi-dev)
+dpkg -s libclang-dev >/dev/null 2>&1 || need_apt+=(libclang-dev)
 # Mesa's software Vulkan (lavapipe) for the renderer tests.
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers libvulkan1)
 # A virtual X server and the libraries winit loads at run time, for the player's window tests
@@ -93,4 +99,13 @@ if command -v xvfb-run >/dev/null; then
   xvfb-run -a -s "-screen 0 1280x1024x24" cargo test --workspace
 else
   cargo test --workspace
+fi
+# The `mpi` feature (scale-out across MPI ranks): its code linted, and bench across ranks
+# run under mpirun. Where Open MPI's development files are missing it is skipped, except in
+# CI, which installs them above.
+if pkg-config --exists ompi 2>/dev/null || [ -n "${CI:-}" ]; then
+  cargo clippy --features mpi --lib --bins -- -D warnings
+  cargo test --features mpi --test mpi_bench
+else
+  echo "note: Open MPI's development files are missing; the mpi feature is not tested" >&2
 fi

@@ -17,6 +17,7 @@
 pub mod app;
 pub mod atomic_file;
 pub mod bench;
+pub mod cluster;
 pub mod crc32;
 pub mod dataset;
 pub mod device;

@@ -10,6 +10,7 @@ pub mod diskstats;
 pub mod jobs;
 pub mod peer;
 pub mod plot;
+pub mod ranks;
 pub mod report;
 mod run;
 pub mod sweep;

@@ -21,7 +21,20 @@ use crate::stream::{FrameStream, StreamEvent};
 
 /// Runs one benchmark. Prints nothing itself except the progress line (when enabled).
 pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
-    let opened = Opened::new(source, cfg)?;
+    run_when_ready(source, cfg, || {})
+}
+
+/// [`run`], calling `ready` once the engine and ring are open (or failed to open) and
+/// before the first read: where every rank of a run waits for the others
+/// ([`super::ranks`]), so setup is not timed and all ranks read together.
+pub(super) fn run_when_ready(
+    source: &Source,
+    cfg: &BenchConfig,
+    ready: impl FnOnce(),
+) -> Result<BenchResult> {
+    let opened = Opened::new(source, cfg);
+    ready();
+    let opened = opened?;
     let mut run = Run::new(source, cfg, opened);
     let bar = progress_bar(cfg.progress, run.planned_bytes);
     let played = run.play(cfg, &bar);

@@ -169,7 +169,7 @@ fn is_dataset(p: &Path) -> bool {
     p.join(MANIFEST_FILE).is_file() || p.file_name().is_some_and(|n| n == MANIFEST_FILE)
 }
 
-fn load(args: &BenchArgs, io_size: usize) -> Result<Source> {
+pub(super) fn load(args: &BenchArgs, io_size: usize) -> Result<Source> {
     match args.source.as_slice() {
         [] => {
             let dir = ensure_default_dataset(!args.quiet)?;
@@ -193,7 +193,7 @@ fn load(args: &BenchArgs, io_size: usize) -> Result<Source> {
     }
 }
 
-fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<()> {
+pub(super) fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<()> {
     let text = serde_json::to_vec_pretty(v)?;
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
@@ -208,7 +208,7 @@ fn run_length(args: &BenchArgs) -> (Option<u64>, Option<f64>) {
 }
 
 /// The settings of one run (or of each job of `--gpus`) from the command line.
-fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
+pub(super) fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
     BenchConfig {
         engine,
         threads: super::io_threads("--threads", args.threads),
@@ -239,6 +239,9 @@ fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
 pub fn run(args: &BenchArgs) -> Result<()> {
     if args.frames == Some(0) {
         bail!("--frames must be at least 1 (a run that reads nothing measures nothing)");
+    }
+    if let Some(ranks) = super::bench_ranks::launched()? {
+        return super::bench_ranks::run(args, ranks.as_ref());
     }
     if let Some(job) = &args.job {
         let text = std::fs::read_to_string(job)

@@ -1,0 +1,219 @@
+//! The ranks of one run: this process alone, or one of several started by `mpirun`.
+//!
+//! A distributed command is written once against [`Ranks`]: who this process is among the
+//! ranks, which host it runs on and its place there (the local rank picks the GPU), a
+//! barrier that starts every rank together, and gathering each rank's result on rank 0.
+//! [`Solo`] is the one-process case (N = 1, no MPI needed); [`MpiRanks`] (cargo feature
+//! `mpi`) the Open MPI one. The transport is the only difference: the command's own code
+//! is the same for one rank and for many.
+
+#[cfg(feature = "mpi")]
+mod mpi;
+#[cfg(feature = "mpi")]
+pub use mpi::MpiRanks;
+
+/// This process's place among the ranks of a run, and the collective steps the ranks take
+/// together. Every rank must make the same collective calls in the same order.
+pub trait Ranks {
+    /// This process's rank, `0..size()`; rank 0 reports.
+    fn rank(&self) -> usize;
+    /// How many ranks the run has.
+    fn size(&self) -> usize;
+    /// This rank's place among the ranks on its host (0 for the first): picks its GPU.
+    fn local_rank(&self) -> usize;
+    /// How many ranks share this host.
+    fn local_size(&self) -> usize;
+    /// The host's name, as the ranks report it.
+    fn host(&self) -> String;
+    /// Returns once every rank has called it.
+    fn barrier(&self);
+    /// Every rank's bytes in rank order, on rank 0; `None` on the other ranks.
+    fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>>;
+}
+
+/// One process alone: rank 0 of 1.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Solo;
+
+impl Ranks for Solo {
+    fn rank(&self) -> usize {
+        0
+    }
+
+    fn size(&self) -> usize {
+        1
+    }
+
+    fn local_rank(&self) -> usize {
+        0
+    }
+
+    fn local_size(&self) -> usize {
+        1
+    }
+
+    fn host(&self) -> String {
+        host_name()
+    }
+
+    fn barrier(&self) {}
+
+    fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+        Some(vec![mine.to_vec()])
+    }
+}
+
+/// The kernel's host name (empty where it cannot be read).
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its whole length, which is passed.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The indices of `0..count` that `rank` of `size` owns: every `size`-th from `rank` (as
+/// alternate frames are dealt out), so each rank's share spans the whole series.
+pub fn share(count: usize, rank: usize, size: usize) -> impl Iterator<Item = usize> {
+    (rank..count).step_by(size.max(1))
+}
+
+/// Ranks as threads of one process, for testing what ranks do together without MPI.
+#[cfg(test)]
+pub(crate) mod threads {
+    use std::sync::{Arc, Barrier, Mutex};
+
+    use super::Ranks;
+
+    /// One thread's rank among `size` threads on one (pretend) host each of `per_host`.
+    pub(crate) struct ThreadRanks {
+        rank: usize,
+        size: usize,
+        per_host: usize,
+        barrier: Arc<Barrier>,
+        slots: Arc<Mutex<Vec<Option<Vec<u8>>>>>,
+    }
+
+    /// `size` ranks, `per_host` to a host (hosts named `host0`, `host1`, ...).
+    pub(crate) fn ranks(size: usize, per_host: usize) -> Vec<ThreadRanks> {
+        let barrier = Arc::new(Barrier::new(size));
+        let slots = Arc::new(Mutex::new(vec![None; size]));
+        (0..size)
+            .map(|rank| ThreadRanks {
+                rank,
+                size,
+                per_host: per_host.max(1),
+                barrier: barrier.clone(),
+                slots: slots.clone(),
+            })
+            .collect()
+    }
+
+    impl Ranks for ThreadRanks {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+
+        fn size(&self) -> usize {
+            self.size
+        }
+
+        fn local_rank(&self) -> usize {
+            self.rank % self.per_host
+        }
+
+        fn local_size(&self) -> usize {
+            self.per_host
+                .min(self.size - self.rank / self.per_host * self.per_host)
+        }
+
+        fn host(&self) -> String {
+            format!("host{}", self.rank / self.per_host)
+        }
+
+        fn barrier(&self) {
+            self.barrier.wait();
+        }
+
+        fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+            self.slots.lock().unwrap()[self.rank] = Some(mine.to_vec());
+            self.barrier.wait();
+            let out = (self.rank == 0).then(|| {
+                let mut slots = self.slots.lock().unwrap();
+                slots.iter_mut().map(|s| s.take().unwrap()).collect()
+            });
+            // Nobody writes the next gather's slots before rank 0 has taken these.
+            self.barrier.wait();
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_deal_every_index_to_exactly_one_rank() {
+        for size in 1..6 {
+            let mut seen = vec![0; 17];
+            for rank in 0..size {
+                for i in share(17, rank, size) {
+                    seen[i] += 1;
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "size {size}: {seen:?}");
+        }
+        assert_eq!(share(5, 1, 2).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(share(1, 3, 4).count(), 0);
+    }
+
+    #[test]
+    fn thread_ranks_gather_in_rank_order_on_rank_zero_only() {
+        let got: Vec<Option<Vec<Vec<u8>>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = threads::ranks(3, 2)
+                .into_iter()
+                .map(|r| {
+                    s.spawn(move || {
+                        r.barrier();
+                        let first = r.gather(&[r.rank() as u8; 2]);
+                        // A second gather reuses the slots.
+                        let second = r.gather(&[10 + r.rank() as u8]);
+                        assert_eq!(first.is_some(), second.is_some());
+                        first.map(|f| {
+                            let mut f = f;
+                            f.extend(second.unwrap());
+                            f
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(
+            got[0],
+            Some(vec![
+                vec![0, 0],
+                vec![1, 1],
+                vec![2, 2],
+                vec![10],
+                vec![11],
+                vec![12]
+            ])
+        );
+        assert!(got[1].is_none() && got[2].is_none());
+    }
+
+    #[test]
+    fn solo_is_rank_zero_of_one() {
+        let s = Solo;
+        assert_eq!(
+            (s.rank(), s.size(), s.local_rank(), s.local_size()),
+            (0, 1, 0, 1)
+        );
+        assert_eq!(s.gather(b"x"), Some(vec![b"x".to_vec()]));
+    }
+}

@@ -1,0 +1,135 @@
+//! `supercell bench` under `mpirun`: one rank per process (and per GPU), IOR-style (see
+//! `supercell::bench::ranks`). The launch is recognised here, at the edge, from the
+//! variables Open MPI, PMIx and PMI-2 launchers set.
+
+use anyhow::{Result, bail};
+
+use supercell::bench::{self, ranks::RanksResult};
+use supercell::cluster::Ranks;
+use supercell::ingest::EngineKind;
+
+use super::bench::{BenchArgs, EngineArg};
+
+/// The size of the job a launcher started this process in, where one did.
+fn launched_size() -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
+        .or_else(|| std::env::var_os("PMIX_RANK").map(|_| 1))
+}
+
+/// This process's ranks when `mpirun` (or another MPI launcher) started it: `None` for a
+/// plain run. A build without the `mpi` feature started as one of several ranks is refused
+/// (each process would measure alone and report as if it were the whole run).
+pub fn launched() -> Result<Option<Box<dyn Ranks>>> {
+    let Some(size) = launched_size() else {
+        return Ok(None);
+    };
+    #[cfg(feature = "mpi")]
+    {
+        let _ = size;
+        match supercell::cluster::MpiRanks::init() {
+            Some(r) => Ok(Some(Box::new(r))),
+            None => bail!("MPI was initialised twice in one process"),
+        }
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        if size > 1 {
+            bail!(
+                "started by an MPI launcher as one of {size} ranks, but this build has no MPI: \
+                 build with `cargo build --release --features mpi` (needs Open MPI's \
+                 libopenmpi-dev and libclang-dev)"
+            );
+        }
+        Ok(None)
+    }
+}
+
+/// Runs `bench` as one rank of `ranks`; rank 0 prints the report and writes `--json`.
+pub fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
+    let refused = [
+        (args.job.is_some(), "--job"),
+        (
+            args.gpus.is_some(),
+            "--gpus (one rank per GPU: mpirun -n GPUS)",
+        ),
+        (args.sweep, "--sweep"),
+        (args.peer.is_some(), "--peer"),
+        (args.runs > 1, "--runs"),
+        (
+            args.source.is_empty(),
+            "the built-in dataset (name a dataset)",
+        ),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
+        bail!("bench across MPI ranks does not take {what}");
+    }
+    let engine = match args.engine {
+        Some(EngineArg::Gds) => EngineKind::Gds,
+        Some(EngineArg::Staged) => EngineKind::Staged,
+        Some(EngineArg::CpuOnly) => EngineKind::CpuOnly,
+        Some(EngineArg::Portable) => EngineKind::Portable,
+        None => bench::default_engine(args.gpu).0,
+    };
+    let cfg = super::bench::config(args, engine);
+    let source = super::bench::load(args, args.io_size)?;
+    let gpus = if engine.needs_cuda() {
+        supercell::gpu::device_count()
+    } else {
+        0
+    };
+    let Some(result) = bench::ranks::run_ranks(ranks, &source, &cfg, gpus)? else {
+        return Ok(());
+    };
+    print!("{}", text(&result));
+    if let Some(j) = &args.json {
+        super::bench::write_json(j, &result)?;
+    }
+    if result.aggregate.bytes == 0 {
+        bail!("no rank landed a frame");
+    }
+    Ok(())
+}
+
+/// The report: a row per rank, then the aggregate both ways.
+fn text(r: &RanksResult) -> String {
+    let a = &r.aggregate;
+    let mut out = format!(
+        "bench across {} MPI ranks on {} host(s); frames dealt in turn (rank k reads frames k, k+{}, ...)\n",
+        a.ranks, a.hosts, a.ranks
+    );
+    out += &format!(
+        "{:>4}  {:<16} {:>3}  {:>6} {:>9} {:>8} {:>8}  engine\n",
+        "rank", "host", "gpu", "frames", "GB", "s", "GB/s"
+    );
+    for p in &r.per_rank {
+        let gbps = if p.wall_s > 0.0 {
+            p.bytes as f64 / p.wall_s / 1e9
+        } else {
+            0.0
+        };
+        out += &format!(
+            "{:>4}  {:<16} {:>3}  {:>6} {:>9.3} {:>8.3} {:>8.3}  {}\n",
+            p.rank,
+            p.host,
+            p.gpu.map_or("-".into(), |g| g.to_string()),
+            p.frames,
+            p.bytes as f64 / 1e9,
+            p.wall_s,
+            gbps,
+            p.engine
+        );
+    }
+    out += &format!(
+        "aggregate: {:.3} GB in {:.3} s (the slowest rank) = {:.3} GB/s\n\
+         stonewalled: {:.3} GB by {:.3} s (the fastest rank's end) = {:.3} GB/s\n",
+        a.bytes as f64 / 1e9,
+        a.wall_s,
+        a.gbps,
+        a.stonewall_bytes as f64 / 1e9,
+        a.stonewall_s,
+        a.stonewall_gbps
+    );
+    out
+}
