@@ -140,7 +140,7 @@ fn bench_runs_verifies_and_reports() {
         assert!(j.is_ok(), "{name}: {j:?}");
     }
     assert!(r.total_bytes > 0 && r.aggregate_gbps > 0.0);
-    let doc = serde_json::to_value(report::FioReport::of_jobs(&r)).unwrap();
+    let doc = serde_json::to_value(r.fio_report()).unwrap();
     let names: Vec<&str> = doc["jobs"]
         .as_array()
         .unwrap()

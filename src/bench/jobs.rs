@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{BenchConfig, BenchResult, run};
+use super::{BenchConfig, BenchResult, report, run};
 use crate::dataset::Dataset;
 use crate::ingest::{EngineKind, IngestError, IoBackend, Result, Source};
 use crate::units;
@@ -300,6 +300,35 @@ pub struct JobsResult {
     pub sum_gbps: f64,
     /// All bytes over the longest wall time, GB/s.
     pub aggregate_gbps: f64,
+}
+
+impl JobsResult {
+    /// The job file's outcome in fio's JSON shape (what `bench --job --json` writes).
+    pub fn fio_report(&self) -> report::FioReport {
+        let j = self;
+        let mut r = report::FioReport::new(
+            j.jobs
+                .iter()
+                .map(|(name, res)| match res {
+                    Ok(b) => report::FioJob::from_result(name, b),
+                    Err(e) => report::FioJob::failed(name, e),
+                })
+                .collect(),
+        );
+        r.disk_util = j
+            .jobs
+            .iter()
+            .find_map(|(_, res)| res.as_ref().ok())
+            .map(|b| b.disk_util.clone())
+            .unwrap_or_default();
+        r.aggregate = Some(report::Aggregate {
+            total_bytes: j.total_bytes,
+            wall_s: j.wall_s,
+            sum_gbps: j.sum_gbps,
+            aggregate_gbps: j.aggregate_gbps,
+        });
+        r
+    }
 }
 
 /// Runs every job at once, each on its own thread (bound to its NUMA node when given).

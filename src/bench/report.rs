@@ -596,32 +596,6 @@ impl FioReport {
             .unwrap_or_default();
         r
     }
-
-    /// A job file's outcome.
-    pub fn of_jobs(j: &super::jobs::JobsResult) -> FioReport {
-        let mut r = FioReport::new(
-            j.jobs
-                .iter()
-                .map(|(name, res)| match res {
-                    Ok(b) => FioJob::from_result(name, b),
-                    Err(e) => FioJob::failed(name, e),
-                })
-                .collect(),
-        );
-        r.disk_util = j
-            .jobs
-            .iter()
-            .find_map(|(_, res)| res.as_ref().ok())
-            .map(|b| b.disk_util.clone())
-            .unwrap_or_default();
-        r.aggregate = Some(Aggregate {
-            total_bytes: j.total_bytes,
-            wall_s: j.wall_s,
-            sum_gbps: j.sum_gbps,
-            aggregate_gbps: j.aggregate_gbps,
-        });
-        r
-    }
 }
 
 /// One figure of a log interval.

@@ -2,7 +2,6 @@
 //! ([`main_job`]).
 
 pub mod bench;
-pub mod bench_ranks;
 pub mod doctor;
 pub mod info;
 pub mod main_job;

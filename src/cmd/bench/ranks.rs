@@ -8,7 +8,7 @@ use supercell::bench::{self, ranks::RanksResult};
 use supercell::cluster::Ranks;
 use supercell::ingest::EngineKind;
 
-use super::bench::{BenchArgs, EngineArg};
+use super::{BenchArgs, EngineArg};
 
 /// The size of the job a launcher started this process in, where one did.
 fn launched_size() -> Option<usize> {
@@ -21,7 +21,7 @@ fn launched_size() -> Option<usize> {
 /// This process's ranks when `mpirun` (or another MPI launcher) started it: `None` for a
 /// plain run. A build without the `mpi` feature started as one of several ranks is refused
 /// (each process would measure alone and report as if it were the whole run).
-pub fn launched() -> Result<Option<Box<dyn Ranks>>> {
+pub(super) fn launched() -> Result<Option<Box<dyn Ranks>>> {
     let Some(size) = launched_size() else {
         return Ok(None);
     };
@@ -47,7 +47,7 @@ pub fn launched() -> Result<Option<Box<dyn Ranks>>> {
 }
 
 /// Runs `bench` as one rank of `ranks`; rank 0 prints the report and writes `--json`.
-pub fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
+pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     let refused = [
         (args.job.is_some(), "--job"),
         (
@@ -72,8 +72,8 @@ pub fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
         Some(EngineArg::Portable) => EngineKind::Portable,
         None => bench::default_engine(args.gpu).0,
     };
-    let cfg = super::bench::config(args, engine);
-    let source = super::bench::load(args, args.io_size)?;
+    let cfg = super::config(args, engine);
+    let source = super::load(args, args.io_size)?;
     let gpus = if engine.needs_cuda() {
         supercell::gpu::device_count()
     } else {
@@ -84,7 +84,7 @@ pub fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     };
     print!("{}", text(&result));
     if let Some(j) = &args.json {
-        super::bench::write_json(j, &result)?;
+        super::write_json(j, &result)?;
     }
     if result.aggregate.bytes == 0 {
         bail!("no rank landed a frame");

@@ -12,6 +12,8 @@ use supercell::ingest::{EngineKind, IoBackend, Source};
 use supercell::scene::ensure_default_dataset;
 use supercell::units;
 
+mod ranks;
+
 /// Engine to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum EngineArg {
@@ -240,8 +242,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if args.frames == Some(0) {
         bail!("--frames must be at least 1 (a run that reads nothing measures nothing)");
     }
-    if let Some(ranks) = super::bench_ranks::launched()? {
-        return super::bench_ranks::run(args, ranks.as_ref());
+    if let Some(ranks) = ranks::launched()? {
+        return ranks::run(args, ranks.as_ref());
     }
     if let Some(job) = &args.job {
         let text = std::fs::read_to_string(job)
@@ -251,7 +253,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let r = jobs::run_jobs(&specs);
         let failed = print_jobs(&r, "all jobs");
         if let Some(j) = &args.json {
-            write_json(j, &report::FioReport::of_jobs(&r))?;
+            write_json(j, &r.fio_report())?;
         }
         if failed {
             bail!("at least one job failed");
@@ -610,7 +612,7 @@ fn run_gpus(args: &BenchArgs, selection: &jobs::GpuSelection) -> Result<()> {
     };
     println!("whole frames (every GPU's part read): {whole_frames}, {whole_fps:.2} frames/s");
     if let Some(j) = &args.json {
-        let mut doc = report::FioReport::of_jobs(&r);
+        let mut doc = r.fio_report();
         doc.engine_choice = engine_choice;
         let mut v = serde_json::to_value(&doc)?;
         v["gpus"] = serde_json::json!({
