@@ -8,7 +8,7 @@ use super::super::overlay::{self, UiRequest, UiState};
 use super::{Gfx, Play, WindowError};
 
 /// Composes the image and the overlay into the swapchain (and a screenshot when asked).
-fn compose(
+pub(super) fn compose(
     g: &mut Gfx,
     ui: &mut UiState,
     requests: &mut Vec<UiRequest>,
