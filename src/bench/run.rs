@@ -89,7 +89,7 @@ impl Opened {
         let layout = slot_plan.layout()?;
         let ring = match &gpu {
             Some(g) => FrameRing::device(g, slot_plan.slots, layout)?,
-            None => FrameRing::host(slot_plan.slots, layout)?,
+            None => FrameRing::host(slot_plan.slots, layout.with_pages(cfg.host_pages))?,
         };
         let ecfg = EngineConfig {
             threads: cfg.threads,

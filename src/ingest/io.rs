@@ -778,7 +778,7 @@ impl Worker {
                     // Nothing of ours is in the kernel any more: the ring (and its buffer
                     // registration) can go; later reads use pread.
                     drop(ring);
-                    eprintln!("supercell: {msg}; this I/O thread continues with pread");
+                    log::warn!("supercell: {msg}; this I/O thread continues with pread");
                     return self.run_blocking(None);
                 }
                 if !hung.is_empty()

@@ -143,7 +143,8 @@ pub struct EngineConfig {
     /// [`IngestError::TimedOut`] (its slot stays reserved until the reads really end);
     /// `None`: wait forever.
     pub read_timeout: Option<Duration>,
-    /// Faults to inject ([`FaultPlan`]); `None`: the plan in `SUPERCELL_FAULTS`, if any.
+    /// Faults to inject ([`FaultPlan`]; the binary passes the plan in `SUPERCELL_FAULTS`);
+    /// `None`: none.
     pub faults: Option<Arc<FaultPlan>>,
 }
 
@@ -563,10 +564,7 @@ impl Engine {
                 .send(Msg::Io(d));
         });
         let lanes = files.iter().map(|f| f.lane + 1).max().unwrap_or(1);
-        let faults = match &cfg.faults {
-            Some(p) => Some(p.clone()),
-            None => FaultPlan::from_env()?,
-        };
+        let faults = cfg.faults.clone();
         let (device_read, on_start) = match &gds {
             Some(g) => (Some(g.device_read()), Some(g.on_start())),
             None => (None, None),
