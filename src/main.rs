@@ -54,6 +54,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    supercell::stderr_log::install();
     supercell::device::ensure_runtime_dir();
     // Piped into `head` and the like, a command should end quietly when the reader goes
     // away, as Unix tools do, rather than panic on the closed pipe.
