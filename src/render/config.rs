@@ -10,7 +10,7 @@
 use crate::device::DeviceCaps;
 
 use super::denoise::DenoiseParams;
-use super::path::PathKnobs;
+use super::path::{PathKnobs, PathTracer};
 
 /// Random numbers per sample drawn from the scrambled Sobol sequence at most.
 pub const QMC_DIMS_MAX: u32 = 64;
@@ -65,5 +65,15 @@ impl RenderConfig {
     /// The Sobol dimensions in use (clamped to [`QMC_DIMS_MAX`]).
     pub fn qmc_dims(&self) -> u32 {
         self.qmc_dims.min(QMC_DIMS_MAX)
+    }
+
+    /// The path tracer this configuration asks for on the device `caps` describes.
+    pub(super) fn path_tracer(&self, device: &wgpu::Device, caps: &DeviceCaps) -> PathTracer {
+        PathTracer::new(
+            device,
+            self.path_knobs,
+            self.qmc_dims(),
+            self.samples_per_dispatch_on(caps),
+        )
     }
 }

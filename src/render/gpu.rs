@@ -779,7 +779,7 @@ impl Renderer {
             let declared = self.shape.declared_parts();
             let tracer = self
                 .path
-                .get_or_insert_with(|| PathTracer::new(&self.device, &self.config, &self.caps));
+                .get_or_insert_with(|| self.config.path_tracer(&self.device, &self.caps));
             tracer.encode(
                 encoder,
                 PathPass {

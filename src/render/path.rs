@@ -25,11 +25,9 @@ use std::collections::HashMap;
 use bytemuck::{Pod, Zeroable};
 
 use super::RenderError;
-use super::config::RenderConfig;
 use super::params::{GpuParams, MAX_ATTRIBUTES, RenderSettings, limits};
 use super::scoped::create_scoped;
 use super::shader::{ShaderConfig, ShaderPart, shader_source_of};
-use crate::device::DeviceCaps;
 
 /// Bounces before Russian roulette may end a path.
 pub const RR_DEPTH: u32 = 3;
@@ -309,12 +307,14 @@ fn max_bounces(s: &RenderSettings) -> u32 {
 }
 
 impl PathTracer {
-    /// The tracer `config` asks for on the device `caps` describes (one sample per dispatch
-    /// on a software rasteriser unless the configuration says otherwise).
+    /// A tracer with the kernel's speed `knobs`, `qmc_dims` Sobol dimensions per sample
+    /// and `per_dispatch` samples per dispatch (the renderer's `RenderConfig` for its
+    /// device).
     pub(super) fn new(
         device: &wgpu::Device,
-        config: &RenderConfig,
-        caps: &DeviceCaps,
+        knobs: PathKnobs,
+        qmc_dims: u32,
+        per_dispatch: u32,
     ) -> PathTracer {
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
@@ -374,9 +374,9 @@ impl PathTracer {
             seed: 0,
             stats,
             stats_on: false,
-            qmc_dims: config.qmc_dims(),
-            per_dispatch: config.samples_per_dispatch_on(caps),
-            knobs: config.path_knobs,
+            qmc_dims,
+            per_dispatch,
+            knobs,
         }
     }
 

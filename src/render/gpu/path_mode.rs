@@ -106,7 +106,7 @@ impl Renderer {
     pub fn set_path_stats(&mut self, on: bool) {
         let (device, config, caps) = (&self.device, &self.config, &self.caps);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device, config, caps))
+            .get_or_insert_with(|| config.path_tracer(device, caps))
             .set_stats(&self.queue, on);
     }
 
@@ -115,7 +115,7 @@ impl Renderer {
     pub fn set_path_knobs(&mut self, knobs: PathKnobs) {
         let (device, config, caps) = (&self.device, &self.config, &self.caps);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device, config, caps))
+            .get_or_insert_with(|| config.path_tracer(device, caps))
             .set_knobs(knobs);
     }
 
@@ -123,7 +123,7 @@ impl Renderer {
     pub fn path_knobs(&mut self) -> PathKnobs {
         let (device, config, caps) = (&self.device, &self.config, &self.caps);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device, config, caps))
+            .get_or_insert_with(|| config.path_tracer(device, caps))
             .knobs()
     }
 
