@@ -89,10 +89,12 @@ impl FramePath {
         layout: SlotLayout,
         label: &str,
     ) -> Result<FramePath, PlayError> {
+        // Host memory on the pages the run asks for (`SUPERCELL_HOST_HUGEPAGES`).
+        let layout = layout.with_pages(cfg.host_pages);
         if cfg.host_copy == HostCopy::Ring {
             return FramePath::host_ring(device, queue, cfg, ecfg, source, slots, layout, label);
         }
-        let ring = FrameRing::host(slots, layout.with_pages(cfg.host_pages))?;
+        let ring = FrameRing::host(slots, layout)?;
         // Best: the GPU copies straight out of the host slots (imported host memory); else
         // each frame is copied by the CPU into a staging buffer first.
         let route = UploadRoute::for_host_slots(device, &ring, cfg.host_copy, cfg.verify, label)?;
