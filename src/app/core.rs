@@ -253,6 +253,7 @@ impl Player {
             verify: cfg.verify,
             read_timeout: cfg.read_timeout,
             faults: cfg.faults.clone(),
+            host_pages: cfg.host_pages,
             backend: cfg.io_backend,
             ..EngineConfig::default()
         };

@@ -102,6 +102,7 @@ impl Opened {
             verify: cfg.verify,
             read_timeout: cfg.read_timeout,
             faults: cfg.faults.clone(),
+            host_pages: cfg.host_pages,
         };
         let engine = open_engine(
             cfg.engine,

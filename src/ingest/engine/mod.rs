@@ -146,6 +146,9 @@ pub struct EngineConfig {
     /// Faults to inject ([`FaultPlan`]; the binary passes the plan in `SUPERCELL_FAULTS`);
     /// `None`: none.
     pub faults: Option<Arc<FaultPlan>>,
+    /// Which pages back the staged engine's pinned buffers (`SUPERCELL_HOST_HUGEPAGES`, read
+    /// by the binary).
+    pub host_pages: crate::gpu::HostPages,
 }
 
 /// The default [`EngineConfig::read_timeout`]: long enough for any healthy read of a frame,
@@ -165,6 +168,7 @@ impl Default for EngineConfig {
             verify: false,
             read_timeout: Some(DEFAULT_READ_TIMEOUT),
             faults: None,
+            host_pages: crate::gpu::HostPages::Huge,
         }
     }
 }
