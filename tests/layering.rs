@@ -94,15 +94,6 @@ const ENV_AND_PRINT_EXCEPTIONS: &[(&str, &str, &str)] = &[
         "env::var",
         "reports VK_DRIVER_FILES / CUFILE_ENV_PATH_JSON",
     ),
-    // Fixes the process environment for the Wayland and Vulkan libraries before any
-    // thread starts (a private XDG_RUNTIME_DIR where the session gave none); called by the
-    // binary's main alone.
-    (
-        "device/runtime_dir.rs",
-        "env::var",
-        "XDG_RUNTIME_DIR, WAYLAND_DISPLAY",
-    ),
-    ("device/runtime_dir.rs", "env::set_var", "XDG_RUNTIME_DIR"),
     // `~/` in a scene file's paths means the home directory, as a shell would expand it
     // (tests/scene.rs pins it). Passing HOME in needs a parameter on the scene parser,
     // which another branch is changing now: left for after that merge (issue 29, item 1).
