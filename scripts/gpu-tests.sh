@@ -544,10 +544,10 @@ picture_run() {
 }
 
 # The renderer's speed switches, each against the defaults in its own process: the path
-# tracer's kernel knobs (src/render/path.rs, `PathKnobs`) on the storm at touchdown, 1080p,
-# 128 samples per pixel (M samples/s from the "path traced" line), and the march's kernel
-# switches (src/render/shader.rs, `MarchKnobs`: SUPERCELL_MARCH_KNOBS) and previous step rule
-# against the current ones (1 GB frame, 1080p, three attributes and one). Also the
+# tracer's kernel knobs (src/render/path.rs, `PathKnobs`; docs/SETTINGS.md) on the storm at
+# touchdown, 1080p, 128 samples per pixel (M samples/s from the "path traced" line), and the
+# march with its defaults (1 GB frame, 1080p, three attributes and one; its switches lost
+# their measurements and were deleted, docs/PERFORMANCE.md). Also the
 # denoiser's and the renderer's GPU == CPU tests on this GPU.
 knobs_run() {
   OUT=${OUT:-/tmp/supercell-out}; mkdir -p "$OUT"
@@ -558,15 +558,13 @@ knobs_run() {
   source scripts/rig/env.sh
   export SUPERCELL_CACHE=/var/tmp/sc-cache
   local k
-  local path_variants=(X=defaults SUPERCELL_MARCH_KNOBS=pairs=0 SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_SEGMENT_LOOP=0
+  local path_variants=(X=defaults SUPERCELL_PATH_SKIP_LEVELS=0
     SUPERCELL_PATH_CARRY_DEPTH=0 SUPERCELL_PATH_COUNTERS=always SUPERCELL_PATH_CELL_CACHE=1
     SUPERCELL_PATH_SAMPLES_PER_DISPATCH=4 SUPERCELL_PATH_SAMPLES_PER_DISPATCH=16
-    "SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_SEGMENT_LOOP=0 SUPERCELL_PATH_CARRY_DEPTH=0 SUPERCELL_PATH_COUNTERS=always")
+    "SUPERCELL_PATH_SKIP_LEVELS=0 SUPERCELL_PATH_CARRY_DEPTH=0 SUPERCELL_PATH_COUNTERS=always")
   # PATH_VARIANTS / MARCH_VARIANTS: a ;-separated list replacing the lists below.
   if [ -n "${PATH_VARIANTS:-}" ]; then IFS=';' read -r -a path_variants <<<"$PATH_VARIANTS"; fi
-  local march_variants=(X=defaults SUPERCELL_MARCH_KNOBS=pairs=0 SUPERCELL_MARCH_KNOBS=reuse=0
-    SUPERCELL_MARCH_KNOBS=slots=rounded SUPERCELL_MARCH_KNOBS=pairs=0,reuse=0,slots=rounded SUPERCELL_MARCH_STEPS=bound
-    X=defaults SUPERCELL_MARCH_KNOBS=pairs=0,reuse=0,slots=rounded)
+  local march_variants=(X=defaults)
   if [ -n "${MARCH_VARIANTS:-}" ]; then IFS=';' read -r -a march_variants <<<"$MARCH_VARIANTS"; fi
   for k in "${path_variants[@]}"; do
     say "path knobs: $k"
@@ -574,7 +572,7 @@ knobs_run() {
     env $k timeout 60 $SC render scenes/storm.toml --frame 17 --path-time 5.5 --mode path --size 1920x1080 \
       --spp "${KNOB_SPP:-128}" --out /var/tmp/sc-knobs >>"$LOG" 2>&1
   done
-  say "march: 1 GB frame, 1920x1080, three attributes and one: the defaults, each kernel switch off, all off, the previous step rule"
+  say "march: 1 GB frame, 1920x1080, three attributes and one"
   $DATA generate "$RF" --frames 2 --frame-size 1G --lanes 1 >>"$LOG" 2>&1
   for k in "${march_variants[@]}"; do
     say "march knobs: $k"

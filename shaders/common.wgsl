@@ -512,34 +512,6 @@ fn sample(a: u32, p: vec3<f32>) -> Smp {
     let i0 = vec3<i32>(fp);
     let f = p - fp;
     var v: array<f32, 8>;
-    if SAMPLE_PAIRS == 0u {
-        // The previous reads, for measuring the pairs below against them: corner by corner,
-        // from corner 0's leaf when the whole stencil lies in it, else through `lookup`.
-        var fast = false;
-        var leaf = BAD;
-        var n0 = 0u;
-        for (var c = 0u; c < 8u; c++) {
-            let d = vec3<u32>(c >> 2u, (c >> 1u) & 1u, c & 1u);
-            if fast {
-                v[c] = leaf_value(a, leaf, n0 + d.x * 64u + d.y * 8u + d.z);
-                continue;
-            }
-            let l = lookup(a, i0 + vec3<i32>(d));
-            v[c] = l.value;
-            if c == 0u {
-                let r = tile_region(l, i0, p);
-                if r.constant {
-                    return r;
-                }
-                if l.level == 0u && all((i0 & vec3<i32>(7)) < vec3<i32>(7)) {
-                    fast = true;
-                    leaf = c_leaf[a];
-                    n0 = leaf_index(i0);
-                }
-            }
-        }
-        return Smp(trilerp(v, f), false, i0, 0);
-    }
     // Corner c = (dx, dy, dz) = (c / 4, c / 2 % 2, c % 2), trilerp's order: c and c + 1 are
     // a column's two corners along z. Corner 0 is looked up; when it lies in a leaf, the
     // corners inside that leaf are read from it directly, two along z at a time where both

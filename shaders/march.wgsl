@@ -394,7 +394,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             let kb = max(ceil((bound_end / dt - jit) * n) / n, k + 1.0 / n);
             if kb < k1 {
                 let t1 = (k1 + jit) * dt;
-                var reach = (P.flags & FLAG_PREVIOUS_STEPS) == 0u && t1 <= t_end;
+                var reach = t1 <= t_end;
                 var extra = 0.0;
                 for (var a = 0u; a < ATTR_SLOTS && reach; a++) {
                     // Slots behind the ray's point or not on the ray.
@@ -408,17 +408,12 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                     // and the bound there (in `sig_max`; none where skipped).
                     var cover = skip_bound[a];
                     var m0 = 0.0;
-                    if t >= skip[a] && MARCH_CELL_REUSE != 0u {
+                    if t >= skip[a] {
                         // The cell the loop above sampled: with accel_on and a long step
                         // (mult > 1, so every sampled slot's cell was valid), it set these
                         // for every slot sampled here.
                         cover = cell_cover[a];
                         m0 = cell_m[a];
-                    } else if t >= skip[a] {
-                        let c0 = (vec3<i32>(floor(oi[a] + t * di[a])) >> vec3<u32>(si.shift)) - si.org;
-                        let lo0 = vec3<f32>((si.org + c0) << vec3<u32>(si.shift));
-                        cover = ray_box(oi[a], inv_di[a], lo0 - (size - 1.0), lo0 + (2.0 * size - 1.0)).y;
-                        m0 = accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(c0))].w;
                     }
                     if cover >= t1 { continue; }
                     let c1 = (vec3<i32>(floor(oi[a] + t1 * di[a])) >> vec3<u32>(si.shift)) - si.org;

@@ -54,8 +54,9 @@ struct PathParams {
 // (low, high) pair of words; written only when PP.stats is 1.
 @group(1) @binding(2) var<storage, read_write> stats: array<atomic<u32>, 22>;
 
-// Pipeline constants (src/render/path.rs sets them per pipeline; each off, CACHE_CELLS on,
-// is the kernel as it was before them, for comparing on one device):
+// Pipeline constants (src/render/path.rs sets them per pipeline, from the renderer's
+// configuration, for comparing on one device; the inner segment loop that was one of them
+// won its measurement and is always on, docs/PERFORMANCE.md):
 // - COUNT_WORK: the work counters exist. The pipeline built for counting sets it; the others
 //   keep no counters at all (a private array incremented at computed indices lives in
 //   local memory on discrete GPUs: a read-modify-write per increment);
@@ -65,9 +66,6 @@ struct PathParams {
 //   leaves it), so a new segment looks up only the slots whose cell ended (off by default:
 //   grids on one lattice, as the storm's attributes, end their cells together, and the
 //   state costs registers);
-// - SEGMENT_LOOP: a query walks to its next tentative collision in an inner loop that
-//   looks up majorants only, before evaluating the medium there (off: one loop
-//   iteration per segment or collision, the medium's code in every iteration);
 // - USE_QMC: `rnd` may read the Sobol sequence (PP.qmc_dims > 0); off, its code is not
 //   inlined at every call;
 // - SKIP_LEVELS (0 to SKIP_LEVELS_MAX): where a ray is in empty space, a segment crosses
@@ -77,7 +75,6 @@ struct PathParams {
 override COUNT_WORK: bool = false;
 override CARRY_DEPTH: bool = true;
 override CACHE_CELLS: bool = false;
-override SEGMENT_LOOP: bool = true;
 override USE_QMC: bool = false;
 override SKIP_LEVELS: u32 = 1u;
 
@@ -558,21 +555,16 @@ fn query(o: vec3<f32>, d: vec3<f32>, shadow: bool) -> Query {
     loop {
         if i >= P.max_steps || !(t < t_end) || work > P.work_budget || q.tr <= 0.0 || q.hit { break; }
         var found = false;
-        if SEGMENT_LOOP {
-            // To the next tentative collision in a loop of majorant lookups alone, so that
-            // a warp's lanes evaluate the medium below together rather than each in a loop
-            // iteration of its own (most iterations cross a segment without a collision).
-            loop {
-                if i >= P.max_steps || !(t < t_end) { break; }
-                i++;
-                found = advance(&t, &s, &depth, t_end);
-                if found { break; }
-            }
-            if !found { break; }
-        } else {
+        // To the next tentative collision in a loop of majorant lookups alone, so that a
+        // warp's lanes evaluate the medium below together rather than each in a loop
+        // iteration of its own (most iterations cross a segment without a collision).
+        loop {
+            if i >= P.max_steps || !(t < t_end) { break; }
             i++;
-            if !advance(&t, &s, &depth, t_end) { continue; }
+            found = advance(&t, &s, &depth, t_end);
+            if found { break; }
         }
+        if !found { break; }
         let m = medium_at(t);
         if COUNT_WORK {
             if shadow { count(STAT_SHADOW_STEPS, 1u); } else { count(STAT_PATH_STEPS, 1u); }

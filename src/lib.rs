@@ -11,7 +11,7 @@
 //! (measuring and diagnosing), [`memory`] (what an allocation may ask for), [`probe`] (what
 //! the process uses: memory, descriptors, threads, CPU time; percentiles), [`crc32`]
 //! (CRC-32 in pieces, shared by the host and GPU checks) and [`synth`] (the synthetic
-//! supercell generator); [`atomic_file`] writes files whole or not at all and removes
+//! supercell generator); [`settings`] (every setting read from the environment, in one table, parsed into the values the binary hands in); [`stderr_log`] (the logger the binaries install: library notes and warnings go through `log`); [`atomic_file`] writes files whole or not at all and removes
 //! temporary files when a signal ends the process.
 
 pub mod app;
@@ -30,6 +30,8 @@ pub mod pipeline;
 pub mod probe;
 pub mod render;
 pub mod scene;
+pub mod settings;
+pub mod stderr_log;
 pub mod stream;
 pub mod synth;
 pub mod units;

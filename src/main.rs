@@ -54,7 +54,8 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    supercell::device::ensure_runtime_dir();
+    supercell::stderr_log::install();
+    ensure_runtime_dir();
     // Piped into `head` and the like, a command should end quietly when the reader goes
     // away, as Unix tools do, rather than panic on the closed pipe.
     // SAFETY: restoring the default disposition of one signal before any thread starts.
@@ -77,5 +78,19 @@ fn main() -> std::process::ExitCode {
             eprintln!("supercell: error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Sets `XDG_RUNTIME_DIR` to a private directory where it is unset or unusable
+/// ([`supercell::device::private_runtime_dir`]), so Mesa's Vulkan drivers do not print their
+/// warning about it. First thing in `main`, before any thread exists.
+fn ensure_runtime_dir() {
+    use supercell::device::{RUNTIME_DIR_VAR, private_runtime_dir};
+    let current = std::env::var_os(RUNTIME_DIR_VAR);
+    let wayland = std::env::var_os("WAYLAND_DISPLAY");
+    if let Some(dir) = private_runtime_dir(current.as_ref(), wayland.as_ref()) {
+        // SAFETY: called at the start of `main`, before any other thread exists, so nothing
+        // reads the environment concurrently.
+        unsafe { std::env::set_var(RUNTIME_DIR_VAR, &dir) };
     }
 }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 /// Each top-level module of the library and the modules it may import (`crate::X`).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("probe", &[]),
+    ("stderr_log", &[]),
     ("atomic_file", &[]),
     ("crc32", &[]),
     ("units", &[]),
@@ -44,6 +45,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "dataset", "device", "gpu", "ingest", "memory", "probe", "render",
         ],
     ),
+    ("settings", &["gpu", "ingest", "render"]),
     (
         "app",
         &[
@@ -65,6 +67,45 @@ const FORBIDDEN_CRATES: &[(&str, &[&str])] = &[
     ("device", &["cudarc", "egui", "winit"]),
     ("render", &["cudarc", "egui", "winit", "io_uring"]),
     ("scene", &["cudarc", "egui", "winit"]),
+    ("settings", &["egui", "winit"]),
+];
+
+/// What library code must not do: read (or set) the environment, or print. The binary reads
+/// the environment once (through `settings`, docs/SETTINGS.md) and passes values in; the
+/// library returns notes and reports that the binary prints.
+const FORBIDDEN_CALLS: &[&str] = &[
+    "env::var",
+    "env::set_var",
+    "env::remove_var",
+    "eprintln!",
+    "println!",
+    "eprint!",
+    "print!",
+    "dbg!",
+];
+
+/// Library files allowed one of [`FORBIDDEN_CALLS`], and why. Test code (`#[cfg(test)]`
+/// items and the files of `#[cfg(test)] mod x;`) is not checked.
+const ENV_AND_PRINT_EXCEPTIONS: &[(&str, &str, &str)] = &[
+    // Diagnosing what other libraries read is doctor's job: the Vulkan loader's driver list
+    // and cuFile's configuration file come from these variables, not from supercell's
+    // settings, and doctor reports them as that process would see them.
+    (
+        "doctor/gpu.rs",
+        "env::var",
+        "reports VK_DRIVER_FILES / CUFILE_ENV_PATH_JSON",
+    ),
+    // `~/` in a scene file's paths means the home directory, as a shell would expand it
+    // (tests/scene.rs pins it). Passing HOME in needs a parameter on the scene parser,
+    // which another branch is changing now: left for after that merge (issue 29, item 1).
+    ("scene/error.rs", "env::var", "HOME for ~/ in scene paths"),
+    // The logger the binaries install: the one place library notes reach stderr, and only
+    // in a process whose binary installed it.
+    (
+        "stderr_log.rs",
+        "eprintln!",
+        "the installed logger's output",
+    ),
 ];
 
 /// Sibling files that share one type's `impl` across files (not a layering relation): the
@@ -400,6 +441,136 @@ fn no_source_file_is_over_the_line_limit() {
         "files over {MAX_LINES} lines:\n{}",
         long.join("\n")
     );
+}
+
+/// `code` less every item marked `#[cfg(test)]` (the attribute and the item after it: to
+/// its `;` or its braces' end). Braces inside string literals are assumed balanced, as
+/// format strings are.
+fn without_test_items(code: &str) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..i]);
+        let item = &rest[i + "#[cfg(test)]".len()..];
+        let (mut depth, mut end) = (0usize, item.len());
+        for (k, c) in item.char_indices() {
+            match c {
+                ';' if depth == 0 => {
+                    end = k + 1;
+                    break;
+                }
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = k + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The files of modules declared `#[cfg(test)] mod x;` (`x.rs` and everything under `x/`),
+/// relative to `src/`.
+fn test_only_paths(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        let stem = file.file_stem().unwrap().to_str().unwrap();
+        let dir = if matches!(stem, "mod" | "lib" | "main") {
+            file.parent().unwrap().to_path_buf()
+        } else {
+            file.parent().unwrap().join(stem)
+        };
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find("#[cfg(test)]") {
+            rest = &rest[i + "#[cfg(test)]".len()..];
+            let item = rest.trim_start();
+            let Some(decl) = item.strip_prefix("mod ") else {
+                continue;
+            };
+            let name: String = decl
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if decl[name.len()..].trim_start().starts_with(';') {
+                out.insert(dir.join(format!("{name}.rs")));
+                out.insert(dir.join(&name));
+            }
+        }
+    }
+    out
+}
+
+/// Where `call` occurs in `code` as a call of its own (`print!` not inside `eprint!` or
+/// `sprint!`, `env::var` also as `env::var_os`).
+fn calls(code: &str, call: &str) -> usize {
+    code.match_indices(call)
+        .filter(|(i, _)| {
+            let before = code[..*i].chars().last();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+        .count()
+}
+
+#[test]
+fn library_code_reads_no_environment_and_prints_nothing() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let test_only = test_only_paths(&files);
+    let mut wrong = Vec::new();
+    let mut used_exceptions = BTreeSet::new();
+    for file in &files {
+        if top_module(file).is_none() || test_only.iter().any(|t| file.starts_with(t)) {
+            continue;
+        }
+        let rel = file.strip_prefix(src()).unwrap().display().to_string();
+        let code = without_test_items(&code_of(&std::fs::read_to_string(file).unwrap()));
+        for call in FORBIDDEN_CALLS {
+            if calls(&code, call) == 0 {
+                continue;
+            }
+            if ENV_AND_PRINT_EXCEPTIONS
+                .iter()
+                .any(|(f, c, _)| *f == rel && c == call)
+            {
+                used_exceptions.insert((rel.clone(), *call));
+            } else {
+                wrong.push(format!("src/{rel}: {call}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "library code that reads the environment or prints (return a value or a note for \
+         the binary to print; settings go in src/settings.rs):\n{}",
+        wrong.join("\n")
+    );
+    for (f, c, _) in ENV_AND_PRINT_EXCEPTIONS {
+        assert!(
+            used_exceptions.contains(&(f.to_string(), *c)),
+            "stale exception: src/{f} no longer uses {c}"
+        );
+    }
+}
+
+#[test]
+fn the_env_and_print_check_sees_calls_and_skips_test_code() {
+    let code = code_of(
+        "fn a() { eprintln!(\"x {y}\"); }\n#[cfg(test)]\nmod tests {\n fn b() { println!(\"{}\", 1); }\n}\n#[cfg(test)]\nuse std::env::var;\nfn c() { std::env::var_os(\"K\"); } // println!",
+    );
+    let lib = without_test_items(&code);
+    assert_eq!(calls(&lib, "eprintln!"), 1);
+    assert_eq!(calls(&lib, "println!"), 0);
+    assert_eq!(calls(&lib, "env::var"), 1);
+    assert_eq!(calls(&lib, "print!"), 0);
+    assert_eq!(calls("sprint!(x); print!(y)", "print!"), 1);
 }
 
 #[test]

@@ -95,6 +95,40 @@ fn the_gpu_filter_is_the_cpu_filter() {
     }
 }
 
+/// The renderer's settings come in as one value (`Renderer::with_config`, made by the
+/// binary from docs/SETTINGS.md's variables): the denoiser and the path kernel use what it
+/// says, not the environment.
+#[test]
+fn the_configuration_reaches_the_denoiser_and_the_path_kernel() {
+    use supercell::render::{PathKnobs, RenderConfig, Renderer};
+    let Some(g) = gpu() else { return };
+    let config = RenderConfig {
+        path_knobs: PathKnobs {
+            cache_cells: true,
+            skip_levels: 0,
+            ..PathKnobs::default()
+        },
+        qmc_dims: 2,
+        samples_per_dispatch: Some(2),
+        denoise: DenoiseParams {
+            levels: 2,
+            sigma: 3.0,
+            sigma_per_level: 0.5,
+            eps: 1e-3,
+        },
+    };
+    assert_ne!(config.path_knobs, PathKnobs::default());
+    let caps = g.ctx.caps.clone();
+    let mut r = Renderer::with_config(&g.ctx.device, &g.ctx.queue, caps, config, None).unwrap();
+    assert_eq!(r.denoise_params(), config.denoise);
+    assert_eq!(r.path_knobs(), config.path_knobs);
+    assert_eq!(config.samples_per_dispatch_on(&g.ctx.caps), 2);
+    // The default configuration: one sample per dispatch on a software rasteriser.
+    let d = RenderConfig::default();
+    let want = if g.ctx.caps.software { 1 } else { 4 };
+    assert_eq!(d.samples_per_dispatch_on(&g.ctx.caps), want);
+}
+
 const N: i32 = 32;
 const VOXEL: f32 = 0.1;
 const W: u32 = 40;

@@ -53,6 +53,8 @@ fn main() -> ExitCode {
     // A command ended by Ctrl-C or `kill` removes the temporary file it was writing (an
     // exported .nvdb, a scene) rather than leave it beside its target.
     supercell::atomic_file::remove_on_signal();
+    // Notes of the library (a replaced damaged dataset, ...) go to stderr.
+    supercell::stderr_log::install();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Generate(a) => generate::run(&a),

@@ -107,8 +107,8 @@ pub struct PlayerConfig {
     pub height: u32,
     /// Ring slots per path (default: from frame size and memory, at least 3).
     pub slots: Option<usize>,
-    /// Bytes of a slot part (a power of two of at least 64 KiB); `None`: the part size in
-    /// `SUPERCELL_PART_BYTES`, else the device's (its largest buffer and binding). Tests
+    /// Bytes of a slot part (a power of two of at least 64 KiB); `None`: the device's (its
+    /// largest buffer and binding). Tests (and `SUPERCELL_PART_BYTES`, read by the binary)
     /// force small parts so small frames span several.
     pub part_bytes: Option<u64>,
     /// I/O threads per engine.
@@ -146,8 +146,11 @@ pub struct PlayerConfig {
     /// A frame whose reads make no progress for this long is marked damaged and playback
     /// goes on; `None`: wait forever.
     pub read_timeout: Option<Duration>,
-    /// Faults to inject into the engines (tests, demonstrations); `None`: the plan in
-    /// `SUPERCELL_FAULTS`, if any.
+    /// Which pages back the host path's slots (`SUPERCELL_HOST_HUGEPAGES`, read by the
+    /// binary).
+    pub host_pages: crate::gpu::HostPages,
+    /// Faults to inject into the engines (tests, demonstrations; the binary passes the plan
+    /// in `SUPERCELL_FAULTS`); `None`: none.
     pub faults: Option<Arc<FaultPlan>>,
     /// How the host engines read: io_uring where allowed (else pread), or pread.
     pub io_backend: crate::ingest::IoBackend,
@@ -155,6 +158,11 @@ pub struct PlayerConfig {
     /// `i` of the player is frame `frames[i]` of the dataset; `start_frame` counts in the
     /// player's frames): one GPU of several owns these. `None`: every frame.
     pub frames: Option<Vec<u32>>,
+    /// The renderer's settings (the path tracer's and the denoiser's; docs/SETTINGS.md).
+    pub render: crate::render::RenderConfig,
+    /// Path mode shows the denoised mean (the default; `SUPERCELL_DENOISE=off`, read by the
+    /// binary, shows the raw mean).
+    pub path_denoise: bool,
 }
 
 impl Default for PlayerConfig {
@@ -179,9 +187,12 @@ impl Default for PlayerConfig {
             verify: false,
             loopback_direct: false,
             read_timeout: Some(crate::ingest::DEFAULT_READ_TIMEOUT),
+            host_pages: crate::gpu::HostPages::Huge,
             faults: None,
             io_backend: crate::ingest::IoBackend::Auto,
             frames: None,
+            render: crate::render::RenderConfig::default(),
+            path_denoise: true,
         }
     }
 }

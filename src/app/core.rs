@@ -236,16 +236,10 @@ impl Player {
                 crate::stream::MIN_SLOTS
             )));
         }
-        let mut renderer = match forced_part_bytes(cfg)? {
-            Some(bytes) => Renderer::with_part_bytes(device, queue, bytes)?,
-            None => Renderer::new(device, queue)?,
-        };
-        // Path mode shows the denoised mean unless SUPERCELL_DENOISE=off.
-        renderer.set_path_denoise(
-            std::env::var("SUPERCELL_DENOISE")
-                .ok()
-                .is_none_or(|v| v.trim() != "off"),
-        );
+        let caps = crate::device::DeviceCaps::of(device);
+        let mut renderer =
+            Renderer::with_config(device, queue, caps, cfg.render, forced_part_bytes(cfg)?)?;
+        renderer.set_path_denoise(cfg.path_denoise);
         let slot_plan = plan_player_slots(&renderer, interop.as_ref().ok(), &source, cfg)?;
         let (slots, slot_len) = (slot_plan.slots, slot_plan.slot_bytes as usize);
         let layout = slot_plan
@@ -259,6 +253,7 @@ impl Player {
             verify: cfg.verify,
             read_timeout: cfg.read_timeout,
             faults: cfg.faults.clone(),
+            host_pages: cfg.host_pages,
             backend: cfg.io_backend,
             ..EngineConfig::default()
         };
@@ -1086,15 +1081,11 @@ impl Player {
     }
 }
 
-/// The part size a run forces on the renderer and the slots (`cfg.part_bytes`, else
-/// [`crate::gpu::PART_BYTES_ENV`]); `None`: the renderer's device decides (the largest power
-/// of two its buffers and storage bindings hold).
+/// The part size a run forces on the renderer and the slots (`cfg.part_bytes`, checked);
+/// `None`: the renderer's device decides (the largest power of two its buffers and storage
+/// bindings hold).
 fn forced_part_bytes(cfg: &PlayerConfig) -> Result<Option<u64>, PlayError> {
-    let forced = match cfg.part_bytes {
-        Some(b) => Some(b),
-        None => crate::gpu::part_bytes_from_env().map_err(|e| PlayError::Usage(e.to_string()))?,
-    };
-    forced
+    cfg.part_bytes
         .map(|b| crate::gpu::check_part_bytes(b, "the part size"))
         .transpose()
         .map_err(|e| PlayError::Usage(e.to_string()))

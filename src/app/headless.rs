@@ -544,12 +544,12 @@ pub fn run_paths_with_progress(
         let mut run = PathRun::not_run(player.path_report(sel));
         let (faults0, recovered0) = (player.fault_count(), player.recovered_frames());
         if let Err(why) = player.set_path(sel) {
-            eprintln!("play: {} path unavailable: {why}", sel.name());
+            log::info!("play: {} path unavailable: {why}", sel.name());
             run.error = Some(why);
             runs.push(run);
             continue;
         }
-        eprintln!(
+        log::info!(
             "play: {} path ({}) for {} frames",
             sel.name(),
             run.info.label,

@@ -56,14 +56,15 @@ pub struct GpuBounce {
 }
 
 impl GpuBounce {
-    /// A ring of `count` host buffers of `buf_len` bytes (a multiple of 4 KiB) imported by
-    /// `importer` into `device`, copying into `slots` (per slot, its parts' buffers).
+    /// A ring of `count` host buffers of `buf_len` bytes (a multiple of 4 KiB) on `pages`,
+    /// imported by `importer` into `device`, copying into `slots` (per slot, its parts'
+    /// buffers).
     pub fn new(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         importer: &HostImporter,
-        count: usize,
-        buf_len: usize,
+        (count, buf_len): (usize, usize),
+        pages: crate::gpu::HostPages,
         slots: Vec<Vec<wgpu::Buffer>>,
     ) -> Result<GpuBounce, String> {
         if count == 0 || buf_len == 0 || !buf_len.is_multiple_of(4096) {
@@ -75,7 +76,7 @@ impl GpuBounce {
             .checked_mul(buf_len)
             .and_then(|t| t.checked_next_multiple_of(importer.alignment().max(4096) as usize))
             .ok_or_else(|| format!("a ring of {count} buffers of {buf_len} bytes overflows"))?;
-        let host = SlotMemory::host(SlotLayout::whole(total as u64))
+        let host = SlotMemory::host(SlotLayout::whole(total as u64).with_pages(pages))
             .map(Arc::new)
             .map_err(|e| format!("host ring of {total} bytes: {e}"))?;
         let source = importer.import(device, host.clone(), 0, "supercell host ring")?;

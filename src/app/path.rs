@@ -89,6 +89,8 @@ impl FramePath {
         layout: SlotLayout,
         label: &str,
     ) -> Result<FramePath, PlayError> {
+        // Host memory on the pages the run asks for (`SUPERCELL_HOST_HUGEPAGES`).
+        let layout = layout.with_pages(cfg.host_pages);
         if cfg.host_copy == HostCopy::Ring {
             return FramePath::host_ring(device, queue, cfg, ecfg, source, slots, layout, label);
         }

@@ -193,8 +193,15 @@ impl UploadRoute {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let count = ring_buffers(threads, queue_depth, io_size);
-        let copier = GpuBounce::new(device, queue, &importer, count, io_size, buffers.clone())
-            .map_err(PlayError::Usage)?;
+        let copier = GpuBounce::new(
+            device,
+            queue,
+            &importer,
+            (count, io_size),
+            layout.pages(),
+            buffers.clone(),
+        )
+        .map_err(PlayError::Usage)?;
         let ring = format!(
             "{count} buffers of {} KiB; {}",
             io_size >> 10,

@@ -44,10 +44,12 @@ pub struct BenchConfig {
     /// with `None` [`DEFAULT_SLOTS`], fewer where frames are too large for that many (the
     /// result's [`BenchResult::slot_plan`] says how many, and why).
     pub slots: Option<usize>,
-    /// Bytes of a slot part (a power of two of at least 64 KiB); `None`: the part size in
-    /// `SUPERCELL_PART_BYTES`, else [`crate::gpu::DEFAULT_PART_BYTES`] (what the player
-    /// uses on GPUs whose buffers reach 4 GiB).
+    /// Bytes of a slot part (a power of two of at least 64 KiB); `None`:
+    /// [`crate::gpu::DEFAULT_PART_BYTES`] (what the player uses on GPUs whose buffers reach
+    /// 4 GiB). The binary passes `SUPERCELL_PART_BYTES` here.
     pub part_bytes: Option<u64>,
+    /// Which pages back host slots (`SUPERCELL_HOST_HUGEPAGES`, read by the binary).
+    pub host_pages: crate::gpu::HostPages,
     /// Stop after this many frames (default: every frame of the source once).
     pub frames: Option<u64>,
     /// Stop after this many seconds.
@@ -69,8 +71,8 @@ pub struct BenchConfig {
     /// A frame whose reads make no progress for this long fails (see
     /// [`EngineConfig::read_timeout`]).
     pub read_timeout: Option<Duration>,
-    /// Faults to inject ([`crate::ingest::FaultPlan`]); `None`: the plan in
-    /// `SUPERCELL_FAULTS`, if any.
+    /// Faults to inject ([`crate::ingest::FaultPlan`]; the binary passes the plan in
+    /// `SUPERCELL_FAULTS`); `None`: none.
     pub faults: Option<std::sync::Arc<crate::ingest::FaultPlan>>,
     /// Sample bandwidth and latency this often ([`BenchResult::log`], fio's
     /// `log_avg_msec`); `None`: no log.
@@ -86,6 +88,7 @@ impl Default for BenchConfig {
             queue_depth: 8,
             slots: None,
             part_bytes: None,
+            host_pages: crate::gpu::HostPages::Huge,
             frames: None,
             duration: None,
             cold: false,

@@ -102,7 +102,7 @@ impl Opened {
         let layout = slot_plan.layout()?;
         let ring = match &gpu {
             Some(g) => FrameRing::device(g, slot_plan.slots, layout)?,
-            None => FrameRing::host(slot_plan.slots, layout)?,
+            None => FrameRing::host(slot_plan.slots, layout.with_pages(cfg.host_pages))?,
         };
         let ecfg = EngineConfig {
             threads: cfg.threads,
@@ -115,6 +115,7 @@ impl Opened {
             verify: cfg.verify,
             read_timeout: cfg.read_timeout,
             faults: cfg.faults.clone(),
+            host_pages: cfg.host_pages,
         };
         let engine = open_engine(
             cfg.engine,

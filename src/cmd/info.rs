@@ -6,7 +6,6 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use supercell::dataset::{Attribute, Dataset, VerifyReport, verify};
-use supercell::scene::ensure_default_dataset;
 
 use super::command_line;
 
@@ -98,7 +97,7 @@ fn summarise(path: &Path, ds: &Dataset) {
 pub fn run(args: &InfoArgs) -> Result<()> {
     let path = match &args.dataset {
         Some(p) => p.clone(),
-        None => ensure_default_dataset(true)?,
+        None => super::builtin_dataset(true)?,
     };
     let ds = Dataset::open(&path).with_context(|| format!("opening {}", path.display()))?;
     if args.json {

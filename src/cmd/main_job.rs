@@ -114,7 +114,7 @@ fn display() -> Option<String> {
 
 /// Runs the bare `supercell` command.
 pub fn run(args: &MainArgs) -> Result<()> {
-    let dataset = supercell::scene::ensure_default_dataset(true)?;
+    let dataset = super::builtin_dataset(true)?;
     let no_window = if args.headless {
         "--headless given".to_string()
     } else if let Some(display) = display() {
@@ -227,15 +227,16 @@ fn headless_preview(dataset: &Path, out: &Path, no_window: &str) -> Result<()> {
     let (width, height) = HEADLESS_SIZE;
     eprintln!("{no_window}: a short headless run of the player at {width}x{height} instead");
     let gpu = PlayerGpu::open_best()?;
-    let cfg = PlayerConfig {
+    let cfg = super::with_settings(PlayerConfig {
         width,
         height,
         path: PathSel::Host,
         ..PlayerConfig::default()
-    };
+    })?;
     // The storm scene compiled into the binary (its looks, funnel grid and camera), on the
     // built-in dataset `dataset`.
-    let scene = Scene::builtin();
+    let mut scene = Scene::builtin();
+    scene.dataset = supercell::scene::DatasetSpec::Path(dataset.to_path_buf());
     let mut player = Player::open_scene(&gpu, &scene, &cfg)?;
     let mut paths = vec![play_path(&mut player, PathSel::Host)?];
     if player.direct_unavailable().is_none() {

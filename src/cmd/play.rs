@@ -212,7 +212,7 @@ fn player_config(
             supercell::stream::MIN_SLOTS
         );
     }
-    Ok(PlayerConfig {
+    super::with_settings(PlayerConfig {
         attributes: args.attributes.clone(),
         width: size.0,
         height: size.1,
@@ -349,15 +349,17 @@ pub fn choose_scene(arg: Option<&std::path::Path>) -> anyhow::Result<ChosenScene
                 bail!("{}: no such scene file or dataset", p.display());
             }
             Ok(ChosenScene {
-                scene: Scene::load(p)?,
+                scene: super::with_dataset(Scene::load(p)?)?,
                 name: p.display().to_string(),
                 dataset: p.display().to_string(),
             })
         }
         None => {
-            let dir = supercell::scene::ensure_default_dataset(true)?;
+            let dir = super::builtin_dataset(true)?;
+            let mut scene = Scene::builtin();
+            scene.dataset = supercell::scene::DatasetSpec::Path(dir.clone());
             Ok(ChosenScene {
-                scene: Scene::builtin(),
+                scene,
                 name: format!("built-in {}", supercell::scene::BUILTIN_SCENE_FILE),
                 dataset: dir.display().to_string(),
             })

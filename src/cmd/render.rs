@@ -376,7 +376,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             || args.ortho,
     });
     let encoder = movie_request.as_ref().map(movie::prepare).transpose()?;
-    let scene = Scene::load(&args.scene)?;
+    let scene = super::with_dataset(Scene::load(&args.scene)?)?;
     let with_scene_annotate;
     let args = if scene.overlay.annotate && !args.annotate {
         with_scene_annotate = RenderArgs {
@@ -630,7 +630,7 @@ fn render_on_gpus(
                 let bar = bar.clone();
                 scope.spawn(move || -> anyhow::Result<(usize, f64)> {
                     let t0 = std::time::Instant::now();
-                    let scene = Scene::load(&args.scene)?;
+                    let scene = super::with_dataset(Scene::load(&args.scene)?)?;
                     let mut ls = scene.open(w as f32 / h as f32, args.attributes.as_deref())?;
                     apply_args(args, &mut ls, w as f32 / h as f32);
                     let mut renderer = open_renderer(&ctx)?;
@@ -715,14 +715,19 @@ fn check_headers(ls: &LoadedScene, f: usize, slot: &[u8]) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// The renderer, with the device's part size, or the one `SUPERCELL_PART_BYTES` forces
-/// (small parts make a small frame span several, as a frame over the device's part size
-/// does).
+/// The renderer with this process's settings ([`super::render_config`]): the device's part
+/// size, or the one `SUPERCELL_PART_BYTES` forces (small parts make a small frame span
+/// several, as a frame over the device's part size does).
 fn open_renderer(ctx: &GpuContext) -> anyhow::Result<Renderer> {
-    Ok(match supercell::gpu::part_bytes_from_env()? {
-        Some(bytes) => Renderer::with_part_bytes(&ctx.device, &ctx.queue, bytes)?,
-        None => Renderer::new(&ctx.device, &ctx.queue)?,
-    })
+    let part_bytes = super::ingest_tuning()?.part_bytes;
+    let config = super::render_config()?;
+    Ok(Renderer::with_config(
+        &ctx.device,
+        &ctx.queue,
+        ctx.caps.clone(),
+        config,
+        part_bytes,
+    )?)
 }
 
 /// Frame `f`'s grids that the render shows (the scene's attributes less those it disables),

@@ -325,12 +325,12 @@ impl DatasetWriter {
                     }
                 }
             }
-            Existing::Damaged(why) => eprintln!(
+            Existing::Damaged(why) => log::info!(
                 "supercell: note: replacing damaged {why}; its lane files are unknown and left alone"
             ),
         }
         if !left_alone.is_empty() {
-            eprintln!(
+            log::info!(
                 "supercell: note: {} lane file(s) or director(ies) that the replaced manifest or an interrupted write of {} names lie outside this write's lane directories; they are left alone (e.g. {})",
                 left_alone.len(),
                 dir.display(),

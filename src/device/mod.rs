@@ -6,8 +6,8 @@
 //!   limits (the full storage-binding size) and timestamp queries where the adapter has them.
 //! - [`DeviceCaps`]: everything the renderer, the frame ring, the overlay and `doctor` ask of
 //!   a device, probed once: adapter, limits, host import, CUDA sharing, memory heaps.
-//! - [`ensure_runtime_dir`]: a valid `XDG_RUNTIME_DIR` before the first instance (the
-//!   Vulkan loader's drivers complain without one).
+//! - [`private_runtime_dir`]: a private `XDG_RUNTIME_DIR` for the binary to set before the
+//!   first instance (the Vulkan loader's drivers complain without one).
 //! - [`read_buffer`] / [`map_read`]: the one way bytes come back from the GPU; [`block_on`]
 //!   for wgpu's futures.
 //!
@@ -19,7 +19,7 @@ mod runtime_dir;
 pub mod vulkan;
 
 pub use readback::{ReadbackError, block_on, map_read, read_buffer};
-pub use runtime_dir::{RUNTIME_DIR_VAR, ensure_runtime_dir, runtime_dir_problem};
+pub use runtime_dir::{RUNTIME_DIR_VAR, private_runtime_dir, runtime_dir_problem};
 
 use wgpu::hal::api::Vulkan;
 

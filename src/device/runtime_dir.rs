@@ -5,7 +5,9 @@
 //! whenever the variable is unset or not an absolute path. Sessions without a login
 //! manager have no runtime directory: ssh without pam_systemd, cron, a systemd system unit
 //! running a kiosk, containers. The message is harmless but reads like a failure, so
-//! [`ensure_runtime_dir`] gives such processes a private one, as a login session would.
+//! [`private_runtime_dir`] makes such processes a private one, as a login session would;
+//! the binary reads the variables and sets `XDG_RUNTIME_DIR` to it (library code does not
+//! touch the environment).
 
 use std::ffi::OsString;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -105,26 +107,22 @@ fn should_replace(value: Option<&OsString>, wayland_display: Option<&OsString>) 
     !(session && exists)
 }
 
-/// Sets `XDG_RUNTIME_DIR` to a private directory (see [`make_private_dir`]) when it is unset
-/// or unusable ([`runtime_dir_problem`]); a valid value, or a Wayland session's directory, is
-/// left alone. Returns the directory set, if any.
+/// A private directory (see [`make_private_dir`]) for `XDG_RUNTIME_DIR` when its value
+/// `current` is unset or unusable ([`runtime_dir_problem`]); `None` where a valid value, or
+/// a Wayland session's directory (`wayland_display` set), should be left alone, or where the
+/// directory cannot be made (the only cost is the loader's message).
 ///
-/// Call it first in `main`, before any thread starts and before any Vulkan or wgpu instance
-/// is created (the loader reads the variable then). A failure to make the directory leaves
-/// the environment as it was: the only cost is the loader's message.
-pub fn ensure_runtime_dir() -> Option<PathBuf> {
-    let current = std::env::var_os(RUNTIME_DIR_VAR);
-    if !should_replace(
-        current.as_ref(),
-        std::env::var_os("WAYLAND_DISPLAY").as_ref(),
-    ) {
+/// The binary calls it first in `main` with the two variables' values and sets
+/// `XDG_RUNTIME_DIR` to the result, before any thread starts and before any Vulkan or wgpu
+/// instance is created (the loader reads the variable then).
+pub fn private_runtime_dir(
+    current: Option<&OsString>,
+    wayland_display: Option<&OsString>,
+) -> Option<PathBuf> {
+    if !should_replace(current, wayland_display) {
         return None;
     }
-    let dir = make_private_dir().ok()?;
-    // SAFETY: called at the start of `main`, before any other thread exists, so nothing
-    // reads the environment concurrently.
-    unsafe { std::env::set_var(RUNTIME_DIR_VAR, &dir) };
-    Some(dir)
+    make_private_dir().ok()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use cudarc::driver::CudaContext;
 use cudarc::driver::sys;
 
 use super::error::{GpuError, Result};
-use super::hostmem::HostBuffer;
+use super::hostmem::{HostBuffer, HostPages};
 
 /// Why CUDA cannot be used here, or `Ok` when the driver library loads and initialises.
 ///
@@ -303,9 +303,9 @@ impl std::fmt::Debug for PinnedBuffer {
 }
 
 impl PinnedBuffer {
-    /// Maps and pins `len` bytes (rounded up to pages).
-    pub fn new(gpu: &Gpu, len: usize) -> Result<PinnedBuffer> {
-        let buf = HostBuffer::new(len)
+    /// Maps and pins `len` bytes (rounded up to pages) on `pages`.
+    pub fn new(gpu: &Gpu, len: usize, pages: HostPages) -> Result<PinnedBuffer> {
+        let buf = HostBuffer::with_pages(len, pages)
             .map_err(|e| GpuError::Usage(format!("cannot map {len} bytes of host memory: {e}")))?;
         gpu.bind()?;
         cuda_check(

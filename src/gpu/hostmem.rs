@@ -34,13 +34,9 @@ pub enum HostPages {
 }
 
 impl HostPages {
-    /// The choice in `SUPERCELL_HOST_HUGEPAGES` (`1`/`on`/`true` or `0`/`off`/`false`;
-    /// unset or empty: huge), or an error naming the variable and its value.
-    pub fn from_env() -> io::Result<HostPages> {
-        HostPages::parse(&std::env::var(HOST_HUGEPAGES_ENV).unwrap_or_default())
-    }
-
-    /// A value of `SUPERCELL_HOST_HUGEPAGES` (see [`HostPages::from_env`]).
+    /// A value of `SUPERCELL_HOST_HUGEPAGES` (`1`/`on`/`true` or `0`/`off`/`false`; empty:
+    /// huge), or an error naming the variable and its value. The binary reads the variable
+    /// (docs/SETTINGS.md) and passes the choice in (`SlotLayout::with_pages`).
     pub fn parse(v: &str) -> io::Result<HostPages> {
         match v.trim().to_ascii_lowercase().as_str() {
             "" | "1" | "on" | "true" | "yes" => Ok(HostPages::Huge),
@@ -114,10 +110,11 @@ fn map_anonymous(len: usize, flags: libc::c_int) -> io::Result<NonNull<u8>> {
 }
 
 impl HostBuffer {
-    /// Maps `len` bytes (rounded up to whole pages, at least one page), populated, on the
-    /// pages `SUPERCELL_HOST_HUGEPAGES` asks for (huge by default).
+    /// Maps `len` bytes (rounded up to whole pages, at least one page), populated, on huge
+    /// pages where the kernel grants them (slots take their pages from their layout,
+    /// `SlotLayout::pages`).
     pub fn new(len: usize) -> io::Result<HostBuffer> {
-        HostBuffer::with_pages(len, HostPages::from_env()?)
+        HostBuffer::with_pages(len, HostPages::Huge)
     }
 
     /// Maps `len` bytes (rounded up to whole pages, at least one page), populated, on

@@ -32,8 +32,7 @@ pub use hostmem::{
 };
 pub use interop::{InteropDevice, InteropError, SharedBuffer};
 pub use plan::{
-    DEFAULT_PART_BYTES, PART_BYTES_ENV, SlotDemand, SlotPlan, check_part_bytes, choose_part_bytes,
-    part_bytes_from_env, plan_slots,
+    DEFAULT_PART_BYTES, SlotDemand, SlotPlan, check_part_bytes, choose_part_bytes, plan_slots,
 };
 pub use ring::{
     FrameRing, MIN_PART_BYTES, PART_ALIGN, PartMemory, PartRange, SlotLayout, SlotMemory, SlotState,

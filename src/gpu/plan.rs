@@ -3,17 +3,14 @@
 //!
 //! The part size is the renderer's (`Renderer::part_bytes`: a power of two no larger than
 //! the device's largest buffer and storage binding), so every part is one buffer the shader
-//! can bind whole; a benchmark, which opens no renderer, uses [`DEFAULT_PART_BYTES`]. Tests force small parts ([`PART_BYTES_ENV`], or a configuration field) so that
-//! small frames span several parts on machines without a large GPU.
+//! can bind whole; a benchmark, which opens no renderer, uses [`DEFAULT_PART_BYTES`]. Tests force
+//! small parts (a configuration field; the binary's `SUPERCELL_PART_BYTES`) so that small
+//! frames span several parts on machines without a large GPU.
 
 use serde::Serialize;
 
 use super::error::{GpuError, Result};
 use super::ring::{MIN_PART_BYTES, SlotLayout};
-
-/// Environment variable that forces the part size, in bytes (a power of two of at least
-/// [`MIN_PART_BYTES`]): small parts make small frames span several, for tests.
-pub const PART_BYTES_ENV: &str = "SUPERCELL_PART_BYTES";
 
 /// The part size where no device says (a benchmark opens no renderer): 2 GiB, what devices
 /// whose buffers and bindings reach 4 GiB get, so a benchmark's slots are laid out as the
@@ -32,26 +29,13 @@ pub fn check_part_bytes(bytes: u64, what: &str) -> Result<u64> {
     }
 }
 
-/// The part size [`PART_BYTES_ENV`] forces, if it is set.
-pub fn part_bytes_from_env() -> Result<Option<u64>> {
-    let Ok(text) = std::env::var(PART_BYTES_ENV) else {
-        return Ok(None);
-    };
-    let bytes = text.trim().parse::<u64>().map_err(|_| {
-        GpuError::Usage(format!(
-            "{PART_BYTES_ENV}={text}: not a whole number of bytes"
-        ))
-    })?;
-    check_part_bytes(bytes, PART_BYTES_ENV).map(Some)
-}
-
 /// The part size a run uses where no renderer chooses it (a benchmark): `forced` (a
-/// configuration field), else [`PART_BYTES_ENV`], else `default`.
+/// configuration field), else `default`.
 pub fn choose_part_bytes(forced: Option<u64>, default: u64) -> Result<u64> {
-    if let Some(b) = forced {
-        return check_part_bytes(b, "the part size");
+    match forced {
+        Some(b) => check_part_bytes(b, "the part size"),
+        None => Ok(default),
     }
-    Ok(part_bytes_from_env()?.unwrap_or(default))
 }
 
 /// What a run's slots take: the largest frame and, per ring slot, how many copies of a slot

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::cuda::{DeviceBuffer, Gpu};
 use super::error::{GpuError, Result};
-use super::hostmem::HostBuffer;
+use super::hostmem::{HostBuffer, HostPages};
 
 /// What every part size of a multi-part slot must be a multiple of: reads are 4 KiB
 /// aligned (O_DIRECT), so a read split at a part boundary stays aligned on both sides.
@@ -24,12 +24,22 @@ pub const PART_ALIGN: u64 = 4096;
 pub const MIN_PART_BYTES: u64 = 64 << 10;
 
 /// How one slot is cut into parts: `len` bytes in parts of `part_bytes` (the last part holds
-/// the rest).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// the rest). Two layouts are equal where they cut slots alike, whatever their pages.
+#[derive(Clone, Copy, Debug)]
 pub struct SlotLayout {
     len: u64,
     part_bytes: u64,
+    /// Which pages back the slot's parts in host memory.
+    pages: HostPages,
 }
+
+impl PartialEq for SlotLayout {
+    fn eq(&self, other: &SlotLayout) -> bool {
+        (self.len, self.part_bytes) == (other.len, other.part_bytes)
+    }
+}
+
+impl Eq for SlotLayout {}
 
 /// One piece of a slot range that lies inside a single part ([`SlotLayout::pieces`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +69,22 @@ impl SlotLayout {
                  size must be a multiple of {PART_ALIGN} bytes"
             )));
         }
-        Ok(SlotLayout { len, part_bytes })
+        Ok(SlotLayout {
+            len,
+            part_bytes,
+            pages: HostPages::Huge,
+        })
+    }
+
+    /// The layout with its host parts on `pages` (huge pages unless told otherwise:
+    /// `IngestTuning::host_pages`).
+    pub fn with_pages(self, pages: HostPages) -> SlotLayout {
+        SlotLayout { pages, ..self }
+    }
+
+    /// Which pages back the slot's parts in host memory.
+    pub fn pages(&self) -> HostPages {
+        self.pages
     }
 
     /// `len` bytes in one part.
@@ -68,6 +93,7 @@ impl SlotLayout {
         SlotLayout {
             len,
             part_bytes: len,
+            pages: HostPages::Huge,
         }
     }
 
@@ -229,9 +255,11 @@ impl SlotMemory {
         let parts = (0..layout.parts())
             .map(|i| {
                 let n = layout.part_len(i) as usize;
-                HostBuffer::new(n).map(PartMemory::Host).map_err(|e| {
-                    GpuError::Usage(format!("cannot map a {n}-byte host slot part: {e}"))
-                })
+                HostBuffer::with_pages(n, layout.pages())
+                    .map(PartMemory::Host)
+                    .map_err(|e| {
+                        GpuError::Usage(format!("cannot map a {n}-byte host slot part: {e}"))
+                    })
             })
             .collect::<Result<Vec<_>>>()?;
         SlotMemory::new(parts, layout.part_bytes())

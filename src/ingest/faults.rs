@@ -1,8 +1,10 @@
 //! Fault injection: make chosen reads of any engine fail, come back short, or never answer,
 //! so that the player, `bench` and the tests can show what happens when storage misbehaves.
 //!
-//! A [`FaultPlan`] is a list of rules, written as text (the `SUPERCELL_FAULTS` environment
-//! variable, read when an engine starts, or [`FaultPlan::parse`] in tests):
+//! A [`FaultPlan`] is a list of rules, written as text and parsed by [`FaultPlan::parse`]
+//! (tests; the binary parses the `SUPERCELL_FAULTS` environment variable once at start, see
+//! docs/SETTINGS.md, and hands the plan to every engine through its configuration, so all
+//! engines of a run share its counts and time limits):
 //!
 //! ```text
 //! SUPERCELL_FAULTS="eio:lane=1,frame=3; short:lane=0; hang:lane=2,for=20; enter:count=1"
@@ -27,13 +29,8 @@
 //! keys a rule matches every read, forever. Injected errors say "(injected)".
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-use super::error::{IngestError, Result};
-
-/// The environment variable [`FaultPlan::from_env`] reads.
-pub const FAULTS_ENV: &str = "SUPERCELL_FAULTS";
 
 /// What a rule does to the reads it matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -148,7 +145,7 @@ impl Eq for FaultPlan {}
 
 impl FaultPlan {
     /// Parses the rule text (see the module documentation).
-    pub fn parse(text: &str) -> std::result::Result<FaultPlan, String> {
+    pub fn parse(text: &str) -> Result<FaultPlan, String> {
         let mut rules = Vec::new();
         for rule in text.split(';').map(str::trim).filter(|r| !r.is_empty()) {
             let (kind, keys) = rule.split_once(':').unwrap_or((rule, ""));
@@ -198,21 +195,6 @@ impl FaultPlan {
             rules,
             ..FaultPlan::default()
         })
-    }
-
-    /// The plan in `SUPERCELL_FAULTS`, if set and not empty; an error names the variable.
-    /// Read once per process: every engine shares the plan (its counts and time limits).
-    pub fn from_env() -> Result<Option<Arc<FaultPlan>>> {
-        static PLAN: std::sync::OnceLock<std::result::Result<Option<Arc<FaultPlan>>, String>> =
-            std::sync::OnceLock::new();
-        PLAN.get_or_init(|| match std::env::var(FAULTS_ENV) {
-            Ok(s) if !s.trim().is_empty() => FaultPlan::parse(&s)
-                .map(|p| Some(Arc::new(p)))
-                .map_err(|e| format!("{FAULTS_ENV}: {e}")),
-            _ => Ok(None),
-        })
-        .clone()
-        .map_err(IngestError::Usage)
     }
 
     /// Ends every rule (the lane comes back): held reads are issued, nothing fires again.

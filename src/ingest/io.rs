@@ -686,7 +686,7 @@ impl Worker {
                     // Nothing of ours is in the kernel any more: the ring (and its buffer
                     // registration) can go; later reads use pread.
                     drop(u);
-                    eprintln!("supercell: {msg}; this I/O thread continues with pread");
+                    log::warn!("supercell: {msg}; this I/O thread continues with pread");
                     return self.run_blocking(None);
                 }
                 if !u.hung.is_empty()

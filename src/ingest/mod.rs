@@ -22,6 +22,7 @@ pub mod gds;
 mod io;
 pub mod latency;
 mod source;
+mod tuning;
 mod verify;
 
 pub use crate::gpu::{HostBuffer, page_size};
@@ -34,3 +35,4 @@ pub use faults::{FaultKind, FaultPlan};
 pub use files::{IoMode, OpenFile, OpenFiles};
 pub use io::{ActiveBackend, IoBackend, IoCounters, io_uring_probe};
 pub use source::{ReadExtent, Source, SourceFile, SourceFrame};
+pub use tuning::IngestTuning;

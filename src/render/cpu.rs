@@ -14,8 +14,8 @@ use rayon::prelude::*;
 
 use super::image::{Image, aces, srgb_encode};
 use super::params::{
-    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_PREVIOUS_STEPS, FLAG_SHADOWS, GpuParams,
-    KIND_EMISSIVE, KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
+    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, GpuParams, KIND_EMISSIVE,
+    KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
 };
 use super::shader::{ACCEL_CELLS, SCAN_SHIFT_MAX, SUPPORTED_TYPES};
 use super::transfer::{TF_SIZE, sample_table};
@@ -508,7 +508,7 @@ impl Ctx<'_> {
                 let kb = (((bound_end / dt - jit) * n).ceil() / n).max(k + 1.0 / n);
                 if kb < k1 {
                     let t1 = (k1 + jit) * dt;
-                    let extra = if p.flags & FLAG_PREVIOUS_STEPS == 0 && t1 <= t_end {
+                    let extra = if t1 <= t_end {
                         let ray = SlotRays {
                             oi: &oi,
                             di: &di,

@@ -58,30 +58,6 @@ impl Default for DenoiseParams {
 }
 
 impl DenoiseParams {
-    /// The defaults, each overridden by an environment variable where set (for measuring):
-    /// `SUPERCELL_DENOISE_LEVELS` (0 to [`MAX_LEVELS`]), `SUPERCELL_DENOISE_SIGMA`,
-    /// `SUPERCELL_DENOISE_SIGMA_PER_LEVEL`, `SUPERCELL_DENOISE_EPS`. A value that does not
-    /// parse is ignored.
-    pub fn from_env() -> DenoiseParams {
-        let var = |k: &str| std::env::var(k).ok();
-        let mut p = DenoiseParams::default();
-        if let Some(n) = var("SUPERCELL_DENOISE_LEVELS").and_then(|v| v.trim().parse().ok()) {
-            p.levels = n;
-        }
-        if let Some(s) = var("SUPERCELL_DENOISE_SIGMA").and_then(|v| v.trim().parse().ok()) {
-            p.sigma = s;
-        }
-        if let Some(g) =
-            var("SUPERCELL_DENOISE_SIGMA_PER_LEVEL").and_then(|v| v.trim().parse().ok())
-        {
-            p.sigma_per_level = g;
-        }
-        if let Some(e) = var("SUPERCELL_DENOISE_EPS").and_then(|v| v.trim().parse().ok()) {
-            p.eps = e;
-        }
-        p.clamped()
-    }
-
     /// Levels within 0..=[`MAX_LEVELS`], σ, its factor per level and ε finite and positive.
     pub fn clamped(self) -> DenoiseParams {
         let pos = |x: f32, d: f32| if x.is_finite() && x > 0.0 { x } else { d };

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use super::RenderError;
+use super::config::RenderConfig;
 use super::denoise::{DenoiseInput, DenoiseParams, Denoiser};
 use super::image::Image;
 use super::layouts::*;
@@ -15,7 +16,7 @@ use super::params::{GpuGrid, GpuParams, MAX_ATTRIBUTES, MAX_PARTS, Mode, View};
 use super::parts::*;
 use super::path::{PathKnobs, PathPass, PathStats, PathTracer};
 use super::scoped::*;
-use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, MarchKnobs, PART_BINDING, ShaderConfig};
+use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig};
 use crate::device::{DeviceCaps, block_on};
 
 // The path tracer's side of the renderer: denoising, the accumulation, counters and knobs.
@@ -77,6 +78,8 @@ pub struct Renderer {
     queue: wgpu::Queue,
     /// What the device can do (limits, timestamps), probed once.
     caps: DeviceCaps,
+    /// The settings the renderer was made with (the path tracer's and the denoiser's).
+    config: RenderConfig,
     /// The layouts of each count of declared parts met so far.
     layouts: HashMap<u32, PipelineLayouts>,
     /// The dispatch arguments' bind group layout (every accel info pipeline's second group).
@@ -139,11 +142,11 @@ struct Accel {
 /// How much of the slots and parts a frame uses: the shaders walk only these (every slot
 /// and every part's read costs instructions on every sample). Parts are rounded up to a
 /// power of two so that few pipelines serve every frame; slots are exact (on the H200 a
-/// frame of one attribute marched 22 % faster walking one slot than four), or 4 or
-/// [`MAX_ATTRIBUTES`] with `SUPERCELL_MARCH_KNOBS=slots=rounded`.
+/// frame of one attribute marched 22 % faster walking one slot than four; docs/bench/HISTORY.md,
+/// "Sixth round on the H200").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct FrameShape {
-    /// 1 to [`MAX_ATTRIBUTES`] ([`MarchKnobs::exact_slots`]).
+    /// 1 to [`MAX_ATTRIBUTES`]: the frame's slots.
     attr_slots: u32,
     /// 1, 2, 4, 8, 16, 32 or 64, at most the device's parts.
     parts: u32,
@@ -154,13 +157,7 @@ impl FrameShape {
     /// device that binds `max_parts`.
     fn of(slots: usize, parts: usize, max_parts: usize) -> FrameShape {
         FrameShape {
-            attr_slots: if MarchKnobs::current().exact_slots {
-                slots.clamp(1, MAX_ATTRIBUTES) as u32
-            } else if slots <= 4 {
-                4
-            } else {
-                MAX_ATTRIBUTES as u32
-            },
+            attr_slots: slots.clamp(1, MAX_ATTRIBUTES) as u32,
             parts: parts.max(1).next_power_of_two().min(max_parts) as u32,
         }
     }
@@ -212,11 +209,17 @@ fn sun_key(p: &GpuParams) -> Vec<u8> {
 pub use super::layouts::{HDR_FORMAT, LDR_FORMAT};
 
 impl Renderer {
-    /// Builds the pipeline on `device`, reading frames through parts of the device's
-    /// [`part_bytes`](Self::part_bytes). Validation problems come back as errors rather than
-    /// panics.
+    /// Builds the pipeline on `device` with the default [`RenderConfig`], reading frames
+    /// through parts of the device's [`part_bytes`](Self::part_bytes). Validation problems
+    /// come back as errors rather than panics.
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Renderer, RenderError> {
-        Self::build(device, queue, None)
+        Self::with_config(
+            device,
+            queue,
+            DeviceCaps::of(device),
+            RenderConfig::default(),
+            None,
+        )
     }
 
     /// [`new`](Self::new) with parts of `part_bytes` (a power of two from 64 KiB up to the
@@ -226,16 +229,27 @@ impl Renderer {
         queue: &wgpu::Queue,
         part_bytes: u64,
     ) -> Result<Renderer, RenderError> {
-        Self::build(device, queue, Some(part_bytes))
+        let caps = DeviceCaps::of(device);
+        Self::with_config(
+            device,
+            queue,
+            caps,
+            RenderConfig::default(),
+            Some(part_bytes),
+        )
     }
 
-    fn build(
+    /// The renderer `config` describes on `device`, whose capabilities `caps` were probed
+    /// when it was opened ([`DeviceCaps::of`]); parts of `part_bytes` where given (a power
+    /// of two from 64 KiB up to the device's own part size), else the device's.
+    pub fn with_config(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
+        caps: DeviceCaps,
+        config: RenderConfig,
         part_bytes: Option<u64>,
     ) -> Result<Renderer, RenderError> {
         catch_uncaptured_errors(device);
-        let caps = DeviceCaps::of(device);
         let per_stage = device.limits().max_storage_buffers_per_shader_stage;
         if per_stage < STORAGE_BUFFERS_PER_STAGE {
             return Err(RenderError::NoDevice(format!(
@@ -351,6 +365,7 @@ impl Renderer {
             device: device.clone(),
             queue: queue.clone(),
             caps,
+            config,
             layouts: HashMap::from([(shape.declared_parts(), layouts)]),
             args_layout,
             max_parts,
@@ -764,7 +779,7 @@ impl Renderer {
             let declared = self.shape.declared_parts();
             let tracer = self
                 .path
-                .get_or_insert_with(|| PathTracer::new(&self.device, self.caps.software));
+                .get_or_insert_with(|| self.config.path_tracer(&self.device, &self.caps));
             tracer.encode(
                 encoder,
                 PathPass {

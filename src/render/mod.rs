@@ -27,6 +27,7 @@
 //! that would have added nothing, so the image equals the fixed-step march.
 
 mod camera;
+mod config;
 mod context;
 mod cpu;
 mod denoise;
@@ -44,9 +45,15 @@ mod transfer;
 #[cfg(test)]
 pub(crate) use camera::box_corners;
 pub use camera::{Camera, CameraFrame, Projection};
+pub use config::{
+    QMC_DIMS_MAX, RenderConfig, SAMPLES_PER_DISPATCH_GPU, SAMPLES_PER_DISPATCH_MAX,
+    SAMPLES_PER_DISPATCH_SOFTWARE,
+};
 pub use context::GpuContext;
 pub use cpu::{MarchWork, render_cpu, render_cpu_counted};
-pub use denoise::{DenoiseParams, denoise_cpu, denoise_gpu, luminance};
+pub use denoise::{
+    DenoiseParams, MAX_LEVELS as DENOISE_MAX_LEVELS, denoise_cpu, denoise_gpu, luminance,
+};
 pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, Renderer};
 pub use image::{Image, ImageDiff, aces, rel_mse, srgb_encode};
 pub use params::{
@@ -57,12 +64,12 @@ pub use parts::{
     FrameCapacity, GridInParts, GridSlice, STORAGE_BUFFERS_PER_STAGE, SlotPart, parts_of_buffers,
     parts_spanned, try_upload_parts, try_upload_slot, upload_slot,
 };
-pub use path::{PathKnobs, PathStats, PathUniform, RR_DEPTH};
+pub use path::{PathKnobs, PathStats, PathUniform, RR_DEPTH, SKIP_LEVELS_MAX};
 pub use range::shown as shown_value;
 pub use scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 pub use shader::{
-    ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, MarchKnobs, SUPPORTED_TYPES,
-    ShaderConfig, ShaderPart, prelude, shader_source, shader_source_of,
+    ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,
+    ShaderPart, prelude, shader_source, shader_source_of,
 };
 pub use transfer::{Albedo, Colormap, MediumKind, TF_SIZE, TransferFunction, sample_table};
 

@@ -501,7 +501,6 @@ impl View {
                 flags |= bit;
             }
         }
-        flags |= march_step_rule_flags();
         let mut attrs = [GpuAttr::zeroed(); MAX_ATTRIBUTES];
         for (i, a) in self.attributes.iter().take(MAX_ATTRIBUTES).enumerate() {
             let Some(a) = a else { continue };
@@ -596,32 +595,6 @@ pub const FLAG_GROUND: u32 = 8;
 pub const FLAG_JITTER: u32 = 16;
 /// Acceleration-grid skipping and adaptive steps.
 pub const FLAG_ACCEL: u32 = 32;
-/// The march's steps as before the look-ahead: adaptive steps end where their cell's
-/// extinction bound stops holding, without looking at the cells beyond; for measuring one
-/// rule against the other (`SUPERCELL_MARCH_STEPS=bound`).
-pub const FLAG_PREVIOUS_STEPS: u32 = 64;
-
-/// The `FLAG_*` bits of the march's step rule chosen by the environment variable
-/// `SUPERCELL_MARCH_STEPS` (read once): unset or `lookahead` the current rule, `bound` the
-/// previous one ([`FLAG_PREVIOUS_STEPS`]). Any other value is reported and ignored.
-fn march_step_rule_flags() -> u32 {
-    static FLAGS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *FLAGS.get_or_init(|| match std::env::var("SUPERCELL_MARCH_STEPS") {
-        Err(_) => 0,
-        Ok(v) => match v.as_str() {
-            "" | "lookahead" => 0,
-            "bound" => FLAG_PREVIOUS_STEPS,
-            other => {
-                eprintln!(
-                    "SUPERCELL_MARCH_STEPS={other:?}: not a step rule (lookahead, bound); \
-                     using lookahead"
-                );
-                0
-            }
-        },
-    })
-}
-
 /// [`GpuAttr::kind`] of a scattering medium ([`MediumKind::Scatter`]).
 pub const KIND_SCATTER: u32 = 0;
 /// [`GpuAttr::kind`] of an emissive medium ([`MediumKind::Emissive`]).

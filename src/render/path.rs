@@ -35,33 +35,6 @@ pub const RR_DEPTH: u32 = 3;
 /// Workgroup edge of the path kernel (8 × 8 pixels).
 const WG: u32 = 8;
 
-/// Samples per pixel one dispatch adds on a software rasteriser: a render of n samples is
-/// n dispatches, each with its own [`PathUniform`] (at a dynamic offset). One sample per
-/// dispatch keeps every invocation's loop trip count small: on Mesa's lavapipe, invocations
-/// that ran many samples stopped early, all lanes of a SIMD group at the same iteration, and
-/// the image came out about half as bright (consistent with gallivm's loop limiter, 65535
-/// iterations over all loops of an invocation; a hypothesis, not checked in Mesa's source).
-const SAMPLES_PER_DISPATCH_SOFTWARE: u32 = 1;
-
-/// Samples per pixel one dispatch adds on a GPU: a lane whose path ends early starts its
-/// pixel's next sample instead of idling until the longest path of its warp ends. On the
-/// H200 (storm at touchdown, 1080p, 2026-12-02) 4 gave 34.2 M samples/s against 28.8 with
-/// one, and 16 no more than 4 (docs/bench/HISTORY.md, "Fifth round on the H200").
-const SAMPLES_PER_DISPATCH_GPU: u32 = 4;
-
-/// Samples per dispatch: by device kind, or `SUPERCELL_PATH_SAMPLES_PER_DISPATCH` (1 to 16).
-fn samples_per_dispatch(software: bool) -> u32 {
-    let default = if software {
-        SAMPLES_PER_DISPATCH_SOFTWARE
-    } else {
-        SAMPLES_PER_DISPATCH_GPU
-    };
-    std::env::var("SUPERCELL_PATH_SAMPLES_PER_DISPATCH")
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .map_or(default, |n| n.clamp(1, 16))
-}
-
 /// Dispatches one render records at most (the uniform records the buffer holds).
 const MAX_DISPATCHES: u32 = 1024;
 
@@ -91,43 +64,26 @@ pub struct PathUniform {
     pub pad: u32,
 }
 
-/// Random numbers per sample drawn from the scrambled Sobol sequence (path.wgsl's `rnd`):
-/// 2 stratifies the camera position in the pixel, 8 the first steps of the camera ray too.
-/// Off by default: on the storm at 96 × 54 (lavapipe), 8 did not lower relMSE at 1 to 16
-/// samples per pixel (2–15 % higher, within the runs' noise). `SUPERCELL_PATH_QMC_DIMS`
-/// (0 to 64) overrides it, for comparing.
-pub const QMC_DIMS: u32 = 0;
-
-fn qmc_dims() -> u32 {
-    std::env::var("SUPERCELL_PATH_QMC_DIMS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .map_or(QMC_DIMS, |n| n.min(64))
-}
-
 /// Choices in the path kernel that only change its speed (path.wgsl's pipeline constants
-/// of the same names); an environment variable sets each (`0` or `1`), to compare both on
-/// one device:
-/// - `SUPERCELL_PATH_SEGMENT_LOOP` (default 1): a query walks to its next tentative
-///   collision in an inner loop of majorant lookups, then evaluates the medium there; 0:
-///   one loop iteration per segment or collision, the medium's code in every iteration
-///   (on a GPU, a warp runs both whenever any of its lanes needs either);
-/// - `SUPERCELL_PATH_CARRY_DEPTH` (default 1): one exponential draw per tentative
-///   collision, its optical depth used up across segments; 0: a fresh draw per segment;
-/// - `SUPERCELL_PATH_CELL_CACHE` (default 0): each slot keeps its majorant cell until the
-///   ray leaves it, so a segment looks up only the slots whose cell ended (grids on one
-///   lattice, as the storm's attributes, end their cells together: nothing to gain there);
-/// - `SUPERCELL_PATH_COUNTERS=always`: the work counters compiled into every dispatch, as
-///   they were before they were compiled out when not counting (only added up when
-///   counting);
-/// - `SUPERCELL_PATH_SKIP_LEVELS` (0 to 2, default 1): empty-space levels above the
-///   acceleration cells (level l: blocks of 4^l cells per axis); a ray in empty space
-///   crosses the coarsest empty block as one segment; 0: one acceleration cell at a time
-///   (on the storm the second level crossed no more cells than the first).
+/// of the same names), kept because their measurements did not decide between the two
+/// (docs/bench/HISTORY.md, "Fifth round on the H200": each within ±5 % of the defaults);
+/// each is a [`RenderConfig`](super::RenderConfig) field, set at the edge (docs/SETTINGS.md):
+/// - `carry_depth` (default on): one exponential draw per tentative collision, its optical
+///   depth used up across segments; off: a fresh draw per segment;
+/// - `cache_cells` (default off): each slot keeps its majorant cell until the ray leaves it,
+///   so a segment looks up only the slots whose cell ended (grids on one lattice, as the
+///   storm's attributes, end their cells together: nothing to gain there);
+/// - `always_count`: the work counters compiled into every dispatch, as they were before
+///   they were compiled out when not counting (only added up when counting);
+/// - `skip_levels` (0 to 2, default 1): empty-space levels above the acceleration cells
+///   (level l: blocks of 4^l cells per axis); a ray in empty space crosses the coarsest
+///   empty block as one segment; 0: one acceleration cell at a time (on the storm the
+///   second level crossed no more cells than the first).
+///
+/// The inner loop of majorant lookups (`SEGMENT_LOOP`) is no longer a switch: the loop it
+/// replaced lost on lavapipe (1.7×) and on the H200 (25.0 against 28.8 M samples/s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PathKnobs {
-    /// The inner loop of majorant lookups (`SEGMENT_LOOP`).
-    pub segment_loop: bool,
     /// Optical depth carried across majorant segments (`CARRY_DEPTH`).
     pub carry_depth: bool,
     /// Each slot keeps its majorant cell until the ray leaves it (`CACHE_CELLS`).
@@ -154,7 +110,6 @@ fn majorant_words(cells: u32) -> u64 {
 impl Default for PathKnobs {
     fn default() -> Self {
         PathKnobs {
-            segment_loop: true,
             carry_depth: true,
             cache_cells: false,
             always_count: false,
@@ -164,10 +119,9 @@ impl Default for PathKnobs {
 }
 
 impl PathKnobs {
-    /// Every knob off: the kernel as it was before them.
+    /// Every knob off (the segment loop, no longer a knob, stays in).
     pub fn none() -> PathKnobs {
         PathKnobs {
-            segment_loop: false,
             carry_depth: false,
             cache_cells: false,
             always_count: false,
@@ -175,34 +129,12 @@ impl PathKnobs {
         }
     }
 
-    /// The defaults, with what the environment sets.
-    pub fn from_env() -> PathKnobs {
-        let d = PathKnobs::default();
-        let flag = |name: &str, default: bool| match std::env::var(name).as_deref().map(str::trim) {
-            Ok("0") => false,
-            Ok("1") => true,
-            _ => default,
-        };
-        PathKnobs {
-            segment_loop: flag("SUPERCELL_PATH_SEGMENT_LOOP", d.segment_loop),
-            carry_depth: flag("SUPERCELL_PATH_CARRY_DEPTH", d.carry_depth),
-            cache_cells: flag("SUPERCELL_PATH_CELL_CACHE", d.cache_cells),
-            always_count: std::env::var("SUPERCELL_PATH_COUNTERS")
-                .is_ok_and(|v| v.trim() == "always"),
-            skip_levels: std::env::var("SUPERCELL_PATH_SKIP_LEVELS")
-                .ok()
-                .and_then(|v| v.trim().parse::<u32>().ok())
-                .map_or(d.skip_levels, |n| n.min(SKIP_LEVELS_MAX)),
-        }
-    }
-
     /// path.wgsl's pipeline constants for a pipeline that counts work (`counting`) or not,
     /// with the Sobol sequence compiled in where `qmc_dims` > 0.
-    fn constants(self, counting: bool, qmc_dims: u32) -> [(&'static str, f64); 6] {
+    fn constants(self, counting: bool, qmc_dims: u32) -> [(&'static str, f64); 5] {
         let flag = |b: bool| if b { 1.0 } else { 0.0 };
         [
             ("COUNT_WORK", flag(counting || self.always_count)),
-            ("SEGMENT_LOOP", flag(self.segment_loop)),
             ("CARRY_DEPTH", flag(self.carry_depth)),
             ("CACHE_CELLS", flag(self.cache_cells)),
             ("USE_QMC", flag(qmc_dims > 0)),
@@ -343,11 +275,11 @@ pub(super) struct PathTracer {
     /// The work counters (binding 2) and whether dispatches add to them.
     stats: wgpu::Buffer,
     stats_on: bool,
-    /// [`QMC_DIMS`] or its override.
+    /// Sobol dimensions per sample ([`RenderConfig::qmc_dims`]).
     qmc_dims: u32,
-    /// [`SAMPLES_PER_DISPATCH`] or its override.
+    /// Samples per dispatch ([`RenderConfig::samples_per_dispatch_on`]).
     per_dispatch: u32,
-    /// The kernel's speed knobs ([`PathKnobs::from_env`]).
+    /// The kernel's speed knobs ([`RenderConfig::path_knobs`]).
     knobs: PathKnobs,
 }
 
@@ -375,8 +307,15 @@ fn max_bounces(s: &RenderSettings) -> u32 {
 }
 
 impl PathTracer {
-    /// `software`: the device is a software rasteriser (one sample per dispatch there).
-    pub(super) fn new(device: &wgpu::Device, software: bool) -> PathTracer {
+    /// A tracer with the kernel's speed `knobs`, `qmc_dims` Sobol dimensions per sample
+    /// and `per_dispatch` samples per dispatch (the renderer's `RenderConfig` for its
+    /// device).
+    pub(super) fn new(
+        device: &wgpu::Device,
+        knobs: PathKnobs,
+        qmc_dims: u32,
+        per_dispatch: u32,
+    ) -> PathTracer {
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
@@ -435,9 +374,9 @@ impl PathTracer {
             seed: 0,
             stats,
             stats_on: false,
-            qmc_dims: qmc_dims(),
-            per_dispatch: samples_per_dispatch(software),
-            knobs: PathKnobs::from_env(),
+            qmc_dims,
+            per_dispatch,
+            knobs,
         }
     }
 
@@ -731,7 +670,6 @@ mod tests {
             .filter_map(|(_, o)| o.name.as_deref())
             .collect();
         let all = PathKnobs {
-            segment_loop: true,
             carry_depth: true,
             cache_cells: true,
             always_count: false,

@@ -16,7 +16,7 @@ static UNCAPTURED: Mutex<Option<String>> = Mutex::new(None);
 /// error.
 pub fn catch_uncaptured_errors(device: &wgpu::Device) {
     device.on_uncaptured_error(Arc::new(|e: wgpu::Error| {
-        eprintln!("GPU error: {e}");
+        log::error!("GPU error: {e}");
         let mut first = UNCAPTURED.lock().unwrap_or_else(PoisonError::into_inner);
         first.get_or_insert_with(|| e.to_string());
     }));

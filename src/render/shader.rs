@@ -9,8 +9,8 @@ use crate::format::GridType;
 use crate::format::layout::{self as l, TreeLayout};
 
 use super::params::{
-    FLAG_ACCEL, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_PREVIOUS_STEPS, FLAG_SHADOWS,
-    KIND_EMISSIVE, KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode, PARTS_LIMIT,
+    FLAG_ACCEL, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, KIND_EMISSIVE,
+    KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode, PARTS_LIMIT,
 };
 use super::transfer::TF_SIZE;
 
@@ -49,73 +49,6 @@ pub const DEFAULT_PART_BYTES: u64 = 1 << 31;
 
 /// The smallest part size (tests use it to split small frames over several parts).
 pub const MIN_PART_BYTES: u64 = 1 << 16;
-
-/// Switches of the march's and the sampler's code, each on by default and kept so that one
-/// can be measured against the code it replaced (`SUPERCELL_MARCH_KNOBS`, read once:
-/// comma-separated `pairs=0`, `reuse=0`, `slots=rounded`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MarchKnobs {
-    /// A trilinear stencil reads the corners inside corner 0's leaf from it directly, two
-    /// along z per read, with one decode of the leaf's header (`SAMPLE_PAIRS`); off: corner
-    /// by corner, from the leaf only when the whole stencil lies in it.
-    pub sample_pairs: bool,
-    /// The long step's look-ahead takes each slot's current acceleration cell from the
-    /// step's sampling loop instead of finding it again (`MARCH_CELL_REUSE`).
-    pub cell_reuse: bool,
-    /// Pipelines walk exactly as many attribute slots as the frame binds; off: 4 or
-    /// [`MAX_ATTRIBUTES`].
-    pub exact_slots: bool,
-}
-
-impl Default for MarchKnobs {
-    fn default() -> Self {
-        MarchKnobs {
-            sample_pairs: true,
-            cell_reuse: true,
-            exact_slots: true,
-        }
-    }
-}
-
-impl MarchKnobs {
-    /// The knobs of this process: the defaults, changed by `SUPERCELL_MARCH_KNOBS` (read
-    /// once; an entry it does not know is reported and ignored).
-    pub fn current() -> MarchKnobs {
-        static KNOBS: std::sync::OnceLock<MarchKnobs> = std::sync::OnceLock::new();
-        *KNOBS.get_or_init(|| {
-            let Ok(spec) = std::env::var("SUPERCELL_MARCH_KNOBS") else {
-                return MarchKnobs::default();
-            };
-            let (knobs, unknown) = MarchKnobs::parse(&spec);
-            for entry in unknown {
-                eprintln!(
-                    "SUPERCELL_MARCH_KNOBS: {entry:?} is not a knob (pairs=0|1, reuse=0|1, \
-                     slots=exact|rounded); ignored"
-                );
-            }
-            knobs
-        })
-    }
-
-    /// The defaults changed by `spec` (comma-separated entries), and the entries it does
-    /// not know.
-    pub fn parse(spec: &str) -> (MarchKnobs, Vec<String>) {
-        let mut k = MarchKnobs::default();
-        let mut unknown = Vec::new();
-        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            match entry {
-                "pairs=0" => k.sample_pairs = false,
-                "pairs=1" => k.sample_pairs = true,
-                "reuse=0" => k.cell_reuse = false,
-                "reuse=1" => k.cell_reuse = true,
-                "slots=rounded" => k.exact_slots = false,
-                "slots=exact" => k.exact_slots = true,
-                other => unknown.push(other.to_string()),
-            }
-        }
-        (k, unknown)
-    }
-}
 
 /// What one build of the shaders is specialised for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -287,9 +220,6 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
     c("PART_SHIFT_WORDS", (part_bytes / 4).trailing_zeros());
     c("ATTR_SLOTS", cfg.attr_slots);
     c("USED_PARTS", cfg.parts);
-    let knobs = MarchKnobs::current();
-    c("SAMPLE_PAIRS", u32::from(knobs.sample_pairs));
-    c("MARCH_CELL_REUSE", u32::from(knobs.cell_reuse));
     for (name, value) in uniform_constants() {
         c(name, value);
     }
@@ -298,7 +228,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
 
 /// The constants of the uniform block's encoding ([`super::GpuParams`]): attribute slots,
 /// mode numbers, flag bits and medium kinds, under their WGSL names.
-fn uniform_constants() -> [(&'static str, u32); 13] {
+fn uniform_constants() -> [(&'static str, u32); 12] {
     [
         ("MAX_ATTRS", MAX_ATTRIBUTES as u32),
         ("MODE_SHADED", Mode::Shaded as u32),
@@ -310,7 +240,6 @@ fn uniform_constants() -> [(&'static str, u32); 13] {
         ("FLAG_GROUND", FLAG_GROUND),
         ("FLAG_JITTER", FLAG_JITTER),
         ("FLAG_ACCEL", FLAG_ACCEL),
-        ("FLAG_PREVIOUS_STEPS", FLAG_PREVIOUS_STEPS),
         ("KIND_SCATTER", KIND_SCATTER),
         ("KIND_EMISSIVE", KIND_EMISSIVE),
     ]
@@ -390,22 +319,6 @@ pub fn shader_source() -> String {
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn march_knobs_parse_their_entries_and_name_the_unknown() {
-        let (k, unknown) = MarchKnobs::parse(" pairs=0, slots=rounded,,reuse=1,fast=1");
-        assert_eq!(
-            k,
-            MarchKnobs {
-                sample_pairs: false,
-                cell_reuse: true,
-                exact_slots: false,
-            }
-        );
-        assert_eq!(unknown, vec!["fast=1".to_string()]);
-        assert_eq!(MarchKnobs::parse(""), (MarchKnobs::default(), Vec::new()));
-        let (k, _) = MarchKnobs::parse("reuse=0,pairs=1,slots=exact");
-        assert!(!k.cell_reuse && k.sample_pairs && k.exact_slots);
-    }
     use super::*;
 
     #[test]
@@ -450,7 +363,6 @@ mod tests {
             ("FLAG_GROUND", FLAG_GROUND),
             ("FLAG_JITTER", FLAG_JITTER),
             ("FLAG_ACCEL", FLAG_ACCEL),
-            ("FLAG_PREVIOUS_STEPS", FLAG_PREVIOUS_STEPS),
             ("KIND_SCATTER", KIND_SCATTER),
             ("KIND_EMISSIVE", KIND_EMISSIVE),
         ] {

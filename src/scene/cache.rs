@@ -1,6 +1,6 @@
 //! The built-in storm dataset: where it lives and how it is created on first use.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -12,16 +12,11 @@ use crate::synth::{self, GenerateOptions};
 /// changes so that an old cache is not mistaken for the current default.
 pub const DEFAULT_DATASET_NAME: &str = "storm-default-v4";
 
-/// Where the built-in dataset lives: `$SUPERCELL_CACHE`, else `$XDG_CACHE_HOME/supercell`,
-/// else `~/.cache/supercell`, followed by [`DEFAULT_DATASET_NAME`].
-pub fn default_dataset_dir() -> Result<PathBuf, SceneError> {
-    let base = if let Some(d) = std::env::var_os("SUPERCELL_CACHE").filter(|d| !d.is_empty()) {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(d).join("supercell")
-    } else if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(home).join(".cache").join("supercell")
-    } else {
+/// Where the built-in dataset lives: [`DEFAULT_DATASET_NAME`] in `cache_base`, the cache
+/// directory the binary found (`$SUPERCELL_CACHE`, else `$XDG_CACHE_HOME/supercell`, else
+/// `~/.cache/supercell`: `settings::cache_base`); `None`: none was found, an error.
+pub fn default_dataset_dir(cache_base: Option<&Path>) -> Result<PathBuf, SceneError> {
+    let Some(base) = cache_base else {
         return Err(SceneError::new(
             DEFAULT_DATASET_NAME,
             "no cache directory for the built-in dataset: set SUPERCELL_CACHE, XDG_CACHE_HOME or HOME",
@@ -30,17 +25,21 @@ pub fn default_dataset_dir() -> Result<PathBuf, SceneError> {
     Ok(base.join(DEFAULT_DATASET_NAME))
 }
 
-/// Returns the built-in dataset's directory, generating the dataset first if it is missing
-/// (with a progress bar on stderr when `progress`). A half-written one from an interrupted
-/// run has no manifest and is simply rewritten.
-pub fn ensure_default_dataset(progress: bool) -> Result<PathBuf, SceneError> {
-    let dir = default_dataset_dir()?;
+/// Returns the built-in dataset's directory in `cache_base` ([`default_dataset_dir`]),
+/// generating the dataset first if it is missing (with a progress bar on stderr when
+/// `progress`). A half-written one from an interrupted run has no manifest and is simply
+/// rewritten.
+pub fn ensure_default_dataset(
+    cache_base: Option<&Path>,
+    progress: bool,
+) -> Result<PathBuf, SceneError> {
+    let dir = default_dataset_dir(cache_base)?;
     if dir.join(MANIFEST_FILE).is_file() {
         return Ok(dir);
     }
     let params = synth::default_params();
     let bar = if progress {
-        eprintln!(
+        log::info!(
             "creating the built-in storm dataset in {} ({} frames, first run only)",
             dir.display(),
             params.frames

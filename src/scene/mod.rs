@@ -74,17 +74,23 @@ pub enum DatasetSpec {
     /// A dataset directory (or its `manifest.json`).
     Path(PathBuf),
     /// The built-in default dataset, generated into the cache on first use
-    /// ([`ensure_default_dataset`]).
+    /// ([`ensure_default_dataset`]; the binary resolves it to a path before it opens the
+    /// scene, as only it knows the cache directory).
     Default,
 }
 
 impl DatasetSpec {
-    /// The dataset's directory; for [`DatasetSpec::Default`] it is created first if missing
-    /// (with a progress bar when `progress`).
-    pub fn resolve(&self, progress: bool) -> Result<PathBuf, SceneError> {
+    /// The dataset's directory; for [`DatasetSpec::Default`] in `cache_base`
+    /// ([`ensure_default_dataset`]), created first if missing (with a progress bar when
+    /// `progress`).
+    pub fn resolve(
+        &self,
+        cache_base: Option<&Path>,
+        progress: bool,
+    ) -> Result<PathBuf, SceneError> {
         match self {
             DatasetSpec::Path(p) => Ok(p.clone()),
-            DatasetSpec::Default => ensure_default_dataset(progress),
+            DatasetSpec::Default => ensure_default_dataset(cache_base, progress),
         }
     }
 }
@@ -396,7 +402,7 @@ impl Scene {
         })?;
         let scene = Scene::parse(&text, path)?;
         for w in &scene.warnings {
-            eprintln!("warning: {w}");
+            log::warn!("warning: {w}");
         }
         Ok(scene)
     }
@@ -465,7 +471,9 @@ impl Scene {
         aspect: f32,
         attributes_override: Option<&[String]>,
     ) -> Result<LoadedScene, SceneError> {
-        let dir = self.dataset.resolve(true)?;
+        // The binary resolved a built-in dataset to its path already (the cache directory
+        // is its to know); here one still unresolved has no directory.
+        let dir = self.dataset.resolve(None, true)?;
         let dataset = Dataset::open(&dir).map_err(|e| {
             let msg = format!("cannot open the dataset {}: {e}", dir.display());
             if self.origin.is_some() && matches!(self.dataset, DatasetSpec::Path(_)) {

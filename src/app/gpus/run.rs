@@ -19,12 +19,12 @@ pub fn run_paths(
     for &sel in &opts.paths {
         let mut run = PathRun::not_run(mp.player(0).path_report(sel));
         if let Err(why) = mp.set_path(sel) {
-            eprintln!("play: {} path unavailable: {why}", sel.name());
+            log::info!("play: {} path unavailable: {why}", sel.name());
             run.error = Some(why);
             runs.push(run);
             continue;
         }
-        eprintln!(
+        log::info!(
             "play: {} path ({}) on {} GPUs for {} frames",
             sel.name(),
             run.info.label,

@@ -299,7 +299,7 @@ impl App {
             Some(ordinals) => {
                 let opened = gpus::open_gpus(ordinals).map_err(PlayError::from)?;
                 for (k, g) in opened.iter().enumerate() {
-                    eprintln!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
+                    log::info!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
                 }
                 let surface = opened[0]
                     .gpu
@@ -359,7 +359,7 @@ impl App {
             self.ui.plots = false;
         }
         if let Some(note) = &settings.note {
-            eprintln!("play: {note}");
+            log::info!("play: {note}");
             self.ui.message = Some((note.clone(), Instant::now()));
         }
         let (sw, sh) = (size.width.max(1), size.height.max(1));
@@ -398,9 +398,9 @@ impl App {
         let mut play = match (&gpu, opened) {
             (Some(g), _) => {
                 let mut player = Player::open_scene(g, &self.opts.scene, &pcfg)?;
-                eprintln!("play: {}", player.slot_plan().line());
+                log::info!("play: {}", player.slot_plan().line());
                 for note in player.scene_notes() {
-                    eprintln!("play: {note}");
+                    log::info!("play: {note}");
                 }
                 if !player.scene_notes().is_empty() {
                     // Said on screen too: an empty first frame looks like a broken player.
@@ -413,7 +413,7 @@ impl App {
                 let mut mp = MultiPlayer::open_scene(opened, &self.opts.scene, &pcfg)?;
                 for k in 0..mp.gpu_count() {
                     settings.apply_view(mp.player_mut(k).view_mut());
-                    eprintln!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
+                    log::info!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
                 }
                 self.ui.gpus = Some(mp.overlay());
                 Play::Many(mp)

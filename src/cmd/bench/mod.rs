@@ -9,7 +9,6 @@ use clap::ValueEnum;
 use supercell::bench::{self, BenchConfig, jobs, peer, plot, report, sweep};
 use supercell::dataset::{Dataset, MANIFEST_FILE};
 use supercell::ingest::{EngineKind, IoBackend, Source};
-use supercell::scene::ensure_default_dataset;
 use supercell::units;
 
 mod ranks;
@@ -174,7 +173,7 @@ fn is_dataset(p: &Path) -> bool {
 pub(super) fn load(args: &BenchArgs, io_size: usize) -> Result<Source> {
     match args.source.as_slice() {
         [] => {
-            let dir = ensure_default_dataset(!args.quiet)?;
+            let dir = super::builtin_dataset(!args.quiet)?;
             println!(
                 "source: the built-in storm dataset, {} (name a dataset or files to read others)",
                 dir.display()
@@ -209,15 +208,18 @@ fn run_length(args: &BenchArgs) -> (Option<u64>, Option<f64>) {
     )
 }
 
-/// The settings of one run (or of each job of `--gpus`) from the command line.
-pub(super) fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
-    BenchConfig {
+/// The settings of one run (or of each job of `--gpus`) from the command line and this
+/// process's settings (part size, host pages, faults: docs/SETTINGS.md).
+pub(super) fn config(args: &BenchArgs, engine: EngineKind) -> Result<BenchConfig> {
+    let tuning = super::ingest_tuning()?;
+    Ok(BenchConfig {
         engine,
         threads: super::io_threads("--threads", args.threads),
         io_size: args.io_size,
         queue_depth: args.queue_depth,
         slots: args.slots,
-        part_bytes: None,
+        part_bytes: tuning.part_bytes,
+        host_pages: tuning.host_pages,
         frames: run_length(args).0,
         duration: run_length(args).1,
         cold: args.cold,
@@ -232,9 +234,9 @@ pub(super) fn config(args: &BenchArgs, engine: EngineKind) -> BenchConfig {
         streams: args.streams,
         progress: !args.quiet,
         read_timeout: (!args.read_timeout.is_zero()).then_some(args.read_timeout),
-        faults: None,
+        faults: tuning.faults,
         log_interval: args.log_interval,
-    }
+    })
 }
 
 /// Runs `supercell bench`.
@@ -275,7 +277,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             (kind, Some(why))
         }
     };
-    let cfg = config(args, engine);
+    let cfg = config(args, engine)?;
     let source = load(args, io_size)?;
     if args.sweep {
         let plan = sweep::SweepPlan {
@@ -476,7 +478,7 @@ fn lane_topology(source: &Source) -> (Vec<jobs::LaneNode>, Vec<(u32, jobs::PcieP
 fn source_spec(args: &BenchArgs) -> Result<jobs::SourceSpec> {
     Ok(match args.source.as_slice() {
         [] => {
-            let dir = ensure_default_dataset(!args.quiet)?;
+            let dir = super::builtin_dataset(!args.quiet)?;
             println!(
                 "source: the built-in storm dataset, {} (name a dataset or files to read others)",
                 dir.display()
@@ -564,7 +566,7 @@ fn run_gpus(args: &BenchArgs, selection: &jobs::GpuSelection) -> Result<()> {
     // Several progress lines at once would overwrite each other.
     let base = BenchConfig {
         progress: false,
-        ..config(args, engine)
+        ..config(args, engine)?
     };
     let specs = jobs::gpu_jobs(&base, &spec, &gpus, &gpu_nodes, &split);
     for (job, lanes) in specs.iter().zip(&split.lanes) {

@@ -72,7 +72,7 @@ pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
         Some(EngineArg::Portable) => EngineKind::Portable,
         None => bench::default_engine(args.gpu).0,
     };
-    let cfg = super::config(args, engine);
+    let cfg = super::config(args, engine)?;
     let source = super::load(args, args.io_size)?;
     let gpus = if engine.needs_cuda() {
         supercell::gpu::device_count()

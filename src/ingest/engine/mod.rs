@@ -143,8 +143,12 @@ pub struct EngineConfig {
     /// [`IngestError::TimedOut`] (its slot stays reserved until the reads really end);
     /// `None`: wait forever.
     pub read_timeout: Option<Duration>,
-    /// Faults to inject ([`FaultPlan`]); `None`: the plan in `SUPERCELL_FAULTS`, if any.
+    /// Faults to inject ([`FaultPlan`]; the binary passes the plan in `SUPERCELL_FAULTS`);
+    /// `None`: none.
     pub faults: Option<Arc<FaultPlan>>,
+    /// Which pages back the staged engine's pinned buffers (`SUPERCELL_HOST_HUGEPAGES`, read
+    /// by the binary).
+    pub host_pages: crate::gpu::HostPages,
 }
 
 /// The default [`EngineConfig::read_timeout`]: long enough for any healthy read of a frame,
@@ -164,6 +168,7 @@ impl Default for EngineConfig {
             verify: false,
             read_timeout: Some(DEFAULT_READ_TIMEOUT),
             faults: None,
+            host_pages: crate::gpu::HostPages::Huge,
         }
     }
 }
@@ -563,10 +568,7 @@ impl Engine {
                 .send(Msg::Io(d));
         });
         let lanes = files.iter().map(|f| f.lane + 1).max().unwrap_or(1);
-        let faults = match &cfg.faults {
-            Some(p) => Some(p.clone()),
-            None => FaultPlan::from_env()?,
-        };
+        let faults = cfg.faults.clone();
         let (device_read, on_start) = match &gds {
             Some(g) => (Some(g.device_read()), Some(g.on_start())),
             None => (None, None),

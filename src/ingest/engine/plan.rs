@@ -217,7 +217,7 @@ impl Coordinator {
         if let Some(s) = &self.staged
             && let Err(e) = s.gpu.bind()
         {
-            eprintln!("supercell: staged engine cannot bind its CUDA context: {e}");
+            log::warn!("supercell: staged engine cannot bind its CUDA context: {e}");
         }
         let mut stopping = false;
         loop {

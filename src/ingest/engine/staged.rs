@@ -52,7 +52,7 @@ impl Staged {
         }
         let mut bufs = Vec::with_capacity(nbufs);
         for _ in 0..nbufs {
-            let mem = PinnedBuffer::new(gpu, cfg.io_size)?;
+            let mem = PinnedBuffer::new(gpu, cfg.io_size, cfg.host_pages)?;
             let event = gpu
                 .context()
                 .new_event(None)

@@ -6,7 +6,7 @@ use super::*;
 impl Renderer {
     /// Path mode: whether renders show the denoised mean (`shaders/denoise.wgsl`) instead of
     /// the accumulated mean itself (off by default; the accumulation is the same either
-    /// way). The filter's knobs come from [`DenoiseParams::from_env`].
+    /// way). The filter's knobs come from the renderer's [`RenderConfig::denoise`].
     pub fn set_path_denoise(&mut self, on: bool) {
         self.path_denoise = on;
     }
@@ -18,9 +18,9 @@ impl Renderer {
 
     /// The denoiser's knobs (what the next filtering uses).
     pub fn denoise_params(&mut self) -> DenoiseParams {
-        let device = &self.device;
+        let (device, params) = (&self.device, self.config.denoise);
         self.denoiser
-            .get_or_insert_with(|| Denoiser::new(device, DenoiseParams::from_env()))
+            .get_or_insert_with(|| Denoiser::new(device, params))
             .params()
     }
 
@@ -32,10 +32,10 @@ impl Renderer {
         filtered: bool,
     ) -> Result<(), RenderError> {
         let (tracer, t, sums, sums_sq) = accumulation(&self.path, &self.targets)?;
-        let device = &self.device;
+        let (device, params) = (&self.device, self.config.denoise);
         let denoiser = self
             .denoiser
-            .get_or_insert_with(|| Denoiser::new(device, DenoiseParams::from_env()));
+            .get_or_insert_with(|| Denoiser::new(device, params));
         let saved = denoiser.params();
         if !filtered {
             denoiser.set_params(DenoiseParams { levels: 0, ..saved });
@@ -104,26 +104,26 @@ impl Renderer {
     /// counters), or stop counting. Counting runs a kernel built with the counters: leave
     /// it off when timing.
     pub fn set_path_stats(&mut self, on: bool) {
-        let (device, software) = (&self.device, self.caps.software);
+        let (device, config, caps) = (&self.device, &self.config, &self.caps);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device, software))
+            .get_or_insert_with(|| config.path_tracer(device, caps))
             .set_stats(&self.queue, on);
     }
 
-    /// Path mode: the kernel's speed knobs (by default from the environment,
-    /// [`PathKnobs::from_env`]); a change restarts the accumulation.
+    /// Path mode: the kernel's speed knobs (by default the configuration's,
+    /// [`RenderConfig::path_knobs`]); a change restarts the accumulation.
     pub fn set_path_knobs(&mut self, knobs: PathKnobs) {
-        let (device, software) = (&self.device, self.caps.software);
+        let (device, config, caps) = (&self.device, &self.config, &self.caps);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device, software))
+            .get_or_insert_with(|| config.path_tracer(device, caps))
             .set_knobs(knobs);
     }
 
     /// Path mode: the kernel's speed knobs in use.
     pub fn path_knobs(&mut self) -> PathKnobs {
-        let (device, software) = (&self.device, self.caps.software);
+        let (device, config, caps) = (&self.device, &self.config, &self.caps);
         self.path
-            .get_or_insert_with(|| PathTracer::new(device, software))
+            .get_or_insert_with(|| config.path_tracer(device, caps))
             .knobs()
     }
 
