@@ -123,8 +123,7 @@ fn window_legend_shows_the_transfer_functions_colours_and_u_hides_all_but_it() {
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     let script = format!(
         "key Space; scrub 3; wait-shown 3; wait 500ms; screenshot {a}; dump-state {sa}; key U; \
-         wait-frames 1; wait 300ms; screenshot {b}; dump-state {sb}; key U; wait-frames 1; \
-         wait 300ms; dump-state {sc}; quit",
+         wait 500ms; screenshot {b}; dump-state {sb}; key U; wait 500ms; dump-state {sc}; quit",
         a = p("a.png"),
         sa = p("a.json"),
         b = p("b.png"),

@@ -112,6 +112,8 @@ pub(super) fn show(
         .pivot(Align2::LEFT_BOTTOM)
         .fixed_pos(room.left_bottom())
         .constrain_to(room)
+        // Drawn at full strength from its first frame: a fading bar is not the table's colour.
+        .fade_in(false)
         .show(ctx, |ui| {
             ui.set_max_width(room.width());
             panel.show(ui, |ui| {
