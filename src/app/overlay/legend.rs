@@ -139,7 +139,7 @@ pub(super) fn show(
     resp
 }
 
-/// One attribute's key: title, colour and opacity strips, range and look.
+/// One attribute's key: title, colour and opacity strips, the range's ends, the look.
 fn key(ui: &mut egui::Ui, e: &LegendEntry, look: &str) -> LegendBar {
     ui.spacing_mut().item_spacing = vec2(0.0, 2.0);
     let title = match &e.units {
@@ -156,6 +156,7 @@ fn key(ui: &mut egui::Ui, e: &LegendEntry, look: &str) -> LegendBar {
     let (colour_rect, _) = ui.allocate_exact_size(vec2(BAR_W, COLOUR_H), egui::Sense::hover());
     let (opacity_rect, _) = ui.allocate_exact_size(vec2(BAR_W, OPACITY_H), egui::Sense::hover());
     let (text_rect, _) = ui.allocate_exact_size(vec2(BAR_W, SMALL_PX + 3.0), egui::Sense::hover());
+    let (look_rect, _) = ui.allocate_exact_size(vec2(BAR_W, SMALL_PX + 3.0), egui::Sense::hover());
     let ppp = ui.ctx().pixels_per_point();
     let [x0, _, x1, _] = pixel_box(colour_rect, ppp);
     let strip = strip_colours(&e.table, x1.saturating_sub(x0));
@@ -181,13 +182,13 @@ fn key(ui: &mut egui::Ui, e: &LegendEntry, look: &str) -> LegendBar {
         grey,
     );
     p.text(
-        text_rect.center_top(),
-        Align2::CENTER_TOP,
-        look,
+        text_rect.right_top(),
+        Align2::RIGHT_TOP,
+        hi,
         font.clone(),
         grey,
     );
-    p.text(text_rect.right_top(), Align2::RIGHT_TOP, hi, font, grey);
+    p.text(look_rect.left_top(), Align2::LEFT_TOP, look, font, grey);
     LegendBar {
         name: e.name.clone(),
         units: e.units.clone(),
