@@ -361,3 +361,27 @@ fn without_ffmpeg_recording_says_so_and_the_window_goes_on() {
     assert!(s["message"].as_str().unwrap().contains("no ffmpeg"), "{s}");
     assert!(s["recording"]["active"].is_null() && s["recording"]["last"].is_null());
 }
+
+/// `--record-dir` names a folder that exists, and drives the window only.
+#[test]
+fn record_dir_must_exist_and_needs_the_window() {
+    let ds = dataset();
+    let run = |extra: &[&str]| {
+        let o = Command::new(bin())
+            .args(["play", ds.to_str().unwrap()])
+            .args(extra)
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{extra:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let said = run(&["--record-dir", "/nonexistent/movies"]);
+    assert!(
+        said.contains("--record-dir /nonexistent/movies: no such folder"),
+        "{said}"
+    );
+    let said = run(&["--headless", "--record-dir", "."]);
+    assert!(said.contains("--record-dir drives the window"), "{said}");
+}
