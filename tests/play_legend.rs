@@ -385,3 +385,51 @@ fn record_dir_must_exist_and_needs_the_window() {
     let said = run(&["--headless", "--record-dir", "."]);
     assert!(said.contains("--record-dir drives the window"), "{said}");
 }
+
+/// In large print (egui at 1.33 pixels per point here) each bar's pixel column is still one
+/// flat colour, the table's at the column's value.
+#[test]
+fn legend_bars_hold_in_large_print() {
+    if gpu().is_none() {
+        return;
+    }
+    let Some(disp) = own_xvfb(1280, 1024) else {
+        skip("no Xvfb");
+        return;
+    };
+    let ds = dataset();
+    let dir = fresh_dir("legend-large");
+    let (shot, state) = (dir.join("shot.png"), dir.join("s.json"));
+    let script = format!(
+        "key Space; wait 1s; screenshot {}; dump-state {}; quit",
+        shot.display(),
+        state.display()
+    );
+    let args = [
+        "--window-size",
+        "1280x1024",
+        "--large-print",
+        "--render-scale",
+        "0.05",
+    ];
+    if play_window(&disp, &args, &script, &[]).is_none() {
+        return;
+    }
+    let scene = supercell::scene::Scene::load(&ds).unwrap();
+    let ls = scene.open(1.25, None).unwrap();
+    let names: Vec<String> = (ls.dataset.manifest().attributes.iter())
+        .map(|a| a.name.clone())
+        .collect();
+    let s = read_json(&state);
+    let legend: supercell::app::overlay::LegendShown =
+        serde_json::from_value(s["legend"].clone()).unwrap();
+    let (w, _, rgb) = read_png(&shot);
+    assert!(!legend.bars.is_empty(), "{s}");
+    for bar in &legend.bars {
+        // 160 points at 1.33 pixels a point.
+        let width = bar.colour_px[2] - bar.colour_px[0];
+        assert!((205..=220).contains(&width), "{bar:?}");
+        let row = table_of(&ls.view, &ls.slots, &names, &bar.name);
+        check_bar(&rgb, w, bar, &row, "large print");
+    }
+}
