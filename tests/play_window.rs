@@ -152,9 +152,17 @@ fn window_overlay_toggle_scrub_and_screenshot() {
             }
         }
     }
-    // A box in the middle of the window, clear of the panels (stats top left, down to about
-    // 59 % with the refused toggle's message, plots top right, timeline bottom).
-    let free = (rw * 30 / 100, rh * 62 / 100, rw * 70 / 100, rh * 78 / 100);
+    // A box in the middle of the window, clear of the panels: below the figures (top left,
+    // with the refused toggle's message) and above the legend (over the timeline), as the
+    // panels were drawn (window pixels, 4 to a render pixel).
+    let panels = &s3["panels"];
+    let below_stats = (panels["stats"][3].as_f64().unwrap() / 4.0).ceil() as u32 + 1;
+    let above_legend = (panels["legend"][1].as_f64().unwrap() / 4.0).floor() as u32 - 1;
+    assert!(
+        above_legend >= below_stats + 10,
+        "little picture left between the panels: {panels}"
+    );
+    let free = (rw * 30 / 100, below_stats, rw * 70 / 100, above_legend);
     let d_free = mean_abs_diff_in(&small, &reference, rw, free);
     assert!(
         d_free < 10.0,

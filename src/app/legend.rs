@@ -83,6 +83,21 @@ pub fn legend_colour(table: &[[f32; 4]], u: f32) -> [u8; 4] {
     ]
 }
 
+/// The 8-bit sRGB colour the opacity strip shows for normalized value `u`: the table's
+/// colour laid by its opacity over a checkerboard square (`light` or dark grey), so that
+/// transparent values show the checkerboard and opaque ones their colour.
+pub fn opacity_colour(table: &[[f32; 4]], u: f32, light: bool) -> [u8; 3] {
+    let lin = sample_table(table, u.clamp(0.0, 1.0));
+    let alpha = lin[3].clamp(0.0, 1.0);
+    let under = if light { 0.6 } else { 0.25 };
+    let mix = |ch: usize| {
+        to_u8(srgb_encode(
+            lin[ch].clamp(0.0, 1.0) * alpha + under * (1.0 - alpha),
+        ))
+    };
+    [mix(0), mix(1), mix(2)]
+}
+
 fn to_u8(x: f32) -> u8 {
     (x.clamp(0.0, 1.0) * 255.0).round() as u8
 }
@@ -150,12 +165,10 @@ impl Annotation {
         frame: usize,
     ) -> Annotation {
         let tables = view.tf_table();
-        let entries = view
-            .attributes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, a)| {
-                let a = a.as_ref().filter(|a| a.enabled)?;
+        let entries = shown_slots(view, slots, manifest)
+            .into_iter()
+            .filter_map(|i| {
+                let a = view.attributes.get(i)?.as_ref()?;
                 let attr = manifest.attributes.get((*slots.get(i)?)?)?;
                 let table = tables.get(i * TF_SIZE..(i + 1) * TF_SIZE)?.to_vec();
                 Some(LegendEntry {
@@ -171,6 +184,22 @@ impl Annotation {
             time_label: time_label(manifest, frame),
         }
     }
+}
+
+/// The view slots a legend keys, in slot order: those enabled that show a dataset attribute
+/// (`slots[i]`: the manifest attribute slot `i` shows). [`Annotation::for_view`]'s entries
+/// are these slots', one for one.
+pub fn shown_slots(view: &View, slots: &[Option<usize>], manifest: &Manifest) -> Vec<usize> {
+    (0..view.attributes.len().min(crate::render::MAX_ATTRIBUTES))
+        .filter(|&i| {
+            view.attributes[i].as_ref().is_some_and(|a| a.enabled)
+                && slots
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|a| a < manifest.attributes.len())
+        })
+        .collect()
 }
 
 /// Sizes of the legend's parts for an image, in pixels.
@@ -263,18 +292,10 @@ fn draw_entry(
         for py in bar.colour_rows.clone() {
             c.put(px, py, [colour[0], colour[1], colour[2]]);
         }
-        let lin = sample_table(&e.table, bar.u_of_column(px));
-        let alpha = lin[3].clamp(0.0, 1.0);
         for py in bar.opacity_rows.clone() {
             let light =
                 ((px - bar.x) / check + (py - bar.opacity_rows.start) / check).is_multiple_of(2);
-            let under = if light { 0.6 } else { 0.25 };
-            let mix = |ch: usize| {
-                to_u8(srgb_encode(
-                    lin[ch].clamp(0.0, 1.0) * alpha + under * (1.0 - alpha),
-                ))
-            };
-            c.put(px, py, [mix(0), mix(1), mix(2)]);
+            c.put(px, py, opacity_colour(&e.table, bar.u_of_column(px), light));
         }
     }
     let lo = format_value(f64::from(e.range[0]));

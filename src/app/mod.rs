@@ -15,6 +15,7 @@ pub mod gpus;
 pub mod headless;
 pub mod hostring;
 pub mod legend;
+pub mod movie;
 pub mod offscreen;
 pub mod overlay;
 mod path;

@@ -193,10 +193,23 @@ pub(super) fn write_png(
     device: &wgpu::Device,
     buf: &wgpu::Buffer,
     bpr: u32,
-    (w, h): (u32, u32),
+    size: (u32, u32),
     format: wgpu::TextureFormat,
     path: &Path,
 ) -> Result<(), String> {
+    let img = read_picture(device, buf, bpr, size, format)?;
+    img.write_png(path).map_err(|e| e.to_string())
+}
+
+/// Reads back a picture copied by [`copy_to_buffer`] (RGBA or BGRA, 8 bits per channel) as
+/// an opaque 8-bit image.
+pub(super) fn read_picture(
+    device: &wgpu::Device,
+    buf: &wgpu::Buffer,
+    bpr: u32,
+    (w, h): (u32, u32),
+    format: wgpu::TextureFormat,
+) -> Result<Image, String> {
     let data = crate::device::map_read(device, buf, 0..buf.size(), None, None)
         .map_err(|e| e.to_string())?;
     let bgra = matches!(
@@ -215,5 +228,5 @@ pub(super) fn write_png(
             }
         }
     }
-    img.write_png(path).map_err(|e| e.to_string())
+    Ok(img)
 }

@@ -6,7 +6,8 @@
 //! - `wait 2s` / `wait 250ms` — let the player run;
 //! - `wait-frames N` — until N more frames have been shown;
 //! - `wait-shown N` — until frame N is on screen (scrubs and steps land exactly);
-//! - `key NAME` — a key press: `Space`, `Left`, `Right`, `Home`, `End`, `Escape`, or a letter;
+//! - `key NAME` — a key press: `Space`, `Left`, `Right`, `Home`, `End`, `Escape`, or a letter
+//!   (`R` is Shift+R, recording; `r` reverses);
 //! - `scrub N` — jump to frame N (as releasing the slider there does);
 //! - `drag N` / `release N` — the timeline slider dragged to N (nearby frames show as they
 //!   arrive) and released at N (the exact frame follows);
@@ -14,6 +15,7 @@
 //! - `screenshot FILE` — the composed window (image and overlay) as PNG;
 //! - `render FILE` — the renderer's image alone as PNG;
 //! - `dump-state FILE` — the overlay's state as JSON;
+//! - `record FILE.mp4` / `record stop` — record the window to a movie, as Shift+R does;
 //! - `quit`.
 
 use std::path::PathBuf;
@@ -64,11 +66,19 @@ pub enum Action {
     TogglePathTracing,
     /// N: the path tracer's denoiser on/off (the picture shows the raw mean when off).
     ToggleDenoise,
+    /// U: the clean view (every panel hidden but the legend) on/off.
+    ToggleClean,
+    /// Shift+R: record the window to a movie, or stop and finish it.
+    ToggleRecord,
 }
 
 /// The action of a key by name (winit's logical key names or single characters), if any.
 pub fn key_action(name: &str) -> Option<Action> {
     let n = name.trim();
+    if n == "R" {
+        // Shifted: winit names the key by the character it types.
+        return Some(Action::ToggleRecord);
+    }
     Some(match n.to_ascii_lowercase().as_str() {
         "space" | " " => Action::TogglePlay,
         "left" | "arrowleft" => Action::Step(Direction::Reverse),
@@ -88,6 +98,7 @@ pub fn key_action(name: &str) -> Option<Action> {
         "t" => Action::NextPreset,
         "m" => Action::TogglePathTracing,
         "n" => Action::ToggleDenoise,
+        "u" => Action::ToggleClean,
         "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" => {
             Action::ToggleAttribute(n.parse::<usize>().ok()? - 1)
         }
@@ -126,6 +137,8 @@ pub enum Command {
     Render(PathBuf),
     /// Save the overlay state as JSON.
     DumpState(PathBuf),
+    /// Record the window to this movie; `None`: stop and finish it.
+    Record(Option<PathBuf>),
     /// Quit.
     Quit,
 }
@@ -188,6 +201,10 @@ pub fn parse(text_or_path: &str) -> Result<Vec<Command>, String> {
             "screenshot" => Command::Screenshot(need("a file")?.into()),
             "render" => Command::Render(need("a file")?.into()),
             "dump-state" => Command::DumpState(need("a file")?.into()),
+            "record" => Command::Record(match need("a file.mp4 or stop")? {
+                "stop" => None,
+                file => Some(file.into()),
+            }),
             "quit" | "exit" => Command::Quit,
             other => return Err(err(format!("unknown command {other:?}"))),
         });
@@ -217,6 +234,15 @@ mod tests {
         assert!(parse("wait forever").is_err());
         assert!(parse("scrub -1").is_err());
         assert!(parse("bogus").is_err());
+        // Shift+R records; a lowercase r still reverses.
+        assert_eq!(key_action("R"), Some(Action::ToggleRecord));
+        assert_eq!(key_action("r"), Some(Action::Reverse));
+        assert_eq!(key_action("u"), Some(Action::ToggleClean));
+        assert_eq!(
+            parse("record a.mp4; record stop").unwrap(),
+            vec![Command::Record(Some("a.mp4".into())), Command::Record(None)]
+        );
+        assert!(parse("record").is_err());
         assert_eq!(parse_duration("20s").unwrap(), Duration::from_secs(20));
         assert!(parse_duration("nan").is_err());
     }

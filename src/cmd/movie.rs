@@ -1,252 +1,39 @@
 //! `render --movie OUT.mp4`: the rendered frames encoded as a video by the system's
-//! `ffmpeg` (H.264 through libx264 where that ffmpeg has it, else MPEG-4 Part 2), fed raw
-//! RGBA frames on a pipe as they render.
+//! `ffmpeg` through the library's encoder ([`supercell::app::movie`], which the window's
+//! recorder uses too), fed raw RGBA frames on a pipe as they render.
 //!
-//! The video is written under a temporary name beside `OUT` and renamed when ffmpeg has
-//! finished it, so an interrupted or failed run leaves no half-written movie at `OUT`.
 //! Without ffmpeg, `--movie` is refused before anything renders, naming the PNG sequence
 //! (`--out`) as the way to get the frames.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::Path;
 
-use anyhow::{Context, bail};
-use supercell::render::Image;
+use anyhow::bail;
+use supercell::app::movie::{Encoder, Movie, MovieError};
 use supercell::scene::LoadedScene;
 
-/// The ffmpeg found for a movie and the codec it will use.
-#[derive(Clone, Debug)]
-pub struct Encoder {
-    /// The ffmpeg executable.
-    pub ffmpeg: PathBuf,
-    /// `libx264` or `mpeg4`.
-    pub codec: &'static str,
-}
-
-impl Encoder {
-    /// Finds ffmpeg (`named`, else on PATH) and the codec it offers; an error naming what
-    /// to install where there is none.
-    pub fn find(named: Option<&Path>) -> anyhow::Result<Encoder> {
-        let ffmpeg = named
-            .map(Path::to_path_buf)
-            .or_else(|| find_on_path("ffmpeg"))
-            .context(
-                "--movie encodes with the system's ffmpeg, and none is on PATH (install it, e.g. \
-                 `apt install ffmpeg`, or name it with --ffmpeg PATH); --out alone writes the \
-                 frames as a PNG sequence",
-            )?;
-        let out = Command::new(&ffmpeg)
-            .args(["-hide_banner", "-encoders"])
-            .output()
-            .with_context(|| format!("cannot run {}", ffmpeg.display()))?;
-        if !out.status.success() {
-            bail!("{} -encoders failed ({})", ffmpeg.display(), out.status);
-        }
-        let list = String::from_utf8_lossy(&out.stdout);
-        let codec = if list.contains(" libx264 ") {
-            "libx264"
-        } else if list.contains(" mpeg4 ") {
-            "mpeg4"
-        } else {
-            bail!(
-                "{} offers neither libx264 nor mpeg4 among its encoders",
-                ffmpeg.display()
-            );
-        };
-        Ok(Encoder { ffmpeg, codec })
+/// Finds ffmpeg (`named`, else on PATH) and the codec it offers; an error naming what to
+/// install where there is none.
+fn find_encoder(named: Option<&Path>) -> anyhow::Result<Encoder> {
+    match Encoder::find(named, std::env::var_os("PATH").as_deref()) {
+        Ok(e) => Ok(e),
+        Err(MovieError::NoFfmpeg) => bail!(
+            "--movie encodes with the system's ffmpeg, and none is on PATH (install it, e.g. \
+             `apt install ffmpeg`, or name it with --ffmpeg PATH); --out alone writes the \
+             frames as a PNG sequence"
+        ),
+        Err(e) => Err(e.into()),
     }
-
-    /// What encodes the movie, for the user: "ffmpeg 6.1.1 (/usr/bin/ffmpeg), H.264 (libx264)".
-    pub fn describe(&self) -> String {
-        let version = Command::new(&self.ffmpeg)
-            .arg("-version")
-            .output()
-            .ok()
-            .and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .next()
-                    .and_then(|l| l.split_whitespace().nth(2).map(str::to_string))
-            })
-            .unwrap_or_else(|| "(version unknown)".into());
-        let codec = match self.codec {
-            "libx264" => "H.264 (libx264)",
-            _ => "MPEG-4 Part 2 (mpeg4; this ffmpeg has no libx264)",
-        };
-        format!("ffmpeg {version} ({}), {codec}", self.ffmpeg.display())
-    }
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 /// Checks `--movie`'s path before anything renders: an `.mp4` name in a folder that exists.
 pub fn check_path(path: &Path) -> anyhow::Result<()> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    if ext.as_deref() != Some("mp4") {
-        bail!(
-            "--movie {}: the movie is written as MP4; name it NAME.mp4 (the PNG frames go to --out)",
+    match supercell::app::movie::check_path(path) {
+        Ok(()) => Ok(()),
+        Err(MovieError::Path { path, why }) if why.contains("MP4") => bail!(
+            "--movie {}: {why} (the PNG frames go to --out)",
             path.display()
-        );
-    }
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        bail!(
-            "--movie {}: no such folder {}",
-            path.display(),
-            dir.display()
-        );
-    }
-    Ok(())
-}
-
-/// A movie being written: ffmpeg reading raw frames from a pipe.
-pub struct Movie {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    partial: PathBuf,
-    path: PathBuf,
-    size: (u32, u32),
-    frames: u64,
-}
-
-impl Movie {
-    /// Starts ffmpeg for frames of `width`×`height` at `fps` frames per second into `path`
-    /// (through a temporary name beside it). Odd sizes are padded by a pixel (4:2:0 video
-    /// needs even ones).
-    pub fn start(
-        enc: &Encoder,
-        path: &Path,
-        (width, height): (u32, u32),
-        fps: f64,
-    ) -> anyhow::Result<Movie> {
-        check_path(path)?;
-        let name = path.file_name().context("--movie names no file")?;
-        let mut partial_name = std::ffi::OsString::from(".");
-        partial_name.push(name);
-        partial_name.push(".partial");
-        let partial = path.with_file_name(partial_name);
-        let mut cmd = Command::new(&enc.ffmpeg);
-        cmd.args(["-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo"])
-            .args(["-pix_fmt", "rgba", "-s", &format!("{width}x{height}")])
-            .args(["-framerate", &format!("{fps}"), "-i", "-"])
-            .args([
-                "-vf",
-                "pad=ceil(iw/2)*2:ceil(ih/2)*2",
-                "-pix_fmt",
-                "yuv420p",
-            ])
-            .args(["-c:v", enc.codec]);
-        if enc.codec == "libx264" {
-            cmd.args(["-crf", "18", "-preset", "medium"]);
-        } else {
-            cmd.args(["-q:v", "2"]);
-        }
-        cmd.args(["-movflags", "+faststart", "-f", "mp4"])
-            .arg(&partial)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        // main() restores SIGPIPE's default so that `| head` ends quietly; an encoder that
-        // quits must instead be an error carrying ffmpeg's own message, not a silent exit
-        // by signal (seen: exit 141 with no word). Writes to a closed pipe then fail EPIPE.
-        // SAFETY: changing one signal's disposition; no handler runs Rust code.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        }
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {}", enc.ffmpeg.display()))?;
-        let stdin = child.stdin.take();
-        Ok(Movie {
-            child,
-            stdin,
-            partial,
-            path: path.to_path_buf(),
-            size: (width, height),
-            frames: 0,
-        })
-    }
-
-    /// Appends one frame (its tone-mapped sRGB pixels).
-    pub fn push(&mut self, img: &Image) -> anyhow::Result<()> {
-        if (img.width, img.height) != self.size {
-            bail!(
-                "movie frame {}: {}x{} where the movie is {}x{}",
-                self.frames,
-                img.width,
-                img.height,
-                self.size.0,
-                self.size.1
-            );
-        }
-        let stdin = self.stdin.as_mut().context("the movie is finished")?;
-        if let Err(e) = stdin.write_all(&img.rgba8) {
-            // ffmpeg quit: its own message says why.
-            let why = self.stop();
-            bail!("ffmpeg stopped taking frames ({e}): {why}");
-        }
-        self.frames += 1;
-        Ok(())
-    }
-
-    /// Closes the pipe, waits for ffmpeg and moves the finished movie to its name.
-    pub fn finish(mut self) -> anyhow::Result<(PathBuf, u64)> {
-        drop(self.stdin.take());
-        let mut stderr = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-        }
-        let status = self.child.wait().context("waiting for ffmpeg")?;
-        if !status.success() || self.frames == 0 {
-            let _ = std::fs::remove_file(&self.partial);
-            bail!(
-                "ffmpeg failed to write {} ({status}, {} frames): {}",
-                self.path.display(),
-                self.frames,
-                stderr.trim()
-            );
-        }
-        std::fs::rename(&self.partial, &self.path).with_context(|| {
-            format!(
-                "moving {} to {}",
-                self.partial.display(),
-                self.path.display()
-            )
-        })?;
-        Ok((self.path.clone(), self.frames))
-    }
-
-    /// Stops ffmpeg after a failure, removes the partial file and returns what ffmpeg said.
-    fn stop(&mut self) -> String {
-        drop(self.stdin.take());
-        let mut stderr = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-        }
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.partial);
-        stderr.trim().to_string()
-    }
-}
-
-impl Drop for Movie {
-    /// A movie dropped unfinished (an error while rendering) leaves no file behind.
-    fn drop(&mut self) {
-        if self.stdin.is_some() {
-            let _ = self.child.kill();
-            self.stop();
-        }
+        ),
+        Err(e) => bail!("--movie {e}"),
     }
 }
 
@@ -289,7 +76,7 @@ pub fn prepare(req: &MovieRequest<'_>) -> anyhow::Result<Encoder> {
         bail!("--fps {fps}: must be between 0.1 and 240 frames per second");
     }
     check_path(req.path)?;
-    Encoder::find(req.ffmpeg)
+    find_encoder(req.ffmpeg)
 }
 
 /// Starts the encoder [`prepare`] found and says what encodes the movie and how the camera

@@ -87,6 +87,10 @@ pub struct PlayArgs {
     /// the overlay with both paths' figures), composed offscreen, to this PNG.
     #[arg(long, requires = "headless")]
     pub screenshot: Option<PathBuf>,
+    /// Window: the folder Shift+R's movies go to, each named by the time it starts
+    /// (`supercell-YYYYMMDD-HHMMSS.mp4`, UTC; default: the current folder).
+    #[arg(long)]
+    pub record_dir: Option<PathBuf>,
     /// Headless: timed jumps to random frames per path (scrub latency).
     #[arg(long, default_value_t = 12)]
     pub scrub_jumps: usize,
@@ -262,6 +266,7 @@ fn refuse_window_flags(args: &PlayArgs) -> anyhow::Result<()> {
         (args.exit_after.is_some(), "--exit-after"),
         (args.kiosk, "--kiosk"),
         (args.fullscreen, "--fullscreen"),
+        (args.record_dir.is_some(), "--record-dir"),
     ] {
         if given {
             bail!(
@@ -574,6 +579,9 @@ fn window_run(
              mode counts where --mode is not given)"
         );
     }
+    if let Some(d) = args.record_dir.as_deref().filter(|d| !d.is_dir()) {
+        bail!("--record-dir {}: no such folder", d.display());
+    }
     let opts = WindowOptions {
         scene: scene_file.clone(),
         player: cfg,
@@ -589,6 +597,11 @@ fn window_run(
         exit_after: args.exit_after,
         gpus,
         warn: |m| eprintln!("play: warning: {m}"),
+        record: window::RecordOptions {
+            dir: args.record_dir.clone(),
+            ffmpeg: std::env::var_os("PATH")
+                .and_then(|p| supercell::app::movie::find_in(&p, "ffmpeg")),
+        },
     };
     window::run(opts)?;
     Ok(())

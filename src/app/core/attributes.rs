@@ -155,6 +155,12 @@ impl Player {
         ))
     }
 
+    /// The dataset attribute (manifest index) each view slot shows, per slot: what a
+    /// legend keys ([`crate::app::legend::Annotation::for_view`]).
+    pub fn attribute_slots(&self) -> &[Option<usize>] {
+        &self.scene.slots
+    }
+
     /// Attribute names per view slot.
     pub fn attribute_names(&self) -> Vec<String> {
         let m = self.scene.dataset.manifest();

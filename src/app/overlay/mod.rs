@@ -27,7 +27,9 @@ pub use kiosk::{
     kiosk_layout_at, projected_bounds, zoom_for,
 };
 
+mod legend;
 mod looks;
+pub use legend::{LegendBar, LegendShown, RecordingStatus, strip_colours};
 pub use looks::{PRESETS, look_label, presets_for};
 
 /// Overlay state kept between frames.
@@ -71,6 +73,12 @@ pub struct UiState {
     /// Several GPUs (`--gpus`): their rows and the one timeline, shown in place of the
     /// player's own figures and frame numbers.
     pub gpus: Option<GpusOverlay>,
+    /// The clean view (U): every panel hidden but the legend.
+    pub clean: bool,
+    /// The legend as drawn in the last frame (empty where none was).
+    pub legend: LegendShown,
+    /// The window's recorder (Shift+R).
+    pub recording: RecordingStatus,
 }
 
 impl UiState {
@@ -97,6 +105,9 @@ impl UiState {
             plot_window_s: 30.0,
             layout: PanelLayout::default(),
             gpus: None,
+            clean: false,
+            legend: LegendShown::default(),
+            recording: RecordingStatus::default(),
         }
     }
 }
@@ -259,6 +270,12 @@ pub struct OverlayDump {
     pub first_overlap: Option<String>,
     /// Several GPUs (`--gpus`): per GPU and in total, and the presentation order.
     pub gpus: Option<GpusOverlay>,
+    /// Whether the clean view (U) is on.
+    pub clean_view: bool,
+    /// See [`UiState::legend`].
+    pub legend: LegendShown,
+    /// See [`UiState::recording`].
+    pub recording: RecordingStatus,
 }
 
 /// The state as data (see [`OverlayDump`]).
@@ -364,6 +381,9 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         overlap_frames: ui.layout.overlap_frames,
         first_overlap: ui.layout.first_overlap.clone(),
         gpus: None,
+        clean_view: ui.clean,
+        legend: ui.legend.clone(),
+        recording: ui.recording.clone(),
     }
 }
 
@@ -385,6 +405,8 @@ const HELP: &[(&str, &str)] = &[
     ("C", "reset camera"),
     ("drag / right-drag / wheel", "orbit / pan / zoom"),
     ("W A S X, + -", "orbit, zoom"),
+    ("U", "clean view: the legend alone"),
+    ("Shift+R", "record the window to a movie"),
     ("H", "this help"),
     ("Esc", "quit"),
 ];
@@ -548,7 +570,7 @@ pub fn draw(
     // size changed. What is recorded is what was painted.
     // Timeline and settings, bottom (not in kiosk mode: nobody touches a kiosk).
     let mut top = inner;
-    if !ui_state.kiosk {
+    if !ui_state.kiosk && !ui_state.clean {
         let resp = egui::Area::new(egui::Id::unique("supercell-timeline"))
             .anchor(Align2::CENTER_BOTTOM, vec2(0.0, -GAP))
             .constrain_to(inner)
@@ -563,6 +585,16 @@ pub fn draw(
         let r = occupied(ctx, &resp);
         drawn.push(("timeline", painted(ctx, resp.layer_id)));
         top.max.y = (r.top() - GAP).max(top.top());
+    }
+    // The legend above the timeline: the clean view's one panel (none in the kiosk's rooms).
+    ui_state.legend = LegendShown::default();
+    if ui_state.clean || !ui_state.kiosk {
+        let resp = legend::show(ctx, player, ui_state, top, panel);
+        drawn.push(("legend", painted(ctx, resp.layer_id)));
+        top.max.y = (occupied(ctx, &resp).top() - GAP).max(top.top());
+    }
+    if ui_state.clean {
+        return record_layout(ctx, ui_state, drawn);
     }
 
     if let Some((stats_room, _)) = kiosk_rooms {
@@ -705,6 +737,16 @@ pub fn draw(
         ui_state.layout.help_size = Some(resp.rect.size());
     }
     ui_state.layout.help_alone = help_alone;
+    record_layout(ctx, ui_state, drawn);
+}
+
+/// Records the panels `drawn` in this frame (window pixels) and counts a frame in which two
+/// of them painted over each other.
+fn record_layout(
+    ctx: &egui::Context,
+    ui_state: &mut UiState,
+    drawn: Vec<(&'static str, egui::Rect)>,
+) {
     let ppp = ctx.pixels_per_point();
     ui_state.layout.rects = drawn
         .into_iter()
@@ -1060,116 +1102,4 @@ fn dataset_attribute_list(ui: &mut egui::Ui, player: &Player, out: &mut Vec<UiRe
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::app::stats::PathStats;
-    use proptest::prelude::*;
-
-    /// Random arrivals and renders on one path (gaps from sub-millisecond to tens of seconds,
-    /// switched away and back at times), and when the path last became active (its warm-up
-    /// began).
-    fn stats_from(events: &[(f64, u64, bool, bool)]) -> (PathStats, f64, f64) {
-        let mut s = PathStats::default();
-        s.set_active(true, 0.0);
-        let (mut t, mut warm_from) = (0.0, 0.0);
-        let mut active = true;
-        for &(gap, bytes, render, toggle) in events {
-            t += gap;
-            if toggle {
-                active = !active;
-                s.set_active(active, t);
-                if active {
-                    warm_from = t;
-                }
-            }
-            if render {
-                s.rendered(t, None);
-            } else {
-                s.arrived(t, bytes, 0.01);
-            }
-            s.sample(t, 1);
-        }
-        (s, t, warm_from)
-    }
-
-    fn events() -> impl Strategy<Value = Vec<(f64, u64, bool, bool)>> {
-        let gap = prop_oneof![0.0..0.01f64, 0.0..0.5f64, 0.0..30.0f64];
-        prop::collection::vec(
-            (
-                gap,
-                1u64..3_000_000_000,
-                any::<bool>(),
-                prop::bool::weighted(0.05),
-            ),
-            0..80,
-        )
-    }
-
-    /// The numbers of a rate line: `NAME  NOW now   AVG avg   PEAK peak`.
-    fn line_numbers(line: &str) -> (String, String, String) {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        let at = |word: &str| {
-            let i = w.iter().position(|x| *x == word).expect(word);
-            w[i - 1].to_string()
-        };
-        (at("now"), at("avg"), at("peak"))
-    }
-
-    proptest! {
-        /// For the same path at the same moment, the overlay's lines and its table say the
-        /// same rendered frames/s (and delivered frames/s and GB/s), and no peak reads below
-        /// a **now** taken after the warm-up (certain once the longest window has passed).
-        #[test]
-        fn lines_and_table_agree(direct in events(), host in events(), later in 0.0..5.0f64,
-                                 host_active in any::<bool>()) {
-            let (d, td, wd) = stats_from(&direct);
-            let (h, th, wh) = stats_from(&host);
-            let now = td.max(th) + later;
-            let (fd, fh) = (d.figures(now), h.figures(now));
-            let table = figure_table(&fd, &fh, true);
-            // Columns: name, direct avg, direct peak, host avg, host peak.
-            let (active, col, warm_from) = if host_active { (&fh, 3, wh) } else { (&fd, 1, wd) };
-            let lines = rate_lines(active);
-            for (line, name) in lines.iter().zip(["frames/s rendered", "frames/s delivered", "GB/s"]) {
-                prop_assert!(line.starts_with(name), "{line}");
-                let (n, avg, peak) = line_numbers(line);
-                let cell = |reading: &str| {
-                    let row = table
-                        .iter()
-                        .find(|r| r[0] == name)
-                        .unwrap_or_else(|| panic!("no {name} row in {table:?}"));
-                    prop_assert_eq!(&table[0][col + usize::from(reading == "peak")],
-                        &format!("{} {reading}", if host_active { "host" } else { "direct" }));
-                    Ok(row[col + usize::from(reading == "peak")].clone())
-                };
-                prop_assert_eq!(&avg, &cell("avg")?, "{} vs {:?}", line, table);
-                prop_assert_eq!(&peak, &cell("peak")?, "{} vs {:?}", line, table);
-                let num = |s: &str| s.parse::<f64>().unwrap();
-                prop_assert!(num(&avg) >= 0.0 && num(&n) >= 0.0, "{}", line);
-                prop_assert!(peak == NO_PEAK || num(&peak) >= 0.0, "{}", line);
-                if now - warm_from >= crate::pipeline::rate::MAX_WINDOW_S {
-                    prop_assert!(num(&peak) >= num(&n), "{}", line);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn small_rates_keep_two_significant_digits() {
-        assert_eq!(rate_text(0.0), "0.00");
-        assert_eq!(rate_text(0.0017), "0.0017");
-        assert_eq!(rate_text(0.05), "0.050");
-        assert_eq!(rate_text(0.5), "0.50");
-        assert_eq!(rate_text(23.456), "23.5");
-        assert_eq!(rate_text(123.4), "123");
-        assert_eq!(rate_text(f64::NAN), "0.00");
-    }
-
-    #[test]
-    fn plot_axes_start_at_zero_and_fit_the_data() {
-        assert_eq!(plot_top([f64::NAN, f64::NAN].into_iter()), 1.0);
-        assert_eq!(plot_top(std::iter::empty()), 1.0);
-        let top = plot_top([0.001, f64::NAN, 0.002].into_iter());
-        assert!(top > 0.002 && top < 0.003, "{top}");
-    }
-}
+mod tests;

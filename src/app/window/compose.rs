@@ -1,5 +1,5 @@
 //! Composition: the renderer's image and the egui overlay into the swapchain, and a
-//! screenshot of both when asked.
+//! screenshot of both when asked or a recording runs.
 
 use std::path::PathBuf;
 
@@ -7,7 +7,8 @@ use super::super::offscreen::{self, egui_pass};
 use super::super::overlay::{self, UiRequest, UiState};
 use super::{Gfx, Play, WindowError};
 
-/// Composes the image and the overlay into the swapchain (and a screenshot when asked).
+/// Composes the image and the overlay into the swapchain (and a screenshot when asked, and
+/// the recording's next picture while one runs).
 pub(super) fn compose(
     g: &mut Gfx,
     ui: &mut UiState,
@@ -66,7 +67,8 @@ pub(super) fn compose(
         .update_buffers(&device, &queue, &mut enc, &jobs, &sd);
     let target = frame.texture.create_view(&Default::default());
     egui_pass(&g.egui_renderer, &mut enc, &target, &jobs, &sd);
-    let shot = screenshot.map(|path| {
+    let recording = g.recorder.active();
+    let shot = (screenshot.is_some() || recording).then(|| {
         let (w, h) = (g.config.width, g.config.height);
         let tex = device.create_texture(&wgpu::TextureDescriptor {
             label: Some("supercell screenshot"),
@@ -90,7 +92,7 @@ pub(super) fn compose(
             &sd,
         );
         let (buf, bpr) = offscreen::copy_to_buffer(&device, &mut enc, &tex);
-        (path, buf, bpr, w, h)
+        (buf, bpr, w, h)
     });
     cmds.push(enc.finish());
     queue.submit(cmds);
@@ -99,9 +101,17 @@ pub(super) fn compose(
     for id in &free {
         g.egui_renderer.free_texture(id);
     }
-    if let Some((path, buf, bpr, w, h)) = shot {
-        offscreen::write_png(&device, &buf, bpr, (w, h), g.config.format, &path)
+    if let Some((buf, bpr, w, h)) = shot {
+        let picture = offscreen::read_picture(&device, &buf, bpr, (w, h), g.config.format)
             .map_err(|e| WindowError::Other(format!("screenshot: {e}")))?;
+        if let Some(path) = screenshot {
+            picture
+                .write_png(&path)
+                .map_err(|e| WindowError::Other(format!("screenshot: {e}")))?;
+        }
+        if recording && let Some(said) = g.recorder.push(&picture, ui) {
+            ui.message = Some((said, std::time::Instant::now()));
+        }
     }
     Ok(())
 }

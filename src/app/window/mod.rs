@@ -32,7 +32,9 @@ use crate::pipeline::{Direction, PlayMode};
 use crate::render::TransferFunction;
 
 mod compose;
+mod record;
 use compose::compose;
+pub use record::RecordOptions;
 
 /// What the window does.
 #[derive(Clone, Debug)]
@@ -68,6 +70,8 @@ pub struct WindowOptions {
     /// Tells the operator something that needs no answer (the binary prints it on stderr):
     /// a fullscreen the window manager did not honour.
     pub warn: fn(&str),
+    /// Where Shift+R's movies go and which ffmpeg writes them.
+    pub record: RecordOptions,
 }
 
 /// What plays: one GPU's player, or several GPUs' on one timeline.
@@ -161,6 +165,8 @@ struct Gfx {
     /// Display texture (sRGB view of the renderer's image), its egui id and size.
     display: Option<(wgpu::Texture, egui::TextureId, (u32, u32))>,
     image_fresh: bool,
+    /// Shift+R's movie.
+    recorder: record::Recorder,
 }
 
 /// Script progress: what the current command waits for.
@@ -232,6 +238,9 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             plot_window_s: opts.plot_window_s,
             layout: Default::default(),
             gpus: None,
+            clean: false,
+            legend: Default::default(),
+            recording: Default::default(),
         },
         script: opts.script.iter().cloned().collect(),
         opts,
@@ -257,6 +266,9 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         .run_app(&mut app)
         .map_err(|e| WindowError::Other(e.to_string()))?;
     if let Some(g) = app.gfx.as_mut() {
+        if g.recorder.active() {
+            (app.opts.warn)(&format!("at exit: {}", g.recorder.stop(&mut app.ui)));
+        }
         g.play.drain(Duration::from_secs(5));
     }
     match app.error {
@@ -460,6 +472,11 @@ impl App {
             egui_renderer,
             display: None,
             image_fresh: false,
+            // Movies at the composition rate's cap (20 a second on a software adapter).
+            recorder: record::Recorder::new(
+                self.opts.record.clone(),
+                1.0 / self.compose_every.as_secs_f64().max(1.0 / 30.0),
+            ),
         });
         Ok(())
     }
@@ -606,7 +623,16 @@ impl App {
                 )),
                 Err(why) => self.message(format!("denoiser: {why}")),
             },
+            Action::ToggleClean => self.ui.clean = !self.ui.clean,
+            Action::ToggleRecord => self.record(None),
         }
+    }
+
+    /// Shift+R (`None`) or the script's `record`: see [`record::Recorder::apply`].
+    fn record(&mut self, what: Option<Option<PathBuf>>) {
+        let Some(g) = self.gfx.as_mut() else { return };
+        let said = (g.recorder).apply(what, (g.config.width, g.config.height), &mut self.ui);
+        self.message(said);
     }
 
     fn apply_request(&mut self, r: UiRequest, event_loop: &ActiveEventLoop) {
@@ -785,6 +811,7 @@ impl App {
                         return;
                     }
                 }
+                Command::Record(path) => self.record(Some(path)),
                 Command::Quit => {
                     event_loop.exit();
                     return;
