@@ -1182,5 +1182,6 @@ fn bind_frame(
 
 mod attributes;
 mod progress;
+mod sampling;
 
 use progress::PathProgress;

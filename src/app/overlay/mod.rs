@@ -30,6 +30,9 @@ pub use kiosk::{
 mod looks;
 pub use looks::{PRESETS, look_label, presets_for};
 
+pub mod analysis;
+use analysis::{AnalysisDump, AnalysisUi};
+
 /// Overlay state kept between frames.
 #[derive(Clone, Debug)]
 pub struct UiState {
@@ -71,6 +74,8 @@ pub struct UiState {
     /// Several GPUs (`--gpus`): their rows and the one timeline, shown in place of the
     /// player's own figures and frame numbers.
     pub gpus: Option<GpusOverlay>,
+    /// Slices, the probe and the line plot.
+    pub analysis: AnalysisUi,
 }
 
 impl UiState {
@@ -97,6 +102,7 @@ impl UiState {
             plot_window_s: 30.0,
             layout: PanelLayout::default(),
             gpus: None,
+            analysis: AnalysisUi::default(),
         }
     }
 }
@@ -259,6 +265,8 @@ pub struct OverlayDump {
     pub first_overlap: Option<String>,
     /// Several GPUs (`--gpus`): per GPU and in total, and the presentation order.
     pub gpus: Option<GpusOverlay>,
+    /// Slices, the probe and the line plot.
+    pub analysis: AnalysisDump,
 }
 
 /// The state as data (see [`OverlayDump`]).
@@ -364,6 +372,7 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         overlap_frames: ui.layout.overlap_frames,
         first_overlap: ui.layout.first_overlap.clone(),
         gpus: None,
+        analysis: ui.analysis.dump(),
     }
 }
 
@@ -385,6 +394,9 @@ const HELP: &[(&str, &str)] = &[
     ("C", "reset camera"),
     ("drag / right-drag / wheel", "orbit / pan / zoom"),
     ("W A S X, + -", "orbit, zoom"),
+    ("Z, [ ] { }", "slice x / y / z / off; move 1 / 10 voxels"),
+    ("J, K", "slice's attribute; its 2-D panel"),
+    ("I, Ctrl+click, Y", "probe; line plot's ends; clear it"),
     ("H", "this help"),
     ("Esc", "quit"),
 ];
@@ -509,6 +521,7 @@ pub fn draw(
             Color32::WHITE,
         );
     }
+    ui_state.analysis.draw(ctx, player, screen);
     let panel = egui::Frame::new()
         .fill(Color32::from_black_alpha(150))
         .inner_margin(PAD)
