@@ -215,10 +215,11 @@ fn window_slice_probe_and_line_by_script() {
         .expect("scene");
     let bbox = scene.view.world_bbox.map(|c| c.map(f64::from));
     let zmid = 0.5 * (bbox[0][2] + bbox[1][2]);
+    let zlow = bbox[0][2] + 0.1 * (bbox[1][2] - bbox[0][2]);
     let script = format!(
         "key Space; scrub 2; wait-shown 2; slice z {zmid}; probe 200 150; key k; key i; \
          line {x0},{y0},{zmid} {x1},{y1},{zmid}; wait 300ms; screenshot {shot}; \
-         dump-state {s1}; key ]; key }}; key z; dump-state {s2}; quit",
+         dump-state {s1}; slice z {zlow}; key ]; key }}; wait 300ms; dump-state {s2}; key z; dump-state {s3}; quit",
         x0 = bbox[0][0],
         y0 = bbox[0][1],
         x1 = bbox[1][0],
@@ -226,6 +227,7 @@ fn window_slice_probe_and_line_by_script() {
         shot = p("shot.png"),
         s1 = p("s1.json"),
         s2 = p("s2.json"),
+        s3 = p("s3.json"),
     );
     let out = std::process::Command::new(bin())
         .args(["play", ds.to_str().unwrap()])
@@ -269,7 +271,21 @@ fn window_slice_probe_and_line_by_script() {
         analysis::LINE_SAMPLES
     );
     assert!(dir.join("shot.png").is_file());
-    // ] moves the slice up a voxel, } ten more; z then cycles z → none.
+    // ] moves the slice up a voxel, } ten more (the image follows on the next frame); z then cycles
+    // z → none.
     let s2 = read("s2.json");
-    assert!(s2["analysis"]["slice"].is_null(), "{}", s2["analysis"]);
+    let moved = zlow + 11.0 * f64::from(scene.view.voxel_size);
+    let at = s2["analysis"]["slice"]["at"].as_f64().unwrap();
+    assert!((at - moved).abs() < 1e-6, "{at} against {moved}");
+    assert_eq!(
+        s2["analysis"]["slice_image"]["slice"]["at"].as_f64(),
+        Some(at)
+    );
+    let s3 = read("s3.json");
+    assert!(s3["analysis"]["slice"].is_null(), "{}", s3["analysis"]);
+    assert!(
+        s3["analysis"]["slice_image"].is_null(),
+        "{}",
+        s3["analysis"]
+    );
 }

@@ -94,6 +94,7 @@ impl AnalysisUi {
 
     /// A key.
     pub fn key(&mut self, k: AnalysisKey, player: &Player) {
+        self.note = None;
         let bbox = player.view().world_bbox;
         match k {
             AnalysisKey::CycleSliceAxis => {
@@ -142,6 +143,17 @@ impl AnalysisUi {
                 self.picks.clear();
                 self.line = None;
             }
+        }
+        self.forget_stale_image();
+    }
+
+    /// Drops the slice's image when there is no slice (at once, so that no stale image is
+    /// drawn or dumped).
+    fn forget_stale_image(&mut self) {
+        if self.slice.is_none() {
+            self.image = None;
+            self.texture.0 = None;
+            self.sliced = None;
         }
     }
 
@@ -207,9 +219,6 @@ impl AnalysisUi {
             self.image = Some(analysis::slice_image(player, &s).map_err(err)?);
             self.texture_stale = true;
         }
-        if self.slice.is_none() {
-            self.image = None;
-        }
         Ok(())
     }
 
@@ -246,6 +255,7 @@ impl AnalysisUi {
             }
             _ => return Ok(()),
         }
+        self.forget_stale_image();
         self.update_inner(player, window)
     }
 
@@ -408,7 +418,7 @@ fn slice_panel(ctx: &egui::Context, player: &Player, img: &SliceImage, tex: egui
     );
     egui::Window::new("slice")
         .id(egui::Id::unique("supercell-slice-panel"))
-        .default_pos(egui::pos2(ctx.content_rect().right() - 360.0, 40.0))
+        .default_pos(egui::pos2(ctx.content_rect().right() - 680.0, 40.0))
         .show(ctx, |ui| {
             ui.label(RichText::new(title).strong());
             let aspect = ((u1 - u0) / (v1 - v0).max(1e-9)) as f32;
@@ -434,7 +444,7 @@ fn slice_panel(ctx: &egui::Context, player: &Player, img: &SliceImage, tex: egui
 fn probe_panel(ctx: &egui::Context, st: &AnalysisUi) {
     egui::Window::new("probe")
         .id(egui::Id::unique("supercell-probe-panel"))
-        .default_pos(egui::pos2(ctx.content_rect().right() - 300.0, 420.0))
+        .default_pos(egui::pos2(ctx.content_rect().right() - 330.0, 40.0))
         .show(ctx, |ui| {
             if let Some(n) = &st.note {
                 ui.label(RichText::new(n).color(Color32::from_rgb(255, 190, 120)));
@@ -478,7 +488,10 @@ fn line_panel(ctx: &egui::Context, player: &Player, line: &LinePlot) {
     let (a, b) = (km(line.from), km(line.to));
     egui::Window::new("line")
         .id(egui::Id::unique("supercell-line-panel"))
-        .default_pos(egui::pos2(40.0, ctx.content_rect().bottom() - 320.0))
+        .default_pos(egui::pos2(
+            ctx.content_rect().right() - 420.0,
+            ctx.content_rect().bottom() - 380.0,
+        ))
         .show(ctx, |ui| {
             ui.label(
                 RichText::new(format!(
