@@ -7,12 +7,13 @@
 use egui::{Color32, RichText};
 use serde::Serialize;
 
-use crate::app::analysis::{
-    self, Axis, LinePlot, ProbeReading, SLICE_MAX_PIXELS, Slice, SliceImage,
-};
+use crate::app::analysis::{self, Axis, LinePlot, ProbeReading, Slice, SliceImage};
 use crate::app::core::Player;
 use crate::app::script::{AnalysisKey, Command};
 use crate::render::{TransferFunction, srgb_encode};
+
+/// Width of the analysis panel's plots, points.
+const SECTION_W: f32 = 300.0;
 
 /// An egui texture (egui's handle has no `Debug`).
 #[derive(Clone, Default)]
@@ -274,18 +275,38 @@ impl AnalysisUi {
                 )
             });
         }
-        if let (Some(img), Some(tex)) = (&self.image, &self.texture.0) {
-            draw_slice_in_view(ctx, player, img, tex.id(), screen);
-            if self.slice_panel {
-                slice_panel(ctx, player, img, tex.id());
-            }
+        let slice = (self.image.as_ref()).zip(self.texture.0.as_ref().map(|t| t.id()));
+        if let Some((img, tex)) = slice {
+            draw_slice_in_view(ctx, player, img, tex, screen);
         }
-        if self.probe_on || self.note.is_some() {
-            probe_panel(ctx, self);
+        let probe = self.probe_on || self.note.is_some();
+        let slice = slice.filter(|_| self.slice_panel);
+        if !probe && slice.is_none() && self.line.is_none() {
+            return;
         }
-        if let Some(line) = &self.line {
-            line_panel(ctx, player, line);
-        }
+        // One panel for the three, its sections one above the other: they never cover
+        // each other, and it moves as one.
+        let room = ctx.content_rect();
+        egui::Window::new("analysis")
+            .id(egui::Id::unique("supercell-analysis"))
+            .default_pos(egui::pos2(room.right() - SECTION_W - 40.0, 12.0))
+            .default_width(SECTION_W)
+            .max_height(room.height() - 24.0)
+            .show(ctx, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    if probe {
+                        probe_section(ui, self);
+                    }
+                    if let Some((img, tex)) = slice {
+                        ui.separator();
+                        slice_section(ui, player, img, tex);
+                    }
+                    if let Some(line) = &self.line {
+                        ui.separator();
+                        line_section(ui, player, line);
+                    }
+                });
+            });
     }
 }
 
@@ -396,7 +417,7 @@ fn attribute_label(player: &Player, a: usize) -> String {
 
 /// The slice as a 2-D image with km axes (a z slice is a map like a radar PPI; x and y
 /// slices are vertical sections like an RHI, z as height above the domain's bottom).
-fn slice_panel(ctx: &egui::Context, player: &Player, img: &SliceImage, tex: egui::TextureId) {
+fn slice_section(ui: &mut egui::Ui, player: &Player, img: &SliceImage, tex: egui::TextureId) {
     let s = img.slice;
     let bottom = f64::from(player.view().world_bbox[0][2]);
     let km = |axis: Axis, m: f64| {
@@ -416,103 +437,85 @@ fn slice_panel(ctx: &egui::Context, player: &Player, img: &SliceImage, tex: egui
         km(s.axis, s.at),
         attribute_label(player, s.attribute)
     );
-    egui::Window::new("slice")
-        .id(egui::Id::unique("supercell-slice-panel"))
-        .default_pos(egui::pos2(ctx.content_rect().right() - 680.0, 40.0))
-        .show(ctx, |ui| {
-            ui.label(RichText::new(title).strong());
-            let aspect = ((u1 - u0) / (v1 - v0).max(1e-9)) as f32;
-            let side = SLICE_MAX_PIXELS as f32 * 0.8;
-            egui_plot::Plot::new("supercell-slice-plot")
-                .width(side)
-                .height((side / aspect.max(0.05)).min(side))
-                .data_aspect(1.0)
-                .x_axis_label(format!("{} [km]", u.name()))
-                .y_axis_label(format!("{} [km]", v.name()))
-                .show(ui, |p| {
-                    p.image(egui_plot::PlotImage::new(
-                        "slice",
-                        tex,
-                        egui_plot::PlotPoint::new((u0 + u1) / 2.0, (v0 + v1) / 2.0),
-                        egui::vec2((u1 - u0) as f32, (v1 - v0) as f32),
-                    ));
-                });
+    ui.label(RichText::new(title).strong());
+    let aspect = ((u1 - u0) / (v1 - v0).max(1e-9)) as f32;
+    let side = SECTION_W;
+    egui_plot::Plot::new("supercell-slice-plot")
+        .width(side)
+        .height((side / aspect.max(0.05)).min(side))
+        .data_aspect(1.0)
+        .x_axis_label(format!("{} [km]", u.name()))
+        .y_axis_label(format!("{} [km]", v.name()))
+        .show(ui, |p| {
+            p.image(egui_plot::PlotImage::new(
+                "slice",
+                tex,
+                egui_plot::PlotPoint::new((u0 + u1) / 2.0, (v0 + v1) / 2.0),
+                egui::vec2((u1 - u0) as f32, (v1 - v0) as f32),
+            ));
         });
 }
 
 /// The probe's reading: where (km) and every attribute's value with its units.
-fn probe_panel(ctx: &egui::Context, st: &AnalysisUi) {
-    egui::Window::new("probe")
-        .id(egui::Id::unique("supercell-probe-panel"))
-        .default_pos(egui::pos2(ctx.content_rect().right() - 330.0, 40.0))
-        .show(ctx, |ui| {
-            if let Some(n) = &st.note {
-                ui.label(RichText::new(n).color(Color32::from_rgb(255, 190, 120)));
-            }
-            let Some(p) = &st.probe else {
-                ui.label(match st.slice {
-                    Some(_) => "the mouse's ray misses the slice plane",
-                    None => "the mouse's ray meets nothing opaque",
-                });
-                return;
-            };
-            ui.label(match p.found_by {
-                "slice" => "on the slice plane".to_string(),
-                _ => format!(
-                    "where the shown volume is {:.0} % opaque",
-                    analysis::PROBE_OPACITY * 100.0
-                ),
-            });
-            ui.label(format!(
-                "x {:.2} km, y {:.2} km, z {:.2} km above the bottom",
-                p.km[0], p.km[1], p.km[2]
-            ));
-            egui::Grid::new("supercell-probe-values").show(ui, |ui| {
-                for r in &p.values {
-                    ui.label(r.name.as_str());
-                    ui.label(
-                        r.value
-                            .map_or("—".into(), |v| crate::render::shown_value(v as f32)),
-                    );
-                    ui.label(r.units.as_deref().unwrap_or(""));
-                    ui.label(r.voxel.map_or(String::new(), |v| format!("voxel {v:?}")));
-                    ui.end_row();
-                }
-            });
+fn probe_section(ui: &mut egui::Ui, st: &AnalysisUi) {
+    if let Some(n) = &st.note {
+        ui.label(RichText::new(n).color(Color32::from_rgb(255, 190, 120)));
+    }
+    let Some(p) = &st.probe else {
+        ui.label(match st.slice {
+            Some(_) => "the mouse's ray misses the slice plane",
+            None => "the mouse's ray meets nothing opaque",
         });
+        return;
+    };
+    ui.label(match p.found_by {
+        "slice" => "on the slice plane".to_string(),
+        _ => format!(
+            "where the shown volume is {:.0} % opaque",
+            analysis::PROBE_OPACITY * 100.0
+        ),
+    });
+    ui.label(format!(
+        "x {:.2} km, y {:.2} km, z {:.2} km above the bottom",
+        p.km[0], p.km[1], p.km[2]
+    ));
+    egui::Grid::new("supercell-probe-values").show(ui, |ui| {
+        for r in &p.values {
+            ui.label(r.name.as_str());
+            ui.label(
+                r.value
+                    .map_or("—".into(), |v| crate::render::shown_value(v as f32)),
+            );
+            ui.label(r.units.as_deref().unwrap_or(""));
+            ui.label(r.voxel.map_or(String::new(), |v| format!("voxel {v:?}")));
+            ui.end_row();
+        }
+    });
 }
 
 /// The line plot: the attribute against distance along the line, km.
-fn line_panel(ctx: &egui::Context, player: &Player, line: &LinePlot) {
+fn line_section(ui: &mut egui::Ui, player: &Player, line: &LinePlot) {
     let km = |p: [f64; 3]| analysis::km_of(player, p).map(|c| format!("{c:.1}"));
     let (a, b) = (km(line.from), km(line.to));
-    egui::Window::new("line")
-        .id(egui::Id::unique("supercell-line-panel"))
-        .default_pos(egui::pos2(
-            ctx.content_rect().right() - 420.0,
-            ctx.content_rect().bottom() - 380.0,
+    ui.label(
+        RichText::new(format!(
+            "{} from ({}) to ({}) km",
+            attribute_label(player, line.attribute),
+            a.join(", "),
+            b.join(", ")
         ))
-        .show(ctx, |ui| {
-            ui.label(
-                RichText::new(format!(
-                    "{} from ({}) to ({}) km",
-                    attribute_label(player, line.attribute),
-                    a.join(", "),
-                    b.join(", ")
-                ))
-                .strong(),
-            );
-            let pts: Vec<[f64; 2]> = line
-                .points
-                .iter()
-                .filter_map(|&(d, v)| Some([d, v?]))
-                .collect();
-            egui_plot::Plot::new("supercell-line-plot")
-                .width(360.0)
-                .height(180.0)
-                .x_axis_label("distance [km]")
-                .show(ui, |p| {
-                    p.line(egui_plot::Line::new("value", pts));
-                });
+        .strong(),
+    );
+    let pts: Vec<[f64; 2]> = line
+        .points
+        .iter()
+        .filter_map(|&(d, v)| Some([d, v?]))
+        .collect();
+    egui_plot::Plot::new("supercell-line-plot")
+        .width(SECTION_W)
+        .height(SECTION_W / 2.0)
+        .x_axis_label("distance [km]")
+        .show(ui, |p| {
+            p.line(egui_plot::Line::new("value", pts));
         });
 }
