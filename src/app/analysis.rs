@@ -10,7 +10,7 @@ use glam::Vec3;
 use serde::Serialize;
 
 use super::core::{PlayError, Player};
-use crate::render::{Projection, TransferFunction};
+use crate::render::{Projection, TransferFunction, View};
 
 /// Accumulated opacity at which a probe without a slice plane stops along its ray.
 pub const PROBE_OPACITY: f32 = 0.5;
@@ -174,19 +174,29 @@ pub fn km_of(player: &Player, world: [f64; 3]) -> [f64; 3] {
 /// The ray through render-image point `pixel` (pixels from the top-left corner) of the view
 /// on screen, as the march casts it.
 pub fn pixel_ray(player: &Player, pixel: [f32; 2]) -> (Vec3, Vec3) {
-    let (w, h) = player.size();
-    player.view().gpu_params(w, h).pixel_ray(pixel[0], pixel[1])
+    ray_in(player.view(), player.size(), pixel)
+}
+
+/// The ray through `pixel` of `view` rendered at `size`.
+fn ray_in(view: &View, size: (u32, u32), pixel: [f32; 2]) -> (Vec3, Vec3) {
+    view.gpu_params(size.0, size.1)
+        .pixel_ray(pixel[0], pixel[1])
 }
 
 /// Where world point `p` appears in the render image (pixels from the top-left corner):
 /// the inverse of [`pixel_ray`]; `None` behind the eye.
 pub fn project(player: &Player, p: [f64; 3]) -> Option<[f32; 2]> {
-    let (w, h) = player.size();
-    let g = player.view().gpu_params(w, h);
+    project_in(player.view(), player.size(), p)
+}
+
+/// [`project`] into `view` rendered at `size`.
+fn project_in(view: &View, size: (u32, u32), p: [f64; 3]) -> Option<[f32; 2]> {
+    let (w, h) = size;
+    let g = view.gpu_params(w, h);
     let v3 = |a: [f32; 4]| Vec3::new(a[0], a[1], a[2]);
     let d = Vec3::new(p[0] as f32, p[1] as f32, p[2] as f32) - v3(g.cam_pos);
     let (mut sx, mut sy) = (d.dot(v3(g.cam_right)), d.dot(v3(g.cam_up)));
-    if player.view().camera.projection == Projection::Perspective {
+    if view.camera.projection == Projection::Perspective {
         let z = d.dot(v3(g.cam_fwd));
         if z <= 1e-6 * d.length().max(1.0) {
             return None;
@@ -389,4 +399,98 @@ pub fn line_plot(
             })
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::Camera;
+
+    fn view(projection: Projection) -> View {
+        let bbox = [[-5000.0, 2000.0, 0.0], [30000.0, 26000.0, 14000.0]];
+        let mut v = View::new(bbox, 500.0, Vec::new(), 4.0 / 3.0);
+        v.camera = Camera {
+            projection,
+            ..Camera::fit(bbox, 4.0 / 3.0)
+        };
+        v.camera.orbit(23.0, 11.0);
+        v
+    }
+
+    #[test]
+    fn projecting_a_point_of_a_pixels_ray_gives_that_pixel() {
+        for projection in [Projection::Perspective, Projection::Orthographic] {
+            let v = view(projection);
+            for px in [[0.5f32, 0.5], [40.25, 31.0], [63.5, 47.5], [12.0, 40.75]] {
+                let (o, d) = ray_in(&v, (64, 48), px);
+                for t in [2000.0f32, 30000.0, 60000.0] {
+                    let p = (o + t * d).to_array().map(f64::from);
+                    let back = project_in(&v, (64, 48), p).expect("in front");
+                    for k in 0..2 {
+                        assert!(
+                            (back[k] - px[k]).abs() < 1e-2,
+                            "{projection:?} {px:?} t {t}: {back:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // Behind a perspective eye: nowhere in the image.
+        let v = view(Projection::Perspective);
+        let (o, d) = ray_in(&v, (64, 48), [32.0, 24.0]);
+        let behind = (o - 100.0 * d).to_array().map(f64::from);
+        assert_eq!(project_in(&v, (64, 48), behind), None);
+    }
+
+    #[test]
+    fn a_ray_meets_a_slice_plane_inside_the_domain_only() {
+        let bbox = [[0.0, 0.0, 0.0], [10.0, 10.0, 5.0]];
+        let s = Slice {
+            axis: Axis::Z,
+            at: 2.0,
+            attribute: 0,
+        };
+        let down = Vec3::new(0.0, 0.0, -1.0);
+        assert_eq!(
+            plane_hit(Vec3::new(3.0, 4.0, 9.0), down, &s, bbox),
+            Some([3.0, 4.0, 2.0])
+        );
+        // Behind the origin, parallel to the plane, and outside the domain: no hit.
+        assert_eq!(plane_hit(Vec3::new(3.0, 4.0, 1.0), down, &s, bbox), None);
+        assert_eq!(plane_hit(Vec3::new(3.0, 4.0, 9.0), Vec3::X, &s, bbox), None);
+        assert_eq!(plane_hit(Vec3::new(11.0, 4.0, 9.0), down, &s, bbox), None);
+        // An x slice, met at a slant.
+        let x = Slice { axis: Axis::X, ..s };
+        let d = Vec3::new(1.0, 1.0, 0.0).normalize();
+        let p = plane_hit(Vec3::new(0.0, 1.0, 1.0), d, &x, bbox).unwrap();
+        assert_eq!(p[0], 2.0);
+        assert!(
+            (p[1] - 3.0).abs() < 1e-6 && (p[2] - 1.0).abs() < 1e-12,
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn a_slice_image_spans_the_domain_with_pixel_centres_inside() {
+        let img = SliceImage {
+            slice: Slice {
+                axis: Axis::Y,
+                at: 7.0,
+                attribute: 0,
+            },
+            width: 4,
+            height: 2,
+            axes: Axis::Y.plane_axes(),
+            ranges: [[0.0, 8.0], [100.0, 104.0]],
+            values: Vec::new(),
+        };
+        assert_eq!(img.axes, (Axis::X, Axis::Z));
+        // Pixel (0, 0) is the top-left: x low, z high.
+        assert_eq!(img.world_at(0.0, 0.0), [1.0, 7.0, 103.0]);
+        assert_eq!(img.world_at(3.0, 1.0), [7.0, 7.0, 101.0]);
+        // Its corners, half a pixel out.
+        assert_eq!(img.world_at(-0.5, -0.5), [0.0, 7.0, 104.0]);
+        assert_eq!(Axis::parse("Z"), Some(Axis::Z));
+        assert_eq!(Axis::parse("w"), None);
+    }
 }
