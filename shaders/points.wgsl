@@ -3,13 +3,15 @@
 // sample (probes, slices and line plots in the player). Group 0 is the march's; group 1
 // holds the points and the results.
 //
-// pts[i]: world position (metres) in xyz, w unused. res[2 · (i · ATTR_SLOTS + a)]: the
-// value at point i of slot a's grid in x, and in y 1 where there is one (0: no usable grid
-// in the slot, or the position's index lies beyond ±INDEX_REACH); res[.. + 1]: the
-// position's continuous index coordinate in that grid (xyz).
+// One buffer holds the points and the results (one storage binding beside the march's, as
+// many as the acceleration passes' dispatch arguments take: a frame of the most parts the
+// device binds leaves room for no more). io[0].x: the number of points n (u32 bits);
+// io[1 + i]: point i's world position (metres) in xyz, w unused; then from io[1 + n], per
+// point i and slot a, at io[1 + n + 2 · (i · ATTR_SLOTS + a)]: the value in x, and in y 1
+// where there is one (0: no usable grid in the slot, or the position's index lies beyond
+// ±INDEX_REACH); at the next one the position's continuous index coordinate in that grid.
 
-@group(1) @binding(0) var<storage, read> pts: array<vec4<f32>>;
-@group(1) @binding(1) var<storage, read_write> res: array<vec4<f32>>;
+@group(1) @binding(0) var<storage, read_write> io: array<vec4<f32>>;
 
 // Index coordinates a read may reach: far inside i32, so `floor` converts exactly.
 const INDEX_REACH: f32 = 1.0e9;
@@ -17,8 +19,9 @@ const INDEX_REACH: f32 = 1.0e9;
 @compute @workgroup_size(64)
 fn sample_points(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
-    if i >= arrayLength(&pts) { return; }
-    let w = pts[i].xyz;
+    let n = bitcast<u32>(io[0].x);
+    if i >= n || 1u + n + 2u * (i + 1u) * ATTR_SLOTS > arrayLength(&io) { return; }
+    let w = io[1u + i].xyz;
     for (var a = 0u; a < ATTR_SLOTS; a++) {
         // Each grid's reads get the whole work budget, as a ray's would.
         work = 0u;
@@ -32,8 +35,8 @@ fn sample_points(@builtin(global_invocation_id) gid: vec3<u32>) {
                 value = vec4<f32>(sample(a, p).value, 1.0, 0.0, 0.0);
             }
         }
-        let o = 2u * (i * ATTR_SLOTS + a);
-        res[o] = value;
-        res[o + 1u] = index;
+        let o = 1u + n + 2u * (i * ATTR_SLOTS + a);
+        io[o] = value;
+        io[o + 1u] = index;
     }
 }

@@ -26,13 +26,24 @@ use supercell::format::{Grid, Interpolation, Value};
 const TOL: f64 = 1e-4;
 
 fn shown_player(ds: &Path) -> Option<(supercell::app::PlayerGpu, Player)> {
+    shown_player_with(ds, small_config())
+}
+
+fn shown_player_with(
+    ds: &Path,
+    cfg: supercell::app::PlayerConfig,
+) -> Option<(supercell::app::PlayerGpu, Player)> {
     let g = gpu()?;
-    let mut player = Player::new(&g.device, &g.queue, ds, &small_config()).expect("player");
+    let mut player = Player::new(&g.device, &g.queue, ds, &cfg).expect("player");
     player.set_playing(false);
     player.scrub(3);
     let end = Instant::now() + Duration::from_secs(60);
     while player.scrub_pending() || player.shown_frame() != Some(3) {
-        assert!(Instant::now() < end, "frame 3 was not shown");
+        assert!(
+            Instant::now() < end,
+            "frame 3 was not shown: {:?}",
+            player.last_error()
+        );
         if player.tick().expect("tick").shown.is_none() {
             player.wait(Duration::from_millis(2));
         }

@@ -189,3 +189,44 @@ fn many_points_span_several_passes_and_bad_points_are_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("not a finite position"), "{err}");
 }
+
+/// A frame cut into parts of 128 KiB, so grids start in one part and run on
+/// into the next ones, as large frames do on the H200: the same values as the CPU's.
+#[test]
+fn grids_running_over_several_parts_read_the_same() {
+    let Some(gpu) = gpu() else { return };
+    let part_bytes = 2 * supercell::render::MIN_PART_BYTES;
+    let mut r =
+        supercell::render::Renderer::with_part_bytes(&gpu.ctx.device, &gpu.ctx.queue, part_bytes)
+            .expect("renderer");
+    let grids: Vec<Vec<u8>> = [GridType::Float, GridType::Fp16]
+        .iter()
+        .map(|&t| test_grid(t, true))
+        .collect();
+    let all: Vec<&[u8]> = grids.iter().map(Vec::as_slice).collect();
+    let (bytes, at) = packed(&all);
+    assert!(bytes.len() as u64 > 3 * part_bytes, "{} bytes", bytes.len());
+    let buffer = upload_slot(&gpu.ctx.device, &gpu.ctx.queue, &bytes);
+    let parts: Vec<SlotPart<'_>> = (0..buffer.size().div_ceil(part_bytes))
+        .map(|k| SlotPart {
+            buffer: &buffer,
+            offset: k * part_bytes,
+            size: part_bytes.min(buffer.size() - k * part_bytes),
+        })
+        .collect();
+    let slots: Vec<Option<GridInParts>> = at
+        .iter()
+        .map(|g| Some(GridInParts::locate(g.offset, g.size, part_bytes)))
+        .collect();
+    let parsed: Vec<Grid<'_>> = all.iter().map(|g| Grid::parse(g).unwrap()).collect();
+    let points: Vec<[f64; 3]> = index_points()
+        .into_iter()
+        .map(|ijk| parsed[0].map().apply(ijk))
+        .collect();
+    let out = r.sample_points(&parts, &slots, &points).expect("sample");
+    for (xyz, per_slot) in points.iter().zip(&out) {
+        for (slot, grid) in parsed.iter().enumerate() {
+            check(grid, *xyz, per_slot[slot], &format!("slot {slot} in parts"));
+        }
+    }
+}

@@ -3,7 +3,9 @@
 //! the march's accessor and interpolation ([`Renderer::sample_points`]).
 
 use super::*;
-use crate::render::{GridInParts, MAX_ATTRIBUTES, PointSample, TransferFunction, parts_of_buffers};
+use crate::render::{
+    GridInParts, MAX_ATTRIBUTES, PointSample, RenderError, TransferFunction, parts_of_buffers,
+};
 
 impl Player {
     /// The dataset's attributes in manifest order: name and units (`None` where the
@@ -67,9 +69,23 @@ impl Player {
             .iter()
             .map(|_| Vec::with_capacity(attributes.len()))
             .collect();
-        // The sampler reads as many grids at once as the march composites.
+        // The sampler reads as many grids at once as the march composites; a batch whose
+        // grids span more parts than the device binds at once is read a grid at a time.
         for batch in grids.chunks(MAX_ATTRIBUTES) {
-            let read = self.renderer.sample_points(&parts, batch, points)?;
+            let read = match self.renderer.sample_points(&parts, batch, points) {
+                Ok(read) => read,
+                Err(RenderError::Usage(_)) if batch.len() > 1 => {
+                    let mut read: Vec<Vec<Option<PointSample>>> = vec![Vec::new(); points.len()];
+                    for one in batch.chunks(1) {
+                        let r = self.renderer.sample_points(&parts, one, points)?;
+                        for (o, r) in read.iter_mut().zip(r) {
+                            o.extend(r);
+                        }
+                    }
+                    read
+                }
+                Err(e) => return Err(e.into()),
+            };
             for (o, r) in out.iter_mut().zip(read) {
                 o.extend(r);
             }

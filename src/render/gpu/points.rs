@@ -40,7 +40,7 @@ impl PointSample {
 
 /// The point sampler's own buffers and pipelines.
 pub(super) struct PointSampler {
-    /// Group 1: the points and the results.
+    /// Group 1: the points and the results, in one buffer.
     layout: wgpu::BindGroupLayout,
     /// Its own uniform block: the march's stays as the last render wrote it.
     params: wgpu::Buffer,
@@ -52,7 +52,7 @@ impl PointSampler {
         PointSampler {
             layout: device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("supercell points"),
-                entries: &[storage_entry(0, true), storage_entry(1, false)],
+                entries: &[storage_entry(0, false)],
             }),
             params: device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("supercell points params"),
@@ -164,7 +164,7 @@ impl Renderer {
     }
 
     /// Samples one chunk of points: one dispatch and one read-back of its records (two
-    /// `vec4` per point and slot, see `shaders/points.wgsl`).
+    /// `vec4` per point and slot after the points, see `shaders/points.wgsl`).
     fn sample_chunk(
         &self,
         pipeline: &wgpu::ComputePipeline,
@@ -174,42 +174,36 @@ impl Renderer {
         stride: usize,
     ) -> Result<Vec<[f32; 4]>, RenderError> {
         let device = &self.device;
-        let input: Vec<[f32; 4]> = chunk
-            .iter()
-            .map(|p| [p[0] as f32, p[1] as f32, p[2] as f32, 0.0])
-            .collect();
-        let out_bytes = (chunk.len() * stride * 32) as u64;
-        let (pts, res) = create_scoped(
+        // The header (the point count), the points, then room for the records.
+        let records = chunk.len() * stride * 2;
+        let mut io: Vec<[f32; 4]> = Vec::with_capacity(1 + chunk.len() + records);
+        io.push([f32::from_bits(chunk.len() as u32), 0.0, 0.0, 0.0]);
+        io.extend(
+            chunk
+                .iter()
+                .map(|p| [p[0] as f32, p[1] as f32, p[2] as f32, 0.0]),
+        );
+        let first = io.len() as u64 * 16;
+        io.resize(io.len() + records, [0.0; 4]);
+        let out_bytes = records as u64 * 16;
+        let buffer = create_scoped(
             device,
-            || format!("creating the buffers of {} sample points", chunk.len()),
+            || format!("creating the buffer of {} sample points", chunk.len()),
             || {
-                let pts = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                     label: Some("supercell points"),
-                    contents: bytemuck::cast_slice(&input),
-                    usage: wgpu::BufferUsages::STORAGE,
-                });
-                let res = device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("supercell point samples"),
-                    size: out_bytes,
+                    contents: bytemuck::cast_slice(&io),
                     usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: false,
-                });
-                (pts, res)
+                })
             },
         )?;
         let group1 = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("supercell points"),
             layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: pts.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: res.as_entire_binding(),
-                },
-            ],
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: buffer.as_entire_binding(),
+            }],
         });
         let mut enc = device.create_command_encoder(&Default::default());
         {
@@ -223,7 +217,7 @@ impl Renderer {
             pass.dispatch_workgroups((chunk.len() as u32).div_ceil(POINTS_WG), 1, 1);
         }
         self.queue.submit([enc.finish()]);
-        let bytes = crate::device::read_buffer(device, &self.queue, &res, 0, out_bytes)
+        let bytes = crate::device::read_buffer(device, &self.queue, &buffer, first, out_bytes)
             .map_err(|e| RenderError::Gpu(e.to_string()))?;
         if let Some(e) = take_uncaptured_error() {
             return Err(RenderError::Gpu(e));
