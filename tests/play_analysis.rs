@@ -230,7 +230,7 @@ fn window_slice_probe_and_line_by_script() {
     let script = format!(
         "key Space; scrub 2; wait-shown 2; slice z {zmid}; probe 200 150; key k; key i; \
          line {x0},{y0},{zmid} {x1},{y1},{zmid}; wait 300ms; screenshot {shot}; \
-         dump-state {s1}; slice z {zlow}; key ]; key }}; wait 300ms; dump-state {s2}; key z; dump-state {s3}; quit",
+         dump-state {s1}; pick 200 150; pick 230 160; dump-state {s4}; slice z {zlow}; key ]; key }}; wait 300ms; dump-state {s2}; key z; dump-state {s3}; quit",
         x0 = bbox[0][0],
         y0 = bbox[0][1],
         x1 = bbox[1][0],
@@ -239,6 +239,7 @@ fn window_slice_probe_and_line_by_script() {
         s1 = p("s1.json"),
         s2 = p("s2.json"),
         s3 = p("s3.json"),
+        s4 = p("s4.json"),
     );
     let out = std::process::Command::new(bin())
         .args(["play", ds.to_str().unwrap()])
@@ -282,6 +283,12 @@ fn window_slice_probe_and_line_by_script() {
         analysis::LINE_SAMPLES
     );
     assert!(dir.join("shot.png").is_file());
+    // Two picks: a line between the probe's points at those pixels (on the slice plane).
+    let s4 = read("s4.json");
+    let line = &s4["analysis"]["line"];
+    assert_eq!(line["from"], probe["world"], "{line}");
+    assert_eq!(line["to"][2].as_f64(), Some(zmid), "{line}");
+    assert_ne!(line["to"], line["from"]);
     // ] moves the slice up a voxel, } ten more (the image follows on the next frame); z then cycles
     // z → none.
     let s2 = read("s2.json");

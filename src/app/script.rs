@@ -18,6 +18,8 @@
 //!   world coordinate, showing an attribute (by name; the shown one otherwise);
 //! - `probe X Y` — the probe at window pixel (X, Y), as the mouse with the probe on;
 //! - `line X,Y,Z X,Y,Z [ATTRIBUTE]` — a line plot between two world points (metres);
+//! - `pick X Y` — a line plot's end where the probe at window pixel (X, Y) lands, as
+//!   Ctrl+click there;
 //! - `quit`.
 
 use std::path::PathBuf;
@@ -163,6 +165,8 @@ pub enum Command {
     Slice(Option<(Axis, f64, Option<String>)>),
     /// The probe at a window pixel.
     Probe([f32; 2]),
+    /// A line plot's end picked at a window pixel.
+    Pick([f32; 2]),
     /// A line plot between two world points, of an attribute (by name).
     Line([f64; 3], [f64; 3], Option<String>),
     /// Quit.
@@ -229,6 +233,7 @@ pub fn parse(text_or_path: &str) -> Result<Vec<Command>, String> {
             "dump-state" => Command::DumpState(need("a file")?.into()),
             "slice" => parse_slice(need("an axis and a position, or off")?).map_err(err)?,
             "probe" => Command::Probe(numbers::<f32, 2>(need("X Y")?, ' ').map_err(err)?),
+            "pick" => Command::Pick(numbers::<f32, 2>(need("X Y")?, ' ').map_err(err)?),
             "line" => parse_line(need("two points X,Y,Z")?).map_err(err)?,
             "quit" | "exit" => Command::Quit,
             other => return Err(err(format!("unknown command {other:?}"))),

@@ -223,7 +223,7 @@ impl AnalysisUi {
         Ok(())
     }
 
-    /// A script command of the panels (`slice`, `probe`, `line`), done at once. Other
+    /// A script command of the panels (`slice`, `probe`, `pick`, `line`), done at once. Other
     /// commands are not this module's and do nothing.
     pub fn script(
         &mut self,
@@ -246,6 +246,10 @@ impl AnalysisUi {
             Command::Probe(w) => {
                 self.probe_on = true;
                 self.hover = Some(*w);
+            }
+            Command::Pick(w) => {
+                self.hover = Some(*w);
+                self.pick();
             }
             Command::Line(a, b, name) => {
                 if let Some(attribute) = attribute_named(name, player)? {

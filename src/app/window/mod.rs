@@ -791,7 +791,10 @@ impl App {
                     event_loop.exit();
                     return;
                 }
-                c @ (Command::Slice(_) | Command::Probe(_) | Command::Line(..)) => {
+                c @ (Command::Slice(_)
+                | Command::Probe(_)
+                | Command::Pick(_)
+                | Command::Line(..)) => {
                     let Some(g) = self.gfx.as_mut() else { return };
                     let window = self.ui.window_size;
                     if let Err(e) = self.ui.analysis.script(g.play.lead_mut(), &c, window) {
