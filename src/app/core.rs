@@ -1173,5 +1173,6 @@ fn bind_frame(
 
 mod attributes;
 mod progress;
+mod sampling;
 
 use progress::PathProgress;

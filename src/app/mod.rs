@@ -5,6 +5,7 @@
 //! The renderer stays free of egui and winit: the window composes the renderer's output
 //! texture and the overlay itself.
 
+pub mod analysis;
 mod config;
 pub mod core;
 pub mod direct;

@@ -16,11 +16,18 @@
 //! - `render FILE` — the renderer's image alone as PNG;
 //! - `dump-state FILE` — the overlay's state as JSON;
 //! - `record FILE.mp4` / `record stop` — record the window to a movie, as Shift+R does;
+//! - `slice AXIS METRES [ATTRIBUTE]` / `slice off` — a slice plane across x, y or z at a
+//!   world coordinate, showing an attribute (by name; the shown one otherwise);
+//! - `probe X Y` — the probe at window pixel (X, Y), as the mouse with the probe on;
+//! - `line X,Y,Z X,Y,Z [ATTRIBUTE]` — a line plot between two world points (metres);
+//! - `pick X Y` — a line plot's end where the probe at window pixel (X, Y) lands, as
+//!   Ctrl+click there;
 //! - `quit`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::analysis::Axis;
 use crate::pipeline::Direction;
 
 /// What a key (or a script's `key`) does.
@@ -70,6 +77,25 @@ pub enum Action {
     ToggleClean,
     /// Shift+R: record the window to a movie, or stop and finish it.
     ToggleRecord,
+    /// Slices, the probe and the line plot.
+    Analysis(AnalysisKey),
+}
+
+/// Keys of the analysis panels (`overlay::analysis`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnalysisKey {
+    /// Z: a slice across x → y → z → none.
+    CycleSliceAxis,
+    /// [ / ]: the slice one voxel down / up; { / } (with Shift): ten.
+    MoveSlice(i32),
+    /// J: the next attribute on the slice and the line plot.
+    NextAttribute,
+    /// K: the slice's 2-D panel on/off.
+    ToggleSlicePanel,
+    /// I: the probe under the mouse on/off.
+    ToggleProbe,
+    /// Y: the line plot cleared (Ctrl+click picks its ends).
+    ClearLine,
 }
 
 /// The action of a key by name (winit's logical key names or single characters), if any.
@@ -106,6 +132,15 @@ pub fn key_action(name: &str) -> Option<Action> {
         "w" => Action::Orbit(0, 1),
         "s" => Action::Orbit(0, -1),
         "x" => Action::Orbit(1, 0),
+        "z" => Action::Analysis(AnalysisKey::CycleSliceAxis),
+        "[" => Action::Analysis(AnalysisKey::MoveSlice(-1)),
+        "]" => Action::Analysis(AnalysisKey::MoveSlice(1)),
+        "{" => Action::Analysis(AnalysisKey::MoveSlice(-10)),
+        "}" => Action::Analysis(AnalysisKey::MoveSlice(10)),
+        "j" => Action::Analysis(AnalysisKey::NextAttribute),
+        "k" => Action::Analysis(AnalysisKey::ToggleSlicePanel),
+        "i" => Action::Analysis(AnalysisKey::ToggleProbe),
+        "y" => Action::Analysis(AnalysisKey::ClearLine),
         "+" | "=" => Action::Zoom(1),
         "-" => Action::Zoom(-1),
         _ => return None,
@@ -139,6 +174,14 @@ pub enum Command {
     DumpState(PathBuf),
     /// Record the window to this movie; `None`: stop and finish it.
     Record(Option<PathBuf>),
+    /// A slice plane (axis, world coordinate, attribute name), or none.
+    Slice(Option<(Axis, f64, Option<String>)>),
+    /// The probe at a window pixel.
+    Probe([f32; 2]),
+    /// A line plot's end picked at a window pixel.
+    Pick([f32; 2]),
+    /// A line plot between two world points, of an attribute (by name).
+    Line([f64; 3], [f64; 3], Option<String>),
     /// Quit.
     Quit,
 }
@@ -205,11 +248,79 @@ pub fn parse(text_or_path: &str) -> Result<Vec<Command>, String> {
                 "stop" => None,
                 file => Some(file.into()),
             }),
+            "slice" => parse_slice(need("an axis and a position, or off")?).map_err(err)?,
+            "probe" => Command::Probe(numbers::<f32, 2>(need("X Y")?, ' ').map_err(err)?),
+            "pick" => Command::Pick(numbers::<f32, 2>(need("X Y")?, ' ').map_err(err)?),
+            "line" => parse_line(need("two points X,Y,Z")?).map_err(err)?,
             "quit" | "exit" => Command::Quit,
             other => return Err(err(format!("unknown command {other:?}"))),
         });
     }
     Ok(out)
+}
+
+/// `N` numbers separated by `sep` (and spaces).
+fn numbers<T: std::str::FromStr + Copy + Default, const N: usize>(
+    s: &str,
+    sep: char,
+) -> Result<[T; N], String> {
+    let parts: Vec<&str> = s
+        .split(sep)
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() != N {
+        return Err(format!("{s:?}: {N} numbers expected"));
+    }
+    let mut out = [T::default(); N];
+    for (o, p) in out.iter_mut().zip(parts) {
+        *o = p.parse().map_err(|_| format!("{p:?} is not a number"))?;
+    }
+    Ok(out)
+}
+
+/// `AXIS METRES [ATTRIBUTE]` or `off`.
+fn parse_slice(arg: &str) -> Result<Command, String> {
+    let words: Vec<&str> = arg.split_whitespace().collect();
+    match words.as_slice() {
+        ["off"] => Ok(Command::Slice(None)),
+        [axis, at, rest @ ..] if rest.len() <= 1 => {
+            let axis = Axis::parse(axis).ok_or_else(|| format!("{axis:?} is not x, y or z"))?;
+            let at: f64 = at
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| format!("{at:?} is not a position in metres"))?;
+            Ok(Command::Slice(Some((
+                axis,
+                at,
+                rest.first().map(|s| s.to_string()),
+            ))))
+        }
+        _ => Err("slice AXIS METRES [ATTRIBUTE], or slice off".into()),
+    }
+}
+
+/// `X,Y,Z X,Y,Z [ATTRIBUTE]`.
+fn parse_line(arg: &str) -> Result<Command, String> {
+    let words: Vec<&str> = arg.split_whitespace().collect();
+    let (a, b, name) = match words.as_slice() {
+        [a, b] => (a, b, None),
+        [a, b, n] => (a, b, Some(n.to_string())),
+        _ => return Err("line X,Y,Z X,Y,Z [ATTRIBUTE]".into()),
+    };
+    let finite = |p: [f64; 3]| {
+        if p.iter().all(|c| c.is_finite()) {
+            Ok(p)
+        } else {
+            Err(format!("{p:?} is not a finite point"))
+        }
+    };
+    Ok(Command::Line(
+        finite(numbers(a, ',')?)?,
+        finite(numbers(b, ',')?)?,
+        name,
+    ))
 }
 
 #[cfg(test)]
@@ -245,5 +356,43 @@ mod tests {
         assert!(parse("record").is_err());
         assert_eq!(parse_duration("20s").unwrap(), Duration::from_secs(20));
         assert!(parse_duration("nan").is_err());
+    }
+
+    #[test]
+    fn parses_slices_probes_and_lines() {
+        let c = parse(
+            "slice z 1000 dbz; slice x -2.5e3; slice off; probe 400 300.5; \
+                       line 0,0,1000 5000,-2000,1000 w; key [; key }; key z",
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            vec![
+                Command::Slice(Some((Axis::Z, 1000.0, Some("dbz".into())))),
+                Command::Slice(Some((Axis::X, -2500.0, None))),
+                Command::Slice(None),
+                Command::Probe([400.0, 300.5]),
+                Command::Line(
+                    [0.0, 0.0, 1000.0],
+                    [5000.0, -2000.0, 1000.0],
+                    Some("w".into())
+                ),
+                Command::Key(Action::Analysis(AnalysisKey::MoveSlice(-1))),
+                Command::Key(Action::Analysis(AnalysisKey::MoveSlice(10))),
+                Command::Key(Action::Analysis(AnalysisKey::CycleSliceAxis)),
+            ]
+        );
+        for bad in [
+            "slice w 10",
+            "slice z",
+            "slice z nan",
+            "probe 1",
+            "probe a b",
+            "line 1,2 3,4,5",
+            "line 1,2,3",
+            "line 1,2,inf 0,0,0",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 }

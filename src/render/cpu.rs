@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::image::{Image, aces, srgb_encode};
 use super::params::{
-    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, GpuParams, KIND_EMISSIVE,
+    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_SHADOWS, GpuParams, KIND_EMISSIVE,
     KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
 };
 use super::shader::{ACCEL_CELLS, SCAN_SHIFT_MAX, SUPPORTED_TYPES};
@@ -262,18 +262,7 @@ impl Ctx<'_> {
     }
 
     fn camera_ray(&self, x: u32, y: u32) -> (Vec3, Vec3) {
-        let p = self.p;
-        let ndc_x = ((x as f32 + 0.5) / p.size[0] as f32) * 2.0 - 1.0;
-        let ndc_y = 1.0 - ((y as f32 + 0.5) / p.size[1] as f32) * 2.0;
-        let h = p.cam_fwd[3];
-        let sx = ndc_x * h * p.cam_right[3];
-        let sy = ndc_y * h;
-        let (pos, fwd, right, up) = (v3(p.cam_pos), v3(p.cam_fwd), v3(p.cam_right), v3(p.cam_up));
-        if p.flags & FLAG_ORTHO != 0 {
-            (pos + sx * right + sy * up, fwd)
-        } else {
-            (pos, (fwd + sx * right + sy * up).normalize())
-        }
+        self.p.pixel_ray(x as f32 + 0.5, y as f32 + 0.5)
     }
 
     fn pixel(

@@ -21,6 +21,7 @@ use crate::device::{DeviceCaps, block_on};
 
 // The path tracer's side of the renderer: denoising, the accumulation, counters and knobs.
 mod path_mode;
+mod points;
 
 /// Bytes per pixel of the two output textures, their read-back copies and the host image.
 const HOST_BYTES_PER_PIXEL: u64 = 4 + 16 + 4 + 16;
@@ -123,6 +124,8 @@ pub struct Renderer {
     /// Counts the renders that recorded the acceleration passes: the path tracer builds its
     /// majorants from the cells again when this changes.
     accel_generation: u64,
+    /// The point sampler ([`sample_points`](Self::sample_points)), made when first used.
+    points: Option<points::PointSampler>,
 }
 
 /// The acceleration and sun grids (shaders/accel.wgsl) and what they were built from.
@@ -207,6 +210,7 @@ fn sun_key(p: &GpuParams) -> Vec<u8> {
 }
 
 pub use super::layouts::{HDR_FORMAT, LDR_FORMAT};
+pub use points::PointSample;
 
 impl Renderer {
     /// Builds the pipeline on `device` with the default [`RenderConfig`], reading frames
@@ -399,6 +403,7 @@ impl Renderer {
             path_exposure: 1.0,
             frame_generation: 0,
             accel_generation: 0,
+            points: None,
         })
     }
 
@@ -541,28 +546,13 @@ impl Renderer {
         parts: &[SlotPart<'_>],
         grids: &[Option<GridInParts>],
     ) -> Result<(), RenderError> {
-        check_grid_count(grids.len())?;
-        let bound = locate_grids(
-            parts,
-            grids,
-            self.max_parts,
-            self.part_bytes,
-            u64::from(self.caps.storage_offset_alignment),
-        )?;
+        let bound = self.locate(parts, grids)?;
         let slots = grids.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
         let shape = FrameShape::of(slots, bound.parts.len(), self.max_parts);
         if !self.pipelines.contains_key(&shape) {
             let config = shape.config(self.accel_cells, self.part_bytes);
-            let declared = shape.declared_parts();
-            let (device, args_layout) = (&self.device, &self.args_layout);
-            let layouts = match self.layouts.entry(declared) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(create_scoped(
-                    device,
-                    || format!("building the layouts of {declared} parts"),
-                    || make_layouts(device, args_layout, declared),
-                )?),
-            };
+            self.ensure_layouts(shape.declared_parts())?;
+            let (device, layouts) = (&self.device, &self.layouts[&shape.declared_parts()]);
             let built = create_scoped(
                 device,
                 || format!("building the pipelines for {config:?}"),
@@ -583,6 +573,37 @@ impl Renderer {
         self.accel.sun_key = None;
         self.frame_generation += 1;
         self.restart_path();
+        Ok(())
+    }
+
+    /// Checks a frame's `parts` and `grids` and says which parts they bind and where each
+    /// grid lies in them ([`locate_grids`]).
+    fn locate(
+        &self,
+        parts: &[SlotPart<'_>],
+        grids: &[Option<GridInParts>],
+    ) -> Result<BoundParts, RenderError> {
+        check_grid_count(grids.len())?;
+        locate_grids(
+            parts,
+            grids,
+            self.max_parts,
+            self.part_bytes,
+            u64::from(self.caps.storage_offset_alignment),
+        )
+    }
+
+    /// Builds the layouts of frames declaring `declared` parts, where not built yet.
+    fn ensure_layouts(&mut self, declared: u32) -> Result<(), RenderError> {
+        if !self.layouts.contains_key(&declared) {
+            let (device, args_layout) = (&self.device, &self.args_layout);
+            let built = create_scoped(
+                device,
+                || format!("building the layouts of {declared} parts"),
+                || make_layouts(device, args_layout, declared),
+            )?;
+            self.layouts.insert(declared, built);
+        }
         Ok(())
     }
 
@@ -677,12 +698,24 @@ impl Renderer {
     }
 
     fn make_bind_group(&self, layout: &wgpu::BindGroupLayout, declared: u32) -> wgpu::BindGroup {
+        self.bind_group_of(layout, declared, &self.uniforms, &self.parts)
+    }
+
+    /// A group-0 bind group of `layout` over `uniforms` and `parts` (buffer, offset, size),
+    /// with the renderer's own transfer functions, output images and acceleration buffers.
+    fn bind_group_of(
+        &self,
+        layout: &wgpu::BindGroupLayout,
+        declared: u32,
+        uniforms: &wgpu::Buffer,
+        parts: &[(wgpu::Buffer, u64, u64)],
+    ) -> wgpu::BindGroup {
         let t = self.targets.as_ref().expect("targets exist before binding");
         let (ldr, hdr) = (&t.ldr_view, &t.hdr_view);
         let mut entries = vec![
             wgpu::BindGroupEntry {
                 binding: 0,
-                resource: self.uniforms.as_entire_binding(),
+                resource: uniforms.as_entire_binding(),
             },
             wgpu::BindGroupEntry {
                 binding: 1,
@@ -698,7 +731,7 @@ impl Renderer {
             },
         ];
         for i in 0..declared as usize {
-            let resource = match self.parts.get(i) {
+            let resource = match parts.get(i) {
                 Some((buffer, offset, size)) => {
                     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                         buffer,

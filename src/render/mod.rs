@@ -15,6 +15,8 @@
 //! - [`View`]: [`Camera`] (orbit, pan, zoom, fit; perspective or orthographic), one
 //!   [`AttributeView`] per grid slot ([`TransferFunction`]: colormap, opacity curve, value
 //!   range, scattering or emissive), and [`RenderSettings`] (mode, lighting, steps).
+//! - [`Renderer::sample_points`]: a frame's grid values at world positions (the player's
+//!   probes, slices and line plots), read with the march's accessor and interpolation.
 //! - [`render_cpu`]: the reference, for tests.
 //!
 //! The march: rays are clipped to each grid's index bbox, then sampled on a fixed lattice
@@ -54,7 +56,7 @@ pub use cpu::{MarchWork, render_cpu, render_cpu_counted};
 pub use denoise::{
     DenoiseParams, MAX_LEVELS as DENOISE_MAX_LEVELS, denoise_cpu, denoise_gpu, luminance,
 };
-pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, Renderer};
+pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, PointSample, Renderer};
 pub use image::{Image, ImageDiff, aces, rel_mse, srgb_encode};
 pub use params::{
     AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,

@@ -636,6 +636,27 @@ pub struct GpuGrid {
     pub pad: u32,
 }
 
+impl GpuParams {
+    /// The camera ray through image point (`x`, `y`), in pixels from the image's top-left
+    /// corner (pixel (i, j)'s centre is (i + 0.5, j + 0.5)): origin and unit direction, as
+    /// march.wgsl's `camera_ray` casts it (the CPU reference casts its rays with this).
+    pub fn pixel_ray(&self, x: f32, y: f32) -> (Vec3, Vec3) {
+        let v3 = |a: [f32; 4]| Vec3::new(a[0], a[1], a[2]);
+        let ndc_x = (x / self.size[0] as f32) * 2.0 - 1.0;
+        let ndc_y = 1.0 - (y / self.size[1] as f32) * 2.0;
+        let h = self.cam_fwd[3];
+        let sx = ndc_x * h * self.cam_right[3];
+        let sy = ndc_y * h;
+        let (pos, fwd) = (v3(self.cam_pos), v3(self.cam_fwd));
+        let (right, up) = (v3(self.cam_right), v3(self.cam_up));
+        if self.flags & FLAG_ORTHO != 0 {
+            (pos + sx * right + sy * up, fwd)
+        } else {
+            (pos, (fwd + sx * right + sy * up).normalize())
+        }
+    }
+}
+
 /// The uniform block (WGSL `Params`), field for field.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]

@@ -256,6 +256,9 @@ pub enum ShaderPart {
     /// The path tracer (entry point `path_main`, `shaders/path.wgsl`); reads the
     /// acceleration grids.
     Path,
+    /// Point sampling (entry point `sample_points`, `shaders/points.wgsl`): grid values at
+    /// world positions, read as the march reads them.
+    Points,
 }
 
 /// The complete WGSL module of `part`, built for `cfg`.
@@ -263,7 +266,7 @@ pub fn shader_source_of(part: ShaderPart, cfg: &ShaderConfig) -> String {
     let mut s = prelude_with(cfg);
     s.push('\n');
     let access = match part {
-        ShaderPart::March | ShaderPart::Path => "read",
+        ShaderPart::March | ShaderPart::Path | ShaderPart::Points => "read",
         ShaderPart::Accel => "read_write",
     };
     s.push_str(&part_bindings(
@@ -275,6 +278,7 @@ pub fn shader_source_of(part: ShaderPart, cfg: &ShaderConfig) -> String {
         ShaderPart::March => include_str!("../../shaders/march.wgsl"),
         ShaderPart::Accel => include_str!("../../shaders/accel.wgsl"),
         ShaderPart::Path => include_str!("../../shaders/path.wgsl"),
+        ShaderPart::Points => include_str!("../../shaders/points.wgsl"),
     });
     s
 }
@@ -458,6 +462,10 @@ mod tests {
                 ),
             ),
             ("crc", FILES[3].1.to_string()),
+            (
+                "points",
+                shader_source_of(ShaderPart::Points, &ShaderConfig::default()),
+            ),
         ];
         // What every Vulkan device wgpu opens grants (`unpack2x16float` of Half grids needs
         // the f16-in-f32 downlevel capability).

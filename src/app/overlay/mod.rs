@@ -32,6 +32,9 @@ mod looks;
 pub use legend::{LegendBar, LegendShown, RecordingStatus, strip_colours};
 pub use looks::{PRESETS, look_label, presets_for};
 
+pub mod analysis;
+use analysis::{AnalysisDump, AnalysisUi};
+
 /// Overlay state kept between frames.
 #[derive(Clone, Debug)]
 pub struct UiState {
@@ -79,6 +82,8 @@ pub struct UiState {
     pub legend: LegendShown,
     /// The window's recorder (Shift+R).
     pub recording: RecordingStatus,
+    /// Slices, the probe and the line plot.
+    pub analysis: AnalysisUi,
 }
 
 impl UiState {
@@ -108,6 +113,7 @@ impl UiState {
             clean: false,
             legend: LegendShown::default(),
             recording: RecordingStatus::default(),
+            analysis: AnalysisUi::default(),
         }
     }
 }
@@ -276,6 +282,8 @@ pub struct OverlayDump {
     pub legend: LegendShown,
     /// See [`UiState::recording`].
     pub recording: RecordingStatus,
+    /// Slices, the probe and the line plot.
+    pub analysis: AnalysisDump,
 }
 
 /// The state as data (see [`OverlayDump`]).
@@ -384,6 +392,7 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         clean_view: ui.clean,
         legend: ui.legend.clone(),
         recording: ui.recording.clone(),
+        analysis: ui.analysis.dump(),
     }
 }
 
@@ -407,6 +416,9 @@ const HELP: &[(&str, &str)] = &[
     ("W A S X, + -", "orbit, zoom"),
     ("U", "clean view: the legend alone"),
     ("Shift+R", "record the window to a movie"),
+    ("Z, [ ] { }", "slice x / y / z / off; move 1 / 10 voxels"),
+    ("J, K", "slice's attribute; its 2-D panel"),
+    ("I, Ctrl+click, Y", "probe; line plot's ends; clear it"),
     ("H", "this help"),
     ("Esc", "quit"),
 ];
@@ -531,6 +543,7 @@ pub fn draw(
             Color32::WHITE,
         );
     }
+    ui_state.analysis.draw(ctx, player, screen);
     let panel = egui::Frame::new()
         .fill(Color32::from_black_alpha(150))
         .inner_margin(PAD)

@@ -241,6 +241,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             clean: false,
             legend: Default::default(),
             recording: Default::default(),
+            analysis: Default::default(),
         },
         script: opts.script.iter().cloned().collect(),
         opts,
@@ -616,6 +617,7 @@ impl App {
                 let to = p.toggle_path_tracing();
                 self.message(format!("render mode: {}", render_mode_name(to)));
             }
+            Action::Analysis(k) => self.ui.analysis.key(k, p),
             Action::ToggleDenoise => match p.toggle_denoise() {
                 Ok(on) => self.message(format!(
                     "path tracing shows the {} mean",
@@ -816,6 +818,18 @@ impl App {
                     event_loop.exit();
                     return;
                 }
+                c @ (Command::Slice(_)
+                | Command::Probe(_)
+                | Command::Pick(_)
+                | Command::Line(..)) => {
+                    let Some(g) = self.gfx.as_mut() else { return };
+                    let window = self.ui.window_size;
+                    if let Err(e) = self.ui.analysis.script(g.play.lead_mut(), &c, window) {
+                        self.error = Some(WindowError::Other(format!("script: {e}")));
+                        event_loop.exit();
+                        return;
+                    }
+                }
             }
         }
     }
@@ -919,6 +933,9 @@ impl App {
         {
             event_loop.exit();
         }
+        self.ui
+            .analysis
+            .update(g.play.lead_mut(), self.ui.window_size);
         let mut requests = Vec::new();
         if let Err(e) = compose(g, &mut self.ui, &mut requests, self.screenshot.take()) {
             self.error = Some(e);
@@ -989,6 +1006,9 @@ impl ApplicationHandler for App {
             }
             WindowEvent::MouseInput { state, button, .. } => {
                 let down = state == ElementState::Pressed && !egui_pointer;
+                if down && button == MouseButton::Left && self.modifiers.control_key() {
+                    self.ui.analysis.pick();
+                }
                 match button {
                     MouseButton::Left => self.mouse.1 = down,
                     MouseButton::Right | MouseButton::Middle => self.mouse.2 = down,
@@ -1016,6 +1036,7 @@ impl ApplicationHandler for App {
                     }
                 }
                 self.mouse.0 = Some((x, y));
+                self.ui.analysis.hover = Some([x as f32, y as f32]);
             }
             WindowEvent::MouseWheel { delta, .. } if !egui_pointer => {
                 let lines = match delta {
