@@ -1181,6 +1181,8 @@ fn bind_frame(
 }
 
 mod attributes;
+mod looks;
+pub use looks::{SavedScene, look_problem};
 mod progress;
 
 use progress::PathProgress;

@@ -6,7 +6,8 @@
 //! - `wait 2s` / `wait 250ms` — let the player run;
 //! - `wait-frames N` — until N more frames have been shown;
 //! - `wait-shown N` — until frame N is on screen (scrubs and steps land exactly);
-//! - `key NAME` — a key press: `Space`, `Left`, `Right`, `Home`, `End`, `Escape`, or a letter;
+//! - `key NAME` — a key press: `Space`, `Left`, `Right`, `Home`, `End`, `Escape`, or a letter
+//!   (letters are the lowercase keys, except `S`, Shift+S);
 //! - `scrub N` — jump to frame N (as releasing the slider there does);
 //! - `drag N` / `release N` — the timeline slider dragged to N (nearby frames show as they
 //!   arrive) and released at N (the exact frame follows);
@@ -14,6 +15,10 @@
 //! - `screenshot FILE` — the composed window (image and overlay) as PNG;
 //! - `render FILE` — the renderer's image alone as PNG;
 //! - `dump-state FILE` — the overlay's state as JSON;
+//! - `colormap N NAME` — attribute slot N (from 1, as the keys 1–8) gets colormap NAME, as
+//!   the transfer panel's list gives it;
+//! - `save-scene [FILE]` — the looks and camera written as a scene, as Shift+S does (to FILE,
+//!   else back into the scene played or a new file beside the dataset);
 //! - `quit`.
 
 use std::path::PathBuf;
@@ -64,11 +69,19 @@ pub enum Action {
     TogglePathTracing,
     /// N: the path tracer's denoiser on/off (the picture shows the raw mean when off).
     ToggleDenoise,
+    /// E: the transfer-function panel on/off.
+    ToggleTransferPanel,
+    /// Shift+S: the looks and camera written as a scene file.
+    SaveScene,
 }
 
 /// The action of a key by name (winit's logical key names or single characters), if any.
 pub fn key_action(name: &str) -> Option<Action> {
     let n = name.trim();
+    // Shift+S arrives as the character "S"; every other letter means its key either case.
+    if n == "S" {
+        return Some(Action::SaveScene);
+    }
     Some(match n.to_ascii_lowercase().as_str() {
         "space" | " " => Action::TogglePlay,
         "left" | "arrowleft" => Action::Step(Direction::Reverse),
@@ -88,6 +101,7 @@ pub fn key_action(name: &str) -> Option<Action> {
         "t" => Action::NextPreset,
         "m" => Action::TogglePathTracing,
         "n" => Action::ToggleDenoise,
+        "e" => Action::ToggleTransferPanel,
         "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" => {
             Action::ToggleAttribute(n.parse::<usize>().ok()? - 1)
         }
@@ -126,6 +140,10 @@ pub enum Command {
     Render(PathBuf),
     /// Save the overlay state as JSON.
     DumpState(PathBuf),
+    /// Give an attribute slot (from 0) a colormap by name.
+    Colormap(usize, String),
+    /// Save the looks and camera as a scene (None: where Shift+S writes).
+    SaveScene(Option<PathBuf>),
     /// Quit.
     Quit,
 }
@@ -188,6 +206,16 @@ pub fn parse(text_or_path: &str) -> Result<Vec<Command>, String> {
             "screenshot" => Command::Screenshot(need("a file")?.into()),
             "render" => Command::Render(need("a file")?.into()),
             "dump-state" => Command::DumpState(need("a file")?.into()),
+            "colormap" => {
+                let (n, name) = need("a slot and a colormap name")?
+                    .split_once(char::is_whitespace)
+                    .ok_or_else(|| err("needs a slot and a colormap name".into()))?;
+                match n.parse::<usize>() {
+                    Ok(n @ 1..) => Command::Colormap(n - 1, name.trim().to_string()),
+                    _ => return Err(err(format!("{n:?} is not a slot (1, 2, ...)"))),
+                }
+            }
+            "save-scene" => Command::SaveScene((!arg.is_empty()).then(|| arg.into())),
             "quit" | "exit" => Command::Quit,
             other => return Err(err(format!("unknown command {other:?}"))),
         });
@@ -217,6 +245,20 @@ mod tests {
         assert!(parse("wait forever").is_err());
         assert!(parse("scrub -1").is_err());
         assert!(parse("bogus").is_err());
+        assert_eq!(
+            parse("key S; key s; key e; colormap 2 turbo; save-scene; save-scene a b.toml")
+                .unwrap(),
+            vec![
+                Command::Key(Action::SaveScene),
+                Command::Key(Action::Orbit(0, -1)),
+                Command::Key(Action::ToggleTransferPanel),
+                Command::Colormap(1, "turbo".into()),
+                Command::SaveScene(None),
+                Command::SaveScene(Some("a b.toml".into())),
+            ]
+        );
+        assert!(parse("colormap 0 turbo").is_err());
+        assert!(parse("colormap 1").is_err());
         assert_eq!(parse_duration("20s").unwrap(), Duration::from_secs(20));
         assert!(parse_duration("nan").is_err());
     }

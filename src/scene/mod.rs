@@ -34,6 +34,7 @@ mod sample;
 mod spelling;
 mod suggest;
 mod validate;
+mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub use sample::{DataSample, SAMPLE_BUDGET_BYTES, ValueSummary, sample_dataset};
 pub use suggest::{
     Suggestion, checked_scene_toml, suggested_attributes, suggested_scene_toml, suggested_settings,
 };
+pub use write::{checked_scene_text, scene_text};
 
 use crate::dataset::{AlignedBuf, CrcCheck, Dataset, Manifest};
 use crate::format::Grid;
@@ -582,7 +584,13 @@ impl Scene {
         if let Some(s) = &mut suggestion {
             calibrate_suggestion(&dataset, &slots, &mut view, s, aspect)?;
         }
+        // Calibrated looks: the suggestion's extinction scales are the ones the view has.
+        let attributes = suggestion
+            .as_ref()
+            .map_or(attributes, |s| s.attributes.clone());
         Ok(LoadedScene {
+            scene: self.clone(),
+            attributes,
             suggestion,
             dataset,
             slots,
@@ -854,6 +862,11 @@ pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
 
 /// A scene with its dataset open: which attribute goes to which slot, and the view.
 pub struct LoadedScene {
+    /// The scene opened (what a saved scene starts from).
+    pub scene: Scene,
+    /// The scene's attributes in slot order as opened: the file's, `--attributes`, the
+    /// looks suggested from the data or the defaults.
+    pub attributes: Vec<SceneAttribute>,
     /// The looks suggested from the data, for a dataset opened without a scene (None: a
     /// scene file, `--attributes`, the built-in storm's presets, or names not recognised).
     /// Its `notes` are for the user (empty attributes, the frame data starts at).

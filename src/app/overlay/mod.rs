@@ -27,7 +27,9 @@ pub use kiosk::{
     kiosk_layout_at, projected_bounds, zoom_for,
 };
 
+mod curve;
 mod looks;
+pub mod transfer_panel;
 pub use looks::{PRESETS, look_label, presets_for};
 
 /// Overlay state kept between frames.
@@ -62,6 +64,8 @@ pub struct UiState {
     /// Per attribute slot, the preset chosen in the window (index into [`PRESETS`]), or
     /// `None` while it shows the look the scene (or the dataset's suggestion) gave it.
     pub presets: Vec<Option<usize>>,
+    /// The transfer-function panel (E) and which looks were edited in it.
+    pub tf_panel: transfer_panel::TransferPanel,
     /// Window size, physical pixels.
     pub window_size: (u32, u32),
     /// Seconds of history in the plots.
@@ -93,6 +97,7 @@ impl UiState {
             gpu_memory: None,
             frames_shown: 0,
             presets: Vec::new(),
+            tf_panel: Default::default(),
             window_size,
             plot_window_s: 30.0,
             layout: PanelLayout::default(),
@@ -154,6 +159,8 @@ pub enum UiRequest {
     SetAttribute(usize, bool),
     /// Transfer-function preset of an attribute slot (index into [`PRESETS`]).
     SetPreset(usize, usize),
+    /// A look (transfer function) for an attribute slot, from the transfer panel.
+    SetLook(usize, Box<crate::render::TransferFunction>),
     /// A dataset attribute (manifest order) on/off, in a slot or not
     /// ([`Player::set_dataset_attribute_shown`]).
     ShowDatasetAttribute(usize, bool),
@@ -259,6 +266,8 @@ pub struct OverlayDump {
     pub first_overlap: Option<String>,
     /// Several GPUs (`--gpus`): per GPU and in total, and the presentation order.
     pub gpus: Option<GpusOverlay>,
+    /// The looks: what each look box says and the slot the transfer panel edits.
+    pub looks: transfer_panel::LooksDump,
 }
 
 /// The state as data (see [`OverlayDump`]).
@@ -364,6 +373,7 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         overlap_frames: ui.layout.overlap_frames,
         first_overlap: ui.layout.first_overlap.clone(),
         gpus: None,
+        looks: transfer_panel::dump(player, &ui.tf_panel, &ui.presets),
     }
 }
 
@@ -380,6 +390,7 @@ const HELP: &[(&str, &str)] = &[
     ("V", "compact / full figures"),
     ("1-8", "attribute on / off"),
     ("T", "next colour preset (attribute 1)"),
+    ("E / Shift+S", "transfer functions / save looks and camera"),
     ("M", "path tracing on / off"),
     ("N", "path tracing: denoiser on / off"),
     ("C", "reset camera"),
@@ -679,6 +690,7 @@ pub fn draw(
         plots_drawn = Some(occupied(ctx, &resp));
     }
 
+    transfer_panel::draw(ctx, player, &mut ui_state.tf_panel, out);
     // Help: in the room the figures and plots leave, else in their place.
     if ui_state.help {
         let room = if help_alone {
@@ -1026,7 +1038,7 @@ fn attributes(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Ve
         let cur = st.presets.get(i).copied().flatten();
         let mut sel = cur;
         egui::ComboBox::from_id_salt(("supercell-preset", i))
-            .selected_text(look_label(cur, &a.tf))
+            .selected_text(look_label(cur, st.tf_panel.is_edited(i), &a.tf))
             .show_ui(ui, |ui| {
                 for (k, p) in PRESETS.iter().enumerate() {
                     ui.selectable_value(&mut sel, Some(k), *p);
@@ -1036,6 +1048,9 @@ fn attributes(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Ve
             && sel != cur
         {
             out.push(UiRequest::SetPreset(i, k));
+        }
+        if ui.small_button("edit").clicked() {
+            st.tf_panel.open = Some(i);
         }
     }
     dataset_attribute_list(ui, player, out);

@@ -606,7 +606,24 @@ impl App {
                 )),
                 Err(why) => self.message(format!("denoiser: {why}")),
             },
+            Action::ToggleTransferPanel => self.ui.tf_panel.toggle(p),
+            Action::SaveScene => _ = self.save_scene(None),
         }
+    }
+
+    /// Writes the looks and camera as a scene (Shift+S, `save-scene`) and says where.
+    fn save_scene(&mut self, to: Option<PathBuf>) -> Result<(), String> {
+        let Some(g) = self.gfx.as_ref() else {
+            return Ok(());
+        };
+        let to = to.or_else(|| self.ui.tf_panel.saved_to.clone());
+        let saved = g.play.lead().save_scene(to.as_deref());
+        let said = saved
+            .as_ref()
+            .map_or_else(|e| format!("scene not saved: {e}"), |s| s.describe());
+        self.message(said.clone());
+        self.ui.tf_panel.saved_to = Some(saved.map_err(|_| said)?.path);
+        Ok(())
     }
 
     fn apply_request(&mut self, r: UiRequest, event_loop: &ActiveEventLoop) {
@@ -653,6 +670,7 @@ impl App {
             | UiRequest::SetMode(_)
             | UiRequest::SetAttribute(..)
             | UiRequest::ShowDatasetAttribute(..)
+            | UiRequest::SetLook(..)
             | UiRequest::SetPreset(..) => self.apply_view_request(r),
         }
     }
@@ -676,6 +694,10 @@ impl App {
                     self.message(why);
                 }
             }
+            UiRequest::SetLook(i, tf) => match p.set_look(i, *tf) {
+                Ok(()) => _ = self.ui.presets.get_mut(i).map(|s| *s = None),
+                Err(why) => self.message(why),
+            },
             UiRequest::SetPreset(i, k) => {
                 let Some(name) = PRESETS.get(k) else { return };
                 let v = p.view();
@@ -785,10 +807,28 @@ impl App {
                         return;
                     }
                 }
+                Command::Colormap(i, name) => {
+                    let panel = &mut self.ui.tf_panel;
+                    let r =
+                        overlay::transfer_panel::colormap_request(g.play.lead(), panel, i, &name);
+                    match r {
+                        Ok(r) => self.apply_request(r, event_loop),
+                        Err(e) => self.error = Some(WindowError::Other(format!("script: {e}"))),
+                    }
+                }
+                Command::SaveScene(to) => {
+                    if let Err(e) = self.save_scene(to) {
+                        self.error = Some(WindowError::Other(format!("script: {e}")));
+                    }
+                }
                 Command::Quit => {
                     event_loop.exit();
                     return;
                 }
+            }
+            if self.error.is_some() {
+                event_loop.exit();
+                return;
             }
         }
     }

@@ -1,0 +1,114 @@
+//! A look edited in the player (colormap, range, opacity curve) and a moved camera, saved as
+//! a scene file: a player of that file, and `supercell render` of it, show the player's
+//! picture byte for byte (on lavapipe here, on any adapter in CI).
+//!
+//! Without a GPU adapter the test prints why and passes, unless `SUPERCELL_REQUIRE_GPU` is
+//! set (CI sets it).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+mod play_support;
+mod storm_support;
+use play_support::{bin, dataset, gpu, out_dir, read_png, small_config};
+
+use supercell::app::Player;
+use supercell::render::Colormap;
+use supercell::scene::Scene;
+
+/// Ticks until frame `frame` is shown and a render after every change has completed.
+fn shown_and_rendered(player: &mut Player, frame: u32) {
+    player.scrub(frame);
+    let end = Instant::now() + Duration::from_secs(120);
+    let mut rendered_after = false;
+    loop {
+        assert!(Instant::now() < end, "frame {frame} was not shown");
+        let t = player.tick().expect("tick");
+        if player.shown_frame() == Some(frame) && !player.scrub_pending() {
+            if rendered_after && !t.rendered {
+                break;
+            }
+            rendered_after |= t.rendered || t.shown.is_some();
+        }
+        if t.shown.is_none() {
+            player.wait(Duration::from_millis(2));
+        }
+    }
+}
+
+#[test]
+fn a_saved_scene_shows_the_players_picture_byte_for_byte() {
+    let Some(g) = gpu() else { return };
+    let ds = dataset();
+    let cfg = small_config();
+    let mut player = Player::new(&g.device, &g.queue, &ds, &cfg).expect("player");
+    player.set_playing(false);
+    shown_and_rendered(&mut player, 3);
+    let untouched = player.read_image().expect("image").rgba8;
+
+    // The panel's edits: turbo, a narrower range, a point added to the opacity curve and
+    // one moved (values that are not short decimals, to test that f32s survive the file).
+    let mut tf = player.view().attributes[0].as_ref().unwrap().tf.clone();
+    tf.colormap = Colormap::Named("turbo".into());
+    tf.range = [tf.range[0], tf.range[1] * 0.613_251_3];
+    tf.opacity = vec![(0.02, 0.0), (0.111_111_1, 0.37), (0.6, 0.9), (1.0, 1.0)];
+    player.set_look(0, tf.clone()).expect("look");
+    let mut rain = player.view().attributes[1].as_ref().unwrap().tf.clone();
+    rain.colormap = Colormap::Named("nws_reflectivity".into());
+    player.set_look(1, rain).expect("look");
+    player.view_mut().camera.orbit(23.0, 7.5);
+    player.view_mut().camera.zoom(1.17);
+    shown_and_rendered(&mut player, 3);
+    let edited = player.read_image().expect("image").rgba8;
+    assert_ne!(edited, untouched, "the edit shows at once");
+
+    let dir = out_dir().join("scene-save");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("saved.toml");
+    let saved = player.save_scene(Some(&file)).expect("save");
+    assert_eq!(saved.path, file);
+    assert!(!saved.kept_camera_path);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("colormap = \"turbo\""), "{text}");
+    let scene = Scene::load(&file).expect("the scene loads and validates");
+    assert_eq!(scene.playback.start_frame, 3, "{text}");
+
+    // A player of the file.
+    let mut again = Player::new(&g.device, &g.queue, &file, &cfg).expect("player of the file");
+    again.set_playing(false);
+    shown_and_rendered(&mut again, 3);
+    assert_eq!(again.view().attributes[0].as_ref().unwrap().tf, tf);
+    assert_eq!(again.view().camera, player.view().camera);
+    let replayed = again.read_image().expect("image").rgba8;
+    assert!(
+        replayed == edited,
+        "the saved scene's player shows another picture"
+    );
+
+    // `supercell render` of the file.
+    let out = Command::new(bin())
+        .args(["render", file.to_str().unwrap(), "--frame", "3", "--size"])
+        .arg(format!("{}x{}", cfg.width, cfg.height))
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("run render");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (w, h, rgb) = read_png(&dir.join("frame_00003.png"));
+    assert_eq!((w, h), (cfg.width, cfg.height));
+    let edited_rgb: Vec<u8> = edited
+        .chunks_exact(4)
+        .flat_map(|p| [p[0], p[1], p[2]])
+        .collect();
+    assert!(
+        rgb == edited_rgb,
+        "`render` of the saved scene shows another picture"
+    );
+    player.drain(Duration::from_secs(5));
+    again.drain(Duration::from_secs(5));
+}
