@@ -119,7 +119,7 @@ pub fn draw(
     let mut changed = false;
     let screen = ctx.content_rect();
     egui::Window::new("transfer function")
-        .id(egui::Id::new("supercell-transfer-panel"))
+        .id(egui::Id::unique("supercell-transfer-panel"))
         .open(&mut open)
         .resizable(false)
         .collapsible(false)

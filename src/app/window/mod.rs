@@ -228,6 +228,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             gpu_memory: None,
             frames_shown: 0,
             presets: Vec::new(),
+            tf_panel: Default::default(),
             window_size: opts.requested.window_size.unwrap_or(software::WINDOW),
             plot_window_s: opts.plot_window_s,
             layout: Default::default(),
