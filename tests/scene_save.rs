@@ -16,23 +16,19 @@ use supercell::app::Player;
 use supercell::render::Colormap;
 use supercell::scene::Scene;
 
-/// Ticks until frame `frame` is shown and a render after every change has completed.
+/// Ticks until frame `frame` is shown and the view as changed since has been rendered (a
+/// changed view renders on the next tick; then a tick renders nothing).
 fn shown_and_rendered(player: &mut Player, frame: u32) {
     player.scrub(frame);
     let end = Instant::now() + Duration::from_secs(120);
-    let mut rendered_after = false;
-    loop {
+    while player.shown_frame() != Some(frame) || player.scrub_pending() {
         assert!(Instant::now() < end, "frame {frame} was not shown");
-        let t = player.tick().expect("tick");
-        if player.shown_frame() == Some(frame) && !player.scrub_pending() {
-            if rendered_after && !t.rendered {
-                break;
-            }
-            rendered_after |= t.rendered || t.shown.is_some();
-        }
-        if t.shown.is_none() {
+        if player.tick().expect("tick").shown.is_none() {
             player.wait(Duration::from_millis(2));
         }
+    }
+    while player.tick().expect("tick").rendered {
+        assert!(Instant::now() < end, "frame {frame} renders on and on");
     }
 }
 
