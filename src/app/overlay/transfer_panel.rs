@@ -208,8 +208,8 @@ fn value_knowledge(player: &Player, slot: usize) -> (Option<[f32; 2]>, Vec<(f32,
             Some([lo as f32, hi as f32]),
             Vec::new(),
             format!(
-                "the manifest's range over all frames: {} .. {}{unit} (no histogram: \
-                 values are not sampled for a scene file)",
+                "the manifest's range over all frames: {} .. {}{unit} (no histogram: the \
+                 frames' values were not sampled for this scene)",
                 crate::render::shown_value(lo as f32),
                 crate::render::shown_value(hi as f32)
             ),
@@ -240,7 +240,10 @@ fn range_rows(
         ui.add(egui::DragValue::new(&mut hi).speed(speed).max_decimals(6));
     });
     let (known, cdf, caption) = value_knowledge(player, slot);
-    let axis = known.map_or(tf.range, |k| [k[0].min(lo), k[1].max(hi)]);
+    // Room beyond the data and the range on both sides, to drag either end outwards.
+    let span = known.map_or(tf.range, |k| [k[0].min(lo), k[1].max(hi)]);
+    let pad = (span[1] - span[0]) * 0.1;
+    let axis = [span[0] - pad, span[1] + pad];
     let width = (axis[1] - axis[0]).max(f32::MIN_POSITIVE);
     let (rect, resp) = ui.allocate_exact_size(egui::vec2(380.0, 36.0), egui::Sense::drag());
     let x_of = |v: f32| rect.left() + (v - axis[0]) / width * rect.width();
@@ -248,6 +251,12 @@ fn range_rows(
     let painter = ui.painter_at(rect);
     painter.rect_filled(rect, 2.0, egui::Color32::from_gray(30));
     draw_density(&painter, rect, &cdf, &x_of);
+    if let (Some([a, b]), true) = (known, cdf.is_empty()) {
+        // Only the data's range is known: a bar along the bottom.
+        let bar =
+            egui::Rect::from_x_y_ranges(x_of(a)..=x_of(b), rect.bottom() - 6.0..=rect.bottom());
+        painter.rect_filled(bar, 0.0, egui::Color32::from_rgb(90, 140, 200));
+    }
     let band = egui::Rect::from_x_y_ranges(x_of(lo)..=x_of(hi), rect.y_range());
     painter.rect_filled(band, 0.0, egui::Color32::from_white_alpha(40));
     for v in [lo, hi] {
