@@ -58,7 +58,9 @@ fn a_saved_scene_shows_the_players_picture_byte_for_byte() {
     let extra = (player.dataset_attributes().iter())
         .position(|(name, shown)| !shown && name == "vorticity")
         .expect("the storm has vorticity");
-    player.set_dataset_attribute_shown(extra, true).expect("show");
+    player
+        .set_dataset_attribute_shown(extra, true)
+        .expect("show");
     player.set_attribute_shown(2, false).expect("hide");
     player.view_mut().camera.orbit(23.0, 7.5);
     player.view_mut().camera.zoom(1.17);
@@ -115,6 +117,25 @@ fn a_saved_scene_shows_the_players_picture_byte_for_byte() {
         rgb == edited_rgb,
         "`render` of the saved scene shows another picture"
     );
+
+    // Without a path: a dataset played alone saves beside it; a scene file is written back.
+    let beside = ds.parent().unwrap();
+    let (to, replaced) = player.scene_file_to_save();
+    assert!(!replaced && to.parent() == Some(beside), "{}", to.display());
+    assert!(
+        to.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("storm48x8.scene")
+    );
+    assert_eq!(again.scene_file_to_save(), (file.clone(), true));
+    let mut cividis = again.view().attributes[0].as_ref().unwrap().tf.clone();
+    cividis.colormap = Colormap::Named("cividis".into());
+    again.set_look(0, cividis).expect("look");
+    let back = again.save_scene(None).expect("save back");
+    assert!(back.replaced && back.path == file, "{back:?}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("colormap = \"cividis\""), "{text}");
     player.drain(Duration::from_secs(5));
     again.drain(Duration::from_secs(5));
 }

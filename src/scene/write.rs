@@ -55,7 +55,19 @@ pub fn scene_text(scene: &Scene, notes: &[String]) -> Result<String, SceneError>
         write_table(&mut out, &to_table(&scene.source, a)?, &ATTRIBUTE_KEYS);
     }
     out.push_str("\n[camera]\n");
-    write_table(&mut out, &to_table(&scene.source, &scene.camera)?, &[]);
+    let camera_keys = [
+        "fit",
+        "yaw_deg",
+        "pitch_deg",
+        "fov_y_deg",
+        "projection",
+        "target",
+    ];
+    write_table(
+        &mut out,
+        &to_table(&scene.source, &scene.camera)?,
+        &camera_keys,
+    );
     if let Some(path) = &scene.camera_path {
         out.push_str(&format!("\n[camera_path]\nlooped = {}\n", path.looped));
         if path.looped {
