@@ -460,8 +460,9 @@ impl Scene {
     }
 
     /// Opens the dataset (creating the built-in one if needed), maps the attributes (or
-    /// `attributes_override`, names in slot order) to render slots and builds the [`View`]
-    /// for images of aspect `aspect` (width / height).
+    /// `attributes_override`, names in slot order: each with the scene's look where the
+    /// scene has it, else its name's preset) to render slots and builds the [`View`] for
+    /// images of aspect `aspect` (width / height).
     pub fn open(
         &self,
         aspect: f32,
@@ -480,7 +481,17 @@ impl Scene {
         let from_cli = attributes_override.is_some();
         let mut suggestion = None;
         let attributes: Vec<SceneAttribute> = match attributes_override {
-            Some(names) => names.iter().map(SceneAttribute::named).collect(),
+            // A name the scene has keeps the scene's look (shown: it was asked for).
+            Some(names) => names
+                .iter()
+                .map(|n| match self.attributes.iter().find(|a| &a.name == n) {
+                    Some(a) => SceneAttribute {
+                        enabled: None,
+                        ..a.clone()
+                    },
+                    None => SceneAttribute::named(n),
+                })
+                .collect(),
             None if self.attributes.is_empty() => match suggest_from_data(&dataset)? {
                 Some(s) => {
                     let a = s.attributes.clone();
