@@ -57,6 +57,60 @@ pub fn remove_point(curve: &mut Vec<(f32, f32)>, i: usize) -> bool {
     true
 }
 
+/// What the mouse did on the curve's strip, in curve coordinates `(u, opacity)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Gesture {
+    /// A drag began here: it takes the point within reach, else a new point here.
+    Press((f32, f32)),
+    /// The drag moved here.
+    Drag((f32, f32)),
+    /// The drag ended.
+    Release,
+    /// A click (no drag): adds a point here unless one is within reach.
+    Click((f32, f32)),
+    /// A right- or double-click: removes the point within reach.
+    Remove((f32, f32)),
+}
+
+/// A curve under the mouse: `scale` (screen points per unit of `u` and of opacity) and
+/// `reach` (screen points) say which point a gesture takes.
+#[derive(Clone, Copy, Debug)]
+pub struct Strip {
+    /// Screen points per unit of `u` and of opacity.
+    pub scale: (f32, f32),
+    /// How far from a point, in screen points, a gesture still takes it.
+    pub reach: f32,
+}
+
+impl Strip {
+    /// Applies `g` to `curve`; `held` is the point a drag holds (set by a press, cleared by
+    /// a release).
+    pub fn apply(&self, curve: &mut Vec<(f32, f32)>, held: &mut Option<usize>, g: Gesture) {
+        let near = |c: &[(f32, f32)], at| point_near(c, at, self.scale, self.reach);
+        match g {
+            Gesture::Press(at) => {
+                *held = Some(near(curve, at).unwrap_or_else(|| add_point(curve, at)));
+            }
+            Gesture::Drag(to) => {
+                if let Some(i) = *held {
+                    move_point(curve, i, to);
+                }
+            }
+            Gesture::Release => *held = None,
+            Gesture::Click(at) => {
+                if near(curve, at).is_none() {
+                    add_point(curve, at);
+                }
+            }
+            Gesture::Remove(at) => {
+                if let Some(i) = near(curve, at) {
+                    remove_point(curve, i);
+                }
+            }
+        }
+    }
+}
+
 fn clamp01(x: f32) -> f32 {
     if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
 }
@@ -69,6 +123,42 @@ mod tests {
         c.windows(2).all(|w| w[0].0 <= w[1].0)
             && c.iter()
                 .all(|p| (0.0..=1.0).contains(&p.0) && (0.0..=1.0).contains(&p.1))
+    }
+
+    #[test]
+    fn gestures_drag_add_and_remove_points() {
+        // A 200 × 100 point strip; points within 6 points are taken.
+        let strip = Strip {
+            scale: (200.0, 100.0),
+            reach: 6.0,
+        };
+        let mut c = vec![(0.0, 0.0), (1.0, 1.0)];
+        let mut held = None;
+        // A press on nothing adds a point and drags it; the drag stops at the last point.
+        strip.apply(&mut c, &mut held, Gesture::Press((0.5, 0.2)));
+        assert_eq!((c.len(), held), (3, Some(1)));
+        strip.apply(&mut c, &mut held, Gesture::Drag((0.6, 0.4)));
+        strip.apply(&mut c, &mut held, Gesture::Drag((1.4, 0.5)));
+        assert_eq!(c[1], (1.0, 0.5));
+        strip.apply(&mut c, &mut held, Gesture::Release);
+        strip.apply(&mut c, &mut held, Gesture::Drag((0.2, 0.2)));
+        assert_eq!((c[1], held), ((1.0, 0.5), None), "released: nothing moves");
+        // A press on a point takes it; a click on a point adds nothing, elsewhere one point.
+        strip.apply(&mut c, &mut held, Gesture::Press((0.01, 0.02)));
+        assert_eq!(held, Some(0));
+        strip.apply(&mut c, &mut held, Gesture::Release);
+        strip.apply(&mut c, &mut held, Gesture::Click((0.005, 0.0)));
+        assert_eq!(c.len(), 3);
+        strip.apply(&mut c, &mut held, Gesture::Click((0.3, 0.9)));
+        assert_eq!(c, vec![(0.0, 0.0), (0.3, 0.9), (1.0, 0.5), (1.0, 1.0)]);
+        // Removing: the point within reach, nothing elsewhere, never below two points.
+        strip.apply(&mut c, &mut held, Gesture::Remove((0.5, 0.5)));
+        assert_eq!(c.len(), 4);
+        for at in [(0.3, 0.9), (0.0, 0.0), (1.0, 1.0)] {
+            strip.apply(&mut c, &mut held, Gesture::Remove(at));
+        }
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert!(sorted(&c), "{c:?}");
     }
 
     #[test]

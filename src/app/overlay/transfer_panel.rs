@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::curve::{add_point, move_point, point_near, remove_point};
+use super::curve::{Gesture, Strip};
 use super::{UiRequest, look_label};
 use crate::app::Player;
 use crate::render::{Colormap, TransferFunction};
@@ -355,31 +355,30 @@ fn opacity_strip(ui: &mut egui::Ui, panel: &mut TransferPanel, tf: &mut Transfer
             egui::Stroke::new(1.0, egui::Color32::BLACK),
         );
     }
-    let scale = (rect.width(), rect.height());
-    let near = |c: &[(f32, f32)], p: egui::Pos2| point_near(c, to_curve(p), scale, 8.0);
-    let pointer = resp.interact_pointer_pos();
+    let strip = Strip {
+        scale: (rect.width(), rect.height()),
+        reach: 8.0,
+    };
     let mut curve = tf.opacity.clone();
-    if resp.drag_started()
-        && let Some(p) = pointer
-    {
-        panel.dragging =
-            Some(near(&curve, p).unwrap_or_else(|| add_point(&mut curve, to_curve(p))));
-    } else if resp.dragged()
-        && let (Some(i), Some(p)) = (panel.dragging, pointer)
-    {
-        move_point(&mut curve, i, to_curve(p));
-    } else if resp.secondary_clicked() || resp.double_clicked() {
-        if let Some(i) = pointer.and_then(|p| near(&curve, p)) {
-            remove_point(&mut curve, i);
+    let pointer = resp.interact_pointer_pos().or(resp.hover_pos());
+    let gesture = pointer.map(to_curve).and_then(|at| {
+        if resp.drag_started() {
+            Some(Gesture::Press(at))
+        } else if resp.dragged() {
+            Some(Gesture::Drag(at))
+        } else if resp.secondary_clicked() || resp.double_clicked() {
+            Some(Gesture::Remove(at))
+        } else if resp.clicked() {
+            Some(Gesture::Click(at))
+        } else {
+            None
         }
-    } else if resp.clicked()
-        && let Some(p) = pointer
-        && near(&curve, p).is_none()
-    {
-        add_point(&mut curve, to_curve(p));
+    });
+    if let Some(g) = gesture {
+        strip.apply(&mut curve, &mut panel.dragging, g);
     }
     if resp.drag_stopped() {
-        panel.dragging = None;
+        strip.apply(&mut curve, &mut panel.dragging, Gesture::Release);
     }
     if curve != tf.opacity {
         tf.opacity = curve;
