@@ -139,3 +139,38 @@ fn a_saved_scene_shows_the_players_picture_byte_for_byte() {
     player.drain(Duration::from_secs(5));
     again.drain(Duration::from_secs(5));
 }
+
+/// A scene with a camera path keeps its path and its own camera when saved (the path's keys
+/// are relative to that camera), and says so.
+#[test]
+fn a_camera_path_is_kept_with_the_scenes_camera() {
+    let Some(g) = gpu() else { return };
+    let dir = out_dir().join("scene-save-path");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("flight.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "dataset = {:?}\n[camera]\nyaw_deg = -40.0\n[camera_path]\nduration_s = 9.0\n\
+             [[camera_path.key]]\ntime_s = 0.0\n[[camera_path.key]]\ntime_s = 4.0\n\
+             yaw_deg = 30.0\n",
+            dataset().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let mut player = Player::new(&g.device, &g.queue, &file, &small_config()).expect("player");
+    player.view_mut().camera.orbit(10.0, 0.0);
+    let saved = player
+        .save_scene(Some(&dir.join("saved.toml")))
+        .expect("save");
+    assert!(saved.kept_camera_path && !saved.replaced, "{saved:?}");
+    assert!(saved.describe().contains("camera path was kept"));
+    let (was, now) = (
+        Scene::load(&file).unwrap(),
+        Scene::load(&saved.path).unwrap(),
+    );
+    assert_eq!(now.camera, was.camera);
+    assert_eq!(now.camera_path, was.camera_path);
+    player.drain(Duration::from_secs(5));
+}
