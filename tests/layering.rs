@@ -49,8 +49,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "app",
         &[
-            "crc32", "dataset", "device", "format", "gpu", "ingest", "memory", "pipeline", "probe",
-            "render", "scene", "stream", "synth", "units",
+            "atomic_file",
+            "crc32",
+            "dataset",
+            "device",
+            "format",
+            "gpu",
+            "ingest",
+            "memory",
+            "pipeline",
+            "probe",
+            "render",
+            "scene",
+            "stream",
+            "synth",
+            "units",
         ],
     ),
 ];

@@ -531,3 +531,70 @@ fn m_key_switches_path_tracing_in_the_window() {
     assert_eq!(off["render_mode"], "shaded", "{off}");
     assert!(off["path_samples"].is_null(), "{off}");
 }
+
+/// The transfer panel in the window: E opens it, a colormap is chosen (as the panel's list
+/// does, by script), the look box names the edit, and saving (the script's `save-scene`,
+/// then Shift+S, which writes to the same file again) writes a scene that loads with it.
+#[test]
+fn transfer_panel_edit_shows_in_the_look_box_and_saves() {
+    if gpu().is_none() {
+        return;
+    }
+    let Some(disp) = own_xvfb(800, 600) else {
+        skip("no Xvfb");
+        return;
+    };
+    let dir = out_dir().join("window-looks");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let script = format!(
+        "wait-frames 1; key Space; key e; wait 200ms; colormap 1 turbo; wait 300ms; \
+         dump-state {edited}; save-scene {scene}; key e; colormap 2 magma; key S; \
+         wait 100ms; dump-state {saved}; quit",
+        edited = p("edited.json"),
+        scene = p("saved.toml"),
+        saved = p("saved.json"),
+    );
+    let args = ["--window-size", "800x600", "--render-scale", "0.125"];
+    if !play_window(&disp, &args, &script) {
+        return;
+    }
+    let read = |n: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
+    };
+    let edited = read("edited.json");
+    assert_eq!(edited["looks"]["panel"], 0, "{}", edited["looks"]);
+    assert_eq!(
+        edited["looks"]["labels"][0], "edited: turbo",
+        "{}",
+        edited["looks"]
+    );
+    assert!(
+        edited["looks"]["labels"][1]
+            .as_str()
+            .is_some_and(|l| l.starts_with("scene: ")),
+        "{}",
+        edited["looks"]
+    );
+    let saved = read("saved.json");
+    assert!(
+        saved["looks"]["panel"].is_null(),
+        "E closed it: {}",
+        saved["looks"]
+    );
+    let message = saved["message"].as_str().unwrap_or_default();
+    assert!(message.contains("saved.toml"), "{message}");
+    let scene = supercell::scene::Scene::load(&dir.join("saved.toml")).expect("saved scene");
+    let colormap = |i: usize| match &scene.attributes[i].colormap {
+        Some(supercell::render::Colormap::Named(n)) => n.clone(),
+        other => panic!("attribute {i}: {other:?}"),
+    };
+    assert_eq!(colormap(0), "turbo");
+    assert_eq!(
+        colormap(1),
+        "magma",
+        "Shift+S wrote the later edit to the same file"
+    );
+    assert!(scene.camera.target.is_some() && scene.camera.distance.is_some());
+}

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use supercell::pipeline::PlayMode;
-use supercell::render::{Camera, View};
+use supercell::render::{Camera, Colormap, View};
 use supercell::scene::{CameraKey, CameraPath, DatasetSpec, Scene, SceneError};
 use supercell::synth::Attribute;
 
@@ -286,6 +286,23 @@ fn dataset_directory_gives_defaults_and_open_checks_names() {
     assert_eq!(e.line, Some(7), "{e}");
     assert_eq!(e.field.as_deref(), Some("attribute[1].name"), "{e}");
     assert!(e.message.contains("cloud, rain"), "{e}");
+
+    // --attributes keeps the scene's look of an attribute it names (it dropped it: a
+    // scene's radar colours for dbz became the preset's with `render --attributes dbz`),
+    // shows it even where the scene hides it, and gives others their preset.
+    std::fs::write(
+        &f,
+        "dataset = \"storm\"\n[[attribute]]\nname = \"rain\"\nenabled = false\n\
+         colormap = \"turbo\"\nrange = [0.5, 3.0]\n",
+    )
+    .unwrap();
+    let names = ["cloud".to_string(), "rain".to_string()];
+    let ls = Scene::load(&f).unwrap().open(1.0, Some(&names)).unwrap();
+    let look = |i: usize| ls.view.attributes[i].as_ref().unwrap();
+    assert_eq!(look(1).tf.colormap, Colormap::Named("turbo".into()));
+    assert_eq!(look(1).tf.range, [0.5, 3.0]);
+    assert!(look(1).enabled);
+    assert_eq!(look(0).tf.colormap, Colormap::Named("cloud".into()));
 
     // --attributes names are checked too.
     let e = s

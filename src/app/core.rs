@@ -1172,6 +1172,8 @@ fn bind_frame(
 }
 
 mod attributes;
+mod looks;
+pub use looks::{SavedScene, look_problem};
 mod progress;
 mod sampling;
 

@@ -29,7 +29,7 @@ pub mod window;
 
 pub use self::core::{
     DirectEngine, FrameFault, FrameFaultKind, HostCopy, PathReport, PathSel, PlayError, Player,
-    PlayerConfig, TickOutcome,
+    PlayerConfig, SavedScene, TickOutcome, look_problem,
 };
 pub use gpumem::{GpuMemory, gpu_memory};
 pub use stats::{PathFigures, PathStats};

@@ -7,7 +7,8 @@
 //! - `wait-frames N` — until N more frames have been shown;
 //! - `wait-shown N` — until frame N is on screen (scrubs and steps land exactly);
 //! - `key NAME` — a key press: `Space`, `Left`, `Right`, `Home`, `End`, `Escape`, or a letter
-//!   (`R` is Shift+R, recording; `r` reverses);
+//!   (letters are the lowercase keys, except `S`, Shift+S, saving the scene, and `R`,
+//!   Shift+R, recording);
 //! - `scrub N` — jump to frame N (as releasing the slider there does);
 //! - `drag N` / `release N` — the timeline slider dragged to N (nearby frames show as they
 //!   arrive) and released at N (the exact frame follows);
@@ -22,6 +23,10 @@
 //! - `line X,Y,Z X,Y,Z [ATTRIBUTE]` — a line plot between two world points (metres);
 //! - `pick X Y` — a line plot's end where the probe at window pixel (X, Y) lands, as
 //!   Ctrl+click there;
+//! - `colormap N NAME` — attribute slot N (from 1, as the keys 1–8) gets colormap NAME, as
+//!   the transfer panel's list gives it;
+//! - `save-scene [FILE]` — the looks and camera written as a scene, as Shift+S does (to FILE,
+//!   else back into the scene played or a new file beside the dataset);
 //! - `quit`.
 
 use std::path::PathBuf;
@@ -77,6 +82,10 @@ pub enum Action {
     ToggleClean,
     /// Shift+R: record the window to a movie, or stop and finish it.
     ToggleRecord,
+    /// E: the transfer-function panel on/off.
+    ToggleTransferPanel,
+    /// Shift+S: the looks and camera written as a scene file.
+    SaveScene,
     /// Slices, the probe and the line plot.
     Analysis(AnalysisKey),
 }
@@ -101,9 +110,13 @@ pub enum AnalysisKey {
 /// The action of a key by name (winit's logical key names or single characters), if any.
 pub fn key_action(name: &str) -> Option<Action> {
     let n = name.trim();
+    // Shift+R and Shift+S arrive as the characters "R" and "S"; every other letter means its
+    // key either case.
     if n == "R" {
-        // Shifted: winit names the key by the character it types.
         return Some(Action::ToggleRecord);
+    }
+    if n == "S" {
+        return Some(Action::SaveScene);
     }
     Some(match n.to_ascii_lowercase().as_str() {
         "space" | " " => Action::TogglePlay,
@@ -125,6 +138,7 @@ pub fn key_action(name: &str) -> Option<Action> {
         "m" => Action::TogglePathTracing,
         "n" => Action::ToggleDenoise,
         "u" => Action::ToggleClean,
+        "e" => Action::ToggleTransferPanel,
         "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" => {
             Action::ToggleAttribute(n.parse::<usize>().ok()? - 1)
         }
@@ -182,6 +196,10 @@ pub enum Command {
     Pick([f32; 2]),
     /// A line plot between two world points, of an attribute (by name).
     Line([f64; 3], [f64; 3], Option<String>),
+    /// Give an attribute slot (from 0) a colormap by name.
+    Colormap(usize, String),
+    /// Save the looks and camera as a scene (None: where Shift+S writes).
+    SaveScene(Option<PathBuf>),
     /// Quit.
     Quit,
 }
@@ -252,6 +270,16 @@ pub fn parse(text_or_path: &str) -> Result<Vec<Command>, String> {
             "probe" => Command::Probe(numbers::<f32, 2>(need("X Y")?, ' ').map_err(err)?),
             "pick" => Command::Pick(numbers::<f32, 2>(need("X Y")?, ' ').map_err(err)?),
             "line" => parse_line(need("two points X,Y,Z")?).map_err(err)?,
+            "colormap" => {
+                let (n, name) = need("a slot and a colormap name")?
+                    .split_once(char::is_whitespace)
+                    .ok_or_else(|| err("needs a slot and a colormap name".into()))?;
+                match n.parse::<usize>() {
+                    Ok(n @ 1..) => Command::Colormap(n - 1, name.trim().to_string()),
+                    _ => return Err(err(format!("{n:?} is not a slot (1, 2, ...)"))),
+                }
+            }
+            "save-scene" => Command::SaveScene((!arg.is_empty()).then(|| arg.into())),
             "quit" | "exit" => Command::Quit,
             other => return Err(err(format!("unknown command {other:?}"))),
         });
@@ -354,6 +382,20 @@ mod tests {
             vec![Command::Record(Some("a.mp4".into())), Command::Record(None)]
         );
         assert!(parse("record").is_err());
+        assert_eq!(
+            parse("key S; key s; key e; colormap 2 turbo; save-scene; save-scene a b.toml")
+                .unwrap(),
+            vec![
+                Command::Key(Action::SaveScene),
+                Command::Key(Action::Orbit(0, -1)),
+                Command::Key(Action::ToggleTransferPanel),
+                Command::Colormap(1, "turbo".into()),
+                Command::SaveScene(None),
+                Command::SaveScene(Some("a b.toml".into())),
+            ]
+        );
+        assert!(parse("colormap 0 turbo").is_err());
+        assert!(parse("colormap 1").is_err());
         assert_eq!(parse_duration("20s").unwrap(), Duration::from_secs(20));
         assert!(parse_duration("nan").is_err());
     }

@@ -70,8 +70,8 @@ pub struct RenderArgs {
     /// Rendering mode (default: the scene's, else shaded).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
-    /// Attributes in slot order, comma-separated (default: the scene's, else
-    /// cloud,rain,wind_speed).
+    /// Attributes in slot order, comma-separated, each with the scene's look where the scene
+    /// has it (default: the scene's, else cloud,rain,wind_speed).
     #[arg(long, value_delimiter = ',')]
     pub attributes: Option<Vec<String>>,
     /// Isosurface value (isosurface mode; default: the scene's `iso_value`).

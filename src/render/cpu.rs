@@ -14,8 +14,8 @@ use rayon::prelude::*;
 
 use super::image::{Image, aces, srgb_encode};
 use super::params::{
-    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_SHADOWS, GpuParams, KIND_EMISSIVE,
-    KIND_SCATTER, MAX_ATTRIBUTES, Mode, View,
+    FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, FLAG_SHADOWS, GpuParams, KIND_EMISSIVE, KIND_SCATTER,
+    MAX_ATTRIBUTES, Mode, View,
 };
 use super::shader::{ACCEL_CELLS, SCAN_SHIFT_MAX, SUPPORTED_TYPES};
 use super::transfer::{TF_SIZE, sample_table};

@@ -50,7 +50,7 @@ pub enum Colormap {
 
 impl Colormap {
     /// The built-in colormap names.
-    pub const NAMES: [&'static str; 12] = [
+    pub const NAMES: [&'static str; 13] = [
         "cloud",
         "rain",
         "inferno",
@@ -63,6 +63,7 @@ impl Colormap {
         "blackbody",
         "smoke",
         "nws_reflectivity",
+        "turbo",
     ];
 
     /// The sRGB stops of this colormap (an unknown name gives grey).
@@ -140,6 +141,7 @@ impl Colormap {
                 // Smoke and soot: a grey a little darker than cloud's, lit by the sun.
                 "smoke" => s(&[(0.0, [150, 150, 155]), (1.0, [215, 215, 220])]),
                 "nws_reflectivity" => nws_reflectivity(),
+                "turbo" => turbo(),
                 _ => s(&[(0.0, [0, 0, 0]), (1.0, [255, 255, 255])]),
             },
         }
@@ -175,6 +177,53 @@ fn nws_reflectivity() -> Vec<(f32, [f32; 3])> {
         stops.push((hi, rgb(c)));
     }
     stops
+}
+
+/// Google's Turbo, an improved rainbow map (Anton Mikhailov, 2019: "Turbo, An Improved
+/// Rainbow Colormap for Visualization", Google AI blog, and its 256-entry sRGB table in the
+/// gist mikhailov-work/6a308c20e494d9e0ccc29036b28faa7a). Every 8th entry of that table (and
+/// the last) as stops at `u = index / 255`; linear interpolation between them is within 2.5
+/// of 255 of every entry of the table.
+fn turbo() -> Vec<(f32, [f32; 3])> {
+    const TABLE: [(u8, [u8; 3]); 33] = [
+        (0, [48, 18, 59]),
+        (8, [57, 42, 115]),
+        (16, [64, 64, 162]),
+        (24, [68, 86, 199]),
+        (32, [70, 107, 227]),
+        (40, [70, 128, 246]),
+        (48, [66, 148, 255]),
+        (56, [55, 168, 250]),
+        (64, [40, 188, 235]),
+        (72, [28, 205, 216]),
+        (80, [24, 221, 194]),
+        (88, [31, 233, 175]),
+        (96, [50, 242, 152]),
+        (104, [78, 249, 125]),
+        (112, [109, 254, 98]),
+        (120, [139, 255, 75]),
+        (128, [164, 252, 60]),
+        (136, [185, 246, 53]),
+        (144, [205, 236, 52]),
+        (152, [223, 223, 55]),
+        (160, [238, 207, 58]),
+        (168, [248, 190, 57]),
+        (176, [253, 172, 52]),
+        (184, [254, 150, 43]),
+        (192, [251, 126, 33]),
+        (200, [244, 102, 23]),
+        (208, [235, 80, 14]),
+        (216, [223, 63, 8]),
+        (224, [208, 47, 5]),
+        (232, [190, 33, 2]),
+        (240, [169, 22, 1]),
+        (248, [146, 11, 1]),
+        (255, [122, 4, 3]),
+    ];
+    TABLE
+        .iter()
+        .map(|&(i, c)| (f32::from(i) / 255.0, c.map(|x| f32::from(x) / 255.0)))
+        .collect()
 }
 
 /// The path tracer's single-scattering albedo of a scattering attribute, where it is not
@@ -517,6 +566,53 @@ mod tests {
         assert!(c[2] < 0.4);
         for n in Colormap::NAMES {
             assert!(Colormap::Named(n.into()).stops().len() >= 2);
+        }
+    }
+    #[test]
+    fn turbo_matches_the_published_table() {
+        // Entries of Turbo's published 256-entry sRGB table (Mikhailov 2019, the gist
+        // mikhailov-work/6a308c20e494d9e0ccc29036b28faa7a; the same bytes are in OpenROAD's
+        // heat maps), most of them between the stops kept here.
+        let published: [(usize, [u8; 3]); 8] = [
+            (0, [48, 18, 59]),
+            (4, [53, 30, 88]),
+            (100, [63, 246, 138]),
+            (127, [161, 253, 61]),
+            (128, [164, 252, 60]),
+            (200, [244, 102, 23]),
+            (250, [139, 9, 2]),
+            (255, [122, 4, 3]),
+        ];
+        let map = Colormap::Named("turbo".into());
+        assert!(Colormap::NAMES.contains(&"turbo"));
+        let stops = map.stops();
+        for (i, want) in published {
+            let u = i as f32 / 255.0;
+            let got: [f32; 3] = std::array::from_fn(|c| {
+                let pts: Vec<(f32, f32)> = stops.iter().map(|s| (s.0, s.1[c])).collect();
+                piecewise(&pts, u) * 255.0
+            });
+            for c in 0..3 {
+                assert!(
+                    (got[c] - f32::from(want[c])).abs() <= 2.5,
+                    "turbo entry {i}: {got:?}, published {want:?}"
+                );
+            }
+        }
+        // The gist's float table: entry 0 is (0.18995, 0.07176, 0.23217) and entry 255
+        // (0.47960, 0.01583, 0.01055); the byte table rounds them.
+        let first = stops[0].1;
+        let last = stops[stops.len() - 1].1;
+        for (got, want) in [
+            (first, [0.18995, 0.07176, 0.23217]),
+            (last, [0.4796, 0.01583, 0.01055]),
+        ] {
+            for c in 0..3 {
+                assert!(
+                    (got[c] - want[c]).abs() < 0.5 / 255.0 + 1e-6,
+                    "{got:?} vs {want:?}"
+                );
+            }
         }
     }
 }

@@ -34,6 +34,7 @@ mod sample;
 mod spelling;
 mod suggest;
 mod validate;
+mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub use sample::{DataSample, SAMPLE_BUDGET_BYTES, ValueSummary, sample_dataset};
 pub use suggest::{
     Suggestion, checked_scene_toml, suggested_attributes, suggested_scene_toml, suggested_settings,
 };
+pub use write::{checked_scene_text, scene_text};
 
 use crate::dataset::{AlignedBuf, CrcCheck, Dataset, Manifest};
 use crate::format::Grid;
@@ -464,8 +466,9 @@ impl Scene {
     }
 
     /// Opens the dataset (creating the built-in one if needed), maps the attributes (or
-    /// `attributes_override`, names in slot order) to render slots and builds the [`View`]
-    /// for images of aspect `aspect` (width / height).
+    /// `attributes_override`, names in slot order: each with the scene's look where the
+    /// scene has it, else its name's preset) to render slots and builds the [`View`] for
+    /// images of aspect `aspect` (width / height).
     pub fn open(
         &self,
         aspect: f32,
@@ -486,7 +489,17 @@ impl Scene {
         let from_cli = attributes_override.is_some();
         let mut suggestion = None;
         let attributes: Vec<SceneAttribute> = match attributes_override {
-            Some(names) => names.iter().map(SceneAttribute::named).collect(),
+            // A name the scene has keeps the scene's look (shown: it was asked for).
+            Some(names) => names
+                .iter()
+                .map(|n| match self.attributes.iter().find(|a| &a.name == n) {
+                    Some(a) => SceneAttribute {
+                        enabled: None,
+                        ..a.clone()
+                    },
+                    None => SceneAttribute::named(n),
+                })
+                .collect(),
             None if self.attributes.is_empty() => match suggest_from_data(&dataset)? {
                 Some(s) => {
                     let a = s.attributes.clone();
@@ -590,7 +603,13 @@ impl Scene {
         if let Some(s) = &mut suggestion {
             calibrate_suggestion(&dataset, &slots, &mut view, s, aspect)?;
         }
+        // Calibrated looks: the suggestion's extinction scales are the ones the view has.
+        let attributes = suggestion
+            .as_ref()
+            .map_or(attributes, |s| s.attributes.clone());
         Ok(LoadedScene {
+            scene: self.clone(),
+            attributes,
             suggestion,
             dataset,
             slots,
@@ -862,6 +881,11 @@ pub fn default_attributes(m: &Manifest) -> Vec<SceneAttribute> {
 
 /// A scene with its dataset open: which attribute goes to which slot, and the view.
 pub struct LoadedScene {
+    /// The scene opened (what a saved scene starts from).
+    pub scene: Scene,
+    /// The scene's attributes in slot order as opened: the file's, `--attributes`, the
+    /// looks suggested from the data or the defaults.
+    pub attributes: Vec<SceneAttribute>,
     /// The looks suggested from the data, for a dataset opened without a scene (None: a
     /// scene file, `--attributes`, the built-in storm's presets, or names not recognised).
     /// Its `notes` are for the user (empty attributes, the frame data starts at).

@@ -374,7 +374,7 @@ fn suggested_fit(
 /// characters (newlines too) escaped, so no name from a file can end the string or the
 /// line. (The `toml` crate writes a string holding a newline as a multi-line string, which
 /// in a comment would end the comment.)
-fn toml_string(s: &str) -> String {
+pub(super) fn toml_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -395,15 +395,23 @@ fn toml_string(s: &str) -> String {
 /// `v` as a TOML float: always with a fraction or an exponent (`1.0`, `3e38`), never
 /// the 39-digit integer `{}` prints for 3e38, which TOML reads as an integer out of range.
 /// Non-finite values are written as TOML's `nan` and `inf`, which validation then refuses
-/// naming the field.
-fn toml_float(v: f32) -> String {
+/// naming the field. The text reads back as `v` bit for bit: TOML readers parse a float
+/// as f64 and the scene narrows it to f32, and where that double rounding would land on
+/// another f32 than the shortest text's, the f64 that is `v` exactly is written instead.
+pub(super) fn toml_float(v: f32) -> String {
     if v.is_nan() {
         "nan".into()
     } else if v.is_infinite() {
         if v > 0.0 { "inf" } else { "-inf" }.into()
     } else {
         // Debug prints the shortest text that reads back as `v`, with `.0` or an exponent.
-        format!("{v:?}")
+        let short = format!("{v:?}");
+        let read_back = short.parse::<f64>().map(|x| x as f32);
+        if read_back.is_ok_and(|r| r.to_bits() == v.to_bits()) {
+            short
+        } else {
+            format!("{:?}", f64::from(v))
+        }
     }
 }
 
@@ -411,7 +419,7 @@ fn toml_float(v: f32) -> String {
 /// terminal: control characters, a newline above all, are written escaped (`\n`), so a
 /// comment cannot end early and what follows cannot become a key or a table, and no escape
 /// sequence reaches a terminal.
-fn printable(s: &str) -> String {
+pub(super) fn printable(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_control() {

@@ -91,7 +91,11 @@ fn legend_of(player: &Player, st: &UiState) -> (Annotation, Vec<String>) {
         .into_iter()
         .filter_map(|i| {
             let tf = &view.attributes.get(i)?.as_ref()?.tf;
-            Some(look_label(st.presets.get(i).copied().flatten(), tf))
+            Some(look_label(
+                st.presets.get(i).copied().flatten(),
+                st.tf_panel.is_edited(i),
+                tf,
+            ))
         })
         .collect();
     (a, looks)

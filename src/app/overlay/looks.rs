@@ -1,6 +1,6 @@
 //! The attribute look box of the window: which transfer-function presets it offers, and
-//! what it says an attribute shows (the preset chosen, else the scene's look by its
-//! colormap, never a stale preset name).
+//! what it says an attribute shows (the preset chosen, a look edited in the transfer
+//! panel, else the scene's look, each by its colormap; never a stale preset name).
 
 use crate::app::Player;
 use crate::render::{Colormap, TransferFunction};
@@ -21,15 +21,17 @@ pub fn presets_for(player: &Player) -> Vec<Option<usize>> {
     vec![None; player.attribute_names().len()]
 }
 
-/// What an attribute's look box says: the preset chosen in the window, else the scene's
-/// look by its colormap ("scene: cloud"), never a preset the attribute does not show.
-pub fn look_label(chosen: Option<usize>, tf: &TransferFunction) -> String {
-    match chosen.and_then(|k| PRESETS.get(k)) {
-        Some(name) => (*name).to_string(),
-        None => match &tf.colormap {
-            Colormap::Named(n) => format!("scene: {n}"),
-            Colormap::Stops(_) => "scene: custom colours".to_string(),
-        },
+/// What an attribute's look box says: the preset chosen in the window; else a look edited
+/// in the transfer panel (`edited`) by its colormap ("edited: turbo"); else the scene's
+/// look by its colormap ("scene: cloud"); never a preset the attribute does not show.
+pub fn look_label(chosen: Option<usize>, edited: bool, tf: &TransferFunction) -> String {
+    if let Some(name) = chosen.and_then(|k| PRESETS.get(k)) {
+        return (*name).to_string();
+    }
+    let whose = if edited { "edited" } else { "scene" };
+    match &tf.colormap {
+        Colormap::Named(n) => format!("{whose}: {n}"),
+        Colormap::Stops(_) => format!("{whose}: custom colours"),
     }
 }
 
@@ -42,17 +44,27 @@ mod tests {
         // The storm scene's funnel grid shows the cloud look: the box said "grey" (the
         // preset matched by name, of which there is none for funnel_cloud).
         let funnel = TransferFunction::preset("funnel_cloud", [0.0, 1.0], 1000.0);
-        assert_eq!(look_label(None, &funnel), "scene: cloud");
+        assert_eq!(look_label(None, false, &funnel), "scene: cloud");
         let reflectivity = TransferFunction::preset("reflectivity", [5.0, 75.0], 1000.0);
-        assert_eq!(look_label(None, &reflectivity), "scene: nws_reflectivity");
+        assert_eq!(
+            look_label(None, false, &reflectivity),
+            "scene: nws_reflectivity"
+        );
         // A preset picked in the window is named as such.
-        assert_eq!(look_label(Some(1), &funnel), "rain");
+        assert_eq!(look_label(Some(1), false, &funnel), "rain");
         let mut stops = funnel.clone();
         stops.colormap = Colormap::Stops(vec![(0.0, [0.0; 3]), (1.0, [1.0; 3])]);
-        assert_eq!(look_label(None, &stops), "scene: custom colours");
+        assert_eq!(look_label(None, false, &stops), "scene: custom colours");
         assert_eq!(
-            look_label(Some(PRESETS.len()), &stops),
+            look_label(Some(PRESETS.len()), false, &stops),
             "scene: custom colours"
         );
+        // A look edited in the panel is named by the colormap it shows now, whatever
+        // preset was picked before the edit (an edit clears the pick).
+        let mut turbo = funnel.clone();
+        turbo.colormap = Colormap::Named("turbo".into());
+        assert_eq!(look_label(None, true, &turbo), "edited: turbo");
+        assert_eq!(look_label(None, true, &stops), "edited: custom colours");
+        assert_eq!(look_label(Some(0), true, &funnel), "cloud");
     }
 }

@@ -27,8 +27,10 @@ pub use kiosk::{
     kiosk_layout_at, projected_bounds, zoom_for,
 };
 
+mod curve;
 mod legend;
 mod looks;
+pub mod transfer_panel;
 pub use legend::{LegendBar, LegendShown, RecordingStatus, strip_colours};
 pub use looks::{PRESETS, look_label, presets_for};
 
@@ -67,6 +69,8 @@ pub struct UiState {
     /// Per attribute slot, the preset chosen in the window (index into [`PRESETS`]), or
     /// `None` while it shows the look the scene (or the dataset's suggestion) gave it.
     pub presets: Vec<Option<usize>>,
+    /// The transfer-function panel (E) and which looks were edited in it.
+    pub tf_panel: transfer_panel::TransferPanel,
     /// Window size, physical pixels.
     pub window_size: (u32, u32),
     /// Seconds of history in the plots.
@@ -106,6 +110,7 @@ impl UiState {
             gpu_memory: None,
             frames_shown: 0,
             presets: Vec::new(),
+            tf_panel: Default::default(),
             window_size,
             plot_window_s: 30.0,
             layout: PanelLayout::default(),
@@ -171,6 +176,8 @@ pub enum UiRequest {
     SetAttribute(usize, bool),
     /// Transfer-function preset of an attribute slot (index into [`PRESETS`]).
     SetPreset(usize, usize),
+    /// A look (transfer function) for an attribute slot, from the transfer panel.
+    SetLook(usize, Box<crate::render::TransferFunction>),
     /// A dataset attribute (manifest order) on/off, in a slot or not
     /// ([`Player::set_dataset_attribute_shown`]).
     ShowDatasetAttribute(usize, bool),
@@ -284,6 +291,8 @@ pub struct OverlayDump {
     pub recording: RecordingStatus,
     /// Slices, the probe and the line plot.
     pub analysis: AnalysisDump,
+    /// The looks: what each look box says and the slot the transfer panel edits.
+    pub looks: transfer_panel::LooksDump,
 }
 
 /// The state as data (see [`OverlayDump`]).
@@ -393,6 +402,7 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         legend: ui.legend.clone(),
         recording: ui.recording.clone(),
         analysis: ui.analysis.dump(),
+        looks: transfer_panel::dump(player, &ui.tf_panel, &ui.presets),
     }
 }
 
@@ -409,6 +419,7 @@ const HELP: &[(&str, &str)] = &[
     ("V", "compact / full figures"),
     ("1-8", "attribute on / off"),
     ("T", "next colour preset (attribute 1)"),
+    ("E / Shift+S", "transfer functions / save looks and camera"),
     ("M", "path tracing on / off"),
     ("N", "path tracing: denoiser on / off"),
     ("C", "reset camera"),
@@ -724,6 +735,7 @@ pub fn draw(
         plots_drawn = Some(occupied(ctx, &resp));
     }
 
+    transfer_panel::draw(ctx, player, &mut ui_state.tf_panel, out);
     // Help: in the room the figures and plots leave, else in their place.
     if ui_state.help {
         let room = if help_alone {
@@ -1081,7 +1093,7 @@ fn attributes(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Ve
         let cur = st.presets.get(i).copied().flatten();
         let mut sel = cur;
         egui::ComboBox::from_id_salt(("supercell-preset", i))
-            .selected_text(look_label(cur, &a.tf))
+            .selected_text(look_label(cur, st.tf_panel.is_edited(i), &a.tf))
             .show_ui(ui, |ui| {
                 for (k, p) in PRESETS.iter().enumerate() {
                     ui.selectable_value(&mut sel, Some(k), *p);
@@ -1091,6 +1103,9 @@ fn attributes(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Ve
             && sel != cur
         {
             out.push(UiRequest::SetPreset(i, k));
+        }
+        if ui.small_button("edit").clicked() {
+            st.tf_panel.open = Some(i);
         }
     }
     dataset_attribute_list(ui, player, out);

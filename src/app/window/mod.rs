@@ -234,6 +234,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             gpu_memory: None,
             frames_shown: 0,
             presets: Vec::new(),
+            tf_panel: Default::default(),
             window_size: opts.requested.window_size.unwrap_or(software::WINDOW),
             plot_window_s: opts.plot_window_s,
             layout: Default::default(),
@@ -627,6 +628,8 @@ impl App {
             },
             Action::ToggleClean => self.ui.clean = !self.ui.clean,
             Action::ToggleRecord => self.record(None),
+            Action::ToggleTransferPanel => self.ui.tf_panel.toggle(p),
+            Action::SaveScene => _ = self.save_scene(None),
         }
     }
 
@@ -635,6 +638,21 @@ impl App {
         let Some(g) = self.gfx.as_mut() else { return };
         let said = (g.recorder).apply(what, (g.config.width, g.config.height), &mut self.ui);
         self.message(said);
+    }
+
+    /// Writes the looks and camera as a scene (Shift+S, `save-scene`) and says where.
+    fn save_scene(&mut self, to: Option<PathBuf>) -> Result<(), String> {
+        let Some(g) = self.gfx.as_ref() else {
+            return Ok(());
+        };
+        let to = to.or_else(|| self.ui.tf_panel.saved_to.clone());
+        let saved = g.play.lead().save_scene(to.as_deref());
+        let said = saved
+            .as_ref()
+            .map_or_else(|e| format!("scene not saved: {e}"), |s| s.describe());
+        self.message(said.clone());
+        self.ui.tf_panel.saved_to = Some(saved.map_err(|_| said)?.path);
+        Ok(())
     }
 
     fn apply_request(&mut self, r: UiRequest, event_loop: &ActiveEventLoop) {
@@ -681,6 +699,7 @@ impl App {
             | UiRequest::SetMode(_)
             | UiRequest::SetAttribute(..)
             | UiRequest::ShowDatasetAttribute(..)
+            | UiRequest::SetLook(..)
             | UiRequest::SetPreset(..) => self.apply_view_request(r),
         }
     }
@@ -704,6 +723,10 @@ impl App {
                     self.message(why);
                 }
             }
+            UiRequest::SetLook(i, tf) => match p.set_look(i, *tf) {
+                Ok(()) => _ = self.ui.presets.get_mut(i).map(|s| *s = None),
+                Err(why) => self.message(why),
+            },
             UiRequest::SetPreset(i, k) => {
                 let Some(name) = PRESETS.get(k) else { return };
                 let v = p.view();
@@ -814,6 +837,20 @@ impl App {
                     }
                 }
                 Command::Record(path) => self.record(Some(path)),
+                Command::Colormap(i, name) => {
+                    let panel = &mut self.ui.tf_panel;
+                    let r =
+                        overlay::transfer_panel::colormap_request(g.play.lead(), panel, i, &name);
+                    match r {
+                        Ok(r) => self.apply_request(r, event_loop),
+                        Err(e) => self.error = Some(WindowError::Other(format!("script: {e}"))),
+                    }
+                }
+                Command::SaveScene(to) => {
+                    if let Err(e) = self.save_scene(to) {
+                        self.error = Some(WindowError::Other(format!("script: {e}")));
+                    }
+                }
                 Command::Quit => {
                     event_loop.exit();
                     return;
@@ -830,6 +867,10 @@ impl App {
                         return;
                     }
                 }
+            }
+            if self.error.is_some() {
+                event_loop.exit();
+                return;
             }
         }
     }
