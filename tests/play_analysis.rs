@@ -227,10 +227,20 @@ fn window_slice_probe_and_line_by_script() {
     let bbox = scene.view.world_bbox.map(|c| c.map(f64::from));
     let zmid = 0.5 * (bbox[0][2] + bbox[1][2]);
     let zlow = bbox[0][2] + 0.1 * (bbox[1][2] - bbox[0][2]);
+    // The first slot's attribute, hidden with key 1 and then sliced: the legend keys the
+    // slice by its look.
+    let manifest = supercell::dataset::Dataset::open(&ds)
+        .unwrap()
+        .manifest()
+        .clone();
+    let hidden = scene.slots[0]
+        .map(|a| manifest.attributes[a].name.clone())
+        .unwrap();
     let script = format!(
         "key Space; scrub 2; wait-shown 2; slice z {zmid}; probe 200 150; key k; key i; \
          line {x0},{y0},{zmid} {x1},{y1},{zmid}; wait 300ms; screenshot {shot}; \
-         dump-state {s1}; pick 200 150; pick 230 160; dump-state {s4}; slice z {zlow}; key ]; key }}; wait 300ms; dump-state {s2}; key z; dump-state {s3}; quit",
+         dump-state {s1}; pick 200 150; pick 230 160; dump-state {s4}; slice z {zlow}; key ]; key }}; wait 300ms; dump-state {s2}; key z; dump-state {s3}; \
+         key 1; slice z {zmid} {hidden}; wait 300ms; dump-state {s5}; quit",
         x0 = bbox[0][0],
         y0 = bbox[0][1],
         x1 = bbox[1][0],
@@ -240,6 +250,7 @@ fn window_slice_probe_and_line_by_script() {
         s2 = p("s2.json"),
         s3 = p("s3.json"),
         s4 = p("s4.json"),
+        s5 = p("s5.json"),
     );
     let out = std::process::Command::new(bin())
         .args(["play", ds.to_str().unwrap()])
@@ -305,5 +316,32 @@ fn window_slice_probe_and_line_by_script() {
         s3["analysis"]["slice_image"].is_null(),
         "{}",
         s3["analysis"]
+    );
+    // The volume's keys alone while the slice shows a shown attribute; a slice of a hidden
+    // attribute adds its key, named by its look.
+    let bars = |v: &serde_json::Value| -> Vec<(String, String)> {
+        v["legend"]["bars"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                let s = |k: &str| b[k].as_str().unwrap().to_string();
+                (s("name"), s("look"))
+            })
+            .collect()
+    };
+    let before = bars(&s1);
+    assert!(
+        before.iter().all(|(_, look)| !look.starts_with("slice:")),
+        "{before:?}"
+    );
+    let after = bars(&read("s5.json"));
+    let keys: Vec<&(String, String)> = after.iter().filter(|(n, _)| *n == hidden).collect();
+    assert_eq!(keys.len(), 1, "{after:?}");
+    assert!(keys[0].1.starts_with("slice: "), "{after:?}");
+    assert_eq!(
+        after.last(),
+        Some(keys[0]),
+        "the slice's key comes last: {after:?}"
     );
 }

@@ -1,6 +1,7 @@
 //! The player's slice and probe on real CM1 output: the stretched supercell run's last
 //! file in `../shared/realdata/cm1` (45 min, reflectivity up to 67 dBZ), imported, played
-//! headlessly; a horizontal slice of reflectivity 1 km above the domain's bottom equals the
+//! headlessly; a horizontal slice of reflectivity at 1 km (world z: the model's height above
+//! the ground, which the import keeps) equals the
 //! CPU reader's samples at its pixels' world positions, and the probe on it names the voxel,
 //! the value and the unit (dBZ) the CPU reads there. Skipped with a message where the folder
 //! or a GPU adapter is absent (a GPU is required where `SUPERCELL_REQUIRE_GPU` is set).
@@ -53,10 +54,12 @@ fn cm1_reflectivity_slice_at_1_km_and_its_probe_read_what_the_cpu_reads() {
         .unwrap_or_else(|| panic!("no dbz in {names:?}"));
     assert_eq!(names[dbz].1.as_deref(), Some("dBZ"), "{names:?}");
 
+    // The import keeps CM1's heights: its lowest level is 100 m above the ground.
     let bottom = f64::from(player.view().world_bbox[0][2]);
+    assert!((bottom - 100.0).abs() < 1.0, "lowest level at {bottom} m");
     let slice = Slice {
         axis: Axis::Z,
-        at: bottom + 1000.0,
+        at: 1000.0,
         attribute: dbz,
     };
     let img = analysis::slice_image(&mut player, &slice).expect("slice");

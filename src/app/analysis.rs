@@ -3,8 +3,9 @@
 //! ([`Player::sample_world`]) as the march reads it. No drawing here: the overlay
 //! (`overlay::analysis`) shows what these compute, and scripts drive them headlessly.
 //!
-//! Positions are world metres; the panels show kilometres, x and y as the world's and z as
-//! the height above the domain's bottom.
+//! Positions are world metres; the panels show them in kilometres as the dataset places
+//! them (a CM1 or WRF import keeps the model's heights: z is the height above the ground,
+//! so a slice "at 1 km" is at world z = 1000 m, not 1 km above the lowest level).
 
 use glam::Vec3;
 use serde::Serialize;
@@ -107,7 +108,7 @@ pub struct ProbeReading {
     pub found_by: &'static str,
     /// The point, world metres.
     pub world: [f64; 3],
-    /// The point in km: x and y as the world's, z above the domain's bottom.
+    /// The point in km, as the world places it.
     pub km: [f64; 3],
     /// Every dataset attribute there, manifest order.
     pub values: Vec<AttributeReading>,
@@ -165,10 +166,9 @@ fn domain(player: &Player) -> [[f64; 3]; 2] {
     player.view().world_bbox.map(|c| c.map(f64::from))
 }
 
-/// `world` in km: x and y as the world's, z above the domain's bottom.
-pub fn km_of(player: &Player, world: [f64; 3]) -> [f64; 3] {
-    let bottom = domain(player)[0][2];
-    [world[0] / 1e3, world[1] / 1e3, (world[2] - bottom) / 1e3]
+/// `world` in km, as the world places it.
+pub fn km_of(world: [f64; 3]) -> [f64; 3] {
+    world.map(|m| m / 1e3)
 }
 
 /// The ray through render-image point `pixel` (pixels from the top-left corner) of the view
@@ -330,7 +330,7 @@ pub fn probe(
         ray: [o.to_array(), d.to_array()],
         found_by,
         world,
-        km: km_of(player, world),
+        km: km_of(world),
         values: read_all(player, world)?,
     }))
 }

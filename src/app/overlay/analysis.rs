@@ -316,7 +316,9 @@ impl AnalysisUi {
 
 /// The slice's values coloured by the attribute's colormap over its look's range (a grey
 /// ramp over the image's own range where no slot holds it), opaque; transparent where
-/// there is no value.
+/// there is no value, and below the look's range (as a radar display leaves echo under its
+/// lowest level uncoloured: a reflectivity slice shows the storm, not a sheet of the
+/// colormap's first colour over the whole domain).
 fn slice_colours(img: &SliceImage, look: Option<&TransferFunction>) -> Vec<u8> {
     let finite = img.values.iter().copied().filter(|v| v.is_finite());
     let (lo, hi) = finite.fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
@@ -325,6 +327,10 @@ fn slice_colours(img: &SliceImage, look: Option<&TransferFunction>) -> Vec<u8> {
     let mut out = Vec::with_capacity(img.values.len() * 4);
     for &v in &img.values {
         if !v.is_finite() {
+            out.extend_from_slice(&[0, 0, 0, 0]);
+            continue;
+        }
+        if look.is_some_and(|tf| v < tf.range[0]) {
             out.extend_from_slice(&[0, 0, 0, 0]);
             continue;
         }
@@ -420,17 +426,10 @@ fn attribute_label(player: &Player, a: usize) -> String {
 }
 
 /// The slice as a 2-D image with km axes (a z slice is a map like a radar PPI; x and y
-/// slices are vertical sections like an RHI, z as height above the domain's bottom).
+/// slices are vertical sections like an RHI), in km as the world places them.
 fn slice_section(ui: &mut egui::Ui, player: &Player, img: &SliceImage, tex: egui::TextureId) {
     let s = img.slice;
-    let bottom = f64::from(player.view().world_bbox[0][2]);
-    let km = |axis: Axis, m: f64| {
-        if axis == Axis::Z {
-            (m - bottom) / 1e3
-        } else {
-            m / 1e3
-        }
-    };
+    let km = |_: Axis, m: f64| m / 1e3;
     let (u, v) = img.axes;
     let [ur, vr] = img.ranges;
     let (u0, u1) = (km(u, ur[0]), km(u, ur[1]));
@@ -480,7 +479,7 @@ fn probe_section(ui: &mut egui::Ui, st: &AnalysisUi) {
         ),
     });
     ui.label(format!(
-        "x {:.2} km, y {:.2} km, z {:.2} km above the bottom",
+        "x {:.2} km, y {:.2} km, z {:.2} km",
         p.km[0], p.km[1], p.km[2]
     ));
     egui::Grid::new("supercell-probe-values").show(ui, |ui| {
@@ -499,7 +498,7 @@ fn probe_section(ui: &mut egui::Ui, st: &AnalysisUi) {
 
 /// The line plot: the attribute against distance along the line, km.
 fn line_section(ui: &mut egui::Ui, player: &Player, line: &LinePlot) {
-    let km = |p: [f64; 3]| analysis::km_of(player, p).map(|c| format!("{c:.1}"));
+    let km = |p: [f64; 3]| analysis::km_of(p).map(|c| format!("{c:.1}"));
     let (a, b) = (km(line.from), km(line.to));
     ui.label(
         RichText::new(format!(
@@ -522,4 +521,42 @@ fn line_section(ui: &mut egui::Ui, player: &Player, line: &LinePlot) {
         .show(ui, |p| {
             p.line(egui_plot::Line::new("value", pts));
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_pixels_below_the_looks_range_are_transparent_like_a_radar_map() {
+        let img = SliceImage {
+            slice: Slice {
+                axis: Axis::Z,
+                at: 1000.0,
+                attribute: 0,
+            },
+            width: 4,
+            height: 1,
+            axes: (Axis::X, Axis::Y),
+            ranges: [[0.0, 4.0], [0.0, 1.0]],
+            values: vec![f32::NAN, 2.0, 5.0, 80.0],
+        };
+        let tf = TransferFunction::preset("nws_reflectivity", [5.0, 75.0], 1000.0);
+        let px = slice_colours(&img, Some(&tf));
+        let alpha: Vec<u8> = px.chunks(4).map(|p| p[3]).collect();
+        // No value, under 5 dBZ: nothing drawn; 5 dBZ and up (80 clamps to the top): opaque.
+        assert_eq!(alpha, vec![0, 0, 255, 255]);
+        let top = tf.eval(1.0);
+        let want: Vec<u8> = [top[0], top[1], top[2]]
+            .map(srgb_encode)
+            .map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8)
+            .to_vec();
+        assert_eq!(&px[12..15], &want[..]);
+        // Without a look: a grey ramp over the image's own range, every value drawn.
+        let grey = slice_colours(&img, None);
+        assert_eq!(
+            grey.chunks(4).map(|p| p[3]).collect::<Vec<_>>(),
+            vec![0, 255, 255, 255]
+        );
+    }
 }

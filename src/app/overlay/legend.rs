@@ -19,6 +19,7 @@ use crate::app::Player;
 use crate::app::legend::{
     Annotation, LegendEntry, format_value, legend_colour, opacity_colour, shown_slots,
 };
+use crate::render::Colormap;
 
 /// A bar's width, points.
 const BAR_W: f32 = 160.0;
@@ -86,8 +87,8 @@ fn legend_of(player: &Player, st: &UiState) -> (Annotation, Vec<String>) {
     .unwrap_or_else(|| player.position());
     let view = player.view();
     let slots = player.attribute_slots();
-    let a = Annotation::for_view(view, slots, m, frame as usize);
-    let looks = shown_slots(view, slots, m)
+    let mut a = Annotation::for_view(view, slots, m, frame as usize);
+    let mut looks: Vec<String> = shown_slots(view, slots, m)
         .into_iter()
         .filter_map(|i| {
             let tf = &view.attributes.get(i)?.as_ref()?.tf;
@@ -98,7 +99,44 @@ fn legend_of(player: &Player, st: &UiState) -> (Annotation, Vec<String>) {
             ))
         })
         .collect();
+    // A slice of an attribute the volume does not show gets its own key: its colours are the
+    // attribute's look (`overlay::analysis`), which no other bar gives.
+    if let Some(slice) = &st.analysis.slice
+        && let Some(key) = slice_key(player, slice.attribute, slots)
+    {
+        looks.push(key.1);
+        a.entries.push(key.0);
+    }
     (a, looks)
+}
+
+/// The legend key of a slice of dataset attribute `attribute`, and its look's name, where
+/// no shown slot keys it already.
+fn slice_key(
+    player: &Player,
+    attribute: usize,
+    slots: &[Option<usize>],
+) -> Option<(LegendEntry, String)> {
+    let shown = shown_slots(player.view(), slots, player.manifest());
+    if shown
+        .iter()
+        .any(|&i| slots.get(i).copied().flatten() == Some(attribute))
+    {
+        return None;
+    }
+    let tf = player.look_of(attribute)?;
+    let attr = player.manifest().attributes.get(attribute)?;
+    let look = match &tf.colormap {
+        Colormap::Named(n) => format!("slice: {n}"),
+        Colormap::Stops(_) => "slice: custom colours".to_string(),
+    };
+    let entry = LegendEntry {
+        name: attr.name.clone(),
+        units: attr.units.clone(),
+        range: tf.range,
+        table: tf.bake(),
+    };
+    Some((entry, look))
 }
 
 /// Draws the legend in `room`'s bottom left corner (the time label over the keys, in a row
