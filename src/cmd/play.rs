@@ -403,51 +403,7 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &ChosenScene) -> anyhow
     }
     settings.apply_view(player.view_mut());
     let soak = match &args.soak {
-        Some(d) => {
-            let duration = duration_flag("--soak", d)?;
-            let sample_every = duration_flag("--sample-every", &args.sample_every)?;
-            if sample_every.is_zero() {
-                bail!("--sample-every must be positive");
-            }
-            let toggle_every = args
-                .toggle_every
-                .as_deref()
-                .map(|d| duration_flag("--toggle-every", d))
-                .transpose()?
-                .filter(|d| !d.is_zero());
-            let opts = soak::SoakOptions {
-                duration,
-                toggle_every,
-                sample_every,
-            };
-            let bar = progress_bar("soak {bar:30} {pos}/{len} s  {msg}");
-            bar.set_length(duration.as_secs().max(1));
-            // Where stderr is no terminal (a booth's log, a service), a line every
-            // twentieth of the run (10 s to 5 min apart) instead of the bar.
-            let every = (duration.as_secs_f64() / 20.0).clamp(10.0, 300.0);
-            let mut next_line = every;
-            let r = soak::run(&mut player, &opts, |s| {
-                let line = format!(
-                    "{} frames, RSS {:.0} MB, {} fds, {} threads",
-                    s.frames,
-                    s.rss as f64 / 1e6,
-                    s.fds,
-                    s.threads
-                );
-                if bar.is_hidden() {
-                    if s.t_s >= next_line {
-                        eprintln!("soak {:.0}/{} s: {line}", s.t_s, duration.as_secs());
-                        next_line = s.t_s + every;
-                    }
-                } else {
-                    bar.set_position(s.t_s as u64);
-                    bar.set_message(line);
-                }
-            })?;
-            bar.finish_and_clear();
-            eprint!("{}", soak::summary(&r));
-            Some(r)
-        }
+        Some(d) => Some(soak_run(args, d, &mut player)?),
         None => None,
     };
     let paths = if soak.is_some() {
@@ -537,6 +493,54 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &ChosenScene) -> anyhow
         bail!("soak: memory not flat: {}", v.reasons.join(", "));
     }
     Ok(())
+}
+
+/// `play --headless --soak D`: the soak, with a progress bar (or, where stderr is no
+/// terminal, a line every twentieth of the run) and its summary on stderr.
+fn soak_run(args: &PlayArgs, d: &str, player: &mut Player) -> anyhow::Result<soak::SoakReport> {
+    let duration = duration_flag("--soak", d)?;
+    let sample_every = duration_flag("--sample-every", &args.sample_every)?;
+    if sample_every.is_zero() {
+        bail!("--sample-every must be positive");
+    }
+    let toggle_every = args
+        .toggle_every
+        .as_deref()
+        .map(|d| duration_flag("--toggle-every", d))
+        .transpose()?
+        .filter(|d| !d.is_zero());
+    let opts = soak::SoakOptions {
+        duration,
+        toggle_every,
+        sample_every,
+    };
+    let bar = progress_bar("soak {bar:30} {pos}/{len} s  {msg}");
+    bar.set_length(duration.as_secs().max(1));
+    // Where stderr is no terminal (a booth's log, a service), a line every
+    // twentieth of the run (10 s to 5 min apart) instead of the bar.
+    let every = (duration.as_secs_f64() / 20.0).clamp(10.0, 300.0);
+    let mut next_line = every;
+    let r = soak::run(player, &opts, |s| {
+        let line = format!(
+            "{} frames, RSS {:.0} MB, {} fds, {} threads",
+            s.frames,
+            s.rss as f64 / 1e6,
+            s.fds,
+            s.threads
+        );
+        if bar.is_hidden() {
+            if s.t_s >= next_line {
+                eprintln!("soak {:.0}/{} s: {line}", s.t_s, duration.as_secs());
+                next_line = s.t_s + every;
+            }
+        } else {
+            bar.set_position(s.t_s as u64);
+            bar.set_message(line);
+        }
+    })?;
+    bar.finish_and_clear();
+    eprint!("{}", soak::summary(&r));
+    Ok(r)
 }
 
 fn window_run(

@@ -404,41 +404,10 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     if let Some(selection) = &args.gpus {
         return render_on_gpus(args, selection, frames, path_stop);
     }
-    let mut slot = AlignedBuf::new();
     if args.cpu {
-        check_size("--size", None, w, h)?;
-        let bar = progress_bar(
-            "render [{elapsed_precise}] {bar:30} {pos}/{len} frames  {msg}",
-            frames.len() as u64,
-        );
-        bar.enable_steady_tick(std::time::Duration::from_millis(250));
-        for f in frames {
-            bar.set_message(format!("frame {f}, {w}x{h} on the CPU"));
-            read_frame(args, &ls, f, &mut slot)?;
-            let grids = cpu_grids(&ls, f, &slot)?;
-            if let Some(note) = empty_note(&ls, f, &slot) {
-                bar.suspend(|| eprintln!("render: {note}"));
-            }
-            let refs: Vec<_> = grids.iter().map(|g| g.as_ref()).collect();
-            let t0 = std::time::Instant::now();
-            let (img, work) = supercell::render::render_cpu_counted(&refs, &ls.view, w, h);
-            bar.suspend(|| {
-                eprintln!(
-                    "frame {f}: CPU render in {:.2} s; march per ray: {:.2} steps, {:.2} \
-                     grid samples, {:.2} sun lookups ({} rays)",
-                    t0.elapsed().as_secs_f64(),
-                    work.per_ray(work.steps),
-                    work.per_ray(work.samples),
-                    work.per_ray(work.sun_lookups),
-                    work.rays
-                );
-            });
-            bar.suspend(|| save(args, &ls, img, f))?;
-            bar.inc(1);
-        }
-        bar.finish_and_clear();
-        return Ok(());
+        return render_on_cpu(args, &ls, frames, (w, h));
     }
+    let mut slot = AlignedBuf::new();
     let ctx = GpuContext::headless()?;
     eprintln!(
         "rendering on {}{}",
@@ -518,6 +487,48 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         println!("{}", path.display());
         eprintln!("render: {n} frames encoded into {}", path.display());
     }
+    Ok(())
+}
+
+/// `render --cpu`: every frame with the CPU reference renderer, saying what each cost.
+fn render_on_cpu(
+    args: &RenderArgs,
+    ls: &LoadedScene,
+    frames: std::ops::Range<usize>,
+    (w, h): (u32, u32),
+) -> anyhow::Result<()> {
+    let mut slot = AlignedBuf::new();
+    check_size("--size", None, w, h)?;
+    let bar = progress_bar(
+        "render [{elapsed_precise}] {bar:30} {pos}/{len} frames  {msg}",
+        frames.len() as u64,
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    for f in frames {
+        bar.set_message(format!("frame {f}, {w}x{h} on the CPU"));
+        read_frame(args, ls, f, &mut slot)?;
+        let grids = cpu_grids(ls, f, &slot)?;
+        if let Some(note) = empty_note(ls, f, &slot) {
+            bar.suspend(|| eprintln!("render: {note}"));
+        }
+        let refs: Vec<_> = grids.iter().map(|g| g.as_ref()).collect();
+        let t0 = std::time::Instant::now();
+        let (img, work) = supercell::render::render_cpu_counted(&refs, &ls.view, w, h);
+        bar.suspend(|| {
+            eprintln!(
+                "frame {f}: CPU render in {:.2} s; march per ray: {:.2} steps, {:.2} \
+                 grid samples, {:.2} sun lookups ({} rays)",
+                t0.elapsed().as_secs_f64(),
+                work.per_ray(work.steps),
+                work.per_ray(work.samples),
+                work.per_ray(work.sun_lookups),
+                work.rays
+            );
+        });
+        bar.suspend(|| save(args, ls, img, f))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
     Ok(())
 }
 
