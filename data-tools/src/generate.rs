@@ -200,48 +200,7 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         bail!("--frames must be at least 1");
     }
     let lanes = parse_lanes(&args.lanes)?;
-    let mut params = StormParams {
-        frames: args.frames,
-        attributes: args.attributes.0.clone(),
-        ..synth::default_params()
-    };
-    if let Some(s) = args.seed {
-        params.seed = s;
-    }
-    if let Some(t) = args.time_span {
-        if !(t.is_finite() && t > 0.0) {
-            bail!("--time-span must be a positive number of seconds");
-        }
-        params.time_span_s = t;
-    }
-    if let Some(r) = args.resolution {
-        if !(16..=MAX_RESOLUTION).contains(&r) {
-            bail!("--resolution {r}: use 16 to {MAX_RESOLUTION} voxels");
-        }
-        params.resolution = r;
-    }
-    let mut pick_s = None;
-    if let Some(target) = args.frame_size {
-        if !(MIN_FRAME_SIZE..=MAX_FRAME_SIZE).contains(&target) {
-            bail!(
-                "--frame-size {target} B: use {} MB to {} GB (each grid must stay under the \
-                 4 GiB a GPU storage binding can address)",
-                MIN_FRAME_SIZE / 1_000_000,
-                MAX_FRAME_SIZE / 1_000_000_000
-            );
-        }
-        let pick = std::time::Instant::now();
-        let est = resolution_for_target(&params, args.grid_type, target);
-        pick_s = Some(pick.elapsed().as_secs_f64());
-        eprintln!(
-            "resolution {} for about {:.1} MB per frame as {} (target {:.1} MB)",
-            est.resolution,
-            est.frame_bytes as f64 / 1e6,
-            args.grid_type,
-            target as f64 / 1e6
-        );
-        params.resolution = est.resolution;
-    }
+    let (params, pick_s) = storm_params(args)?;
     // One frame in flight must fit in memory; say which flag asked for it.
     let flag = match (args.resolution, args.frame_size) {
         (Some(r), _) => format!("--resolution {r}"),
@@ -304,43 +263,103 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         rayon::current_num_threads()
     );
     if let Some(path) = &args.json {
-        let doc = serde_json::json!({
-            "dataset": args.out,
-            "frames": report.frames,
-            "resolution": report.resolution,
-            "grid_type": args.grid_type.name(),
-            "bytes": report.bytes,
-            "frame_bytes_min": report.frame_bytes_min,
-            "frame_bytes_max": report.frame_bytes_max,
-            "largest_grid": report.largest_grid,
-            "elapsed_s": report.elapsed_s,
-            "gb_per_s": report.bytes_per_s() / 1e9,
-            "eval_s": report.eval_s,
-            "encode_s": report.encode_s,
-            "write_s": report.write_s,
-            "frames_in_flight": report.window,
-            "frame_times": report
-                .frame_times
-                .iter()
-                .map(|t| {
-                    serde_json::json!({
-                        "frame": t.frame,
-                        "began_s": t.began_s,
-                        "evaluated_s": t.evaluated_s,
-                        "encoded_s": t.encoded_s,
-                        "write_began_s": t.write_began_s,
-                        "written_s": t.written_s,
-                    })
-                })
-                .collect::<Vec<_>>(),
-            "pick_s": pick_s,
-            "process_cpu_s": process_cpu_s(),
-            "threads": rayon::current_num_threads(),
-            "lanes": manifest.lanes.len(),
-            "chunk_size": manifest.chunk_size,
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_report(path, args, &report, &manifest, pick_s)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The storm's parameters from the flags: frames, attributes, seed, time span, and the
+/// resolution given or picked for `--frame-size` (with the seconds the pick took).
+fn storm_params(args: &GenerateArgs) -> Result<(StormParams, Option<f64>)> {
+    let mut params = StormParams {
+        frames: args.frames,
+        attributes: args.attributes.0.clone(),
+        ..synth::default_params()
+    };
+    if let Some(s) = args.seed {
+        params.seed = s;
+    }
+    if let Some(t) = args.time_span {
+        if !(t.is_finite() && t > 0.0) {
+            bail!("--time-span must be a positive number of seconds");
+        }
+        params.time_span_s = t;
+    }
+    if let Some(r) = args.resolution {
+        if !(16..=MAX_RESOLUTION).contains(&r) {
+            bail!("--resolution {r}: use 16 to {MAX_RESOLUTION} voxels");
+        }
+        params.resolution = r;
+    }
+    let mut pick_s = None;
+    if let Some(target) = args.frame_size {
+        if !(MIN_FRAME_SIZE..=MAX_FRAME_SIZE).contains(&target) {
+            bail!(
+                "--frame-size {target} B: use {} MB to {} GB (each grid must stay under the \
+                 4 GiB a GPU storage binding can address)",
+                MIN_FRAME_SIZE / 1_000_000,
+                MAX_FRAME_SIZE / 1_000_000_000
+            );
+        }
+        let pick = std::time::Instant::now();
+        let est = resolution_for_target(&params, args.grid_type, target);
+        pick_s = Some(pick.elapsed().as_secs_f64());
+        eprintln!(
+            "resolution {} for about {:.1} MB per frame as {} (target {:.1} MB)",
+            est.resolution,
+            est.frame_bytes as f64 / 1e6,
+            args.grid_type,
+            target as f64 / 1e6
+        );
+        params.resolution = est.resolution;
+    }
+    Ok((params, pick_s))
+}
+
+/// `--json`: the run's figures and each frame's times.
+fn write_report(
+    path: &std::path::Path,
+    args: &GenerateArgs,
+    report: &synth::Report,
+    manifest: &supercell::dataset::Manifest,
+    pick_s: Option<f64>,
+) -> Result<()> {
+    let doc = serde_json::json!({
+        "dataset": args.out,
+        "frames": report.frames,
+        "resolution": report.resolution,
+        "grid_type": args.grid_type.name(),
+        "bytes": report.bytes,
+        "frame_bytes_min": report.frame_bytes_min,
+        "frame_bytes_max": report.frame_bytes_max,
+        "largest_grid": report.largest_grid,
+        "elapsed_s": report.elapsed_s,
+        "gb_per_s": report.bytes_per_s() / 1e9,
+        "eval_s": report.eval_s,
+        "encode_s": report.encode_s,
+        "write_s": report.write_s,
+        "frames_in_flight": report.window,
+        "frame_times": report
+            .frame_times
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "frame": t.frame,
+                    "began_s": t.began_s,
+                    "evaluated_s": t.evaluated_s,
+                    "encoded_s": t.encoded_s,
+                    "write_began_s": t.write_began_s,
+                    "written_s": t.written_s,
+                })
+            })
+            .collect::<Vec<_>>(),
+        "pick_s": pick_s,
+        "process_cpu_s": process_cpu_s(),
+        "threads": rayon::current_num_threads(),
+        "lanes": manifest.lanes.len(),
+        "chunk_size": manifest.chunk_size,
+    });
+    std::fs::write(path, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
