@@ -12,9 +12,15 @@ use crate::render::RenderError;
 /// What can go wrong in the player.
 #[derive(Debug, thiserror::Error)]
 pub enum PlayError {
-    /// The scene or dataset could not be opened.
+    /// The scene or dataset could not be opened (a message naming the file).
     #[error("{0}")]
     Scene(String),
+    /// The scene file or its dataset could not be loaded or opened.
+    #[error(transparent)]
+    SceneFile(#[from] crate::scene::SceneError),
+    /// The dataset refused what was asked of it.
+    #[error(transparent)]
+    Dataset(#[from] crate::dataset::DatasetError),
     /// No GPU device, or the GPU reported an error.
     #[error(transparent)]
     Render(#[from] RenderError),

@@ -129,7 +129,7 @@ fn shown_attributes(view: &View, slots: &[Option<usize>]) -> Vec<Option<usize>> 
 
 /// The scene file or dataset directory at `path`, loaded ([`Scene::load`]).
 pub(crate) fn load_scene(path: &Path) -> Result<Scene, PlayError> {
-    Scene::load(path).map_err(|e| PlayError::Scene(e.to_string()))
+    Ok(Scene::load(path)?)
 }
 
 /// Bytes in decimal megabytes, for messages.
@@ -197,15 +197,10 @@ impl Player {
             return Err(PlayError::Usage("the image size must be positive".into()));
         }
         let aspect = cfg.width as f32 / cfg.height as f32;
-        let mut scene = scene_file
-            .open(aspect, cfg.attributes.as_deref())
-            .map_err(|e| PlayError::Scene(e.to_string()))?;
+        let mut scene = scene_file.open(aspect, cfg.attributes.as_deref())?;
         if let Some(keep) = &cfg.frames {
             // After the scene is open: the camera and the view are the whole dataset's.
-            scene
-                .dataset
-                .retain_frames(keep)
-                .map_err(|e| PlayError::Scene(e.to_string()))?;
+            scene.dataset.retain_frames(keep)?;
         }
         let source = Source::from_manifest(scene.dataset.manifest());
         if source.frames.is_empty() {
@@ -242,9 +237,7 @@ impl Player {
         renderer.set_path_denoise(cfg.path_denoise);
         let slot_plan = plan_player_slots(&renderer, interop.as_ref().ok(), &source, cfg)?;
         let (slots, slot_len) = (slot_plan.slots, slot_plan.slot_bytes as usize);
-        let layout = slot_plan
-            .layout()
-            .map_err(|e| PlayError::Usage(e.to_string()))?;
+        let layout = slot_plan.layout()?;
         let ecfg = EngineConfig {
             threads: cfg.threads.max(1),
             queue_depth: cfg.queue_depth.max(1),
@@ -1088,7 +1081,7 @@ fn forced_part_bytes(cfg: &PlayerConfig) -> Result<Option<u64>, PlayError> {
     cfg.part_bytes
         .map(|b| crate::gpu::check_part_bytes(b, "the part size"))
         .transpose()
-        .map_err(|e| PlayError::Usage(e.to_string()))
+        .map_err(PlayError::from)
 }
 
 /// How many slots each path holds and how they are cut into parts: what `--slots` asks for
