@@ -254,26 +254,8 @@ impl Renderer {
         part_bytes: Option<u64>,
     ) -> Result<Renderer, RenderError> {
         catch_uncaptured_errors(device);
+        let part_bytes = checked_part_bytes(device, &caps, part_bytes)?;
         let per_stage = device.limits().max_storage_buffers_per_shader_stage;
-        if per_stage < STORAGE_BUFFERS_PER_STAGE {
-            return Err(RenderError::NoDevice(format!(
-                "{} was opened with {per_stage} storage buffers per shader stage; the renderer \
-                 binds {STORAGE_BUFFERS_PER_STAGE} ({MAX_PARTS} frame parts and its own)",
-                caps.describe()
-            )));
-        }
-        let device_part = device_part_bytes(caps.max_storage_binding, caps.max_buffer_size);
-        let part_bytes = match part_bytes {
-            None => device_part,
-            Some(b) if b.is_power_of_two() && (MIN_PART_BYTES..=device_part).contains(&b) => b,
-            Some(b) => {
-                return Err(RenderError::Usage(format!(
-                    "part size {b} bytes: parts are a power of two from {MIN_PART_BYTES} to \
-                     {device_part} bytes on {}",
-                    caps.describe()
-                )));
-            }
-        };
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         // Acceleration cells per slot: as many as one binding of every slot's cells holds
@@ -292,8 +274,6 @@ impl Renderer {
         // when a frame needs them.
         let shape = FrameShape::of(1, 1, max_parts);
         let layouts = make_layouts(device, &args_layout, shape.declared_parts());
-        // The shape of a frame with up to four attributes in one part; others are built
-        // when a frame needs them.
         let first = build_pipelines(device, &layouts, shape.config(accel_cells, part_bytes));
         let buf = |label: &str, size: u64, usage: wgpu::BufferUsages| {
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -343,24 +323,7 @@ impl Renderer {
                 resource: args.as_entire_binding(),
             }],
         });
-        let timer = caps.timestamps.then(|| Timer {
-            queries: device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("supercell timer"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 4,
-            }),
-            resolve: buf(
-                "supercell timer resolve",
-                RESOLVE_BYTES,
-                wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            ),
-            read: buf(
-                "supercell timer read",
-                RESOLVE_BYTES,
-                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            ),
-            period_ns: queue.get_timestamp_period() as f64,
-        });
+        let timer = caps.timestamps.then(|| make_timer(device, queue));
         let invalid = block_on(scope.pop());
         if let Some(e) = invalid.or(block_on(oom.pop())) {
             return Err(RenderError::Gpu(e.to_string()));
@@ -1137,6 +1100,64 @@ impl Renderer {
     /// Its queue.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.queue
+    }
+}
+
+/// Refuses a device that binds too few storage buffers per stage for the renderer, and a
+/// part size that is not a power of two from [`MIN_PART_BYTES`] to the device's own;
+/// returns the part size to use (`requested`, else the device's).
+fn checked_part_bytes(
+    device: &wgpu::Device,
+    caps: &DeviceCaps,
+    requested: Option<u64>,
+) -> Result<u64, RenderError> {
+    let per_stage = device.limits().max_storage_buffers_per_shader_stage;
+    if per_stage < STORAGE_BUFFERS_PER_STAGE {
+        return Err(RenderError::NoDevice(format!(
+            "{} was opened with {per_stage} storage buffers per shader stage; the renderer \
+             binds {STORAGE_BUFFERS_PER_STAGE} ({MAX_PARTS} frame parts and its own)",
+            caps.describe()
+        )));
+    }
+    let device_part = device_part_bytes(caps.max_storage_binding, caps.max_buffer_size);
+    match requested {
+        None => Ok(device_part),
+        Some(b) if b.is_power_of_two() && (MIN_PART_BYTES..=device_part).contains(&b) => Ok(b),
+        Some(b) => Err(RenderError::Usage(format!(
+            "part size {b} bytes: parts are a power of two from {MIN_PART_BYTES} to \
+             {device_part} bytes on {}",
+            caps.describe()
+        ))),
+    }
+}
+
+/// The GPU timer's queries and read-back buffers (devices with timestamp queries).
+fn make_timer(device: &wgpu::Device, queue: &wgpu::Queue) -> Timer {
+    let buf = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    Timer {
+        queries: device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("supercell timer"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 4,
+        }),
+        resolve: buf(
+            "supercell timer resolve",
+            RESOLVE_BYTES,
+            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        ),
+        read: buf(
+            "supercell timer read",
+            RESOLVE_BYTES,
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        ),
+        period_ns: queue.get_timestamp_period() as f64,
     }
 }
 
