@@ -303,45 +303,7 @@ impl App {
             // A window manager makes the window fullscreen after it is mapped, if at all.
             self.fullscreen_check_at = Some(Instant::now() + Duration::from_secs(2));
         }
-        let no_surface = |e: wgpu::CreateSurfaceError| {
-            WindowError::Other(format!("cannot create a surface: {e}"))
-        };
-        // Several GPUs: each ordinal's device as `play --headless --gpus` opens it; GPU 0's
-        // presents. One GPU: the device that shares memory with CUDA where there is one (the
-        // direct path), else any adapter that can present to the window.
-        let (gpu, opened, surface) = match &self.opts.gpus {
-            Some(ordinals) => {
-                let opened = gpus::open_gpus(ordinals).map_err(PlayError::from)?;
-                for (k, g) in opened.iter().enumerate() {
-                    log::info!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
-                }
-                let surface = opened[0]
-                    .gpu
-                    .instance
-                    .create_surface(window.clone())
-                    .map_err(no_surface)?;
-                (None, Some(opened), surface)
-            }
-            None => match PlayerGpu::open_shared() {
-                Ok(g) => {
-                    let surface = g
-                        .instance
-                        .create_surface(window.clone())
-                        .map_err(no_surface)?;
-                    (Some(g), None, surface)
-                }
-                Err(why) => {
-                    let instance = PlayerGpu::instance();
-                    let surface = instance
-                        .create_surface(window.clone())
-                        .map_err(no_surface)?;
-                    let mut g =
-                        PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
-                    g.interop_unavailable = Some(why);
-                    (Some(g), None, surface)
-                }
-            },
-        };
+        let (gpu, opened, surface) = open_devices(self.opts.gpus.as_deref(), &window)?;
         // The presenting device: the one GPU's, or GPU 0's.
         let lead = match (&gpu, &opened) {
             (Some(g), _) => g,
@@ -377,35 +339,7 @@ impl App {
             self.ui.message = Some((note.clone(), Instant::now()));
         }
         let (sw, sh) = (size.width.max(1), size.height.max(1));
-        let caps = surface_caps;
-        let format = caps
-            .formats
-            .iter()
-            .copied()
-            .find(|f| {
-                !f.is_srgb()
-                    && matches!(
-                        f,
-                        wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Rgba8Unorm
-                    )
-            })
-            .or_else(|| caps.formats.first().copied())
-            .ok_or_else(|| WindowError::Other("the surface supports no format".into()))?;
-        let config = wgpu::SurfaceConfiguration {
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
-            format,
-            width: sw,
-            height: sh,
-            present_mode: wgpu::PresentMode::AutoVsync,
-            desired_maximum_frame_latency: 2,
-            alpha_mode: caps
-                .alpha_modes
-                .first()
-                .copied()
-                .unwrap_or(wgpu::CompositeAlphaMode::Auto),
-            view_formats: vec![],
-            color_space: wgpu::SurfaceColorSpace::Auto,
-        };
+        let config = surface_config(&surface_caps, (sw, sh))?;
         surface.configure(&device, &config);
         let mut pcfg = self.opts.player.clone();
         (pcfg.width, pcfg.height) = render_size((sw, sh), self.render_scale);
@@ -458,8 +392,11 @@ impl App {
             None,
             Some(max_texture_2d as usize),
         );
-        let egui_renderer =
-            egui_wgpu::Renderer::new(&device, format, egui_wgpu::RendererOptions::default());
+        let egui_renderer = egui_wgpu::Renderer::new(
+            &device,
+            config.format,
+            egui_wgpu::RendererOptions::default(),
+        );
         self.ui.window_size = (sw, sh);
         self.gfx = Some(Gfx {
             window,
@@ -1101,4 +1038,92 @@ impl ApplicationHandler for App {
             event_loop.set_control_flow(ControlFlow::WaitUntil(next));
         }
     }
+}
+
+/// The devices a window plays on and its surface. Several GPUs (`gpus`): each ordinal's
+/// device as `play --headless --gpus` opens it, GPU 0's presenting. One GPU: the device that
+/// shares memory with CUDA where there is one (the direct path), else any adapter that can
+/// present to the window.
+#[allow(clippy::type_complexity)]
+fn open_devices(
+    gpus: Option<&[usize]>,
+    window: &Arc<Window>,
+) -> Result<
+    (
+        Option<PlayerGpu>,
+        Option<Vec<gpus::OpenedGpu>>,
+        wgpu::Surface<'static>,
+    ),
+    WindowError,
+> {
+    let no_surface =
+        |e: wgpu::CreateSurfaceError| WindowError::Other(format!("cannot create a surface: {e}"));
+    match gpus {
+        Some(ordinals) => {
+            let opened = gpus::open_gpus(ordinals).map_err(PlayError::from)?;
+            for (k, g) in opened.iter().enumerate() {
+                log::info!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
+            }
+            let surface = opened[0]
+                .gpu
+                .instance
+                .create_surface(window.clone())
+                .map_err(no_surface)?;
+            Ok((None, Some(opened), surface))
+        }
+        None => match PlayerGpu::open_shared() {
+            Ok(g) => {
+                let surface = g
+                    .instance
+                    .create_surface(window.clone())
+                    .map_err(no_surface)?;
+                Ok((Some(g), None, surface))
+            }
+            Err(why) => {
+                let instance = PlayerGpu::instance();
+                let surface = instance
+                    .create_surface(window.clone())
+                    .map_err(no_surface)?;
+                let mut g = PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
+                g.interop_unavailable = Some(why);
+                Ok((Some(g), None, surface))
+            }
+        },
+    }
+}
+
+/// The swapchain's configuration for a window of `size`: a plain (not sRGB) 8-bit format
+/// (see the module's note on composition), vsync, two frames of latency.
+fn surface_config(
+    caps: &wgpu::SurfaceCapabilities,
+    (sw, sh): (u32, u32),
+) -> Result<wgpu::SurfaceConfiguration, WindowError> {
+    let format = caps
+        .formats
+        .iter()
+        .copied()
+        .find(|f| {
+            !f.is_srgb()
+                && matches!(
+                    f,
+                    wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Rgba8Unorm
+                )
+        })
+        .or_else(|| caps.formats.first().copied())
+        .ok_or_else(|| WindowError::Other("the surface supports no format".into()))?;
+    Ok(wgpu::SurfaceConfiguration {
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+        format,
+        width: sw,
+        height: sh,
+        present_mode: wgpu::PresentMode::AutoVsync,
+        desired_maximum_frame_latency: 2,
+        alpha_mode: caps
+            .alpha_modes
+            .first()
+            .copied()
+            .unwrap_or(wgpu::CompositeAlphaMode::Auto),
+        view_formats: vec![],
+        color_space: wgpu::SurfaceColorSpace::Auto,
+    })
 }
