@@ -540,7 +540,7 @@ pub fn draw(
     image: Option<egui::TextureId>,
     out: &mut Vec<UiRequest>,
 ) {
-    use egui::{Align2, Color32, Rect, RichText, pos2, vec2};
+    use egui::{Color32, Rect, pos2, vec2};
     let screen = if ui_state.kiosk {
         kiosk::screen(ctx, ui_state.window_size)
     } else {
@@ -566,7 +566,6 @@ pub fn draw(
     } else {
         stats_lines(player, ui_state.cpu_percent, ui_state.gpu_memory.as_ref())
     };
-    let now = player.clock();
     let inner = screen.shrink(GAP);
     let mut drawn: Vec<(&'static str, Rect)> = Vec::new();
     // The kiosk keeps the storm in view: the figures and the plots in rooms of their own
@@ -595,17 +594,7 @@ pub fn draw(
     // Timeline and settings, bottom (not in kiosk mode: nobody touches a kiosk).
     let mut top = inner;
     if !ui_state.kiosk && !ui_state.clean {
-        let resp = egui::Area::new(egui::Id::unique("supercell-timeline"))
-            .anchor(Align2::CENTER_BOTTOM, vec2(0.0, -GAP))
-            .constrain_to(inner)
-            .show(ctx, |ui| {
-                ui.set_max_width(inner.width());
-                panel.show(ui, |ui| {
-                    timeline(ui, player, ui_state, out);
-                    ui.horizontal_wrapped(|ui| attributes(ui, player, ui_state, out));
-                });
-            })
-            .response;
+        let resp = show_timeline(ctx, inner, panel, player, ui_state, out);
         let r = occupied(ctx, &resp);
         drawn.push(("timeline", painted(ctx, resp.layer_id)));
         top.max.y = (r.top() - GAP).max(top.top());
@@ -654,22 +643,7 @@ pub fn draw(
     let mut stats_rect = None;
     if !help_alone {
         let room = Rect::from_min_size(top.min, vec2(top.width().min(STATS_MAX_W), top.height()));
-        let mut content = None;
-        let resp = egui::Area::new(egui::Id::unique("supercell-stats"))
-            .fixed_pos(top.min)
-            .constrain_to(room)
-            .show(ctx, |ui| {
-                ui.set_max_size(room.size());
-                panel.show(ui, |ui| {
-                    no_scroll_fades(ui);
-                    let scroll = egui::ScrollArea::vertical()
-                        .id_salt("supercell-stats-scroll")
-                        .max_height((top.height() - 2.0 * PAD).max(16.0))
-                        .show(ui, |ui| stats_panel(ui, player, ui_state, &lines, out));
-                    content = Some(scroll.content_size);
-                });
-            })
-            .response;
+        let (resp, content) = show_stats(ctx, (room, top), panel, player, ui_state, &lines, out);
         ui_state.layout.stats_natural = content.map(|c| c + vec2(2.0 * PAD, 2.0 * PAD));
         drawn.push(("stats", painted(ctx, resp.layer_id)));
         ui_state.layout.stats_size = Some(resp.rect.size());
@@ -683,54 +657,8 @@ pub fn draw(
     if ui_state.plots
         && let Some((room, size)) = plots_room_now
     {
-        let want = plots_rect(room, size, ui_state.kiosk);
-        let resp = egui::Area::new(egui::Id::unique("supercell-plots"))
-            .fixed_pos(want.min)
-            .constrain_to(room)
-            .show(ctx, |ui| {
-                panel.show(ui, |ui| {
-                    let w = ui_state.plot_window_s;
-                    let series = |sel: PathSel, gb: bool| -> Vec<[f64; 2]> {
-                        let s = player.stats(sel);
-                        let v = if gb {
-                            s.gbps_series(now, w)
-                        } else {
-                            s.fps_series(now, w)
-                        };
-                        v.into_iter().map(|(t, y)| [t - now, y]).collect()
-                    };
-                    for (title, gb) in [("GB/s now", true), ("frames/s rendered now", false)] {
-                        ui.label(RichText::new(title).color(Color32::WHITE).strong());
-                        let direct = series(PathSel::Direct, gb);
-                        let host = series(PathSel::Host, gb);
-                        let top = plot_top(direct.iter().chain(&host).map(|p| p[1]));
-                        egui_plot::Plot::new(title)
-                            .width(size.x)
-                            .height(size.y)
-                            .allow_drag(false)
-                            .allow_zoom(false)
-                            .allow_scroll(false)
-                            .allow_double_click_reset(false)
-                            .legend(egui_plot::Legend::default())
-                            .show(ui, |p| {
-                                // Fixed axes: time from -w to now, rates from 0 (a rate is
-                                // never negative; egui_plot would otherwise centre flat lines
-                                // on zero).
-                                p.set_plot_bounds_x(-w..=0.0);
-                                p.set_plot_bounds_y(0.0..=top);
-                                p.line(
-                                    egui_plot::Line::new("direct", direct)
-                                        .color(Color32::from_rgb(120, 220, 120)),
-                                );
-                                p.line(
-                                    egui_plot::Line::new("host", host)
-                                        .color(Color32::from_rgb(240, 160, 80)),
-                                );
-                            });
-                    }
-                });
-            })
-            .response;
+        let at = plots_rect(room, size, ui_state.kiosk).min;
+        let resp = show_plots(ctx, (room, at, size), panel, player, ui_state.plot_window_s);
         drawn.push(("plots", painted(ctx, resp.layer_id)));
         plots_drawn = Some(occupied(ctx, &resp));
     }
@@ -743,26 +671,148 @@ pub fn draw(
         } else {
             help_room(top, stats_rect.unwrap_or(stats_plan), plots_drawn)
         };
-        let resp = egui::Area::new(egui::Id::unique("supercell-help"))
-            .pivot(Align2::CENTER_CENTER)
-            .fixed_pos(room.center())
-            .constrain_to(room)
-            .show(ctx, |ui| {
-                ui.set_max_size(top.size());
-                panel.show(ui, |ui| {
-                    no_scroll_fades(ui);
-                    egui::ScrollArea::vertical()
-                        .id_salt("supercell-help-scroll")
-                        .max_height((top.height() - 2.0 * PAD).max(16.0))
-                        .show(ui, help_card);
-                });
-            })
-            .response;
+        let resp = show_help(ctx, room, top, panel);
         drawn.push(("help", painted(ctx, resp.layer_id)));
         ui_state.layout.help_size = Some(resp.rect.size());
     }
     ui_state.layout.help_alone = help_alone;
     record_layout(ctx, ui_state, drawn);
+}
+
+/// The timeline and the attribute toggles, at the bottom of `inner`.
+fn show_timeline(
+    ctx: &egui::Context,
+    inner: egui::Rect,
+    panel: egui::Frame,
+    player: &Player,
+    ui_state: &mut UiState,
+    out: &mut Vec<UiRequest>,
+) -> egui::Response {
+    use egui::{Align2, vec2};
+    egui::Area::new(egui::Id::unique("supercell-timeline"))
+        .anchor(Align2::CENTER_BOTTOM, vec2(0.0, -GAP))
+        .constrain_to(inner)
+        .show(ctx, |ui| {
+            ui.set_max_width(inner.width());
+            panel.show(ui, |ui| {
+                timeline(ui, player, ui_state, out);
+                ui.horizontal_wrapped(|ui| attributes(ui, player, ui_state, out));
+            });
+        })
+        .response
+}
+
+/// The figures at `top`'s top left in `room`, scrolling past `top`'s height; the response
+/// and the size the figures would take unclipped.
+fn show_stats(
+    ctx: &egui::Context,
+    (room, top): (egui::Rect, egui::Rect),
+    panel: egui::Frame,
+    player: &Player,
+    ui_state: &mut UiState,
+    lines: &[String],
+    out: &mut Vec<UiRequest>,
+) -> (egui::Response, Option<egui::Vec2>) {
+    let mut content = None;
+    let resp = egui::Area::new(egui::Id::unique("supercell-stats"))
+        .fixed_pos(top.min)
+        .constrain_to(room)
+        .show(ctx, |ui| {
+            ui.set_max_size(room.size());
+            panel.show(ui, |ui| {
+                no_scroll_fades(ui);
+                let scroll = egui::ScrollArea::vertical()
+                    .id_salt("supercell-stats-scroll")
+                    .max_height((top.height() - 2.0 * PAD).max(16.0))
+                    .show(ui, |ui| stats_panel(ui, player, ui_state, lines, out));
+                content = Some(scroll.content_size);
+            });
+        })
+        .response;
+    (resp, content)
+}
+
+/// The plots' panel at `at` in `room`, each plot `size` points, over the last `w` seconds.
+fn show_plots(
+    ctx: &egui::Context,
+    (room, at, size): (egui::Rect, egui::Pos2, egui::Vec2),
+    panel: egui::Frame,
+    player: &Player,
+    w: f64,
+) -> egui::Response {
+    let now = player.clock();
+    egui::Area::new(egui::Id::unique("supercell-plots"))
+        .fixed_pos(at)
+        .constrain_to(room)
+        .show(ctx, |ui| {
+            panel.show(ui, |ui| rate_plots(ui, player, w, now, size));
+        })
+        .response
+}
+
+/// The two rate plots (GB/s, frames/s rendered) of both paths over the last `w` seconds to
+/// `now`, each `size` points.
+fn rate_plots(ui: &mut egui::Ui, player: &Player, w: f64, now: f64, size: egui::Vec2) {
+    use egui::{Color32, RichText};
+    let series = |sel: PathSel, gb: bool| -> Vec<[f64; 2]> {
+        let s = player.stats(sel);
+        let v = if gb {
+            s.gbps_series(now, w)
+        } else {
+            s.fps_series(now, w)
+        };
+        v.into_iter().map(|(t, y)| [t - now, y]).collect()
+    };
+    for (title, gb) in [("GB/s now", true), ("frames/s rendered now", false)] {
+        ui.label(RichText::new(title).color(Color32::WHITE).strong());
+        let direct = series(PathSel::Direct, gb);
+        let host = series(PathSel::Host, gb);
+        let top = plot_top(direct.iter().chain(&host).map(|p| p[1]));
+        egui_plot::Plot::new(title)
+            .width(size.x)
+            .height(size.y)
+            .allow_drag(false)
+            .allow_zoom(false)
+            .allow_scroll(false)
+            .allow_double_click_reset(false)
+            .legend(egui_plot::Legend::default())
+            .show(ui, |p| {
+                // Fixed axes: time from -w to now, rates from 0 (a rate is
+                // never negative; egui_plot would otherwise centre flat lines
+                // on zero).
+                p.set_plot_bounds_x(-w..=0.0);
+                p.set_plot_bounds_y(0.0..=top);
+                p.line(
+                    egui_plot::Line::new("direct", direct).color(Color32::from_rgb(120, 220, 120)),
+                );
+                p.line(egui_plot::Line::new("host", host).color(Color32::from_rgb(240, 160, 80)));
+            });
+    }
+}
+
+/// The help card, centred in `room`, at most `top`'s size (scrolling past it).
+fn show_help(
+    ctx: &egui::Context,
+    room: egui::Rect,
+    top: egui::Rect,
+    panel: egui::Frame,
+) -> egui::Response {
+    use egui::Align2;
+    egui::Area::new(egui::Id::unique("supercell-help"))
+        .pivot(Align2::CENTER_CENTER)
+        .fixed_pos(room.center())
+        .constrain_to(room)
+        .show(ctx, |ui| {
+            ui.set_max_size(top.size());
+            panel.show(ui, |ui| {
+                no_scroll_fades(ui);
+                egui::ScrollArea::vertical()
+                    .id_salt("supercell-help-scroll")
+                    .max_height((top.height() - 2.0 * PAD).max(16.0))
+                    .show(ui, help_card);
+            });
+        })
+        .response
 }
 
 /// Records the panels `drawn` in this frame (window pixels) and counts a frame in which two
