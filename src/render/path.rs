@@ -446,23 +446,10 @@ impl PathTracer {
         self.samples = 0;
     }
 
-    /// Records one dispatch into `encoder`; returns the samples per pixel it adds.
-    pub(super) fn encode(
-        &mut self,
-        encoder: &mut wgpu::CommandEncoder,
-        pass: PathPass<'_>,
-    ) -> Result<u32, RenderError> {
-        let [width, height] = pass.params.size;
-        let key = key_of(pass.params, pass.tf, pass.settings, pass.frame_generation);
-        if self.key.as_ref() != Some(&key) {
-            self.key = Some(key);
-            self.samples = 0;
-            self.seed = pass.settings.frame_seed;
-        }
-        let pixels = u64::from(width) * u64::from(height);
-        let cells = pass.config.accel_cells;
+    /// The majorant grid's buffer for `cells` acceleration cells per attribute (made again,
+    /// with the accumulation's bind group that names it, when the cell count changes).
+    fn ensure_majorants(&mut self, device: &wgpu::Device, cells: u32) -> Result<(), RenderError> {
         if self.majorants.as_ref().is_none_or(|m| m.1 != cells) {
-            let device = pass.device;
             let buffer = create_scoped(
                 device,
                 || format!("creating the path majorants ({cells} cells per attribute)"),
@@ -480,6 +467,18 @@ impl PathTracer {
             // The accumulation's bind group names the buffer: make it again.
             self.accum = None;
         }
+        Ok(())
+    }
+
+    /// The accumulation and moments buffers and their bind group for a `width` × `height`
+    /// image (made again, restarting the sum, when the pixel count changes).
+    fn ensure_accum(
+        &mut self,
+        device: &wgpu::Device,
+        width: u32,
+        height: u32,
+    ) -> Result<(), RenderError> {
+        let pixels = u64::from(width) * u64::from(height);
         if self.accum.as_ref().is_none_or(|a| a.2 != pixels) {
             let layout = &self.layout;
             let uniform = &self.uniform;
@@ -487,22 +486,22 @@ impl PathTracer {
             let majorants = &self.majorants.as_ref().expect("created above").0;
             let mut moments = None;
             self.accum = Some(create_scoped(
-                pass.device,
+                device,
                 || format!("creating the {width}x{height} accumulation buffer"),
                 || {
-                    let buffer = pass.device.create_buffer(&wgpu::BufferDescriptor {
+                    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("supercell path accumulation"),
                         size: pixels * 16,
                         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
                         mapped_at_creation: false,
                     });
-                    let sq = pass.device.create_buffer(&wgpu::BufferDescriptor {
+                    let sq = device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("supercell path moments"),
                         size: pixels * 4,
                         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
                         mapped_at_creation: false,
                     });
-                    let group = pass.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: Some("supercell path"),
                         layout,
                         entries: &[
@@ -541,6 +540,15 @@ impl PathTracer {
             self.moments = moments;
             self.samples = 0;
         }
+        Ok(())
+    }
+
+    /// The path tracer's pipelines for this pass's frame shape (built on first use); their
+    /// key.
+    fn ensure_pipeline(
+        &mut self,
+        pass: &PathPass<'_>,
+    ) -> Result<(ShaderConfig, bool), RenderError> {
         let pipeline_key = (pass.config, self.stats_on);
         if !self.pipelines.contains_key(&pipeline_key) {
             let (device, layout, config) = (pass.device, &self.layout, pass.config);
@@ -579,6 +587,25 @@ impl PathTracer {
             )?;
             self.pipelines.insert(pipeline_key, pipeline);
         }
+        Ok(pipeline_key)
+    }
+
+    /// Records one dispatch into `encoder`; returns the samples per pixel it adds.
+    pub(super) fn encode(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        pass: PathPass<'_>,
+    ) -> Result<u32, RenderError> {
+        let [width, height] = pass.params.size;
+        let key = key_of(pass.params, pass.tf, pass.settings, pass.frame_generation);
+        if self.key.as_ref() != Some(&key) {
+            self.key = Some(key);
+            self.samples = 0;
+            self.seed = pass.settings.frame_seed;
+        }
+        self.ensure_majorants(pass.device, pass.config.accel_cells)?;
+        self.ensure_accum(pass.device, width, height)?;
+        let pipeline_key = self.ensure_pipeline(&pass)?;
         let cap = limits::PATH_MAX_SAMPLES.clamp_u32(pass.settings.path_max_samples);
         let per_frame =
             limits::PATH_SAMPLES_PER_FRAME.clamp_u32(pass.settings.path_samples_per_frame);
