@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use supercell::dataset::{AlignedBuf, CrcCheck};
 use supercell::format::Grid;
 use supercell::render::{MediumKind, Projection, SUPPORTED_TYPES, TF_SIZE, TransferFunction};
-use supercell::scene::Scene;
+use supercell::scene::{LoadedScene, Scene};
 
 /// Arguments of `export-mitsuba`.
 #[derive(clap::Args, Debug)]
@@ -197,69 +197,14 @@ pub fn run(args: &ExportMitsubaArgs) -> Result<ExitCode> {
     let (w, h) = supercell::units::parse_image_size("--size", &args.size, u32::MAX)?;
     let scene = Scene::load(&args.scene)?;
     let ls = scene.open(w as f32 / h as f32, None)?;
-    let m = ls.dataset.manifest();
     let view = &ls.view;
     let s = &view.settings;
-    // The enabled attributes: (slot, manifest attribute, name).
-    let enabled: Vec<(usize, usize, String)> = ls
-        .slots
-        .iter()
-        .enumerate()
-        .filter_map(|(slot, a)| {
-            let a = (*a)?;
-            let on = view
-                .attributes
-                .get(slot)
-                .and_then(Option::as_ref)
-                .is_some_and(|v| v.enabled);
-            on.then(|| (slot, a, m.attributes[a].name.clone()))
-        })
-        .collect();
-    let names: Vec<&str> = enabled.iter().map(|e| e.2.as_str()).collect();
-    let (slot, attr, name) = match (&args.attribute, enabled.as_slice()) {
-        (None, [one]) => one.clone(),
-        (None, _) => bail!(
-            "{}: enables {} attributes ({}); name one with --attribute",
-            args.scene.display(),
-            enabled.len(),
-            names.join(", ")
-        ),
-        (Some(want), _) => enabled
-            .iter()
-            .find(|e| &e.2 == want)
-            .cloned()
-            .with_context(|| {
-                format!(
-                    "{}: no enabled attribute {want:?} (enabled: {})",
-                    args.scene.display(),
-                    names.join(", ")
-                )
-            })?,
-    };
-    if enabled.len() > 1 {
-        // The exported medium holds one attribute; supercell would render them all.
-        bail!(
-            "{}: enables {} besides {name:?}; the exported medium holds one attribute, so \
-             disable the others (enabled = false) for a comparison",
-            args.scene.display(),
-            names
-                .iter()
-                .filter(|n| **n != name)
-                .copied()
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    let (slot, attr, name) = chosen_attribute(args, &ls)?;
     let tf = &view.attributes[slot]
         .as_ref()
         .expect("enabled slots have a view")
         .tf;
-    if tf.kind != MediumKind::Scatter {
-        bail!("attribute {name:?} is an emissive medium; only scattering media are exported");
-    }
-    if view.camera.projection != Projection::Perspective {
-        bail!("the scene's camera is orthographic; only perspective cameras are exported");
-    }
+    check_exportable(tf, view, &name)?;
 
     let frame_count = ls.dataset.frame_count();
     if args.frame >= frame_count {
@@ -302,29 +247,7 @@ pub fn run(args: &ExportMitsubaArgs) -> Result<ExitCode> {
         lo,
         std::array::from_fn(|i| cells[i] + 2), // one more for the upper corners
     );
-    let lookup = Lookup::new(tf);
-    let step = 1.0 / ss as f32;
-    let mut sigma = Vec::with_capacity(total as usize);
-    let mut albedo = Vec::with_capacity(3 * total as usize);
-    for z in 0..n[2] {
-        for y in 0..n[1] {
-            for x in 0..n[0] {
-                let p = [
-                    lo[0] as f32 + x as f32 * step,
-                    lo[1] as f32 + y as f32 * step,
-                    lo[2] as f32 + z as f32 * step,
-                ];
-                let e = lookup.eval(lattice.sample(p));
-                let sig = if e[3] > 0.0 {
-                    e[3] * lookup.extinction
-                } else {
-                    0.0
-                };
-                sigma.push(sig);
-                albedo.extend_from_slice(&e[..3]);
-            }
-        }
-    }
+    let (sigma, albedo) = sample_medium(&lattice, tf, lo, n, ss);
     // The colour where the medium is: one colour (a constant albedo) or a grid of them.
     let mut colours = sigma
         .iter()
@@ -415,6 +338,117 @@ pub fn run(args: &ExportMitsubaArgs) -> Result<ExitCode> {
         if constant { "constant" } else { "albedo.vol" }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The scene's one enabled attribute (`--attribute` names it where several are): its view
+/// slot, manifest index and name. Several enabled are refused: the exported medium holds
+/// one attribute, and supercell would render them all.
+fn chosen_attribute(args: &ExportMitsubaArgs, ls: &LoadedScene) -> Result<(usize, usize, String)> {
+    let m = ls.dataset.manifest();
+    let view = &ls.view;
+    // The enabled attributes: (slot, manifest attribute, name).
+    let enabled: Vec<(usize, usize, String)> = ls
+        .slots
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, a)| {
+            let a = (*a)?;
+            let on = view
+                .attributes
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|v| v.enabled);
+            on.then(|| (slot, a, m.attributes[a].name.clone()))
+        })
+        .collect();
+    let names: Vec<&str> = enabled.iter().map(|e| e.2.as_str()).collect();
+    let (slot, attr, name) = match (&args.attribute, enabled.as_slice()) {
+        (None, [one]) => one.clone(),
+        (None, _) => bail!(
+            "{}: enables {} attributes ({}); name one with --attribute",
+            args.scene.display(),
+            enabled.len(),
+            names.join(", ")
+        ),
+        (Some(want), _) => enabled
+            .iter()
+            .find(|e| &e.2 == want)
+            .cloned()
+            .with_context(|| {
+                format!(
+                    "{}: no enabled attribute {want:?} (enabled: {})",
+                    args.scene.display(),
+                    names.join(", ")
+                )
+            })?,
+    };
+    if enabled.len() > 1 {
+        // The exported medium holds one attribute; supercell would render them all.
+        bail!(
+            "{}: enables {} besides {name:?}; the exported medium holds one attribute, so \
+         disable the others (enabled = false) for a comparison",
+            args.scene.display(),
+            names
+                .iter()
+                .filter(|n| **n != name)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok((slot, attr, name))
+}
+
+/// Extinction and albedo at every lattice point of the marched box (`n` points per axis,
+/// `ss` per voxel, from index `lo`), as the renderer's transfer function gives them.
+fn sample_medium(
+    lattice: &Lattice,
+    tf: &TransferFunction,
+    lo: [i32; 3],
+    n: [usize; 3],
+    ss: usize,
+) -> (Vec<f32>, Vec<f32>) {
+    let total = n[0] * n[1] * n[2];
+    let lookup = Lookup::new(tf);
+    let step = 1.0 / ss as f32;
+    let mut sigma = Vec::with_capacity(total);
+    let mut albedo = Vec::with_capacity(3 * total);
+    for z in 0..n[2] {
+        for y in 0..n[1] {
+            for x in 0..n[0] {
+                let p = [
+                    lo[0] as f32 + x as f32 * step,
+                    lo[1] as f32 + y as f32 * step,
+                    lo[2] as f32 + z as f32 * step,
+                ];
+                let e = lookup.eval(lattice.sample(p));
+                let sig = if e[3] > 0.0 {
+                    e[3] * lookup.extinction
+                } else {
+                    0.0
+                };
+                sigma.push(sig);
+                albedo.extend_from_slice(&e[..3]);
+            }
+        }
+    }
+    (sigma, albedo)
+}
+
+/// What Mitsuba is given must be what supercell draws: a scattering medium seen through a
+/// perspective camera.
+fn check_exportable(
+    tf: &TransferFunction,
+    view: &supercell::render::View,
+    name: &str,
+) -> Result<()> {
+    if tf.kind != MediumKind::Scatter {
+        bail!("attribute {name:?} is an emissive medium; only scattering media are exported");
+    }
+    if view.camera.projection != Projection::Perspective {
+        bail!("the scene's camera is orthographic; only perspective cameras are exported");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
