@@ -287,76 +287,23 @@ pub fn converge(
     let mut seconds = 0.0;
     let mut spp = 1;
     while spp <= (ref_spp / 4).max(1) {
-        let p = refine(renderer, view, width, height, Stop::Samples(spp))?;
-        seconds += p.seconds;
-        let img = renderer.read_image()?;
-        let raw = rel_mse(&img, &reference);
-        if let Some(dir) = &dump {
-            let (sums, sq) = renderer.path_sums()?;
-            let f = dir.join(format!("sums_{spp}_{width}x{height}.f32"));
-            std::fs::write(&f, bytemuck::cast_slice::<[f32; 4], u8>(&sums))
-                .with_context(|| format!("{}", f.display()))?;
-            let f = dir.join(format!("sq_{spp}_{width}x{height}.f32"));
-            std::fs::write(&f, bytemuck::cast_slice::<f32, u8>(&sq))
-                .with_context(|| format!("{}", f.display()))?;
-        }
-        let mut denoise_seconds = f64::INFINITY;
-        for _ in 0..3 {
-            denoise_seconds = denoise_seconds.min(show(renderer, true)?);
-        }
-        let denoised = rel_mse(&renderer.read_image()?, &reference);
-        let row = ConvergeRow {
+        let row = converge_row(
+            renderer,
+            (view, width, height),
             spp,
-            seconds,
-            samples_per_second: f64::from(width) * f64::from(height) * f64::from(spp)
-                / seconds.max(1e-9),
-            rel_mse: raw,
-            rel_mse_corrected: (raw - noise).max(0.0),
-            rel_mse_denoised: denoised,
-            rel_mse_denoised_corrected: (denoised - noise).max(0.0),
-            denoise_seconds,
-        };
-        println!(
-            "{:>6} {:>10.3} {:>14.3} {:>12.3e} {:>12.3e} {:>12.3e} {:>12.3e} {:>10.3}",
-            row.spp,
-            row.seconds,
-            row.samples_per_second / 1e6,
-            row.rel_mse,
-            row.rel_mse_corrected,
-            row.rel_mse_denoised,
-            row.rel_mse_denoised_corrected,
-            row.denoise_seconds * 1e3
-        );
+            (&reference, noise),
+            dump.as_deref(),
+            &mut seconds,
+        )?;
         rows.push(row);
         spp *= 2;
     }
-    let first = rows.iter().position(|r| r.rel_mse <= TARGET_REL_MSE);
-    let first_corrected = rows
-        .iter()
-        .position(|r| r.rel_mse_corrected <= TARGET_REL_MSE);
-    let first_denoised = rows
-        .iter()
-        .position(|r| r.rel_mse_denoised <= TARGET_REL_MSE);
-    let first_denoised_corrected = rows
-        .iter()
-        .position(|r| r.rel_mse_denoised_corrected <= TARGET_REL_MSE);
-    for (what, first) in [
-        ("raw", first),
-        ("corrected", first_corrected),
-        ("denoised", first_denoised),
-        ("denoised, corrected", first_denoised_corrected),
-    ] {
-        match first {
-            Some(i) => println!(
-                "relMSE ({what}) <= {TARGET_REL_MSE:e} at {} samples per pixel after {:.3} s \
-                 (+ {:.3} ms filter when denoised)",
-                rows[i].spp,
-                rows[i].seconds,
-                rows[i].denoise_seconds * 1e3
-            ),
-            None => println!("relMSE ({what}) stayed above {TARGET_REL_MSE:e}"),
-        }
-    }
+    let [
+        first,
+        first_corrected,
+        first_denoised,
+        first_denoised_corrected,
+    ] = firsts(&rows);
     // Where a sample's work goes: a few samples more with the counters on (untimed).
     let stats_spp = (ref_spp / 4).clamp(1, 4);
     renderer.restart_path();
@@ -402,6 +349,99 @@ pub fn converge(
         .with_context(|| format!("{}", json.display()))?;
     println!("{}", json.display());
     Ok(())
+}
+
+/// One row of `--converge`: the image refined to `spp` samples from where it was (adding
+/// the time to `seconds`), its relMSE raw and denoised against `reference` (and less the
+/// reference's own `noise`), the filter's best time of three; printed, and its sums
+/// written to `dump` where given.
+fn converge_row(
+    renderer: &mut Renderer,
+    (view, width, height): (&View, u32, u32),
+    spp: u32,
+    (reference, noise): (&Image, f64),
+    dump: Option<&Path>,
+    seconds: &mut f64,
+) -> anyhow::Result<ConvergeRow> {
+    let p = refine(renderer, view, width, height, Stop::Samples(spp))?;
+    *seconds += p.seconds;
+    let img = renderer.read_image()?;
+    let raw = rel_mse(&img, reference);
+    if let Some(dir) = dump {
+        let (sums, sq) = renderer.path_sums()?;
+        let f = dir.join(format!("sums_{spp}_{width}x{height}.f32"));
+        std::fs::write(&f, bytemuck::cast_slice::<[f32; 4], u8>(&sums))
+            .with_context(|| format!("{}", f.display()))?;
+        let f = dir.join(format!("sq_{spp}_{width}x{height}.f32"));
+        std::fs::write(&f, bytemuck::cast_slice::<f32, u8>(&sq))
+            .with_context(|| format!("{}", f.display()))?;
+    }
+    let mut denoise_seconds = f64::INFINITY;
+    for _ in 0..3 {
+        denoise_seconds = denoise_seconds.min(show(renderer, true)?);
+    }
+    let denoised = rel_mse(&renderer.read_image()?, reference);
+    let row = ConvergeRow {
+        spp,
+        seconds: *seconds,
+        samples_per_second: f64::from(width) * f64::from(height) * f64::from(spp)
+            / seconds.max(1e-9),
+        rel_mse: raw,
+        rel_mse_corrected: (raw - noise).max(0.0),
+        rel_mse_denoised: denoised,
+        rel_mse_denoised_corrected: (denoised - noise).max(0.0),
+        denoise_seconds,
+    };
+    println!(
+        "{:>6} {:>10.3} {:>14.3} {:>12.3e} {:>12.3e} {:>12.3e} {:>12.3e} {:>10.3}",
+        row.spp,
+        row.seconds,
+        row.samples_per_second / 1e6,
+        row.rel_mse,
+        row.rel_mse_corrected,
+        row.rel_mse_denoised,
+        row.rel_mse_denoised_corrected,
+        row.denoise_seconds * 1e3
+    );
+    Ok(row)
+}
+
+/// The first rows under [`TARGET_REL_MSE`]: raw, corrected for the reference's noise,
+/// denoised, and denoised and corrected; each said on stdout.
+fn firsts(rows: &[ConvergeRow]) -> [Option<usize>; 4] {
+    let first = rows.iter().position(|r| r.rel_mse <= TARGET_REL_MSE);
+    let first_corrected = rows
+        .iter()
+        .position(|r| r.rel_mse_corrected <= TARGET_REL_MSE);
+    let first_denoised = rows
+        .iter()
+        .position(|r| r.rel_mse_denoised <= TARGET_REL_MSE);
+    let first_denoised_corrected = rows
+        .iter()
+        .position(|r| r.rel_mse_denoised_corrected <= TARGET_REL_MSE);
+    for (what, first) in [
+        ("raw", first),
+        ("corrected", first_corrected),
+        ("denoised", first_denoised),
+        ("denoised, corrected", first_denoised_corrected),
+    ] {
+        match first {
+            Some(i) => println!(
+                "relMSE ({what}) <= {TARGET_REL_MSE:e} at {} samples per pixel after {:.3} s \
+             (+ {:.3} ms filter when denoised)",
+                rows[i].spp,
+                rows[i].seconds,
+                rows[i].denoise_seconds * 1e3
+            ),
+            None => println!("relMSE ({what}) stayed above {TARGET_REL_MSE:e}"),
+        }
+    }
+    [
+        first,
+        first_corrected,
+        first_denoised,
+        first_denoised_corrected,
+    ]
 }
 
 #[cfg(test)]
