@@ -850,28 +850,55 @@ impl Ctx<'_> {
     }
 
     /// Passes `accel_info`, `accel_cells`, `accel_dilate` and `accel_sun`.
-    #[allow(clippy::needless_range_loop)] // slot indices address several parallel arrays
     fn build_accel(&self, g: &mut [Option<GridState>]) -> Accel {
-        let p = self.p;
-        let on = p.mode == Mode::Shaded as u32;
         let mut acc = Accel {
             slots: (0..MAX_ATTRIBUTES).map(|_| None).collect(),
             shadow_ref: None,
             sun_cells: None,
             sun: Vec::new(),
         };
+        let (layout, shadow_ref) = self.accel_info(g);
+        acc.shadow_ref = shadow_ref;
+        for a in 0..MAX_ATTRIBUTES {
+            let Some(gs) = g[a].as_mut() else { continue };
+            let Some(CellLayout { org, shift, dims }) = layout[a] else {
+                continue;
+            };
+            let mut sa = SlotAccel {
+                org,
+                shift,
+                dims,
+                cells: self.accel_cells(a, gs, org, shift, dims),
+            };
+            self.accel_dilate(a, &mut sa);
+            acc.slots[a] = Some(sa);
+        }
+        if let Some(r) = acc.shadow_ref {
+            let (sun, cells) = self.accel_sun(g, &acc, r, &layout);
+            acc.sun = sun;
+            acc.sun_cells = Some(cells);
+        }
+        acc
+    }
+
+    /// `accel_info`: each shaded slot's cells over its active box, and the slot whose cells
+    /// carry the sun grid (widened to every slot's box in its index space); its index.
+    #[allow(clippy::needless_range_loop)] // slot indices address several parallel arrays
+    fn accel_info(&self, g: &[Option<GridState>]) -> (Vec<Option<CellLayout>>, Option<usize>) {
+        let p = self.p;
+        let on = p.mode == Mode::Shaded as u32;
         let mut layout: Vec<Option<CellLayout>> = (0..MAX_ATTRIBUTES)
             .map(|a| {
                 let gs = g[a].as_ref().filter(|_| on)?;
                 cells_over(gs.bmin, gs.bmax)
             })
             .collect();
-        acc.shadow_ref = (0..MAX_ATTRIBUTES).find(|&a| {
+        let shadow_ref = (0..MAX_ATTRIBUTES).find(|&a| {
             layout[a].is_some() && p.attrs[a].shadow != 0 && p.flags & FLAG_SHADOWS != 0
         });
         // The sun grid lives on the reference slot's cells: widened to every slot's box in
         // its index space (accel.wgsl's `accel_info`).
-        if let Some(r) = acc.shadow_ref
+        if let Some(r) = shadow_ref
             && let Some(gr) = &g[r]
         {
             let mut lo = Vec3::new(gr.bmin[0] as f32, gr.bmin[1] as f32, gr.bmin[2] as f32);
@@ -901,168 +928,180 @@ impl Ctx<'_> {
                 }
             }
         }
-        for a in 0..MAX_ATTRIBUTES {
-            let Some(gs) = g[a].as_mut() else { continue };
-            let Some(CellLayout { org, shift, dims }) = layout[a] else {
+        (layout, shadow_ref)
+    }
+
+    /// `accel_cells`: every cell's value range and mean extinction.
+    fn accel_cells(
+        &self,
+        a: usize,
+        gs: &mut GridState,
+        org: [i32; 3],
+        shift: u32,
+        dims: [u32; 3],
+    ) -> Vec<[f32; 4]> {
+        let p = self.p;
+        let count = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+        let mut cells = vec![[0.0f32; 4]; count as usize];
+        for (idx, cell) in cells.iter_mut().enumerate() {
+            let i = idx as u32;
+            let c = [
+                i % dims[0],
+                (i / dims[0]) % dims[1],
+                i / (dims[0] * dims[1]),
+            ];
+            if shift > SCAN_SHIFT_MAX {
+                *cell = [-INF, INF, 0.0, 0.0];
                 continue;
-            };
-            let count = dims.iter().map(|&d| u64::from(d)).product::<u64>();
-            // accel_cells
-            let mut cells = vec![[0.0f32; 4]; count as usize];
-            for (idx, cell) in cells.iter_mut().enumerate() {
-                let i = idx as u32;
-                let c = [
-                    i % dims[0],
-                    (i / dims[0]) % dims[1],
-                    i / (dims[0] * dims[1]),
+            }
+            let base: [i32; 3] = std::array::from_fn(|k| (org[k] + c[k] as i32) << shift);
+            let per = 1u32 << (shift - 3);
+            let blocks = per * per * per;
+            let (mut lo, mut hi, mut sum) = (INF, -INF, 0.0f32);
+            for b in 0..blocks {
+                let bo = [
+                    base[0] + 8 * (b / (per * per)) as i32,
+                    base[1] + 8 * ((b / per) % per) as i32,
+                    base[2] + 8 * (b % per) as i32,
                 ];
-                if shift > SCAN_SHIFT_MAX {
-                    *cell = [-INF, INF, 0.0, 0.0];
-                    continue;
-                }
-                let base: [i32; 3] = std::array::from_fn(|k| (org[k] + c[k] as i32) << shift);
-                let per = 1u32 << (shift - 3);
-                let blocks = per * per * per;
-                let (mut lo, mut hi, mut sum) = (INF, -INF, 0.0f32);
-                for b in 0..blocks {
-                    let bo = [
-                        base[0] + 8 * (b / (per * per)) as i32,
-                        base[1] + 8 * ((b / per) % per) as i32,
-                        base[2] + 8 * (b % per) as i32,
+                for n in 0..512u32 {
+                    let ijk = [
+                        bo[0] + (n >> 6) as i32,
+                        bo[1] + ((n >> 3) & 7) as i32,
+                        bo[2] + (n & 7) as i32,
                     ];
-                    for n in 0..512u32 {
-                        let ijk = [
-                            bo[0] + (n >> 6) as i32,
-                            bo[1] + ((n >> 3) & 7) as i32,
-                            bo[2] + (n & 7) as i32,
-                        ];
-                        let v = gs.value(ijk);
-                        if v.is_finite() {
-                            lo = lo.min(v);
-                            hi = hi.max(v);
-                            sum += self.tf_eval(a, v)[3];
-                        }
+                    let v = gs.value(ijk);
+                    if v.is_finite() {
+                        lo = lo.min(v);
+                        hi = hi.max(v);
+                        sum += self.tf_eval(a, v)[3];
                     }
                 }
-                *cell = [
-                    lo,
-                    hi,
-                    sum / (blocks * 512) as f32 * p.attrs[a].extinction,
-                    0.0,
-                ];
             }
-            // accel_dilate
-            let mut sa = SlotAccel {
-                org,
-                shift,
-                dims,
-                cells,
-            };
-            let mut wmax = vec![0.0f32; sa.cells.len()];
-            for (idx, out) in wmax.iter_mut().enumerate() {
-                let i = idx as u32;
-                let c = [
-                    (i % dims[0]) as i32,
-                    ((i / dims[0]) % dims[1]) as i32,
-                    (i / (dims[0] * dims[1])) as i32,
-                ];
-                let (mut lo, mut hi) = (INF, -INF);
-                for n in 0..27 {
-                    let q = [c[0] + n / 9 - 1, c[1] + (n / 3) % 3 - 1, c[2] + n % 3 - 1];
-                    if (0..3).any(|k| q[k] < 0 || q[k] as u32 >= dims[k]) {
+            *cell = [
+                lo,
+                hi,
+                sum / (blocks * 512) as f32 * p.attrs[a].extinction,
+                0.0,
+            ];
+        }
+        cells
+    }
+
+    /// `accel_dilate`: each cell's largest extinction over its 27 neighbours' value range.
+    fn accel_dilate(&self, a: usize, sa: &mut SlotAccel) {
+        let p = self.p;
+        let dims = sa.dims;
+        let mut wmax = vec![0.0f32; sa.cells.len()];
+        for (idx, out) in wmax.iter_mut().enumerate() {
+            let i = idx as u32;
+            let c = [
+                (i % dims[0]) as i32,
+                ((i / dims[0]) % dims[1]) as i32,
+                (i / (dims[0] * dims[1])) as i32,
+            ];
+            let (mut lo, mut hi) = (INF, -INF);
+            for n in 0..27 {
+                let q = [c[0] + n / 9 - 1, c[1] + (n / 3) % 3 - 1, c[2] + n % 3 - 1];
+                if (0..3).any(|k| q[k] < 0 || q[k] as u32 >= dims[k]) {
+                    continue;
+                }
+                let m = sa.cells[sa.linear([q[0] as u32, q[1] as u32, q[2] as u32])];
+                lo = lo.min(m[0]);
+                hi = hi.max(m[1]);
+            }
+            *out = self.tf_max_alpha(a, lo, hi) * p.attrs[a].extinction;
+        }
+        for (cell, w) in sa.cells.iter_mut().zip(wmax) {
+            cell[3] = w;
+        }
+    }
+
+    /// `accel_sun`: the sun's transmittance at each sun cell's centre on reference slot
+    /// `r`'s cells (1 where no scattering slot can be seen and off the grid's faces).
+    #[allow(clippy::needless_range_loop)] // slot indices address several parallel arrays
+    fn accel_sun(
+        &self,
+        g: &[Option<GridState>],
+        acc: &Accel,
+        r: usize,
+        layout: &[Option<CellLayout>],
+    ) -> (Vec<f32>, SunCells) {
+        let p = self.p;
+        let gr = g[r].as_ref().expect("the reference slot has a grid");
+        let column = |k: usize| Vec3::new(gr.mat[0][k], gr.mat[1][k], gr.mat[2][k]).length();
+        let edges = Vec3::new(column(0), column(1), column(2));
+        let si = SunCells::over(
+            layout[r].as_ref().expect("the reference slot has cells"),
+            edges,
+        );
+        let size = si.size();
+        let l = v3(p.light_dir);
+        let h = 1.0 / (gr.dir_to_index(l) / size).length().max(1e-30);
+        let mut sun = vec![0.0f32; si.count()];
+        for (idx, out) in sun.iter_mut().enumerate() {
+            let i = idx as u32;
+            let d = si.dims;
+            let c = [i % d[0], (i / d[0]) % d[1], i / (d[0] * d[1])];
+            let centre = Vec3::new(
+                (si.org[0] + c[0] as i32) as f32 + 0.5,
+                (si.org[1] + c[1] as i32) as f32 + 0.5,
+                (si.org[2] + c[2] as i32) as f32 + 0.5,
+            ) * size;
+            let w0 = gr.to_world(centre);
+            // `sun_needed`: faces of the grid, and cells where a scattering slot can be
+            // visible.
+            let face = (0..3).any(|k| c[k] == 0 || c[k] + 1 == d[k]);
+            let visible = (0..MAX_ATTRIBUTES).any(|b| {
+                let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
+                    return false;
+                };
+                if p.attrs[b].kind != KIND_SCATTER {
+                    return false;
+                }
+                let fl = gb.to_index(w0).floor();
+                fl.abs().max_element() <= 2.0e9
+                    && sb
+                        .cell_of([fl.x as i32, fl.y as i32, fl.z as i32])
+                        .is_some_and(|cc| sb.cells[sb.linear(cc)][3] > 0.0)
+            });
+            if !face && !visible {
+                *out = 1.0;
+                continue;
+            }
+            let mut tau = 0.0f32;
+            for k in 0..p.shadow_steps {
+                let q = w0 + l * ((k as f32 + 0.5) * h);
+                let mut inside = false;
+                for b in 0..MAX_ATTRIBUTES {
+                    let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
+                        continue;
+                    };
+                    if p.attrs[b].shadow == 0 {
                         continue;
                     }
-                    let m = sa.cells[sa.linear([q[0] as u32, q[1] as u32, q[2] as u32])];
-                    lo = lo.min(m[0]);
-                    hi = hi.max(m[1]);
-                }
-                *out = self.tf_max_alpha(a, lo, hi) * p.attrs[a].extinction;
-            }
-            for (cell, w) in sa.cells.iter_mut().zip(wmax) {
-                cell[3] = w;
-            }
-            acc.slots[a] = Some(sa);
-        }
-        // accel_sun
-        if let Some(r) = acc.shadow_ref {
-            let gr = g[r].as_ref().expect("the reference slot has a grid");
-            let column = |k: usize| Vec3::new(gr.mat[0][k], gr.mat[1][k], gr.mat[2][k]).length();
-            let edges = Vec3::new(column(0), column(1), column(2));
-            let si = SunCells::over(
-                layout[r].as_ref().expect("the reference slot has cells"),
-                edges,
-            );
-            let size = si.size();
-            let l = v3(p.light_dir);
-            let h = 1.0 / (gr.dir_to_index(l) / size).length().max(1e-30);
-            let mut sun = vec![0.0f32; si.count()];
-            for (idx, out) in sun.iter_mut().enumerate() {
-                let i = idx as u32;
-                let d = si.dims;
-                let c = [i % d[0], (i / d[0]) % d[1], i / (d[0] * d[1])];
-                let centre = Vec3::new(
-                    (si.org[0] + c[0] as i32) as f32 + 0.5,
-                    (si.org[1] + c[1] as i32) as f32 + 0.5,
-                    (si.org[2] + c[2] as i32) as f32 + 0.5,
-                ) * size;
-                let w0 = gr.to_world(centre);
-                // `sun_needed`: faces of the grid, and cells where a scattering slot can be
-                // visible.
-                let face = (0..3).any(|k| c[k] == 0 || c[k] + 1 == d[k]);
-                let visible = (0..MAX_ATTRIBUTES).any(|b| {
-                    let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
-                        return false;
-                    };
-                    if p.attrs[b].kind != KIND_SCATTER {
-                        return false;
-                    }
-                    let fl = gb.to_index(w0).floor();
-                    fl.abs().max_element() <= 2.0e9
-                        && sb
-                            .cell_of([fl.x as i32, fl.y as i32, fl.z as i32])
-                            .is_some_and(|cc| sb.cells[sb.linear(cc)][3] > 0.0)
-                });
-                if !face && !visible {
-                    *out = 1.0;
-                    continue;
-                }
-                let mut tau = 0.0f32;
-                for k in 0..p.shadow_steps {
-                    let q = w0 + l * ((k as f32 + 0.5) * h);
-                    let mut inside = false;
-                    for b in 0..MAX_ATTRIBUTES {
-                        let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
-                            continue;
-                        };
-                        if p.attrs[b].shadow == 0 {
-                            continue;
-                        }
-                        let pi = gb.to_index(q);
-                        let sz = (1u32 << sb.shift) as f32;
-                        let lo: [f32; 3] = std::array::from_fn(|k| (sb.org[k] << sb.shift) as f32);
-                        let ins = (0..3)
-                            .all(|k| pi[k] >= lo[k] && pi[k] < lo[k] + sb.dims[k] as f32 * sz);
-                        if ins {
-                            inside = true;
-                            let fl = pi.floor();
-                            if fl.abs().max_element() <= 2.0e9
-                                && let Some(cc) =
-                                    sb.cell_of([fl.x as i32, fl.y as i32, fl.z as i32])
-                            {
-                                tau += sb.cells[sb.linear(cc)][2] * h;
-                            }
+                    let pi = gb.to_index(q);
+                    let sz = (1u32 << sb.shift) as f32;
+                    let lo: [f32; 3] = std::array::from_fn(|k| (sb.org[k] << sb.shift) as f32);
+                    let ins =
+                        (0..3).all(|k| pi[k] >= lo[k] && pi[k] < lo[k] + sb.dims[k] as f32 * sz);
+                    if ins {
+                        inside = true;
+                        let fl = pi.floor();
+                        if fl.abs().max_element() <= 2.0e9
+                            && let Some(cc) = sb.cell_of([fl.x as i32, fl.y as i32, fl.z as i32])
+                        {
+                            tau += sb.cells[sb.linear(cc)][2] * h;
                         }
                     }
-                    if !inside || tau > p.shadow_tau_max {
-                        break;
-                    }
                 }
-                *out = (-tau).exp();
+                if !inside || tau > p.shadow_tau_max {
+                    break;
+                }
             }
-            acc.sun = sun;
-            acc.sun_cells = Some(si);
+            *out = (-tau).exp();
         }
-        acc
+        (sun, si)
     }
 }
 
