@@ -159,32 +159,8 @@ pub(super) fn copy_to_buffer(
     enc: &mut wgpu::CommandEncoder,
     tex: &wgpu::Texture,
 ) -> (wgpu::Buffer, u32) {
-    let (w, h) = (tex.width(), tex.height());
-    let bpr =
-        (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
-    let buf = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("supercell picture readback"),
-        size: u64::from(bpr) * u64::from(h),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    enc.copy_texture_to_buffer(
-        tex.as_image_copy(),
-        wgpu::TexelCopyBufferInfo {
-            buffer: &buf,
-            layout: wgpu::TexelCopyBufferLayout {
-                offset: 0,
-                bytes_per_row: Some(bpr),
-                rows_per_image: Some(h),
-            },
-        },
-        wgpu::Extent3d {
-            width: w,
-            height: h,
-            depth_or_array_layers: 1,
-        },
-    );
-    (buf, bpr)
+    let r = crate::device::TextureReadback::record(device, enc, tex, 4);
+    (r.buffer, r.row_bytes)
 }
 
 /// Reads back a picture copied by [`copy_to_buffer`] (RGBA or BGRA, 8 bits per channel)

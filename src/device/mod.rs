@@ -18,7 +18,9 @@ mod readback;
 mod runtime_dir;
 pub mod vulkan;
 
-pub use readback::{ReadbackError, block_on, map_read, read_buffer};
+pub use readback::{
+    ReadbackError, TextureReadback, block_on, map_read, padded_row_bytes, read_buffer,
+};
 pub use runtime_dir::{RUNTIME_DIR_VAR, private_runtime_dir, runtime_dir_problem};
 
 use wgpu::hal::api::Vulkan;

@@ -17,7 +17,7 @@ use super::parts::*;
 use super::path::{PathKnobs, PathPass, PathStats, PathTracer};
 use super::scoped::*;
 use super::shader::{ACCEL_CELLS, MIN_PART_BYTES, PART_BINDING, ShaderConfig};
-use crate::device::{DeviceCaps, block_on};
+use crate::device::{DeviceCaps, TextureReadback, block_on};
 
 // The path tracer's side of the renderer: denoising, the accumulation, counters and knobs.
 mod path_mode;
@@ -1027,68 +1027,31 @@ impl Renderer {
             .as_ref()
             .ok_or_else(|| RenderError::Usage("nothing rendered yet".into()))?;
         let (w, h) = (t.width, t.height);
-        let row = |bpp: u32| {
-            (w * bpp).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
-                * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT
-        };
-        let (ldr_row, hdr_row) = (row(4), row(16));
-        let ldr_len = u64::from(ldr_row) * u64::from(h);
-        let hdr_len = u64::from(hdr_row) * u64::from(h);
-        let mk = |len: u64| {
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("supercell readback"),
-                size: len,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        };
-        let (ldr_buf, hdr_buf) = create_scoped(
-            &self.device,
-            || format!("creating the read-back buffers of a {w}x{h} image"),
-            || (mk(ldr_len), mk(hdr_len)),
-        )?;
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        for (tex, buf, bpr) in [(&t.ldr, &ldr_buf, ldr_row), (&t.hdr, &hdr_buf, hdr_row)] {
-            enc.copy_texture_to_buffer(
-                wgpu::TexelCopyTextureInfo {
-                    texture: tex,
-                    mip_level: 0,
-                    origin: wgpu::Origin3d::ZERO,
-                    aspect: wgpu::TextureAspect::All,
-                },
-                wgpu::TexelCopyBufferInfo {
-                    buffer: buf,
-                    layout: wgpu::TexelCopyBufferLayout {
-                        offset: 0,
-                        bytes_per_row: Some(bpr),
-                        rows_per_image: Some(h),
-                    },
-                },
-                wgpu::Extent3d {
-                    width: w,
-                    height: h,
-                    depth_or_array_layers: 1,
-                },
-            );
-        }
+        let (ldr_back, hdr_back) = create_scoped(
+            &self.device,
+            || format!("creating the read-back buffers of a {w}x{h} image"),
+            || {
+                (
+                    TextureReadback::record(&self.device, &mut enc, &t.ldr, 4),
+                    TextureReadback::record(&self.device, &mut enc, &t.hdr, 16),
+                )
+            },
+        )?;
         let idx = self.queue.submit([enc.finish()]);
         self.wait(idx)?;
         if let Some(e) = take_uncaptured_error() {
             return Err(RenderError::Gpu(e));
         }
-        let ldr = self.map_read(&ldr_buf, ldr_len)?;
-        let hdr = self.map_read(&hdr_buf, hdr_len)?;
+        let ldr = ldr_back.unpad(&self.map_read(&ldr_back.buffer, ldr_back.len())?);
+        let hdr = hdr_back.unpad(&self.map_read(&hdr_back.buffer, hdr_back.len())?);
         let mut img = Image::new(w, h);
-        for y in 0..h as usize {
-            let src = &ldr[y * ldr_row as usize..][..w as usize * 4];
-            img.rgba8[y * w as usize * 4..][..w as usize * 4].copy_from_slice(src);
-            let src = &hdr[y * hdr_row as usize..][..w as usize * 16];
-            let dst = &mut img.linear[y * w as usize..][..w as usize];
-            // The mapped bytes need not be 4-byte aligned: copy rather than cast in place.
-            dst.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(src));
-        }
+        img.rgba8.copy_from_slice(&ldr);
+        // The mapped bytes need not be 4-byte aligned: copy rather than cast in place.
+        img.linear
+            .copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&hdr));
         Ok(img)
     }
 

@@ -1054,45 +1054,13 @@ fn read_texture(
     queue: &wgpu::Queue,
     texture: &wgpu::Texture,
 ) -> Result<(u32, u32, Vec<u8>), PlayError> {
-    let (w, h) = (texture.width(), texture.height());
-    let row =
-        (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
-    let len = u64::from(row) * u64::from(h);
-    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("supercell display read-back"),
-        size: len,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
     let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-    enc.copy_texture_to_buffer(
-        wgpu::TexelCopyTextureInfo {
-            texture,
-            mip_level: 0,
-            origin: wgpu::Origin3d::ZERO,
-            aspect: wgpu::TextureAspect::All,
-        },
-        wgpu::TexelCopyBufferInfo {
-            buffer: &buffer,
-            layout: wgpu::TexelCopyBufferLayout {
-                offset: 0,
-                bytes_per_row: Some(row),
-                rows_per_image: Some(h),
-            },
-        },
-        wgpu::Extent3d {
-            width: w,
-            height: h,
-            depth_or_array_layers: 1,
-        },
-    );
+    let readback = crate::device::TextureReadback::record(device, &mut enc, texture, 4);
     let done = queue.submit([enc.finish()]);
-    let padded = crate::device::map_read(device, &buffer, 0..len, Some(done), None)
+    let out = readback
+        .read(device, Some(done))
         .map_err(|e| PlayError::Usage(format!("reading an image back: {e}")))?;
-    let mut out = Vec::with_capacity((w * h * 4) as usize);
-    for y in 0..h as usize {
-        out.extend_from_slice(&padded[y * row as usize..][..w as usize * 4]);
-    }
+    let (w, h) = readback.size;
     Ok((w, h, out))
 }
 
