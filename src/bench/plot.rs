@@ -3,14 +3,40 @@
 //! `plotters` into an RGB buffer and encoded with `png`. Labels use a font compiled into the
 //! binary (the one egui embeds), so no system font is needed; ticks fall on 1-2-5 steps.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 
 use super::sweep::SweepPoint;
-use crate::ingest::{IngestError, Result};
+
+/// Why a sweep plot was not drawn or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// The font compiled into the binary could not be read.
+    #[error("the plot font embedded in this binary could not be read")]
+    Font,
+    /// plotters failed to draw.
+    #[error("cannot draw the sweep plot: {0}")]
+    Draw(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The PNG could not be written.
+    #[error("cannot write the sweep plot {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+type Result<T> = std::result::Result<T, PlotError>;
+
+/// A drawing error of plotters, kept as the source of [`PlotError::Draw`].
+fn drawn<E: std::error::Error + Send + Sync + 'static>(e: E) -> PlotError {
+    PlotError::Draw(Box::new(e))
+}
 
 /// Width of the plot, pixels.
 pub const WIDTH: u32 = 1000;
@@ -39,13 +65,7 @@ fn font() -> Result<()> {
         plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT)
             .is_ok()
     });
-    if ok {
-        Ok(())
-    } else {
-        Err(IngestError::Usage(
-            "the plot font embedded in this binary could not be read".into(),
-        ))
-    }
+    if ok { Ok(()) } else { Err(PlotError::Font) }
 }
 
 /// A round step for about `target` intervals over `0..=max`: 1, 2 or 5 times a power of
@@ -145,10 +165,9 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
     };
 
     let mut buf = vec![255u8; (WIDTH * HEIGHT * 3) as usize];
-    let err = |e: String| IngestError::Usage(format!("cannot draw the sweep plot: {e}"));
     {
         let root = BitMapBackend::with_buffer(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        root.fill(&WHITE).map_err(drawn)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, (FONT, 26))
             .margin(16)
@@ -167,7 +186,7 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
                     ticks: yticks,
                 },
             )
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(drawn)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -178,7 +197,7 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
             .label_style((FONT, 16))
             .axis_desc_style((FONT, 18))
             .draw()
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(drawn)?;
         for (i, &(io, qd)) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             let mine: Vec<&SweepPoint> = points
@@ -201,17 +220,17 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
                         color.stroke_width(2),
                     )
                 }))
-                .map_err(|e| err(e.to_string()))?;
+                .map_err(drawn)?;
             chart
                 .draw_series(LineSeries::new(pts.clone(), color.stroke_width(3)))
-                .map_err(|e| err(e.to_string()))?
+                .map_err(drawn)?
                 .label(label)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
                 });
             chart
                 .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
-                .map_err(|e| err(e.to_string()))?;
+                .map_err(drawn)?;
         }
         chart
             .configure_series_labels()
@@ -220,8 +239,8 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
-            .map_err(|e| err(e.to_string()))?;
-        root.present().map_err(|e| err(e.to_string()))?;
+            .map_err(drawn)?;
+        root.present().map_err(drawn)?;
     }
     Ok(buf)
 }
@@ -229,13 +248,15 @@ pub fn render(points: &[SweepPoint], title: &str) -> Result<Vec<u8>> {
 /// Writes the sweep as a PNG: x = threads (powers of two), y = GB/s, one line per I/O size.
 pub fn write_png(points: &[SweepPoint], title: &str, path: &Path) -> Result<()> {
     let px = render(points, title)?;
-    let file =
-        std::fs::File::create(path).map_err(|e| IngestError::io("cannot create", path, e))?;
+    let write = |source: std::io::Error| PlotError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::create(path).map_err(write)?;
     let mut enc = png::Encoder::new(std::io::BufWriter::new(file), WIDTH, HEIGHT);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
-    let err =
-        |e: png::EncodingError| IngestError::io("cannot write PNG", path, std::io::Error::other(e));
+    let err = |e: png::EncodingError| write(std::io::Error::other(e));
     let mut w = enc.write_header().map_err(err)?;
     w.write_image_data(&px).map_err(err)?;
     w.finish().map_err(err)?;
@@ -310,5 +331,22 @@ mod tests {
         assert!(dark > 1000, "{dark} dark pixels");
         // An empty sweep still draws axes rather than failing.
         assert!(render(&[], "empty").is_ok());
+    }
+
+    #[test]
+    fn a_plot_that_cannot_be_written_names_the_file_and_keeps_the_cause() {
+        let path = Path::new("/nonexistent-supercell-dir/sweep.png");
+        let e = write_png(&[], "empty", path).unwrap_err();
+        assert!(
+            matches!(&e, PlotError::Write { path: p, .. } if p == path),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("/nonexistent-supercell-dir/sweep.png"),
+            "{e}"
+        );
+        let cause = std::error::Error::source(&e).expect("the I/O error is kept");
+        assert!(cause.to_string().contains("No such file"), "{cause}");
     }
 }
