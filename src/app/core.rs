@@ -223,14 +223,7 @@ impl Player {
                 source.frames.len() - 1
             )));
         }
-        if let Some(n) = cfg.slots
-            && n < crate::stream::MIN_SLOTS
-        {
-            return Err(PlayError::Usage(format!(
-                "--slots {n}: at least {} are needed (the frame shown holds one slot while the next is read into another)",
-                crate::stream::MIN_SLOTS
-            )));
-        }
+        crate::stream::check_slots(cfg.slots).map_err(PlayError::Usage)?;
         let caps = crate::device::DeviceCaps::of(device);
         let mut renderer =
             Renderer::with_config(device, queue, caps, cfg.render, forced_part_bytes(cfg)?)?;

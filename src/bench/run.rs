@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{
-    BenchConfig, BenchErrors, BenchResult, CuFileStatsJson, LogSampler, MIN_SLOTS, VerifyOutcome,
-    diskstats, drop_page_cache, lane_shares, plan_bench_slots, progress_bar, report, tally,
+    BenchConfig, BenchErrors, BenchResult, CuFileStatsJson, LogSampler, VerifyOutcome, diskstats,
+    drop_page_cache, lane_shares, plan_bench_slots, progress_bar, report, tally,
     verify_unchecksummed,
 };
 use crate::gpu::{FrameRing, Gpu, GpuError, SlotPlan, SlotState};
@@ -63,13 +63,7 @@ impl Opened {
         if source.frames.is_empty() {
             return Err(IngestError::Usage("nothing to read".into()));
         }
-        if let Some(n) = cfg.slots
-            && n < MIN_SLOTS
-        {
-            return Err(IngestError::Usage(format!(
-                "--slots {n}: at least {MIN_SLOTS} are needed (the frame shown holds one slot while the next is read into another)"
-            )));
-        }
+        crate::stream::check_slots(cfg.slots).map_err(IngestError::Usage)?;
         let mut notes = Vec::new();
         if source.skipped_tail_bytes > 0 {
             notes.push(format!(

@@ -208,14 +208,7 @@ fn player_config(
         bail!("--threads must be 1..256");
     }
     let threads = super::io_threads("--threads", args.threads);
-    if let Some(n) = args.slots
-        && n < supercell::stream::MIN_SLOTS
-    {
-        bail!(
-            "--slots {n}: at least {} are needed (the frame shown holds one slot while the next is read into another)",
-            supercell::stream::MIN_SLOTS
-        );
-    }
+    supercell::stream::check_slots(args.slots).map_err(anyhow::Error::msg)?;
     super::with_settings(PlayerConfig {
         attributes: args.attributes.clone(),
         width: size.0,

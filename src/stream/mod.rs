@@ -40,6 +40,17 @@ use crate::pipeline::Scheduler;
 /// reads the next one into another slot, so with one slot playback would wait forever.
 pub const MIN_SLOTS: usize = 2;
 
+/// Refuses a ring of fewer than [`MIN_SLOTS`] slots asked for with `--slots`, saying why.
+pub fn check_slots(slots: Option<usize>) -> Result<(), String> {
+    match slots {
+        Some(n) if n < MIN_SLOTS => Err(format!(
+            "--slots {n}: at least {MIN_SLOTS} are needed (the frame shown holds one slot \
+             while the next is read into another)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// What became of one read, as [`FrameStream::next_event`] reports it. The ring and the
 /// scheduler have been told already (see each variant).
 #[derive(Debug)]
