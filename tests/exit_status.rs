@@ -167,3 +167,35 @@ fn thread_counts_are_capped_by_the_machine() {
         "{stderr}"
     );
 }
+
+/// A build without the `mpi` feature started by a launcher as one of several ranks refuses
+/// to run (each process would measure alone and report as if it were the whole run); as
+/// rank 0 of 1 it runs as a plain bench.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn bench_without_mpi_refuses_to_be_one_of_several_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    make_dataset(dir.path());
+    let run = |size: &str| {
+        Command::new(env!("CARGO_BIN_EXE_supercell"))
+            .args([
+                "bench",
+                dir.path().to_str().unwrap(),
+                "--engine",
+                "cpu-only",
+            ])
+            .args(["--threads", "1", "--frames-once", "--quiet"])
+            .env("OMPI_COMM_WORLD_SIZE", size)
+            .output()
+            .unwrap()
+    };
+    let out = run("2");
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("one of 2 ranks") && stderr.contains("--features mpi"),
+        "{stderr}"
+    );
+    let out = run("1");
+    assert!(out.status.success(), "{}", text(&out).1);
+}
