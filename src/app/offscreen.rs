@@ -42,16 +42,13 @@ pub fn write_overlay_png(
     // The image as an egui texture (a copy: the renderer's own texture is not sampled).
     let image = player.output().map(|out| {
         let extent = out.size();
-        let tex = device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("supercell offscreen image"),
-            size: extent,
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: LDR_FORMAT,
-            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-            view_formats: &[],
-        });
+        let tex = crate::device::texture_2d(
+            device,
+            "supercell offscreen image",
+            (extent.width, extent.height),
+            LDR_FORMAT,
+            wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        );
         enc.copy_texture_to_texture(out.as_image_copy(), tex.as_image_copy(), extent);
         let view = tex.create_view(&Default::default());
         let id = renderer.register_native_texture(device, &view, wgpu::FilterMode::Linear);
@@ -94,20 +91,13 @@ pub fn write_overlay_png(
         pixels_per_point,
     };
     let mut cmds = renderer.update_buffers(device, queue, &mut enc, &jobs, &sd);
-    let target = device.create_texture(&wgpu::TextureDescriptor {
-        label: Some("supercell offscreen picture"),
-        size: wgpu::Extent3d {
-            width: w,
-            height: h,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: LDR_FORMAT,
-        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-        view_formats: &[],
-    });
+    let target = crate::device::texture_2d(
+        device,
+        "supercell offscreen picture",
+        (w, h),
+        LDR_FORMAT,
+        wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+    );
     egui_pass(
         &renderer,
         &mut enc,

@@ -18,6 +18,30 @@ mod readback;
 mod runtime_dir;
 pub mod vulkan;
 
+/// A 2-D texture of one mip level and one sample, `size` texels of `format`.
+pub fn texture_2d(
+    device: &wgpu::Device,
+    label: &str,
+    (width, height): (u32, u32),
+    format: wgpu::TextureFormat,
+    usage: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    device.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
+    })
+}
+
 pub use readback::{
     ReadbackError, TextureReadback, block_on, map_read, padded_row_bytes, read_buffer,
 };

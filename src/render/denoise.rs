@@ -295,22 +295,14 @@ impl Denoiser {
             mapped_at_creation: false,
         });
         let tex = |format| {
-            device
-                .create_texture(&wgpu::TextureDescriptor {
-                    label: Some("supercell denoise dummy"),
-                    size: wgpu::Extent3d {
-                        width: 1,
-                        height: 1,
-                        depth_or_array_layers: 1,
-                    },
-                    mip_level_count: 1,
-                    sample_count: 1,
-                    dimension: wgpu::TextureDimension::D2,
-                    format,
-                    usage: wgpu::TextureUsages::STORAGE_BINDING,
-                    view_formats: &[],
-                })
-                .create_view(&wgpu::TextureViewDescriptor::default())
+            crate::device::texture_2d(
+                device,
+                "supercell denoise dummy",
+                (1, 1),
+                format,
+                wgpu::TextureUsages::STORAGE_BINDING,
+            )
+            .create_view(&wgpu::TextureViewDescriptor::default())
         };
         Denoiser {
             init: make("dn_init"),

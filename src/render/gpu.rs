@@ -609,22 +609,15 @@ impl Renderer {
         }
         self.check_image_size(width, height)?;
         let tex = |label: &str, format: wgpu::TextureFormat| {
-            self.device.create_texture(&wgpu::TextureDescriptor {
-                label: Some(label),
-                size: wgpu::Extent3d {
-                    width,
-                    height,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
+            crate::device::texture_2d(
+                &self.device,
+                label,
+                (width, height),
                 format,
-                usage: wgpu::TextureUsages::STORAGE_BINDING
+                wgpu::TextureUsages::STORAGE_BINDING
                     | wgpu::TextureUsages::TEXTURE_BINDING
                     | wgpu::TextureUsages::COPY_SRC,
-                view_formats: &[],
-            })
+            )
         };
         let (ldr, hdr) = create_scoped(
             &self.device,

@@ -968,22 +968,15 @@ impl MultiPlayer {
                 .as_ref()
                 .is_some_and(|t| t.width() == w && t.height() == h);
             if !fits {
-                self.display = Some(device.create_texture(&wgpu::TextureDescriptor {
-                    label: Some("supercell display copy"),
-                    size: wgpu::Extent3d {
-                        width: w,
-                        height: h,
-                        depth_or_array_layers: 1,
-                    },
-                    mip_level_count: 1,
-                    sample_count: 1,
-                    dimension: wgpu::TextureDimension::D2,
-                    format: wgpu::TextureFormat::Rgba8Unorm,
-                    usage: wgpu::TextureUsages::COPY_DST
+                self.display = Some(crate::device::texture_2d(
+                    &device,
+                    "supercell display copy",
+                    (w, h),
+                    wgpu::TextureFormat::Rgba8Unorm,
+                    wgpu::TextureUsages::COPY_DST
                         | wgpu::TextureUsages::COPY_SRC
                         | wgpu::TextureUsages::TEXTURE_BINDING,
-                    view_formats: &[],
-                }));
+                ));
             }
             let texture = self.display.as_ref().expect("made above");
             queue.write_texture(

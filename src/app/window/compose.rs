@@ -70,20 +70,13 @@ pub(super) fn compose(
     let recording = g.recorder.active();
     let shot = (screenshot.is_some() || recording).then(|| {
         let (w, h) = (g.config.width, g.config.height);
-        let tex = device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("supercell screenshot"),
-            size: wgpu::Extent3d {
-                width: w,
-                height: h,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: g.config.format,
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-            view_formats: &[],
-        });
+        let tex = crate::device::texture_2d(
+            &device,
+            "supercell screenshot",
+            (w, h),
+            g.config.format,
+            wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        );
         egui_pass(
             &g.egui_renderer,
             &mut enc,
@@ -128,20 +121,13 @@ fn sync_display(g: &mut Gfx, device: &wgpu::Device, enc: &mut wgpu::CommandEncod
     if let Some(out) = source {
         let size = (out.width(), out.height());
         if g.display.as_ref().is_none_or(|d| d.2 != size) {
-            let tex = device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("supercell display"),
-                size: wgpu::Extent3d {
-                    width: size.0,
-                    height: size.1,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: crate::render::LDR_FORMAT,
-                usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-                view_formats: &[],
-            });
+            let tex = crate::device::texture_2d(
+                device,
+                "supercell display",
+                (size.0, size.1),
+                crate::render::LDR_FORMAT,
+                wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+            );
             let view = tex.create_view(&Default::default());
             let id = match g.display.take() {
                 Some((_, id, _)) => {
