@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Independent readers to run beside supercell on the same files, in the same run.
 
-  peers.py raw    [--direct] [--threads N] [--chunk-mib M] [--cold] FILE...
+  peers.py raw    [--direct] [--threads N] [--chunk-mib M] [--span-mib S] [--cold] FILE...
       storage -> host memory: plain preadv calls from N threads (O_DIRECT with --direct),
       each thread taking the next chunk of the next file; a simple reader, well below fio.
+      --span-mib: each thread's destination moves through S MiB of its own memory, chunk
+      after chunk (default: one chunk, reused, as fio reuses its iodepth x bs buffers). A
+      reader that lands frames in memory writes GBs that are not in any cache; on storage
+      that is itself memory (the RAM lanes) the two differ, and this shows by how much.
   peers.py kvikio [--threads N] [--task-mib M] [--cold] FILE...
       storage -> GPU memory through KvikIO, the library a user would otherwise pick
       (cuFile where it works, its own POSIX thread pool otherwise; KVIKIO_COMPAT_MODE
@@ -55,10 +59,19 @@ def raw_reader(args):
     lock = threading.Lock()
     errors = []
 
-    def reader():
-        # An anonymous mapping is page-aligned, as O_DIRECT needs.
-        buf = mmap.mmap(-1, chunk)
+    span = max(args.span_mib << 20, chunk) // chunk * chunk
+
+    def destination():
+        # An anonymous mapping is page-aligned, as O_DIRECT needs; touched before the clock
+        # starts, as supercell's slots are, so that no page fault is timed.
+        buf = mmap.mmap(-1, span)
+        for at in range(0, span, PAGE):
+            buf[at] = 1
+        return buf
+
+    def reader(buf):
         view = memoryview(buf)
+        base = 0
         fds = {}
         done = 0
         try:
@@ -79,24 +92,25 @@ def raw_reader(args):
                     want = length - got
                     if args.direct:
                         want = (want + PAGE - 1) // PAGE * PAGE
-                    n = os.preadv(fd, [view[got : got + want]], off + got)
+                    n = os.preadv(fd, [view[base + got : base + got + want]], off + got)
                     if n <= 0:
                         break
                     got += n
                 done += min(got, length)
+                base = (base + chunk) % span
         except OSError as e:
             errors.append(e)
         finally:
             for fd in fds.values():
                 os.close(fd)
             view.release()
-            buf.close()
         with lock:
             total[0] += done
 
     if args.cold:
         drop_page_cache()
-    threads = [threading.Thread(target=reader) for _ in range(args.threads)]
+    buffers = [destination() for _ in range(args.threads)]
+    threads = [threading.Thread(target=reader, args=(b,)) for b in buffers]
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -107,7 +121,8 @@ def raw_reader(args):
         sys.exit(f"peer=raw failed: {errors[0]}")
     name = "raw-direct" if args.direct else "raw"
     print(
-        f"peer={name} threads={args.threads} bytes={total[0]} seconds={seconds:.3f} "
+        f"peer={name} threads={args.threads} span_mib={max(args.span_mib, args.chunk_mib)} "
+        f"bytes={total[0]} seconds={seconds:.3f} "
         f"GBps={total[0] / seconds / 1e9:.2f}"
     )
 
@@ -149,6 +164,7 @@ def main():
     raw.add_argument("--direct", action="store_true", help="O_DIRECT (bypass the page cache)")
     raw.add_argument("--threads", type=int, default=8)
     raw.add_argument("--chunk-mib", type=int, default=16)
+    raw.add_argument("--span-mib", type=int, default=0, help="destination per thread (default: one chunk)")
     raw.add_argument("--cold", action="store_true", help="drop the page cache first (root)")
     raw.add_argument("files", nargs="+")
     kv = sub.add_parser("kvikio", help="KvikIO into GPU memory")
