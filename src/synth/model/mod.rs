@@ -12,6 +12,14 @@
 
 use super::noise::{NoiseTile, unit};
 
+mod bound;
+pub use bound::{Bound, Shape, features_in};
+mod reflectivity;
+pub use reflectivity::{
+    GRAUPEL_Z, HAIL_Z, RAIN_Z, ReflectivityCoefficients, SNOW_Z, air_density,
+    reflectivity_coefficient, reflectivity_coefficients_from_distributions, reflectivity_dbz,
+};
+
 /// Horizontal extent of the domain (both x and y), metres.
 pub const DOMAIN_XY_M: f32 = 32_000.0;
 /// Vertical extent of the domain, metres (half the horizontal extent).
@@ -86,125 +94,6 @@ pub const MIXING_THRESHOLD: f32 = 0.01;
 const WIND_PERTURBATION_THRESHOLD: f32 = 10.0;
 /// Vertical velocity magnitude (m/s) above which the wind fields are active without cloud.
 const VERTICAL_THRESHOLD: f32 = 3.0;
-
-/// The shape of a [`Bound`] inside its box.
-#[derive(Clone, Copy, Debug)]
-pub enum Shape {
-    /// The box itself.
-    Box,
-    /// A tilted elliptic cylinder: axis at `c0 + slope * z`, semi-axes `r` (x, y).
-    Cylinder {
-        /// Axis position at z = 0.
-        c0: [f32; 2],
-        /// Axis displacement per metre of height.
-        slope: [f32; 2],
-        /// Semi-axes along x and y.
-        r: [f32; 2],
-    },
-    /// The anvil: a fan centred on `y0` that starts widening at `x0`, with a lens-shaped
-    /// cross-section whose base rises downwind (see [`anvil_lowest_base`]).
-    Fan {
-        /// Where the fan starts widening (the tower top).
-        x0: f32,
-        /// Centre line.
-        y0: f32,
-    },
-}
-
-/// A conservative world-space bound of one feature: a box narrowed by a [`Shape`].
-#[derive(Clone, Copy, Debug)]
-pub struct Bound {
-    /// The feature bit evaluated where the bound is touched (0: none, activation only).
-    pub bit: u32,
-    /// Whether the feature can make voxels active by itself (cloud, rain, strong wind).
-    /// Bricks touching only non-activating bounds are skipped without evaluation; those
-    /// features only add to the wind of bricks that are active for another reason.
-    pub activates: bool,
-    /// Minimum corner (metres).
-    pub min: [f32; 3],
-    /// Maximum corner (metres).
-    pub max: [f32; 3],
-    /// Shape within the box.
-    pub shape: Shape,
-}
-
-impl Bound {
-    fn aabb(bit: u32, min: [f32; 3], max: [f32; 3]) -> Bound {
-        Bound {
-            bit,
-            activates: true,
-            min,
-            max,
-            shape: Shape::Box,
-        }
-    }
-
-    fn cylinder(bit: u32, c0: [f32; 2], slope: [f32; 2], r: [f32; 2], z: [f32; 2]) -> Bound {
-        let xs = [c0[0] + slope[0] * z[0], c0[0] + slope[0] * z[1]];
-        let ys = [c0[1] + slope[1] * z[0], c0[1] + slope[1] * z[1]];
-        Bound {
-            bit,
-            activates: true,
-            min: [xs[0].min(xs[1]) - r[0], ys[0].min(ys[1]) - r[1], z[0]],
-            max: [xs[0].max(xs[1]) + r[0], ys[0].max(ys[1]) + r[1], z[1]],
-            shape: Shape::Cylinder { c0, slope, r },
-        }
-    }
-
-    fn passive(mut self) -> Bound {
-        self.activates = false;
-        self
-    }
-
-    /// Whether the box [lo, hi] may hold a point of the feature.
-    pub fn touches(&self, lo: [f32; 3], hi: [f32; 3]) -> bool {
-        for a in 0..3 {
-            if hi[a] < self.min[a] || lo[a] > self.max[a] {
-                return false;
-            }
-        }
-        match self.shape {
-            Shape::Box => true,
-            Shape::Cylinder { c0, slope, r } => {
-                // Axis at the middle of the overlapping z range; within the range it moves
-                // by at most |slope| * half-range, which widens the box.
-                let z0 = lo[2].max(self.min[2]);
-                let z1 = hi[2].min(self.max[2]);
-                let zm = 0.5 * (z0 + z1);
-                let hz = 0.5 * (z1 - z0);
-                let c = [c0[0] + slope[0] * zm, c0[1] + slope[1] * zm];
-                let mut d2 = 0.0;
-                for a in 0..2 {
-                    let spread = slope[a].abs() * hz;
-                    let d = (lo[a] - spread - c[a]).max(0.0).max(c[a] - hi[a] - spread);
-                    d2 += (d / r[a]) * (d / r[a]);
-                }
-                d2 <= 1.0
-            }
-            Shape::Fan { x0, y0 } => {
-                // The widest the anvil gets within the box (it widens downwind), hence the
-                // smallest lateral coordinate and the thickest lens section inside it.
-                let half = ANVIL_HALF + ANVIL_SPREAD * (hi[0] - x0).max(0.0);
-                let dy = (lo[1] - y0).max(0.0).max(y0 - hi[1]);
-                let lat = dy / half;
-                lat < ANVIL_LAT_MAX && hi[2] >= anvil_lowest_base(lo[0] - x0, lat)
-            }
-        }
-    }
-}
-
-/// Feature bits of `bounds` touching [lo, hi], and whether an activating one does.
-pub fn features_in(bounds: &[Bound], lo: [f32; 3], hi: [f32; 3]) -> (u32, bool) {
-    let mut mask = 0;
-    let mut active = false;
-    for b in bounds {
-        if b.touches(lo, hi) {
-            mask |= b.bit;
-            active |= b.activates;
-        }
-    }
-    (mask, active)
-}
 
 /// Anvil half-width at the tower top, metres.
 const ANVIL_HALF: f32 = 3_900.0;
@@ -510,97 +399,6 @@ fn environment_wind(z: f32) -> [f32; 2] {
             (13_000.0, [33.0, 0.0]),
         ],
     )
-}
-
-/// Air density of the environment at height z, kg/m³ (scale height 9.4 km).
-#[inline]
-pub fn air_density(z: f32) -> f32 {
-    1.16 * (-z * (1.0 / 9_400.0)).exp()
-}
-
-/// The Rayleigh reflectivity coefficient `C` of one hydrometeor species in
-/// `Z = C (rho q)^1.75` (Z in mm⁶/m³, rho q in kg/m³), for an exponential size distribution
-/// `N(D) = n0 exp(-lambda D)` of spheres of density `density` (kg/m³):
-/// `Z = 720 n0 lambda^-7 * 1e18` with `lambda = (pi density n0 / (rho q))^(1/4)`, times
-/// `dielectric` (1 for water; for ice spheres `|K_i|²/|K_w|² (density / 917)²` with
-/// `|K_i|² = 0.176`, `|K_w|² = 0.93`, after Smith 1984).
-pub fn reflectivity_coefficient(n0: f64, density: f64, dielectric: f64) -> f32 {
-    let pi = std::f64::consts::PI;
-    (720.0e18 * dielectric * n0.powf(-0.75) * (pi * density).powf(-1.75)) as f32
-}
-
-/// Dielectric factor of dry ice spheres of `density` relative to water (Smith 1984).
-fn dry_ice(density: f64) -> f64 {
-    0.176 / 0.93 * (density / 917.0) * (density / 917.0)
-}
-
-/// A species' reflectivity coefficients, dry (frozen) and wet (melting, water-coated).
-#[derive(Clone, Copy, Debug)]
-pub struct ReflectivityCoefficients {
-    /// Above the melting level.
-    pub dry: f32,
-    /// Below the melting level.
-    pub wet: f32,
-}
-
-/// Rain: Marshall–Palmer intercept 8×10⁶ m⁻⁴, water spheres (the classic 3.63×10⁹).
-pub const RAIN_Z: f32 = 3.6308e9;
-/// Snow: intercept 3×10⁶ m⁻⁴, density 100 kg/m³, dry.
-pub const SNOW_Z: f32 = 9.5889e8;
-/// Graupel: intercept 4×10⁶ m⁻⁴, density 400 kg/m³.
-pub const GRAUPEL_Z: ReflectivityCoefficients = ReflectivityCoefficients {
-    dry: 1.0929e9,
-    wet: 3.0351e10,
-};
-/// Hail: intercept 4×10⁴ m⁻⁴, density 900 kg/m³.
-pub const HAIL_Z: ReflectivityCoefficients = ReflectivityCoefficients {
-    dry: 4.2328e10,
-    wet: 2.3219e11,
-};
-
-/// The coefficients above from their size distributions (tests check the constants).
-pub fn reflectivity_coefficients_from_distributions() -> [f32; 6] {
-    [
-        reflectivity_coefficient(8.0e6, 1_000.0, 1.0),
-        reflectivity_coefficient(3.0e6, 100.0, dry_ice(100.0)),
-        reflectivity_coefficient(4.0e6, 400.0, dry_ice(400.0)),
-        reflectivity_coefficient(4.0e6, 400.0, 1.0),
-        reflectivity_coefficient(4.0e4, 900.0, dry_ice(900.0)),
-        reflectivity_coefficient(4.0e4, 900.0, 1.0),
-    ]
-}
-
-/// `x^1.75` from square roots (exact to rounding; no `powf` per voxel).
-#[inline(always)]
-fn pow175(x: f32) -> f32 {
-    let s = x.sqrt();
-    x * s * s.sqrt()
-}
-
-/// Equivalent reflectivity, dBZ, of rain, snow, graupel and hail mixing ratios (g/kg) in
-/// air of density `rho` (kg/m³): `10 log10(sum C_x (rho q_x)^1.75)` with the species'
-/// coefficients ([`reflectivity_coefficient`]; graupel's and hail's, `z_graupel` and
-/// `z_hail`, depend on whether they are melting), at least [`DBZ_FLOOR`].
-#[inline]
-pub fn reflectivity_dbz(
-    rho: f32,
-    rain: f32,
-    snow: f32,
-    graupel: f32,
-    hail: f32,
-    z_graupel: f32,
-    z_hail: f32,
-) -> f32 {
-    let m = rho * 1e-3;
-    let z = RAIN_Z * pow175(m * rain)
-        + SNOW_Z * pow175(m * snow)
-        + z_graupel * pow175(m * graupel)
-        + z_hail * pow175(m * hail);
-    if z > 0.0 {
-        (10.0 * z.log10()).max(DBZ_FLOOR)
-    } else {
-        DBZ_FLOOR
-    }
 }
 
 /// The storm at one instant: every time-dependent parameter, ready for brick evaluation.
