@@ -29,7 +29,7 @@ mod cache;
 mod calibrate;
 mod error;
 mod framing;
-mod path;
+mod camera_path;
 mod sample;
 mod spelling;
 mod suggest;
@@ -46,7 +46,7 @@ pub use calibrate::{BAND, TARGET_SHOWN, TARGET_THIN};
 pub use error::SceneError;
 use error::{Seg, Source, plain_message, resolve_relative};
 pub use framing::Framing;
-pub use path::{CameraKey, CameraPath};
+pub use camera_path::{CameraKey, CameraPath};
 pub use sample::{DataSample, SAMPLE_BUDGET_BYTES, ValueSummary, sample_dataset};
 pub use suggest::{
     Suggestion, checked_scene_toml, suggested_attributes, suggested_scene_toml, suggested_settings,
