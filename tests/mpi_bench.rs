@@ -1,5 +1,5 @@
-//! `mpirun -n 2 supercell bench` (cargo feature `mpi`, Open MPI): two ranks read disjoint
-//! shares of one dataset, started together, and rank 0 reports each rank and the
+//! `mpirun -n 2 supercell bench` (cargo feature `mpi`, Open MPI): two ranks on one host share
+//! its lanes (each reads its lanes' part of every frame), started together, and rank 0 reports each rank and the
 //! aggregate, IOR's two ways. Runs where the feature is built and `mpirun` is installed
 //! (scripts/test.sh installs Open MPI and runs this file with `--features mpi`); elsewhere
 //! it says why it skipped, unless SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where it fails.
@@ -68,25 +68,31 @@ fn two_ranks_read_disjoint_shares_and_rank_zero_reports_the_aggregate() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let ranks = v["per_rank"].as_array().unwrap();
     assert_eq!(ranks.len(), 2);
-    // make() writes 5 frames: ranks own frames 0, 2, 4 and 1, 3; one pass reads each once.
-    let owned: Vec<u64> = ranks
-        .iter()
-        .map(|r| r["frames"].as_u64().unwrap())
-        .collect();
-    assert_eq!(owned, vec![3, 2]);
+    // Both ranks on this one host share its two lanes: rank k reads lane k's part of every
+    // frame (make() writes 5 frames over 2 lanes); one pass reads each extent once.
     let ds = supercell::dataset::Dataset::open(&dir).unwrap();
-    let total: u64 = ds
-        .manifest()
-        .frames
-        .iter()
-        .flat_map(|f| &f.extents)
-        .map(|e| e.len)
-        .sum();
+    let frames = &ds.manifest().frames;
+    let total: u64 = frames.iter().flat_map(|f| &f.extents).map(|e| e.len).sum();
+    for (k, r) in ranks.iter().enumerate() {
+        assert_eq!(r["share"]["lanes"], serde_json::json!([k]), "{r}");
+        assert_eq!(r["share"]["by_host"], serde_json::json!(true), "{r}");
+        let on_lane = |f: &supercell::dataset::Frame| f.extents.iter().any(|e| e.lane == k as u32);
+        let mine = frames.iter().filter(|f| on_lane(f)).count() as u64;
+        let bytes: u64 = frames
+            .iter()
+            .flat_map(|f| &f.extents)
+            .filter(|e| e.lane == k as u32)
+            .map(|e| e.len)
+            .sum();
+        assert_eq!(r["frames"].as_u64(), Some(mine), "{r}");
+        assert_eq!(r["bytes"].as_u64(), Some(bytes), "{r}");
+    }
     let agg = &v["aggregate"];
     assert_eq!(agg["bytes"].as_u64(), Some(total));
     assert_eq!(agg["ranks"].as_u64(), Some(2));
     let sum: u64 = ranks.iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
     assert_eq!(sum, total);
+    assert!(said.contains("share its lanes"), "{said}");
     // Each rank's own full result rides along, with its own bytes.
     for r in ranks {
         assert_eq!(r["result"]["io_bytes"].as_u64(), r["bytes"].as_u64());
@@ -106,7 +112,8 @@ fn more_ranks_than_frames_is_refused_by_every_rank_without_a_hang() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ds");
     make(&dir);
-    // Three ranks for five frames is fine; six is refused on every rank alike.
+    // Six ranks on one host of two lanes deal whole frames over the ranks: six ranks for
+    // five frames is refused on every rank alike.
     let out = mpi_bench(6, &dir, &["--frames-once"]);
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success());

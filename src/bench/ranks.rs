@@ -1,15 +1,150 @@
 //! `bench` across ranks, as IOR measures many clients of one storage system: every rank
-//! opens its engine and ring, a barrier starts them together, each reads its share of the
-//! frames (every N-th, so each share spans the series), and rank 0 gathers what each
-//! measured and reports the aggregate two ways: over the wall time of the slowest rank, and
-//! stonewalled (IOR's convention: the bytes all ranks had landed when the fastest rank
-//! finished, over that rank's time), beside every rank's own figures and place (host, GPU).
+//! opens its engine and ring, a barrier starts them together, each reads its share, and
+//! rank 0 gathers what each measured and reports the aggregate two ways: over the wall time
+//! of the slowest rank, and stonewalled (IOR's convention: the bytes all ranks had landed
+//! when the fastest rank finished, over that rank's time), beside every rank's own figures
+//! and place (host, GPU, lanes).
+//!
+//! The shares ([`plan_share`]): the frames are dealt out over the hosts (every N-th, so
+//! each host's share spans the series), and the ranks of one host share its lanes as
+//! `bench --gpus` shares them between GPUs (by NUMA node and PCIe switch where the topology
+//! says, else evenly), each reading its lanes' part of every frame of its host. Where a
+//! host has more ranks than the source has lanes, the frames are dealt out over every rank
+//! instead.
 
 use serde::{Deserialize, Serialize};
 
+use super::jobs::{LaneNode, PciePath, split_lanes_by};
 use super::{BenchConfig, BenchResult};
 use crate::cluster::{Ranks, share};
 use crate::ingest::{IngestError, Result, Source};
+
+/// What the binary read of this rank's storage and GPU (sysfs), from which the ranks of a
+/// host share its lanes. Empty fields mean unknown: the lanes are then shared evenly.
+#[derive(Clone, Debug, Default)]
+pub struct RankTopology {
+    /// The source's lanes and their NUMA nodes.
+    pub lanes: Vec<LaneNode>,
+    /// The PCIe path of each lane's drive controller, by lane number.
+    pub lane_pcie: Vec<(u32, PciePath)>,
+    /// The NUMA node of this rank's GPU (GPU engines).
+    pub gpu_node: Option<u32>,
+    /// The PCIe path of this rank's GPU.
+    pub gpu_pcie: Option<PciePath>,
+}
+
+/// What one rank tells the others before the run: where it is.
+#[derive(Serialize, Deserialize)]
+struct Placement {
+    host: String,
+    gpu_node: Option<u32>,
+    gpu_pcie: Option<PciePath>,
+}
+
+/// One rank's share of the work, the same decision on every rank.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankShare {
+    /// How frames are dealt: over the hosts (`nodes` groups), or over every rank where a
+    /// host has more ranks than lanes (then `node` is the rank and `nodes` the ranks).
+    pub node: usize,
+    /// How many groups the frames are dealt over.
+    pub nodes: usize,
+    /// Whether the groups are hosts (else ranks).
+    pub by_host: bool,
+    /// The lanes this rank reads (ascending); `None`: every lane.
+    pub lanes: Option<Vec<u32>>,
+    /// Whether the topology chose the lanes (else they were dealt evenly).
+    pub lanes_by_topology: bool,
+}
+
+/// The rank's share of a source striped over `lanes` lanes, from every rank's place (an
+/// all-gather: every rank calls it, and every rank decides alike). The hosts are numbered
+/// in the order of their first rank; a host's ranks, in rank order, share its lanes through
+/// [`split_lanes_by`]. Where any host has more ranks than there are lanes, the frames are
+/// dealt out over every rank instead.
+pub fn plan_share(ranks: &dyn Ranks, lanes: u32, topo: &RankTopology) -> RankShare {
+    let mine = Placement {
+        host: ranks.host(),
+        gpu_node: topo.gpu_node,
+        gpu_pcie: topo.gpu_pcie.clone(),
+    };
+    let all: Vec<Placement> = ranks
+        .all_gather(&serde_json::to_vec(&mine).expect("a placement is JSON"))
+        .iter()
+        .map(|b| serde_json::from_slice(b).expect("every rank sends a placement"))
+        .collect();
+    let mut hosts: Vec<&str> = Vec::new();
+    for p in &all {
+        if !hosts.contains(&p.host.as_str()) {
+            hosts.push(&p.host);
+        }
+    }
+    let on = |h: &str| all.iter().filter(|p| p.host == h).count();
+    let most = hosts.iter().map(|h| on(h)).max().unwrap_or(1);
+    if most > lanes as usize {
+        return RankShare {
+            node: ranks.rank(),
+            nodes: ranks.size(),
+            by_host: false,
+            lanes: None,
+            lanes_by_topology: false,
+        };
+    }
+    let node = hosts.iter().position(|h| *h == mine.host).unwrap_or(0);
+    let peers: Vec<&Placement> = all.iter().filter(|p| p.host == mine.host).collect();
+    let mut out = RankShare {
+        node,
+        nodes: hosts.len(),
+        by_host: true,
+        lanes: None,
+        lanes_by_topology: false,
+    };
+    if peers.len() > 1 {
+        let index = all[..ranks.rank()]
+            .iter()
+            .filter(|p| p.host == mine.host)
+            .count();
+        let lane_nodes: Vec<LaneNode> = (0..lanes)
+            .map(|lane| LaneNode {
+                lane,
+                numa_node: topo
+                    .lanes
+                    .iter()
+                    .find(|l| l.lane == lane)
+                    .and_then(|l| l.numa_node),
+            })
+            .collect();
+        let gpu_nodes: Vec<Option<u32>> = peers.iter().map(|p| p.gpu_node).collect();
+        let gpu_pcie: Vec<Option<PciePath>> = peers.iter().map(|p| p.gpu_pcie.clone()).collect();
+        // At least as many lanes as ranks on the host (checked above): this cannot fail.
+        if let Ok(split) = split_lanes_by(&lane_nodes, &gpu_nodes, &topo.lane_pcie, &gpu_pcie) {
+            out.lanes = split.lanes.get(index).cloned();
+            out.lanes_by_topology = split.by_topology;
+        }
+    }
+    out
+}
+
+/// `source` cut to `share`: its group's frames, each cut to the share's lanes (frames
+/// with nothing on those lanes dropped), and the dataset's number of each frame kept.
+fn share_of(source: &Source, share_: &RankShare) -> (Source, Vec<u32>) {
+    let mut frames: Vec<(u32, _)> = share(source.frames.len(), share_.node, share_.nodes)
+        .map(|i| (i as u32, source.frames[i].clone()))
+        .collect();
+    if let Some(lanes) = &share_.lanes {
+        for (_, f) in &mut frames {
+            f.extents
+                .retain(|e| lanes.contains(&source.files[e.file as usize].lane));
+        }
+        frames.retain(|(_, f)| !f.extents.is_empty());
+    }
+    let (numbers, frames) = frames.into_iter().unzip();
+    let cut = Source {
+        frames,
+        ..source.clone()
+    };
+    (cut, numbers)
+}
 
 /// One rank's run, as rank 0 gathers it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -22,8 +157,10 @@ pub struct RankReport {
     pub local_rank: usize,
     /// The GPU ordinal it used (GPU engines).
     pub gpu: Option<usize>,
-    /// The frames of the dataset it owned.
+    /// The frames of the dataset it owned (its lanes' part of each, where it has lanes).
     pub frames_owned: usize,
+    /// How its share was dealt (its group of frames, its lanes).
+    pub share: Option<RankShare>,
     /// Engine that ran and how (empty where the rank failed before running).
     pub engine: String,
     /// Bytes of the frames that landed.
@@ -34,6 +171,10 @@ pub struct RankReport {
     pub wall_s: f64,
     /// Every landed frame: (seconds from the start when it was done, its bytes), in order.
     pub done: Vec<(f64, u64)>,
+    /// The dataset's number of every frame (or frame part) landed, as often as it landed.
+    pub landed: Vec<u32>,
+    /// The dataset's numbers of the frames (or frame parts) it owned.
+    pub owned: Vec<u32>,
     /// Why the rank failed, if it did.
     pub error: Option<String>,
     /// The rank's full result (the one-process `bench --json` object).
@@ -49,7 +190,8 @@ pub struct Aggregate {
     pub hosts: usize,
     /// Bytes landed by all ranks.
     pub bytes: u64,
-    /// Frames landed by all ranks.
+    /// Frames landed whole by all ranks together (a frame whose lanes several ranks share
+    /// counts once, when all its parts landed).
     pub frames: u64,
     /// The slowest rank's wall time, seconds.
     pub wall_s: f64,
@@ -72,47 +214,55 @@ pub struct RanksResult {
     pub per_rank: Vec<RankReport>,
 }
 
-/// Runs `cfg` on this rank's share of `source`'s frames, started together with every other
-/// rank. Returns the gathered result on rank 0 and `None` on the others. Every rank takes
-/// part in the barrier and the gather whatever happens to it, so one rank's failure is
-/// reported (by rank 0, naming the rank and host) instead of hanging the others.
+/// Runs `cfg` on this rank's share of `source` ([`plan_share`] with `topo`), started
+/// together with every other rank. Returns the gathered result on rank 0 and `None` on the
+/// others. Every rank takes part in the barrier and the gather whatever happens to it, so
+/// one rank's failure is reported (by rank 0, naming the rank and host) instead of hanging
+/// the others.
 ///
-/// `cfg.frames` counts frames over all ranks (split as the frames are); `cfg.duration` is
-/// every rank's. A GPU engine's rank uses GPU `cfg.gpu + local rank` (modulo `gpus`).
+/// `cfg.frames` counts frames over all groups (split as the frames are); `cfg.duration` is
+/// every rank's. A GPU engine's rank uses GPU [`rank_gpu`].
 pub fn run_ranks(
     ranks: &dyn Ranks,
     source: &Source,
     cfg: &BenchConfig,
     gpus: usize,
+    topo: &RankTopology,
 ) -> Result<Option<RanksResult>> {
-    let (rank, size) = (ranks.rank(), ranks.size());
-    if source.frames.len() < size {
+    let share_ = plan_share(ranks, source.lanes, topo);
+    let groups = share_.nodes;
+    if source.frames.len() < groups {
+        let what = if share_.by_host { "host" } else { "rank" };
         return Err(IngestError::Usage(format!(
-            "{size} ranks but only {} frames: every rank needs at least one",
-            source.frames.len()
+            "{groups} {what}s but only {} frames: every {what} needs at least one",
+            source.frames.len(),
         )));
     }
-    let mine = Source {
-        frames: share(source.frames.len(), rank, size)
-            .map(|i| source.frames[i].clone())
-            .collect(),
-        ..source.clone()
-    };
+    let (mine, numbers) = share_of(source, &share_);
     let mut rank_cfg = cfg.clone();
     rank_cfg.frames = cfg
         .frames
-        .map(|f| f / size as u64 + u64::from((rank as u64) < f % size as u64));
-    let gpu = cfg
-        .engine
-        .needs_cuda()
-        .then(|| (cfg.gpu + ranks.local_rank()) % gpus.max(1));
+        .map(|f| f / groups as u64 + u64::from((share_.node as u64) < f % groups as u64));
+    let gpu = rank_gpu(cfg, ranks, gpus);
     if let Some(g) = gpu {
         rank_cfg.gpu = g;
     }
     // Only rank 0 draws a progress line (N bars on one terminal would interleave).
-    rank_cfg.progress = cfg.progress && rank == 0;
-    let outcome = super::run::run_when_ready(&mine, &rank_cfg, || ranks.barrier());
-    let report = RankReport::of(ranks, gpu, mine.frames.len(), outcome);
+    rank_cfg.progress = cfg.progress && ranks.rank() == 0;
+    let outcome = if mine.frames.is_empty() {
+        Err(IngestError::Usage(format!(
+            "no extent of its frames lies on its lanes {:?}",
+            share_.lanes.as_deref().unwrap_or_default()
+        )))
+    } else {
+        super::run::run_when_ready(&mine, &rank_cfg, || ranks.barrier())
+    };
+    if mine.frames.is_empty() {
+        // The others wait at the start barrier.
+        ranks.barrier();
+    }
+    let mut report = RankReport::of(ranks, gpu, &numbers, outcome);
+    report.share = Some(share_);
     let bytes = serde_json::to_vec(&report).expect("a rank's report is JSON");
     let Some(all) = ranks.gather(&bytes) else {
         return Ok(None);
@@ -136,11 +286,19 @@ pub fn run_ranks(
     }))
 }
 
+/// The GPU a GPU engine's rank uses: `cfg.gpu` plus its place on its host, modulo the
+/// host's `gpus` (one rank per GPU); `None` for host engines.
+pub fn rank_gpu(cfg: &BenchConfig, ranks: &dyn Ranks, gpus: usize) -> Option<usize> {
+    cfg.engine
+        .needs_cuda()
+        .then(|| (cfg.gpu + ranks.local_rank()) % gpus.max(1))
+}
+
 impl RankReport {
     fn of(
         ranks: &dyn Ranks,
         gpu: Option<usize>,
-        frames_owned: usize,
+        numbers: &[u32],
         outcome: Result<BenchResult>,
     ) -> RankReport {
         let mut report = RankReport {
@@ -148,12 +306,15 @@ impl RankReport {
             host: ranks.host(),
             local_rank: ranks.local_rank(),
             gpu,
-            frames_owned,
+            frames_owned: numbers.len(),
+            share: None,
             engine: String::new(),
             bytes: 0,
             frames: 0,
             wall_s: 0.0,
             done: Vec::new(),
+            landed: Vec::new(),
+            owned: numbers.to_vec(),
             error: None,
             result: None,
         };
@@ -167,6 +328,12 @@ impl RankReport {
                     .filter_map(|f| Some((f.done()?, f.bytes)))
                     .collect();
                 report.done.sort_by(|a, b| a.0.total_cmp(&b.0));
+                report.landed = r
+                    .frames
+                    .iter()
+                    .filter(|f| f.done().is_some())
+                    .filter_map(|f| numbers.get(f.frame as usize).copied())
+                    .collect();
                 report.bytes = report.done.iter().map(|d| d.1).sum();
                 report.frames = report.done.len() as u64;
                 report.wall_s = r.total_time_s;
@@ -205,13 +372,35 @@ pub fn aggregate(per_rank: &[RankReport]) -> Aggregate {
         ranks: per_rank.len(),
         hosts: hosts.len(),
         bytes,
-        frames: per_rank.iter().map(|r| r.frames).sum(),
+        frames: whole_frames(per_rank),
         wall_s,
         gbps: rate(bytes, wall_s),
         stonewall_s,
         stonewall_bytes,
         stonewall_gbps: rate(stonewall_bytes, stonewall_s),
     }
+}
+
+/// Frames landed whole: a frame (each time it was read) counts once every rank that owns a
+/// part of it (the ranks sharing a host's lanes each own their lanes' part) has landed
+/// that part; a rank reading whole frames owns all of each of its frames.
+fn whole_frames(per_rank: &[RankReport]) -> u64 {
+    use std::collections::BTreeMap;
+    // Per frame: how often each of its owners landed its part.
+    let mut landed: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for r in per_rank {
+        let mut mine: BTreeMap<u32, u64> = r.owned.iter().map(|&f| (f, 0)).collect();
+        for f in &r.landed {
+            *mine.entry(*f).or_default() += 1;
+        }
+        for (f, n) in mine {
+            landed.entry(f).or_default().push(n);
+        }
+    }
+    landed
+        .values()
+        .map(|counts| counts.iter().copied().min().unwrap_or(0))
+        .sum()
 }
 
 #[cfg(test)]

@@ -29,6 +29,9 @@ pub trait Ranks {
     fn barrier(&self);
     /// Every rank's bytes in rank order, on rank 0; `None` on the other ranks.
     fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>>;
+    /// Every rank's bytes in rank order, on every rank (what each rank needs to make the
+    /// same decision as the others, such as who shares its host).
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>>;
 }
 
 /// One process alone: rank 0 of 1.
@@ -60,6 +63,10 @@ impl Ranks for Solo {
 
     fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
         Some(vec![mine.to_vec()])
+    }
+
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        vec![mine.to_vec()]
     }
 }
 
@@ -149,6 +156,21 @@ pub(crate) mod threads {
             self.barrier.wait();
             out
         }
+
+        fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+            self.slots.lock().unwrap()[self.rank] = Some(mine.to_vec());
+            self.barrier.wait();
+            let out = self
+                .slots
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|s| s.clone().unwrap())
+                .collect();
+            // Every rank has its copy before anyone writes the slots again.
+            self.barrier.wait();
+            out
+        }
     }
 }
 
@@ -208,6 +230,31 @@ mod tests {
     }
 
     #[test]
+    fn thread_ranks_all_gather_on_every_rank() {
+        let got: Vec<Vec<Vec<u8>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = threads::ranks(3, 1)
+                .into_iter()
+                .map(|r| {
+                    s.spawn(move || {
+                        let mut all = r.all_gather(&[r.rank() as u8]);
+                        // A gather after it reuses the slots.
+                        let _ = r.gather(&[0]);
+                        all.extend(r.all_gather(&[20 + r.rank() as u8]));
+                        all
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for all in got {
+            assert_eq!(
+                all,
+                vec![vec![0], vec![1], vec![2], vec![20], vec![21], vec![22]]
+            );
+        }
+    }
+
+    #[test]
     fn solo_is_rank_zero_of_one() {
         let s = Solo;
         assert_eq!(
@@ -215,5 +262,6 @@ mod tests {
             (0, 1, 0, 1)
         );
         assert_eq!(s.gather(b"x"), Some(vec![b"x".to_vec()]));
+        assert_eq!(s.all_gather(b"x"), vec![b"x".to_vec()]);
     }
 }

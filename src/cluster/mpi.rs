@@ -73,26 +73,48 @@ impl Ranks for MpiRanks {
         }
         let mut counts = vec![0 as Count; self.size()];
         root.gather_into_root(&len, &mut counts[..]);
-        let displs: Vec<Count> = counts
-            .iter()
-            .scan(0, |at, &n| {
-                let start = *at;
-                *at += n;
-                Some(start)
-            })
-            .collect();
+        let displs = offsets(&counts);
         let total: usize = counts.iter().map(|&n| n as usize).sum();
         let mut all = vec![0u8; total];
         {
             let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
             root.gather_varcount_into_root(mine, &mut parts);
         }
-        Some(
-            counts
-                .iter()
-                .zip(&displs)
-                .map(|(&n, &at)| all[at as usize..(at + n) as usize].to_vec())
-                .collect(),
-        )
+        Some(split(&all, &counts, &displs))
     }
+
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        let len = Count::try_from(mine.len()).expect("a rank's message is under 2 GiB");
+        let mut counts = vec![0 as Count; self.size()];
+        self.world.all_gather_into(&len, &mut counts[..]);
+        let displs = offsets(&counts);
+        let total: usize = counts.iter().map(|&n| n as usize).sum();
+        let mut all = vec![0u8; total];
+        {
+            let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+            self.world.all_gather_varcount_into(mine, &mut parts);
+        }
+        split(&all, &counts, &displs)
+    }
+}
+
+/// Where each rank's bytes start in the gathered buffer.
+fn offsets(counts: &[Count]) -> Vec<Count> {
+    counts
+        .iter()
+        .scan(0, |at, &n| {
+            let start = *at;
+            *at += n;
+            Some(start)
+        })
+        .collect()
+}
+
+/// The gathered buffer cut back into each rank's bytes.
+fn split(all: &[u8], counts: &[Count], displs: &[Count]) -> Vec<Vec<u8>> {
+    counts
+        .iter()
+        .zip(displs)
+        .map(|(&n, &at)| all[at as usize..(at + n) as usize].to_vec())
+        .collect()
 }

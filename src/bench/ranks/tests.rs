@@ -1,4 +1,5 @@
 use super::*;
+use crate::bench::jobs::LaneNode;
 use crate::cluster::threads;
 
 fn report(rank: usize, host: &str, wall_s: f64, done: &[(f64, u64)]) -> RankReport {
@@ -8,6 +9,13 @@ fn report(rank: usize, host: &str, wall_s: f64, done: &[(f64, u64)]) -> RankRepo
         local_rank: 0,
         gpu: None,
         frames_owned: done.len(),
+        share: None,
+        landed: (0..done.len() as u32)
+            .map(|i| rank as u32 * 100 + i)
+            .collect(),
+        owned: (0..done.len() as u32)
+            .map(|i| rank as u32 * 100 + i)
+            .collect(),
         engine: "cpu-only".into(),
         bytes: done.iter().map(|d| d.1).sum(),
         frames: done.len() as u64,
@@ -37,6 +45,21 @@ fn the_aggregate_is_over_the_slowest_rank_and_stonewalled_at_the_fastest() {
     assert_eq!(a.stonewall_s, 1.0);
     assert_eq!(a.stonewall_bytes, 4 * g);
     assert!((a.stonewall_gbps - 4.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_frame_shared_by_ranks_counts_once_all_its_parts_landed() {
+    let g = 1_000_000_000;
+    let mut a = report(0, "a", 1.0, &[(0.5, g), (1.0, g)]);
+    let mut b = report(1, "a", 2.0, &[(0.6, g)]);
+    // Both own parts of frames 7 and 8; rank 0 landed both parts, rank 1 only 7's.
+    (a.owned, a.landed) = (vec![7, 8], vec![7, 8]);
+    (b.owned, b.landed) = (vec![7, 8], vec![7]);
+    assert_eq!(aggregate(&[a.clone(), b.clone()]).frames, 1);
+    // Read twice each by rank 0 and once more by rank 1: frame 7 twice, frame 8 once.
+    a.landed = vec![7, 8, 7, 8];
+    b.landed = vec![7, 8, 7];
+    assert_eq!(aggregate(&[a, b]).frames, 3);
 }
 
 #[test]
@@ -80,10 +103,20 @@ fn cpu_cfg() -> BenchConfig {
 
 /// Runs `size` thread ranks (two to a host) and returns rank 0's outcome.
 fn run_threads(source: &Source, cfg: &BenchConfig, size: usize) -> Result<Option<RanksResult>> {
+    run_threads_on(source, cfg, size, 2)
+}
+
+/// Runs `size` thread ranks, `per_host` to a host, and returns rank 0's outcome.
+fn run_threads_on(
+    source: &Source,
+    cfg: &BenchConfig,
+    size: usize,
+    per_host: usize,
+) -> Result<Option<RanksResult>> {
     std::thread::scope(|s| {
-        let handles: Vec<_> = threads::ranks(size, 2)
+        let handles: Vec<_> = threads::ranks(size, per_host)
             .into_iter()
-            .map(|r| s.spawn(move || run_ranks(&r, source, cfg, 0)))
+            .map(|r| s.spawn(move || run_ranks(&r, source, cfg, 0, &RankTopology::default())))
             .collect();
         let mut outs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         for o in &outs[1..] {
@@ -97,24 +130,91 @@ fn run_threads(source: &Source, cfg: &BenchConfig, size: usize) -> Result<Option
 fn ranks_read_disjoint_shares_that_add_up_to_the_dataset() {
     let dir = tempfile::tempdir().unwrap();
     let source = workload(dir.path(), 7);
+    // Three ranks, two to a host: host0's two share its two lanes, host1's one reads whole
+    // frames; the frames go to the hosts in turn (0,2,4,6 and 1,3,5).
     let got = run_threads(&source, &cpu_cfg(), 3).unwrap().unwrap();
-    let owned: Vec<usize> = got.per_rank.iter().map(|r| r.frames_owned).collect();
-    // Frames 0,3,6 / 1,4 / 2,5.
-    assert_eq!(owned, vec![3, 2, 2]);
     let hosts: Vec<&str> = got.per_rank.iter().map(|r| r.host.as_str()).collect();
     assert_eq!(hosts, vec!["host0", "host0", "host1"]);
     assert_eq!(got.aggregate.hosts, 2);
+    let shares: Vec<(usize, Option<Vec<u32>>)> = got
+        .per_rank
+        .iter()
+        .map(|r| {
+            let s = r.share.clone().unwrap();
+            assert!(s.by_host && s.nodes == 2);
+            (s.node, s.lanes)
+        })
+        .collect();
+    assert_eq!(
+        shares,
+        vec![(0, Some(vec![0])), (0, Some(vec![1])), (1, None)]
+    );
+    // Frames 0,2,4,6: lane 0 holds frames 0..3 (0, 2), lane 1 frames 3..7 (4, 6).
+    let owned: Vec<usize> = got.per_rank.iter().map(|r| r.frames_owned).collect();
+    assert_eq!(owned, vec![2, 2, 3]);
     // One pass each: every byte of the workload once, over all ranks.
     assert_eq!(got.aggregate.bytes, source.total_bytes());
-    assert_eq!(got.aggregate.frames, 7);
     for r in &got.per_rank {
         assert!(r.error.is_none() && r.wall_s > 0.0 && r.wall_s <= got.aggregate.wall_s);
         assert_eq!(r.frames as usize, r.frames_owned);
         let result = r.result.as_ref().expect("each rank's full result");
         assert_eq!(result["io_bytes"].as_u64(), Some(r.bytes));
     }
+    // Whole frames: each of these small frames lies on one lane, so each has one owner.
+    assert_eq!(got.aggregate.frames, 7);
+    let owned: Vec<Vec<u32>> = got.per_rank.iter().map(|r| r.owned.clone()).collect();
+    assert_eq!(owned, vec![vec![0, 2], vec![4, 6], vec![1, 3, 5]]);
     assert!(got.aggregate.stonewall_bytes <= got.aggregate.bytes);
     assert!(got.aggregate.stonewall_s <= got.aggregate.wall_s);
+}
+
+#[test]
+fn a_host_with_more_ranks_than_lanes_deals_frames_over_every_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = workload(dir.path(), 7);
+    // Three ranks on one host, two lanes: whole frames 0,3,6 / 1,4 / 2,5.
+    let got = run_threads_on(&source, &cpu_cfg(), 3, 3).unwrap().unwrap();
+    let owned: Vec<usize> = got.per_rank.iter().map(|r| r.frames_owned).collect();
+    assert_eq!(owned, vec![3, 2, 2]);
+    assert!(got.per_rank.iter().all(|r| {
+        let s = r.share.as_ref().unwrap();
+        !s.by_host && s.lanes.is_none() && s.nodes == 3
+    }));
+    assert_eq!(got.aggregate.bytes, source.total_bytes());
+    assert_eq!(got.aggregate.frames, 7);
+}
+
+#[test]
+fn the_ranks_of_a_host_share_its_lanes_by_numa_node() {
+    // Four lanes, two on each NUMA node; two ranks on one host whose GPUs sit on nodes 1
+    // and 0: each rank takes the lanes of its GPU's node.
+    let lanes: Vec<LaneNode> = (0..4)
+        .map(|lane| LaneNode {
+            lane,
+            numa_node: Some(lane / 2),
+        })
+        .collect();
+    let shares: Vec<RankShare> = std::thread::scope(|s| {
+        let handles: Vec<_> = threads::ranks(2, 2)
+            .into_iter()
+            .map(|r| {
+                let topo = RankTopology {
+                    lanes: lanes.clone(),
+                    gpu_node: Some(1 - r.rank() as u32),
+                    ..RankTopology::default()
+                };
+                s.spawn(move || plan_share(&r, 4, &topo))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(shares[0].lanes, Some(vec![2, 3]));
+    assert_eq!(shares[1].lanes, Some(vec![0, 1]));
+    assert!(
+        shares
+            .iter()
+            .all(|s| s.lanes_by_topology && s.by_host && s.nodes == 1)
+    );
 }
 
 #[test]
@@ -125,9 +225,17 @@ fn a_frame_count_is_split_over_the_ranks() {
         frames: Some(9),
         ..cpu_cfg()
     };
-    let got = run_threads(&source, &cfg, 2).unwrap().unwrap();
+    // Two hosts of one rank: 9 frames are 5 and 4.
+    let got = run_threads_on(&source, &cfg, 2, 1).unwrap().unwrap();
     let frames: Vec<u64> = got.per_rank.iter().map(|r| r.frames).collect();
     assert_eq!(frames, vec![5, 4]);
+    // One host of two ranks sharing its lanes: each reads its lanes' part of 9 frames.
+    // These frames lie on one lane each (frames 0-1 on lane 0, 2-3 on lane 1), so the
+    // parts are whole frames: 18 in all.
+    let got = run_threads_on(&source, &cfg, 2, 2).unwrap().unwrap();
+    let frames: Vec<u64> = got.per_rank.iter().map(|r| r.frames).collect();
+    assert_eq!(frames, vec![9, 9]);
+    assert_eq!(got.aggregate.frames, 18);
 }
 
 #[test]
@@ -146,7 +254,7 @@ fn one_ranks_failure_is_reported_by_rank_zero_and_nobody_hangs() {
             .map(|r| {
                 let src = if r.rank() == 1 { &broken } else { &source };
                 let cfg = &cfg;
-                s.spawn(move || run_ranks(&r, src, cfg, 0))
+                s.spawn(move || run_ranks(&r, src, cfg, 0, &RankTopology::default()))
             })
             .collect();
         handles
@@ -171,6 +279,7 @@ fn more_ranks_than_frames_is_refused_on_every_rank() {
         },
         &cpu_cfg(),
         0,
+        &RankTopology::default(),
     )
     .unwrap_err();
     assert!(err.to_string().contains("but only 0 frames"), "{err}");

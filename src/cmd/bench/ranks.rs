@@ -4,7 +4,10 @@
 
 use anyhow::{Result, bail};
 
-use supercell::bench::{self, ranks::RanksResult};
+use supercell::bench::{
+    self,
+    ranks::{RankTopology, RanksResult},
+};
 use supercell::cluster::Ranks;
 use supercell::ingest::EngineKind;
 
@@ -79,7 +82,8 @@ pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     } else {
         0
     };
-    let Some(result) = bench::ranks::run_ranks(ranks, &source, &cfg, gpus)? else {
+    let topo = topology(&source, bench::ranks::rank_gpu(&cfg, ranks, gpus));
+    let Some(result) = bench::ranks::run_ranks(ranks, &source, &cfg, gpus, &topo)? else {
         return Ok(());
     };
     print!("{}", text(&result));
@@ -92,16 +96,55 @@ pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     Ok(())
 }
 
+/// What sysfs says of this rank's lanes and GPU, for sharing a host's lanes between its
+/// ranks by topology.
+fn topology(source: &supercell::ingest::Source, gpu: Option<usize>) -> RankTopology {
+    let (lanes, lane_pcie) = super::lane_topology(source);
+    let bus = gpu.and_then(|g| supercell::gpu::Gpu::open(g).ok().map(|g| g.pci_bus_id));
+    RankTopology {
+        lanes,
+        lane_pcie,
+        gpu_node: bus.as_deref().and_then(super::pci_numa_node),
+        gpu_pcie: bus.as_deref().and_then(super::pcie_path),
+    }
+}
+
+/// How the work was dealt, from rank 0's share (every rank decided alike).
+fn layout_line(r: &RanksResult) -> String {
+    let a = &r.aggregate;
+    let share = r.per_rank.first().and_then(|p| p.share.as_ref());
+    match share {
+        Some(s) if s.by_host => format!(
+            "frames dealt in turn over the {} host(s); the ranks of a host share its lanes{}, each reading its lanes' part of every frame of its host",
+            a.hosts,
+            if r.per_rank
+                .iter()
+                .any(|p| p.share.as_ref().is_some_and(|s| s.lanes_by_topology))
+            {
+                " by topology (NUMA node, then PCIe switch)"
+            } else {
+                " evenly"
+            }
+        ),
+        _ => format!(
+            "frames dealt in turn over the ranks (rank k reads frames k, k+{}, ...): a host has more ranks than the source has lanes",
+            a.ranks
+        ),
+    }
+}
+
 /// The report: a row per rank, then the aggregate both ways.
 fn text(r: &RanksResult) -> String {
     let a = &r.aggregate;
     let mut out = format!(
-        "bench across {} MPI ranks on {} host(s); frames dealt in turn (rank k reads frames k, k+{}, ...)\n",
-        a.ranks, a.hosts, a.ranks
+        "bench across {} MPI ranks on {} host(s); {}\n",
+        a.ranks,
+        a.hosts,
+        layout_line(r)
     );
     out += &format!(
-        "{:>4}  {:<16} {:>3}  {:>6} {:>9} {:>8} {:>8}  engine\n",
-        "rank", "host", "gpu", "frames", "GB", "s", "GB/s"
+        "{:>4}  {:<16} {:>3}  {:>6} {:>9} {:>8} {:>8}  {:<8} engine\n",
+        "rank", "host", "gpu", "frames", "GB", "s", "GB/s", "lanes"
     );
     for p in &r.per_rank {
         let gbps = if p.wall_s > 0.0 {
@@ -109,8 +152,15 @@ fn text(r: &RanksResult) -> String {
         } else {
             0.0
         };
+        let lanes = p
+            .share
+            .as_ref()
+            .and_then(|s| s.lanes.as_ref())
+            .map_or("all".to_string(), |l| {
+                l.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            });
         out += &format!(
-            "{:>4}  {:<16} {:>3}  {:>6} {:>9.3} {:>8.3} {:>8.3}  {}\n",
+            "{:>4}  {:<16} {:>3}  {:>6} {:>9.3} {:>8.3} {:>8.3}  {:<8} {}\n",
             p.rank,
             p.host,
             p.gpu.map_or("-".into(), |g| g.to_string()),
@@ -118,6 +168,7 @@ fn text(r: &RanksResult) -> String {
             p.bytes as f64 / 1e9,
             p.wall_s,
             gbps,
+            lanes,
             p.engine
         );
     }
