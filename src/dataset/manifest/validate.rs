@@ -1,0 +1,350 @@
+//! The checks of a manifest that need no lane file: format and version, lanes, attributes,
+//! every frame's grids and extents, and that no two extents share bytes. Each failure is a
+//! message naming the frame and field.
+
+use super::{
+    ALIGN, Attribute, FORMAT_NAME, FORMAT_VERSION, Frame, GridEntry, Manifest, check_units, naming,
+};
+use crate::dataset::stripe::align_up;
+
+/// Checks everything that can be checked without the lane files. Returns a message
+/// naming the frame and field on failure.
+pub(super) fn manifest(m: &Manifest) -> Result<(), String> {
+    if m.format != FORMAT_NAME {
+        return Err(format!(
+            "format is {:?}, expected {FORMAT_NAME:?}",
+            m.format
+        ));
+    }
+    if m.version != FORMAT_VERSION {
+        return Err(format!("version {} is not supported", m.version));
+    }
+    if !naming::is_write_id(&m.write_id) {
+        return Err(format!(
+            "write_id {:?} is not 1 to 96 ASCII letters, digits, '-' or '_'",
+            m.write_id
+        ));
+    }
+    if m.chunk_size == 0 || !m.chunk_size.is_multiple_of(ALIGN) {
+        return Err(format!(
+            "chunk_size {} is not a positive multiple of {ALIGN}",
+            m.chunk_size
+        ));
+    }
+    if m.lanes.is_empty() {
+        return Err("lanes: none listed".into());
+    }
+    if u32::try_from(m.lanes.len()).is_err() {
+        return Err(format!("lanes: {} is too many", m.lanes.len()));
+    }
+    lanes(m)?;
+    attributes(m)?;
+    if m.frame_count != m.frames.len() {
+        return Err(format!(
+            "frame_count is {} but {} frames are listed",
+            m.frame_count,
+            m.frames.len()
+        ));
+    }
+    // (lane, file, start, end, frame, extent) of every extent, to find shared bytes.
+    let total_extents: usize = m.frames.iter().map(|f| f.extents.len()).sum();
+    let mut ranges: Vec<ExtentRange> = Vec::with_capacity(total_extents);
+    let mut prev_time = f64::NEG_INFINITY;
+    for (fi, frame) in m.frames.iter().enumerate() {
+        frame_grids(m, fi, frame, prev_time)?;
+        prev_time = frame.time;
+        frame_extents(m, fi, frame, &mut ranges)?;
+    }
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if a.0 == b.0 && a.1 == b.1 && a.3 > b.2 {
+            return Err(format!(
+                "frame {} extents[{}] and frame {} extents[{}] share bytes of lane {} file {} (from offset {})",
+                a.4, a.5, b.4, b.5, a.0, a.1, b.2
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Lanes: named, plain file names of this write's pattern, aligned sizes, no file twice.
+fn lanes(m: &Manifest) -> Result<(), String> {
+    for (l, lane) in m.lanes.iter().enumerate() {
+        if lane.path.is_empty() {
+            return Err(format!("lanes[{l}].path is empty"));
+        }
+        if lane.path.contains('\0') {
+            return Err(format!("lanes[{l}].path contains a NUL byte"));
+        }
+        if u32::try_from(lane.files.len()).is_err() {
+            return Err(format!("lanes[{l}].files: too many"));
+        }
+        for (f, file) in lane.files.iter().enumerate() {
+            if !is_plain_file_name(&file.name) {
+                return Err(format!(
+                    "lanes[{l}].files[{f}].name {:?} is not a plain file name",
+                    file.name
+                ));
+            }
+            // Only files of this write's naming pattern are ever opened, so a manifest
+            // cannot point a reader at an arbitrary file of a lane directory.
+            let expected = naming::lane_file_name(&m.write_id, l as u32, f);
+            if file.name != expected {
+                return Err(format!(
+                    "lanes[{l}].files[{f}].name {:?} does not follow the dataset's naming pattern (expected {expected:?})",
+                    file.name
+                ));
+            }
+            if !file.size.is_multiple_of(ALIGN) {
+                return Err(format!(
+                    "lanes[{l}].files[{f}].size {} is not a multiple of {ALIGN}",
+                    file.size
+                ));
+            }
+        }
+        // Two entries naming one file would make two lane-file ranges alias.
+        let mut names: Vec<&str> = lane.files.iter().map(|f| f.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("lanes[{l}].files lists {:?} twice", w[0]));
+        }
+    }
+    Ok(())
+}
+
+/// Attributes: named once each, sane value ranges, units and bounding boxes.
+fn attributes(m: &Manifest) -> Result<(), String> {
+    if m.attributes.is_empty() {
+        return Err("attributes: none listed".into());
+    }
+    if u32::try_from(m.attributes.len()).is_err() {
+        return Err("attributes: too many".into());
+    }
+    for (a, attr) in m.attributes.iter().enumerate() {
+        if attr.name.is_empty() {
+            return Err(format!("attributes[{a}].name is empty"));
+        }
+        if let Some(b) = m.attributes[..a].iter().position(|x| x.name == attr.name) {
+            return Err(format!(
+                "attributes[{a}].name {:?} is also attributes[{b}].name",
+                attr.name
+            ));
+        }
+        if let Some([lo, hi]) = attr.value_range
+            && (lo.is_nan() || hi.is_nan() || lo > hi)
+        {
+            return Err(format!(
+                "attributes[{a}].value_range [{lo}, {hi}] is inverted"
+            ));
+        }
+        if let Some(units) = &attr.units {
+            check_units(units).map_err(|why| format!("attributes[{a}].units {why}"))?;
+        }
+        check_boxes(a, attr)?;
+    }
+    Ok(())
+}
+
+/// One frame's time (finite, after `prev_time`), slot size and grids: one per attribute,
+/// aligned, inside the slot image, not overlapping.
+fn frame_grids(m: &Manifest, fi: usize, frame: &Frame, prev_time: f64) -> Result<(), String> {
+    let err = |msg: String| format!("frame {fi}: {msg}");
+    if !frame.time.is_finite() {
+        return Err(err(format!("time {} is not finite", frame.time)));
+    }
+    if frame.time <= prev_time {
+        return Err(err(format!(
+            "time {} does not increase (previous frame: {prev_time})",
+            frame.time
+        )));
+    }
+    if frame.slot_size == 0 || !frame.slot_size.is_multiple_of(ALIGN) {
+        return Err(err(format!(
+            "slot_size {} is not a positive multiple of {ALIGN}",
+            frame.slot_size
+        )));
+    }
+    // Grids: one per attribute, aligned, inside the slot image, not overlapping.
+    if frame.grids.len() != m.attributes.len() {
+        return Err(err(format!(
+            "{} grids listed, the dataset has {} attributes",
+            frame.grids.len(),
+            m.attributes.len()
+        )));
+    }
+    let mut seen = vec![false; m.attributes.len()];
+    for (gi, g) in frame.grids.iter().enumerate() {
+        let a = g.attribute as usize;
+        if a >= m.attributes.len() {
+            return Err(err(format!(
+                "grids[{gi}].attribute {a} is not an attribute index (there are {})",
+                m.attributes.len()
+            )));
+        }
+        if std::mem::replace(&mut seen[a], true) {
+            return Err(err(format!("grids[{gi}].attribute {a} appears twice")));
+        }
+        if !g.offset.is_multiple_of(ALIGN) {
+            return Err(err(format!(
+                "grids[{gi}].offset {} is not a multiple of {ALIGN}",
+                g.offset
+            )));
+        }
+        if g.size == 0 {
+            return Err(err(format!("grids[{gi}].size is 0")));
+        }
+        let end = g
+            .offset
+            .checked_add(g.size)
+            .filter(|&e| e <= frame.slot_size);
+        if end.is_none() {
+            return Err(err(format!(
+                "grids[{gi}] (offset {}, size {}) extends past slot_size {}",
+                g.offset, g.size, frame.slot_size
+            )));
+        }
+    }
+    let mut by_offset: Vec<(usize, &GridEntry)> = frame.grids.iter().enumerate().collect();
+    by_offset.sort_by_key(|(_, g)| g.offset);
+    for w in by_offset.windows(2) {
+        let ((i, a), (j, b)) = (w[0], w[1]);
+        // Padded end: the padding belongs to the grid (the writer zeroes it).
+        let a_end = align_up(a.offset + a.size).unwrap_or(u64::MAX);
+        if a_end > b.offset {
+            return Err(err(format!("grids[{i}] and grids[{j}] overlap")));
+        }
+    }
+    Ok(())
+}
+
+/// One frame's extents: aligned, in bounds, sorted by dst and tiling 0..slot_size; each
+/// one's lane-file byte range is added to `ranges`.
+fn frame_extents(
+    m: &Manifest,
+    fi: usize,
+    frame: &Frame,
+    ranges: &mut Vec<ExtentRange>,
+) -> Result<(), String> {
+    let err = |msg: String| format!("frame {fi}: {msg}");
+    // Extents: aligned, in bounds, sorted by dst and tiling 0..slot_size.
+    if frame.extents.is_empty() {
+        return Err(err("no extents".into()));
+    }
+    let mut expect_dst = 0u64;
+    for (ei, e) in frame.extents.iter().enumerate() {
+        let err = |msg: String| format!("frame {fi}: extents[{ei}]: {msg}");
+        let lane = m.lanes.get(e.lane as usize).ok_or_else(|| {
+            err(format!(
+                "lane {} does not exist (there are {})",
+                e.lane,
+                m.lanes.len()
+            ))
+        })?;
+        let file = lane.files.get(e.file as usize).ok_or_else(|| {
+            err(format!(
+                "file {} does not exist in lane {} (it has {})",
+                e.file,
+                e.lane,
+                lane.files.len()
+            ))
+        })?;
+        for (what, v) in [("offset", e.offset), ("len", e.len), ("dst", e.dst)] {
+            if !v.is_multiple_of(ALIGN) {
+                return Err(err(format!("{what} {v} is not a multiple of {ALIGN}")));
+            }
+        }
+        if e.len == 0 || e.len > m.chunk_size {
+            return Err(err(format!(
+                "len {} is not in 1..={} (the chunk size)",
+                e.len, m.chunk_size
+            )));
+        }
+        let end = e.offset.checked_add(e.len);
+        if end.is_none_or(|end| end > file.size) {
+            return Err(err(format!(
+                "bytes {}..{} lie outside lane {} file {} ({:?}, {} bytes)",
+                e.offset,
+                e.offset.saturating_add(e.len),
+                e.lane,
+                e.file,
+                file.name,
+                file.size
+            )));
+        }
+        if e.dst != expect_dst {
+            return Err(err(format!(
+                "dst {} leaves {} (extents must cover the slot image in order with no gap or overlap; expected dst {expect_dst})",
+                e.dst,
+                if e.dst > expect_dst {
+                    "a gap"
+                } else {
+                    "an overlap"
+                }
+            )));
+        }
+        expect_dst = e.dst + e.len; // e.len <= chunk_size, e.dst <= slot_size: no overflow
+        if expect_dst > frame.slot_size {
+            return Err(err(format!(
+                "ends at {expect_dst}, past slot_size {}",
+                frame.slot_size
+            )));
+        }
+        ranges.push((e.lane, e.file, e.offset, e.offset + e.len, fi, ei));
+    }
+    if expect_dst != frame.slot_size {
+        return Err(err(format!(
+            "extents cover {expect_dst} bytes of slot_size {}",
+            frame.slot_size
+        )));
+    }
+    Ok(())
+}
+
+/// Checks an attribute's boxes and voxel size: a box inverted on any axis or a voxel size
+/// that is not a finite number > 0 would give every reader a domain of no extent, or
+/// divisions by zero when index and world coordinates are mapped.
+/// One extent's lane-file byte range: (lane, file, start, end, frame, extent index), sorted
+/// to find bytes two extents share.
+type ExtentRange = (u32, u32, u64, u64, usize, usize);
+
+fn check_boxes(a: usize, attr: &Attribute) -> Result<(), String> {
+    if let Some([lo, hi]) = attr.index_bbox
+        && let Some(axis) = (0..3).find(|&i| lo[i] > hi[i])
+    {
+        return Err(format!(
+            "attributes[{a}].index_bbox {lo:?}..{hi:?} is inverted on axis {} (min > max)",
+            AXES[axis]
+        ));
+    }
+    if let Some([lo, hi]) = attr.world_bbox {
+        if let Some(axis) = (0..3).find(|&i| !(lo[i].is_finite() && hi[i].is_finite())) {
+            return Err(format!(
+                "attributes[{a}].world_bbox {lo:?}..{hi:?} is not finite on axis {}",
+                AXES[axis]
+            ));
+        }
+        if let Some(axis) = (0..3).find(|&i| lo[i] > hi[i]) {
+            return Err(format!(
+                "attributes[{a}].world_bbox {lo:?}..{hi:?} is inverted on axis {} (min {} > max {})",
+                AXES[axis], lo[axis], hi[axis]
+            ));
+        }
+    }
+    if let Some(v) = attr.voxel_size
+        && let Some(axis) = (0..3).find(|&i| !(v[i].is_finite() && v[i] > 0.0))
+    {
+        return Err(format!(
+            "attributes[{a}].voxel_size {v:?}: the {} size {} is not a finite number > 0",
+            AXES[axis], v[axis]
+        ));
+    }
+    Ok(())
+}
+
+/// Axis names for messages.
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+fn is_plain_file_name(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\', '\0'])
+}
