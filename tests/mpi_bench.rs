@@ -27,18 +27,22 @@ fn have_mpirun() -> bool {
 }
 
 /// `mpirun -n RANKS supercell bench DIR --engine cpu-only ...` with `extra`.
-fn mpi_bench(ranks: u32, dir: &Path, extra: &[&str]) -> Output {
-    Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-n"])
+fn bench_command(ranks: u32, dir: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-n"])
         .arg(ranks.to_string())
         .arg(env!("CARGO_BIN_EXE_supercell"))
         .arg("bench")
         .arg(dir)
         .args(["--engine", "cpu-only", "--threads", "2", "--io-size", "64K"])
         .args(["--backend", "pread", "--buffered", "--quiet"])
-        .args(extra)
-        .output()
-        .unwrap()
+        .args(extra);
+    cmd
+}
+
+/// [`bench_command`], run to its end.
+fn mpi_bench(ranks: u32, dir: &Path, extra: &[&str]) -> Output {
+    bench_command(ranks, dir, extra).output().unwrap()
 }
 
 #[test]
@@ -118,4 +122,70 @@ fn more_ranks_than_frames_is_refused_by_every_rank_without_a_hang() {
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success());
     assert!(said.contains("6 ranks but only 5 frames"), "{said}");
+}
+
+/// The pid of the process of `rank` that runs `bench` on `dir`, once mpirun started it.
+fn rank_pid(dir: &Path, rank: u32) -> Option<u32> {
+    let want = format!("OMPI_COMM_WORLD_RANK={rank}");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let has = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        if has(&cmdline, dir.as_os_str().as_encoded_bytes())
+            && has(&cmdline, b"bench")
+            && environ.split(|&b| b == 0).any(|v| v == want.as_bytes())
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_rank_that_stops_answering_is_named_and_the_run_ends() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    make(&dir);
+    let child = bench_command(2, &dir, &["--duration", "3", "--read-timeout", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let pid = loop {
+        if let Some(p) = rank_pid(&dir, 1) {
+            break p;
+        }
+        assert!(started.elapsed().as_secs() < 30, "rank 1 never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // Rank 1 freezes (as on a hung node) a second into the run.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let stopped = Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let out = child.wait_with_output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("rank 1 did not answer within"), "{said}");
+    // Ended by the others' wait (the run's 3 s, then the read timeout and the run's time
+    // again), not by a hang.
+    assert!(
+        started.elapsed().as_secs() < 40,
+        "{:?}: {said}",
+        started.elapsed()
+    );
 }

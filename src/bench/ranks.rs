@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::jobs::{LaneNode, PciePath, split_lanes_by};
 use super::{BenchConfig, BenchResult};
-use crate::cluster::{Ranks, share};
+use crate::cluster::{Ranks, Silent, barrier_within, gather_within, share};
 use crate::ingest::{IngestError, Result, Source};
 
 /// What the binary read of this rank's storage and GPU (sysfs), from which the ranks of a
@@ -214,11 +214,25 @@ pub struct RanksResult {
     pub per_rank: Vec<RankReport>,
 }
 
+/// Why a run across ranks failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RanksError {
+    /// This rank's own run, or the ranks' setup, failed; on rank 0 also another rank's
+    /// failure, named.
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    /// Ranks stopped answering (died, or hung): the caller should end the run
+    /// ([`Ranks::abort`]), or the silent ranks would be waited for forever.
+    #[error("{0}: a rank died or stopped answering")]
+    Silent(#[from] Silent),
+}
+
 /// Runs `cfg` on this rank's share of `source` ([`plan_share`] with `topo`), started
 /// together with every other rank. Returns the gathered result on rank 0 and `None` on the
-/// others. Every rank takes part in the barrier and the gather whatever happens to it, so
-/// one rank's failure is reported (by rank 0, naming the rank and host) instead of hanging
-/// the others.
+/// others. Every rank takes part in the start and the gather whatever happens to it, so
+/// one rank's failure is reported (by rank 0, naming the rank and host); a rank that died
+/// or stopped answering is named ([`RanksError::Silent`]) once the others have waited
+/// `cfg.read_timeout` at the start, and at the end that plus their own run's time.
 ///
 /// `cfg.frames` counts frames over all groups (split as the frames are); `cfg.duration` is
 /// every rank's. A GPU engine's rank uses GPU [`rank_gpu`].
@@ -228,7 +242,7 @@ pub fn run_ranks(
     cfg: &BenchConfig,
     gpus: usize,
     topo: &RankTopology,
-) -> Result<Option<RanksResult>> {
+) -> std::result::Result<Option<RanksResult>, RanksError> {
     let share_ = plan_share(ranks, source.lanes, topo);
     let groups = share_.nodes;
     if source.frames.len() < groups {
@@ -236,7 +250,8 @@ pub fn run_ranks(
         return Err(IngestError::Usage(format!(
             "{groups} {what}s but only {} frames: every {what} needs at least one",
             source.frames.len(),
-        )));
+        ))
+        .into());
     }
     let (mine, numbers) = share_of(source, &share_);
     let mut rank_cfg = cfg.clone();
@@ -249,24 +264,34 @@ pub fn run_ranks(
     }
     // Only rank 0 draws a progress line (N bars on one terminal would interleave).
     rank_cfg.progress = cfg.progress && ranks.rank() == 0;
+    let wait = cfg.read_timeout;
+    let mut start = Ok(());
     let outcome = if mine.frames.is_empty() {
+        start = barrier_within(ranks, wait);
         Err(IngestError::Usage(format!(
             "no extent of its frames lies on its lanes {:?}",
             share_.lanes.as_deref().unwrap_or_default()
         )))
     } else {
-        super::run::run_when_ready(&mine, &rank_cfg, || ranks.barrier())
+        super::run::run_when_ready(&mine, &rank_cfg, || {
+            start = barrier_within(ranks, wait);
+            start.is_ok()
+        })
     };
-    if mine.frames.is_empty() {
-        // The others wait at the start barrier.
-        ranks.barrier();
-    }
+    start?;
     let mut report = RankReport::of(ranks, gpu, &numbers, outcome);
     report.share = Some(share_);
     let bytes = serde_json::to_vec(&report).expect("a rank's report is JSON");
-    let Some(all) = ranks.gather(&bytes) else {
+    // The others may run longer than this rank: as long again, then the read timeout.
+    let wait = wait.map(|w| w + std::time::Duration::from_secs_f64(report.wall_s));
+    let Some(all) = gather_within(ranks, &bytes, wait)? else {
         return Ok(None);
     };
+    collect(&all).map(Some).map_err(RanksError::from)
+}
+
+/// Rank 0's result from every rank's report, or the first failure, naming its rank.
+fn collect(all: &[Vec<u8>]) -> Result<RanksResult> {
     let per_rank = all
         .iter()
         .map(|b| serde_json::from_slice::<RankReport>(b))
@@ -280,10 +305,10 @@ pub fn run_ranks(
             bad.error.as_deref().unwrap_or_default()
         )));
     }
-    Ok(Some(RanksResult {
+    Ok(RanksResult {
         aggregate: aggregate(&per_rank),
         per_rank,
-    }))
+    })
 }
 
 /// The GPU a GPU engine's rank uses: `cfg.gpu` plus its place on its host, modulo the

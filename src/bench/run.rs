@@ -21,19 +21,24 @@ use crate::stream::{FrameStream, StreamEvent};
 
 /// Runs one benchmark. Prints nothing itself except the progress line (when enabled).
 pub fn run(source: &Source, cfg: &BenchConfig) -> Result<BenchResult> {
-    run_when_ready(source, cfg, || {})
+    run_when_ready(source, cfg, || true)
 }
 
 /// [`run`], calling `ready` once the engine and ring are open (or failed to open) and
 /// before the first read: where every rank of a run waits for the others
-/// ([`super::ranks`]), so setup is not timed and all ranks read together.
+/// ([`super::ranks`]), so setup is not timed and all ranks read together. `ready`
+/// returning `false` (the others did not come) ends the run before it reads.
 pub(super) fn run_when_ready(
     source: &Source,
     cfg: &BenchConfig,
-    ready: impl FnOnce(),
+    ready: impl FnOnce() -> bool,
 ) -> Result<BenchResult> {
     let opened = Opened::new(source, cfg);
-    ready();
+    if !ready() {
+        return Err(IngestError::Usage(
+            "the run did not start: other ranks did not come".into(),
+        ));
+    }
     let opened = opened?;
     let mut run = Run::new(source, cfg, opened);
     let bar = progress_bar(cfg.progress, run.planned_bytes);

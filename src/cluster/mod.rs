@@ -11,6 +11,10 @@
 mod mpi;
 #[cfg(feature = "mpi")]
 pub use mpi::MpiRanks;
+mod within;
+pub use within::{Silent, barrier_within, gather_within};
+
+use std::time::Instant;
 
 /// This process's place among the ranks of a run, and the collective steps the ranks take
 /// together. Every rank must make the same collective calls in the same order.
@@ -32,6 +36,14 @@ pub trait Ranks {
     /// Every rank's bytes in rank order, on every rank (what each rank needs to make the
     /// same decision as the others, such as who shares its host).
     fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>>;
+    /// Sends `bytes` to rank `to` under `tag` (point to point: only that rank takes part).
+    fn send(&self, to: usize, tag: i32, bytes: &[u8]);
+    /// The next message under `tag` to this rank, from any rank: (sender, bytes); `None`
+    /// where none came by `deadline` (`None`: wait as long as it takes).
+    fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)>;
+    /// Ends every rank of the run now with exit status `code` (`MPI_Abort`): how a rank
+    /// that found another silent stops it, and the run, instead of waiting for it.
+    fn abort(&self, code: i32) -> !;
 }
 
 /// One process alone: rank 0 of 1.
@@ -68,6 +80,18 @@ impl Ranks for Solo {
     fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
         vec![mine.to_vec()]
     }
+
+    fn send(&self, to: usize, _tag: i32, _bytes: &[u8]) {
+        unreachable!("rank 0 of 1 has no rank {to} to send to")
+    }
+
+    fn receive_until(&self, _tag: i32, _deadline: Option<Instant>) -> Option<(usize, Vec<u8>)> {
+        unreachable!("rank 0 of 1 has nobody to hear from")
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
 }
 
 /// The kernel's host name (empty where it cannot be read).
@@ -91,9 +115,13 @@ pub fn share(count: usize, rank: usize, size: usize) -> impl Iterator<Item = usi
 /// Ranks as threads of one process, for testing what ranks do together without MPI.
 #[cfg(test)]
 pub(crate) mod threads {
-    use std::sync::{Arc, Barrier, Mutex};
+    use std::sync::{Arc, Barrier, Condvar, Mutex};
+    use std::time::Instant;
 
     use super::Ranks;
+
+    /// Messages sent and not yet received: (from, to, tag, bytes).
+    type Mail = (Mutex<Vec<(usize, usize, i32, Vec<u8>)>>, Condvar);
 
     /// One thread's rank among `size` threads on one (pretend) host each of `per_host`.
     pub(crate) struct ThreadRanks {
@@ -102,12 +130,14 @@ pub(crate) mod threads {
         per_host: usize,
         barrier: Arc<Barrier>,
         slots: Arc<Mutex<Vec<Option<Vec<u8>>>>>,
+        mail: Arc<Mail>,
     }
 
     /// `size` ranks, `per_host` to a host (hosts named `host0`, `host1`, ...).
     pub(crate) fn ranks(size: usize, per_host: usize) -> Vec<ThreadRanks> {
         let barrier = Arc::new(Barrier::new(size));
         let slots = Arc::new(Mutex::new(vec![None; size]));
+        let mail = Arc::new(Mail::default());
         (0..size)
             .map(|rank| ThreadRanks {
                 rank,
@@ -115,6 +145,7 @@ pub(crate) mod threads {
                 per_host: per_host.max(1),
                 barrier: barrier.clone(),
                 slots: slots.clone(),
+                mail: mail.clone(),
             })
             .collect()
     }
@@ -170,6 +201,37 @@ pub(crate) mod threads {
             // Every rank has its copy before anyone writes the slots again.
             self.barrier.wait();
             out
+        }
+
+        fn send(&self, to: usize, tag: i32, bytes: &[u8]) {
+            let (queue, arrived) = &*self.mail;
+            queue
+                .lock()
+                .unwrap()
+                .push((self.rank, to, tag, bytes.to_vec()));
+            arrived.notify_all();
+        }
+
+        fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)> {
+            let (queue, arrived) = &*self.mail;
+            let mut q = queue.lock().unwrap();
+            loop {
+                if let Some(i) = q.iter().position(|m| m.1 == self.rank && m.2 == tag) {
+                    let (from, _, _, bytes) = q.remove(i);
+                    return Some((from, bytes));
+                }
+                q = match deadline {
+                    None => arrived.wait(q).unwrap(),
+                    Some(d) => {
+                        let left = d.checked_duration_since(Instant::now())?;
+                        arrived.wait_timeout(q, left).unwrap().0
+                    }
+                };
+            }
+        }
+
+        fn abort(&self, code: i32) -> ! {
+            panic!("rank {} aborted the run with status {code}", self.rank)
         }
     }
 }

@@ -6,6 +6,8 @@ use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
+use std::time::{Duration, Instant};
+
 use super::Ranks;
 
 /// The ranks of `MPI_COMM_WORLD`, with the ranks sharing this host (an
@@ -81,6 +83,33 @@ impl Ranks for MpiRanks {
             root.gather_varcount_into_root(mine, &mut parts);
         }
         Some(split(&all, &counts, &displs))
+    }
+
+    fn send(&self, to: usize, tag: i32, bytes: &[u8]) {
+        let to = i32::try_from(to).expect("a rank fits MPI's int");
+        self.world.process_at_rank(to).send_with_tag(bytes, tag);
+    }
+
+    fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)> {
+        loop {
+            // A probe that does not wait, so the deadline holds whoever stays silent.
+            if let Some(probed) = self
+                .world
+                .any_process()
+                .immediate_matched_probe_with_tag(tag)
+            {
+                let (bytes, status) = probed.matched_receive_vec::<u8>();
+                return Some((status.source_rank() as usize, bytes));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
     }
 
     fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {

@@ -102,7 +102,11 @@ fn cpu_cfg() -> BenchConfig {
 }
 
 /// Runs `size` thread ranks (two to a host) and returns rank 0's outcome.
-fn run_threads(source: &Source, cfg: &BenchConfig, size: usize) -> Result<Option<RanksResult>> {
+fn run_threads(
+    source: &Source,
+    cfg: &BenchConfig,
+    size: usize,
+) -> std::result::Result<Option<RanksResult>, RanksError> {
     run_threads_on(source, cfg, size, 2)
 }
 
@@ -112,7 +116,7 @@ fn run_threads_on(
     cfg: &BenchConfig,
     size: usize,
     per_host: usize,
-) -> Result<Option<RanksResult>> {
+) -> std::result::Result<Option<RanksResult>, RanksError> {
     std::thread::scope(|s| {
         let handles: Vec<_> = threads::ranks(size, per_host)
             .into_iter()
@@ -283,4 +287,45 @@ fn more_ranks_than_frames_is_refused_on_every_rank() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("but only 0 frames"), "{err}");
+}
+
+#[test]
+fn a_rank_that_never_starts_is_named_and_nobody_waits_for_it_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = workload(dir.path(), 4);
+    let cfg = BenchConfig {
+        read_timeout: Some(std::time::Duration::from_millis(400)),
+        ..cpu_cfg()
+    };
+    let started = std::time::Instant::now();
+    let out = std::thread::scope(|s| {
+        let handles: Vec<_> = threads::ranks(3, 1)
+            .into_iter()
+            .map(|r| {
+                let (source, cfg) = (&source, &cfg);
+                s.spawn(move || {
+                    // Rank 2 dies after the placement exchange, before the start.
+                    if r.rank() == 2 {
+                        plan_share(&r, source.lanes, &RankTopology::default());
+                        return None;
+                    }
+                    Some(run_ranks(&r, source, cfg, 0, &RankTopology::default()))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    match &out[0] {
+        Some(Err(RanksError::Silent(s))) => assert_eq!(s.ranks, vec![2]),
+        other => panic!("rank 0 should name rank 2: {other:?}"),
+    }
+    // Rank 1 waited for rank 0's go, which never came: it names rank 0.
+    match &out[1] {
+        Some(Err(RanksError::Silent(s))) => assert_eq!(s.ranks, vec![0]),
+        other => panic!("rank 1 should name rank 0: {other:?}"),
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }

@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 
 use supercell::bench::{
     self,
-    ranks::{RankTopology, RanksResult},
+    ranks::{RankTopology, RanksError, RanksResult},
 };
 use supercell::cluster::Ranks;
 use supercell::ingest::EngineKind;
@@ -83,8 +83,20 @@ pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
         0
     };
     let topo = topology(&source, bench::ranks::rank_gpu(&cfg, ranks, gpus));
-    let Some(result) = bench::ranks::run_ranks(ranks, &source, &cfg, gpus, &topo)? else {
-        return Ok(());
+    let outcome = bench::ranks::run_ranks(ranks, &source, &cfg, gpus, &topo);
+    let result = match outcome {
+        Ok(Some(r)) => r,
+        Ok(None) => return Ok(()),
+        Err(RanksError::Silent(silent)) => {
+            // The silent ranks would hold the run (and mpirun) forever: end every rank.
+            eprintln!(
+                "supercell: error: rank {} on {}: {silent}: a rank died or stopped answering; ending the run",
+                ranks.rank(),
+                ranks.host()
+            );
+            ranks.abort(1)
+        }
+        Err(e) => return Err(e.into()),
     };
     print!("{}", text(&result));
     if let Some(j) = &args.json {
