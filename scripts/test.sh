@@ -101,11 +101,11 @@ else
   cargo test --workspace
 fi
 # The `mpi` feature (scale-out across MPI ranks): its code linted, and bench across ranks
-# run under mpirun. Where Open MPI's development files are missing it is skipped, except in
+# and play across ranks run under mpirun. Where Open MPI's development files are missing it is skipped, except in
 # CI, which installs them above.
 if pkg-config --exists ompi 2>/dev/null || [ -n "${CI:-}" ]; then
   cargo clippy --features mpi --lib --bins -- -D warnings
-  cargo test --features mpi --test mpi_bench
+  cargo test --features mpi --test mpi_bench --test mpi_play
 else
   echo "note: Open MPI's development files are missing; the mpi feature is not tested" >&2
 fi

@@ -65,7 +65,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         None => cmd::main_job::run(&cli.main),
-        Some(Command::Play(args)) => cmd::play::run(&args),
+        Some(Command::Play(args)) => cmd::play_ranks::run(&args),
         Some(Command::Render(args)) => cmd::render::run(&args),
         // The cuFile driver, where one was opened, closes itself at exit (gds.rs).
         Some(Command::Bench(args)) => cmd::bench::run(&args),

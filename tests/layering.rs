@@ -50,6 +50,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "app",
         &[
             "atomic_file",
+            "cluster",
             "crc32",
             "dataset",
             "device",

@@ -20,6 +20,7 @@ pub mod movie;
 pub mod offscreen;
 pub mod overlay;
 mod path;
+pub mod ranks;
 mod route;
 pub mod script;
 pub mod soak;

@@ -7,6 +7,7 @@ pub mod info;
 pub mod main_job;
 pub mod movie;
 pub mod play;
+pub mod play_ranks;
 pub mod render;
 pub mod render_path;
 pub mod watchdog;
@@ -91,4 +92,18 @@ pub fn io_threads(flag: &str, requested: usize) -> usize {
         eprintln!("note: {n}");
     }
     threads
+}
+
+/// Ends a run across ranks whose ranks stopped answering: says so and aborts every rank
+/// (the silent ones would hold the run, and mpirun, forever).
+pub(crate) fn end_run(
+    ranks: &dyn supercell::cluster::Ranks,
+    silent: &supercell::cluster::Silent,
+) -> ! {
+    eprintln!(
+        "supercell: error: rank {} on {}: {silent}: a rank died or stopped answering; ending the run",
+        ranks.rank(),
+        ranks.host()
+    );
+    ranks.abort(1)
 }

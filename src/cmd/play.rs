@@ -87,6 +87,12 @@ pub struct PlayArgs {
     /// the overlay with both paths' figures), composed offscreen, to this PNG.
     #[arg(long, requires = "headless")]
     pub screenshot: Option<PathBuf>,
+    /// Headless: play the first `--frames` frames once each, in order, and write every
+    /// presented frame to this folder as `frame_NNNNN.png`. Under `mpirun` (a build with
+    /// the `mpi` feature) the ranks render alternate frames, each with its own engine and
+    /// renderer, and rank 0 presents them in order; one process runs the same code.
+    #[arg(long, requires = "headless", value_name = "DIR")]
+    pub frames_out: Option<PathBuf>,
     /// Window: the folder Shift+R's movies go to, each named by the time it starts
     /// (`supercell-YYYYMMDD-HHMMSS.mp4`, UTC; default: the current folder).
     #[arg(long)]
@@ -185,7 +191,7 @@ pub struct PlayArgs {
 }
 
 /// A duration flag's value, or an error naming the flag and the value.
-fn duration_flag(flag: &str, value: &str) -> anyhow::Result<Duration> {
+pub(super) fn duration_flag(flag: &str, value: &str) -> anyhow::Result<Duration> {
     script::parse_duration(value).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
 }
 
@@ -193,7 +199,7 @@ fn duration_flag(flag: &str, value: &str) -> anyhow::Result<Duration> {
 const MAX_SIDE: u32 = 16384;
 
 /// Player settings: the command line over the scene's `[playback]` defaults.
-fn player_config(
+pub(super) fn player_config(
     args: &PlayArgs,
     size: (u32, u32),
     defaults: &PlaybackDefaults,
@@ -250,7 +256,7 @@ fn player_config(
 /// Flags that only mean something with a window, refused with `--headless` rather than
 /// ignored: a headless run measures fixed paths and has no keys, overlay or screen to
 /// script.
-fn refuse_window_flags(args: &PlayArgs) -> anyhow::Result<()> {
+pub(super) fn refuse_window_flags(args: &PlayArgs) -> anyhow::Result<()> {
     if !args.headless {
         return Ok(());
     }
@@ -274,7 +280,7 @@ fn refuse_window_flags(args: &PlayArgs) -> anyhow::Result<()> {
 
 /// The sizes and steps the command line fixed (the adapter's defaults fill in the rest:
 /// [`software::choose`]).
-fn requested(args: &PlayArgs) -> anyhow::Result<Requested> {
+pub(super) fn requested(args: &PlayArgs) -> anyhow::Result<Requested> {
     if let Some(s) = args.render_scale
         && !(s.is_finite() && s > 0.0 && s <= 4.0)
     {

@@ -27,9 +27,9 @@
 
 mod cache;
 mod calibrate;
+mod camera_path;
 mod error;
 mod framing;
-mod camera_path;
 mod sample;
 mod spelling;
 mod suggest;
@@ -43,10 +43,10 @@ use serde::{Deserialize, Serialize};
 
 pub use cache::{DEFAULT_DATASET_NAME, default_dataset_dir, ensure_default_dataset};
 pub use calibrate::{BAND, TARGET_SHOWN, TARGET_THIN};
+pub use camera_path::{CameraKey, CameraPath};
 pub use error::SceneError;
 use error::{Seg, Source, plain_message, resolve_relative};
 pub use framing::Framing;
-pub use camera_path::{CameraKey, CameraPath};
 pub use sample::{DataSample, SAMPLE_BUDGET_BYTES, ValueSummary, sample_dataset};
 pub use suggest::{
     Suggestion, checked_scene_toml, suggested_attributes, suggested_scene_toml, suggested_settings,

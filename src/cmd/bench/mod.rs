@@ -12,6 +12,7 @@ use supercell::ingest::{EngineKind, IoBackend, Source};
 use supercell::units;
 
 mod ranks;
+pub(crate) use ranks::launched as launched_ranks;
 
 /// Engine to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

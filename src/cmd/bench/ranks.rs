@@ -24,7 +24,7 @@ fn launched_size() -> Option<usize> {
 /// This process's ranks when `mpirun` (or another MPI launcher) started it: `None` for a
 /// plain run. A build without the `mpi` feature started as one of several ranks is refused
 /// (each process would measure alone and report as if it were the whole run).
-pub(super) fn launched() -> Result<Option<Box<dyn Ranks>>> {
+pub(crate) fn launched() -> Result<Option<Box<dyn Ranks>>> {
     let Some(size) = launched_size() else {
         return Ok(None);
     };
@@ -87,15 +87,7 @@ pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     let result = match outcome {
         Ok(Some(r)) => r,
         Ok(None) => return Ok(()),
-        Err(RanksError::Silent(silent)) => {
-            // The silent ranks would hold the run (and mpirun) forever: end every rank.
-            eprintln!(
-                "supercell: error: rank {} on {}: {silent}: a rank died or stopped answering; ending the run",
-                ranks.rank(),
-                ranks.host()
-            );
-            ranks.abort(1)
-        }
+        Err(RanksError::Silent(silent)) => crate::cmd::end_run(ranks, &silent),
         Err(e) => return Err(e.into()),
     };
     print!("{}", text(&result));
