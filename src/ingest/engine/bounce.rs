@@ -10,11 +10,10 @@
 //! for the buffers whose copies have completed. A piece, and so its frame, completes only
 //! when its copy has: a completed frame is entirely in its slot.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::copy_stage::{BufferRead, CopyEnded, CopyStage};
+use super::copy_stage::{BufferRead, CopyEnded, CopyStage, Waiting};
 use super::piece::Piece;
 use crate::gpu::SlotMemory;
 use crate::ingest::error::{IngestError, Result};
@@ -65,9 +64,8 @@ pub(super) struct Bounce {
     /// The piece each buffer holds (indices as the copier's buffers).
     pieces: Vec<Option<Piece>>,
     uses: Vec<Use>,
-    free: Vec<usize>,
-    /// Reads waiting for a free buffer, in plan order.
-    pending: VecDeque<Piece>,
+    /// Free buffers and the reads waiting for one.
+    waiting: Waiting,
     /// Buffers whose copies are gathered and not yet started.
     gathered: Vec<usize>,
     /// When the oldest of them was gathered.
@@ -88,8 +86,7 @@ impl Bounce {
             copier,
             pieces: vec![None; n],
             uses: vec![Use::Free; n],
-            free: (0..n).rev().collect(),
-            pending: VecDeque::new(),
+            waiting: Waiting::new(n),
             gathered: Vec::new(),
             gathered_at: None,
             batch: (n / 8).max(1),
@@ -100,7 +97,7 @@ impl Bounce {
     /// Frees buffer `b`, returning the piece it held.
     fn free_buffer(&mut self, b: usize) -> Option<Piece> {
         self.uses[b] = Use::Free;
-        self.free.push(b);
+        self.waiting.free(b);
         self.pieces[b].take()
     }
 
@@ -169,21 +166,13 @@ impl CopyStage for Bounce {
         )
     }
 
-    fn queue(&mut self, pieces: Vec<Piece>) {
-        self.pending.extend(pieces);
-    }
-
-    fn drop_queued(&mut self, seq: u64) -> usize {
-        let before = self.pending.len();
-        self.pending.retain(|p| p.seq != seq);
-        before - self.pending.len()
+    fn waiting(&mut self) -> &mut Waiting {
+        &mut self.waiting
     }
 
     fn dispatch(&mut self) -> Vec<BufferRead> {
         let mut issued = Vec::new();
-        while !self.pending.is_empty() && !self.free.is_empty() {
-            let p = self.pending.pop_front().expect("not empty");
-            let b = self.free.pop().expect("not empty");
+        while let Some((p, b)) = self.waiting.next() {
             self.pieces[b] = Some(p);
             self.uses[b] = Use::Reading;
             issued.push((p, b, self.addrs[b]));

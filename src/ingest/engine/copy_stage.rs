@@ -7,6 +7,7 @@
 //! copied on CUDA streams (`staged`) and the bounce engine's buffers moved on by a caller's
 //! copier (`bounce`). Neither knows the coordinator.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,11 +35,21 @@ pub(super) trait CopyStage: Send {
     /// How the stage runs, for the engine's mode line (`io_size`: the reads' largest size).
     fn describe(&self, io_size: usize) -> String;
 
+    /// The stage's free buffers and the pieces waiting for one.
+    fn waiting(&mut self) -> &mut Waiting;
+
     /// Queues the pieces of a frame; they wait, in order, for a free buffer.
-    fn queue(&mut self, pieces: Vec<Piece>);
+    fn queue(&mut self, pieces: Vec<Piece>) {
+        self.waiting().pending.extend(pieces);
+    }
 
     /// Drops the queued pieces of frame `seq` (not yet in a buffer), returning how many.
-    fn drop_queued(&mut self, seq: u64) -> usize;
+    fn drop_queued(&mut self, seq: u64) -> usize {
+        let pending = &mut self.waiting().pending;
+        let before = pending.len();
+        pending.retain(|p| p.seq != seq);
+        before - pending.len()
+    }
 
     /// Puts queued pieces into free buffers: the reads to issue.
     fn dispatch(&mut self) -> Vec<BufferRead>;
@@ -73,4 +84,36 @@ pub(super) trait CopyStage: Send {
     /// Waits for every copy started (the engine is shutting down, the reads have ended),
     /// returning the pieces it reports ended.
     fn wait_all(&mut self) -> Vec<CopyEnded>;
+}
+
+/// A stage's free buffers and the pieces waiting for one, in plan order.
+pub(super) struct Waiting {
+    pending: VecDeque<Piece>,
+    /// Free buffers; the last one pushed is handed out first.
+    free: Vec<usize>,
+}
+
+impl Waiting {
+    /// `buffers` buffers, all free, and no piece waiting.
+    pub(super) fn new(buffers: usize) -> Waiting {
+        Waiting {
+            pending: VecDeque::new(),
+            free: (0..buffers).rev().collect(),
+        }
+    }
+
+    /// The next waiting piece and the free buffer it goes to, while there are both.
+    pub(super) fn next(&mut self) -> Option<(Piece, usize)> {
+        if self.pending.is_empty() || self.free.is_empty() {
+            return None;
+        }
+        let p = self.pending.pop_front()?;
+        let b = self.free.pop()?;
+        Some((p, b))
+    }
+
+    /// Buffer `buf` is free again.
+    pub(super) fn free(&mut self, buf: usize) {
+        self.free.push(buf);
+    }
 }

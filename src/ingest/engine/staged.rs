@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::EngineConfig;
-use super::copy_stage::{BufferRead, CopyEnded, CopyStage};
+use super::copy_stage::{BufferRead, CopyEnded, CopyStage, Waiting};
 use super::piece::Piece;
 use crate::gpu::{Gpu, PartMemory, PinnedBuffer, SlotMemory, cuda_check, cuda_error};
 use crate::ingest::error::{IngestError, Result};
@@ -17,8 +17,8 @@ pub(super) struct Staged {
     gpu: Gpu,
     streams: Vec<Arc<cudarc::driver::CudaStream>>,
     bufs: Vec<StagingBuf>,
-    free: Vec<usize>,
-    pending: VecDeque<Piece>,
+    /// Free buffers and the pieces waiting for one.
+    waiting: Waiting,
     /// Buffers whose copy is queued, per stream, in issue order (events complete in order).
     copying: Vec<VecDeque<usize>>,
     next_stream: usize,
@@ -68,9 +68,8 @@ impl Staged {
             gpu: gpu.clone(),
             copying: (0..streams_n).map(|_| VecDeque::new()).collect(),
             streams,
-            free: (0..nbufs).rev().collect(),
+            waiting: Waiting::new(nbufs),
             bufs,
-            pending: VecDeque::new(),
             next_stream: 0,
         })
     }
@@ -98,21 +97,13 @@ impl CopyStage for Staged {
         )
     }
 
-    fn queue(&mut self, pieces: Vec<Piece>) {
-        self.pending.extend(pieces);
-    }
-
-    fn drop_queued(&mut self, seq: u64) -> usize {
-        let before = self.pending.len();
-        self.pending.retain(|p| p.seq != seq);
-        before - self.pending.len()
+    fn waiting(&mut self) -> &mut Waiting {
+        &mut self.waiting
     }
 
     fn dispatch(&mut self) -> Vec<BufferRead> {
         let mut issued = Vec::new();
-        while !self.pending.is_empty() && !self.free.is_empty() {
-            let p = self.pending.pop_front().expect("not empty");
-            let b = self.free.pop().expect("not empty");
+        while let Some((p, b)) = self.waiting.next() {
             self.bufs[b].piece = Some(p);
             issued.push((p, b, self.bufs[b].mem.host().as_mut_ptr() as usize));
         }
@@ -180,7 +171,7 @@ impl CopyStage for Staged {
 
     fn release(&mut self, buf: usize) {
         self.bufs[buf].piece = None;
-        self.free.push(buf);
+        self.waiting.free(buf);
     }
 
     fn busy(&self) -> bool {
@@ -196,7 +187,7 @@ impl CopyStage for Staged {
                     Ok(true) => {
                         self.copying[k].pop_front();
                         let p = self.bufs[b].piece.take();
-                        self.free.push(b);
+                        self.waiting.free(b);
                         if let Some(p) = p {
                             finished.push((p.seq, None));
                         }
@@ -206,7 +197,7 @@ impl CopyStage for Staged {
                         self.copying[k].pop_front();
                         let _ = self.streams[k].synchronize();
                         let p = self.bufs[b].piece.take();
-                        self.free.push(b);
+                        self.waiting.free(b);
                         if let Some(p) = p {
                             finished.push((
                                 p.seq,
