@@ -658,7 +658,7 @@ impl Engine {
         let thread = std::thread::Builder::new()
             .name(format!("sc-{}", kind.name()))
             .spawn(move || coord.run(rx, &source_files, exit_tx))
-            .map_err(|e| IngestError::Usage(format!("cannot start the engine thread: {e}")))?;
+            .map_err(|e| IngestError::thread("the engine thread", e))?;
         Ok(Engine {
             info,
             tx,
