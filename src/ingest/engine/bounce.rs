@@ -5,10 +5,11 @@
 //! stays small (threads × queue depth × I/O size, give or take) and therefore hot, whatever
 //! the frame size.
 //!
-//! The coordinator hands every landed buffer to the copier at once, asks it to start the
-//! copies gathered in one turn of its loop together ([`BounceCopier::submit`]), and polls it
-//! for the buffers whose copies have completed. A piece, and so its frame, completes only
-//! when its copy has: a completed frame is entirely in its slot.
+//! The coordinator drives it as its copy stage (`super::copy_stage`): every landed buffer
+//! goes to the copier at once, the copies gathered are started together
+//! ([`BounceCopier::submit`]) once a batch is in or the oldest has waited long enough, and
+//! the copier is polled for the buffers whose copies have completed. A piece, and so its
+//! frame, completes only when its copy has: a completed frame is entirely in its slot.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

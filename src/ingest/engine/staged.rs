@@ -1,6 +1,7 @@
 //! The staged CUDA pipeline: reads land in pinned staging buffers; each filled buffer is
 //! copied to its slot's part with `cuMemcpyHtoDAsync` on one of several streams and an event
-//! recorded after the copy; a buffer is reused only once its event has completed.
+//! recorded after the copy; a buffer is reused only once its event has completed. The
+//! coordinator drives it as its copy stage (`super::copy_stage`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
