@@ -128,6 +128,15 @@ pub enum IngestError {
     /// The engine's worker thread has stopped (a bug or a panic); the text says what it saw.
     #[error("ingest engine stopped: {0}")]
     Stopped(String),
+    /// The system refused a thread the engine needs (too many threads, too little memory).
+    #[error("cannot start {what}: {source}")]
+    Thread {
+        /// Which thread or pool, e.g. "the engine thread".
+        what: &'static str,
+        /// Why the system refused it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// The GPU layer's errors keep their text: each has an ingest variant of the same wording.
@@ -137,6 +146,17 @@ impl From<GpuError> for IngestError {
             GpuError::Cuda(m) => IngestError::Cuda(m),
             GpuError::Unavailable(m) => IngestError::Unavailable(m),
             GpuError::Usage(m) => IngestError::Usage(m),
+        }
+    }
+}
+
+/// The same, for an error that stays where it is (one failure reported to many callers).
+impl From<&GpuError> for IngestError {
+    fn from(e: &GpuError) -> IngestError {
+        match e {
+            GpuError::Cuda(m) => IngestError::Cuda(m.clone()),
+            GpuError::Unavailable(m) => IngestError::Unavailable(m.clone()),
+            GpuError::Usage(m) => IngestError::Usage(m.clone()),
         }
     }
 }
@@ -158,6 +178,17 @@ impl IngestError {
             op,
             path: path.into(),
             err,
+        }
+    }
+
+    /// [`IngestError::Thread`]: `what` could not start, because of `source`.
+    pub(crate) fn thread(
+        what: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> IngestError {
+        IngestError::Thread {
+            what,
+            source: source.into(),
         }
     }
 }
@@ -220,7 +251,15 @@ mod tests {
         for e in cases {
             let text = e.to_string();
             let kind = std::mem::discriminant(&e);
+            // By reference (the device checker reports one failed bind to every frame): the
+            // same text, not the GPU text wrapped again ("CUDA: CUDA: ...").
+            let by_ref = IngestError::from(&e);
             let converted = IngestError::from(e);
+            assert_eq!(by_ref.to_string(), text);
+            assert_eq!(
+                std::mem::discriminant(&by_ref),
+                std::mem::discriminant(&converted)
+            );
             assert_eq!(converted.to_string(), text);
             let same_kind = match converted {
                 IngestError::Cuda(_) => {
@@ -236,5 +275,21 @@ mod tests {
             };
             assert!(same_kind, "{text}");
         }
+    }
+
+    /// A thread the system refuses keeps the refusal as its cause, and the message the
+    /// user reads still says it.
+    #[test]
+    fn a_refused_thread_keeps_its_cause() {
+        let refused = io::Error::from(io::ErrorKind::OutOfMemory);
+        let cause = refused.to_string();
+        let e = IngestError::thread("the engine thread", refused);
+        assert_eq!(
+            e.to_string(),
+            format!("cannot start the engine thread: {cause}")
+        );
+        let source = std::error::Error::source(&e).expect("a cause");
+        let io = source.downcast_ref::<io::Error>().expect("the io::Error");
+        assert_eq!(io.kind(), io::ErrorKind::OutOfMemory);
     }
 }

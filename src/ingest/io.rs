@@ -321,7 +321,7 @@ impl IoPool {
                         _ => w.run_blocking(start_err),
                     }
                 })
-                .map_err(|e| IngestError::Usage(format!("cannot start I/O thread: {e}")));
+                .map_err(|e| IngestError::thread("I/O thread", e));
             match handle {
                 Ok(h) => workers.push(h),
                 Err(e) => {

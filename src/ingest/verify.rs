@@ -57,7 +57,7 @@ impl HostChecker {
             .num_threads(threads.max(1))
             .thread_name(|i| format!("sc-crc-{i}"))
             .build()
-            .map_err(|e| IngestError::Usage(format!("cannot start the CRC threads: {e}")))?;
+            .map_err(|e| IngestError::thread("the CRC threads", e))?;
         Ok(HostChecker {
             pool: Arc::new(pool),
             busy: Arc::new((Mutex::new(0), Condvar::new())),
@@ -156,7 +156,7 @@ impl DeviceChecker {
                 let bound = gpu.bind();
                 for job in rx {
                     let r = match (&bound, &kernel, &host) {
-                        (Err(e), _, _) => Err(IngestError::Cuda(e.to_string())),
+                        (Err(e), _, _) => Err(IngestError::from(e)),
                         (Ok(()), Some(k), _) => gpu_crcs(k, &job.slot, &job.ranges),
                         (Ok(()), None, Some(h)) => copied_crcs(h, &job.slot, &job.ranges),
                         (Ok(()), None, None) => {
@@ -166,7 +166,7 @@ impl DeviceChecker {
                     (job.done)(r);
                 }
             })
-            .map_err(|e| IngestError::Usage(format!("cannot start the CRC thread: {e}")))?;
+            .map_err(|e| IngestError::thread("the CRC thread", e))?;
         Ok(DeviceChecker {
             tx: Some(tx),
             thread: Some(thread),

@@ -5,17 +5,19 @@
 //! stays small (threads × queue depth × I/O size, give or take) and therefore hot, whatever
 //! the frame size.
 //!
-//! The coordinator hands every landed buffer to the copier at once, asks it to start the
-//! copies gathered in one turn of its loop together ([`BounceCopier::submit`]), and polls it
-//! for the buffers whose copies have completed. A piece, and so its frame, completes only
-//! when its copy has: a completed frame is entirely in its slot.
+//! The coordinator drives it as its copy stage (`super::copy_stage`): every landed buffer
+//! goes to the copier at once, the copies gathered are started together
+//! ([`BounceCopier::submit`]) once a batch is in or the oldest has waited long enough, and
+//! the copier is polled for the buffers whose copies have completed. A piece, and so its
+//! frame, completes only when its copy has: a completed frame is entirely in its slot.
 
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::plan::{Coordinator, Piece};
-use crate::ingest::error::IngestError;
-use crate::ingest::io::IoDone;
+use super::copy_stage::{BufferRead, CopyEnded, CopyStage, Waiting};
+use super::piece::Piece;
+use crate::gpu::SlotMemory;
+use crate::ingest::error::{IngestError, Result};
 
 /// The longest a gathered copy waits for more to start with it (see [`Bounce::batch`]).
 const GATHER_FOR: Duration = Duration::from_micros(250);
@@ -59,13 +61,12 @@ enum Use {
 
 /// The bounce engine's state on the coordinator thread.
 pub(super) struct Bounce {
-    pub(super) copier: Box<dyn BounceCopier>,
+    copier: Box<dyn BounceCopier>,
     /// The piece each buffer holds (indices as the copier's buffers).
-    pub(super) pieces: Vec<Option<Piece>>,
+    pieces: Vec<Option<Piece>>,
     uses: Vec<Use>,
-    free: Vec<usize>,
-    /// Reads waiting for a free buffer, in plan order.
-    pub(super) pending: VecDeque<Piece>,
+    /// Free buffers and the reads waiting for one.
+    waiting: Waiting,
     /// Buffers whose copies are gathered and not yet started.
     gathered: Vec<usize>,
     /// When the oldest of them was gathered.
@@ -86,8 +87,7 @@ impl Bounce {
             copier,
             pieces: vec![None; n],
             uses: vec![Use::Free; n],
-            free: (0..n).rev().collect(),
-            pending: VecDeque::new(),
+            waiting: Waiting::new(n),
             gathered: Vec::new(),
             gathered_at: None,
             batch: (n / 8).max(1),
@@ -95,105 +95,33 @@ impl Bounce {
         }
     }
 
-    /// Buffers.
-    pub(super) fn len(&self) -> usize {
-        self.addrs.len()
-    }
-
-    /// Whether a copy is gathered or running (the coordinator then polls often).
-    pub(super) fn busy(&self) -> bool {
-        self.uses
-            .iter()
-            .any(|u| matches!(u, Use::Gathered | Use::Copying))
-    }
-
-    fn release(&mut self, b: usize) -> Option<Piece> {
+    /// Frees buffer `b`, returning the piece it held.
+    fn free_buffer(&mut self, b: usize) -> Option<Piece> {
         self.uses[b] = Use::Free;
-        self.free.push(b);
+        self.waiting.free(b);
         self.pieces[b].take()
-    }
-}
-
-impl Coordinator {
-    /// A read into a bounce buffer ended: its bytes go to the copier, or its error to the
-    /// frame.
-    pub(super) fn on_bounce_io(&mut self, d: IoDone) {
-        let Some(mut s) = self.bounce.take() else {
-            return;
-        };
-        let b = d.token as usize;
-        let Some(piece) = s.pieces.get(b).copied().flatten() else {
-            self.bounce = Some(s);
-            return;
-        };
-        let abandoned = self.jobs.get(&piece.seq).is_none_or(|j| j.timed_out);
-        let outcome = match d.result {
-            Err(msg) => Some(Some(self.read_err(&piece, msg))),
-            // The frame timed out: its slot gets nothing more.
-            Ok(()) if abandoned => Some(None),
-            Ok(()) => {
-                // The read's arrival is the frame's first/last byte; the piece completes
-                // when its copy does.
-                let slot = self.jobs.get_mut(&piece.seq).map(|job| {
-                    job.note_arrival(d.completed);
-                    job.req.slot
-                });
-                let r = slot
-                    .ok_or_else(|| "the frame is gone".to_string())
-                    .and_then(|slot| {
-                        s.copier.copy(
-                            b,
-                            slot,
-                            piece.part as usize,
-                            piece.part_offset,
-                            piece.len as u64,
-                        )
-                    });
-                match r {
-                    Ok(()) => {
-                        s.uses[b] = Use::Gathered;
-                        s.gathered.push(b);
-                        s.gathered_at.get_or_insert(d.completed);
-                        None
-                    }
-                    Err(e) => Some(Some(IngestError::Unavailable(format!(
-                        "copying a read on: {e}"
-                    )))),
-                }
-            }
-        };
-        if outcome.is_some() {
-            s.release(b);
-        }
-        self.bounce = Some(s);
-        if let Some(err) = outcome {
-            self.piece_done(piece.seq, d.completed, err);
-        }
     }
 
     /// Starts the copies gathered (a batch's worth, or the oldest has waited long enough;
-    /// with `wait`, all), then completes the pieces whose copies have completed (`wait`:
+    /// with `wait`, all), then collects the pieces whose copies have completed (`wait`:
     /// waits for all of them).
-    pub(super) fn pump_bounce(&mut self, wait: bool) {
-        let Some(s) = &mut self.bounce else {
-            return;
-        };
-        let mut finished: Vec<(u64, Option<IngestError>)> = Vec::new();
+    fn pump(&mut self, wait: bool) -> Vec<CopyEnded> {
+        let mut finished: Vec<CopyEnded> = Vec::new();
         let due = wait
-            || s.gathered.len() >= s.batch
-            || s.gathered_at.is_some_and(|t| t.elapsed() >= GATHER_FOR);
-        if !s.gathered.is_empty() && due {
-            s.gathered_at = None;
-            let batch = std::mem::take(&mut s.gathered);
-            match s.copier.submit() {
+            || self.gathered.len() >= self.batch
+            || self.gathered_at.is_some_and(|t| t.elapsed() >= GATHER_FOR);
+        if !self.gathered.is_empty() && due {
+            self.gathered_at = None;
+            let batch = std::mem::take(&mut self.gathered);
+            match self.copier.submit() {
                 Ok(()) => {
                     for b in batch {
-                        s.uses[b] = Use::Copying;
+                        self.uses[b] = Use::Copying;
                     }
                 }
                 Err(e) => {
                     for b in batch {
-                        if let Some(p) = s.release(b) {
+                        if let Some(p) = self.free_buffer(b) {
                             let msg = format!("starting the copies of reads: {e}");
                             finished.push((p.seq, Some(IngestError::Unavailable(msg))));
                         }
@@ -202,45 +130,107 @@ impl Coordinator {
             }
         }
         let mut done = Vec::new();
-        let polled = if s.uses.contains(&Use::Copying) {
-            s.copier.poll(wait, &mut done)
+        let polled = if self.uses.contains(&Use::Copying) {
+            self.copier.poll(wait, &mut done)
         } else {
             Ok(())
         };
         for b in done {
-            if s.uses.get(b) == Some(&Use::Copying)
-                && let Some(p) = s.release(b)
+            if self.uses.get(b) == Some(&Use::Copying)
+                && let Some(p) = self.free_buffer(b)
             {
                 finished.push((p.seq, None));
             }
         }
         if let Err(e) = polled {
             // The copier cannot say which copies ran: every running one fails its frame.
-            for b in 0..s.uses.len() {
-                if s.uses[b] == Use::Copying
-                    && let Some(p) = s.release(b)
+            for b in 0..self.uses.len() {
+                if self.uses[b] == Use::Copying
+                    && let Some(p) = self.free_buffer(b)
                 {
                     let msg = format!("copies of reads: {e}");
                     finished.push((p.seq, Some(IngestError::Unavailable(msg))));
                 }
             }
         }
-        self.finish_copied_pieces(finished);
+        finished
+    }
+}
+
+impl CopyStage for Bounce {
+    fn describe(&self, io_size: usize) -> String {
+        format!(
+            "{} bounce buffers of {} KiB, {}",
+            self.addrs.len(),
+            io_size >> 10,
+            self.copier.describe()
+        )
     }
 
-    /// Issues waiting reads into free bounce buffers.
-    pub(super) fn dispatch_bounce(&mut self) {
-        let Some(s) = &mut self.bounce else {
-            return;
-        };
+    fn waiting(&mut self) -> &mut Waiting {
+        &mut self.waiting
+    }
+
+    fn dispatch(&mut self) -> Vec<BufferRead> {
         let mut issued = Vec::new();
-        while !s.pending.is_empty() && !s.free.is_empty() {
-            let p = s.pending.pop_front().expect("not empty");
-            let b = s.free.pop().expect("not empty");
-            s.pieces[b] = Some(p);
-            s.uses[b] = Use::Reading;
-            issued.push((p, b, s.addrs[b]));
+        while let Some((p, b)) = self.waiting.next() {
+            self.pieces[b] = Some(p);
+            self.uses[b] = Use::Reading;
+            issued.push((p, b, self.addrs[b]));
         }
-        self.submit_host_reads(&issued);
+        issued
+    }
+
+    fn piece_in(&self, buf: usize) -> Option<Piece> {
+        self.pieces.get(buf).copied().flatten()
+    }
+
+    /// Hands the buffer to the copier, gathered to start with the next batch.
+    fn start_copy(
+        &mut self,
+        buf: usize,
+        piece: Piece,
+        slot: Option<usize>,
+        _slots: &[Arc<SlotMemory>],
+        landed: Instant,
+    ) -> Result<()> {
+        let r = slot
+            .ok_or_else(|| "the frame is gone".to_string())
+            .and_then(|slot| {
+                self.copier.copy(
+                    buf,
+                    slot,
+                    piece.part as usize,
+                    piece.part_offset,
+                    piece.len as u64,
+                )
+            });
+        match r {
+            Ok(()) => {
+                self.uses[buf] = Use::Gathered;
+                self.gathered.push(buf);
+                self.gathered_at.get_or_insert(landed);
+                Ok(())
+            }
+            Err(e) => Err(IngestError::Unavailable(format!("copying a read on: {e}"))),
+        }
+    }
+
+    fn release(&mut self, buf: usize) {
+        self.free_buffer(buf);
+    }
+
+    fn busy(&self) -> bool {
+        self.uses
+            .iter()
+            .any(|u| matches!(u, Use::Gathered | Use::Copying))
+    }
+
+    fn poll(&mut self) -> Vec<CopyEnded> {
+        self.pump(false)
+    }
+
+    fn wait_all(&mut self) -> Vec<CopyEnded> {
+        self.pump(true)
     }
 }

@@ -27,10 +27,14 @@
 //! injected for tests and demonstrations ([`super::faults`]).
 //!
 //! This file is the interface and the engines' construction (each on a [`Backend`]);
-//! `plan` splits requests into reads and keeps each frame's books on the coordinator
-//! thread; `staged` is the CUDA half of the staged path (buffers, copies, events).
+//! `piece` splits requests into reads; `plan` is the coordinator thread, which keeps each
+//! frame's books and calls the engine's copy stage (`copy_stage`), if it has one:
+//! `staged` (pinned buffers, CUDA copies, events) or `bounce` (buffers a caller's copier
+//! moves on). The stages know nothing of the coordinator.
 
 mod bounce;
+mod copy_stage;
+mod piece;
 mod plan;
 mod staged;
 
@@ -50,6 +54,7 @@ use crate::dataset::ALIGN;
 use crate::gpu::{Gpu, PartMemory, SlotMemory};
 use bounce::Bounce;
 pub use bounce::BounceCopier;
+use copy_stage::CopyStage;
 use plan::{Checks, Coordinator, Msg};
 use staged::Staged;
 
@@ -550,11 +555,11 @@ impl Engine {
             checks,
         } = launch;
         let kind = backend.kind();
-        let (staged, gds, bounce) = match backend {
-            Backend::Host(_) => (None, None, None),
-            Backend::Staged(s) => (Some(s), None, None),
-            Backend::Gds(g) => (None, Some(g), None),
-            Backend::Bounce(b) => (None, None, Some(b)),
+        let (copy, gds): (Option<Box<dyn CopyStage>>, _) = match backend {
+            Backend::Host(_) => (None, None),
+            Backend::Staged(s) => (Some(Box::new(s)), None),
+            Backend::Gds(g) => (None, Some(g)),
+            Backend::Bounce(b) => (Some(Box::new(b)), None),
         };
         let (tx, rx) = mpsc::channel::<Msg>();
         let (done_tx, done_rx) = mpsc::channel::<Completion>();
@@ -602,26 +607,13 @@ impl Engine {
         } else {
             "page cache"
         };
-        let mode = match (&gds, &staged) {
-            (None, None) if bounce.is_some() => {
-                let b = bounce.as_ref().expect("checked");
-                format!(
-                    "{}, {direct}, queue depth {}, {} bounce buffers of {} KiB, {}",
-                    pool.backend,
-                    cfg.queue_depth,
-                    b.len(),
-                    cfg.io_size >> 10,
-                    b.copier.describe()
-                )
-            }
+        let mode = match (&gds, &copy) {
             (Some(g), _) => format!("{}, {} cuFile threads", g.mode_text(), cfg.threads),
-            (None, Some(s)) => format!(
-                "{}, {direct}, queue depth {}, {} pinned {} KiB buffers, {} CUDA streams",
+            (None, Some(c)) => format!(
+                "{}, {direct}, queue depth {}, {}",
                 pool.backend,
                 cfg.queue_depth,
-                s.bufs.len(),
-                cfg.io_size >> 10,
-                s.streams.len()
+                c.describe(cfg.io_size)
             ),
             (None, None) => {
                 let qd = if matches!(pool.backend, ActiveBackend::IoUring { .. }) {
@@ -650,8 +642,7 @@ impl Engine {
         let mut coord = Coordinator {
             kind,
             pool: Some(pool),
-            staged,
-            bounce,
+            copy,
             gds,
             files: opened,
             slots,
@@ -667,7 +658,7 @@ impl Engine {
         let thread = std::thread::Builder::new()
             .name(format!("sc-{}", kind.name()))
             .spawn(move || coord.run(rx, &source_files, exit_tx))
-            .map_err(|e| IngestError::Usage(format!("cannot start the engine thread: {e}")))?;
+            .map_err(|e| IngestError::thread("the engine thread", e))?;
         Ok(Engine {
             info,
             tx,

@@ -1,22 +1,23 @@
-//! The read plan: a request split into reads of at most `io_size` bytes, interleaved across
-//! lanes ([`split`]), and the coordinator thread that tracks each frame ([`Job`]) from its
-//! first read to its completion: arrivals, failures, cancels, time-outs and checks.
+//! The coordinator thread: each request split into pieces (`super::piece`), their reads
+//! issued (into the slot, or through the engine's copy stage, `super::copy_stage`), and
+//! each frame ([`Job`]) tracked from its first read to its completion: arrivals, failures,
+//! cancels, time-outs and checks.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use super::bounce::Bounce;
-use super::staged::Staged;
+use super::copy_stage::{BufferRead, CopyEnded, CopyStage};
+use super::piece::{Piece, split};
 use super::{Completion, EngineConfig, EngineKind, ReadRequest};
 use crate::dataset::ALIGN;
-use crate::gpu::{Gpu, PartMemory, SlotLayout, SlotMemory};
+use crate::gpu::{Gpu, PartMemory, SlotMemory};
 use crate::ingest::error::{IngestError, Result};
 use crate::ingest::files::OpenFiles;
 use crate::ingest::gds::GdsState;
 use crate::ingest::io::{IoDone, IoPool, IoTask, Outstanding, Target};
-use crate::ingest::source::{ReadExtent, SourceFile};
+use crate::ingest::source::SourceFile;
 use crate::ingest::verify::{DeviceChecker, HostChecker};
 
 /// What the coordinator thread is told.
@@ -69,22 +70,6 @@ impl Checks {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Piece {
-    pub(super) seq: u64,
-    /// Index of the extent in the request.
-    pub(super) extent: u32,
-    pub(super) file: u32,
-    pub(super) offset: u64,
-    pub(super) len: usize,
-    /// Slot offset of the first byte.
-    pub(super) dst: u64,
-    /// The slot part the read lands in, and the offset inside it (a read never crosses a
-    /// part boundary).
-    pub(super) part: u32,
-    pub(super) part_offset: u64,
-}
-
 /// A read that does not answer, as a time-out names it.
 struct StuckRead {
     lane: u32,
@@ -135,11 +120,12 @@ impl Job {
 pub(super) struct Coordinator {
     pub(super) kind: EngineKind,
     // Drop order matters: the pool (joins its workers, so no read is in flight) goes first,
-    // then the staged buffers and cuFile registrations, then the files and the slots.
+    // then the copy stage's buffers and cuFile registrations, then the files and the slots.
     pub(super) pool: Option<IoPool>,
-    pub(super) staged: Option<Staged>,
-    /// The bounce engine's buffers and copier (reads land there, a copier moves them on).
-    pub(super) bounce: Option<Bounce>,
+    /// Where reads land when not in the slot, and what moves them on: the staged engine's
+    /// pinned buffers and CUDA copies, or the bounce engine's buffers and copier. `None`:
+    /// reads land in the slot (host and gds engines).
+    pub(super) copy: Option<Box<dyn CopyStage>>,
     pub(super) gds: Option<Arc<GdsState>>,
     pub(super) files: OpenFiles,
     pub(super) slots: Vec<Arc<SlotMemory>>,
@@ -151,53 +137,6 @@ pub(super) struct Coordinator {
     /// The coordinator's own inbox, for check results.
     pub(super) inbox: Sender<Msg>,
     pub(super) read_timeout: Option<Duration>,
-}
-
-/// Splits a frame into reads of at most `io_size` that each lie inside one part of a slot of
-/// `layout` (an extent crossing a part boundary is split there), interleaved across lanes
-/// (round robin over lanes, in slot order within a lane).
-fn split(
-    seq: u64,
-    extents: &[ReadExtent],
-    files: &[SourceFile],
-    io_size: usize,
-    layout: SlotLayout,
-) -> Vec<Piece> {
-    let mut per_lane: Vec<VecDeque<Piece>> = Vec::new();
-    for (i, e) in extents.iter().enumerate() {
-        let lane = files[e.file as usize].lane as usize;
-        if per_lane.len() <= lane {
-            per_lane.resize_with(lane + 1, VecDeque::new);
-        }
-        for r in layout.pieces(e.dst, e.len) {
-            let mut off = 0u64;
-            while off < r.len {
-                let n = (io_size as u64).min(r.len - off);
-                let from_extent = r.at - e.dst + off;
-                per_lane[lane].push_back(Piece {
-                    seq,
-                    extent: i as u32,
-                    file: e.file,
-                    offset: e.offset + from_extent,
-                    len: n as usize,
-                    dst: r.at + off,
-                    part: r.part as u32,
-                    part_offset: r.offset + off,
-                });
-                off += n;
-            }
-        }
-    }
-    let total = per_lane.iter().map(VecDeque::len).sum();
-    let mut out = Vec::with_capacity(total);
-    while out.len() < total {
-        for l in per_lane.iter_mut() {
-            if let Some(p) = l.pop_front() {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 impl Coordinator {
@@ -214,18 +153,14 @@ impl Coordinator {
         files: &[SourceFile],
         exit: Sender<Option<String>>,
     ) {
-        if let Some(s) = &self.staged
-            && let Err(e) = s.gpu.bind()
+        if let Some(c) = &self.copy
+            && let Err(e) = c.bind_thread()
         {
             log::warn!("supercell: staged engine cannot bind its CUDA context: {e}");
         }
         let mut stopping = false;
         loop {
-            let busy = self
-                .staged
-                .as_ref()
-                .is_some_and(|s| s.copying.iter().any(|c| !c.is_empty()))
-                || self.bounce.as_ref().is_some_and(|b| b.busy());
+            let busy = self.copy.as_ref().is_some_and(|c| c.busy());
             let first = if busy {
                 // Copies in flight: come back soon to see their events.
                 match rx.recv_timeout(Duration::from_micros(50)) {
@@ -268,11 +203,15 @@ impl Coordinator {
                     Msg::Stop => {}
                 }
             }
-            self.poll_copies();
-            self.pump_bounce(false);
+            if let Some(c) = &mut self.copy {
+                let ended = c.poll();
+                self.finish_copied_pieces(ended);
+            }
             self.check_timeouts();
-            self.dispatch_staged();
-            self.dispatch_bounce();
+            if let Some(c) = &mut self.copy {
+                let issued = c.dispatch();
+                self.submit_host_reads(&issued);
+            }
             if stopping && self.jobs.values().all(|j| j.timed_out) {
                 break;
             }
@@ -284,17 +223,14 @@ impl Coordinator {
     fn shutdown(&mut self) {
         // Joining the pool waits for every read in flight; then wait for every copy.
         self.pool.take();
-        if let Some(s) = &self.staged {
-            for st in &s.streams {
-                let _ = st.synchronize();
-            }
+        if let Some(c) = &mut self.copy {
+            let ended = c.wait_all();
+            self.finish_copied_pieces(ended);
         }
-        self.pump_bounce(true);
         // The device checker's thread finishes the frame it is checking before the GPU
         // state goes.
         self.checks = Checks::Off;
-        self.staged.take();
-        self.bounce.take();
+        self.copy.take();
         self.gds.take();
     }
 
@@ -337,12 +273,8 @@ impl Coordinator {
             self.finish_job(seq);
             return;
         }
-        if let Some(s) = &mut self.staged {
-            s.pending.extend(pieces);
-            return;
-        }
-        if let Some(b) = &mut self.bounce {
-            b.pending.extend(pieces);
+        if let Some(c) = &mut self.copy {
+            c.queue(pieces);
             return;
         }
         let slot_mem = self.slots[slot].clone();
@@ -493,18 +425,10 @@ impl Coordinator {
     /// The frame a read handed to the pool belongs to (its token names the piece, or for
     /// the staged and bounce engines the buffer the piece is in).
     fn frame_of_token(&self, token: u64) -> Option<u64> {
-        if let Some(s) = &self.staged {
-            return s.bufs.get(token as usize)?.piece.map(|p| p.seq);
+        match &self.copy {
+            Some(c) => c.piece_in(token as usize).map(|p| p.seq),
+            None => Some(token >> 32),
         }
-        if let Some(b) = &self.bounce {
-            return b
-                .pieces
-                .get(token as usize)
-                .copied()
-                .flatten()
-                .map(|p| p.seq);
-        }
-        Some(token >> 32)
     }
 
     /// The read to blame for frame `seq` making no progress: the oldest of its own reads
@@ -572,27 +496,18 @@ impl Coordinator {
         ))
     }
 
-    /// Drops the reads of frame `seq` that are queued and not yet issued (staged: waiting for
-    /// a staging buffer; direct: waiting in the I/O pool), returning how many. Reads already
-    /// issued go on and report back.
+    /// Drops the reads of frame `seq` that are queued and not yet issued (through a copy
+    /// stage: waiting for a buffer; direct: waiting in the I/O pool), returning how many.
+    /// Reads already issued go on and report back.
     fn drop_queued_reads(&mut self, seq: u64) -> usize {
-        if let Some(b) = &mut self.bounce {
-            let before = b.pending.len();
-            b.pending.retain(|p| p.seq != seq);
-            return before - b.pending.len();
-        }
-        match (&mut self.staged, &self.pool) {
-            (Some(s), _) => {
-                let before = s.pending.len();
-                s.pending.retain(|p| p.seq != seq);
-                before - s.pending.len()
-            }
+        match (&mut self.copy, &self.pool) {
+            (Some(c), _) => c.drop_queued(seq),
             (None, Some(pool)) => pool.cancel(|token| token >> 32 == seq),
             (None, None) => 0,
         }
     }
 
-    pub(super) fn piece_done(&mut self, seq: u64, at: Instant, err: Option<IngestError>) {
+    fn piece_done(&mut self, seq: u64, at: Instant, err: Option<IngestError>) {
         let Some(job) = self.jobs.get_mut(&seq) else {
             return;
         };
@@ -606,21 +521,9 @@ impl Coordinator {
         }
     }
 
-    pub(super) fn read_err(&self, p: &Piece, msg: String) -> IngestError {
-        IngestError::Read {
-            path: self.files.files[p.file as usize].path.clone(),
-            offset: p.offset,
-            len: p.len as u64,
-            msg,
-        }
-    }
-
     fn on_io(&mut self, d: IoDone) {
-        if self.staged.is_some() {
-            return self.on_staged_io(d);
-        }
-        if self.bounce.is_some() {
-            return self.on_bounce_io(d);
+        if self.copy.is_some() {
+            return self.on_buffer_io(d);
         }
         let seq = d.token >> 32;
         let idx = (d.token & 0xffff_ffff) as usize;
@@ -658,12 +561,47 @@ impl Coordinator {
             Err(msg) => {
                 let piece = self.jobs.get(&seq).and_then(|j| j.pieces.get(idx)).copied();
                 Some(match piece {
-                    Some(p) => self.read_err(&p, msg),
+                    Some(p) => read_err(&self.files, &p, msg),
                     None => IngestError::Stopped(format!("read of an unknown frame failed: {msg}")),
                 })
             }
         };
         self.piece_done(seq, d.completed, err);
+    }
+
+    /// A read into a copy stage's buffer ended: the stage copies its bytes on to the slot
+    /// (the piece completes when the copy has, [`Coordinator::finish_copied_pieces`]), or
+    /// the read's error goes to the frame and the buffer is freed.
+    fn on_buffer_io(&mut self, d: IoDone) {
+        let Some(copy) = &mut self.copy else {
+            return;
+        };
+        let b = d.token as usize;
+        let Some(piece) = copy.piece_in(b) else {
+            return;
+        };
+        let abandoned = self.jobs.get(&piece.seq).is_none_or(|j| j.timed_out);
+        // `Some(error)`: the piece ends now and its buffer is free.
+        let outcome = match d.result {
+            Err(msg) => Some(Some(read_err(&self.files, &piece, msg))),
+            // The frame timed out: its slot gets nothing more.
+            Ok(()) if abandoned => Some(None),
+            Ok(()) => {
+                // The read's arrival is the frame's first/last byte; the piece completes
+                // when its copy does.
+                let slot = self.jobs.get_mut(&piece.seq).map(|job| {
+                    job.note_arrival(d.completed);
+                    job.req.slot
+                });
+                copy.start_copy(b, piece, slot, &self.slots, d.completed)
+                    .err()
+                    .map(Some)
+            }
+        };
+        if let Some(err) = outcome {
+            copy.release(b);
+            self.piece_done(piece.seq, d.completed, err);
+        }
     }
 
     fn finish_job(&mut self, seq: u64) {
@@ -706,7 +644,7 @@ impl Coordinator {
     /// Counts pieces whose copy from a host buffer to the GPU has ended (`None`: copied,
     /// else why not); a frame whose last piece ends here finishes now. The copy's end is
     /// the frame's on-GPU time; its last byte stays the read's.
-    pub(super) fn finish_copied_pieces(&mut self, finished: Vec<(u64, Option<IngestError>)>) {
+    fn finish_copied_pieces(&mut self, finished: Vec<CopyEnded>) {
         let now = Instant::now();
         for (seq, err) in finished {
             if let Some(job) = self.jobs.get_mut(&seq) {
@@ -724,7 +662,7 @@ impl Coordinator {
 
     /// Submits the reads of pieces into host buffers: `(piece, buffer, address)`, each
     /// reported under its buffer's index as the token.
-    pub(super) fn submit_host_reads(&self, issued: &[(Piece, usize, usize)]) {
+    fn submit_host_reads(&self, issued: &[BufferRead]) {
         let Some(pool) = &self.pool else {
             return;
         };
@@ -749,12 +687,7 @@ impl Coordinator {
         pool.submit(tasks);
     }
 
-    pub(super) fn finish_job_at(
-        &mut self,
-        seq: u64,
-        on_gpu: Option<Instant>,
-        last: Option<Instant>,
-    ) {
+    fn finish_job_at(&mut self, seq: u64, on_gpu: Option<Instant>, last: Option<Instant>) {
         // Device slots under --verify: check the complete frame first; the completion
         // follows when the CRCs are back (`on_frame_checked`).
         if let Checks::Device(checker) = &self.checks
@@ -805,6 +738,16 @@ impl Coordinator {
             },
         };
         let _ = self.done.send(c);
+    }
+}
+
+/// The error of a failed read of `p`, naming its file and bytes.
+fn read_err(files: &OpenFiles, p: &Piece, msg: String) -> IngestError {
+    IngestError::Read {
+        path: files.files[p.file as usize].path.clone(),
+        offset: p.offset,
+        len: p.len as u64,
+        msg,
     }
 }
 
@@ -872,73 +815,4 @@ fn first_mismatch(req: &ReadRequest, crcs: &[u32], files: &OpenFiles) -> Option<
         actual,
         more: bad.count() as u64,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_interleaves_lanes_and_caps_reads() {
-        let files = vec![
-            SourceFile {
-                path: "a".into(),
-                lane: 0,
-                size: 1 << 20,
-            },
-            SourceFile {
-                path: "b".into(),
-                lane: 1,
-                size: 1 << 20,
-            },
-        ];
-        let ext = |file: u32, dst: u64| ReadExtent {
-            file,
-            offset: 0,
-            len: 3 * 4096,
-            dst,
-            crc32: None,
-        };
-        let one_part = SlotLayout::whole(6 * 4096);
-        let pieces = split(1, &[ext(0, 0), ext(1, 3 * 4096)], &files, 8192, one_part);
-        let lanes: Vec<u32> = pieces.iter().map(|p| files[p.file as usize].lane).collect();
-        assert_eq!(lanes, vec![0, 1, 0, 1]);
-        assert_eq!(pieces.iter().map(|p| p.len).sum::<usize>(), 6 * 4096);
-        assert_eq!(pieces[2].dst, 8192);
-        assert_eq!(pieces[2].len, 4096);
-        assert!(pieces.iter().all(|p| p.part == 0 && p.part_offset == p.dst));
-    }
-
-    /// An extent that crosses part boundaries is split at each, every piece landing inside
-    /// one part at the right offset, with file offsets that follow the slot offsets.
-    #[test]
-    fn split_cuts_reads_at_part_boundaries() {
-        let files = vec![SourceFile {
-            path: "a".into(),
-            lane: 0,
-            size: 1 << 20,
-        }];
-        let e = ReadExtent {
-            file: 0,
-            offset: 40960,
-            len: 7 * 4096,
-            dst: 4096,
-            crc32: None,
-        };
-        let layout = SlotLayout::new(8 * 4096, 3 * 4096).unwrap();
-        let pieces = split(1, &[e], &files, 8192, layout);
-        let got: Vec<(u64, u64, usize, u32, u64)> = pieces
-            .iter()
-            .map(|p| (p.offset, p.dst, p.len, p.part, p.part_offset))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (40960, 4096, 8192, 0, 4096),
-                (40960 + 8192, 3 * 4096, 8192, 1, 0),
-                (40960 + 16384, 5 * 4096, 4096, 1, 8192),
-                (40960 + 20480, 6 * 4096, 8192, 2, 0),
-            ]
-        );
-    }
 }

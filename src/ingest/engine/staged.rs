@@ -1,33 +1,35 @@
 //! The staged CUDA pipeline: reads land in pinned staging buffers; each filled buffer is
 //! copied to its slot's part with `cuMemcpyHtoDAsync` on one of several streams and an event
-//! recorded after the copy; a buffer is reused only once its event has completed.
+//! recorded after the copy; a buffer is reused only once its event has completed. The
+//! coordinator drives it as its copy stage (`super::copy_stage`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::EngineConfig;
-use super::plan::{Coordinator, Piece};
-use crate::gpu::{Gpu, PartMemory, PinnedBuffer, cuda_check, cuda_error};
+use super::copy_stage::{BufferRead, CopyEnded, CopyStage, Waiting};
+use super::piece::Piece;
+use crate::gpu::{Gpu, PartMemory, PinnedBuffer, SlotMemory, cuda_check, cuda_error};
 use crate::ingest::error::{IngestError, Result};
-use crate::ingest::io::IoDone;
 
 /// Staged-path state: pinned buffers, streams and their events.
 pub(super) struct Staged {
-    pub(super) gpu: Gpu,
-    pub(super) streams: Vec<Arc<cudarc::driver::CudaStream>>,
-    pub(super) bufs: Vec<StagingBuf>,
-    pub(super) free: Vec<usize>,
-    pub(super) pending: VecDeque<Piece>,
+    gpu: Gpu,
+    streams: Vec<Arc<cudarc::driver::CudaStream>>,
+    bufs: Vec<StagingBuf>,
+    /// Free buffers and the pieces waiting for one.
+    waiting: Waiting,
     /// Buffers whose copy is queued, per stream, in issue order (events complete in order).
-    pub(super) copying: Vec<VecDeque<usize>>,
-    pub(super) next_stream: usize,
+    copying: Vec<VecDeque<usize>>,
+    next_stream: usize,
 }
 
-pub(super) struct StagingBuf {
+struct StagingBuf {
     // Drop order: the event, then the pinned memory (unregistered, then unmapped).
-    pub(super) event: cudarc::driver::CudaEvent,
-    pub(super) mem: PinnedBuffer,
-    pub(super) piece: Option<Piece>,
+    event: cudarc::driver::CudaEvent,
+    mem: PinnedBuffer,
+    piece: Option<Piece>,
 }
 
 impl Staged {
@@ -67,9 +69,8 @@ impl Staged {
             gpu: gpu.clone(),
             copying: (0..streams_n).map(|_| VecDeque::new()).collect(),
             streams,
-            free: (0..nbufs).rev().collect(),
+            waiting: Waiting::new(nbufs),
             bufs,
-            pending: VecDeque::new(),
             next_stream: 0,
         })
     }
@@ -83,115 +84,121 @@ impl Staged {
     }
 }
 
-impl Coordinator {
-    pub(super) fn on_staged_io(&mut self, d: IoDone) {
-        let Some(mut s) = self.staged.take() else {
-            return;
+impl CopyStage for Staged {
+    fn bind_thread(&self) -> Result<()> {
+        Ok(self.gpu.bind()?)
+    }
+
+    fn describe(&self, io_size: usize) -> String {
+        format!(
+            "{} pinned {} KiB buffers, {} CUDA streams",
+            self.bufs.len(),
+            io_size >> 10,
+            self.streams.len()
+        )
+    }
+
+    fn waiting(&mut self) -> &mut Waiting {
+        &mut self.waiting
+    }
+
+    fn dispatch(&mut self) -> Vec<BufferRead> {
+        let mut issued = Vec::new();
+        while let Some((p, b)) = self.waiting.next() {
+            self.bufs[b].piece = Some(p);
+            issued.push((p, b, self.bufs[b].mem.host().as_mut_ptr() as usize));
+        }
+        issued
+    }
+
+    fn piece_in(&self, buf: usize) -> Option<Piece> {
+        self.bufs.get(buf).and_then(|x| x.piece)
+    }
+
+    /// Copies the buffer to the piece's part with `cuMemcpyHtoDAsync` on the next stream
+    /// and records the buffer's event after it.
+    fn start_copy(
+        &mut self,
+        buf: usize,
+        piece: Piece,
+        slot: Option<usize>,
+        slots: &[Arc<SlotMemory>],
+        _landed: Instant,
+    ) -> Result<()> {
+        let dev = slot.and_then(|sl| match slots[sl].parts().get(piece.part as usize) {
+            Some(PartMemory::Device(dv)) => Some(dv.ptr()),
+            _ => None,
+        });
+        let Some(dev) = dev else {
+            return Err(IngestError::Usage(
+                "staged slot is not device memory".into(),
+            ));
         };
-        let b = d.token as usize;
-        let Some(piece) = s.bufs.get(b).and_then(|x| x.piece) else {
-            self.staged = Some(s);
-            return;
+        let k = self.next_stream;
+        self.next_stream = (k + 1) % self.streams.len();
+        let stream = &self.streams[k];
+        let staging = &self.bufs[buf];
+        // SAFETY: the source is a pinned buffer of at least `len` bytes that is not reused
+        // until the event recorded below completes; the destination lies inside the piece's
+        // part (the extent is inside the slot, checked at submit, and the plan cut it at
+        // part boundaries), whose memory the coordinator keeps alive. The context is bound
+        // to this thread (`bind_thread`).
+        let r = unsafe {
+            cudarc::driver::sys::cuMemcpyHtoDAsync_v2(
+                dev + piece.part_offset,
+                staging.mem.host().as_ptr().cast(),
+                piece.len,
+                stream.cu_stream(),
+            )
         };
-        let mut failed: Option<IngestError> = None;
-        let abandoned = self.jobs.get(&piece.seq).is_none_or(|j| j.timed_out);
-        match d.result {
-            Err(msg) => failed = Some(self.read_err(&piece, msg)),
-            Ok(()) if abandoned => {
-                // The frame timed out: its slot gets nothing more. The buffer is free.
-                s.bufs[b].piece = None;
-                s.free.push(b);
-                self.staged = Some(s);
-                self.piece_done(piece.seq, d.completed, None);
-                return;
-            }
+        let r = cuda_check(r, "cuMemcpyHtoDAsync").and_then(|()| {
+            staging
+                .event
+                .record(stream)
+                .map_err(cuda_error("cuEventRecord"))
+        });
+        match r {
             Ok(()) => {
-                // The read's arrival is the frame's first/last byte; the piece itself
-                // completes when its copy does.
-                let slot = self.jobs.get_mut(&piece.seq).map(|job| {
-                    job.note_arrival(d.completed);
-                    job.req.slot
-                });
-                let dev =
-                    slot.and_then(|sl| match self.slots[sl].parts().get(piece.part as usize) {
-                        Some(PartMemory::Device(dv)) => Some(dv.ptr()),
-                        _ => None,
-                    });
-                match dev {
-                    None => {
-                        failed = Some(IngestError::Usage(
-                            "staged slot is not device memory".into(),
-                        ))
-                    }
-                    Some(dev) => {
-                        let k = s.next_stream;
-                        s.next_stream = (k + 1) % s.streams.len();
-                        let stream = &s.streams[k];
-                        let buf = &s.bufs[b];
-                        // SAFETY: the source is a pinned buffer of at least `len` bytes that
-                        // is not reused until the event recorded below completes; the
-                        // destination lies inside the piece's part (the extent is inside the
-                        // slot, checked at submit, and the plan cut it at part boundaries),
-                        // whose memory this coordinator keeps alive. The context is bound to
-                        // this thread.
-                        let r = unsafe {
-                            cudarc::driver::sys::cuMemcpyHtoDAsync_v2(
-                                dev + piece.part_offset,
-                                buf.mem.host().as_ptr().cast(),
-                                piece.len,
-                                stream.cu_stream(),
-                            )
-                        };
-                        let r = cuda_check(r, "cuMemcpyHtoDAsync").and_then(|()| {
-                            buf.event
-                                .record(stream)
-                                .map_err(cuda_error("cuEventRecord"))
-                        });
-                        match r {
-                            Ok(()) => s.copying[k].push_back(b),
-                            Err(e) => {
-                                // Let whatever was queued finish so the buffer is idle
-                                // before it is reused.
-                                let _ = stream.synchronize();
-                                failed = Some(e.into());
-                            }
-                        }
-                    }
-                }
+                self.copying[k].push_back(buf);
+                Ok(())
             }
-        }
-        if failed.is_some() {
-            s.bufs[b].piece = None;
-            s.free.push(b);
-        }
-        self.staged = Some(s);
-        if let Some(e) = failed {
-            self.piece_done(piece.seq, d.completed, Some(e));
+            Err(e) => {
+                // Let whatever was queued finish so the buffer is idle before it is reused.
+                let _ = stream.synchronize();
+                Err(e.into())
+            }
         }
     }
 
-    pub(super) fn poll_copies(&mut self) {
-        let Some(s) = &mut self.staged else {
-            return;
-        };
+    fn release(&mut self, buf: usize) {
+        self.bufs[buf].piece = None;
+        self.waiting.free(buf);
+    }
+
+    fn busy(&self) -> bool {
+        self.copying.iter().any(|c| !c.is_empty())
+    }
+
+    /// The copies whose events have completed, stream by stream in issue order.
+    fn poll(&mut self) -> Vec<CopyEnded> {
         let mut finished = Vec::new();
-        for k in 0..s.copying.len() {
-            while let Some(&b) = s.copying[k].front() {
-                match s.bufs[b].event.try_is_complete() {
+        for k in 0..self.copying.len() {
+            while let Some(&b) = self.copying[k].front() {
+                match self.bufs[b].event.try_is_complete() {
                     Ok(true) => {
-                        s.copying[k].pop_front();
-                        let p = s.bufs[b].piece.take();
-                        s.free.push(b);
+                        self.copying[k].pop_front();
+                        let p = self.bufs[b].piece.take();
+                        self.waiting.free(b);
                         if let Some(p) = p {
                             finished.push((p.seq, None));
                         }
                     }
                     Ok(false) => break,
                     Err(e) => {
-                        s.copying[k].pop_front();
-                        let _ = s.streams[k].synchronize();
-                        let p = s.bufs[b].piece.take();
-                        s.free.push(b);
+                        self.copying[k].pop_front();
+                        let _ = self.streams[k].synchronize();
+                        let p = self.bufs[b].piece.take();
+                        self.waiting.free(b);
                         if let Some(p) = p {
                             finished.push((
                                 p.seq,
@@ -202,20 +209,14 @@ impl Coordinator {
                 }
             }
         }
-        self.finish_copied_pieces(finished);
+        finished
     }
 
-    pub(super) fn dispatch_staged(&mut self) {
-        let Some(s) = &mut self.staged else {
-            return;
-        };
-        let mut issued = Vec::new();
-        while !s.pending.is_empty() && !s.free.is_empty() {
-            let p = s.pending.pop_front().expect("not empty");
-            let b = s.free.pop().expect("not empty");
-            s.bufs[b].piece = Some(p);
-            issued.push((p, b, s.bufs[b].mem.host().as_mut_ptr() as usize));
+    /// Synchronizes every stream. The pieces are not reported: the engine is going away.
+    fn wait_all(&mut self) -> Vec<CopyEnded> {
+        for st in &self.streams {
+            let _ = st.synchronize();
         }
-        self.submit_host_reads(&issued);
+        Vec::new()
     }
 }
