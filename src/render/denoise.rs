@@ -478,32 +478,6 @@ impl Denoiser {
     }
 }
 
-/// Reads `len` bytes of `buffer` back (waits for the GPU).
-pub(super) fn read_buffer(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    buffer: &wgpu::Buffer,
-    len: u64,
-) -> Result<Vec<u8>, RenderError> {
-    let read = create_scoped(
-        device,
-        || format!("creating a read-back buffer of {len} bytes"),
-        || {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("supercell denoise readback"),
-                size: len,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        },
-    )?;
-    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-    enc.copy_buffer_to_buffer(buffer, 0, &read, 0, len);
-    let idx = queue.submit([enc.finish()]);
-    crate::device::map_read(device, &read, 0..len, Some(idx), None)
-        .map_err(|e| RenderError::Gpu(e.to_string()))
-}
-
 /// The GPU filter on given sums (as [`denoise_cpu`] takes them): uploads them, filters and
 /// reads the result back.
 #[allow(clippy::too_many_arguments)]
@@ -552,12 +526,9 @@ pub fn denoise_gpu(
         },
     )?;
     queue.submit([enc.finish()]);
-    let bytes = read_buffer(
-        device,
-        queue,
-        d.result().expect("encoded"),
-        pixels as u64 * 16,
-    )?;
+    let result = d.result().expect("encoded");
+    let bytes = crate::device::read_buffer(device, queue, result, 0, pixels as u64 * 16)
+        .map_err(|e| RenderError::Gpu(e.to_string()))?;
     Ok(bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&bytes))
 }
 
