@@ -553,16 +553,6 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     return vec4<f32>(C, 1.0 - T);
 }
 
-fn aces(x: vec3<f32>) -> vec3<f32> {
-    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3<f32>(0.0), vec3<f32>(1.0));
-}
-
-fn srgb(c: vec3<f32>) -> vec3<f32> {
-    let lo = c * 12.92;
-    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
-    return select(hi, lo, c <= vec3<f32>(0.0031308));
-}
-
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= P.size.x || gid.y >= P.size.y { return; }
@@ -572,5 +562,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         ldr = aces(r.rgb * P.sky_horizon.w);
     }
     textureStore(out_hdr, vec2<i32>(gid.xy), r);
-    textureStore(out_ldr, vec2<i32>(gid.xy), vec4<f32>(srgb(clamp(ldr, vec3<f32>(0.0), vec3<f32>(1.0))), 1.0));
+    textureStore(out_ldr, vec2<i32>(gid.xy), ldr_texel(ldr));
 }

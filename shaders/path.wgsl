@@ -684,16 +684,6 @@ fn path_majorants(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocatio
     }
 }
 
-fn path_aces(x: vec3<f32>) -> vec3<f32> {
-    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3<f32>(0.0), vec3<f32>(1.0));
-}
-
-fn path_srgb(c: vec3<f32>) -> vec3<f32> {
-    let lo = c * 12.92;
-    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
-    return select(hi, lo, c <= vec3<f32>(0.0031308));
-}
-
 // Each invocation runs its pixel's samples as one flat loop of ray queries: a path ray,
 // then (after a scattering event) the shadow ray towards the sun, then the next path ray.
 @compute @workgroup_size(8, 8, 1)
@@ -817,6 +807,5 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     moments[i] = acc_sq;
     let avg = acc / f32(max(PP.first_sample + PP.samples, 1u));
     textureStore(out_hdr, vec2<i32>(px), avg);
-    let ldr = path_aces(avg.rgb * P.sky_horizon.w);
-    textureStore(out_ldr, vec2<i32>(px), vec4<f32>(path_srgb(clamp(ldr, vec3<f32>(0.0), vec3<f32>(1.0))), 1.0));
+    textureStore(out_ldr, vec2<i32>(px), tone_map(avg.rgb, P.sky_horizon.w));
 }

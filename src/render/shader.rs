@@ -280,7 +280,20 @@ pub fn shader_source_of(part: ShaderPart, cfg: &ShaderConfig) -> String {
         ShaderPart::Path => include_str!("../../shaders/path.wgsl"),
         ShaderPart::Points => include_str!("../../shaders/points.wgsl"),
     });
+    if matches!(part, ShaderPart::March | ShaderPart::Path) {
+        s.push('\n');
+        s.push_str(TONE_MAP);
+    }
     s
+}
+
+/// The tone map of every pass that writes the 8-bit image (`shaders/tonemap.wgsl`):
+/// appended to the march's, the path tracer's and the denoiser's modules.
+const TONE_MAP: &str = include_str!("../../shaders/tonemap.wgsl");
+
+/// The denoiser's complete WGSL module (`shaders/denoise.wgsl` and the tone map).
+pub(super) fn denoise_source() -> String {
+    format!("{}\n{TONE_MAP}", include_str!("../../shaders/denoise.wgsl"))
 }
 
 /// `common` with its part bindings written out: `declared` parts `p0`.. from binding
@@ -390,6 +403,32 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_tone_map_is_written_once_and_every_pass_that_writes_the_image_has_it() {
+        let files = [
+            ("common.wgsl", include_str!("../../shaders/common.wgsl")),
+            ("march.wgsl", include_str!("../../shaders/march.wgsl")),
+            ("accel.wgsl", include_str!("../../shaders/accel.wgsl")),
+            ("path.wgsl", include_str!("../../shaders/path.wgsl")),
+            ("points.wgsl", include_str!("../../shaders/points.wgsl")),
+            ("denoise.wgsl", include_str!("../../shaders/denoise.wgsl")),
+        ];
+        // ACES's and sRGB's constants appear in tonemap.wgsl only.
+        for (file, text) in files {
+            for constant in ["2.51", "0.0031308", "12.92"] {
+                assert!(!text.contains(constant), "{file} has a tone map of its own");
+            }
+        }
+        let cfg = ShaderConfig::default();
+        for (what, src) in [
+            ("march", shader_source_of(ShaderPart::March, &cfg)),
+            ("path", shader_source_of(ShaderPart::Path, &cfg)),
+            ("denoise", denoise_source()),
+        ] {
+            assert_eq!(src.matches("fn tone_map(").count(), 1, "{what}");
         }
     }
 
