@@ -21,7 +21,7 @@ use crate::device::DeviceCaps;
 /// Bytes per pixel of the two output textures, their read-back copies and the host image.
 const HOST_BYTES_PER_PIXEL: u64 = 4 + 16 + 4 + 16;
 
-/// Bytes of `AccelInfo` in common.wgsl: a 32-byte record per slot, four u32 and the sun
+/// Bytes of `AccelInfo` in common.wgsl: a 32-byte record per channel, four u32 and the sun
 /// cells' 32-byte record.
 const ACCEL_INFO_BYTES: u64 = MAX_ATTRIBUTES as u64 * 32 + 16 + 32;
 
@@ -36,25 +36,25 @@ pub(super) struct Targets {
     pub(super) hdr_view: wgpu::TextureView,
 }
 
-/// How much of the slots and parts a frame uses: the shaders walk only these (every slot
+/// How much of the channels and parts a frame uses: the shaders walk only these (every channel
 /// and every part's read costs instructions on every sample). Parts are rounded up to a
-/// power of two so that few pipelines serve every frame; slots are exact (on the H200 a
-/// frame of one attribute marched 22 % faster walking one slot than four; docs/bench/HISTORY.md,
+/// power of two so that few pipelines serve every frame; channels are exact (on the H200 a
+/// frame of one attribute marched 22 % faster walking one channel than four; docs/bench/HISTORY.md,
 /// "Sixth round on the H200").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct FrameShape {
-    /// 1 to [`MAX_ATTRIBUTES`]: the frame's slots.
-    pub(super) attr_slots: u32,
+    /// 1 to [`MAX_ATTRIBUTES`]: the frame's channels.
+    pub(super) attr_channels: u32,
     /// 1, 2, 4, 8, 16, 32 or 64, at most the device's parts.
     pub(super) parts: u32,
 }
 
 impl FrameShape {
-    /// The shape of a frame whose highest bound slot is `slots - 1`, in `parts` parts, on a
+    /// The shape of a frame whose highest bound channel is `channels - 1`, in `parts` parts, on a
     /// device that binds `max_parts`.
-    pub(super) fn of(slots: usize, parts: usize, max_parts: usize) -> FrameShape {
+    pub(super) fn of(channels: usize, parts: usize, max_parts: usize) -> FrameShape {
         FrameShape {
-            attr_slots: slots.clamp(1, MAX_ATTRIBUTES) as u32,
+            attr_channels: channels.clamp(1, MAX_ATTRIBUTES) as u32,
             parts: parts.max(1).next_power_of_two().min(max_parts) as u32,
         }
     }
@@ -68,7 +68,7 @@ impl FrameShape {
         ShaderConfig {
             accel_cells,
             part_bytes,
-            attr_slots: self.attr_slots,
+            attr_channels: self.attr_channels,
             parts: self.parts,
         }
     }
@@ -97,7 +97,7 @@ pub(super) struct FrameBinding {
     max_parts: usize,
     /// Bytes of one part (a power of two) the shaders were built for.
     part_bytes: u64,
-    /// Acceleration cells per slot at most.
+    /// Acceleration cells per channel at most.
     accel_cells: u32,
     /// The bound frame's shape.
     shape: FrameShape,
@@ -107,7 +107,7 @@ pub(super) struct FrameBinding {
     dummy: wgpu::Buffer,
     /// The bound frame's parts: buffer, offset, size.
     parts: Vec<(wgpu::Buffer, u64, u64)>,
-    /// Where each slot's grid lies in the parts (uniform data).
+    /// Where each channel's grid lies in the parts (uniform data).
     grid_bases: [GpuGrid; MAX_ATTRIBUTES],
     targets: Option<Targets>,
     /// Group 0 of the march and the path tracer (acceleration buffers read-only), and of
@@ -122,7 +122,7 @@ impl FrameBinding {
     /// [`checked_part_bytes`]). Creates GPU objects: call inside error scopes.
     pub(super) fn new(device: &wgpu::Device, caps: &DeviceCaps, part_bytes: u64) -> FrameBinding {
         let per_stage = device.limits().max_storage_buffers_per_shader_stage;
-        // Acceleration cells per slot: as many as one binding of every slot's cells holds
+        // Acceleration cells per channel: as many as one binding of every channel's cells holds
         // (16 bytes each), up to ACCEL_CELLS.
         let accel_cells = (caps.max_storage_binding / (16 * MAX_ATTRIBUTES as u64))
             .min(u64::from(ACCEL_CELLS))

@@ -13,11 +13,16 @@
 //!   address every grid by 32-bit word through one accessor, so a grid may run over several
 //!   parts and be up to 16 GiB.
 //! - [`View`]: [`Camera`] (orbit, pan, zoom, fit; perspective or orthographic), one
-//!   [`AttributeView`] per grid slot ([`TransferFunction`]: colormap, opacity curve, value
+//!   [`AttributeView`] per attribute channel ([`TransferFunction`]: colormap, opacity curve, value
 //!   range, scattering or emissive), and [`RenderSettings`] (mode, lighting, steps).
 //! - [`Renderer::sample_points`]: a frame's grid values at world positions (the player's
 //!   probes, slices and line plots), read with the march's accessor and interpolation.
 //! - [`render_cpu`]: the reference, for tests.
+//!
+//! Words: an attribute *channel* is one of the [`MAX_ATTRIBUTES`] grids a frame binds
+//! (grid i of a frame, styled by attribute view i); a *slot* is a frame-ring slot, the
+//! memory a frame lies in (its [`SlotPart`]s); the *path tracer* (`path_tracer.rs`) is
+//! [`Mode::Path`]'s technique, never "the path", which elsewhere means a frame path.
 //!
 //! The march: rays are clipped to each grid's index bbox, then sampled on a fixed lattice
 //! `t = (k + jitter)·dt`. At every sample the accessor walks root → upper → lower → leaf

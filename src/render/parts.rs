@@ -162,7 +162,7 @@ pub(super) struct BoundParts {
     /// Indices of the given parts to bind, ascending: the union of the parts each grid spans
     /// (each grid's parts stay consecutive in it).
     pub(super) parts: Vec<usize>,
-    /// Each slot's grid, its part index counted in [`parts`](Self::parts).
+    /// Each attribute channel's grid, its part index counted in [`parts`](Self::parts).
     pub(super) bases: [GpuGrid; MAX_ATTRIBUTES],
 }
 

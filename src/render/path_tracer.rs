@@ -76,8 +76,8 @@ pub struct PathUniform {
 /// each is a [`RenderConfig`](super::RenderConfig) field, set at the edge (docs/SETTINGS.md):
 /// - `carry_depth` (default on): one exponential draw per tentative collision, its optical
 ///   depth used up across segments; off: a fresh draw per segment;
-/// - `cache_cells` (default off): each slot keeps its majorant cell until the ray leaves it,
-///   so a segment looks up only the slots whose cell ended (grids on one lattice, as the
+/// - `cache_cells` (default off): each channel keeps its majorant cell until the ray leaves it,
+///   so a segment looks up only the channels whose cell ended (grids on one lattice, as the
 ///   storm's attributes, end their cells together: nothing to gain there);
 /// - `always_count`: the work counters compiled into every dispatch, as they were before
 ///   they were compiled out when not counting (only added up when counting);
@@ -92,7 +92,7 @@ pub struct PathUniform {
 pub struct PathKnobs {
     /// Optical depth carried across majorant segments (`CARRY_DEPTH`).
     pub carry_depth: bool,
-    /// Each slot keeps its majorant cell until the ray leaves it (`CACHE_CELLS`).
+    /// Each channel keeps its majorant cell until the ray leaves it (`CACHE_CELLS`).
     pub cache_cells: bool,
     /// The counting pipeline for every dispatch (`COUNT_WORK` always on).
     pub always_count: bool,
@@ -105,12 +105,12 @@ pub struct PathKnobs {
 pub const SKIP_LEVELS_MAX: u32 = 2;
 
 /// Words of the path majorant buffer (WGSL `pmaj`) for `cells` acceleration cells per
-/// slot: every slot's majorant cells, then its empty-space levels (level l: up to
-/// `cells / 16^l` per slot; path.wgsl's `skip_base`).
+/// channel: every channel's majorant cells, then its empty-space levels (level l: up to
+/// `cells / 16^l` per channel; path.wgsl's `skip_base`).
 fn majorant_words(cells: u32) -> u64 {
-    let slots = MAX_ATTRIBUTES as u64;
+    let channels = MAX_ATTRIBUTES as u64;
     let cells = u64::from(cells);
-    slots * (cells + (1..=SKIP_LEVELS_MAX).map(|l| cells >> (4 * l)).sum::<u64>())
+    channels * (cells + (1..=SKIP_LEVELS_MAX).map(|l| cells >> (4 * l)).sum::<u64>())
 }
 
 impl Default for PathKnobs {
@@ -181,8 +181,8 @@ pub struct PathStats {
     /// 0.01 %): values the majorants missed, which the estimators then treat as a real
     /// collision (path rays) or clamp (shadow rays). 0 when the majorants are right.
     pub over_majorant: u64,
-    /// Majorant cells looked up, per attribute slot (a segment looks up only the slots
-    /// whose cell ended where [`PathKnobs::cache_cells`] is on, every slot the ray is in
+    /// Majorant cells looked up, per attribute channel (a segment looks up only the channels
+    /// whose cell ended where [`PathKnobs::cache_cells`] is on, every channel the ray is in
     /// where it is off).
     pub cell_lookups: u64,
 }
@@ -254,7 +254,7 @@ pub(super) struct TracePass<'a> {
     pub settings: &'a RenderSettings,
     pub timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'a>>,
     /// The acceleration passes' indirect dispatch sizes: the majorant pass runs as
-    /// `accel_cells` does (at byte 0: a thread per acceleration cell, z = slot).
+    /// `accel_cells` does (at byte 0: a thread per acceleration cell, z = channel).
     pub accel_args: &'a wgpu::Buffer,
 }
 
@@ -264,8 +264,8 @@ pub(super) struct PathTracer {
     /// Per shader configuration and whether it counts work: the path kernel and the
     /// majorant pass.
     pipelines: HashMap<(ShaderConfig, bool), (wgpu::ComputePipeline, wgpu::ComputePipeline)>,
-    /// The path majorants (WGSL `pmaj`: one f32 per slot and acceleration cell), for
-    /// `accel_cells` cells per slot.
+    /// The path majorants (WGSL `pmaj`: one f32 per channel and acceleration cell), for
+    /// `accel_cells` cells per channel.
     majorants: Option<(wgpu::Buffer, u32)>,
     /// The `accel_generation` the majorants were built from (None: not built).
     majorants_from: Option<u64>,
@@ -798,7 +798,7 @@ mod tests {
         for cfg in [
             ShaderConfig::default(),
             ShaderConfig {
-                attr_slots: 4,
+                attr_channels: 4,
                 parts: 1,
                 ..Default::default()
             },

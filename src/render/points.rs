@@ -17,8 +17,8 @@ use super::parts::{BoundParts, GridInParts, SlotPart};
 use super::scoped::{create_scoped, take_uncaptured_error};
 use super::shader::{ShaderPart, shader_source_of};
 
-/// Points sampled per dispatch (and per read-back): 64 Ki points of every slot's two
-/// records are 8 MiB at eight slots, well inside any storage binding.
+/// Points sampled per dispatch (and per read-back): 64 Ki points of every channel's two
+/// records are 8 MiB at eight channels, well inside any storage binding.
 const POINTS_PER_PASS: usize = 1 << 16;
 
 /// Workgroup size of `sample_points`.
@@ -154,7 +154,7 @@ impl Job<'_> {
             self.binding
                 .bind_group_of(group0_layout, declared, &sampler.params, &bound_parts);
         let pipeline = &sampler.pipelines[&shape];
-        let stride = shape.attr_slots as usize;
+        let stride = shape.attr_channels as usize;
         let mut out = Vec::with_capacity(points.len());
         for chunk in points.chunks(POINTS_PER_PASS) {
             let records = self.sample_chunk(pipeline, &sampler.layout, &group0, chunk, stride)?;
@@ -176,7 +176,7 @@ impl Job<'_> {
     }
 
     /// Samples one chunk of points: one dispatch and one read-back of its records (two
-    /// `vec4` per point and slot after the points, see `shaders/points.wgsl`).
+    /// `vec4` per point and channel after the points, see `shaders/points.wgsl`).
     fn sample_chunk(
         &self,
         pipeline: &wgpu::ComputePipeline,

@@ -147,8 +147,8 @@ impl Renderer {
         &self.caps
     }
 
-    /// Binds grid `i` of `grids` to attribute slot `i` (at most [`MAX_ATTRIBUTES`](super::MAX_ATTRIBUTES); `None`
-    /// leaves a slot empty). Each distinct buffer is bound as consecutive parts of
+    /// Binds grid `i` of `grids` to attribute channel `i` (at most [`MAX_ATTRIBUTES`](super::MAX_ATTRIBUTES); `None`
+    /// leaves a channel empty). Each distinct buffer is bound as consecutive parts of
     /// [`part_bytes`](Self::part_bytes) over the range its grids span, or, where that takes
     /// more parts (grids far apart in a large buffer), each grid as its own run of parts (at
     /// most [`max_parts`](Self::max_parts) parts in all). The buffers are kept alive (cloned
@@ -160,8 +160,8 @@ impl Renderer {
         self.set_frame(&parts, &located)
     }
 
-    /// Binds a frame: grid i of `grids` to attribute slot i (at most [`MAX_ATTRIBUTES`](super::MAX_ATTRIBUTES);
-    /// `None` leaves a slot empty), in `parts`, the slot's parts in order. Only the parts the
+    /// Binds a frame: grid i of `grids` to attribute channel i (at most [`MAX_ATTRIBUTES`](super::MAX_ATTRIBUTES);
+    /// `None` leaves a channel empty), in `parts`, the frame-ring slot's parts in order. Only the parts the
     /// grids span are bound (their sorted union, at most [`max_parts`](Self::max_parts)), so
     /// a frame of more parts than the device binds renders where the grids shown lie in few
     /// enough of them; a frame in one part binds that part. The bound buffers are kept alive
@@ -178,8 +178,8 @@ impl Renderer {
         grids: &[Option<GridInParts>],
     ) -> Result<(), RenderError> {
         let bound = self.binding.locate(parts, grids)?;
-        let slots = grids.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
-        let shape = FrameShape::of(slots, bound.parts.len(), self.max_parts());
+        let channels = grids.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+        let shape = FrameShape::of(channels, bound.parts.len(), self.max_parts());
         self.binding.ensure_layouts(shape.declared_parts())?;
         self.march
             .ensure_pipelines(&self.device, &self.binding, shape)?;
@@ -394,8 +394,8 @@ impl Renderer {
     /// grids' maps use), read as the march reads a sample: the same accessor and trilinear
     /// interpolation, in `f32`. `parts` and `grids` are as [`set_frame`](Self::set_frame)
     /// takes them, but bind nothing: the frame the renderer draws stays bound (a probe may
-    /// read attributes that are not shown). Returns, per point, one entry per slot of
-    /// `grids`: `None` where the slot has no grid, the grid is not one the march reads, or
+    /// read attributes that are not shown). Returns, per point, one entry per channel of
+    /// `grids`: `None` where the channel has no grid, the grid is not one the march reads, or
     /// the position lies beyond ±10⁹ index units. Waits for the GPU.
     pub fn sample_points(
         &mut self,

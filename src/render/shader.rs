@@ -18,7 +18,7 @@ use super::transfer::TF_SIZE;
 /// buffer size). 32768 root tiles span 32 × 32 × 32 regions of 4096³ voxels.
 pub const MAX_ROOT_TILES: u32 = 1 << 15;
 
-/// Cells of one slot's acceleration grid at most (16 bytes each). A grid whose bbox would
+/// Cells of one channel's acceleration grid at most (16 bytes each). A grid whose bbox would
 /// need more at 8³ voxels per cell gets larger cells. 2²¹ cells hold a 1024 × 1024 × 512
 /// voxel bbox at 8³.
 pub const ACCEL_CELLS: u32 = 1 << 21;
@@ -53,13 +53,13 @@ pub const MIN_PART_BYTES: u64 = 1 << 16;
 /// What one build of the shaders is specialised for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ShaderConfig {
-    /// Acceleration cells per slot at most.
+    /// Acceleration cells per channel at most.
     pub accel_cells: u32,
     /// Bytes of one part: a power of two from [`MIN_PART_BYTES`] to [`DEFAULT_PART_BYTES`].
     pub part_bytes: u64,
-    /// Attribute slots the passes walk (1 to [`MAX_ATTRIBUTES`]; slots from here on are
+    /// Attribute channels the passes walk (1 to [`MAX_ATTRIBUTES`]; channels from here on are
     /// not read).
-    pub attr_slots: u32,
+    pub attr_channels: u32,
     /// Parts the accessor reads (1 to [`PARTS_LIMIT`]; parts from here on are not read).
     pub parts: u32,
 }
@@ -77,12 +77,12 @@ impl ShaderConfig {
 pub const PART_BINDING: u32 = 4;
 
 impl Default for ShaderConfig {
-    /// Every slot and part, [`ACCEL_CELLS`] and [`DEFAULT_PART_BYTES`].
+    /// Every channel and part, [`ACCEL_CELLS`] and [`DEFAULT_PART_BYTES`].
     fn default() -> Self {
         ShaderConfig {
             accel_cells: ACCEL_CELLS,
             part_bytes: DEFAULT_PART_BYTES,
-            attr_slots: MAX_ATTRIBUTES as u32,
+            attr_channels: MAX_ATTRIBUTES as u32,
             parts: MAX_PARTS as u32,
         }
     }
@@ -131,9 +131,9 @@ fn word_offsets() -> Vec<(&'static str, u32)> {
 fn prelude_with(cfg: &ShaderConfig) -> String {
     let (accel_cells, part_bytes) = (cfg.accel_cells, cfg.part_bytes);
     assert!(
-        (1..=MAX_ATTRIBUTES as u32).contains(&cfg.attr_slots)
+        (1..=MAX_ATTRIBUTES as u32).contains(&cfg.attr_channels)
             && (1..=PARTS_LIMIT as u32).contains(&cfg.parts),
-        "{cfg:?}: slots and parts out of range"
+        "{cfg:?}: channels and parts out of range"
     );
     assert!(
         part_bytes.is_power_of_two() && (MIN_PART_BYTES..=DEFAULT_PART_BYTES).contains(&part_bytes),
@@ -218,7 +218,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
     c("SCAN_SHIFT_MAX", SCAN_SHIFT_MAX);
     c("DECLARED_PARTS", cfg.declared_parts());
     c("PART_SHIFT_WORDS", (part_bytes / 4).trailing_zeros());
-    c("ATTR_SLOTS", cfg.attr_slots);
+    c("ATTR_CHANNELS", cfg.attr_channels);
     c("USED_PARTS", cfg.parts);
     for (name, value) in uniform_constants() {
         c(name, value);
@@ -226,7 +226,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
     s
 }
 
-/// The constants of the uniform block's encoding ([`super::GpuParams`]): attribute slots,
+/// The constants of the uniform block's encoding ([`super::GpuParams`]): attribute channels,
 /// mode numbers, flag bits and medium kinds, under their WGSL names.
 fn uniform_constants() -> [(&'static str, u32); 12] {
     [
@@ -484,7 +484,7 @@ mod tests {
                     ShaderPart::March,
                     &ShaderConfig {
                         part_bytes: MIN_PART_BYTES,
-                        attr_slots: 4,
+                        attr_channels: 4,
                         parts: 1,
                         ..Default::default()
                     },
