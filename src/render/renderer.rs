@@ -504,3 +504,42 @@ impl Renderer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The render module's source files, name and text.
+    fn render_files() -> Vec<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/render");
+        let mut files = Vec::new();
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                    files.push((name, std::fs::read_to_string(&path).unwrap()));
+                }
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn the_renderer_is_one_impl_in_one_file_and_no_technique_imports_it() {
+        for (name, text) in render_files() {
+            if name == "renderer.rs" {
+                continue;
+            }
+            assert!(
+                !text.contains(&["impl", " Renderer {"].concat()),
+                "{name} implements Renderer: its methods belong in renderer.rs"
+            );
+            assert!(
+                !text.contains(&["super::", "renderer"].concat()),
+                "{name} imports the renderer façade: arrows run from it to the techniques"
+            );
+        }
+    }
+}
