@@ -2,9 +2,9 @@
 // grids, the transfer functions or the light change (src/render/gpu.rs decides when), in
 // four passes:
 //
-// 1. `accel_info` (one thread): per slot, the cell size (2^shift voxels, 8 or more so that
+// 1. `accel_info` (one thread): per channel, the cell size (2^shift voxels, 8 or more so that
 //    the grid fits ACCEL_CELLS cells), the first cell and the cell counts, from the grid's
-//    index bbox; the shadow reference slot; and the indirect dispatch sizes of passes 2–4.
+//    index bbox; the shadow reference channel; and the indirect dispatch sizes of passes 2–4.
 // 2. `accel_cells` (a thread per cell): every voxel of the cell, found with the same
 //    `lookup` the march uses (one per 8³ block: a leaf, or a tile or the background that
 //    covers the block), so values count exactly as the march sees them: minimum and maximum
@@ -15,9 +15,9 @@
 //    value range of the cell and its 26 neighbours (a trilinear stencil reaches one voxel
 //    into the next cell). The march skips cells where this is 0 and takes longer steps where
 //    it is small.
-// 4. `accel_sun` (a thread per sun cell: the reference slot's cells, split along axes whose
+// 4. `accel_sun` (a thread per sun cell: the reference channel's cells, split along axes whose
 //    voxels are longer than its shortest edge, `sun_cells_over`): sun transmittance at the
-//    cell centre, marching the mean-extinction cells of every shadow-casting slot towards
+//    cell centre, marching the mean-extinction cells of every shadow-casting channel towards
 //    the light, one sun cell per step. The march reads it trilinearly instead of casting a
 //    shadow ray per sample.
 //
@@ -30,18 +30,18 @@
 // Cells per workgroup row of the indirect dispatches (the y dimension counts rows).
 const ROW: u32 = 32768u;
 
-fn slot_cells(si: SlotAccel) -> u32 {
+fn channel_cells(si: ChannelAccel) -> u32 {
     return si.dims.x * si.dims.y * si.dims.z;
 }
 
 // The cell grid coordinate of linear cell index `cell` (x fastest).
-fn cell_coord(si: SlotAccel, cell: u32) -> vec3<u32> {
+fn cell_coord(si: ChannelAccel, cell: u32) -> vec3<u32> {
     return vec3<u32>(cell % si.dims.x, (cell / si.dims.x) % si.dims.y, cell / (si.dims.x * si.dims.y));
 }
 
-// The cells of a slot over the index box [bmin, bmax]: 2^shift voxels each, the smallest
+// The cells of a channel over the index box [bmin, bmax]: 2^shift voxels each, the smallest
 // shift (at least 3) whose cells fit ACCEL_CELLS; ok = 0 where they cannot.
-fn slot_cells_over(bmin: vec3<i32>, bmax: vec3<i32>) -> SlotAccel {
+fn channel_cells_over(bmin: vec3<i32>, bmax: vec3<i32>) -> ChannelAccel {
     // Span in voxels per axis, as f32 so that a corrupt bbox cannot overflow.
     let span = vec3<f32>(bmax) - vec3<f32>(bmin) + 1.0;
     var shift = 3u;
@@ -54,16 +54,16 @@ fn slot_cells_over(bmin: vec3<i32>, bmax: vec3<i32>) -> SlotAccel {
     let org = bmin >> vec3<u32>(shift);
     let dims = vec3<u32>((bmax >> vec3<u32>(shift)) - org + vec3<i32>(1));
     if dims.x * dims.y * dims.z <= ACCEL_CELLS && all(span > vec3<f32>(0.0)) {
-        return SlotAccel(org, shift, dims, 1u);
+        return ChannelAccel(org, shift, dims, 1u);
     }
-    return SlotAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
+    return ChannelAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
 }
 
-// The sun cells over the cells `si` of reference slot `r` (common.wgsl's `AccelInfo.sun`):
+// The sun cells over the cells `si` of reference channel `r` (common.wgsl's `AccelInfo.sun`):
 // along an axis whose voxel edge is 2^f times the grid's smallest (f rounded down), 2^f
 // times fewer voxels than si's (down to 1); coarser again on every axis, up to si's, until
 // they fit ACCEL_CELLS. Cubic voxels get si's cells.
-fn sun_cells_over(r: u32, si: SlotAccel) -> SlotAccel {
+fn sun_cells_over(r: u32, si: ChannelAccel) -> ChannelAccel {
     // World length of one index step along each axis: the index→world matrix's columns.
     let e = vec3<f32>(
         length(vec3<f32>(g_mat0[r].x, g_mat1[r].x, g_mat2[r].x)),
@@ -84,39 +84,39 @@ fn sun_cells_over(r: u32, si: SlotAccel) -> SlotAccel {
         org = bmin >> s;
         dims = vec3<u32>((bmax >> s) - org + vec3<i32>(1));
     }
-    return SlotAccel(org, s.x | (s.y << 8u) | (s.z << 16u), dims, si.ok);
+    return ChannelAccel(org, s.x | (s.y << 8u) | (s.z << 16u), dims, si.ok);
 }
 
 @compute @workgroup_size(1, 1, 1)
 fn accel_info() {
     var most = 0u;
-    var slots_used = 0u;
+    var channels_used = 0u;
     ainfo.shadow_ref = MAX_ATTRS;
-    for (var a = 0u; a < ATTR_SLOTS; a++) {
+    for (var a = 0u; a < ATTR_CHANNELS; a++) {
         init_grid(a);
-        var si = SlotAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
+        var si = ChannelAccel(vec3<i32>(0), 3u, vec3<u32>(0u), 0u);
         // Acceleration and shadows serve the shaded mode (MIP and isosurfaces skip tiles
         // only); the march uses the cells for skipping only with FLAG_ACCEL.
         if g_ok[a] && P.mode == MODE_SHADED {
-            si = slot_cells_over(g_bmin[a], g_bmax[a]);
+            si = channel_cells_over(g_bmin[a], g_bmax[a]);
             if si.ok != 0u {
-                slots_used = a + 1u;
+                channels_used = a + 1u;
                 if ainfo.shadow_ref == MAX_ATTRS && P.attrs[a].shadow != 0u && (P.flags & FLAG_SHADOWS) != 0u {
                     ainfo.shadow_ref = a;
                 }
             }
         }
-        ainfo.slots[a] = si;
+        ainfo.channels[a] = si;
     }
-    // The sun grid lives on the reference slot's cells: widen them to every slot's box (in
+    // The sun grid lives on the reference channel's cells: widen them to every channel's box (in
     // the reference's index space), so that a grid reaching beyond the reference's (a
     // nested funnel below the cloud's lowest voxel) has sun transmittance where it is.
     let sr = ainfo.shadow_ref;
     if sr < MAX_ATTRS {
         var lo = vec3<f32>(g_bmin[sr]);
         var hi = vec3<f32>(g_bmax[sr]);
-        for (var b = 0u; b < ATTR_SLOTS; b++) {
-            if b == sr || ainfo.slots[b].ok == 0u { continue; }
+        for (var b = 0u; b < ATTR_CHANNELS; b++) {
+            if b == sr || ainfo.channels[b].ok == 0u { continue; }
             for (var n = 0u; n < 8u; n++) {
                 let c = select(g_bmin[b], g_bmax[b], vec3<bool>((n & 4u) != 0u, (n & 2u) != 0u, (n & 1u) != 0u));
                 let q = to_index(sr, to_world(b, vec3<f32>(c)));
@@ -126,28 +126,28 @@ fn accel_info() {
         }
         let lim = vec3<f32>(1.0e9);
         if all(abs(lo) < lim) && all(abs(hi) < lim) {
-            let wide = slot_cells_over(vec3<i32>(lo), vec3<i32>(hi));
-            if wide.ok != 0u { ainfo.slots[sr] = wide; }
+            let wide = channel_cells_over(vec3<i32>(lo), vec3<i32>(hi));
+            if wide.ok != 0u { ainfo.channels[sr] = wide; }
         }
-        ainfo.sun = sun_cells_over(sr, ainfo.slots[sr]);
+        ainfo.sun = sun_cells_over(sr, ainfo.channels[sr]);
     } else {
-        ainfo.sun = SlotAccel(vec3<i32>(0), 0u, vec3<u32>(0u), 0u);
+        ainfo.sun = ChannelAccel(vec3<i32>(0), 0u, vec3<u32>(0u), 0u);
     }
-    for (var a = 0u; a < ATTR_SLOTS; a++) {
-        let si = ainfo.slots[a];
+    for (var a = 0u; a < ATTR_CHANNELS; a++) {
+        let si = ainfo.channels[a];
         if si.ok != 0u { most = max(most, si.dims.x * si.dims.y * si.dims.z); }
     }
-    // Passes 2 and 3: 64 cells per workgroup, z = slot (up to the last slot with a grid).
+    // Passes 2 and 3: 64 cells per workgroup, z = channel (up to the last channel with a grid).
     let g = (most + 63u) / 64u;
     dispatch_args[0] = min(g, ROW);
     dispatch_args[1] = (g + ROW - 1u) / ROW;
-    dispatch_args[2] = slots_used;
+    dispatch_args[2] = channels_used;
     dispatch_args[3] = dispatch_args[0];
     dispatch_args[4] = dispatch_args[1];
-    dispatch_args[5] = slots_used;
-    // Pass 4: 64 cells of the reference slot per workgroup.
+    dispatch_args[5] = channels_used;
+    // Pass 4: 64 cells of the reference channel per workgroup.
     var r = 0u;
-    if ainfo.shadow_ref < MAX_ATTRS { r = (slot_cells(ainfo.sun) + 63u) / 64u; }
+    if ainfo.shadow_ref < MAX_ATTRS { r = (channel_cells(ainfo.sun) + 63u) / 64u; }
     dispatch_args[6] = min(r, ROW);
     dispatch_args[7] = (r + ROW - 1u) / ROW;
     dispatch_args[8] = 1u;
@@ -163,9 +163,9 @@ fn accel_info() {
 @compute @workgroup_size(64, 1, 1)
 fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let a = wg.z;
-    let si = ainfo.slots[a];
+    let si = ainfo.channels[a];
     let cell = (wg.x + wg.y * ROW) * 64u + li;
-    if si.ok == 0u || cell >= slot_cells(si) { return; }
+    if si.ok == 0u || cell >= channel_cells(si) { return; }
     init_grid(a);
     let c = cell_coord(si, cell);
     var lo = INF;
@@ -278,9 +278,9 @@ fn tf_max_alpha(a: u32, lo: f32, hi: f32) -> f32 {
 @compute @workgroup_size(64, 1, 1)
 fn accel_dilate(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let a = wg.z;
-    let si = ainfo.slots[a];
+    let si = ainfo.channels[a];
     let cell = (wg.x + wg.y * ROW) * 64u + li;
-    if si.ok == 0u || cell >= slot_cells(si) { return; }
+    if si.ok == 0u || cell >= channel_cells(si) { return; }
     let c = vec3<i32>(cell_coord(si, cell));
     var lo = INF;
     var hi = -INF;
@@ -294,9 +294,9 @@ fn accel_dilate(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_
     accel[a * ACCEL_CELLS + cell].w = tf_max_alpha(a, lo, hi) * P.attrs[a].extinction;
 }
 
-// Mean extinction of the cell of slot `b` that world point `q` lies in; 0 outside.
+// Mean extinction of the cell of channel `b` that world point `q` lies in; 0 outside.
 fn mean_extinction(b: u32, q: vec3<f32>) -> f32 {
-    let si = ainfo.slots[b];
+    let si = ainfo.channels[b];
     let p = floor(to_index(b, q));
     if any(abs(p) > vec3<f32>(2.0e9)) { return 0.0; }
     let c = (vec3<i32>(p) >> vec3<u32>(si.shift)) - si.org;
@@ -304,14 +304,14 @@ fn mean_extinction(b: u32, q: vec3<f32>) -> f32 {
     return accel[b * ACCEL_CELLS + cell_linear(si, vec3<u32>(c))].z;
 }
 
-// Whether the march can read the sun grid at cell `c` of the reference slot: cells on the
+// Whether the march can read the sun grid at cell `c` of the reference channel: cells on the
 // faces of the grid (surfaces outside it look up where their sun ray enters), and cells
-// where some scattering slot can be visible (its cell's dilated extinction bound is above
+// where some scattering channel can be visible (its cell's dilated extinction bound is above
 // 0: a lit sample's trilinear lookup reads only such cells). Others keep 1, unread.
-fn sun_needed(si: SlotAccel, c: vec3<u32>, w: vec3<f32>) -> bool {
+fn sun_needed(si: ChannelAccel, c: vec3<u32>, w: vec3<f32>) -> bool {
     if any(c == vec3<u32>(0u)) || any(c + vec3<u32>(1u) == si.dims) { return true; }
-    for (var b = 0u; b < ATTR_SLOTS; b++) {
-        let sb = ainfo.slots[b];
+    for (var b = 0u; b < ATTR_CHANNELS; b++) {
+        let sb = ainfo.channels[b];
         if sb.ok == 0u || P.attrs[b].kind != KIND_SCATTER { continue; }
         let p = floor(to_index(b, w));
         if any(abs(p) > vec3<f32>(2.0e9)) { continue; }
@@ -328,8 +328,8 @@ fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     if r >= MAX_ATTRS { return; }
     let si = ainfo.sun;
     let cell = (wg.x + wg.y * ROW) * 64u + li;
-    if cell >= slot_cells(si) { return; }
-    for (var a = 0u; a < ATTR_SLOTS; a++) { init_grid(a); }
+    if cell >= channel_cells(si) { return; }
+    for (var a = 0u; a < ATTR_CHANNELS; a++) { init_grid(a); }
     let c = cell_coord(si, cell);
     let size = sun_cell_size(si);
     // Centre of the cell: the sample positions whose base voxel lies in it span
@@ -346,8 +346,8 @@ fn accel_sun(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     for (var k = 0u; k < P.shadow_steps; k++) {
         let q = w0 + L * ((f32(k) + 0.5) * h);
         var inside = false;
-        for (var b = 0u; b < ATTR_SLOTS; b++) {
-            let sb = ainfo.slots[b];
+        for (var b = 0u; b < ATTR_CHANNELS; b++) {
+            let sb = ainfo.channels[b];
             if sb.ok == 0u || P.attrs[b].shadow == 0u { continue; }
             let p = to_index(b, q);
             let lo = vec3<f32>(sb.org << vec3<u32>(sb.shift));

@@ -6,7 +6,7 @@
 // of every NanoVDB field read here, grid type numbers, magic numbers) and from
 // `render::params` (MAX_ATTRS, DECLARED_PARTS, PART_SHIFT_WORDS, MODE_*, FLAG_*, KIND_*: the
 // encoding of the uniform block and of the bindings), so each has one source of truth.
-// ATTR_SLOTS (4 or MAX_ATTRS) and USED_PARTS (1, 2, 4, 8, .. up to the device's part
+// ATTR_CHANNELS (4 or MAX_ATTRS) and USED_PARTS (1, 2, 4, 8, .. up to the device's part
 // count) say how much of that the pipeline walks: the renderer builds one per frame shape it meets, so a frame of few
 // attributes and one part costs what it did before there were eight of each.
 //
@@ -35,7 +35,7 @@ struct Attr {
     shadow: u32,
 }
 
-// Where a slot's grid lies: its first word is word `offset` of part `part`.
+// Where a channel's grid lies: its first word is word `offset` of part `part`.
 struct GridBase {
     part: u32,
     offset: u32,
@@ -81,43 +81,43 @@ struct Params {
 PART_DECLARATIONS
 
 // Acceleration grids, rebuilt on the GPU when the grids or the look change (accel.wgsl):
-// per slot, a dense grid of cells of 2^shift voxels over the grid's index bbox, each
+// per channel, a dense grid of cells of 2^shift voxels over the grid's index bbox, each
 // (min value, max value, mean extinction, max extinction over the cell and its 26
-// neighbours); and a grid of sun transmittance at the cell centres of one reference slot.
-struct SlotAccel {
+// neighbours); and a grid of sun transmittance at the cell centres of one reference channel.
+struct ChannelAccel {
     org: vec3<i32>,   // first cell, in cells (index >> shift)
     shift: u32,
     dims: vec3<u32>,
-    ok: u32,          // 0: no grid for this slot (nothing to skip or shadow with)
+    ok: u32,          // 0: no grid for this channel (nothing to skip or shadow with)
 }
 struct AccelInfo {
-    slots: array<SlotAccel, MAX_ATTRS>,
-    shadow_ref: u32,  // slot whose cells carry the shadow grid; MAX_ATTRS: no shadows
+    channels: array<ChannelAccel, MAX_ATTRS>,
+    shadow_ref: u32,  // channel whose cells carry the shadow grid; MAX_ATTRS: no shadows
     pad0: u32,
     pad1: u32,
     pad2: u32,
-    // The sun grid's cells, in the reference slot's index space over its (widened) cells:
+    // The sun grid's cells, in the reference channel's index space over its (widened) cells:
     // 2^k voxels along each axis, k per axis packed in `shift` (`sun_shifts`). Cubic voxels
     // get the reference's cells; where its voxels are longer along an axis, the sun cells
     // along it are as many times fewer voxels (down to 1), so that they are about as wide
     // in world units along every axis (as long as they fit ACCEL_CELLS).
-    sun: SlotAccel,
+    sun: ChannelAccel,
 }
 
 // The sun cells' shift (log2 of their voxels) along x, y and z.
-fn sun_shifts(si: SlotAccel) -> vec3<u32> {
+fn sun_shifts(si: ChannelAccel) -> vec3<u32> {
     return (vec3<u32>(si.shift) >> vec3<u32>(0u, 8u, 16u)) & vec3<u32>(255u);
 }
 
 // The sun cells' size in voxels along x, y and z.
-fn sun_cell_size(si: SlotAccel) -> vec3<f32> {
+fn sun_cell_size(si: ChannelAccel) -> vec3<f32> {
     return vec3<f32>(vec3<u32>(1u) << sun_shifts(si));
 }
 @group(0) @binding(ACCEL_BINDING_CELLS) var<storage, ACCEL_ACCESS> accel: array<vec4<f32>>;
 @group(0) @binding(ACCEL_BINDING_SUN) var<storage, ACCEL_ACCESS> sun_grid: array<f32>;
 @group(0) @binding(ACCEL_BINDING_INFO) var<storage, ACCEL_ACCESS> ainfo: AccelInfo;
 
-fn cell_linear(si: SlotAccel, c: vec3<u32>) -> u32 {
+fn cell_linear(si: ChannelAccel, c: vec3<u32>) -> u32 {
     return c.x + si.dims.x * (c.y + si.dims.y * c.z);
 }
 
@@ -188,28 +188,28 @@ fn rel(a: u32, base: u32, lo: u32, hi: u32, size: u32) -> u32 {
 // Per-grid state: header facts, read once per ray, and the accessor's node cache
 // ---------------------------------------------------------------------------------------
 
-var<private> g_ok: array<bool, ATTR_SLOTS>;
-var<private> g_type: array<u32, ATTR_SLOTS>;
-var<private> g_root: array<u32, ATTR_SLOTS>;
-var<private> g_tiles: array<u32, ATTR_SLOTS>;
-var<private> g_bg: array<f32, ATTR_SLOTS>;
-var<private> g_bmin: array<vec3<i32>, ATTR_SLOTS>;
-var<private> g_bmax: array<vec3<i32>, ATTR_SLOTS>;
-var<private> g_inv0: array<vec3<f32>, ATTR_SLOTS>;
-var<private> g_inv1: array<vec3<f32>, ATTR_SLOTS>;
-var<private> g_inv2: array<vec3<f32>, ATTR_SLOTS>;
-var<private> g_vec: array<vec3<f32>, ATTR_SLOTS>;
-var<private> g_mat0: array<vec3<f32>, ATTR_SLOTS>;
-var<private> g_mat1: array<vec3<f32>, ATTR_SLOTS>;
-var<private> g_mat2: array<vec3<f32>, ATTR_SLOTS>;
+var<private> g_ok: array<bool, ATTR_CHANNELS>;
+var<private> g_type: array<u32, ATTR_CHANNELS>;
+var<private> g_root: array<u32, ATTR_CHANNELS>;
+var<private> g_tiles: array<u32, ATTR_CHANNELS>;
+var<private> g_bg: array<f32, ATTR_CHANNELS>;
+var<private> g_bmin: array<vec3<i32>, ATTR_CHANNELS>;
+var<private> g_bmax: array<vec3<i32>, ATTR_CHANNELS>;
+var<private> g_inv0: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> g_inv1: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> g_inv2: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> g_vec: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> g_mat0: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> g_mat1: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> g_mat2: array<vec3<f32>, ATTR_CHANNELS>;
 
 // Node addresses below are word addresses in the grid.
-var<private> c_leaf: array<u32, ATTR_SLOTS>;
-var<private> c_leaf_org: array<vec3<i32>, ATTR_SLOTS>;
-var<private> c_lower: array<u32, ATTR_SLOTS>;
-var<private> c_lower_org: array<vec3<i32>, ATTR_SLOTS>;
-var<private> c_upper: array<u32, ATTR_SLOTS>;
-var<private> c_upper_org: array<vec3<i32>, ATTR_SLOTS>;
+var<private> c_leaf: array<u32, ATTR_CHANNELS>;
+var<private> c_leaf_org: array<vec3<i32>, ATTR_CHANNELS>;
+var<private> c_lower: array<u32, ATTR_CHANNELS>;
+var<private> c_lower_org: array<vec3<i32>, ATTR_CHANNELS>;
+var<private> c_upper: array<u32, ATTR_CHANNELS>;
+var<private> c_upper_org: array<vec3<i32>, ATTR_CHANNELS>;
 
 // Work units spent by this ray (lookups and root-tile comparisons); the ray ends when it
 // passes P.work_budget, so even a grid with a huge corrupt tile table cannot stall a frame.

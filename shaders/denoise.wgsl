@@ -14,7 +14,8 @@
 // weighted mean's does (Σ w² v / (Σ w)²), so later levels stop at smaller differences. As
 // samples accumulate the variance shrinks and the weights stop at ever smaller luminance
 // steps: the filtered image converges to the accumulated mean. Taps outside the image are
-// left out. `dn_present` writes the result to the output images as the path tracer does.
+// left out. `dn_present` writes the result to the output images as the path tracer does
+// (tonemap.wgsl, appended by src/render/shader.rs).
 
 struct DenoiseParams {
     size: vec2<u32>,
@@ -127,22 +128,10 @@ fn dn_atrous(@builtin(global_invocation_id) gid: vec3<u32>) {
     dst_v[i] = sv / (sw * sw);
 }
 
-// As path.wgsl's path_aces and path_srgb (a test in src/render/denoise.rs holds them equal).
-fn path_aces(x: vec3<f32>) -> vec3<f32> {
-    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3<f32>(0.0), vec3<f32>(1.0));
-}
-
-fn path_srgb(c: vec3<f32>) -> vec3<f32> {
-    let lo = c * 12.92;
-    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
-    return select(hi, lo, c <= vec3<f32>(0.0031308));
-}
-
 @compute @workgroup_size(8, 8, 1)
 fn dn_present(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= D.size.x || gid.y >= D.size.y { return; }
     let c = src_c[dn_index(i32(gid.x), i32(gid.y))];
     textureStore(out_hdr, vec2<i32>(gid.xy), c);
-    let ldr = path_aces(c.rgb * D.exposure);
-    textureStore(out_ldr, vec2<i32>(gid.xy), vec4<f32>(path_srgb(clamp(ldr, vec3<f32>(0.0), vec3<f32>(1.0))), 1.0));
+    textureStore(out_ldr, vec2<i32>(gid.xy), tone_map(c.rgb, D.exposure));
 }

@@ -38,11 +38,11 @@ fn camera_ray(px: vec2<u32>) -> Ray {
 }
 
 // Sun transmittance at world point `w`: the sun grid (accel.wgsl, cells `ainfo.sun`)
-// interpolated between cell centres. A point outside the reference slot's cells looks up where the ray towards the sun
+// interpolated between cell centres. A point outside the reference channel's cells looks up where the ray towards the sun
 // enters them (outside them there is nothing to cast a shadow), or sees the sun unhindered.
 fn sun_transmittance(w: vec3<f32>) -> f32 {
     let r = ainfo.shadow_ref;
-    if r >= ATTR_SLOTS || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
+    if r >= ATTR_CHANNELS || (P.flags & FLAG_SHADOWS) == 0u || !g_ok[r] { return 1.0; }
     let si = ainfo.sun;
     let size = sun_cell_size(si);
     let dims = vec3<f32>(si.dims);
@@ -143,9 +143,9 @@ fn refinement(a: u32) -> f32 {
 // exit: the march's `skip`, `ta1`) and the grid's refinement; lo = INF for grids that need
 // none.
 struct Fine {
-    lo: array<f32, ATTR_SLOTS>,
-    hi: array<f32, ATTR_SLOTS>,
-    n: array<f32, ATTR_SLOTS>,
+    lo: array<f32, ATTR_CHANNELS>,
+    hi: array<f32, ATTR_CHANNELS>,
+    n: array<f32, ATTR_CHANNELS>,
     // How many grids need refinement: with none (grids of equal voxels, the usual case)
     // the per-step searches below are skipped, so such frames march as cheaply as before.
     count: u32,
@@ -155,7 +155,7 @@ struct Fine {
 fn refine_at(f: ptr<function, Fine>, t: f32) -> f32 {
     var n = 1.0;
     if (*f).count == 0u { return n; }
-    for (var a = 0u; a < ATTR_SLOTS; a++) {
+    for (var a = 0u; a < ATTR_CHANNELS; a++) {
         if (*f).lo[a] <= t && t <= (*f).hi[a] { n = max(n, (*f).n[a]); }
     }
     return n;
@@ -164,19 +164,19 @@ fn refine_at(f: ptr<function, Fine>, t: f32) -> f32 {
 fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     work = 0u;
     let ray = camera_ray(px);
-    var oi: array<vec3<f32>, ATTR_SLOTS>;
-    var di: array<vec3<f32>, ATTR_SLOTS>;
-    var inv_di: array<vec3<f32>, ATTR_SLOTS>;
-    var ta0: array<f32, ATTR_SLOTS>;
-    var ta1: array<f32, ATTR_SLOTS>;
-    var skip: array<f32, ATTR_SLOTS>;
-    // How far past its skip point a slot is known to have nothing visible (march below).
-    var skip_bound: array<f32, ATTR_SLOTS>;
+    var oi: array<vec3<f32>, ATTR_CHANNELS>;
+    var di: array<vec3<f32>, ATTR_CHANNELS>;
+    var inv_di: array<vec3<f32>, ATTR_CHANNELS>;
+    var ta0: array<f32, ATTR_CHANNELS>;
+    var ta1: array<f32, ATTR_CHANNELS>;
+    var skip: array<f32, ATTR_CHANNELS>;
+    // How far past its skip point a channel is known to have nothing visible (march below).
+    var skip_bound: array<f32, ATTR_CHANNELS>;
     var t_start = INF;
     var t_end = -INF;
     var fine: Fine;
     fine.count = 0u;
-    for (var a = 0u; a < ATTR_SLOTS; a++) {
+    for (var a = 0u; a < ATTR_CHANNELS; a++) {
         init_grid(a);
         skip[a] = INF;
         skip_bound[a] = INF;
@@ -231,8 +231,8 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
 
     var T = 1.0;
     var C = vec3<f32>(0.0);
-    var mip: array<f32, ATTR_SLOTS>;
-    for (var a = 0u; a < ATTR_SLOTS; a++) { mip[a] = 0.0; }
+    var mip: array<f32, ATTR_CHANNELS>;
+    for (var a = 0u; a < ATTR_CHANNELS; a++) { mip[a] = 0.0; }
     var iso_prev = 0.0;
     var iso_has_prev = false;
     var iso_hit = false;
@@ -252,10 +252,10 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     let powder_w = POWDER * (0.5 - 0.5 * cos_sun);
     let top = max(P.ground.w - P.ground.x, 1e-6);
 
-    // The acceleration cell each slot sampled at this step: where its bound stops holding
+    // The acceleration cell each channel sampled at this step: where its bound stops holding
     // and the bound (the look-ahead below reads them instead of finding the cell again).
-    var cell_cover: array<f32, ATTR_SLOTS>;
-    var cell_m: array<f32, ATTR_SLOTS>;
+    var cell_cover: array<f32, ATTR_CHANNELS>;
+    var cell_m: array<f32, ATTR_CHANNELS>;
     var steps = 0u;
     loop {
         if steps >= P.max_steps || !(t <= t_end) || T < P.t_cutoff || work > P.work_budget { break; }
@@ -265,13 +265,13 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         var scat = vec3<f32>(0.0);
         var emit = vec3<f32>(0.0);
         // Largest extinction any sample in the cells around this point can have: the sum of
-        // the sampled slots' bounds (their extinctions add up).
+        // the sampled channels' bounds (their extinctions add up).
         var sig_max = 0.0;
         // Where those bounds stop holding along the ray (`skip_bound`, `cell_bound`), or the
-        // sampled media end (a slot's span, the ground, the march's end): a long step
+        // sampled media end (a channel's span, the ground, the march's end): a long step
         // running past an end would spread its sample's extinction over the space beyond.
         var bound_end = t_end;
-        for (var a = 0u; a < ATTR_SLOTS; a++) {
+        for (var a = 0u; a < ATTR_CHANNELS; a++) {
             if t < skip[a] {
                 next = min(next, skip[a]);
                 bound_end = min(bound_end, skip_bound[a]);
@@ -281,7 +281,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             bound_end = min(bound_end, ta1[a]);
             let p = oi[a] + t * di[a];
             if accel_on {
-                let si = ainfo.slots[a];
+                let si = ainfo.channels[a];
                 let c = (vec3<i32>(floor(p)) >> vec3<u32>(si.shift)) - si.org;
                 if si.ok != 0u && all(c >= vec3<i32>(0)) && all(vec3<u32>(c) < si.dims) {
                     let m = accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(c))].w;
@@ -353,7 +353,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         if iso_hit { break; }
         // A finer grid refines the steps only where it is sampled: from where its empty
         // cells or tiles end (its skip point), not over its whole span.
-        for (var a = 0u; a < ATTR_SLOTS && fine.count > 0u; a++) {
+        for (var a = 0u; a < ATTR_CHANNELS && fine.count > 0u; a++) {
             if fine.n[a] > 1.0 { fine.lo[a] = skip[a]; }
         }
         // Thin media take longer steps: up to as many local steps (dt / n, up to
@@ -382,11 +382,11 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         // step of 16 base voxels crossed a whole 8-voxel cell and left the near part of a
         // denser cell beyond unsampled).
         //
-        // Unless the cells it would run into are thin too: a slot's bound covers the 27
+        // Unless the cells it would run into are thin too: a channel's bound covers the 27
         // cells around the sample (less their outer voxel layer), a few voxels past the
         // sample's cell, so most long steps were cut short there (a sample about every 9
         // voxels where 16 would do) and the step after restarted short, on the next point of
-        // the pixel's lattice. So first look where the step would end (k1): for each slot
+        // the pixel's lattice. So first look where the step would end (k1): for each channel
         // whose bound stops short of it, the cell there, whose 27-cell bound covers the
         // rest of the step if the ray enters that cell's block before leaving the current
         // one. With those bounds added, a step the optical depth allows keeps its length.
@@ -396,22 +396,22 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                 let t1 = (k1 + jit) * dt;
                 var reach = t1 <= t_end;
                 var extra = 0.0;
-                for (var a = 0u; a < ATTR_SLOTS && reach; a++) {
-                    // Slots behind the ray's point or not on the ray.
+                for (var a = 0u; a < ATTR_CHANNELS && reach; a++) {
+                    // Channels behind the ray's point or not on the ray.
                     if ta1[a] < t { continue; }
-                    // A step never runs past a slot's span (the media's end).
+                    // A step never runs past a channel's span (the media's end).
                     if t1 > ta1[a] { reach = false; break; }
-                    let si = ainfo.slots[a];
+                    let si = ainfo.channels[a];
                     let size = f32(1u << si.shift);
-                    // Where this slot's bound stops holding: past its skipped cells, or the
+                    // Where this channel's bound stops holding: past its skipped cells, or the
                     // block of the cell sampled here,
                     // and the bound there (in `sig_max`; none where skipped).
                     var cover = skip_bound[a];
                     var m0 = 0.0;
                     if t >= skip[a] {
                         // The cell the loop above sampled: with accel_on and a long step
-                        // (mult > 1, so every sampled slot's cell was valid), it set these
-                        // for every slot sampled here.
+                        // (mult > 1, so every sampled channel's cell was valid), it set these
+                        // for every channel sampled here.
                         cover = cell_cover[a];
                         m0 = cell_m[a];
                     }
@@ -426,14 +426,14 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                         reach = false;
                         break;
                     }
-                    // The slot's bound over the step: the larger of the two.
+                    // The channel's bound over the step: the larger of the two.
                     extra += max(accel[a * ACCEL_CELLS + cell_linear(si, vec3<u32>(c1))].w - m0, 0.0);
                 }
                 let most = floor(P.step_tau / max((sig_max + extra) * (dt / n), 1e-30));
                 if !reach || (k1 - k) * n > most { k1 = kb; }
             }
         }
-        for (var a = 0u; a < ATTR_SLOTS && fine.count > 0u; a++) {
+        for (var a = 0u; a < ATTR_CHANNELS && fine.count > 0u; a++) {
             if fine.n[a] > n && fine.lo[a] > t {
                 // At least one fine step on, should rounding put the entry at t itself.
                 let entry = ceil((fine.lo[a] / dt - jit) * fine.n[a]) / fine.n[a];
@@ -477,7 +477,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     if P.mode == MODE_MIP {
         var c = vec3<f32>(0.0);
         var m = 0.0;
-        for (var a = 0u; a < ATTR_SLOTS; a++) {
+        for (var a = 0u; a < ATTR_CHANNELS; a++) {
             if !g_ok[a] { continue; }
             c += tf_u(a, mip[a]).rgb * mip[a];
             m = max(m, mip[a]);
@@ -553,16 +553,6 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
     return vec4<f32>(C, 1.0 - T);
 }
 
-fn aces(x: vec3<f32>) -> vec3<f32> {
-    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3<f32>(0.0), vec3<f32>(1.0));
-}
-
-fn srgb(c: vec3<f32>) -> vec3<f32> {
-    let lo = c * 12.92;
-    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
-    return select(hi, lo, c <= vec3<f32>(0.0031308));
-}
-
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= P.size.x || gid.y >= P.size.y { return; }
@@ -572,5 +562,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         ldr = aces(r.rgb * P.sky_horizon.w);
     }
     textureStore(out_hdr, vec2<i32>(gid.xy), r);
-    textureStore(out_ldr, vec2<i32>(gid.xy), vec4<f32>(srgb(clamp(ldr, vec3<f32>(0.0), vec3<f32>(1.0))), 1.0));
+    textureStore(out_ldr, vec2<i32>(gid.xy), ldr_texel(ldr));
 }

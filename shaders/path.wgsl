@@ -62,8 +62,8 @@ struct PathParams {
 //   local memory on discrete GPUs: a read-modify-write per increment);
 // - CARRY_DEPTH: one exponential draw per tentative collision, its optical depth used up
 //   across the majorant segments the ray crosses, instead of a fresh draw per segment;
-// - CACHE_CELLS: each slot keeps its current majorant cell (its value and where the ray
-//   leaves it), so a new segment looks up only the slots whose cell ended (off by default:
+// - CACHE_CELLS: each channel keeps its current majorant cell (its value and where the ray
+//   leaves it), so a new segment looks up only the channels whose cell ended (off by default:
 //   grids on one lattice, as the storm's attributes, end their cells together, and the
 //   state costs registers);
 // - USE_QMC: `rnd` may read the Sobol sequence (PP.qmc_dims > 0); off, its code is not
@@ -79,7 +79,7 @@ override USE_QMC: bool = false;
 override SKIP_LEVELS: u32 = 1u;
 
 // The path tracer's majorants (built by `path_majorants` when an accumulation starts), per
-// slot on a grid of "majorant cells" that splits each acceleration cell (`ainfo`) into
+// channel on a grid of "majorant cells" that splits each acceleration cell (`ainfo`) into
 // 2^k per axis (`fine_grid`: k up to PMAJ_SPLIT_MAX, cells of 2 voxels or more, as many as
 // fit ACCEL_CELLS): the largest extinction any trilinear sample can have whose base voxel
 // lies in the cell. The stencil of such a sample reaches one voxel on, so the bound is the
@@ -99,7 +99,7 @@ override SKIP_LEVELS: u32 = 1u;
 // tighter (0.52 against 0.51) and entered 36 % more cells per sample.
 const PMAJ_SPLIT_MAX: u32 = 1u;
 
-// The majorant grid of one slot: cells of 2^shift voxels, the first at `org` (in cells).
+// The majorant grid of one channel: cells of 2^shift voxels, the first at `org` (in cells).
 struct MajGrid {
     org: vec3<i32>,
     shift: u32,
@@ -108,7 +108,7 @@ struct MajGrid {
 
 // How many times (k) each acceleration cell of `si` splits per axis: the most, up to
 // PMAJ_SPLIT_MAX, that keeps cells at least 2 voxels wide and the count within ACCEL_CELLS.
-fn fine_grid(si: SlotAccel) -> MajGrid {
+fn fine_grid(si: ChannelAccel) -> MajGrid {
     let n = si.dims.x * si.dims.y * si.dims.z;
     var k = 0u;
     for (var j = 1u; j <= PMAJ_SPLIT_MAX; j++) {
@@ -118,38 +118,38 @@ fn fine_grid(si: SlotAccel) -> MajGrid {
     return MajGrid(si.org << vec3<u32>(k), si.shift - k, si.dims << vec3<u32>(k));
 }
 
-var<private> f_grid: array<MajGrid, ATTR_SLOTS>;
+var<private> f_grid: array<MajGrid, ATTR_CHANNELS>;
 
-// Empty-space levels over the acceleration cells, stored in `pmaj` after every slot's
+// Empty-space levels over the acceleration cells, stored in `pmaj` after every channel's
 // majorant cells: a cell of level l covers 4^l × 4^l × 4^l acceleration cells (aligned on
-// the slot's first cell) and holds 0 where every one of them is inside the grid's cells
+// the channel's first cell) and holds 0 where every one of them is inside the grid's cells
 // and empty (`.w` 0: no sample based in it or a neighbour can see a non-zero opacity), 1
 // elsewhere. A ray in an empty cell of level l crosses it as one majorant segment of 0;
 // the storm's domain is about 45 acceleration cells across, 11 of level 1, 3 of level 2.
 const SKIP_BLOCK_SHIFT: u32 = 2u;
 const SKIP_LEVELS_MAX: u32 = 2u;
 
-// The cells of level `l` per axis for slot `si`.
-fn skip_dims(si: SlotAccel, l: u32) -> vec3<u32> {
+// The cells of level `l` per axis for channel `si`.
+fn skip_dims(si: ChannelAccel, l: u32) -> vec3<u32> {
     let s = SKIP_BLOCK_SHIFT * l;
     return (si.dims + vec3<u32>((1u << s) - 1u)) >> vec3<u32>(s);
 }
 
-// Level l holds up to ACCEL_CELLS / 16^l cells per slot (4^l per axis, at least 1 per
+// Level l holds up to ACCEL_CELLS / 16^l cells per channel (4^l per axis, at least 1 per
 // axis: ceilings of narrow grids make them more than ACCEL_CELLS / 64^l).
 fn skip_capacity(l: u32) -> u32 {
     return ACCEL_CELLS >> (4u * l);
 }
 
-// Where slot a's cells of level l start in `pmaj` (l = 1 or 2).
+// Where channel a's cells of level l start in `pmaj` (l = 1 or 2).
 fn skip_base(a: u32, l: u32) -> u32 {
-    let level2 = select(0u, ATTR_SLOTS * skip_capacity(1u), l == 2u);
-    return ATTR_SLOTS * ACCEL_CELLS + level2 + a * skip_capacity(l);
+    let level2 = select(0u, ATTR_CHANNELS * skip_capacity(1u), l == 2u);
+    return ATTR_CHANNELS * ACCEL_CELLS + level2 + a * skip_capacity(l);
 }
 
-// Whether slot `si` has level l: its cells scanned (a known value range: `.w` bounds
+// Whether channel `si` has level l: its cells scanned (a known value range: `.w` bounds
 // them) and its level's cells fit.
-fn skip_ok(si: SlotAccel, l: u32) -> bool {
+fn skip_ok(si: ChannelAccel, l: u32) -> bool {
     let d = skip_dims(si, l);
     return si.ok != 0u && si.shift <= SCAN_SHIFT_MAX && d.x * d.y * d.z <= skip_capacity(l);
 }
@@ -164,7 +164,7 @@ const STAT_LOOKUPS: u32 = 6u;       // tree lookups and root-tile comparisons (`
 const STAT_SCATTERS: u32 = 7u;      // real collisions and ground hits (path vertices)
 const STAT_TIGHTNESS: u32 = 8u;     // Σ over tentative collisions of 1000 · σ/majorant
 const STAT_OVER: u32 = 9u;          // tentative collisions where σ exceeded the majorant
-const STAT_CELLS: u32 = 10u;        // majorant cells looked up (per slot)
+const STAT_CELLS: u32 = 10u;        // majorant cells looked up (per channel)
 const STAT_COUNT: u32 = 11u;
 
 var<private> st: array<u32, STAT_COUNT>;
@@ -355,21 +355,21 @@ fn camera_ray_at(px: vec2<u32>) -> PRay {
 
 // The current ray in each grid's index space, and the span of t where its samples can see
 // active values (the index bbox grown by a voxel); empty: t0 > t1.
-var<private> r_oi: array<vec3<f32>, ATTR_SLOTS>;
-var<private> r_di: array<vec3<f32>, ATTR_SLOTS>;
-var<private> r_inv: array<vec3<f32>, ATTR_SLOTS>;
-var<private> r_t0: array<f32, ATTR_SLOTS>;
-var<private> r_t1: array<f32, ATTR_SLOTS>;
-// Each slot's current majorant cell (CACHE_CELLS): its majorant, and the t where the ray
+var<private> r_oi: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> r_di: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> r_inv: array<vec3<f32>, ATTR_CHANNELS>;
+var<private> r_t0: array<f32, ATTR_CHANNELS>;
+var<private> r_t1: array<f32, ATTR_CHANNELS>;
+// Each channel's current majorant cell (CACHE_CELLS): its majorant, and the t where the ray
 // leaves it (−∞: none yet).
-var<private> r_cell_maj: array<f32, ATTR_SLOTS>;
-var<private> r_cell_end: array<f32, ATTR_SLOTS>;
+var<private> r_cell_maj: array<f32, ATTR_CHANNELS>;
+var<private> r_cell_end: array<f32, ATTR_CHANNELS>;
 
 // Starts ray (o, d) (world space, d unit) in every grid; returns the span of t over all.
 fn begin_ray(o: vec3<f32>, d: vec3<f32>) -> vec2<f32> {
     var lo = INF;
     var hi = -INF;
-    for (var a = 0u; a < ATTR_SLOTS; a++) {
+    for (var a = 0u; a < ATTR_CHANNELS; a++) {
         r_t0[a] = INF;
         r_t1[a] = -INF;
         r_cell_end[a] = -INF;
@@ -399,7 +399,7 @@ fn segment(t: f32, t_end: f32) -> Segment {
     var maj = 0.0;
     var end = t_end;
     let eps = 1e-3 * P.dt;
-    for (var a = 0u; a < ATTR_SLOTS; a++) {
+    for (var a = 0u; a < ATTR_CHANNELS; a++) {
         if t > r_t1[a] { continue; }
         if t < r_t0[a] {
             end = min(end, r_t0[a]);
@@ -413,7 +413,7 @@ fn segment(t: f32, t_end: f32) -> Segment {
             continue;
         }
         count(STAT_CELLS, 1u);
-        let si = ainfo.slots[a];
+        let si = ainfo.channels[a];
         let p = floor(r_oi[a] + (t + eps) * r_di[a]);
         if si.ok == 0u || any(abs(p) > vec3<f32>(2.0e9)) {
             // No cells: opacity is at most 1.
@@ -468,7 +468,7 @@ struct Medium {
 
 fn medium_at(t: f32) -> Medium {
     var m = Medium(0.0, vec3<f32>(0.0), vec3<f32>(0.0));
-    for (var a = 0u; a < ATTR_SLOTS; a++) {
+    for (var a = 0u; a < ATTR_CHANNELS; a++) {
         if t < r_t0[a] || t > r_t1[a] { continue; }
         let s = sample(a, r_oi[a] + t * r_di[a]);
         let e = tf_eval(a, s.value);
@@ -610,15 +610,15 @@ fn path_max_alpha(a: u32, lo: f32, hi: f32) -> f32 {
 // ROW): `path_majorants` is dispatched with the same arguments as `accel_cells`.
 const PATH_ROW: u32 = 32768u;
 
-// Builds `pmaj`: a thread per acceleration cell and slot (z), for the majorant cells it
+// Builds `pmaj`: a thread per acceleration cell and channel (z), for the majorant cells it
 // splits into. Where the acceleration cell's bound over it and its neighbours (`.w`) is 0,
 // so is every one of them; where the cell is not split, its bound is the value ranges of the
 // cell and its + neighbours; else each majorant cell reads its voxels.
 @compute @workgroup_size(64, 1, 1)
 fn path_majorants(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let a = wg.z;
-    if a >= ATTR_SLOTS { return; }
-    let si = ainfo.slots[a];
+    if a >= ATTR_CHANNELS { return; }
+    let si = ainfo.channels[a];
     let cell = (wg.x + wg.y * PATH_ROW) * 64u + li;
     if si.ok == 0u || cell >= si.dims.x * si.dims.y * si.dims.z { return; }
     // The empty-space levels (built whatever SKIP_LEVELS is: a pipeline with more levels
@@ -684,25 +684,15 @@ fn path_majorants(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocatio
     }
 }
 
-fn path_aces(x: vec3<f32>) -> vec3<f32> {
-    return clamp((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), vec3<f32>(0.0), vec3<f32>(1.0));
-}
-
-fn path_srgb(c: vec3<f32>) -> vec3<f32> {
-    let lo = c * 12.92;
-    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
-    return select(hi, lo, c <= vec3<f32>(0.0031308));
-}
-
 // Each invocation runs its pixel's samples as one flat loop of ray queries: a path ray,
 // then (after a scattering event) the shadow ray towards the sun, then the next path ray.
 @compute @workgroup_size(8, 8, 1)
 fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= P.size.x || gid.y >= P.size.y { return; }
     let px = gid.xy;
-    for (var a = 0u; a < ATTR_SLOTS; a++) {
+    for (var a = 0u; a < ATTR_CHANNELS; a++) {
         init_grid(a);
-        f_grid[a] = fine_grid(ainfo.slots[a]);
+        f_grid[a] = fine_grid(ainfo.channels[a]);
     }
     let sun_dir = P.light_dir.xyz;
     let g = P.light_dir.w;
@@ -817,6 +807,5 @@ fn path_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     moments[i] = acc_sq;
     let avg = acc / f32(max(PP.first_sample + PP.samples, 1u));
     textureStore(out_hdr, vec2<i32>(px), avg);
-    let ldr = path_aces(avg.rgb * P.sky_horizon.w);
-    textureStore(out_ldr, vec2<i32>(px), vec4<f32>(path_srgb(clamp(ldr, vec3<f32>(0.0), vec3<f32>(1.0))), 1.0));
+    textureStore(out_ldr, vec2<i32>(px), tone_map(avg.rgb, P.sky_horizon.w));
 }

@@ -10,7 +10,7 @@
 use crate::device::DeviceCaps;
 
 use super::denoise::DenoiseParams;
-use super::path::{PathKnobs, PathTracer};
+use super::path_tracer::{PathKnobs, PathTracer};
 
 /// Random numbers per sample drawn from the scrambled Sobol sequence at most.
 pub const QMC_DIMS_MAX: u32 = 64;
@@ -74,6 +74,7 @@ impl RenderConfig {
             self.path_knobs,
             self.qmc_dims(),
             self.samples_per_dispatch_on(caps),
+            self.denoise,
         )
     }
 }

@@ -32,7 +32,7 @@ pub struct MarchWork {
     pub rays: u64,
     /// Iterations of the march loop (sample points along the rays).
     pub steps: u64,
-    /// Trilinear samples of a grid (a step samples every slot not skipped there).
+    /// Trilinear samples of a grid (a step samples every channel not skipped there).
     pub samples: u64,
     /// Sun-grid lookups (lit samples and lit surfaces).
     pub sun_lookups: u64,
@@ -379,7 +379,7 @@ impl Ctx<'_> {
             work.steps += 1;
             let mut next = INF;
             let (mut sig, mut scat, mut emit) = (0.0f32, Vec3::ZERO, Vec3::ZERO);
-            // The sum of the sampled slots' extinction bounds, and where along the ray they
+            // The sum of the sampled channels' extinction bounds, and where along the ray they
             // stop holding or the media end (march.wgsl's `bound_end`).
             let mut sig_max = 0.0f32;
             let mut bound_end = t_end;
@@ -398,7 +398,7 @@ impl Ctx<'_> {
                 let pa = oi[a] + t * di[a];
                 if accel_on {
                     let fl = pa.floor();
-                    let cell = acc.slots[a].as_ref().and_then(|si| {
+                    let cell = acc.channels[a].as_ref().and_then(|si| {
                         Some((si, si.cell_of([fl.x as i32, fl.y as i32, fl.z as i32])?))
                     });
                     match cell {
@@ -498,7 +498,7 @@ impl Ctx<'_> {
                 if kb < k1 {
                     let t1 = (k1 + jit) * dt;
                     let extra = if t1 <= t_end {
-                        let ray = SlotRays {
+                        let ray = ChannelRays {
                             oi: &oi,
                             di: &di,
                             skip: &skip,
@@ -646,8 +646,8 @@ impl Ctx<'_> {
     }
 }
 
-/// The march's state of each slot along one ray, for [`bound_beyond`].
-struct SlotRays<'r> {
+/// The march's state of each channel along one ray, for [`bound_beyond`].
+struct ChannelRays<'r> {
     oi: &'r [Vec3; MAX_ATTRIBUTES],
     di: &'r [Vec3; MAX_ATTRIBUTES],
     skip: &'r [f32; MAX_ATTRIBUTES],
@@ -655,9 +655,9 @@ struct SlotRays<'r> {
     ta1: &'r [f32; MAX_ATTRIBUTES],
 }
 
-/// The 27-cell block around cell `c` of a slot (the cell and its 26 neighbours, less
+/// The 27-cell block around cell `c` of a channel (the cell and its 26 neighbours, less
 /// their outer voxel layer) along the ray: where the ray enters and leaves it.
-fn cell_block(si: &SlotAccel, c: [u32; 3], o: Vec3, inv: Vec3) -> (f32, f32) {
+fn cell_block(si: &ChannelAccel, c: [u32; 3], o: Vec3, inv: Vec3) -> (f32, f32) {
     let lo = Vec3::new(
         ((si.org[0] + c[0] as i32) << si.shift) as f32,
         ((si.org[1] + c[1] as i32) << si.shift) as f32,
@@ -673,12 +673,12 @@ fn cell_block(si: &SlotAccel, c: [u32; 3], o: Vec3, inv: Vec3) -> (f32, f32) {
 }
 
 /// The extinction bound to add to the one at `t` for a step from `t` to `t1` past where it
-/// stops holding (march.wgsl): for each slot whose bound stops short of `t1`, what the bound
+/// stops holding (march.wgsl): for each channel whose bound stops short of `t1`, what the bound
 /// of the cell at `t1` (whose block the ray must enter before leaving the current one)
-/// exceeds the slot's bound at `t` by. None
-/// where that fails (a cell outside the slot's grid, a gap between the blocks, `t1` past a
-/// slot's span).
-fn bound_beyond(acc: &Accel, r: &SlotRays<'_>, t: f32, t1: f32) -> Option<f32> {
+/// exceeds the channel's bound at `t` by. None
+/// where that fails (a cell outside the channel's grid, a gap between the blocks, `t1` past a
+/// channel's span).
+fn bound_beyond(acc: &Accel, r: &ChannelRays<'_>, t: f32, t1: f32) -> Option<f32> {
     let mut extra = 0.0f32;
     for a in 0..MAX_ATTRIBUTES {
         if r.ta1[a] < t {
@@ -688,13 +688,13 @@ fn bound_beyond(acc: &Accel, r: &SlotRays<'_>, t: f32, t1: f32) -> Option<f32> {
             return None;
         }
         let inv = safe_inv(r.di[a]);
-        let cell_at = |si: &SlotAccel, s: f32| {
+        let cell_at = |si: &ChannelAccel, s: f32| {
             let q = (r.oi[a] + s * r.di[a]).floor();
             si.cell_of([q.x as i32, q.y as i32, q.z as i32])
         };
         let (mut cover, mut m0) = (r.skip_bound[a], 0.0f32);
         if t >= r.skip[a] {
-            let si = acc.slots[a].as_ref()?;
+            let si = acc.channels[a].as_ref()?;
             let c0 = cell_at(si, t)?;
             cover = cell_block(si, c0, r.oi[a], inv).1;
             m0 = si.cells[si.linear(c0)][3];
@@ -702,18 +702,18 @@ fn bound_beyond(acc: &Accel, r: &SlotRays<'_>, t: f32, t1: f32) -> Option<f32> {
         if cover >= t1 {
             continue;
         }
-        let si = acc.slots[a].as_ref()?;
+        let si = acc.channels[a].as_ref()?;
         let c1 = cell_at(si, t1)?;
         if cell_block(si, c1, r.oi[a], inv).0 > cover {
             return None;
         }
-        // The slot's bound over the step: the larger of the two.
+        // The channel's bound over the step: the larger of the two.
         extra += (si.cells[si.linear(c1)][3] - m0).max(0.0);
     }
     Some(extra)
 }
 
-/// Where a slot's cells lie: the first cell, the cell size (2^shift voxels), the counts.
+/// Where a channel's cells lie: the first cell, the cell size (2^shift voxels), the counts.
 #[derive(Clone, Copy)]
 struct CellLayout {
     org: [i32; 3],
@@ -721,7 +721,7 @@ struct CellLayout {
     dims: [u32; 3],
 }
 
-/// The cells over the index box [bmin, bmax] (accel.wgsl's `slot_cells_over`): the smallest
+/// The cells over the index box [bmin, bmax] (accel.wgsl's `channel_cells_over`): the smallest
 /// shift (at least 3) whose cells fit `ACCEL_CELLS`; `None` where they cannot.
 fn cells_over(bmin: [i32; 3], bmax: [i32; 3]) -> Option<CellLayout> {
     let mut shift = 3u32;
@@ -742,8 +742,8 @@ fn cells_over(bmin: [i32; 3], bmax: [i32; 3]) -> Option<CellLayout> {
     (span_ok && count <= u64::from(ACCEL_CELLS)).then_some(CellLayout { org, shift, dims })
 }
 
-/// One slot's acceleration grid (`SlotAccel` and its cells in accel.wgsl).
-struct SlotAccel {
+/// One channel's acceleration grid (`ChannelAccel` and its cells in accel.wgsl).
+struct ChannelAccel {
     org: [i32; 3],
     shift: u32,
     dims: [u32; 3],
@@ -751,7 +751,7 @@ struct SlotAccel {
     cells: Vec<[f32; 4]>,
 }
 
-impl SlotAccel {
+impl ChannelAccel {
     fn linear(&self, c: [u32; 3]) -> usize {
         (c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])) as usize
     }
@@ -770,7 +770,7 @@ impl SlotAccel {
 }
 
 /// The sun grid's cells (common.wgsl's `AccelInfo.sun`): 2^shifts[k] voxels of the
-/// reference slot along axis k.
+/// reference channel along axis k.
 struct SunCells {
     org: [i32; 3],
     shifts: [u32; 3],
@@ -778,7 +778,7 @@ struct SunCells {
 }
 
 impl SunCells {
-    /// accel.wgsl's `sun_cells_over`: over the reference slot's cells `c`, whose voxels
+    /// accel.wgsl's `sun_cells_over`: over the reference channel's cells `c`, whose voxels
     /// have the world edges `edges` (the index→world matrix's column lengths).
     fn over(c: &CellLayout, edges: Vec3) -> SunCells {
         let emin = edges.min_element().max(1e-30);
@@ -825,7 +825,7 @@ impl SunCells {
 
 /// The acceleration and sun grids of accel.wgsl.
 struct Accel {
-    slots: Vec<Option<SlotAccel>>,
+    channels: Vec<Option<ChannelAccel>>,
     shadow_ref: Option<usize>,
     sun_cells: Option<SunCells>,
     sun: Vec<f32>,
@@ -852,7 +852,7 @@ impl Ctx<'_> {
     /// Passes `accel_info`, `accel_cells`, `accel_dilate` and `accel_sun`.
     fn build_accel(&self, g: &mut [Option<GridState>]) -> Accel {
         let mut acc = Accel {
-            slots: (0..MAX_ATTRIBUTES).map(|_| None).collect(),
+            channels: (0..MAX_ATTRIBUTES).map(|_| None).collect(),
             shadow_ref: None,
             sun_cells: None,
             sun: Vec::new(),
@@ -864,14 +864,14 @@ impl Ctx<'_> {
             let Some(CellLayout { org, shift, dims }) = layout[a] else {
                 continue;
             };
-            let mut sa = SlotAccel {
+            let mut sa = ChannelAccel {
                 org,
                 shift,
                 dims,
                 cells: self.accel_cells(a, gs, org, shift, dims),
             };
             self.accel_dilate(a, &mut sa);
-            acc.slots[a] = Some(sa);
+            acc.channels[a] = Some(sa);
         }
         if let Some(r) = acc.shadow_ref {
             let (sun, cells) = self.accel_sun(g, &acc, r, &layout);
@@ -881,9 +881,9 @@ impl Ctx<'_> {
         acc
     }
 
-    /// `accel_info`: each shaded slot's cells over its active box, and the slot whose cells
-    /// carry the sun grid (widened to every slot's box in its index space); its index.
-    #[allow(clippy::needless_range_loop)] // slot indices address several parallel arrays
+    /// `accel_info`: each shaded channel's cells over its active box, and the channel whose cells
+    /// carry the sun grid (widened to every channel's box in its index space); its index.
+    #[allow(clippy::needless_range_loop)] // channel indices address several parallel arrays
     fn accel_info(&self, g: &[Option<GridState>]) -> (Vec<Option<CellLayout>>, Option<usize>) {
         let p = self.p;
         let on = p.mode == Mode::Shaded as u32;
@@ -896,7 +896,7 @@ impl Ctx<'_> {
         let shadow_ref = (0..MAX_ATTRIBUTES).find(|&a| {
             layout[a].is_some() && p.attrs[a].shadow != 0 && p.flags & FLAG_SHADOWS != 0
         });
-        // The sun grid lives on the reference slot's cells: widened to every slot's box in
+        // The sun grid lives on the reference channel's cells: widened to every channel's box in
         // its index space (accel.wgsl's `accel_info`).
         if let Some(r) = shadow_ref
             && let Some(gr) = &g[r]
@@ -989,7 +989,7 @@ impl Ctx<'_> {
     }
 
     /// `accel_dilate`: each cell's largest extinction over its 27 neighbours' value range.
-    fn accel_dilate(&self, a: usize, sa: &mut SlotAccel) {
+    fn accel_dilate(&self, a: usize, sa: &mut ChannelAccel) {
         let p = self.p;
         let dims = sa.dims;
         let mut wmax = vec![0.0f32; sa.cells.len()];
@@ -1017,9 +1017,9 @@ impl Ctx<'_> {
         }
     }
 
-    /// `accel_sun`: the sun's transmittance at each sun cell's centre on reference slot
-    /// `r`'s cells (1 where no scattering slot can be seen and off the grid's faces).
-    #[allow(clippy::needless_range_loop)] // slot indices address several parallel arrays
+    /// `accel_sun`: the sun's transmittance at each sun cell's centre on reference channel
+    /// `r`'s cells (1 where no scattering channel can be seen and off the grid's faces).
+    #[allow(clippy::needless_range_loop)] // channel indices address several parallel arrays
     fn accel_sun(
         &self,
         g: &[Option<GridState>],
@@ -1028,11 +1028,11 @@ impl Ctx<'_> {
         layout: &[Option<CellLayout>],
     ) -> (Vec<f32>, SunCells) {
         let p = self.p;
-        let gr = g[r].as_ref().expect("the reference slot has a grid");
+        let gr = g[r].as_ref().expect("the reference channel has a grid");
         let column = |k: usize| Vec3::new(gr.mat[0][k], gr.mat[1][k], gr.mat[2][k]).length();
         let edges = Vec3::new(column(0), column(1), column(2));
         let si = SunCells::over(
-            layout[r].as_ref().expect("the reference slot has cells"),
+            layout[r].as_ref().expect("the reference channel has cells"),
             edges,
         );
         let size = si.size();
@@ -1049,11 +1049,11 @@ impl Ctx<'_> {
                 (si.org[2] + c[2] as i32) as f32 + 0.5,
             ) * size;
             let w0 = gr.to_world(centre);
-            // `sun_needed`: faces of the grid, and cells where a scattering slot can be
+            // `sun_needed`: faces of the grid, and cells where a scattering channel can be
             // visible.
             let face = (0..3).any(|k| c[k] == 0 || c[k] + 1 == d[k]);
             let visible = (0..MAX_ATTRIBUTES).any(|b| {
-                let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
+                let (Some(sb), Some(gb)) = (&acc.channels[b], &g[b]) else {
                     return false;
                 };
                 if p.attrs[b].kind != KIND_SCATTER {
@@ -1074,7 +1074,7 @@ impl Ctx<'_> {
                 let q = w0 + l * ((k as f32 + 0.5) * h);
                 let mut inside = false;
                 for b in 0..MAX_ATTRIBUTES {
-                    let (Some(sb), Some(gb)) = (&acc.slots[b], &g[b]) else {
+                    let (Some(sb), Some(gb)) = (&acc.channels[b], &g[b]) else {
                         continue;
                     };
                     if p.attrs[b].shadow == 0 {
@@ -1105,7 +1105,7 @@ impl Ctx<'_> {
     }
 }
 
-/// Renders `view` at `width` × `height` on the CPU from parsed grids (slot `i` styles
+/// Renders `view` at `width` × `height` on the CPU from parsed grids (channel `i` styles
 /// `grids[i]`), marching with fixed steps whatever `view.settings.hdda` says. Grids of types
 /// the shader does not decode are left out, as on the GPU.
 /// Grids may be larger than 4 GiB (the parser's offsets are 64-bit), as the shaders' are.

@@ -22,6 +22,7 @@ use bytemuck::{Pod, Zeroable};
 use super::RenderError;
 use super::layouts::{storage_entry, texture_entry};
 use super::scoped::create_scoped;
+use super::shader::denoise_source;
 
 /// The filter's knobs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -269,9 +270,7 @@ impl Denoiser {
         });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("supercell denoise"),
-            source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(include_str!(
-                "../../shaders/denoise.wgsl"
-            ))),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(denoise_source())),
         });
         let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("supercell denoise"),
@@ -478,32 +477,6 @@ impl Denoiser {
     }
 }
 
-/// Reads `len` bytes of `buffer` back (waits for the GPU).
-pub(super) fn read_buffer(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    buffer: &wgpu::Buffer,
-    len: u64,
-) -> Result<Vec<u8>, RenderError> {
-    let read = create_scoped(
-        device,
-        || format!("creating a read-back buffer of {len} bytes"),
-        || {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("supercell denoise readback"),
-                size: len,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        },
-    )?;
-    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-    enc.copy_buffer_to_buffer(buffer, 0, &read, 0, len);
-    let idx = queue.submit([enc.finish()]);
-    crate::device::map_read(device, &read, 0..len, Some(idx), None)
-        .map_err(|e| RenderError::Gpu(e.to_string()))
-}
-
 /// The GPU filter on given sums (as [`denoise_cpu`] takes them): uploads them, filters and
 /// reads the result back.
 #[allow(clippy::too_many_arguments)]
@@ -552,12 +525,9 @@ pub fn denoise_gpu(
         },
     )?;
     queue.submit([enc.finish()]);
-    let bytes = read_buffer(
-        device,
-        queue,
-        d.result().expect("encoded"),
-        pixels as u64 * 16,
-    )?;
+    let result = d.result().expect("encoded");
+    let bytes = crate::device::read_buffer(device, queue, result, 0, pixels as u64 * 16)
+        .map_err(|e| RenderError::Gpu(e.to_string()))?;
     Ok(bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&bytes))
 }
 
@@ -567,31 +537,15 @@ mod tests {
 
     #[test]
     fn the_denoise_shader_parses_and_validates() {
-        let src = include_str!("../../shaders/denoise.wgsl");
-        let module = naga::front::wgsl::parse_str(src)
-            .unwrap_or_else(|e| panic!("{}", e.emit_to_string(src)));
+        let src = denoise_source();
+        let module = naga::front::wgsl::parse_str(&src)
+            .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
         naga::valid::Validator::new(
             naga::valid::ValidationFlags::all(),
             naga::valid::Capabilities::default(),
         )
         .validate(&module)
-        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(src)));
-    }
-
-    /// The text of WGSL function `name` in `src`, up to its closing brace at column 0.
-    fn wgsl_fn<'a>(src: &'a str, name: &str) -> &'a str {
-        let start = src.find(&format!("fn {name}(")).expect(name);
-        let end = start + src[start..].find("\n}\n").expect("end");
-        &src[start..end]
-    }
-
-    #[test]
-    fn the_tone_mapping_is_the_path_tracers() {
-        let d = include_str!("../../shaders/denoise.wgsl");
-        let p = include_str!("../../shaders/path.wgsl");
-        for f in ["path_aces", "path_srgb"] {
-            assert_eq!(wgsl_fn(d, f), wgsl_fn(p, f), "{f}");
-        }
+        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
     }
 
     /// A flat image with noise of a known variance per sample (deterministic).

@@ -1,5 +1,5 @@
 //! The renderer's bind group and pipeline layouts and its ray-march and acceleration
-//! pipelines, built per frame shape (moved out of `gpu.rs`, which holds the renderer).
+//! pipelines, built per frame shape (`binding.rs` holds the layouts, `march.rs` the pipelines).
 
 use std::borrow::Cow;
 

@@ -13,11 +13,16 @@
 //!   address every grid by 32-bit word through one accessor, so a grid may run over several
 //!   parts and be up to 16 GiB.
 //! - [`View`]: [`Camera`] (orbit, pan, zoom, fit; perspective or orthographic), one
-//!   [`AttributeView`] per grid slot ([`TransferFunction`]: colormap, opacity curve, value
+//!   [`AttributeView`] per attribute channel ([`TransferFunction`]: colormap, opacity curve, value
 //!   range, scattering or emissive), and [`RenderSettings`] (mode, lighting, steps).
 //! - [`Renderer::sample_points`]: a frame's grid values at world positions (the player's
 //!   probes, slices and line plots), read with the march's accessor and interpolation.
 //! - [`render_cpu`]: the reference, for tests.
+//!
+//! Words: an attribute *channel* is one of the [`MAX_ATTRIBUTES`] grids a frame binds
+//! (grid i of a frame, styled by attribute view i); a *slot* is a frame-ring slot, the
+//! memory a frame lies in (its [`SlotPart`]s); the *path tracer* (`path_tracer.rs`) is
+//! [`Mode::Path`]'s technique, never "the path", which elsewhere means a frame path.
 //!
 //! The march: rays are clipped to each grid's index bbox, then sampled on a fixed lattice
 //! `t = (k + jitter)·dt`. At every sample the accessor walks root → upper → lower → leaf
@@ -28,20 +33,24 @@
 //! shaded mode; any constant in MIP and isosurface modes). Skipped samples are exactly those
 //! that would have added nothing, so the image equals the fixed-step march.
 
+mod binding;
 mod camera;
 mod config;
 mod context;
 mod cpu;
 mod denoise;
-mod gpu;
 mod image;
 mod layouts;
+mod march;
 mod params;
 mod parts;
-mod path;
+mod path_tracer;
+mod points;
 mod range;
+mod renderer;
 mod scoped;
 mod shader;
+mod timing;
 mod transfer;
 
 #[cfg(test)]
@@ -56,8 +65,8 @@ pub use cpu::{MarchWork, render_cpu, render_cpu_counted};
 pub use denoise::{
     DenoiseParams, MAX_LEVELS as DENOISE_MAX_LEVELS, denoise_cpu, denoise_gpu, luminance,
 };
-pub use gpu::{FrameTiming, HDR_FORMAT, LDR_FORMAT, PointSample, Renderer};
 pub use image::{Image, ImageDiff, aces, rel_mse, srgb_encode};
+pub use layouts::{HDR_FORMAT, LDR_FORMAT};
 pub use params::{
     AttributeView, GpuAttr, GpuGrid, GpuParams, InvalidSetting, Limits, MAX_ATTRIBUTES, MAX_PARTS,
     Mode, PARTS_LIMIT, RenderSettings, View, limits, smallest_voxel_edge,
@@ -66,13 +75,16 @@ pub use parts::{
     FrameCapacity, GridInParts, GridSlice, STORAGE_BUFFERS_PER_STAGE, SlotPart, parts_of_buffers,
     parts_spanned, try_upload_parts, try_upload_slot, upload_slot,
 };
-pub use path::{PathKnobs, PathStats, PathUniform, RR_DEPTH, SKIP_LEVELS_MAX};
+pub use path_tracer::{PathKnobs, PathStats, PathUniform, RR_DEPTH, SKIP_LEVELS_MAX};
+pub use points::PointSample;
 pub use range::shown as shown_value;
+pub use renderer::Renderer;
 pub use scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 pub use shader::{
     ACCEL_CELLS, DEFAULT_PART_BYTES, MAX_ROOT_TILES, MIN_PART_BYTES, SUPPORTED_TYPES, ShaderConfig,
     ShaderPart, prelude, shader_source, shader_source_of,
 };
+pub use timing::FrameTiming;
 pub use transfer::{Albedo, Colormap, MediumKind, TF_SIZE, TransferFunction, sample_table};
 
 /// What can go wrong while rendering.

@@ -107,7 +107,7 @@ pub struct RenderSettings {
     pub jitter: bool,
     /// Seed of the jitter (vary it per frame for temporal accumulation).
     pub frame_seed: u32,
-    /// Isosurface mode: attribute slot and value.
+    /// Isosurface mode: attribute channel and value.
     pub iso_attribute: usize,
     /// Isosurface value.
     pub iso_value: f32,
@@ -214,7 +214,7 @@ pub mod limits {
     pub const GROUND_SPACING: Limits = Limits::at_least(0.0);
     /// `ground_albedo`: 0..1.
     pub const GROUND_ALBEDO: Limits = Limits::between(0.0, 1.0);
-    /// `iso_attribute`: an attribute slot.
+    /// `iso_attribute`: an attribute channel.
     pub const ISO_ATTRIBUTE: Limits = Limits::between(0.0, (MAX_ATTRIBUTES - 1) as f64);
     /// `iso_value`: any finite value.
     pub const ISO_VALUE: Limits = Limits::FINITE;
@@ -388,7 +388,7 @@ impl RenderSettings {
     }
 }
 
-/// One attribute slot of a view: its transfer function and switch.
+/// One attribute channel of a view: its transfer function and switch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttributeView {
     /// Shown or not.
@@ -402,7 +402,7 @@ pub struct AttributeView {
 pub struct View {
     /// The camera.
     pub camera: Camera,
-    /// Attribute slot `i` styles grid `i` of the bound frame.
+    /// Attribute channel `i` styles grid `i` of the bound frame.
     pub attributes: Vec<Option<AttributeView>>,
     /// Settings.
     pub settings: RenderSettings,
@@ -622,7 +622,7 @@ pub struct GpuAttr {
     pub shadow: u32,
 }
 
-/// Where one attribute slot's grid lies in the bound parts (WGSL `GridBase`).
+/// Where one attribute channel's grid lies in the bound parts (WGSL `GridBase`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct GpuGrid {
@@ -694,7 +694,7 @@ pub struct GpuParams {
     pub t_cutoff: f32,
     /// Iso value.
     pub iso_value: f32,
-    /// Iso attribute slot.
+    /// Iso attribute channel.
     pub iso_attr: u32,
     /// Most steps of a sun-grid march.
     pub shadow_steps: u32,
@@ -710,9 +710,9 @@ pub struct GpuParams {
     pub pixel_angle: f32,
     /// Longest adaptive step, in base steps.
     pub max_step_scale: u32,
-    /// Attribute slots.
+    /// Attribute channels.
     pub attrs: [GpuAttr; MAX_ATTRIBUTES],
-    /// Where each slot's grid lies in the bound parts.
+    /// Where each channel's grid lies in the bound parts.
     pub grids: [GpuGrid; MAX_ATTRIBUTES],
 }
 

@@ -162,7 +162,7 @@ pub(super) struct BoundParts {
     /// Indices of the given parts to bind, ascending: the union of the parts each grid spans
     /// (each grid's parts stay consecutive in it).
     pub(super) parts: Vec<usize>,
-    /// Each slot's grid, its part index counted in [`parts`](Self::parts).
+    /// Each attribute channel's grid, its part index counted in [`parts`](Self::parts).
     pub(super) bases: [GpuGrid; MAX_ATTRIBUTES],
 }
 
@@ -343,6 +343,99 @@ pub(super) fn locate_grids(
         parts: bound,
         bases,
     })
+}
+
+/// The parts and grid locations that bind `grids` (slices of caller buffers, as
+/// [`Renderer::set_grids`] takes them): each distinct buffer as consecutive parts of
+/// `part_bytes` over the range its grids span, or, where that takes more parts (grids far
+/// apart in a large buffer), each grid as its own run of parts; at most `max_parts` parts.
+/// Offsets are rounded down to `align`.
+pub(super) fn parts_of_slices<'a>(
+    grids: &[Option<GridSlice<'a>>],
+    part_bytes: u64,
+    align: u64,
+    max_parts: usize,
+) -> Result<(Vec<SlotPart<'a>>, Vec<Option<GridInParts>>), RenderError> {
+    // Each grid's buffer and byte range.
+    let mut ranges: Vec<Option<(&wgpu::Buffer, u64, u64)>> = Vec::new();
+    for (i, g) in grids.iter().enumerate() {
+        let Some(g) = g else {
+            ranges.push(None);
+            continue;
+        };
+        let end = g
+            .offset
+            .checked_add(g.size.div_ceil(4) * 4)
+            .filter(|&end| end <= g.buffer.size() && g.size > 0)
+            .ok_or_else(|| {
+                RenderError::Usage(format!(
+                    "grid {i} (bytes {}..{}) lies outside its {}-byte buffer or is empty",
+                    g.offset,
+                    g.offset.saturating_add(g.size),
+                    g.buffer.size()
+                ))
+            })?;
+        ranges.push(Some((g.buffer, g.offset - g.offset % align, end)));
+    }
+    // Runs of parts: grids of one buffer, in offset order, share a run while that takes
+    // no more parts than giving the next one a run of its own (grids close together
+    // share parts, usually one; grids far apart in a large buffer get their own).
+    let parts_of = |lo: u64, hi: u64| (hi - lo).div_ceil(part_bytes);
+    let mut order: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].is_some()).collect();
+    order.sort_by_key(|&i| ranges[i].map(|r| r.1));
+    let mut runs: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
+    let mut run_of: Vec<Option<usize>> = vec![None; ranges.len()];
+    for &i in &order {
+        let Some((buffer, lo, hi)) = ranges[i] else {
+            continue;
+        };
+        let joined = runs.iter().rposition(|r| {
+            r.0 == buffer && parts_of(r.1, r.2.max(hi)) <= parts_of(r.1, r.2) + parts_of(lo, hi)
+        });
+        run_of[i] = Some(match joined {
+            Some(k) => {
+                runs[k].2 = runs[k].2.max(hi);
+                k
+            }
+            None => {
+                runs.push((buffer, lo, hi));
+                runs.len() - 1
+            }
+        });
+    }
+    let mut parts = Vec::new();
+    let mut first_part = Vec::new();
+    for &(buffer, lo, hi) in &runs {
+        first_part.push(parts.len());
+        let mut at = lo;
+        while at < hi {
+            let size = part_bytes.min(hi - at);
+            parts.push(SlotPart {
+                buffer,
+                offset: at,
+                size,
+            });
+            at += size;
+        }
+    }
+    if parts.len() > max_parts {
+        return Err(RenderError::Usage(format!(
+            "the grids span {} parts of {part_bytes} bytes; a frame binds at most \
+             {max_parts} on this device",
+            parts.len(),
+        )));
+    }
+    let located = grids
+        .iter()
+        .zip(&run_of)
+        .map(|(g, k)| {
+            let (g, k) = (g.as_ref()?, (*k)?);
+            let mut at = GridInParts::locate(g.offset - runs[k].1, g.size, part_bytes);
+            at.part += first_part[k];
+            Some(at)
+        })
+        .collect();
+    Ok((parts, located))
 }
 
 /// Uploads bytes (a frame's slot image) into a new storage buffer, for callers without a

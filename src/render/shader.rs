@@ -18,7 +18,7 @@ use super::transfer::TF_SIZE;
 /// buffer size). 32768 root tiles span 32 × 32 × 32 regions of 4096³ voxels.
 pub const MAX_ROOT_TILES: u32 = 1 << 15;
 
-/// Cells of one slot's acceleration grid at most (16 bytes each). A grid whose bbox would
+/// Cells of one channel's acceleration grid at most (16 bytes each). A grid whose bbox would
 /// need more at 8³ voxels per cell gets larger cells. 2²¹ cells hold a 1024 × 1024 × 512
 /// voxel bbox at 8³.
 pub const ACCEL_CELLS: u32 = 1 << 21;
@@ -53,13 +53,13 @@ pub const MIN_PART_BYTES: u64 = 1 << 16;
 /// What one build of the shaders is specialised for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ShaderConfig {
-    /// Acceleration cells per slot at most.
+    /// Acceleration cells per channel at most.
     pub accel_cells: u32,
     /// Bytes of one part: a power of two from [`MIN_PART_BYTES`] to [`DEFAULT_PART_BYTES`].
     pub part_bytes: u64,
-    /// Attribute slots the passes walk (1 to [`MAX_ATTRIBUTES`]; slots from here on are
+    /// Attribute channels the passes walk (1 to [`MAX_ATTRIBUTES`]; channels from here on are
     /// not read).
-    pub attr_slots: u32,
+    pub attr_channels: u32,
     /// Parts the accessor reads (1 to [`PARTS_LIMIT`]; parts from here on are not read).
     pub parts: u32,
 }
@@ -77,12 +77,12 @@ impl ShaderConfig {
 pub const PART_BINDING: u32 = 4;
 
 impl Default for ShaderConfig {
-    /// Every slot and part, [`ACCEL_CELLS`] and [`DEFAULT_PART_BYTES`].
+    /// Every channel and part, [`ACCEL_CELLS`] and [`DEFAULT_PART_BYTES`].
     fn default() -> Self {
         ShaderConfig {
             accel_cells: ACCEL_CELLS,
             part_bytes: DEFAULT_PART_BYTES,
-            attr_slots: MAX_ATTRIBUTES as u32,
+            attr_channels: MAX_ATTRIBUTES as u32,
             parts: MAX_PARTS as u32,
         }
     }
@@ -131,9 +131,9 @@ fn word_offsets() -> Vec<(&'static str, u32)> {
 fn prelude_with(cfg: &ShaderConfig) -> String {
     let (accel_cells, part_bytes) = (cfg.accel_cells, cfg.part_bytes);
     assert!(
-        (1..=MAX_ATTRIBUTES as u32).contains(&cfg.attr_slots)
+        (1..=MAX_ATTRIBUTES as u32).contains(&cfg.attr_channels)
             && (1..=PARTS_LIMIT as u32).contains(&cfg.parts),
-        "{cfg:?}: slots and parts out of range"
+        "{cfg:?}: channels and parts out of range"
     );
     assert!(
         part_bytes.is_power_of_two() && (MIN_PART_BYTES..=DEFAULT_PART_BYTES).contains(&part_bytes),
@@ -218,7 +218,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
     c("SCAN_SHIFT_MAX", SCAN_SHIFT_MAX);
     c("DECLARED_PARTS", cfg.declared_parts());
     c("PART_SHIFT_WORDS", (part_bytes / 4).trailing_zeros());
-    c("ATTR_SLOTS", cfg.attr_slots);
+    c("ATTR_CHANNELS", cfg.attr_channels);
     c("USED_PARTS", cfg.parts);
     for (name, value) in uniform_constants() {
         c(name, value);
@@ -226,7 +226,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
     s
 }
 
-/// The constants of the uniform block's encoding ([`super::GpuParams`]): attribute slots,
+/// The constants of the uniform block's encoding ([`super::GpuParams`]): attribute channels,
 /// mode numbers, flag bits and medium kinds, under their WGSL names.
 fn uniform_constants() -> [(&'static str, u32); 12] {
     [
@@ -280,7 +280,20 @@ pub fn shader_source_of(part: ShaderPart, cfg: &ShaderConfig) -> String {
         ShaderPart::Path => include_str!("../../shaders/path.wgsl"),
         ShaderPart::Points => include_str!("../../shaders/points.wgsl"),
     });
+    if matches!(part, ShaderPart::March | ShaderPart::Path) {
+        s.push('\n');
+        s.push_str(TONE_MAP);
+    }
     s
+}
+
+/// The tone map of every pass that writes the 8-bit image (`shaders/tonemap.wgsl`):
+/// appended to the march's, the path tracer's and the denoiser's modules.
+const TONE_MAP: &str = include_str!("../../shaders/tonemap.wgsl");
+
+/// The denoiser's complete WGSL module (`shaders/denoise.wgsl` and the tone map).
+pub(super) fn denoise_source() -> String {
+    format!("{}\n{TONE_MAP}", include_str!("../../shaders/denoise.wgsl"))
 }
 
 /// `common` with its part bindings written out: `declared` parts `p0`.. from binding
@@ -394,6 +407,32 @@ mod tests {
     }
 
     #[test]
+    fn the_tone_map_is_written_once_and_every_pass_that_writes_the_image_has_it() {
+        let files = [
+            ("common.wgsl", include_str!("../../shaders/common.wgsl")),
+            ("march.wgsl", include_str!("../../shaders/march.wgsl")),
+            ("accel.wgsl", include_str!("../../shaders/accel.wgsl")),
+            ("path.wgsl", include_str!("../../shaders/path.wgsl")),
+            ("points.wgsl", include_str!("../../shaders/points.wgsl")),
+            ("denoise.wgsl", include_str!("../../shaders/denoise.wgsl")),
+        ];
+        // ACES's and sRGB's constants appear in tonemap.wgsl only.
+        for (file, text) in files {
+            for constant in ["2.51", "0.0031308", "12.92"] {
+                assert!(!text.contains(constant), "{file} has a tone map of its own");
+            }
+        }
+        let cfg = ShaderConfig::default();
+        for (what, src) in [
+            ("march", shader_source_of(ShaderPart::March, &cfg)),
+            ("path", shader_source_of(ShaderPart::Path, &cfg)),
+            ("denoise", denoise_source()),
+        ] {
+            assert_eq!(src.matches("fn tone_map(").count(), 1, "{what}");
+        }
+    }
+
+    #[test]
     fn common_declares_and_reads_every_part() {
         for parts in [1, 8, 9, 16, 64] {
             let cfg = ShaderConfig {
@@ -445,7 +484,7 @@ mod tests {
                     ShaderPart::March,
                     &ShaderConfig {
                         part_bytes: MIN_PART_BYTES,
-                        attr_slots: 4,
+                        attr_channels: 4,
                         parts: 1,
                         ..Default::default()
                     },

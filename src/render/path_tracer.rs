@@ -18,6 +18,10 @@
 //! acceleration cells, which the renderer builds for shaded views, split in 2 per axis where
 //! they fit), each bounding the extinction of every trilinear sample based in it.
 //! [`PathStats`] counts where a sample's work goes.
+//!
+//! The tracer owns its accumulation and the denoiser that filters it ([`super::denoise`]):
+//! a render shows the accumulated mean raw or denoised, and the accumulation can be shown
+//! again, read back or restarted.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -25,6 +29,8 @@ use std::collections::HashMap;
 use bytemuck::{Pod, Zeroable};
 
 use super::RenderError;
+use super::binding::Targets;
+use super::denoise::{DenoiseInput, DenoiseParams, Denoiser};
 use super::params::{GpuParams, MAX_ATTRIBUTES, RenderSettings, limits};
 use super::scoped::create_scoped;
 use super::shader::{ShaderConfig, ShaderPart, shader_source_of};
@@ -70,8 +76,8 @@ pub struct PathUniform {
 /// each is a [`RenderConfig`](super::RenderConfig) field, set at the edge (docs/SETTINGS.md):
 /// - `carry_depth` (default on): one exponential draw per tentative collision, its optical
 ///   depth used up across segments; off: a fresh draw per segment;
-/// - `cache_cells` (default off): each slot keeps its majorant cell until the ray leaves it,
-///   so a segment looks up only the slots whose cell ended (grids on one lattice, as the
+/// - `cache_cells` (default off): each channel keeps its majorant cell until the ray leaves it,
+///   so a segment looks up only the channels whose cell ended (grids on one lattice, as the
 ///   storm's attributes, end their cells together: nothing to gain there);
 /// - `always_count`: the work counters compiled into every dispatch, as they were before
 ///   they were compiled out when not counting (only added up when counting);
@@ -86,7 +92,7 @@ pub struct PathUniform {
 pub struct PathKnobs {
     /// Optical depth carried across majorant segments (`CARRY_DEPTH`).
     pub carry_depth: bool,
-    /// Each slot keeps its majorant cell until the ray leaves it (`CACHE_CELLS`).
+    /// Each channel keeps its majorant cell until the ray leaves it (`CACHE_CELLS`).
     pub cache_cells: bool,
     /// The counting pipeline for every dispatch (`COUNT_WORK` always on).
     pub always_count: bool,
@@ -99,12 +105,12 @@ pub struct PathKnobs {
 pub const SKIP_LEVELS_MAX: u32 = 2;
 
 /// Words of the path majorant buffer (WGSL `pmaj`) for `cells` acceleration cells per
-/// slot: every slot's majorant cells, then its empty-space levels (level l: up to
-/// `cells / 16^l` per slot; path.wgsl's `skip_base`).
+/// channel: every channel's majorant cells, then its empty-space levels (level l: up to
+/// `cells / 16^l` per channel; path.wgsl's `skip_base`).
 fn majorant_words(cells: u32) -> u64 {
-    let slots = MAX_ATTRIBUTES as u64;
+    let channels = MAX_ATTRIBUTES as u64;
     let cells = u64::from(cells);
-    slots * (cells + (1..=SKIP_LEVELS_MAX).map(|l| cells >> (4 * l)).sum::<u64>())
+    channels * (cells + (1..=SKIP_LEVELS_MAX).map(|l| cells >> (4 * l)).sum::<u64>())
 }
 
 impl Default for PathKnobs {
@@ -175,8 +181,8 @@ pub struct PathStats {
     /// 0.01 %): values the majorants missed, which the estimators then treat as a real
     /// collision (path rays) or clamp (shadow rays). 0 when the majorants are right.
     pub over_majorant: u64,
-    /// Majorant cells looked up, per attribute slot (a segment looks up only the slots
-    /// whose cell ended where [`PathKnobs::cache_cells`] is on, every slot the ray is in
+    /// Majorant cells looked up, per attribute channel (a segment looks up only the channels
+    /// whose cell ended where [`PathKnobs::cache_cells`] is on, every channel the ray is in
     /// where it is off).
     pub cell_lookups: u64,
 }
@@ -229,7 +235,7 @@ impl PathStats {
 }
 
 /// What the path pass needs of the renderer for one dispatch.
-pub(super) struct PathPass<'a> {
+pub(super) struct TracePass<'a> {
     pub device: &'a wgpu::Device,
     pub queue: &'a wgpu::Queue,
     /// The march's bind group layout and bind group (group 0).
@@ -248,7 +254,7 @@ pub(super) struct PathPass<'a> {
     pub settings: &'a RenderSettings,
     pub timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'a>>,
     /// The acceleration passes' indirect dispatch sizes: the majorant pass runs as
-    /// `accel_cells` does (at byte 0: a thread per acceleration cell, z = slot).
+    /// `accel_cells` does (at byte 0: a thread per acceleration cell, z = channel).
     pub accel_args: &'a wgpu::Buffer,
 }
 
@@ -258,8 +264,8 @@ pub(super) struct PathTracer {
     /// Per shader configuration and whether it counts work: the path kernel and the
     /// majorant pass.
     pipelines: HashMap<(ShaderConfig, bool), (wgpu::ComputePipeline, wgpu::ComputePipeline)>,
-    /// The path majorants (WGSL `pmaj`: one f32 per slot and acceleration cell), for
-    /// `accel_cells` cells per slot.
+    /// The path majorants (WGSL `pmaj`: one f32 per channel and acceleration cell), for
+    /// `accel_cells` cells per channel.
     majorants: Option<(wgpu::Buffer, u32)>,
     /// The `accel_generation` the majorants were built from (None: not built).
     majorants_from: Option<u64>,
@@ -281,6 +287,14 @@ pub(super) struct PathTracer {
     per_dispatch: u32,
     /// The kernel's speed knobs ([`RenderConfig::path_knobs`]).
     knobs: PathKnobs,
+    /// Whether renders show the denoised mean.
+    denoise_on: bool,
+    /// The denoiser (made when first used) and the knobs it starts with
+    /// ([`RenderConfig::denoise`]).
+    denoiser: Option<Denoiser>,
+    denoise_params: DenoiseParams,
+    /// The exposure of the last render (what [`show`](Self::show) tone maps with).
+    exposure: f32,
 }
 
 /// What the accumulation depends on: the frame, the uniforms (less exposure and the jitter
@@ -315,6 +329,7 @@ impl PathTracer {
         knobs: PathKnobs,
         qmc_dims: u32,
         per_dispatch: u32,
+        denoise_params: DenoiseParams,
     ) -> PathTracer {
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
@@ -377,6 +392,10 @@ impl PathTracer {
             qmc_dims,
             per_dispatch,
             knobs,
+            denoise_on: false,
+            denoiser: None,
+            denoise_params,
+            exposure: 1.0,
         }
     }
 
@@ -412,21 +431,110 @@ impl PathTracer {
         queue: &wgpu::Queue,
     ) -> Result<PathStats, RenderError> {
         let len = (STAT_COUNT * 8) as u64;
-        let read = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("supercell path stats readback"),
-            size: len,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
-        enc.copy_buffer_to_buffer(&self.stats, 0, &read, 0, len);
-        let idx = queue.submit([enc.finish()]);
-        let bytes = crate::device::map_read(device, &read, 0..len, Some(idx), None)
+        let bytes = crate::device::read_buffer(device, queue, &self.stats, 0, len)
             .map_err(|e| RenderError::Gpu(e.to_string()))?;
         Ok(PathStats::from_words(&bytemuck::pod_collect_to_vec::<
             u8,
             u32,
         >(&bytes)))
+    }
+
+    /// Whether renders show the denoised mean (`shaders/denoise.wgsl`) instead of the
+    /// accumulated mean itself (the accumulation is the same either way).
+    pub(super) fn set_denoise(&mut self, on: bool) {
+        self.denoise_on = on;
+    }
+
+    /// Whether renders show the denoised mean.
+    pub(super) fn denoise_on(&self) -> bool {
+        self.denoise_on
+    }
+
+    /// The denoiser, made on first use.
+    fn denoiser(&mut self, device: &wgpu::Device) -> &mut Denoiser {
+        let params = self.denoise_params;
+        self.denoiser
+            .get_or_insert_with(|| Denoiser::new(device, params))
+    }
+
+    /// The denoiser's knobs (what the next filtering uses).
+    pub(super) fn denoise_params(&mut self, device: &wgpu::Device) -> DenoiseParams {
+        self.denoiser(device).params()
+    }
+
+    /// Records the denoiser on the current accumulation into `encoder`, writing the output
+    /// images `targets` filtered (`filtered`) or as the unfiltered mean (no levels).
+    pub(super) fn encode_denoise(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        encoder: &mut wgpu::CommandEncoder,
+        targets: Option<&Targets>,
+        filtered: bool,
+    ) -> Result<(), RenderError> {
+        let (t, sums, sums_sq) = self.accumulation(targets)?;
+        let (sums, sums_sq) = (sums.clone(), sums_sq.clone());
+        let (samples, exposure) = (self.samples, self.exposure);
+        let denoiser = self.denoiser(device);
+        let saved = denoiser.params();
+        if !filtered {
+            denoiser.set_params(DenoiseParams { levels: 0, ..saved });
+        }
+        let r = denoiser.encode(
+            device,
+            queue,
+            encoder,
+            DenoiseInput {
+                sums: &sums,
+                sums_sq: &sums_sq,
+                samples,
+                width: t.width,
+                height: t.height,
+                exposure,
+                targets: Some((&t.ldr_view, &t.hdr_view)),
+            },
+        );
+        denoiser.set_params(saved);
+        r
+    }
+
+    /// The accumulation read back (waits for the GPU): per pixel the sum of the samples'
+    /// RGB radiance and coverage, and the sum of their squared luminance.
+    pub(super) fn read_sums(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        targets: Option<&Targets>,
+    ) -> Result<(Vec<[f32; 4]>, Vec<f32>), RenderError> {
+        let (t, sums, sums_sq) = self.accumulation(targets)?;
+        let pixels = u64::from(t.width) * u64::from(t.height);
+        let read = |b, bytes| {
+            crate::device::read_buffer(device, queue, b, 0, bytes)
+                .map_err(|e| RenderError::Gpu(e.to_string()))
+        };
+        let s = read(sums, pixels * 16)?;
+        let q = read(sums_sq, pixels * 4)?;
+        Ok((
+            bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&s),
+            bytemuck::pod_collect_to_vec::<u8, f32>(&q),
+        ))
+    }
+
+    /// The output images and the accumulation's two buffers (sums of radiance and coverage,
+    /// sums of squared luminance), when something of the images' size has been path traced.
+    fn accumulation<'s, 't>(
+        &'s self,
+        targets: Option<&'t Targets>,
+    ) -> Result<(&'t Targets, &'s wgpu::Buffer, &'s wgpu::Buffer), RenderError> {
+        let (Some(t), Some((sums, sums_sq))) = (targets, self.sums()) else {
+            return Err(RenderError::Usage("nothing path traced yet".into()));
+        };
+        if sums.size() != u64::from(t.width) * u64::from(t.height) * 16 {
+            return Err(RenderError::Usage(
+                "the accumulation is not of the output images' size: path trace first".into(),
+            ));
+        }
+        Ok((t, sums, sums_sq))
     }
 
     /// Samples per pixel accumulated so far.
@@ -547,7 +655,7 @@ impl PathTracer {
     /// key.
     fn ensure_pipeline(
         &mut self,
-        pass: &PathPass<'_>,
+        pass: &TracePass<'_>,
     ) -> Result<(ShaderConfig, bool), RenderError> {
         let pipeline_key = (pass.config, self.stats_on);
         if !self.pipelines.contains_key(&pipeline_key) {
@@ -590,11 +698,30 @@ impl PathTracer {
         Ok(pipeline_key)
     }
 
-    /// Records one dispatch into `encoder`; returns the samples per pixel it adds.
-    pub(super) fn encode(
+    /// Records a render into `encoder`: the samples `pass` adds to the accumulation, and
+    /// where denoising is on, the denoised mean over the output images `targets` (the
+    /// bound group 0's); returns the samples per pixel added.
+    pub(super) fn render(
         &mut self,
         encoder: &mut wgpu::CommandEncoder,
-        pass: PathPass<'_>,
+        pass: TracePass<'_>,
+        targets: &Targets,
+    ) -> Result<u32, RenderError> {
+        let (device, queue) = (pass.device, pass.queue);
+        let exposure = pass.params.sky_horizon[3];
+        let samples = self.encode(encoder, pass)?;
+        self.exposure = exposure;
+        if self.denoise_on {
+            self.encode_denoise(device, queue, encoder, Some(targets), true)?;
+        }
+        Ok(samples)
+    }
+
+    /// Records one dispatch into `encoder`; returns the samples per pixel it adds.
+    fn encode(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        pass: TracePass<'_>,
     ) -> Result<u32, RenderError> {
         let [width, height] = pass.params.size;
         let key = key_of(pass.params, pass.tf, pass.settings, pass.frame_generation);
@@ -671,7 +798,7 @@ mod tests {
         for cfg in [
             ShaderConfig::default(),
             ShaderConfig {
-                attr_slots: 4,
+                attr_channels: 4,
                 parts: 1,
                 ..Default::default()
             },

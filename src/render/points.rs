@@ -3,17 +3,22 @@
 //! line plot shows exactly what the march samples, from frames that live only in GPU memory.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use bytemuck::Zeroable;
 
 use wgpu::util::DeviceExt;
 
-use super::*;
-use crate::render::params::RenderSettings;
-use crate::render::shader::{ShaderPart, shader_source_of};
+use super::RenderError;
+use super::binding::{FrameBinding, FrameShape};
+use super::layouts::storage_entry;
+use super::params::{GpuParams, RenderSettings};
+use super::parts::{BoundParts, GridInParts, SlotPart};
+use super::scoped::{create_scoped, take_uncaptured_error};
+use super::shader::{ShaderPart, shader_source_of};
 
-/// Points sampled per dispatch (and per read-back): 64 Ki points of every slot's two
-/// records are 8 MiB at eight slots, well inside any storage binding.
+/// Points sampled per dispatch (and per read-back): 64 Ki points of every channel's two
+/// records are 8 MiB at eight channels, well inside any storage binding.
 const POINTS_PER_PASS: usize = 1 << 16;
 
 /// Workgroup size of `sample_points`.
@@ -48,7 +53,7 @@ pub(super) struct PointSampler {
 }
 
 impl PointSampler {
-    fn new(device: &wgpu::Device) -> PointSampler {
+    pub(super) fn new(device: &wgpu::Device) -> PointSampler {
         PointSampler {
             layout: device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("supercell points"),
@@ -80,49 +85,54 @@ fn check_points(points: &[[f64; 3]]) -> Result<(), RenderError> {
     }
 }
 
-impl Renderer {
-    /// The values of a frame's grids at world positions `points` (metres, or whatever the
-    /// grids' maps use), read as the march reads a sample: the same accessor and trilinear
-    /// interpolation, in `f32`. `parts` and `grids` are as [`set_frame`](Self::set_frame)
-    /// takes them, but bind nothing: the frame the renderer draws stays bound (a probe may
-    /// read attributes that are not shown). Returns, per point, one entry per slot of
-    /// `grids`: `None` where the slot has no grid, the grid is not one the march reads, or
-    /// the position lies beyond ±10⁹ index units. Waits for the GPU.
-    pub fn sample_points(
+impl PointSampler {
+    /// The values of a frame's grids at world positions `points`, as
+    /// [`Renderer::sample_points`](super::Renderer::sample_points) describes: `parts` and
+    /// `grids` bind nothing (the frame `binding` holds stays bound). Waits for the GPU.
+    pub(super) fn sample(
         &mut self,
+        binding: &mut FrameBinding,
+        queue: &wgpu::Queue,
         parts: &[SlotPart<'_>],
         grids: &[Option<GridInParts>],
         points: &[[f64; 3]],
     ) -> Result<Vec<Vec<Option<PointSample>>>, RenderError> {
         check_points(points)?;
-        let bound = self.locate(parts, grids)?;
-        let shape = FrameShape::of(grids.len(), bound.parts.len(), self.max_parts);
-        let declared = shape.declared_parts();
-        if self.targets.is_none() {
+        let bound = binding.locate(parts, grids)?;
+        let shape = FrameShape::of(grids.len(), bound.parts.len(), binding.max_parts());
+        if binding.targets().is_none() {
             // The group-0 layout has the output images; the sampler writes neither.
-            self.ensure_targets(1, 1)?;
+            binding.ensure_targets(1, 1)?;
         }
-        self.ensure_layouts(declared)?;
-        let mut sampler = match self.points.take() {
-            Some(s) => s,
-            None => PointSampler::new(&self.device),
+        binding.ensure_layouts(shape.declared_parts())?;
+        let job = Job {
+            binding,
+            queue,
+            shape,
         };
-        let result = self.sample_with(&mut sampler, shape, parts, grids, &bound, points);
-        self.points = Some(sampler);
-        result
+        job.sample(self, parts, grids, &bound, points)
     }
+}
 
-    fn sample_with(
+/// One [`PointSampler::sample`] call's frame binding, queue and frame shape.
+struct Job<'a> {
+    binding: &'a FrameBinding,
+    queue: &'a wgpu::Queue,
+    shape: FrameShape,
+}
+
+impl Job<'_> {
+    fn sample(
         &self,
         sampler: &mut PointSampler,
-        shape: FrameShape,
         parts: &[SlotPart<'_>],
         grids: &[Option<GridInParts>],
         bound: &BoundParts,
         points: &[[f64; 3]],
     ) -> Result<Vec<Vec<Option<PointSample>>>, RenderError> {
+        let shape = self.shape;
         let declared = shape.declared_parts();
-        let group0_layout = &self.layouts[&declared].march_group;
+        let group0_layout = &self.binding.layouts(declared).march_group;
         if !sampler.pipelines.contains_key(&shape) {
             let pipeline = self.points_pipeline(&sampler.layout, group0_layout, shape)?;
             sampler.pipelines.insert(shape, pipeline);
@@ -140,9 +150,11 @@ impl Renderer {
             .iter()
             .map(|&k| (parts[k].buffer.clone(), parts[k].offset, parts[k].size))
             .collect();
-        let group0 = self.bind_group_of(group0_layout, declared, &sampler.params, &bound_parts);
+        let group0 =
+            self.binding
+                .bind_group_of(group0_layout, declared, &sampler.params, &bound_parts);
         let pipeline = &sampler.pipelines[&shape];
-        let stride = shape.attr_slots as usize;
+        let stride = shape.attr_channels as usize;
         let mut out = Vec::with_capacity(points.len());
         for chunk in points.chunks(POINTS_PER_PASS) {
             let records = self.sample_chunk(pipeline, &sampler.layout, &group0, chunk, stride)?;
@@ -164,7 +176,7 @@ impl Renderer {
     }
 
     /// Samples one chunk of points: one dispatch and one read-back of its records (two
-    /// `vec4` per point and slot after the points, see `shaders/points.wgsl`).
+    /// `vec4` per point and channel after the points, see `shaders/points.wgsl`).
     fn sample_chunk(
         &self,
         pipeline: &wgpu::ComputePipeline,
@@ -173,7 +185,7 @@ impl Renderer {
         chunk: &[[f64; 3]],
         stride: usize,
     ) -> Result<Vec<[f32; 4]>, RenderError> {
-        let device = &self.device;
+        let device = self.binding.device();
         // The header (the point count), the points, then room for the records.
         let records = chunk.len() * stride * 2;
         let mut io: Vec<[f32; 4]> = Vec::with_capacity(1 + chunk.len() + records);
@@ -232,8 +244,8 @@ impl Renderer {
         group0_layout: &wgpu::BindGroupLayout,
         shape: FrameShape,
     ) -> Result<wgpu::ComputePipeline, RenderError> {
-        let device = &self.device;
-        let config = shape.config(self.accel_cells, self.part_bytes);
+        let device = self.binding.device();
+        let config = self.binding.config_of(shape);
         create_scoped(
             device,
             || format!("building the point sampler for {config:?}"),
