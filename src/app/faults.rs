@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 
 use super::config::PathSel;
+use crate::dataset::Dataset;
 use crate::ingest::{IngestError, Source};
-use crate::scene::LoadedScene;
 
 /// Why a frame could not be shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -130,13 +130,13 @@ pub(super) type ReadBack<'a> = dyn FnMut(usize, &mut [u8]) -> Result<(), String>
 /// [`crate::format::Grid::check_header`]): `None` when all pass, else the lane and
 /// file offset of the first bad grid, where known, and what is wrong.
 pub(super) fn check_headers(
-    scene: &LoadedScene,
+    dataset: &Dataset,
     source: &Source,
     slot_len: usize,
     read_back: &mut ReadBack<'_>,
     frame: u32,
 ) -> Option<(Option<u32>, Option<u64>, String)> {
-    let f = scene.dataset.frame(frame as usize)?;
+    let f = dataset.frame(frame as usize)?;
     let mut prefix = Vec::new();
     for g in &f.grids {
         let (start, len) = (g.offset as usize, g.size as usize);

@@ -461,12 +461,16 @@ mod tests {
         plots: Some([380.0, 316.0]),
     };
 
-    /// The storm scene's camera at `t` seconds along its path, for `size`.
+    /// The storm scene's camera at `t` seconds along its camera path, for `size`.
     fn storm_camera(t: f64, size: (u32, u32)) -> Camera {
         let scene = Scene::builtin();
         let aspect = size.0 as f32 / size.1 as f32;
         let fitted = scene.camera.resolve(STORM, aspect);
-        scene.camera_path.as_ref().expect("a path").at(t, &fitted)
+        scene
+            .camera_path
+            .as_ref()
+            .expect("a camera path")
+            .at(t, &fitted)
     }
 
     #[test]
@@ -559,7 +563,7 @@ mod tests {
     /// At the show floor's screens and along the storm scene's camera path (its keys, and
     /// between them), the panels stay inside the screen, apart, and clear of the storm: of
     /// its whole box where it leaves room, else of the funnel. (The storm's box fills a
-    /// 16:9 screen at every key of its path, so it is the funnel they keep clear of there.)
+    /// 16:9 screen at every key of its camera path, so it is the funnel they keep clear of there.)
     #[test]
     fn the_storm_scene_stays_in_view_at_1080p_and_4k() {
         for (size, scale) in [

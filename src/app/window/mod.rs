@@ -987,7 +987,7 @@ impl ApplicationHandler for App {
                     let h = g.config.height.max(1) as f32;
                     let pan = self.mouse.2 || (self.mouse.1 && self.modifiers.shift_key());
                     if pan || self.mouse.1 {
-                        // The user takes the camera: the window stops flying the path.
+                        // The user takes the camera: the window stops flying the camera path.
                         self.flying = false;
                     }
                     if pan {

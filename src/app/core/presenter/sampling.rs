@@ -7,10 +7,10 @@ use crate::render::{
     GridInParts, MAX_ATTRIBUTES, PointSample, RenderError, TransferFunction, parts_of_buffers,
 };
 
-impl Player {
+impl Presenter {
     /// The dataset's attributes in manifest order: name and units (`None` where the
     /// manifest gives none).
-    pub fn attribute_units(&self) -> Vec<(String, Option<String>)> {
+    pub(crate) fn attribute_units(&self) -> Vec<(String, Option<String>)> {
         self.scene
             .dataset
             .manifest()
@@ -21,7 +21,7 @@ impl Player {
     }
 
     /// The shown attributes: dataset attribute (manifest order) and its look, slot order.
-    pub fn shown_looks(&self) -> Vec<(usize, TransferFunction)> {
+    pub(crate) fn shown_looks(&self) -> Vec<(usize, TransferFunction)> {
         self.view
             .attributes
             .iter()
@@ -35,7 +35,7 @@ impl Player {
 
     /// The look attribute `a` (manifest order) has in its view slot, shown or not; `None`
     /// where no slot holds it.
-    pub fn look_of(&self, a: usize) -> Option<TransferFunction> {
+    pub(crate) fn look_of(&self, a: usize) -> Option<TransferFunction> {
         let i = self.scene.slots.iter().position(|&s| s == Some(a))?;
         self.view.attributes.get(i)?.as_ref().map(|v| v.tf.clone())
     }
@@ -44,7 +44,7 @@ impl Player {
     /// `points` in the frame on screen: per point, one entry per attribute asked (`None`
     /// where the frame has no grid of it, or the grid is one the march does not read).
     /// Waits for the GPU; an error before a frame is on screen.
-    pub fn sample_world(
+    pub(crate) fn sample_world(
         &mut self,
         attributes: &[usize],
         points: &[[f64; 3]],
@@ -56,7 +56,7 @@ impl Player {
         let frame = self.scene.dataset.frame(bound.frame).ok_or_else(|| {
             PlayError::Usage(format!("frame {} is not in the dataset", bound.frame))
         })?;
-        let part_bytes = self.slot_plan.part_bytes;
+        let part_bytes = self.part_bytes;
         let grids: Vec<Option<GridInParts>> = attributes
             .iter()
             .map(|&a| {

@@ -1,14 +1,14 @@
-//! The player's choice of attributes shown: by view slot or from any of the dataset's
+//! The presenter's choice of attributes shown: by view slot or from any of the dataset's
 //! attributes, refused where the grids shown would span more parts than the renderer binds.
 
 use super::*;
 
-impl Player {
+impl Presenter {
     /// Shows or hides the attribute in view slot `i`. Showing one is refused, with a message
     /// naming the attributes, their bytes and the device's limit, where the attributes then
     /// shown span more parts in some frame than the renderer binds at once (a frame larger
     /// than that renders as long as the grids shown fit).
-    pub fn set_attribute_shown(&mut self, i: usize, on: bool) -> Result<(), String> {
+    pub(crate) fn set_attribute_shown(&mut self, i: usize, on: bool) -> Result<(), String> {
         let Some(Some(a)) = self.view.attributes.get(i) else {
             return Err(format!("slot {} holds no attribute", i + 1));
         };
@@ -27,7 +27,7 @@ impl Player {
     }
 
     /// The dataset's attributes (all of them, in manifest order) and whether each is shown.
-    pub fn dataset_attributes(&self) -> Vec<(String, bool)> {
+    pub(crate) fn dataset_attributes(&self) -> Vec<(String, bool)> {
         let shown = shown_attributes(&self.view, &self.scene.slots);
         self.scene
             .dataset
@@ -44,8 +44,8 @@ impl Player {
     /// preset gives, over the attribute's value range), or the first hidden one where all
     /// [`MAX_ATTRIBUTES`](crate::render::MAX_ATTRIBUTES) are taken; with that many shown
     /// it is refused, as is a choice whose grids do not fit the parts the device binds
-    /// ([`Player::set_attribute_shown`]).
-    pub fn set_dataset_attribute_shown(&mut self, a: usize, on: bool) -> Result<(), String> {
+    /// ([`Presenter::set_attribute_shown`]).
+    pub(crate) fn set_dataset_attribute_shown(&mut self, a: usize, on: bool) -> Result<(), String> {
         let m = self.scene.dataset.manifest();
         let Some(attr) = m.attributes.get(a) else {
             return Err(format!(
@@ -104,15 +104,15 @@ impl Player {
     /// Refuses a choice of shown slots (`shown[i]`: slot i shown) whose grids span, in some
     /// frame, more parts than the renderer binds: the message names the attributes and their
     /// bytes in the frame that needs the most parts, the parts and the limit.
-    pub fn check_shown(&self, shown: &[bool]) -> Result<(), String> {
+    pub(crate) fn check_shown(&self, shown: &[bool]) -> Result<(), String> {
         self.check_selection(&self.scene.slots, shown)
     }
 
-    /// [`Player::check_shown`] for the slots `slots` (dataset attribute per slot).
+    /// [`Presenter::check_shown`] for the slots `slots` (dataset attribute per slot).
     fn check_selection(&self, slots: &[Option<usize>], shown: &[bool]) -> Result<(), String> {
         let m = self.scene.dataset.manifest();
         let capacity = FrameCapacity {
-            part_bytes: self.slot_plan.part_bytes,
+            part_bytes: self.part_bytes,
             max_parts: self.renderer.max_parts(),
         };
         let attrs: Vec<usize> = slots
@@ -157,12 +157,12 @@ impl Player {
 
     /// The dataset attribute (manifest index) each view slot shows, per slot: what a
     /// legend keys ([`crate::app::legend::Annotation::for_view`]).
-    pub fn attribute_slots(&self) -> &[Option<usize>] {
+    pub(crate) fn attribute_slots(&self) -> &[Option<usize>] {
         &self.scene.slots
     }
 
     /// Attribute names per view slot.
-    pub fn attribute_names(&self) -> Vec<String> {
+    pub(crate) fn attribute_names(&self) -> Vec<String> {
         let m = self.scene.dataset.manifest();
         self.scene
             .slots
@@ -173,4 +173,9 @@ impl Player {
             })
             .collect()
     }
+}
+
+/// Bytes in decimal megabytes, for messages.
+fn mb(n: u64) -> String {
+    format!("{:.1} MB", n as f64 / 1e6)
 }

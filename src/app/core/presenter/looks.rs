@@ -1,4 +1,4 @@
-//! The player's looks: each attribute slot's transfer function as edited in the window (the
+//! The presenter's looks: each attribute slot's transfer function as edited in the window (the
 //! view changes, so the renderer uploads its table again with the next render, as a preset
 //! does), the look the scene gave it, what is known of its values (the panel's
 //! distribution), and the looks and camera saved as a scene file that `play` and `render`
@@ -12,7 +12,7 @@ use crate::scene::{
     BUILTIN_SCENE_FILE, CameraSpec, DatasetSpec, SceneAttribute, ValueSummary, checked_scene_text,
 };
 
-/// Where [`Player::save_scene`] wrote the scene, and how.
+/// Where [`Player::save_scene`](crate::app::Player::save_scene) wrote the scene, and how.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavedScene {
     /// The scene file written.
@@ -75,10 +75,10 @@ pub fn look_problem(tf: &TransferFunction) -> Option<String> {
     }
 }
 
-impl Player {
+impl Presenter {
     /// The look the scene gave view slot `i` (for an attribute shown from the window, the
     /// preset of its name over the manifest's range, as it was first shown with).
-    pub fn scene_look(&self, i: usize) -> Option<TransferFunction> {
+    pub(crate) fn scene_look(&self, i: usize) -> Option<TransferFunction> {
         let m = self.scene.dataset.manifest();
         let attr = m.attributes.get((*self.scene.slots.get(i)?)?)?;
         let from_scene = self
@@ -100,7 +100,7 @@ impl Player {
 
     /// Gives view slot `i` the look `tf`; it shows from the next render on. Refused, saying
     /// why, for a slot without an attribute or a look that cannot be drawn ([`look_problem`]).
-    pub fn set_look(&mut self, i: usize, tf: TransferFunction) -> Result<(), String> {
+    pub(crate) fn set_look(&mut self, i: usize, tf: TransferFunction) -> Result<(), String> {
         if let Some(why) = look_problem(&tf) {
             return Err(why);
         }
@@ -116,7 +116,7 @@ impl Player {
     /// What the first frames' values of view slot `i`'s attribute were (percentiles, from
     /// the sample that chose the looks of a dataset opened without a scene); None where no
     /// frame was sampled (a scene file, `--attributes`).
-    pub fn value_summary(&self, i: usize) -> Option<&ValueSummary> {
+    pub(crate) fn value_summary(&self, i: usize) -> Option<&ValueSummary> {
         let a = (*self.scene.slots.get(i)?)?;
         self.scene
             .suggestion
@@ -129,7 +129,7 @@ impl Player {
 
     /// The manifest's smallest and largest value of view slot `i`'s attribute over all
     /// frames, and its unit, where the manifest records them.
-    pub fn value_range(&self, i: usize) -> (Option<[f64; 2]>, Option<&str>) {
+    pub(crate) fn value_range(&self, i: usize) -> (Option<[f64; 2]>, Option<&str>) {
         let m = self.scene.dataset.manifest();
         match self.scene.slots.get(i).copied().flatten() {
             Some(a) => m
@@ -143,8 +143,9 @@ impl Player {
     /// The scene that shows what the player shows now: the scene played, with every slot's
     /// look (range, colormap, opacity, medium, emission, shadows, albedo; its preset and
     /// extinction scale as the scene had them), whether it is shown, the camera (unless the
-    /// scene flies a camera path), the render settings and the frame shown as the start.
-    pub fn scene_as_shown(&self) -> Scene {
+    /// scene flies a camera path), the render settings and `start_frame` (the frame shown)
+    /// as the start.
+    pub(crate) fn scene_as_shown(&self, start_frame: u32) -> Scene {
         let m = self.scene.dataset.manifest();
         let mut scene = self.scene.scene.clone();
         scene.warnings.clear();
@@ -173,14 +174,14 @@ impl Player {
             scene.camera = camera_spec(&self.view.camera, scene.camera.fit.clone());
         }
         scene.settings = self.view.settings.clone();
-        scene.playback.start_frame = self.shown_frame().unwrap_or_else(|| self.position());
+        scene.playback.start_frame = start_frame;
         scene
     }
 
-    /// Where [`Player::save_scene`] writes without a path: back into the scene file played
+    /// Where [`Presenter::save_scene`] writes without a path: back into the scene file played
     /// (true), else a new file beside the dataset directory, `<dataset>.scene.toml` (or
     /// `-2`, `-3`, … where that exists).
-    pub fn scene_file_to_save(&self) -> (PathBuf, bool) {
+    pub(crate) fn scene_file_to_save(&self) -> (PathBuf, bool) {
         let s = &self.scene.scene;
         let builtin = s.source == std::path::Path::new(BUILTIN_SCENE_FILE)
             && s.dataset == DatasetSpec::Default;
@@ -222,19 +223,24 @@ fn camera_spec(c: &Camera, fit: Option<Vec<String>>) -> CameraSpec {
     }
 }
 
-impl Player {
-    /// Writes [`Player::scene_as_shown`] to `to` (None: [`Player::scene_file_to_save`]),
+impl Presenter {
+    /// Writes [`Presenter::scene_as_shown`] (starting at `start_frame`) to `to` (None:
+    /// [`Presenter::scene_file_to_save`]),
     /// atomically, once the text read back and opened shows the same looks, camera and
     /// settings as the player, bit for bit: an extinction the scene's preset and scale no
     /// longer give (an attribute shown from the window widens the world box that extinction
     /// scales with) gets the scale that gives it. An error says why nothing was written.
-    pub fn save_scene(&self, to: Option<&std::path::Path>) -> Result<SavedScene, PlayError> {
+    pub(crate) fn save_scene(
+        &self,
+        to: Option<&std::path::Path>,
+        start_frame: u32,
+    ) -> Result<SavedScene, PlayError> {
         let (path, replaced) = match to {
             Some(p) => (p.to_path_buf(), p == self.scene.scene.source),
             None => self.scene_file_to_save(),
         };
         let fail = |what: String| PlayError::Scene(format!("{}: {what}", path.display()));
-        let mut scene = self.scene_as_shown();
+        let mut scene = self.scene_as_shown(start_frame);
         let notes = vec![
             "A scene saved by supercell's player (Shift+S): its looks, camera and settings."
                 .to_string(),
@@ -261,7 +267,7 @@ impl Player {
         ))
     }
 
-    /// Whether `opened` (the written `scene`, opened) shows this player's looks, camera and
+    /// Whether `opened` (the written `scene`, opened) shows this presenter's looks, camera and
     /// settings: Ok(true) if so; with `fix`, Ok(false) after giving `scene` the extinction
     /// scales that make it so (or as near as f32 allows: one unit in the last place, where
     /// no scale of the preset's extinction gives it exactly; accepted without `fix`); an

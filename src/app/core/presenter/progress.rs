@@ -5,7 +5,7 @@ use crate::pipeline::rate::{MAX_WINDOW_S, RateWindow};
 /// The path tracer's recent progress: samples per pixel each finished render left in the
 /// picture, to report the refinement's rate.
 #[derive(Clone, Debug)]
-pub(super) struct PathProgress {
+pub(super) struct TracerProgress {
     /// Samples per pixel after the last finished render.
     last: u32,
     /// The renders (seconds since start, samples per pixel added), for their **now** rate.
@@ -14,10 +14,10 @@ pub(super) struct PathProgress {
     pub(super) view_changed_at: f64,
 }
 
-impl PathProgress {
+impl TracerProgress {
     /// Progress counted from `now` (path tracing began, or began again).
-    pub(super) fn starting(now: f64) -> PathProgress {
-        PathProgress {
+    pub(super) fn starting(now: f64) -> TracerProgress {
+        TracerProgress {
             last: 0,
             recent: RateWindow::new(now, MAX_WINDOW_S),
             view_changed_at: f64::NEG_INFINITY,
@@ -42,11 +42,11 @@ impl PathProgress {
 
 #[cfg(test)]
 mod tests {
-    use super::PathProgress;
+    use super::TracerProgress;
 
     #[test]
-    fn path_rate_counts_a_restarted_picture_and_forgets_old_renders() {
-        let mut p = PathProgress::starting(0.0);
+    fn tracer_rate_counts_a_restarted_picture_and_forgets_old_renders() {
+        let mut p = TracerProgress::starting(0.0);
         assert_eq!(p.per_second(0.0), 0.0, "nothing rendered yet");
         p.rendered(0.0, 4);
         p.rendered(0.5, 8);
@@ -75,7 +75,7 @@ mod tests {
     /// two renders in it).
     #[test]
     fn a_slow_path_tracer_reads_its_rate() {
-        let mut p = PathProgress::starting(0.0);
+        let mut p = TracerProgress::starting(0.0);
         for k in 1..=10 {
             p.rendered(k as f64 * 3.0, k);
         }
