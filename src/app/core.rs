@@ -278,7 +278,7 @@ impl Player {
 
     /// Play or pause.
     pub fn set_playing(&mut self, playing: bool) {
-        self.frames.set_playing(playing);
+        self.frames.scheduler_mut().set_playing(playing);
     }
     /// Whether playing.
     pub fn is_playing(&self) -> bool {
@@ -294,7 +294,7 @@ impl Player {
     }
     /// End-of-timeline behaviour.
     pub fn mode(&self) -> PlayMode {
-        self.frames.mode()
+        self.frames.scheduler().config().mode
     }
     /// Sets the end-of-timeline behaviour.
     pub fn set_mode(&mut self, m: PlayMode) {
@@ -302,7 +302,7 @@ impl Player {
     }
     /// Playback rate (`None`: as fast as frames arrive).
     pub fn speed(&self) -> Option<f64> {
-        self.frames.speed()
+        self.frames.scheduler().config().speed_fps
     }
     /// Sets the playback rate.
     pub fn set_speed(&mut self, fps: Option<f64>) {

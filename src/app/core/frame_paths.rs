@@ -21,7 +21,7 @@ use crate::app::stats::{PathFigures, PathStats};
 use crate::dataset::Dataset;
 use crate::gpu::{SlotDemand, SlotPlan, SlotState};
 use crate::ingest::{EngineConfig, IngestError, IoMode, Source};
-use crate::pipeline::{Direction, FrameState, PlayMode, PlaybackConfig, Scheduler};
+use crate::pipeline::{Direction, FrameState, PlaybackConfig, Scheduler};
 use crate::stream::StreamEvent;
 
 /// The frame on screen and where its bytes are (the slot held `InUse` until the next frame
@@ -545,18 +545,6 @@ impl FramePaths {
     /// The scheduler, to change playback (play, direction, speed, mode).
     pub(super) fn scheduler_mut(&mut self) -> &mut Scheduler {
         &mut self.sched
-    }
-    /// Play or pause.
-    pub(super) fn set_playing(&mut self, playing: bool) {
-        self.sched.set_playing(playing);
-    }
-    /// End-of-timeline behaviour.
-    pub(super) fn mode(&self) -> PlayMode {
-        self.sched.config().mode
-    }
-    /// Playback rate (`None`: as fast as frames arrive).
-    pub(super) fn speed(&self) -> Option<f64> {
-        self.sched.config().speed_fps
     }
     /// Whether a jump to `frame` has ended on a damaged frame (see
     /// `Player::jumped_to_damaged`).
