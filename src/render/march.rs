@@ -51,15 +51,14 @@ impl MarchPipeline {
         binding: &FrameBinding,
         shape: FrameShape,
     ) -> Result<(), RenderError> {
-        if !self.pipelines.contains_key(&shape) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.pipelines.entry(shape) {
             let config = binding.config_of(shape);
             let layouts = binding.layouts(shape.declared_parts());
-            let built = create_scoped(
+            slot.insert(create_scoped(
                 device,
                 || format!("building the pipelines for {config:?}"),
                 || build_pipelines(device, layouts, config),
-            )?;
-            self.pipelines.insert(shape, built);
+            )?);
         }
         Ok(())
     }

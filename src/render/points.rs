@@ -229,7 +229,7 @@ impl Job<'_> {
             pass.dispatch_workgroups((chunk.len() as u32).div_ceil(POINTS_WG), 1, 1);
         }
         self.queue.submit([enc.finish()]);
-        let bytes = crate::device::read_buffer(device, &self.queue, &buffer, first, out_bytes)
+        let bytes = crate::device::read_buffer(device, self.queue, &buffer, first, out_bytes)
             .map_err(|e| RenderError::Gpu(e.to_string()))?;
         if let Some(e) = take_uncaptured_error() {
             return Err(RenderError::Gpu(e));
