@@ -33,135 +33,15 @@ use crate::app::headless::{
 use crate::pipeline::Direction;
 use crate::pipeline::PlayMode;
 use crate::pipeline::multi::{GpuActions, MultiScheduler, Ownership, Report, Ticket};
-use crate::render::{RenderError, View};
+use crate::render::View;
 
+mod open;
 mod run;
+pub use open::{OpenedGpu, open_gpu, open_gpus};
 pub use run::{run_paths, summary};
 
 /// How images of the other GPUs reach the display GPU.
 pub const DISPLAY_COPY: &str = "through the host: read back from the rendering GPU, uploaded to the display GPU (GPU 0); wgpu has no copy between devices, so peer-to-peer is out of reach";
-
-/// One GPU of `--gpus`: its wgpu device and how it was matched to the CUDA device.
-pub struct OpenedGpu {
-    /// The ordinal named on the command line (CUDA's numbering where CUDA runs).
-    pub ordinal: usize,
-    /// The device.
-    pub gpu: PlayerGpu,
-    /// How the wgpu adapter was chosen for this ordinal, in words.
-    pub matched: String,
-}
-
-/// PCI bus ids compared as numbers (CUDA writes `00000000:1B:00.0`, Vulkan `0000:1b:00.0`).
-fn same_pci_bus(a: &str, b: &str) -> bool {
-    fn parts(s: &str) -> Option<Vec<u64>> {
-        let s = s.trim();
-        let (head, func) = s.rsplit_once('.')?;
-        let mut v: Vec<u64> = head
-            .split(':')
-            .map(|p| u64::from_str_radix(p, 16).ok())
-            .collect::<Option<_>>()?;
-        v.push(u64::from_str_radix(func, 16).ok()?);
-        // Domain, bus, device, function: a missing domain is 0.
-        while v.len() < 4 {
-            v.insert(0, 0);
-        }
-        Some(v)
-    }
-    matches!((parts(a), parts(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// Opens the device of GPU `ordinal`: CUDA's device of that ordinal and the Vulkan adapter
-/// with the same device UUID (memory sharing: the direct path) where that works; else a
-/// plain device on the wgpu adapter with CUDA's PCI bus id where both report one, else the
-/// adapter of that place in wgpu's list (discrete GPUs first, as the single-GPU player
-/// prefers them). `matched` says which.
-pub fn open_gpu(ordinal: usize) -> Result<OpenedGpu, RenderError> {
-    let why = match PlayerGpu::open_shared_on(ordinal) {
-        Ok(gpu) => {
-            let uuid = gpu
-                .caps
-                .uuid
-                .map_or_else(|| "?".into(), |u| crate::device::uuid_str(&u));
-            let bus = gpu
-                .interop
-                .as_ref()
-                .map_or_else(String::new, |(g, _)| format!(" (PCI {})", g.pci_bus_id));
-            let matched = format!(
-                "CUDA device {ordinal}{bus} is Vulkan adapter {}: the same device UUID {uuid}",
-                gpu.describe()
-            );
-            return Ok(OpenedGpu {
-                ordinal,
-                gpu,
-                matched,
-            });
-        }
-        Err(why) => why,
-    };
-    let cuda_bus = crate::gpu::cuda_probe()
-        .ok()
-        .and_then(|()| crate::gpu::Gpu::open(ordinal).ok())
-        .map(|g| g.pci_bus_id.clone());
-    let instance = PlayerGpu::instance();
-    let mut adapters = crate::device::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-    let rank = |t: wgpu::DeviceType| match t {
-        wgpu::DeviceType::DiscreteGpu => 0,
-        wgpu::DeviceType::IntegratedGpu => 1,
-        wgpu::DeviceType::VirtualGpu => 2,
-        wgpu::DeviceType::Other => 3,
-        wgpu::DeviceType::Cpu => 4,
-    };
-    adapters.sort_by_key(|a| rank(a.get_info().device_type));
-    let by_bus = cuda_bus.as_deref().and_then(|bus| {
-        adapters
-            .iter()
-            .position(|a| same_pci_bus(&a.get_info().device_pci_bus_id, bus))
-            .map(|i| (i, format!("by PCI bus id {bus}")))
-    });
-    let (index, how) = match by_bus {
-        Some(found) => found,
-        None if ordinal < adapters.len() => (
-            ordinal,
-            format!(
-                "by order: adapter {ordinal} of the {} wgpu lists ({})",
-                adapters.len(),
-                match &cuda_bus {
-                    Some(bus) => format!("no adapter reports CUDA's PCI bus id {bus}"),
-                    None => "no CUDA PCI bus id to match".into(),
-                }
-            ),
-        ),
-        None => {
-            return Err(RenderError::NoDevice(format!(
-                "GPU {ordinal} (--gpus): wgpu lists {} adapter(s) here",
-                adapters.len()
-            )));
-        }
-    };
-    let adapter = adapters.swap_remove(index);
-    let g = crate::device::open_chosen(instance, adapter, true, "supercell play")
-        .map_err(|e| RenderError::NoDevice(format!("GPU {ordinal}: {e}")))?;
-    let gpu = PlayerGpu {
-        instance: g.instance,
-        adapter: g.adapter,
-        device: g.device,
-        queue: g.queue,
-        caps: g.caps,
-        interop: None,
-        interop_unavailable: Some(why.clone()),
-    };
-    let matched = format!("{} {how}; no memory sharing: {why}", gpu.describe());
-    Ok(OpenedGpu {
-        ordinal,
-        gpu,
-        matched,
-    })
-}
-
-/// Opens every GPU of `ordinals` (one may be named twice: two devices on one adapter).
-pub fn open_gpus(ordinals: &[usize]) -> Result<Vec<OpenedGpu>, RenderError> {
-    ordinals.iter().map(|&k| open_gpu(k)).collect()
-}
 
 /// The frame a player has rendered and holds until the display takes its image.
 #[derive(Clone, Copy, Debug)]
@@ -1055,18 +935,4 @@ fn read_texture(
         .map_err(|e| PlayError::Usage(format!("reading an image back: {e}")))?;
     let (w, h) = readback.size;
     Ok((w, h, out))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pci_bus_ids_compare_as_numbers() {
-        assert!(same_pci_bus("00000000:1B:00.0", "0000:1b:00.0"));
-        assert!(same_pci_bus("1b:00.0", "0000:1b:00.0"));
-        assert!(!same_pci_bus("0000:1b:00.0", "0000:1c:00.0"));
-        assert!(!same_pci_bus("", "0000:1c:00.0"));
-        assert!(!same_pci_bus("garbage", "garbage"));
-    }
 }

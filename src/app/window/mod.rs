@@ -22,9 +22,9 @@ use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::{Fullscreen, Window, WindowId};
 
 use super::PlayerGpu;
-use super::core::{PathSel, PlayError, Player, PlayerConfig};
+use super::core::{PlayError, Player, PlayerConfig};
 use super::figures::render_mode_name;
-use super::gpus::{self, MultiPlayer};
+use super::gpus::MultiPlayer;
 use super::overlay::{self, PRESETS, UiRequest, UiState, zoom_for};
 use super::script::{Action, Command, key_action};
 use super::software::{self, Requested};
@@ -32,8 +32,12 @@ use crate::pipeline::{Direction, PlayMode};
 use crate::render::TransferFunction;
 
 mod compose;
+mod devices;
+mod play;
 mod record;
 use compose::compose;
+use devices::{open_devices, surface_config};
+use play::Play;
 pub use record::RecordOptions;
 
 /// What the window does.
@@ -72,67 +76,6 @@ pub struct WindowOptions {
     pub warn: fn(&str),
     /// Where Shift+R's movies go and which ffmpeg writes them.
     pub record: RecordOptions,
-}
-
-/// What plays: one GPU's player, or several GPUs' on one timeline.
-// One value for the window's life: the size of the larger variant costs nothing.
-#[allow(clippy::large_enum_variant)]
-enum Play {
-    One(Player),
-    Many(MultiPlayer),
-}
-
-impl Play {
-    /// The player whose view the window edits and whose device presents: the one player, or
-    /// GPU 0's (its view and size reach every GPU's player: [`MultiPlayer::sync_view`]).
-    fn lead(&self) -> &Player {
-        match self {
-            Play::One(p) => p,
-            Play::Many(m) => m.player(0),
-        }
-    }
-    fn lead_mut(&mut self) -> &mut Player {
-        match self {
-            Play::One(p) => p,
-            Play::Many(m) => m.player_mut(0),
-        }
-    }
-    fn scrub(&mut self, frame: u32) {
-        match self {
-            Play::One(p) => p.scrub(frame),
-            Play::Many(m) => m.scrub(frame),
-        }
-    }
-    fn shown_frame(&self) -> Option<u32> {
-        match self {
-            Play::One(p) => p.shown_frame(),
-            Play::Many(m) => m.shown_frame(),
-        }
-    }
-    fn scrub_pending(&self) -> bool {
-        match self {
-            Play::One(p) => p.scrub_pending(),
-            Play::Many(m) => m.scrub_pending(),
-        }
-    }
-    fn toggle_path(&mut self) -> Result<PathSel, String> {
-        match self {
-            Play::One(p) => p.toggle_path(),
-            Play::Many(m) => m.toggle_path(),
-        }
-    }
-    fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
-        match self {
-            Play::One(p) => p.set_path(sel),
-            Play::Many(m) => m.set_path(sel),
-        }
-    }
-    fn drain(&mut self, timeout: Duration) {
-        match self {
-            Play::One(p) => p.drain(timeout),
-            Play::Many(m) => m.drain(timeout),
-        }
-    }
 }
 
 /// What can go wrong with the window.
@@ -1025,92 +968,4 @@ impl ApplicationHandler for App {
             event_loop.set_control_flow(ControlFlow::WaitUntil(next));
         }
     }
-}
-
-/// The devices a window plays on and its surface. Several GPUs (`gpus`): each ordinal's
-/// device as `play --headless --gpus` opens it, GPU 0's presenting. One GPU: the device that
-/// shares memory with CUDA where there is one (the direct path), else any adapter that can
-/// present to the window.
-#[allow(clippy::type_complexity)]
-fn open_devices(
-    gpus: Option<&[usize]>,
-    window: &Arc<Window>,
-) -> Result<
-    (
-        Option<PlayerGpu>,
-        Option<Vec<gpus::OpenedGpu>>,
-        wgpu::Surface<'static>,
-    ),
-    WindowError,
-> {
-    let no_surface =
-        |e: wgpu::CreateSurfaceError| WindowError::Other(format!("cannot create a surface: {e}"));
-    match gpus {
-        Some(ordinals) => {
-            let opened = gpus::open_gpus(ordinals).map_err(PlayError::from)?;
-            for (k, g) in opened.iter().enumerate() {
-                log::info!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
-            }
-            let surface = opened[0]
-                .gpu
-                .instance
-                .create_surface(window.clone())
-                .map_err(no_surface)?;
-            Ok((None, Some(opened), surface))
-        }
-        None => match PlayerGpu::open_shared() {
-            Ok(g) => {
-                let surface = g
-                    .instance
-                    .create_surface(window.clone())
-                    .map_err(no_surface)?;
-                Ok((Some(g), None, surface))
-            }
-            Err(why) => {
-                let instance = PlayerGpu::instance();
-                let surface = instance
-                    .create_surface(window.clone())
-                    .map_err(no_surface)?;
-                let mut g = PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
-                g.interop_unavailable = Some(why);
-                Ok((Some(g), None, surface))
-            }
-        },
-    }
-}
-
-/// The swapchain's configuration for a window of `size`: a plain (not sRGB) 8-bit format
-/// (see the module's note on composition), vsync, two frames of latency.
-fn surface_config(
-    caps: &wgpu::SurfaceCapabilities,
-    (sw, sh): (u32, u32),
-) -> Result<wgpu::SurfaceConfiguration, WindowError> {
-    let format = caps
-        .formats
-        .iter()
-        .copied()
-        .find(|f| {
-            !f.is_srgb()
-                && matches!(
-                    f,
-                    wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Rgba8Unorm
-                )
-        })
-        .or_else(|| caps.formats.first().copied())
-        .ok_or_else(|| WindowError::Other("the surface supports no format".into()))?;
-    Ok(wgpu::SurfaceConfiguration {
-        usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
-        format,
-        width: sw,
-        height: sh,
-        present_mode: wgpu::PresentMode::AutoVsync,
-        desired_maximum_frame_latency: 2,
-        alpha_mode: caps
-            .alpha_modes
-            .first()
-            .copied()
-            .unwrap_or(wgpu::CompositeAlphaMode::Auto),
-        view_formats: vec![],
-        color_space: wgpu::SurfaceColorSpace::Auto,
-    })
 }
