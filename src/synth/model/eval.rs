@@ -73,10 +73,7 @@ impl FrameModel<'_> {
         mask: u32,
         out: &mut BrickFields,
     ) {
-        let mut zt = [ZTerms::default(); 8];
-        for (k, t) in zt.iter_mut().enumerate() {
-            *t = self.zterms(p0[2] + k as f32 * dx, mask, EXT);
-        }
+        let zt = self.level_terms(p0[2], dx, mask, EXT);
         let lv = Levels::new(&zt);
         for i in 0..8 {
             let x = p0[0] + i as f32 * dx;
@@ -95,6 +92,17 @@ impl FrameModel<'_> {
                 self.eval_column::<EXT>(&at, &zt, out, i * 64 + j * 8);
             }
         }
+    }
+
+    /// The height-only terms of a brick's eight levels, the lowest at height `z0`, `dx`
+    /// apart.
+    #[inline(always)]
+    pub(super) fn level_terms(&self, z0: f32, dx: f32, mask: u32, extended: bool) -> [ZTerms; 8] {
+        let mut zt = [ZTerms::default(); 8];
+        for (k, t) in zt.iter_mut().enumerate() {
+            *t = self.zterms(z0 + k as f32 * dx, mask, extended);
+        }
+        zt
     }
 
     /// One column of [`FrameModel::eval_brick_impl`]: voxels `base..base + 8` of `out`.

@@ -13,10 +13,7 @@ impl FrameModel<'_> {
         mask: u32,
         out: &mut BrickFields,
     ) {
-        let mut zt = [ZTerms::default(); 8];
-        for (k, t) in zt.iter_mut().enumerate() {
-            *t = self.zterms(p0[2] + k as f32 * dx, mask, EXT);
-        }
+        let zt = self.level_terms(p0[2], dx, mask, EXT);
         for i in 0..8 {
             let x = p0[0] + i as f32 * dx;
             for j in 0..8 {
