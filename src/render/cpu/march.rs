@@ -73,8 +73,8 @@ impl Ctx<'_> {
             hi: [-INF; MAX_ATTRIBUTES],
             n: [1.0f32; MAX_ATTRIBUTES],
         };
-        for a in 0..MAX_ATTRIBUTES {
-            let Some(gs) = &g[a] else { continue };
+        for (a, gs) in g.iter().enumerate().take(MAX_ATTRIBUTES) {
+            let Some(gs) = gs else { continue };
             if p.mode == Mode::Isosurface as u32 && a as u32 != p.iso_attr {
                 continue;
             }
@@ -138,13 +138,13 @@ impl Ctx<'_> {
     fn mip_color(&self, g: &[Option<GridState>], mip: &[f32; MAX_ATTRIBUTES]) -> [f32; 4] {
         let mut col = Vec3::ZERO;
         let mut m = 0.0f32;
-        for a in 0..MAX_ATTRIBUTES {
-            if g[a].is_none() {
+        for (a, (gs, &v)) in g.iter().zip(mip).enumerate() {
+            if gs.is_none() {
                 continue;
             }
-            let e = self.tf_u(a, mip[a]);
-            col += Vec3::new(e[0], e[1], e[2]) * mip[a];
-            m = m.max(mip[a]);
+            let e = self.tf_u(a, v);
+            col += Vec3::new(e[0], e[1], e[2]) * v;
+            m = m.max(v);
         }
         [col.x, col.y, col.z, m]
     }
@@ -428,6 +428,7 @@ impl Marcher<'_, '_> {
 
     /// Samples every slot at `t`: slots before their next non-empty cell are passed over,
     /// slots the ray has left are done with. None where the iso value is crossed.
+    #[allow(clippy::needless_range_loop)] // slot indices address several parallel arrays
     fn sample_step(
         &mut self,
         g: &mut [Option<GridState>],
