@@ -8,6 +8,7 @@
 //! `SUPERCELL_REQUIRE_GPU` is set (CI sets it). `SUPERCELL_TEST_GPUS` names other GPUs
 //! (e.g. `0,1` on a machine with two).
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -50,35 +51,9 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     assert!(g >= 2, "SUPERCELL_TEST_GPUS={gpus}: name two GPUs or more");
     let owner5 = (5, 5 % g);
     let started = Instant::now();
-    let mut child = Command::new(bin())
-        .args(["play", ds.to_str().unwrap(), "--gpus", &gpus])
-        .args(["--window-size", "640x480", "--render-scale", "0.25"])
-        .args(["--step", "1", "--attributes", "cloud,rain,wind_speed"])
-        .args(["--threads", "2", "--fps", "20", "--mode", "loop"])
-        .args(["--script", &script])
-        .env("DISPLAY", &x.name)
-        .env_remove("WAYLAND_DISPLAY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the window");
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > Duration::from_secs(300) {
-            let _ = child.kill();
-            panic!("the window did not quit within 300 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !status.success() && stderr.contains("cannot open a window") {
-        skip(&format!("no window: {stderr}"));
+    let Some(stderr) = run_player(&ds, &gpus, &script, &x.name, started) else {
         return;
-    }
-    assert!(status.success(), "play --gpus {gpus} failed:\n{stderr}");
+    };
     assert!(
         stderr.contains(&format!("GPU 1 (--gpus {})", ordinals[1])),
         "{stderr}"
@@ -86,49 +61,9 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     let read = |n: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
     };
-    let presented = |v: &serde_json::Value| -> Vec<(u64, u64)> {
-        v["gpus"]["presented"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
-            .collect()
-    };
 
-    // Playing: frames presented one after another in order, each from its owner, both GPUs.
     let s1 = read("s1.json");
-    assert!(s1["frames_shown"].as_u64().unwrap() >= 6, "{s1}");
-    assert_eq!(s1["frame_count"], 8);
-    let order = presented(&s1);
-    assert!(order.len() >= 6, "{order:?}");
-    for w in order.windows(2) {
-        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
-    }
-    for &(f, k) in &order {
-        assert_eq!(k, f % g, "frame {f} from GPU {k}: {order:?}");
-    }
-    // The overlay's rows: one per GPU and the total, in the figures panel.
-    let rows = s1["gpus"]["rows"].as_array().unwrap();
-    assert_eq!(rows.len() as u64, g, "{s1}");
-    for (k, r) in rows.iter().enumerate() {
-        assert_eq!(r["gpu"], k as u64);
-        assert_eq!(r["ordinal"], ordinals[k]);
-        assert!(!r["adapter"].as_str().unwrap().is_empty());
-        assert!(!r["path_label"].as_str().unwrap().is_empty());
-        assert!(r["frames_shown"].as_u64().unwrap() >= 1, "{r}");
-    }
-    // GPU 0's images are shown where they are; GPU 1's are copied, and the copies timed.
-    assert!(rows[0]["copy_ms"].is_null(), "{s1}");
-    assert!(rows[1]["copy_ms"].as_f64().unwrap() > 0.0, "{s1}");
-    assert_eq!(s1["gpus"]["total"]["gpus"], g);
-    let lines: Vec<String> = serde_json::from_value(s1["lines"].clone()).unwrap();
-    assert!(lines.iter().any(|l| l.starts_with("GPU0 ")), "{lines:?}");
-    assert!(lines.iter().any(|l| l.starts_with("GPU1 ")), "{lines:?}");
-    assert!(
-        lines.iter().any(|l| l.contains("presented")),
-        "the total: {lines:?}"
-    );
-    assert_eq!(s1["active_path"], "host");
+    playing_in_order_with_a_row_per_gpu(&s1, &ordinals);
 
     // The toggle switches every GPU or none: without CUDA none, with the reason.
     let s2 = read("s2.json");
@@ -149,26 +84,7 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     assert_eq!(s3["playing"], false);
     assert!(s3["last_scrub_ms"].as_f64().is_some(), "{s3}");
     assert_eq!(presented(&s3).last(), Some(&owner5), "{s3}");
-    let dim =
-        |v: &serde_json::Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
-    let (rw, rh) = dim(&s3["render_size"]);
-    let rdir = dir.join("render");
-    let r = Command::new(bin())
-        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
-        .args([
-            "--size",
-            &format!("{rw}x{rh}"),
-            "--out",
-            rdir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
-    let (iw, ih, img) = read_png(&dir.join("img.png"));
-    assert_eq!((iw, ih), (rw, rh));
-    let d = mean_abs_diff(&img, &reference);
-    assert!(d < 2.0, "presented frame 5 vs a render of frame 5: {d}");
+    let img = presented_frame_is_a_render_of_it(&ds, &dir, &s3);
 
     // The camera turned: the owner renders frame 5 again for the new view, and it is presented
     // again (not the image of the old view), still paused on frame 5.
@@ -208,4 +124,119 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         "window with {g} GPUs: {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// Runs the player's window on `gpus` under the X display `display` with `script`; its
+/// stderr, or None where no window can be opened (after saying so).
+fn run_player(
+    ds: &Path,
+    gpus: &str,
+    script: &str,
+    display: &str,
+    started: Instant,
+) -> Option<String> {
+    let mut child = Command::new(bin())
+        .args(["play", ds.to_str().unwrap(), "--gpus", gpus])
+        .args(["--window-size", "640x480", "--render-scale", "0.25"])
+        .args(["--step", "1", "--attributes", "cloud,rain,wind_speed"])
+        .args(["--threads", "2", "--fps", "20", "--mode", "loop"])
+        .args(["--script", script])
+        .env("DISPLAY", display)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the window");
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!("the window did not quit within 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !status.success() && stderr.contains("cannot open a window") {
+        skip(&format!("no window: {stderr}"));
+        return None;
+    }
+    assert!(status.success(), "play --gpus {gpus} failed:\n{stderr}");
+    Some(stderr.into_owned())
+}
+
+/// The (frame, GPU) pairs a state dump lists as presented, oldest first.
+fn presented(v: &serde_json::Value) -> Vec<(u64, u64)> {
+    v["gpus"]["presented"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+        .collect()
+}
+
+/// Playing: frames presented one after another in order, each from its owner, both GPUs;
+/// the overlay's rows, one per GPU of `ordinals` and the total.
+fn playing_in_order_with_a_row_per_gpu(s1: &serde_json::Value, ordinals: &[u64]) {
+    let g = ordinals.len() as u64;
+    assert!(s1["frames_shown"].as_u64().unwrap() >= 6, "{s1}");
+    assert_eq!(s1["frame_count"], 8);
+    let order = presented(s1);
+    assert!(order.len() >= 6, "{order:?}");
+    for w in order.windows(2) {
+        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
+    }
+    for &(f, k) in &order {
+        assert_eq!(k, f % g, "frame {f} from GPU {k}: {order:?}");
+    }
+    // The overlay's rows: one per GPU and the total, in the figures panel.
+    let rows = s1["gpus"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len() as u64, g, "{s1}");
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(r["gpu"], k as u64);
+        assert_eq!(r["ordinal"], ordinals[k]);
+        assert!(!r["adapter"].as_str().unwrap().is_empty());
+        assert!(!r["path_label"].as_str().unwrap().is_empty());
+        assert!(r["frames_shown"].as_u64().unwrap() >= 1, "{r}");
+    }
+    // GPU 0's images are shown where they are; GPU 1's are copied, and the copies timed.
+    assert!(rows[0]["copy_ms"].is_null(), "{s1}");
+    assert!(rows[1]["copy_ms"].as_f64().unwrap() > 0.0, "{s1}");
+    assert_eq!(s1["gpus"]["total"]["gpus"], g);
+    let lines: Vec<String> = serde_json::from_value(s1["lines"].clone()).unwrap();
+    assert!(lines.iter().any(|l| l.starts_with("GPU0 ")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("GPU1 ")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("presented")),
+        "the total: {lines:?}"
+    );
+    assert_eq!(s1["active_path"], "host");
+}
+
+/// The picture presented for frame 5 (`img.png` in `dir`) is a render of frame 5 at the
+/// size the state dump `s3` gives; the picture's pixels.
+fn presented_frame_is_a_render_of_it(ds: &Path, dir: &Path, s3: &serde_json::Value) -> Vec<u8> {
+    let dim =
+        |v: &serde_json::Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
+    let (rw, rh) = dim(&s3["render_size"]);
+    let rdir = dir.join("render");
+    let r = Command::new(bin())
+        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
+        .args([
+            "--size",
+            &format!("{rw}x{rh}"),
+            "--out",
+            rdir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
+    let (iw, ih, img) = read_png(&dir.join("img.png"));
+    assert_eq!((iw, ih), (rw, rh));
+    let d = mean_abs_diff(&img, &reference);
+    assert!(d < 2.0, "presented frame 5 vs a render of frame 5: {d}");
+    img
 }

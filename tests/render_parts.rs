@@ -188,22 +188,22 @@ fn slot_parts(bufs: &[wgpu::Buffer]) -> Vec<SlotPart<'_>> {
         .collect()
 }
 
-#[test]
-fn grids_split_over_parts_render_as_in_one_part() {
-    let Some(mut gpu) = gpu() else { return };
+/// Three grids back to back in one slot at word (not part) boundaries, after an odd
+/// lead-in, and a part size small enough that each grid runs over two or three parts.
+struct SplitSlot {
+    grids: [Vec<u8>; 3],
+    slot: Vec<u8>,
+    /// Where each grid starts in the slot.
+    at: Vec<u64>,
+    part_bytes: u64,
+}
+
+fn split_slot() -> SplitSlot {
     let grids = [
         test_grid(GridType::Fp16, true),
         test_grid(GridType::Float, true),
         test_grid(GridType::Fp8, false),
     ];
-    let parsed: Vec<Grid> = grids.iter().map(|g| Grid::parse(g).unwrap()).collect();
-    let mut view = view_for(&parsed[0], &["cloud", "rain", "wind_speed"], W, H);
-    view.camera.zoom(1.3);
-    if let Some(a) = view.attributes[2].as_mut() {
-        a.tf.opacity = vec![(0.5, 0.0), (1.0, 1.0)];
-    }
-    // The grids back to back at word (not part) boundaries, after an odd lead-in, in parts
-    // small enough that each grid runs over two or three of them.
     let mut slot = vec![0u8; 1028];
     let mut at = Vec::new();
     for g in &grids {
@@ -223,13 +223,32 @@ fn grids_split_over_parts_render_as_in_one_part() {
         parts_needed <= MAX_PARTS as u64 && grids.iter().all(|g| g.len() as u64 > part_bytes),
         "the test grids fit the parts and each spans more than one"
     );
+    SplitSlot {
+        grids,
+        slot,
+        at,
+        part_bytes,
+    }
+}
+
+#[test]
+fn grids_split_over_parts_render_as_in_one_part() {
+    let Some(mut gpu) = gpu() else { return };
+    let s = split_slot();
+    let (grids, slot, at, part_bytes) = (&s.grids, &s.slot, &s.at, s.part_bytes);
+    let parsed: Vec<Grid> = grids.iter().map(|g| Grid::parse(g).unwrap()).collect();
+    let mut view = view_for(&parsed[0], &["cloud", "rain", "wind_speed"], W, H);
+    view.camera.zoom(1.3);
+    if let Some(a) = view.attributes[2].as_mut() {
+        a.tf.opacity = vec![(0.5, 0.0), (1.0, 1.0)];
+    }
     let mut split = Renderer::with_part_bytes(&gpu.ctx.device, &gpu.ctx.queue, part_bytes)
         .expect("renderer with small parts");
     assert_eq!(split.part_bytes(), part_bytes);
-    let bufs = part_buffers(&gpu, &slot, part_bytes as usize);
+    let bufs = part_buffers(&gpu, slot, part_bytes as usize);
     let located: Vec<Option<GridInParts>> = grids
         .iter()
-        .zip(&at)
+        .zip(at)
         .map(|(g, &o)| Some(GridInParts::locate(o, g.len() as u64, part_bytes)))
         .collect();
     assert!(
@@ -248,37 +267,51 @@ fn grids_split_over_parts_render_as_in_one_part() {
     save(&in_parts, "grids_in_parts_gpu");
     not_blank(&whole, "grids in one part");
     assert_identical(&in_parts, &whole, "grids split over parts");
-    // And the whole slot bound through set_grids on the small-part renderer: it cuts the
-    // buffer into parts itself.
-    let one = upload_slot(&gpu.ctx.device, &gpu.ctx.queue, &slot);
-    let slices: Vec<_> = grids
+    let one = upload_slot(&gpu.ctx.device, &gpu.ctx.queue, slot);
+    let check = |split: &mut Renderer, what: &str| {
+        split.render(&view, W, H).unwrap();
+        assert_identical(&split.read_image().unwrap(), &whole, what);
+    };
+    bind_slot_buffers(&mut split, &s, &one);
+    check(&mut split, "one buffer cut into parts");
+    let _sparse = bind_grids_far_apart(&gpu, &mut split, &s);
+    check(&mut split, "grids far apart in one buffer");
+    bind_few_of_many_parts(&mut split, &bufs, &located);
+    check(&mut split, "grids in a few of more parts than bound");
+    bad_frames_are_refused(&gpu, &mut split, &s, &bufs, &located, &one);
+}
+
+/// The whole slot bound through `set_grids` on the small-part renderer: it cuts the
+/// buffer into parts itself.
+fn bind_slot_buffers(split: &mut Renderer, s: &SplitSlot, one: &wgpu::Buffer) {
+    let slices: Vec<_> = s
+        .grids
         .iter()
-        .zip(&at)
+        .zip(&s.at)
         .map(|(g, &o)| {
             Some(GridSlice {
-                buffer: &one,
+                buffer: one,
                 offset: o,
                 size: g.len() as u64,
             })
         })
         .collect();
     split.set_grids(&slices).unwrap();
-    split.render(&view, W, H).unwrap();
-    assert_identical(
-        &split.read_image().unwrap(),
-        &whole,
-        "one buffer cut into parts",
-    );
-    // Grids far apart in one buffer (more parts than a frame binds between them) get parts
-    // of their own.
-    let far = 16 * part_bytes as usize;
+}
+
+/// Grids far apart in one buffer (more parts than a frame binds between them) get parts
+/// of their own. Returns the buffer, bound until the next frame.
+fn bind_grids_far_apart(gpu: &TestGpu, split: &mut Renderer, s: &SplitSlot) -> wgpu::Buffer {
+    let (slot, at) = (&s.slot, &s.at);
+    let far = 16 * s.part_bytes as usize;
     let mut sparse = vec![0u8; far + slot.len()];
     sparse[..at[1] as usize].copy_from_slice(&slot[..at[1] as usize]);
     sparse[far + at[1] as usize..].copy_from_slice(&slot[at[1] as usize..]);
     let sparse_buf = upload_slot(&gpu.ctx.device, &gpu.ctx.queue, &sparse);
-    let far_slices: Vec<_> = grids
+    let far_slices: Vec<_> = s
+        .grids
         .iter()
-        .zip(&at)
+        .zip(at)
         .enumerate()
         .map(|(i, (g, &o))| {
             Some(GridSlice {
@@ -289,17 +322,18 @@ fn grids_split_over_parts_render_as_in_one_part() {
         })
         .collect();
     split.set_grids(&far_slices).unwrap();
-    split.render(&view, W, H).unwrap();
-    assert_identical(
-        &split.read_image().unwrap(),
-        &whole,
-        "grids far apart in one buffer",
-    );
+    sparse_buf
+}
 
-    // A slot of more parts than the device binds, the grids in a few of them (here after
-    // max_parts parts no grid touches):
-    // only the parts the grids span are bound, each grid's part index remapped.
-    let parts = slot_parts(&bufs);
+/// A slot of more parts than the device binds, the grids in a few of them (here after
+/// max_parts parts no grid touches): only the parts the grids span are bound, each
+/// grid's part index remapped.
+fn bind_few_of_many_parts(
+    split: &mut Renderer,
+    bufs: &[wgpu::Buffer],
+    located: &[Option<GridInParts>],
+) {
+    let parts = slot_parts(bufs);
     let max_parts = split.max_parts();
     let mut many = vec![parts[0]; max_parts];
     many.extend_from_slice(&parts);
@@ -313,14 +347,21 @@ fn grids_split_over_parts_render_as_in_one_part() {
         })
         .collect();
     split.set_frame(&many, &shifted).unwrap();
-    split.render(&view, W, H).unwrap();
-    assert_identical(
-        &split.read_image().unwrap(),
-        &whole,
-        "grids in a few of more parts than bound",
-    );
+}
 
-    // Refusals, each naming what is wrong.
+/// Refusals, each naming what is wrong: grids past their parts or off word boundaries,
+/// more parts than the device binds, parts larger than the part size, odd part sizes.
+fn bad_frames_are_refused(
+    gpu: &TestGpu,
+    split: &mut Renderer,
+    s: &SplitSlot,
+    bufs: &[wgpu::Buffer],
+    located: &[Option<GridInParts>],
+    one: &wgpu::Buffer,
+) {
+    let part_bytes = s.part_bytes;
+    let parts = slot_parts(bufs);
+    let max_parts = split.max_parts();
     assert!(
         (MAX_PARTS..=PARTS_LIMIT).contains(&max_parts),
         "{max_parts}"
@@ -384,7 +425,7 @@ fn grids_split_over_parts_render_as_in_one_part() {
     );
     let e = err(
         &[SlotPart {
-            buffer: &one,
+            buffer: one,
             offset: 0,
             size: one.size().next_multiple_of(4),
         }],

@@ -74,8 +74,15 @@ fn openvdb_files_import_with_openvdbs_values() {
     let Some(reference) = openvdb_files(dir.path()) else {
         return;
     };
-    // The reader itself: grids, types, classes, transforms.
-    let file = read_vdb(dir.path().join("frame_000.vdb")).unwrap();
+    read_grids_as_openvdb_wrote_them(dir.path(), &reference);
+    let attrs = float_import_is_exact(dir.path(), &reference);
+    quantised_imports_stay_within_their_reported_error(dir.path(), &reference, &attrs);
+    vector_components_import_exact(dir.path(), &reference);
+}
+
+/// The reader itself: grids, types, classes, transforms.
+fn read_grids_as_openvdb_wrote_them(dir: &Path, reference: &Reference) {
+    let file = read_vdb(dir.join("frame_000.vdb")).unwrap();
     assert!(file.skipped.is_empty());
     let names: Vec<&str> = file.grids.iter().map(|g| g.name.as_str()).collect();
     let mut sorted = names.clone();
@@ -120,9 +127,12 @@ fn openvdb_files_import_with_openvdbs_values() {
     assert!(density.tiles.iter().any(|t| t.size == 8 && t.active));
     let sphere = file.grids.iter().find(|g| g.name == "sphere").unwrap();
     assert!(sphere.tiles.iter().any(|t| !t.active && t.value[0] < 0.0));
+}
 
-    // Imported as Float: values and active states exact (vector lengths to rounding).
-    let (ds, report) = import(dir.path(), GridType::Float);
+/// Imported as Float: values and active states exact (vector lengths to rounding). Returns
+/// the attributes' names.
+fn float_import_is_exact(dir: &Path, reference: &Reference) -> Vec<String> {
+    let (ds, report) = import(dir, GridType::Float);
     assert!(report.max_abs_error.is_empty());
     assert_eq!(report.vector_magnitudes, vec!["velocity".to_string()]);
     let mut buf = AlignedBuf::new();
@@ -186,11 +196,19 @@ fn openvdb_files_import_with_openvdbs_values() {
             assert!(set > 0, "{name}: no sampled point is active");
         }
     }
+    attrs
+}
 
-    // Fp16 and Fp8: within the reported error, which is larger for Fp8.
+/// Fp16 and Fp8: within the reported error, which is larger for Fp8.
+fn quantised_imports_stay_within_their_reported_error(
+    dir: &Path,
+    reference: &Reference,
+    attrs: &[String],
+) {
+    let mut buf = AlignedBuf::new();
     let mut reported = Vec::new();
     for t in [GridType::Fp16, GridType::Fp8] {
-        let (ds, report) = import(dir.path(), t);
+        let (ds, report) = import(dir, t);
         assert_eq!(report.max_abs_error.len(), 4, "{t}");
         ds.read_frame(1, &mut buf, CrcCheck::Verify).unwrap();
         for (a, name) in attrs.iter().enumerate() {
@@ -220,7 +238,7 @@ fn openvdb_files_import_with_openvdbs_values() {
             reported.push((t, name.clone(), err));
         }
     }
-    for name in &attrs {
+    for name in attrs {
         let e = |t| {
             reported
                 .iter()
@@ -230,12 +248,15 @@ fn openvdb_files_import_with_openvdbs_values() {
         };
         assert!(e(GridType::Fp8) > e(GridType::Fp16), "{name}");
     }
+}
 
-    // Vector components as attributes of their own, exact.
+/// Vector components as attributes of their own, exact.
+fn vector_components_import_exact(dir: &Path, reference: &Reference) {
+    let mut buf = AlignedBuf::new();
     let files: Vec<PathBuf> = (0..2)
-        .map(|f| dir.path().join(format!("frame_{f:03}.vdb")))
+        .map(|f| dir.join(format!("frame_{f:03}.vdb")))
         .collect();
-    let out = dir.path().join("ds_components");
+    let out = dir.join("ds_components");
     let options = ImportOptions {
         vector_components: true,
         ..ImportOptions::default()

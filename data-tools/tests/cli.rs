@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use supercell::format::{Grid, Value, read_nvdb};
+use supercell::format::{FileGrid, Grid, Value, read_nvdb};
 
 fn tool(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_supercell-data"))
@@ -56,21 +56,7 @@ fn generate_verify_inspect_sample_export_import() {
     let verified = ok(&["verify", ds_s]);
     assert!(verified.contains("OK"), "{verified}");
 
-    // inspect --json describes frame 1's grids with what the reader sees.
-    let json: serde_json::Value =
-        serde_json::from_str(&ok(&["inspect", ds_s, "--frame", "1", "--json"])).unwrap();
-    let grids = json["grids"].as_array().unwrap();
-    let names: Vec<&str> = grids.iter().map(|g| g["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names[..4],
-        ["cloud", "rain", "wind_speed", "vertical_velocity"]
-    );
-    assert!(
-        grids
-            .iter()
-            .all(|g| g["type"] == "Float8" && g["checksum"] == "valid")
-    );
-    assert_eq!(json["dataset"]["frames"], 3);
+    let grid_count = inspect_describes_frame_1(ds_s);
 
     // Export frame 1 and read it with the library: same grids.
     let nvdb = tmp.path().join("f1.nvdb");
@@ -85,10 +71,34 @@ fn generate_verify_inspect_sample_export_import() {
         "zip",
     ]);
     let exported = read_nvdb(&nvdb).unwrap();
-    assert_eq!(exported.len(), names.len());
+    assert_eq!(exported.len(), grid_count);
+    sample_reads_what_the_accessor_reads(ds_s, &nvdb, &exported);
+    import_round_trips(tmp.path(), &nvdb, &exported);
+}
 
-    // sample --json returns exactly what the accessor reads, in the order asked, including
-    // negative and far-away coordinates (background).
+/// `inspect --json` describes frame 1's grids with what the reader sees; their count.
+fn inspect_describes_frame_1(ds_s: &str) -> usize {
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", ds_s, "--frame", "1", "--json"])).unwrap();
+    let grids = json["grids"].as_array().unwrap();
+    let names: Vec<&str> = grids.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names[..4],
+        ["cloud", "rain", "wind_speed", "vertical_velocity"]
+    );
+    assert!(
+        grids
+            .iter()
+            .all(|g| g["type"] == "Float8" && g["checksum"] == "valid")
+    );
+    assert_eq!(json["dataset"]["frames"], 3);
+    names.len()
+}
+
+/// `sample --json` returns exactly what the accessor reads, in the order asked, including
+/// negative and far-away coordinates (background), from the dataset and from the exported
+/// file `nvdb` alike; then `sample --world`.
+fn sample_reads_what_the_accessor_reads(ds_s: &str, nvdb: &Path, exported: &[FileGrid]) {
     let grid = Grid::parse(&exported[0].bytes).unwrap();
     let leaf = grid.leaves().next().expect("cloud has leaves");
     let o = leaf.origin();
@@ -134,10 +144,16 @@ fn generate_verify_inspect_sample_export_import() {
         "--at=-5,0,7",
     ]);
     assert_eq!(text.trim(), format!("-5,0,7: {:?}", values[2] as f32));
+    sample_world_interpolates(ds_s, &grid, active, values[0]);
+}
 
-    // sample --world: at the active voxel's centre (its world position through the grid's
-    // map) both interpolations give the voxel's own value; halfway to the next voxel along
-    // z, linear gives the mean of the two (a linear stencil's other corners weigh 0).
+/// `sample --world` at `active`'s centre (holding `value`) and halfway to the next
+/// voxel.
+fn sample_world_interpolates(ds_s: &str, grid: &Grid, active: [i32; 3], value: f64) {
+    // At the active voxel's centre (its world position through the grid's map) both
+    // interpolations give the voxel's own value; halfway to the next voxel along z, linear
+    // gives the mean of the two (a linear stencil's other corners weigh 0).
+    let mut acc = grid.accessor();
     let centre = grid.map().apply(active.map(f64::from));
     let above = [active[0], active[1], active[2] + 1];
     let mid = grid.map().apply([
@@ -160,15 +176,15 @@ fn generate_verify_inspect_sample_export_import() {
     };
     assert_eq!(
         sampled(&[], centre) as f32,
-        values[0] as f32,
+        value as f32,
         "linear at a centre"
     );
     assert_eq!(
         sampled(&["--interpolation", "nearest"], centre) as f32,
-        values[0] as f32,
+        value as f32,
         "nearest at a centre"
     );
-    let expect = (values[0] + f64::from(at_above)) / 2.0;
+    let expect = (value + f64::from(at_above)) / 2.0;
     assert!(
         (sampled(&[], mid) - expect).abs() <= 1e-6 * expect.abs().max(1.0),
         "linear halfway: {} against {expect}",
@@ -191,9 +207,12 @@ fn generate_verify_inspect_sample_export_import() {
         f64::from(active[2]) + 0.5
     );
     assert!(text.contains(&index), "{text} lacks {index}");
+}
 
-    // Import the exported frame (twice, as two frames) and compare grids byte for byte.
-    let ds2 = tmp.path().join("imported");
+/// Import the exported frame `nvdb` (twice, as two frames) and compare grids byte for
+/// byte with `exported`.
+fn import_round_trips(tmp: &Path, nvdb: &Path, exported: &[FileGrid]) {
+    let ds2 = tmp.join("imported");
     let n = nvdb.to_str().unwrap();
     ok(&[
         "import",
@@ -205,7 +224,7 @@ fn generate_verify_inspect_sample_export_import() {
         "2",
     ]);
     ok(&["verify", ds2.to_str().unwrap()]);
-    let back = tmp.path().join("back.nvdb");
+    let back = tmp.join("back.nvdb");
     ok(&[
         "export",
         ds2.to_str().unwrap(),
@@ -290,71 +309,7 @@ fn generate_is_deterministic() {
 #[test]
 fn bad_input_gives_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();
-    let missing = tmp.path().join("nope.nvdb");
-    fails(&["inspect", missing.to_str().unwrap()], "no such file");
-    let junk = tmp.path().join("junk.nvdb");
-    std::fs::write(
-        &junk,
-        b"definitely not a NanoVDB file, but long enough to look at",
-    )
-    .unwrap();
-    fails(&["inspect", junk.to_str().unwrap()], "junk.nvdb");
-    fails(
-        &["sample", junk.to_str().unwrap(), "--at", "1,2"],
-        "three integers",
-    );
-    fails(
-        &["sample", junk.to_str().unwrap(), "--world", "1,2"],
-        "three numbers X,Y,Z",
-    );
-    fails(
-        &["sample", junk.to_str().unwrap(), "--world", "1,nan,2"],
-        "not a finite number",
-    );
-    fails(
-        &[
-            "sample",
-            junk.to_str().unwrap(),
-            "--at",
-            "1,2,3",
-            "--world",
-            "1,2,3",
-        ],
-        "cannot be used with",
-    );
-    fails(&["sample", junk.to_str().unwrap()], "--at");
-    fails(
-        &["verify", tmp.path().to_str().unwrap()],
-        "not a supercell dataset",
-    );
-    fails(
-        &[
-            "generate",
-            tmp.path().join("x").to_str().unwrap(),
-            "--grid-type",
-            "fp3",
-        ],
-        "unknown grid type",
-    );
-    fails(
-        &[
-            "generate",
-            tmp.path().join("x").to_str().unwrap(),
-            "--lanes",
-            Path::new("/nonexistent/lanes").to_str().unwrap(),
-        ],
-        "not a directory",
-    );
-    fails(
-        &[
-            "generate",
-            tmp.path().join("x").to_str().unwrap(),
-            "--chunk-size",
-            "1000",
-        ],
-        "4096",
-    );
-
+    bad_files_and_flags_are_refused(tmp.path());
     // A dataset: a grid that does not exist, and a frame out of range.
     let ds = tmp.path().join("ds");
     ok(&[
@@ -420,8 +375,97 @@ fn bad_input_gives_clear_errors() {
         ],
         "--resolution",
     );
-    // A manifest that files grids under the wrong attributes fails verification.
-    let swapped = tmp.path().join("swapped");
+    swapped_attributes_fail_verification(tmp.path());
+
+    // A truncated lane file is caught when the dataset is opened.
+    let lane = std::fs::read_dir(ds.join("lanes/0"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let len = std::fs::metadata(&lane).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lane)
+        .unwrap()
+        .set_len(len - 4096)
+        .unwrap();
+    fails(&["verify", ds.to_str().unwrap()], "lane");
+}
+
+/// Files that are missing or not NanoVDB, malformed coordinates and sizes, conflicting
+/// flags: each refused with an error naming what is wrong (`tmp`: a scratch directory).
+fn bad_files_and_flags_are_refused(tmp: &Path) {
+    let missing = tmp.join("nope.nvdb");
+    fails(&["inspect", missing.to_str().unwrap()], "no such file");
+    let junk = tmp.join("junk.nvdb");
+    std::fs::write(
+        &junk,
+        b"definitely not a NanoVDB file, but long enough to look at",
+    )
+    .unwrap();
+    fails(&["inspect", junk.to_str().unwrap()], "junk.nvdb");
+    fails(
+        &["sample", junk.to_str().unwrap(), "--at", "1,2"],
+        "three integers",
+    );
+    fails(
+        &["sample", junk.to_str().unwrap(), "--world", "1,2"],
+        "three numbers X,Y,Z",
+    );
+    fails(
+        &["sample", junk.to_str().unwrap(), "--world", "1,nan,2"],
+        "not a finite number",
+    );
+    fails(
+        &[
+            "sample",
+            junk.to_str().unwrap(),
+            "--at",
+            "1,2,3",
+            "--world",
+            "1,2,3",
+        ],
+        "cannot be used with",
+    );
+    fails(&["sample", junk.to_str().unwrap()], "--at");
+    fails(
+        &["verify", tmp.to_str().unwrap()],
+        "not a supercell dataset",
+    );
+    fails(
+        &[
+            "generate",
+            tmp.join("x").to_str().unwrap(),
+            "--grid-type",
+            "fp3",
+        ],
+        "unknown grid type",
+    );
+    fails(
+        &[
+            "generate",
+            tmp.join("x").to_str().unwrap(),
+            "--lanes",
+            Path::new("/nonexistent/lanes").to_str().unwrap(),
+        ],
+        "not a directory",
+    );
+    fails(
+        &[
+            "generate",
+            tmp.join("x").to_str().unwrap(),
+            "--chunk-size",
+            "1000",
+        ],
+        "4096",
+    );
+}
+
+/// A manifest that files grids under the wrong attributes fails verification.
+fn swapped_attributes_fail_verification(tmp: &Path) {
+    let swapped = tmp.join("swapped");
     ok(&[
         "generate",
         swapped.to_str().unwrap(),
@@ -446,22 +490,6 @@ fn bad_input_gives_clear_errors() {
         text.contains("is named \"wind_speed\"") || text.contains("is named \"cloud\""),
         "{text}"
     );
-
-    // A truncated lane file is caught when the dataset is opened.
-    let lane = std::fs::read_dir(ds.join("lanes/0"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let len = std::fs::metadata(&lane).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&lane)
-        .unwrap()
-        .set_len(len - 4096)
-        .unwrap();
-    fails(&["verify", ds.to_str().unwrap()], "lane");
 }
 
 /// A dataset directory whose manifest says its first lane is `lane_path`: the lane files

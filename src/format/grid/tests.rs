@@ -295,17 +295,26 @@ fn same_bits(a: Value, b: Value) -> bool {
 
 #[test]
 fn other_value_types() {
-    // (type, background, tile value, leaf value encoder, expected leaf value, bg, tile)
-    type Case = (
-        GridType,
-        Vec<u8>,
-        Vec<u8>,
-        Box<dyn Fn(usize) -> Vec<u8>>,
-        Box<dyn Fn(usize) -> Value>,
-        Value,
-        Value,
-    );
-    let cases: Vec<Case> = vec![
+    for case in scalar_value_cases().into_iter().chain(vector_value_cases()) {
+        check_value_type(case);
+    }
+}
+
+/// One value type: (type, background, tile value, leaf value encoder, expected leaf value,
+/// bg, tile).
+type ValueCase = (
+    GridType,
+    Vec<u8>,
+    Vec<u8>,
+    Box<dyn Fn(usize) -> Vec<u8>>,
+    Box<dyn Fn(usize) -> Value>,
+    Value,
+    Value,
+);
+
+/// The integer and floating-point types of the value-type cases.
+fn scalar_value_cases() -> Vec<ValueCase> {
+    vec![
         (
             GridType::Double,
             2.5f64.to_le_bytes().into(),
@@ -360,6 +369,12 @@ fn other_value_types() {
             Value::Int(7),
             Value::Int(200),
         ),
+    ]
+}
+
+/// The vector and colour types of the value-type cases.
+fn vector_value_cases() -> Vec<ValueCase> {
+    vec![
         (
             GridType::Vec3f,
             [1f32, 2., 3.]
@@ -429,37 +444,40 @@ fn other_value_types() {
             Value::Rgba8([1, 2, 3, 4]),
             Value::Rgba8([9, 8, 7, 6]),
         ),
-    ];
-    for (t, bg, tile, enc, dec, bgv, tilev) in cases {
-        let vals: Vec<u8> = (0..512).flat_map(&enc).collect();
-        let tiny = Tiny {
-            grid_type: t,
-            origin: [4088, -4096, 120],
-            background: bg,
-            tile,
-            leaf_tail: plain_tail(t, &vals),
-            leaf_flags: 0,
-            mask: [u64::MAX, 0, 1, 2, 3, 4, 5, 6],
-        };
-        let b = tiny_grid(&tiny);
-        let g = Grid::parse(&b).unwrap_or_else(|e| panic!("{t:?}: {e}"));
-        check_paths(&g, tiny.origin, bgv, tilev);
-        assert_eq!(g.background().unwrap(), bgv);
-        for n in 0..512 {
-            assert_eq!(
-                g.value(leaf_ijk(tiny.origin, n)).unwrap(),
-                dec(n),
-                "{t:?} voxel {n}"
-            );
-        }
-        let leaf = g.leaves().next().unwrap();
-        assert_eq!(leaf.value(3).unwrap(), dec(3));
+    ]
+}
+
+/// A leaf and a tile of one value type read back: every voxel, the background, the tile
+/// and the leaf's own accessors.
+fn check_value_type((t, bg, tile, enc, dec, bgv, tilev): ValueCase) {
+    let vals: Vec<u8> = (0..512).flat_map(&enc).collect();
+    let tiny = Tiny {
+        grid_type: t,
+        origin: [4088, -4096, 120],
+        background: bg,
+        tile,
+        leaf_tail: plain_tail(t, &vals),
+        leaf_flags: 0,
+        mask: [u64::MAX, 0, 1, 2, 3, 4, 5, 6],
+    };
+    let b = tiny_grid(&tiny);
+    let g = Grid::parse(&b).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+    check_paths(&g, tiny.origin, bgv, tilev);
+    assert_eq!(g.background().unwrap(), bgv);
+    for n in 0..512 {
         assert_eq!(
-            leaf.values_f32().is_ok(),
-            dec(0).as_f32().is_some(),
-            "{t:?}"
+            g.value(leaf_ijk(tiny.origin, n)).unwrap(),
+            dec(n),
+            "{t:?} voxel {n}"
         );
     }
+    let leaf = g.leaves().next().unwrap();
+    assert_eq!(leaf.value(3).unwrap(), dec(3));
+    assert_eq!(
+        leaf.values_f32().is_ok(),
+        dec(0).as_f32().is_some(),
+        "{t:?}"
+    );
 }
 
 #[test]

@@ -948,4 +948,6 @@ impl<'a> FrameModel<'a> {
 mod eval;
 
 #[cfg(test)]
+mod reference;
+#[cfg(test)]
 mod tests;
