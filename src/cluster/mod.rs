@@ -29,6 +29,63 @@ pub trait Ranks {
     fn barrier(&self);
     /// Every rank's bytes in rank order, on rank 0; `None` on the other ranks.
     fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>>;
+    /// Every rank's bytes in rank order, on every rank (a status every rank must see, or
+    /// what rank 0 decided).
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>>;
+    /// Ends every rank of the run now with exit status `code` (`MPI_Abort`): for a failure
+    /// the other ranks cannot learn of at a collective step, which would otherwise wait
+    /// for this rank forever.
+    fn abort(&self, code: i32) -> !;
+}
+
+/// The size of the job an MPI launcher started this process in, from the variables Open
+/// MPI, PMIx and PMI-2 launchers set (`lookup` reads one; the binary passes the
+/// environment): `None` for a plain run.
+pub fn launched_size(lookup: impl Fn(&str) -> Option<String>) -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|k| lookup(k)?.trim().parse().ok())
+        .or_else(|| lookup("PMIX_RANK").map(|_| 1))
+}
+
+/// Why a process an MPI launcher started cannot run as one of its ranks.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// Started as one of several ranks by a build without MPI: each process would work
+    /// alone as if it were the whole run.
+    #[error(
+        "started by an MPI launcher as one of {0} ranks, but this build has no MPI: build with \
+         `--features mpi` (needs Open MPI's libopenmpi-dev and libclang-dev)"
+    )]
+    NoMpi(usize),
+    /// MPI was initialised before in this process.
+    #[error("MPI was initialised twice in one process")]
+    Twice,
+}
+
+/// This process's ranks when an MPI launcher started it (see [`launched_size`]): `None`
+/// for a plain run, which then behaves as it always has.
+pub fn launched(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Box<dyn Ranks>>, LaunchError> {
+    let Some(size) = launched_size(lookup) else {
+        return Ok(None);
+    };
+    #[cfg(feature = "mpi")]
+    {
+        let _ = size;
+        match MpiRanks::init() {
+            Some(r) => Ok(Some(Box::new(r))),
+            None => Err(LaunchError::Twice),
+        }
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        if size > 1 {
+            return Err(LaunchError::NoMpi(size));
+        }
+        Ok(None)
+    }
 }
 
 /// One process alone: rank 0 of 1.
@@ -61,6 +118,14 @@ impl Ranks for Solo {
     fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
         Some(vec![mine.to_vec()])
     }
+
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        vec![mine.to_vec()]
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
 }
 
 /// The kernel's host name (empty where it cannot be read).
@@ -81,15 +146,15 @@ pub fn share(count: usize, rank: usize, size: usize) -> impl Iterator<Item = usi
     (rank..count).step_by(size.max(1))
 }
 
-/// Ranks as threads of one process, for testing what ranks do together without MPI.
-#[cfg(test)]
-pub(crate) mod threads {
+/// Ranks as threads of one process, for testing what ranks do together without MPI (this
+/// crate's tests and those of the tools built on it).
+pub mod threads {
     use std::sync::{Arc, Barrier, Mutex};
 
     use super::Ranks;
 
     /// One thread's rank among `size` threads on one (pretend) host each of `per_host`.
-    pub(crate) struct ThreadRanks {
+    pub struct ThreadRanks {
         rank: usize,
         size: usize,
         per_host: usize,
@@ -98,7 +163,7 @@ pub(crate) mod threads {
     }
 
     /// `size` ranks, `per_host` to a host (hosts named `host0`, `host1`, ...).
-    pub(crate) fn ranks(size: usize, per_host: usize) -> Vec<ThreadRanks> {
+    pub fn ranks(size: usize, per_host: usize) -> Vec<ThreadRanks> {
         let barrier = Arc::new(Barrier::new(size));
         let slots = Arc::new(Mutex::new(vec![None; size]));
         (0..size)
@@ -148,6 +213,25 @@ pub(crate) mod threads {
             // Nobody writes the next gather's slots before rank 0 has taken these.
             self.barrier.wait();
             out
+        }
+
+        fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+            self.slots.lock().unwrap()[self.rank] = Some(mine.to_vec());
+            self.barrier.wait();
+            let out = self
+                .slots
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|s| s.clone().unwrap())
+                .collect();
+            // Every rank has read the slots before any writes the next collective's.
+            self.barrier.wait();
+            out
+        }
+
+        fn abort(&self, code: i32) -> ! {
+            panic!("rank {} aborted the run with status {code}", self.rank)
         }
     }
 }

@@ -62,6 +62,25 @@ impl Ranks for MpiRanks {
         self.world.barrier();
     }
 
+    fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
+    }
+
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        // Statuses and frame records: far under 2 GiB per rank.
+        let len = Count::try_from(mine.len()).expect("a rank's part is under 2 GiB");
+        let mut counts = vec![0 as Count; self.size()];
+        self.world.all_gather_into(&len, &mut counts[..]);
+        let displs = displacements(&counts);
+        let total: usize = counts.iter().map(|&n| n as usize).sum();
+        let mut all = vec![0u8; total];
+        {
+            let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+            self.world.all_gather_varcount_into(mine, &mut parts);
+        }
+        split(&all, &counts, &displs)
+    }
+
     fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
         let root = self.world.process_at_rank(0);
         // Results are JSON of a few kilobytes per rank: a length over 2 GiB is a bug.
@@ -73,26 +92,34 @@ impl Ranks for MpiRanks {
         }
         let mut counts = vec![0 as Count; self.size()];
         root.gather_into_root(&len, &mut counts[..]);
-        let displs: Vec<Count> = counts
-            .iter()
-            .scan(0, |at, &n| {
-                let start = *at;
-                *at += n;
-                Some(start)
-            })
-            .collect();
+        let displs = displacements(&counts);
         let total: usize = counts.iter().map(|&n| n as usize).sum();
         let mut all = vec![0u8; total];
         {
             let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
             root.gather_varcount_into_root(mine, &mut parts);
         }
-        Some(
-            counts
-                .iter()
-                .zip(&displs)
-                .map(|(&n, &at)| all[at as usize..(at + n) as usize].to_vec())
-                .collect(),
-        )
+        Some(split(&all, &counts, &displs))
     }
+}
+
+/// Where each rank's part starts in the gathered bytes.
+fn displacements(counts: &[Count]) -> Vec<Count> {
+    counts
+        .iter()
+        .scan(0, |at, &n| {
+            let start = *at;
+            *at += n;
+            Some(start)
+        })
+        .collect()
+}
+
+/// The gathered bytes cut into each rank's part.
+fn split(all: &[u8], counts: &[Count], displs: &[Count]) -> Vec<Vec<u8>> {
+    counts
+        .iter()
+        .zip(displs)
+        .map(|(&n, &at)| all[at as usize..(at + n) as usize].to_vec())
+        .collect()
 }
