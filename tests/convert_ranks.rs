@@ -20,6 +20,9 @@ use supercell::synth::{
 
 const CHUNK: u64 = 8192;
 
+/// A frame's time and grids.
+type TimedFrame = (f64, Vec<Vec<u8>>);
+
 fn storm() -> StormParams {
     StormParams {
         resolution: 32,
@@ -115,7 +118,7 @@ fn generate_on_two_and_three_ranks_writes_the_one_process_dataset() {
 }
 
 /// Each frame's grids of the dataset at `dir`, with its time.
-fn frames_of(dir: &Path) -> Vec<(f64, Vec<Vec<u8>>)> {
+fn frames_of(dir: &Path) -> Vec<TimedFrame> {
     let ds = Dataset::open(dir).unwrap();
     let mut buf = AlignedBuf::new();
     (0..ds.frame_count())
@@ -143,7 +146,7 @@ fn specs(dir: &Path) -> Vec<AttributeSpec> {
 fn write_share(
     r: &ThreadRanks,
     dir: &Path,
-    frames: &[(f64, Vec<Vec<u8>>)],
+    frames: &[TimedFrame],
     attributes: Vec<AttributeSpec>,
     fail_after: Option<usize>,
 ) -> Result<bool, DatasetError> {
@@ -174,7 +177,7 @@ fn write_share(
 }
 
 /// The frames of a small generated storm (written to `tmp/source`), with its attributes.
-fn source_frames(tmp: &Path) -> (Vec<(f64, Vec<Vec<u8>>)>, Vec<AttributeSpec>) {
+fn source_frames(tmp: &Path) -> (Vec<TimedFrame>, Vec<AttributeSpec>) {
     let source = tmp.join("source");
     generate_dataset(
         &storm(),
@@ -190,7 +193,7 @@ fn source_frames(tmp: &Path) -> (Vec<(f64, Vec<Vec<u8>>)>, Vec<AttributeSpec>) {
 }
 
 /// Writes `frames` into `dir` as a single process does.
-fn write_alone(dir: &Path, frames: &[(f64, Vec<Vec<u8>>)], attributes: Vec<AttributeSpec>) {
+fn write_alone(dir: &Path, frames: &[TimedFrame], attributes: Vec<AttributeSpec>) {
     let mut w =
         DatasetWriter::create(dir, LaneSpec::Count(2), CHUNK, attributes, provenance()).unwrap();
     for (time, grids) in frames {
