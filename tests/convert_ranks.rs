@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use supercell::cluster::Ranks;
-use supercell::cluster::threads::{ThreadRanks, ranks};
-use supercell::dataset::ranks::{FrameHandover, RankWriter, comparable_contents};
+use supercell::cluster::threads::{ThreadRanks, run_on};
+use supercell::dataset::ranks::{FrameHandover, RankWriter, comparable_contents, first_difference};
 use supercell::dataset::{
     AlignedBuf, AttributeSpec, CrcCheck, Dataset, DatasetError, DatasetWriter, LaneSpec, Provenance,
 };
@@ -49,33 +49,16 @@ fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// Asserts the datasets at `a` and `b` hold the same files with the same bytes.
 fn assert_same(a: &Path, b: &Path, what: &str) {
-    let (ca, cb) = (contents(a), contents(b));
-    assert_eq!(
-        ca.keys().collect::<Vec<_>>(),
-        cb.keys().collect::<Vec<_>>(),
-        "{what}: the files differ"
-    );
-    for (name, bytes) in &ca {
-        assert!(bytes == &cb[name], "{what}: {name} differs");
-    }
+    assert_eq!(first_difference(a, b).unwrap(), None, "{what}");
     assert!(
-        ca.keys().any(|k| k.ends_with(".sclane")),
+        contents(a).keys().any(|k| k.ends_with(".sclane")),
         "{what}: no lane files"
     );
 }
 
-/// Runs `f` on each of `n` thread ranks at once; their results in rank order.
+/// Runs `f` on each of `n` thread ranks at once (one pretend host); their results.
 fn on_ranks<T: Send>(n: usize, f: impl Fn(&ThreadRanks) -> T + Sync) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = ranks(n, n)
-            .into_iter()
-            .map(|r| {
-                let f = &f;
-                s.spawn(move || f(&r))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
+    run_on(n, n, f)
 }
 
 #[test]

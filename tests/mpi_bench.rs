@@ -9,22 +9,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 mod bench_support;
+mod mpi_support;
 use bench_support::make;
-
-fn have_mpirun() -> bool {
-    let ok = Command::new("mpirun")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("SUPERCELL_REQUIRE_CROSSCHECK").is_none(),
-            "mpirun is missing (Debian: openmpi-bin)"
-        );
-        eprintln!("skipped: mpirun is not installed (Debian: openmpi-bin)");
-    }
-    ok
-}
+use mpi_support::have_mpirun;
 
 /// `mpirun -n RANKS supercell bench DIR --engine cpu-only ...` with `extra`.
 fn mpi_bench(ranks: u32, dir: &Path, extra: &[&str]) -> Output {

@@ -8,22 +8,11 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use supercell::dataset::ranks::comparable_contents;
+use supercell::dataset::ranks::first_difference;
 
-fn have_mpirun() -> bool {
-    let ok = Command::new("mpirun")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("SUPERCELL_REQUIRE_CROSSCHECK").is_none(),
-            "mpirun is missing (Debian: openmpi-bin)"
-        );
-        eprintln!("skipped: mpirun is not installed (Debian: openmpi-bin)");
-    }
-    ok
-}
+#[path = "../../tests/mpi_support/mod.rs"]
+mod mpi_support;
+use mpi_support::have_mpirun;
 
 /// `supercell-data generate ds` of a small storm in `dir`, under `mpirun -n RANKS` where
 /// given. (The same relative path both times: the manifest records the arguments.)
@@ -43,7 +32,10 @@ fn generate(ranks: Option<u32>, dir: &Path) -> Output {
         }
         None => Command::new(env!("CARGO_BIN_EXE_supercell-data")),
     };
+    // Open MPI's session directory under the test's own folder: mpiruns started at the
+    // same moment (tests run in parallel) race creating a shared one in /tmp.
     cmd.current_dir(dir)
+        .env("TMPDIR", dir)
         .args(["generate", "ds"])
         .args(["--frames", "5", "--resolution", "32", "--lanes", "3"])
         .args(["--chunk-size", "8K", "--threads", "1"])
@@ -65,14 +57,8 @@ fn two_ranks_generate_the_one_process_dataset() {
     assert!(out.status.success(), "{said}");
     // One summary, from rank 0.
     assert_eq!(said.matches("across 2 MPI ranks").count(), 1, "{said}");
-    let (a, b) = (
-        comparable_contents(&tmp.path().join("one/ds")).unwrap(),
-        comparable_contents(&tmp.path().join("two/ds")).unwrap(),
-    );
-    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
-    for (name, bytes) in &a {
-        assert!(&b[name] == bytes, "{name} differs");
-    }
+    let (one, two) = (tmp.path().join("one/ds"), tmp.path().join("two/ds"));
+    assert_eq!(first_difference(&one, &two).unwrap(), None);
 }
 
 /// `mpirun` with a different command line per rank (Open MPI's MPMD form `A : B`): rank r
@@ -87,7 +73,7 @@ fn mpmd(dir: &Path, per_rank: &[Vec<String>]) -> Output {
         cmd.args(["-n", "1", env!("CARGO_BIN_EXE_supercell-data")]);
         cmd.args(args);
     }
-    cmd.current_dir(dir).output().unwrap()
+    cmd.current_dir(dir).env("TMPDIR", dir).output().unwrap()
 }
 
 fn strings(args: &[&str]) -> Vec<String> {

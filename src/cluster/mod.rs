@@ -162,6 +162,27 @@ pub mod threads {
         slots: Arc<Mutex<Vec<Option<Vec<u8>>>>>,
     }
 
+    /// Runs `f` on each of `size` thread ranks (`per_host` to a host) at once; their
+    /// results in rank order.
+    pub fn run_on<T: Send>(
+        size: usize,
+        per_host: usize,
+        f: impl Fn(&ThreadRanks) -> T + Sync,
+    ) -> Vec<T> {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = ranks(size, per_host)
+                .into_iter()
+                .map(|r| {
+                    let f = &f;
+                    s.spawn(move || f(&r))
+                })
+                .collect();
+            runs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+
     /// `size` ranks, `per_host` to a host (hosts named `host0`, `host1`, ...).
     pub fn ranks(size: usize, per_host: usize) -> Vec<ThreadRanks> {
         let barrier = Arc::new(Barrier::new(size));

@@ -401,3 +401,20 @@ pub fn comparable_contents(
     }
     Ok(out)
 }
+
+/// The first difference between the datasets at `a` and `b` as [`comparable_contents`]
+/// sees them (a file only one has, or one whose bytes differ), or `None`: the same frames
+/// written the same way.
+pub fn first_difference(a: &std::path::Path, b: &std::path::Path) -> Result<Option<String>> {
+    let (ca, cb) = (comparable_contents(a)?, comparable_contents(b)?);
+    if let Some(name) = ca.keys().find(|k| !cb.contains_key(*k)) {
+        return Ok(Some(format!("{name} is only in {}", a.display())));
+    }
+    if let Some(name) = cb.keys().find(|k| !ca.contains_key(*k)) {
+        return Ok(Some(format!("{name} is only in {}", b.display())));
+    }
+    Ok(ca
+        .iter()
+        .find(|(name, bytes)| cb[*name] != **bytes)
+        .map(|(name, _)| format!("{name} differs")))
+}
