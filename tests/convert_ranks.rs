@@ -230,3 +230,60 @@ fn a_failing_rank_is_named_on_every_rank_and_leaves_the_old_dataset() {
         assert_eq!(Dataset::open(&dir).unwrap().frame_count(), old.len());
     }
 }
+
+/// Two writers sharing one write in one thread, as two ranks do, with lane files cut into
+/// segments of a few chunks: every rank starts the same new segment files, opens those
+/// another rank created, and the files equal a single writer's.
+#[test]
+fn shared_writers_cut_segments_where_a_single_writer_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (frames, attributes) = source_frames(tmp.path());
+    let segment = 4 * CHUNK;
+    let one = tmp.path().join("one");
+    let mut alone = DatasetWriter::create(
+        &one,
+        LaneSpec::Count(2),
+        CHUNK,
+        attributes.clone(),
+        provenance(),
+    )
+    .unwrap();
+    alone.set_segment_size(segment).unwrap();
+    for (time, grids) in &frames {
+        alone.push_frame_borrowed(*time, grids).unwrap();
+    }
+    let manifest = alone.finish().unwrap();
+    assert!(
+        manifest.lanes.iter().all(|l| l.files.len() > 2),
+        "the test needs several segments per lane"
+    );
+    let two = tmp.path().join("two");
+    let mut lead = DatasetWriter::create(
+        &two,
+        LaneSpec::Count(2),
+        CHUNK,
+        attributes.clone(),
+        provenance(),
+    )
+    .unwrap();
+    lead.set_segment_size(segment).unwrap();
+    let share = lead.share().unwrap();
+    let mut other = DatasetWriter::join(&share, attributes).unwrap();
+    for (i, (time, grids)) in frames.iter().enumerate() {
+        let sizes: Vec<u64> = grids.iter().map(|g| g.len() as u64).collect();
+        let (writes, skips) = match i % 2 {
+            0 => (&mut lead, &mut other),
+            _ => (&mut other, &mut lead),
+        };
+        writes.push_frame_borrowed(*time, grids).unwrap();
+        skips.skip_frame(*time, &sizes, true).unwrap();
+    }
+    other.sync_own().unwrap();
+    for (i, frame) in other.own_frames() {
+        lead.adopt_frame(i, frame).unwrap();
+    }
+    lead.merge_attributes(other.attributes()).unwrap();
+    drop(other);
+    lead.finish().unwrap();
+    assert_same(&one, &two, "segments");
+}
