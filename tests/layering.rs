@@ -22,8 +22,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("device", &[]),
     ("memory", &["probe"]),
     ("format", &["atomic_file", "memory"]),
-    ("dataset", &["format", "memory"]),
-    ("synth", &["dataset", "format", "memory", "probe"]),
+    ("dataset", &["cluster", "format", "memory"]),
+    (
+        "synth",
+        &["cluster", "dataset", "format", "memory", "probe"],
+    ),
     ("gpu", &["crc32", "device", "memory", "probe"]),
     ("ingest", &["crc32", "dataset", "gpu", "memory", "probe"]),
     ("pipeline", &["probe"]),

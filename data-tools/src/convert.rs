@@ -121,7 +121,7 @@ fn parse_codec(text: &str) -> Result<Codec> {
 }
 
 /// Runs `import`.
-pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
+pub fn run_import(args: &ImportArgs, ranks: &dyn supercell::cluster::Ranks) -> Result<ExitCode> {
     if !(args.frame_interval.is_finite() && args.frame_interval > 0.0) {
         bail!("--frame-interval must be a positive number of seconds");
     }
@@ -165,9 +165,19 @@ pub fn run_import(args: &ImportArgs) -> Result<ExitCode> {
                 dx: args.dx,
                 backgrounds: &args.background,
                 wind_speed: args.wind_speed,
+                ranks,
             })?;
+            if ranks.rank() != 0 {
+                return Ok(ExitCode::SUCCESS);
+            }
             return write_scene(args);
         }
+    }
+    if ranks.size() > 1 {
+        bail!(
+            "importing .nvdb or .vdb files across MPI ranks is not supported yet (netCDF \
+             files and `generate` are): run it as one process"
+        );
     }
     if args.vars.is_some()
         || args.dz.is_some()

@@ -5,6 +5,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use supercell::cluster::Ranks;
 use supercell::dataset::{DEFAULT_CHUNK_SIZE, LaneSpec, Provenance};
 use supercell::format::GridType;
 use supercell::synth::{self, Attribute, GenerateOptions, StormParams, resolution_for_target};
@@ -179,8 +180,12 @@ fn process_cpu_s() -> Option<f64> {
     }
 }
 
-/// Runs `generate`.
-pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
+/// Runs `generate` as one of `ranks` (one process: `Solo`; under `mpirun` each rank
+/// generates its share of the frames into the one dataset, and rank 0 reports).
+pub fn run(args: &GenerateArgs, ranks: &dyn Ranks) -> Result<ExitCode> {
+    if ranks.size() > 1 && args.json.is_some() {
+        bail!("--json reports one process's run; across MPI ranks it is not written yet");
+    }
     keep_freed_memory();
     if let Some(t) = args.threads {
         if t == 0 {
@@ -222,7 +227,11 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
     };
     let provenance =
         Provenance::from_os_args("supercell-data generate", std::env::args_os().skip(1));
-    let bar = ProgressBar::new(u64::from(params.frames));
+    let bar = match ranks.rank() {
+        // Rank 0's own frames (every one for a single process).
+        0 => ProgressBar::new(u64::from(params.frames).div_ceil(ranks.size() as u64)),
+        _ => ProgressBar::hidden(),
+    };
     bar.set_style(
         ProgressStyle::with_template(
             "generate [{elapsed_precise}] [{wide_bar}] {pos}/{len} frames, {msg} (eta {eta})",
@@ -230,25 +239,46 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         .expect("valid template")
         .progress_chars("=> "),
     );
-    let (report, manifest) = synth::generate_dataset(
-        &params,
-        &opts,
-        &args.out,
-        lanes,
-        args.chunk_size,
-        provenance,
-        |p| {
-            bar.set_position(u64::from(p.frames_done));
-            let secs = p.elapsed.as_secs_f64().max(1e-9);
-            bar.set_message(format!(
-                "{:.2} GB, {:.2} GB/s",
-                p.bytes_done as f64 / 1e9,
-                p.bytes_done as f64 / 1e9 / secs
-            ));
-        },
-    )
-    .with_context(|| format!("generating {}", args.out.display()))?;
+    let progress = |p: &synth::Progress| {
+        bar.set_position(u64::from(p.frames_done));
+        let secs = p.elapsed.as_secs_f64().max(1e-9);
+        bar.set_message(format!(
+            "{:.2} GB, {:.2} GB/s",
+            p.bytes_done as f64 / 1e9,
+            p.bytes_done as f64 / 1e9 / secs
+        ));
+    };
+    let (out, chunk) = (&args.out, args.chunk_size);
+    let (report, manifest) = if ranks.size() == 1 {
+        synth::generate_dataset(&params, &opts, out, lanes, chunk, provenance, progress)
+            .map(|(r, m)| (r, Some(m)))
+            .with_context(|| format!("generating {}", out.display()))?
+    } else {
+        synth::generate_dataset_ranks(
+            &params, &opts, out, lanes, chunk, provenance, ranks, progress,
+        )
+        .with_context(|| format!("generating {}", out.display()))?
+    };
     bar.finish_and_clear();
+    let Some(manifest) = manifest else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    if ranks.size() > 1 {
+        let bytes: u64 = manifest.frames.iter().map(|f| f.slot_size).sum();
+        println!(
+            "{}: {} frames at resolution {} ({}), {:.3} GB in {:.1} s across {} MPI ranks \
+             (rank k generated frames k, k+{}, ...)",
+            out.display(),
+            manifest.frames.len(),
+            report.resolution,
+            args.grid_type,
+            bytes as f64 / 1e9,
+            report.elapsed_s,
+            ranks.size(),
+            ranks.size()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     println!(
         "{}: {} frames at resolution {} ({}), {:.3} GB ({:.1}..{:.1} MB per frame) in {:.1} s: {:.2} GB/s on {} threads",
         args.out.display(),

@@ -46,6 +46,56 @@ pub trait Ranks {
     fn abort(&self, code: i32) -> !;
 }
 
+/// The size of the job an MPI launcher started this process in, from the variables Open
+/// MPI, PMIx and PMI-2 launchers set (`lookup` reads one; the binary passes the
+/// environment): `None` for a plain run.
+pub fn launched_size(lookup: impl Fn(&str) -> Option<String>) -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|k| lookup(k)?.trim().parse().ok())
+        .or_else(|| lookup("PMIX_RANK").map(|_| 1))
+}
+
+/// Why a process an MPI launcher started cannot run as one of its ranks.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// Started as one of several ranks by a build without MPI: each process would work
+    /// alone as if it were the whole run.
+    #[error(
+        "started by an MPI launcher as one of {0} ranks, but this build has no MPI: build with \
+         `--features mpi` (needs Open MPI's libopenmpi-dev and libclang-dev)"
+    )]
+    NoMpi(usize),
+    /// MPI was initialised before in this process.
+    #[error("MPI was initialised twice in one process")]
+    Twice,
+}
+
+/// This process's ranks when an MPI launcher started it (see [`launched_size`]): `None`
+/// for a plain run, which then behaves as it always has.
+pub fn launched(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Box<dyn Ranks>>, LaunchError> {
+    let Some(size) = launched_size(lookup) else {
+        return Ok(None);
+    };
+    #[cfg(feature = "mpi")]
+    {
+        let _ = size;
+        match MpiRanks::init() {
+            Some(r) => Ok(Some(Box::new(r))),
+            None => Err(LaunchError::Twice),
+        }
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        if size > 1 {
+            return Err(LaunchError::NoMpi(size));
+        }
+        Ok(None)
+    }
+}
+
 /// One process alone: rank 0 of 1.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Solo;
@@ -112,9 +162,9 @@ pub fn share(count: usize, rank: usize, size: usize) -> impl Iterator<Item = usi
     (rank..count).step_by(size.max(1))
 }
 
-/// Ranks as threads of one process, for testing what ranks do together without MPI.
-#[cfg(test)]
-pub(crate) mod threads {
+/// Ranks as threads of one process, for testing what ranks do together without MPI (this
+/// crate's tests and those of the tools built on it).
+pub mod threads {
     use std::sync::{Arc, Barrier, Condvar, Mutex};
     use std::time::Instant;
 
@@ -124,7 +174,7 @@ pub(crate) mod threads {
     type Mail = (Mutex<Vec<(usize, usize, i32, Vec<u8>)>>, Condvar);
 
     /// One thread's rank among `size` threads on one (pretend) host each of `per_host`.
-    pub(crate) struct ThreadRanks {
+    pub struct ThreadRanks {
         rank: usize,
         size: usize,
         per_host: usize,
@@ -133,8 +183,29 @@ pub(crate) mod threads {
         mail: Arc<Mail>,
     }
 
+    /// Runs `f` on each of `size` thread ranks (`per_host` to a host) at once; their
+    /// results in rank order.
+    pub fn run_on<T: Send>(
+        size: usize,
+        per_host: usize,
+        f: impl Fn(&ThreadRanks) -> T + Sync,
+    ) -> Vec<T> {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = ranks(size, per_host)
+                .into_iter()
+                .map(|r| {
+                    let f = &f;
+                    s.spawn(move || f(&r))
+                })
+                .collect();
+            runs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+
     /// `size` ranks, `per_host` to a host (hosts named `host0`, `host1`, ...).
-    pub(crate) fn ranks(size: usize, per_host: usize) -> Vec<ThreadRanks> {
+    pub fn ranks(size: usize, per_host: usize) -> Vec<ThreadRanks> {
         let barrier = Arc::new(Barrier::new(size));
         let slots = Arc::new(Mutex::new(vec![None; size]));
         let mail = Arc::new(Mail::default());

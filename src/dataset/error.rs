@@ -68,6 +68,13 @@ pub enum DatasetError {
     /// input: it is checked before it is allocated).
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
+    /// A rank of a write shared by several ranks failed (or this one did): the write is
+    /// abandoned on every rank.
+    #[error("{}", rank_failures(.failed))]
+    RankFailed {
+        /// Each failed rank, its host and what went wrong there, in rank order.
+        failed: Vec<(usize, String, String)>,
+    },
     /// Another writer holds the dataset's write lock.
     #[error("dataset {} is being written by another writer (lock {} is held)", .dir.display(), .lock.display())]
     Locked {
@@ -107,4 +114,13 @@ impl<T> IoContext<T> for io::Result<T> {
     fn ctx(self, op: &'static str, path: &Path) -> Result<T> {
         self.map_err(|e| DatasetError::io(op, path, e))
     }
+}
+
+/// "rank 1 (host) failed: why; rank 2 ...".
+fn rank_failures(failed: &[(usize, String, String)]) -> String {
+    failed
+        .iter()
+        .map(|(rank, host, msg)| format!("rank {rank} ({host}) failed: {msg}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }

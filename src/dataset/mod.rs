@@ -18,9 +18,11 @@ mod aligned;
 mod convert;
 mod directory;
 mod error;
+mod lanes;
 mod manifest;
 mod naming;
 mod nvdb;
+pub mod ranks;
 mod reader;
 pub mod stripe;
 mod verify;
@@ -37,7 +39,7 @@ pub use manifest::{
 };
 pub use reader::{CrcCheck, Dataset};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify};
-pub use writer::{AttributeSpec, CrashPoint, DatasetWriter, LaneSpec};
+pub use writer::{AttributeSpec, CrashPoint, DatasetWriter, LaneSpec, SharedWrite};
 
 /// Alignment of every offset and length in a dataset (O_DIRECT and cuFile need it).
 pub const ALIGN: u64 = 4096;

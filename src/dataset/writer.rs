@@ -31,7 +31,7 @@
 //! symlink there points to.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -43,15 +43,17 @@ use super::directory::{
     remove_unreferenced, tmp_path, write_small_atomic,
 };
 use super::error::{DatasetError, IoContext, Result};
+use super::lanes::{FileMode, LaneWriter, SlotImage};
 use super::manifest::{
-    Attribute, Extent, Frame, GridEntry, Lane, LaneFile, Manifest, Provenance, check_units,
-    sync_dir,
+    Attribute, Extent, Frame, GridEntry, Lane, Manifest, Provenance, check_units, sync_dir,
 };
-use super::naming::lane_file_name;
 use super::nvdb::{self, GridInfo};
 use super::stripe::{StripeChunk, slot_layout, stripe};
 use super::{ALIGN, DEFAULT_SEGMENT_SIZE, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
 use crate::format::{BuiltGrid, GridClass, GridType};
+pub use shared::SharedWrite;
+
+mod shared;
 
 const LOCK_FILE: &str = ".supercell-write.lock";
 
@@ -116,23 +118,15 @@ enum Phase {
     Crashed,
 }
 
-struct LaneWriter {
-    index: u32,
-    dir: PathBuf,
-    files: Vec<LaneFile>,
-    current: Option<BufWriter<File>>,
-    /// The chunk whose bytes are being written: a frame written grid by grid ends a span
-    /// wherever its grid ends, often inside a chunk, and the chunk goes on with the next
-    /// grid.
-    open: Option<OpenChunk>,
-    /// Bytes of the current segment file already handed to the disk's writeback.
-    handed: u64,
-}
-
-/// A chunk begun in a lane file: its extent so far.
-struct OpenChunk {
-    extent: Extent,
-    crc: crc32fast::Hasher,
+/// A writer's part in a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// The only writer.
+    Alone,
+    /// The rank that created the write (lock, intent) and commits it.
+    Lead,
+    /// Another rank: writes its frames, commits nothing.
+    Follower,
 }
 
 /// Whether the writer recomputes a grid's checksum before storing it.
@@ -166,7 +160,13 @@ struct OpenFrame {
 /// succeeds; dropping the writer earlier removes what it wrote (best effort).
 pub struct DatasetWriter {
     dir: PathBuf,
-    _lock: File,
+    /// The dataset's lock; `None` for a follower (the lead rank holds it).
+    _lock: Option<File>,
+    /// Whether this writer commits the dataset, or is one of several ranks writing it.
+    role: Role,
+    /// Frames whose grids this writer checked (its own), for the checks against earlier
+    /// frames' grids; frames other ranks write are only placed.
+    described: usize,
     write_id: String,
     chunk_size: u64,
     segment_size: u64,
@@ -174,6 +174,9 @@ pub struct DatasetWriter {
     lanes: Vec<LaneWriter>,
     attributes: Vec<Attribute>,
     frames: Vec<Frame>,
+    /// Frames another rank writes (placed by [`skip_frame`](Self::skip_frame)), until
+    /// adopted.
+    foreign: Vec<usize>,
     /// The frame [`begin_frame`](Self::begin_frame) started, until `end_frame`.
     open_frame: Option<OpenFrame>,
     provenance: Provenance,
@@ -256,37 +259,21 @@ impl DatasetWriter {
         let lanes = canon
             .into_iter()
             .enumerate()
-            .map(|(i, d)| LaneWriter {
-                index: i as u32,
-                dir: d,
-                files: Vec::new(),
-                current: None,
-                open: None,
-                handed: 0,
-            })
+            .map(|(i, d)| LaneWriter::new(i as u32, d, FileMode::Alone))
             .collect();
         Ok(DatasetWriter {
             dir,
-            _lock: lock,
+            _lock: Some(lock),
+            role: Role::Alone,
+            described: 0,
             write_id,
             chunk_size,
             segment_size: DEFAULT_SEGMENT_SIZE,
             lane_paths,
             lanes,
-            attributes: attributes
-                .into_iter()
-                .map(|a| Attribute {
-                    name: a.name,
-                    grid_type: GridType::Unknown,
-                    grid_class: GridClass::Unknown,
-                    value_range: None,
-                    index_bbox: None,
-                    world_bbox: None,
-                    voxel_size: None,
-                    units: a.units,
-                })
-                .collect(),
+            attributes: attributes.into_iter().map(new_attribute).collect(),
             frames: Vec::new(),
+            foreign: Vec::new(),
             open_frame: None,
             provenance,
             replaced_files,
@@ -575,7 +562,7 @@ impl DatasetWriter {
         if info.grid_type == GridType::Unknown {
             return bad("grid type is unknown".into());
         }
-        if frame == 0 {
+        if self.described == 0 {
             return Ok(());
         }
         if attr.grid_type == GridType::Unknown {
@@ -630,10 +617,17 @@ impl DatasetWriter {
     /// Writes the open frame's next grid at the end of its slot image so far, each lane's
     /// share by its own thread (lanes are separate devices).
     fn write_grid(&mut self, grid: &[u8], checksum: u64) -> Result<()> {
+        self.place_grid(Some(grid), grid.len() as u64, checksum)
+    }
+
+    /// Places the open frame's next grid, `len` bytes, at the end of its slot image so far,
+    /// and writes it where this writer has its bytes (`grid`); `None`: another rank writes
+    /// it (see [`skip_frame`](Self::skip_frame)).
+    fn place_grid(&mut self, grid: Option<&[u8]>, len: u64, checksum: u64) -> Result<()> {
         let frame = self.frames.len() as u64;
         let open = self.open_frame.as_mut().expect("a frame is open");
         let offset = open.end;
-        let end = slot_layout(&[grid.len() as u64])
+        let end = slot_layout(&[len])
             .and_then(|(_, padded)| offset.checked_add(padded))
             .ok_or_else(|| {
                 DatasetError::Usage(format!("frame {frame}: slot image size overflows"))
@@ -650,12 +644,12 @@ impl DatasetWriter {
                 per_lane[c.lane as usize].push(c);
             }
         }
-        let grids = [grid];
+        let grids = [grid.unwrap_or_default()];
         let offsets = [offset];
-        let image = SlotImage {
+        let image = grid.map(|_| SlotImage {
             grids: &grids,
             offsets: &offsets,
-        };
+        });
         let span = [offset, end];
         let (segment_size, write_id) = (self.segment_size, self.write_id.as_str());
         let results: Vec<Result<Vec<Extent>>> = std::thread::scope(|s| {
@@ -665,7 +659,7 @@ impl DatasetWriter {
                 .zip(&per_lane)
                 .filter(|(_, chunks)| !chunks.is_empty())
                 .map(|(lane, chunks)| {
-                    let image = &image;
+                    let image = image.as_ref();
                     s.spawn(move || lane.write_span(chunks, span, image, segment_size, write_id))
                 })
                 .collect();
@@ -686,7 +680,7 @@ impl DatasetWriter {
         open.entries.push(GridEntry {
             attribute: open.entries.len() as u32,
             offset,
-            size: grid.len() as u64,
+            size: len,
             checksum,
         });
         open.end = end;
@@ -696,6 +690,12 @@ impl DatasetWriter {
     /// Ends the lanes' last chunks of the open frame (the last one shorter than the chunk
     /// size, as `stripe` cuts it) and records the frame.
     fn close_frame(&mut self) -> Result<()> {
+        self.described += 1;
+        self.record_frame()
+    }
+
+    /// Ends the open frame's chunks and records it (its grids checked or not).
+    fn record_frame(&mut self) -> Result<()> {
         let mut open = self.open_frame.take().expect("a frame is open");
         for lane in &mut self.lanes {
             if let Some(c) = lane.open.take() {
@@ -715,6 +715,16 @@ impl DatasetWriter {
     /// Makes the dataset durable and visible; returns its manifest (see the module docs
     /// for the order of operations). On error the previous dataset, if any, remains.
     pub fn finish(mut self) -> Result<Manifest> {
+        if self.role == Role::Follower {
+            return Err(DatasetError::Usage(
+                "the lead rank commits a shared write".into(),
+            ));
+        }
+        if let Some(f) = self.foreign.first() {
+            return Err(DatasetError::Usage(format!(
+                "frame {f}: written by another rank, not adopted"
+            )));
+        }
         if let Some(msg) = &self.failed {
             return Err(DatasetError::Usage(format!("writer failed earlier: {msg}")));
         }
@@ -823,12 +833,17 @@ impl DatasetWriter {
 impl Drop for DatasetWriter {
     fn drop(&mut self) {
         match self.phase {
+            Phase::Writing | Phase::Renamed if self.role == Role::Follower => {
+                for lane in &mut self.lanes {
+                    lane.abandon();
+                }
+            }
             Phase::Writing | Phase::Renamed => {
                 // Not committed: remove everything this write created (best effort; a
                 // leftover is removed by the next writer's recovery via the intent).
                 let renamed = self.phase == Phase::Renamed;
                 for lane in &mut self.lanes {
-                    lane.current = None;
+                    lane.abandon();
                     for f in &lane.files {
                         let p = lane.dir.join(&f.name);
                         let _ = fs::remove_file(tmp_path(&p));
@@ -844,194 +859,36 @@ impl Drop for DatasetWriter {
     }
 }
 
-/// A frame's slot image, described without materialising it: grids at their offsets with
-/// zero padding between them.
-struct SlotImage<'a> {
-    grids: &'a [&'a [u8]],
-    offsets: &'a [u64],
-}
-
-static ZEROS: [u8; ALIGN as usize] = [0; ALIGN as usize];
-
-impl SlotImage<'_> {
-    /// Calls `f` with consecutive pieces covering slot bytes `dst..dst + len`.
-    fn for_each_piece(
-        &self,
-        dst: u64,
-        len: u64,
-        mut f: impl FnMut(&[u8]) -> io::Result<()>,
-    ) -> io::Result<()> {
-        let end = dst + len;
-        let mut pos = dst;
-        // First grid whose padded extent reaches past `pos`.
-        let mut g = self
-            .offsets
-            .partition_point(|&o| o <= pos)
-            .saturating_sub(1);
-        while pos < end {
-            let off = self.offsets[g];
-            let data_end = off + self.grids[g].len() as u64;
-            let padded_end = self
-                .offsets
-                .get(g + 1)
-                .copied()
-                .unwrap_or(data_end.next_multiple_of(ALIGN));
-            if pos < data_end {
-                let stop = end.min(data_end);
-                f(&self.grids[g][(pos - off) as usize..(stop - off) as usize])?;
-                pos = stop;
-            } else if pos < padded_end {
-                // Padding is under 4 KiB per grid.
-                let stop = end.min(padded_end);
-                f(&ZEROS[..(stop - pos) as usize])?;
-                pos = stop;
-            } else {
-                g += 1;
-            }
-        }
-        Ok(())
+/// An attribute of `spec`, before any grid.
+fn new_attribute(spec: AttributeSpec) -> Attribute {
+    Attribute {
+        name: spec.name,
+        grid_type: GridType::Unknown,
+        grid_class: GridClass::Unknown,
+        value_range: None,
+        index_bbox: None,
+        world_bbox: None,
+        voxel_size: None,
+        units: spec.units,
     }
 }
-
-impl OpenChunk {
-    fn finish(self) -> Extent {
-        Extent {
-            crc32: self.crc.finalize(),
-            ..self.extent
-        }
-    }
-}
-
-impl LaneWriter {
-    /// Writes slot bytes `span` (`[from, to)`) of this lane's `chunks` (those meeting the
-    /// span, in order) from `image`, going on with the chunk the previous span left open;
-    /// returns the extents of the chunks that end within the span.
-    fn write_span(
-        &mut self,
-        chunks: &[StripeChunk],
-        [from, to]: [u64; 2],
-        image: &SlotImage<'_>,
-        segment_size: u64,
-        write_id: &str,
-    ) -> Result<Vec<Extent>> {
-        let mut out = Vec::with_capacity(chunks.len());
-        for c in chunks {
-            if self.open.is_none() {
-                self.open_chunk(c, segment_size, write_id)?;
-            }
-            let (lo, hi) = (from.max(c.dst), to.min(c.dst + c.len));
-            let meta = self.files.last_mut().expect("a chunk is open");
-            let w = self.current.as_mut().expect("a chunk is open");
-            let open = self.open.as_mut().expect("just ensured");
-            image
-                .for_each_piece(lo, hi - lo, |piece| {
-                    open.crc.update(piece);
-                    w.write_all(piece)
-                })
-                .map_err(|e| {
-                    DatasetError::io(
-                        "cannot write lane file",
-                        tmp_path(&self.dir.join(&meta.name)),
-                        e,
-                    )
-                })?;
-            open.extent.len += hi - lo;
-            meta.size += hi - lo;
-            if hi == c.dst + c.len {
-                out.extend(self.open.take().map(OpenChunk::finish));
-            }
-        }
-        self.start_writeback();
-        Ok(out)
-    }
-
-    /// Starts the disk writing what this lane has given the kernel so far, without waiting
-    /// for it. A dataset smaller than the kernel's dirty-memory threshold would otherwise
-    /// stay in the page cache until the fsync in `finish`, which then writes all of it while
-    /// nothing else runs; this way the disk writes while the producer makes the next grids.
-    fn start_writeback(&mut self) {
-        let (Some(w), Some(meta)) = (&self.current, self.files.last()) else {
-            return;
-        };
-        let given = meta.size - w.buffer().len() as u64;
-        if given > self.handed {
-            start_file_writeback(w.get_ref(), self.handed, given - self.handed);
-            self.handed = given;
-        }
-    }
-
-    /// Begins chunk `c` at the end of the current segment file, or of a new one where `c`
-    /// would not fit.
-    fn open_chunk(&mut self, c: &StripeChunk, segment_size: u64, write_id: &str) -> Result<()> {
-        let need_new = match (self.current.is_some(), self.files.last()) {
-            (true, Some(f)) => f.size + c.len > segment_size,
-            _ => true,
-        };
-        if need_new {
-            self.close_current()?;
-            let name = lane_file_name(write_id, self.index, self.files.len());
-            let path = tmp_path(&self.dir.join(&name));
-            let file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .ctx("cannot create lane file", &path)?;
-            self.files.push(LaneFile { name, size: 0 });
-            self.current = Some(BufWriter::with_capacity(1 << 20, file));
-            self.handed = 0;
-        }
-        let meta = self.files.last().expect("just ensured");
-        self.open = Some(OpenChunk {
-            extent: Extent {
-                lane: self.index,
-                file: (self.files.len() - 1) as u32,
-                offset: meta.size,
-                len: 0,
-                dst: c.dst,
-                crc32: 0,
-            },
-            crc: crc32fast::Hasher::new(),
-        });
-        Ok(())
-    }
-
-    /// Flushes and fsyncs the open segment, if any.
-    fn close_current(&mut self) -> Result<()> {
-        if let Some(w) = self.current.take() {
-            let path = tmp_path(
-                &self
-                    .dir
-                    .join(&self.files.last().expect("a current file is listed").name),
-            );
-            let file = w
-                .into_inner()
-                .map_err(|e| DatasetError::io("cannot write lane file", &path, e.into_error()))?;
-            file.sync_all().ctx("cannot fsync lane file", &path)?;
-        }
-        Ok(())
-    }
-}
-
-/// Asks the kernel to start writing bytes `offset..offset + len` of `file` to its device
-/// (Linux's `sync_file_range` with `SYNC_FILE_RANGE_WRITE`: no waiting for the writes, no
-/// metadata). Only a head start: a failure here is left to the fsync, which reports it.
-#[cfg(target_os = "linux")]
-fn start_file_writeback(file: &File, offset: u64, len: u64) {
-    use std::os::fd::AsRawFd;
-    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-        return;
-    };
-    // SAFETY: a syscall on a descriptor `file` keeps open; it touches no memory of ours.
-    unsafe {
-        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE);
-    }
-}
-
-/// Elsewhere the fsync in `finish` writes everything.
-#[cfg(not(target_os = "linux"))]
-fn start_file_writeback(_file: &File, _offset: u64, _len: u64) {}
 
 fn merge_stats(attr: &mut Attribute, info: &GridInfo) {
+    let grid = Attribute {
+        grid_type: info.grid_type,
+        grid_class: info.grid_class,
+        voxel_size: info.voxel_size,
+        value_range: info.value_range,
+        index_bbox: info.index_bbox,
+        world_bbox: info.world_bbox,
+        ..new_attribute(AttributeSpec::new(String::new()))
+    };
+    merge_attribute(attr, &grid);
+}
+
+/// Extends `attr`'s statistics by `info`'s (its type, class and voxel size where `attr`
+/// has none yet).
+fn merge_attribute(attr: &mut Attribute, info: &Attribute) {
     if attr.grid_type == GridType::Unknown {
         attr.grid_type = info.grid_type;
         attr.grid_class = info.grid_class;

@@ -65,6 +65,9 @@ pub struct GenerateOptions {
     pub max_frames_in_flight: usize,
     /// Memory the frames in flight may take when `max_frames_in_flight` is 0, bytes.
     pub memory_budget: u64,
+    /// `(rank, ranks)`: generate only the frames `rank`, `rank + ranks`, ... (one rank's
+    /// share, [`crate::dataset::ranks`]); `(0, 1)` is every frame.
+    pub share: (usize, usize),
 }
 
 impl Default for GenerateOptions {
@@ -75,6 +78,7 @@ impl Default for GenerateOptions {
             checksum: ChecksumMode::default(),
             max_frames_in_flight: 0,
             memory_budget: default_memory_budget(),
+            share: (0, 1),
         }
     }
 }
@@ -422,7 +426,11 @@ pub fn generate_grids(
     let params = storm.params();
     check(params, opts)?;
     let builds = grid_options(params, opts);
-    let n = params.frames;
+    let (rank, ranks) = opts.share;
+    let owned: Vec<u32> = (0..params.frames)
+        .filter(|&f| crate::dataset::ranks::owns(f as usize, rank, ranks))
+        .collect();
+    let n = owned.len() as u32;
     let window = window_for(params, opts);
     let abort = AtomicBool::new(false);
     let start = Instant::now();
@@ -490,7 +498,8 @@ pub fn generate_grids(
             let mut pending = BTreeMap::new();
             while next_write < n {
                 while next_spawn < n && ((next_spawn - next_write) as usize) < window {
-                    let (tx, f, abort, builds) = (tx.clone(), next_spawn, &abort, &builds);
+                    let f = owned[next_spawn as usize];
+                    let (tx, abort, builds) = (tx.clone(), &abort, &builds);
                     s.spawn(move |_| {
                         let began_s = start.elapsed().as_secs_f64();
                         let r = if abort.load(Ordering::Relaxed) {
@@ -514,7 +523,10 @@ pub fn generate_grids(
                 }
                 let (f, r) = next_result(&rx);
                 pending.insert(f, r?);
-                while let Some(frame) = pending.remove(&next_write) {
+                while let Some(frame) = owned
+                    .get(next_write as usize)
+                    .and_then(|f| pending.remove(f))
+                {
                     write_frame(frame, &mut report)?;
                     next_write += 1;
                     progress(&Progress {
@@ -719,6 +731,64 @@ pub fn generate_dataset(
     )?;
     let manifest = writer.finish()?;
     Ok((report, manifest))
+}
+
+/// [`generate_dataset`] as one of several ranks (each calls this with the same arguments):
+/// this rank generates its share of the frames (`opts.share` is set from `ranks`) and the
+/// ranks write the one dataset together ([`crate::dataset::ranks`]), byte for byte the one
+/// a single process writes. Returns this rank's report, and the manifest on rank 0. A
+/// failure on any rank is an error on every rank, naming it.
+#[allow(clippy::too_many_arguments)]
+pub fn generate_dataset_ranks(
+    params: &StormParams,
+    opts: &GenerateOptions,
+    dir: &Path,
+    lanes: LaneSpec,
+    chunk_size: u64,
+    provenance: Provenance,
+    ranks: &dyn crate::cluster::Ranks,
+    progress: impl FnMut(&Progress),
+) -> Result<(Report, Option<Manifest>), SynthError> {
+    use crate::dataset::ranks::{FrameHandover, RankWriter};
+    let checked = check(params, opts);
+    let mut writer = RankWriter::create(
+        ranks,
+        dir,
+        lanes,
+        chunk_size,
+        attribute_specs(params),
+        provenance,
+        params.frames as usize,
+        FrameHandover::GridByGrid,
+    )?;
+    if let Err(e) = checked {
+        return Err(writer
+            .finish(Err(e.to_string()))
+            .err()
+            .map_or(e, SynthError::from));
+    }
+    let storm = Storm::new(params.clone());
+    let opts = GenerateOptions {
+        share: (ranks.rank(), ranks.size()),
+        ..opts.clone()
+    };
+    // A frame's grids, held until its round (the single writer takes them one by one).
+    let mut grids: Vec<Vec<u8>> = Vec::new();
+    let report = generate_grids(
+        &storm,
+        &opts,
+        |g| {
+            grids.truncate(g.attribute);
+            grids.push(g.grid.to_vec());
+            if g.attribute + 1 == g.attributes {
+                writer.push_frame(g.frame as usize, g.time, &grids)?;
+            }
+            Ok(())
+        },
+        progress,
+    );
+    let manifest = writer.finish(report.as_ref().map(|_| ()).map_err(|e| e.to_string()))?;
+    Ok((report?, manifest))
 }
 
 #[cfg(test)]

@@ -542,6 +542,7 @@ pub const DOMAIN_WIDTH_M: f32 = DOMAIN_XY_M;
 pub use generate::{
     EncodedFrame, FrameTimes, GenerateOptions, GridOut, Progress, Report, SynthError,
     attribute_specs, encode_frame, frame_bytes_estimate, frame_peak_memory, generate_dataset,
-    generate_frames, generate_frames_borrowed, generate_grids, writer_memory_ceiling,
+    generate_dataset_ranks, generate_frames, generate_frames_borrowed, generate_grids,
+    writer_memory_ceiling,
 };
 pub use size::{SizeEstimate, resolution_for_target};

@@ -1,9 +1,10 @@
-//! What the tests run under `mpirun` share.
+//! What the tests run under `mpirun` share (tests/mpi_bench.rs, tests/mpi_play.rs, and supercell-data's
+//! tests/mpi_convert.rs by path).
 
 use std::process::Command;
 
-/// Whether `mpirun` is installed; where it is not, says the test skipped, except where
-/// SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where a missing mpirun fails the test.
+/// Whether `mpirun` runs here; where it does not, says why the caller skips, or fails
+/// where SUPERCELL_REQUIRE_CROSSCHECK is set (CI installs Open MPI).
 pub fn have_mpirun() -> bool {
     let ok = Command::new("mpirun")
         .arg("--version")

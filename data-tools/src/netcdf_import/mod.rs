@@ -25,7 +25,9 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
+use supercell::cluster::Ranks;
+use supercell::dataset::ranks::{FrameHandover, RankWriter};
+use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Manifest, Provenance};
 use supercell::format::{
     BuildOptions, BuiltGrid, Grid, GridClass, GridType, LEAF_DIM, SparseVolume, Value,
 };
@@ -60,6 +62,21 @@ pub struct NetcdfOptions<'a> {
     pub backgrounds: &'a [String],
     /// `--wind-speed`: add the speed of the velocity components as `wind_speed`.
     pub wind_speed: bool,
+    /// The ranks converting together (`mpirun`): each its share of the frames, one
+    /// dataset ([`supercell::dataset::ranks`]). One rank: the single writer, as always.
+    pub ranks: &'a dyn Ranks,
+}
+
+/// The writer of an import: the single writer, or this rank's part of a shared write.
+enum Writer<'r> {
+    Alone(Box<DatasetWriter>),
+    Ranks(Box<RankWriter<'r>>),
+}
+
+/// Where imported frames go: the single writer, or this rank's part of a shared write.
+enum Sink<'w, 'r> {
+    Alone(&'w mut DatasetWriter),
+    Ranks(&'w mut RankWriter<'r>),
 }
 
 /// The background rule of a variable (CM1 or WRF name, any case): values it drops.
@@ -767,7 +784,9 @@ const READ_AHEAD: usize = 2;
 /// written when its grids are built, one frame at a time.
 struct Import<'a> {
     files: &'a [ModelFile],
-    frames: &'a [(usize, usize, f64)],
+    /// The frames this process converts (file, record, time), each with its index in the
+    /// dataset.
+    frames: &'a [(usize, (usize, usize, f64))],
     sources: &'a [(String, Source)],
     backgrounds: &'a [Background],
     grid: &'a VoxelGrid,
@@ -784,7 +803,7 @@ impl Import<'_> {
     /// error (sent too) or when the receiver is gone.
     fn read_all(&self, tx: SyncSender<Result<ReadField>>) {
         model::quiet_hdf5_errors_on_this_thread();
-        for &(fi, t, _) in self.frames {
+        for &(_, (fi, t, _)) in self.frames {
             let file = &self.files[fi];
             let heights = match file.heights(t) {
                 Ok(h) => Arc::new(h),
@@ -821,14 +840,14 @@ impl Import<'_> {
 
     /// Imports every frame into `writer` (the dataset at `out`); returns each attribute's
     /// largest quantisation error.
-    fn run(&self, writer: &mut DatasetWriter, out: &Path) -> Result<Vec<f64>> {
+    fn run(&self, mut writer: Sink<'_, '_>, out: &Path) -> Result<Vec<f64>> {
         let (tx, rx) = sync_channel(READ_AHEAD);
         std::thread::scope(|s| {
             s.spawn(move || self.read_all(tx));
             let mut worst_error = vec![0f64; self.sources.len()];
             // The last frame's grid buffers, built into again (saves their page faults).
             let mut buffers: Vec<Vec<u8>> = Vec::new();
-            for (frame, &(fi, t, time)) in self.frames.iter().enumerate() {
+            for &(frame, (fi, t, time)) in self.frames {
                 self.bar.set_message(format!("frame {frame} at {time} s"));
                 let built = self.build_frame(&rx, &self.files[fi], t, buffers)?;
                 let mut grids = Vec::with_capacity(built.len());
@@ -851,11 +870,20 @@ impl Import<'_> {
                     *worst = worst.max(g.max_abs_error);
                     grids.push(g.grid);
                 }
-                // Built here: the writer need not recompute their checksums.
-                writer
-                    .push_built_frame(time, &grids)
-                    .with_context(|| format!("writing {}", out.display()))?;
-                buffers = grids.into_iter().map(BuiltGrid::into_buffer).collect();
+                let writing = || format!("writing {}", out.display());
+                buffers = match &mut writer {
+                    Sink::Alone(w) => {
+                        // Built here: the writer need not recompute their checksums.
+                        w.push_built_frame(time, &grids).with_context(writing)?;
+                        grids.into_iter().map(BuiltGrid::into_buffer).collect()
+                    }
+                    Sink::Ranks(w) => {
+                        let bytes: Vec<Vec<u8>> =
+                            grids.into_iter().map(BuiltGrid::into_buffer).collect();
+                        w.push_frame(frame, time, &bytes).with_context(writing)?;
+                        bytes
+                    }
+                };
             }
             Ok(worst_error)
         })
@@ -925,8 +953,40 @@ impl Import<'_> {
     }
 }
 
-/// Runs the import.
-pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
+/// Imports `import`'s frames into `writer` and commits: each attribute's largest
+/// quantisation error, with the manifest (on rank 0 only, across ranks).
+fn import_into(
+    import: &Import<'_>,
+    writer: Writer<'_>,
+    out: &Path,
+) -> Result<(Vec<f64>, Option<Manifest>)> {
+    let finishing = || format!("finishing {}", out.display());
+    match writer {
+        Writer::Alone(mut w) => {
+            let worst = import.run(Sink::Alone(&mut w), out)?;
+            Ok((worst, Some((*w).finish().with_context(finishing)?)))
+        }
+        Writer::Ranks(mut w) => {
+            let worst = import.run(Sink::Ranks(&mut w), out);
+            let converted = worst.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
+            let manifest = (*w).finish(converted).with_context(finishing)?;
+            Ok((worst?, manifest))
+        }
+    }
+}
+
+/// What an import reads before it writes: the files, the attributes' sources and
+/// backgrounds, the frames (file, record, time) and the voxel grid.
+type Prepared = (
+    Vec<ModelFile>,
+    Vec<(String, Source)>,
+    Vec<Background>,
+    Vec<(usize, usize, f64)>,
+    VoxelGrid,
+);
+
+/// Checks the flags, opens the files and plans the grid.
+fn prepare(opts: &NetcdfOptions<'_>) -> Result<Prepared> {
     let overrides = parse_backgrounds(opts.backgrounds)?;
     for (flag, value) in [("--dz", opts.dz), ("--dx", opts.dx)] {
         if let Some(v) = value
@@ -935,32 +995,71 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
             bail!("{flag} must be a positive number of metres");
         }
     }
+    let files = open_files(opts.files)?;
+    let sources = choose_sources(&files[0], opts.vars, opts.wind_speed)?;
+    let backgrounds = choose_backgrounds(&sources, &overrides)?;
+    let frames = frame_list(&files)?;
+    let grid = plan_grid(opts, &files, &frames, sources.len())?;
+    Ok((files, sources, backgrounds, frames, grid))
+}
+
+/// Runs the import.
+pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
+    let prepared = prepare(opts);
+    if opts.ranks.size() > 1 {
+        // A rank whose files cannot be read fails here on every rank, named, rather than
+        // leave the others waiting for it.
+        let mine = prepared.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
+        supercell::dataset::ranks::all_ready(opts.ranks, mine)?;
+    }
+    let (files, sources, backgrounds, frames, grid) = prepared?;
+    let first = &files[0];
     let bar_style = |template: &str| {
         ProgressStyle::with_template(template)
             .expect("valid template")
             .progress_chars("=> ")
     };
-    let files = open_files(opts.files)?;
-    let first = &files[0];
-    let sources = choose_sources(first, opts.vars, opts.wind_speed)?;
-    let backgrounds = choose_backgrounds(&sources, &overrides)?;
-    let frames = frame_list(&files)?;
-
-    let grid = plan_grid(opts, &files, &frames, sources.len())?;
 
     let attrs: Vec<AttributeSpec> = sources
         .iter()
         .map(|(n, source)| AttributeSpec::new(n.clone()).with_units(source_units(first, n, source)))
         .collect();
-    let mut writer = DatasetWriter::create(
-        opts.out,
-        opts.lanes.clone(),
-        opts.chunk_size,
-        attrs,
-        Provenance::from_os_args("supercell-data import", std::env::args_os().skip(1)),
-    )
-    .with_context(|| format!("creating {}", opts.out.display()))?;
-    let bar = ProgressBar::new((frames.len() * sources.len()) as u64);
+    let provenance = Provenance::from_os_args("supercell-data import", std::env::args_os().skip(1));
+    let ranks = opts.ranks;
+    let writer = match ranks.size() {
+        1 => Writer::Alone(Box::new(
+            DatasetWriter::create(
+                opts.out,
+                opts.lanes.clone(),
+                opts.chunk_size,
+                attrs,
+                provenance,
+            )
+            .with_context(|| format!("creating {}", opts.out.display()))?,
+        )),
+        _ => Writer::Ranks(Box::new(
+            RankWriter::create(
+                ranks,
+                opts.out,
+                opts.lanes.clone(),
+                opts.chunk_size,
+                attrs,
+                provenance,
+                frames.len(),
+                FrameHandover::Whole,
+            )
+            .with_context(|| format!("creating {}", opts.out.display()))?,
+        )),
+    };
+    let frames: Vec<(usize, (usize, usize, f64))> = frames
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, _)| supercell::dataset::ranks::owns(i, ranks.rank(), ranks.size()))
+        .collect();
+    let bar = match ranks.rank() {
+        0 => ProgressBar::new((frames.len() * sources.len()) as u64),
+        _ => ProgressBar::hidden(),
+    };
     bar.set_style(bar_style(
         "import [{elapsed_precise}] [{wide_bar}] {pos}/{len} grids ({msg})",
     ));
@@ -977,12 +1076,14 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         leaf_buffers: leaf_buffer_pool(&grid),
         non_finite: sources.iter().map(|_| Default::default()).collect(),
     };
-    let worst_error = import.run(&mut writer, opts.out)?;
-    let manifest = writer
-        .finish()
-        .with_context(|| format!("finishing {}", opts.out.display()))?;
+    let (worst_error, manifest) = import_into(&import, writer, opts.out)?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
+    // Across ranks, rank 0 reports (the others' errors name them; their figures are not
+    // gathered).
+    let Some(manifest) = manifest else {
+        return Ok(ExitCode::SUCCESS);
+    };
     crate::convert::print_import_summary(opts.out, &manifest, seconds);
     let non_finite = import
         .non_finite
@@ -1021,6 +1122,9 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod ranks_tests;
 
 #[cfg(test)]
 mod tests {

@@ -13,40 +13,11 @@ use supercell::ingest::EngineKind;
 
 use super::{BenchArgs, EngineArg};
 
-/// The size of the job a launcher started this process in, where one did.
-fn launched_size() -> Option<usize> {
-    ["OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
-        .or_else(|| std::env::var_os("PMIX_RANK").map(|_| 1))
-}
-
 /// This process's ranks when `mpirun` (or another MPI launcher) started it: `None` for a
 /// plain run. A build without the `mpi` feature started as one of several ranks is refused
 /// (each process would measure alone and report as if it were the whole run).
 pub(crate) fn launched() -> Result<Option<Box<dyn Ranks>>> {
-    let Some(size) = launched_size() else {
-        return Ok(None);
-    };
-    #[cfg(feature = "mpi")]
-    {
-        let _ = size;
-        match supercell::cluster::MpiRanks::init() {
-            Some(r) => Ok(Some(Box::new(r))),
-            None => bail!("MPI was initialised twice in one process"),
-        }
-    }
-    #[cfg(not(feature = "mpi"))]
-    {
-        if size > 1 {
-            bail!(
-                "started by an MPI launcher as one of {size} ranks, but this build has no MPI: \
-                 build with `cargo build --release --features mpi` (needs Open MPI's \
-                 libopenmpi-dev and libclang-dev)"
-            );
-        }
-        Ok(None)
-    }
+    Ok(supercell::cluster::launched(|k| std::env::var(k).ok())?)
 }
 
 /// Runs `bench` as one rank of `ranks`; rank 0 prints the report and writes `--json`.
