@@ -30,30 +30,30 @@
 //! with `O_NOFOLLOW`, and renames replace whatever is at the target name, never what a
 //! symlink there points to.
 
-use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
 use super::directory::{
-    Existing, INTENT_FILE, Intent, canonical_files, default_lane_dir, existing_manifest,
-    new_write_id, open_control_file, owned_lane_dirs, owned_lane_file, recover,
-    remove_unreferenced, tmp_path, write_small_atomic,
+    Existing, INTENT_FILE, Intent, canonical_files, existing_manifest, new_write_id,
+    owned_lane_dirs, owned_lane_file, recover, remove_unreferenced, tmp_path, write_small_atomic,
 };
 use super::error::{DatasetError, IoContext, Result};
 use super::lanes::{FileMode, LaneWriter, SlotImage};
-use super::manifest::{
-    Attribute, Extent, Frame, GridEntry, Lane, Manifest, Provenance, check_units, sync_dir,
-};
+use super::manifest::{Attribute, Extent, Frame, GridEntry, Lane, Manifest, Provenance, sync_dir};
 use super::nvdb::{self, GridInfo};
 use super::stripe::{StripeChunk, slot_layout, stripe};
 use super::{ALIGN, DEFAULT_SEGMENT_SIZE, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
-use crate::format::{BuiltGrid, GridClass, GridType};
+use crate::format::{BuiltGrid, GridType};
 pub use shared::SharedWrite;
 
+mod attributes;
+mod setup;
 mod shared;
+use attributes::{merge_attribute, merge_stats, new_attribute};
+use setup::{check_create_args, lock_dataset, resolve_lanes};
 
 const LOCK_FILE: &str = ".supercell-write.lock";
 
@@ -857,195 +857,4 @@ impl Drop for DatasetWriter {
             Phase::Committed | Phase::Done | Phase::Crashed => {}
         }
     }
-}
-
-/// An attribute of `spec`, before any grid.
-fn new_attribute(spec: AttributeSpec) -> Attribute {
-    Attribute {
-        name: spec.name,
-        grid_type: GridType::Unknown,
-        grid_class: GridClass::Unknown,
-        value_range: None,
-        index_bbox: None,
-        world_bbox: None,
-        voxel_size: None,
-        units: spec.units,
-    }
-}
-
-fn merge_stats(attr: &mut Attribute, info: &GridInfo) {
-    let grid = Attribute {
-        grid_type: info.grid_type,
-        grid_class: info.grid_class,
-        voxel_size: info.voxel_size,
-        value_range: info.value_range,
-        index_bbox: info.index_bbox,
-        world_bbox: info.world_bbox,
-        ..new_attribute(AttributeSpec::new(String::new()))
-    };
-    merge_attribute(attr, &grid);
-}
-
-/// Extends `attr`'s statistics by `info`'s (its type, class and voxel size where `attr`
-/// has none yet).
-fn merge_attribute(attr: &mut Attribute, info: &Attribute) {
-    if attr.grid_type == GridType::Unknown {
-        attr.grid_type = info.grid_type;
-        attr.grid_class = info.grid_class;
-        attr.voxel_size = info.voxel_size;
-        attr.value_range = info.value_range;
-        attr.index_bbox = info.index_bbox;
-        attr.world_bbox = info.world_bbox;
-        return;
-    }
-    attr.value_range = union(attr.value_range, info.value_range, |[a0, a1], [b0, b1]| {
-        [a0.min(b0), a1.max(b1)]
-    });
-    attr.index_bbox = union(
-        attr.index_bbox,
-        info.index_bbox,
-        |[amin, amax], [bmin, bmax]| {
-            [
-                std::array::from_fn(|i| amin[i].min(bmin[i])),
-                std::array::from_fn(|i| amax[i].max(bmax[i])),
-            ]
-        },
-    );
-    attr.world_bbox = union(
-        attr.world_bbox,
-        info.world_bbox,
-        |[amin, amax], [bmin, bmax]| {
-            [
-                std::array::from_fn(|i| amin[i].min(bmin[i])),
-                std::array::from_fn(|i| amax[i].max(bmax[i])),
-            ]
-        },
-    );
-}
-
-fn union<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(T, T) -> T) -> Option<T> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(f(a, b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Refuses a chunk size that is not a positive multiple of 4 KiB and attributes that are
-/// missing, unnamed, named twice or of units the manifest would not take.
-fn check_create_args(chunk_size: u64, attributes: &[AttributeSpec]) -> Result<()> {
-    if chunk_size == 0 || !chunk_size.is_multiple_of(ALIGN) {
-        return Err(DatasetError::Usage(format!(
-            "chunk size {chunk_size} is not a positive multiple of {ALIGN}"
-        )));
-    }
-    if attributes.is_empty() {
-        return Err(DatasetError::Usage(
-            "a dataset needs at least one attribute".into(),
-        ));
-    }
-    for (i, a) in attributes.iter().enumerate() {
-        if a.name.is_empty() {
-            return Err(DatasetError::Usage(format!(
-                "attribute {i} has an empty name"
-            )));
-        }
-        if attributes[..i].iter().any(|b| b.name == a.name) {
-            return Err(DatasetError::Usage(format!(
-                "attribute name {:?} is used twice",
-                a.name
-            )));
-        }
-        if let Some(units) = &a.units {
-            check_units(units).map_err(|why| {
-                DatasetError::Usage(format!("attribute {:?}: units {why}", a.name))
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// Takes the dataset's lock file (created if missing): another writer holding it is
-/// [`DatasetError::Locked`].
-fn lock_dataset(dir: &Path) -> Result<fs::File> {
-    // Lock first: recovery and everything after must not race another writer.
-    let lock_path = dir.join(LOCK_FILE);
-    let lock = open_control_file(
-        OpenOptions::new().create(true).truncate(false).write(true),
-        &lock_path,
-    )?
-    .ok_or_else(|| {
-        // Only when the directory vanished between its creation and here.
-        DatasetError::io(
-            "cannot create lock file",
-            &lock_path,
-            io::ErrorKind::NotFound.into(),
-        )
-    })?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => {
-            return Err(DatasetError::Locked {
-                dir: dir.to_path_buf(),
-                lock: lock_path,
-            });
-        }
-        Err(fs::TryLockError::Error(e)) => {
-            return Err(DatasetError::io("cannot lock", &lock_path, e));
-        }
-    }
-    Ok(lock)
-}
-
-/// The lane directories of `lanes` (made under `dir` for a count), resolved, each once,
-/// with the paths the manifest stores for them (relative when inside the dataset, so the
-/// dataset can be moved as a whole).
-fn resolve_lanes(dir: &Path, lanes: LaneSpec) -> Result<(Vec<PathBuf>, Vec<String>)> {
-    let lane_dirs: Vec<PathBuf> = match lanes {
-        LaneSpec::Count(0) => {
-            return Err(DatasetError::Usage("lane count must be at least 1".into()));
-        }
-        LaneSpec::Count(n) => (0..n)
-            .map(|i| default_lane_dir(dir, i))
-            .collect::<Result<_>>()?,
-        LaneSpec::Dirs(ds) => {
-            if ds.is_empty() {
-                return Err(DatasetError::Usage("no lane directories given".into()));
-            }
-            if u32::try_from(ds.len()).is_err() {
-                return Err(DatasetError::Usage("too many lane directories".into()));
-            }
-            for d in &ds {
-                if !d.is_dir() {
-                    return Err(DatasetError::Usage(format!(
-                        "lane directory {} does not exist or is not a directory",
-                        d.display()
-                    )));
-                }
-            }
-            ds
-        }
-    };
-    let mut canon = Vec::with_capacity(lane_dirs.len());
-    let mut lane_paths = Vec::with_capacity(lane_dirs.len());
-    for (i, d) in lane_dirs.iter().enumerate() {
-        let c = d.canonicalize().ctx("cannot resolve lane directory", d)?;
-        if let Some(j) = canon.iter().position(|x| *x == c) {
-            return Err(DatasetError::Usage(format!(
-                "lanes {j} and {i} are the same directory {}",
-                c.display()
-            )));
-        }
-        // Relative when inside the dataset, so the dataset can be moved as a whole.
-        let stored = c
-            .strip_prefix(dir)
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|_| c.clone());
-        let s = stored.to_str().ok_or_else(|| {
-            DatasetError::Usage(format!("lane directory {} is not valid UTF-8", c.display()))
-        })?;
-        lane_paths.push(s.to_owned());
-        canon.push(c);
-    }
-
-    Ok((canon, lane_paths))
 }

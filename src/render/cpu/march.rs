@@ -4,7 +4,7 @@
 
 use glam::Vec3;
 
-use super::{Accel, Ctx, GridState, INF, MarchWork, ChannelAccel, ray_box, safe_inv, v3};
+use super::{Accel, ChannelAccel, Ctx, GridState, INF, MarchWork, ray_box, safe_inv, v3};
 use crate::render::params::{
     FLAG_ACCEL, FLAG_GROUND, FLAG_JITTER, GpuParams, KIND_EMISSIVE, MAX_ATTRIBUTES, Mode,
 };
@@ -690,7 +690,14 @@ impl Marcher<'_, '_> {
 /// What channel `a`'s acceleration cell at index point `pa` says about sampling the channel at
 /// `t` (march.wgsl): an empty cell is stepped over (less a thousandth of a step, so the
 /// next sample lands in the next cell).
-fn channel_cell(acc: &Accel, channels: &ChannelMarch, a: usize, pa: Vec3, t: f32, dt: f32) -> CellAt {
+fn channel_cell(
+    acc: &Accel,
+    channels: &ChannelMarch,
+    a: usize,
+    pa: Vec3,
+    t: f32,
+    dt: f32,
+) -> CellAt {
     let fl = pa.floor();
     let cell = acc.channels[a]
         .as_ref()
