@@ -2,7 +2,7 @@
 //! becomes a frame, every chosen 3-D variable an attribute, CF-decoded ([`cf`]: packing
 //! undone, fill and missing values and values outside the valid range dropped), resampled
 //! onto box voxels ([`resample`]) and kept sparse by dropping values at or below a
-//! per-variable background ([`background_for`]).
+//! per-variable background ([`sources::background_for`]).
 //!
 //! The voxels fit the model grid: along x and y they keep the files' horizontal spacing
 //! (`--dx` sets both), along z they take the model's vertical spacing: the thinnest layer
@@ -33,7 +33,8 @@ use supercell::format::{BuildOptions, BuiltGrid, Grid, GridType, LEAF_DIM, Spars
 
 use model::{Model, ModelFile};
 use resample::{Background, HeightSpan, Heights, NativeField, VoxelGrid};
-pub use sources::background_for;
+#[cfg(test)]
+use sources::background_for;
 use sources::{
     Source, choose_backgrounds, choose_sources, grid_class, parse_backgrounds, source_units,
 };
