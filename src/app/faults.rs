@@ -123,11 +123,11 @@ impl FaultLog {
 }
 
 /// Reads a slot's bytes back: (slot offset, buffer to fill), or why not.
-pub(super) type ReadBack<'a> = dyn FnMut(usize, &mut [u8]) -> Result<(), String> + 'a;
+pub(super) type ReadBack<'a> = crate::dataset::ReadSlot<'a>;
 
 /// The structural check of every grid header of `frame` in a slot of `slot_len` bytes,
-/// whose bytes `read_back` (slot offset, buffer) reads (see
-/// [`crate::format::Grid::check_header`]): `None` when all pass, else the lane and
+/// whose bytes `read_back` (slot offset, buffer) reads
+/// ([`crate::dataset::check_frame_headers`]): `None` when all pass, else the lane and
 /// file offset of the first bad grid, where known, and what is wrong.
 pub(super) fn check_headers(
     dataset: &Dataset,
@@ -137,48 +137,15 @@ pub(super) fn check_headers(
     frame: u32,
 ) -> Option<(Option<u32>, Option<u64>, String)> {
     let f = dataset.frame(frame as usize)?;
-    let mut prefix = Vec::new();
-    for g in &f.grids {
-        let (start, len) = (g.offset as usize, g.size as usize);
-        let bad = |msg: String| {
-            // Which lane holds the grid's first bytes, and where.
-            let at = source.frames.get(frame as usize).and_then(|sf| {
-                let e = sf
-                    .extents
-                    .iter()
-                    .find(|e| e.dst <= g.offset && g.offset < e.dst + e.len)?;
-                let file = source.files.get(e.file as usize)?;
-                Some((file.lane, e.offset + (g.offset - e.dst)))
-            });
-            Some((
-                at.map(|a| a.0),
-                at.map(|a| a.1),
-                format!(
-                    "grid of attribute {} at slot offset {}: {msg}",
-                    g.attribute, g.offset
-                ),
-            ))
-        };
-
-        if start.checked_add(len).is_none_or(|end| end > slot_len) {
-            return bad(format!("{len} bytes do not fit the slot"));
-        }
-        // Host or device memory, one part or several: read the header back (a few KiB).
-        prefix.resize(len.min(crate::format::Grid::HEADER_PREFIX), 0);
-        let checked = match read_back(start, &mut prefix) {
-            Ok(()) => crate::format::Grid::check_header(&prefix, g.size),
-            Err(e) => return bad(format!("cannot read the header back: {e}")),
-        };
-        match checked {
-            Ok(size) if size == g.size => {}
-            Ok(size) => {
-                return bad(format!(
-                    "the header says {size} bytes, the dataset {} bytes",
-                    g.size
-                ));
-            }
-            Err(e) => return bad(e.to_string()),
-        }
-    }
-    None
+    let bad = crate::dataset::check_frame_headers(f, slot_len, read_back).err()?;
+    // Which lane holds the grid's first bytes, and where.
+    let at = source.frames.get(frame as usize).and_then(|sf| {
+        let e = sf
+            .extents
+            .iter()
+            .find(|e| e.dst <= bad.offset && bad.offset < e.dst + e.len)?;
+        let file = source.files.get(e.file as usize)?;
+        Some((file.lane, e.offset + (bad.offset - e.dst)))
+    });
+    Some((at.map(|a| a.0), at.map(|a| a.1), bad.to_string()))
 }

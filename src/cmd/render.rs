@@ -692,38 +692,22 @@ fn render_on_gpus(
 }
 
 /// Refuses a frame whose grid headers fail the structural check
-/// ([`supercell::format::Grid::check_header`]): the GPU renderer would follow whatever
-/// offsets a damaged header holds.
+/// ([`supercell::dataset::check_frame_headers`], as the player's): the GPU renderer would
+/// follow whatever offsets a damaged header holds.
 fn check_headers(ls: &LoadedScene, f: usize, slot: &[u8]) -> anyhow::Result<()> {
     let m = ls.dataset.manifest();
     let frame = ls
         .dataset
         .frame(f)
         .with_context(|| format!("frame {f} does not exist"))?;
-    for g in &frame.grids {
+    let mut read = supercell::dataset::read_host_slot(slot);
+    supercell::dataset::check_frame_headers(frame, slot.len(), &mut read).map_err(|bad| {
         let name = m
             .attributes
-            .get(g.attribute as usize)
+            .get(bad.attribute as usize)
             .map_or("?", |a| a.name.as_str());
-        let what = format!(
-            "frame {f}: grid of attribute {} ({name}) at slot offset {}",
-            g.attribute, g.offset
-        );
-        let bytes = usize::try_from(g.offset)
-            .ok()
-            .zip(usize::try_from(g.offset.saturating_add(g.size)).ok())
-            .and_then(|(a, b)| slot.get(a..b))
-            .with_context(|| format!("{what}: {} bytes lie past the slot image", g.size))?;
-        match supercell::format::Grid::check_header(bytes, g.size) {
-            Ok(size) if size == g.size => {}
-            Ok(size) => bail!(
-                "{what}: the header says {size} bytes, the dataset {}: damaged, not rendered",
-                g.size
-            ),
-            Err(e) => bail!("{what}: damaged grid header ({e}); not rendered"),
-        }
-    }
-    Ok(())
+        anyhow::anyhow!("frame {f}: {bad} ({name}); not rendered")
+    })
 }
 
 /// The renderer with this process's settings ([`super::render_config`]): the device's part

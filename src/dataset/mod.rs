@@ -18,6 +18,7 @@ mod aligned;
 mod convert;
 mod directory;
 mod error;
+mod headers;
 mod lanes;
 mod manifest;
 mod naming;
@@ -33,6 +34,7 @@ pub use convert::{
     ImportOptions, ImportReport, export_frame, import_nvdb_sequence, import_sequence,
 };
 pub use error::{DatasetError, Result};
+pub use headers::{BadGrid, ReadSlot, check_frame_headers, read_host_slot};
 pub use manifest::{
     ARG_BYTES_MARKER, Attribute, Extent, Frame, GridEntry, Lane, LaneFile, MAX_UNITS_BYTES,
     Manifest, Provenance, check_units,
