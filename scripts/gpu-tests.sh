@@ -544,7 +544,7 @@ picture_run() {
 }
 
 # The renderer's speed switches, each against the defaults in its own process: the path
-# tracer's kernel knobs (src/render/path_tracer.rs, `PathKnobs`; docs/SETTINGS.md) on the storm at
+# tracer's kernel knobs (src/render/path_tracer.rs, `TracerKnobs`; docs/SETTINGS.md) on the storm at
 # touchdown, 1080p, 128 samples per pixel (M samples/s from the "path traced" line), and the
 # march with its defaults (1 GB frame, 1080p, three attributes and one; its switches lost
 # their measurements and were deleted, docs/PERFORMANCE.md). Also the

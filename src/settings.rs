@@ -16,8 +16,8 @@ use std::sync::Arc;
 use crate::gpu::{HostPages, MIN_PART_BYTES};
 use crate::ingest::{FaultPlan, IngestTuning};
 use crate::render::{
-    DENOISE_MAX_LEVELS, DenoiseParams, PathKnobs, QMC_DIMS_MAX, RenderConfig,
-    SAMPLES_PER_DISPATCH_MAX, SKIP_LEVELS_MAX,
+    DENOISE_MAX_LEVELS, DenoiseParams, QMC_DIMS_MAX, RenderConfig, SAMPLES_PER_DISPATCH_MAX,
+    SKIP_LEVELS_MAX, TracerKnobs,
 };
 
 /// Who reads a setting.
@@ -308,7 +308,7 @@ pub fn render_config(env: Lookup) -> Result<RenderConfig, SettingError> {
         Some("always") => true,
         Some(v) => return Err(bad(counters, v, "`always`, or unset")),
     };
-    let path_knobs = PathKnobs {
+    let path_knobs = TracerKnobs {
         carry_depth: switch(env, "SUPERCELL_PATH_CARRY_DEPTH")?.unwrap_or(k.carry_depth),
         cache_cells: switch(env, "SUPERCELL_PATH_CELL_CACHE")?.unwrap_or(k.cache_cells),
         always_count,

@@ -61,9 +61,9 @@ fn n_switches_the_denoiser_on_the_converged_picture() {
     player.view_mut().settings.path_samples_per_frame = 2;
     player.view_mut().settings.path_max_samples = 4;
     run_until(&mut player, "converged", |p| {
-        p.path_state() == Some("converged")
+        p.tracer_state() == Some("converged")
     });
-    assert!(player.path_denoise(), "path mode starts denoised");
+    assert!(player.tracer_denoise(), "path mode starts denoised");
     let ui = UiState::new((1280, 720));
     let line = |p: &Player| {
         dump(p, &ui)
@@ -77,7 +77,11 @@ fn n_switches_the_denoiser_on_the_converged_picture() {
 
     assert!(!player.toggle_denoise().expect("N"));
     let raw = player.read_image().expect("image").rgba8;
-    assert_eq!(player.path_samples(), 4, "N adds no samples and drops none");
+    assert_eq!(
+        player.tracer_samples(),
+        4,
+        "N adds no samples and drops none"
+    );
     assert!(line(&player).contains("raw"), "{}", line(&player));
     let changed = denoised.iter().zip(&raw).filter(|(a, b)| a != b).count();
     assert!(
@@ -108,7 +112,7 @@ fn path_tracing_toggles_refines_when_paused_and_restarts_on_changes() {
     let scene_mode = player.render_mode();
     assert_ne!(scene_mode, Mode::Path, "the small storm's scene marches");
     assert_eq!(
-        player.path_state(),
+        player.tracer_state(),
         None,
         "no path figures outside path mode"
     );
@@ -132,20 +136,20 @@ fn path_tracing_toggles_refines_when_paused_and_restarts_on_changes() {
     assert_eq!(player.render_mode(), Mode::Path);
     player.view_mut().settings.path_samples_per_frame = 2;
     player.view_mut().settings.path_max_samples = 12;
-    run_until(&mut player, "8 samples", |p| p.path_samples() >= 8);
+    run_until(&mut player, "8 samples", |p| p.tracer_samples() >= 8);
     assert!(
-        player.path_samples_per_second() > 0.0,
+        player.tracer_samples_per_second() > 0.0,
         "the refinement's rate is measured"
     );
     run_until(&mut player, "converged", |p| {
-        p.path_state() == Some("converged")
+        p.tracer_state() == Some("converged")
     });
-    assert_eq!(player.path_samples(), 12, "refined exactly to the cap");
+    assert_eq!(player.tracer_samples(), 12, "refined exactly to the cap");
     for _ in 0..20 {
         player.tick().expect("tick");
         player.wait(Duration::from_millis(2));
     }
-    assert_eq!(player.path_samples(), 12, "no samples past the cap");
+    assert_eq!(player.tracer_samples(), 12, "no samples past the cap");
     let d = dump(&player, &ui);
     assert_eq!(d.render_mode, "path");
     assert_eq!(d.path_samples, Some(12));
@@ -160,32 +164,34 @@ fn path_tracing_toggles_refines_when_paused_and_restarts_on_changes() {
 
     // A camera change starts the picture afresh, and it refines to the cap again.
     player.view_mut().camera.orbit(10.0, 0.0);
-    assert_eq!(player.path_state(), Some("view changing"));
+    assert_eq!(player.tracer_state(), Some("view changing"));
     player.tick().expect("tick");
     assert_eq!(
-        player.path_samples(),
+        player.tracer_samples(),
         2,
         "a camera change restarts the picture"
     );
-    run_until(&mut player, "12 samples again", |p| p.path_samples() == 12);
+    run_until(&mut player, "12 samples again", |p| {
+        p.tracer_samples() == 12
+    });
 
     // Another frame starts it afresh too.
     player.scrub(5);
     run_until(&mut player, "frame 5", |p| p.shown_frame() == Some(5));
     assert_eq!(
-        player.path_samples(),
+        player.tracer_samples(),
         2,
         "another frame restarts the picture"
     );
     run_until(&mut player, "12 samples on frame 5", |p| {
-        p.path_samples() == 12
+        p.tracer_samples() == 12
     });
 
     // Playing (slowly, so that ticks pass between frames): each shown frame gets the
     // samples of one render only, so playback is not held up refining.
     player.set_speed(Some(0.5));
     player.set_playing(true);
-    assert_eq!(player.path_state(), Some("playing"));
+    assert_eq!(player.tracer_state(), Some("playing"));
     run_until(&mut player, "the next frame", |p| {
         p.shown_frame() != Some(5)
     });
@@ -197,9 +203,9 @@ fn path_tracing_toggles_refines_when_paused_and_restarts_on_changes() {
         assert!(
             !out.rendered || out.shown.is_some(),
             "playback spent a render refining ({} samples)",
-            player.path_samples()
+            player.tracer_samples()
         );
-        assert!(player.path_samples() <= 2, "playback refined");
+        assert!(player.tracer_samples() <= 2, "playback refined");
         if out.shown.is_none() {
             player.wait(Duration::from_millis(2));
         }
@@ -207,5 +213,5 @@ fn path_tracing_toggles_refines_when_paused_and_restarts_on_changes() {
 
     // M again: back to the scene's mode.
     assert_eq!(player.toggle_path_tracing(), scene_mode);
-    assert_eq!(player.path_state(), None);
+    assert_eq!(player.tracer_state(), None);
 }

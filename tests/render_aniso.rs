@@ -409,9 +409,9 @@ fn the_path_tracer_absorbs_along_world_distance_in_a_stretched_grid() {
     let dark = expected.iter().filter(|&&t| t < 0.9).count();
     assert!(dark > (PW * PH / 4) as usize, "only {dark} pixels absorb");
     for (name, grid) in [("stretched", &stretched), ("resampled", &resampled)] {
-        g.r.restart_path();
+        g.r.restart_tracer();
         let img = g.render(&[grid], &v, PW, PH);
-        assert_eq!(g.r.path_samples(), spp);
+        assert_eq!(g.r.tracer_samples(), spp);
         save(&img, &format!("path_{name}"));
         let (mut sum_d, mut var) = (0.0f64, 0.0f64);
         for (p, &t) in img.linear.iter().zip(&expected) {

@@ -100,13 +100,13 @@ fn the_gpu_filter_is_the_cpu_filter() {
 /// says, not the environment.
 #[test]
 fn the_configuration_reaches_the_denoiser_and_the_path_kernel() {
-    use supercell::render::{PathKnobs, RenderConfig, Renderer};
+    use supercell::render::{RenderConfig, Renderer, TracerKnobs};
     let Some(g) = gpu() else { return };
     let config = RenderConfig {
-        path_knobs: PathKnobs {
+        path_knobs: TracerKnobs {
             cache_cells: true,
             skip_levels: 0,
-            ..PathKnobs::default()
+            ..TracerKnobs::default()
         },
         qmc_dims: 2,
         samples_per_dispatch: Some(2),
@@ -117,11 +117,11 @@ fn the_configuration_reaches_the_denoiser_and_the_path_kernel() {
             eps: 1e-3,
         },
     };
-    assert_ne!(config.path_knobs, PathKnobs::default());
+    assert_ne!(config.path_knobs, TracerKnobs::default());
     let caps = g.ctx.caps.clone();
     let mut r = Renderer::with_config(&g.ctx.device, &g.ctx.queue, caps, config, None).unwrap();
     assert_eq!(r.denoise_params(), config.denoise);
-    assert_eq!(r.path_knobs(), config.path_knobs);
+    assert_eq!(r.tracer_knobs(), config.path_knobs);
     assert_eq!(config.samples_per_dispatch_on(&g.ctx.caps), 2);
     // The default configuration: one sample per dispatch on a software rasteriser.
     let d = RenderConfig::default();
@@ -156,10 +156,10 @@ fn raw_and_denoised(
     let mut v = v.clone();
     v.settings.path_samples_per_frame = spp;
     v.settings.frame_seed = seed;
-    g.r.restart_path();
+    g.r.restart_tracer();
     let raw = g.render(&[grid], &v, W, H);
-    assert_eq!(g.r.path_samples(), spp);
-    g.r.show_path(true).unwrap();
+    assert_eq!(g.r.tracer_samples(), spp);
+    g.r.show_tracer(true).unwrap();
     let denoised = g.r.read_image().unwrap();
     (raw, denoised)
 }
@@ -172,9 +172,9 @@ fn the_renderer_denoises_its_accumulation_and_the_filter_helps() {
     let params = g.r.denoise_params();
 
     // The denoised output is the CPU filter of the renderer's own sums; the raw output and
-    // a plain `show_path(false)` are their mean.
+    // a plain `show_tracer(false)` are their mean.
     let (raw, denoised) = raw_and_denoised(&mut g, &grid, &v, 4, 1);
-    let (sums, sq) = g.r.path_sums().unwrap();
+    let (sums, sq) = g.r.tracer_sums().unwrap();
     assert_close(
         &denoised.linear,
         &denoise_cpu(&sums, &sq, 4, W, H, &params),
@@ -182,17 +182,21 @@ fn the_renderer_denoises_its_accumulation_and_the_filter_helps() {
     );
     let mean: Vec<[f32; 4]> = sums.iter().map(|s| s.map(|x| x / 4.0)).collect();
     assert_close(&raw.linear, &mean, "raw output");
-    g.r.show_path(false).unwrap();
-    assert_close(&g.r.read_image().unwrap().linear, &mean, "show_path(false)");
+    g.r.show_tracer(false).unwrap();
+    assert_close(
+        &g.r.read_image().unwrap().linear,
+        &mean,
+        "show_tracer(false)",
+    );
     // The renderer's switch: a render then shows the denoised mean itself.
-    g.r.set_path_denoise(true);
+    g.r.set_tracer_denoise(true);
     let mut same = v.clone();
     same.settings.path_samples_per_frame = 4;
     same.settings.frame_seed = 1;
-    g.r.restart_path();
+    g.r.restart_tracer();
     let shown = g.render(&[&grid], &same, W, H);
-    assert_close(&shown.linear, &denoised.linear, "set_path_denoise(true)");
-    g.r.set_path_denoise(false);
+    assert_close(&shown.linear, &denoised.linear, "set_tracer_denoise(true)");
+    g.r.set_tracer_denoise(false);
 
     // Against a 256-sample reference (two halves of other seeds, its own noise removed).
     let (a, a_dn) = raw_and_denoised(&mut g, &grid, &v, 128, 2);

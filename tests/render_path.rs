@@ -107,9 +107,9 @@ fn pixel_mean(v: &View, x: u32, y: u32, s: u32, per: impl Fn(Vec3, Vec3) -> f32)
 fn render(g: &mut render_support::TestGpu, grid: &[u8], v: &View, spp: u32) -> Image {
     let mut v = v.clone();
     v.settings.path_samples_per_frame = spp;
-    g.r.restart_path();
+    g.r.restart_tracer();
     let img = g.render(&[grid], &v, W, H);
-    assert_eq!(g.r.path_samples(), spp);
+    assert_eq!(g.r.tracer_samples(), spp);
     img
 }
 
@@ -138,24 +138,24 @@ fn samples_accumulate_until_the_view_changes() {
     let mut v = box_view(&grid, 0.8);
     v.settings.path_samples_per_frame = 2;
     v.settings.path_max_samples = 5;
-    g.r.restart_path();
+    g.r.restart_tracer();
     g.render(&[&grid], &v, W, H);
-    let bufs_rebind_restarts = g.r.path_samples();
+    let bufs_rebind_restarts = g.r.tracer_samples();
     assert_eq!(bufs_rebind_restarts, 2);
     // The test helper binds the grids again on every render (a new frame): render through
     // the renderer directly to keep the frame.
     for want in [4, 5, 5] {
         g.r.render(&v, W, H).unwrap();
-        assert_eq!(g.r.path_samples(), want, "capped at path_max_samples");
+        assert_eq!(g.r.tracer_samples(), want, "capped at path_max_samples");
     }
     v.settings.exposure *= 2.0;
     g.r.render(&v, W, H).unwrap();
-    assert_eq!(g.r.path_samples(), 5, "exposure does not restart");
+    assert_eq!(g.r.tracer_samples(), 5, "exposure does not restart");
     v.camera.orbit(3.0, 0.0);
     g.r.render(&v, W, H).unwrap();
-    assert_eq!(g.r.path_samples(), 2, "a camera move restarts");
+    assert_eq!(g.r.tracer_samples(), 2, "a camera move restarts");
     g.render(&[&grid], &v, W, H);
-    assert_eq!(g.r.path_samples(), 2, "a new frame restarts");
+    assert_eq!(g.r.tracer_samples(), 2, "a new frame restarts");
 }
 
 #[test]
@@ -350,10 +350,10 @@ fn work_counters_count_and_leave_the_image_alone() {
     let mut v = box_view(&grid, 0.8);
     v.settings.frame_seed = 5;
     let plain = render(&mut g, &grid, &v, 3);
-    g.r.set_path_stats(true);
+    g.r.set_tracer_stats(true);
     let counted = render(&mut g, &grid, &v, 3);
-    let s = g.r.path_stats().unwrap();
-    g.r.set_path_stats(false);
+    let s = g.r.tracer_stats().unwrap();
+    g.r.set_tracer_stats(false);
     assert!(plain.linear == counted.linear, "counting changed the image");
     let samples = u64::from(W * H * 3);
     assert_eq!(s.samples, samples, "{s:?}");
@@ -369,7 +369,7 @@ fn work_counters_count_and_leave_the_image_alone() {
     assert!(s.segments > 0 && s.lookups > s.path_steps, "{s:?}");
     // Off: the counters keep their sums.
     render(&mut g, &grid, &v, 2);
-    assert_eq!(g.r.path_stats().unwrap(), s);
+    assert_eq!(g.r.tracer_stats().unwrap(), s);
 }
 
 /// A grid with structure at several scales: a smooth field of blobs about 6 voxels across
@@ -412,10 +412,10 @@ fn the_majorants_bound_the_medium_and_fit_it_closely() {
     let Some(mut g) = gpu() else { return };
     let grid = spiky_grid();
     let v = box_view(&grid, 0.9);
-    g.r.set_path_stats(true);
+    g.r.set_tracer_stats(true);
     render(&mut g, &grid, &v, 4);
-    let s = g.r.path_stats().unwrap();
-    g.r.set_path_stats(false);
+    let s = g.r.tracer_stats().unwrap();
+    g.r.set_tracer_stats(false);
     let steps = s.path_steps + s.shadow_steps;
     assert!(steps > 300, "{s:?}");
     assert_eq!(s.over_majorant, 0, "extinction above the majorant: {s:?}");
@@ -430,15 +430,15 @@ fn the_majorants_bound_the_medium_and_fit_it_closely() {
     let box_grid = box_grid();
     let mut v = box_view(&box_grid, 0.9);
     v.settings.path_samples_per_frame = 2;
-    g.r.set_path_stats(true);
+    g.r.set_tracer_stats(true);
     render(&mut g, &box_grid, &v, 2);
     v.camera.orbit(2.0, 0.0);
     g.r.render(&v, W, H).unwrap();
     v.attributes[0].as_mut().unwrap().tf.extinction = 4.0 * SIGMA;
     g.r.render(&v, W, H).unwrap();
-    let s = g.r.path_stats().unwrap();
-    g.r.set_path_stats(false);
-    assert_eq!(g.r.path_samples(), 2, "the look restarted the picture");
+    let s = g.r.tracer_stats().unwrap();
+    g.r.set_tracer_stats(false);
+    assert_eq!(g.r.tracer_samples(), 2, "the look restarted the picture");
     assert_eq!(s.over_majorant, 0, "{s:?}");
     assert!(s.path_steps > 300, "{s:?}");
 }
@@ -463,7 +463,7 @@ fn a_grid_too_large_for_scanned_cells_is_still_seen() {
     assert!(covered > 0.05, "the brick is not seen: coverage {covered}");
 }
 
-/// The kernel's speed knobs (`PathKnobs`: the inner loop of majorant lookups, optical
+/// The kernel's speed knobs (`TracerKnobs`: the inner loop of majorant lookups, optical
 /// depth carried across segments, per-slot majorant cells kept until the ray leaves them)
 /// change how much work a sample does, never what it estimates: two overlapping attributes
 /// on different lattices (the spiky grid, and the box at 0.7 of its voxel size), rendered
@@ -472,7 +472,7 @@ fn a_grid_too_large_for_scanned_cells_is_still_seen() {
 /// looks up fewer cells than looking up every slot at every segment.
 #[test]
 fn the_speed_knobs_change_the_work_not_the_picture() {
-    use supercell::render::PathKnobs;
+    use supercell::render::TracerKnobs;
     let Some(mut g) = gpu() else { return };
     let spiky = spiky_grid();
     let boxed = box_grid_of_voxel(0.7 * VOXEL);
@@ -483,23 +483,23 @@ fn the_speed_knobs_change_the_work_not_the_picture() {
     let spp = 24;
     v.settings.path_samples_per_frame = spp;
     let mut run = |knobs| {
-        g.r.set_path_knobs(knobs);
-        g.r.set_path_stats(true);
-        g.r.restart_path();
+        g.r.set_tracer_knobs(knobs);
+        g.r.set_tracer_stats(true);
+        g.r.restart_tracer();
         let img = g.render(&[&spiky, &boxed], &v, W, H);
-        assert_eq!(g.r.path_samples(), spp);
-        let s = g.r.path_stats().unwrap();
-        g.r.set_path_stats(false);
+        assert_eq!(g.r.tracer_samples(), spp);
+        let s = g.r.tracer_stats().unwrap();
+        g.r.set_tracer_stats(false);
         (img, s)
     };
-    let (img_on, s_on) = run(PathKnobs::default());
-    let (img_off, s_off) = run(PathKnobs::none());
-    let cached = PathKnobs {
+    let (img_on, s_on) = run(TracerKnobs::default());
+    let (img_off, s_off) = run(TracerKnobs::none());
+    let cached = TracerKnobs {
         cache_cells: true,
-        ..PathKnobs::default()
+        ..TracerKnobs::default()
     };
     let (img_cached, s_cached) = run(cached);
-    g.r.set_path_knobs(PathKnobs::default());
+    g.r.set_tracer_knobs(TracerKnobs::default());
     eprintln!("default: {s_on:?}\nnone: {s_off:?}\ncell cache: {s_cached:?}");
     for s in [&s_on, &s_off, &s_cached] {
         assert_eq!(s.over_majorant, 0, "{s:?}");
@@ -538,7 +538,7 @@ fn the_speed_knobs_change_the_work_not_the_picture() {
     }
 }
 
-/// The empty-space levels (`PathKnobs::skip_levels`) change how many majorant segments a
+/// The empty-space levels (`TracerKnobs::skip_levels`) change how many majorant segments a
 /// ray takes through empty space, never what a sample estimates: a grid of 256 voxels a
 /// side, a block of 64 voxels a side inside its first 128-voxel octant and a brick in two
 /// opposite corners (the rest empty), rendered with both levels, with one and with none,
@@ -547,7 +547,7 @@ fn the_speed_knobs_change_the_work_not_the_picture() {
 /// segments a sample crosses.
 #[test]
 fn the_empty_space_levels_change_the_work_not_the_picture() {
-    use supercell::render::PathKnobs;
+    use supercell::render::TracerKnobs;
     let Some(mut g) = gpu() else { return };
     let full = |origin: [i32; 3]| {
         let mut b = LeafBrick::filled(origin, 0.0);
@@ -580,22 +580,22 @@ fn the_empty_space_levels_change_the_work_not_the_picture() {
     let spp = 16;
     v.settings.path_samples_per_frame = spp;
     let mut run = |skip_levels| {
-        g.r.set_path_knobs(PathKnobs {
+        g.r.set_tracer_knobs(TracerKnobs {
             skip_levels,
-            ..PathKnobs::default()
+            ..TracerKnobs::default()
         });
-        g.r.set_path_stats(true);
-        g.r.restart_path();
+        g.r.set_tracer_stats(true);
+        g.r.restart_tracer();
         let img = g.render(&[&grid], &v, W, H);
-        assert_eq!(g.r.path_samples(), spp);
-        let s = g.r.path_stats().unwrap();
-        g.r.set_path_stats(false);
+        assert_eq!(g.r.tracer_samples(), spp);
+        let s = g.r.tracer_stats().unwrap();
+        g.r.set_tracer_stats(false);
         (img, s)
     };
     let (img_two, s_two) = run(2);
     let (img_one, s_one) = run(1);
     let (img_none, s_none) = run(0);
-    g.r.set_path_knobs(PathKnobs::default());
+    g.r.set_tracer_knobs(TracerKnobs::default());
     eprintln!("two levels: {s_two:?}\none level: {s_one:?}\nnone: {s_none:?}");
     for s in [&s_two, &s_one, &s_none] {
         assert_eq!(s.over_majorant, 0, "{s:?}");

@@ -153,7 +153,7 @@ impl Player {
         let caps = crate::device::DeviceCaps::of(device);
         let mut renderer =
             Renderer::with_config(device, queue, caps, cfg.render, forced_part_bytes(cfg)?)?;
-        renderer.set_path_denoise(cfg.path_denoise);
+        renderer.set_tracer_denoise(cfg.path_denoise);
         let slot_plan =
             frame_paths::plan_slots(renderer.part_bytes(), interop.as_ref().ok(), &source, cfg)?;
         let part_bytes = slot_plan.part_bytes;
@@ -439,7 +439,7 @@ impl Player {
         self.frames.in_flight()
     }
     /// Path mode: samples per pixel in the picture on screen.
-    pub fn path_samples(&self) -> u32 {
+    pub fn tracer_samples(&self) -> u32 {
         self.presenter.tracer_samples()
     }
     /// The render mode in use (the scene's, or path tracing after
@@ -454,7 +454,7 @@ impl Player {
     }
     /// Whether path mode shows the denoised mean (the default; `SUPERCELL_DENOISE=off` or
     /// [`Player::toggle_denoise`] shows the raw mean).
-    pub fn path_denoise(&self) -> bool {
+    pub fn tracer_denoise(&self) -> bool {
         self.presenter.tracer_denoise()
     }
     /// Switches the path tracer's denoiser on or off and, path-tracing, shows the picture
@@ -471,7 +471,7 @@ impl Player {
     }
     /// Path mode: samples per pixel the refinement added per second over the last second
     /// of wall time (0 when none were added then).
-    pub fn path_samples_per_second(&self) -> f64 {
+    pub fn tracer_samples_per_second(&self) -> f64 {
         self.presenter.tracer_samples_per_second()
     }
     /// Path mode: what the refinement is doing now: "refining" (paused, adding samples),
@@ -479,7 +479,7 @@ impl Player {
     /// `path_samples_per_frame` only, so playback is not delayed) or "view changing" (the
     /// camera or the settings changed within the last half second; every change restarts
     /// the picture). `None` outside path mode.
-    pub fn path_state(&self) -> Option<&'static str> {
+    pub fn tracer_state(&self) -> Option<&'static str> {
         self.presenter.tracer_state(self.is_playing())
     }
     /// GPU time of the last render, ms (where timestamps exist).

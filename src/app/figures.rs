@@ -33,13 +33,13 @@ pub(super) fn render_mode_name(m: crate::render::Mode) -> &'static str {
 /// picture is denoised (`render: path   37 / 4096 spp   120 spp/s   refining   denoised`).
 pub fn render_line(player: &Player) -> String {
     let mode = render_mode_name(player.render_mode());
-    match player.path_state() {
+    match player.tracer_state() {
         Some(state) => format!(
             "render: {mode}   {} / {} spp   {:.0} spp/s   {state}   {}",
-            player.path_samples(),
+            player.tracer_samples(),
             player.view().settings.path_max_samples,
-            player.path_samples_per_second(),
-            if player.path_denoise() {
+            player.tracer_samples_per_second(),
+            if player.tracer_denoise() {
                 "denoised"
             } else {
                 "raw (N: denoise)"
@@ -194,7 +194,7 @@ pub fn compact_lines(player: &Player) -> Vec<String> {
         player.frame_count().saturating_sub(1),
         if player.is_playing() { "" } else { "   paused" },
     ));
-    if player.path_state().is_some() {
+    if player.tracer_state().is_some() {
         v.push(render_line(player));
     }
     v.extend(fault_lines(player));

@@ -219,11 +219,11 @@ pub struct RenderReport {
 
 impl RenderReport {
     pub(crate) fn of(player: &Player) -> RenderReport {
-        let state = player.path_state();
+        let state = player.tracer_state();
         RenderReport {
             mode: super::figures::render_mode_name(player.render_mode()).to_string(),
-            path_samples: state.map(|_| player.path_samples()),
-            path_samples_per_second: state.map(|_| player.path_samples_per_second()),
+            path_samples: state.map(|_| player.tracer_samples()),
+            path_samples_per_second: state.map(|_| player.tracer_samples_per_second()),
             path_state: state.map(str::to_string),
         }
     }

@@ -71,7 +71,7 @@ pub fn refine(
     loop {
         // The first dispatch may start afresh (a new frame or view) or continue, which the
         // renderer decides as it records it: one sample, then count.
-        let have = renderer.path_samples();
+        let have = renderer.tracer_samples();
         let chunk = match stop {
             _ if first => 1,
             Stop::Samples(n) if have >= n => break,
@@ -92,17 +92,17 @@ pub fn refine(
         wait(renderer, idx)?;
     }
     Ok(Progress {
-        samples: renderer.path_samples(),
+        samples: renderer.tracer_samples(),
         seconds: t0.elapsed().as_secs_f64(),
     })
 }
 
 /// Shows the renderer's accumulation again without adding samples, denoised or not (the
-/// output images then hold it; `Renderer::show_path`), and waits: returns the seconds from
+/// output images then hold it; `Renderer::show_tracer`), and waits: returns the seconds from
 /// submission to completion.
 pub fn show(renderer: &mut Renderer, denoised: bool) -> anyhow::Result<f64> {
     let t0 = Instant::now();
-    let idx = renderer.show_path(denoised)?;
+    let idx = renderer.show_tracer(denoised)?;
     wait(renderer, idx)?;
     Ok(t0.elapsed().as_secs_f64())
 }
@@ -233,7 +233,7 @@ pub fn converge(
     for salt in [0x9e37_79b9u32, 0x85eb_ca6b] {
         let mut reference_view = view.clone();
         reference_view.settings.frame_seed = view.settings.frame_seed ^ salt;
-        renderer.restart_path();
+        renderer.restart_tracer();
         let r = refine(
             renderer,
             &reference_view,
@@ -282,7 +282,7 @@ pub fn converge(
         "dn corrected",
         "filter ms"
     );
-    renderer.restart_path();
+    renderer.restart_tracer();
     let mut rows = Vec::new();
     let mut seconds = 0.0;
     let mut spp = 1;
@@ -306,11 +306,11 @@ pub fn converge(
     ] = firsts(&rows);
     // Where a sample's work goes: a few samples more with the counters on (untimed).
     let stats_spp = (ref_spp / 4).clamp(1, 4);
-    renderer.restart_path();
-    renderer.set_path_stats(true);
+    renderer.restart_tracer();
+    renderer.set_tracer_stats(true);
     refine(renderer, view, width, height, Stop::Samples(stats_spp))?;
-    let stats = renderer.path_stats()?;
-    renderer.set_path_stats(false);
+    let stats = renderer.tracer_stats()?;
+    renderer.set_tracer_stats(false);
     let work_per_sample: std::collections::BTreeMap<_, _> =
         stats.per_sample().into_iter().collect();
     println!(
@@ -368,7 +368,7 @@ fn converge_row(
     let img = renderer.read_image()?;
     let raw = rel_mse(&img, reference);
     if let Some(dir) = dump {
-        let (sums, sq) = renderer.path_sums()?;
+        let (sums, sq) = renderer.tracer_sums()?;
         let f = dir.join(format!("sums_{spp}_{width}x{height}.f32"));
         std::fs::write(&f, bytemuck::cast_slice::<[f32; 4], u8>(&sums))
             .with_context(|| format!("{}", f.display()))?;

@@ -10,7 +10,7 @@
 use crate::device::DeviceCaps;
 
 use super::denoise::DenoiseParams;
-use super::path_tracer::{PathKnobs, PathTracer};
+use super::path_tracer::{PathTracer, TracerKnobs};
 
 /// Random numbers per sample drawn from the scrambled Sobol sequence at most.
 pub const QMC_DIMS_MAX: u32 = 64;
@@ -37,7 +37,7 @@ pub const SAMPLES_PER_DISPATCH_GPU: u32 = 4;
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct RenderConfig {
     /// The path kernel's speed switches (pipeline constants of `shaders/path.wgsl`).
-    pub path_knobs: PathKnobs,
+    pub path_knobs: TracerKnobs,
     /// A path sample's first random numbers that come from the scrambled Sobol sequence
     /// (0 to [`QMC_DIMS_MAX`]; 0, the default, turns it off: on the storm it did not lower
     /// relMSE, docs/bench/HISTORY.md).

@@ -75,7 +75,7 @@ pub use parts::{
     FrameCapacity, GridInParts, GridSlice, STORAGE_BUFFERS_PER_STAGE, SlotPart, parts_of_buffers,
     parts_spanned, try_upload_parts, try_upload_slot, upload_slot,
 };
-pub use path_tracer::{PathKnobs, PathStats, PathUniform, RR_DEPTH, SKIP_LEVELS_MAX};
+pub use path_tracer::{RR_DEPTH, SKIP_LEVELS_MAX, TracerKnobs, TracerStats, TracerUniform};
 pub use points::PointSample;
 pub use range::shown as shown_value;
 pub use renderer::Renderer;

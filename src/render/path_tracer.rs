@@ -12,12 +12,12 @@
 //!
 //! The pass binds the march's bind group (uniforms, transfer functions, output images, the
 //! frame's parts, the acceleration cells) as group 0 and its own (accumulation buffer,
-//! [`PathUniform`], work counters, majorants) as group 1. The majorants are built when an
+//! [`TracerUniform`], work counters, majorants) as group 1. The majorants are built when an
 //! accumulation starts, by a dispatch before the first sample's (`path_majorants`, sized by
 //! the acceleration passes' indirect arguments): per attribute, cells of 4 voxels (the
 //! acceleration cells, which the renderer builds for shaded views, split in 2 per axis where
 //! they fit), each bounding the extinction of every trilinear sample based in it.
-//! [`PathStats`] counts where a sample's work goes.
+//! [`TracerStats`] counts where a sample's work goes.
 //!
 //! The tracer owns its accumulation and the denoiser that filters it ([`super::denoise`]):
 //! a render shows the accumulated mean raw or denoised, and the accumulation can be shown
@@ -50,7 +50,7 @@ const UNIFORM_STRIDE: u64 = 256;
 /// The path pass's own uniform block (WGSL `PathParams`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct PathUniform {
+pub struct TracerUniform {
     /// Samples per pixel already accumulated (0: this dispatch starts afresh).
     pub first_sample: u32,
     /// Samples per pixel this dispatch adds.
@@ -61,7 +61,7 @@ pub struct PathUniform {
     pub seed: u32,
     /// Bounces before Russian roulette.
     pub rr_depth: u32,
-    /// 1: the dispatch adds its work to the counters ([`PathStats`]).
+    /// 1: the dispatch adds its work to the counters ([`TracerStats`]).
     pub stats: u32,
     /// A sample's first random numbers that come from the scrambled Sobol sequence (the
     /// rest from a pseudo-random stream).
@@ -89,7 +89,7 @@ pub struct PathUniform {
 /// The inner loop of majorant lookups (`SEGMENT_LOOP`) is no longer a switch: the loop it
 /// replaced lost on lavapipe (1.7×) and on the H200 (25.0 against 28.8 M samples/s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PathKnobs {
+pub struct TracerKnobs {
     /// Optical depth carried across majorant segments (`CARRY_DEPTH`).
     pub carry_depth: bool,
     /// Each channel keeps its majorant cell until the ray leaves it (`CACHE_CELLS`).
@@ -113,9 +113,9 @@ fn majorant_words(cells: u32) -> u64 {
     channels * (cells + (1..=SKIP_LEVELS_MAX).map(|l| cells >> (4 * l)).sum::<u64>())
 }
 
-impl Default for PathKnobs {
+impl Default for TracerKnobs {
     fn default() -> Self {
-        PathKnobs {
+        TracerKnobs {
             carry_depth: true,
             cache_cells: false,
             always_count: false,
@@ -124,10 +124,10 @@ impl Default for PathKnobs {
     }
 }
 
-impl PathKnobs {
+impl TracerKnobs {
     /// Every knob off (the segment loop, no longer a knob, stays in).
-    pub fn none() -> PathKnobs {
-        PathKnobs {
+    pub fn none() -> TracerKnobs {
+        TracerKnobs {
             carry_depth: false,
             cache_cells: false,
             always_count: false,
@@ -153,10 +153,10 @@ impl PathKnobs {
 }
 
 /// Work counters of the path tracer, summed over the dispatches recorded while counting was
-/// on ([`Renderer::set_path_stats`](super::Renderer::set_path_stats)): where a sample's time
+/// on ([`Renderer::set_tracer_stats`](super::Renderer::set_tracer_stats)): where a sample's time
 /// goes, in units that do not depend on the device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct PathStats {
+pub struct TracerStats {
     /// Samples finished (pixels × samples per pixel).
     pub samples: u64,
     /// Path rays traced (the camera ray and one per scattering event that continues).
@@ -182,7 +182,7 @@ pub struct PathStats {
     /// collision (path rays) or clamp (shadow rays). 0 when the majorants are right.
     pub over_majorant: u64,
     /// Majorant cells looked up, per attribute channel (a segment looks up only the channels
-    /// whose cell ended where [`PathKnobs::cache_cells`] is on, every channel the ray is in
+    /// whose cell ended where [`TracerKnobs::cache_cells`] is on, every channel the ray is in
     /// where it is off).
     pub cell_lookups: u64,
 }
@@ -190,10 +190,10 @@ pub struct PathStats {
 /// Counters in the shader's `stats` buffer (pairs of 32-bit words).
 const STAT_COUNT: usize = 11;
 
-impl PathStats {
-    fn from_words(w: &[u32]) -> PathStats {
+impl TracerStats {
+    fn from_words(w: &[u32]) -> TracerStats {
         let c = |k: usize| u64::from(w[2 * k]) | (u64::from(w[2 * k + 1]) << 32);
-        PathStats {
+        TracerStats {
             samples: c(0),
             path_rays: c(1),
             shadow_rays: c(2),
@@ -286,7 +286,7 @@ pub(super) struct PathTracer {
     /// Samples per dispatch ([`RenderConfig::samples_per_dispatch_on`]).
     per_dispatch: u32,
     /// The kernel's speed knobs ([`RenderConfig::path_knobs`]).
-    knobs: PathKnobs,
+    knobs: TracerKnobs,
     /// Whether renders show the denoised mean.
     denoise_on: bool,
     /// The denoiser (made when first used) and the knobs it starts with
@@ -326,7 +326,7 @@ impl PathTracer {
     /// device).
     pub(super) fn new(
         device: &wgpu::Device,
-        knobs: PathKnobs,
+        knobs: TracerKnobs,
         qmc_dims: u32,
         per_dispatch: u32,
         denoise_params: DenoiseParams,
@@ -355,7 +355,7 @@ impl PathTracer {
                         ty: wgpu::BufferBindingType::Uniform,
                         has_dynamic_offset: true,
                         min_binding_size: wgpu::BufferSize::new(
-                            std::mem::size_of::<PathUniform>() as u64
+                            std::mem::size_of::<TracerUniform>() as u64,
                         ),
                     },
                     count: None,
@@ -411,7 +411,7 @@ impl PathTracer {
 
     /// Sets the kernel's speed knobs (the next render builds its pipelines again and
     /// starts afresh).
-    pub(super) fn set_knobs(&mut self, knobs: PathKnobs) {
+    pub(super) fn set_knobs(&mut self, knobs: TracerKnobs) {
         if knobs != self.knobs {
             self.knobs = knobs;
             self.pipelines.clear();
@@ -420,7 +420,7 @@ impl PathTracer {
     }
 
     /// The kernel's speed knobs.
-    pub(super) fn knobs(&self) -> PathKnobs {
+    pub(super) fn knobs(&self) -> TracerKnobs {
         self.knobs
     }
 
@@ -429,11 +429,11 @@ impl PathTracer {
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-    ) -> Result<PathStats, RenderError> {
+    ) -> Result<TracerStats, RenderError> {
         let len = (STAT_COUNT * 8) as u64;
         let bytes = crate::device::read_buffer(device, queue, &self.stats, 0, len)
             .map_err(|e| RenderError::Gpu(e.to_string()))?;
-        Ok(PathStats::from_words(&bytemuck::pod_collect_to_vec::<
+        Ok(TracerStats::from_words(&bytemuck::pod_collect_to_vec::<
             u8,
             u32,
         >(&bytes)))
@@ -623,7 +623,7 @@ impl PathTracer {
                                     buffer: uniform,
                                     offset: 0,
                                     size: wgpu::BufferSize::new(
-                                        std::mem::size_of::<PathUniform>() as u64
+                                        std::mem::size_of::<TracerUniform>() as u64,
                                     ),
                                 }),
                             },
@@ -745,7 +745,7 @@ impl PathTracer {
         let mut records = vec![0u8; (UNIFORM_STRIDE * u64::from(dispatches)) as usize];
         for k in 0..dispatches {
             let first = self.samples + k * self.per_dispatch;
-            let uniform = PathUniform {
+            let uniform = TracerUniform {
                 first_sample: first,
                 samples: (self.samples + samples)
                     .saturating_sub(first)
@@ -758,7 +758,7 @@ impl PathTracer {
                 pad: 0,
             };
             let at = (UNIFORM_STRIDE * u64::from(k)) as usize;
-            records[at..at + std::mem::size_of::<PathUniform>()]
+            records[at..at + std::mem::size_of::<TracerUniform>()]
                 .copy_from_slice(bytemuck::bytes_of(&uniform));
         }
         pass.queue.write_buffer(&self.uniform, 0, &records);
@@ -823,7 +823,7 @@ mod tests {
             .iter()
             .filter_map(|(_, o)| o.name.as_deref())
             .collect();
-        let all = PathKnobs {
+        let all = TracerKnobs {
             carry_depth: true,
             cache_cells: true,
             always_count: false,
@@ -844,14 +844,14 @@ mod tests {
             "SKIP_LEVELS_MAX differs from path.wgsl's"
         );
         assert_eq!(overrides.len(), constants.len(), "{overrides:?}");
-        for (name, value) in PathKnobs::none().constants(false, 0) {
+        for (name, value) in TracerKnobs::none().constants(false, 0) {
             assert_eq!(value, 0.0, "{name}");
         }
     }
 
     #[test]
     fn the_uniform_block_is_32_bytes() {
-        assert_eq!(std::mem::size_of::<PathUniform>(), 32);
+        assert_eq!(std::mem::size_of::<TracerUniform>(), 32);
     }
 
     #[test]

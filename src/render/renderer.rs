@@ -11,7 +11,7 @@ use super::image::Image;
 use super::march::MarchPipeline;
 use super::params::{Mode, View};
 use super::parts::{GridInParts, GridSlice, SlotPart, check_grid_count, parts_of_slices};
-use super::path_tracer::{PathKnobs, PathStats, PathTracer, TracePass};
+use super::path_tracer::{PathTracer, TracePass, TracerKnobs, TracerStats};
 use super::points::{PointSample, PointSampler};
 use super::scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 use super::timing::{FrameTiming, PendingRender, Timer, wait};
@@ -186,7 +186,7 @@ impl Renderer {
         self.binding.bind(parts, bound, shape);
         self.march.frame_changed();
         self.frame_generation += 1;
-        self.restart_path();
+        self.restart_tracer();
         Ok(())
     }
 
@@ -419,12 +419,12 @@ impl Renderer {
     /// Path mode: whether renders show the denoised mean (`shaders/denoise.wgsl`) instead of
     /// the accumulated mean itself (off by default; the accumulation is the same either
     /// way). The filter's knobs come from the renderer's [`RenderConfig::denoise`].
-    pub fn set_path_denoise(&mut self, on: bool) {
+    pub fn set_tracer_denoise(&mut self, on: bool) {
         self.tracer().set_denoise(on);
     }
 
     /// Whether path-mode renders show the denoised mean.
-    pub fn path_denoise(&self) -> bool {
+    pub fn tracer_denoise(&self) -> bool {
         self.tracer.as_ref().is_some_and(PathTracer::denoise_on)
     }
 
@@ -437,7 +437,7 @@ impl Renderer {
     /// Path mode: shows the current accumulation again without adding samples, denoised
     /// (`denoised`) or as its plain mean, in the output images; submits the work (returns
     /// without waiting). An error before anything was path traced.
-    pub fn show_path(&mut self, denoised: bool) -> Result<wgpu::SubmissionIndex, RenderError> {
+    pub fn show_tracer(&mut self, denoised: bool) -> Result<wgpu::SubmissionIndex, RenderError> {
         let tracer = self
             .tracer
             .as_mut()
@@ -454,7 +454,7 @@ impl Renderer {
     /// samples' RGB radiance and coverage, and the sum of their squared luminance (what
     /// [`denoise_cpu`](super::denoise_cpu) takes), over [`path_samples`](Self::path_samples)
     /// samples.
-    pub fn path_sums(&self) -> Result<(Vec<[f32; 4]>, Vec<f32>), RenderError> {
+    pub fn tracer_sums(&self) -> Result<(Vec<[f32; 4]>, Vec<f32>), RenderError> {
         let tracer = self
             .tracer
             .as_ref()
@@ -464,13 +464,13 @@ impl Renderer {
 
     /// Path mode: samples per pixel accumulated in the current image (0 before the first
     /// path-traced render).
-    pub fn path_samples(&self) -> u32 {
+    pub fn tracer_samples(&self) -> u32 {
         self.tracer.as_ref().map_or(0, PathTracer::samples)
     }
 
     /// Path mode: the next render starts its accumulation afresh (with the view's
     /// `frame_seed`), as it does by itself whenever the frame or the view changes.
-    pub fn restart_path(&mut self) {
+    pub fn restart_tracer(&mut self) {
         if let Some(t) = &mut self.tracer {
             t.restart();
         }
@@ -479,28 +479,28 @@ impl Renderer {
     /// Path mode: from the next render on, count the path tracer's work (zeroing the
     /// counters), or stop counting. Counting runs a kernel built with the counters: leave
     /// it off when timing.
-    pub fn set_path_stats(&mut self, on: bool) {
+    pub fn set_tracer_stats(&mut self, on: bool) {
         let queue = self.queue.clone();
         self.tracer().set_stats(&queue, on);
     }
 
     /// Path mode: the kernel's speed knobs (by default the configuration's,
     /// [`RenderConfig::path_knobs`]); a change restarts the accumulation.
-    pub fn set_path_knobs(&mut self, knobs: PathKnobs) {
+    pub fn set_tracer_knobs(&mut self, knobs: TracerKnobs) {
         self.tracer().set_knobs(knobs);
     }
 
     /// Path mode: the kernel's speed knobs in use.
-    pub fn path_knobs(&mut self) -> PathKnobs {
+    pub fn tracer_knobs(&mut self) -> TracerKnobs {
         self.tracer().knobs()
     }
 
-    /// Path mode: the work counted since [`set_path_stats`](Self::set_path_stats)`(true)`
+    /// Path mode: the work counted since [`set_tracer_stats`](Self::set_tracer_stats)`(true)`
     /// (waits for the GPU).
-    pub fn path_stats(&self) -> Result<PathStats, RenderError> {
+    pub fn tracer_stats(&self) -> Result<TracerStats, RenderError> {
         match &self.tracer {
             Some(t) => t.read_stats(&self.device, &self.queue),
-            None => Ok(PathStats::default()),
+            None => Ok(TracerStats::default()),
         }
     }
 }

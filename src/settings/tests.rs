@@ -41,7 +41,7 @@ fn every_render_variable_lands_in_its_field() {
     assert_eq!(c.qmc_dims, 2);
     assert_eq!(
         c.path_knobs,
-        PathKnobs {
+        TracerKnobs {
             carry_depth: false,
             cache_cells: true,
             always_count: true,

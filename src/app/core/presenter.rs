@@ -189,7 +189,7 @@ impl Presenter {
         }
         let now = self.now();
         if self.view.settings.mode == Mode::Path {
-            self.tracer.rendered(now, self.renderer.path_samples());
+            self.tracer.rendered(now, self.renderer.tracer_samples());
         }
         Ok(Some(FinishedRender {
             at: now,
@@ -218,12 +218,12 @@ impl Presenter {
         s.mode == Mode::Path
             && !playing
             && self.in_flight.is_none()
-            && self.renderer.path_samples() < s.path_max_samples
+            && self.renderer.tracer_samples() < s.path_max_samples
     }
 
     /// Path mode: samples per pixel in the picture on screen.
     pub(super) fn tracer_samples(&self) -> u32 {
-        self.renderer.path_samples()
+        self.renderer.tracer_samples()
     }
 
     /// Switches between path tracing and the scene's mode (shaded where the scene itself
@@ -241,21 +241,21 @@ impl Presenter {
 
     /// Whether path mode shows the denoised mean.
     pub(super) fn tracer_denoise(&self) -> bool {
-        self.renderer.path_denoise()
+        self.renderer.tracer_denoise()
     }
 
     /// Switches the path tracer's denoiser on or off; returns whether it is on now.
     pub(super) fn flip_tracer_denoise(&mut self) -> bool {
-        let on = !self.renderer.path_denoise();
-        self.renderer.set_path_denoise(on);
+        let on = !self.renderer.tracer_denoise();
+        self.renderer.set_tracer_denoise(on);
         on
     }
 
     /// Shows the path tracer's picture again from the samples it has (denoised with
     /// `denoise`), where it has any. No render may be in flight.
     pub(super) fn show_tracer_picture(&mut self, denoise: bool) -> Result<(), PlayError> {
-        if self.renderer.path_samples() > 0 {
-            self.renderer.show_path(denoise)?;
+        if self.renderer.tracer_samples() > 0 {
+            self.renderer.show_tracer(denoise)?;
         }
         Ok(())
     }
@@ -265,7 +265,7 @@ impl Presenter {
         self.tracer.per_second(self.now())
     }
 
-    /// Path mode: what the refinement is doing now (see `Player::path_state`; `playing`:
+    /// Path mode: what the refinement is doing now (see `Player::tracer_state`; `playing`:
     /// playback runs). `None` outside path mode.
     pub(super) fn tracer_state(&self, playing: bool) -> Option<&'static str> {
         let s = &self.view.settings;
@@ -276,7 +276,7 @@ impl Presenter {
             "playing"
         } else if self.view_dirty || self.now() - self.tracer.view_changed_at < 0.5 {
             "view changing"
-        } else if self.renderer.path_samples() >= s.path_max_samples {
+        } else if self.renderer.tracer_samples() >= s.path_max_samples {
             "converged"
         } else {
             "refining"

@@ -164,11 +164,11 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         mode: mode_name(player.mode()).into(),
         speed_fps: player.speed(),
         render_mode: crate::app::figures::render_mode_name(player.render_mode()).into(),
-        path_samples: player.path_state().map(|_| player.path_samples()),
+        path_samples: player.tracer_state().map(|_| player.tracer_samples()),
         path_samples_per_second: player
-            .path_state()
-            .map(|_| player.path_samples_per_second()),
-        path_state: player.path_state().map(str::to_string),
+            .tracer_state()
+            .map(|_| player.tracer_samples_per_second()),
+        path_state: player.tracer_state().map(str::to_string),
         active_path: sel,
         path_label: player.path_report(sel).label,
         direct_available: player.direct_unavailable().is_none(),
