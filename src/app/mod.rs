@@ -79,15 +79,21 @@ impl PlayerGpu {
             "supercell play",
         )
         .map_err(|e| RenderError::NoDevice(e.to_string()))?;
-        Ok(PlayerGpu {
+        Ok(PlayerGpu::without_sharing(g, None))
+    }
+
+    /// A player's device over an opened device that shares no memory with CUDA
+    /// (`why`: what kept sharing from working, where it was tried).
+    pub(crate) fn without_sharing(g: crate::device::GpuDevice, why: Option<String>) -> PlayerGpu {
+        PlayerGpu {
             instance: g.instance,
             adapter: g.adapter,
             device: g.device,
             queue: g.queue,
             caps: g.caps,
             interop: None,
-            interop_unavailable: None,
-        })
+            interop_unavailable: why,
+        }
     }
 
     /// Opens CUDA GPU 0 and the Vulkan device that is it, with memory sharing (the direct

@@ -484,13 +484,7 @@ pub const DEFAULT_SLOTS: usize = 4;
 /// fit, naming it), else [`DEFAULT_SLOTS`] or as many as fit (at least [`MIN_SLOTS`]) where
 /// frames are too large for that many in device memory (GPU engines) or host memory.
 fn plan_bench_slots(source: &Source, cfg: &BenchConfig, gpu: Option<&Gpu>) -> Result<SlotPlan> {
-    let (frame, frame_bytes) = source
-        .frames
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (i as u32, f.len))
-        .max_by_key(|&(i, len)| (len, std::cmp::Reverse(i)))
-        .unwrap_or((0, 4096));
+    let (frame, frame_bytes) = source.largest_frame();
     let part_bytes = crate::gpu::choose_part_bytes(cfg.part_bytes, crate::gpu::DEFAULT_PART_BYTES)?;
     let on_gpu = u64::from(gpu.is_some());
     let demand = SlotDemand {

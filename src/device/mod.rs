@@ -482,6 +482,21 @@ fn open_exporter(
     Ok((device, queue))
 }
 
+/// A buffer of `size` bytes for `usage`, not mapped at creation.
+pub fn buffer(
+    device: &wgpu::Device,
+    label: &str,
+    size: u64,
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage,
+        mapped_at_creation: false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

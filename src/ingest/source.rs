@@ -188,6 +188,17 @@ impl Source {
         self.frames.iter().map(|f| f.len).max().unwrap_or(0)
     }
 
+    /// The largest frame and its length (the first of equals; frame 0 and 4096 bytes for a
+    /// source without frames): what a slot plan sizes its slots by.
+    pub fn largest_frame(&self) -> (u32, u64) {
+        self.frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i as u32, f.len))
+            .max_by_key(|&(i, len)| (len, std::cmp::Reverse(i)))
+            .unwrap_or((0, 4096))
+    }
+
     /// Paths of all files.
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.files.iter().map(|f| f.path.as_path())

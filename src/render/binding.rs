@@ -138,12 +138,7 @@ impl FrameBinding {
         let shape = FrameShape::of(1, 1, max_parts);
         let layouts = make_layouts(device, &args_layout, shape.declared_parts());
         let buf = |label: &str, size: u64, usage: wgpu::BufferUsages| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
+            crate::device::buffer(device, label, size, usage)
         };
         let storage_dst = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
         let uniforms = buf(

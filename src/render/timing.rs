@@ -47,12 +47,7 @@ impl Timer {
     /// The timer of `device`, whose queue says the timestamp period.
     pub(super) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Timer {
         let buf = |label: &str, size: u64, usage: wgpu::BufferUsages| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
+            crate::device::buffer(device, label, size, usage)
         };
         Timer {
             queries: device.create_query_set(&wgpu::QuerySetDescriptor {

@@ -654,13 +654,7 @@ pub(super) fn plan_slots(
     source: &Source,
     cfg: &PlayerConfig,
 ) -> Result<SlotPlan, PlayError> {
-    let (frame, frame_bytes) = source
-        .frames
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (i as u32, f.len))
-        .max_by_key(|&(i, len)| (len, std::cmp::Reverse(i)))
-        .unwrap_or((0, 4096));
+    let (frame, frame_bytes) = source.largest_frame();
     let gpu_free = interop
         .and_then(|(g, _)| g.mem_info().ok())
         .map(|(free, _)| free as u64);

@@ -104,15 +104,7 @@ pub fn open_gpu(ordinal: usize) -> Result<OpenedGpu, RenderError> {
     let adapter = adapters.swap_remove(index);
     let g = crate::device::open_chosen(instance, adapter, true, "supercell play")
         .map_err(|e| RenderError::NoDevice(format!("GPU {ordinal}: {e}")))?;
-    let gpu = PlayerGpu {
-        instance: g.instance,
-        adapter: g.adapter,
-        device: g.device,
-        queue: g.queue,
-        caps: g.caps,
-        interop: None,
-        interop_unavailable: Some(why.clone()),
-    };
+    let gpu = PlayerGpu::without_sharing(g, Some(why.clone()));
     let matched = format!("{} {how}; no memory sharing: {why}", gpu.describe());
     Ok(OpenedGpu {
         ordinal,
