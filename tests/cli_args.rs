@@ -67,6 +67,28 @@ fn play_refuses_window_flags_with_headless() {
 }
 
 #[test]
+fn play_refuses_frames_out_with_flags_it_cannot_honour() {
+    for flag in [
+        ["--soak", "1s"],
+        ["--gpus", "0,1"],
+        ["--screenshot", "x.png"],
+    ] {
+        let mut args = vec![
+            "play",
+            "/nonexistent",
+            "--headless",
+            "--frames-out",
+            "/tmp/x",
+        ];
+        args.extend(flag);
+        fails(
+            &args,
+            "--frames-out cannot be used with --gpus, --soak or --screenshot",
+        );
+    }
+}
+
+#[test]
 fn play_refuses_bad_render_scale_and_step() {
     for mode in [&[][..], &["--headless"]] {
         let mut args = vec!["play", "/nonexistent"];

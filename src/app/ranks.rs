@@ -8,9 +8,9 @@
 //! for the next frame's image; a rank that dies or stops answering is named once the
 //! others have waited `timeout` for it ([`crate::cluster::Silent`]).
 //!
-//! Images go as point-to-point messages (an MPI send of an 8 MB image at 1080p); a sender
-//! waits until rank 0 takes the image, so the ranks run at most one frame ahead of the
-//! presentation.
+//! Images go as point-to-point messages with a blocking send (8 MB at 1080p): MPI may hold
+//! a large image until rank 0 takes it, or buffer a small one, so how far a rank runs ahead
+//! of the presentation is up to MPI's buffering (not measured).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

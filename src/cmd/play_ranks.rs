@@ -23,6 +23,10 @@ pub fn run(args: &PlayArgs) -> Result<()> {
         return super::play::run(args);
     }
     super::play::refuse_window_flags(args)?;
+    // Refused before a dataset is made or a device opened.
+    if args.gpus.is_some() || args.soak.is_some() || args.screenshot.is_some() {
+        bail!("--frames-out cannot be used with --gpus, --soak or --screenshot");
+    }
     let req = super::play::requested(args)?;
     let scene = super::play::choose_scene(args.scene.as_deref())?;
     across(args, &req, &scene, launched)
@@ -41,9 +45,6 @@ fn across(
             "play across MPI ranks needs --headless --frames-out DIR (the window across ranks is not built yet)"
         );
     };
-    if args.gpus.is_some() || args.soak.is_some() || args.screenshot.is_some() {
-        bail!("--frames-out cannot be used with --gpus, --soak or --screenshot");
-    }
     if ranks.rank() == 0 {
         std::fs::create_dir_all(out).with_context(|| format!("cannot make {}", out.display()))?;
     }
