@@ -11,7 +11,11 @@
 mod mpi;
 #[cfg(feature = "mpi")]
 pub use mpi::MpiRanks;
+mod composite;
 mod within;
+pub use composite::{
+    CompositeError, NotSplit, Over, all_reduce_within, composite_within, visibility_order,
+};
 pub use within::{Silent, barrier_within, gather_within};
 
 use std::time::Instant;
@@ -38,6 +42,15 @@ pub trait Ranks {
     fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>>;
     /// Sends `bytes` to rank `to` under `tag` (point to point: only that rank takes part).
     fn send(&self, to: usize, tag: i32, bytes: &[u8]);
+    /// As [`Ranks::send`], but gives up at `deadline` where rank `to` has not taken the
+    /// message by then (a large message waits for its receiver): `false` then, and the
+    /// caller must end the run ([`Ranks::abort`]), since the message may still be pending.
+    /// Transports whose sends never wait for the receiver send and return `true`.
+    fn send_until(&self, to: usize, tag: i32, bytes: &[u8], deadline: Option<Instant>) -> bool {
+        let _ = deadline;
+        self.send(to, tag, bytes);
+        true
+    }
     /// The next message under `tag` to this rank, from any rank: (sender, bytes); `None`
     /// where none came by `deadline` (`None`: wait as long as it takes).
     fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)>;

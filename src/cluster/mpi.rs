@@ -90,6 +90,39 @@ impl Ranks for MpiRanks {
         self.world.process_at_rank(to).send_with_tag(bytes, tag);
     }
 
+    fn send_until(&self, to: usize, tag: i32, bytes: &[u8], deadline: Option<Instant>) -> bool {
+        let Some(deadline) = deadline else {
+            self.send(to, tag, bytes);
+            return true;
+        };
+        let to = i32::try_from(to).expect("a rank fits MPI's int");
+        // The buffer must outlive the request: a request not completed by the deadline
+        // cannot be taken back (MPI has no reliable cancel of a send), so its buffer is
+        // leaked with it and the caller ends the run.
+        let buffer: &'static [u8] = Box::leak(bytes.to_vec().into_boxed_slice());
+        let mut request = self.world.process_at_rank(to).immediate_send_with_tag(
+            mpi::request::StaticScope,
+            buffer,
+            tag,
+        );
+        loop {
+            match request.test() {
+                Ok(_) => {
+                    // SAFETY: `buffer` came from `Box::leak` above and MPI is done with it
+                    // (the request completed); nothing else refers to it.
+                    drop(unsafe { Box::from_raw(std::ptr::from_ref(buffer).cast_mut()) });
+                    return true;
+                }
+                Err(pending) if Instant::now() >= deadline => {
+                    std::mem::forget(pending);
+                    return false;
+                }
+                Err(pending) => request = pending,
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
     fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)> {
         loop {
             // A probe that does not wait, so the deadline holds whoever stays silent.
