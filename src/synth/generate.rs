@@ -757,6 +757,7 @@ pub fn generate_dataset_ranks(
         lanes,
         chunk_size,
         attribute_specs(params),
+        Vec::new(),
         provenance,
         params.frames as usize,
         FrameHandover::GridByGrid,

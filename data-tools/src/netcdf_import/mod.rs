@@ -825,6 +825,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
                 opts.lanes.clone(),
                 opts.chunk_size,
                 attrs,
+                Vec::new(),
                 provenance,
                 frames.len(),
                 FrameHandover::Whole,
