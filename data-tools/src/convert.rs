@@ -71,6 +71,12 @@ pub struct ImportArgs {
     /// U/V/W or u/v/w) as the attribute wind_speed.
     #[arg(long)]
     pub wind_speed: bool,
+    /// netCDF: split every grid into N spatial bricks of the voxel grid (a k-d split on
+    /// 8-voxel leaf boundaries, each brick's grids with a one-leaf halo), for sort-last
+    /// rendering across ranks (`mpirun -n N supercell render --split space`). .nvdb and
+    /// .vdb files are refused: their domain is known only once every file is read.
+    #[arg(long)]
+    pub bricks: Option<u32>,
     /// Also write a scene for the new dataset to this .toml file (transfer functions and
     /// camera chosen from the attributes' names and value ranges; edit it, then `supercell
     /// play FILE`).
@@ -166,12 +172,22 @@ pub fn run_import(args: &ImportArgs, ranks: &dyn supercell::cluster::Ranks) -> R
                 backgrounds: &args.background,
                 wind_speed: args.wind_speed,
                 ranks,
+                bricks: args.bricks,
             })?;
             if ranks.rank() != 0 {
                 return Ok(ExitCode::SUCCESS);
             }
             return write_scene(args);
         }
+    }
+    if args.bricks.is_some() {
+        bail!(
+            "--bricks applies to netCDF imports and `generate`: a .nvdb or .vdb sequence's \
+             domain (the union of every frame's bounding box) is known only once every file \
+             is read, and the bricks must be fixed before the first frame is written; import \
+             {} without --bricks",
+            args.files[0].display()
+        );
     }
     if ranks.size() > 1 {
         bail!(
@@ -413,4 +429,5 @@ pub(crate) fn print_import_summary(
             .join(", "),
         gb / seconds.max(1e-9)
     );
+    crate::inspect::print_bricks(manifest.bricks());
 }

@@ -99,20 +99,23 @@ pub fn bricks_of(boxes: &[[Coord; 2]], voxel_size: [f64; 3], origin: [f64; 3]) -
         .collect()
 }
 
-/// The box a brick's grids hold: its own grown by [`BRICK_HALO`] voxels on every side
-/// (`[min, max)`).
-pub fn halo_box(brick: &Brick) -> [Coord; 2] {
+/// The box a brick's grid of an attribute holds, in that attribute's index space
+/// (`[min, max)`): the brick's box scaled by `refine` (the attribute's voxels are `refine`
+/// times smaller than the model grid's: 1 for most, 4 for the generator's nested
+/// `funnel_cloud`), grown by [`BRICK_HALO`] of the attribute's voxels on every side.
+pub fn halo_box(brick: &Brick, refine: i32) -> [Coord; 2] {
     let [lo, hi] = brick.index_box;
     [
-        lo.map(|v| v.saturating_sub(BRICK_HALO)),
-        hi.map(|v| v.saturating_add(BRICK_HALO)),
+        lo.map(|v| v.saturating_mul(refine).saturating_sub(BRICK_HALO)),
+        hi.map(|v| v.saturating_mul(refine).saturating_add(BRICK_HALO)),
     ]
 }
 
-/// Whether the leaf at `origin` (a multiple of 8) belongs in `brick`'s grids: it lies
-/// inside the brick's [`halo_box`].
-pub fn holds_leaf(brick: &Brick, origin: Coord) -> bool {
-    let [lo, hi] = halo_box(brick);
+/// Whether the leaf at `origin` (a multiple of 8) of an attribute whose voxels are `refine`
+/// times smaller than the model grid's belongs in `brick`'s grid of it: it lies inside
+/// the brick's [`halo_box`].
+pub fn holds_leaf(brick: &Brick, refine: i32, origin: Coord) -> bool {
+    let [lo, hi] = halo_box(brick, refine);
     (0..3).all(|i| origin[i] >= lo[i] && origin[i] < hi[i])
 }
 

@@ -112,8 +112,11 @@ pub struct Manifest {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Brick {
     /// Index box the brick owns: `[min, max]` with `min` **inclusive** and `max`
-    /// **exclusive** on every axis, both multiples of 8 (leaf boundaries). The bricks'
-    /// boxes are disjoint and their union is the domain.
+    /// **exclusive** on every axis, both multiples of 8 (leaf boundaries), in the index
+    /// space of the model grid (the coarsest attributes'). The bricks' boxes are disjoint
+    /// and their union is the domain. An attribute on a grid `r` times finer with the same
+    /// origin (the generator's nested `funnel_cloud`, `r` = 4) holds the box scaled by `r`
+    /// in its own index space; `world_box` is the same for every attribute.
     pub index_box: [Coord; 2],
     /// The same box in world units: the faces at index coordinates `min` and `max` mapped
     /// by the grids' transform (so neighbouring bricks share a face).

@@ -243,19 +243,29 @@ fn frame_grids(m: &Manifest, fi: usize, frame: &Frame, prev_time: f64) -> Result
     Ok(())
 }
 
-/// The bricks (see [`crate::dataset::bricks`]), and that every attribute's index box lies
-/// inside their domain: a voxel outside every brick would be drawn by no rank.
+/// The bricks (see [`crate::dataset::bricks`]), and that every attribute's world box lies
+/// inside their domain's: a voxel outside every brick would be drawn by no rank. (World
+/// boxes, since an attribute on a finer grid has an index space of its own.)
 fn bricks(m: &Manifest) -> Result<(), String> {
     crate::dataset::bricks::check_bricks(&m.bricks)?;
-    let Some([lo, hi]) = crate::dataset::bricks::domain_of(&m.bricks) else {
+    let Some(first) = m.bricks.first() else {
         return Ok(());
     };
+    let [mut lo, mut hi] = first.world_box;
+    for b in &m.bricks {
+        for i in 0..3 {
+            lo[i] = lo[i].min(b.world_box[0][i]);
+            hi[i] = hi[i].max(b.world_box[1][i]);
+        }
+    }
+    // Rounding of the world transform: a millionth of the domain's extent.
+    let slack: [f64; 3] = std::array::from_fn(|i| (hi[i] - lo[i]).abs() * 1e-6);
     for (a, attr) in m.attributes.iter().enumerate() {
-        if let Some([bmin, bmax]) = attr.index_bbox
-            && (0..3).any(|i| bmin[i] < lo[i] || bmax[i] >= hi[i])
+        if let Some([bmin, bmax]) = attr.world_bbox
+            && (0..3).any(|i| bmin[i] < lo[i] - slack[i] || bmax[i] > hi[i] + slack[i])
         {
             return Err(format!(
-                "attributes[{a}].index_bbox {bmin:?}..{bmax:?} reaches outside the bricks' domain {lo:?}..{hi:?} (max exclusive)"
+                "attributes[{a}].world_bbox {bmin:?}..{bmax:?} reaches outside the bricks' domain {lo:?}..{hi:?}"
             ));
         }
     }
