@@ -373,10 +373,22 @@ pub fn run_export(args: &ExportArgs) -> Result<ExitCode> {
     if chosen.is_empty() {
         chosen = (0..names.len()).collect();
     }
-    let mut grids = Vec::with_capacity(chosen.len());
-    for &a in &chosen {
+    // Whole grids in the order chosen; a bricked frame's chosen grids brick by brick.
+    let picked: Vec<(usize, &[u8])> = match m.bricks.is_empty() {
+        true => (chosen.iter())
+            .map(|&a| Ok((a, ds.grid_bytes(args.frame, a, &buf)?)))
+            .collect::<Result<_, supercell::dataset::DatasetError>>(),
+        false => ds.frame_grids(args.frame, &buf).map(|all| {
+            (all.into_iter())
+                .map(|(g, bytes)| (g.attribute as usize, bytes))
+                .filter(|(a, _)| chosen.contains(a))
+                .collect()
+        }),
+    }
+    .with_context(context)?;
+    let mut grids = Vec::with_capacity(picked.len());
+    for (a, bytes) in picked {
         let attr = &m.attributes[a];
-        let bytes = ds.grid_bytes(args.frame, a, &buf).with_context(context)?;
         let grid = Grid::parse(bytes).with_context(|| {
             format!(
                 "{}: frame {} grid {a} ({:?})",

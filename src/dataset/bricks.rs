@@ -179,6 +179,7 @@ pub(crate) fn check_bricks(bricks: &[Brick]) -> Result<(), String> {
             }
         }
     }
+    check_world_map(bricks)?;
     if let Some(domain) = domain_of(bricks) {
         let covered: i128 = bricks.iter().map(|b| volume(b.index_box)).sum();
         if covered != volume(domain) {
@@ -188,6 +189,35 @@ pub(crate) fn check_bricks(bricks: &[Brick]) -> Result<(), String> {
                 domain[1],
                 volume(domain)
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that one transform (`world = origin + scale * index` per axis) maps every
+/// brick's index box onto its world box, as the grids' transform does: a world box that
+/// disagrees with its index box would send a renderer to the wrong place.
+fn check_world_map(bricks: &[Brick]) -> Result<(), String> {
+    let Some(first) = bricks.first() else {
+        return Ok(());
+    };
+    let [ilo, ihi] = first.index_box;
+    let [wlo, whi] = first.world_box;
+    let scale: [f64; 3] =
+        std::array::from_fn(|a| (whi[a] - wlo[a]) / (f64::from(ihi[a]) - f64::from(ilo[a])));
+    let origin: [f64; 3] = std::array::from_fn(|a| wlo[a] - scale[a] * f64::from(ilo[a]));
+    for (i, b) in bricks.iter().enumerate() {
+        for a in 0..3 {
+            for k in 0..2 {
+                let want = origin[a] + scale[a] * f64::from(b.index_box[k][a]);
+                let slack = 1e-9 * (want.abs() + scale[a].abs() + 1.0);
+                if !(scale[a] > 0.0) || (b.world_box[k][a] - want).abs() > slack {
+                    return Err(format!(
+                        "bricks[{i}].world_box {:?}..{:?} does not map to its index_box {:?}..{:?} as bricks[0]'s does",
+                        b.world_box[0], b.world_box[1], b.index_box[0], b.index_box[1]
+                    ));
+                }
+            }
         }
     }
     Ok(())

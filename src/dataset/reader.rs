@@ -303,13 +303,16 @@ impl Dataset {
     }
 
     /// The bytes of attribute `attribute`'s grid inside a slot image of frame `frame`
-    /// (as filled by [`read_frame`](Self::read_frame)), without padding.
+    /// (as filled by [`read_frame`](Self::read_frame)), without padding. A bricked dataset
+    /// (not [retained](Self::retain_brick) to one brick) has no one grid per attribute:
+    /// [`DatasetError::Bricked`] ([`frame_grids`](Self::frame_grids) gives every grid).
     pub fn grid_bytes<'a>(
         &self,
         frame: usize,
         attribute: usize,
         slot: &'a [u8],
     ) -> Result<&'a [u8]> {
+        self.check_whole_grids()?;
         let f = self
             .frame(frame)
             .ok_or_else(|| DatasetError::Usage(format!("frame {frame} does not exist")))?;
@@ -327,6 +330,36 @@ impl Dataset {
                     slot.len()
                 ))
             })
+    }
+}
+
+impl Dataset {
+    /// Every grid of frame `frame` in the manifest's order (a bricked frame's brick by
+    /// brick), with its entry and its bytes inside a slot image of the frame (as filled by
+    /// [`read_frame`](Self::read_frame)), without padding: for code that handles grids as
+    /// bytes (export, inspect, checks), bricked or not.
+    pub fn frame_grids<'a>(
+        &self,
+        frame: usize,
+        slot: &'a [u8],
+    ) -> Result<Vec<(GridEntry, &'a [u8])>> {
+        let f = self
+            .frame(frame)
+            .ok_or_else(|| DatasetError::Usage(format!("frame {frame} does not exist")))?;
+        f.grids
+            .iter()
+            .map(|g| {
+                let bytes = slot
+                    .get(g.offset as usize..(g.offset + g.size) as usize)
+                    .ok_or_else(|| {
+                        DatasetError::Usage(format!(
+                            "slot image of {} bytes is too short for frame {frame}",
+                            slot.len()
+                        ))
+                    })?;
+                Ok((*g, bytes))
+            })
+            .collect()
     }
 }
 
