@@ -139,6 +139,7 @@ fn write_share(
         LaneSpec::Count(2),
         CHUNK,
         attributes,
+        Vec::new(),
         provenance(),
         frames.len(),
         FrameHandover::Whole,

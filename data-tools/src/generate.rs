@@ -62,6 +62,11 @@ pub struct GenerateArgs {
     /// Write a JSON report of the run (sizes, timings, GB/s) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Split every grid into N spatial bricks (a k-d split of the domain on 8-voxel leaf
+    /// boundaries, each brick's grids with a one-leaf halo) for sort-last rendering across
+    /// ranks (`mpirun -n N supercell render --split space`). Default: whole grids.
+    #[arg(long)]
+    pub bricks: Option<u32>,
 }
 
 /// Largest `--resolution`: 16384 voxels across is ~100 GB per Float frame, beyond what a
@@ -220,9 +225,14 @@ pub fn run(args: &GenerateArgs, ranks: &dyn Ranks) -> Result<ExitCode> {
     if args.frames_in_flight == Some(0) {
         bail!("--frames-in-flight must be at least 1");
     }
+    let bricks = match args.bricks {
+        None => Vec::new(),
+        Some(n) => params.bricks(n).with_context(|| format!("--bricks {n}"))?,
+    };
     let opts = GenerateOptions {
         grid_type: args.grid_type,
         max_frames_in_flight: args.frames_in_flight.unwrap_or(0),
+        bricks,
         ..GenerateOptions::default()
     };
     let provenance =
@@ -263,6 +273,7 @@ pub fn run(args: &GenerateArgs, ranks: &dyn Ranks) -> Result<ExitCode> {
     let Some(manifest) = manifest else {
         return Ok(ExitCode::SUCCESS);
     };
+    crate::inspect::print_bricks(manifest.bricks());
     if ranks.size() > 1 {
         let bytes: u64 = manifest.frames.iter().map(|f| f.slot_size).sum();
         println!(

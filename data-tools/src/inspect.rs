@@ -197,13 +197,17 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
                 "chunk_size": m.chunk_size,
                 "total_bytes": m.total_bytes(),
                 "attributes": m.attributes,
+                "bricks": m.bricks,
+                "grid_bricks": m.frames[f].grids.iter().map(|g| g.brick).collect::<Vec<_>>(),
             });
         }
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
+        let mut grid_bricks = Vec::new();
         if let Some(f) = frame {
             let ds = target::open_dataset(&args.path)?;
             let m = ds.manifest();
+            grid_bricks = m.frames[f].grids.iter().map(|g| g.brick).collect();
             println!(
                 "dataset {}: {} frames, {} attributes, {} lanes, chunk {} B, {:.3} GB in all",
                 args.path.display(),
@@ -213,6 +217,7 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
                 m.chunk_size,
                 m.total_bytes() as f64 / 1e9
             );
+            print_bricks(m.bricks());
             println!("frame {f}:");
         }
         for r in &reports {
@@ -254,6 +259,9 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
                 Some((a, b)) => println!("  value range {} .. {}", value_text(a), value_text(b)),
                 None => println!("  value range: not recorded for this grid type"),
             }
+            if let Some(Some(b)) = grid_bricks.get(r.index) {
+                println!("  brick {b} (its box and a halo of neighbouring leaves)");
+            }
         }
     }
     Ok(if bad_checksum {
@@ -261,4 +269,22 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Lists a bricked dataset's bricks (nothing for whole grids).
+pub(crate) fn print_bricks(bricks: &[supercell::dataset::Brick]) {
+    if bricks.is_empty() {
+        return;
+    }
+    println!(
+        "{} spatial bricks (index boxes min inclusive, max exclusive; play with `mpirun -n {} supercell render --split space`):",
+        bricks.len(),
+        bricks.len()
+    );
+    for (i, b) in bricks.iter().enumerate() {
+        println!(
+            "  brick {i}: index {:?} .. {:?}, world {:?} .. {:?}",
+            b.index_box[0], b.index_box[1], b.world_box[0], b.world_box[1]
+        );
+    }
 }

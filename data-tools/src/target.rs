@@ -53,15 +53,19 @@ pub fn load(path: &Path, frame: Option<usize>) -> Result<LoadedGrids> {
             .with_context(|| format!("{}: reading frame {f}", path.display()))?;
         let m = ds.manifest();
         let mut grids = Vec::new();
-        for (a, attr) in m.attributes.iter().enumerate() {
-            let bytes = ds.grid_bytes(f, a, &buf)?;
+        for (entry, bytes) in ds.frame_grids(f, &buf)? {
+            let attr = &m.attributes[entry.attribute as usize];
             let mut loaded = supercell::format::read_nvdb_bytes(bytes).with_context(|| {
                 format!("{}: frame {f} attribute {:?}", path.display(), attr.name)
             })?;
             let mut g = loaded.remove(0);
             // The manifest's name (unique, `density#1` for a second `density`) is the one
-            // every command shows and accepts.
-            g.name.clone_from(&attr.name);
+            // every command shows and accepts; a brick's grid is `NAME@brickB`, so that no
+            // brick passes for the whole grid.
+            g.name = match entry.brick {
+                None => attr.name.clone(),
+                Some(b) => format!("{}@brick{b}", attr.name),
+            };
             grids.push(g);
         }
         return Ok(LoadedGrids {

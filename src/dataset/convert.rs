@@ -701,9 +701,15 @@ fn bytes_named(g: FileGrid, attribute: &str, path: &Path) -> Result<Vec<u8>> {
 pub fn export_frame(ds: &Dataset, frame: usize, out: impl AsRef<Path>, codec: Codec) -> Result<()> {
     let mut buf = AlignedBuf::new();
     ds.read_frame(frame, &mut buf, CrcCheck::Verify)?;
-    let grids = (0..ds.manifest().attributes.len())
-        .map(|a| ds.grid_bytes(frame, a, &buf))
-        .collect::<Result<Vec<&[u8]>>>()?;
+    // A bricked frame: every brick's grids, brick by brick.
+    let grids = match ds.manifest().bricks.is_empty() {
+        true => (0..ds.manifest().attributes.len())
+            .map(|a| ds.grid_bytes(frame, a, &buf))
+            .collect::<Result<Vec<&[u8]>>>()?,
+        false => (ds.frame_grids(frame, &buf)?.into_iter())
+            .map(|(_, bytes)| bytes)
+            .collect(),
+    };
     write_nvdb(out.as_ref(), &grids, codec)?;
     Ok(())
 }

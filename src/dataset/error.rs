@@ -49,6 +49,18 @@ pub enum DatasetError {
         /// CRC32 of the bytes read.
         actual: u32,
     },
+    /// A bricked dataset (its grids split into spatial bricks) opened by code that binds one
+    /// whole grid per attribute ([`Manifest::check_whole_grids`](super::Manifest::check_whole_grids)).
+    #[error(
+        "{}: the dataset's grids are split into {bricks} spatial bricks; it is played by sort-last rendering across ranks, one brick each: mpirun -n {bricks} supercell render --split space",
+        .path.display()
+    )]
+    Bricked {
+        /// The manifest.
+        path: PathBuf,
+        /// Number of bricks.
+        bricks: usize,
+    },
     /// An input file (e.g. a `.nvdb` being imported) is not valid; `msg` says why.
     #[error("{}: {msg}", .path.display())]
     Input {

@@ -85,6 +85,7 @@ mod tests {
                     offset,
                     size,
                     checksum: 0,
+                    brick: None,
                 })
                 .collect(),
             slot_size: 8192,

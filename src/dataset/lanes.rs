@@ -240,6 +240,28 @@ impl LaneWriter {
         });
     }
 
+    /// Ends the chunk in progress at slot byte `at` (where its bytes so far end) as an
+    /// extent of its own and goes on with the rest of the chunk as a new extent from `at`,
+    /// in the same file right after it; returns the ended extent, or `None` where no chunk
+    /// is open, or none that ends at `at` with bytes (nothing to cut).
+    pub(super) fn cut_open_chunk(&mut self, at: u64) -> Option<Extent> {
+        let open = self.open.as_ref()?;
+        if open.extent.len == 0 || open.extent.dst + open.extent.len != at {
+            return None;
+        }
+        let rest = OpenChunk {
+            extent: Extent {
+                offset: open.extent.offset + open.extent.len,
+                len: 0,
+                dst: at,
+                crc32: 0,
+                ..open.extent
+            },
+            crc: crc32fast::Hasher::new(),
+        };
+        self.open.replace(rest).map(OpenChunk::finish)
+    }
+
     /// Flushes and fsyncs the open segment, if any.
     pub(super) fn close_current(&mut self) -> Result<()> {
         if let Some((segment, w, _)) = self.current.take() {

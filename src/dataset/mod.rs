@@ -15,6 +15,7 @@
 //! - Convert: [`import_nvdb_sequence`], [`export_frame`].
 
 mod aligned;
+pub mod bricks;
 mod convert;
 mod directory;
 mod error;
@@ -36,8 +37,8 @@ pub use convert::{
 pub use error::{DatasetError, Result};
 pub use headers::{BadGrid, ReadSlot, check_frame_headers, read_host_slot};
 pub use manifest::{
-    ARG_BYTES_MARKER, Attribute, Extent, Frame, GridEntry, Lane, LaneFile, MAX_UNITS_BYTES,
-    Manifest, Provenance, check_units,
+    ARG_BYTES_MARKER, Attribute, BRICK_HALO, Brick, Extent, Frame, GridEntry, Lane, LaneFile,
+    MAX_UNITS_BYTES, Manifest, Provenance, check_units,
 };
 pub use reader::{CrcCheck, Dataset};
 pub use verify::{Problem, VerifyProgress, VerifyReport, verify};

@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{DatasetError, Result};
-use super::manifest::{Attribute, Frame, Manifest, Provenance};
+use super::manifest::{Attribute, Brick, Frame, Manifest, Provenance};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec, SharedWrite};
 use crate::cluster::Ranks;
 
@@ -132,8 +132,9 @@ pub fn owns(frame: usize, rank: usize, ranks: usize) -> bool {
 
 impl<'r> RankWriter<'r> {
     /// Starts a write of `frames` frames by every rank of `ranks` (each calls this, with
-    /// the same arguments): rank 0 creates it as [`DatasetWriter::create`] does, the others
-    /// join it. An error on any rank is an error on every rank, naming it.
+    /// the same arguments): rank 0 creates it as [`DatasetWriter::create`] does (with
+    /// [`DatasetWriter::set_bricks`] where `bricks` is not empty), the others join it. An
+    /// error on any rank is an error on every rank, naming it.
     #[allow(clippy::too_many_arguments)]
     pub fn create(
         ranks: &'r dyn Ranks,
@@ -141,6 +142,7 @@ impl<'r> RankWriter<'r> {
         lanes: LaneSpec,
         chunk_size: u64,
         attributes: Vec<AttributeSpec>,
+        bricks: Vec<Brick>,
         provenance: Provenance,
         frames: usize,
         handover: FrameHandover,
@@ -157,6 +159,9 @@ impl<'r> RankWriter<'r> {
         let mine = if ranks.rank() == 0 {
             DatasetWriter::create(dir, lanes, chunk_size, attributes.clone(), provenance).and_then(
                 |mut w| {
+                    if !bricks.is_empty() {
+                        w.set_bricks(bricks)?;
+                    }
                     let share = w.share()?;
                     me.writer = Some(w);
                     Ok(Message::Share(share))

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::MANIFEST_FILE;
 use super::aligned::AlignedBuf;
 use super::error::{DatasetError, IoContext, Result};
-use super::manifest::{Extent, Frame, Manifest};
+use super::manifest::{Extent, Frame, GridEntry, Manifest};
 
 /// Whether a read checks each extent's CRC32 against the manifest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +93,70 @@ impl Dataset {
         self.manifest.frame_count = frames.len();
         self.manifest.frames = frames;
         Ok(())
+    }
+
+    /// The dataset one rank of a sort-last run reads: every frame holds only brick
+    /// `brick`'s grids (one per attribute), its slot image the brick's byte range of the
+    /// whole slot image rebased to 0, and its extents those covering that range (the writer
+    /// starts an extent at each brick's range, and the manifest check insists, so none is
+    /// split and every CRC stays right). Attributes keep their statistics over the whole
+    /// domain (value range, index and world boxes: the camera and transfer functions use
+    /// them), and [`bricks`](Self::bricks) still lists every brick. Reading a frame of it
+    /// reads only brick `brick`'s bytes. Errors where the dataset is not bricked, the brick
+    /// does not exist, or this dataset is already one brick's.
+    pub fn retain_brick(&self, brick: u32) -> Result<Dataset> {
+        let m = &self.manifest;
+        let refuse = |msg: String| {
+            Err(DatasetError::Manifest {
+                path: m.path.clone(),
+                msg,
+            })
+        };
+        if let Some(b) = m.retained_brick {
+            return refuse(format!(
+                "brick {brick} asked of brick {b}'s part of the dataset"
+            ));
+        }
+        if brick as usize >= m.bricks.len() {
+            return refuse(format!(
+                "brick {brick} asked, the dataset has {} bricks",
+                m.bricks.len()
+            ));
+        }
+        let attributes = m.attributes.len();
+        let frames = m
+            .frames
+            .iter()
+            .map(|f| brick_frame(f, brick as usize, attributes))
+            .collect();
+        let files = self
+            .files
+            .iter()
+            .map(|lane| {
+                lane.iter()
+                    .map(File::try_clone)
+                    .collect::<std::io::Result<Vec<_>>>()
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| DatasetError::io("cannot duplicate lane file handle of", &m.path, e))?;
+        let manifest = Manifest {
+            frames,
+            retained_brick: Some(brick),
+            ..m.clone()
+        };
+        Ok(Dataset { manifest, files })
+    }
+
+    /// [`Manifest::check_whole_grids`]: errors ([`DatasetError::Bricked`], naming the
+    /// manifest and saying how to play it) where frames hold several bricks' grids, for the
+    /// code that binds one grid per attribute.
+    pub fn check_whole_grids(&self) -> Result<()> {
+        self.manifest.check_whole_grids()
+    }
+
+    /// The spatial bricks (empty for a dataset of whole grids): the box of each.
+    pub fn bricks(&self) -> &[super::manifest::Brick] {
+        &self.manifest.bricks
     }
 
     /// Frame `frame`'s manifest entry (time, grids, extents), or `None` past the end.
@@ -239,13 +303,16 @@ impl Dataset {
     }
 
     /// The bytes of attribute `attribute`'s grid inside a slot image of frame `frame`
-    /// (as filled by [`read_frame`](Self::read_frame)), without padding.
+    /// (as filled by [`read_frame`](Self::read_frame)), without padding. A bricked dataset
+    /// (not [retained](Self::retain_brick) to one brick) has no one grid per attribute:
+    /// [`DatasetError::Bricked`] ([`frame_grids`](Self::frame_grids) gives every grid).
     pub fn grid_bytes<'a>(
         &self,
         frame: usize,
         attribute: usize,
         slot: &'a [u8],
     ) -> Result<&'a [u8]> {
+        self.check_whole_grids()?;
         let f = self
             .frame(frame)
             .ok_or_else(|| DatasetError::Usage(format!("frame {frame} does not exist")))?;
@@ -263,5 +330,66 @@ impl Dataset {
                     slot.len()
                 ))
             })
+    }
+}
+
+impl Dataset {
+    /// Every grid of frame `frame` in the manifest's order (a bricked frame's brick by
+    /// brick), with its entry and its bytes inside a slot image of the frame (as filled by
+    /// [`read_frame`](Self::read_frame)), without padding: for code that handles grids as
+    /// bytes (export, inspect, checks), bricked or not.
+    pub fn frame_grids<'a>(
+        &self,
+        frame: usize,
+        slot: &'a [u8],
+    ) -> Result<Vec<(GridEntry, &'a [u8])>> {
+        let f = self
+            .frame(frame)
+            .ok_or_else(|| DatasetError::Usage(format!("frame {frame} does not exist")))?;
+        f.grids
+            .iter()
+            .map(|g| {
+                let bytes = slot
+                    .get(g.offset as usize..(g.offset + g.size) as usize)
+                    .ok_or_else(|| {
+                        DatasetError::Usage(format!(
+                            "slot image of {} bytes is too short for frame {frame}",
+                            slot.len()
+                        ))
+                    })?;
+                Ok((*g, bytes))
+            })
+            .collect()
+    }
+}
+
+/// Brick `b`'s part of frame `f` of a validated bricked manifest with `attributes`
+/// attributes: its grids and the extents of their byte range, rebased to 0.
+fn brick_frame(f: &Frame, b: usize, attributes: usize) -> Frame {
+    let grids = &f.grids[b * attributes..(b + 1) * attributes];
+    let start = grids[0].offset;
+    let end = f
+        .grids
+        .get((b + 1) * attributes)
+        .map_or(f.slot_size, |next| next.offset);
+    Frame {
+        time: f.time,
+        slot_size: end - start,
+        grids: grids
+            .iter()
+            .map(|g| GridEntry {
+                offset: g.offset - start,
+                ..*g
+            })
+            .collect(),
+        extents: f
+            .extents
+            .iter()
+            .filter(|e| e.dst >= start && e.dst < end)
+            .map(|e| Extent {
+                dst: e.dst - start,
+                ..*e
+            })
+            .collect(),
     }
 }

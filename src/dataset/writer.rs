@@ -42,7 +42,9 @@ use super::directory::{
 };
 use super::error::{DatasetError, IoContext, Result};
 use super::lanes::{FileMode, LaneWriter, SlotImage};
-use super::manifest::{Attribute, Extent, Frame, GridEntry, Lane, Manifest, Provenance, sync_dir};
+use super::manifest::{
+    Attribute, Brick, Extent, Frame, GridEntry, Lane, Manifest, Provenance, sync_dir,
+};
 use super::nvdb::{self, GridInfo};
 use super::stripe::{StripeChunk, slot_layout, stripe};
 use super::{ALIGN, DEFAULT_SEGMENT_SIZE, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE};
@@ -173,6 +175,9 @@ pub struct DatasetWriter {
     lane_paths: Vec<String>,
     lanes: Vec<LaneWriter>,
     attributes: Vec<Attribute>,
+    /// The spatial bricks every grid is split into (empty: whole grids); see
+    /// [`set_bricks`](Self::set_bricks).
+    bricks: Vec<Brick>,
     frames: Vec<Frame>,
     /// Frames another rank writes (placed by [`skip_frame`](Self::skip_frame)), until
     /// adopted.
@@ -272,6 +277,7 @@ impl DatasetWriter {
             lane_paths,
             lanes,
             attributes: attributes.into_iter().map(new_attribute).collect(),
+            bricks: Vec::new(),
             frames: Vec::new(),
             foreign: Vec::new(),
             open_frame: None,
@@ -300,6 +306,32 @@ impl DatasetWriter {
         }
         self.segment_size = bytes;
         Ok(())
+    }
+
+    /// Makes this a bricked dataset: every frame then takes one grid per (brick, attribute),
+    /// brick-major (brick 0's grids in attribute order, then brick 1's, ...), each holding
+    /// the voxels of its brick's box and halo (see [`Brick`]); the manifest lists `bricks`.
+    /// The boxes must be disjoint, leaf-aligned and tile their bounding box (see
+    /// [`super::bricks`]). Only before the first frame, and before [`share`](Self::share).
+    pub fn set_bricks(&mut self, bricks: Vec<Brick>) -> Result<()> {
+        if !self.frames.is_empty() || self.open_frame.is_some() || self.role != Role::Alone {
+            return Err(DatasetError::Usage(
+                "bricks are set before the first frame and before the write is shared".into(),
+            ));
+        }
+        super::bricks::check_bricks(&bricks).map_err(DatasetError::Usage)?;
+        self.bricks = bricks;
+        Ok(())
+    }
+
+    /// Grids each frame takes: one per attribute, per brick where bricked.
+    fn grids_per_frame(&self) -> usize {
+        self.attributes.len() * self.bricks.len().max(1)
+    }
+
+    /// The attribute of a frame's grid `i` (grids are brick-major).
+    fn attribute_of(&self, i: usize) -> usize {
+        i % self.attributes.len()
     }
 
     /// Makes `finish` stop at `point` as if the process died there (for crash tests).
@@ -364,14 +396,15 @@ impl DatasetWriter {
         let infos: Vec<GridInfo> = grids
             .par_iter()
             .enumerate()
-            .map(|(a, g)| self.inspect_grid(frame, a, g.as_ref(), checksums))
+            .map(|(i, g)| self.inspect_grid(frame, i, g.as_ref(), checksums))
             .collect::<Result<_>>()?;
-        for (a, info) in infos.iter().enumerate() {
-            self.check_consistent(frame, a, info)?;
+        for (i, info) in infos.iter().enumerate() {
+            self.check_consistent(frame, i, info)?;
         }
         let checksums: Vec<u64> = infos.iter().map(|i| i.checksum).collect();
         self.write_frame(time, grids, &checksums)?;
-        for (a, info) in infos.iter().enumerate() {
+        for (i, info) in infos.iter().enumerate() {
+            let a = self.attribute_of(i);
             merge_stats(&mut self.attributes[a], info);
         }
         Ok(())
@@ -394,7 +427,7 @@ impl DatasetWriter {
         self.open_frame = Some(OpenFrame {
             time,
             slot_size: None,
-            entries: Vec::with_capacity(self.attributes.len()),
+            entries: Vec::with_capacity(self.grids_per_frame()),
             end: 0,
             extents: Vec::new(),
         });
@@ -415,16 +448,18 @@ impl DatasetWriter {
             }
             Some(f) => f.entries.len(),
         };
-        if a >= self.attributes.len() {
+        if a >= self.grids_per_frame() {
             return Err(DatasetError::Usage(format!(
-                "frame {frame}: more grids than the dataset's {} attributes",
-                self.attributes.len()
+                "frame {frame}: more grids than the dataset's {} attributes{}",
+                self.attributes.len(),
+                self.bricks_note()
             )));
         }
         self.check_not_empty(frame, a, grid)?;
         let info = self.inspect_grid(frame, a, grid, Checksums::Recompute)?;
         self.check_consistent(frame, a, &info)?;
         self.write_grid(grid, info.checksum)?;
+        let a = self.attribute_of(a);
         merge_stats(&mut self.attributes[a], &info);
         Ok(())
     }
@@ -439,11 +474,20 @@ impl DatasetWriter {
             None => Err(DatasetError::Usage(format!(
                 "frame {frame}: ended without begin_frame"
             ))),
-            Some(n) if n != self.attributes.len() => Err(DatasetError::Usage(format!(
-                "frame {frame}: {n} grids given, the dataset has {} attributes",
-                self.attributes.len()
+            Some(n) if n != self.grids_per_frame() => Err(DatasetError::Usage(format!(
+                "frame {frame}: {n} grids given, the dataset has {} attributes{}",
+                self.attributes.len(),
+                self.bricks_note()
             ))),
             Some(_) => self.close_frame(),
+        }
+    }
+
+    /// ", in N bricks" where the dataset is bricked (for messages about grid counts).
+    fn bricks_note(&self) -> String {
+        match self.bricks.len() {
+            0 => String::new(),
+            n => format!(" in each of {n} bricks"),
         }
     }
 
@@ -462,8 +506,8 @@ impl DatasetWriter {
             })
             .map_err(|msg| {
                 DatasetError::Usage(format!(
-                    "frame {frame} attribute {:?}: not a valid NanoVDB grid: {msg}",
-                    self.attributes[a].name
+                    "frame {frame} {}: not a valid NanoVDB grid: {msg}",
+                    self.grid_label(a)
                 ))
             })
     }
@@ -497,11 +541,12 @@ impl DatasetWriter {
             )));
         }
         let frame = self.frames.len();
-        if grids.len() != self.attributes.len() {
+        if grids.len() != self.grids_per_frame() {
             return Err(DatasetError::Usage(format!(
-                "frame {frame}: {} grids given, the dataset has {} attributes",
+                "frame {frame}: {} grids given, the dataset has {} attributes{}",
                 grids.len(),
-                self.attributes.len()
+                self.attributes.len(),
+                self.bricks_note()
             )));
         }
         for (a, g) in grids.iter().enumerate() {
@@ -544,19 +589,28 @@ impl DatasetWriter {
     fn check_not_empty(&self, frame: usize, a: usize, grid: &[u8]) -> Result<()> {
         if grid.is_empty() {
             return Err(DatasetError::Usage(format!(
-                "frame {frame} attribute {:?}: empty grid",
-                self.attributes[a].name
+                "frame {frame} {}: empty grid",
+                self.grid_label(a)
             )));
         }
         Ok(())
     }
 
-    fn check_consistent(&self, frame: usize, a: usize, info: &GridInfo) -> Result<()> {
-        let attr = &self.attributes[a];
+    /// `attribute "name"` of a frame's grid `i`, with its brick where bricked.
+    fn grid_label(&self, i: usize) -> String {
+        let name = &self.attributes[self.attribute_of(i)].name;
+        match self.bricks.len() {
+            0 => format!("attribute {name:?}"),
+            _ => format!("attribute {name:?} brick {}", i / self.attributes.len()),
+        }
+    }
+
+    fn check_consistent(&self, frame: usize, i: usize, info: &GridInfo) -> Result<()> {
+        let attr = &self.attributes[self.attribute_of(i)];
         let bad = |msg: String| {
             Err(DatasetError::Usage(format!(
-                "frame {frame} attribute {:?}: {msg}",
-                attr.name
+                "frame {frame} {}: {msg}",
+                self.grid_label(i)
             )))
         };
         if info.grid_type == GridType::Unknown {
@@ -625,6 +679,25 @@ impl DatasetWriter {
     /// it (see [`skip_frame`](Self::skip_frame)).
     fn place_grid(&mut self, grid: Option<&[u8]>, len: u64, checksum: u64) -> Result<()> {
         let frame = self.frames.len() as u64;
+        let index = self.open_frame.as_ref().map_or(0, |f| f.entries.len());
+        let attributes = self.attributes.len();
+        let brick = (!self.bricks.is_empty()).then_some((index / attributes) as u32);
+        if brick.is_some() && index > 0 && index % attributes == 0 {
+            // A brick's first grid: the chunk in progress ends here and goes on as a new
+            // extent, so that no extent holds bytes of two bricks (a rank reading one
+            // brick reads only its bytes, and each piece has its own CRC). The lanes get
+            // the same bytes at the same places either way.
+            let at = self.open_frame.as_ref().map_or(0, |f| f.end);
+            for lane in &mut self.lanes {
+                if let Some(done) = lane.cut_open_chunk(at) {
+                    self.open_frame
+                        .as_mut()
+                        .expect("a frame is open")
+                        .extents
+                        .push(done);
+                }
+            }
+        }
         let open = self.open_frame.as_mut().expect("a frame is open");
         let offset = open.end;
         let end = slot_layout(&[len])
@@ -678,10 +751,11 @@ impl DatasetWriter {
             }
         }
         open.entries.push(GridEntry {
-            attribute: open.entries.len() as u32,
+            attribute: (index % attributes) as u32,
             offset,
             size: len,
             checksum,
+            brick,
         });
         open.end = end;
         Ok(())
@@ -797,9 +871,11 @@ impl DatasetWriter {
                 })
                 .collect(),
             attributes: self.attributes.clone(),
+            bricks: self.bricks.clone(),
             frame_count: self.frames.len(),
             frames: std::mem::take(&mut self.frames),
             path: PathBuf::new(),
+            retained_brick: None,
         };
         // Never commit something the loader would reject.
         if let Err(msg) = manifest.validate() {

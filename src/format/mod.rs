@@ -21,7 +21,8 @@ pub mod types;
 
 pub use build::{
     BuildOptions, BuiltGrid, ChecksumMode, EncodedBlock, EncodedLeaves, LeafEncoder,
-    NanoVdbVersion, build_grid, build_grid_encoded_into, build_grid_into,
+    NanoVdbVersion, build_grid, build_grid_encoded_into, build_grid_encoded_where_into,
+    build_grid_into,
 };
 pub use checksum::{
     ChecksumKind, ChecksumScheme, ChecksumState, compute_checksum, verify_checksum,

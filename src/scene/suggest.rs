@@ -761,6 +761,7 @@ mod tests {
             lanes: Vec::new(),
             attributes: attrs,
             frame_count: 4,
+            bricks: Vec::new(),
             frames: (0..4)
                 .map(|i| crate::dataset::Frame {
                     time: 900.0 * f64::from(i),
@@ -770,6 +771,7 @@ mod tests {
                 })
                 .collect(),
             path: Default::default(),
+            retained_brick: None,
         }
     }
 

@@ -7,10 +7,12 @@
 
 use super::size::padded;
 use super::{Attribute, Storm, StormParams};
-use crate::dataset::{AttributeSpec, DatasetError, DatasetWriter, LaneSpec, Manifest, Provenance};
+use crate::dataset::{
+    AttributeSpec, Brick, DatasetError, DatasetWriter, LaneSpec, Manifest, Provenance,
+};
 use crate::format::{
     BuildOptions, ChecksumMode, EncodedLeaves, FormatError, GridType, NanoVdbVersion,
-    build_grid_encoded_into,
+    build_grid_encoded_into, build_grid_encoded_where_into,
 };
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -68,6 +70,9 @@ pub struct GenerateOptions {
     /// `(rank, ranks)`: generate only the frames `rank`, `rank + ranks`, ... (one rank's
     /// share, [`crate::dataset::ranks`]); `(0, 1)` is every frame.
     pub share: (usize, usize),
+    /// Spatial bricks to split every grid into ([`StormParams::bricks`]); empty for whole
+    /// grids. Each frame's grids then come brick by brick, each brick's in attribute order.
+    pub bricks: Vec<Brick>,
 }
 
 impl Default for GenerateOptions {
@@ -79,6 +84,7 @@ impl Default for GenerateOptions {
             max_frames_in_flight: 0,
             memory_budget: default_memory_budget(),
             share: (0, 1),
+            bricks: Vec::new(),
         }
     }
 }
@@ -210,8 +216,14 @@ pub struct GridOut<'a> {
     pub time: f64,
     /// Index of the attribute in [`StormParams::attributes`].
     pub attribute: usize,
-    /// Attributes in a frame (the frame's last grid has index `attributes - 1`).
+    /// Attributes in a frame.
     pub attributes: usize,
+    /// Index of the spatial brick this grid holds (0 for whole grids).
+    pub brick: usize,
+    /// Bricks in a frame (1 for whole grids). A frame's grids come brick by brick, each
+    /// brick's in attribute order: the last one is attribute `attributes - 1` of brick
+    /// `bricks - 1`.
+    pub bricks: usize,
     /// The NanoVDB grid; the buffer is reused for the next grid once the sink returns.
     pub grid: &'a [u8],
     /// Leaves in the grid.
@@ -222,6 +234,23 @@ pub struct GridOut<'a> {
     pub eval_s: f64,
     /// Wall time building this grid from its leaves took, seconds.
     pub build_s: f64,
+}
+
+impl GridOut<'_> {
+    /// The grid's index among its frame's grids (brick-major).
+    pub fn index(&self) -> usize {
+        self.brick * self.attributes + self.attribute
+    }
+
+    /// Whether this is its frame's first grid.
+    pub fn first_of_frame(&self) -> bool {
+        self.index() == 0
+    }
+
+    /// Whether this is its frame's last grid.
+    pub fn last_of_frame(&self) -> bool {
+        self.index() + 1 == self.attributes * self.bricks
+    }
 }
 
 /// One frame's leaves, encoded as its bricks were evaluated: what a frame task hands to
@@ -389,8 +418,8 @@ pub fn generate_frames_borrowed(
         let f = frame.get_or_insert_with(|| EncodedFrame {
             frame: g.frame,
             time: g.time,
-            grids: Vec::with_capacity(g.attributes),
-            leaves: Vec::with_capacity(g.attributes),
+            grids: Vec::with_capacity(g.attributes * g.bricks),
+            leaves: Vec::with_capacity(g.attributes * g.bricks),
             eval_s: g.eval_s,
             encode_s: 0.0,
             began_s: g.began_s,
@@ -398,7 +427,7 @@ pub fn generate_frames_borrowed(
         f.grids.push(g.grid.to_vec());
         f.leaves.push(g.leaves);
         f.encode_s += g.build_s;
-        if g.attribute + 1 == g.attributes {
+        if g.last_of_frame() {
             let mut done = frame.take().expect("just filled");
             sink(&mut done)?;
         }
@@ -449,13 +478,41 @@ pub fn generate_grids(
         let write_began_s = start.elapsed().as_secs_f64();
         let mut bytes = 0;
         let attributes = frame.leaves.len();
-        for (ai, leaves) in frame.leaves.into_iter().enumerate() {
+        let bricks = opts.bricks.len().max(1);
+        // Bricks are boxes of the storm's grid; a nested attribute's grid is finer.
+        let refine: Vec<i32> = (params.attributes.iter())
+            .map(|a| {
+                if a.is_nested() {
+                    super::NEST_REFINEMENT as i32
+                } else {
+                    1
+                }
+            })
+            .collect();
+        let mut all_leaves: Vec<Option<EncodedLeaves>> =
+            frame.leaves.into_iter().map(Some).collect();
+        // Brick by brick, each brick's grids in attribute order (whole grids: one pass).
+        for (brick, ai) in (0..bricks).flat_map(|b| (0..attributes).map(move |a| (b, a))) {
             let t = Instant::now();
-            build_grid_encoded_into(&leaves, &builds[ai], &mut grid)
-                .map_err(|e| format_error(params, frame.frame, ai, e))?;
-            let count = leaves.len() as u64;
-            // This attribute's leaves are in the grid now: free them before the next grid.
-            drop(leaves);
+            let leaves = all_leaves[ai]
+                .as_ref()
+                .expect("freed only after its last brick");
+            let count = match opts.bricks.get(brick) {
+                None => {
+                    build_grid_encoded_into(leaves, &builds[ai], &mut grid).map(|()| leaves.len())
+                }
+                Some(b) => build_grid_encoded_where_into(
+                    leaves,
+                    &builds[ai],
+                    |origin| crate::dataset::bricks::holds_leaf(b, refine[ai], origin),
+                    &mut grid,
+                ),
+            }
+            .map_err(|e| format_error(params, frame.frame, ai, e))? as u64;
+            if brick + 1 == bricks {
+                // This attribute's leaves are in its grids now: free them before the next.
+                all_leaves[ai] = None;
+            }
             let build_s = t.elapsed().as_secs_f64();
             report.encode_s += build_s;
             leaves_sum[ai] += count;
@@ -467,6 +524,8 @@ pub fn generate_grids(
                 time: frame.time,
                 attribute: ai,
                 attributes,
+                brick,
+                bricks,
                 grid: &grid,
                 leaves: count,
                 began_s: frame.began_s,
@@ -566,6 +625,7 @@ fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError>
     if params.attributes.is_empty() {
         return Err(SynthError::Usage("no attributes selected".into()));
     }
+
     if !matches!(
         opts.grid_type,
         GridType::Float | GridType::Fp4 | GridType::Fp8 | GridType::Fp16 | GridType::FpN
@@ -714,15 +774,18 @@ pub fn generate_dataset(
     let storm = Storm::new(params.clone());
     let mut writer =
         DatasetWriter::create(dir, lanes, chunk_size, attribute_specs(params), provenance)?;
+    if !opts.bricks.is_empty() {
+        writer.set_bricks(opts.bricks.clone())?;
+    }
     let report = generate_grids(
         &storm,
         opts,
         |g| {
-            if g.attribute == 0 {
+            if g.first_of_frame() {
                 writer.begin_frame(g.time)?;
             }
             writer.push_grid(g.grid)?;
-            if g.attribute + 1 == g.attributes {
+            if g.last_of_frame() {
                 writer.end_frame()?;
             }
             Ok(())
@@ -757,6 +820,7 @@ pub fn generate_dataset_ranks(
         lanes,
         chunk_size,
         attribute_specs(params),
+        opts.bricks.clone(),
         provenance,
         params.frames as usize,
         FrameHandover::GridByGrid,
@@ -778,9 +842,9 @@ pub fn generate_dataset_ranks(
         &storm,
         &opts,
         |g| {
-            grids.truncate(g.attribute);
+            grids.truncate(g.index());
             grids.push(g.grid.to_vec());
-            if g.attribute + 1 == g.attributes {
+            if g.last_of_frame() {
                 writer.push_frame(g.frame as usize, g.time, &grids)?;
             }
             Ok(())

@@ -389,6 +389,21 @@ impl StormParams {
         DOMAIN_XY_M as f64 / self.dims()[0] as f64
     }
 
+    /// The storm's domain (`0..dims` voxels) cut into `count` spatial bricks
+    /// ([`crate::dataset::bricks::split_domain`] on leaf boundaries), with their world
+    /// boxes: for [`GenerateOptions::bricks`].
+    pub fn bricks(&self, count: u32) -> Result<Vec<crate::dataset::Brick>, SynthError> {
+        let dims = self.dims().map(|d| d as i32);
+        let boxes = crate::dataset::bricks::split_domain([[0; 3], dims], count, 8)
+            .map_err(SynthError::Usage)?;
+        let t = self.transform();
+        Ok(crate::dataset::bricks::bricks_of(
+            &boxes,
+            [t.voxel_size_m; 3],
+            t.origin_m,
+        ))
+    }
+
     /// The index→world transform of the storm's grid.
     pub fn transform(&self) -> WorldTransform {
         WorldTransform {

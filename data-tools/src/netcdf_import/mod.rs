@@ -27,8 +27,9 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use supercell::cluster::Ranks;
+use supercell::dataset::bricks;
 use supercell::dataset::ranks::{FrameHandover, RankWriter};
-use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Manifest, Provenance};
+use supercell::dataset::{AttributeSpec, Brick, DatasetWriter, LaneSpec, Manifest, Provenance};
 use supercell::format::{BuildOptions, BuiltGrid, Grid, GridType, LEAF_DIM, SparseVolume, Value};
 
 use model::{Model, ModelFile};
@@ -69,6 +70,9 @@ pub struct NetcdfOptions<'a> {
     /// The ranks converting together (`mpirun`): each its share of the frames, one
     /// dataset ([`supercell::dataset::ranks`]). One rank: the single writer, as always.
     pub ranks: &'a dyn Ranks,
+    /// `--bricks N`: split every grid into N spatial bricks of the voxel grid (None:
+    /// whole grids).
+    pub bricks: Option<u32>,
 }
 
 /// The writer of an import: the single writer, or this rank's part of a shared write.
@@ -250,13 +254,15 @@ struct GridJob<'a> {
     heights: &'a Heights,
     grid: &'a VoxelGrid,
     grid_type: GridType,
+    bricks: &'a [Brick],
     pool: &'a BufferPool,
     leaf_buffers: &'a Pool<u8>,
 }
 
-/// A built grid and what the import reports of it.
+/// An attribute's built grid (one per brick where bricked) and what the import reports of
+/// it.
 struct FrameGrid {
-    grid: BuiltGrid,
+    grids: Vec<BuiltGrid>,
     /// No voxel beyond the background.
     empty: bool,
     /// The largest difference between a value and what the grid stores for it (non-zero
@@ -293,12 +299,35 @@ impl GridJob<'_> {
             GridType::Fp16 | GridType::Fp8 => {
                 let volume = resample::to_sparse(&field, self.heights, self.grid, bg);
                 self.pool.give(field.values);
-                let grid = BuiltGrid::of_volume(&volume, &opts, bytes).with_context(context)?;
-                Ok(FrameGrid {
+                if self.bricks.is_empty() {
+                    let grid = BuiltGrid::of_volume(&volume, &opts, bytes).with_context(context)?;
+                    return Ok(FrameGrid {
+                        empty: volume.bricks.is_empty(),
+                        max_abs_error: largest_difference(&volume, grid.bytes())?,
+                        grids: vec![grid],
+                    });
+                }
+                let mut out = FrameGrid {
                     empty: volume.bricks.is_empty(),
-                    max_abs_error: largest_difference(&volume, grid.bytes())?,
-                    grid,
-                })
+                    max_abs_error: 0.0,
+                    grids: Vec::with_capacity(self.bricks.len()),
+                };
+                for brick in self.bricks {
+                    // The brick's leaves are the whole grid's: each is encoded alone.
+                    let part = SparseVolume {
+                        background: volume.background,
+                        bricks: (volume.bricks.iter())
+                            .filter(|b| bricks::holds_leaf(brick, 1, b.origin))
+                            .cloned()
+                            .collect(),
+                    };
+                    let grid =
+                        BuiltGrid::of_volume(&part, &opts, Vec::new()).with_context(context)?;
+                    let error = largest_difference(&part, grid.bytes())?;
+                    out.max_abs_error = out.max_abs_error.max(error);
+                    out.grids.push(grid);
+                }
+                Ok(out)
             }
             // Leaves encoded as their bricks are made: no boxed bricks.
             _ => {
@@ -307,7 +336,16 @@ impl GridJob<'_> {
                     resample::encode_leaves(&field, self.heights, self.grid, bg, &opts, &take)
                         .with_context(context)?;
                 self.pool.give(field.values);
-                let grid = BuiltGrid::of_leaves(&leaves, &opts, bytes).with_context(context)?;
+                let grids = match self.bricks {
+                    [] => vec![BuiltGrid::of_leaves(&leaves, &opts, bytes).with_context(context)?],
+                    bricks => (bricks.iter())
+                        .map(|b| {
+                            let keep = |origin| bricks::holds_leaf(b, 1, origin);
+                            BuiltGrid::of_leaves_where(&leaves, &opts, keep, Vec::new())
+                                .with_context(context)
+                        })
+                        .collect::<Result<_>>()?,
+                };
                 let empty = leaves.is_empty();
                 for buffer in leaves.into_buffers() {
                     self.leaf_buffers.give(buffer);
@@ -315,7 +353,7 @@ impl GridJob<'_> {
                 Ok(FrameGrid {
                     empty,
                     max_abs_error: 0.0,
-                    grid,
+                    grids,
                 })
             }
         }
@@ -572,6 +610,8 @@ struct Import<'a> {
     backgrounds: &'a [Background],
     grid: &'a VoxelGrid,
     grid_type: GridType,
+    /// The spatial bricks every grid is split into (empty: whole grids).
+    bricks: &'a [Brick],
     bar: &'a ProgressBar,
     pool: BufferPool,
     leaf_buffers: Pool<u8>,
@@ -631,7 +671,7 @@ impl Import<'_> {
             for &(frame, (fi, t, time)) in self.frames {
                 self.bar.set_message(format!("frame {frame} at {time} s"));
                 let built = self.build_frame(&rx, &self.files[fi], t, buffers)?;
-                let mut grids = Vec::with_capacity(built.len());
+                let mut per_attribute = Vec::with_capacity(built.len());
                 for ((name, _), (g, worst)) in self
                     .sources
                     .iter()
@@ -649,7 +689,13 @@ impl Import<'_> {
                         });
                     }
                     *worst = worst.max(g.max_abs_error);
-                    grids.push(g.grid);
+                    per_attribute.push(g.grids.into_iter());
+                }
+                // Brick by brick, each brick's grids in attribute order (one pass for whole
+                // grids).
+                let mut grids = Vec::with_capacity(per_attribute.len() * self.bricks.len().max(1));
+                for _ in 0..self.bricks.len().max(1) {
+                    grids.extend(per_attribute.iter_mut().filter_map(Iterator::next));
                 }
                 let writing = || format!("writing {}", out.display());
                 buffers = match &mut writer {
@@ -704,6 +750,7 @@ impl Import<'_> {
                         heights: &read.heights,
                         grid: self.grid,
                         grid_type: self.grid_type,
+                        bricks: self.bricks,
                         pool: &self.pool,
                         leaf_buffers: &self.leaf_buffers,
                     };
@@ -794,6 +841,15 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         supercell::dataset::ranks::all_ready(opts.ranks, mine)?;
     }
     let (files, sources, backgrounds, frames, grid) = prepared?;
+    let bricks = match opts.bricks {
+        None => Vec::new(),
+        Some(n) => {
+            let dims = grid.dims.map(|d| i32::try_from(d).unwrap_or(i32::MAX));
+            let boxes = bricks::split_domain([[0; 3], dims], n, 8)
+                .map_err(|why| anyhow!("--bricks {n}: {why}"))?;
+            bricks::bricks_of(&boxes, grid.voxel, grid.origin)
+        }
+    };
     let first = &files[0];
     let bar_style = |template: &str| {
         ProgressStyle::with_template(template)
@@ -808,16 +864,20 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let provenance = Provenance::from_os_args("supercell-data import", std::env::args_os().skip(1));
     let ranks = opts.ranks;
     let writer = match ranks.size() {
-        1 => Writer::Alone(Box::new(
-            DatasetWriter::create(
+        1 => Writer::Alone(Box::new({
+            let mut w = DatasetWriter::create(
                 opts.out,
                 opts.lanes.clone(),
                 opts.chunk_size,
                 attrs,
                 provenance,
             )
-            .with_context(|| format!("creating {}", opts.out.display()))?,
-        )),
+            .with_context(|| format!("creating {}", opts.out.display()))?;
+            if !bricks.is_empty() {
+                w.set_bricks(bricks.clone())?;
+            }
+            w
+        })),
         _ => Writer::Ranks(Box::new(
             RankWriter::create(
                 ranks,
@@ -825,6 +885,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
                 opts.lanes.clone(),
                 opts.chunk_size,
                 attrs,
+                bricks.clone(),
                 provenance,
                 frames.len(),
                 FrameHandover::Whole,
@@ -852,6 +913,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         backgrounds: &backgrounds,
         grid: &grid,
         grid_type: opts.grid_type,
+        bricks: &bricks,
         bar: &bar,
         pool: Pool::new(NATIVE_BUFFERS),
         leaf_buffers: leaf_buffer_pool(&grid),

@@ -28,6 +28,16 @@ fn cm1_files() -> Option<Vec<PathBuf>> {
 
 /// Imports `files` into `out` as the ranks `ranks`.
 fn import(files: &[PathBuf], out: &Path, ranks: &dyn Ranks) -> Result<ExitCode> {
+    import_bricked(files, out, ranks, None)
+}
+
+/// [`import`] with `--bricks`.
+fn import_bricked(
+    files: &[PathBuf],
+    out: &Path,
+    ranks: &dyn Ranks,
+    bricks: Option<u32>,
+) -> Result<ExitCode> {
     run(&NetcdfOptions {
         files,
         out,
@@ -40,6 +50,7 @@ fn import(files: &[PathBuf], out: &Path, ranks: &dyn Ranks) -> Result<ExitCode> 
         backgrounds: &[],
         wind_speed: false,
         ranks,
+        bricks,
     })
 }
 
@@ -66,6 +77,28 @@ fn import_on_two_and_three_ranks_writes_the_one_process_dataset() {
         );
         assert_eq!(first_difference(&one, &dir).unwrap(), None, "{n} ranks");
     }
+}
+
+#[test]
+fn a_bricked_import_on_two_ranks_writes_the_one_process_dataset() {
+    use supercell::dataset::ranks::first_difference;
+    let Some(files) = cm1_files() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let one = tmp.path().join("one");
+    import_bricked(&files, &one, &supercell::cluster::Solo, Some(3)).unwrap();
+    let ds = supercell::dataset::Dataset::open(&one).unwrap();
+    assert_eq!(ds.bricks().len(), 3);
+    let dir = tmp.path().join("ranks2");
+    let results = on_ranks(2, |r| {
+        import_bricked(&files, &dir, r, Some(3)).map_err(|e| format!("{e:#}"))
+    });
+    assert!(
+        results.iter().all(|r| r == &Ok(ExitCode::SUCCESS)),
+        "{results:?}"
+    );
+    assert_eq!(first_difference(&one, &dir).unwrap(), None);
 }
 
 #[test]

@@ -77,8 +77,15 @@ pub struct Manifest {
     pub chunk_size: u64,
     /// The lanes, in lane-index order.
     pub lanes: Vec<Lane>,
-    /// The attributes, in attribute-index order (grid order within a frame).
+    /// The attributes, in attribute-index order (grid order within a frame, and within
+    /// each brick of a bricked frame).
     pub attributes: Vec<Attribute>,
+    /// Spatial bricks, where the writer split every grid into them (`--bricks N`): each
+    /// frame then holds one grid per (brick, attribute), brick-major, so one brick's grids
+    /// are one contiguous range of the slot image. Empty (and absent from the JSON) for a
+    /// dataset of whole grids.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bricks: Vec<Brick>,
     /// Number of frames (must equal `frames.len()`; stored for readers that skim).
     pub frame_count: usize,
     /// The frames, in time order.
@@ -87,7 +94,37 @@ pub struct Manifest {
     /// directory.
     #[serde(skip)]
     pub(crate) path: PathBuf,
+    /// The brick [`Dataset::retain_brick`](super::Dataset::retain_brick) kept: every frame
+    /// then holds only that brick's grids, one per attribute. `None` for a manifest as
+    /// loaded.
+    #[serde(skip)]
+    pub(crate) retained_brick: Option<u32>,
 }
+
+/// One spatial brick of a bricked dataset: the box of the domain it owns.
+///
+/// Its grids hold the voxels of `index_box` plus a halo of whole neighbouring 8³ leaves
+/// ([`BRICK_HALO`] voxels on every side, where the domain has voxels there), so that a
+/// renderer drawing only this box samples exactly what it would from the whole grid
+/// (trilinear interpolation and central-difference gradients reach at most 2 voxels out).
+///
+/// JSON: `{"index_box":[[0,0,0],[64,128,40]],"world_box":[[0.0,0.0,0.0],[32.0,64.0,20.0]]}`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Brick {
+    /// Index box the brick owns: `[min, max]` with `min` **inclusive** and `max`
+    /// **exclusive** on every axis, both multiples of 8 (leaf boundaries), in the index
+    /// space of the model grid (the coarsest attributes'). The bricks' boxes are disjoint
+    /// and their union is the domain. An attribute on a grid `r` times finer with the same
+    /// origin (the generator's nested `funnel_cloud`, `r` = 4) holds the box scaled by `r`
+    /// in its own index space; `world_box` is the same for every attribute.
+    pub index_box: [Coord; 2],
+    /// The same box in world units: the faces at index coordinates `min` and `max` mapped
+    /// by the grids' transform (so neighbouring bricks share a face).
+    pub world_box: [[f64; 3]; 2],
+}
+
+/// Voxels of halo around each brick's owned box in its grids: one whole 8³ leaf.
+pub const BRICK_HALO: i32 = 8;
 
 /// Creation information.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -275,6 +312,10 @@ pub struct GridEntry {
     /// string, since JSON tools mangle integers above 2^53). Zero for opaque payloads.
     #[serde(with = "hex_u64")]
     pub checksum: u64,
+    /// Brick index (into [`Manifest::bricks`]) of a bricked dataset's grid; absent for a
+    /// dataset of whole grids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brick: Option<u32>,
 }
 
 /// A contiguous run of a frame's slot image stored in one lane file.
@@ -433,6 +474,32 @@ impl Manifest {
     /// Total bytes of all slot images.
     pub fn total_bytes(&self) -> u64 {
         self.frames.iter().map(|f| f.slot_size).sum()
+    }
+
+    /// The spatial bricks (empty for a dataset of whole grids).
+    pub fn bricks(&self) -> &[Brick] {
+        &self.bricks
+    }
+
+    /// The brick whose grids alone this manifest's frames hold, after
+    /// [`Dataset::retain_brick`](super::Dataset::retain_brick).
+    pub fn retained_brick(&self) -> Option<u32> {
+        self.retained_brick
+    }
+
+    /// Whether each frame holds exactly one grid per attribute, as code that binds one grid
+    /// per attribute (play, render without sort-last, the CPU renderer, `info`'s checks)
+    /// needs; a bricked dataset does only after
+    /// [`Dataset::retain_brick`](super::Dataset::retain_brick). Errors with
+    /// [`DatasetError::Bricked`], which names the manifest and says how to play it.
+    pub fn check_whole_grids(&self) -> Result<()> {
+        if self.bricks.is_empty() || self.retained_brick.is_some() {
+            return Ok(());
+        }
+        Err(DatasetError::Bricked {
+            path: self.path.clone(),
+            bricks: self.bricks.len(),
+        })
     }
 
     pub(crate) fn base_dir(&self) -> &Path {

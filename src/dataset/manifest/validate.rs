@@ -39,6 +39,7 @@ pub(super) fn manifest(m: &Manifest) -> Result<(), String> {
     }
     lanes(m)?;
     attributes(m)?;
+    bricks(m)?;
     if m.frame_count != m.frames.len() {
         return Err(format!(
             "frame_count is {} but {} frames are listed",
@@ -54,6 +55,7 @@ pub(super) fn manifest(m: &Manifest) -> Result<(), String> {
         frame_grids(m, fi, frame, prev_time)?;
         prev_time = frame.time;
         frame_extents(m, fi, frame, &mut ranges)?;
+        frame_bricks(m, fi, frame)?;
     }
     ranges.sort_unstable();
     for w in ranges.windows(2) {
@@ -165,15 +167,21 @@ fn frame_grids(m: &Manifest, fi: usize, frame: &Frame, prev_time: f64) -> Result
             frame.slot_size
         )));
     }
-    // Grids: one per attribute, aligned, inside the slot image, not overlapping.
-    if frame.grids.len() != m.attributes.len() {
+    // Grids: one per attribute (and brick), aligned, inside the slot image, not
+    // overlapping.
+    let per_frame = m.attributes.len() * m.bricks.len().max(1);
+    if frame.grids.len() != per_frame {
         return Err(err(format!(
-            "{} grids listed, the dataset has {} attributes",
+            "{} grids listed, the dataset has {} attributes{}",
             frame.grids.len(),
-            m.attributes.len()
+            m.attributes.len(),
+            match m.bricks.len() {
+                0 => String::new(),
+                n => format!(" in each of {n} bricks"),
+            }
         )));
     }
-    let mut seen = vec![false; m.attributes.len()];
+    let mut seen = vec![false; per_frame];
     for (gi, g) in frame.grids.iter().enumerate() {
         let a = g.attribute as usize;
         if a >= m.attributes.len() {
@@ -182,8 +190,25 @@ fn frame_grids(m: &Manifest, fi: usize, frame: &Frame, prev_time: f64) -> Result
                 m.attributes.len()
             )));
         }
-        if std::mem::replace(&mut seen[a], true) {
-            return Err(err(format!("grids[{gi}].attribute {a} appears twice")));
+        let b = match (g.brick, m.bricks.len()) {
+            (None, 0) => 0,
+            (Some(b), n) if (b as usize) < n => b as usize,
+            (Some(b), n) => {
+                return Err(err(format!(
+                    "grids[{gi}].brick {b} is not a brick index (there are {n})"
+                )));
+            }
+            (None, n) => {
+                return Err(err(format!(
+                    "grids[{gi}] has no brick, the dataset has {n} bricks"
+                )));
+            }
+        };
+        if std::mem::replace(&mut seen[b * m.attributes.len() + a], true) {
+            return Err(err(match g.brick {
+                None => format!("grids[{gi}].attribute {a} appears twice"),
+                Some(b) => format!("grids[{gi}]: attribute {a} of brick {b} appears twice"),
+            }));
         }
         if !g.offset.is_multiple_of(ALIGN) {
             return Err(err(format!(
@@ -213,6 +238,77 @@ fn frame_grids(m: &Manifest, fi: usize, frame: &Frame, prev_time: f64) -> Result
         let a_end = align_up(a.offset + a.size).unwrap_or(u64::MAX);
         if a_end > b.offset {
             return Err(err(format!("grids[{i}] and grids[{j}] overlap")));
+        }
+    }
+    Ok(())
+}
+
+/// The bricks (see [`crate::dataset::bricks`]), and that every attribute's world box lies
+/// inside their domain's: a voxel outside every brick would be drawn by no rank. (World
+/// boxes, since an attribute on a finer grid has an index space of its own.)
+fn bricks(m: &Manifest) -> Result<(), String> {
+    crate::dataset::bricks::check_bricks(&m.bricks)?;
+    let Some(first) = m.bricks.first() else {
+        return Ok(());
+    };
+    let [mut lo, mut hi] = first.world_box;
+    for b in &m.bricks {
+        for i in 0..3 {
+            lo[i] = lo[i].min(b.world_box[0][i]);
+            hi[i] = hi[i].max(b.world_box[1][i]);
+        }
+    }
+    // Rounding of the world transform: a millionth of the domain's extent.
+    let slack: [f64; 3] = std::array::from_fn(|i| (hi[i] - lo[i]).abs() * 1e-6);
+    for (a, attr) in m.attributes.iter().enumerate() {
+        if let Some([bmin, bmax]) = attr.world_bbox
+            && (0..3).any(|i| bmin[i] < lo[i] - slack[i] || bmax[i] > hi[i] + slack[i])
+        {
+            return Err(format!(
+                "attributes[{a}].world_bbox {bmin:?}..{bmax:?} reaches outside the bricks' domain {lo:?}..{hi:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A bricked frame's grids: brick-major (grid `i` is attribute `i % A` of brick `i / A`)
+/// and in slot order, so each brick's grids are one contiguous range of the slot image;
+/// and an extent starts where each brick's range does, so that no extent holds bytes of
+/// two bricks (a rank reads its brick's extents only, each with its own CRC).
+fn frame_bricks(m: &Manifest, fi: usize, frame: &Frame) -> Result<(), String> {
+    if m.bricks.is_empty() {
+        return Ok(());
+    }
+    let attributes = m.attributes.len();
+    for (gi, g) in frame.grids.iter().enumerate() {
+        let expected = ((gi % attributes) as u32, Some((gi / attributes) as u32));
+        if (g.attribute, g.brick) != expected {
+            return Err(format!(
+                "frame {fi}: grids[{gi}] is attribute {} of brick {:?}; a bricked frame lists its grids brick by brick, each brick's in attribute order (expected attribute {} of brick {})",
+                g.attribute,
+                g.brick,
+                expected.0,
+                gi / attributes
+            ));
+        }
+        if gi > 0 && frame.grids[gi - 1].offset >= g.offset {
+            return Err(format!(
+                "frame {fi}: grids[{gi}] does not follow grids[{}] in the slot image",
+                gi - 1
+            ));
+        }
+    }
+    for b in 1..m.bricks.len() {
+        let start = frame.grids[b * attributes].offset;
+        if frame
+            .extents
+            .binary_search_by_key(&start, |e| e.dst)
+            .is_err()
+        {
+            return Err(format!(
+                "frame {fi}: no extent starts at byte {start}, where brick {b}'s grids begin (an extent holds bytes of two bricks)"
+            ));
         }
     }
     Ok(())

@@ -12,14 +12,14 @@ use super::{
     check_create_args, merge_attribute, new_attribute,
 };
 use crate::dataset::error::{DatasetError, Result};
-use crate::dataset::manifest::{Attribute, Extent, Frame, GridEntry};
+use crate::dataset::manifest::{Attribute, Brick, Extent, Frame, GridEntry};
 use crate::dataset::naming;
 use crate::dataset::stripe::slot_layout;
 use crate::format::GridType;
 
 /// What the ranks that write a dataset together share: where, under which write id, and
 /// the layout parameters ([`DatasetWriter::share`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SharedWrite {
     /// The dataset directory (canonical).
     pub dir: PathBuf,
@@ -31,6 +31,10 @@ pub struct SharedWrite {
     pub chunk_size: u64,
     /// Size past which a lane starts a new file.
     pub segment_size: u64,
+    /// The spatial bricks every grid is split into ([`DatasetWriter::set_bricks`]); empty
+    /// for whole grids.
+    #[serde(default)]
+    pub bricks: Vec<Brick>,
 }
 
 impl DatasetWriter {
@@ -56,6 +60,7 @@ impl DatasetWriter {
             lane_dirs: self.lanes.iter().map(|l| l.dir.clone()).collect(),
             chunk_size: self.chunk_size,
             segment_size: self.segment_size,
+            bricks: self.bricks.clone(),
         })
     }
 
@@ -71,6 +76,7 @@ impl DatasetWriter {
                 share.write_id
             )));
         }
+        crate::dataset::bricks::check_bricks(&share.bricks).map_err(DatasetError::Usage)?;
         let lanes = share.lane_dirs.iter().enumerate();
         Ok(DatasetWriter {
             dir: share.dir.clone(),
@@ -85,6 +91,7 @@ impl DatasetWriter {
                 .map(|(i, d)| LaneWriter::new(i as u32, d.clone(), FileMode::Shared))
                 .collect(),
             attributes: attributes.into_iter().map(new_attribute).collect(),
+            bricks: share.bricks.clone(),
             frames: Vec::new(),
             foreign: Vec::new(),
             open_frame: None,
@@ -105,11 +112,12 @@ impl DatasetWriter {
     pub fn skip_frame(&mut self, time: f64, grid_sizes: &[u64], whole: bool) -> Result<()> {
         let frame = self.frames.len();
         self.check_time(time)?;
-        if self.open_frame.is_some() || grid_sizes.len() != self.attributes.len() {
+        if self.open_frame.is_some() || grid_sizes.len() != self.grids_per_frame() {
             return Err(DatasetError::Usage(format!(
-                "frame {frame}: skipped while a frame is open, or with {} grids for {} attributes",
+                "frame {frame}: skipped while a frame is open, or with {} grids for {} attributes{}",
                 grid_sizes.len(),
-                self.attributes.len()
+                self.attributes.len(),
+                self.bricks_note()
             )));
         }
         if grid_sizes.contains(&0) {
@@ -161,8 +169,10 @@ impl DatasetWriter {
         let mine = &self.frames[index];
         let strip =
             |e: &[Extent]| -> Vec<Extent> { e.iter().map(|x| Extent { crc32: 0, ..*x }).collect() };
-        let grids = |g: &[GridEntry]| -> Vec<(u32, u64, u64)> {
-            g.iter().map(|x| (x.attribute, x.offset, x.size)).collect()
+        let grids = |g: &[GridEntry]| -> Vec<(u32, Option<u32>, u64, u64)> {
+            g.iter()
+                .map(|x| (x.attribute, x.brick, x.offset, x.size))
+                .collect()
         };
         // The time is this writer's own (it came exactly, as bits; the record's went
         // through text).

@@ -224,6 +224,33 @@ pub fn build_grid_encoded_into(
     build_into(Source::Encoded(leaves, &index), opts, out)
 }
 
+/// [`build_grid_encoded_into`] of only the leaves whose origin `keep` accepts: one spatial
+/// brick of the grid (a box and its halo), whose every leaf is byte for byte the leaf the
+/// whole grid holds there, so values read from it equal the whole grid's wherever it has
+/// leaves. Returns how many leaves it kept.
+pub fn build_grid_encoded_where_into(
+    leaves: &EncodedLeaves,
+    opts: &BuildOptions,
+    keep: impl Fn(Coord) -> bool,
+    out: &mut Vec<u8>,
+) -> Result<usize, FormatError> {
+    if leaves.grid_type() != opts.grid_type {
+        return Err(invalid(
+            "encoded leaves",
+            0,
+            format!(
+                "leaves encoded as {} cannot make a {} grid",
+                leaves.grid_type(),
+                opts.grid_type
+            ),
+        ));
+    }
+    let mut index = leaves.index();
+    index.retain(|&at| keep(leaves.leaf(at).origin));
+    build_into(Source::Encoded(leaves, &index), opts, out)?;
+    Ok(index.len())
+}
+
 /// A grid this process built, with the checksum the builder computed from its bytes (or
 /// none, as its options said). The type gives no way to change the bytes, so the checksum
 /// stays right and a consumer may store the grid without recomputing it; grids from files
@@ -241,6 +268,18 @@ impl BuiltGrid {
         mut buffer: Vec<u8>,
     ) -> Result<BuiltGrid, FormatError> {
         build_grid_into(volume, opts, &mut buffer)?;
+        Ok(BuiltGrid { bytes: buffer })
+    }
+
+    /// [`build_grid_encoded_where_into`] of `leaves` into `buffer` (its allocation
+    /// reused): the grid of the leaves whose origin `keep` accepts.
+    pub fn of_leaves_where(
+        leaves: &EncodedLeaves,
+        opts: &BuildOptions,
+        keep: impl Fn(Coord) -> bool,
+        mut buffer: Vec<u8>,
+    ) -> Result<BuiltGrid, FormatError> {
+        build_grid_encoded_where_into(leaves, opts, keep, &mut buffer)?;
         Ok(BuiltGrid { bytes: buffer })
     }
 
