@@ -13,7 +13,7 @@ use super::params::{Mode, View};
 use super::parts::{GridInParts, GridSlice, SlotPart, check_grid_count, parts_of_slices};
 use super::path_tracer::{PathTracer, TracePass, TracerKnobs, TracerStats};
 use super::points::{PointSample, PointSampler};
-use super::region::{PremultipliedImage, Region, check_decomposes};
+use super::region::{PremultipliedImage, Region, RegionPasses, check_decomposes};
 use super::scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 use super::timing::{FrameTiming, PendingRender, Timer, wait};
 use crate::device::{DeviceCaps, TextureReadback, block_on};
@@ -423,10 +423,8 @@ impl Renderer {
     /// [`combine_sun_extinction`](super::combine_sun_extinction) (in any order) and give the
     /// result to [`set_sun_extinction`](Self::set_sun_extinction). Waits for the GPU.
     pub fn sun_extinction(&mut self, view: &View) -> Result<Vec<f32>, RenderError> {
-        let _ = self.region_for(view)?;
-        Err(RenderError::Usage(
-            "sun_extinction: not implemented yet".into(),
-        ))
+        let region = self.region_for(view)?.clone();
+        self.region_passes().local_cells(view, &region)
     }
 
     /// Sort-last, step 2: the cells combined over every region (the combination of every
@@ -454,10 +452,16 @@ impl Renderer {
         width: u32,
         height: u32,
     ) -> Result<PremultipliedImage, RenderError> {
-        let _ = (self.region_for(view)?, width, height);
-        Err(RenderError::Usage(
-            "render_premultiplied: not implemented yet".into(),
-        ))
+        let (region, combined) = self.region_and_cells(view)?;
+        let size = [width.max(1), height.max(1)];
+        self.region_passes()
+            .render(view, &region, &combined, size)?;
+        let image = self.read_image()?;
+        Ok(PremultipliedImage {
+            width: image.width,
+            height: image.height,
+            rgba: image.linear.iter().flatten().copied().collect(),
+        })
     }
 
     /// Sort-last, step 4 (on the rank that shows the picture): what lies behind the
@@ -471,10 +475,32 @@ impl Renderer {
         view: &View,
         image: &PremultipliedImage,
     ) -> Result<Image, RenderError> {
-        let _ = (self.region_for(view)?, image);
-        Err(RenderError::Usage(
-            "finish_premultiplied: not implemented yet".into(),
-        ))
+        let (region, combined) = self.region_and_cells(view)?;
+        self.region_passes()
+            .finish(view, &region, &combined, image)?;
+        self.read_image()
+    }
+
+    /// The region and the combined cells, where `view` decomposes; errors naming what is
+    /// missing.
+    fn region_and_cells(&mut self, view: &View) -> Result<(Region, Vec<f32>), RenderError> {
+        let region = self.region_for(view)?.clone();
+        let combined = self.combined_cells.clone().ok_or_else(|| {
+            RenderError::Usage(
+                "sort-last rendering needs the combined sun extinction (set_sun_extinction)".into(),
+            )
+        })?;
+        Ok((region, combined))
+    }
+
+    /// Sort-last's passes over this renderer's binding and pipelines.
+    fn region_passes(&mut self) -> RegionPasses<'_> {
+        RegionPasses {
+            device: &self.device,
+            queue: &self.queue,
+            binding: &mut self.binding,
+            march: &mut self.march,
+        }
     }
 
     /// The region set, where `view` decomposes over regions; an error naming what does not.
