@@ -178,27 +178,40 @@ fn accel_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
         let base = (si.org + vec3<i32>(c)) << vec3<u32>(si.shift);
         let per_axis = 1u << (si.shift - 3u);
         let blocks = per_axis * per_axis * per_axis;
+        let quanta = block_quanta(si.shift);
+        let region = (P.flags & FLAG_REGION) != 0u;
         for (var b = 0u; b < blocks; b++) {
             work = 0u;
             let bo = base + 8 * vec3<i32>(vec3<u32>(b / (per_axis * per_axis), (b / per_axis) % per_axis, b % per_axis));
+            // Sort-last: a block counts in the region its centre lies in, and only there (a
+            // halo's voxels would count twice).
+            if region && !in_region(to_world(a, vec3<f32>(bo) + 3.5)) { continue; }
             // The aligned 8³ block is one leaf, or lies inside one tile (or the background).
             let l = lookup(a, bo);
             if l.level > 0u {
                 if finite(l.value) {
                     lo = min(lo, l.value);
                     hi = max(hi, l.value);
-                    sum += tf_eval(a, l.value).a * 512.0;
+                    sum += floor(tf_eval(a, l.value).a * 512.0 * quanta + 0.5);
                 }
                 continue;
             }
             let r = scan_leaf(a, c_leaf[a]);
             lo = min(lo, r.x);
             hi = max(hi, r.y);
-            sum += r.z;
+            sum += floor(r.z * quanta + 0.5);
         }
-        sum = sum / f32(blocks * 512u);
     }
-    accel[a * ACCEL_CELLS + cell] = vec4<f32>(lo, hi, sum * P.attrs[a].extinction, 0.0);
+    // The opacity sum in whole quanta: `accel_dilate` turns it into the mean extinction.
+    accel[a * ACCEL_CELLS + cell] = vec4<f32>(lo, hi, sum, 0.0);
+}
+
+// Quanta per unit of opacity in one 8³ block's sum, for cells of 2^shift voxels: each block's
+// sum is rounded to whole quanta, so a cell's sum is a whole number below 2^23 (512 voxels ×
+// (2^(shift−3))³ blocks × this) that f32 adds exactly in any order. Sort-last adds the
+// regions' sums of one cell (`Renderer::sun_extinction`) and gets the one-rank sum exactly.
+fn block_quanta(shift: u32) -> f32 {
+    return f32(1u << (14u - 3u * (min(shift, SCAN_SHIFT_MAX) - 3u)));
 }
 
 // Minimum and maximum finite value of a leaf's 512 voxels, and the sum of their opacities
@@ -292,6 +305,13 @@ fn accel_dilate(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_
         hi = max(hi, m.y);
     }
     accel[a * ACCEL_CELLS + cell].w = tf_max_alpha(a, lo, hi) * P.attrs[a].extinction;
+    // The cell's opacity sum in quanta (`accel_cells`) → mean extinction: the sum over the
+    // cell's 2^(3·shift) voxels of opacity × 2^(23 − 3·shift) quanta (`block_quanta`), so a
+    // mean is the sum times 2^−23. Other threads read only the range (x, y) of this cell.
+    if si.shift <= SCAN_SHIFT_MAX {
+        let sum = accel[a * ACCEL_CELLS + cell].z;
+        accel[a * ACCEL_CELLS + cell].z = sum * (1.0 / 8388608.0) * P.attrs[a].extinction;
+    }
 }
 
 // Mean extinction of the cell of channel `b` that world point `q` lies in; 0 outside.

@@ -70,6 +70,13 @@ struct Params {
     max_step_scale: u32,    // adaptive steps are at most this many base steps
     attrs: array<Attr, MAX_ATTRS>,
     grids: array<GridBase, MAX_ATTRS>,
+    // Sort-last (FLAG_REGION): the world box this render draws, [lo, hi) (faces on the
+    // domain's faces at ∓3e38), and per channel the whole frame's grid's index bbox, used in
+    // place of the bound grid's (a brick of it) so that every layout stays the whole frame's.
+    region_lo: vec4<f32>,
+    region_hi: vec4<f32>,
+    region_bmin: array<vec4<i32>, MAX_ATTRS>,
+    region_bmax: array<vec4<i32>, MAX_ATTRS>,
 }
 
 @group(0) @binding(0) var<storage, read> P: Params;
@@ -116,6 +123,11 @@ fn sun_cell_size(si: ChannelAccel) -> vec3<f32> {
 @group(0) @binding(ACCEL_BINDING_CELLS) var<storage, ACCEL_ACCESS> accel: array<vec4<f32>>;
 @group(0) @binding(ACCEL_BINDING_SUN) var<storage, ACCEL_ACCESS> sun_grid: array<f32>;
 @group(0) @binding(ACCEL_BINDING_INFO) var<storage, ACCEL_ACCESS> ainfo: AccelInfo;
+
+// Sort-last: whether world point `w` lies in the region this render draws (half-open).
+fn in_region(w: vec3<f32>) -> bool {
+    return all(w >= P.region_lo.xyz) && all(w < P.region_hi.xyz);
+}
 
 fn cell_linear(si: ChannelAccel, c: vec3<u32>) -> u32 {
     return c.x + si.dims.x * (c.y + si.dims.y * c.z);
@@ -248,8 +260,13 @@ fn init_grid(a: u32) {
     let room = (words(a) - root - (ROOT_SIZE >> 2u)) / (ROOT_TILE_SIZE >> 2u);
     g_tiles[a] = min(min(fld(a, root, ROOT_OFF_TABLE_SIZE), room), MAX_ROOT_TILES);
     g_bg[a] = node_value(a, root + (ROOT_OFF_BACKGROUND >> 2u));
-    let bmin = vec3<i32>(fld_i(a, root, NODE_OFF_BBOX_MIN), fld_i(a, root, NODE_OFF_BBOX_MIN + 4u), fld_i(a, root, NODE_OFF_BBOX_MIN + 8u));
-    let bmax = vec3<i32>(fld_i(a, root, NODE_OFF_BBOX_MAX), fld_i(a, root, NODE_OFF_BBOX_MAX + 4u), fld_i(a, root, NODE_OFF_BBOX_MAX + 8u));
+    var bmin = vec3<i32>(fld_i(a, root, NODE_OFF_BBOX_MIN), fld_i(a, root, NODE_OFF_BBOX_MIN + 4u), fld_i(a, root, NODE_OFF_BBOX_MIN + 8u));
+    var bmax = vec3<i32>(fld_i(a, root, NODE_OFF_BBOX_MAX), fld_i(a, root, NODE_OFF_BBOX_MAX + 4u), fld_i(a, root, NODE_OFF_BBOX_MAX + 8u));
+    if (P.flags & FLAG_REGION) != 0u {
+        // A brick of the whole grid (possibly empty): clip, cells and sun grid as the whole.
+        bmin = P.region_bmin[a].xyz;
+        bmax = P.region_bmax[a].xyz;
+    }
     if any(bmin > bmax) { return; }
     g_bmin[a] = bmin;
     g_bmax[a] = bmax;

@@ -214,6 +214,13 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         if tg > 0.0 { t_ground = tg; }
     }
     t_end = min(t_end, t_ground);
+    // Sort-last: FLAG_COMPOSITE takes the volume's colour from the composite of the regions
+    // (below) and marches nothing; FLAG_REGION marches the whole ray as the whole frame's
+    // render does (its cells are the whole frame's, so every step lands where that
+    // render's does) but samples only where the ray lies in the region.
+    let composite = (P.flags & FLAG_COMPOSITE) != 0u;
+    let region = (P.flags & FLAG_REGION) != 0u && !composite;
+    if composite { t_end = -INF; }
 
     let dt = P.dt;
     let jit = jitter(px);
@@ -271,6 +278,7 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
         // sampled media end (a channel's span, the ground, the march's end): a long step
         // running past an end would spread its sample's extinction over the space beyond.
         var bound_end = t_end;
+        let owned = !region || in_region(ray.o + t * ray.d);
         for (var a = 0u; a < ATTR_CHANNELS; a++) {
             if t < skip[a] {
                 next = min(next, skip[a]);
@@ -311,6 +319,12 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
                 } else {
                     sig_max = INF;
                 }
+            }
+            if !owned {
+                // Another region's sample: it adds nothing here and, with the cells doing
+                // the skipping, would not have skipped anything either.
+                next = min(next, t);
+                continue;
             }
             let s = sample(a, p);
             // In shaded mode with the acceleration grid on, its cells do the skipping (they
@@ -472,6 +486,13 @@ fn render_pixel(px: vec2<u32>) -> vec4<f32> {
             k = max(k, ceil((next / dt - jit) * nn) / nn);
             t = (k + jit) * dt;
         }
+    }
+
+    if region { return vec4<f32>(C, 1.0 - T); }
+    if composite {
+        let v = accel[px.y * P.size.x + px.x];
+        C = v.rgb;
+        T = 1.0 - v.a;
     }
 
     if P.mode == MODE_MIP {

@@ -80,9 +80,12 @@ pub(super) struct AccelBuffers {
     /// Group 1 of the accel info pipeline: the dispatch arguments.
     pub(super) args_bind_group: wgpu::BindGroup,
     pub(super) args: wgpu::Buffer,
-    cells: wgpu::Buffer,
+    /// Per channel, [`FrameBinding::accel_cells`] cells of 4 floats (sort-last reads and
+    /// writes them from the host, and passes the composite through them).
+    pub(super) cells: wgpu::Buffer,
     sun: wgpu::Buffer,
-    info: wgpu::Buffer,
+    /// `AccelInfo` (sort-last reads the cell layout back).
+    pub(super) info: wgpu::Buffer,
 }
 
 /// Group 0 of every pipeline and what it binds. See the module documentation.
@@ -155,7 +158,9 @@ impl FrameBinding {
         let cells = buf(
             "supercell accel cells",
             u64::from(accel_cells) * 16 * MAX_ATTRIBUTES as u64,
-            wgpu::BufferUsages::STORAGE,
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
         );
         let sun = buf(
             "supercell sun grid",
@@ -165,7 +170,7 @@ impl FrameBinding {
         let info = buf(
             "supercell accel info",
             ACCEL_INFO_BYTES,
-            wgpu::BufferUsages::STORAGE,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         );
         let args = buf(
             "supercell accel dispatch",
@@ -237,6 +242,11 @@ impl FrameBinding {
     /// [`ensure_layouts`]: Self::ensure_layouts
     pub(super) fn layouts(&self, declared: u32) -> &PipelineLayouts {
         &self.layouts[&declared]
+    }
+
+    /// Acceleration cells per channel (the shaders' `ACCEL_CELLS`).
+    pub(super) fn accel_cells(&self) -> u32 {
+        self.accel_cells
     }
 
     /// The acceleration buffers and dispatch arguments.

@@ -494,8 +494,11 @@ impl Ctx<'_> {
             let base: [i32; 3] = std::array::from_fn(|k| (org[k] + c[k] as i32) << shift);
             let per = 1u32 << (shift - 3);
             let blocks = per * per * per;
+            // accel.wgsl's `block_quanta`: each block's opacity sum in whole quanta.
+            let quanta = (1u32 << (14 - 3 * (shift - 3))) as f32;
             let (mut lo, mut hi, mut sum) = (INF, -INF, 0.0f32);
             for b in 0..blocks {
+                let mut block = 0.0f32;
                 let bo = [
                     base[0] + 8 * (b / (per * per)) as i32,
                     base[1] + 8 * ((b / per) % per) as i32,
@@ -511,14 +514,16 @@ impl Ctx<'_> {
                     if v.is_finite() {
                         lo = lo.min(v);
                         hi = hi.max(v);
-                        sum += self.tf_eval(a, v)[3];
+                        block += self.tf_eval(a, v)[3];
                     }
                 }
+                sum += (block * quanta + 0.5).floor();
             }
+            // `accel_dilate`: a cell's mean is its sum in quanta times 2^-23.
             *cell = [
                 lo,
                 hi,
-                sum / (blocks * 512) as f32 * p.attrs[a].extinction,
+                sum * (1.0 / 8_388_608.0) * p.attrs[a].extinction,
                 0.0,
             ];
         }

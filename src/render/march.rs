@@ -126,6 +126,47 @@ impl MarchPipeline {
         true
     }
 
+    /// Sort-last: records the chosen acceleration passes over `binding`'s uniforms (already
+    /// written): `info` (the cell layout and the dispatch sizes), `cells` (this region's
+    /// cells) and `finish` (dilation and the sun grid, from the cells in the buffer, which
+    /// may be the regions' combined cells written from the host). Forgets what the cells
+    /// were last built from: the next whole-frame render builds them again.
+    pub(super) fn encode_passes(
+        &mut self,
+        binding: &FrameBinding,
+        encoder: &mut wgpu::CommandEncoder,
+        info: bool,
+        cells: bool,
+        finish: bool,
+    ) {
+        let a = binding.accel();
+        let p = &self.pipelines[&binding.shape()];
+        let group = Some(binding.accel_group());
+        if info {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&p.info);
+            pass.set_bind_group(0, group, &[]);
+            pass.set_bind_group(1, Some(&a.args_bind_group), &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        if cells || finish {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_bind_group(0, group, &[]);
+            if cells {
+                pass.set_pipeline(&p.cells);
+                pass.dispatch_workgroups_indirect(&a.args, 0);
+            }
+            if finish {
+                pass.set_pipeline(&p.dilate);
+                pass.dispatch_workgroups_indirect(&a.args, 12);
+                pass.set_pipeline(&p.sun);
+                pass.dispatch_workgroups_indirect(&a.args, 24);
+            }
+        }
+        self.frame_changed();
+        self.accel_generation += 1;
+    }
+
     /// Records the ray-march of a `width` × `height` image (the uniforms already written,
     /// [`FrameBinding::prepare`]), timed by `timer` where given.
     pub(super) fn encode(

@@ -47,6 +47,7 @@ mod parts;
 mod path_tracer;
 mod points;
 mod range;
+mod region;
 mod renderer;
 mod scoped;
 mod shader;
@@ -78,6 +79,7 @@ pub use parts::{
 pub use path_tracer::{RR_DEPTH, SKIP_LEVELS_MAX, TracerKnobs, TracerStats, TracerUniform};
 pub use points::PointSample;
 pub use range::shown as shown_value;
+pub use region::{PremultipliedImage, Region, combine_sun_extinction, premultiplied_over};
 pub use renderer::Renderer;
 pub use scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 pub use shader::{
@@ -102,4 +104,8 @@ pub enum RenderError {
     /// Reading or writing files.
     #[error("{0}")]
     Io(String),
+    /// Sort-last rendering (`--split space`, [`Renderer::set_region`]) was asked for
+    /// something whose picture does not decompose over regions of the domain; names it.
+    #[error("{0} cannot be rendered split over regions of the domain (sort-last)")]
+    NotDecomposable(&'static str),
 }

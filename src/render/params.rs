@@ -558,6 +558,11 @@ impl View {
             // Where the grids lie is the renderer's to fill in (it binds the frame); an empty
             // record reads as no grid.
             grids: [GpuGrid::zeroed(); MAX_ATTRIBUTES],
+            // The renderer fills these in for sort-last renders (`Region`).
+            region_lo: [0.0; 4],
+            region_hi: [0.0; 4],
+            region_bmin: [[0; 4]; MAX_ATTRIBUTES],
+            region_bmax: [[0; 4]; MAX_ATTRIBUTES],
         }
     }
 }
@@ -595,6 +600,14 @@ pub const FLAG_GROUND: u32 = 8;
 pub const FLAG_JITTER: u32 = 16;
 /// Acceleration-grid skipping and adaptive steps.
 pub const FLAG_ACCEL: u32 = 32;
+/// Sort-last: draw only the region [`GpuParams::region_lo`]..`region_hi` of the whole
+/// frame whose grids' bboxes are [`GpuParams::region_bmin`]..`region_bmax`: the march
+/// writes the region's premultiplied colour, the acceleration cells count the region's
+/// blocks only.
+pub const FLAG_REGION: u32 = 64;
+/// Sort-last: the march takes the volume's premultiplied colour from the acceleration-cell
+/// buffer (one vec4 a pixel) and adds the ground and sky behind it.
+pub const FLAG_COMPOSITE: u32 = 128;
 /// [`GpuAttr::kind`] of a scattering medium ([`MediumKind::Scatter`]).
 pub const KIND_SCATTER: u32 = 0;
 /// [`GpuAttr::kind`] of an emissive medium ([`MediumKind::Emissive`]).
@@ -714,6 +727,16 @@ pub struct GpuParams {
     pub attrs: [GpuAttr; MAX_ATTRIBUTES],
     /// Where each channel's grid lies in the bound parts.
     pub grids: [GpuGrid; MAX_ATTRIBUTES],
+    /// Sort-last ([`FLAG_REGION`]): the world box this render draws, `[lo, hi)` (faces on
+    /// the domain's faces at ∓3e38); w unused.
+    pub region_lo: [f32; 4],
+    /// See [`region_lo`](Self::region_lo).
+    pub region_hi: [f32; 4],
+    /// Sort-last: per channel, the whole frame's grid's index bbox (inclusive), which the
+    /// shaders use in place of the bound grid's; w unused.
+    pub region_bmin: [[i32; 4]; MAX_ATTRIBUTES],
+    /// See [`region_bmin`](Self::region_bmin).
+    pub region_bmax: [[i32; 4]; MAX_ATTRIBUTES],
 }
 
 #[cfg(test)]
@@ -722,13 +745,15 @@ mod tests {
 
     #[test]
     fn uniform_layout_matches_wgsl() {
-        // 9 vec4 + 16 scalars + 8 × 32-byte attributes + 8 × 16-byte grid records; WGSL's
-        // uniform rules give the same offsets because every member is naturally aligned
-        // (and the grid records' array starts at a multiple of 16).
+        // 9 vec4 + 16 scalars + 8 × 32-byte attributes + 8 × 16-byte grid records, then the
+        // region's 2 vec4 and 2 × 8 vec4<i32>; WGSL's uniform rules give the same offsets
+        // because every member is naturally aligned (and the arrays start at multiples of
+        // 16).
         assert_eq!(
             std::mem::size_of::<GpuParams>(),
-            9 * 16 + 16 * 4 + 8 * 32 + 8 * 16
+            9 * 16 + 16 * 4 + 8 * 32 + 8 * 16 + 2 * 16 + 2 * 8 * 16
         );
+        assert_eq!(std::mem::offset_of!(GpuParams, region_bmin), 624);
         assert_eq!(std::mem::offset_of!(GpuParams, attrs), 208);
         assert_eq!(std::mem::offset_of!(GpuParams, grids), 464);
         assert_eq!(nice_spacing(3800.0), 5000.0);

@@ -13,6 +13,7 @@ use super::params::{Mode, View};
 use super::parts::{GridInParts, GridSlice, SlotPart, check_grid_count, parts_of_slices};
 use super::path_tracer::{PathTracer, TracePass, TracerKnobs, TracerStats};
 use super::points::{PointSample, PointSampler};
+use super::region::{PremultipliedImage, Region, RegionPasses, check_decomposes};
 use super::scoped::{catch_uncaptured_errors, create_scoped, take_uncaptured_error};
 use super::timing::{FrameTiming, PendingRender, Timer, wait};
 use crate::device::{DeviceCaps, TextureReadback, block_on};
@@ -47,6 +48,12 @@ pub struct Renderer {
     frame_generation: u64,
     /// The point sampler ([`sample_points`](Self::sample_points)), made when first used.
     points: Option<PointSampler>,
+    /// The part of the domain this renderer draws in sort-last rendering
+    /// ([`set_region`](Self::set_region)); `None`: the whole frame.
+    region: Option<Region>,
+    /// The acceleration cells combined over every region
+    /// ([`set_sun_extinction`](Self::set_sun_extinction)).
+    combined_cells: Option<Vec<f32>>,
 }
 
 impl Renderer {
@@ -114,6 +121,8 @@ impl Renderer {
             last_prepared: false,
             frame_generation: 0,
             points: None,
+            region: None,
+            combined_cells: None,
         })
     }
 
@@ -378,6 +387,128 @@ impl Renderer {
         img.linear
             .copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&hdr));
         Ok(img)
+    }
+
+    /// Sort-last rendering: draw only `region` of the domain (the bound grids hold that part
+    /// of the whole frame, plus a halo), keeping every layout the whole frame's; `None`
+    /// draws the whole bound frame, exactly as without this call. Forgets the combined
+    /// cells of [`set_sun_extinction`](Self::set_sun_extinction). With a region set, use
+    /// [`sun_extinction`](Self::sun_extinction), [`set_sun_extinction`](Self::set_sun_extinction),
+    /// [`render_premultiplied`](Self::render_premultiplied) and
+    /// [`finish_premultiplied`](Self::finish_premultiplied); [`render`](Self::render) and its
+    /// kin draw the bound grids as a whole frame.
+    ///
+    /// The [`View`] given to those calls must be the whole frame's (its world box and voxel
+    /// size, as the one-rank render would have), and the same on every rank.
+    pub fn set_region(&mut self, region: Option<Region>) -> Result<(), RenderError> {
+        if let Some(r) = &region {
+            r.check()?;
+        }
+        self.region = region;
+        self.combined_cells = None;
+        self.march.frame_changed();
+        Ok(())
+    }
+
+    /// The region set by [`set_region`](Self::set_region).
+    pub fn region(&self) -> Option<&Region> {
+        self.region.as_ref()
+    }
+
+    /// Sort-last, step 1: this region's share of the coarse cells the acceleration and the
+    /// sun grid are made from, for the bound frame and `view`, in the whole frame's cell
+    /// layout (the same length on every rank): per cell of every channel, its smallest and
+    /// largest value and its extinction sum (in quanta) over the 8³ blocks whose centre lies
+    /// in this region. Combine every rank's with
+    /// [`combine_sun_extinction`](super::combine_sun_extinction) (in any order) and give the
+    /// result to [`set_sun_extinction`](Self::set_sun_extinction). Waits for the GPU.
+    pub fn sun_extinction(&mut self, view: &View) -> Result<Vec<f32>, RenderError> {
+        let region = self.region_for(view)?.clone();
+        self.region_passes().local_cells(view, &region)
+    }
+
+    /// Sort-last, step 2: the cells combined over every region (the combination of every
+    /// rank's [`sun_extinction`](Self::sun_extinction)); the march's acceleration and the
+    /// sun grid (shadows that other regions cast on this one and on the ground) are made
+    /// from them. Checked against the frame's layout when rendering.
+    pub fn set_sun_extinction(&mut self, combined: &[f32]) -> Result<(), RenderError> {
+        if self.region.is_none() {
+            return Err(RenderError::Usage(
+                "set_sun_extinction needs a region (set_region)".into(),
+            ));
+        }
+        self.combined_cells = Some(combined.to_vec());
+        Ok(())
+    }
+
+    /// Sort-last, step 3: the volume inside this region alone, marched exactly as the
+    /// whole frame's render marches it (its samples that lie in the region; it stops where
+    /// the whole march stops: the ground), without ground, sky or tone mapping: linear,
+    /// premultiplied RGBA. Composite the regions front to back with
+    /// [`premultiplied_over`](super::premultiplied_over). Waits for the GPU.
+    pub fn render_premultiplied(
+        &mut self,
+        view: &View,
+        width: u32,
+        height: u32,
+    ) -> Result<PremultipliedImage, RenderError> {
+        let (region, combined) = self.region_and_cells(view)?;
+        let size = [width.max(1), height.max(1)];
+        self.region_passes()
+            .render(view, &region, &combined, size)?;
+        let image = self.read_image()?;
+        Ok(PremultipliedImage {
+            width: image.width,
+            height: image.height,
+            rgba: image.linear.iter().flatten().copied().collect(),
+        })
+    }
+
+    /// Sort-last, step 4 (on the rank that shows the picture): what lies behind the
+    /// composited volume `image` (the ground, lit through the combined sun grid's shadows,
+    /// and the sky) under its transmittance, tone-mapped as [`render`](Self::render) does:
+    /// the image a whole-frame render of `view` gives, within rounding. Runs on the GPU
+    /// (the march shader in a mode that takes the volume's colour from `image`); needs the
+    /// region and the combined cells of this frame set. Waits for the GPU.
+    pub fn finish_premultiplied(
+        &mut self,
+        view: &View,
+        image: &PremultipliedImage,
+    ) -> Result<Image, RenderError> {
+        let (region, combined) = self.region_and_cells(view)?;
+        self.region_passes()
+            .finish(view, &region, &combined, image)?;
+        self.read_image()
+    }
+
+    /// The region and the combined cells, where `view` decomposes; errors naming what is
+    /// missing.
+    fn region_and_cells(&mut self, view: &View) -> Result<(Region, Vec<f32>), RenderError> {
+        let region = self.region_for(view)?.clone();
+        let combined = self.combined_cells.clone().ok_or_else(|| {
+            RenderError::Usage(
+                "sort-last rendering needs the combined sun extinction (set_sun_extinction)".into(),
+            )
+        })?;
+        Ok((region, combined))
+    }
+
+    /// Sort-last's passes over this renderer's binding and pipelines.
+    fn region_passes(&mut self) -> RegionPasses<'_> {
+        RegionPasses {
+            device: &self.device,
+            queue: &self.queue,
+            binding: &mut self.binding,
+            march: &mut self.march,
+        }
+    }
+
+    /// The region set, where `view` decomposes over regions; an error naming what does not.
+    fn region_for(&self, view: &View) -> Result<&Region, RenderError> {
+        check_decomposes(view)?;
+        self.region.as_ref().ok_or_else(|| {
+            RenderError::Usage("sort-last rendering needs a region (set_region)".into())
+        })
     }
 
     /// The device this renderer draws with.

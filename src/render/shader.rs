@@ -9,8 +9,8 @@ use crate::format::GridType;
 use crate::format::layout::{self as l, TreeLayout};
 
 use super::params::{
-    FLAG_ACCEL, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_SHADOWS, KIND_EMISSIVE,
-    KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode, PARTS_LIMIT,
+    FLAG_ACCEL, FLAG_COMPOSITE, FLAG_GROUND, FLAG_HDDA, FLAG_JITTER, FLAG_ORTHO, FLAG_REGION,
+    FLAG_SHADOWS, KIND_EMISSIVE, KIND_SCATTER, MAX_ATTRIBUTES, MAX_PARTS, Mode, PARTS_LIMIT,
 };
 use super::transfer::TF_SIZE;
 
@@ -228,7 +228,7 @@ fn prelude_with(cfg: &ShaderConfig) -> String {
 
 /// The constants of the uniform block's encoding ([`super::GpuParams`]): attribute channels,
 /// mode numbers, flag bits and medium kinds, under their WGSL names.
-fn uniform_constants() -> [(&'static str, u32); 12] {
+fn uniform_constants() -> [(&'static str, u32); 14] {
     [
         ("MAX_ATTRS", MAX_ATTRIBUTES as u32),
         ("MODE_SHADED", Mode::Shaded as u32),
@@ -240,6 +240,8 @@ fn uniform_constants() -> [(&'static str, u32); 12] {
         ("FLAG_GROUND", FLAG_GROUND),
         ("FLAG_JITTER", FLAG_JITTER),
         ("FLAG_ACCEL", FLAG_ACCEL),
+        ("FLAG_REGION", FLAG_REGION),
+        ("FLAG_COMPOSITE", FLAG_COMPOSITE),
         ("KIND_SCATTER", KIND_SCATTER),
         ("KIND_EMISSIVE", KIND_EMISSIVE),
     ]
