@@ -124,6 +124,8 @@ impl Player {
         }
         let aspect = cfg.width as f32 / cfg.height as f32;
         let mut scene = scene_file.open(aspect, cfg.attributes.as_deref())?;
+        // A dataset split into bricks holds no whole grid to bind (render --split space).
+        scene.dataset.check_whole_grids()?;
         if let Some(keep) = &cfg.frames {
             // After the scene is open: the camera and the view are the whole dataset's.
             scene.dataset.retain_frames(keep)?;

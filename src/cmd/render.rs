@@ -18,6 +18,7 @@ use supercell::render::{
 use supercell::scene::{LoadedScene, Scene};
 
 mod bench;
+mod split;
 
 use super::render_path::{DEFAULT_SPP, Stop, converge, refine, show};
 use super::{movie, watchdog};
@@ -44,6 +45,13 @@ pub enum ModeArg {
     /// `--spp` samples per pixel (or `--time-budget`); `--linear` writes radiance before
     /// exposure.
     Path,
+}
+
+/// `--split`: how the ranks share each frame.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitArg {
+    /// Each rank its spatial brick of every frame (sort-last).
+    Space,
 }
 
 /// Arguments of `supercell render`.
@@ -170,6 +178,17 @@ pub struct RenderArgs {
     /// allow for the slowest frame's read.
     #[arg(long, default_value = "60s", value_parser = supercell::units::parse_duration)]
     pub read_timeout: std::time::Duration,
+    /// Sort-last rendering across MPI ranks, for frames larger than one GPU holds:
+    /// `space` (under `mpirun -n N`, a dataset written with `--bricks N`): each rank reads
+    /// and draws only its brick of every frame, and the ranks composite their images in
+    /// visibility order onto rank 0, which writes the frames. Shaded mode only.
+    #[arg(long, value_enum, conflicts_with_all = ["cpu", "bench", "converge", "gpus", "movie"])]
+    pub split: Option<SplitArg>,
+    /// Refuse a frame whose grids shown (on this rank, with `--split`) exceed this many
+    /// bytes (`512MiB`, `2GB`): a guard for a GPU's memory, and how the tests force a frame
+    /// over one rank's budget.
+    #[arg(long, value_parser = supercell::units::parse_size)]
+    pub frame_budget: Option<u64>,
     /// Burn a legend into each PNG: per shown attribute a colour bar (its colormap, and its
     /// opacity over a checkerboard) with name, unit and range, and the frame's time (also
     /// the scene's `[overlay] annotate = true`). `--linear` images stay as rendered.
@@ -375,6 +394,10 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
             || args.zoom.is_some()
             || args.ortho,
     });
+    if args.split.is_some() {
+        std::fs::create_dir_all(&args.out).with_context(|| format!("{}", args.out.display()))?;
+        return split::run(args, frames);
+    }
     let encoder = movie_request.as_ref().map(movie::prepare).transpose()?;
     let scene = super::with_dataset(Scene::load(&args.scene)?)?;
     let with_scene_annotate;
@@ -388,6 +411,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
         args
     };
     let mut ls = scene.open(w as f32 / h as f32, args.attributes.as_deref())?;
+    ls.dataset.check_whole_grids()?;
     apply_args(args, &mut ls, w as f32 / h as f32);
     for note in ls.suggestion.iter().flat_map(|s| &s.notes) {
         eprintln!("render: {note}");
@@ -422,6 +446,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     check_size("--size", Some(&renderer), w, h)?;
     for f in frames.clone() {
         check_frame_fits(&ls, &renderer, f)?;
+        split::check_budget(args, &ls, f, 1)?;
     }
     let mut movie = match (&movie_request, &encoder) {
         (Some(req), Some(enc)) => Some(movie::start(req, enc, &ls, scene.playback.fps, (w, h))?),
@@ -648,6 +673,7 @@ fn render_on_gpus(
                     check_size("--size", Some(&renderer), w, h)?;
                     for &f in &mine {
                         check_frame_fits(&ls, &renderer, f)?;
+                        split::check_budget(args, &ls, f, 1)?;
                     }
                     let mut slot = AlignedBuf::new();
                     let who = format!(" on GPU {k}");

@@ -1,0 +1,224 @@
+//! `render --split space`, sort-last across MPI ranks (cargo feature `mpi`, Open MPI): a
+//! frame forced over one rank's budget (`--frame-budget`) is refused whole, and rendered by
+//! 2 and by 4 ranks, each reading and drawing only its brick of a dataset written with
+//! `--bricks`, composited onto rank 0: the picture equals one process's render of the same
+//! frame from the unbricked dataset. Runs where the feature is built and `mpirun` is
+//! installed (scripts/test.sh runs it with `--features mpi`); elsewhere it says why it
+//! skipped, unless SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where it fails.
+#![cfg(feature = "mpi")]
+
+mod mpi_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use mpi_support::have_mpirun;
+use supercell::dataset::{Dataset, LaneSpec, Provenance};
+use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
+
+const SIZE: &str = "96x54";
+const FRAME: &str = "1";
+
+/// The storm's cloud and rain, `bricks` spatial bricks (0: whole grids).
+fn storm(dir: &Path, bricks: u32) {
+    let mut p = default_params();
+    p.resolution = 48;
+    p.frames = 2;
+    p.attributes = vec![Attribute::Cloud, Attribute::Rain];
+    let mut opts = GenerateOptions::default();
+    if bricks > 0 {
+        opts.bricks = p.bricks(bricks).unwrap();
+    }
+    generate_dataset(
+        &p,
+        &opts,
+        dir,
+        LaneSpec::Count(2),
+        1 << 20,
+        Provenance::new("render split test", Vec::<String>::new()),
+        |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+}
+
+/// `[mpirun -n RANKS] supercell render DATASET ...`.
+fn render(ranks: Option<u32>, dataset: &Path, out: &Path, extra: &[&str]) -> Output {
+    let bin = env!("CARGO_BIN_EXE_supercell");
+    let mut cmd = match ranks {
+        Some(n) => {
+            let mut c = Command::new("mpirun");
+            c.args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "-n",
+                &n.to_string(),
+                bin,
+            ]);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let runtime = std::env::temp_dir().join("supercell-render-split-xdg");
+    std::fs::create_dir_all(&runtime).unwrap();
+    cmd.env("XDG_RUNTIME_DIR", &runtime)
+        .arg("render")
+        .arg(dataset)
+        .args([
+            "--frame",
+            FRAME,
+            "--size",
+            SIZE,
+            "--read-timeout",
+            "120s",
+            "--out",
+        ])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn read_png(path: &Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
+/// The grids' bytes of the frame (both attributes), whole or of the largest brick.
+fn frame_bytes(dir: &Path) -> (u64, u64) {
+    let ds = Dataset::open(dir).unwrap();
+    let f = ds.frame(1).unwrap();
+    let whole: u64 = f.grids.iter().map(|g| g.size).sum();
+    let largest = (0..ds.bricks().len().max(1) as u32)
+        .map(|b| {
+            f.grids
+                .iter()
+                .filter(|g| g.brick.unwrap_or(0) == b)
+                .map(|g| g.size)
+                .sum()
+        })
+        .max()
+        .unwrap();
+    (whole, largest)
+}
+
+fn frame_png(dir: &Path) -> PathBuf {
+    dir.join(format!("frame_{:05}.png", FRAME.parse::<u32>().unwrap()))
+}
+
+#[test]
+fn two_and_four_ranks_render_a_frame_one_rank_may_not_hold_as_one_rank_renders_it() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (whole, b2, b4) = (
+        tmp.path().join("whole"),
+        tmp.path().join("b2"),
+        tmp.path().join("b4"),
+    );
+    storm(&whole, 0);
+    storm(&b2, 2);
+    storm(&b4, 4);
+    let (whole_bytes, _) = frame_bytes(&whole);
+    let (_, largest2) = frame_bytes(&b2);
+    let (_, largest4) = frame_bytes(&b4);
+    // A budget the whole frame is over but every brick of 2 (and of 4) fits.
+    assert!(
+        largest4 <= largest2 && largest2 < whole_bytes,
+        "{largest4} {largest2} {whole_bytes}"
+    );
+    let budget = ((largest2 + whole_bytes) / 2).to_string();
+
+    let refused = render(
+        None,
+        &whole,
+        &tmp.path().join("refused"),
+        &["--frame-budget", &budget],
+    );
+    assert!(!refused.status.success(), "the whole frame fit the budget");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("over --frame-budget"), "{err}");
+
+    // The one-rank picture with rays marched to the end, as every region marches them.
+    let scene = tmp.path().join("whole.toml");
+    std::fs::write(
+        &scene,
+        format!(
+            "dataset = {:?}\n\n[settings]\ntransmittance_cutoff = 0.0\n",
+            whole.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let reference_dir = tmp.path().join("one");
+    ok(&render(None, &scene, &reference_dir, &[]), "one process");
+    let (w, h, reference) = read_png(&frame_png(&reference_dir));
+    assert_eq!((w, h), (96, 54));
+    // The frame is not empty: a test of compositing nothing could not fail.
+    let lit = reference
+        .chunks_exact(4)
+        .filter(|p| p[0] != reference[0])
+        .count();
+    assert!(lit > 200, "only {lit} pixels differ from the corner");
+
+    for (ranks, dir) in [(2, &b2), (4, &b4)] {
+        let out_dir = tmp.path().join(format!("split{ranks}"));
+        let out = render(
+            Some(ranks),
+            dir,
+            &out_dir,
+            &["--split", "space", "--frame-budget", &budget],
+        );
+        ok(&out, &format!("{ranks} ranks"));
+        let (w2, h2, split) = read_png(&frame_png(&out_dir));
+        assert_eq!((w2, h2), (w, h));
+        let diffs: Vec<i32> = split
+            .iter()
+            .zip(&reference)
+            .map(|(a, b)| (i32::from(*a) - i32::from(*b)).abs())
+            .collect();
+        let max = diffs.iter().copied().max().unwrap();
+        let off = diffs.iter().filter(|&&d| d > 0).count();
+        // The GPU renders both: equal but for rounding of the 8-bit encoding.
+        assert!(
+            max <= 1,
+            "{ranks} ranks: a channel differs by {max} ({off} channels differ)"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&format!("over {ranks} ranks")), "{stderr}");
+    }
+
+    // A run whose rank count is not the dataset's brick count is refused, naming both.
+    let out = render(
+        Some(2),
+        &b4,
+        &tmp.path().join("mismatch"),
+        &["--split", "space"],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("4 brick(s)") && err.contains("2 rank(s)"),
+        "{err}"
+    );
+
+    // A bricked dataset is not rendered as if one brick were the frame.
+    let out = render(None, &b2, &tmp.path().join("plain"), &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("brick"), "{err}");
+}
