@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 mod bench_support;
 mod mpi_support;
 use bench_support::make;
-use mpi_support::have_mpirun;
+use mpi_support::{have_mpirun, rank_pid};
 
 /// `mpirun -n RANKS supercell bench DIR --engine cpu-only ...` with `extra`.
 fn bench_command(ranks: u32, dir: &Path, extra: &[&str]) -> Command {
@@ -111,30 +111,6 @@ fn more_ranks_than_frames_is_refused_by_every_rank_without_a_hang() {
     assert!(said.contains("6 ranks but only 5 frames"), "{said}");
 }
 
-/// The pid of the process of `rank` that runs `bench` on `dir`, once mpirun started it.
-fn rank_pid(dir: &Path, rank: u32) -> Option<u32> {
-    let want = format!("OMPI_COMM_WORLD_RANK={rank}");
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let has = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
-        if has(&cmdline, dir.as_os_str().as_encoded_bytes())
-            && has(&cmdline, b"bench")
-            && environ.split(|&b| b == 0).any(|v| v == want.as_bytes())
-        {
-            return Some(pid);
-        }
-    }
-    None
-}
-
 #[test]
 fn a_rank_that_stops_answering_is_named_and_the_run_ends() {
     if !have_mpirun() {
@@ -150,7 +126,7 @@ fn a_rank_that_stops_answering_is_named_and_the_run_ends() {
         .unwrap();
     let started = std::time::Instant::now();
     let pid = loop {
-        if let Some(p) = rank_pid(&dir, 1) {
+        if let Some(p) = rank_pid(&dir, "bench", 1) {
             break p;
         }
         assert!(started.elapsed().as_secs() < 30, "rank 1 never started");

@@ -12,7 +12,7 @@ mod mpi_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use mpi_support::have_mpirun;
+use mpi_support::{have_mpirun, rank_pid};
 use supercell::dataset::{Dataset, LaneSpec, Provenance};
 use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
 
@@ -21,9 +21,13 @@ const FRAME: &str = "1";
 
 /// The storm's cloud and rain, `bricks` spatial bricks (0: whole grids).
 fn storm(dir: &Path, bricks: u32) {
+    storm_of(dir, bricks, 2);
+}
+
+fn storm_of(dir: &Path, bricks: u32, frames: u32) {
     let mut p = default_params();
     p.resolution = 48;
-    p.frames = 2;
+    p.frames = frames;
     p.attributes = vec![Attribute::Cloud, Attribute::Rain];
     let mut opts = GenerateOptions::default();
     if bricks > 0 {
@@ -221,4 +225,62 @@ fn two_and_four_ranks_render_a_frame_one_rank_may_not_hold_as_one_rank_renders_i
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("brick"), "{err}");
+}
+
+#[test]
+fn a_rank_that_stops_answering_is_named_and_the_run_ends() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("b2");
+    storm_of(&ds, 2, 6);
+    let out_dir = tmp.path().join("out");
+    let bin = env!("CARGO_BIN_EXE_supercell");
+    let runtime = std::env::temp_dir().join("supercell-render-split-xdg");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let child = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-n",
+            "2",
+            bin,
+            "render",
+        ])
+        .arg(&ds)
+        .args(["--split", "space", "--frames", "0..6", "--size", SIZE])
+        .args(["--read-timeout", "4s", "--out"])
+        .arg(&out_dir)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    // Rank 1 freezes (as on a hung node) once the first frame is out.
+    let first = out_dir.join("frame_00000.png");
+    while !first.exists() {
+        assert!(started.elapsed().as_secs() < 120, "no frame was written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = rank_pid(&ds, "render", 1).expect("rank 1 runs");
+    let stopped = Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let frozen = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("rank 1 did not answer within"), "{said}");
+    // Ended by rank 0's bounded wait (4 s a step), not by a hang.
+    assert!(
+        frozen.elapsed().as_secs() < 30,
+        "{:?}: {said}",
+        frozen.elapsed()
+    );
+    assert!(!out_dir.join("frame_00005.png").exists(), "{said}");
 }

@@ -1,5 +1,6 @@
 //! What the tests run under `mpirun` share (tests/mpi_bench.rs, tests/mpi_play.rs, and supercell-data's
 //! tests/mpi_convert.rs by path).
+#![allow(dead_code)]
 
 use std::process::Command;
 
@@ -18,4 +19,29 @@ pub fn have_mpirun() -> bool {
         eprintln!("skipped: mpirun is not installed (Debian: openmpi-bin)");
     }
     ok
+}
+
+/// The pid of the process of `rank` that runs `command` (a word of its command line, such
+/// as `bench`) on `dir`, once mpirun started it: for the tests that stop one rank.
+pub fn rank_pid(dir: &std::path::Path, command: &str, rank: u32) -> Option<u32> {
+    let want = format!("OMPI_COMM_WORLD_RANK={rank}");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let has = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        if has(&cmdline, dir.as_os_str().as_encoded_bytes())
+            && has(&cmdline, command.as_bytes())
+            && environ.split(|&b| b == 0).any(|v| v == want.as_bytes())
+        {
+            return Some(pid);
+        }
+    }
+    None
 }
