@@ -242,7 +242,7 @@ fn retain_brick_reads_only_its_bricks_bytes() {
         part.check_whole_grids().unwrap();
         assert_eq!(part.bricks(), m.bricks.as_slice());
         assert_eq!(part.manifest().attributes, m.attributes);
-        for f in 0..ds.frame_count() {
+        for (f, full) in full.iter().enumerate() {
             let grids = &m.frames[f].grids;
             let b = brick as usize;
             let start = grids[b * attributes].offset;
@@ -268,11 +268,7 @@ fn retain_brick_reads_only_its_bricks_bytes() {
             // The bytes of every other brick garbled: the brick still reads, CRCs right.
             clobber_outside(&ds, f, start..end);
             let buf = read(&part, f);
-            assert_eq!(
-                &buf[..],
-                &full[f][start as usize..end as usize],
-                "frame {f}"
-            );
+            assert_eq!(&buf[..], &full[start as usize..end as usize], "frame {f}");
             for (a, g) in pf.grids.iter().enumerate() {
                 assert_eq!((g.attribute as usize, g.brick), (a, Some(brick)));
                 let bytes = part.grid_bytes(f, a, &buf).unwrap();
@@ -292,6 +288,9 @@ fn retain_brick_reads_only_its_bricks_bytes() {
         assert!(part.retain_brick(0).is_err());
     }
 }
+
+/// A change to a manifest's JSON.
+type Edit = dyn Fn(&mut serde_json::Value);
 
 /// `manifest.json` of `dir` edited by `edit`, loaded: the error text.
 fn load_edited(dir: &Path, edit: impl Fn(&mut serde_json::Value)) -> String {
@@ -317,7 +316,7 @@ fn hostile_brick_lists_are_refused_with_the_manifest_named() {
     };
     let dir = tmp.path().join("b2");
     generate(&params, GridType::Fp16, 2, &dir);
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+    let cases: Vec<(&str, Box<Edit>)> = vec![
         (
             "overlap",
             Box::new(|v| v["bricks"][1]["index_box"][0][0] = 8.into()),

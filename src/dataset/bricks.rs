@@ -211,7 +211,8 @@ fn check_world_map(bricks: &[Brick]) -> Result<(), String> {
             for k in 0..2 {
                 let want = origin[a] + scale[a] * f64::from(b.index_box[k][a]);
                 let slack = 1e-9 * (want.abs() + scale[a].abs() + 1.0);
-                if !(scale[a] > 0.0) || (b.world_box[k][a] - want).abs() > slack {
+                let positive = scale[a].partial_cmp(&0.0) == Some(std::cmp::Ordering::Greater);
+                if !positive || (b.world_box[k][a] - want).abs() > slack {
                     return Err(format!(
                         "bricks[{i}].world_box {:?}..{:?} does not map to its index_box {:?}..{:?} as bricks[0]'s does",
                         b.world_box[0], b.world_box[1], b.index_box[0], b.index_box[1]
