@@ -580,3 +580,63 @@ fn one_frame_checked_by_nanovdb_convert_and_pyopenvdb() {
     );
     eprintln!("{TEST}: {}", String::from_utf8_lossy(&out.stdout).trim());
 }
+
+/// A bricked write of opaque frames (2 attributes, 2 bricks) into `dir`, interrupted before
+/// its manifest lands where `crash` is set.
+fn write_opaque_bricked(dir: &Path, seed: u8, crash: bool) -> Result<Manifest, DatasetError> {
+    use supercell::dataset::{AttributeSpec, CrashPoint, DatasetWriter};
+    let attrs = vec![AttributeSpec::new("a"), AttributeSpec::new("b")];
+    let mut w = DatasetWriter::create(dir, LaneSpec::Count(2), 8192, attrs, provenance())?;
+    let boxes = [[[0, 0, 0], [8, 8, 8]], [[8, 0, 0], [16, 8, 8]]];
+    w.set_bricks(supercell::dataset::bricks::bricks_of(
+        &boxes, [1.0; 3], [0.0; 3],
+    ))?;
+    for f in 0..3u8 {
+        let grids = (0..4u8).map(|g| vec![seed ^ f ^ g; 5000 + usize::from(g) * 3000]);
+        w.push_frame_opaque(f64::from(f), grids.collect())?;
+    }
+    if crash {
+        w.crash_at(CrashPoint::BeforeManifestRename);
+    }
+    w.finish()
+}
+
+#[test]
+fn an_interrupted_bricked_write_leaves_the_old_dataset_and_is_cleaned_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    write_opaque_bricked(&dir, 1, false).unwrap();
+    let before = std::fs::read(dir.join("manifest.json")).unwrap();
+    assert!(write_opaque_bricked(&dir, 2, true).is_err());
+    // The old dataset, untouched and whole.
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), before);
+    let ds = Dataset::open(&dir).unwrap();
+    assert_eq!(ds.bricks().len(), 2);
+    for f in 0..ds.frame_count() {
+        read(&ds, f);
+        let part = ds.retain_brick(1).unwrap();
+        assert_eq!(
+            read(&part, f)[0],
+            1 ^ f as u8 ^ 2,
+            "frame {f}: brick 1's first grid"
+        );
+    }
+    // The next write removes the interrupted one's files.
+    write_opaque_bricked(&dir, 3, false).unwrap();
+    let ds = Dataset::open(&dir).unwrap();
+    let mut referenced: Vec<PathBuf> = Vec::new();
+    for (l, lane) in ds.manifest().lanes.iter().enumerate() {
+        referenced.extend((0..lane.files.len()).map(|f| ds.lane_file_path(l as u32, f as u32)));
+    }
+    let mut present: Vec<PathBuf> = Vec::new();
+    for lane in std::fs::read_dir(dir.join("lanes")).unwrap() {
+        present.extend(
+            std::fs::read_dir(lane.unwrap().path())
+                .unwrap()
+                .map(|e| e.unwrap().path()),
+        );
+    }
+    referenced.sort();
+    present.sort();
+    assert_eq!(present, referenced, "files left behind");
+}
