@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use supercell::cluster::threads::run_on;
-use supercell::dataset::bricks::{halo_box, holds_leaf};
 use supercell::dataset::ranks::first_difference;
 use supercell::dataset::{
     AlignedBuf, Brick, CrcCheck, Dataset, DatasetError, LaneSpec, Manifest, Provenance,
@@ -73,6 +72,19 @@ fn refine(m: &Manifest, a: usize) -> i32 {
     (model / m.attributes[a].voxel_size.unwrap()[0]).round() as i32
 }
 
+/// The box (min inclusive, max exclusive) a brick's grid of an attribute `r` times finer
+/// than the model grid must hold the whole grid's values over: the brick's box in the
+/// attribute's index space grown by one leaf (8 voxels; trilinear samples and central
+/// differences need 2), computed here rather than taken from the library.
+fn must_hold(b: &Brick, r: i32) -> [Coord; 2] {
+    let [lo, hi] = b.index_box;
+    [lo.map(|v| v * r - 8), hi.map(|v| v * r + 8)]
+}
+
+fn inside(p: Coord, [lo, hi]: [Coord; 2]) -> bool {
+    (0..3).all(|k| p[k] >= lo[k] && p[k] < hi[k])
+}
+
 fn read(ds: &Dataset, f: usize) -> AlignedBuf {
     let mut buf = AlignedBuf::new();
     ds.read_frame(f, &mut buf, CrcCheck::Verify).unwrap();
@@ -113,13 +125,13 @@ fn check_frame(whole: &Dataset, bricked: &Dataset, f: usize) {
         let bg = Grid::parse(bytes).unwrap();
         let what = format!("frame {f} attribute {a} brick {b}");
         let mut expected = leaves_of(&wg);
-        expected.retain(|&origin, _| holds_leaf(brick, r, origin));
+        expected.retain(|&origin, _| inside(origin, must_hold(brick, r)));
         assert_eq!(leaves_of(&bg), expected, "{what}: leaves");
         assert_eq!(bg.background().unwrap(), wg.background().unwrap(), "{what}");
         if r != 1 {
             continue; // the nested grid's box is 4³ times larger: its leaves were compared
         }
-        let [lo, hi] = halo_box(brick, r);
+        let [lo, hi] = must_hold(brick, r);
         let (mut wa, mut ba) = (wg.accessor(), bg.accessor());
         for x in lo[0]..hi[0] {
             for y in lo[1]..hi[1] {
@@ -230,7 +242,7 @@ fn retain_brick_reads_only_its_bricks_bytes() {
         part.check_whole_grids().unwrap();
         assert_eq!(part.bricks(), m.bricks.as_slice());
         assert_eq!(part.manifest().attributes, m.attributes);
-        for f in 0..ds.frame_count() {
+        for (f, full) in full.iter().enumerate() {
             let grids = &m.frames[f].grids;
             let b = brick as usize;
             let start = grids[b * attributes].offset;
@@ -256,11 +268,7 @@ fn retain_brick_reads_only_its_bricks_bytes() {
             // The bytes of every other brick garbled: the brick still reads, CRCs right.
             clobber_outside(&ds, f, start..end);
             let buf = read(&part, f);
-            assert_eq!(
-                &buf[..],
-                &full[f][start as usize..end as usize],
-                "frame {f}"
-            );
+            assert_eq!(&buf[..], &full[start as usize..end as usize], "frame {f}");
             for (a, g) in pf.grids.iter().enumerate() {
                 assert_eq!((g.attribute as usize, g.brick), (a, Some(brick)));
                 let bytes = part.grid_bytes(f, a, &buf).unwrap();
@@ -280,6 +288,9 @@ fn retain_brick_reads_only_its_bricks_bytes() {
         assert!(part.retain_brick(0).is_err());
     }
 }
+
+/// A change to a manifest's JSON.
+type Edit = dyn Fn(&mut serde_json::Value);
 
 /// `manifest.json` of `dir` edited by `edit`, loaded: the error text.
 fn load_edited(dir: &Path, edit: impl Fn(&mut serde_json::Value)) -> String {
@@ -305,7 +316,7 @@ fn hostile_brick_lists_are_refused_with_the_manifest_named() {
     };
     let dir = tmp.path().join("b2");
     generate(&params, GridType::Fp16, 2, &dir);
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
+    let cases: Vec<(&str, Box<Edit>)> = vec![
         (
             "overlap",
             Box::new(|v| v["bricks"][1]["index_box"][0][0] = 8.into()),
@@ -568,4 +579,64 @@ fn one_frame_checked_by_nanovdb_convert_and_pyopenvdb() {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("{TEST}: {}", String::from_utf8_lossy(&out.stdout).trim());
+}
+
+/// A bricked write of opaque frames (2 attributes, 2 bricks) into `dir`, interrupted before
+/// its manifest lands where `crash` is set.
+fn write_opaque_bricked(dir: &Path, seed: u8, crash: bool) -> Result<Manifest, DatasetError> {
+    use supercell::dataset::{AttributeSpec, CrashPoint, DatasetWriter};
+    let attrs = vec![AttributeSpec::new("a"), AttributeSpec::new("b")];
+    let mut w = DatasetWriter::create(dir, LaneSpec::Count(2), 8192, attrs, provenance())?;
+    let boxes = [[[0, 0, 0], [8, 8, 8]], [[8, 0, 0], [16, 8, 8]]];
+    w.set_bricks(supercell::dataset::bricks::bricks_of(
+        &boxes, [1.0; 3], [0.0; 3],
+    ))?;
+    for f in 0..3u8 {
+        let grids = (0..4u8).map(|g| vec![seed ^ f ^ g; 5000 + usize::from(g) * 3000]);
+        w.push_frame_opaque(f64::from(f), grids.collect())?;
+    }
+    if crash {
+        w.crash_at(CrashPoint::BeforeManifestRename);
+    }
+    w.finish()
+}
+
+#[test]
+fn an_interrupted_bricked_write_leaves_the_old_dataset_and_is_cleaned_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    write_opaque_bricked(&dir, 1, false).unwrap();
+    let before = std::fs::read(dir.join("manifest.json")).unwrap();
+    assert!(write_opaque_bricked(&dir, 2, true).is_err());
+    // The old dataset, untouched and whole.
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), before);
+    let ds = Dataset::open(&dir).unwrap();
+    assert_eq!(ds.bricks().len(), 2);
+    for f in 0..ds.frame_count() {
+        read(&ds, f);
+        let part = ds.retain_brick(1).unwrap();
+        assert_eq!(
+            read(&part, f)[0],
+            1 ^ f as u8 ^ 2,
+            "frame {f}: brick 1's first grid"
+        );
+    }
+    // The next write removes the interrupted one's files.
+    write_opaque_bricked(&dir, 3, false).unwrap();
+    let ds = Dataset::open(&dir).unwrap();
+    let mut referenced: Vec<PathBuf> = Vec::new();
+    for (l, lane) in ds.manifest().lanes.iter().enumerate() {
+        referenced.extend((0..lane.files.len()).map(|f| ds.lane_file_path(l as u32, f as u32)));
+    }
+    let mut present: Vec<PathBuf> = Vec::new();
+    for lane in std::fs::read_dir(dir.join("lanes")).unwrap() {
+        present.extend(
+            std::fs::read_dir(lane.unwrap().path())
+                .unwrap()
+                .map(|e| e.unwrap().path()),
+        );
+    }
+    referenced.sort();
+    present.sort();
+    assert_eq!(present, referenced, "files left behind");
 }

@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use netcdf_reference::{import, realdata, tool};
-use supercell::dataset::bricks::holds_leaf;
 use supercell::dataset::{AlignedBuf, CrcCheck, Dataset};
 use supercell::format::{Coord, Grid};
 
@@ -50,7 +49,9 @@ fn compare(whole: &Path, bricked: &Path) -> usize {
             let (a, b) = (entry.attribute as usize, entry.brick.unwrap() as usize);
             let w = Grid::parse(wg[a].1).unwrap();
             let mut expected = leaves_of(&w);
-            expected.retain(|&o, _| holds_leaf(&bm.bricks[b], 1, o));
+            // The brick's box grown by one leaf (8 voxels), computed here.
+            let [lo, hi] = bm.bricks[b].index_box;
+            expected.retain(|&o, _| (0..3).all(|k| o[k] >= lo[k] - 8 && o[k] < hi[k] + 8));
             let got = leaves_of(&Grid::parse(bytes).unwrap());
             assert_eq!(got, expected, "frame {f} attribute {a} brick {b}");
         }

@@ -17,6 +17,11 @@ use mpi_support::have_mpirun;
 /// `supercell-data generate ds` of a small storm in `dir`, under `mpirun -n RANKS` where
 /// given. (The same relative path both times: the manifest records the arguments.)
 fn generate(ranks: Option<u32>, dir: &Path) -> Output {
+    generate_with(ranks, dir, &[])
+}
+
+/// [`generate`] with `extra` arguments.
+fn generate_with(ranks: Option<u32>, dir: &Path, extra: &[&str]) -> Output {
     std::fs::create_dir_all(dir).unwrap();
     let mut cmd = match ranks {
         Some(n) => {
@@ -39,6 +44,7 @@ fn generate(ranks: Option<u32>, dir: &Path) -> Output {
         .args(["generate", "ds"])
         .args(["--frames", "5", "--resolution", "32", "--lanes", "3"])
         .args(["--chunk-size", "8K", "--threads", "1"])
+        .args(extra)
         .output()
         .unwrap()
 }
@@ -78,6 +84,28 @@ fn mpmd(dir: &Path, per_rank: &[Vec<String>]) -> Output {
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn two_ranks_generate_the_one_process_bricked_dataset() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = generate_with(None, &tmp.path().join("one"), &["--bricks", "3"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = generate_with(Some(2), &tmp.path().join("two"), &["--bricks", "3"]);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("3 spatial bricks"), "{said}");
+    let (one, two) = (tmp.path().join("one/ds"), tmp.path().join("two/ds"));
+    let bricks = supercell::dataset::Dataset::open(&one)
+        .unwrap()
+        .bricks()
+        .len();
+    assert_eq!(bricks, 3);
+    assert_eq!(first_difference(&one, &two).unwrap(), None);
 }
 
 #[test]

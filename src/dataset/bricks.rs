@@ -211,7 +211,8 @@ fn check_world_map(bricks: &[Brick]) -> Result<(), String> {
             for k in 0..2 {
                 let want = origin[a] + scale[a] * f64::from(b.index_box[k][a]);
                 let slack = 1e-9 * (want.abs() + scale[a].abs() + 1.0);
-                if !(scale[a] > 0.0) || (b.world_box[k][a] - want).abs() > slack {
+                let positive = scale[a].partial_cmp(&0.0) == Some(std::cmp::Ordering::Greater);
+                if !positive || (b.world_box[k][a] - want).abs() > slack {
                     return Err(format!(
                         "bricks[{i}].world_box {:?}..{:?} does not map to its index_box {:?}..{:?} as bricks[0]'s does",
                         b.world_box[0], b.world_box[1], b.index_box[0], b.index_box[1]
@@ -263,15 +264,20 @@ mod tests {
 
     #[test]
     fn overlapping_or_holey_bricks_are_named() {
+        let check = |second: [Coord; 2]| {
+            let b = bricks_of(&[[[0, 0, 0], [16, 8, 8]], second], [1.0; 3], [0.0; 3]);
+            check_bricks(&b).unwrap_err()
+        };
+        assert!(check([[8, 0, 0], [24, 8, 8]]).contains("overlap"));
+        assert!(check([[24, 0, 0], [32, 8, 8]]).contains("holes"));
+        assert!(check([[16, 0, 0], [20, 8, 8]]).contains("leaf boundary"));
         let mut b = bricks_of(
-            &[[[0, 0, 0], [16, 8, 8]], [[8, 0, 0], [24, 8, 8]]],
+            &[[[0, 0, 0], [16, 8, 8]], [[16, 0, 0], [32, 8, 8]]],
             [1.0; 3],
             [0.0; 3],
         );
-        assert!(check_bricks(&b).unwrap_err().contains("overlap"));
-        b[1].index_box = [[24, 0, 0], [32, 8, 8]];
-        assert!(check_bricks(&b).unwrap_err().contains("holes"));
-        b[1].index_box = [[16, 0, 0], [20, 8, 8]];
-        assert!(check_bricks(&b).unwrap_err().contains("leaf boundary"));
+        check_bricks(&b).unwrap();
+        b[1].world_box[1][0] = 40.0;
+        assert!(check_bricks(&b).unwrap_err().contains("does not map"));
     }
 }

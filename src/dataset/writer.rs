@@ -682,7 +682,7 @@ impl DatasetWriter {
         let index = self.open_frame.as_ref().map_or(0, |f| f.entries.len());
         let attributes = self.attributes.len();
         let brick = (!self.bricks.is_empty()).then_some((index / attributes) as u32);
-        if brick.is_some() && index > 0 && index % attributes == 0 {
+        if brick.is_some() && index > 0 && index.is_multiple_of(attributes) {
             // A brick's first grid: the chunk in progress ends here and goes on as a new
             // extent, so that no extent holds bytes of two bricks (a rank reading one
             // brick reads only its bytes, and each piece has its own CRC). The lanes get

@@ -479,16 +479,6 @@ pub fn generate_grids(
         let mut bytes = 0;
         let attributes = frame.leaves.len();
         let bricks = opts.bricks.len().max(1);
-        // Bricks are boxes of the storm's grid; a nested attribute's grid is finer.
-        let refine: Vec<i32> = (params.attributes.iter())
-            .map(|a| {
-                if a.is_nested() {
-                    super::NEST_REFINEMENT as i32
-                } else {
-                    1
-                }
-            })
-            .collect();
         let mut all_leaves: Vec<Option<EncodedLeaves>> =
             frame.leaves.into_iter().map(Some).collect();
         // Brick by brick, each brick's grids in attribute order (whole grids: one pass).
@@ -497,18 +487,10 @@ pub fn generate_grids(
             let leaves = all_leaves[ai]
                 .as_ref()
                 .expect("freed only after its last brick");
-            let count = match opts.bricks.get(brick) {
-                None => {
-                    build_grid_encoded_into(leaves, &builds[ai], &mut grid).map(|()| leaves.len())
-                }
-                Some(b) => build_grid_encoded_where_into(
-                    leaves,
-                    &builds[ai],
-                    |origin| crate::dataset::bricks::holds_leaf(b, refine[ai], origin),
-                    &mut grid,
-                ),
-            }
-            .map_err(|e| format_error(params, frame.frame, ai, e))? as u64;
+            let part = opts.bricks.get(brick);
+            let count = build_part(leaves, &builds[ai], params.attributes[ai], part, &mut grid)
+                .map_err(|e| format_error(params, frame.frame, ai, e))?
+                as u64;
             if brick + 1 == bricks {
                 // This attribute's leaves are in its grids now: free them before the next.
                 all_leaves[ai] = None;
@@ -616,6 +598,27 @@ pub fn generate_grids(
         .map(|(a, s)| (*a, s / n.max(1) as u64))
         .collect();
     Ok(report)
+}
+
+/// Builds `attribute`'s grid of `leaves` into `grid`: whole, or only the leaves `brick`
+/// holds (its box and halo; bricks are boxes of the storm's grid, and a nested attribute's
+/// grid is [`super::NEST_REFINEMENT`] times finer). Returns the leaves built.
+fn build_part(
+    leaves: &EncodedLeaves,
+    build: &BuildOptions,
+    attribute: super::Attribute,
+    brick: Option<&Brick>,
+    grid: &mut Vec<u8>,
+) -> Result<usize, FormatError> {
+    let Some(b) = brick else {
+        return build_grid_encoded_into(leaves, build, grid).map(|()| leaves.len());
+    };
+    let refine = match attribute.is_nested() {
+        true => super::NEST_REFINEMENT as i32,
+        false => 1,
+    };
+    let keep = |origin| crate::dataset::bricks::holds_leaf(b, refine, origin);
+    build_grid_encoded_where_into(leaves, build, keep, grid)
 }
 
 fn check(params: &StormParams, opts: &GenerateOptions) -> Result<(), SynthError> {

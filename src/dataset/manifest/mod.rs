@@ -40,6 +40,31 @@
 //! byte that is not printable ASCII or is `%` ([`ARG_BYTES_MARKER`], [`Provenance::arg_os`]
 //! reads it back), so the record is lossless.
 //!
+//! # Bricks (optional)
+//!
+//! A dataset written with `--bricks N` (sort-last rendering across ranks) lists its spatial
+//! bricks after the attributes, and each grid entry names its brick:
+//!
+//! ```json
+//!   "bricks": [
+//!     {"index_box":[[0,0,0],[24,64,32]],"world_box":[[0.0,0.0,0.0],[12000.0,32000.0,16000.0]]},
+//!     {"index_box":[[24,0,0],[64,64,32]],"world_box":[[12000.0,0.0,0.0],[32000.0,32000.0,16000.0]]}
+//!   ],
+//!   ...
+//!      "grids":[{"attribute":0,"offset":0,"size":19872,"checksum":"8c1e33a5d2f04b17","brick":0}, ...]
+//! ```
+//!
+//! `index_box` is `[min, max]`, min inclusive and max exclusive, on leaf (8-voxel)
+//! boundaries; the boxes are disjoint, tile their bounding box (the domain), and map onto
+//! their world boxes by one transform. Each frame then holds one grid per (brick,
+//! attribute), brick by brick and each brick's in attribute order (grid `i` is attribute
+//! `i % A` of brick `i / A`), so one brick's grids are one contiguous range of the slot
+//! image, and an extent starts where each brick's range starts (no extent holds bytes of
+//! two bricks). A brick's grid holds the whole grid's leaves inside its box grown by
+//! [`BRICK_HALO`] voxels. Attribute statistics stay those of the whole domain. Both keys
+//! are absent from a dataset of whole grids, which reads exactly as before. See
+//! [`Brick`], [`super::bricks`] and [`Dataset::retain_brick`](super::Dataset::retain_brick).
+//!
 //! An extent is `[lane, file, offset, len, dst, crc32]`: `len` bytes at `offset` of file
 //! `file` of lane `lane` go to `dst` in the slot image. Offsets, lengths and destinations
 //! are multiples of 4 KiB, lengths at most `chunk_size`, extents sorted by `dst`. Lane paths
