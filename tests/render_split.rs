@@ -220,6 +220,20 @@ fn two_and_four_ranks_render_a_frame_one_rank_may_not_hold_as_one_rank_renders_i
         "{err}"
     );
 
+    // `info` lists the bricks and suggests the sort-last command, not play.
+    let info = Command::new(env!("CARGO_BIN_EXE_supercell"))
+        .arg("info")
+        .arg(&b2)
+        .output()
+        .unwrap();
+    ok(&info, "info");
+    let said = String::from_utf8_lossy(&info.stdout);
+    assert!(said.contains("2 spatial bricks"), "{said}");
+    assert!(
+        said.contains("mpirun -n 2 supercell render") && !said.contains("play it"),
+        "{said}"
+    );
+
     // A bricked dataset is not rendered as if one brick were the frame.
     let out = render(None, &b2, &tmp.path().join("plain"), &[]);
     assert!(!out.status.success());

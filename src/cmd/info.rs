@@ -70,6 +70,10 @@ fn summary_json(path: &Path, ds: &Dataset) -> serde_json::Value {
         "lanes": m.lanes.len(),
         "time": m.frames.first().zip(m.frames.last()).map(|(f, l)| [f.time, l.time]),
         "attributes": attributes,
+        "bricks": m.bricks().iter().map(|b| serde_json::json!({
+            "index_box": b.index_box,
+            "world_box": b.world_box,
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -90,6 +94,19 @@ fn summarise(path: &Path, ds: &Dataset) {
     }
     for a in &m.attributes {
         println!("{}", attribute_line(a));
+    }
+    let bricks = m.bricks();
+    if !bricks.is_empty() {
+        println!(
+            "  {} spatial bricks (sort-last: mpirun -n {} supercell render --split space; \
+             play and a plain render refuse it)",
+            bricks.len(),
+            bricks.len()
+        );
+        for (k, b) in bricks.iter().enumerate() {
+            let [lo, hi] = b.index_box;
+            println!("    brick {k}: voxels {lo:?}..{hi:?} (max exclusive)");
+        }
     }
 }
 
@@ -119,6 +136,21 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     }
     // What to do with it next, in commands this binary has.
     let shown = path.display();
+    let bricks = ds.bricks().len();
+    if bricks > 0 {
+        // Bricks hold no whole grid: only the ranks of a sort-last render draw them.
+        println!(
+            "a picture: {}",
+            command_line(
+                "mpirun",
+                &format!(
+                    "-n {bricks} supercell render {shown} --split space --frame 0 --size \
+                     1280x720 --out frames"
+                )
+            )
+        );
+        return Ok(());
+    }
     println!(
         "play it: {}\n  without a display: {}\na picture: {}",
         command_line("supercell", &format!("play {shown}")),
