@@ -8,9 +8,12 @@
 // 2. `accel_cells` (a thread per cell): every voxel of the cell, found with the same
 //    `lookup` the march uses (one per 8³ block: a leaf, or a tile or the background that
 //    covers the block), so values count exactly as the march sees them: minimum and maximum
-//    finite value, and mean extinction (transfer function opacity × extinction, averaged
-//    over the voxels).
-// 3. `accel_dilate` (a thread per cell): the most extinction any trilinear sample can have
+//    finite value, and the opacity summed over the voxels in whole quanta per 8³ block
+//    (`block_quanta`; pass 3 turns it into the mean extinction, opacity × extinction
+//    averaged over the voxels). Sort-last (FLAG_REGION) counts only the blocks whose centre
+//    lies in the region, so the regions' cells combine exactly (min, max, sum) into these.
+// 3. `accel_dilate` (a thread per cell): the cell's mean extinction from its quanta, and the
+//    most extinction any trilinear sample can have
 //    whose base voxel lies in the cell: the transfer function's largest opacity over the
 //    value range of the cell and its 26 neighbours (a trilinear stencil reaches one voxel
 //    into the next cell). The march skips cells where this is 0 and takes longer steps where

@@ -218,8 +218,11 @@ fn split_render(gpu: &mut TestGpu, view: &View, n: usize, combine: bool) -> Imag
     }
     let mut composite = PremultipliedImage::transparent(W, H);
     for ((region, brick), own) in regions.iter().zip(&shares) {
+        // One renderer plays every rank: bind this rank's brick again and take its share
+        // again (a rank's renderer took it just before), which also shows it repeatable.
         let _buffer = bind(gpu, brick);
         gpu.r.set_region(Some(region.clone())).unwrap();
+        assert!(&gpu.r.sun_extinction(view).unwrap() == own, "share changed");
         gpu.r
             .set_sun_extinction(if combine { &combined } else { own })
             .unwrap();

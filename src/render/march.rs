@@ -187,7 +187,7 @@ impl MarchPipeline {
 }
 
 /// What the cell grids depend on besides the grids themselves.
-fn cells_key(p: &GpuParams, tf: &[[f32; 4]]) -> Vec<u8> {
+pub(super) fn cells_key(p: &GpuParams, tf: &[[f32; 4]]) -> Vec<u8> {
     let mut k = Vec::with_capacity(tf.len() * 16 + 160);
     k.extend_from_slice(&p.mode.to_le_bytes());
     k.extend_from_slice(&p.work_budget.to_le_bytes());

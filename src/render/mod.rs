@@ -18,6 +18,11 @@
 //! - [`Renderer::sample_points`]: a frame's grid values at world positions (the player's
 //!   probes, slices and line plots), read with the march's accessor and interpolation.
 //! - [`render_cpu`]: the reference, for tests.
+//! - Sort-last (`render --split space`): [`Renderer::set_region`] with a [`Region`], then
+//!   [`Renderer::sun_extinction`], [`combine_sun_extinction`] over the ranks,
+//!   [`Renderer::set_sun_extinction`], [`Renderer::render_premultiplied`],
+//!   [`premultiplied_over`] front to back and [`Renderer::finish_premultiplied`]: the
+//!   whole frame's picture from ranks that each hold one region of it (`region.rs`).
 //!
 //! Words: an attribute *channel* is one of the [`MAX_ATTRIBUTES`] grids a frame binds
 //! (grid i of a frame, styled by attribute view i); a *slot* is a frame-ring slot, the

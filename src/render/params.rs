@@ -727,7 +727,7 @@ pub struct GpuParams {
     pub attrs: [GpuAttr; MAX_ATTRIBUTES],
     /// Where each channel's grid lies in the bound parts.
     pub grids: [GpuGrid; MAX_ATTRIBUTES],
-    /// Sort-last ([`FLAG_REGION`]): the world box this render draws, `[lo, hi)` (faces on
+    /// Sort-last (`FLAG_REGION`): the world box this render draws, `[lo, hi)` (faces on
     /// the domain's faces at ∓3e38); w unused.
     pub region_lo: [f32; 4],
     /// See [`region_lo`](Self::region_lo).

@@ -18,6 +18,19 @@
 //! - Every rank marches the whole ray with the whole frame's cells, so its steps land
 //!   where the one-rank march's do, and adds only the samples whose position lies in its
 //!   region (half-open boxes: a sample on a boundary belongs to one region).
+//!
+//! What the caller provides: bricks that use the whole grids' index→world maps and hold
+//! every voxel of the region plus a halo of at least one voxel (a trilinear sample reads
+//! the next voxel), a [`View`] made for the whole frame (its world box and voxel size) and
+//! the same on every rank, and the regions of a split of [`Region::domain_lo`]..`domain_hi`.
+//! Refused by name ([`RenderError::NotDecomposable`]): the path tracer, MIP and
+//! isosurfaces, the march without acceleration cells, and a transmittance cutoff above 0 (a
+//! region does not know the transmittance in front of it). Left as is: a ray that runs out
+//! of its work budget (a guard against corrupt grids) stops at another place in a region's
+//! march than in the whole one's.
+//!
+//! Measured on lavapipe (tests/render_regions.rs, 160 × 90): 2 and 4 regions differ from
+//! the whole render by at most 2.4e-7 (linear RGB).
 
 use super::RenderError;
 use super::binding::FrameBinding;

@@ -8,7 +8,7 @@ use super::binding::{FrameBinding, FrameShape, checked_part_bytes};
 use super::config::RenderConfig;
 use super::denoise::DenoiseParams;
 use super::image::Image;
-use super::march::MarchPipeline;
+use super::march::{MarchPipeline, cells_key};
 use super::params::{Mode, View};
 use super::parts::{GridInParts, GridSlice, SlotPart, check_grid_count, parts_of_slices};
 use super::path_tracer::{PathTracer, TracePass, TracerKnobs, TracerStats};
@@ -54,6 +54,10 @@ pub struct Renderer {
     /// The acceleration cells combined over every region
     /// ([`set_sun_extinction`](Self::set_sun_extinction)).
     combined_cells: Option<Vec<f32>>,
+    /// What the cells of the last [`sun_extinction`](Self::sun_extinction) depend on in
+    /// the view (mode, transfer functions): renders of a view that differs there refuse the
+    /// combined cells rather than draw with stale ones.
+    cells_view: Option<Vec<u8>>,
 }
 
 impl Renderer {
@@ -123,6 +127,7 @@ impl Renderer {
             points: None,
             region: None,
             combined_cells: None,
+            cells_view: None,
         })
     }
 
@@ -195,6 +200,9 @@ impl Renderer {
         self.binding.bind(parts, bound, shape);
         self.march.frame_changed();
         self.frame_generation += 1;
+        // Sort-last: a new frame needs its own combined cells.
+        self.combined_cells = None;
+        self.cells_view = None;
         self.restart_tracer();
         Ok(())
     }
@@ -406,6 +414,7 @@ impl Renderer {
         }
         self.region = region;
         self.combined_cells = None;
+        self.cells_view = None;
         self.march.frame_changed();
         Ok(())
     }
@@ -424,7 +433,9 @@ impl Renderer {
     /// result to [`set_sun_extinction`](Self::set_sun_extinction). Waits for the GPU.
     pub fn sun_extinction(&mut self, view: &View) -> Result<Vec<f32>, RenderError> {
         let region = self.region_for(view)?.clone();
-        self.region_passes().local_cells(view, &region)
+        let cells = self.region_passes().local_cells(view, &region)?;
+        self.cells_view = Some(cells_key(&view.gpu_params(1, 1), &view.tf_table()));
+        Ok(cells)
     }
 
     /// Sort-last, step 2: the cells combined over every region (the combination of every
@@ -487,9 +498,19 @@ impl Renderer {
         let region = self.region_for(view)?.clone();
         let combined = self.combined_cells.clone().ok_or_else(|| {
             RenderError::Usage(
-                "sort-last rendering needs the combined sun extinction (set_sun_extinction)".into(),
+                "sort-last rendering needs the combined sun extinction of the bound frame \
+                 (sun_extinction, then set_sun_extinction)"
+                    .into(),
             )
         })?;
+        let key = cells_key(&view.gpu_params(1, 1), &view.tf_table());
+        if self.cells_view.as_ref() != Some(&key) {
+            return Err(RenderError::Usage(
+                "the combined sun extinction was made for another mode or other transfer \
+                 functions than this view's (call sun_extinction with this view)"
+                    .into(),
+            ));
+        }
         Ok((region, combined))
     }
 
