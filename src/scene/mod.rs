@@ -666,6 +666,15 @@ fn calibrate_suggestion(
     if view.settings.mode != Mode::Shaded {
         return Ok(());
     }
+    if !dataset.bricks().is_empty() {
+        // Calibrating renders whole grids on the CPU; a bricked frame holds pieces.
+        s.notes.push(
+            "opacity not calibrated from the data: the dataset is split into bricks (a scene \
+             file's looks, or the unbricked dataset's, apply as they are)"
+                .into(),
+        );
+        return Ok(());
+    }
     let m = dataset.manifest();
     let targets = suggest::calibration_targets(m, &s.sample, &s.attributes);
     let first_data =

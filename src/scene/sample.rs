@@ -103,12 +103,24 @@ pub fn sample_dataset(ds: &Dataset, budget: u64) -> Result<DataSample, DatasetEr
         }
         spent += size;
         ds.read_frame(f, &mut slot, CrcCheck::Skip)?;
+        let grids = ds.frame_grids(f, &slot)?;
         let per_attr: Vec<Option<GridValues>> = (0..n_attr)
             .into_par_iter()
             .map(|a| {
-                let bytes = ds.grid_bytes(f, a, &slot).ok()?;
-                let grid = Grid::parse(bytes).ok()?;
-                Some(grid_values(&grid, box_voxels(m.attributes[a].index_bbox)))
+                let voxels = box_voxels(m.attributes[a].index_bbox);
+                // A bricked frame holds an attribute's grid in pieces: merged, each piece
+                // counting only the leaves its brick owns, so no voxel counts twice.
+                grids
+                    .iter()
+                    .filter(|(e, _)| e.attribute as usize == a)
+                    .filter_map(|(e, bytes)| {
+                        let grid = Grid::parse(bytes).ok()?;
+                        let owned = e
+                            .brick
+                            .and_then(|b| owned_box(m.bricks().get(b as usize)?, &grid));
+                        Some(grid_values(&grid, voxels, owned))
+                    })
+                    .reduce(GridValues::merge)
             })
             .collect();
         for (a, gv) in per_attr.into_iter().enumerate() {
@@ -171,6 +183,30 @@ struct GridValues {
     data_box: Option<[[f64; 3]; 2]>,
 }
 
+impl GridValues {
+    /// Two pieces of one grid (bricks) as one.
+    fn merge(mut self, other: GridValues) -> GridValues {
+        self.active += other.active;
+        self.fill = (self.fill + other.fill).min(1.0);
+        self.values.extend(other.values);
+        self.data_box = union_box(self.data_box, other.data_box);
+        self
+    }
+}
+
+/// The leaves `brick` owns in `grid` (one of its bricks' grids), in the grid's index space
+/// (`[min, max)`): the brick's box scaled by how much finer the grid's voxels are than the
+/// model grid's the box is given in.
+fn owned_box(brick: &crate::dataset::Brick, grid: &Grid<'_>) -> Option<[[i32; 3]; 2]> {
+    let [lo, hi] = brick.index_box;
+    let model = (brick.world_box[1][0] - brick.world_box[0][0]) / f64::from(hi[0] - lo[0]);
+    let refine = (model / grid.voxel_size()[0]).round();
+    (refine >= 1.0 && refine.is_finite()).then(|| {
+        let r = refine as i32;
+        [lo.map(|v| v * r), hi.map(|v| v * r)]
+    })
+}
+
 /// World box of the eight corners of the leaf at index `origin`.
 fn leaf_box(g: &Grid<'_>, origin: [i32; 3]) -> [[f64; 3]; 2] {
     let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
@@ -188,8 +224,24 @@ fn leaf_box(g: &Grid<'_>, origin: [i32; 3]) -> [[f64; 3]; 2] {
     [lo, hi]
 }
 
-fn grid_values(g: &Grid<'_>, box_voxels: u64) -> GridValues {
-    let active = g.active_voxel_count();
+fn grid_values(g: &Grid<'_>, box_voxels: u64, owned: Option<[[i32; 3]; 2]>) -> GridValues {
+    let owns = |origin: [i32; 3]| {
+        owned.is_none_or(|[lo, hi]| (0..3).all(|i| origin[i] >= lo[i] && origin[i] < hi[i]))
+    };
+    let active = match owned {
+        None => g.active_voxel_count(),
+        // A brick's halo leaves are its neighbours' voxels.
+        Some(_) => g
+            .leaves()
+            .filter(|l| owns(l.origin()))
+            .map(|l| {
+                l.active_mask()
+                    .iter()
+                    .map(|w| u64::from(w.count_ones()))
+                    .sum::<u64>()
+            })
+            .sum(),
+    };
     let fill = if box_voxels > 0 {
         (active as f64 / box_voxels as f64).min(1.0)
     } else {
@@ -210,7 +262,7 @@ fn grid_values(g: &Grid<'_>, box_voxels: u64) -> GridValues {
         .div_ceil(VALUES_PER_GRID)
         .max(1);
     if scalar && active > 0 {
-        for leaf in leaves.step_by(stride) {
+        for leaf in leaves.step_by(stride).filter(|l| owns(l.origin())) {
             let Ok(vals) = leaf.values_f32() else { break };
             let mask = leaf.active_mask();
             let before = values.len();
