@@ -71,6 +71,13 @@ pub struct ImportArgs {
     /// U/V/W or u/v/w) as the attribute wind_speed.
     #[arg(long)]
     pub wind_speed: bool,
+    /// Across MPI ranks (`mpirun -n N`): seconds a rank waits at an exchange for the others
+    /// (each round of frames, the start and the commit) before it names the ranks that did
+    /// not answer (died or stopped), abandons the write (the directory keeps what it held
+    /// before) and ends the run with a non-zero status. Must exceed the spread between
+    /// ranks in converting one frame. No effect in one process.
+    #[arg(long, value_parser = crate::args::parse_timeout, default_value = crate::args::DEFAULT_RANK_TIMEOUT_S)]
+    pub timeout: std::time::Duration,
     /// Also write a scene for the new dataset to this .toml file (transfer functions and
     /// camera chosen from the attributes' names and value ranges; edit it, then `supercell
     /// play FILE`).
@@ -166,6 +173,7 @@ pub fn run_import(args: &ImportArgs, ranks: &dyn supercell::cluster::Ranks) -> R
                 backgrounds: &args.background,
                 wind_speed: args.wind_speed,
                 ranks,
+                wait: Some(args.timeout),
             })?;
             if ranks.rank() != 0 {
                 return Ok(ExitCode::SUCCESS);

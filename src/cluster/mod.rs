@@ -11,7 +11,9 @@
 mod mpi;
 #[cfg(feature = "mpi")]
 pub use mpi::MpiRanks;
+mod all_within;
 mod within;
+pub use all_within::{all_gather_within, broadcast_within};
 pub use within::{Silent, barrier_within, gather_within};
 
 use std::time::Instant;

@@ -35,7 +35,7 @@ fn ranks_text(ranks: &[usize]) -> String {
 
 /// Rank 0 waits for `tag` from every other rank, until `wait` has passed (`None`: as long
 /// as it takes); the messages by sender, or the ranks still silent.
-fn hear_from_all(
+pub(super) fn hear_from_all(
     ranks: &dyn Ranks,
     tag: i32,
     wait: Option<Duration>,

@@ -27,7 +27,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use supercell::cluster::Ranks;
-use supercell::dataset::ranks::{FrameHandover, RankWriter};
+use supercell::dataset::ranks::{FrameHandover, RankWriter, WriteRanks};
 use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Manifest, Provenance};
 use supercell::format::{BuildOptions, BuiltGrid, Grid, GridType, LEAF_DIM, SparseVolume, Value};
 
@@ -69,6 +69,8 @@ pub struct NetcdfOptions<'a> {
     /// The ranks converting together (`mpirun`): each its share of the frames, one
     /// dataset ([`supercell::dataset::ranks`]). One rank: the single writer, as always.
     pub ranks: &'a dyn Ranks,
+    /// How long a rank waits at an exchange for the others (`--timeout`).
+    pub wait: Option<std::time::Duration>,
 }
 
 /// The writer of an import: the single writer, or this rank's part of a shared write.
@@ -784,6 +786,14 @@ fn prepare(opts: &NetcdfOptions<'_>) -> Result<Prepared> {
     Ok((files, sources, backgrounds, frames, grid))
 }
 
+/// The ranks of the import and their wait, as the shared write takes them.
+fn team<'a>(opts: &NetcdfOptions<'a>) -> WriteRanks<'a> {
+    WriteRanks {
+        ranks: opts.ranks,
+        wait: opts.wait,
+    }
+}
+
 /// Runs the import.
 pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let prepared = prepare(opts);
@@ -791,7 +801,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         // A rank whose files cannot be read fails here on every rank, named, rather than
         // leave the others waiting for it.
         let mine = prepared.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
-        supercell::dataset::ranks::all_ready(opts.ranks, mine)?;
+        supercell::dataset::ranks::all_ready(team(opts), mine)?;
     }
     let (files, sources, backgrounds, frames, grid) = prepared?;
     let first = &files[0];
@@ -820,7 +830,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         )),
         _ => Writer::Ranks(Box::new(
             RankWriter::create(
-                ranks,
+                team(opts),
                 opts.out,
                 opts.lanes.clone(),
                 opts.chunk_size,

@@ -40,6 +40,7 @@ fn import(files: &[PathBuf], out: &Path, ranks: &dyn Ranks) -> Result<ExitCode> 
         backgrounds: &[],
         wind_speed: false,
         ranks,
+        wait: Some(std::time::Duration::from_secs(120)),
     })
 }
 
