@@ -116,26 +116,36 @@ fn a_rank_whose_input_fails_is_named_on_every_rank_and_no_dataset_is_written() {
         println!("skipped: {} is absent", cm1.display());
         return;
     }
+    let files: Vec<std::path::PathBuf> = (1..=4)
+        .map(|i| cm1.join(format!("cm1out_00000{i}.nc")))
+        .collect();
     let tmp = tempfile::tempdir().unwrap();
-    // Rank 1 reads a copy of the files whose last one is cut short.
-    let broken = tmp.path().join("broken");
+    damaged_for_rank_one(tmp.path(), &files, &["--vars", "qr,dbz"]);
+}
+
+/// `mpirun` of `import FILES --out ds EXTRA` in `dir` where rank 1 reads a copy of `files`
+/// whose last one is cut short: both ranks name rank 1, the run fails (not by a hang) and
+/// no dataset is written. What the run said.
+fn damaged_for_rank_one(dir: &Path, files: &[std::path::PathBuf], extra: &[&str]) -> String {
+    let broken = dir.join("broken");
     std::fs::create_dir(&broken).unwrap();
     let mut good = strings(&["import"]);
     let mut bad = good.clone();
-    for i in 1..=4 {
-        let name = format!("cm1out_00000{i}.nc");
-        let mut bytes = std::fs::read(cm1.join(&name)).unwrap();
-        if i == 4 {
+    for (i, f) in files.iter().enumerate() {
+        let copy = broken.join(f.file_name().unwrap());
+        let mut bytes = std::fs::read(f).unwrap();
+        if i + 1 == files.len() {
             bytes.truncate(bytes.len() * 2 / 3);
         }
-        std::fs::write(broken.join(&name), bytes).unwrap();
-        good.push(cm1.join(&name).to_string_lossy().into_owned());
-        bad.push(broken.join(&name).to_string_lossy().into_owned());
+        std::fs::write(&copy, bytes).unwrap();
+        good.push(f.to_string_lossy().into_owned());
+        bad.push(copy.to_string_lossy().into_owned());
     }
     for args in [&mut good, &mut bad] {
-        args.extend(strings(&["--out", "ds", "--vars", "qr,dbz"]));
+        args.extend(strings(&["--out", "ds"]));
+        args.extend(strings(extra));
     }
-    let out = mpmd(tmp.path(), &[good, bad]);
+    let out = mpmd(dir, &[good, bad]);
     let said =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -144,7 +154,8 @@ fn a_rank_whose_input_fails_is_named_on_every_rank_and_no_dataset_is_written() {
     );
     // Both ranks say which rank failed.
     assert_eq!(said.matches("rank 1 (").count(), 2, "{said}");
-    assert!(!tmp.path().join("ds/manifest.json").exists(), "{said}");
+    assert!(!dir.join("ds/manifest.json").exists(), "{said}");
+    said
 }
 
 /// The pid of rank `rank`'s process of the run whose command line holds `marker`, once
@@ -320,4 +331,194 @@ fn rank_zero_stopped_mid_conversion_is_named_and_its_files_are_recovered() {
         "{:?}",
         snapshot(&ds).keys()
     );
+}
+
+/// Writes `count` small OpenVDB frames into `dir` with Debian's python3-openvdb: a float
+/// fog grid `density` and a vector grid `velocity` (imported as its length), in an order
+/// that changes from file to file (grids are matched by name). `None` (said why) where
+/// pyopenvdb is missing, unless SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where it fails.
+fn vdb_frames(dir: &Path, count: usize) -> Option<Vec<std::path::PathBuf>> {
+    let script = r#"
+import os, sys
+try:
+    import pyopenvdb as vdb
+except ImportError:
+    sys.exit(3)
+out, count = sys.argv[1], int(sys.argv[2])
+for f in range(count):
+    d = vdb.FloatGrid(0.0)
+    d.name = "density"
+    d.gridClass = vdb.GridClass.FOG_VOLUME
+    a = d.getAccessor()
+    v = vdb.Vec3SGrid()
+    v.name = "velocity"
+    b = v.getAccessor()
+    for i in range(-12 + f, 14 + 2 * f):
+        for j in range(-6, 7, 2):
+            for k in range(0, 9, 3):
+                a.setValueOn((i, j, k), 0.013 * (i * i + j + k + f) + 0.1)
+                b.setValueOn((i, j, k), (0.5 * i, 0.25 * j - f, 0.1 * k))
+    grids = [d, v] if f % 2 == 0 else [v, d]
+    vdb.write(os.path.join(out, "frame_%03d.vdb" % f), grids=grids)
+"#;
+    let status = Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .arg(dir)
+        .arg(count.to_string())
+        .status();
+    let reason = match status {
+        Ok(s) if s.success() => {
+            return Some(
+                (0..count)
+                    .map(|f| dir.join(format!("frame_{f:03}.vdb")))
+                    .collect(),
+            );
+        }
+        Ok(s) if s.code() == Some(3) => "/usr/bin/python3 cannot import pyopenvdb".to_string(),
+        Ok(s) => panic!("writing .vdb files with pyopenvdb failed: {s}"),
+        Err(e) => format!("cannot run /usr/bin/python3: {e}"),
+    };
+    assert!(
+        std::env::var_os("SUPERCELL_REQUIRE_CROSSCHECK").is_none(),
+        "{reason}"
+    );
+    println!("skipped: {reason}");
+    None
+}
+
+/// `supercell-data import FILES --out ds EXTRA` in `dir`, under `mpirun -n RANKS` where
+/// given (the same arguments both ways: the manifest records them).
+fn import(ranks: Option<u32>, dir: &Path, files: &[std::path::PathBuf], extra: &[&str]) -> Output {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut cmd = match ranks {
+        Some(n) => {
+            let mut c = Command::new("timeout");
+            c.args([
+                "120",
+                "mpirun",
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "-n",
+            ]);
+            c.arg(n.to_string())
+                .arg(env!("CARGO_BIN_EXE_supercell-data"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_supercell-data")),
+    };
+    cmd.current_dir(dir)
+        .env("TMPDIR", dir)
+        .arg("import")
+        .args(files)
+        .args(["--out", "ds"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// What an import printed, less its timing (the summary line's seconds and GB/s).
+fn report_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("GB/s of output"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Imports `files` as one process and as 2 and 3 ranks (`extra` each time): the same
+/// dataset byte for byte, and the same report, printed once.
+fn assert_ranks_import_as_one_process(tmp: &Path, files: &[std::path::PathBuf], extra: &[&str]) {
+    let one = import(None, &tmp.join("one"), files, extra);
+    assert!(one.status.success(), "{one:?}");
+    for n in [2, 3] {
+        let dir = tmp.join(format!("ranks{n}"));
+        let out = import(Some(n), &dir, files, extra);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{n} ranks: {said}");
+        assert_eq!(
+            first_difference(&tmp.join("one/ds"), &dir.join("ds")).unwrap(),
+            None,
+            "{n} ranks"
+        );
+        assert_eq!(report_lines(&out), report_lines(&one), "{n} ranks: {said}");
+        assert_eq!(said.matches("GB/s of output").count(), 1, "{said}");
+    }
+}
+
+#[test]
+fn two_and_three_ranks_import_vdb_files_as_one_process_does() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(files) = vdb_frames(tmp.path(), 5) else {
+        return;
+    };
+    let extra = ["--grid-type", "fp8", "--lanes", "3", "--chunk-size", "8K"];
+    assert_ranks_import_as_one_process(tmp.path(), &files, &extra);
+    // The report covers every rank's files: the vector and each attribute's error.
+    let out = import(None, &tmp.path().join("again"), &files, &extra);
+    let lines = report_lines(&out).join("\n");
+    assert!(lines.contains("velocity: a vector grid"), "{lines}");
+    assert!(lines.contains("density: fp8 quantisation"), "{lines}");
+}
+
+#[test]
+fn two_and_three_ranks_import_nvdb_files_as_one_process_does() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = generate(None, &tmp.path().join("source"));
+    assert!(out.status.success(), "{out:?}");
+    // The generated storm's 5 frames as standard .nvdb files.
+    let files: Vec<std::path::PathBuf> = (0..5)
+        .map(|f| {
+            let file = tmp.path().join(format!("frame_{f}.nvdb"));
+            let out = Command::new(env!("CARGO_BIN_EXE_supercell-data"))
+                .arg("export")
+                .arg(tmp.path().join("source/ds"))
+                .args(["--frame", &f.to_string(), "--out"])
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            file
+        })
+        .collect();
+    assert_ranks_import_as_one_process(tmp.path(), &files, &["--lanes", "2"]);
+}
+
+#[test]
+fn two_ranks_import_realdata_vdb_frames_as_one_process_does() {
+    if !have_mpirun() {
+        return;
+    }
+    let seq = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/realdata/vdb/blender_mantaflow_smoke_fire");
+    if !seq.is_dir() {
+        println!("skipped: {} is absent", seq.display());
+        return;
+    }
+    let files: Vec<std::path::PathBuf> = (1..=3)
+        .map(|f| seq.join(format!("fluid_data_000{f}.vdb")))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    assert_ranks_import_as_one_process(tmp.path(), &files, &["--grid-type", "fp16"]);
+}
+
+#[test]
+fn a_rank_whose_vdb_file_is_damaged_is_named_on_every_rank_and_no_dataset_is_written() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(files) = vdb_frames(tmp.path(), 4) else {
+        return;
+    };
+    // Rank 1 (frames 1 and 3) reads a copy of the files whose last one is cut short.
+    let said = damaged_for_rank_one(tmp.path(), &files, &[]);
+    // The error names the file.
+    assert!(said.contains("frame_003.vdb"), "{said}");
 }
