@@ -5,16 +5,18 @@
 //! collective call that cannot be abandoned. Built, as `within`'s steps, on point-to-point
 //! messages with deadlines.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Ranks;
-use super::within::{Silent, hear_from_all};
+use super::within::{Silent, hear_from_all, hear_from_rank_zero};
 
 /// Tags of the two steps (distinct from `within`'s, so no message of one step is taken for
 /// another's).
 const CONTRIBUTE: i32 = 0x5c11;
 const EVERYONE: i32 = 0x5c12;
 const DECIDED: i32 = 0x5c13;
+const INVITE: i32 = 0x5c14;
+const LARGE: i32 = 0x5c15;
 
 /// As [`Ranks::all_gather`] (every rank's bytes in rank order, on every rank), but rank 0
 /// waits at most `wait` for the others' bytes and the others at most twice that for rank 0
@@ -41,14 +43,12 @@ pub fn all_gather_within(
         return Ok(all);
     }
     ranks.send(0, CONTRIBUTE, mine);
-    let deadline = wait.map(|w| Instant::now() + 2 * w);
-    let silent = || Silent {
+    let packed = hear_from_rank_zero(ranks, EVERYONE, wait)?;
+    // Rank 0 packed it; a set that does not unpack is rank 0 not answering as it should.
+    unpack(&packed, ranks.size()).ok_or(Silent {
         ranks: vec![0],
         waited: 2 * wait.unwrap_or_default(),
-    };
-    let (_, packed) = ranks.receive_until(EVERYONE, deadline).ok_or_else(silent)?;
-    // Rank 0 packed it; a set that does not unpack is rank 0 not answering as it should.
-    unpack(&packed, ranks.size()).ok_or_else(silent)
+    })
 }
 
 /// Rank 0's `bytes` on every rank (what rank 0 decided, for the others to act on): rank 0
@@ -66,14 +66,36 @@ pub fn broadcast_within(
         }
         return Ok(bytes.to_vec());
     }
-    let deadline = wait.map(|w| Instant::now() + 2 * w);
-    match ranks.receive_until(DECIDED, deadline) {
-        Some((_, bytes)) => Ok(bytes),
-        None => Err(Silent {
-            ranks: vec![0],
-            waited: 2 * wait.unwrap_or_default(),
-        }),
+    hear_from_rank_zero(ranks, DECIDED, wait)
+}
+
+/// Every rank's bytes in rank order on rank 0 (`None` on the others), for bytes too large
+/// to send before the receiver is there: MPI's send of a message past the transport's
+/// eager limit waits for the receiver to take it, without end where it stopped. So each
+/// rank sends only once rank 0 has invited it (rank 0 then already waits for the bytes);
+/// rank 0 waits at most `wait` for the bytes, the others at most twice that for the
+/// invitation. `Err` names who was silent.
+pub fn gather_large_within(
+    ranks: &dyn Ranks,
+    mine: &[u8],
+    wait: Option<Duration>,
+) -> Result<Option<Vec<Vec<u8>>>, Silent> {
+    if ranks.size() == 1 {
+        return Ok(Some(vec![mine.to_vec()]));
     }
+    if ranks.rank() == 0 {
+        for r in 1..ranks.size() {
+            ranks.send(r, INVITE, &[]);
+        }
+        let mut heard = hear_from_all(ranks, LARGE, wait)?;
+        heard[0] = Some(mine.to_vec());
+        return Ok(Some(
+            heard.into_iter().map(Option::unwrap_or_default).collect(),
+        ));
+    }
+    hear_from_rank_zero(ranks, INVITE, wait)?;
+    ranks.send(0, LARGE, mine);
+    Ok(None)
 }
 
 /// Each part as its length (8 bytes, little-endian) then its bytes.
@@ -106,6 +128,7 @@ fn unpack(mut bytes: &[u8], count: usize) -> Option<Vec<Vec<u8>>> {
 mod tests {
     use super::*;
     use crate::cluster::threads;
+    use std::time::Instant;
 
     const WAIT: Option<Duration> = Some(Duration::from_millis(300));
 
@@ -141,6 +164,29 @@ mod tests {
         let one = out[1].clone().unwrap().unwrap_err();
         assert_eq!(one.to_string(), "rank 0 did not answer within 0.6 s");
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn large_bytes_reach_rank_zero_in_order_and_a_silent_rank_is_named() {
+        let out = threads::run_on(3, 3, |r| {
+            gather_large_within(r, &vec![r.rank() as u8; 10_000 * r.rank()], WAIT).unwrap()
+        });
+        let sizes: Vec<usize> = out[0].as_ref().unwrap().iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![0, 10_000, 20_000]);
+        assert!(out[1].is_none() && out[2].is_none());
+        let out = threads::run_on(3, 3, |r| {
+            (r.rank() != 1).then(|| gather_large_within(r, b"x", WAIT))
+        });
+        let err = out[0].clone().unwrap().unwrap_err();
+        assert_eq!(err.to_string(), "rank 1 did not answer within 0.3 s");
+        // Rank 2 was invited and sent: it is not held.
+        assert_eq!(out[2].clone().unwrap(), Ok(None));
+        // Rank 0 never invites: the others name it.
+        let out = threads::run_on(2, 2, |r| {
+            (r.rank() == 1).then(|| gather_large_within(r, b"x", WAIT))
+        });
+        let err = out[1].clone().unwrap().unwrap_err();
+        assert_eq!(err.to_string(), "rank 0 did not answer within 0.6 s");
     }
 
     #[test]

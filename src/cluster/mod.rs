@@ -13,7 +13,7 @@ mod mpi;
 pub use mpi::MpiRanks;
 mod all_within;
 mod within;
-pub use all_within::{all_gather_within, broadcast_within};
+pub use all_within::{all_gather_within, broadcast_within, gather_large_within};
 pub use within::{Silent, barrier_within, gather_within};
 
 use std::time::Instant;

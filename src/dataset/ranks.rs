@@ -25,8 +25,12 @@
 //! (the old dataset, or none); the caller must then end the run ([`Ranks::abort`]), since
 //! the silent rank cannot finish its part. Where rank 0 is the silent one, its files stay
 //! with its intent, which the next writer's recovery removes. Bytes rank 0 must collect
-//! (the frame records, which grow with the frames) go one way only, to rank 0, so that no
-//! large send waits on a rank that stopped.
+//! (the frame records, which grow with the frames) go one way only, to rank 0, each rank
+//! sending once rank 0 invited it (`crate::cluster::gather_large_within`), so that no large
+//! send waits on a rank that stopped. The other messages are small (a few hundred bytes a
+//! rank): MPI sends them without the receiver's help below the transport's eager limit
+//! (4 KiB between ranks of one host with Open MPI's shared-memory transport, 64 KiB over
+//! TCP), so rounds of many ranks with many attributes can exceed it.
 
 use std::time::Duration;
 
@@ -35,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{DatasetError, Result};
 use super::manifest::{Attribute, Frame, Manifest, Provenance};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec, SharedWrite};
-use crate::cluster::{Ranks, Silent, all_gather_within, broadcast_within, gather_within};
+use crate::cluster::{Ranks, Silent, all_gather_within, broadcast_within, gather_large_within};
 
 /// The ranks of a shared write, and how long a rank waits at an exchange for the others
 /// before it names the silent ones and gives up (`None`: as long as it takes). The wait
@@ -327,8 +331,8 @@ impl<'r> RankWriter<'r> {
         }
         let mine = mine.unwrap_or_else(|e| Message::Failed(self.ranks.host(), e.to_string()));
         let bytes = serde_json::to_vec(&mine).expect("messages serialize");
-        let Some(all) = gather_within(self.ranks, &bytes, self.wait).map_err(|s| self.silent(s))?
-        else {
+        let gathered = gather_large_within(self.ranks, &bytes, self.wait);
+        let Some(all) = gathered.map_err(|s| self.silent(s))? else {
             return Ok(None);
         };
         let failed = failures(&all);
