@@ -80,6 +80,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn timeouts_are_positive_seconds() {
+        assert_eq!(parse_timeout("2.5").unwrap().as_millis(), 2500);
+        assert_eq!(
+            parse_timeout(DEFAULT_RANK_TIMEOUT_S).unwrap().as_secs(),
+            300
+        );
+        for bad in ["0", "-1", "nan", "inf", "1e10", "soon", ""] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert_eq!(parse_size("8MiB").unwrap(), 8 << 20);

@@ -1,9 +1,11 @@
-//! `mpirun -n 2 supercell-data generate` (cargo feature `mpi`, Open MPI): two ranks each
-//! generate their share of the frames into one dataset, byte for byte the one a single
-//! process writes; a rank that stops answering or dies mid-conversion is named by the
-//! other, which ends the run within `--timeout` and leaves the directory as it was. Runs where the feature is built and `mpirun` is installed
-//! (scripts/test.sh installs Open MPI and runs this file with `--features mpi`); elsewhere
-//! it says why it skipped, unless SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where it fails.
+//! `mpirun -n N supercell-data generate|import` (cargo feature `mpi`, Open MPI): the ranks
+//! each convert their share of the frames into one dataset, byte for byte the one a single
+//! process writes (generate; import of .vdb and .nvdb files); a rank that stops answering
+//! or dies mid-conversion is named by the other, which ends the run within `--timeout` and
+//! leaves the directory as it was. Runs where the feature is built and `mpirun` is
+//! installed (scripts/test.sh installs Open MPI and runs this file with `--features mpi`);
+//! elsewhere it says why it skipped, unless SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where
+//! it fails.
 #![cfg(feature = "mpi")]
 
 use std::path::Path;
