@@ -283,6 +283,7 @@ fn upset_mid_generate(upset: Upset, victim: u32) -> (String, tempfile::TempDir) 
     );
     let named = format!("rank {victim} did not answer within");
     assert!(said.contains(&named), "{said}");
+    println!("rank {victim} {signal}: the run ended {took:?} after");
     let limit = if victim == 0 { 6 } else { 3 };
     assert!(took.as_secs() < limit + 15, "{took:?}: {said}");
     assert!(!said.contains("across 2 MPI ranks"), "{said}");
