@@ -365,3 +365,82 @@ fn shared_writers_cut_segments_where_a_single_writer_does() {
     lead.finish().unwrap();
     assert_same(&one, &two, "segments");
 }
+
+/// The frames of [`source_frames`] as `.nvdb` files, one per frame, in `tmp/nvdb`.
+fn nvdb_files(tmp: &Path) -> Vec<std::path::PathBuf> {
+    let (frames, _) = source_frames(tmp);
+    let dir = tmp.join("nvdb");
+    std::fs::create_dir(&dir).unwrap();
+    frames
+        .iter()
+        .enumerate()
+        .map(|(f, (_, grids))| {
+            let path = dir.join(format!("frame_{f}.nvdb"));
+            let grids: Vec<&[u8]> = grids.iter().map(Vec::as_slice).collect();
+            supercell::format::write_nvdb(&path, &grids, supercell::format::Codec::None).unwrap();
+            path
+        })
+        .collect()
+}
+
+/// `import_sequence_ranks` of `files` into `dir` as rank `r`: whether it got the manifest.
+fn import_share(
+    r: &ThreadRanks,
+    files: &[std::path::PathBuf],
+    dir: &Path,
+) -> Result<bool, DatasetError> {
+    supercell::dataset::import_sequence_ranks(
+        files,
+        dir,
+        LaneSpec::Count(2),
+        CHUNK,
+        None,
+        provenance(),
+        &supercell::dataset::ImportOptions::default(),
+        team(r, PATIENT),
+        |_| {},
+    )
+    .map(|m| m.is_some())
+}
+
+#[test]
+fn nvdb_import_on_two_and_three_ranks_writes_the_one_process_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = nvdb_files(tmp.path());
+    let one = tmp.path().join("one");
+    let opts = supercell::dataset::ImportOptions::default();
+    let (lanes, prov) = (LaneSpec::Count(2), provenance());
+    supercell::dataset::import_sequence(&files, &one, lanes, CHUNK, None, prov, &opts, |_| {})
+        .unwrap();
+    for n in [2, 3] {
+        let dir = tmp.path().join(format!("ranks{n}"));
+        let results = on_ranks(n, |r| {
+            import_share(r, &files, &dir).map_err(|e| e.to_string())
+        });
+        assert_eq!(results, (0..n).map(|r| Ok(r == 0)).collect::<Vec<_>>());
+        assert_same(&one, &dir, &format!("{n} ranks, .nvdb import"));
+    }
+}
+
+#[test]
+fn a_first_file_rank_zero_cannot_read_is_named_on_every_rank_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = nvdb_files(tmp.path());
+    std::fs::write(&files[0], b"not a NanoVDB file").unwrap();
+    let dir = tmp.path().join("ds");
+    let results = on_ranks(3, |r| import_share(r, &files, &dir));
+    for (rank, res) in results.iter().enumerate() {
+        let err = match res {
+            Err(e @ DatasetError::RankFailed { .. }) => e.to_string(),
+            other => panic!("rank {rank}: {other:?}"),
+        };
+        assert!(
+            err.starts_with("rank 0 (host0) failed: ") && err.contains("frame_0.nvdb"),
+            "rank {rank}: {err}"
+        );
+    }
+    assert!(
+        !dir.exists(),
+        "nothing is created when the first file cannot be read"
+    );
+}
