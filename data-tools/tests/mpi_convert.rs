@@ -109,20 +109,30 @@ fn a_rank_failing_before_the_ranks_meet_ends_the_job_without_a_dataset() {
 
 #[test]
 fn a_rank_whose_input_fails_is_named_on_every_rank_and_no_dataset_is_written() {
-    if !have_mpirun() {
+    let Some(files) = cm1_files() else {
         return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    damaged_for_rank_one(tmp.path(), &files, &["--vars", "qr,dbz"]);
+}
+
+/// The four CM1 output files of realdata, where `mpirun` runs and they are present (else
+/// says why the caller skips).
+fn cm1_files() -> Option<Vec<std::path::PathBuf>> {
+    if !have_mpirun() {
+        return None;
     }
     let cm1 = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/realdata/cm1/cm1r21.1_supercell_48x48x35_stretched");
     if !cm1.is_dir() {
         println!("skipped: {} is absent", cm1.display());
-        return;
+        return None;
     }
-    let files: Vec<std::path::PathBuf> = (1..=4)
-        .map(|i| cm1.join(format!("cm1out_00000{i}.nc")))
-        .collect();
-    let tmp = tempfile::tempdir().unwrap();
-    damaged_for_rank_one(tmp.path(), &files, &["--vars", "qr,dbz"]);
+    Some(
+        (1..=4)
+            .map(|i| cm1.join(format!("cm1out_00000{i}.nc")))
+            .collect(),
+    )
 }
 
 /// `mpirun` of `import FILES --out ds EXTRA` in `dir` where rank 1 reads a copy of `files`
@@ -524,4 +534,41 @@ fn a_rank_whose_vdb_file_is_damaged_is_named_on_every_rank_and_no_dataset_is_wri
     let said = damaged_for_rank_one(tmp.path(), &files, &[]);
     // The error names the file.
     assert!(said.contains("frame_003.vdb"), "{said}");
+}
+
+#[test]
+fn two_and_three_ranks_import_netcdf_as_one_process_does_and_report_every_rank() {
+    let Some(files) = cm1_files() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // fp8: every attribute reports its largest error, which rank 0 gathers from all.
+    let extra = ["--vars", "qr,dbz,w", "--grid-type", "fp8", "--lanes", "3"];
+    let one = import(None, &tmp.path().join("one"), &files, &extra);
+    assert!(one.status.success(), "{one:?}");
+    // Each attribute's line: its background, quantisation error and non-finite count.
+    let attribute_lines = |out: &Output| -> Vec<String> {
+        let lines = report_lines(out);
+        lines
+            .into_iter()
+            .filter(|l| l.contains(" dropped"))
+            .collect()
+    };
+    assert_eq!(attribute_lines(&one).len(), 3, "{one:?}");
+    for n in [2, 3] {
+        let dir = tmp.path().join(format!("ranks{n}"));
+        let out = import(Some(n), &dir, &files, &extra);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{n} ranks: {said}");
+        assert_eq!(
+            first_difference(&tmp.path().join("one/ds"), &dir.join("ds")).unwrap(),
+            None,
+            "{n} ranks"
+        );
+        assert_eq!(attribute_lines(&out), attribute_lines(&one), "{said}");
+        // The plan and the summary, once (rank 0's).
+        assert_eq!(said.matches("output: at most").count(), 1, "{said}");
+        assert_eq!(said.matches("GB/s of output").count(), 1, "{said}");
+    }
 }
