@@ -458,7 +458,10 @@ fn a_bricked_write_across_ranks_is_the_one_process_dataset() {
                 LaneSpec::Count(3),
                 CHUNK,
                 provenance(),
-                r,
+                supercell::dataset::ranks::WriteRanks {
+                    ranks: r,
+                    wait: Some(std::time::Duration::from_secs(120)),
+                },
                 |_| {},
             )
             .map(|_| ())

@@ -6,10 +6,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use supercell::cluster::Ranks;
 use supercell::cluster::threads::{ThreadRanks, run_on};
-use supercell::dataset::ranks::{FrameHandover, RankWriter, comparable_contents, first_difference};
+use supercell::dataset::ranks::{
+    FrameHandover, RankWriter, WriteRanks, comparable_contents, first_difference,
+};
 use supercell::dataset::{
     AlignedBuf, AttributeSpec, CrcCheck, Dataset, DatasetError, DatasetWriter, LaneSpec, Provenance,
 };
@@ -19,6 +22,17 @@ use supercell::synth::{
 };
 
 const CHUNK: u64 = 8192;
+
+/// `r` as a rank of a shared write that waits at most `wait` for the others.
+fn team(r: &ThreadRanks, wait: Duration) -> WriteRanks<'_> {
+    WriteRanks {
+        ranks: r,
+        wait: Some(wait),
+    }
+}
+
+/// Long enough for any rank of these tests to reach an exchange.
+const PATIENT: Duration = Duration::from_secs(120);
 
 /// A frame's time and grids.
 type TimedFrame = (f64, Vec<Vec<u8>>);
@@ -85,7 +99,7 @@ fn generate_on_two_and_three_ranks_writes_the_one_process_dataset() {
                 LaneSpec::Count(3),
                 CHUNK,
                 provenance(),
-                r,
+                team(r, PATIENT),
                 |_| {},
             )
             .map(|(_, m)| m.is_some())
@@ -133,8 +147,22 @@ fn write_share(
     attributes: Vec<AttributeSpec>,
     fail_after: Option<usize>,
 ) -> Result<bool, DatasetError> {
+    write_share_within(r, dir, frames, attributes, fail_after, None, PATIENT)
+}
+
+/// [`write_share`], where this rank stops answering (returns, as a rank that died) after
+/// handing over `silent_after` frames, and every rank waits at most `wait` for the others.
+fn write_share_within(
+    r: &ThreadRanks,
+    dir: &Path,
+    frames: &[TimedFrame],
+    attributes: Vec<AttributeSpec>,
+    fail_after: Option<usize>,
+    silent_after: Option<usize>,
+    wait: Duration,
+) -> Result<bool, DatasetError> {
     let mut w = RankWriter::create(
-        r,
+        team(r, wait),
         dir,
         LaneSpec::Count(2),
         CHUNK,
@@ -148,6 +176,9 @@ fn write_share(
     for (i, (time, grids)) in frames.iter().enumerate() {
         if !w.owns(i) {
             continue;
+        }
+        if silent_after == Some(pushed) {
+            return Ok(false);
         }
         if fail_after == Some(pushed) {
             return w
@@ -202,15 +233,27 @@ fn whole_frames_on_two_and_three_ranks_write_the_one_process_dataset() {
     }
 }
 
+/// The frames and attributes of [`source_frames`], with a dataset of its first two frames
+/// already at `tmp/ds` (that a failed write must leave as it was) and its contents.
+type OldDataset = (
+    Vec<TimedFrame>,
+    Vec<AttributeSpec>,
+    std::path::PathBuf,
+    BTreeMap<String, Vec<u8>>,
+);
+
+fn with_old_dataset(tmp: &Path) -> OldDataset {
+    let (frames, attributes) = source_frames(tmp);
+    let dir = tmp.join("ds");
+    write_alone(&dir, &frames[..2], attributes.clone());
+    let before = contents(&dir);
+    (frames, attributes, dir, before)
+}
+
 #[test]
 fn a_failing_rank_is_named_on_every_rank_and_leaves_the_old_dataset() {
     let tmp = tempfile::tempdir().unwrap();
-    let (frames, attributes) = source_frames(tmp.path());
-    // A dataset already there: a failed write must leave it as it was.
-    let dir = tmp.path().join("ds");
-    let old = &frames[..2];
-    write_alone(&dir, old, attributes.clone());
-    let before = contents(&dir);
+    let (frames, attributes, dir, before) = with_old_dataset(tmp.path());
     for (n, failing) in [(2, 1), (3, 2), (3, 0)] {
         let results = on_ranks(n, |r| {
             let fail = (r.rank() == failing).then_some(1);
@@ -228,7 +271,42 @@ fn a_failing_rank_is_named_on_every_rank_and_leaves_the_old_dataset() {
         }
         // The old dataset, whole; nothing of the failed write left beside it.
         assert_eq!(contents(&dir), before, "{n} ranks, rank {failing} failing");
-        assert_eq!(Dataset::open(&dir).unwrap().frame_count(), old.len());
+        assert_eq!(Dataset::open(&dir).unwrap().frame_count(), 2);
+    }
+}
+
+#[test]
+fn a_rank_that_stops_answering_is_named_and_rank_zero_leaves_the_old_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (frames, attributes, dir, before) = with_old_dataset(tmp.path());
+    let wait = Duration::from_millis(400);
+    for (n, silent) in [(2, 1), (3, 2)] {
+        let started = Instant::now();
+        let results = on_ranks(n, |r| {
+            let stop = (r.rank() == silent).then_some(1);
+            let out = write_share_within(r, &dir, &frames, attributes.clone(), None, stop, wait);
+            (out, started.elapsed())
+        });
+        for (rank, (res, took)) in results.iter().enumerate() {
+            if rank == silent {
+                continue;
+            }
+            let err = match res {
+                Err(e @ DatasetError::RanksSilent(_)) => e.to_string(),
+                other => panic!("rank {rank} of {n}: {other:?}"),
+            };
+            // Rank 0 names the silent rank; the others name rank 0, which stopped
+            // answering them when it gave up.
+            let named = if rank == 0 { silent } else { 0 };
+            assert!(
+                err.starts_with(&format!("rank {named} did not answer within")),
+                "rank {rank} of {n}: {err}"
+            );
+            // Within the wait (twice it for the others), not a hang.
+            assert!(*took < wait * 2 + Duration::from_secs(5), "{took:?}");
+        }
+        // Rank 0 removed what every rank wrote: the old dataset, whole, and nothing else.
+        assert_eq!(contents(&dir), before, "{n} ranks, rank {silent} silent");
     }
 }
 
@@ -287,4 +365,83 @@ fn shared_writers_cut_segments_where_a_single_writer_does() {
     drop(other);
     lead.finish().unwrap();
     assert_same(&one, &two, "segments");
+}
+
+/// The frames of [`source_frames`] as `.nvdb` files, one per frame, in `tmp/nvdb`.
+fn nvdb_files(tmp: &Path) -> Vec<std::path::PathBuf> {
+    let (frames, _) = source_frames(tmp);
+    let dir = tmp.join("nvdb");
+    std::fs::create_dir(&dir).unwrap();
+    frames
+        .iter()
+        .enumerate()
+        .map(|(f, (_, grids))| {
+            let path = dir.join(format!("frame_{f}.nvdb"));
+            let grids: Vec<&[u8]> = grids.iter().map(Vec::as_slice).collect();
+            supercell::format::write_nvdb(&path, &grids, supercell::format::Codec::None).unwrap();
+            path
+        })
+        .collect()
+}
+
+/// `import_sequence_ranks` of `files` into `dir` as rank `r`: whether it got the manifest.
+fn import_share(
+    r: &ThreadRanks,
+    files: &[std::path::PathBuf],
+    dir: &Path,
+) -> Result<bool, DatasetError> {
+    supercell::dataset::import_sequence_ranks(
+        files,
+        dir,
+        LaneSpec::Count(2),
+        CHUNK,
+        None,
+        provenance(),
+        &supercell::dataset::ImportOptions::default(),
+        team(r, PATIENT),
+        |_| {},
+    )
+    .map(|m| m.is_some())
+}
+
+#[test]
+fn nvdb_import_on_two_and_three_ranks_writes_the_one_process_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = nvdb_files(tmp.path());
+    let one = tmp.path().join("one");
+    let opts = supercell::dataset::ImportOptions::default();
+    let (lanes, prov) = (LaneSpec::Count(2), provenance());
+    supercell::dataset::import_sequence(&files, &one, lanes, CHUNK, None, prov, &opts, |_| {})
+        .unwrap();
+    for n in [2, 3] {
+        let dir = tmp.path().join(format!("ranks{n}"));
+        let results = on_ranks(n, |r| {
+            import_share(r, &files, &dir).map_err(|e| e.to_string())
+        });
+        assert_eq!(results, (0..n).map(|r| Ok(r == 0)).collect::<Vec<_>>());
+        assert_same(&one, &dir, &format!("{n} ranks, .nvdb import"));
+    }
+}
+
+#[test]
+fn a_first_file_rank_zero_cannot_read_is_named_on_every_rank_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = nvdb_files(tmp.path());
+    std::fs::write(&files[0], b"not a NanoVDB file").unwrap();
+    let dir = tmp.path().join("ds");
+    let results = on_ranks(3, |r| import_share(r, &files, &dir));
+    for (rank, res) in results.iter().enumerate() {
+        let err = match res {
+            Err(e @ DatasetError::RankFailed { .. }) => e.to_string(),
+            other => panic!("rank {rank}: {other:?}"),
+        };
+        assert!(
+            err.starts_with("rank 0 (host0) failed: ") && err.contains("frame_0.nvdb"),
+            "rank {rank}: {err}"
+        );
+    }
+    assert!(
+        !dir.exists(),
+        "nothing is created when the first file cannot be read"
+    );
 }

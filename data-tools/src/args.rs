@@ -9,6 +9,23 @@ pub fn parse_size(text: &str) -> Result<u64> {
     Ok(supercell::units::parse_size(text)?)
 }
 
+/// How long a rank of a conversion across MPI ranks waits for the others at one exchange
+/// by default (`--timeout`): long enough for the slowest rank's frame of a round, short
+/// enough that a hung node is noticed within minutes.
+pub const DEFAULT_RANK_TIMEOUT_S: &str = "300";
+
+/// Parses `--timeout`: seconds, a positive finite number.
+pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
+    let s: f64 = text
+        .trim()
+        .parse()
+        .with_context(|| format!("'{text}' is not a number of seconds"))?;
+    if !(s.is_finite() && s > 0.0 && s <= 1e9) {
+        bail!("'{text}': the timeout must be a positive number of seconds");
+    }
+    Ok(std::time::Duration::from_secs_f64(s))
+}
+
 /// Parses an index coordinate `I,J,K` (integers, may be negative).
 pub fn parse_coord(text: &str) -> Result<[i32; 3]> {
     let parts: Vec<&str> = text.split(',').map(str::trim).collect();
@@ -61,6 +78,18 @@ pub fn json_f32(v: f32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_are_positive_seconds() {
+        assert_eq!(parse_timeout("2.5").unwrap().as_millis(), 2500);
+        assert_eq!(
+            parse_timeout(DEFAULT_RANK_TIMEOUT_S).unwrap().as_secs(),
+            300
+        );
+        for bad in ["0", "-1", "nan", "inf", "1e10", "soon", ""] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes() {

@@ -7,8 +7,9 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use supercell::dataset::ranks::WriteRanks;
 use supercell::dataset::{
-    AlignedBuf, CrcCheck, DEFAULT_CHUNK_SIZE, ImportOptions, Provenance, import_sequence,
+    AlignedBuf, CrcCheck, DEFAULT_CHUNK_SIZE, ImportOptions, Provenance, import_sequence_ranks,
 };
 use supercell::format::{Codec, Grid, GridType, write_nvdb};
 
@@ -77,6 +78,13 @@ pub struct ImportArgs {
     /// .vdb files are refused: their domain is known only once every file is read.
     #[arg(long)]
     pub bricks: Option<u32>,
+    /// Across MPI ranks (`mpirun -n N`): seconds a rank waits at an exchange for the others
+    /// (each round of frames, the start and the commit) before it names the ranks that did
+    /// not answer (died or stopped), abandons the write (the directory keeps what it held
+    /// before) and ends the run with a non-zero status. Must exceed the spread between
+    /// ranks in converting one frame. No effect in one process.
+    #[arg(long, value_parser = crate::args::parse_timeout, default_value = crate::args::DEFAULT_RANK_TIMEOUT_S)]
+    pub timeout: std::time::Duration,
     /// Also write a scene for the new dataset to this .toml file (transfer functions and
     /// camera chosen from the attributes' names and value ranges; edit it, then `supercell
     /// play FILE`).
@@ -173,6 +181,7 @@ pub fn run_import(args: &ImportArgs, ranks: &dyn supercell::cluster::Ranks) -> R
                 wind_speed: args.wind_speed,
                 ranks,
                 bricks: args.bricks,
+                wait: Some(args.timeout),
             })?;
             if ranks.rank() != 0 {
                 return Ok(ExitCode::SUCCESS);
@@ -189,12 +198,6 @@ pub fn run_import(args: &ImportArgs, ranks: &dyn supercell::cluster::Ranks) -> R
             args.files[0].display()
         );
     }
-    if ranks.size() > 1 {
-        bail!(
-            "importing .nvdb or .vdb files across MPI ranks is not supported yet (netCDF \
-             files and `generate` are): run it as one process"
-        );
-    }
     if args.vars.is_some()
         || args.dz.is_some()
         || args.dx.is_some()
@@ -206,7 +209,11 @@ pub fn run_import(args: &ImportArgs, ranks: &dyn supercell::cluster::Ranks) -> R
     let times: Vec<f64> = (0..args.files.len())
         .map(|f| f as f64 * args.frame_interval)
         .collect();
-    let bar = ProgressBar::new(args.files.len() as u64);
+    // Across ranks rank 0 shows its own files (every one for a single process).
+    let bar = match ranks.rank() {
+        0 => ProgressBar::new(args.files.len().div_ceil(ranks.size()) as u64),
+        _ => ProgressBar::hidden(),
+    };
     bar.set_style(
         ProgressStyle::with_template("import [{elapsed_precise}] [{wide_bar}] {pos}/{len} files")
             .expect("valid template")
@@ -220,17 +227,30 @@ pub fn run_import(args: &ImportArgs, ranks: &dyn supercell::cluster::Ranks) -> R
         ..ImportOptions::default()
     };
     let started = std::time::Instant::now();
-    let (manifest, report) = import_sequence(
+    let provenance = Provenance::from_os_args("supercell-data import", std::env::args_os().skip(1));
+    let progress = |done: usize| bar.set_position(done as u64);
+    let (chunk, out) = (args.chunk_size, &args.out);
+    // One process is the single writer; across ranks each converts its share.
+    let team = WriteRanks {
+        ranks,
+        wait: Some(args.timeout),
+    };
+    let imported = import_sequence_ranks(
         &args.files,
-        &args.out,
+        out,
         lanes,
-        args.chunk_size,
+        chunk,
         Some(&times),
-        Provenance::from_os_args("supercell-data import", std::env::args_os().skip(1)),
+        provenance,
         &options,
-        |done| bar.set_position(done as u64),
-    )
-    .with_context(|| format!("importing into {}", args.out.display()))?;
+        team,
+        progress,
+    );
+    let imported = imported.with_context(|| format!("importing into {}", out.display()))?;
+    // Across ranks rank 0 reports every rank's files.
+    let Some((manifest, report)) = imported else {
+        return Ok(ExitCode::SUCCESS);
+    };
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     print_import_summary(&args.out, &manifest, seconds);

@@ -67,6 +67,13 @@ pub struct GenerateArgs {
     /// ranks (`mpirun -n N supercell render --split space`). Default: whole grids.
     #[arg(long)]
     pub bricks: Option<u32>,
+    /// Across MPI ranks (`mpirun -n N`): seconds a rank waits at an exchange for the others
+    /// (each round of frames, the start and the commit) before it names the ranks that did
+    /// not answer (died or stopped), abandons the write (the directory keeps what it held
+    /// before) and ends the run with a non-zero status. Must exceed the spread between
+    /// ranks in converting one frame. No effect in one process.
+    #[arg(long, value_parser = crate::args::parse_timeout, default_value = crate::args::DEFAULT_RANK_TIMEOUT_S)]
+    pub timeout: std::time::Duration,
 }
 
 /// Largest `--resolution`: 16384 voxels across is ~100 GB per Float frame, beyond what a
@@ -265,7 +272,17 @@ pub fn run(args: &GenerateArgs, ranks: &dyn Ranks) -> Result<ExitCode> {
             .with_context(|| format!("generating {}", out.display()))?
     } else {
         synth::generate_dataset_ranks(
-            &params, &opts, out, lanes, chunk, provenance, ranks, progress,
+            &params,
+            &opts,
+            out,
+            lanes,
+            chunk,
+            provenance,
+            supercell::dataset::ranks::WriteRanks {
+                ranks,
+                wait: Some(args.timeout),
+            },
+            progress,
         )
         .with_context(|| format!("generating {}", out.display()))?
     };

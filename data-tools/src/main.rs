@@ -32,7 +32,8 @@ enum Command {
     /// dataset, byte for byte the one a single process writes.
     Generate(generate::GenerateArgs),
     /// Import .nvdb or OpenVDB files (one per frame), or CM1/WRF netCDF output, into a
-    /// striped dataset. netCDF output converts across MPI ranks as `generate` does.
+    /// striped dataset. Under `mpirun -n N` (a build with `--features mpi`) rank k converts
+    /// frames k, k+N, ... into the one dataset, as `generate` does.
     Import(convert::ImportArgs),
     /// Export one frame of a dataset as a standard .nvdb file.
     Export(convert::ExportArgs),

@@ -11,8 +11,10 @@
 mod mpi;
 #[cfg(feature = "mpi")]
 pub use mpi::MpiRanks;
+mod all_within;
 mod composite;
 mod within;
+pub use all_within::{all_gather_within, broadcast_within, gather_large_within};
 pub use composite::{
     CompositeError, NotSplit, Over, all_reduce_within, composite_within, visibility_order,
 };

@@ -35,7 +35,7 @@ fn ranks_text(ranks: &[usize]) -> String {
 
 /// Rank 0 waits for `tag` from every other rank, until `wait` has passed (`None`: as long
 /// as it takes); the messages by sender, or the ranks still silent.
-fn hear_from_all(
+pub(super) fn hear_from_all(
     ranks: &dyn Ranks,
     tag: i32,
     wait: Option<Duration>,
@@ -58,12 +58,16 @@ fn hear_from_all(
     Ok(heard)
 }
 
-/// A rank other than 0 waits for rank 0's `tag`: twice `wait`, since rank 0 itself may
-/// wait `wait` for the slowest rank before it answers.
-fn hear_from_rank_zero(ranks: &dyn Ranks, tag: i32, wait: Option<Duration>) -> Result<(), Silent> {
+/// A rank other than 0 waits for rank 0's `tag` (its bytes): twice `wait`, since rank 0
+/// itself may wait `wait` for the slowest rank before it answers.
+pub(super) fn hear_from_rank_zero(
+    ranks: &dyn Ranks,
+    tag: i32,
+    wait: Option<Duration>,
+) -> Result<Vec<u8>, Silent> {
     let deadline = wait.map(|w| Instant::now() + 2 * w);
     match ranks.receive_until(tag, deadline) {
-        Some(_) => Ok(()),
+        Some((_, bytes)) => Ok(bytes),
         None => Err(Silent {
             ranks: vec![0],
             waited: 2 * wait.unwrap_or_default(),
@@ -85,7 +89,7 @@ pub fn barrier_within(ranks: &dyn Ranks, wait: Option<Duration>) -> Result<(), S
         Ok(())
     } else {
         ranks.send(0, READY, &[]);
-        hear_from_rank_zero(ranks, GO, wait)
+        hear_from_rank_zero(ranks, GO, wait).map(|_| ())
     }
 }
 

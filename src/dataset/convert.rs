@@ -10,6 +10,8 @@ use super::error::{DatasetError, Result};
 use super::manifest::{Manifest, Provenance, check_units};
 use super::reader::{CrcCheck, Dataset};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec};
+
+mod ranks;
 use crate::format::checksum::{rename_grid, store_checksum};
 use crate::format::file::meta_from_grid;
 use crate::format::openvdb;
@@ -17,6 +19,7 @@ use crate::format::{
     BuildOptions, ChecksumKind, ChecksumState, Codec, Coord, FileGrid, Grid, GridClass, GridType,
     LeafBrick, SparseVolume, build_grid, read_nvdb, verify_checksum, write_nvdb,
 };
+pub use ranks::import_sequence_ranks;
 
 /// How grids of later files are matched to attributes.
 enum Matching {
@@ -146,6 +149,141 @@ pub fn import_sequence(
     options: &ImportOptions,
     mut progress: impl FnMut(usize),
 ) -> Result<(Manifest, ImportReport)> {
+    check_import(files, times, options)?;
+    let mut report = ImportReport::default();
+    let manifest = std::thread::scope(|s| {
+        // Read (and decompress) the next file while the current one is striped. Bounded
+        // so that at most two frames wait in memory.
+        let (tx, rx) = mpsc::sync_channel::<(usize, Result<FileFrame>)>(1);
+        s.spawn(move || {
+            read_ahead(
+                files,
+                (0..files.len()).collect(),
+                options,
+                HashMap::new(),
+                tx,
+            )
+        });
+        let mut writer: Option<(DatasetWriter, Vec<String>, Matching)> = None;
+        for (i, frame) in rx {
+            let path = &files[i];
+            let mut frame = frame?;
+            fold_findings(&mut report, take_findings(&mut frame));
+            let units = frame.units;
+            let grids = select_grids(frame.grids, options.grids.as_deref(), path)?;
+            let (w, names, matching) = match &mut writer {
+                Some(w) => w,
+                None => {
+                    let (names, matching) = attribute_names(&grids);
+                    let attrs = attribute_specs(&names, &units, path, &mut report.notes);
+                    let w = DatasetWriter::create(
+                        out.as_ref(),
+                        lanes.clone(),
+                        chunk_size,
+                        attrs,
+                        provenance.clone(),
+                    )?;
+                    writer.insert((w, names, matching))
+                }
+            };
+            let ordered = match_grids(grids, names, matching, path, &files[0])?;
+            let time = times.map_or(i as f64, |t| t[i]);
+            w.push_frame(time, ordered)
+                .map_err(|e| input(path, e.to_string()))?;
+            progress(i + 1);
+        }
+        let (w, _, _) = writer.expect("at least one file was read");
+        w.finish()
+    })?;
+    Ok((manifest, report))
+}
+
+/// Reads `files[i]` for each `i` of `order` in turn into `tx`, until one fails or the
+/// receiver goes. `first_classes`: the first file's grid classes, for later files' grids
+/// that have none (empty: learnt from the first file read, which must be the first file).
+fn read_ahead(
+    files: &[PathBuf],
+    order: Vec<usize>,
+    options: &ImportOptions,
+    mut first_classes: HashMap<String, GridClass>,
+    tx: mpsc::SyncSender<(usize, Result<FileFrame>)>,
+) {
+    for i in order {
+        let r = read_frame_file(&files[i], options, &first_classes);
+        if let (0, Ok(frame)) = (i, &r) {
+            first_classes = grid_classes(frame);
+        }
+        let stop = r.is_err();
+        if tx.send((i, r)).is_err() || stop {
+            break;
+        }
+    }
+}
+
+/// The class of each grid of a file, by name.
+fn grid_classes(frame: &FileFrame) -> HashMap<String, GridClass> {
+    frame
+        .grids
+        .iter()
+        .map(|g| (g.name.clone(), g.meta.grid_class))
+        .collect()
+}
+
+/// The attributes the first file's grids (their `names`, with their `units` metadata)
+/// define; notes of units left out go to `notes`.
+fn attribute_specs(
+    names: &[String],
+    units: &[(String, String)],
+    first: &Path,
+    notes: &mut Vec<String>,
+) -> Vec<AttributeSpec> {
+    names
+        .iter()
+        .map(|n| AttributeSpec::new(n).with_units(attribute_units(n, units, first, notes)))
+        .collect()
+}
+
+/// What converting one file found besides its grids, for the [`ImportReport`].
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Findings {
+    errors: Vec<(String, f64)>,
+    narrowed: Vec<(String, f64)>,
+    notes: Vec<String>,
+    vectors: Vec<String>,
+    skipped: Vec<String>,
+}
+
+/// A file's findings, taken out of it.
+fn take_findings(frame: &mut FileFrame) -> Findings {
+    Findings {
+        errors: std::mem::take(&mut frame.errors),
+        narrowed: std::mem::take(&mut frame.narrowed),
+        notes: std::mem::take(&mut frame.notes),
+        vectors: std::mem::take(&mut frame.vectors),
+        skipped: std::mem::take(&mut frame.skipped),
+    }
+}
+
+/// Adds one file's findings to the report (files taken in frame order).
+fn fold_findings(report: &mut ImportReport, found: Findings) {
+    keep_worst(&mut report.max_abs_error, found.errors);
+    keep_worst(&mut report.narrowed, found.narrowed);
+    report.notes.extend(found.notes);
+    for v in found.vectors {
+        if !report.vector_magnitudes.contains(&v) {
+            report.vector_magnitudes.push(v);
+        }
+    }
+    for sk in found.skipped {
+        if !report.skipped.contains(&sk) {
+            report.skipped.push(sk);
+        }
+    }
+}
+
+/// The checks of an import's arguments that need no file: some files, a grid type OpenVDB
+/// grids can become, one finite increasing time per file.
+fn check_import(files: &[PathBuf], times: Option<&[f64]>, options: &ImportOptions) -> Result<()> {
     if files.is_empty() {
         return Err(DatasetError::Usage("no files to import".into()));
     }
@@ -178,79 +316,7 @@ pub fn import_sequence(
             }
         }
     }
-    let mut report = ImportReport::default();
-    let manifest = std::thread::scope(|s| {
-        // Read (and decompress) the next file while the current one is striped. Bounded
-        // so that at most two frames wait in memory.
-        let (tx, rx) = mpsc::sync_channel::<(usize, Result<FileFrame>)>(1);
-        s.spawn(move || {
-            // The classes of the first file's grids, for later files' grids that have none.
-            let mut first_classes = HashMap::new();
-            for (i, f) in files.iter().enumerate() {
-                let r = read_frame_file(f, options, &first_classes);
-                if let (0, Ok(frame)) = (i, &r) {
-                    first_classes = frame
-                        .grids
-                        .iter()
-                        .map(|g| (g.name.clone(), g.meta.grid_class))
-                        .collect();
-                }
-                let stop = r.is_err();
-                if tx.send((i, r)).is_err() || stop {
-                    break;
-                }
-            }
-        });
-        let mut writer: Option<(DatasetWriter, Vec<String>, Matching)> = None;
-        for (i, frame) in rx {
-            let path = &files[i];
-            let frame = frame?;
-            keep_worst(&mut report.max_abs_error, frame.errors);
-            keep_worst(&mut report.narrowed, frame.narrowed);
-            report.notes.extend(frame.notes);
-            let units = frame.units;
-            for v in frame.vectors {
-                if !report.vector_magnitudes.contains(&v) {
-                    report.vector_magnitudes.push(v);
-                }
-            }
-            for sk in frame.skipped {
-                if !report.skipped.contains(&sk) {
-                    report.skipped.push(sk);
-                }
-            }
-            let grids = select_grids(frame.grids, options.grids.as_deref(), path)?;
-            let (w, names, matching) = match &mut writer {
-                Some(w) => w,
-                None => {
-                    let (names, matching) = attribute_names(&grids);
-                    let attrs = names
-                        .iter()
-                        .map(|n| {
-                            let u = attribute_units(n, &units, path, &mut report.notes);
-                            AttributeSpec::new(n).with_units(u)
-                        })
-                        .collect();
-                    let w = DatasetWriter::create(
-                        out.as_ref(),
-                        lanes.clone(),
-                        chunk_size,
-                        attrs,
-                        provenance.clone(),
-                    )?;
-                    writer.insert((w, names, matching))
-                }
-            };
-            let ordered = match_grids(grids, names, matching, path, &files[0])?;
-            let time = times.map_or(i as f64, |t| t[i]);
-            w.push_frame(time, ordered)
-                .map_err(|e| input(path, e.to_string()))?;
-            progress(i + 1);
-        }
-        let (w, _, _) = writer.expect("at least one file was read");
-        w.finish()
-    })?;
-    Ok((manifest, report))
+    Ok(())
 }
 
 /// The unit the first file gives attribute `name` (its grid's `units` metadata), where the

@@ -87,6 +87,10 @@ pub enum DatasetError {
         /// Each failed rank, its host and what went wrong there, in rank order.
         failed: Vec<(usize, String, String)>,
     },
+    /// Ranks of a write shared by several ranks did not answer in time (they died or
+    /// stopped): the write is abandoned, and the run must end (no rank can finish it).
+    #[error("{0} (it died or stopped answering): the shared write is abandoned")]
+    RanksSilent(crate::cluster::Silent),
     /// Another writer holds the dataset's write lock.
     #[error("dataset {} is being written by another writer (lock {} is held)", .dir.display(), .lock.display())]
     Locked {

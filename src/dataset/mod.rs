@@ -33,6 +33,7 @@ mod writer;
 pub use aligned::AlignedBuf;
 pub use convert::{
     ImportOptions, ImportReport, export_frame, import_nvdb_sequence, import_sequence,
+    import_sequence_ranks,
 };
 pub use error::{DatasetError, Result};
 pub use headers::{BadGrid, ReadSlot, check_frame_headers, read_host_slot};

@@ -15,15 +15,44 @@
 //! made its bytes durable and said so; then rank 0 renames them and writes the manifest,
 //! last. Every exchange carries each rank's status, so a rank that fails is named on every
 //! rank at the next exchange and the write is abandoned everywhere (rank 0 removes what was
-//! written); a rank that dies takes the job down with it (MPI's default), and the next
-//! writer removes the files its intent names.
+//! written).
+//!
+//! No rank waits without end for another: every exchange is bounded by the write's wait
+//! ([`WriteRanks::wait`]; built on point-to-point messages, `crate::cluster::all_gather_within`).
+//! A rank that died or stopped answering is named by those that waited for it
+//! ([`DatasetError::RanksSilent`]): rank 0 abandons the write there and then, removing the
+//! lane files every rank wrote and its intent, so the directory holds what it held before
+//! (the old dataset, or none); the caller must then end the run ([`Ranks::abort`]), since
+//! the silent rank cannot finish its part. Where rank 0 is the silent one, its files stay
+//! with its intent, which the next writer's recovery removes. Bytes rank 0 must collect
+//! (the frame records, which grow with the frames) go one way only, to rank 0, each rank
+//! sending once rank 0 invited it (`crate::cluster::gather_large_within`), so that no large
+//! send waits on a rank that stopped. The other messages are small (a few hundred bytes a
+//! rank): MPI sends them without the receiver's help below the transport's eager limit
+//! (4 KiB between ranks of one host with Open MPI's shared-memory transport, 64 KiB over
+//! TCP), so rounds of many ranks with many attributes can exceed it.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::error::{DatasetError, Result};
 use super::manifest::{Attribute, Brick, Frame, Manifest, Provenance};
 use super::writer::{AttributeSpec, DatasetWriter, LaneSpec, SharedWrite};
-use crate::cluster::Ranks;
+use crate::cluster::{Ranks, Silent, all_gather_within, broadcast_within, gather_large_within};
+
+/// The ranks of a shared write, and how long a rank waits at an exchange for the others
+/// before it names the silent ones and gives up (`None`: as long as it takes). The wait
+/// must cover the spread between ranks in converting one frame: a rank is only silent once
+/// another has waited this long for it at one exchange (rank 0 waits this long for the
+/// others, they twice as long for rank 0).
+#[derive(Clone, Copy)]
+pub struct WriteRanks<'r> {
+    /// The ranks.
+    pub ranks: &'r dyn Ranks,
+    /// The longest wait at one exchange.
+    pub wait: Option<Duration>,
+}
 
 /// How the ranks' converters hand frames over, as a single writer would take them: whole
 /// ([`DatasetWriter::push_frame`]) or grid by grid ([`DatasetWriter::begin_frame`]). The
@@ -39,6 +68,7 @@ pub enum FrameHandover {
 /// One rank's part in a dataset written by several ranks; see the module docs.
 pub struct RankWriter<'r> {
     ranks: &'r dyn Ranks,
+    wait: Option<Duration>,
     writer: Option<DatasetWriter>,
     handover: FrameHandover,
     frames: usize,
@@ -47,8 +77,29 @@ pub struct RankWriter<'r> {
     /// Why this rank cannot go on (it could not join): the others hear it at the next
     /// exchange.
     stopped: Option<String>,
-    /// The failed ranks, once an exchange reported any: no more exchanges then.
-    ended: Option<Vec<(usize, String, String)>>,
+    /// Why the write ended, once an exchange reported failed or silent ranks: no more
+    /// exchanges then.
+    ended: Option<Ended>,
+}
+
+/// Why a shared write ended before its commit.
+#[derive(Clone)]
+enum Ended {
+    /// These ranks failed (rank, host, why); every rank heard it.
+    Failed(Vec<(usize, String, String)>),
+    /// These ranks did not answer in time.
+    Silent(Silent),
+}
+
+impl Ended {
+    fn error(&self) -> DatasetError {
+        match self {
+            Ended::Failed(failed) => DatasetError::RankFailed {
+                failed: failed.clone(),
+            },
+            Ended::Silent(s) => DatasetError::RanksSilent(s.clone()),
+        }
+    }
 }
 
 /// What a rank tells the others at an exchange.
@@ -60,8 +111,9 @@ enum Message {
     Share(SharedWrite),
     /// This rank's frame of the round (time as bits, grid sizes), or none.
     Frame(Option<(u64, Vec<u64>)>),
-    /// This rank's bytes are durable: its frames' records and attribute statistics.
-    Done(Vec<(usize, Frame)>, Vec<WireAttribute>),
+    /// This rank's bytes are durable: its frames' records, attribute statistics and its
+    /// caller's report (for rank 0 to print).
+    Done(Vec<(usize, Frame)>, Vec<WireAttribute>, String),
     /// Nothing to say beyond success.
     Ok,
 }
@@ -95,17 +147,20 @@ impl WireAttribute {
     }
 }
 
-/// Returns once every rank of `ranks` has said whether it is ready (`mine`: this rank's
-/// state, an error saying why not); an error naming each rank that is not, on every rank.
-/// For the steps before a shared write starts (opening the inputs), which one rank may
-/// fail alone: the others learn of it here instead of waiting for it.
-pub fn all_ready(ranks: &dyn Ranks, mine: std::result::Result<(), String>) -> Result<()> {
+/// Returns once every rank of `team` has said whether it is ready (`mine`: this rank's
+/// state, an error saying why not); an error naming each rank that is not, on every rank
+/// (or each that did not answer within the wait). For the steps before a shared write
+/// starts (opening the inputs), which one rank may fail alone: the others learn of it here
+/// instead of waiting for it.
+pub fn all_ready(team: WriteRanks<'_>, mine: std::result::Result<(), String>) -> Result<()> {
     let message = match mine {
         Ok(()) => Message::Ok,
-        Err(why) => Message::Failed(ranks.host(), why),
+        Err(why) => Message::Failed(team.ranks.host(), why),
     };
     let bytes = serde_json::to_vec(&message).expect("messages serialize");
-    let failed = failures(&ranks.all_gather(&bytes));
+    let all =
+        all_gather_within(team.ranks, &bytes, team.wait).map_err(DatasetError::RanksSilent)?;
+    let failed = failures(&all);
     match failed.is_empty() {
         true => Ok(()),
         false => Err(DatasetError::RankFailed { failed }),
@@ -131,13 +186,13 @@ pub fn owns(frame: usize, rank: usize, ranks: usize) -> bool {
 }
 
 impl<'r> RankWriter<'r> {
-    /// Starts a write of `frames` frames by every rank of `ranks` (each calls this, with
+    /// Starts a write of `frames` frames by every rank of `team` (each calls this, with
     /// the same arguments): rank 0 creates it as [`DatasetWriter::create`] does (with
     /// [`DatasetWriter::set_bricks`] where `bricks` is not empty), the others join it. An
     /// error on any rank is an error on every rank, naming it.
     #[allow(clippy::too_many_arguments)]
     pub fn create(
-        ranks: &'r dyn Ranks,
+        team: WriteRanks<'r>,
         dir: &std::path::Path,
         lanes: LaneSpec,
         chunk_size: u64,
@@ -147,8 +202,10 @@ impl<'r> RankWriter<'r> {
         frames: usize,
         handover: FrameHandover,
     ) -> Result<RankWriter<'r>> {
+        let ranks = team.ranks;
         let mut me = RankWriter {
             ranks,
+            wait: team.wait,
             writer: None,
             handover,
             frames,
@@ -215,10 +272,19 @@ impl<'r> RankWriter<'r> {
     /// in the rounds left (frames of other ranks), makes this rank's bytes durable, and on
     /// rank 0 commits the dataset once every rank has; returns the manifest on rank 0,
     /// `None` on the others. A failure anywhere is an error on every rank, naming the rank.
-    pub fn finish(
+    pub fn finish(self, converted: std::result::Result<(), String>) -> Result<Option<Manifest>> {
+        Ok(self
+            .finish_reporting(converted, String::new())?
+            .map(|(manifest, _)| manifest))
+    }
+
+    /// [`finish`](Self::finish), with this rank's `report` (what its conversion found, for
+    /// rank 0 to print): on rank 0 the manifest and every rank's report in rank order.
+    pub fn finish_reporting(
         mut self,
         converted: std::result::Result<(), String>,
-    ) -> Result<Option<Manifest>> {
+        report: String,
+    ) -> Result<Option<(Manifest, Vec<String>)>> {
         if let Err(why) = converted {
             return self.fail(why);
         }
@@ -231,30 +297,84 @@ impl<'r> RankWriter<'r> {
         };
         let done = writer.sync_own().map(|()| {
             let attributes = writer.attributes().iter().map(WireAttribute::of).collect();
-            Message::Done(writer.own_frames(), attributes)
+            Message::Done(writer.own_frames(), attributes, report)
         });
-        let all = self.exchange(done)?;
-        let committed = if self.ranks.rank() == 0 {
-            self.commit(all).map(Some)
-        } else {
-            Ok(None)
+        let committed = match self.gather_on_rank_zero(done) {
+            Ok(Some(all)) => self.commit(all).map(Some),
+            Ok(None) => Ok(None),
+            // Rank 0 tells the others of a failed rank below; silence ends the run.
+            Err(e) if self.ranks.rank() == 0 && !matches!(e, DatasetError::RanksSilent(_)) => {
+                Err(e)
+            }
+            Err(e) => return Err(e),
         };
-        let outcome = committed
-            .as_ref()
-            .map(|_| Message::Ok)
-            .map_err(|e| e.to_string());
-        // Every rank learns whether rank 0 committed.
-        self.exchange(outcome.map_err(DatasetError::Usage))?;
+        // Every rank learns whether rank 0 committed (rank 0 does not wait for the others
+        // to hear it: the dataset is committed whatever happens to them now).
+        let outcome = match &committed {
+            Ok(_) => Message::Ok,
+            Err(e) => Message::Failed(self.ranks.host(), e.to_string()),
+        };
+        let bytes = serde_json::to_vec(&outcome).expect("messages serialize");
+        let decided = broadcast_within(self.ranks, &bytes, self.wait);
+        if self.ranks.rank() != 0 {
+            let failed = failures(&[decided.map_err(|s| self.silent(s))?]);
+            if let Some((_, host, why)) = failed.into_iter().next() {
+                self.writer = None;
+                return Err(DatasetError::RankFailed {
+                    failed: vec![(0, host, why)],
+                });
+            }
+        }
         committed
     }
 
-    /// Rank 0: the other ranks' frames and statistics taken in, the dataset committed.
-    fn commit(&mut self, all: Vec<Message>) -> Result<Manifest> {
+    /// Every rank's message on rank 0 (`None` on the others), each rank waiting at most the
+    /// write's wait; an error naming each rank that failed (on rank 0) or was silent.
+    fn gather_on_rank_zero(&mut self, mine: Result<Message>) -> Result<Option<Vec<Message>>> {
+        if let Some(ended) = &self.ended {
+            return Err(ended.error());
+        }
+        let mine = mine.unwrap_or_else(|e| Message::Failed(self.ranks.host(), e.to_string()));
+        let bytes = serde_json::to_vec(&mine).expect("messages serialize");
+        let gathered = gather_large_within(self.ranks, &bytes, self.wait);
+        let Some(all) = gathered.map_err(|s| self.silent(s))? else {
+            return Ok(None);
+        };
+        let failed = failures(&all);
+        if !failed.is_empty() {
+            // Rank 0 tells the others in the outcome; its writer removes what was written.
+            self.writer = None;
+            self.ended = Some(Ended::Failed(failed.clone()));
+            return Err(DatasetError::RankFailed { failed });
+        }
+        Ok(Some(
+            all.iter()
+                .map(|b| serde_json::from_slice(b).expect("read by `failures`"))
+                .collect(),
+        ))
+    }
+
+    /// The write abandoned for ranks that did not answer: rank 0's writer removes what
+    /// every rank wrote as it drops (the others leave their files to it).
+    fn silent(&mut self, silent: Silent) -> DatasetError {
+        self.writer = None;
+        self.ended = Some(Ended::Silent(silent.clone()));
+        DatasetError::RanksSilent(silent)
+    }
+
+    /// Rank 0: the other ranks' frames and statistics taken in, the dataset committed;
+    /// with every rank's report.
+    fn commit(&mut self, all: Vec<Message>) -> Result<(Manifest, Vec<String>)> {
         let mut writer = self.writer.take().expect("rank 0 has its writer");
-        for message in all.into_iter().skip(1) {
-            let Message::Done(frames, attributes) = message else {
+        let mut reports = Vec::with_capacity(all.len());
+        for (rank, message) in all.into_iter().enumerate() {
+            let Message::Done(frames, attributes, report) = message else {
                 return Err(DatasetError::Usage("a rank sent no frame records".into()));
             };
+            reports.push(report);
+            if rank == 0 {
+                continue;
+            }
             for (index, frame) in frames {
                 writer.adopt_frame(index, frame)?;
             }
@@ -264,7 +384,7 @@ impl<'r> RankWriter<'r> {
                 .collect();
             writer.merge_attributes(&attributes)?;
         }
-        writer.finish()
+        Ok((writer.finish()?, reports))
     }
 
     /// Places the round's frames, every rank's in turn: this rank's `own` grids written.
@@ -324,10 +444,8 @@ impl<'r> RankWriter<'r> {
     /// Every rank's message, once every rank has sent one; an error naming each failed
     /// rank where any failed (or this rank's write had already stopped).
     fn exchange(&mut self, mine: Result<Message>) -> Result<Vec<Message>> {
-        if let Some(failed) = &self.ended {
-            return Err(DatasetError::RankFailed {
-                failed: failed.clone(),
-            });
+        if let Some(ended) = &self.ended {
+            return Err(ended.error());
         }
         if let Some(why) = &self.stopped {
             // Stopped before (a rank that could not join): the others hear it now.
@@ -340,7 +458,7 @@ impl<'r> RankWriter<'r> {
     fn exchange_inner(&mut self, mine: Result<Message>) -> Result<Vec<Message>> {
         let mine = mine.unwrap_or_else(|e| Message::Failed(self.ranks.host(), e.to_string()));
         let bytes = serde_json::to_vec(&mine).expect("messages serialize");
-        let all = self.ranks.all_gather(&bytes);
+        let all = all_gather_within(self.ranks, &bytes, self.wait).map_err(|s| self.silent(s))?;
         let failed = failures(&all);
         if failed.is_empty() {
             return Ok(all
@@ -350,7 +468,7 @@ impl<'r> RankWriter<'r> {
         }
         // Abandoned: rank 0's writer removes what every rank wrote when it drops.
         self.writer = None;
-        self.ended = Some(failed.clone());
+        self.ended = Some(Ended::Failed(failed.clone()));
         Err(DatasetError::RankFailed { failed })
     }
 

@@ -800,10 +800,11 @@ pub fn generate_dataset(
 }
 
 /// [`generate_dataset`] as one of several ranks (each calls this with the same arguments):
-/// this rank generates its share of the frames (`opts.share` is set from `ranks`) and the
+/// this rank generates its share of the frames (`opts.share` is set from `team`) and the
 /// ranks write the one dataset together ([`crate::dataset::ranks`]), byte for byte the one
 /// a single process writes. Returns this rank's report, and the manifest on rank 0. A
-/// failure on any rank is an error on every rank, naming it.
+/// failure on any rank is an error on every rank, naming it; a rank silent past the team's
+/// wait is named by those that waited ([`crate::dataset::DatasetError::RanksSilent`]).
 #[allow(clippy::too_many_arguments)]
 pub fn generate_dataset_ranks(
     params: &StormParams,
@@ -812,13 +813,14 @@ pub fn generate_dataset_ranks(
     lanes: LaneSpec,
     chunk_size: u64,
     provenance: Provenance,
-    ranks: &dyn crate::cluster::Ranks,
+    team: crate::dataset::ranks::WriteRanks<'_>,
     progress: impl FnMut(&Progress),
 ) -> Result<(Report, Option<Manifest>), SynthError> {
     use crate::dataset::ranks::{FrameHandover, RankWriter};
     let checked = check(params, opts);
+    let ranks = team.ranks;
     let mut writer = RankWriter::create(
-        ranks,
+        team,
         dir,
         lanes,
         chunk_size,

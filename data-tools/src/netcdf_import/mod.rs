@@ -26,9 +26,10 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::atomic::Ordering::Relaxed;
 use supercell::cluster::Ranks;
 use supercell::dataset::bricks;
-use supercell::dataset::ranks::{FrameHandover, RankWriter};
+use supercell::dataset::ranks::{FrameHandover, RankWriter, WriteRanks};
 use supercell::dataset::{AttributeSpec, Brick, DatasetWriter, LaneSpec, Manifest, Provenance};
 use supercell::format::{BuildOptions, BuiltGrid, Grid, GridType, LEAF_DIM, SparseVolume, Value};
 
@@ -73,6 +74,8 @@ pub struct NetcdfOptions<'a> {
     /// `--bricks N`: split every grid into N spatial bricks of the voxel grid (None:
     /// whole grids).
     pub bricks: Option<u32>,
+    /// How long a rank waits at an exchange for the others (`--timeout`).
+    pub wait: Option<std::time::Duration>,
 }
 
 /// The writer of an import: the single writer, or this rank's part of a shared write.
@@ -530,7 +533,9 @@ fn plan_grid(
     if grid.dims.iter().any(|&d| d > (1 << 24)) || voxels > 1 << 36 {
         bail!("{voxels_text}: too many (choose a larger --dz or --dx)");
     }
-    println!(
+    // Every rank plans the same grid; rank 0 says what it is.
+    let says = opts.ranks.rank() == 0;
+    says.then(|| println!(
         "{}: {} {} file(s), {} records, {} × {} columns × {} levels ({}–{} m), spacing {} × {} m; \
          {voxels_text} (linear in z per column; z: {})",
         opts.out.display(),
@@ -552,17 +557,19 @@ fn plan_grid(
                 span.finest_low_layer
             ),
         }
-    );
+    ));
     let worst = output::worst_case_bytes(grid.dims, opts.grid_type);
     let total = worst
         .saturating_mul(attributes as u64)
         .saturating_mul(frames.len() as u64);
-    println!(
-        "output: at most {} ({} per grid with every voxel active, {} grids)",
-        supercell::memory::human(total),
-        supercell::memory::human(worst),
-        attributes * frames.len()
-    );
+    says.then(|| {
+        println!(
+            "output: at most {} ({} per grid with every voxel active, {} grids)",
+            supercell::memory::human(total),
+            supercell::memory::human(worst),
+            attributes * frames.len()
+        )
+    });
     output::check_disk(opts.out, &opts.lanes, total)
         .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
     // One frame's grids held for the writer and its native fields, and the grids being
@@ -579,7 +586,7 @@ fn plan_grid(
     check::check_ceiling(input, memory, total, &voxels_text)?;
     supercell::memory::check_available(|| format!("one frame of {voxels_text}"), memory)
         .map_err(|e| anyhow!("{e} (choose fewer --vars, a larger --dz or --dx)"))?;
-    if let Some(label) = first.time_labels.first() {
+    if let Some(label) = first.time_labels.first().filter(|_| says) {
         println!("frame times are seconds after {label}");
     }
     Ok(grid)
@@ -781,6 +788,37 @@ impl Import<'_> {
     }
 }
 
+impl Import<'_> {
+    /// This rank's figures for rank 0's report: each attribute's largest quantisation
+    /// error (as bits: exact, and a NaN would not survive JSON) and its count of
+    /// non-finite input values.
+    fn figures(&self, worst: &[f64]) -> String {
+        let counts: Vec<u64> = self.non_finite.iter().map(|n| n.load(Relaxed)).collect();
+        let bits: Vec<u64> = worst.iter().map(|w| w.to_bits()).collect();
+        serde_json::to_string(&(bits, counts)).expect("figures serialize")
+    }
+
+    /// Rank 0: every rank's [`figures`](Self::figures) taken in: the largest errors over
+    /// all ranks, returned, and the non-finite counts summed into this import's.
+    fn take_in_figures(&self, reports: &[String]) -> Result<Vec<f64>> {
+        let mut worst = vec![0.0f64; self.non_finite.len()];
+        for n in &self.non_finite {
+            n.store(0, Relaxed);
+        }
+        for (rank, text) in reports.iter().enumerate() {
+            let (bits, counts): (Vec<u64>, Vec<u64>) = serde_json::from_str(text)
+                .with_context(|| format!("rank {rank}'s figures do not read"))?;
+            for (w, b) in worst.iter_mut().zip(bits) {
+                *w = w.max(f64::from_bits(b));
+            }
+            for (n, c) in self.non_finite.iter().zip(counts) {
+                n.fetch_add(c, Relaxed);
+            }
+        }
+        Ok(worst)
+    }
+}
+
 /// Imports `import`'s frames into `writer` and commits: each attribute's largest
 /// quantisation error, with the manifest (on rank 0 only, across ranks).
 fn import_into(
@@ -797,8 +835,19 @@ fn import_into(
         Writer::Ranks(mut w) => {
             let worst = import.run(Sink::Ranks(&mut w), out);
             let converted = worst.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
-            let manifest = (*w).finish(converted).with_context(finishing)?;
-            Ok((worst?, manifest))
+            let mine = worst
+                .as_ref()
+                .map(|w| import.figures(w))
+                .unwrap_or_default();
+            let finished = (*w)
+                .finish_reporting(converted, mine)
+                .with_context(finishing)?;
+            let worst = worst?;
+            let Some((manifest, reports)) = finished else {
+                return Ok((worst, None));
+            };
+            // Rank 0 reports every rank's frames, as one process reports its own.
+            Ok((import.take_in_figures(&reports)?, Some(manifest)))
         }
     }
 }
@@ -831,6 +880,14 @@ fn prepare(opts: &NetcdfOptions<'_>) -> Result<Prepared> {
     Ok((files, sources, backgrounds, frames, grid))
 }
 
+/// The ranks of the import and their wait, as the shared write takes them.
+fn team<'a>(opts: &NetcdfOptions<'a>) -> WriteRanks<'a> {
+    WriteRanks {
+        ranks: opts.ranks,
+        wait: opts.wait,
+    }
+}
+
 /// Runs the import.
 pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let prepared = prepare(opts);
@@ -838,7 +895,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         // A rank whose files cannot be read fails here on every rank, named, rather than
         // leave the others waiting for it.
         let mine = prepared.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
-        supercell::dataset::ranks::all_ready(opts.ranks, mine)?;
+        supercell::dataset::ranks::all_ready(team(opts), mine)?;
     }
     let (files, sources, backgrounds, frames, grid) = prepared?;
     let bricks = match opts.bricks {
@@ -880,7 +937,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
         })),
         _ => Writer::Ranks(Box::new(
             RankWriter::create(
-                ranks,
+                team(opts),
                 opts.out,
                 opts.lanes.clone(),
                 opts.chunk_size,
@@ -922,8 +979,7 @@ pub fn run(opts: &NetcdfOptions<'_>) -> Result<ExitCode> {
     let (worst_error, manifest) = import_into(&import, writer, opts.out)?;
     let seconds = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    // Across ranks, rank 0 reports (the others' errors name them; their figures are not
-    // gathered).
+    // Across ranks, rank 0 reports every rank's figures.
     let Some(manifest) = manifest else {
         return Ok(ExitCode::SUCCESS);
     };

@@ -51,6 +51,7 @@ fn import_bricked(
         wind_speed: false,
         ranks,
         bricks,
+        wait: Some(std::time::Duration::from_secs(120)),
     })
 }
 
