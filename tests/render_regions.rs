@@ -202,24 +202,10 @@ fn world_box(lo: [i32; 3], hi: [i32; 3]) -> ([f64; 3], [f64; 3]) {
     (w(lo), w(hi))
 }
 
-/// Binds `grids`, grid i to channel i (the buffers stay alive while bound).
+/// Binds `grids`, grid i to channel i.
 fn bind(gpu: &mut TestGpu, grids: &[Vec<u8>]) {
-    let buffers: Vec<wgpu::Buffer> = grids
-        .iter()
-        .map(|g| supercell::render::upload_slot(&gpu.ctx.device, &gpu.ctx.queue, g))
-        .collect();
-    let slices: Vec<_> = buffers
-        .iter()
-        .zip(grids)
-        .map(|(buffer, g)| {
-            Some(supercell::render::GridSlice {
-                buffer,
-                offset: 0,
-                size: g.len() as u64,
-            })
-        })
-        .collect();
-    gpu.r.set_grids(&slices).expect("bind");
+    let slices: Vec<&[u8]> = grids.iter().map(Vec::as_slice).collect();
+    gpu.bind(&slices);
 }
 
 /// Renders the frame as the `n` regions of a k-d split and finishes the composite; with
