@@ -341,8 +341,21 @@ fn no_region_renders_as_before_and_what_does_not_decompose_is_refused_by_name() 
         domain_hi: dhi,
         whole_grids: vec![Some(Grid::parse(&whole[0]).unwrap().index_bbox())],
     };
+    // A channel the whole frame has but this rank did not bind.
+    let mut two = region.clone();
+    two.whole_grids.push(two.whole_grids[0]);
+    gpu.r.set_region(Some(two)).unwrap();
+    let e = gpu.r.sun_extinction(&v).unwrap_err();
+    assert!(
+        e.to_string().contains("channel 1") && e.to_string().contains("none is bound"),
+        "{e}"
+    );
     gpu.r.set_region(Some(region)).unwrap();
     let own = gpu.r.sun_extinction(&v).unwrap();
+    // Combined cells of another layout (a rank that bound another frame, say).
+    gpu.r.set_sun_extinction(&own[3..]).unwrap();
+    let e = gpu.r.render_premultiplied(&v, W, H).unwrap_err();
+    assert!(e.to_string().contains("cells need"), "{e}");
     gpu.r.set_sun_extinction(&own).unwrap();
     gpu.r.render_premultiplied(&v, W, H).unwrap();
     for (mode, name) in [

@@ -461,6 +461,37 @@ mod tests {
     }
 
     #[test]
+    fn a_region_that_cannot_be_drawn_is_refused_with_what_is_wrong() {
+        let good = Region {
+            lo: [0.0; 3],
+            hi: [4.0, 10.0, 10.0],
+            domain_lo: [0.0; 3],
+            domain_hi: [10.0; 3],
+            whole_grids: vec![Some([[0; 3], [39; 3]])],
+        };
+        good.check().unwrap();
+        let cases: [(fn(&mut Region), &str); 5] = [
+            (|r| r.lo[1] = f64::NAN, "not finite"),
+            (|r| r.hi[0] = 0.0, "axis 0 is empty"),
+            (|r| r.hi[2] = 11.0, "not inside the domain"),
+            (
+                |r| r.whole_grids = vec![None; MAX_ATTRIBUTES + 1],
+                "at most",
+            ),
+            (
+                |r| r.whole_grids[0] = Some([[0; 3], [-1, 5, 5]]),
+                "channel 0",
+            ),
+        ];
+        for (spoil, says) in cases {
+            let mut r = good.clone();
+            spoil(&mut r);
+            let e = r.check().unwrap_err().to_string();
+            assert!(e.contains(says), "{e} (expected {says:?})");
+        }
+    }
+
+    #[test]
     fn a_boundary_point_belongs_to_one_region_and_outer_faces_reach_out() {
         let whole = |lo: [f64; 3], hi: [f64; 3]| Region {
             lo,
