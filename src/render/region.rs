@@ -470,7 +470,8 @@ mod tests {
             whole_grids: vec![Some([[0; 3], [39; 3]])],
         };
         good.check().unwrap();
-        let cases: [(fn(&mut Region), &str); 5] = [
+        type Spoil = fn(&mut Region);
+        let cases: [(Spoil, &str); 5] = [
             (|r| r.lo[1] = f64::NAN, "not finite"),
             (|r| r.hi[0] = 0.0, "axis 0 is empty"),
             (|r| r.hi[2] = 11.0, "not inside the domain"),
