@@ -244,6 +244,11 @@ impl FrameBinding {
         &self.layouts[&declared]
     }
 
+    /// Whether the bound frame has a grid in channel `a`.
+    pub(super) fn has_grid(&self, a: usize) -> bool {
+        self.grid_bases.get(a).is_some_and(|g| g.words > 0)
+    }
+
     /// Acceleration cells per channel (the shaders' `ACCEL_CELLS`).
     pub(super) fn accel_cells(&self) -> u32 {
         self.accel_cells

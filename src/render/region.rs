@@ -156,6 +156,10 @@ impl PremultipliedImage {
 /// Front-to-back "over" of premultiplied RGBA f32 pixels: `front` becomes `front` over
 /// `back` (colour and alpha alike: `f + (1 − f.a)·b`). Both hold the same number of floats, a
 /// multiple of 4.
+///
+/// # Panics
+///
+/// Where the lengths differ.
 pub fn premultiplied_over(front: &mut [f32], back: &[f32]) {
     assert_eq!(front.len(), back.len(), "images of different sizes");
     for (f, b) in front.chunks_exact_mut(4).zip(back.chunks_exact(4)) {
@@ -170,6 +174,11 @@ pub fn premultiplied_over(front: &mut [f32], back: &[f32]) {
 /// vectors into `acc`: per cell three floats, the smallest value (min), the largest value
 /// (max) and the extinction sum in quanta (sum, exact: whole numbers below 2^24). The result
 /// does not depend on the order the ranks are combined in.
+///
+/// # Panics
+///
+/// Where the lengths differ: check them first when they come from elsewhere (every rank's
+/// vector has the same length for the same frame, view and [`Region::whole_grids`]).
 pub fn combine_sun_extinction(acc: &mut [f32], other: &[f32]) {
     assert_eq!(
         acc.len(),
@@ -231,13 +240,17 @@ impl RegionPasses<'_> {
         params.region_lo = [lo[0], lo[1], lo[2], 0.0];
         params.region_hi = [hi[0], hi[1], hi[2], 0.0];
         for a in 0..MAX_ATTRIBUTES {
+            let whole = region.whole_grids.get(a).copied().flatten();
+            if whole.is_some() && !self.binding.has_grid(a) {
+                // The cell layout is made from the bound grids' maps: every rank needs one.
+                return Err(RenderError::Usage(format!(
+                    "channel {a}: the whole frame has a grid there but none is bound; bind this \
+                     region's brick of it (an empty grid with the same map where the region \
+                     holds no voxels)"
+                )));
+            }
             // A channel the whole frame lacks: an empty box, so the shaders see no grid.
-            let [min, max] = region
-                .whole_grids
-                .get(a)
-                .copied()
-                .flatten()
-                .unwrap_or([[1; 3], [0; 3]]);
+            let [min, max] = whole.unwrap_or([[1; 3], [0; 3]]);
             params.region_bmin[a] = [min[0], min[1], min[2], 0];
             params.region_bmax[a] = [max[0], max[1], max[2], 0];
         }
@@ -445,6 +458,38 @@ mod tests {
         let mut a = vec![1.0, 2.0, 3.0, 3.0e38, -3.0e38, 0.0];
         combine_sun_extinction(&mut a, &[0.5, 1.0, 4.0, 2.0, 5.0, 7.0]);
         assert_eq!(a, vec![0.5, 2.0, 7.0, 2.0, 5.0, 7.0]);
+    }
+
+    #[test]
+    fn a_region_that_cannot_be_drawn_is_refused_with_what_is_wrong() {
+        let good = Region {
+            lo: [0.0; 3],
+            hi: [4.0, 10.0, 10.0],
+            domain_lo: [0.0; 3],
+            domain_hi: [10.0; 3],
+            whole_grids: vec![Some([[0; 3], [39; 3]])],
+        };
+        good.check().unwrap();
+        type Spoil = fn(&mut Region);
+        let cases: [(Spoil, &str); 5] = [
+            (|r| r.lo[1] = f64::NAN, "not finite"),
+            (|r| r.hi[0] = 0.0, "axis 0 is empty"),
+            (|r| r.hi[2] = 11.0, "not inside the domain"),
+            (
+                |r| r.whole_grids = vec![None; MAX_ATTRIBUTES + 1],
+                "at most",
+            ),
+            (
+                |r| r.whole_grids[0] = Some([[0; 3], [-1, 5, 5]]),
+                "channel 0",
+            ),
+        ];
+        for (spoil, says) in cases {
+            let mut r = good.clone();
+            spoil(&mut r);
+            let e = r.check().unwrap_err().to_string();
+            assert!(e.contains(says), "{e} (expected {says:?})");
+        }
     }
 
     #[test]

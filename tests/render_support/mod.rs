@@ -404,6 +404,14 @@ pub struct TestGpu {
 impl TestGpu {
     /// Renders `grids` (each its own buffer) with `view`.
     pub fn render(&mut self, grids: &[&[u8]], view: &View, w: u32, h: u32) -> Image {
+        self.bind(grids);
+        self.r.render(view, w, h).expect("render");
+        self.r.read_image().expect("read back")
+    }
+
+    /// Binds `grids`, each its own buffer, grid i to channel i (the renderer keeps the
+    /// buffers alive while they are bound).
+    pub fn bind(&mut self, grids: &[&[u8]]) {
         let bufs: Vec<wgpu::Buffer> = grids
             .iter()
             .map(|g| supercell::render::upload_slot(&self.ctx.device, &self.ctx.queue, g))
@@ -420,8 +428,6 @@ impl TestGpu {
             })
             .collect();
         self.r.set_grids(&slices).expect("bind");
-        self.r.render(view, w, h).expect("render");
-        self.r.read_image().expect("read back")
     }
 }
 
