@@ -146,6 +146,9 @@ pub struct GpuRun {
     pub index: usize,
     /// The ordinal named.
     pub ordinal: usize,
+    /// The host of the rank that runs it (across MPI ranks, where GPU `k` is rank `k`'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Its wgpu adapter.
     pub device: String,
     /// How the adapter was chosen for the ordinal.

@@ -34,15 +34,17 @@ pub fn run_paths(
         mp.set_playing(true);
         mp.set_speed(None);
         for k in 0..mp.gpu_count() {
-            mp.player_mut(k).reset_stats(sel);
+            mp.workers.reset_stats(k, sel);
         }
         let shown0: Vec<u64> = per_gpu_shown(mp);
         let copies0: Vec<usize> = mp.shares.iter().map(|s| s.copies_ms.len()).collect();
         let log0 = mp.presented.len();
-        let faults0: Vec<(u64, u64)> = mp
-            .shares
-            .iter()
-            .map(|s| (s.player.fault_count(), s.player.recovered_frames()))
+        let faults0: Vec<(u64, u64)> = (0..mp.gpu_count())
+            .map(|k| {
+                mp.workers
+                    .player(k)
+                    .map_or((0, 0), |p| (p.fault_count(), p.recovered_frames()))
+            })
             .collect();
         run.memory.rss_start = crate::probe::rss_bytes();
         let (cpu0, t0) = (crate::probe::cpu_seconds(), Instant::now());
@@ -94,7 +96,10 @@ pub fn run_paths(
             Err(e) => run.error = Some(e),
         }
         run.memory.rss_end = crate::probe::rss_bytes();
-        run.memory.player_gpu_buffers = mp.shares.iter().map(|s| s.player.gpu_buffer_bytes()).sum();
+        // The players of this process (another rank's report their own).
+        run.memory.player_gpu_buffers = (0..mp.gpu_count())
+            .filter_map(|k| mp.workers.player(k).map(Player::gpu_buffer_bytes))
+            .sum();
         run.faults = merged_faults(mp, sel, &faults0);
         run.info = mp.player(0).path_report(sel);
         run.render = RenderReport::of(mp.player(0));
@@ -106,12 +111,16 @@ pub fn run_paths(
     runs
 }
 
-/// Every GPU's faults of the run, in the dataset's frame numbers.
+/// Every GPU's faults of the run, in the dataset's frame numbers (of the players in this
+/// process: another rank's faults stay in its own log).
 fn merged_faults(mp: &MultiPlayer, sel: PathSel, since: &[(u64, u64)]) -> FaultReport {
     let mut out = FaultReport::default();
-    for (s, &(f0, r0)) in mp.shares.iter().zip(since) {
+    for (k, (s, &(f0, r0))) in mp.shares.iter().zip(since).enumerate() {
+        let Some(player) = mp.workers.player(k) else {
+            continue;
+        };
         let global = |l: u32| s.frames.get(l as usize).copied().unwrap_or(l);
-        let r = FaultReport::since(&s.player, sel, f0, r0);
+        let r = FaultReport::since(player, sel, f0, r0);
         out.count += r.count;
         out.recovered_frames += r.recovered_frames;
         out.damaged_frames
@@ -151,17 +160,20 @@ fn gpus_run(
         .iter()
         .enumerate()
         .map(|(k, s)| {
+            let name = mp.workers.name(k);
+            let (figures, label) = mp.workers.figures(k, sel);
             let copies = &s.copies_ms[copies0[k].min(s.copies_ms.len())..];
             let bytes_per_copy = s.copy_bytes as f64 / s.copies_ms.len().max(1) as f64;
             let copy_s: f64 = copies.iter().sum::<f64>() / 1e3;
             GpuRun {
                 index: k,
-                ordinal: s.ordinal,
-                device: s.device.clone(),
-                matched: s.matched.clone(),
-                label: s.player.path_report(sel).label,
+                ordinal: name.ordinal,
+                host: name.host.clone(),
+                device: name.device.clone(),
+                matched: name.matched.clone(),
+                label,
                 frames_owned: s.frames.len(),
-                figures: s.player.figures(sel),
+                figures,
                 frames_presented: shown[k] - shown0[k],
                 copies: copies.len(),
                 copy_ms_mean: mean(copies),
