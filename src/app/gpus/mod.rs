@@ -948,6 +948,22 @@ pub fn timeline(
     Ok(frame_count)
 }
 
+/// GPU `k` of `gpus`'s player on `gpu` (alternate frames: [`timeline`], [`owned_frames`],
+/// [`open_share`]), and the timeline's frame count: what each rank of a run across ranks
+/// opens.
+pub fn open_part(
+    gpu: &PlayerGpu,
+    scene: &crate::scene::Scene,
+    cfg: &PlayerConfig,
+    gpus: usize,
+    k: usize,
+) -> Result<(Player, u32), PlayError> {
+    let frame_count = timeline(scene, cfg, gpus)?;
+    let ownership = Ownership::alternate(gpus).map_err(PlayError::Usage)?;
+    let frames = owned_frames(&ownership, frame_count, k);
+    Ok((open_share(gpu, scene, cfg, frames)?, frame_count))
+}
+
 /// The dataset frames GPU `k` owns, ascending: its player's frame `i` is the `i`-th.
 pub fn owned_frames(ownership: &Ownership, frame_count: u32, k: usize) -> Vec<u32> {
     (0..frame_count)

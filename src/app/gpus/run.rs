@@ -84,6 +84,8 @@ pub fn run_paths(
         } else {
             0.0
         };
+        // Other ranks' figures as they stand at the end of the run.
+        let played = played.and_then(|()| mp.workers.settle().map_err(|e| e.to_string()));
         let played_log: Vec<(u32, usize)> = mp.presented[log0..].to_vec();
         let gpus = gpus_run(mp, sel, &shown0, &copies0, &played_log, run.wall_s);
         run.gpus = Some(gpus);
