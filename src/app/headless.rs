@@ -68,6 +68,10 @@ pub struct ScrubReport {
     pub bound_ms: Option<f64>,
     /// Whether every jump landed on exactly its target.
     pub exact: bool,
+    /// Several GPUs (or ranks): a jump while playing, whether its target was the next frame
+    /// presented and playback went on in order from it (`None`: not made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub playing_exact: Option<bool>,
 }
 
 /// Memory at the start and end of a path's run.

@@ -268,6 +268,7 @@ fn scrub_jumps(
         report.targets.push(target);
         report.latencies_ms.push(mp.last_scrub_ms().unwrap_or(0.0));
     }
+    report.playing_exact = jump_while_playing(mp, &mut rng, deadline)?;
     let mut sorted = report.latencies_ms.clone();
     sorted.sort_by(f64::total_cmp);
     report.jumps = sorted.len();
@@ -276,6 +277,36 @@ fn scrub_jumps(
     report.max_ms = sorted.last().copied().unwrap_or(0.0);
     mp.set_playing(true);
     Ok(report)
+}
+
+/// A jump while playing: whether its target is the next frame presented and the two after
+/// it follow in order (`None` on a timeline under 3 frames). Playback is left playing.
+fn jump_while_playing(
+    mp: &mut MultiPlayer,
+    rng: &mut crate::app::headless::Lcg,
+    deadline: Instant,
+) -> Result<Option<bool>, String> {
+    let n = mp.frame_count();
+    if n < 3 {
+        return Ok(None);
+    }
+    mp.set_playing(true);
+    // Two frames after it even where the timeline plays once.
+    let target = rng.next(n - 2);
+    let at = mp.presented.len();
+    mp.scrub(target);
+    while mp.presented.len() < at + 3 {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "a jump to frame {target} while playing: 3 frames were not presented in time"
+            ));
+        }
+        if mp.tick().map_err(|e| e.to_string())?.shown.is_none() {
+            mp.wait(Duration::from_millis(1));
+        }
+    }
+    let after: Vec<u32> = mp.presented[at..at + 3].iter().map(|&(f, _)| f).collect();
+    Ok(Some(after == [target, target + 1, target + 2]))
 }
 
 /// The per-GPU lines of the human summary.
@@ -321,11 +352,16 @@ pub fn summary(runs: &[PathRun]) -> String {
         if let Some(sc) = &r.scrub {
             let _ = writeln!(
                 s,
-                "         scrub: {} jumps, mean {:.1} ms, max {:.1} ms{}",
+                "         scrub: {} jumps, mean {:.1} ms, max {:.1} ms{}{}",
                 sc.jumps,
                 sc.mean_ms,
                 sc.max_ms,
-                if sc.exact { "" } else { ", NOT exact" }
+                if sc.exact { "" } else { ", NOT exact" },
+                match sc.playing_exact {
+                    Some(true) => ", a jump while playing exact",
+                    Some(false) => ", a jump while playing NOT exact",
+                    None => "",
+                }
             );
         }
         if let Some(e) = &r.error {
