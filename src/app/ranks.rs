@@ -647,29 +647,30 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
 /// Plays on unless holding a frame; sends a frame rendered (with its image), or a report
 /// when the damaged frames changed or it is due. Returns whether a frame was rendered.
 fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool, PlayError> {
-    if me.started && !me.holding {
-        if let Some(local) = player.tick()?.shown {
-            // The render finished first: the figure is the read back alone.
-            player
-                .device()
-                .poll(wgpu::PollType::Wait {
-                    submission_index: None,
-                    timeout: None,
-                })
-                .map_err(|e| PlayError::Usage(format!("waiting for a render: {e}")))?;
-            let t0 = Instant::now();
-            let image = player.read_image()?;
-            let finished = Finished {
-                local,
-                bytes: player.frame_bytes(local),
-                width: image.width,
-                height: image.height,
-                readback_ms: t0.elapsed().as_secs_f64() * 1e3,
-            };
-            me.holding = true;
-            report(ranks, player, me, Some(finished), &image.rgba8, None);
-            return Ok(true);
-        }
+    if me.started
+        && !me.holding
+        && let Some(local) = player.tick()?.shown
+    {
+        // The render finished first: the figure is the read back alone.
+        player
+            .device()
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .map_err(|e| PlayError::Usage(format!("waiting for a render: {e}")))?;
+        let t0 = Instant::now();
+        let image = player.read_image()?;
+        let finished = Finished {
+            local,
+            bytes: player.frame_bytes(local),
+            width: image.width,
+            height: image.height,
+            readback_ms: t0.elapsed().as_secs_f64() * 1e3,
+        };
+        me.holding = true;
+        report(ranks, player, me, Some(finished), &image.rgba8, None);
+        return Ok(true);
     }
     let damaged: Vec<u32> = player.damaged_frames().keys().copied().collect();
     if damaged != me.damaged || me.last_report.elapsed() >= REPORT_EVERY {
