@@ -16,6 +16,7 @@ mod storm_support;
 use play_support::{bin, dataset, gpu, out_dir, small_config};
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use supercell::app::gpus::{self, GpuName, LocalGpu, MultiPlayer, open_gpus};
 use supercell::app::ranks::{RankWorkers, serve};
@@ -269,6 +270,106 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
         mp.workers_mut().finish();
         mp.drain(Duration::from_secs(5));
         other.join().expect("rank 1");
+    });
+}
+
+/// A rank that stops answering mid-run: ranks as threads, rank 1's messages lost after
+/// its first few (as if its process died).
+struct Dying {
+    inner: supercell::cluster::threads::ThreadRanks,
+    sends_left: AtomicUsize,
+}
+
+impl Ranks for Dying {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn local_rank(&self) -> usize {
+        self.inner.local_rank()
+    }
+    fn local_size(&self) -> usize {
+        self.inner.local_size()
+    }
+    fn host(&self) -> String {
+        self.inner.host()
+    }
+    fn barrier(&self) {
+        self.inner.barrier();
+    }
+    fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+        self.inner.gather(mine)
+    }
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        self.inner.all_gather(mine)
+    }
+    fn send(&self, to: usize, tag: i32, bytes: &[u8]) {
+        let left = self.sends_left.load(Ordering::Relaxed);
+        if left > 0 {
+            self.sends_left.store(left - 1, Ordering::Relaxed);
+            self.inner.send(to, tag, bytes);
+        }
+    }
+    fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)> {
+        self.inner.receive_until(tag, deadline)
+    }
+    fn abort(&self, code: i32) -> ! {
+        self.inner.abort(code)
+    }
+}
+
+/// Rank 0 names a rank that stopped answering mid-run within the timeout, and stops.
+#[test]
+fn a_rank_that_stops_answering_is_named_within_the_timeout() {
+    if gpu().is_none() {
+        return;
+    }
+    let cfg = small_config();
+    let scene = Scene::load(&dataset()).expect("scene");
+    let timeout = Duration::from_secs(3);
+    let mut ranks = supercell::cluster::threads::ranks(2, 2);
+    let one = Dying {
+        inner: ranks.pop().expect("rank 1"),
+        sends_left: AtomicUsize::new(8),
+    };
+    let zero = ranks.pop().expect("rank 0");
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let g = PlayerGpu::open_best().expect("rank 1's device");
+            let (mut player, _) = gpus::open_part(&g, &scene, &cfg, 2, 1).expect("rank 1");
+            // Rank 1 in turn hears nothing from rank 0 once rank 0 gave up on it.
+            serve(&one, &mut player, "rank 1's adapter", timeout)
+        });
+        let g = PlayerGpu::open_best().expect("rank 0's device");
+        let (player, frames) = gpus::open_part(&g, &scene, &cfg, 2, 0).expect("rank 0");
+        let local = LocalGpu::new(GpuName::default(), Some(g), player);
+        let workers = RankWorkers::connect(Rc::new(zero), local, timeout).expect("rank 1's hello");
+        let mut mp = MultiPlayer::over(Box::new(workers), frames, &cfg).expect("coordinator");
+        let started = Instant::now();
+        let err = loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "rank 1's silence was never named"
+            );
+            match mp.tick() {
+                Ok(t) if t.shown.is_none() => mp.wait(Duration::from_millis(2)),
+                Ok(_) => {}
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert!(err.contains("rank 1 did not answer within 3.0 s"), "{err}");
+        assert_eq!(
+            mp.workers().silent().map(|s| s.ranks.clone()),
+            Some(vec![1])
+        );
+        // Rank 1 stopped before its first frame's report got through, or after: either way
+        // its frames were not all presented.
+        assert!(mp.presented().iter().filter(|&&(_, k)| k == 1).count() < 4);
+        drop(mp);
+        let gone = other.join().expect("rank 1");
+        assert!(gone.is_err(), "rank 1 names rank 0 in turn");
     });
 }
 
