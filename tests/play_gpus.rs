@@ -364,9 +364,6 @@ fn a_rank_that_stops_answering_is_named_within_the_timeout() {
             mp.workers().silent().map(|s| s.ranks.clone()),
             Some(vec![1])
         );
-        // Rank 1 stopped before its first frame's report got through, or after: either way
-        // its frames were not all presented.
-        assert!(mp.presented().iter().filter(|&&(_, k)| k == 1).count() < 4);
         drop(mp);
         let gone = other.join().expect("rank 1");
         assert!(gone.is_err(), "rank 1 names rank 0 in turn");

@@ -105,6 +105,8 @@ pub struct MultiPlayer {
     epoch: Instant,
     active: PathSel,
     shown: Option<u32>,
+    /// Presentations so far (a frame on screen presented again in a new view included).
+    presentations: u64,
     /// The frame on screen and the GPU that rendered it: the multi-scheduler has it as
     /// finished until the next frame is presented (its player has moved on already).
     on_screen: Option<(u32, usize)>,
@@ -228,6 +230,7 @@ impl MultiPlayer {
             epoch: Instant::now(),
             active,
             shown: None,
+            presentations: 0,
             on_screen: None,
             scrub: None,
             last_scrub_ms: None,
@@ -721,6 +724,7 @@ impl MultiPlayer {
                 self.scrub = None;
             }
             out.shown = Some((p.frame, k));
+            self.presentations += 1;
         }
         Ok(out)
     }

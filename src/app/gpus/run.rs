@@ -14,7 +14,6 @@ pub fn run_paths(
     opts: &HeadlessOptions,
     progress: &mut dyn FnMut(crate::app::headless::Progress),
 ) -> Vec<PathRun> {
-    use crate::app::headless::{Phase, Progress};
     let mut runs = Vec::new();
     for &sel in &opts.paths {
         let mut run = PathRun::not_run(mp.player(0).path_report(sel));
@@ -48,35 +47,9 @@ pub fn run_paths(
             .collect();
         run.memory.rss_start = crate::probe::rss_bytes();
         let (cpu0, t0) = (crate::probe::cpu_seconds(), Instant::now());
-        let deadline = t0 + opts.timeout;
-        let mut played: Result<(), String> = Ok(());
-        let mut done = 0u64;
-        while done < opts.frames {
-            if Instant::now() > deadline {
-                played = Err(format!(
-                    "timed out after {done} of {} frames (--timeout {:.0} s)",
-                    opts.frames,
-                    opts.timeout.as_secs_f64()
-                ));
-                break;
-            }
-            match mp.tick() {
-                Ok(t) if t.shown.is_some() => {
-                    done += 1;
-                    progress(Progress {
-                        path: sel,
-                        phase: Phase::Playing,
-                        done,
-                        planned: opts.frames,
-                    });
-                }
-                Ok(_) => mp.wait(Duration::from_millis(2)),
-                Err(e) => {
-                    played = Err(e.to_string());
-                    break;
-                }
-            }
-        }
+        let played =
+            crate::app::headless::play_frames(mp, sel, opts.frames, opts.timeout, progress)
+                .map_err(|e| e.to_string());
         run.wall_s = t0.elapsed().as_secs_f64();
         run.cpu_s = crate::probe::cpu_seconds() - cpu0;
         run.cpu_percent = if run.wall_s > 0.0 {
@@ -216,83 +189,73 @@ fn gpus_run(
     }
 }
 
+impl crate::app::headless::Timeline for MultiPlayer {
+    fn frames_done(&self, _sel: PathSel) -> u64 {
+        self.presentations
+    }
+    fn frame_count(&self) -> u32 {
+        MultiPlayer::frame_count(self)
+    }
+    fn set_playing(&mut self, playing: bool) {
+        MultiPlayer::set_playing(self, playing);
+    }
+    fn scrub(&mut self, frame: u32) {
+        MultiPlayer::scrub(self, frame);
+    }
+    fn tick_shown(&mut self) -> Result<Option<u32>, PlayError> {
+        Ok(self.tick()?.shown.map(|(f, _)| f))
+    }
+    fn shown_frame(&self) -> Option<u32> {
+        MultiPlayer::shown_frame(self)
+    }
+    fn scrub_pending(&self) -> bool {
+        MultiPlayer::scrub_pending(self)
+    }
+    fn wait(&mut self, timeout: Duration) {
+        MultiPlayer::wait(self, timeout);
+    }
+    fn last_scrub_ms(&self) -> Option<f64> {
+        MultiPlayer::last_scrub_ms(self)
+    }
+    fn fault_count(&self) -> u64 {
+        0
+    }
+    // A jump's target whose reads fail is waited for until the time-out (the timeline
+    // passes over damaged frames while playing; a jump to one is not given up).
+    fn target_damaged(&self, _target: u32, _faults_before: u64) -> bool {
+        false
+    }
+    fn timeout_context(&self, _sel: PathSel, timeout: Duration) -> String {
+        format!("--timeout {:.0} s", timeout.as_secs_f64())
+    }
+}
+
+/// The timed jumps of one path's run ([`crate::app::headless::scrub_jumps`], written once
+/// for one GPU and several), then one jump while playing.
 fn scrub_jumps(
     mp: &mut MultiPlayer,
     sel: PathSel,
     opts: &HeadlessOptions,
     progress: &mut dyn FnMut(crate::app::headless::Progress),
 ) -> Result<crate::app::headless::ScrubReport, String> {
-    use crate::app::headless::{Lcg, Phase, Progress, ScrubReport};
+    let mut report =
+        crate::app::headless::scrub_jumps(mp, sel, opts.scrub_jumps, opts.timeout, progress)
+            .map_err(|e| e.to_string())?;
     let deadline = Instant::now() + opts.timeout;
-    mp.set_playing(false);
-    let n = mp.frame_count();
-    let mut rng = Lcg(0x5eed);
-    let mut report = ScrubReport {
-        exact: true,
-        ..Default::default()
-    };
-    for jump in 0..opts.scrub_jumps {
-        progress(Progress {
-            path: sel,
-            phase: Phase::Scrubbing,
-            done: jump as u64,
-            planned: opts.scrub_jumps as u64,
-        });
-        let mut target = rng.next(n);
-        if n > 1 && Some(target) == mp.shown_frame() {
-            target = (target + 1) % n;
-        }
-        mp.scrub(target);
-        loop {
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "scrub to frame {target} (jump {} of {}) did not land in time (--timeout {:.0} s)",
-                    jump + 1,
-                    opts.scrub_jumps,
-                    opts.timeout.as_secs_f64()
-                ));
-            }
-            let t = mp.tick().map_err(|e| e.to_string())?;
-            if let Some((f, _)) = t.shown
-                && f != target
-            {
-                report.exact = false;
-            }
-            if !mp.scrub_pending() && mp.shown_frame() == Some(target) {
-                break;
-            }
-            if t.shown.is_none() {
-                mp.wait(Duration::from_millis(1));
-            }
-        }
-        report.targets.push(target);
-        report.latencies_ms.push(mp.last_scrub_ms().unwrap_or(0.0));
-    }
-    report.playing_exact = jump_while_playing(mp, &mut rng, deadline)?;
-    let mut sorted = report.latencies_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    report.jumps = sorted.len();
-    report.mean_ms = mean(&sorted).unwrap_or(0.0);
-    report.p50_ms = crate::probe::percentile(&sorted, 0.5);
-    report.max_ms = sorted.last().copied().unwrap_or(0.0);
-    mp.set_playing(true);
+    report.playing_exact = jump_while_playing(mp, deadline)?;
     Ok(report)
 }
 
 /// A jump while playing: whether its target is the next frame presented and the two after
 /// it follow in order (`None` on a timeline under 3 frames). Playback is left playing.
-fn jump_while_playing(
-    mp: &mut MultiPlayer,
-    rng: &mut crate::app::headless::Lcg,
-    deadline: Instant,
-) -> Result<Option<bool>, String> {
+fn jump_while_playing(mp: &mut MultiPlayer, deadline: Instant) -> Result<Option<bool>, String> {
     let n = mp.frame_count();
     if n < 3 {
         return Ok(None);
     }
     mp.set_playing(true);
     // Two frames after it even where the timeline plays once.
-    let target = rng.next(n - 2);
+    let target = crate::app::headless::Lcg(0x7a11).next(n - 2);
     let at = mp.presented.len();
     mp.scrub(target);
     while mp.presented.len() < at + 3 {
