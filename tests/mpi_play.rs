@@ -173,6 +173,7 @@ fn two_ranks_present_alternate_frames_in_order_equal_to_one_process() {
         .map(|r| r["frames_presented"].as_u64().unwrap())
         .collect();
     assert_eq!(shown, vec![3, 2]);
+    assert!(said(&ranks).contains("rank 1 (on "), "{}", said(&ranks));
     // One report, from rank 0.
     assert_eq!(
         said(&ranks).matches("host   2 GPUs").count(),

@@ -218,7 +218,12 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
         let other = s.spawn(|| {
             let g = PlayerGpu::open_best().expect("rank 1's device");
             let (mut player, _) = gpus::open_part(&g, &scene, &cfg, 2, 1).expect("rank 1");
-            serve(&one, &mut player, "rank 1's adapter", timeout).expect("rank 1 serves");
+            let name = GpuName {
+                ordinal: 1,
+                device: "rank 1's adapter".into(),
+                ..GpuName::default()
+            };
+            serve(&one, &mut player, &name, timeout).expect("rank 1 serves");
         });
         let g = PlayerGpu::open_best().expect("rank 0's device");
         let (player, frames) = gpus::open_part(&g, &scene, &cfg, 2, 0).expect("rank 0");
@@ -233,6 +238,7 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
         assert!(mp.workers().player(1).is_none(), "GPU 1 is rank 1's");
         assert_eq!(mp.workers().name(1).device, "rank 1's adapter");
         assert_eq!(mp.workers().name(1).host.as_deref(), Some("host0"));
+        assert_eq!(mp.workers().name(1).ordinal, 1);
         plays_one_timeline(&mut mp);
         assert_eq!(
             mp.workers().figures(1, PathSel::Direct).1,
@@ -340,7 +346,7 @@ fn a_rank_that_stops_answering_is_named_within_the_timeout() {
             let g = PlayerGpu::open_best().expect("rank 1's device");
             let (mut player, _) = gpus::open_part(&g, &scene, &cfg, 2, 1).expect("rank 1");
             // Rank 1 in turn hears nothing from rank 0 once rank 0 gave up on it.
-            serve(&one, &mut player, "rank 1's adapter", timeout)
+            serve(&one, &mut player, &GpuName::default(), timeout)
         });
         let g = PlayerGpu::open_best().expect("rank 0's device");
         let (player, frames) = gpus::open_part(&g, &scene, &cfg, 2, 0).expect("rank 0");

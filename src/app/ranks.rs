@@ -80,6 +80,8 @@ struct Hello {
     adapter: String,
     host: String,
     local_rank: usize,
+    /// How its GPU was chosen.
+    matched: String,
     slots: usize,
     frame_times: Vec<f64>,
     direct: Result<(), String>,
@@ -193,10 +195,7 @@ impl RankWorkers {
                     rank,
                     name: GpuName {
                         ordinal: hello.local_rank,
-                        matched: format!(
-                            "rank {rank}'s GPU: local rank {} on {}",
-                            hello.local_rank, hello.host
-                        ),
+                        matched: hello.matched.clone(),
                         device: hello.adapter.clone(),
                         host: Some(hello.host.clone()),
                     },
@@ -527,19 +526,20 @@ struct Served {
     last_report: Instant,
 }
 
-/// A rank other than 0: plays its GPU's `player` (on `adapter`) as rank 0's control
-/// messages say, reporting to rank 0 until it says stop. Returns `Err` where this rank's player failed
+/// A rank other than 0: plays its GPU's `player` (the GPU `gpu`: its adapter, ordinal and
+/// how it was chosen) as rank 0's control messages say, reporting to rank 0 until it says stop. Returns `Err` where this rank's player failed
 /// (rank 0 is told first) or rank 0 was silent for twice `timeout`.
 pub fn serve(
     ranks: &dyn Ranks,
     player: &mut Player,
-    adapter: &str,
+    gpu: &GpuName,
     timeout: Duration,
 ) -> Result<(), RanksPlayError> {
     let hello = Hello {
-        adapter: adapter.to_string(),
+        adapter: gpu.device.clone(),
         host: ranks.host(),
-        local_rank: ranks.local_rank(),
+        local_rank: gpu.ordinal,
+        matched: gpu.matched.clone(),
         slots: player.slots(),
         frame_times: (0..player.frame_count())
             .map(|l| player.frame_time(l))

@@ -62,30 +62,19 @@ fn across(
         std::fs::create_dir_all(out).with_context(|| format!("cannot make {}", out.display()))?;
     }
     let timeout = duration_flag("--timeout", &args.timeout)?;
-    let gpu = PlayerGpu::open_best()?;
+    let (gpu, name) = open_rank_gpu(&*ranks)?;
     let settings = software::choose(&gpu.caps, req);
     let cfg = player_config(args, settings.size, &PlaybackDefaults::default())?;
     let (rank, size) = (ranks.rank(), ranks.size());
     let (mut player, frame_count) = gpus::open_part(&gpu, &scene.scene, &cfg, size, rank)?;
     settings.apply_view(player.view_mut());
-    let adapter = gpu.describe();
     if rank != 0 {
-        return match serve(&*ranks, &mut player, &adapter, timeout) {
+        return match serve(&*ranks, &mut player, &name, timeout) {
             Ok(()) => Ok(()),
             Err(RanksPlayError::Silent(s)) => super::end_run(&*ranks, &s),
             Err(e) => Err(e.into()),
         };
     }
-    let name = GpuName {
-        ordinal: ranks.local_rank(),
-        matched: format!(
-            "rank 0's GPU: local rank {} on {}",
-            ranks.local_rank(),
-            ranks.host()
-        ),
-        device: adapter.clone(),
-        host: Some(ranks.host()),
-    };
     let local = LocalGpu::new(name, Some(gpu), player);
     let workers = match RankWorkers::connect(ranks.clone(), local, timeout) {
         Ok(w) => w,
@@ -121,6 +110,29 @@ fn across(
         .collect();
     let report = super::play::gpus_report(args, scene, settings, &mp, runs, &adapters);
     super::play::end_gpus_run(args, &report)
+}
+
+/// This rank's GPU: the GPU of its local rank's ordinal on its host (as `--gpus` opens an
+/// ordinal: `supercell::app::gpus::open_gpu`), else, for a local rank past the host's
+/// adapters, the best adapter (said in `matched`).
+fn open_rank_gpu(ranks: &dyn Ranks) -> Result<(PlayerGpu, GpuName)> {
+    let local = ranks.local_rank();
+    let (gpu, how) = match gpus::open_gpu(local) {
+        Ok(o) => (o.gpu, o.matched),
+        Err(e) if local > 0 => {
+            let g = PlayerGpu::open_best()?;
+            let how = format!("no GPU of ordinal {local} ({e}): the best adapter");
+            (g, how)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let name = GpuName {
+        ordinal: local,
+        matched: format!("local rank {local} on {}: {how}", ranks.host()),
+        device: gpu.describe(),
+        host: Some(ranks.host()),
+    };
+    Ok((gpu, name))
 }
 
 /// Writes one presented frame as `DIR/frame_NNNNN.png`.

@@ -298,18 +298,26 @@ pub fn summary(runs: &[PathRun]) -> String {
             if g.in_order { "" } else { ", NOT in order" }
         );
         for x in &g.gpus {
+            let who = match &x.host {
+                Some(host) => format!("rank {} (on {host}, GPU {}", x.index, x.ordinal),
+                None => format!("GPU {} (--gpus {}", x.index, x.ordinal),
+            };
             let _ = writeln!(
                 s,
-                "         GPU {} (--gpus {}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
-                x.index,
-                x.ordinal,
+                "         {who}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
                 x.label,
                 x.figures.gbps_mean,
                 x.figures.frames_rendered,
                 x.figures.rendered_fps,
                 x.frames_presented,
-                x.copy_ms_mean
-                    .map_or(String::new(), |ms| format!(", copies {ms:.2} ms mean")),
+                x.copy_ms_mean.map_or(String::new(), |ms| format!(
+                    ", {} {ms:.2} ms mean",
+                    if x.host.is_some() {
+                        "image transfer"
+                    } else {
+                        "copies"
+                    }
+                )),
             );
         }
         if let Some(sc) = &r.scrub {
