@@ -1,8 +1,9 @@
-//! `play --headless --frames-out` across MPI ranks (cargo feature `mpi`, Open MPI):
-//! alternate frames rendered by two ranks, presented by rank 0 in order, each frame once,
-//! byte-equal to what one process presents. Runs where the feature is built and `mpirun`
-//! is installed (scripts/test.sh runs it with `--features mpi`); elsewhere it says why it
-//! skipped, unless SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where it fails.
+//! `play --headless` across MPI ranks (cargo feature `mpi`, Open MPI): the one coordinator
+//! with GPU 1 in rank 1 — alternate frames presented by rank 0 in order, each frame once,
+//! byte-equal to what one process presents; jumps exact paused and playing; the path
+//! toggle reaching every rank; a row per rank in the JSON. Runs where the feature is built
+//! and `mpirun` is installed (scripts/test.sh runs it with `--features mpi`); elsewhere it
+//! says why it skipped, unless SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where it fails.
 #![cfg(feature = "mpi")]
 
 mod mpi_support;
@@ -12,10 +13,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use mpi_support::have_mpirun;
+use serde_json::Value;
 use storm_support::SmallStorm;
 
-/// `[mpirun -n RANKS] supercell play DATASET --headless --frames-out OUT ...`.
-fn play(ranks: Option<u32>, dataset: &Path, out: &Path, json: &Path) -> Output {
+/// `[mpirun -n RANKS] supercell play DATASET --headless --json JSON EXTRA...`.
+fn play(ranks: Option<u32>, dataset: &Path, json: &Path, extra: &[&str]) -> Output {
     let bin = env!("CARGO_BIN_EXE_supercell");
     let mut cmd = match ranks {
         Some(n) => {
@@ -36,21 +38,17 @@ fn play(ranks: Option<u32>, dataset: &Path, out: &Path, json: &Path) -> Output {
     cmd.env("XDG_RUNTIME_DIR", &runtime)
         .arg("play")
         .arg(dataset)
-        .args([
-            "--headless",
-            "--frames",
-            "5",
-            "--size",
-            "64x36",
-            "--threads",
-            "2",
-        ])
-        .arg("--frames-out")
-        .arg(out)
+        .args(["--headless", "--size", "64x36", "--threads", "2"])
+        .args(["--timeout", "60s"])
         .arg("--json")
         .arg(json)
+        .args(extra)
         .output()
         .unwrap()
+}
+
+fn said(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
 
 fn frames_in(dir: &Path) -> Vec<String> {
@@ -62,13 +60,7 @@ fn frames_in(dir: &Path) -> Vec<String> {
     v
 }
 
-#[test]
-fn two_ranks_present_alternate_frames_in_order_equal_to_one_process() {
-    if !have_mpirun() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let ds = tmp.path().join("ds");
+fn storm(dir: &Path) {
     SmallStorm {
         resolution: 32,
         frames: 5,
@@ -77,15 +69,87 @@ fn two_ranks_present_alternate_frames_in_order_equal_to_one_process() {
         attributes: None,
         made_by: "mpi play test",
     }
-    .write(&ds);
+    .write(dir);
+}
+
+fn numbers(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+/// One path's run of `frames` presentations across 2 ranks on 5 frames: in order, each
+/// frame once per pass, from its owner; jumps exact
+/// paused and playing; both ranks rendered and rank 1's images reached rank 0.
+fn check_path_run(run: &Value, frames: u64) {
+    assert_eq!(run["ran"], true, "{run}");
+    let g = &run["gpus"];
+    assert_eq!(g["in_order"], true, "{g}");
+    // A path's run goes on from where the one before left the playhead.
+    let first = numbers(&g["presented"])[0];
+    let expected: Vec<u64> = (0..frames).map(|i| (first + i) % 5).collect();
+    assert_eq!(numbers(&g["presented"]), expected, "{g}");
+    let by: Vec<u64> = expected.iter().map(|f| f % 2).collect();
+    assert_eq!(numbers(&g["presented_by"]), by, "{g}");
+    assert_eq!(run["scrub"]["exact"], true, "{}", run["scrub"]);
+    assert_eq!(run["scrub"]["playing_exact"], true, "{}", run["scrub"]);
+    let rows = g["gpus"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "a row per rank");
+    for (k, row) in rows.iter().enumerate() {
+        assert_eq!(row["index"], k);
+        assert!(!row["host"].as_str().unwrap().is_empty(), "{row}");
+        assert!(!row["device"].as_str().unwrap().is_empty(), "{row}");
+        assert!(
+            row["figures"]["frames_rendered"].as_u64().unwrap() >= 2,
+            "rank {k} rendered on {}: {row}",
+            run["info"]["path"]
+        );
+    }
+    // Rank 1's images travelled to rank 0, timed (read back there, received here).
+    assert!(rows[1]["copies"].as_u64().unwrap() >= 2, "{}", rows[1]);
+    assert!(rows[1]["copy_ms_mean"].as_f64().unwrap() > 0.0);
+    assert_eq!(rows[0]["copies"], 0);
+}
+
+#[test]
+fn two_ranks_present_alternate_frames_in_order_equal_to_one_process() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    storm(&ds);
     let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
     let (j1, j2) = (tmp.path().join("one.json"), tmp.path().join("two.json"));
-    let said = |o: &Output| {
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    let args = |out: &Path| {
+        vec![
+            "--frames".to_string(),
+            "5".into(),
+            "--path".into(),
+            "host".into(),
+            "--scrub-jumps".into(),
+            "4".into(),
+            "--frames-out".into(),
+            out.to_str().unwrap().into(),
+        ]
     };
-    let alone = play(None, &ds, &one, &j1);
+    let a1 = args(&one);
+    let alone = play(
+        None,
+        &ds,
+        &j1,
+        &a1.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     assert!(alone.status.success(), "{}", said(&alone));
-    let ranks = play(Some(2), &ds, &two, &j2);
+    let a2 = args(&two);
+    let ranks = play(
+        Some(2),
+        &ds,
+        &j2,
+        &a2.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     assert!(ranks.status.success(), "{}", said(&ranks));
     let names: Vec<String> = (0..5).map(|f| format!("frame_{f:05}.png")).collect();
     assert_eq!(frames_in(&one), names);
@@ -97,16 +161,55 @@ fn two_ranks_present_alternate_frames_in_order_equal_to_one_process() {
         );
         assert!(a == b, "{n} differs between one process and two ranks");
     }
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&j2).unwrap()).unwrap();
-    assert_eq!(v["presented"], serde_json::json!([0, 1, 2, 3, 4]));
-    let per_rank = v["per_rank"].as_array().unwrap();
-    let frames: Vec<u64> = per_rank
+    let v: Value = serde_json::from_slice(&std::fs::read(&j2).unwrap()).unwrap();
+    let run = &v["paths"][0];
+    check_path_run(run, 5);
+    assert_eq!(numbers(&run["gpus"]["presented"]), [0, 1, 2, 3, 4]);
+    // Rank 0 presents frames 0, 2, 4; rank 1 frames 1, 3.
+    let shown: Vec<u64> = run["gpus"]["gpus"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|r| r["frames"].as_u64().unwrap())
+        .map(|r| r["frames_presented"].as_u64().unwrap())
         .collect();
-    // Rank 0 renders frames 0, 2, 4; rank 1 frames 1, 3.
-    assert_eq!(frames, vec![3, 2]);
-    assert!(per_rank[1]["transfer_ms"].as_f64().unwrap() >= 0.0);
+    assert_eq!(shown, vec![3, 2]);
+    assert!(said(&ranks).contains("rank 1 (on "), "{}", said(&ranks));
     // One report, from rank 0.
-    assert_eq!(said(&ranks).matches("play across 2 rank(s)").count(), 1);
+    assert_eq!(
+        said(&ranks).matches("host   2 GPUs").count(),
+        1,
+        "{}",
+        said(&ranks)
+    );
+}
+
+/// `--path both`: the toggle between the paths reaches rank 1 (a loopback path stands in
+/// for direct where no CUDA is), and each path plays in order with exact jumps.
+#[test]
+fn the_path_toggle_reaches_every_rank() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    storm(&ds);
+    let json = tmp.path().join("both.json");
+    let extra = ["--frames", "10", "--path", "both", "--scrub-jumps", "3"];
+    let out = play(
+        Some(2),
+        &ds,
+        &json,
+        &[&extra[..], &["--loopback-direct"]].concat(),
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let runs = v["paths"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        check_path_run(run, 10);
+    }
+    assert_eq!(runs[1]["info"]["path"], "direct");
+    let rank1 = &runs[1]["gpus"]["gpus"][1];
+    assert_eq!(rank1["label"], "loopback (test)", "{rank1}");
+    assert_ne!(runs[0]["gpus"]["gpus"][1]["label"], "loopback (test)");
 }

@@ -15,8 +15,14 @@ mod play_support;
 mod storm_support;
 use play_support::{bin, dataset, gpu, out_dir, small_config};
 
-use supercell::app::gpus::{MultiPlayer, open_gpus};
-use supercell::app::{PathSel, Player, PlayerConfig};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use supercell::app::gpus::{self, GpuName, LocalGpu, MultiPlayer, open_gpus};
+use supercell::app::ranks::{RankWorkers, serve};
+use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
+use supercell::cluster::Ranks;
+use supercell::scene::Scene;
 
 fn run_until(mp: &mut MultiPlayer, what: &str, mut done: impl FnMut(&MultiPlayer) -> bool) {
     let end = Instant::now() + Duration::from_secs(60);
@@ -36,12 +42,18 @@ fn run_until(mp: &mut MultiPlayer, what: &str, mut done: impl FnMut(&MultiPlayer
 
 /// The image of each frame of `frames` as one GPU's player renders it.
 fn one_gpu_images(frames: &[u32]) -> Vec<Vec<u8>> {
+    one_gpu_images_with(frames, |_| {})
+}
+
+/// [`one_gpu_images`] of a player `edit` changed first (its view).
+fn one_gpu_images_with(frames: &[u32], edit: impl FnOnce(&mut Player)) -> Vec<Vec<u8>> {
     let g = gpu().expect("adapter");
     let cfg = PlayerConfig {
         playing: false,
         ..small_config()
     };
     let mut p = Player::new(&g.device, &g.queue, &dataset(), &cfg).expect("player");
+    edit(&mut p);
     frames
         .iter()
         .map(|&f| {
@@ -78,19 +90,34 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
         ..small_config()
     };
     let mut mp = MultiPlayer::open(opened, &dataset(), &cfg).expect("players");
+    plays_one_timeline(&mut mp);
+    mp.drain(Duration::from_secs(5));
+}
+
+/// Frames rendered on GPU `k` on `sel`, as its player (in this process or another rank's)
+/// reports them now.
+fn rendered(mp: &mut MultiPlayer, k: usize, sel: PathSel) -> u64 {
+    mp.workers_mut().settle().expect("reports");
+    mp.workers().figures(k, sel).0.frames_rendered
+}
+
+/// Two GPUs on one timeline (in this process or across ranks): in order, each frame once
+/// per pass from its owner, one GPU's pictures, exact jumps paused and playing, the toggle
+/// reaching both GPUs.
+fn plays_one_timeline(mp: &mut MultiPlayer) {
     assert_eq!(mp.gpu_count(), 2);
     assert_eq!(mp.frame_count(), 8);
     mp.set_capture(true);
 
     // Forward: every frame once per pass, in order, each from its owner.
-    run_until(&mut mp, "16 frames", |m| m.presented().len() >= 16);
+    run_until(mp, "16 frames", |m| m.presented().len() >= 16);
     let log = mp.presented()[..16].to_vec();
     let frames: Vec<u32> = log.iter().map(|&(f, _)| f).collect();
     assert_eq!(frames, (0..16).map(|i| i % 8).collect::<Vec<u32>>());
     assert!(log.iter().all(|&(f, k)| k == f as usize % 2), "{log:?}");
     // Both GPUs rendered about half.
     for k in 0..2 {
-        let r = mp.player(k).figures(PathSel::Host).frames_rendered;
+        let r = rendered(mp, k, PathSel::Host);
         // The last render is counted when its player next looks.
         assert!((7..=12).contains(&r), "GPU {k} rendered {r}");
     }
@@ -115,7 +142,7 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
     mp.set_playing(false);
     for target in [5u32, 2, 7, 0, 3, 3] {
         mp.scrub(target);
-        run_until(&mut mp, "a jump", |m| {
+        run_until(mp, "a jump", |m| {
             !m.scrub_pending() && m.shown_frame() == Some(target)
         });
         let &(f, k) = mp.presented().last().unwrap();
@@ -134,10 +161,8 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
     let at = mp.presented().len();
     mp.toggle_path().expect("toggle to the loopback path");
     assert_eq!(mp.active_path(), PathSel::Direct);
-    for k in 0..2 {
-        assert_eq!(mp.player(k).active_path(), PathSel::Direct, "GPU {k}");
-    }
-    run_until(&mut mp, "frames after the toggle", |m| {
+    assert_eq!(mp.player(0).active_path(), PathSel::Direct, "GPU 0");
+    run_until(mp, "frames after the toggle", |m| {
         m.presented().len() >= at + 6
     });
     let after: Vec<u32> = mp.presented()[at..at + 6].iter().map(|&(f, _)| f).collect();
@@ -147,7 +172,7 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
     );
     for k in 0..2 {
         assert!(
-            mp.player(k).figures(PathSel::Direct).frames_rendered >= 2,
+            rendered(mp, k, PathSel::Direct) >= 2,
             "GPU {k} rendered on the new path"
         );
     }
@@ -155,7 +180,7 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
     // A jump while playing: the target is next, and playback goes on in order from it.
     let at = mp.presented().len();
     mp.scrub(5);
-    run_until(&mut mp, "a jump while playing", |m| {
+    run_until(mp, "a jump while playing", |m| {
         !m.scrub_pending() && m.shown_frame() == Some(5)
     });
     assert_eq!(
@@ -163,13 +188,192 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
         (5, 1),
         "the target is the next frame presented"
     );
-    run_until(&mut mp, "frames after the jump", |m| {
+    run_until(mp, "frames after the jump", |m| {
         m.presented().len() >= at + 5
     });
     let after: Vec<u32> = mp.presented()[at..at + 5].iter().map(|&(f, _)| f).collect();
     assert_eq!(after, [5, 6, 7, 0, 1]);
     assert_eq!(mp.last_error(), None);
-    mp.drain(Duration::from_secs(5));
+}
+
+/// The same timeline with GPU 1 in another rank ([`RankWorkers`] over ranks as threads:
+/// the messages MPI carries between processes): in order, one GPU's pictures, exact jumps
+/// paused and playing, the toggle reaching the other rank, and a new camera that the other
+/// rank renders.
+#[test]
+fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
+    if gpu().is_none() {
+        return;
+    }
+    let cfg = PlayerConfig {
+        loopback_direct: true,
+        ..small_config()
+    };
+    let scene = Scene::load(&dataset()).expect("scene");
+    let timeout = Duration::from_secs(20);
+    let mut ranks = supercell::cluster::threads::ranks(2, 2);
+    let one = ranks.pop().expect("rank 1");
+    let zero = ranks.pop().expect("rank 0");
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let g = PlayerGpu::open_best().expect("rank 1's device");
+            let (mut player, _) = gpus::open_part(&g, &scene, &cfg, 2, 1).expect("rank 1");
+            let name = GpuName {
+                ordinal: 1,
+                device: "rank 1's adapter".into(),
+                ..GpuName::default()
+            };
+            serve(&one, &mut player, &name, timeout).expect("rank 1 serves");
+        });
+        let g = PlayerGpu::open_best().expect("rank 0's device");
+        let (player, frames) = gpus::open_part(&g, &scene, &cfg, 2, 0).expect("rank 0");
+        let name = GpuName {
+            device: g.describe(),
+            ..GpuName::default()
+        };
+        let local = LocalGpu::new(name, Some(g), player);
+        let ranks: Rc<dyn Ranks> = Rc::new(zero);
+        let workers = RankWorkers::connect(ranks, local, timeout).expect("rank 1's hello");
+        let mut mp = MultiPlayer::over(Box::new(workers), frames, &cfg).expect("coordinator");
+        assert!(mp.workers().player(1).is_none(), "GPU 1 is rank 1's");
+        assert_eq!(mp.workers().name(1).device, "rank 1's adapter");
+        assert_eq!(mp.workers().name(1).host.as_deref(), Some("host0"));
+        assert_eq!(mp.workers().name(1).ordinal, 1);
+        plays_one_timeline(&mut mp);
+        assert_eq!(
+            mp.workers().figures(1, PathSel::Direct).1,
+            "loopback (test)"
+        );
+
+        // A new camera, paused on a frame of rank 1: presented again in the new view,
+        // which is one GPU's picture of that frame in that view.
+        mp.set_playing(false);
+        mp.scrub(3);
+        run_until(&mut mp, "frame 3", |m| {
+            !m.scrub_pending() && m.shown_frame() == Some(3)
+        });
+        let before = mp.captured().len();
+        mp.player_mut(0).view_mut().camera.yaw_deg += 40.0;
+        let camera = mp.player(0).view().camera;
+        run_until(&mut mp, "frame 3 in the new view", |m| {
+            m.captured()[before..].iter().any(|(f, _, _)| *f == 3)
+        });
+        let (_, k, turned) = mp.captured()[before..]
+            .iter()
+            .find(|(f, _, _)| *f == 3)
+            .unwrap()
+            .clone();
+        assert_eq!(k, 1);
+        let reference = one_gpu_images_with(&[3], |p| p.view_mut().camera = camera);
+        assert!(
+            turned == reference[0],
+            "frame 3 from rank 1 in the new view"
+        );
+        assert!(
+            turned != one_gpu_images(&[3])[0],
+            "the view changed the picture"
+        );
+        mp.workers_mut().finish();
+        mp.drain(Duration::from_secs(5));
+        other.join().expect("rank 1");
+    });
+}
+
+/// A rank that stops answering mid-run: ranks as threads, rank 1's messages lost after
+/// its first few (as if its process died).
+struct Dying {
+    inner: supercell::cluster::threads::ThreadRanks,
+    sends_left: AtomicUsize,
+}
+
+impl Ranks for Dying {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn local_rank(&self) -> usize {
+        self.inner.local_rank()
+    }
+    fn local_size(&self) -> usize {
+        self.inner.local_size()
+    }
+    fn host(&self) -> String {
+        self.inner.host()
+    }
+    fn barrier(&self) {
+        self.inner.barrier();
+    }
+    fn gather(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+        self.inner.gather(mine)
+    }
+    fn all_gather(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        self.inner.all_gather(mine)
+    }
+    fn send(&self, to: usize, tag: i32, bytes: &[u8]) {
+        let left = self.sends_left.load(Ordering::Relaxed);
+        if left > 0 {
+            self.sends_left.store(left - 1, Ordering::Relaxed);
+            self.inner.send(to, tag, bytes);
+        }
+    }
+    fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)> {
+        self.inner.receive_until(tag, deadline)
+    }
+    fn abort(&self, code: i32) -> ! {
+        self.inner.abort(code)
+    }
+}
+
+/// Rank 0 names a rank that stopped answering mid-run within the timeout, and stops.
+#[test]
+fn a_rank_that_stops_answering_is_named_within_the_timeout() {
+    if gpu().is_none() {
+        return;
+    }
+    let cfg = small_config();
+    let scene = Scene::load(&dataset()).expect("scene");
+    let timeout = Duration::from_secs(3);
+    let mut ranks = supercell::cluster::threads::ranks(2, 2);
+    let one = Dying {
+        inner: ranks.pop().expect("rank 1"),
+        sends_left: AtomicUsize::new(8),
+    };
+    let zero = ranks.pop().expect("rank 0");
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let g = PlayerGpu::open_best().expect("rank 1's device");
+            let (mut player, _) = gpus::open_part(&g, &scene, &cfg, 2, 1).expect("rank 1");
+            // Rank 1 in turn hears nothing from rank 0 once rank 0 gave up on it.
+            serve(&one, &mut player, &GpuName::default(), timeout)
+        });
+        let g = PlayerGpu::open_best().expect("rank 0's device");
+        let (player, frames) = gpus::open_part(&g, &scene, &cfg, 2, 0).expect("rank 0");
+        let local = LocalGpu::new(GpuName::default(), Some(g), player);
+        let workers = RankWorkers::connect(Rc::new(zero), local, timeout).expect("rank 1's hello");
+        let mut mp = MultiPlayer::over(Box::new(workers), frames, &cfg).expect("coordinator");
+        let started = Instant::now();
+        let err = loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "rank 1's silence was never named"
+            );
+            match mp.tick() {
+                Ok(t) if t.shown.is_none() => mp.wait(Duration::from_millis(2)),
+                Ok(_) => {}
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert!(err.contains("rank 1 did not answer within 3.0 s"), "{err}");
+        assert_eq!(
+            mp.workers().silent().map(|s| s.ranks.clone()),
+            Some(vec![1])
+        );
+        drop(mp);
+        let gone = other.join().expect("rank 1");
+        assert!(gone.is_err(), "rank 1 names rank 0 in turn");
+    });
 }
 
 #[test]

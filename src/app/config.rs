@@ -39,7 +39,7 @@ impl From<crate::gpu::GpuError> for PlayError {
 }
 
 /// Which of the two frame paths.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PathSel {
     /// GPUDirect Storage (or staged CUDA copies) into shared GPU buffers.

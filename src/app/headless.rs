@@ -52,7 +52,7 @@ pub enum Phase {
 /// Scrub latency of one path: jump → exact frame shown.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct ScrubReport {
-    /// Jumps made.
+    /// Timeline made.
     pub jumps: usize,
     /// Targets, in order.
     pub targets: Vec<u32>,
@@ -68,6 +68,10 @@ pub struct ScrubReport {
     pub bound_ms: Option<f64>,
     /// Whether every jump landed on exactly its target.
     pub exact: bool,
+    /// Several GPUs (or ranks): a jump while playing, whether its target was the next frame
+    /// presented and playback went on in order from it (`None`: not made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub playing_exact: Option<bool>,
 }
 
 /// Memory at the start and end of a path's run.
@@ -146,6 +150,9 @@ pub struct GpuRun {
     pub index: usize,
     /// The ordinal named.
     pub ordinal: usize,
+    /// The host of the rank that runs it (across MPI ranks, where GPU `k` is rank `k`'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Its wgpu adapter.
     pub device: String,
     /// How the adapter was chosen for the ordinal.
@@ -413,8 +420,10 @@ fn timeout_context(player: &Player, sel: PathSel, timeout: Duration) -> String {
     format!("--timeout {:.0} s{per_frame}{held}", timeout.as_secs_f64())
 }
 
-fn play_frames(
-    player: &mut Player,
+/// Plays `frames` frames on `sel` as fast as they come (at most `timeout`), telling
+/// `progress`.
+pub(crate) fn play_frames(
+    player: &mut dyn Timeline,
     sel: PathSel,
     frames: u64,
     timeout: Duration,
@@ -422,8 +431,9 @@ fn play_frames(
 ) -> Result<(), PlayError> {
     let deadline = Instant::now() + timeout;
     let mut reported = u64::MAX;
+    let start = player.frames_done(sel);
     loop {
-        let done = player.figures(sel).frames_rendered;
+        let done = player.frames_done(sel) - start;
         if done != reported {
             reported = done;
             progress(Progress {
@@ -439,17 +449,90 @@ fn play_frames(
         if Instant::now() > deadline {
             return Err(PlayError::Usage(format!(
                 "timed out after {done} of {frames} frames ({})",
-                timeout_context(player, sel, timeout)
+                player.timeout_context(sel, timeout)
             )));
         }
-        if player.tick()?.shown.is_none() {
+        if player.tick_shown()?.is_none() {
             player.wait(Duration::from_millis(2));
         }
     }
 }
 
-fn scrub_jumps(
-    player: &mut Player,
+/// What a headless run needs of a timeline: one GPU's [`Player`], or several GPUs' (or
+/// ranks') [`crate::app::gpus::MultiPlayer`]; [`play_frames`] and [`scrub_jumps`] are
+/// written once against it.
+pub(crate) trait Timeline {
+    /// Frames done on `sel` so far: rendered (one GPU) or presented (several).
+    fn frames_done(&self, sel: PathSel) -> u64;
+    /// Frames on the timeline.
+    fn frame_count(&self) -> u32;
+    /// Starts or stops playback.
+    fn set_playing(&mut self, playing: bool);
+    /// Timeline to `frame`.
+    fn scrub(&mut self, frame: u32);
+    /// Advances once: the frame newly shown, if any.
+    fn tick_shown(&mut self) -> Result<Option<u32>, PlayError>;
+    /// The frame on screen.
+    fn shown_frame(&self) -> Option<u32>;
+    /// Whether a jump has not landed yet.
+    fn scrub_pending(&self) -> bool;
+    /// Waits a little for reads to land.
+    fn wait(&mut self, timeout: Duration);
+    /// The latency of the last jump, ms.
+    fn last_scrub_ms(&self) -> Option<f64>;
+    /// Faults counted so far (a jump's target may fail to read).
+    fn fault_count(&self) -> u64;
+    /// Whether the jump to `target` cannot land: its frame failed to read (since
+    /// `faults_before`, or before, the playhead already on it).
+    fn target_damaged(&self, target: u32, faults_before: u64) -> bool;
+    /// What a time-out message adds on `sel` after `timeout`.
+    fn timeout_context(&self, sel: PathSel, timeout: Duration) -> String;
+}
+
+impl Timeline for Player {
+    fn frames_done(&self, sel: PathSel) -> u64 {
+        self.figures(sel).frames_rendered
+    }
+    fn frame_count(&self) -> u32 {
+        Player::frame_count(self)
+    }
+    fn set_playing(&mut self, playing: bool) {
+        Player::set_playing(self, playing);
+    }
+    fn scrub(&mut self, frame: u32) {
+        Player::scrub(self, frame);
+    }
+    fn tick_shown(&mut self) -> Result<Option<u32>, PlayError> {
+        Ok(self.tick()?.shown)
+    }
+    fn shown_frame(&self) -> Option<u32> {
+        Player::shown_frame(self)
+    }
+    fn scrub_pending(&self) -> bool {
+        Player::scrub_pending(self)
+    }
+    fn wait(&mut self, timeout: Duration) {
+        Player::wait(self, timeout);
+    }
+    fn last_scrub_ms(&self) -> Option<f64> {
+        Player::last_scrub_ms(self)
+    }
+    fn fault_count(&self) -> u64 {
+        Player::fault_count(self)
+    }
+    fn target_damaged(&self, target: u32, faults_before: u64) -> bool {
+        (self.fault_count() > faults_before && self.damaged_frames().contains_key(&target))
+            || self.jumped_to_damaged(target)
+    }
+    fn timeout_context(&self, sel: PathSel, timeout: Duration) -> String {
+        timeout_context(self, sel, timeout)
+    }
+}
+
+/// `jumps` timed jumps to pseudo-random frames (the same targets on every run), paused:
+/// each lands when its exact frame is shown; playback is left playing.
+pub(crate) fn scrub_jumps(
+    player: &mut dyn Timeline,
     sel: PathSel,
     jumps: usize,
     timeout: Duration,
@@ -481,26 +564,24 @@ fn scrub_jumps(
             // The target could not be read (this time, or before, when the playhead is
             // already on it): that jump has no latency to report, and nothing else to
             // wait for.
-            if (player.fault_count() > faults0 && player.damaged_frames().contains_key(&target))
-                || player.jumped_to_damaged(target)
-            {
+            if player.target_damaged(target, faults0) {
                 break;
             }
             if Instant::now() > deadline {
                 return Err(PlayError::Usage(format!(
                     "scrub to frame {target} (jump {} of {jumps}) did not land in time ({})",
                     jump + 1,
-                    timeout_context(player, sel, timeout)
+                    player.timeout_context(sel, timeout)
                 )));
             }
-            let t = player.tick()?;
+            let shown = player.tick_shown()?;
             if !player.scrub_pending() && player.shown_frame() == Some(target) {
                 break;
             }
-            if t.shown.is_some_and(|f| f != target) {
+            if shown.is_some_and(|f| f != target) {
                 report.exact = false;
             }
-            if t.shown.is_none() {
+            if shown.is_none() {
                 player.wait(Duration::from_millis(1));
             }
         }

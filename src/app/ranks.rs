@@ -1,85 +1,513 @@
-//! `play` across ranks, alternate frames: rank k of N reads and renders frames k, k+N, ...
-//! with its own engine, player and renderer, and sends each finished image to rank 0,
-//! which presents the images strictly in frame order, each once. One process (N = 1) runs
-//! through the same code with [`crate::cluster::Solo`].
+//! `play` across MPI ranks: the coordinator's GPUs are ranks ([`RankWorkers`], one more
+//! transport behind [`Workers`]). Rank `k` runs the player of GPU `k` over the frames it
+//! owns (alternate frames) and answers rank 0's control messages ([`serve`]); rank 0 runs
+//! GPU 0's player in its own process and the one coordinator
+//! ([`crate::app::gpus::MultiPlayer`], its [`crate::pipeline::multi::MultiScheduler`]), which
+//! presents strictly in order, jumps exactly, switches every rank's path and gives every
+//! rank the view, as it does for the GPUs of one process. One process (N = 1, [`Solo`])
+//! runs through the same code.
 //!
-//! Each rank shows its frames by a jump (the player paused), so a rank reads only the
-//! frames it owns. Rank 0 renders its own frames when their turn comes and otherwise waits
-//! for the next frame's image; a rank that dies or stops answering is named once the
-//! others have waited `timeout` for it ([`crate::cluster::Silent`]).
+//! The messages: rank 0 sends each rank small control messages (a jump, play or pause, the
+//! path, the view, "go on" once the display took an image, "report", "stop", and a
+//! heartbeat); a rank sends rank 0 a hello (its slots, paths, frame times), then reports:
+//! its damaged frames and figures at least every [`REPORT_EVERY`], and with each frame it
+//! has rendered the frame's finished image. A rank holds that frame (renders nothing
+//! further) until rank 0 lets it go on or points it elsewhere, as a GPU of one process
+//! does. Every jump counts up a generation; a report of an older generation (a frame
+//! rendered before the jump reached the rank) is not presented.
 //!
-//! Images go as point-to-point messages with a blocking send (8 MB at 1080p): MPI may hold
-//! a large image until rank 0 takes it, or buffer a small one, so how far a rank runs ahead
-//! of the presentation is up to MPI's buffering (not measured).
+//! Nobody waits for ever: a rank that sends nothing for `timeout` is named
+//! ([`crate::cluster::Silent`]) by rank 0, and a rank that hears nothing from rank 0 for
+//! twice that names rank 0. Sends are blocking point-to-point messages: control messages
+//! are a few hundred bytes (sent eagerly by MPI), and a rank's image send completes as
+//! rank 0, which polls for reports every tick, receives it.
+//!
+//! Left out across ranks: the view carries the camera, the render settings and the size
+//! (not the attributes' looks); another rank's faults stay in its own log.
 
-use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::config::PlayError;
+use super::config::{PathSel, PlayError};
 use super::core::Player;
-use crate::cluster::{Ranks, Silent, barrier_within, gather_within, share};
+use super::gpus::{GpuName, Image, LocalGpu, Workers};
+use super::stats::PathFigures;
+use crate::cluster::{Ranks, Silent};
+use crate::render::{Camera, RenderSettings, View};
 
-/// Tag of the image messages.
-const IMAGE: i32 = 0x5c10;
+/// Tag of rank 0's control messages.
+const CONTROL: i32 = 0x5c20;
+/// Tag of the ranks' reports.
+const REPORT: i32 = 0x5c21;
+/// Tag of the ranks' hello.
+const HELLO: i32 = 0x5c22;
 
-/// One rank's part, as rank 0 reports it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RankPlay {
-    /// The rank.
-    pub rank: usize,
-    /// Its host.
-    pub host: String,
-    /// The adapter it rendered on.
-    pub adapter: String,
-    /// Frames it read and rendered.
-    pub frames: u32,
-    /// Seconds from the common start to its last image's hand-over.
-    pub wall_s: f64,
-    /// Its frames over `wall_s`.
-    pub frames_per_s: f64,
-    /// Mean milliseconds from a frame's jump to its image being read back.
-    pub render_ms: f64,
-    /// Mean milliseconds handing an image to rank 0 (0 on rank 0).
-    pub transfer_ms: f64,
+/// How often a rank reports (and rank 0 sends a heartbeat) when nothing else happens.
+pub const REPORT_EVERY: Duration = Duration::from_millis(200);
+
+/// Rank 0's control messages.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+enum Control {
+    /// Jump to local frame `local`: a new generation.
+    Point { generation: u64, local: u32 },
+    /// Play or pause.
+    Playing(bool),
+    /// Switch the frame path.
+    Path(PathSel),
+    /// The view to render.
+    View {
+        camera: Camera,
+        settings: RenderSettings,
+        size: (u32, u32),
+    },
+    /// The display took the image: render on.
+    GoOn { generation: u64 },
+    /// Start the figures of a path again.
+    ResetStats(PathSel),
+    /// Report now, answering `nonce`.
+    Report { nonce: u64 },
+    /// Nothing new: rank 0 is alive.
+    Alive,
+    /// The run is over.
+    Stop,
 }
 
-/// What rank 0 presents and reports.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RanksPlay {
-    /// Ranks.
-    pub ranks: usize,
-    /// The frames in the order they were presented.
-    pub presented: Vec<u32>,
-    /// Seconds from the common start to the last presentation.
-    pub wall_s: f64,
-    /// Presented frames over `wall_s`.
-    pub frames_per_s: f64,
-    /// Every rank, in rank order.
-    pub per_rank: Vec<RankPlay>,
+/// A rank's first message.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Hello {
+    adapter: String,
+    host: String,
+    local_rank: usize,
+    /// How its GPU was chosen.
+    matched: String,
+    slots: usize,
+    frame_times: Vec<f64>,
+    direct: Result<(), String>,
+    host_path: Result<(), String>,
 }
 
-/// One frame's image as rank 0 presents it.
-#[derive(Clone, Copy, Debug)]
-pub struct Presented<'a> {
-    /// The frame.
-    pub frame: u32,
-    /// Width, pixels.
-    pub width: u32,
-    /// Height, pixels.
-    pub height: u32,
-    /// Its pixels, rgba8, sRGB-encoded, row after row.
-    pub rgba8: &'a [u8],
+/// A frame a rank has rendered; its image follows the report's header.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Finished {
+    local: u32,
+    bytes: u64,
+    width: u32,
+    height: u32,
+    readback_ms: f64,
 }
 
-/// What rank 0 does with each image, in frame order.
-pub type Present<'p> = dyn FnMut(Presented<'_>) -> Result<(), PlayError> + 'p;
+/// A rank's report.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Status {
+    generation: u64,
+    nonce: u64,
+    finished: Option<Finished>,
+    damaged: Vec<u32>,
+    direct: (PathFigures, String),
+    host: (PathFigures, String),
+    error: Option<String>,
+    /// The last report: the rank obeyed "stop".
+    stopped: bool,
+}
 
-/// Why a run across ranks failed.
+/// `header` as JSON behind its length, then `tail`.
+fn pack<T: Serialize>(header: &T, tail: &[u8]) -> Vec<u8> {
+    let json = serde_json::to_vec(header).expect("messages are JSON");
+    let mut out = Vec::with_capacity(4 + json.len() + tail.len());
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(tail);
+    out
+}
+
+/// [`pack`]'s header and tail back.
+fn unpack<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<(T, &[u8]), String> {
+    let len = bytes
+        .get(..4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+        .ok_or("a message shorter than its header's length")?;
+    let json = bytes
+        .get(4..4 + len)
+        .ok_or("a message shorter than its header")?;
+    let header = serde_json::from_slice(json).map_err(|e| format!("a message's header: {e}"))?;
+    Ok((header, &bytes[4 + len..]))
+}
+
+/// What rank 0 knows of another rank's GPU.
+struct Remote {
+    rank: usize,
+    name: GpuName,
+    hello: Hello,
+    generation: u64,
+    holding: bool,
+    /// The newest finished frame of this generation, its pixels, and the ms its receipt took.
+    finished: Option<(Finished, Vec<u8>, f64)>,
+    status: Status,
+    last_heard: Instant,
+    last_sent: Instant,
+}
+
+/// The GPUs of a run across ranks, as rank 0's coordinator sees them: GPU 0 is this
+/// process's player, GPU `k` rank `k`'s; see the module documentation.
+pub struct RankWorkers {
+    ranks: Rc<dyn Ranks>,
+    local: LocalGpu,
+    remotes: Vec<Remote>,
+    timeout: Duration,
+    nonce: u64,
+    silent: Option<Silent>,
+}
+
+impl RankWorkers {
+    /// Rank 0's GPUs: `local` (this process's player, GPU 0) and every other rank's, whose
+    /// hellos it waits for (at most `timeout`, else the silent ranks are named).
+    pub fn connect(
+        ranks: Rc<dyn Ranks>,
+        local: LocalGpu,
+        timeout: Duration,
+    ) -> Result<RankWorkers, RanksPlayError> {
+        let size = ranks.size();
+        let deadline = Instant::now() + timeout;
+        let mut hellos: Vec<Option<Hello>> = (0..size).map(|_| None).collect();
+        while hellos[1..].iter().any(Option::is_none) {
+            let Some((from, bytes)) = ranks.receive_until(HELLO, Some(deadline)) else {
+                return Err(RanksPlayError::Silent(Silent {
+                    ranks: (1..size).filter(|&r| hellos[r].is_none()).collect(),
+                    waited: timeout,
+                }));
+            };
+            let (hello, _) = unpack::<Hello>(&bytes)
+                .map_err(|e| PlayError::Usage(format!("rank {from}'s hello: {e}")))?;
+            if let Some(h) = hellos.get_mut(from).filter(|_| from != 0) {
+                *h = Some(hello);
+            }
+        }
+        let now = Instant::now();
+        let remotes = hellos
+            .into_iter()
+            .enumerate()
+            .skip(1)
+            .map(|(rank, h)| {
+                let hello = h.expect("every hello arrived");
+                Remote {
+                    rank,
+                    name: GpuName {
+                        ordinal: hello.local_rank,
+                        matched: hello.matched.clone(),
+                        device: hello.adapter.clone(),
+                        host: Some(hello.host.clone()),
+                    },
+                    hello,
+                    generation: 0,
+                    holding: false,
+                    finished: None,
+                    status: Status::default(),
+                    last_heard: now,
+                    last_sent: now,
+                }
+            })
+            .collect();
+        Ok(RankWorkers {
+            ranks,
+            local,
+            remotes,
+            timeout,
+            nonce: 0,
+            silent: None,
+        })
+    }
+
+    fn remote(&mut self, k: usize) -> &mut Remote {
+        &mut self.remotes[k - 1]
+    }
+
+    /// Sends `control` to GPU `k`'s rank.
+    fn send(&mut self, k: usize, control: &Control) {
+        let bytes = pack(control, &[]);
+        let ranks = self.ranks.clone();
+        let r = self.remote(k);
+        ranks.send(r.rank, CONTROL, &bytes);
+        r.last_sent = Instant::now();
+    }
+
+    /// Takes every report that arrived, sends heartbeats, and names ranks silent for
+    /// longer than the timeout.
+    fn pump(&mut self) -> Result<(), PlayError> {
+        if let Some(s) = &self.silent {
+            return Err(PlayError::Usage(s.to_string()));
+        }
+        if self.remotes.is_empty() {
+            // Alone: nobody to hear from.
+            return Ok(());
+        }
+        loop {
+            let t0 = Instant::now();
+            let Some((from, bytes)) = self.ranks.receive_until(REPORT, Some(t0)) else {
+                break;
+            };
+            let receive_ms = t0.elapsed().as_secs_f64() * 1e3;
+            self.take_report(from, &bytes, receive_ms)?;
+        }
+        for k in 1..=self.remotes.len() {
+            if self.remote(k).last_sent.elapsed() >= REPORT_EVERY {
+                self.send(k, &Control::Alive);
+            }
+        }
+        let timeout = self.timeout;
+        let quiet: Vec<usize> = self
+            .remotes
+            .iter()
+            .filter(|r| r.last_heard.elapsed() > timeout)
+            .map(|r| r.rank)
+            .collect();
+        if !quiet.is_empty() {
+            let s = Silent {
+                ranks: quiet,
+                waited: timeout,
+            };
+            let e = PlayError::Usage(s.to_string());
+            self.silent = Some(s);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// One report of rank `from`.
+    fn take_report(&mut self, from: usize, bytes: &[u8], receive_ms: f64) -> Result<(), PlayError> {
+        if from == 0 || from > self.remotes.len() {
+            return Err(PlayError::Usage(format!(
+                "a report from rank {from}, which plays no GPU"
+            )));
+        }
+        let (status, pixels) = unpack::<Status>(bytes)
+            .map_err(|e| PlayError::Usage(format!("rank {from}'s report: {e}")))?;
+        if let Some(e) = &status.error {
+            return Err(PlayError::Usage(format!("rank {from}: {e}")));
+        }
+        let r = self.remote(from);
+        r.last_heard = Instant::now();
+        if status.generation == r.generation
+            && !r.holding
+            && let Some(f) = status.finished
+        {
+            if pixels.len() as u64 != u64::from(f.width) * u64::from(f.height) * 4 {
+                return Err(PlayError::Usage(format!(
+                    "rank {from} sent a {}x{} image of {} bytes",
+                    f.width,
+                    f.height,
+                    pixels.len()
+                )));
+            }
+            r.finished = Some((f, pixels.to_vec(), receive_ms));
+        }
+        r.status = Status {
+            finished: None,
+            ..status
+        };
+        Ok(())
+    }
+}
+
+impl Workers for RankWorkers {
+    fn count(&self) -> usize {
+        1 + self.remotes.len()
+    }
+    fn name(&self, k: usize) -> &GpuName {
+        match k {
+            0 => self.local.name(),
+            _ => &self.remotes[k - 1].name,
+        }
+    }
+    fn player(&self, k: usize) -> Option<&Player> {
+        (k == 0).then(|| self.local.player())
+    }
+    fn player_mut(&mut self, k: usize) -> Option<&mut Player> {
+        (k == 0).then(|| self.local.player_mut())
+    }
+    fn slots(&self, k: usize) -> usize {
+        match k {
+            0 => self.local.player().slots(),
+            _ => self.remotes[k - 1].hello.slots,
+        }
+    }
+    fn frame_time(&self, k: usize, local: u32) -> f64 {
+        match k {
+            0 => self.local.player().frame_time(local),
+            _ => self.remotes[k - 1]
+                .hello
+                .frame_times
+                .get(local as usize)
+                .copied()
+                .unwrap_or(0.0),
+        }
+    }
+    fn point(&mut self, k: usize, local: u32) {
+        if k == 0 {
+            return self.local.point(local);
+        }
+        let r = self.remote(k);
+        r.generation += 1;
+        r.holding = false;
+        r.finished = None;
+        let generation = r.generation;
+        self.send(k, &Control::Point { generation, local });
+    }
+    fn set_playing(&mut self, k: usize, playing: bool) {
+        match k {
+            0 => self.local.player_mut().set_playing(playing),
+            _ => self.send(k, &Control::Playing(playing)),
+        }
+    }
+    fn path_available(&self, k: usize, sel: PathSel) -> Result<(), String> {
+        if k == 0 {
+            return self.local.path_available(sel);
+        }
+        let h = &self.remotes[k - 1].hello;
+        match sel {
+            PathSel::Direct => h.direct.clone(),
+            PathSel::Host => h.host_path.clone(),
+        }
+    }
+    fn set_path(&mut self, k: usize, sel: PathSel) -> Result<(), String> {
+        if k == 0 {
+            return self.local.player_mut().set_path(sel);
+        }
+        self.path_available(k, sel)?;
+        self.send(k, &Control::Path(sel));
+        Ok(())
+    }
+    fn set_view(&mut self, k: usize, view: &View, size: (u32, u32)) {
+        if k == 0 {
+            return self.local.set_view(view, size);
+        }
+        let control = Control::View {
+            camera: view.camera,
+            settings: view.settings.clone(),
+            size,
+        };
+        self.send(k, &control);
+    }
+    fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError> {
+        if k == 0 {
+            return self.local.poll();
+        }
+        self.pump()?;
+        let r = self.remote(k);
+        if r.holding {
+            return Ok(None);
+        }
+        let local = r.finished.as_ref().map(|(f, ..)| f.local);
+        r.holding = local.is_some();
+        Ok(local)
+    }
+    fn go_on(&mut self, k: usize) {
+        if k == 0 {
+            return self.local.go_on();
+        }
+        let r = self.remote(k);
+        r.holding = false;
+        r.finished = None;
+        let generation = r.generation;
+        self.send(k, &Control::GoOn { generation });
+    }
+    fn damaged(&self, k: usize) -> Vec<u32> {
+        match k {
+            0 => self.local.damaged(),
+            _ => self.remotes[k - 1].status.damaged.clone(),
+        }
+    }
+    fn frame_bytes(&self, k: usize, local: u32) -> u64 {
+        if k == 0 {
+            return self.local.player().frame_bytes(local);
+        }
+        match &self.remotes[k - 1].finished {
+            Some((f, ..)) if f.local == local => f.bytes,
+            _ => 0,
+        }
+    }
+    fn image(&mut self, k: usize) -> Result<Image, PlayError> {
+        if k == 0 {
+            return self.local.image();
+        }
+        let r = self.remote(k);
+        let (f, rgba8, receive_ms) = r.finished.take().ok_or_else(|| {
+            PlayError::Usage(format!("rank {}: no finished image to take", r.rank))
+        })?;
+        Ok(Image {
+            width: f.width,
+            height: f.height,
+            rgba8,
+            transfer_ms: f.readback_ms + receive_ms,
+        })
+    }
+    fn figures(&self, k: usize, sel: PathSel) -> (PathFigures, String) {
+        if k == 0 {
+            return self.local.figures(sel);
+        }
+        let s = &self.remotes[k - 1].status;
+        match sel {
+            PathSel::Direct => s.direct.clone(),
+            PathSel::Host => s.host.clone(),
+        }
+    }
+    fn reset_stats(&mut self, k: usize, sel: PathSel) {
+        match k {
+            0 => self.local.player_mut().reset_stats(sel),
+            _ => self.send(k, &Control::ResetStats(sel)),
+        }
+    }
+    fn wait(&mut self, timeout: Duration) {
+        if self.local.holding() {
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+        } else {
+            self.local.player_mut().wait(timeout);
+        }
+        // A failure is kept and returned by the next poll.
+        let _ = self.pump();
+    }
+    fn drain(&mut self, timeout: Duration) {
+        self.local.player_mut().drain(timeout);
+    }
+    fn settle(&mut self) -> Result<(), PlayError> {
+        self.nonce += 1;
+        let nonce = self.nonce;
+        for k in 1..=self.remotes.len() {
+            self.send(k, &Control::Report { nonce });
+        }
+        while self.remotes.iter().any(|r| r.status.nonce != nonce) {
+            self.pump()?;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(())
+    }
+    fn finish(&mut self) {
+        for k in 1..=self.remotes.len() {
+            self.send(k, &Control::Stop);
+        }
+        // Every report still under way is taken (a rank's send completes only once rank 0
+        // receives it), until each rank's last.
+        let deadline = Instant::now() + self.timeout;
+        let mut running = self.remotes.len();
+        while running > 0 {
+            let Some((_, bytes)) = self.ranks.receive_until(REPORT, Some(deadline)) else {
+                break;
+            };
+            if unpack::<Status>(&bytes).is_ok_and(|(s, _)| s.stopped) {
+                running -= 1;
+            }
+        }
+    }
+    fn silent(&self) -> Option<&Silent> {
+        self.silent.as_ref()
+    }
+}
+
+/// Why a rank's part of a run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RanksPlayError {
-    /// This rank's player failed (or, on rank 0, a report did not parse).
+    /// This rank's player failed, or a message did not parse.
     #[error(transparent)]
     Play(#[from] PlayError),
     /// Ranks stopped answering: the caller should end the run ([`Ranks::abort`]).
@@ -87,210 +515,193 @@ pub enum RanksPlayError {
     Silent(#[from] Silent),
 }
 
-/// A rendered image as it travels: frame, width, height, then rgba8 bytes.
-fn encode(frame: u32, image: &crate::render::Image) -> Vec<u8> {
-    let mut out = Vec::with_capacity(12 + image.rgba8.len());
-    for v in [frame, image.width, image.height] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(&image.rgba8);
-    out
+/// What a rank other than 0 keeps of its part.
+struct Served {
+    generation: u64,
+    nonce: u64,
+    /// Pointed at a frame by rank 0 (it renders nothing before).
+    started: bool,
+    holding: bool,
+    damaged: Vec<u32>,
+    last_report: Instant,
 }
 
-/// [`encode`]'s image back: (frame, width, height, rgba8).
-fn decode(bytes: &[u8]) -> Option<(u32, u32, u32, &[u8])> {
-    let word = |i: usize| {
-        Some(u32::from_le_bytes(
-            bytes.get(4 * i..4 * i + 4)?.try_into().ok()?,
-        ))
-    };
-    let (frame, w, h) = (word(0)?, word(1)?, word(2)?);
-    let pixels = bytes.get(12..)?;
-    (pixels.len() as u64 == u64::from(w) * u64::from(h) * 4).then_some((frame, w, h, pixels))
-}
-
-/// Shows `frame` (a jump, paused) and reads its image back.
-fn render_frame(
+/// A rank other than 0: plays its GPU's `player` (the GPU `gpu`: its adapter, ordinal and
+/// how it was chosen) as rank 0's control messages say, reporting to rank 0 until it says stop. Returns `Err` where this rank's player failed
+/// (rank 0 is told first) or rank 0 was silent for twice `timeout`.
+pub fn serve(
+    ranks: &dyn Ranks,
     player: &mut Player,
-    frame: u32,
+    gpu: &GpuName,
     timeout: Duration,
-) -> Result<crate::render::Image, PlayError> {
-    let deadline = Instant::now() + timeout;
-    player.set_playing(false);
-    player.scrub(frame);
+) -> Result<(), RanksPlayError> {
+    let hello = Hello {
+        adapter: gpu.device.clone(),
+        host: ranks.host(),
+        local_rank: gpu.ordinal,
+        matched: gpu.matched.clone(),
+        slots: player.slots(),
+        frame_times: (0..player.frame_count())
+            .map(|l| player.frame_time(l))
+            .collect(),
+        direct: path_available(player, PathSel::Direct),
+        host_path: path_available(player, PathSel::Host),
+    };
+    ranks.send(0, HELLO, &pack(&hello, &[]));
+    let mut me = Served {
+        generation: 0,
+        nonce: 0,
+        started: false,
+        holding: false,
+        damaged: Vec::new(),
+        last_report: Instant::now(),
+    };
+    let mut last_heard = Instant::now();
     loop {
-        if player.damaged_frames().contains_key(&frame) || player.jumped_to_damaged(frame) {
-            return Err(PlayError::Usage(format!("frame {frame} could not be read")));
+        while let Some((_, bytes)) = ranks.receive_until(CONTROL, Some(Instant::now())) {
+            last_heard = Instant::now();
+            let (control, _) = unpack::<Control>(&bytes).map_err(PlayError::Usage)?;
+            if matches!(control, Control::Stop) {
+                let last = Status {
+                    stopped: true,
+                    ..Status::default()
+                };
+                ranks.send(0, REPORT, &pack(&last, &[]));
+                return Ok(());
+            }
+            if let Err(e) = obey(player, &mut me, control) {
+                report(ranks, player, &mut me, None, &[], Some(e.clone()));
+                return Err(PlayError::Usage(e).into());
+            }
         }
-        let t = player.tick()?;
-        if !player.scrub_pending() && player.shown_frame() == Some(frame) {
-            break;
+        if last_heard.elapsed() > 2 * timeout {
+            return Err(Silent {
+                ranks: vec![0],
+                waited: 2 * timeout,
+            }
+            .into());
         }
-        if Instant::now() > deadline {
-            return Err(PlayError::Usage(format!(
-                "frame {frame} was not shown within {:.0} s",
-                timeout.as_secs_f64()
-            )));
-        }
-        if t.shown.is_none() {
-            player.wait(Duration::from_millis(1));
+        match step(ranks, player, &mut me) {
+            Ok(true) => {}
+            Ok(false) if me.holding || !me.started => std::thread::sleep(Duration::from_millis(1)),
+            Ok(false) => player.wait(Duration::from_millis(1)),
+            Err(e) => {
+                report(ranks, player, &mut me, None, &[], Some(e.to_string()));
+                return Err(e.into());
+            }
         }
     }
-    player.read_image()
 }
 
-/// This rank's running totals.
-struct Tally {
-    frames: u32,
-    render: Duration,
-    transfer: Duration,
-    start: Instant,
+fn path_available(player: &Player, sel: PathSel) -> Result<(), String> {
+    let r = player.path_report(sel);
+    if r.available {
+        return Ok(());
+    }
+    Err(r
+        .unavailable_reason
+        .unwrap_or_else(|| format!("the {} path is unavailable", sel.name())))
 }
 
-impl Tally {
-    fn report(&self, ranks: &dyn Ranks, adapter: &str) -> RankPlay {
-        let wall_s = self.start.elapsed().as_secs_f64();
-        let mean = |d: Duration| {
-            if self.frames == 0 {
-                0.0
-            } else {
-                d.as_secs_f64() * 1e3 / f64::from(self.frames)
+/// Carries out one of rank 0's control messages.
+fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), String> {
+    match control {
+        Control::Point { generation, local } => {
+            me.generation = generation;
+            me.holding = false;
+            me.started = true;
+            player.scrub(local);
+        }
+        Control::Playing(playing) => player.set_playing(playing),
+        Control::Path(sel) => player.set_path(sel)?,
+        Control::View {
+            camera,
+            settings,
+            size,
+        } => {
+            // The size first: a new aspect refits the camera, which rank 0's replaces.
+            player.set_size(size.0, size.1);
+            let mut view = player.view().clone();
+            view.camera = camera;
+            view.settings = settings;
+            if &view != player.view() {
+                *player.view_mut() = view;
             }
+        }
+        Control::GoOn { generation } => {
+            if generation == me.generation {
+                me.holding = false;
+            }
+        }
+        Control::ResetStats(sel) => player.reset_stats(sel),
+        Control::Report { nonce } => {
+            me.nonce = nonce;
+            // Reported by the next step.
+            me.last_report = Instant::now() - REPORT_EVERY;
+        }
+        Control::Alive | Control::Stop => {}
+    }
+    Ok(())
+}
+
+/// Plays on unless holding a frame; sends a frame rendered (with its image), or a report
+/// when the damaged frames changed or it is due. Returns whether a frame was rendered.
+fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool, PlayError> {
+    if me.started
+        && !me.holding
+        && let Some(local) = player.tick()?.shown
+    {
+        // The render finished first: the figure is the read back alone.
+        player
+            .device()
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .map_err(|e| PlayError::Usage(format!("waiting for a render: {e}")))?;
+        let t0 = Instant::now();
+        let image = player.read_image()?;
+        let finished = Finished {
+            local,
+            bytes: player.frame_bytes(local),
+            width: image.width,
+            height: image.height,
+            readback_ms: t0.elapsed().as_secs_f64() * 1e3,
         };
-        RankPlay {
-            rank: ranks.rank(),
-            host: ranks.host(),
-            adapter: adapter.to_string(),
-            frames: self.frames,
-            wall_s,
-            frames_per_s: if wall_s > 0.0 {
-                f64::from(self.frames) / wall_s
-            } else {
-                0.0
-            },
-            render_ms: mean(self.render),
-            transfer_ms: mean(self.transfer),
-        }
+        me.holding = true;
+        report(ranks, player, me, Some(finished), &image.rgba8, None);
+        return Ok(true);
     }
+    let damaged: Vec<u32> = player.damaged_frames().keys().copied().collect();
+    if damaged != me.damaged || me.last_report.elapsed() >= REPORT_EVERY {
+        me.damaged = damaged;
+        report(ranks, player, me, None, &[], None);
+    }
+    Ok(false)
 }
 
-/// Plays frames `0..frames` (at most the dataset's) across `ranks`, alternate frames, each
-/// rank with its own `player`; rank 0 calls `present` with every frame's image strictly in
-/// order and returns the report; the other ranks return
-/// `None`. `timeout` bounds each frame's render and every wait for another rank.
-pub fn play_ranks(
+/// Sends rank 0 a report (with a finished frame's image where given).
+fn report(
     ranks: &dyn Ranks,
-    player: &mut Player,
-    adapter: &str,
-    frames: u32,
-    timeout: Duration,
-    present: &mut Present<'_>,
-) -> Result<Option<RanksPlay>, RanksPlayError> {
-    let n = frames.min(player.frame_count());
-    let size = ranks.size();
-    barrier_within(ranks, Some(timeout))?;
-    let mut tally = Tally {
-        frames: 0,
-        render: Duration::ZERO,
-        transfer: Duration::ZERO,
-        start: Instant::now(),
+    player: &Player,
+    me: &mut Served,
+    finished: Option<Finished>,
+    pixels: &[u8],
+    error: Option<String>,
+) {
+    let figures = |sel| (player.figures(sel), player.path_report(sel).label);
+    let status = Status {
+        generation: me.generation,
+        nonce: me.nonce,
+        finished,
+        damaged: player.damaged_frames().keys().copied().collect(),
+        direct: figures(PathSel::Direct),
+        host: figures(PathSel::Host),
+        error,
+        stopped: false,
     };
-    if ranks.rank() != 0 {
-        for f in share(n as usize, ranks.rank(), size) {
-            let t = Instant::now();
-            let image = render_frame(player, f as u32, timeout)?;
-            tally.render += t.elapsed();
-            let t = Instant::now();
-            ranks.send(0, IMAGE, &encode(f as u32, &image));
-            tally.transfer += t.elapsed();
-            tally.frames += 1;
-        }
-        let mine = serde_json::to_vec(&tally.report(ranks, adapter)).expect("a report is JSON");
-        gather_within(ranks, &mine, Some(timeout))?;
-        return Ok(None);
-    }
-    let presented = present_in_order(ranks, player, n, timeout, &mut tally, present)?;
-    let wall_s = tally.start.elapsed().as_secs_f64();
-    let mine = serde_json::to_vec(&tally.report(ranks, adapter)).expect("a report is JSON");
-    let all = gather_within(ranks, &mine, Some(timeout))?.unwrap_or_default();
-    let per_rank = all
-        .iter()
-        .map(|b| serde_json::from_slice::<RankPlay>(b))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PlayError::Usage(format!("a rank's report did not parse: {e}")))?;
-    Ok(Some(RanksPlay {
-        ranks: size,
-        frames_per_s: if wall_s > 0.0 {
-            presented.len() as f64 / wall_s
-        } else {
-            0.0
-        },
-        presented,
-        wall_s,
-        per_rank,
-    }))
-}
-
-/// Rank 0: renders its own frames when their turn comes, takes the others' images as they
-/// arrive, and presents frame after frame in order.
-fn present_in_order(
-    ranks: &dyn Ranks,
-    player: &mut Player,
-    n: u32,
-    timeout: Duration,
-    tally: &mut Tally,
-    present: &mut Present<'_>,
-) -> Result<Vec<u32>, RanksPlayError> {
-    let size = ranks.size() as u32;
-    let mut arrived: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
-    let mut presented = Vec::with_capacity(n as usize);
-    for next in 0..n {
-        if next % size == 0 {
-            let t = Instant::now();
-            let image = render_frame(player, next, timeout)?;
-            tally.render += t.elapsed();
-            tally.frames += 1;
-            present(Presented {
-                frame: next,
-                width: image.width,
-                height: image.height,
-                rgba8: &image.rgba8,
-            })?;
-            presented.push(next);
-            continue;
-        }
-        while !arrived.contains_key(&next) {
-            let Some((from, bytes)) = ranks.receive_until(IMAGE, Some(Instant::now() + timeout))
-            else {
-                return Err(Silent {
-                    ranks: vec![(next % size) as usize],
-                    waited: timeout,
-                }
-                .into());
-            };
-            match decode(&bytes) {
-                Some((f, ..)) if f < n && f % size == from as u32 => {
-                    arrived.insert(f, bytes);
-                }
-                _ => {
-                    return Err(PlayError::Usage(format!(
-                        "rank {from} sent an image that is not one of its frames"
-                    ))
-                    .into());
-                }
-            }
-        }
-        let bytes = arrived.remove(&next).expect("arrived above");
-        let (frame, width, height, rgba8) = decode(&bytes).expect("checked on arrival");
-        present(Presented {
-            frame,
-            width,
-            height,
-            rgba8,
-        })?;
-        presented.push(frame);
-    }
-    Ok(presented)
+    ranks.send(0, REPORT, &pack(&status, pixels));
+    me.last_report = Instant::now();
 }
 
 #[cfg(test)]
@@ -298,18 +709,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn images_travel_whole_and_short_ones_are_refused() {
-        let mut image = crate::render::Image::new(3, 2);
-        image
-            .rgba8
-            .iter_mut()
-            .enumerate()
-            .for_each(|(i, b)| *b = i as u8);
-        let bytes = encode(7, &image);
-        let (f, w, h, px) = decode(&bytes).unwrap();
-        assert_eq!((f, w, h), (7, 3, 2));
-        assert_eq!(px, &image.rgba8[..]);
-        assert!(decode(&bytes[..bytes.len() - 1]).is_none());
-        assert!(decode(&bytes[..8]).is_none());
+    fn messages_travel_whole_and_short_ones_are_refused() {
+        let control = Control::Point {
+            generation: 3,
+            local: 7,
+        };
+        let bytes = pack(&control, &[1, 2, 3]);
+        let (back, tail) = unpack::<Control>(&bytes).unwrap();
+        assert!(matches!(
+            back,
+            Control::Point {
+                generation: 3,
+                local: 7
+            }
+        ));
+        assert_eq!(tail, &[1, 2, 3]);
+        assert!(unpack::<Control>(&bytes[..6]).is_err());
+        assert!(unpack::<Control>(&bytes[..2]).is_err());
+        // A view's message stays small (MPI sends it eagerly).
+        let view = pack(
+            &Control::View {
+                camera: Camera::default(),
+                settings: RenderSettings::default(),
+                size: (1920, 1080),
+            },
+            &[],
+        );
+        assert!(view.len() < 4096, "{} bytes", view.len());
     }
 }

@@ -99,7 +99,7 @@ impl Default for PathStats {
 /// The figures of a path at one moment (what the overlay and JSON show). The rates follow
 /// the definitions of this module: **now**, **avg** (over active time) and **peak** (after
 /// the warm-up, `None` until a reading qualifies).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct PathFigures {
     /// Frames delivered per second, **now**.
     pub delivered_fps_now: f64,

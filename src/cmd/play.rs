@@ -188,6 +188,11 @@ pub struct PlayArgs {
     /// through the host. Loop or once only (not ping-pong).
     #[arg(long, value_parser = supercell::bench::jobs::parse_gpus)]
     pub gpus: Option<supercell::bench::jobs::GpuSelection>,
+    /// Tests only: a second host path stands in for the direct path (labelled "loopback
+    /// (test)"), so the path toggle runs where no CUDA is (`play --frames-out` and across
+    /// MPI ranks).
+    #[arg(long, hide = true)]
+    pub loopback_direct: bool,
 }
 
 /// A duration flag's value, or an error naming the flag and the value.
@@ -249,6 +254,7 @@ pub(super) fn player_config(
         start_at_data: args.start_frame.is_none(),
         verify: args.verify,
         read_timeout: (!args.read_timeout.is_zero()).then_some(args.read_timeout),
+        loopback_direct: args.loopback_direct,
         ..PlayerConfig::default()
     })
 }
@@ -372,7 +378,7 @@ pub fn choose_scene(arg: Option<&std::path::Path>) -> anyhow::Result<ChosenScene
 }
 
 /// A progress bar on stderr (hidden where stderr is not a terminal).
-fn progress_bar(template: &str) -> indicatif::ProgressBar {
+pub(super) fn progress_bar(template: &str) -> indicatif::ProgressBar {
     // Drawn on stderr, and only where stderr is a terminal.
     let bar = indicatif::ProgressBar::no_length();
     bar.set_style(
@@ -664,9 +670,24 @@ fn gpus_run(
     );
     bar.finish_and_clear();
     mp.drain(Duration::from_secs(10));
+    let report = gpus_report(args, scene, settings, &mp, runs, &adapters);
+    end_gpus_run(args, &report)
+}
+
+/// Several GPUs' report (in this process or across ranks): the paths' runs `runs` of `mp`
+/// on `adapters`.
+pub(super) fn gpus_report(
+    args: &PlayArgs,
+    scene: &ChosenScene,
+    settings: software::Interactive,
+    mp: &supercell::app::gpus::MultiPlayer,
+    runs: Vec<headless::PathRun>,
+    adapters: &[String],
+) -> HeadlessReport {
+    let size = settings.size;
     let p0 = mp.player(0);
     let m = p0.manifest();
-    let report = HeadlessReport {
+    HeadlessReport {
         schema: headless::SCHEMA.into(),
         date: headless::iso8601(
             std::time::SystemTime::now()
@@ -690,10 +711,15 @@ fn gpus_run(
         paths: runs,
         soak: None,
         settings: Some(settings),
-    };
-    eprint!("{}", gpus::summary(&report.paths));
+    }
+}
+
+/// Prints several GPUs' `report`, writes its JSON where asked, and fails where a path that
+/// was asked for failed.
+pub(super) fn end_gpus_run(args: &PlayArgs, report: &HeadlessReport) -> anyhow::Result<()> {
+    eprint!("{}", supercell::app::gpus::summary(&report.paths));
     if let Some(p) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
+        let text = serde_json::to_string_pretty(report)?;
         std::fs::write(p, text + "\n").with_context(|| format!("{}", p.display()))?;
     }
     for r in &report.paths {
@@ -708,7 +734,7 @@ fn gpus_run(
 }
 
 /// The paths a headless run plays, in order (both: host first, then direct).
-fn paths_of(path: PathArg) -> Vec<PathSel> {
+pub(super) fn paths_of(path: PathArg) -> Vec<PathSel> {
     match path {
         PathArg::Direct => vec![PathSel::Direct],
         PathArg::Host => vec![PathSel::Host],
@@ -717,7 +743,11 @@ fn paths_of(path: PathArg) -> Vec<PathSel> {
 }
 
 /// Shows a headless run's progress on `bar`: the path, and `frames` or jumps done.
-fn show_progress(bar: &indicatif::ProgressBar, p: &headless::Progress, frames: &'static str) {
+pub(super) fn show_progress(
+    bar: &indicatif::ProgressBar,
+    p: &headless::Progress,
+    frames: &'static str,
+) {
     bar.set_prefix(format!("play {}", p.path.name()));
     bar.set_length(p.planned);
     bar.set_position(p.done);

@@ -1,14 +1,19 @@
-//! `play --headless --frames-out DIR`, in one process or across MPI ranks (alternate
-//! frames, `supercell::app::ranks`): every presented frame written in order as
-//! `frame_NNNNN.png`, then a row per rank.
+//! `play --headless` across MPI ranks (or alone with `--frames-out DIR`): the one
+//! coordinator over ranks (`supercell::app::ranks::RankWorkers`), alternate frames, every
+//! path played in order, then exact jumps, as `play --gpus` does; rank 0 reports a row per
+//! rank and, with `--frames-out`, writes each presented frame as `frame_NNNNN.png`.
 
 use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use supercell::app::ranks::{Presented, RanksPlay, RanksPlayError, play_ranks};
+use supercell::app::gpus::{self, GpuName, LocalGpu, MultiPlayer};
+use supercell::app::headless::HeadlessOptions;
+use supercell::app::ranks::{RankWorkers, RanksPlayError, serve};
 use supercell::app::software::{self, Requested};
-use supercell::app::{PlayError, Player, PlayerGpu};
+use supercell::app::{PlayError, PlayerGpu};
 use supercell::cluster::{Ranks, Solo};
 use supercell::scene::PlaybackDefaults;
 
@@ -32,85 +37,115 @@ pub fn run(args: &PlayArgs) -> Result<()> {
     across(args, &req, &scene, launched)
 }
 
-/// Runs `play` across `launched` ranks (or alone); rank 0 writes the frames and reports.
+/// Runs `play` across `launched` ranks (or alone); rank 0 coordinates, writes the frames
+/// and reports, the others serve it.
 fn across(
     args: &PlayArgs,
     req: &Requested,
     scene: &ChosenScene,
     launched: Option<Box<dyn Ranks>>,
 ) -> Result<()> {
-    let ranks: Box<dyn Ranks> = launched.unwrap_or_else(|| Box::new(Solo));
-    let Some(out) = args.frames_out.as_deref() else {
-        bail!(
-            "play across MPI ranks needs --headless --frames-out DIR (the window across ranks is not built yet)"
-        );
+    let ranks: Rc<dyn Ranks> = match launched {
+        Some(r) => Rc::from(r),
+        None => Rc::new(Solo),
     };
-    if ranks.rank() == 0 {
+    if !args.headless {
+        bail!("play across MPI ranks needs --headless (the window across ranks is not built yet)");
+    }
+    if args.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    let out = args.frames_out.as_deref();
+    if let Some(out) = out
+        && ranks.rank() == 0
+    {
         std::fs::create_dir_all(out).with_context(|| format!("cannot make {}", out.display()))?;
     }
     let timeout = duration_flag("--timeout", &args.timeout)?;
-    let frames = u32::try_from(args.frames).unwrap_or(u32::MAX);
-    let gpu = PlayerGpu::open_best()?;
+    let (gpu, name) = open_rank_gpu(&*ranks)?;
     let settings = software::choose(&gpu.caps, req);
     let cfg = player_config(args, settings.size, &PlaybackDefaults::default())?;
-    let mut player = Player::open_scene(&gpu, &scene.scene, &cfg)?;
+    let (rank, size) = (ranks.rank(), ranks.size());
+    let (mut player, frame_count) = gpus::open_part(&gpu, &scene.scene, &cfg, size, rank)?;
     settings.apply_view(player.view_mut());
-    let mut write = |p: Presented<'_>| write_frame(out, p);
-    let outcome = play_ranks(
-        &*ranks,
-        &mut player,
-        &gpu.describe(),
-        frames,
-        timeout,
-        &mut write,
-    );
-    let report = match outcome {
-        Ok(Some(r)) => r,
-        Ok(None) => return Ok(()),
-        Err(RanksPlayError::Silent(silent)) if ranks.size() > 1 => super::end_run(&*ranks, &silent),
+    if rank != 0 {
+        return match serve(&*ranks, &mut player, &name, timeout) {
+            Ok(()) => Ok(()),
+            Err(RanksPlayError::Silent(s)) => super::end_run(&*ranks, &s),
+            Err(e) => Err(e.into()),
+        };
+    }
+    let local = LocalGpu::new(name, Some(gpu), player);
+    let workers = match RankWorkers::connect(ranks.clone(), local, timeout) {
+        Ok(w) => w,
+        Err(RanksPlayError::Silent(s)) => super::end_run(&*ranks, &s),
         Err(e) => return Err(e.into()),
     };
-    print!("{}", text(&report, out));
-    if let Some(j) = &args.json {
-        let body = serde_json::to_vec_pretty(&report)?;
-        std::fs::write(j, body).with_context(|| format!("cannot write {}", j.display()))?;
+    let mut mp = MultiPlayer::over(Box::new(workers), frame_count, &cfg)?;
+    mp.set_capture(out.is_some());
+    let bar = super::play::progress_bar("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}");
+    let runs = gpus::run_paths(
+        &mut mp,
+        &HeadlessOptions {
+            frames: args.frames,
+            paths: super::play::paths_of(args.path),
+            scrub_jumps: args.scrub_jumps,
+            timeout,
+        },
+        &mut |p| super::play::show_progress(&bar, &p, "frames presented"),
+    );
+    bar.finish_and_clear();
+    if let Some(s) = mp.workers().silent().cloned() {
+        super::end_run(&*ranks, &s);
     }
-    Ok(())
+    mp.workers_mut().finish();
+    mp.drain(Duration::from_secs(10));
+    if let Some(out) = out {
+        for (frame, _, rgba8) in mp.captured() {
+            write_frame(out, *frame, mp.player(0).size(), rgba8)?;
+        }
+    }
+    let adapters: Vec<String> = (0..mp.gpu_count())
+        .map(|k| mp.workers().name(k).device.clone())
+        .collect();
+    let report = super::play::gpus_report(args, scene, settings, &mp, runs, &adapters);
+    super::play::end_gpus_run(args, &report)
+}
+
+/// This rank's GPU: the GPU of its local rank's ordinal on its host (as `--gpus` opens an
+/// ordinal: `supercell::app::gpus::open_gpu`), else, for a local rank past the host's
+/// adapters, the best adapter (said in `matched`).
+fn open_rank_gpu(ranks: &dyn Ranks) -> Result<(PlayerGpu, GpuName)> {
+    let local = ranks.local_rank();
+    let (gpu, how) = match gpus::open_gpu(local) {
+        Ok(o) => (o.gpu, o.matched),
+        Err(e) if local > 0 => {
+            let g = PlayerGpu::open_best()?;
+            let how = format!("no GPU of ordinal {local} ({e}): the best adapter");
+            (g, how)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let name = GpuName {
+        ordinal: local,
+        matched: format!("local rank {local} on {}: {how}", ranks.host()),
+        device: gpu.describe(),
+        host: Some(ranks.host()),
+    };
+    Ok((gpu, name))
 }
 
 /// Writes one presented frame as `DIR/frame_NNNNN.png`.
-fn write_frame(dir: &Path, p: Presented<'_>) -> Result<(), PlayError> {
+fn write_frame(dir: &Path, frame: u32, (width, height): (u32, u32), rgba8: &[u8]) -> Result<()> {
     let image = supercell::render::Image {
-        width: p.width,
-        height: p.height,
-        rgba8: p.rgba8.to_vec(),
+        width,
+        height,
+        rgba8: rgba8.to_vec(),
         linear: Vec::new(),
     };
-    let path = dir.join(format!("frame_{:05}.png", p.frame));
+    let path = dir.join(format!("frame_{frame:05}.png"));
     image
         .write_png(&path)
-        .map_err(|e| PlayError::Usage(format!("cannot write {}: {e}", path.display())))
-}
-
-/// The report: what was presented, then a row per rank.
-fn text(r: &RanksPlay, out: &Path) -> String {
-    let mut s = format!(
-        "play across {} rank(s), alternate frames: {} frames presented in order to {} in {:.3} s = {:.2} frames/s\n",
-        r.ranks,
-        r.presented.len(),
-        out.display(),
-        r.wall_s,
-        r.frames_per_s
-    );
-    s += &format!(
-        "{:>4}  {:<16} {:>6} {:>9} {:>10} {:>12}  adapter\n",
-        "rank", "host", "frames", "frames/s", "render ms", "transfer ms"
-    );
-    for p in &r.per_rank {
-        s += &format!(
-            "{:>4}  {:<16} {:>6} {:>9.2} {:>10.1} {:>12.2}  {}\n",
-            p.rank, p.host, p.frames, p.frames_per_s, p.render_ms, p.transfer_ms, p.adapter
-        );
-    }
-    s
+        .map_err(|e| PlayError::Usage(format!("cannot write {}: {e}", path.display())))?;
+    Ok(())
 }

@@ -37,8 +37,10 @@ use crate::render::View;
 
 mod open;
 mod run;
+mod workers;
 pub use open::{OpenedGpu, open_gpu, open_gpus};
 pub use run::{run_paths, summary};
+pub use workers::{GpuName, Image, InProcess, LocalGpu, Workers};
 
 /// How images of the other GPUs reach the display GPU.
 pub const DISPLAY_COPY: &str = "through the host: read back from the rendering GPU, uploaded to the display GPU (GPU 0); wgpu has no copy between devices, so peer-to-peer is out of reach";
@@ -52,14 +54,8 @@ struct Held {
     reported: bool,
 }
 
-/// One GPU's share: its player and what the driver tracks of it.
+/// What the driver tracks of one GPU (its player is the [`Workers`]').
 struct GpuShare {
-    ordinal: usize,
-    matched: String,
-    device: String,
-    /// Kept alive for the player's device (and its CUDA context).
-    _gpu: PlayerGpu,
-    player: Player,
     /// The dataset frames this GPU owns, ascending: the player's frame `i` is `frames[i]`.
     frames: Vec<u32>,
     held: Option<Held>,
@@ -101,12 +97,16 @@ const MAX_LOG: usize = 100_000;
 /// Several GPUs playing one timeline; see the module documentation.
 pub struct MultiPlayer {
     shares: Vec<GpuShare>,
+    /// The GPUs' players, in this process or in other ranks.
+    workers: Box<dyn Workers>,
     multi: MultiScheduler,
     frame_count: u32,
     mode: PlayMode,
     epoch: Instant,
     active: PathSel,
     shown: Option<u32>,
+    /// Presentations so far (a frame on screen presented again in a new view included).
+    presentations: u64,
     /// The frame on screen and the GPU that rendered it: the multi-scheduler has it as
     /// finished until the next frame is presented (its player has moved on already).
     on_screen: Option<(u32, usize)>,
@@ -149,77 +149,60 @@ impl MultiPlayer {
         if gpus.is_empty() {
             return Err(PlayError::Usage("--gpus names no GPU".into()));
         }
-        if cfg.frames.is_some() {
-            return Err(PlayError::Usage(
-                "a player of several GPUs deals the frames itself".into(),
-            ));
-        }
-        if cfg.mode == PlayMode::PingPong {
-            return Err(PlayError::Usage(
-                "--mode ping-pong is not supported with --gpus (loop or once)".into(),
-            ));
-        }
         let g = gpus.len();
+        let frame_count = timeline(scene, cfg, g)?;
         let ownership = Ownership::alternate(g).map_err(PlayError::Usage)?;
-        let frame_count = scene
-            .open(1.0, cfg.attributes.as_deref())
-            .map_err(|e| PlayError::Scene(e.to_string()))?
-            .dataset
-            .frame_count() as u32;
-        if (frame_count as usize) < g {
-            return Err(PlayError::Usage(format!(
-                "{frame_count} frames for {g} GPUs: every GPU needs a frame of its own"
-            )));
-        }
-        if cfg.start_frame >= frame_count {
-            return Err(PlayError::Usage(format!(
-                "start frame {} (--start-frame) is past the end: the dataset has {frame_count} frames (0..={})",
-                cfg.start_frame,
-                frame_count - 1
-            )));
-        }
-        let wrap = cfg.mode == PlayMode::Loop;
-        let mut shares = Vec::with_capacity(g);
+        let mut locals = Vec::with_capacity(g);
         for (k, opened) in gpus.into_iter().enumerate() {
-            let frames: Vec<u32> = (0..frame_count)
-                .filter(|&f| ownership.owner(f) == k)
-                .collect();
-            let mut share_cfg = cfg.clone();
-            // Each player shows its frames as soon as it has them; the global timeline
-            // paces presentation.
-            share_cfg.speed_fps = None;
-            share_cfg.frames = Some(frames.clone());
-            share_cfg.start_frame = 0;
-            let player = Player::open_scene(&opened.gpu, scene, &share_cfg)?;
-            let mut share = GpuShare {
+            let frames = owned_frames(&ownership, frame_count, k);
+            let player = open_share(&opened.gpu, scene, cfg, frames)?;
+            let name = GpuName {
                 ordinal: opened.ordinal,
                 matched: opened.matched,
                 device: opened.gpu.describe(),
-                _gpu: opened.gpu,
-                player,
-                frames,
+                host: None,
+            };
+            locals.push(LocalGpu::new(name, Some(opened.gpu), player));
+        }
+        MultiPlayer::over(Box::new(InProcess::new(locals)), frame_count, cfg)
+    }
+
+    /// The coordinator over `workers` (one GPU each, GPU 0 the display, each player over the
+    /// frames its GPU owns: alternate frames, [`owned_frames`]) on a timeline of
+    /// `frame_count` frames; `cfg` gives the mode, speed, start frame and play state.
+    pub fn over(
+        mut workers: Box<dyn Workers>,
+        frame_count: u32,
+        cfg: &PlayerConfig,
+    ) -> Result<MultiPlayer, PlayError> {
+        let g = workers.count();
+        let ownership = Ownership::alternate(g).map_err(PlayError::Usage)?;
+        let wrap = cfg.mode == PlayMode::Loop;
+        let mut shares = Vec::with_capacity(g);
+        for k in 0..g {
+            let share = GpuShare {
+                frames: owned_frames(&ownership, frame_count, k),
                 held: None,
                 tickets: BTreeMap::new(),
                 copies_ms: Vec::new(),
                 copy_bytes: 0,
             };
-            let start = share.local_from(cfg.start_frame, wrap);
-            share.player.scrub(start);
-            share.player.set_playing(cfg.playing);
+            workers.point(k, share.local_from(cfg.start_frame, wrap));
+            workers.set_playing(k, cfg.playing);
             shares.push(share);
         }
         // One path for every GPU: the first GPU's, where every GPU has it.
-        let mut active = shares[0].player.active_path();
-        if shares
-            .iter()
-            .any(|s| !s.player.path_report(active).available)
-        {
+        let mut active = workers
+            .player(0)
+            .ok_or_else(|| PlayError::Usage("GPU 0 runs in another process".into()))?
+            .active_path();
+        if (0..g).any(|k| workers.path_available(k, active).is_err()) {
             active = PathSel::Host;
         }
-        for s in &mut shares {
-            s.player.set_path(active).map_err(PlayError::Usage)?;
+        for k in 0..g {
+            workers.set_path(k, active).map_err(PlayError::Usage)?;
         }
-        let slots = shares.iter().map(|s| s.player.slots()).collect();
+        let slots = (0..g).map(|k| workers.slots(k)).collect();
         let mut multi = MultiScheduler::new(
             frame_count,
             cfg.mode,
@@ -234,18 +217,20 @@ impl MultiPlayer {
         multi.set_playing(cfg.playing);
         let frame_times = (0..frame_count)
             .map(|f| {
-                let s = &shares[multi.ownership().owner(f)];
-                s.local(f).map_or(0.0, |l| s.player.frame_time(l))
+                let k = multi.ownership().owner(f);
+                shares[k].local(f).map_or(0.0, |l| workers.frame_time(k, l))
             })
             .collect();
         Ok(MultiPlayer {
             shares,
+            workers,
             multi,
             frame_count,
             mode: cfg.mode,
             epoch: Instant::now(),
             active,
             shown: None,
+            presentations: 0,
             on_screen: None,
             scrub: None,
             last_scrub_ms: None,
@@ -268,16 +253,36 @@ impl MultiPlayer {
         self.shares.len()
     }
     /// GPU `k`'s player (its figures, view, device).
+    ///
+    /// # Panics
+    /// Where GPU `k`'s player runs in another process (another rank's: GPU 0's never
+    /// does); [`MultiPlayer::workers`] says.
     pub fn player(&self, k: usize) -> &Player {
-        &self.shares[k].player
+        self.workers
+            .player(k)
+            .unwrap_or_else(|| panic!("GPU {k}'s player runs in another process"))
     }
     /// GPU `k`'s player, to change its view.
+    ///
+    /// # Panics
+    /// As [`MultiPlayer::player`].
     pub fn player_mut(&mut self, k: usize) -> &mut Player {
-        &mut self.shares[k].player
+        self.workers
+            .player_mut(k)
+            .unwrap_or_else(|| panic!("GPU {k}'s player runs in another process"))
+    }
+    /// The GPUs (their players here, or their transport to other ranks).
+    pub fn workers(&self) -> &dyn Workers {
+        &*self.workers
+    }
+    /// The GPUs, to change them.
+    pub fn workers_mut(&mut self) -> &mut dyn Workers {
+        &mut *self.workers
     }
     /// The ordinal GPU `k` was named by, and how its adapter was chosen.
     pub fn gpu_names(&self, k: usize) -> (usize, &str) {
-        (self.shares[k].ordinal, &self.shares[k].matched)
+        let n = self.workers.name(k);
+        (n.ordinal, &n.matched)
     }
     /// Frames on the timeline.
     pub fn frame_count(&self) -> u32 {
@@ -321,17 +326,26 @@ impl MultiPlayer {
                 .state(self.multi.scheduler().position())
         );
         for (k, s) in self.shares.iter().enumerate() {
+            let global = |l: u32| s.frames.get(l as usize).copied().unwrap_or(u32::MAX);
+            let at = self.workers.player(k).map_or_else(
+                || "in another process".to_string(),
+                |p| {
+                    format!(
+                        "at {} showing {:?}",
+                        global(p.position()),
+                        p.shown_frame().map(global)
+                    )
+                },
+            );
             out += &format!(
-                "; GPU {k}: holds {:?}, requests {:?}, queued {:?}, its player at {} showing {:?}, damaged {:?}",
+                "; GPU {k}: holds {:?}, requests {:?}, queued {:?}, its player {at}, damaged {:?}",
                 s.held.map(|h| (h.frame, h.reported)),
                 s.tickets.keys().collect::<Vec<_>>(),
                 self.multi.queued(k),
-                s.frames[s.player.position() as usize],
-                s.player.shown_frame().map(|l| s.frames[l as usize]),
-                s.player
-                    .damaged_frames()
-                    .keys()
-                    .map(|&l| s.frames[l as usize])
+                self.workers
+                    .damaged(k)
+                    .into_iter()
+                    .map(global)
                     .collect::<Vec<_>>()
             );
         }
@@ -350,8 +364,8 @@ impl MultiPlayer {
     /// Starts or stops playback on every GPU.
     pub fn set_playing(&mut self, playing: bool) {
         self.multi.set_playing(playing);
-        for s in &mut self.shares {
-            s.player.set_playing(playing);
+        for k in 0..self.shares.len() {
+            self.workers.set_playing(k, playing);
         }
     }
     /// Playback rate of the timeline (`None`: as fast as frames are finished).
@@ -399,7 +413,7 @@ impl MultiPlayer {
     /// where it rendered the frame, else the texture another GPU's image was copied to.
     pub fn presented_image(&self) -> Option<&wgpu::Texture> {
         match self.on_screen {
-            Some((_, 0)) => self.shares[0].player.output(),
+            Some((_, 0)) => self.player(0).output(),
             Some(_) => self.display.as_ref(),
             None => None,
         }
@@ -411,7 +425,7 @@ impl MultiPlayer {
         let texture = self
             .presented_image()
             .ok_or_else(|| PlayError::Usage("nothing presented yet".into()))?;
-        let lead = &self.shares[0].player;
+        let lead = self.player(0);
         read_texture(lead.device(), lead.queue(), texture)
     }
 
@@ -421,19 +435,20 @@ impl MultiPlayer {
         use crate::app::overlay::{GPUS_ORDER_KEPT, GpuReport, GpusOverlay, gpu_rows};
         let now = self.now();
         let (per, total) = self.multi.figures(now);
-        let labels: Vec<String> = self
-            .shares
-            .iter()
-            .map(|s| s.player.path_report(self.active).label)
+        let names: Vec<GpuName> = (0..self.shares.len())
+            .map(|k| self.workers.name(k).clone())
             .collect();
-        let reports: Vec<GpuReport<'_>> = self
-            .shares
+        let labels: Vec<String> = (0..self.shares.len())
+            .map(|k| self.workers.figures(k, self.active).1)
+            .collect();
+        let reports: Vec<GpuReport<'_>> = names
             .iter()
             .zip(&per)
             .zip(&labels)
-            .map(|((s, f), label)| GpuReport {
-                ordinal: s.ordinal,
-                adapter: &s.device,
+            .zip(&self.shares)
+            .map(|(((n, f), label), s)| GpuReport {
+                ordinal: n.ordinal,
+                adapter: &n.device,
                 path_label: label,
                 figures: *f,
                 copies: s.copies_ms.len() as u64,
@@ -443,19 +458,20 @@ impl MultiPlayer {
         let mut damaged: Vec<u32> = self
             .shares
             .iter()
-            .flat_map(|s| {
-                s.player
-                    .damaged_frames()
-                    .keys()
-                    .filter_map(|&l| s.frames.get(l as usize).copied())
+            .enumerate()
+            .flat_map(|(k, s)| {
+                self.workers
+                    .damaged(k)
+                    .into_iter()
+                    .filter_map(|l| s.frames.get(l as usize).copied())
             })
             .collect();
         damaged.sort_unstable();
         let last_error = self.last_error.clone().or_else(|| {
-            self.shares
-                .iter()
-                .enumerate()
-                .find_map(|(k, s)| s.player.last_error().map(|e| format!("GPU {k}: {e}")))
+            (0..self.shares.len()).find_map(|k| {
+                let p = self.workers.player(k)?;
+                p.last_error().map(|e| format!("GPU {k}: {e}"))
+            })
         });
         GpusOverlay {
             rows,
@@ -502,9 +518,8 @@ impl MultiPlayer {
         let wrap = self.mode == PlayMode::Loop;
         for k in 0..self.shares.len() {
             self.release(k);
-            let s = &mut self.shares[k];
-            let local = s.local_from(frame, wrap);
-            s.player.scrub(local);
+            let local = self.shares[k].local_from(frame, wrap);
+            self.workers.point(k, local);
         }
     }
 
@@ -522,19 +537,16 @@ impl MultiPlayer {
         if sel == self.active {
             return Ok(());
         }
-        for (k, s) in self.shares.iter().enumerate() {
-            let r = s.player.path_report(sel);
-            if !r.available {
+        for k in 0..self.shares.len() {
+            if let Err(why) = self.workers.path_available(k, sel) {
                 return Err(format!(
-                    "GPU {k} (--gpus {}): {}",
-                    s.ordinal,
-                    r.unavailable_reason
-                        .unwrap_or_else(|| format!("the {} path is unavailable", sel.name()))
+                    "GPU {k} (--gpus {}): {why}",
+                    self.workers.name(k).ordinal
                 ));
             }
         }
-        for s in &mut self.shares {
-            s.player.set_path(sel)?;
+        for k in 0..self.shares.len() {
+            self.workers.set_path(k, sel)?;
         }
         let now = self.now();
         let actions = self.multi.set_path(sel.index());
@@ -570,6 +582,7 @@ impl MultiPlayer {
                 s.tickets.remove(&f);
                 if s.held.is_some_and(|h| h.frame == f) {
                     s.held = None;
+                    self.workers.go_on(k);
                 }
             }
         }
@@ -602,18 +615,14 @@ impl MultiPlayer {
     /// view, is due: so a view that changes every tick (a kiosk's flight, a drag) does not
     /// hold playback. Returns whether the view changed.
     pub fn sync_view(&mut self) -> bool {
-        let lead = &self.shares[0].player;
+        let lead = self.player(0);
         let key = (lead.view().clone(), lead.size());
         if self.synced.as_ref() == Some(&key) {
             return false;
         }
-        let (view, (w, h)) = &key;
-        for s in &mut self.shares[1..] {
-            // The size first: a new aspect refits a player's camera, which GPU 0's replaces.
-            s.player.set_size(*w, *h);
-            if s.player.view() != view {
-                *s.player.view_mut() = view.clone();
-            }
+        let (view, size) = &key;
+        for k in 1..self.shares.len() {
+            self.workers.set_view(k, view, *size);
         }
         let first = self.synced.is_none();
         self.synced = Some(key);
@@ -636,9 +645,8 @@ impl MultiPlayer {
             };
             for k in 0..self.shares.len() {
                 self.release(k);
-                let s = &mut self.shares[k];
-                let local = s.local_from(next, wrap);
-                s.player.scrub(local);
+                let local = self.shares[k].local_from(next, wrap);
+                self.workers.point(k, local);
             }
             return true;
         }
@@ -667,15 +675,15 @@ impl MultiPlayer {
             }
         }
         for k in 0..self.shares.len() {
-            if self.shares[k].held.is_none() {
+            if self.shares[k].held.is_none()
+                && let Some(local) = self.workers.poll(k)?
+            {
                 let s = &mut self.shares[k];
-                if let Some(local) = s.player.tick()?.shown {
-                    let frame = s.frames[local as usize];
-                    s.held = Some(Held {
-                        frame,
-                        reported: false,
-                    });
-                }
+                let frame = s.frames[local as usize];
+                s.held = Some(Held {
+                    frame,
+                    reported: false,
+                });
             }
             // Frames its player passed over as damaged, before its new frame is judged.
             self.fail_damaged(k, now);
@@ -700,6 +708,7 @@ impl MultiPlayer {
             // The display has the image: the GPU's player may go on, and the frame shown
             // before is let go.
             self.shares[k].held = None;
+            self.workers.go_on(k);
             if self.on_screen != Some((p.frame, k)) {
                 self.forget_on_screen();
             }
@@ -715,6 +724,7 @@ impl MultiPlayer {
                 self.scrub = None;
             }
             out.shown = Some((p.frame, k));
+            self.presentations += 1;
         }
         Ok(out)
     }
@@ -748,12 +758,15 @@ impl MultiPlayer {
             }
         };
         let s = &mut self.shares[k];
-        let bytes = s.local(h.frame).map_or(0, |l| s.player.frame_bytes(l));
+        let bytes = s
+            .local(h.frame)
+            .map_or(0, |l| self.workers.frame_bytes(k, l));
         match self.multi.landed(t, Some(bytes), now) {
             Report::Accepted => {}
             Report::Dropped | Report::Stale | Report::Unknown | Report::Outdated => {
                 s.tickets.remove(&h.frame);
                 s.held = None;
+                self.workers.go_on(k);
                 return;
             }
         }
@@ -797,27 +810,25 @@ impl MultiPlayer {
         self.release(k);
         let pos = self.multi.scheduler().position();
         let next = self.most_urgent(k);
-        let s = &mut self.shares[k];
+        let s = &self.shares[k];
         let local = match next.and_then(|f| s.local(f)) {
             Some(l) => l,
             None => s.local_from(pos, self.mode == PlayMode::Loop),
         };
-        s.player.scrub(local);
+        self.workers.point(k, local);
     }
 
     /// Frames GPU `k`'s player marked damaged (its reads failed): the timeline passes over
     /// them, as one GPU's does.
     fn fail_damaged(&mut self, k: usize, now: f64) {
         let s = &self.shares[k];
+        let marked = self.workers.damaged(k);
         let damaged: Vec<u32> = s
             .tickets
             .keys()
             .copied()
             .filter(|&f| s.held.is_none_or(|h| h.frame != f))
-            .filter(|&f| {
-                s.local(f)
-                    .is_some_and(|l| s.player.damaged_frames().contains_key(&l))
-            })
+            .filter(|&f| s.local(f).is_some_and(|l| marked.contains(&l)))
             .collect();
         for f in damaged {
             if let Some(t) = self.shares[k].tickets.remove(&f) {
@@ -829,19 +840,15 @@ impl MultiPlayer {
     /// Takes GPU `k`'s finished image of `frame` to the display GPU (read back, uploaded
     /// and waited for, timed) where `copy`, and keeps it where capturing.
     fn take_image(&mut self, k: usize, frame: u32, copy: bool) -> Result<(), PlayError> {
-        // The render of the image is finished before the copy is timed.
-        self.shares[k]
-            .player
-            .device()
-            .poll(wgpu::PollType::Wait {
-                submission_index: None,
-                timeout: None,
-            })
-            .map_err(|e| PlayError::Usage(format!("GPU {k}: waiting for its render: {e}")))?;
-        let t0 = Instant::now();
-        let (w, h, rgba8) = read_output(&self.shares[k].player)?;
+        let Image {
+            width: w,
+            height: h,
+            rgba8,
+            transfer_ms,
+        } = self.workers.image(k)?;
         if copy {
-            let display = &self.shares[0].player;
+            let t0 = Instant::now();
+            let display = self.player(0);
             let (device, queue) = (display.device().clone(), display.queue().clone());
             let fits = self
                 .display
@@ -881,7 +888,7 @@ impl MultiPlayer {
             // Queued on the display GPU behind its own render, not waited for: the figure
             // is the read back and the hand-over of the pixels to the display GPU's queue.
             queue.submit([]);
-            let secs = t0.elapsed().as_secs_f64();
+            let secs = t0.elapsed().as_secs_f64() + transfer_ms / 1e3;
             let bytes = rgba8.len() as u64;
             self.multi.copied(k, bytes, secs);
             let s = &mut self.shares[k];
@@ -898,27 +905,89 @@ impl MultiPlayer {
 
     /// Waits a little for reads to land on a GPU whose player is not holding a frame.
     pub fn wait(&mut self, timeout: Duration) {
-        match self.shares.iter_mut().find(|s| s.held.is_none()) {
-            Some(s) => s.player.wait(timeout),
-            None => std::thread::sleep(timeout.min(Duration::from_millis(1))),
-        }
+        self.workers.wait(timeout);
     }
 
     /// Lets every GPU's reads finish (at most `timeout` each).
     pub fn drain(&mut self, timeout: Duration) {
-        for s in &mut self.shares {
-            s.player.drain(timeout);
-        }
+        self.workers.drain(timeout);
     }
 }
 
-/// Reads `player`'s finished image back: width, height and RGBA8 rows (the displayed
-/// picture alone, without the linear image the renderer also keeps).
-fn read_output(player: &Player) -> Result<(u32, u32, Vec<u8>), PlayError> {
-    let texture = player
-        .output()
-        .ok_or_else(|| PlayError::Usage("nothing rendered yet".into()))?;
-    read_texture(player.device(), player.queue(), texture)
+/// The frame count of `scene`'s dataset, once `cfg` is checked for a timeline dealt to
+/// `gpus` GPUs (alternate frames): its frames are the coordinator's to deal, ping-pong is
+/// refused, every GPU needs a frame and the start frame must be on the timeline.
+pub fn timeline(
+    scene: &crate::scene::Scene,
+    cfg: &PlayerConfig,
+    gpus: usize,
+) -> Result<u32, PlayError> {
+    if cfg.frames.is_some() {
+        return Err(PlayError::Usage(
+            "a player of several GPUs deals the frames itself".into(),
+        ));
+    }
+    if cfg.mode == PlayMode::PingPong {
+        return Err(PlayError::Usage(
+            "--mode ping-pong is not supported with --gpus or across ranks (loop or once)".into(),
+        ));
+    }
+    let frame_count = scene
+        .open(1.0, cfg.attributes.as_deref())
+        .map_err(|e| PlayError::Scene(e.to_string()))?
+        .dataset
+        .frame_count() as u32;
+    if (frame_count as usize) < gpus {
+        return Err(PlayError::Usage(format!(
+            "{frame_count} frames for {gpus} GPUs: every GPU needs a frame of its own"
+        )));
+    }
+    if cfg.start_frame >= frame_count {
+        return Err(PlayError::Usage(format!(
+            "start frame {} (--start-frame) is past the end: the dataset has {frame_count} frames (0..={})",
+            cfg.start_frame,
+            frame_count - 1
+        )));
+    }
+    Ok(frame_count)
+}
+
+/// GPU `k` of `gpus`'s player on `gpu` (alternate frames: [`timeline`], [`owned_frames`],
+/// [`open_share`]), and the timeline's frame count: what each rank of a run across ranks
+/// opens.
+pub fn open_part(
+    gpu: &PlayerGpu,
+    scene: &crate::scene::Scene,
+    cfg: &PlayerConfig,
+    gpus: usize,
+    k: usize,
+) -> Result<(Player, u32), PlayError> {
+    let frame_count = timeline(scene, cfg, gpus)?;
+    let ownership = Ownership::alternate(gpus).map_err(PlayError::Usage)?;
+    let frames = owned_frames(&ownership, frame_count, k);
+    Ok((open_share(gpu, scene, cfg, frames)?, frame_count))
+}
+
+/// The dataset frames GPU `k` owns, ascending: its player's frame `i` is the `i`-th.
+pub fn owned_frames(ownership: &Ownership, frame_count: u32, k: usize) -> Vec<u32> {
+    (0..frame_count)
+        .filter(|&f| ownership.owner(f) == k)
+        .collect()
+}
+
+/// One GPU's player on `gpu` over the dataset `frames` it owns: it shows its frames as
+/// soon as it has them (the coordinator's timeline paces presentation).
+pub fn open_share(
+    gpu: &PlayerGpu,
+    scene: &crate::scene::Scene,
+    cfg: &PlayerConfig,
+    frames: Vec<u32>,
+) -> Result<Player, PlayError> {
+    let mut share_cfg = cfg.clone();
+    share_cfg.speed_fps = None;
+    share_cfg.frames = Some(frames);
+    share_cfg.start_frame = 0;
+    Player::open_scene(gpu, scene, &share_cfg)
 }
 
 /// Reads an RGBA8 `texture` of `device` back: width, height and rows.

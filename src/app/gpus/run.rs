@@ -14,7 +14,6 @@ pub fn run_paths(
     opts: &HeadlessOptions,
     progress: &mut dyn FnMut(crate::app::headless::Progress),
 ) -> Vec<PathRun> {
-    use crate::app::headless::{Phase, Progress};
     let mut runs = Vec::new();
     for &sel in &opts.paths {
         let mut run = PathRun::not_run(mp.player(0).path_report(sel));
@@ -34,47 +33,23 @@ pub fn run_paths(
         mp.set_playing(true);
         mp.set_speed(None);
         for k in 0..mp.gpu_count() {
-            mp.player_mut(k).reset_stats(sel);
+            mp.workers.reset_stats(k, sel);
         }
         let shown0: Vec<u64> = per_gpu_shown(mp);
         let copies0: Vec<usize> = mp.shares.iter().map(|s| s.copies_ms.len()).collect();
         let log0 = mp.presented.len();
-        let faults0: Vec<(u64, u64)> = mp
-            .shares
-            .iter()
-            .map(|s| (s.player.fault_count(), s.player.recovered_frames()))
+        let faults0: Vec<(u64, u64)> = (0..mp.gpu_count())
+            .map(|k| {
+                mp.workers
+                    .player(k)
+                    .map_or((0, 0), |p| (p.fault_count(), p.recovered_frames()))
+            })
             .collect();
         run.memory.rss_start = crate::probe::rss_bytes();
         let (cpu0, t0) = (crate::probe::cpu_seconds(), Instant::now());
-        let deadline = t0 + opts.timeout;
-        let mut played: Result<(), String> = Ok(());
-        let mut done = 0u64;
-        while done < opts.frames {
-            if Instant::now() > deadline {
-                played = Err(format!(
-                    "timed out after {done} of {} frames (--timeout {:.0} s)",
-                    opts.frames,
-                    opts.timeout.as_secs_f64()
-                ));
-                break;
-            }
-            match mp.tick() {
-                Ok(t) if t.shown.is_some() => {
-                    done += 1;
-                    progress(Progress {
-                        path: sel,
-                        phase: Phase::Playing,
-                        done,
-                        planned: opts.frames,
-                    });
-                }
-                Ok(_) => mp.wait(Duration::from_millis(2)),
-                Err(e) => {
-                    played = Err(e.to_string());
-                    break;
-                }
-            }
-        }
+        let played =
+            crate::app::headless::play_frames(mp, sel, opts.frames, opts.timeout, progress)
+                .map_err(|e| e.to_string());
         run.wall_s = t0.elapsed().as_secs_f64();
         run.cpu_s = crate::probe::cpu_seconds() - cpu0;
         run.cpu_percent = if run.wall_s > 0.0 {
@@ -82,6 +57,8 @@ pub fn run_paths(
         } else {
             0.0
         };
+        // Other ranks' figures as they stand at the end of the run.
+        let played = played.and_then(|()| mp.workers.settle().map_err(|e| e.to_string()));
         let played_log: Vec<(u32, usize)> = mp.presented[log0..].to_vec();
         let gpus = gpus_run(mp, sel, &shown0, &copies0, &played_log, run.wall_s);
         run.gpus = Some(gpus);
@@ -94,7 +71,10 @@ pub fn run_paths(
             Err(e) => run.error = Some(e),
         }
         run.memory.rss_end = crate::probe::rss_bytes();
-        run.memory.player_gpu_buffers = mp.shares.iter().map(|s| s.player.gpu_buffer_bytes()).sum();
+        // The players of this process (another rank's report their own).
+        run.memory.player_gpu_buffers = (0..mp.gpu_count())
+            .filter_map(|k| mp.workers.player(k).map(Player::gpu_buffer_bytes))
+            .sum();
         run.faults = merged_faults(mp, sel, &faults0);
         run.info = mp.player(0).path_report(sel);
         run.render = RenderReport::of(mp.player(0));
@@ -106,12 +86,16 @@ pub fn run_paths(
     runs
 }
 
-/// Every GPU's faults of the run, in the dataset's frame numbers.
+/// Every GPU's faults of the run, in the dataset's frame numbers (of the players in this
+/// process: another rank's faults stay in its own log).
 fn merged_faults(mp: &MultiPlayer, sel: PathSel, since: &[(u64, u64)]) -> FaultReport {
     let mut out = FaultReport::default();
-    for (s, &(f0, r0)) in mp.shares.iter().zip(since) {
+    for (k, (s, &(f0, r0))) in mp.shares.iter().zip(since).enumerate() {
+        let Some(player) = mp.workers.player(k) else {
+            continue;
+        };
         let global = |l: u32| s.frames.get(l as usize).copied().unwrap_or(l);
-        let r = FaultReport::since(&s.player, sel, f0, r0);
+        let r = FaultReport::since(player, sel, f0, r0);
         out.count += r.count;
         out.recovered_frames += r.recovered_frames;
         out.damaged_frames
@@ -151,17 +135,20 @@ fn gpus_run(
         .iter()
         .enumerate()
         .map(|(k, s)| {
+            let name = mp.workers.name(k);
+            let (figures, label) = mp.workers.figures(k, sel);
             let copies = &s.copies_ms[copies0[k].min(s.copies_ms.len())..];
             let bytes_per_copy = s.copy_bytes as f64 / s.copies_ms.len().max(1) as f64;
             let copy_s: f64 = copies.iter().sum::<f64>() / 1e3;
             GpuRun {
                 index: k,
-                ordinal: s.ordinal,
-                device: s.device.clone(),
-                matched: s.matched.clone(),
-                label: s.player.path_report(sel).label,
+                ordinal: name.ordinal,
+                host: name.host.clone(),
+                device: name.device.clone(),
+                matched: name.matched.clone(),
+                label,
                 frames_owned: s.frames.len(),
-                figures: s.player.figures(sel),
+                figures,
                 frames_presented: shown[k] - shown0[k],
                 copies: copies.len(),
                 copy_ms_mean: mean(copies),
@@ -202,66 +189,87 @@ fn gpus_run(
     }
 }
 
+impl crate::app::headless::Timeline for MultiPlayer {
+    fn frames_done(&self, _sel: PathSel) -> u64 {
+        self.presentations
+    }
+    fn frame_count(&self) -> u32 {
+        MultiPlayer::frame_count(self)
+    }
+    fn set_playing(&mut self, playing: bool) {
+        MultiPlayer::set_playing(self, playing);
+    }
+    fn scrub(&mut self, frame: u32) {
+        MultiPlayer::scrub(self, frame);
+    }
+    fn tick_shown(&mut self) -> Result<Option<u32>, PlayError> {
+        Ok(self.tick()?.shown.map(|(f, _)| f))
+    }
+    fn shown_frame(&self) -> Option<u32> {
+        MultiPlayer::shown_frame(self)
+    }
+    fn scrub_pending(&self) -> bool {
+        MultiPlayer::scrub_pending(self)
+    }
+    fn wait(&mut self, timeout: Duration) {
+        MultiPlayer::wait(self, timeout);
+    }
+    fn last_scrub_ms(&self) -> Option<f64> {
+        MultiPlayer::last_scrub_ms(self)
+    }
+    fn fault_count(&self) -> u64 {
+        0
+    }
+    // A jump's target whose reads fail is waited for until the time-out (the timeline
+    // passes over damaged frames while playing; a jump to one is not given up).
+    fn target_damaged(&self, _target: u32, _faults_before: u64) -> bool {
+        false
+    }
+    fn timeout_context(&self, _sel: PathSel, timeout: Duration) -> String {
+        format!("--timeout {:.0} s", timeout.as_secs_f64())
+    }
+}
+
+/// The timed jumps of one path's run ([`crate::app::headless::scrub_jumps`], written once
+/// for one GPU and several), then one jump while playing.
 fn scrub_jumps(
     mp: &mut MultiPlayer,
     sel: PathSel,
     opts: &HeadlessOptions,
     progress: &mut dyn FnMut(crate::app::headless::Progress),
 ) -> Result<crate::app::headless::ScrubReport, String> {
-    use crate::app::headless::{Lcg, Phase, Progress, ScrubReport};
+    let mut report =
+        crate::app::headless::scrub_jumps(mp, sel, opts.scrub_jumps, opts.timeout, progress)
+            .map_err(|e| e.to_string())?;
     let deadline = Instant::now() + opts.timeout;
-    mp.set_playing(false);
-    let n = mp.frame_count();
-    let mut rng = Lcg(0x5eed);
-    let mut report = ScrubReport {
-        exact: true,
-        ..Default::default()
-    };
-    for jump in 0..opts.scrub_jumps {
-        progress(Progress {
-            path: sel,
-            phase: Phase::Scrubbing,
-            done: jump as u64,
-            planned: opts.scrub_jumps as u64,
-        });
-        let mut target = rng.next(n);
-        if n > 1 && Some(target) == mp.shown_frame() {
-            target = (target + 1) % n;
-        }
-        mp.scrub(target);
-        loop {
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "scrub to frame {target} (jump {} of {}) did not land in time (--timeout {:.0} s)",
-                    jump + 1,
-                    opts.scrub_jumps,
-                    opts.timeout.as_secs_f64()
-                ));
-            }
-            let t = mp.tick().map_err(|e| e.to_string())?;
-            if let Some((f, _)) = t.shown
-                && f != target
-            {
-                report.exact = false;
-            }
-            if !mp.scrub_pending() && mp.shown_frame() == Some(target) {
-                break;
-            }
-            if t.shown.is_none() {
-                mp.wait(Duration::from_millis(1));
-            }
-        }
-        report.targets.push(target);
-        report.latencies_ms.push(mp.last_scrub_ms().unwrap_or(0.0));
-    }
-    let mut sorted = report.latencies_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    report.jumps = sorted.len();
-    report.mean_ms = mean(&sorted).unwrap_or(0.0);
-    report.p50_ms = crate::probe::percentile(&sorted, 0.5);
-    report.max_ms = sorted.last().copied().unwrap_or(0.0);
-    mp.set_playing(true);
+    report.playing_exact = jump_while_playing(mp, deadline)?;
     Ok(report)
+}
+
+/// A jump while playing: whether its target is the next frame presented and the two after
+/// it follow in order (`None` on a timeline under 3 frames). Playback is left playing.
+fn jump_while_playing(mp: &mut MultiPlayer, deadline: Instant) -> Result<Option<bool>, String> {
+    let n = mp.frame_count();
+    if n < 3 {
+        return Ok(None);
+    }
+    mp.set_playing(true);
+    // Two frames after it even where the timeline plays once.
+    let target = crate::app::headless::Lcg(0x7a11).next(n - 2);
+    let at = mp.presented.len();
+    mp.scrub(target);
+    while mp.presented.len() < at + 3 {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "a jump to frame {target} while playing: 3 frames were not presented in time"
+            ));
+        }
+        if mp.tick().map_err(|e| e.to_string())?.shown.is_none() {
+            mp.wait(Duration::from_millis(1));
+        }
+    }
+    let after: Vec<u32> = mp.presented[at..at + 3].iter().map(|&(f, _)| f).collect();
+    Ok(Some(after == [target, target + 1, target + 2]))
 }
 
 /// The per-GPU lines of the human summary.
@@ -290,28 +298,41 @@ pub fn summary(runs: &[PathRun]) -> String {
             if g.in_order { "" } else { ", NOT in order" }
         );
         for x in &g.gpus {
+            let who = match &x.host {
+                Some(host) => format!("rank {} (on {host}, GPU {}", x.index, x.ordinal),
+                None => format!("GPU {} (--gpus {}", x.index, x.ordinal),
+            };
             let _ = writeln!(
                 s,
-                "         GPU {} (--gpus {}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
-                x.index,
-                x.ordinal,
+                "         {who}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
                 x.label,
                 x.figures.gbps_mean,
                 x.figures.frames_rendered,
                 x.figures.rendered_fps,
                 x.frames_presented,
-                x.copy_ms_mean
-                    .map_or(String::new(), |ms| format!(", copies {ms:.2} ms mean")),
+                x.copy_ms_mean.map_or(String::new(), |ms| format!(
+                    ", {} {ms:.2} ms mean",
+                    if x.host.is_some() {
+                        "image transfer"
+                    } else {
+                        "copies"
+                    }
+                )),
             );
         }
         if let Some(sc) = &r.scrub {
             let _ = writeln!(
                 s,
-                "         scrub: {} jumps, mean {:.1} ms, max {:.1} ms{}",
+                "         scrub: {} jumps, mean {:.1} ms, max {:.1} ms{}{}",
                 sc.jumps,
                 sc.mean_ms,
                 sc.max_ms,
-                if sc.exact { "" } else { ", NOT exact" }
+                if sc.exact { "" } else { ", NOT exact" },
+                match sc.playing_exact {
+                    Some(true) => ", a jump while playing exact",
+                    Some(false) => ", a jump while playing NOT exact",
+                    None => "",
+                }
             );
         }
         if let Some(e) = &r.error {
