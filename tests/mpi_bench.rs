@@ -96,6 +96,46 @@ fn two_ranks_read_disjoint_shares_and_rank_zero_reports_the_aggregate() {
 }
 
 #[test]
+fn three_ranks_on_two_lanes_read_whole_frames_each_once() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    make(&dir);
+    let json = tmp.path().join("ranks.json");
+    let out = mpi_bench(
+        3,
+        &dir,
+        &["--frames-once", "--json", json.to_str().unwrap()],
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let ranks = v["per_rank"].as_array().unwrap();
+    assert_eq!(ranks.len(), 3);
+    // More ranks on the host than lanes: whole frames dealt over every rank in turn (rank k
+    // reads frames k, k+3, ...), each extent of them once.
+    let ds = supercell::dataset::Dataset::open(&dir).unwrap();
+    let frames = &ds.manifest().frames;
+    let frame_bytes = |f: &supercell::dataset::Frame| f.extents.iter().map(|e| e.len).sum::<u64>();
+    for (k, r) in ranks.iter().enumerate() {
+        let mine: Vec<_> = frames.iter().skip(k).step_by(3).collect();
+        assert_eq!(r["frames"].as_u64(), Some(mine.len() as u64), "{r}");
+        let bytes: u64 = mine.iter().map(|f| frame_bytes(f)).sum();
+        assert_eq!(r["bytes"].as_u64(), Some(bytes), "{r}");
+    }
+    let total: u64 = frames.iter().map(frame_bytes).sum();
+    let sum: u64 = ranks.iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(
+        (sum, v["aggregate"]["bytes"].as_u64()),
+        (total, Some(total))
+    );
+    assert_eq!(v["aggregate"]["ranks"].as_u64(), Some(3));
+}
+
+#[test]
 fn more_ranks_than_frames_is_refused_by_every_rank_without_a_hang() {
     if !have_mpirun() {
         return;

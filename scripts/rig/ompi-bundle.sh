@@ -31,7 +31,7 @@ export OMPI_MCA_mca_base_component_show_load_errors=0
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=sm,pt2pt
 export PMIX_MCA_mca_base_component_path=$B/pmix/lib/pmix
 export PMIX_INSTALL_PREFIX=$B/pmix PMIX_PREFIX=$B/pmix
-export PMIX_MCA_mca_base_component_show_load_errors=0
+export PMIX_MCA_mca_base_component_show_load_errors=0 PMIX_MCA_pcompress_base_silence_warning=1
 ENV
 mkdir -p .dev
 tar -cJf .dev/ompi.tar.xz -C "$(dirname "$B")" ompi
