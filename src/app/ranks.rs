@@ -11,10 +11,12 @@
 //! path, the view, "go on" once the display took an image, "report", "stop", and a
 //! heartbeat); a rank sends rank 0 a hello (its slots, paths, frame times), then reports:
 //! its damaged frames and figures at least every [`REPORT_EVERY`], and with each frame it
-//! has rendered the frame's finished image. A rank holds that frame (renders nothing
-//! further) until rank 0 lets it go on or points it elsewhere, as a GPU of one process
-//! does. Every jump counts up a generation; a report of an older generation (a frame
-//! rendered before the jump reached the rank) is not presented.
+//! has rendered the frame's finished image. A rank renders up to [`AHEAD`] frames ahead of
+//! rank 0 letting them go (rank 0 keeps their images in order and hands the coordinator
+//! one at a time, as a GPU of one process holds its one finished frame), so a rank's
+//! renders overlap the presentation of the others' frames rather than waiting for each.
+//! Every jump (and view change, which re-points every GPU) counts up a generation; a report
+//! of an older generation (a frame rendered before the jump reached the rank) is dropped.
 //!
 //! Nobody waits for ever: a rank that sends nothing for `timeout` is named
 //! ([`crate::cluster::Silent`]) by rank 0, and a rank that hears nothing from rank 0 for
@@ -25,6 +27,7 @@
 //! Left out across ranks: the view carries the camera, the render settings and the size
 //! (not the attributes' looks); another rank's faults stay in its own log.
 
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -43,6 +46,11 @@ const CONTROL: i32 = 0x5c20;
 const REPORT: i32 = 0x5c21;
 /// Tag of the ranks' hello.
 const HELLO: i32 = 0x5c22;
+
+/// Finished frames a rank may render ahead of rank 0 letting them go, their images
+/// waiting on rank 0 (8 MB each at 1920x1080): its renders then overlap the presentation
+/// of the other ranks' frames instead of waiting for each to be shown.
+pub const AHEAD: usize = 3;
 
 /// How often a rank reports (and rank 0 sends a heartbeat) when nothing else happens.
 pub const REPORT_EVERY: Duration = Duration::from_millis(200);
@@ -142,8 +150,10 @@ struct Remote {
     hello: Hello,
     generation: u64,
     holding: bool,
-    /// The newest finished frame of this generation, its pixels, and the ms its receipt took.
-    finished: Option<(Finished, Vec<u8>, f64)>,
+    /// The frames of this generation the rank finished and rank 0 has not let go, oldest
+    /// first: each with its pixels and the ms its receipt took. The rank runs ahead by at
+    /// most [`AHEAD`] of them, so its renders overlap rank 0's presentation.
+    finished: VecDeque<(Finished, Vec<u8>, f64)>,
     status: Status,
     last_heard: Instant,
     last_sent: Instant,
@@ -202,7 +212,7 @@ impl RankWorkers {
                     hello,
                     generation: 0,
                     holding: false,
-                    finished: None,
+                    finished: VecDeque::new(),
                     status: Status::default(),
                     last_heard: now,
                     last_sent: now,
@@ -289,7 +299,6 @@ impl RankWorkers {
         let r = self.remote(from);
         r.last_heard = Instant::now();
         if status.generation == r.generation
-            && !r.holding
             && let Some(f) = status.finished
         {
             if pixels.len() as u64 != u64::from(f.width) * u64::from(f.height) * 4 {
@@ -300,7 +309,7 @@ impl RankWorkers {
                     pixels.len()
                 )));
             }
-            r.finished = Some((f, pixels.to_vec(), receive_ms));
+            r.finished.push_back((f, pixels.to_vec(), receive_ms));
         }
         r.status = Status {
             finished: None,
@@ -350,7 +359,7 @@ impl Workers for RankWorkers {
         let r = self.remote(k);
         r.generation += 1;
         r.holding = false;
-        r.finished = None;
+        r.finished.clear();
         let generation = r.generation;
         self.send(k, &Control::Point { generation, local });
     }
@@ -398,7 +407,7 @@ impl Workers for RankWorkers {
         if r.holding {
             return Ok(None);
         }
-        let local = r.finished.as_ref().map(|(f, ..)| f.local);
+        let local = r.finished.front().map(|(f, ..)| f.local);
         r.holding = local.is_some();
         Ok(local)
     }
@@ -408,7 +417,7 @@ impl Workers for RankWorkers {
         }
         let r = self.remote(k);
         r.holding = false;
-        r.finished = None;
+        r.finished.pop_front();
         let generation = r.generation;
         self.send(k, &Control::GoOn { generation });
     }
@@ -422,7 +431,7 @@ impl Workers for RankWorkers {
         if k == 0 {
             return self.local.player().frame_bytes(local);
         }
-        match &self.remotes[k - 1].finished {
+        match self.remotes[k - 1].finished.front() {
             Some((f, ..)) if f.local == local => f.bytes,
             _ => 0,
         }
@@ -432,14 +441,14 @@ impl Workers for RankWorkers {
             return self.local.image();
         }
         let r = self.remote(k);
-        let (f, rgba8, receive_ms) = r.finished.take().ok_or_else(|| {
+        let (f, rgba8, receive_ms) = r.finished.front_mut().ok_or_else(|| {
             PlayError::Usage(format!("rank {}: no finished image to take", r.rank))
         })?;
         Ok(Image {
             width: f.width,
             height: f.height,
-            rgba8,
-            transfer_ms: f.readback_ms + receive_ms,
+            rgba8: std::mem::take(rgba8),
+            transfer_ms: f.readback_ms + *receive_ms,
         })
     }
     fn figures(&self, k: usize, sel: PathSel) -> (PathFigures, String) {
@@ -521,7 +530,8 @@ struct Served {
     nonce: u64,
     /// Pointed at a frame by rank 0 (it renders nothing before).
     started: bool,
-    holding: bool,
+    /// Frames of this generation sent and not yet let go by rank 0 ([`AHEAD`] at most).
+    ahead: usize,
     damaged: Vec<u32>,
     last_report: Instant,
 }
@@ -552,7 +562,7 @@ pub fn serve(
         generation: 0,
         nonce: 0,
         started: false,
-        holding: false,
+        ahead: 0,
         damaged: Vec::new(),
         last_report: Instant::now(),
     };
@@ -583,7 +593,9 @@ pub fn serve(
         }
         match step(ranks, player, &mut me) {
             Ok(true) => {}
-            Ok(false) if me.holding || !me.started => std::thread::sleep(Duration::from_millis(1)),
+            Ok(false) if me.ahead >= AHEAD || !me.started => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
             Ok(false) => player.wait(Duration::from_millis(1)),
             Err(e) => {
                 report(ranks, player, &mut me, None, &[], Some(e.to_string()));
@@ -608,7 +620,7 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
     match control {
         Control::Point { generation, local } => {
             me.generation = generation;
-            me.holding = false;
+            me.ahead = 0;
             me.started = true;
             player.scrub(local);
         }
@@ -630,7 +642,7 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
         }
         Control::GoOn { generation } => {
             if generation == me.generation {
-                me.holding = false;
+                me.ahead = me.ahead.saturating_sub(1);
             }
         }
         Control::ResetStats(sel) => player.reset_stats(sel),
@@ -644,11 +656,11 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
     Ok(())
 }
 
-/// Plays on unless holding a frame; sends a frame rendered (with its image), or a report
+/// Plays on unless [`AHEAD`] frames wait on rank 0; sends a frame rendered (with its image), or a report
 /// when the damaged frames changed or it is due. Returns whether a frame was rendered.
 fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool, PlayError> {
     if me.started
-        && !me.holding
+        && me.ahead < AHEAD
         && let Some(local) = player.tick()?.shown
     {
         // The render finished first: the figure is the read back alone.
@@ -668,7 +680,7 @@ fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool,
             height: image.height,
             readback_ms: t0.elapsed().as_secs_f64() * 1e3,
         };
-        me.holding = true;
+        me.ahead += 1;
         report(ranks, player, me, Some(finished), &image.rgba8, None);
         return Ok(true);
     }

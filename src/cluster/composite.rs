@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use super::{Ranks, Silent, gather_within};
 
 /// Tags of the messages, one per step, so a late message of one step is never taken for
-/// another's.
-const FOLD: i32 = 0x5c20;
-const SWAP: i32 = 0x5c21; // + round, rounds < 32
-const GATHER: i32 = 0x5c41;
-const REDUCED: i32 = 0x5c42;
+/// another's (0x5dxx: no other step of the crate uses them).
+const FOLD: i32 = 0x5d00;
+const SWAP: i32 = 0x5d01; // + round, rounds < 32
+const GATHER: i32 = 0x5d41;
+const REDUCED: i32 = 0x5d42;
 
 /// Floats per pixel: premultiplied red, green, blue, alpha.
 const CHANNELS: usize = 4;
