@@ -171,9 +171,10 @@ impl Step<'_> {
         bytes.extend_from_slice(&self.frame.to_le_bytes());
         bytes.extend_from_slice(&(range.start as u64).to_le_bytes());
         bytes.extend_from_slice(&(range.len() as u64).to_le_bytes());
-        for v in &image[range.start * CHANNELS..range.end * CHANNELS] {
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
+        extend_floats(
+            &mut bytes,
+            &image[range.start * CHANNELS..range.end * CHANNELS],
+        );
         if self.ranks.send_until(to, tag, &bytes, self.deadline()) {
             Ok(())
         } else {
@@ -252,10 +253,30 @@ impl Step<'_> {
                 range.len()
             )));
         }
-        Ok(floats
+        Ok(floats_of(floats))
+    }
+}
+
+/// Appends `floats` as little-endian bytes: one copy where the machine is little-endian.
+fn extend_floats(bytes: &mut Vec<u8>, floats: &[f32]) {
+    if cfg!(target_endian = "little") {
+        bytes.extend_from_slice(bytemuck::cast_slice(floats));
+    } else {
+        floats
+            .iter()
+            .for_each(|v| bytes.extend_from_slice(&v.to_le_bytes()));
+    }
+}
+
+/// Little-endian bytes (a multiple of 4, any alignment) back into floats.
+fn floats_of(bytes: &[u8]) -> Vec<f32> {
+    if cfg!(target_endian = "little") {
+        bytemuck::pod_collect_to_vec(bytes)
+    } else {
+        bytes
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect())
+            .collect()
     }
 }
 
@@ -461,12 +482,9 @@ pub fn all_reduce_within(
     combine: fn(&mut [f32], &[f32]),
     wait: Option<Duration>,
 ) -> Result<Vec<f32>, CompositeError> {
-    let bytes: Vec<u8> = mine.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let floats = |b: &[u8]| -> Vec<f32> {
-        b.chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect()
-    };
+    let mut bytes = Vec::with_capacity(mine.len() * 4);
+    extend_floats(&mut bytes, mine);
+    let floats = floats_of;
     let gathered = gather_within(ranks, &bytes, wait)?;
     if let Some(all) = gathered {
         let mut acc = mine.to_vec();
@@ -484,7 +502,8 @@ pub fn all_reduce_within(
             }
             combine(&mut acc, &floats(b));
         }
-        let out: Vec<u8> = acc.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut out = Vec::with_capacity(acc.len() * 4);
+        extend_floats(&mut out, &acc);
         let deadline = wait.map(|w| Instant::now() + w);
         for r in 1..ranks.size() {
             if !ranks.send_until(r, REDUCED, &out, deadline) {

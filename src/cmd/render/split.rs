@@ -78,9 +78,7 @@ fn run_rank(args: &RenderArgs, ranks: &dyn Ranks, frames: Range<usize>) -> Resul
     let started = Instant::now();
     for f in frames.clone() {
         bar.set_message(format!("frame {f}, {w}x{h}, {} ranks", ranks.size()));
-        let t0 = Instant::now();
-        let image = render_part(args, ranks, &mut s, &mut slot, f, (w, h))?;
-        let rendered = t0.elapsed();
+        let (image, spent) = render_part(args, ranks, &mut s, &mut slot, f, (w, h))?;
         let eye = order_point(&s.ls);
         let order = visibility_order(eye, &s.boxes)
             .with_context(|| format!("{}: the bricks' boxes", args.scene.display()))?;
@@ -98,10 +96,13 @@ fn run_rank(args: &RenderArgs, ranks: &dyn Ranks, frames: Range<usize>) -> Resul
             let img = s.renderer.finish_premultiplied(&s.ls.view, &composite)?;
             bar.suspend(|| {
                 eprintln!(
-                    "frame {f}: {w}x{h} over {} ranks: this rank's part in {:.1} ms, composited \
-                     in {:.1} ms (order front to back: ranks {order:?})",
+                    "frame {f}: {w}x{h} over {} ranks: rank 0 read its brick in {:.1} ms, waited \
+                     {:.1} ms for the others' boxes and sun cells, rendered its region in {:.1} \
+                     ms; composited in {:.1} ms (order front to back: ranks {order:?})",
                     ranks.size(),
-                    rendered.as_secs_f64() * 1e3,
+                    spent.read_ms,
+                    spent.exchange_ms,
+                    spent.render_ms,
                     composited.as_secs_f64() * 1e3,
                 )
             });
@@ -211,6 +212,16 @@ fn open_context(ranks: &dyn Ranks) -> Result<GpuContext> {
     Ok(GpuContext::headless()?)
 }
 
+/// Where one rank's part of a frame took its time, milliseconds.
+struct Spent {
+    /// Reading its brick and binding it.
+    read_ms: f64,
+    /// The exchanges of the whole grids' boxes and the sun cells (waiting for the others).
+    exchange_ms: f64,
+    /// The sun cells of its region and the region's render, read back.
+    render_ms: f64,
+}
+
 /// Draws this rank's part of frame `f`: reads its brick, combines the sun's extinction
 /// cells and the whole grids' boxes with the other ranks, and renders the region.
 fn render_part(
@@ -220,7 +231,9 @@ fn render_part(
     slot: &mut AlignedBuf,
     f: usize,
     (w, h): (u32, u32),
-) -> Result<PremultipliedImage> {
+) -> Result<(PremultipliedImage, Spent)> {
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let t0 = Instant::now();
     check_budget(args, &s.ls, f, ranks.size())?;
     read_frame(args, &s.ls, f, slot)?;
     check_headers(&s.ls, f, slot)?;
@@ -228,7 +241,10 @@ fn render_part(
     let uploaded = upload_shown(&s.ctx, &s.renderer, slot, &grids)
         .with_context(|| format!("{}: frame {f}", args.scene.display()))?;
     bind_uploaded(&mut s.renderer, &uploaded, &grids)?;
+    let read_ms = ms(t0);
+    let t1 = Instant::now();
     let whole_grids = whole_grid_boxes(ranks, &s.ls, f, slot, s.wait)?;
+    let mut exchange_ms = ms(t1);
     let brick = s.boxes[ranks.rank()];
     s.renderer.set_region(Some(Region {
         lo: brick[0],
@@ -237,11 +253,25 @@ fn render_part(
         domain_hi: s.domain[1],
         whole_grids,
     }))?;
+    let t2 = Instant::now();
     let mine = s.renderer.sun_extinction(&s.ls.view)?;
+    let mut render_ms = ms(t2);
+    let t3 = Instant::now();
     let combined = all_reduce_within(ranks, &mine, combine_sun_extinction, s.wait)
         .map_err(|e| abort_on_silent(ranks, e))?;
+    exchange_ms += ms(t3);
+    let t4 = Instant::now();
     s.renderer.set_sun_extinction(&combined)?;
-    Ok(s.renderer.render_premultiplied(&s.ls.view, w, h)?)
+    let image = s.renderer.render_premultiplied(&s.ls.view, w, h)?;
+    render_ms += ms(t4);
+    Ok((
+        image,
+        Spent {
+            read_ms,
+            exchange_ms,
+            render_ms,
+        },
+    ))
 }
 
 /// `--frame-budget`: refuses frame `f` where the grids this rank would bind exceed it.
