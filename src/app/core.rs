@@ -536,6 +536,11 @@ impl Player {
     pub fn read_image(&self) -> Result<crate::render::Image, PlayError> {
         Ok(self.presenter.renderer().read_image()?)
     }
+    /// Reads the rendered picture back without its linear image (see
+    /// [`crate::render::Renderer::read_picture`]).
+    pub fn read_picture(&self) -> Result<crate::render::Image, PlayError> {
+        Ok(self.presenter.renderer().read_picture()?)
+    }
     /// The device.
     pub fn device(&self) -> &wgpu::Device {
         &self.device

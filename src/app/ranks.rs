@@ -672,7 +672,8 @@ fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool,
             })
             .map_err(|e| PlayError::Usage(format!("waiting for a render: {e}")))?;
         let t0 = Instant::now();
-        let image = player.read_image()?;
+        // The picture alone: rank 0 shows it, and the linear image would be 4 times the bytes.
+        let image = player.read_picture()?;
         let finished = Finished {
             local,
             bytes: player.frame_bytes(local),

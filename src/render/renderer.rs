@@ -361,6 +361,18 @@ impl Renderer {
 
     /// Copies the last render back (waits for the GPU).
     pub fn read_image(&self) -> Result<Image, RenderError> {
+        self.read_back(true)
+    }
+
+    /// Copies the last render's tone-mapped picture back, without the linear image
+    /// ([`Image::linear`] is left empty): a quarter of the bytes, for a picture that is only
+    /// shown (an image another rank presents). Waits for the GPU.
+    pub fn read_picture(&self) -> Result<Image, RenderError> {
+        self.read_back(false)
+    }
+
+    /// The last render's `rgba8` picture, and its linear image where `linear`.
+    fn read_back(&self, linear: bool) -> Result<Image, RenderError> {
         let t = self
             .binding
             .targets()
@@ -375,7 +387,7 @@ impl Renderer {
             || {
                 (
                     TextureReadback::record(&self.device, &mut enc, &t.ldr, 4),
-                    TextureReadback::record(&self.device, &mut enc, &t.hdr, 16),
+                    linear.then(|| TextureReadback::record(&self.device, &mut enc, &t.hdr, 16)),
                 )
             },
         )?;
@@ -388,12 +400,16 @@ impl Renderer {
             back.read(&self.device, None)
                 .map_err(|e| RenderError::Gpu(e.to_string()))
         };
-        let (ldr, hdr) = (read(&ldr_back)?, read(&hdr_back)?);
+        let ldr = read(&ldr_back)?;
         let mut img = Image::new(w, h);
         img.rgba8.copy_from_slice(&ldr);
-        // The mapped bytes need not be 4-byte aligned: copy rather than cast in place.
-        img.linear
-            .copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&hdr));
+        match &hdr_back {
+            // The mapped bytes need not be 4-byte aligned: copy rather than cast in place.
+            Some(back) => img
+                .linear
+                .copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&read(back)?)),
+            None => img.linear = Vec::new(),
+        }
         Ok(img)
     }
 
