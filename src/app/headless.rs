@@ -677,7 +677,8 @@ pub fn run_paths_with_progress(
     runs
 }
 
-/// The human summary (stderr).
+/// The human summary (stderr), of one GPU's run and of several GPUs' alike: the dataset
+/// line, then [`paths_summary`].
 pub fn summary(report: &HeadlessReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -692,7 +693,16 @@ pub fn summary(report: &HeadlessReport) -> String {
         report.slots,
         report.machine.adapter
     );
-    for r in &report.paths {
+    s + &paths_summary(&report.paths)
+}
+
+/// The summary's lines for each path: one GPU is the case without `gpus` (its figures on
+/// the path's line); several GPUs or ranks put the total on the path's line and a line per
+/// GPU under it. Scrub, fallback, upload, error and fault lines are the same for both.
+pub fn paths_summary(runs: &[PathRun]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for r in runs {
         let name = r.info.path.name();
         if !r.info.available {
             let _ = writeln!(
@@ -702,35 +712,26 @@ pub fn summary(report: &HeadlessReport) -> String {
             );
             continue;
         }
-        if let Some(f) = &r.figures {
-            let _ = writeln!(
-                s,
-                "  {name:<6} {:<10} {:6.2} GB/s avg (peak {}; {}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
-                r.info.label,
-                f.gbps_mean,
-                super::figures::peak_text(f.gbps_peak),
-                super::figures::warm_up_text(f),
-                f.delivered_fps,
-                f.rendered_fps,
-                f.gpu_ms_per_frame
-                    .map_or(String::new(), |ms| format!(" ({ms:.1} GPU ms)")),
-                f.latency_p50_ms,
-                f.latency_p99_ms,
-                r.cpu_percent,
-                f.upload_gbps
-                    .map_or(String::new(), |g| format!(", upload {g:.2} GB/s"))
-            );
+        match (&r.gpus, &r.figures) {
+            (Some(g), _) => super::gpus::summary_lines(&mut s, name, g),
+            (None, Some(f)) => one_gpu_line(&mut s, r, f),
+            (None, None) => {}
         }
         if let Some(sc) = &r.scrub {
             let _ = writeln!(
                 s,
-                "         scrub: {} jumps, mean {:.1} ms, p50 {:.1} ms, max {:.1} ms (bound {}){}",
+                "         scrub: {} jumps, mean {:.1} ms, p50 {:.1} ms, max {:.1} ms (bound {}){}{}",
                 sc.jumps,
                 sc.mean_ms,
                 sc.p50_ms,
                 sc.max_ms,
                 sc.bound_ms.map_or("n/a".into(), |b| format!("{b:.1} ms")),
-                if sc.exact { "" } else { ", NOT exact" }
+                if sc.exact { "" } else { ", NOT exact" },
+                match sc.playing_exact {
+                    Some(true) => ", a jump while playing exact",
+                    Some(false) => ", a jump while playing NOT exact",
+                    None => "",
+                }
             );
         }
         if let Some(fb) = &r.info.fallback {
@@ -756,6 +757,29 @@ pub fn summary(report: &HeadlessReport) -> String {
     s
 }
 
+/// One GPU's path line: its figures.
+fn one_gpu_line(s: &mut String, r: &PathRun, f: &PathFigures) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "  {:<6} {:<10} {:6.2} GB/s avg (peak {}; {}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
+        r.info.path.name(),
+        r.info.label,
+        f.gbps_mean,
+        super::figures::peak_text(f.gbps_peak),
+        super::figures::warm_up_text(f),
+        f.delivered_fps,
+        f.rendered_fps,
+        f.gpu_ms_per_frame
+            .map_or(String::new(), |ms| format!(" ({ms:.1} GPU ms)")),
+        f.latency_p50_ms,
+        f.latency_p99_ms,
+        r.cpu_percent,
+        f.upload_gbps
+            .map_or(String::new(), |g| format!(", upload {g:.2} GB/s"))
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,5 +789,98 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
         assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(iso8601(1_796_012_656), "2026-11-30T04:24:16Z");
+    }
+
+    fn host_run() -> PathRun {
+        let mut run = PathRun::not_run(PathReport {
+            path: PathSel::Host,
+            available: true,
+            unavailable_reason: None,
+            label: "staged".into(),
+            engine: None,
+            mode: None,
+            fallback: None,
+            cufile_mode: None,
+            slots: 3,
+            upload: None,
+            notes: Vec::new(),
+        });
+        run.scrub = Some(ScrubReport {
+            jumps: 2,
+            mean_ms: 3.0,
+            p50_ms: 2.5,
+            max_ms: 4.0,
+            exact: true,
+            ..Default::default()
+        });
+        run
+    }
+
+    #[test]
+    fn one_gpu_and_several_share_the_summary_lines() {
+        let mut one = host_run();
+        one.figures = Some(PathFigures {
+            gbps_mean: 1.5,
+            ..Default::default()
+        });
+        one.cpu_percent = 40.0;
+        let text = paths_summary(&[one]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("  host   staged       1.50 GB/s avg (peak "),
+            "{text}"
+        );
+        assert!(lines[0].ends_with(", CPU 40%"), "{text}");
+        assert_eq!(
+            lines[1],
+            "         scrub: 2 jumps, mean 3.0 ms, p50 2.5 ms, max 4.0 ms (bound n/a)"
+        );
+
+        let mut many = host_run();
+        if let Some(sc) = &mut many.scrub {
+            sc.playing_exact = Some(true);
+        }
+        let row = |index: usize, host: Option<&str>| GpuRun {
+            index,
+            ordinal: index,
+            host: host.map(str::to_string),
+            device: "lavapipe".into(),
+            matched: String::new(),
+            label: "staged".into(),
+            frames_owned: 2,
+            figures: PathFigures::default(),
+            frames_presented: 2,
+            copies: 0,
+            copy_ms_mean: None,
+            copy_ms_max: None,
+            copy_gbps: None,
+        };
+        many.gpus = Some(GpusRun {
+            display_copy: String::new(),
+            gpus: vec![row(0, Some("a")), row(1, Some("b"))],
+            total: GpusTotal {
+                gbps_mean: 3.0,
+                frames_rendered: 4,
+                rendered_fps: 8.0,
+                frames_presented: 4,
+                presented_fps: 8.0,
+                copy_ms_mean: None,
+            },
+            presented: vec![0, 1, 2, 3],
+            presented_by: vec![0, 1, 0, 1],
+            in_order: true,
+        });
+        let text = paths_summary(&[many]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].starts_with("  host   2 GPUs: 3.00 GB/s"), "{text}");
+        assert!(lines[1].contains("rank 0 (on a, GPU 0, staged)"), "{text}");
+        assert!(lines[2].contains("rank 1 (on b, GPU 1, staged)"), "{text}");
+        assert!(
+            lines[3].starts_with("         scrub: 2 jumps, mean 3.0 ms, p50 2.5 ms"),
+            "{text}"
+        );
+        assert!(lines[3].ends_with(", a jump while playing exact"), "{text}");
     }
 }

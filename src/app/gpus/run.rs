@@ -272,72 +272,45 @@ fn jump_while_playing(mp: &mut MultiPlayer, deadline: Instant) -> Result<Option<
     Ok(Some(after == [target, target + 1, target + 2]))
 }
 
-/// The per-GPU lines of the human summary.
-pub fn summary(runs: &[PathRun]) -> String {
+/// Several GPUs' lines of a path in the human summary
+/// ([`crate::app::headless::paths_summary`]): the total on the path's line, then a line per
+/// GPU (or rank).
+pub(crate) fn summary_lines(s: &mut String, name: &str, g: &GpusRun) {
     use std::fmt::Write;
-    let mut s = String::new();
-    for r in runs {
-        let Some(g) = &r.gpus else {
-            if let Some(e) = &r.error {
-                let _ = writeln!(s, "  {:<6} unavailable: {e}", r.info.path.name());
-            }
-            continue;
+    let _ = writeln!(
+        s,
+        "  {name:<6} {} GPUs: {:.2} GB/s, rendered {:.1} frames/s, presented {} frames at {:.1} frames/s{}{}",
+        g.gpus.len(),
+        g.total.gbps_mean,
+        g.total.rendered_fps,
+        g.total.frames_presented,
+        g.total.presented_fps,
+        g.total.copy_ms_mean.map_or(String::new(), |ms| format!(
+            ", copy to the display {ms:.2} ms"
+        )),
+        if g.in_order { "" } else { ", NOT in order" }
+    );
+    for x in &g.gpus {
+        let who = match &x.host {
+            Some(host) => format!("rank {} (on {host}, GPU {}", x.index, x.ordinal),
+            None => format!("GPU {} (--gpus {}", x.index, x.ordinal),
         };
         let _ = writeln!(
             s,
-            "  {:<6} {} GPUs: {:.2} GB/s, rendered {:.1} frames/s, presented {} frames at {:.1} frames/s{}{}",
-            r.info.path.name(),
-            g.gpus.len(),
-            g.total.gbps_mean,
-            g.total.rendered_fps,
-            g.total.frames_presented,
-            g.total.presented_fps,
-            g.total.copy_ms_mean.map_or(String::new(), |ms| format!(
-                ", copy to the display {ms:.2} ms"
-            )),
-            if g.in_order { "" } else { ", NOT in order" }
-        );
-        for x in &g.gpus {
-            let who = match &x.host {
-                Some(host) => format!("rank {} (on {host}, GPU {}", x.index, x.ordinal),
-                None => format!("GPU {} (--gpus {}", x.index, x.ordinal),
-            };
-            let _ = writeln!(
-                s,
-                "         {who}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
-                x.label,
-                x.figures.gbps_mean,
-                x.figures.frames_rendered,
-                x.figures.rendered_fps,
-                x.frames_presented,
-                x.copy_ms_mean.map_or(String::new(), |ms| format!(
-                    ", {} {ms:.2} ms mean",
-                    if x.host.is_some() {
-                        "image transfer"
-                    } else {
-                        "copies"
-                    }
-                )),
-            );
-        }
-        if let Some(sc) = &r.scrub {
-            let _ = writeln!(
-                s,
-                "         scrub: {} jumps, mean {:.1} ms, max {:.1} ms{}{}",
-                sc.jumps,
-                sc.mean_ms,
-                sc.max_ms,
-                if sc.exact { "" } else { ", NOT exact" },
-                match sc.playing_exact {
-                    Some(true) => ", a jump while playing exact",
-                    Some(false) => ", a jump while playing NOT exact",
-                    None => "",
+            "         {who}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
+            x.label,
+            x.figures.gbps_mean,
+            x.figures.frames_rendered,
+            x.figures.rendered_fps,
+            x.frames_presented,
+            x.copy_ms_mean.map_or(String::new(), |ms| format!(
+                ", {} {ms:.2} ms mean",
+                if x.host.is_some() {
+                    "image transfer"
+                } else {
+                    "copies"
                 }
-            );
-        }
-        if let Some(e) = &r.error {
-            let _ = writeln!(s, "         error: {e}");
-        }
+            )),
+        );
     }
-    s
 }
