@@ -620,31 +620,92 @@ pub fn run_paths_with_progress(
     opts: &HeadlessOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Vec<PathRun> {
+    run_each_path(player, opts, progress)
+}
+
+/// What a headless run of each path needs of what plays, besides its [`Timeline`]: the
+/// steps where one GPU (a [`Player`]) and several GPUs or ranks
+/// ([`crate::app::gpus::MultiPlayer`]) differ. [`run_each_path`] is written once against it.
+pub(crate) trait PathRuns: Timeline {
+    /// The counters a path's run is measured from, taken before the path is switched to.
+    type Mark;
+    /// GPUs playing (1 for one GPU's player).
+    fn gpu_count(&self) -> usize;
+    /// The path's availability and mode (GPU 0's where there are several).
+    fn path_report(&self, sel: PathSel) -> PathReport;
+    /// Switches to `sel`, or says why not.
+    fn set_path(&mut self, sel: PathSel) -> Result<(), String>;
+    /// Playback speed (`None`: as fast as frames come).
+    fn set_speed(&mut self, fps: Option<f64>);
+    /// Clears `sel`'s statistics on every GPU.
+    fn reset_stats(&mut self, sel: PathSel);
+    /// The counters now.
+    fn mark(&mut self) -> Self::Mark;
+    /// What memory says at the start of a path's playback (besides the RSS).
+    fn memory_start(&self, _memory: &mut MemoryReport) {}
+    /// Records the playback part's figures in `run` after `played` (its outcome), and the
+    /// outcome with what recording them found.
+    fn record_play(
+        &mut self,
+        sel: PathSel,
+        mark: &Self::Mark,
+        run: &mut PathRun,
+        played: Result<(), String>,
+    ) -> Result<(), String>;
+    /// The timed jumps of the path's run.
+    fn timed_jumps(
+        &mut self,
+        sel: PathSel,
+        opts: &HeadlessOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<ScrubReport, String>;
+    /// What memory says at the end of a path's run (besides the RSS).
+    fn memory_end(&self, memory: &mut MemoryReport);
+    /// The faults on `sel` since `mark`.
+    fn faults_since(&self, sel: PathSel, mark: &Self::Mark) -> FaultReport;
+    /// The render mode at the end of the run.
+    fn render_report(&self) -> RenderReport;
+    /// An error of the whole run that the path's run did not return.
+    fn run_error(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Runs each path of `opts` on `play`: frames played as fast as they come, then timed
+/// jumps; one [`PathRun`] per path (one GPU's and several GPUs' runs alike).
+pub(crate) fn run_each_path<T: PathRuns>(
+    play: &mut T,
+    opts: &HeadlessOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Vec<PathRun> {
     let mut runs = Vec::new();
     for &sel in &opts.paths {
-        let mut run = PathRun::not_run(player.path_report(sel));
-        let (faults0, recovered0) = (player.fault_count(), player.recovered_frames());
-        if let Err(why) = player.set_path(sel) {
+        let mut run = PathRun::not_run(play.path_report(sel));
+        let mark = play.mark();
+        if let Err(why) = play.set_path(sel) {
             log::info!("play: {} path unavailable: {why}", sel.name());
             run.error = Some(why);
             runs.push(run);
             continue;
         }
+        let on = match play.gpu_count() {
+            1 => String::new(),
+            n => format!(" on {n} GPUs"),
+        };
         log::info!(
-            "play: {} path ({}) for {} frames",
+            "play: {} path ({}){on} for {} frames",
             sel.name(),
             run.info.label,
             opts.frames
         );
-        player.set_playing(true);
-        player.set_speed(None);
-        player.reset_stats(sel);
+        play.set_playing(true);
+        play.set_speed(None);
+        play.reset_stats(sel);
         run.memory.rss_start = rss_bytes();
-        let gpu = super::gpumem::gpu_memory(player.device());
-        run.memory.gpu_used_start = gpu.as_ref().map(|m| m.used);
-        run.memory.gpu_memory_source = gpu.map(|m| m.source);
+        play.memory_start(&mut run.memory);
         let (cpu0, t0) = (cpu_seconds(), Instant::now());
-        let played = play_frames(player, sel, opts.frames, opts.timeout, progress);
+        let played =
+            play_frames(play, sel, opts.frames, opts.timeout, progress).map_err(|e| e.to_string());
         run.wall_s = t0.elapsed().as_secs_f64();
         run.cpu_s = cpu_seconds() - cpu0;
         run.cpu_percent = if run.wall_s > 0.0 {
@@ -652,29 +713,86 @@ pub fn run_paths_with_progress(
         } else {
             0.0
         };
-        let figures = player.figures(sel);
-        run.figures = Some(figures.clone());
-        match played
-            .and_then(|()| scrub_jumps(player, sel, opts.scrub_jumps, opts.timeout, progress))
-        {
+        let played = play.record_play(sel, &mark, &mut run, played);
+        match played.and_then(|()| play.timed_jumps(sel, opts, progress)) {
             Ok(mut s) => {
-                s.bound_ms = (figures.gbps_mean > 0.0)
-                    .then(|| figures.bytes_per_frame / (figures.gbps_mean * 1e9) * 1e3 + 20.0);
+                s.bound_ms = run.figures.as_ref().and_then(|f| {
+                    (f.gbps_mean > 0.0)
+                        .then(|| f.bytes_per_frame / (f.gbps_mean * 1e9) * 1e3 + 20.0)
+                });
                 run.scrub = Some(s);
                 run.ran = true;
             }
-            Err(e) => run.error = Some(e.to_string()),
+            Err(e) => run.error = Some(e),
         }
         run.memory.rss_end = rss_bytes();
-        run.memory.gpu_used_end = super::gpumem::gpu_memory(player.device()).map(|m| m.used);
-        run.memory.player_gpu_buffers = player.gpu_buffer_bytes();
+        play.memory_end(&mut run.memory);
         // Refresh: the cuFile mode is known only after reads.
-        run.info = player.path_report(sel);
-        run.faults = FaultReport::since(player, sel, faults0, recovered0);
-        run.render = RenderReport::of(&*player);
+        run.info = play.path_report(sel);
+        run.faults = play.faults_since(sel, &mark);
+        run.render = play.render_report();
+        if let Some(e) = play.run_error() {
+            run.error.get_or_insert(e);
+        }
         runs.push(run);
     }
     runs
+}
+
+impl PathRuns for Player {
+    /// Faults and recovered frames counted.
+    type Mark = (u64, u64);
+    fn gpu_count(&self) -> usize {
+        1
+    }
+    fn path_report(&self, sel: PathSel) -> PathReport {
+        Player::path_report(self, sel)
+    }
+    fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
+        Player::set_path(self, sel)
+    }
+    fn set_speed(&mut self, fps: Option<f64>) {
+        Player::set_speed(self, fps);
+    }
+    fn reset_stats(&mut self, sel: PathSel) {
+        Player::reset_stats(self, sel);
+    }
+    fn mark(&mut self) -> (u64, u64) {
+        (self.fault_count(), self.recovered_frames())
+    }
+    fn memory_start(&self, memory: &mut MemoryReport) {
+        let gpu = super::gpumem::gpu_memory(self.device());
+        memory.gpu_used_start = gpu.as_ref().map(|m| m.used);
+        memory.gpu_memory_source = gpu.map(|m| m.source);
+    }
+    fn record_play(
+        &mut self,
+        sel: PathSel,
+        _mark: &(u64, u64),
+        run: &mut PathRun,
+        played: Result<(), String>,
+    ) -> Result<(), String> {
+        run.figures = Some(self.figures(sel));
+        played
+    }
+    fn timed_jumps(
+        &mut self,
+        sel: PathSel,
+        opts: &HeadlessOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<ScrubReport, String> {
+        scrub_jumps(self, sel, opts.scrub_jumps, opts.timeout, progress).map_err(|e| e.to_string())
+    }
+    fn memory_end(&self, memory: &mut MemoryReport) {
+        memory.gpu_used_end = super::gpumem::gpu_memory(self.device()).map(|m| m.used);
+        memory.player_gpu_buffers = self.gpu_buffer_bytes();
+    }
+    fn faults_since(&self, sel: PathSel, &(faults0, recovered0): &(u64, u64)) -> FaultReport {
+        FaultReport::since(self, sel, faults0, recovered0)
+    }
+    fn render_report(&self) -> RenderReport {
+        RenderReport::of(self)
+    }
 }
 
 /// The human summary (stderr), of one GPU's run and of several GPUs' alike: the dataset
