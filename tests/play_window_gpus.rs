@@ -36,12 +36,15 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         "wait-frames 6; dump-state {s1}; key D; wait 200ms; dump-state {s2}; key Space; \
          scrub 5; wait-shown 5; wait 200ms; render {img}; dump-state {s3}; key a; key a; \
          wait-frames 1; wait 200ms; render {img2}; dump-state {s4}; key Space; wait-frames 1; \
-         key a; wait 100ms; key a; wait 100ms; key x; wait-frames 3; dump-state {s5}; quit",
+         key a; wait 100ms; key a; wait 100ms; key x; wait-frames 3; dump-state {s5}; \
+         key r; wait 100ms; dump-state {s6}; key l; wait 100ms; dump-state {s7}; quit",
         s1 = p("s1.json"),
         s2 = p("s2.json"),
         s3 = p("s3.json"),
         s4 = p("s4.json"),
         s5 = p("s5.json"),
+        s6 = p("s6.json"),
+        s7 = p("s7.json"),
         img = p("img.png"),
         img2 = p("img2.png"),
     );
@@ -120,6 +123,22 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     for &(f, k) in after {
         assert_eq!(k, f % g, "frame {f} from GPU {k}: {after:?}");
     }
+    // The several GPUs' timeline answers the keys it does not take (reverse, the play
+    // mode) with why, and plays on forward.
+    let s6 = read("s6.json");
+    assert!(
+        s6["message"].as_str().unwrap().contains("forward only"),
+        "{s6}"
+    );
+    assert_eq!(s6["playing"], true, "{s6}");
+    let s7 = read("s7.json");
+    assert!(
+        s7["message"]
+            .as_str()
+            .unwrap()
+            .contains("play mode is fixed at start"),
+        "{s7}"
+    );
     eprintln!(
         "window with {g} GPUs: {:.1} s",
         started.elapsed().as_secs_f64()

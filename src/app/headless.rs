@@ -620,31 +620,92 @@ pub fn run_paths_with_progress(
     opts: &HeadlessOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Vec<PathRun> {
+    run_each_path(player, opts, progress)
+}
+
+/// What a headless run of each path needs of what plays, besides its [`Timeline`]: the
+/// steps where one GPU (a [`Player`]) and several GPUs or ranks
+/// ([`crate::app::gpus::MultiPlayer`]) differ. [`run_each_path`] is written once against it.
+pub(crate) trait PathRuns: Timeline {
+    /// The counters a path's run is measured from, taken before the path is switched to.
+    type Mark;
+    /// GPUs playing (1 for one GPU's player).
+    fn gpu_count(&self) -> usize;
+    /// The path's availability and mode (GPU 0's where there are several).
+    fn path_report(&self, sel: PathSel) -> PathReport;
+    /// Switches to `sel`, or says why not.
+    fn set_path(&mut self, sel: PathSel) -> Result<(), String>;
+    /// Playback speed (`None`: as fast as frames come).
+    fn set_speed(&mut self, fps: Option<f64>);
+    /// Clears `sel`'s statistics on every GPU.
+    fn reset_stats(&mut self, sel: PathSel);
+    /// The counters now.
+    fn mark(&mut self) -> Self::Mark;
+    /// What memory says at the start of a path's playback (besides the RSS).
+    fn memory_start(&self, _memory: &mut MemoryReport) {}
+    /// Records the playback part's figures in `run` after `played` (its outcome), and the
+    /// outcome with what recording them found.
+    fn record_play(
+        &mut self,
+        sel: PathSel,
+        mark: &Self::Mark,
+        run: &mut PathRun,
+        played: Result<(), String>,
+    ) -> Result<(), String>;
+    /// The timed jumps of the path's run.
+    fn timed_jumps(
+        &mut self,
+        sel: PathSel,
+        opts: &HeadlessOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<ScrubReport, String>;
+    /// What memory says at the end of a path's run (besides the RSS).
+    fn memory_end(&self, memory: &mut MemoryReport);
+    /// The faults on `sel` since `mark`.
+    fn faults_since(&self, sel: PathSel, mark: &Self::Mark) -> FaultReport;
+    /// The render mode at the end of the run.
+    fn render_report(&self) -> RenderReport;
+    /// An error of the whole run that the path's run did not return.
+    fn run_error(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Runs each path of `opts` on `play`: frames played as fast as they come, then timed
+/// jumps; one [`PathRun`] per path (one GPU's and several GPUs' runs alike).
+pub(crate) fn run_each_path<T: PathRuns>(
+    play: &mut T,
+    opts: &HeadlessOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Vec<PathRun> {
     let mut runs = Vec::new();
     for &sel in &opts.paths {
-        let mut run = PathRun::not_run(player.path_report(sel));
-        let (faults0, recovered0) = (player.fault_count(), player.recovered_frames());
-        if let Err(why) = player.set_path(sel) {
+        let mut run = PathRun::not_run(play.path_report(sel));
+        let mark = play.mark();
+        if let Err(why) = play.set_path(sel) {
             log::info!("play: {} path unavailable: {why}", sel.name());
             run.error = Some(why);
             runs.push(run);
             continue;
         }
+        let on = match play.gpu_count() {
+            1 => String::new(),
+            n => format!(" on {n} GPUs"),
+        };
         log::info!(
-            "play: {} path ({}) for {} frames",
+            "play: {} path ({}){on} for {} frames",
             sel.name(),
             run.info.label,
             opts.frames
         );
-        player.set_playing(true);
-        player.set_speed(None);
-        player.reset_stats(sel);
+        play.set_playing(true);
+        play.set_speed(None);
+        play.reset_stats(sel);
         run.memory.rss_start = rss_bytes();
-        let gpu = super::gpumem::gpu_memory(player.device());
-        run.memory.gpu_used_start = gpu.as_ref().map(|m| m.used);
-        run.memory.gpu_memory_source = gpu.map(|m| m.source);
+        play.memory_start(&mut run.memory);
         let (cpu0, t0) = (cpu_seconds(), Instant::now());
-        let played = play_frames(player, sel, opts.frames, opts.timeout, progress);
+        let played =
+            play_frames(play, sel, opts.frames, opts.timeout, progress).map_err(|e| e.to_string());
         run.wall_s = t0.elapsed().as_secs_f64();
         run.cpu_s = cpu_seconds() - cpu0;
         run.cpu_percent = if run.wall_s > 0.0 {
@@ -652,32 +713,90 @@ pub fn run_paths_with_progress(
         } else {
             0.0
         };
-        let figures = player.figures(sel);
-        run.figures = Some(figures.clone());
-        match played
-            .and_then(|()| scrub_jumps(player, sel, opts.scrub_jumps, opts.timeout, progress))
-        {
+        let played = play.record_play(sel, &mark, &mut run, played);
+        match played.and_then(|()| play.timed_jumps(sel, opts, progress)) {
             Ok(mut s) => {
-                s.bound_ms = (figures.gbps_mean > 0.0)
-                    .then(|| figures.bytes_per_frame / (figures.gbps_mean * 1e9) * 1e3 + 20.0);
+                s.bound_ms = run.figures.as_ref().and_then(|f| {
+                    (f.gbps_mean > 0.0)
+                        .then(|| f.bytes_per_frame / (f.gbps_mean * 1e9) * 1e3 + 20.0)
+                });
                 run.scrub = Some(s);
                 run.ran = true;
             }
-            Err(e) => run.error = Some(e.to_string()),
+            Err(e) => run.error = Some(e),
         }
         run.memory.rss_end = rss_bytes();
-        run.memory.gpu_used_end = super::gpumem::gpu_memory(player.device()).map(|m| m.used);
-        run.memory.player_gpu_buffers = player.gpu_buffer_bytes();
+        play.memory_end(&mut run.memory);
         // Refresh: the cuFile mode is known only after reads.
-        run.info = player.path_report(sel);
-        run.faults = FaultReport::since(player, sel, faults0, recovered0);
-        run.render = RenderReport::of(&*player);
+        run.info = play.path_report(sel);
+        run.faults = play.faults_since(sel, &mark);
+        run.render = play.render_report();
+        if let Some(e) = play.run_error() {
+            run.error.get_or_insert(e);
+        }
         runs.push(run);
     }
     runs
 }
 
-/// The human summary (stderr).
+impl PathRuns for Player {
+    /// Faults and recovered frames counted.
+    type Mark = (u64, u64);
+    fn gpu_count(&self) -> usize {
+        1
+    }
+    fn path_report(&self, sel: PathSel) -> PathReport {
+        Player::path_report(self, sel)
+    }
+    fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
+        Player::set_path(self, sel)
+    }
+    fn set_speed(&mut self, fps: Option<f64>) {
+        Player::set_speed(self, fps);
+    }
+    fn reset_stats(&mut self, sel: PathSel) {
+        Player::reset_stats(self, sel);
+    }
+    fn mark(&mut self) -> (u64, u64) {
+        (self.fault_count(), self.recovered_frames())
+    }
+    fn memory_start(&self, memory: &mut MemoryReport) {
+        let gpu = super::gpumem::gpu_memory(self.device());
+        memory.gpu_used_start = gpu.as_ref().map(|m| m.used);
+        memory.gpu_memory_source = gpu.map(|m| m.source);
+    }
+    fn record_play(
+        &mut self,
+        sel: PathSel,
+        _mark: &(u64, u64),
+        run: &mut PathRun,
+        played: Result<(), String>,
+    ) -> Result<(), String> {
+        run.figures = Some(self.figures(sel));
+        played
+    }
+    fn timed_jumps(
+        &mut self,
+        sel: PathSel,
+        opts: &HeadlessOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<ScrubReport, String> {
+        scrub_jumps(self, sel, opts.scrub_jumps, opts.timeout, progress).map_err(|e| e.to_string())
+    }
+    fn memory_end(&self, memory: &mut MemoryReport) {
+        memory.gpu_used_end = super::gpumem::gpu_memory(self.device()).map(|m| m.used);
+        memory.player_gpu_buffers = self.gpu_buffer_bytes();
+    }
+    fn faults_since(&self, sel: PathSel, &(faults0, recovered0): &(u64, u64)) -> FaultReport {
+        FaultReport::since(self, sel, faults0, recovered0)
+    }
+    fn render_report(&self) -> RenderReport {
+        RenderReport::of(self)
+    }
+}
+
+/// The human summary (stderr), of one GPU's run and of several GPUs' alike: the dataset
+/// line, then [`paths_summary`].
 pub fn summary(report: &HeadlessReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -692,7 +811,16 @@ pub fn summary(report: &HeadlessReport) -> String {
         report.slots,
         report.machine.adapter
     );
-    for r in &report.paths {
+    s + &paths_summary(&report.paths)
+}
+
+/// The summary's lines for each path: one GPU is the case without `gpus` (its figures on
+/// the path's line); several GPUs or ranks put the total on the path's line and a line per
+/// GPU under it. Scrub, fallback, upload, error and fault lines are the same for both.
+pub fn paths_summary(runs: &[PathRun]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for r in runs {
         let name = r.info.path.name();
         if !r.info.available {
             let _ = writeln!(
@@ -702,35 +830,26 @@ pub fn summary(report: &HeadlessReport) -> String {
             );
             continue;
         }
-        if let Some(f) = &r.figures {
-            let _ = writeln!(
-                s,
-                "  {name:<6} {:<10} {:6.2} GB/s avg (peak {}; {}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
-                r.info.label,
-                f.gbps_mean,
-                super::figures::peak_text(f.gbps_peak),
-                super::figures::warm_up_text(f),
-                f.delivered_fps,
-                f.rendered_fps,
-                f.gpu_ms_per_frame
-                    .map_or(String::new(), |ms| format!(" ({ms:.1} GPU ms)")),
-                f.latency_p50_ms,
-                f.latency_p99_ms,
-                r.cpu_percent,
-                f.upload_gbps
-                    .map_or(String::new(), |g| format!(", upload {g:.2} GB/s"))
-            );
+        match (&r.gpus, &r.figures) {
+            (Some(g), _) => super::gpus::summary_lines(&mut s, name, g),
+            (None, Some(f)) => one_gpu_line(&mut s, r, f),
+            (None, None) => {}
         }
         if let Some(sc) = &r.scrub {
             let _ = writeln!(
                 s,
-                "         scrub: {} jumps, mean {:.1} ms, p50 {:.1} ms, max {:.1} ms (bound {}){}",
+                "         scrub: {} jumps, mean {:.1} ms, p50 {:.1} ms, max {:.1} ms (bound {}){}{}",
                 sc.jumps,
                 sc.mean_ms,
                 sc.p50_ms,
                 sc.max_ms,
                 sc.bound_ms.map_or("n/a".into(), |b| format!("{b:.1} ms")),
-                if sc.exact { "" } else { ", NOT exact" }
+                if sc.exact { "" } else { ", NOT exact" },
+                match sc.playing_exact {
+                    Some(true) => ", a jump while playing exact",
+                    Some(false) => ", a jump while playing NOT exact",
+                    None => "",
+                }
             );
         }
         if let Some(fb) = &r.info.fallback {
@@ -756,6 +875,29 @@ pub fn summary(report: &HeadlessReport) -> String {
     s
 }
 
+/// One GPU's path line: its figures.
+fn one_gpu_line(s: &mut String, r: &PathRun, f: &PathFigures) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "  {:<6} {:<10} {:6.2} GB/s avg (peak {}; {}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
+        r.info.path.name(),
+        r.info.label,
+        f.gbps_mean,
+        super::figures::peak_text(f.gbps_peak),
+        super::figures::warm_up_text(f),
+        f.delivered_fps,
+        f.rendered_fps,
+        f.gpu_ms_per_frame
+            .map_or(String::new(), |ms| format!(" ({ms:.1} GPU ms)")),
+        f.latency_p50_ms,
+        f.latency_p99_ms,
+        r.cpu_percent,
+        f.upload_gbps
+            .map_or(String::new(), |g| format!(", upload {g:.2} GB/s"))
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,5 +907,98 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
         assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(iso8601(1_796_012_656), "2026-11-30T04:24:16Z");
+    }
+
+    fn host_run() -> PathRun {
+        let mut run = PathRun::not_run(PathReport {
+            path: PathSel::Host,
+            available: true,
+            unavailable_reason: None,
+            label: "staged".into(),
+            engine: None,
+            mode: None,
+            fallback: None,
+            cufile_mode: None,
+            slots: 3,
+            upload: None,
+            notes: Vec::new(),
+        });
+        run.scrub = Some(ScrubReport {
+            jumps: 2,
+            mean_ms: 3.0,
+            p50_ms: 2.5,
+            max_ms: 4.0,
+            exact: true,
+            ..Default::default()
+        });
+        run
+    }
+
+    #[test]
+    fn one_gpu_and_several_share_the_summary_lines() {
+        let mut one = host_run();
+        one.figures = Some(PathFigures {
+            gbps_mean: 1.5,
+            ..Default::default()
+        });
+        one.cpu_percent = 40.0;
+        let text = paths_summary(&[one]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("  host   staged       1.50 GB/s avg (peak "),
+            "{text}"
+        );
+        assert!(lines[0].ends_with(", CPU 40%"), "{text}");
+        assert_eq!(
+            lines[1],
+            "         scrub: 2 jumps, mean 3.0 ms, p50 2.5 ms, max 4.0 ms (bound n/a)"
+        );
+
+        let mut many = host_run();
+        if let Some(sc) = &mut many.scrub {
+            sc.playing_exact = Some(true);
+        }
+        let row = |index: usize, host: Option<&str>| GpuRun {
+            index,
+            ordinal: index,
+            host: host.map(str::to_string),
+            device: "lavapipe".into(),
+            matched: String::new(),
+            label: "staged".into(),
+            frames_owned: 2,
+            figures: PathFigures::default(),
+            frames_presented: 2,
+            copies: 0,
+            copy_ms_mean: None,
+            copy_ms_max: None,
+            copy_gbps: None,
+        };
+        many.gpus = Some(GpusRun {
+            display_copy: String::new(),
+            gpus: vec![row(0, Some("a")), row(1, Some("b"))],
+            total: GpusTotal {
+                gbps_mean: 3.0,
+                frames_rendered: 4,
+                rendered_fps: 8.0,
+                frames_presented: 4,
+                presented_fps: 8.0,
+                copy_ms_mean: None,
+            },
+            presented: vec![0, 1, 2, 3],
+            presented_by: vec![0, 1, 0, 1],
+            in_order: true,
+        });
+        let text = paths_summary(&[many]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].starts_with("  host   2 GPUs: 3.00 GB/s"), "{text}");
+        assert!(lines[1].contains("rank 0 (on a, GPU 0, staged)"), "{text}");
+        assert!(lines[2].contains("rank 1 (on b, GPU 1, staged)"), "{text}");
+        assert!(
+            lines[3].starts_with("         scrub: 2 jumps, mean 3.0 ms, p50 2.5 ms"),
+            "{text}"
+        );
+        assert!(lines[3].ends_with(", a jump while playing exact"), "{text}");
     }
 }

@@ -717,7 +717,7 @@ pub(super) fn gpus_report(
 /// Prints several GPUs' `report`, writes its JSON where asked, and fails where a path that
 /// was asked for failed.
 pub(super) fn end_gpus_run(args: &PlayArgs, report: &HeadlessReport) -> anyhow::Result<()> {
-    eprint!("{}", supercell::app::gpus::summary(&report.paths));
+    eprint!("{}", headless::summary(report));
     if let Some(p) = &args.json {
         let text = serde_json::to_string_pretty(report)?;
         std::fs::write(p, text + "\n").with_context(|| format!("{}", p.display()))?;

@@ -39,7 +39,8 @@ mod open;
 mod run;
 mod workers;
 pub use open::{OpenedGpu, open_gpu, open_gpus};
-pub use run::{run_paths, summary};
+pub use run::run_paths;
+pub(crate) use run::summary_lines;
 pub use workers::{GpuName, Image, InProcess, LocalGpu, Workers};
 
 /// How images of the other GPUs reach the display GPU.

@@ -8,82 +8,97 @@ fn mean(v: &[f64]) -> Option<f64> {
 }
 
 /// Runs each path of `opts` on every GPU of `mp`: `frames` frames presented as fast as
-/// they are finished, then timed jumps; one [`PathRun`] per path with its `gpus`.
+/// they are finished, then timed jumps; one [`PathRun`] per path with its `gpus` (the run
+/// of one GPU's player, [`crate::app::headless::run_each_path`], with several GPUs' steps).
 pub fn run_paths(
     mp: &mut MultiPlayer,
     opts: &HeadlessOptions,
     progress: &mut dyn FnMut(crate::app::headless::Progress),
 ) -> Vec<PathRun> {
-    let mut runs = Vec::new();
-    for &sel in &opts.paths {
-        let mut run = PathRun::not_run(mp.player(0).path_report(sel));
-        if let Err(why) = mp.set_path(sel) {
-            log::info!("play: {} path unavailable: {why}", sel.name());
-            run.error = Some(why);
-            runs.push(run);
-            continue;
-        }
-        log::info!(
-            "play: {} path ({}) on {} GPUs for {} frames",
-            sel.name(),
-            run.info.label,
-            mp.gpu_count(),
-            opts.frames
-        );
-        mp.set_playing(true);
-        mp.set_speed(None);
-        for k in 0..mp.gpu_count() {
-            mp.workers.reset_stats(k, sel);
-        }
-        let shown0: Vec<u64> = per_gpu_shown(mp);
-        let copies0: Vec<usize> = mp.shares.iter().map(|s| s.copies_ms.len()).collect();
-        let log0 = mp.presented.len();
-        let faults0: Vec<(u64, u64)> = (0..mp.gpu_count())
-            .map(|k| {
-                mp.workers
-                    .player(k)
-                    .map_or((0, 0), |p| (p.fault_count(), p.recovered_frames()))
-            })
-            .collect();
-        run.memory.rss_start = crate::probe::rss_bytes();
-        let (cpu0, t0) = (crate::probe::cpu_seconds(), Instant::now());
-        let played =
-            crate::app::headless::play_frames(mp, sel, opts.frames, opts.timeout, progress)
-                .map_err(|e| e.to_string());
-        run.wall_s = t0.elapsed().as_secs_f64();
-        run.cpu_s = crate::probe::cpu_seconds() - cpu0;
-        run.cpu_percent = if run.wall_s > 0.0 {
-            run.cpu_s / run.wall_s * 100.0
-        } else {
-            0.0
-        };
-        // Other ranks' figures as they stand at the end of the run.
-        let played = played.and_then(|()| mp.workers.settle().map_err(|e| e.to_string()));
-        let played_log: Vec<(u32, usize)> = mp.presented[log0..].to_vec();
-        let gpus = gpus_run(mp, sel, &shown0, &copies0, &played_log, run.wall_s);
-        run.gpus = Some(gpus);
-        let scrubbed = played.and_then(|()| scrub_jumps(mp, sel, opts, progress));
-        match scrubbed {
-            Ok(s) => {
-                run.scrub = Some(s);
-                run.ran = true;
-            }
-            Err(e) => run.error = Some(e),
-        }
-        run.memory.rss_end = crate::probe::rss_bytes();
-        // The players of this process (another rank's report their own).
-        run.memory.player_gpu_buffers = (0..mp.gpu_count())
-            .filter_map(|k| mp.workers.player(k).map(Player::gpu_buffer_bytes))
-            .sum();
-        run.faults = merged_faults(mp, sel, &faults0);
-        run.info = mp.player(0).path_report(sel);
-        run.render = RenderReport::of(mp.player(0));
-        if let Some(e) = mp.last_error() {
-            run.error.get_or_insert_with(|| e.to_string());
-        }
-        runs.push(run);
+    crate::app::headless::run_each_path(mp, opts, progress)
+}
+
+/// Several GPUs' counters a path's run is measured from.
+pub(crate) struct PlayMark {
+    /// Frames each GPU had presented.
+    shown: Vec<u64>,
+    /// Image copies each GPU had made.
+    copies: Vec<usize>,
+    /// Presentations logged.
+    presented: usize,
+    /// Each player's faults and recovered frames (of the players in this process).
+    faults: Vec<(u64, u64)>,
+}
+
+impl crate::app::headless::PathRuns for MultiPlayer {
+    type Mark = PlayMark;
+    fn gpu_count(&self) -> usize {
+        MultiPlayer::gpu_count(self)
     }
-    runs
+    fn path_report(&self, sel: PathSel) -> crate::app::core::PathReport {
+        self.player(0).path_report(sel)
+    }
+    fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
+        MultiPlayer::set_path(self, sel)
+    }
+    fn set_speed(&mut self, fps: Option<f64>) {
+        MultiPlayer::set_speed(self, fps);
+    }
+    fn reset_stats(&mut self, sel: PathSel) {
+        for k in 0..self.gpu_count() {
+            self.workers.reset_stats(k, sel);
+        }
+    }
+    fn mark(&mut self) -> PlayMark {
+        PlayMark {
+            shown: per_gpu_shown(self),
+            copies: self.shares.iter().map(|s| s.copies_ms.len()).collect(),
+            presented: self.presented.len(),
+            faults: (0..self.gpu_count())
+                .map(|k| {
+                    self.workers
+                        .player(k)
+                        .map_or((0, 0), |p| (p.fault_count(), p.recovered_frames()))
+                })
+                .collect(),
+        }
+    }
+    fn record_play(
+        &mut self,
+        sel: PathSel,
+        mark: &PlayMark,
+        run: &mut PathRun,
+        played: Result<(), String>,
+    ) -> Result<(), String> {
+        // Other ranks' figures as they stand at the end of the run.
+        let played = played.and_then(|()| self.workers.settle().map_err(|e| e.to_string()));
+        let played_log: Vec<(u32, usize)> = self.presented[mark.presented..].to_vec();
+        run.gpus = Some(gpus_run(self, sel, mark, &played_log, run.wall_s));
+        played
+    }
+    fn timed_jumps(
+        &mut self,
+        sel: PathSel,
+        opts: &HeadlessOptions,
+        progress: &mut dyn FnMut(crate::app::headless::Progress),
+    ) -> Result<crate::app::headless::ScrubReport, String> {
+        scrub_jumps(self, sel, opts, progress)
+    }
+    fn memory_end(&self, memory: &mut crate::app::headless::MemoryReport) {
+        // The players of this process (another rank's report their own).
+        memory.player_gpu_buffers = (0..self.gpu_count())
+            .filter_map(|k| self.workers.player(k).map(Player::gpu_buffer_bytes))
+            .sum();
+    }
+    fn faults_since(&self, sel: PathSel, mark: &PlayMark) -> FaultReport {
+        merged_faults(self, sel, &mark.faults)
+    }
+    fn render_report(&self) -> RenderReport {
+        RenderReport::of(self.player(0))
+    }
+    fn run_error(&self) -> Option<String> {
+        self.last_error().map(str::to_string)
+    }
 }
 
 /// Every GPU's faults of the run, in the dataset's frame numbers (of the players in this
@@ -123,11 +138,11 @@ fn per_gpu_shown(mp: &mut MultiPlayer) -> Vec<u64> {
 fn gpus_run(
     mp: &mut MultiPlayer,
     sel: PathSel,
-    shown0: &[u64],
-    copies0: &[usize],
+    mark: &PlayMark,
     log: &[(u32, usize)],
     wall_s: f64,
 ) -> GpusRun {
+    let (shown0, copies0) = (&mark.shown, &mark.copies);
     let shown = per_gpu_shown(mp);
     let n = mp.frame_count;
     let gpus: Vec<GpuRun> = mp
@@ -272,72 +287,45 @@ fn jump_while_playing(mp: &mut MultiPlayer, deadline: Instant) -> Result<Option<
     Ok(Some(after == [target, target + 1, target + 2]))
 }
 
-/// The per-GPU lines of the human summary.
-pub fn summary(runs: &[PathRun]) -> String {
+/// Several GPUs' lines of a path in the human summary
+/// ([`crate::app::headless::paths_summary`]): the total on the path's line, then a line per
+/// GPU (or rank).
+pub(crate) fn summary_lines(s: &mut String, name: &str, g: &GpusRun) {
     use std::fmt::Write;
-    let mut s = String::new();
-    for r in runs {
-        let Some(g) = &r.gpus else {
-            if let Some(e) = &r.error {
-                let _ = writeln!(s, "  {:<6} unavailable: {e}", r.info.path.name());
-            }
-            continue;
+    let _ = writeln!(
+        s,
+        "  {name:<6} {} GPUs: {:.2} GB/s, rendered {:.1} frames/s, presented {} frames at {:.1} frames/s{}{}",
+        g.gpus.len(),
+        g.total.gbps_mean,
+        g.total.rendered_fps,
+        g.total.frames_presented,
+        g.total.presented_fps,
+        g.total.copy_ms_mean.map_or(String::new(), |ms| format!(
+            ", copy to the display {ms:.2} ms"
+        )),
+        if g.in_order { "" } else { ", NOT in order" }
+    );
+    for x in &g.gpus {
+        let who = match &x.host {
+            Some(host) => format!("rank {} (on {host}, GPU {}", x.index, x.ordinal),
+            None => format!("GPU {} (--gpus {}", x.index, x.ordinal),
         };
         let _ = writeln!(
             s,
-            "  {:<6} {} GPUs: {:.2} GB/s, rendered {:.1} frames/s, presented {} frames at {:.1} frames/s{}{}",
-            r.info.path.name(),
-            g.gpus.len(),
-            g.total.gbps_mean,
-            g.total.rendered_fps,
-            g.total.frames_presented,
-            g.total.presented_fps,
-            g.total.copy_ms_mean.map_or(String::new(), |ms| format!(
-                ", copy to the display {ms:.2} ms"
-            )),
-            if g.in_order { "" } else { ", NOT in order" }
-        );
-        for x in &g.gpus {
-            let who = match &x.host {
-                Some(host) => format!("rank {} (on {host}, GPU {}", x.index, x.ordinal),
-                None => format!("GPU {} (--gpus {}", x.index, x.ordinal),
-            };
-            let _ = writeln!(
-                s,
-                "         {who}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
-                x.label,
-                x.figures.gbps_mean,
-                x.figures.frames_rendered,
-                x.figures.rendered_fps,
-                x.frames_presented,
-                x.copy_ms_mean.map_or(String::new(), |ms| format!(
-                    ", {} {ms:.2} ms mean",
-                    if x.host.is_some() {
-                        "image transfer"
-                    } else {
-                        "copies"
-                    }
-                )),
-            );
-        }
-        if let Some(sc) = &r.scrub {
-            let _ = writeln!(
-                s,
-                "         scrub: {} jumps, mean {:.1} ms, max {:.1} ms{}{}",
-                sc.jumps,
-                sc.mean_ms,
-                sc.max_ms,
-                if sc.exact { "" } else { ", NOT exact" },
-                match sc.playing_exact {
-                    Some(true) => ", a jump while playing exact",
-                    Some(false) => ", a jump while playing NOT exact",
-                    None => "",
+            "         {who}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
+            x.label,
+            x.figures.gbps_mean,
+            x.figures.frames_rendered,
+            x.figures.rendered_fps,
+            x.frames_presented,
+            x.copy_ms_mean.map_or(String::new(), |ms| format!(
+                ", {} {ms:.2} ms mean",
+                if x.host.is_some() {
+                    "image transfer"
+                } else {
+                    "copies"
                 }
-            );
-        }
-        if let Some(e) = &r.error {
-            let _ = writeln!(s, "         error: {e}");
-        }
+            )),
+        );
     }
-    s
 }

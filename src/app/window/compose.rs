@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::super::offscreen::{self, egui_pass};
 use super::super::overlay::{self, UiRequest, UiState};
-use super::{Gfx, Play, WindowError};
+use super::{Gfx, WindowError};
 
 /// Composes the image and the overlay into the swapchain (and a screenshot when asked, and
 /// the recording's next picture while one runs).
@@ -114,10 +114,7 @@ pub(super) fn compose(
 fn sync_display(g: &mut Gfx, device: &wgpu::Device, enc: &mut wgpu::CommandEncoder) {
     // The picture on screen: the one player's image, or the frame presented on GPU 0 (its
     // own image, or the copy of another GPU's).
-    let source = match &g.play {
-        Play::One(p) => p.output(),
-        Play::Many(m) => m.presented_image(),
-    };
+    let source = g.play.picture();
     if let Some(out) = source {
         let size = (out.width(), out.height());
         if g.display.as_ref().is_none_or(|d| d.2 != size) {

@@ -101,7 +101,7 @@ struct Gfx {
     queue: wgpu::Queue,
     /// Kept alive for the one player's device (several GPUs' players keep theirs).
     _gpu: Option<PlayerGpu>,
-    play: Play,
+    play: Box<dyn Play>,
     egui_ctx: egui::Context,
     egui_state: egui_winit::State,
     egui_renderer: egui_wgpu::Renderer,
@@ -151,10 +151,6 @@ struct App {
     /// When the last composition began.
     last_compose: Instant,
 }
-
-/// Why the play mode does not change with several GPUs.
-const MODE_FIXED: &str =
-    "with --gpus the play mode is fixed at start (--mode loop or once; ping-pong is not supported)";
 
 /// Opens the window and runs until it is closed, Esc, `quit` or `--exit-after`.
 pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
@@ -285,7 +281,7 @@ impl App {
                     self.ui.message = Some((player.scene_notes().join("; "), Instant::now()));
                 }
                 settings.apply_view(player.view_mut());
-                Play::One(player)
+                Box::new(player) as Box<dyn Play>
             }
             (None, Some(opened)) => {
                 let mut mp = MultiPlayer::open_scene(opened, &self.opts.scene, &pcfg)?;
@@ -293,11 +289,11 @@ impl App {
                     settings.apply_view(mp.player_mut(k).view_mut());
                     log::info!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
                 }
-                self.ui.gpus = Some(mp.overlay());
-                Play::Many(mp)
+                Box::new(mp)
             }
             (None, None) => unreachable!("a device was opened above"),
         };
+        self.ui.gpus = play.gpus_overlay();
         let player = play.lead_mut();
         self.flying = player.has_camera_path();
         self.ui.presets = overlay::presets_for(player);
@@ -356,35 +352,7 @@ impl App {
 
     fn apply_action(&mut self, a: Action, event_loop: &ActiveEventLoop) {
         let Some(g) = self.gfx.as_mut() else { return };
-        if let Play::Many(m) = &mut g.play {
-            // The timeline is the several GPUs'; the view is GPU 0's player's (below), which
-            // reaches every GPU's player.
-            let said = match a {
-                Action::TogglePlay => {
-                    let on = !m.is_playing();
-                    m.set_playing(on);
-                    None
-                }
-                Action::Step(d) => {
-                    m.step(d);
-                    None
-                }
-                Action::ToggleDirect => Some(match m.toggle_path() {
-                    Ok(to) => format!("{} path: {}", to.name(), m.player(0).path_report(to).label),
-                    Err(why) => format!("direct path unavailable: {why}"),
-                }),
-                Action::Reverse => Some("with --gpus the timeline plays forward only".into()),
-                Action::CycleMode => Some(MODE_FIXED.into()),
-                Action::First => {
-                    m.scrub(0);
-                    None
-                }
-                Action::Last => {
-                    m.scrub(m.frame_count() - 1);
-                    None
-                }
-                _ => return self.apply_view_action(a, event_loop),
-            };
+        if let Some(said) = g.play.timeline_action(a) {
             if let Some(text) = said {
                 self.message(text);
             }
@@ -524,34 +492,11 @@ impl App {
 
     fn apply_request(&mut self, r: UiRequest, event_loop: &ActiveEventLoop) {
         let Some(g) = self.gfx.as_mut() else { return };
-        if let Play::Many(m) = &mut g.play {
-            let said = match r {
-                // While dragging, each value is a jump (no nearest frame stands in).
-                UiRequest::Dragging(_) => None,
-                UiRequest::SetSpeed(s) => {
-                    m.set_speed(s);
-                    None
-                }
-                UiRequest::SetMode(_) => Some(MODE_FIXED.to_string()),
-                UiRequest::ShowDatasetAttribute(..) => Some(
-                    "with --gpus the attributes read are fixed at start (--attributes); 1-8 \
-                     switch those on and off"
-                        .to_string(),
-                ),
-                _ => None,
-            };
-            match r {
-                UiRequest::Dragging(_)
-                | UiRequest::SetSpeed(_)
-                | UiRequest::SetMode(_)
-                | UiRequest::ShowDatasetAttribute(..) => {
-                    if let Some(text) = said {
-                        self.message(text);
-                    }
-                    return;
-                }
-                _ => {}
+        if let Some(said) = g.play.timeline_request(&r) {
+            if let Some(text) = said {
+                self.message(text);
             }
+            return;
         }
         match r {
             UiRequest::Action(a) => self.apply_action(a, event_loop),
@@ -668,18 +613,7 @@ impl App {
                 }
                 Command::Render(path) => {
                     // The picture on screen (with several GPUs, as presented on GPU 0).
-                    let image = match &g.play {
-                        Play::One(p) => p.read_image(),
-                        Play::Many(m) => {
-                            m.read_presented()
-                                .map(|(width, height, rgba8)| crate::render::Image {
-                                    width,
-                                    height,
-                                    rgba8,
-                                    linear: Vec::new(),
-                                })
-                        }
-                    };
+                    let image = g.play.read_picture();
                     let r = image
                         .map_err(|e| e.to_string())
                         .and_then(|img| img.write_png(&path).map_err(|e| e.to_string()));
@@ -817,14 +751,10 @@ impl App {
         self.run_script(event_loop);
         self.timers();
         let Some(g) = self.gfx.as_mut() else { return };
-        let ticked = match &mut g.play {
-            Play::One(p) => p.tick().map(|t| (t.shown.is_some(), t.rendered)),
-            Play::Many(m) => {
-                let t = m.tick().map(|t| (t.shown.is_some(), t.shown.is_some()));
-                self.ui.gpus = Some(m.overlay());
-                t
-            }
-        };
+        let ticked = g.play.advance();
+        if let Some(o) = g.play.gpus_overlay() {
+            self.ui.gpus = Some(o);
+        }
         match ticked {
             Ok((shown, rendered)) => {
                 if shown {
