@@ -12,31 +12,18 @@ mod storm_support;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use mpi_support::have_mpirun;
+use mpi_support::{have_mpirun, launch};
 use serde_json::Value;
 use storm_support::SmallStorm;
 
 /// `[mpirun -n RANKS] supercell play DATASET --headless --json JSON EXTRA...`.
 fn play(ranks: Option<u32>, dataset: &Path, json: &Path, extra: &[&str]) -> Output {
-    let bin = env!("CARGO_BIN_EXE_supercell");
-    let mut cmd = match ranks {
-        Some(n) => {
-            let mut c = Command::new("mpirun");
-            c.args([
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "-n",
-                &n.to_string(),
-                bin,
-            ]);
-            c
-        }
-        None => Command::new(bin),
-    };
-    let runtime = std::env::temp_dir().join("supercell-mpi-play-xdg");
-    std::fs::create_dir_all(&runtime).unwrap();
-    cmd.env("XDG_RUNTIME_DIR", &runtime)
-        .arg("play")
+    let mut cmd = launch(
+        ranks,
+        env!("CARGO_BIN_EXE_supercell"),
+        "supercell-mpi-play-xdg",
+    );
+    cmd.arg("play")
         .arg(dataset)
         .args(["--headless", "--size", "64x36", "--threads", "2"])
         .args(["--timeout", "60s"])

@@ -12,7 +12,7 @@ mod mpi_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use mpi_support::{have_mpirun, rank_pid};
+use mpi_support::{have_mpirun, launch, rank_pid};
 use supercell::dataset::{Dataset, LaneSpec, Provenance};
 use supercell::synth::{Attribute, GenerateOptions, default_params, generate_dataset};
 
@@ -47,25 +47,12 @@ fn storm_of(dir: &Path, bricks: u32, frames: u32) {
 
 /// `[mpirun -n RANKS] supercell render DATASET ...`.
 fn render(ranks: Option<u32>, dataset: &Path, out: &Path, extra: &[&str]) -> Output {
-    let bin = env!("CARGO_BIN_EXE_supercell");
-    let mut cmd = match ranks {
-        Some(n) => {
-            let mut c = Command::new("mpirun");
-            c.args([
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "-n",
-                &n.to_string(),
-                bin,
-            ]);
-            c
-        }
-        None => Command::new(bin),
-    };
-    let runtime = std::env::temp_dir().join("supercell-render-split-xdg");
-    std::fs::create_dir_all(&runtime).unwrap();
-    cmd.env("XDG_RUNTIME_DIR", &runtime)
-        .arg("render")
+    let mut cmd = launch(
+        ranks,
+        env!("CARGO_BIN_EXE_supercell"),
+        "supercell-render-split-xdg",
+    );
+    cmd.arg("render")
         .arg(dataset)
         .args([
             "--frame",
@@ -250,27 +237,20 @@ fn a_rank_that_stops_answering_is_named_and_the_run_ends() {
     let ds = tmp.path().join("b2");
     storm_of(&ds, 2, 6);
     let out_dir = tmp.path().join("out");
-    let bin = env!("CARGO_BIN_EXE_supercell");
-    let runtime = std::env::temp_dir().join("supercell-render-split-xdg");
-    std::fs::create_dir_all(&runtime).unwrap();
-    let child = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-n",
-            "2",
-            bin,
-            "render",
-        ])
-        .arg(&ds)
-        .args(["--split", "space", "--frames", "0..6", "--size", SIZE])
-        .args(["--read-timeout", "4s", "--out"])
-        .arg(&out_dir)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = launch(
+        Some(2),
+        env!("CARGO_BIN_EXE_supercell"),
+        "supercell-render-split-xdg",
+    )
+    .arg("render")
+    .arg(&ds)
+    .args(["--split", "space", "--frames", "0..6", "--size", SIZE])
+    .args(["--read-timeout", "4s", "--out"])
+    .arg(&out_dir)
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     let started = std::time::Instant::now();
     // Rank 1 freezes (as on a hung node) once the first frame is out.
     let first = out_dir.join("frame_00000.png");

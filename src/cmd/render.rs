@@ -837,24 +837,12 @@ fn bind_uploaded(
 /// ([`Renderer::max_parts`]) before it is read (the manifest says where they lie), naming the
 /// attributes and their bytes. A frame larger than that renders where the grids shown fit.
 fn check_frame_fits(ls: &LoadedScene, renderer: &Renderer, f: usize) -> anyhow::Result<()> {
-    let Some(frame) = ls.dataset.frame(f) else {
-        return Ok(());
-    };
     let m = ls.dataset.manifest();
     let capacity = FrameCapacity {
         part_bytes: renderer.part_bytes(),
         max_parts: renderer.max_parts(),
     };
-    let shown: Vec<_> = ls
-        .slots
-        .iter()
-        .zip(&ls.view.attributes)
-        .filter(|(_, v)| v.as_ref().is_some_and(|v| v.enabled))
-        .filter_map(|(s, _)| {
-            let a = (*s)?;
-            frame.grids.iter().find(|g| g.attribute as usize == a)
-        })
-        .collect();
+    let shown: Vec<_> = split::shown_entries(ls, f).into_iter().flatten().collect();
     let parts = capacity.parts_for_grids(shown.iter().map(|g| (g.offset, g.size)));
     if parts > capacity.max_parts as u64 {
         let names: Vec<String> = shown

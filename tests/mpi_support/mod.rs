@@ -45,3 +45,27 @@ pub fn rank_pid(dir: &std::path::Path, command: &str, rank: u32) -> Option<u32> 
     }
     None
 }
+
+/// `bin` under `mpirun -n ranks` (as root, oversubscribed: the tests run more ranks than
+/// cores), or `bin` alone for `None`, with its own XDG_RUNTIME_DIR (`runtime`, under the
+/// temporary directory) as the Vulkan drivers want one.
+pub fn launch(ranks: Option<u32>, bin: &str, runtime: &str) -> Command {
+    let mut cmd = match ranks {
+        Some(n) => {
+            let mut c = Command::new("mpirun");
+            c.args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "-n",
+                &n.to_string(),
+                bin,
+            ]);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let dir = std::env::temp_dir().join(runtime);
+    std::fs::create_dir_all(&dir).unwrap();
+    cmd.env("XDG_RUNTIME_DIR", dir);
+    cmd
+}

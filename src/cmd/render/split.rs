@@ -334,7 +334,7 @@ fn whole_grid_boxes(
 }
 
 /// Frame `f`'s grid of each channel the render shows (`None` for a channel it does not).
-fn shown_entries(ls: &LoadedScene, f: usize) -> Vec<Option<GridEntry>> {
+pub(super) fn shown_entries(ls: &LoadedScene, f: usize) -> Vec<Option<GridEntry>> {
     let frame = ls.dataset.frame(f);
     ls.slots
         .iter()
