@@ -10,7 +10,7 @@ mod mpi_support;
 mod storm_support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use mpi_support::{have_mpirun, launch};
 use serde_json::Value;

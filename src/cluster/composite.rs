@@ -634,6 +634,46 @@ mod tests {
     }
 
     #[test]
+    fn a_piece_of_another_frame_is_refused_naming_its_sender() {
+        // Rank 1 composites frame 4 while rank 0 composites frame 3: the ranks disagree.
+        // Rank 0, in front, sends first; rank 1 refuses its piece (and, in a run, ends it).
+        let wait = Some(Duration::from_millis(300));
+        let out = threads::run_on(2, 2, |r| {
+            let frame = 3 + r.rank() as u32;
+            composite_within(r, &[0, 1], frame, part_image(r.rank(), 8), over, wait)
+        });
+        let err = out[1].as_ref().unwrap_err();
+        let refused = matches!(
+            err,
+            CompositeError::Malformed {
+                from: 0,
+                frame: 4,
+                ..
+            }
+        );
+        assert!(refused, "{err}");
+        assert!(err.to_string().contains("frame 3 pixels"), "{err}");
+        // Rank 0 then hears nothing back and names rank 1 instead of waiting for ever.
+        assert!(matches!(out[0], Err(CompositeError::Silent(_))));
+    }
+
+    #[test]
+    fn all_reduce_refuses_a_rank_whose_cells_are_another_length() {
+        fn add(acc: &mut [f32], next: &[f32]) {
+            acc.iter_mut().zip(next).for_each(|(a, b)| *a += b);
+        }
+        let out = threads::run_on(2, 2, |r| {
+            let mine = vec![1.0; 2 + r.rank()];
+            all_reduce_within(r, &mine, add, Some(Duration::from_millis(500)))
+        });
+        let err = out[0].as_ref().unwrap_err();
+        assert!(
+            matches!(err, CompositeError::Malformed { from: 1, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn an_order_that_is_not_a_permutation_is_refused() {
         let solo = crate::cluster::Solo;
         let err = composite_within(&solo, &[1], 0, vec![0.0; 4], over, WAIT).unwrap_err();
