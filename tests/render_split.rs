@@ -1,8 +1,9 @@
 //! `render --split space`, sort-last across MPI ranks (cargo feature `mpi`, Open MPI): a
 //! frame forced over one rank's budget (`--frame-budget`) is refused whole, and rendered by
 //! 2 and by 4 ranks, each reading and drawing only its brick of a dataset written with
-//! `--bricks`, composited onto rank 0: the picture equals one process's render of the same
-//! frame from the unbricked dataset. Runs where the feature is built and `mpirun` is
+//! `--bricks`, and by 2, 3 and 1 rank(s) holding several of 4 bricks each, composited onto
+//! rank 0: the picture equals one process's render of the same frame from the unbricked
+//! dataset. Runs where the feature is built and `mpirun` is
 //! installed (scripts/test.sh runs it with `--features mpi`); elsewhere it says why it
 //! skipped, unless SUPERCELL_REQUIRE_CROSSCHECK is set (CI), where it fails.
 #![cfg(feature = "mpi")]
@@ -166,15 +167,25 @@ fn two_and_four_ranks_render_a_frame_one_rank_may_not_hold_as_one_rank_renders_i
         .count();
     assert!(lit > 200, "only {lit} pixels differ from the corner");
 
-    for (ranks, dir) in [(2, &b2), (4, &b4)] {
-        let out_dir = tmp.path().join(format!("split{ranks}"));
+    // One brick per rank; then several per rank (4 bricks over 2 ranks, 2 + 1 + 1 over 3,
+    // all 4 in one process), each rank binding one brick at a time.
+    for (ranks, dir, per_rank) in [
+        (2, &b2, "[1, 1]"),
+        (4, &b4, "[1, 1, 1, 1]"),
+        (2, &b4, "[2, 2]"),
+        (3, &b4, "[2, 1, 1]"),
+        (1, &b4, "[4]"),
+    ] {
+        let bricks = if dir == &b2 { 2 } else { 4 };
+        let out_dir = tmp.path().join(format!("split{ranks}-of-{bricks}"));
         let out = render(
-            Some(ranks),
+            (ranks > 1).then_some(ranks),
             dir,
             &out_dir,
             &["--split", "space", "--frame-budget", &budget],
         );
-        ok(&out, &format!("{ranks} ranks"));
+        let what = format!("{bricks} bricks over {ranks} rank(s)");
+        ok(&out, &what);
         let (w2, h2, split) = read_png(&frame_png(&out_dir));
         assert_eq!((w2, h2), (w, h));
         let diffs: Vec<i32> = split
@@ -187,23 +198,27 @@ fn two_and_four_ranks_render_a_frame_one_rank_may_not_hold_as_one_rank_renders_i
         // The GPU renders both: equal but for rounding of the 8-bit encoding.
         assert!(
             max <= 1,
-            "{ranks} ranks: a channel differs by {max} ({off} channels differ)"
+            "{what}: a channel differs by {max} ({off} channels differ)"
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(&format!("over {ranks} ranks")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("over {ranks} ranks"))
+                && stderr.contains(&format!("bricks per rank {per_rank}")),
+            "{what}: {stderr}"
+        );
     }
 
-    // A run whose rank count is not the dataset's brick count is refused, naming both.
+    // More ranks than bricks is refused, naming both counts.
     let out = render(
-        Some(2),
-        &b4,
+        Some(3),
+        &b2,
         &tmp.path().join("mismatch"),
         &["--split", "space"],
     );
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("4 brick(s)") && err.contains("2 rank(s)"),
+        err.contains("2 brick(s)") && err.contains("3 rank(s)"),
         "{err}"
     );
 

@@ -98,8 +98,8 @@ fn summarise(path: &Path, ds: &Dataset) {
     let bricks = m.bricks();
     if !bricks.is_empty() {
         println!(
-            "  {} spatial bricks (sort-last: mpirun -n {} supercell render --split space; \
-             play and a plain render refuse it)",
+            "  {} spatial bricks (sort-last: mpirun -n {} supercell render --split space, or \
+             fewer ranks sharing the bricks; play and a plain render refuse it)",
             bricks.len(),
             bricks.len()
         );

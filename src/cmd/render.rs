@@ -446,7 +446,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<()> {
     check_size("--size", Some(&renderer), w, h)?;
     for f in frames.clone() {
         check_frame_fits(&ls, &renderer, f)?;
-        split::check_budget(args, &ls, f, 1)?;
+        split::check_budget(args, &ls, f)?;
     }
     let mut movie = match (&movie_request, &encoder) {
         (Some(req), Some(enc)) => Some(movie::start(req, enc, &ls, scene.playback.fps, (w, h))?),
@@ -673,7 +673,7 @@ fn render_on_gpus(
                     check_size("--size", Some(&renderer), w, h)?;
                     for &f in &mine {
                         check_frame_fits(&ls, &renderer, f)?;
-                        split::check_budget(args, &ls, f, 1)?;
+                        split::check_budget(args, &ls, f)?;
                     }
                     let mut slot = AlignedBuf::new();
                     let who = format!(" on GPU {k}");

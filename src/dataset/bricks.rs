@@ -224,6 +224,84 @@ fn check_world_map(bricks: &[Brick]) -> Result<(), String> {
     Ok(())
 }
 
+/// Shares `bricks` (in the order the manifest lists them) among `ranks` ranks for a
+/// sort-last run: each rank gets a contiguous run of bricks whose boxes together are one
+/// box, so that the ranks' parts are ordered front to back like the bricks themselves.
+/// The runs follow the writer's k-d split ([`split_domain`]: `n / 2` ranks take the first
+/// side), each as near its share of the bricks as a cut between whole boxes allows.
+/// Errors, in words, where there are fewer bricks than ranks, no ranks, or the bricks
+/// cannot be cut into boxes for that many ranks (a manifest listing them in another order).
+pub fn share_bricks(bricks: &[Brick], ranks: usize) -> Result<Vec<std::ops::Range<usize>>, String> {
+    if ranks == 0 {
+        return Err("no ranks to share the bricks among".into());
+    }
+    if bricks.len() < ranks {
+        return Err(format!(
+            "{} brick(s) cannot be shared by {ranks} ranks: each rank needs at least one",
+            bricks.len()
+        ));
+    }
+    if bricks.len() == ranks {
+        // One brick each: any order of the boxes will do (the compositing orders them).
+        return Ok((0..ranks).map(|k| k..k + 1).collect());
+    }
+    let mut out = Vec::with_capacity(ranks);
+    share_into(bricks, 0..bricks.len(), ranks, &mut out).map_err(|e| {
+        format!(
+            "{e}: run one rank per brick ({}), or write the dataset again with --bricks {ranks} \
+             (or a multiple of it)",
+            bricks.len()
+        )
+    })?;
+    Ok(out)
+}
+
+/// Appends the share of `run` (bricks that together are one box) among `ranks` to `out`.
+fn share_into(
+    bricks: &[Brick],
+    run: std::ops::Range<usize>,
+    ranks: usize,
+    out: &mut Vec<std::ops::Range<usize>>,
+) -> Result<(), String> {
+    if ranks == 1 {
+        out.push(run);
+        return Ok(());
+    }
+    let first = ranks / 2;
+    let len = run.len() as f64;
+    let wanted = first as f64 / ranks as f64;
+    // Cuts that leave every rank a brick and both sides whole boxes, the nearest its share.
+    let cut = (run.start + first..=run.end - (ranks - first))
+        .filter(|&m| is_one_box(&bricks[run.start..m]) && is_one_box(&bricks[m..run.end]))
+        .min_by(|&a, &b| {
+            let off = |m: usize| ((m - run.start) as f64 / len - wanted).abs();
+            off(a).total_cmp(&off(b))
+        })
+        .ok_or_else(|| {
+            format!(
+                "bricks {}..{} cannot be cut into two boxes for {first} and {} ranks",
+                run.start,
+                run.end - 1,
+                ranks - first
+            )
+        })?;
+    share_into(bricks, run.start..cut, first, out)?;
+    share_into(bricks, cut..run.end, ranks - first, out)
+}
+
+/// Whether disjoint `bricks` together fill their bounding box.
+fn is_one_box(bricks: &[Brick]) -> bool {
+    let Some([lo, hi]) = domain_of(bricks) else {
+        return false;
+    };
+    let volume = |b: [Coord; 2]| -> i128 {
+        (0..3)
+            .map(|i| i128::from(b[1][i]) - i128::from(b[0][i]))
+            .product()
+    };
+    bricks.iter().map(|b| volume(b.index_box)).sum::<i128>() == volume([lo, hi])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +328,50 @@ mod tests {
         );
         let three = check_tiles([[0, 0, 0], [96, 32, 32]], 3);
         assert_eq!(three[0], [[0, 0, 0], [32, 32, 32]]);
+    }
+
+    #[test]
+    fn bricks_are_shared_among_ranks_as_boxes_in_their_order() {
+        let domain = [[0, 0, 0], [128, 96, 64]];
+        for n in 1..=12u32 {
+            let bricks = bricks_of(&check_tiles(domain, n), [1.0; 3], [0.0; 3]);
+            for ranks in 1..=n as usize {
+                let shares = share_bricks(&bricks, ranks)
+                    .unwrap_or_else(|e| panic!("{n} bricks, {ranks} ranks: {e}"));
+                assert_eq!(shares.len(), ranks);
+                let mut next = 0;
+                for s in &shares {
+                    assert_eq!(s.start, next, "{n} bricks, {ranks} ranks: {shares:?}");
+                    assert!(!s.is_empty() && is_one_box(&bricks[s.clone()]));
+                    next = s.end;
+                }
+                assert_eq!(next, n as usize);
+                if (n as usize).is_multiple_of(ranks) && ranks.is_power_of_two() {
+                    // The writer's split of n = k·ranks (ranks a power of two) gives every
+                    // rank k bricks.
+                    assert!(
+                        shares.iter().all(|s| s.len() == n as usize / ranks),
+                        "{n} bricks, {ranks} ranks: {shares:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bricks_that_cannot_be_shared_are_refused_in_words() {
+        let bricks = bricks_of(
+            &check_tiles([[0, 0, 0], [128, 128, 8]], 4),
+            [1.0; 3],
+            [0.0; 3],
+        );
+        assert!(share_bricks(&bricks, 5).unwrap_err().contains("4 brick(s)"));
+        assert!(share_bricks(&bricks, 0).is_err());
+        // Listed diagonally, no two neighbours in the list make a box.
+        let crossed = vec![bricks[0], bricks[3], bricks[1], bricks[2]];
+        let e = share_bricks(&crossed, 2).unwrap_err();
+        assert!(e.contains("cannot be cut into two boxes"), "{e}");
+        assert_eq!(share_bricks(&crossed, 4).unwrap().len(), 4);
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub enum DatasetError {
     /// A bricked dataset (its grids split into spatial bricks) opened by code that binds one
     /// whole grid per attribute ([`Manifest::check_whole_grids`](super::Manifest::check_whole_grids)).
     #[error(
-        "{}: the dataset's grids are split into {bricks} spatial bricks; it is played by sort-last rendering across ranks, one brick each: mpirun -n {bricks} supercell render --split space",
+        "{}: the dataset's grids are split into {bricks} spatial bricks; it is drawn by sort-last rendering: mpirun -n R supercell render --split space (R ranks, 1 to {bricks}, sharing the bricks; one process draws them all in turn)",
         .path.display()
     )]
     Bricked {
