@@ -105,7 +105,7 @@ fi
 # files are missing it is skipped, except in CI, which installs them above.
 if pkg-config --exists ompi 2>/dev/null || [ -n "${CI:-}" ]; then
   cargo clippy --features mpi --lib --bins -- -D warnings
-  cargo test --features mpi --test mpi_bench --test mpi_play --test render_split
+  cargo test --features mpi --test mpi_bench --test mpi_play --test mpi_window --test render_split
   # Conversion across ranks: mpirun -n 2 supercell-data generate, byte-identical.
   cargo clippy -p supercell-data --features mpi --bins -- -D warnings
   cargo test -p supercell-data --features mpi --test mpi_convert

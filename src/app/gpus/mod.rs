@@ -38,7 +38,7 @@ use crate::render::View;
 mod open;
 mod run;
 mod workers;
-pub use open::{OpenedGpu, open_gpu, open_gpus};
+pub use open::{OpenedGpu, open_gpu, open_gpus, open_rank_gpu};
 pub use run::run_paths;
 pub(crate) use run::summary_lines;
 pub use workers::{GpuName, Image, InProcess, LocalGpu, Workers};
@@ -439,20 +439,27 @@ impl MultiPlayer {
         let names: Vec<GpuName> = (0..self.shares.len())
             .map(|k| self.workers.name(k).clone())
             .collect();
-        let labels: Vec<String> = (0..self.shares.len())
-            .map(|k| self.workers.figures(k, self.active).1)
+        // Each GPU's own figures of the active path: its label, and the frames it took in
+        // on it (a rank that switched paths counts up on the new one).
+        let paths: Vec<(u64, String)> = (0..self.shares.len())
+            .map(|k| {
+                let (f, label) = self.workers.figures(k, self.active);
+                (f.frames_delivered, label)
+            })
             .collect();
         let reports: Vec<GpuReport<'_>> = names
             .iter()
             .zip(&per)
-            .zip(&labels)
+            .zip(&paths)
             .zip(&self.shares)
-            .map(|(((n, f), label), s)| GpuReport {
+            .map(|(((n, f), (path_frames, label)), s)| GpuReport {
                 ordinal: n.ordinal,
+                host: n.host.as_deref(),
                 adapter: &n.device,
                 path_label: label,
                 figures: *f,
                 copies: s.copies_ms.len() as u64,
+                path_frames: *path_frames,
             })
             .collect();
         let (rows, total) = gpu_rows(&reports, &total);
