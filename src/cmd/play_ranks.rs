@@ -32,12 +32,15 @@ pub fn run(args: &PlayArgs) -> Result<()> {
     if args.frames_out.is_none() && launched.is_none() {
         return super::play::run(args);
     }
-    if launched.is_some() && !args.headless {
-        refuse_across_window(args)?;
-        let req = super::play::requested(args)?;
-        let scene = super::play::choose_scene(args.scene.as_deref())?;
-        return window_across(args, req, scene, launched.expect("launched"));
-    }
+    let launched = match launched {
+        Some(ranks) if !args.headless => {
+            refuse_across_window(args)?;
+            let req = super::play::requested(args)?;
+            let scene = super::play::choose_scene(args.scene.as_deref())?;
+            return window_across(args, req, scene, ranks);
+        }
+        l => l,
+    };
     super::play::refuse_window_flags(args)?;
     // Refused before a dataset is made or a device opened.
     if args.gpus.is_some() || args.soak.is_some() || args.screenshot.is_some() {

@@ -329,6 +329,57 @@ mod tests {
     }
 
     #[test]
+    fn rank_rows_name_the_rank_and_its_host_and_the_picture_transfer() {
+        let on = |r: GpuReport<'static>, host| GpuReport {
+            host: Some(host),
+            ..r
+        };
+        let (rows, total) = gpu_rows(
+            &[
+                on(report(0, 1.25, 4.0, 0, 0.0), "node-a.cluster.example"),
+                on(report(0, 0.75, 3.5, 2, 0.004), "node-b.cluster.example"),
+            ],
+            &GpuFigures::default(),
+        );
+        assert_eq!((rows[0].rank, rows[1].rank), (Some(0), Some(1)));
+        assert_eq!(rows[1].host.as_deref(), Some("node-b.cluster.example"));
+        assert_eq!(rows[1].path_frames, 5);
+        let o = GpusOverlay {
+            rows,
+            total,
+            frame_count: 12,
+            ..GpusOverlay::default()
+        };
+        let compact = gpu_lines(&o, PathSel::Host, true);
+        assert_eq!(compact[0], "HOST path, 2 ranks");
+        assert_eq!(
+            compact[1],
+            "rank 0 on node-a staged: 1.25 GB/s 4.0 f/s shown here"
+        );
+        assert_eq!(
+            compact[2],
+            "rank 1 on node-b staged: 0.75 GB/s 3.5 f/s xfer 2.0 ms"
+        );
+        let full = gpu_lines(&o, PathSel::Host, false);
+        assert_eq!(
+            full[2],
+            "rank 1 on node-b.cluster.example, GPU 0 llvmpipe (LLVM 19.1.7, 256 bits) (Cpu), \
+             staged: 0.75 GB/s read, 3.5 frames/s rendered, picture transfer 2.0 ms"
+        );
+        assert_eq!(
+            full[3],
+            "all 2 ranks: 2.00 GB/s read, 0.0 frames/s presented"
+        );
+        // A GPU of this process keeps its row (`--gpus`).
+        assert!(
+            gpu_rows(&[report(3, 1.0, 1.0, 0, 0.0)], &GpuFigures::default()).0[0]
+                .rank
+                .is_none()
+        );
+        assert_eq!(short_host("averyveryverylonghostname"), "averyveryve…");
+    }
+
+    #[test]
     fn adapter_names_are_cut_short() {
         assert_eq!(short_adapter("NVIDIA H200"), "NVIDIA H200");
         assert_eq!(short_adapter("llvmpipe (LLVM 19)"), "llvmpipe");
