@@ -110,7 +110,8 @@ pub struct PlayArgs {
     #[arg(long, default_value = "1s")]
     pub sample_every: String,
     /// Headless: give up on a path's playback after this long, and on its jumps after as
-    /// long again.
+    /// long again. Across MPI ranks (headless or in the window): how long a rank may send
+    /// nothing before it is named and the run ends.
     #[arg(long, default_value = "300s")]
     pub timeout: String,
     /// Ring slots per path (default: from frame size and memory, 3 to 8).
