@@ -234,6 +234,63 @@ fn picture_is_a_render_of_frame_5(ds: &Path, dir: &Path, s3: &Value) -> Vec<u8> 
     img
 }
 
+/// The kiosk across ranks: its camera flies every tick (a new view each tick, reaching
+/// rank 1), yet playback goes on in order from both ranks; `--exit-after` ends every rank
+/// with 0.
+#[test]
+fn kiosk_across_ranks_plays_on_while_flying_and_exit_after_ends_every_rank() {
+    if !have_mpirun() || gpu().is_none() {
+        return;
+    }
+    let Some(x) = own_xvfb(1024, 768) else {
+        skip("no Xvfb");
+        return;
+    };
+    let ds = dataset();
+    let dir = out_dir().join("mpi-window-kiosk");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let script = format!("wait-frames 10; dump-state {}", state.display());
+    let started = Instant::now();
+    let mut cmd = launch_exporting(
+        Some(2),
+        bin(),
+        "supercell-mpi-window-xdg",
+        &["DISPLAY", "XDG_RUNTIME_DIR"],
+    );
+    let child = cmd
+        .args([
+            "play",
+            ds.to_str().unwrap(),
+            "--kiosk",
+            "--exit-after",
+            "12",
+        ])
+        .args(["--window-size", "640x480", "--render-scale", "0.25"])
+        .args(["--threads", "2", "--timeout", "60s", "--script", &script])
+        .env("DISPLAY", &x.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    let (status, said) = finish(child, started, Duration::from_secs(200));
+    if no_window(&status, &said) {
+        return;
+    }
+    assert!(status.success(), "{said}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let order = presented(&v);
+    assert!(order.len() >= 10, "{order:?}");
+    for w in order.windows(2) {
+        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
+    }
+    for &(f, k) in &order {
+        assert_eq!(k, f % 2, "frame {f} from rank {k}: {order:?}");
+    }
+}
+
 #[test]
 fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
     if !have_mpirun() || gpu().is_none() {
@@ -307,4 +364,28 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
             m.contains("rank 1 did not answer") && m.contains("ending the run")
         });
     assert!(said_on_screen, "not said on screen: {said}");
+}
+
+/// `--gpus` in the window across ranks is refused by name (a rank plays one GPU), on every
+/// rank, before a window or a device is opened (no display is given).
+#[test]
+fn gpus_across_ranks_are_refused_by_name() {
+    if !have_mpirun() {
+        return;
+    }
+    let ds = dataset();
+    let out = launch_exporting(Some(2), bin(), "supercell-mpi-window-xdg", &[])
+        .args(["play", ds.to_str().unwrap(), "--gpus", "0,0"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("--gpus cannot be used across MPI ranks"),
+        "{said}"
+    );
+    assert!(!said.contains("cannot open a window"), "{said}");
 }
