@@ -389,3 +389,32 @@ fn gpus_across_ranks_are_refused_by_name() {
     );
     assert!(!said.contains("cannot open a window"), "{said}");
 }
+
+/// Rank 0 that cannot open its window ends the run at once (the other ranks would otherwise
+/// wait for it for twice the timeout), saying why.
+#[test]
+fn rank_0_without_a_display_ends_every_rank_at_once() {
+    if !have_mpirun() {
+        return;
+    }
+    let ds = dataset();
+    let started = Instant::now();
+    let out = launch_exporting(Some(2), bin(), "supercell-mpi-window-xdg", &[])
+        .args(["play", ds.to_str().unwrap(), "--timeout", "60s"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("rank 0 on "), "{said}");
+    assert!(said.contains("cannot open a window"), "{said}");
+    assert!(said.contains("ending the run"), "{said}");
+    // Not after rank 1's 120 s wait for rank 0.
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}: {said}",
+        started.elapsed()
+    );
+}

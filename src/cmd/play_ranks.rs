@@ -167,20 +167,23 @@ fn window_across(
         ranks: ranks.clone(),
         timeout,
     });
-    let opts = super::play::window_options(args, req, scene, play_on)?;
-    match window::run(opts) {
-        Ok(()) => Ok(()),
-        Err(window::WindowError::Silent(s)) => super::end_run(&*ranks, &s),
+    let failed = match super::play::window_options(args, req, scene, play_on) {
+        Ok(opts) => match window::run(opts) {
+            Ok(()) => return Ok(()),
+            Err(window::WindowError::Silent(s)) => super::end_run(&*ranks, &s),
+            Err(e) => anyhow::Error::from(e),
+        },
+        Err(e) => e,
+    };
+    if ranks.size() > 1 {
         // The other ranks would wait for rank 0 for twice the timeout: the run ends now.
-        Err(e) if ranks.size() > 1 => {
-            eprintln!(
-                "supercell: error: rank 0 on {}: {e}; ending the run",
-                ranks.host()
-            );
-            ranks.abort(1)
-        }
-        Err(e) => Err(e.into()),
+        eprintln!(
+            "supercell: error: rank 0 on {}: {failed:#}; ending the run",
+            ranks.host()
+        );
+        ranks.abort(1)
     }
+    Err(failed)
 }
 
 /// Writes one presented frame as `DIR/frame_NNNNN.png`.
