@@ -100,12 +100,13 @@ if command -v xvfb-run >/dev/null; then
 else
   cargo test --workspace
 fi
-# The `mpi` feature (scale-out across MPI ranks): its code linted; bench, play, sort-last
-# render and supercell-data's conversion across ranks run under mpirun. Where Open MPI's development
+# The `mpi` feature (scale-out across MPI ranks): its code linted; bench, play (headless and
+# the window, under an Xvfb of its own), sort-last render and supercell-data's conversion
+# across ranks run under mpirun. Where Open MPI's development
 # files are missing it is skipped, except in CI, which installs them above.
 if pkg-config --exists ompi 2>/dev/null || [ -n "${CI:-}" ]; then
   cargo clippy --features mpi --lib --bins -- -D warnings
-  cargo test --features mpi --test mpi_bench --test mpi_play --test render_split
+  cargo test --features mpi --test mpi_bench --test mpi_play --test mpi_window --test render_split
   # Conversion across ranks: mpirun -n 2 supercell-data generate, byte-identical.
   cargo clippy -p supercell-data --features mpi --bins -- -D warnings
   cargo test -p supercell-data --features mpi --test mpi_convert

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessReport, Phase};
 use supercell::app::software::{self, Requested};
-use supercell::app::window::{self, WindowOptions};
+use supercell::app::window::{self, PlayOn, WindowOptions};
 use supercell::app::{
     DirectEngine, HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, script, soak,
 };
@@ -110,7 +110,8 @@ pub struct PlayArgs {
     #[arg(long, default_value = "1s")]
     pub sample_every: String,
     /// Headless: give up on a path's playback after this long, and on its jumps after as
-    /// long again.
+    /// long again. Across MPI ranks (headless or in the window): how long a rank may send
+    /// nothing before it is named and the run ends.
     #[arg(long, default_value = "300s")]
     pub timeout: String,
     /// Ring slots per path (default: from frame size and memory, 3 to 8).
@@ -554,10 +555,49 @@ fn window_run(
     scene: ChosenScene,
     gpus: Option<Vec<usize>>,
 ) -> anyhow::Result<()> {
-    let scene_file = scene.scene;
+    let play_on = match gpus {
+        Some(g) => PlayOn::Gpus(g),
+        None => PlayOn::One,
+    };
+    window::run(window_options(args, req, scene, play_on)?)?;
+    Ok(())
+}
+
+/// The window's player settings: the command line over the scene's `[playback]` (a kiosk
+/// loops and plays). Across ranks every rank opens its player with these.
+pub(super) fn window_player_config(
+    args: &PlayArgs,
+    req: &Requested,
+    scene: &Scene,
+    several: bool,
+) -> anyhow::Result<PlayerConfig> {
     // The window sets the render size from its own (and the adapter's defaults).
     let window_size = req.window_size.unwrap_or(software::WINDOW);
-    let cfg = player_config(args, window_size, &scene_file.playback)?;
+    let mut cfg = player_config(args, window_size, &scene.playback)?;
+    if args.kiosk {
+        cfg.mode = PlayMode::Loop;
+        cfg.playing = true;
+    }
+    if several && cfg.mode == PlayMode::PingPong {
+        // Refused before a window opens (each GPU's player would turn at its own last frame).
+        bail!(
+            "--mode ping-pong is not supported with --gpus or across ranks (loop or once; the \
+             scene's playback mode counts where --mode is not given)"
+        );
+    }
+    Ok(cfg)
+}
+
+/// What the window does, from the command line, the scene and where its players run.
+pub(super) fn window_options(
+    args: &PlayArgs,
+    req: Requested,
+    scene: ChosenScene,
+    play_on: PlayOn,
+) -> anyhow::Result<WindowOptions> {
+    let scene_file = scene.scene;
+    let several = !matches!(play_on, PlayOn::One);
+    let cfg = window_player_config(args, &req, &scene_file, several)?;
     let overlay = &scene_file.overlay;
     // Scene::load checked plot_window_s against the same bounds.
     let plot_window_s = overlay.plot_window_s;
@@ -576,22 +616,10 @@ fn window_run(
         .transpose()
         .map_err(anyhow::Error::msg)?
         .unwrap_or_default();
-    let mut cfg = cfg;
-    if args.kiosk {
-        cfg.mode = PlayMode::Loop;
-        cfg.playing = true;
-    }
-    if gpus.is_some() && cfg.mode == PlayMode::PingPong {
-        // Refused before a window opens (each GPU's player would turn at its own last frame).
-        bail!(
-            "--mode ping-pong is not supported with --gpus (loop or once; the scene's playback \
-             mode counts where --mode is not given)"
-        );
-    }
     if let Some(d) = args.record_dir.as_deref().filter(|d| !d.is_dir()) {
         bail!("--record-dir {}: no such folder", d.display());
     }
-    let opts = WindowOptions {
+    Ok(WindowOptions {
         scene: scene_file.clone(),
         player: cfg,
         requested: req,
@@ -604,16 +632,14 @@ fn window_run(
         toggle_every,
         script,
         exit_after: args.exit_after,
-        gpus,
+        play_on,
         warn: |m| eprintln!("play: warning: {m}"),
         record: window::RecordOptions {
             dir: args.record_dir.clone(),
             ffmpeg: std::env::var_os("PATH")
                 .and_then(|p| supercell::app::movie::find_in(&p, "ffmpeg")),
         },
-    };
-    window::run(opts)?;
-    Ok(())
+    })
 }
 
 /// The ordinals `--gpus` names (CUDA's count checks them where CUDA runs).

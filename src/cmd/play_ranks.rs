@@ -2,6 +2,10 @@
 //! coordinator over ranks (`supercell::app::ranks::RankWorkers`), alternate frames, every
 //! path played in order, then exact jumps, as `play --gpus` does; rank 0 reports a row per
 //! rank and, with `--frames-out`, writes each presented frame as `frame_NNNNN.png`.
+//!
+//! `play` in the window across ranks: rank 0 opens the window on its GPU and plays the same
+//! coordinator there (`supercell::app::window::PlayOn::Ranks`); the other ranks serve their
+//! players and need no display.
 
 use std::path::Path;
 use std::rc::Rc;
@@ -9,11 +13,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use supercell::app::gpus::{self, GpuName, LocalGpu, MultiPlayer};
+use supercell::app::PlayError;
+use supercell::app::gpus::{self, LocalGpu, MultiPlayer};
 use supercell::app::headless::HeadlessOptions;
 use supercell::app::ranks::{RankWorkers, RanksPlayError, serve};
 use supercell::app::software::{self, Requested};
-use supercell::app::{PlayError, PlayerGpu};
+use supercell::app::window;
 use supercell::cluster::{Ranks, Solo};
 use supercell::scene::PlaybackDefaults;
 
@@ -27,6 +32,15 @@ pub fn run(args: &PlayArgs) -> Result<()> {
     if args.frames_out.is_none() && launched.is_none() {
         return super::play::run(args);
     }
+    let launched = match launched {
+        Some(ranks) if !args.headless => {
+            refuse_across_window(args)?;
+            let req = super::play::requested(args)?;
+            let scene = super::play::choose_scene(args.scene.as_deref())?;
+            return window_across(args, req, scene, ranks);
+        }
+        l => l,
+    };
     super::play::refuse_window_flags(args)?;
     // Refused before a dataset is made or a device opened.
     if args.gpus.is_some() || args.soak.is_some() || args.screenshot.is_some() {
@@ -49,9 +63,6 @@ fn across(
         Some(r) => Rc::from(r),
         None => Rc::new(Solo),
     };
-    if !args.headless {
-        bail!("play across MPI ranks needs --headless (the window across ranks is not built yet)");
-    }
     if args.frames == 0 {
         bail!("--frames must be at least 1");
     }
@@ -62,7 +73,7 @@ fn across(
         std::fs::create_dir_all(out).with_context(|| format!("cannot make {}", out.display()))?;
     }
     let timeout = duration_flag("--timeout", &args.timeout)?;
-    let (gpu, name) = open_rank_gpu(&*ranks)?;
+    let (gpu, name) = gpus::open_rank_gpu(&*ranks)?;
     let settings = software::choose(&gpu.caps, req);
     let cfg = player_config(args, settings.size, &PlaybackDefaults::default())?;
     let (rank, size) = (ranks.rank(), ranks.size());
@@ -112,27 +123,67 @@ fn across(
     super::play::end_gpus_run(args, &report)
 }
 
-/// This rank's GPU: the GPU of its local rank's ordinal on its host (as `--gpus` opens an
-/// ordinal: `supercell::app::gpus::open_gpu`), else, for a local rank past the host's
-/// adapters, the best adapter (said in `matched`).
-fn open_rank_gpu(ranks: &dyn Ranks) -> Result<(PlayerGpu, GpuName)> {
-    let local = ranks.local_rank();
-    let (gpu, how) = match gpus::open_gpu(local) {
-        Ok(o) => (o.gpu, o.matched),
-        Err(e) if local > 0 => {
-            let g = PlayerGpu::open_best()?;
-            let how = format!("no GPU of ordinal {local} ({e}): the best adapter");
-            (g, how)
-        }
-        Err(e) => return Err(e.into()),
+/// Flags of the window that cannot work across ranks, refused by name on every rank before
+/// a dataset is made or a device opened: `--gpus` (a rank plays one GPU). `--mode
+/// ping-pong` is refused with the scene's mode ([`super::play::window_player_config`]);
+/// `--soak`, `--screenshot` and `--frames-out` need `--headless`; the others work (rank 0's
+/// window records, scripts, flies the kiosk's camera, which reaches every rank).
+fn refuse_across_window(args: &PlayArgs) -> Result<()> {
+    if args.gpus.is_some() {
+        bail!(
+            "--gpus cannot be used across MPI ranks: each rank plays one GPU, its local rank's \
+             on its host (mpirun -n N plays N GPUs)"
+        );
+    }
+    Ok(())
+}
+
+/// The window across `launched` ranks: rank 0 opens the window and plays the coordinator
+/// over every rank there; the others serve their players (no window, no display needed).
+/// Ends every rank: told to stop when the window closes, aborted where a rank stopped
+/// answering or rank 0 failed.
+fn window_across(
+    args: &PlayArgs,
+    req: Requested,
+    scene: ChosenScene,
+    launched: Box<dyn Ranks>,
+) -> Result<()> {
+    let ranks: Rc<dyn Ranks> = Rc::from(launched);
+    let timeout = duration_flag("--timeout", &args.timeout)?;
+    if ranks.rank() != 0 {
+        let cfg = super::play::window_player_config(args, &req, &scene.scene, true)?;
+        let (gpu, name) = gpus::open_rank_gpu(&*ranks)?;
+        let settings = software::choose(&gpu.caps, &req);
+        let (mut player, _) =
+            gpus::open_part(&gpu, &scene.scene, &cfg, ranks.size(), ranks.rank())?;
+        settings.apply_view(player.view_mut());
+        return match serve(&*ranks, &mut player, &name, timeout) {
+            Ok(()) => Ok(()),
+            Err(RanksPlayError::Silent(s)) => super::end_run(&*ranks, &s),
+            Err(e) => Err(e.into()),
+        };
+    }
+    let play_on = window::PlayOn::Ranks(window::RanksPlay {
+        ranks: ranks.clone(),
+        timeout,
+    });
+    let failed = match super::play::window_options(args, req, scene, play_on) {
+        Ok(opts) => match window::run(opts) {
+            Ok(()) => return Ok(()),
+            Err(window::WindowError::Silent(s)) => super::end_run(&*ranks, &s),
+            Err(e) => anyhow::Error::from(e),
+        },
+        Err(e) => e,
     };
-    let name = GpuName {
-        ordinal: local,
-        matched: format!("local rank {local} on {}: {how}", ranks.host()),
-        device: gpu.describe(),
-        host: Some(ranks.host()),
-    };
-    Ok((gpu, name))
+    if ranks.size() > 1 {
+        // The other ranks would wait for rank 0 for twice the timeout: the run ends now.
+        eprintln!(
+            "supercell: error: rank 0 on {}: {failed:#}; ending the run",
+            ranks.host()
+        );
+        ranks.abort(1)
+    }
+    Err(failed)
 }
 
 /// Writes one presented frame as `DIR/frame_NNNNN.png`.

@@ -50,16 +50,25 @@ pub fn rank_pid(dir: &std::path::Path, command: &str, rank: u32) -> Option<u32> 
 /// cores), or `bin` alone for `None`, with its own XDG_RUNTIME_DIR (`runtime`, under the
 /// temporary directory) as the Vulkan drivers want one.
 pub fn launch(ranks: Option<u32>, bin: &str, runtime: &str) -> Command {
+    launch_exporting(ranks, bin, runtime, &[])
+}
+
+/// [`launch`], with mpirun exporting the variables `exported` to every rank (`-x VAR`, as
+/// on a cluster: a window's DISPLAY).
+pub fn launch_exporting(
+    ranks: Option<u32>,
+    bin: &str,
+    runtime: &str,
+    exported: &[&str],
+) -> Command {
     let mut cmd = match ranks {
         Some(n) => {
             let mut c = Command::new("mpirun");
-            c.args([
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "-n",
-                &n.to_string(),
-                bin,
-            ]);
+            c.args(["--allow-run-as-root", "--oversubscribe"]);
+            for v in exported {
+                c.args(["-x", v]);
+            }
+            c.args(["-n", &n.to_string(), bin]);
             c
         }
         None => Command::new(bin),

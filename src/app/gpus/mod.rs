@@ -38,7 +38,7 @@ use crate::render::View;
 mod open;
 mod run;
 mod workers;
-pub use open::{OpenedGpu, open_gpu, open_gpus};
+pub use open::{OpenedGpu, open_gpu, open_gpus, open_rank_gpu};
 pub use run::run_paths;
 pub(crate) use run::summary_lines;
 pub use workers::{GpuName, Image, InProcess, LocalGpu, Workers};
@@ -439,20 +439,27 @@ impl MultiPlayer {
         let names: Vec<GpuName> = (0..self.shares.len())
             .map(|k| self.workers.name(k).clone())
             .collect();
-        let labels: Vec<String> = (0..self.shares.len())
-            .map(|k| self.workers.figures(k, self.active).1)
+        // Each GPU's own figures of the active path: its label, and the frames it took in
+        // on it (a rank that switched paths counts up on the new one).
+        let paths: Vec<(u64, String)> = (0..self.shares.len())
+            .map(|k| {
+                let (f, label) = self.workers.figures(k, self.active);
+                (f.frames_delivered, label)
+            })
             .collect();
         let reports: Vec<GpuReport<'_>> = names
             .iter()
             .zip(&per)
-            .zip(&labels)
+            .zip(&paths)
             .zip(&self.shares)
-            .map(|(((n, f), label), s)| GpuReport {
+            .map(|(((n, f), (path_frames, label)), s)| GpuReport {
                 ordinal: n.ordinal,
+                host: n.host.as_deref(),
                 adapter: &n.device,
                 path_label: label,
                 figures: *f,
                 copies: s.copies_ms.len() as u64,
+                path_frames: *path_frames,
             })
             .collect();
         let (rows, total) = gpu_rows(&reports, &total);
@@ -604,17 +611,17 @@ impl MultiPlayer {
     }
 
     /// Gives every GPU's player GPU 0's view and render size (the view is shared: the
-    /// window changes GPU 0's). Where they changed since the last call, every image
-    /// finished for the old view is out of date, and none is presented after the change:
-    /// each GPU's player holds at most one finished image, which is let go (the timeline
-    /// forgets it, as [`MultiScheduler::invalidate_images`] would put it back to be
-    /// rendered again), and the players render from the new view on.
+    /// window changes GPU 0's); the players render from the new view on.
     ///
-    /// Paused (or with a jump under way), the timeline jumps to the frame on screen (or to
-    /// the jump's target): its owner renders it again and it is presented again. Playing,
-    /// the frame on screen stays until the next one, which its owner renders for the new
-    /// view, is due: so a view that changes every tick (a kiosk's flight, a drag) does not
-    /// hold playback. Returns whether the view changed.
+    /// Paused (or with a jump under way), where they changed since the last call, every
+    /// image finished for the old view is out of date and none is presented after the
+    /// change: each GPU's player holds at most one finished image, which is let go (the
+    /// timeline forgets it, as [`MultiScheduler::invalidate_images`] would put it back to
+    /// be rendered again), and the timeline jumps to the frame on screen (or to the jump's
+    /// target): its owner renders it again and it is presented again. Playing, the frames
+    /// under way are presented as rendered and the ones after are rendered for the new
+    /// view: so a view that changes every tick (a kiosk's flight, a drag) does not hold
+    /// playback. Returns whether the view changed.
     pub fn sync_view(&mut self) -> bool {
         let lead = self.player(0);
         let key = (lead.view().clone(), lead.size());
@@ -632,23 +639,12 @@ impl MultiPlayer {
             return false;
         }
         if self.is_playing() && self.scrub.is_none() {
-            // Every player goes on from the frame after the playhead, its image (and any
-            // of the old view it held) rendered for the new view.
-            let pos = self.multi.scheduler().position();
-            let n = self.frame_count;
-            let wrap = self.mode == PlayMode::Loop;
-            let next = match self.direction() {
-                Direction::Forward if wrap => (pos + 1) % n,
-                Direction::Forward => (pos + 1).min(n - 1),
-                Direction::Reverse if pos > 0 => pos - 1,
-                Direction::Reverse if wrap => n - 1,
-                Direction::Reverse => 0,
-            };
-            for k in 0..self.shares.len() {
-                self.release(k);
-                let local = self.shares[k].local_from(next, wrap);
-                self.workers.point(k, local);
-            }
+            // Playing, no GPU is pointed again: its frame under way (rendered, held, or on
+            // its way from another rank) is presented in the view before, and its next
+            // ones are rendered in the new view. Pointing every GPU again would drop each
+            // frame under way, and a view that changes every tick (a kiosk's flight, a
+            // drag) would then hold playback for good wherever a frame takes longer than a
+            // tick to render (a software adapter) or to arrive (another rank).
             return true;
         }
         let at = match self.scrub {

@@ -1,7 +1,9 @@
 //! Opening the GPUs of `--gpus`: each CUDA ordinal's wgpu device, matched to it by PCI bus
 //! (or UUID), as the single-GPU player would open it.
 
+use super::GpuName;
 use crate::app::PlayerGpu;
+use crate::cluster::Ranks;
 use crate::render::RenderError;
 
 /// One GPU of `--gpus`: its wgpu device and how it was matched to the CUDA device.
@@ -111,6 +113,30 @@ pub fn open_gpu(ordinal: usize) -> Result<OpenedGpu, RenderError> {
         gpu,
         matched,
     })
+}
+
+/// The GPU of this rank of a run across ranks: the GPU of its local rank's ordinal on its
+/// host (as `--gpus` opens an ordinal: [`open_gpu`]), else, for a local rank past the
+/// host's adapters, the best adapter (said in the name's `matched`). The headless run and
+/// the window across ranks open their rank's GPU alike.
+pub fn open_rank_gpu(ranks: &dyn Ranks) -> Result<(PlayerGpu, GpuName), RenderError> {
+    let local = ranks.local_rank();
+    let (gpu, how) = match open_gpu(local) {
+        Ok(o) => (o.gpu, o.matched),
+        Err(e) if local > 0 => {
+            let g = PlayerGpu::open_best()?;
+            let how = format!("no GPU of ordinal {local} ({e}): the best adapter");
+            (g, how)
+        }
+        Err(e) => return Err(e),
+    };
+    let name = GpuName {
+        ordinal: local,
+        matched: format!("local rank {local} on {}: {how}", ranks.host()),
+        device: gpu.describe(),
+        host: Some(ranks.host()),
+    };
+    Ok((gpu, name))
 }
 
 /// Opens every GPU of `ordinals` (one may be named twice: two devices on one adapter).

@@ -1,5 +1,8 @@
-//! The overlay's rows for several GPUs (`--gpus`): one row per GPU and the total, built
-//! from each GPU's figures by a pure function so they are tested without a window.
+//! The overlay's rows for several GPUs (`--gpus`) or ranks (`mpirun -n N supercell play`):
+//! one row per GPU and the total, built from each GPU's figures by a pure function so they
+//! are tested without a window. A GPU whose player runs in a rank of its own says so: its
+//! row names the rank and its host, and its copy column is the transfer of its pictures
+//! (read back on its rank, sent over MPI, uploaded to the display GPU).
 
 use serde::Serialize;
 
@@ -11,8 +14,13 @@ use crate::pipeline::multi::GpuFigures;
 pub struct GpuRow {
     /// Index in `--gpus` (GPU 0 presents).
     pub gpu: usize,
-    /// The ordinal it was named by on the command line.
+    /// The ordinal it was named by on the command line (across ranks: its local rank's).
     pub ordinal: usize,
+    /// The MPI rank its player runs in (GPU `k` is rank `k`); `None` in this process
+    /// (`--gpus`).
+    pub rank: Option<usize>,
+    /// The host of that rank (`None` in this process).
+    pub host: Option<String>,
     /// Its adapter.
     pub adapter: String,
     /// The label of the path it reads on ("staged", "GDS P2P", ...).
@@ -22,10 +30,14 @@ pub struct GpuRow {
     /// Frames/s it rendered (last second).
     pub frames_per_s: f64,
     /// Mean time of its image copies to the display GPU, ms (`None`: its images are shown
-    /// where they are rendered, or none was copied yet).
+    /// where they are rendered, or none was copied yet); for another rank's GPU, the
+    /// picture's whole transfer.
     pub copy_ms: Option<f64>,
     /// Frames of it presented.
     pub frames_shown: u64,
+    /// Frames its own player took in on the path it reads now (its figures for that path:
+    /// a GPU that switched paths counts up on the new one).
+    pub path_frames: u64,
 }
 
 /// All GPUs of a `--gpus` window together.
@@ -46,6 +58,8 @@ pub struct GpusTotalRow {
 pub struct GpuReport<'a> {
     /// The ordinal it was named by.
     pub ordinal: usize,
+    /// The host of the rank it runs in (`None`: in this process).
+    pub host: Option<&'a str>,
     /// Its adapter.
     pub adapter: &'a str,
     /// The label of the path it reads on.
@@ -54,11 +68,14 @@ pub struct GpuReport<'a> {
     pub figures: GpuFigures,
     /// Image copies to the display GPU.
     pub copies: u64,
+    /// Frames its player took in on the active path.
+    pub path_frames: u64,
 }
 
 /// The overlay's rows from each GPU's report and the timeline's total: GPU `k` is the
-/// `k`-th report; the copy time is the mean of its copies; the total's GB/s is the sum of
-/// the rows' (what the rows show adds up), its frames/s the presentation rate.
+/// `k`-th report (across ranks, rank `k`'s); the copy time is the mean of its copies; the
+/// total's GB/s is the sum of the rows' (what the rows show adds up), its frames/s the
+/// presentation rate.
 pub fn gpu_rows(reports: &[GpuReport<'_>], total: &GpuFigures) -> (Vec<GpuRow>, GpusTotalRow) {
     let rows: Vec<GpuRow> = reports
         .iter()
@@ -66,6 +83,8 @@ pub fn gpu_rows(reports: &[GpuReport<'_>], total: &GpuFigures) -> (Vec<GpuRow>, 
         .map(|(k, r)| GpuRow {
             gpu: k,
             ordinal: r.ordinal,
+            rank: r.host.map(|_| k),
+            host: r.host.map(str::to_string),
             adapter: r.adapter.to_string(),
             path_label: r.path_label.to_string(),
             gbps: finite(r.figures.gbps),
@@ -73,6 +92,7 @@ pub fn gpu_rows(reports: &[GpuReport<'_>], total: &GpuFigures) -> (Vec<GpuRow>, 
             copy_ms: (r.copies > 0 && r.figures.copy_seconds.is_finite())
                 .then(|| r.figures.copy_seconds / r.copies as f64 * 1e3),
             frames_shown: r.figures.frames_shown,
+            path_frames: r.path_frames,
         })
         .collect();
     let sum = GpusTotalRow {
@@ -134,38 +154,64 @@ fn short_adapter(name: &str) -> String {
     }
 }
 
-/// The figures panel's lines for a `--gpus` window: the path, a row per GPU (index,
-/// adapter, path label, GB/s read, frames/s rendered, copy time to the display GPU), the
-/// total (GB/s summed, frames/s presented) and the frame on screen. Compact lines are
-/// shorter (the adapter's name cut, terse units) so that they leave the picture free.
+/// A host's name, short: up to its first dot, at most 12 characters.
+fn short_host(name: &str) -> String {
+    let head = name.split('.').next().unwrap_or(name);
+    if head.chars().count() > 12 {
+        head.chars().take(11).chain(['…']).collect()
+    } else {
+        head.to_string()
+    }
+}
+
+/// One GPU's line: who it is (index and adapter, or rank and host), its path label, GB/s
+/// read, frames/s rendered and its copy to the display GPU (another rank's: the picture's
+/// transfer).
+fn gpu_line(r: &GpuRow, compact: bool) -> String {
+    let copy = match (r.copy_ms, &r.rank) {
+        (Some(ms), Some(_)) if compact => format!("xfer {ms:.1} ms"),
+        (Some(ms), Some(_)) => format!("picture transfer {ms:.1} ms"),
+        (Some(ms), None) => format!("copy {ms:.1} ms"),
+        (None, _) if r.gpu == 0 => "shown here".to_string(),
+        (None, Some(_)) if compact => "xfer -".to_string(),
+        (None, Some(_)) => "picture transfer -".to_string(),
+        (None, None) => "copy -".to_string(),
+    };
+    let who = match (r.rank, &r.host, compact) {
+        (Some(k), Some(h), true) => format!("rank {k} on {}", short_host(h)),
+        (Some(k), Some(h), false) => format!("rank {k} on {h}, GPU {} {}", r.ordinal, r.adapter),
+        (_, _, true) => format!("GPU{} {}", r.gpu, short_adapter(&r.adapter)),
+        (_, _, false) => format!("GPU {} (#{}) {}", r.gpu, r.ordinal, r.adapter),
+    };
+    if compact {
+        format!(
+            "{who} {}: {:.2} GB/s {:.1} f/s {copy}",
+            r.path_label, r.gbps, r.frames_per_s
+        )
+    } else {
+        format!(
+            "{who}, {}: {:.2} GB/s read, {:.1} frames/s rendered, {copy}",
+            r.path_label, r.gbps, r.frames_per_s
+        )
+    }
+}
+
+/// The figures panel's lines for a `--gpus` window (or one across ranks): the path, a row
+/// per GPU ([`gpu_line`]), the total (GB/s summed, frames/s presented) and the frame on
+/// screen. Compact lines are shorter (the adapter's name cut, terse units) so that they
+/// leave the picture free.
 pub fn gpu_lines(o: &GpusOverlay, active: PathSel, compact: bool) -> Vec<String> {
+    let what = if !o.rows.is_empty() && o.rows.iter().all(|r| r.rank.is_some()) {
+        "ranks"
+    } else {
+        "GPUs"
+    };
     let mut v = vec![format!(
-        "{} path, {} GPUs",
+        "{} path, {} {what}",
         active.name().to_uppercase(),
         o.rows.len()
     )];
-    for r in &o.rows {
-        let copy = match r.copy_ms {
-            Some(ms) => format!("copy {ms:.1} ms"),
-            None if r.gpu == 0 => "shown here".to_string(),
-            None => "copy -".to_string(),
-        };
-        v.push(if compact {
-            format!(
-                "GPU{} {} {}: {:.2} GB/s {:.1} f/s {copy}",
-                r.gpu,
-                short_adapter(&r.adapter),
-                r.path_label,
-                r.gbps,
-                r.frames_per_s
-            )
-        } else {
-            format!(
-                "GPU {} (#{}) {}, {}: {:.2} GB/s read, {:.1} frames/s rendered, {copy}",
-                r.gpu, r.ordinal, r.adapter, r.path_label, r.gbps, r.frames_per_s
-            )
-        });
-    }
+    v.extend(o.rows.iter().map(|r| gpu_line(r, compact)));
     v.push(if compact {
         format!(
             "all: {:.2} GB/s {:.1} f/s presented",
@@ -173,7 +219,7 @@ pub fn gpu_lines(o: &GpusOverlay, active: PathSel, compact: bool) -> Vec<String>
         )
     } else {
         format!(
-            "all {} GPUs: {:.2} GB/s read, {:.1} frames/s presented",
+            "all {} {what}: {:.2} GB/s read, {:.1} frames/s presented",
             o.total.gpus, o.total.gbps, o.total.frames_per_s_presented
         )
     });
@@ -194,6 +240,7 @@ mod tests {
     fn report(ordinal: usize, gbps: f64, fps: f64, copies: u64, copy_s: f64) -> GpuReport<'static> {
         GpuReport {
             ordinal,
+            host: None,
             adapter: "llvmpipe (LLVM 19.1.7, 256 bits) (Cpu)",
             path_label: "staged",
             figures: GpuFigures {
@@ -204,6 +251,7 @@ mod tests {
                 ..GpuFigures::default()
             },
             copies,
+            path_frames: 5,
         }
     }
 
@@ -278,6 +326,57 @@ mod tests {
             full[3],
             "all 2 GPUs: 2.00 GB/s read, 7.5 frames/s presented"
         );
+    }
+
+    #[test]
+    fn rank_rows_name_the_rank_and_its_host_and_the_picture_transfer() {
+        let on = |r: GpuReport<'static>, host| GpuReport {
+            host: Some(host),
+            ..r
+        };
+        let (rows, total) = gpu_rows(
+            &[
+                on(report(0, 1.25, 4.0, 0, 0.0), "node-a.cluster.example"),
+                on(report(0, 0.75, 3.5, 2, 0.004), "node-b.cluster.example"),
+            ],
+            &GpuFigures::default(),
+        );
+        assert_eq!((rows[0].rank, rows[1].rank), (Some(0), Some(1)));
+        assert_eq!(rows[1].host.as_deref(), Some("node-b.cluster.example"));
+        assert_eq!(rows[1].path_frames, 5);
+        let o = GpusOverlay {
+            rows,
+            total,
+            frame_count: 12,
+            ..GpusOverlay::default()
+        };
+        let compact = gpu_lines(&o, PathSel::Host, true);
+        assert_eq!(compact[0], "HOST path, 2 ranks");
+        assert_eq!(
+            compact[1],
+            "rank 0 on node-a staged: 1.25 GB/s 4.0 f/s shown here"
+        );
+        assert_eq!(
+            compact[2],
+            "rank 1 on node-b staged: 0.75 GB/s 3.5 f/s xfer 2.0 ms"
+        );
+        let full = gpu_lines(&o, PathSel::Host, false);
+        assert_eq!(
+            full[2],
+            "rank 1 on node-b.cluster.example, GPU 0 llvmpipe (LLVM 19.1.7, 256 bits) (Cpu), \
+             staged: 0.75 GB/s read, 3.5 frames/s rendered, picture transfer 2.0 ms"
+        );
+        assert_eq!(
+            full[3],
+            "all 2 ranks: 2.00 GB/s read, 0.0 frames/s presented"
+        );
+        // A GPU of this process keeps its row (`--gpus`).
+        assert!(
+            gpu_rows(&[report(3, 1.0, 1.0, 0, 0.0)], &GpuFigures::default()).0[0]
+                .rank
+                .is_none()
+        );
+        assert_eq!(short_host("averyveryverylonghostname"), "averyveryve…");
     }
 
     #[test]

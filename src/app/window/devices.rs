@@ -4,50 +4,55 @@ use std::sync::Arc;
 
 use winit::window::Window;
 
-use super::WindowError;
+use super::{PlayOn, WindowError};
 use crate::app::PlayerGpu;
 use crate::app::core::PlayError;
 use crate::app::gpus;
 
-/// The one player's device (one GPU), or every GPU's opened device (several), and the
-/// window's surface on the presenting one.
-pub(super) type Devices = (
-    Option<PlayerGpu>,
-    Option<Vec<gpus::OpenedGpu>>,
-    wgpu::Surface<'static>,
-);
+/// The devices a window plays on: the one player's device (one GPU), every GPU's opened
+/// device (several), or this rank's GPU across ranks (the other ranks' GPUs are theirs).
+pub(super) enum Opened {
+    One(PlayerGpu),
+    Gpus(Vec<gpus::OpenedGpu>),
+    Rank(PlayerGpu, gpus::GpuName),
+}
 
-/// The devices a window plays on and its surface. Several GPUs (`gpus`): each ordinal's
-/// device as `play --headless --gpus` opens it, GPU 0's presenting. One GPU: the device that
-/// shares memory with CUDA where there is one (the direct path), else any adapter that can
-/// present to the window.
+impl Opened {
+    /// The presenting device: the one GPU's, or GPU 0's.
+    pub(super) fn lead(&self) -> &PlayerGpu {
+        match self {
+            Opened::One(g) | Opened::Rank(g, _) => g,
+            Opened::Gpus(o) => &o[0].gpu,
+        }
+    }
+}
+
+/// The devices a window plays on (as `on` says) and its surface on the presenting one.
+/// Several GPUs: each ordinal's device as `play --headless --gpus` opens it, GPU 0's
+/// presenting. Across ranks: this rank's GPU as the headless run across ranks opens it
+/// ([`gpus::open_rank_gpu`]). One GPU: the device that shares memory with CUDA where there
+/// is one (the direct path), else any adapter that can present to the window.
 pub(super) fn open_devices(
-    gpus: Option<&[usize]>,
+    on: &PlayOn,
     window: &Arc<Window>,
-) -> Result<Devices, WindowError> {
+) -> Result<(Opened, wgpu::Surface<'static>), WindowError> {
     let no_surface =
         |e: wgpu::CreateSurfaceError| WindowError::Other(format!("cannot create a surface: {e}"));
-    match gpus {
-        Some(ordinals) => {
+    let opened = match on {
+        PlayOn::Gpus(ordinals) => {
             let opened = gpus::open_gpus(ordinals).map_err(PlayError::from)?;
             for (k, g) in opened.iter().enumerate() {
                 log::info!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
             }
-            let surface = opened[0]
-                .gpu
-                .instance
-                .create_surface(window.clone())
-                .map_err(no_surface)?;
-            Ok((None, Some(opened), surface))
+            Opened::Gpus(opened)
         }
-        None => match PlayerGpu::open_shared() {
-            Ok(g) => {
-                let surface = g
-                    .instance
-                    .create_surface(window.clone())
-                    .map_err(no_surface)?;
-                Ok((Some(g), None, surface))
-            }
+        PlayOn::Ranks(r) => {
+            let (gpu, name) = gpus::open_rank_gpu(&*r.ranks).map_err(PlayError::from)?;
+            log::info!("play: rank 0: {}", name.matched);
+            Opened::Rank(gpu, name)
+        }
+        PlayOn::One => match PlayerGpu::open_shared() {
+            Ok(g) => Opened::One(g),
             Err(why) => {
                 let instance = PlayerGpu::instance();
                 let surface = instance
@@ -55,10 +60,16 @@ pub(super) fn open_devices(
                     .map_err(no_surface)?;
                 let mut g = PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
                 g.interop_unavailable = Some(why);
-                Ok((Some(g), None, surface))
+                return Ok((Opened::One(g), surface));
             }
         },
-    }
+    };
+    let surface = opened
+        .lead()
+        .instance
+        .create_surface(window.clone())
+        .map_err(no_surface)?;
+    Ok((opened, surface))
 }
 
 /// The swapchain's configuration for a window of `size`: a plain (not sRGB) 8-bit format

@@ -22,9 +22,8 @@ use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::{Fullscreen, Window, WindowId};
 
 use super::PlayerGpu;
-use super::core::{PlayError, Player, PlayerConfig};
+use super::core::{PlayError, PlayerConfig};
 use super::figures::render_mode_name;
-use super::gpus::MultiPlayer;
 use super::overlay::{self, PRESETS, UiRequest, UiState, zoom_for};
 use super::script::{Action, Command, key_action};
 use super::software::{self, Requested};
@@ -33,10 +32,12 @@ use crate::render::TransferFunction;
 
 mod compose;
 mod devices;
+mod open;
 mod play;
 mod record;
 use compose::compose;
 use devices::{open_devices, surface_config};
+pub use open::{PlayOn, RanksPlay};
 use play::Play;
 pub use record::RecordOptions;
 
@@ -68,9 +69,9 @@ pub struct WindowOptions {
     pub script: Vec<Command>,
     /// Quit after this many frames have been shown.
     pub exit_after: Option<u64>,
-    /// Several GPUs (`--gpus`, ordinals; GPU 0 presents): one player per GPU over the
-    /// frames it owns ([`MultiPlayer`]). `None`: one GPU, one player.
-    pub gpus: Option<Vec<usize>>,
+    /// Where the players run: one GPU, several GPUs of this process (`--gpus`) or MPI
+    /// ranks (this process rank 0, presenting).
+    pub play_on: PlayOn,
     /// Tells the operator something that needs no answer (the binary prints it on stderr):
     /// a fullscreen the window manager did not honour.
     pub warn: fn(&str),
@@ -87,6 +88,10 @@ pub enum WindowError {
     /// The player failed.
     #[error(transparent)]
     Play(#[from] PlayError),
+    /// Ranks stopped answering (across MPI ranks): the caller ends the run
+    /// ([`crate::cluster::Ranks::abort`]).
+    #[error("{0}: a rank died or stopped answering")]
+    Silent(crate::cluster::Silent),
     /// Anything else (surface, script files).
     #[error("{0}")]
     Other(String),
@@ -150,7 +155,12 @@ struct App {
     compose_every: Duration,
     /// When the last composition began.
     last_compose: Instant,
+    /// Since when the window says that ranks stopped answering (it ends the run shortly).
+    silent_since: Option<Instant>,
 }
+
+/// How long the window shows that ranks stopped answering before the run ends.
+const SILENT_SHOWN: Duration = Duration::from_secs(3);
 
 /// Opens the window and runs until it is closed, Esc, `quit` or `--exit-after`.
 pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
@@ -189,6 +199,7 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
         render_scale,
         compose_every: Duration::ZERO,
         last_compose: now,
+        silent_since: None,
     };
     event_loop
         .run_app(&mut app)
@@ -198,6 +209,8 @@ pub fn run(opts: WindowOptions) -> Result<(), WindowError> {
             (app.opts.warn)(&format!("at exit: {}", g.recorder.stop(&mut app.ui)));
         }
         g.play.drain(Duration::from_secs(5));
+        // Across ranks: every rank is told to stop (each exits once it has).
+        g.play.finish();
     }
     match app.error {
         Some(e) => Err(e),
@@ -229,13 +242,9 @@ impl App {
             // A window manager makes the window fullscreen after it is mapped, if at all.
             self.fullscreen_check_at = Some(Instant::now() + Duration::from_secs(2));
         }
-        let (gpu, opened, surface) = open_devices(self.opts.gpus.as_deref(), &window)?;
+        let (opened, surface) = open_devices(&self.opts.play_on, &window)?;
         // The presenting device: the one GPU's, or GPU 0's.
-        let lead = match (&gpu, &opened) {
-            (Some(g), _) => g,
-            (None, Some(o)) => &o[0].gpu,
-            (None, None) => unreachable!("a device was opened above"),
-        };
+        let lead = opened.lead();
         let (device, queue) = (lead.device.clone(), lead.queue.clone());
         let max_texture_2d = lead.caps.max_texture_2d;
         let surface_caps = surface.get_capabilities(&lead.adapter);
@@ -269,30 +278,18 @@ impl App {
         surface.configure(&device, &config);
         let mut pcfg = self.opts.player.clone();
         (pcfg.width, pcfg.height) = render_size((sw, sh), self.render_scale);
-        let mut play = match (&gpu, opened) {
-            (Some(g), _) => {
-                let mut player = Player::open_scene(g, &self.opts.scene, &pcfg)?;
-                log::info!("play: {}", player.slot_plan().line());
-                for note in player.scene_notes() {
-                    log::info!("play: {note}");
-                }
-                if !player.scene_notes().is_empty() {
-                    // Said on screen too: an empty first frame looks like a broken player.
-                    self.ui.message = Some((player.scene_notes().join("; "), Instant::now()));
-                }
-                settings.apply_view(player.view_mut());
-                Box::new(player) as Box<dyn Play>
-            }
-            (None, Some(opened)) => {
-                let mut mp = MultiPlayer::open_scene(opened, &self.opts.scene, &pcfg)?;
-                for k in 0..mp.gpu_count() {
-                    settings.apply_view(mp.player_mut(k).view_mut());
-                    log::info!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
-                }
-                Box::new(mp)
-            }
-            (None, None) => unreachable!("a device was opened above"),
-        };
+        let opening = open::open_play(
+            opened,
+            &self.opts.play_on,
+            &self.opts.scene,
+            &pcfg,
+            &settings,
+        )?;
+        if !opening.notes.is_empty() {
+            // Said on screen too: an empty first frame looks like a broken player.
+            self.ui.message = Some((opening.notes.join("; "), Instant::now()));
+        }
+        let mut play = opening.play;
         self.ui.gpus = play.gpus_overlay();
         let player = play.lead_mut();
         self.flying = player.has_camera_path();
@@ -330,7 +327,7 @@ impl App {
             config,
             device,
             queue,
-            _gpu: gpu,
+            _gpu: opening.gpu,
             play,
             egui_ctx,
             egui_state,
@@ -764,6 +761,18 @@ impl App {
             }
             Err(e) => {
                 self.ui.message = Some((format!("error: {e}"), Instant::now()));
+            }
+        }
+        if let Some(s) = g.play.silent().cloned() {
+            // Said on screen, then the run ends naming the silent ranks.
+            let since = *self.silent_since.get_or_insert_with(Instant::now);
+            self.ui.message = Some((
+                format!("{s}: a rank died or stopped answering; ending the run"),
+                since,
+            ));
+            if since.elapsed() >= SILENT_SHOWN {
+                self.error = Some(WindowError::Silent(s));
+                event_loop.exit();
             }
         }
         if let Some(n) = self.opts.exit_after

@@ -7,6 +7,7 @@ use crate::app::core::{PathSel, PlayError, Player};
 use crate::app::gpus::MultiPlayer;
 use crate::app::overlay::{GpusOverlay, UiRequest};
 use crate::app::script::Action;
+use crate::cluster::Silent;
 
 /// Why the play mode does not change with several GPUs.
 const MODE_FIXED: &str =
@@ -49,6 +50,14 @@ pub(super) trait Play {
     /// An overlay request handled here rather than by the lead player, as
     /// [`Play::timeline_action`].
     fn timeline_request(&mut self, r: &UiRequest) -> Option<Option<String>>;
+    /// The ranks that stopped answering (players in other processes: across MPI ranks);
+    /// the run must end, naming them.
+    fn silent(&self) -> Option<&Silent> {
+        None
+    }
+    /// The window closes: players in other processes are told to stop (and their last
+    /// reports taken), unless they stopped answering.
+    fn finish(&mut self) {}
 }
 
 impl Play for Player {
@@ -190,5 +199,13 @@ impl Play for MultiPlayer {
             ),
             _ => return None,
         })
+    }
+    fn silent(&self) -> Option<&Silent> {
+        self.workers().silent()
+    }
+    fn finish(&mut self) {
+        if self.workers().silent().is_none() {
+            self.workers_mut().finish();
+        }
     }
 }

@@ -1,0 +1,141 @@
+//! Where the window's players run ([`PlayOn`], decided by the binary) and opening them on
+//! the devices the window opened: the one player, several GPUs' players of this process,
+//! or, across MPI ranks, this rank's player and the other ranks' (which serve theirs:
+//! [`crate::app::ranks::serve`]) behind the one coordinator ([`MultiPlayer`]).
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::WindowError;
+use super::devices::Opened;
+use super::play::Play;
+use crate::app::PlayerGpu;
+use crate::app::core::{Player, PlayerConfig};
+use crate::app::gpus::{self, LocalGpu, MultiPlayer, Workers};
+use crate::app::ranks::{RankWorkers, RanksPlayError};
+use crate::app::software::Interactive;
+use crate::cluster::Ranks;
+
+/// Where the window's players run.
+#[derive(Clone, Debug, Default)]
+pub enum PlayOn {
+    /// One GPU, one player.
+    #[default]
+    One,
+    /// Several GPUs of this process (`--gpus`, ordinals; GPU 0 presents): one player per
+    /// GPU over the frames it owns ([`MultiPlayer`]).
+    Gpus(Vec<usize>),
+    /// Across MPI ranks: this process is rank 0 and presents; GPU `k` is rank `k`'s player
+    /// (its local rank's GPU on its host).
+    Ranks(RanksPlay),
+}
+
+/// The ranks of a window across ranks.
+#[derive(Clone)]
+pub struct RanksPlay {
+    /// The run's ranks; this process is rank 0, the others serve their players.
+    pub ranks: Rc<dyn Ranks>,
+    /// How long a rank may send nothing before it is named and the run ends (its hello
+    /// included).
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RanksPlay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RanksPlay")
+            .field("size", &self.ranks.size())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// What the window plays, the one player's device it keeps alive (the others' devices stay
+/// with their players), and what to say on screen at once.
+pub(super) struct Opening {
+    pub play: Box<dyn Play>,
+    pub gpu: Option<PlayerGpu>,
+    pub notes: Vec<String>,
+}
+
+/// Opens the players of `opened` on `scene` with `cfg` (the window's render size), each
+/// view set as the adapter's `settings` say.
+pub(super) fn open_play(
+    opened: Opened,
+    on: &PlayOn,
+    scene: &crate::scene::Scene,
+    cfg: &PlayerConfig,
+    settings: &Interactive,
+) -> Result<Opening, WindowError> {
+    match opened {
+        Opened::One(g) => {
+            let mut player = Player::open_scene(&g, scene, cfg)?;
+            log::info!("play: {}", player.slot_plan().line());
+            for note in player.scene_notes() {
+                log::info!("play: {note}");
+            }
+            settings.apply_view(player.view_mut());
+            // Said on screen too: an empty first frame looks like a broken player.
+            let notes = player.scene_notes().to_vec();
+            Ok(Opening {
+                play: Box::new(player),
+                gpu: Some(g),
+                notes,
+            })
+        }
+        Opened::Gpus(opened) => {
+            let mut mp = MultiPlayer::open_scene(opened, scene, cfg)?;
+            for k in 0..mp.gpu_count() {
+                settings.apply_view(mp.player_mut(k).view_mut());
+                log::info!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
+            }
+            Ok(Opening {
+                play: Box::new(mp),
+                gpu: None,
+                notes: Vec::new(),
+            })
+        }
+        Opened::Rank(gpu, name) => {
+            let PlayOn::Ranks(r) = on else {
+                unreachable!("a rank's GPU is opened for a run across ranks")
+            };
+            let mp = open_ranks(gpu, name, r, scene, cfg, settings)?;
+            Ok(Opening {
+                play: Box::new(mp),
+                gpu: None,
+                notes: Vec::new(),
+            })
+        }
+    }
+}
+
+/// Rank 0's part of a window across ranks: its player (GPU 0, the frames it owns), every
+/// other rank's once its hello arrived (within the timeout, else the silent ranks are
+/// named), told rank 0's view before any frame, and the coordinator over them all.
+fn open_ranks(
+    gpu: PlayerGpu,
+    name: gpus::GpuName,
+    r: &RanksPlay,
+    scene: &crate::scene::Scene,
+    cfg: &PlayerConfig,
+    settings: &Interactive,
+) -> Result<MultiPlayer, WindowError> {
+    let (mut player, frame_count) = gpus::open_part(&gpu, scene, cfg, r.ranks.size(), 0)?;
+    settings.apply_view(player.view_mut());
+    log::info!("play: rank 0: {}", player.slot_plan().line());
+    let local = LocalGpu::new(name, Some(gpu), player);
+    let mut workers = match RankWorkers::connect(r.ranks.clone(), local, r.timeout) {
+        Ok(w) => w,
+        Err(RanksPlayError::Silent(s)) => return Err(WindowError::Silent(s)),
+        Err(RanksPlayError::Play(e)) => return Err(e.into()),
+    };
+    // The window's view and render size reach every rank before the coordinator points
+    // them at their first frames (messages of one tag arrive in order): no rank renders a
+    // first frame of its own view or size.
+    if let Some(lead) = workers.player(0) {
+        let (view, size) = (lead.view().clone(), lead.size());
+        for k in 1..workers.count() {
+            workers.set_view(k, &view, size);
+        }
+    }
+    Ok(MultiPlayer::over(Box::new(workers), frame_count, cfg)?)
+}

@@ -1,0 +1,420 @@
+//! The player's window across MPI ranks (cargo feature `mpi`, Open MPI): `mpirun -n 2
+//! supercell play` under an Xvfb of the test's own, rank 0 showing the window (DISPLAY
+//! exported with `mpirun -x`), rank 1 serving its player. A script checks frames presented
+//! strictly in order by both ranks, the overlay's row per rank ("rank k on HOST", the
+//! picture transfer in the copy column), the path toggle reaching rank 1 (a loopback path
+//! stands in for the direct path where no CUDA is), an exact jump to a frame of rank 1 whose
+//! picture is a render of that frame, a camera change reaching rank 1, and every rank
+//! exiting 0 after `quit`. A rank that stops answering (SIGSTOP) is said on screen and ends
+//! the run non-zero, naming it, within the timeout.
+//!
+//! Runs where the feature is built and `mpirun` is installed (scripts/test.sh runs it with
+//! `--features mpi`); without mpirun, a GPU adapter or Xvfb it says why and passes, unless
+//! SUPERCELL_REQUIRE_CROSSCHECK / SUPERCELL_REQUIRE_GPU is set (CI), where it fails.
+#![cfg(feature = "mpi")]
+
+mod mpi_support;
+mod play_support;
+mod storm_support;
+
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use mpi_support::{have_mpirun, launch_exporting, rank_pid};
+use play_support::{bin, dataset, gpu, mean_abs_diff, out_dir, own_xvfb, read_png, skip};
+use serde_json::Value;
+
+/// `mpirun -x DISPLAY -n 2 supercell play DATASET` (the window) on `display`, with
+/// `script` and the rank timeout `timeout`, its output piped.
+fn start_window(ds: &Path, display: &str, script: &str, timeout: &str) -> Child {
+    let mut cmd = launch_exporting(
+        Some(2),
+        bin(),
+        "supercell-mpi-window-xdg",
+        &["DISPLAY", "XDG_RUNTIME_DIR"],
+    );
+    cmd.args(["play", ds.to_str().unwrap()])
+        .args(["--window-size", "640x480", "--render-scale", "0.25"])
+        .args(["--step", "1", "--attributes", "cloud,rain,wind_speed"])
+        .args(["--threads", "2", "--fps", "20", "--mode", "loop"])
+        .args(["--path", "host", "--loopback-direct", "--timeout", timeout])
+        .args(["--script", script])
+        .env("DISPLAY", display)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun")
+}
+
+/// Waits for `child` (at most `limit` from `started`, else kills it and fails): its status
+/// and what it said.
+fn finish(mut child: Child, started: Instant, limit: Duration) -> (ExitStatus, String) {
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the window across ranks did not end within {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status, said)
+}
+
+/// Whether the run could not open a window here (said, and the test passes).
+fn no_window(status: &ExitStatus, said: &str) -> bool {
+    if !status.success() && said.contains("cannot open a window") {
+        skip(&format!("no window: {said}"));
+        return true;
+    }
+    false
+}
+
+/// The (frame, rank) pairs a state dump lists as presented, oldest first.
+fn presented(v: &Value) -> Vec<(u64, u64)> {
+    v["gpus"]["presented"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn window_across_two_ranks_plays_in_order_and_reaches_rank_1() {
+    if !have_mpirun() || gpu().is_none() {
+        return;
+    }
+    let Some(x) = own_xvfb(1024, 768) else {
+        skip("no Xvfb");
+        return;
+    };
+    let ds = dataset();
+    let dir = out_dir().join("mpi-window");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    // Frame 5 belongs to rank 1 of two (alternate frames).
+    let script = format!(
+        "wait-frames 6; dump-state {s1}; key D; wait-frames 4; wait 500ms; dump-state {s2}; \
+         key Space; scrub 5; wait-shown 5; wait 200ms; render {img}; dump-state {s3}; key a; \
+         key a; wait-frames 1; wait 200ms; render {img2}; dump-state {s4}; quit",
+        s1 = p("s1.json"),
+        s2 = p("s2.json"),
+        s3 = p("s3.json"),
+        s4 = p("s4.json"),
+        img = p("img.png"),
+        img2 = p("img2.png"),
+    );
+    let started = Instant::now();
+    let child = start_window(&ds, &x.name, &script, "60s");
+    let (status, said) = finish(child, started, Duration::from_secs(400));
+    if no_window(&status, &said) {
+        return;
+    }
+    // Every rank exited 0 (mpirun says otherwise).
+    assert!(status.success(), "{said}");
+    let read = |n: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
+    };
+
+    let s1 = read("s1.json");
+    in_order_with_a_row_per_rank(&s1);
+
+    // The toggle reached rank 1: its own player reads on the (loopback) direct path now.
+    let s2 = read("s2.json");
+    assert_eq!(s2["active_path"], "direct", "{s2}");
+    let rank1 = &s2["gpus"]["rows"][1];
+    assert_eq!(rank1["path_label"], "loopback (test)", "{rank1}");
+    assert!(
+        rank1["path_frames"].as_u64().unwrap() >= 1,
+        "rank 1 took in no frame on the direct path: {rank1}"
+    );
+
+    // The jump landed exactly on frame 5, paused, from rank 1; the picture is frame 5's.
+    let s3 = read("s3.json");
+    assert_eq!(s3["shown_frame"], 5, "{s3}");
+    assert_eq!(s3["playing"], false);
+    assert_eq!(presented(&s3).last(), Some(&(5, 1)), "{s3}");
+    let img = picture_is_a_render_of_frame_5(&ds, &dir, &s3);
+
+    // The camera turned: rank 1 rendered frame 5 again for the new view.
+    let s4 = read("s4.json");
+    assert_eq!(s4["shown_frame"], 5, "{s4}");
+    assert_eq!(presented(&s4).last(), Some(&(5, 1)), "{s4}");
+    assert!(
+        s4["frames_shown"].as_u64().unwrap() > s3["frames_shown"].as_u64().unwrap(),
+        "not presented again after the camera turned: {s4}"
+    );
+    let (_, _, img2) = read_png(&dir.join("img2.png"));
+    let moved = mean_abs_diff(&img2, &img);
+    assert!(moved > 1.0, "rank 1's picture did not change: {moved}");
+    eprintln!(
+        "window across 2 ranks: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Playing: frames presented one after another in order, each from the rank that owns it
+/// (frame f from rank f mod 2); a row per rank naming it and its host, rank 1's pictures'
+/// transfer timed in the copy column.
+fn in_order_with_a_row_per_rank(s1: &Value) {
+    assert!(s1["frames_shown"].as_u64().unwrap() >= 6, "{s1}");
+    assert_eq!(s1["frame_count"], 8);
+    let order = presented(s1);
+    assert!(order.len() >= 6, "{order:?}");
+    for w in order.windows(2) {
+        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
+    }
+    for &(f, k) in &order {
+        assert_eq!(k, f % 2, "frame {f} from rank {k}: {order:?}");
+    }
+    let rows = s1["gpus"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{s1}");
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(r["gpu"], k as u64);
+        assert_eq!(r["rank"], k as u64, "{r}");
+        assert!(!r["host"].as_str().unwrap().is_empty(), "{r}");
+        assert!(r["frames_shown"].as_u64().unwrap() >= 1, "{r}");
+        assert!(r["path_frames"].as_u64().unwrap() >= 1, "{r}");
+    }
+    assert!(rows[0]["copy_ms"].is_null(), "{s1}");
+    assert!(rows[1]["copy_ms"].as_f64().unwrap() > 0.0, "{s1}");
+    let host = rows[1]["host"].as_str().unwrap();
+    let lines: Vec<String> = serde_json::from_value(s1["lines"].clone()).unwrap();
+    let short: String = host.split('.').next().unwrap().chars().take(11).collect();
+    for k in 0..2 {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("rank {k} on {short}"))),
+            "{lines:?}"
+        );
+    }
+    assert!(lines.iter().any(|l| l.contains("xfer ")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("2 ranks")),
+        "the header: {lines:?}"
+    );
+    assert_eq!(s1["active_path"], "host");
+}
+
+/// The picture presented for frame 5 (`img.png` in `dir`) is a one-process render of frame
+/// 5 at the size the state dump `s3` gives; the picture's pixels.
+fn picture_is_a_render_of_frame_5(ds: &Path, dir: &Path, s3: &Value) -> Vec<u8> {
+    let dim = |v: &Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
+    let (rw, rh) = dim(&s3["render_size"]);
+    let rdir = dir.join("render");
+    let r = Command::new(bin())
+        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
+        .args([
+            "--size",
+            &format!("{rw}x{rh}"),
+            "--out",
+            rdir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
+    let (iw, ih, img) = read_png(&dir.join("img.png"));
+    assert_eq!((iw, ih), (rw, rh));
+    let d = mean_abs_diff(&img, &reference);
+    assert!(d < 2.0, "rank 1's frame 5 vs a render of frame 5: {d}");
+    img
+}
+
+/// The kiosk across ranks: its camera flies every tick (a new view each tick, reaching
+/// rank 1), yet playback goes on in order from both ranks; `--exit-after` ends every rank
+/// with 0.
+#[test]
+fn kiosk_across_ranks_plays_on_while_flying_and_exit_after_ends_every_rank() {
+    if !have_mpirun() || gpu().is_none() {
+        return;
+    }
+    let Some(x) = own_xvfb(1024, 768) else {
+        skip("no Xvfb");
+        return;
+    };
+    let ds = dataset();
+    let dir = out_dir().join("mpi-window-kiosk");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let script = format!("wait-frames 10; dump-state {}", state.display());
+    let started = Instant::now();
+    let mut cmd = launch_exporting(
+        Some(2),
+        bin(),
+        "supercell-mpi-window-xdg",
+        &["DISPLAY", "XDG_RUNTIME_DIR"],
+    );
+    let child = cmd
+        .args([
+            "play",
+            ds.to_str().unwrap(),
+            "--kiosk",
+            "--exit-after",
+            "12",
+        ])
+        .args(["--window-size", "640x480", "--render-scale", "0.25"])
+        .args(["--threads", "2", "--timeout", "60s", "--script", &script])
+        .env("DISPLAY", &x.name)
+        .env_remove("WAYLAND_DISPLAY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    let (status, said) = finish(child, started, Duration::from_secs(200));
+    if no_window(&status, &said) {
+        return;
+    }
+    assert!(status.success(), "{said}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let order = presented(&v);
+    assert!(order.len() >= 10, "{order:?}");
+    for w in order.windows(2) {
+        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
+    }
+    for &(f, k) in &order {
+        assert_eq!(k, f % 2, "frame {f} from rank {k}: {order:?}");
+    }
+}
+
+#[test]
+fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
+    if !have_mpirun() || gpu().is_none() {
+        return;
+    }
+    let Some(x) = own_xvfb(1024, 768) else {
+        skip("no Xvfb");
+        return;
+    };
+    let ds = dataset();
+    let dir = out_dir().join("mpi-window-silent");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let s1 = dir.join("s1.json");
+    let later = |i: usize| dir.join(format!("later{i:02}.json"));
+    // Rank 1 is stopped once s1 is written; the window dumps its state every 300 ms after
+    // (the timeout is 8 s, longer than rank 1 is busy with one frame on a loaded software
+    // adapter; the window says it for 3 s before the run ends).
+    let dumps: Vec<String> = (0..60)
+        .map(|i| format!("wait 300ms; dump-state {}", later(i).display()))
+        .collect();
+    let script = format!(
+        "wait-frames 2; dump-state {}; {}; wait 120s; quit",
+        s1.display(),
+        dumps.join("; ")
+    );
+    let started = Instant::now();
+    let mut child = start_window(&ds, &x.name, &script, "8s");
+    let stopped_at = loop {
+        if s1.exists() {
+            let pid = rank_pid(&ds, "play", 1).expect("rank 1 runs");
+            let stop = Command::new("kill")
+                .args(["-STOP", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(stop.success());
+            break Instant::now();
+        }
+        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(200) {
+            let (_, said) = finish(child, started, Duration::ZERO);
+            panic!("no frames shown (within 200 s): {said}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (status, said) = finish(child, started, Duration::from_secs(300));
+    if no_window(&status, &said) {
+        return;
+    }
+    let ended = stopped_at.elapsed();
+    assert!(!status.success(), "{said}");
+    assert!(
+        said.contains("rank 1 did not answer within 8.0 s"),
+        "{said}"
+    );
+    // Not before rank 1 was stopped.
+    let before = std::fs::read_to_string(&s1).unwrap();
+    assert!(!before.contains("did not answer"), "{before}");
+    // The timeout, the 3 s the window shows it, and the slack of a loaded 2-core machine;
+    // far from the script's 120 s wait.
+    assert!(ended < Duration::from_secs(45), "{ended:?}: {said}");
+    eprintln!(
+        "rank 1 stopped: the run ended {:.1} s later",
+        ended.as_secs_f64()
+    );
+    // Said on screen before the run ended.
+    let said_on_screen = (0..60)
+        .filter_map(|i| std::fs::read_to_string(later(i)).ok())
+        .any(|t| {
+            let v: Value = serde_json::from_str(&t).unwrap();
+            let m = v["message"].as_str().unwrap_or_default();
+            m.contains("rank 1 did not answer") && m.contains("ending the run")
+        });
+    assert!(said_on_screen, "not said on screen: {said}");
+}
+
+/// `--gpus` in the window across ranks is refused by name (a rank plays one GPU), on every
+/// rank, before a window or a device is opened (no display is given).
+#[test]
+fn gpus_across_ranks_are_refused_by_name() {
+    if !have_mpirun() {
+        return;
+    }
+    let ds = dataset();
+    let out = launch_exporting(Some(2), bin(), "supercell-mpi-window-xdg", &[])
+        .args(["play", ds.to_str().unwrap(), "--gpus", "0,0"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("--gpus cannot be used across MPI ranks"),
+        "{said}"
+    );
+    assert!(!said.contains("cannot open a window"), "{said}");
+}
+
+/// Rank 0 that cannot open its window ends the run at once (the other ranks would otherwise
+/// wait for it for twice the timeout), saying why.
+#[test]
+fn rank_0_without_a_display_ends_every_rank_at_once() {
+    if !have_mpirun() {
+        return;
+    }
+    let ds = dataset();
+    let started = Instant::now();
+    let out = launch_exporting(Some(2), bin(), "supercell-mpi-window-xdg", &[])
+        .args(["play", ds.to_str().unwrap(), "--timeout", "60s"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("rank 0 on "), "{said}");
+    assert!(said.contains("cannot open a window"), "{said}");
+    assert!(said.contains("ending the run"), "{said}");
+    // Not after rank 1's 120 s wait for rank 0.
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}: {said}",
+        started.elapsed()
+    );
+}
