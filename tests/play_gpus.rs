@@ -22,6 +22,7 @@ use supercell::app::gpus::{self, GpuName, LocalGpu, MultiPlayer, open_gpus};
 use supercell::app::ranks::{RankWorkers, serve};
 use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
 use supercell::cluster::Ranks;
+use supercell::pipeline::{Direction, PlayMode};
 use supercell::scene::Scene;
 
 fn run_until(mp: &mut MultiPlayer, what: &str, mut done: impl FnMut(&MultiPlayer) -> bool) {
@@ -193,6 +194,95 @@ fn plays_one_timeline(mp: &mut MultiPlayer) {
     });
     let after: Vec<u32> = mp.presented()[at..at + 5].iter().map(|&(f, _)| f).collect();
     assert_eq!(after, [5, 6, 7, 0, 1]);
+    assert_eq!(mp.last_error(), None);
+
+    plays_in_every_order(mp, &reference);
+}
+
+/// The frames presented from `at` on, once `count` are; each checked against one GPU's
+/// picture (`reference`) and its owner of `mp`'s GPUs.
+fn presented_from(
+    mp: &mut MultiPlayer,
+    at: usize,
+    count: usize,
+    reference: &[Vec<u8>],
+) -> Vec<u32> {
+    run_until(mp, "frames", |m| m.presented().len() >= at + count);
+    let g = mp.gpu_count();
+    let log = mp.presented()[at..at + count].to_vec();
+    assert!(
+        log.iter().all(|&(f, k)| k == f as usize % g),
+        "owners: {log:?}"
+    );
+    // Images are captured for every presentation (re-presentations in a new view too).
+    for (f, k, img) in mp.captured().iter().rev().take(count) {
+        assert!(
+            *img == reference[*f as usize],
+            "frame {f} from GPU {k} differs from one GPU's picture"
+        );
+    }
+    log.iter().map(|&(f, _)| f).collect()
+}
+
+/// Backwards, once and ping-pong at run time on `mp`'s 8 frames: the presented order is
+/// one GPU's (`Scheduler`'s), each frame from its owner, in one GPU's pictures
+/// (`reference`).
+fn plays_in_every_order(mp: &mut MultiPlayer, reference: &[Vec<u8>]) {
+    assert_eq!(mp.frame_count(), 8);
+    // Reverse while playing (a loop): from the frame before the one on screen, strictly
+    // descending, wrapping.
+    mp.set_playing(true);
+    let at = mp.presented().len();
+    let on_screen = mp.shown_frame().expect("a frame on screen");
+    mp.set_direction(Direction::Reverse);
+    assert_eq!(mp.direction(), Direction::Reverse);
+    let back = presented_from(mp, at, 12, reference);
+    let expected: Vec<u32> = (1..=12).map(|i| (on_screen + 8 * 2 - i) % 8).collect();
+    assert_eq!(
+        back, expected,
+        "backwards from {on_screen}, wrapping on the loop"
+    );
+
+    // Once, backwards: down to frame 0, where playback stops.
+    mp.set_mode(PlayMode::Once);
+    run_until(mp, "the end of a once timeline", |m| !m.is_playing());
+    let at = mp.presented().len();
+    let last = mp.presented()[at - 4..].to_vec();
+    assert!(
+        last.windows(2).all(|w| w[0].0 == w[1].0 + 1) && last[3].0 == 0,
+        "descending to 0: {last:?}"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..20 {
+        mp.tick().expect("tick");
+    }
+    assert_eq!(mp.presented().len(), at, "nothing after the end");
+
+    // Ping-pong from 5 forward: the end frames shown once, the direction flips, as one
+    // GPU's scheduler plays it.
+    mp.set_mode(PlayMode::PingPong);
+    mp.set_direction(Direction::Forward);
+    mp.set_playing(false);
+    mp.scrub(5);
+    run_until(mp, "frame 5", |m| {
+        !m.scrub_pending() && m.shown_frame() == Some(5)
+    });
+    let at = mp.presented().len();
+    mp.set_playing(true);
+    let bounced = presented_from(mp, at, 14, reference);
+    assert_eq!(bounced, [6, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5]);
+    assert_eq!(mp.mode(), PlayMode::PingPong);
+
+    // Back to a loop, forward.
+    mp.set_mode(PlayMode::Loop);
+    let at = mp.presented().len();
+    let d = mp.direction();
+    let looped = presented_from(mp, at, 10, reference);
+    let step = |w: &[u32]| match d {
+        Direction::Forward => (w[0] + 1) % 8 == w[1],
+        Direction::Reverse => (w[1] + 1) % 8 == w[0],
+    };
+    assert!(looped.windows(2).all(step), "{d:?} on a loop: {looped:?}");
     assert_eq!(mp.last_error(), None);
 }
 
@@ -595,4 +685,22 @@ fn direct_path_on_two_gpus_presents_in_order() {
             }
         }
     }
+}
+
+/// One GPU as a player of several GPUs of one (the coordinator over one player): in order,
+/// backwards, once and ping-pong as one GPU's scheduler plays them.
+#[test]
+fn one_gpu_through_the_coordinator_plays_in_every_order() {
+    if gpu().is_none() {
+        return;
+    }
+    let opened = open_gpus(&[0]).expect("a device on adapter 0");
+    let mut mp = MultiPlayer::open(opened, &dataset(), &small_config()).expect("player");
+    mp.set_capture(true);
+    run_until(&mut mp, "8 frames", |m| m.presented().len() >= 8);
+    let frames: Vec<u32> = mp.presented().iter().map(|&(f, _)| f).collect();
+    assert_eq!(frames[..8], [0, 1, 2, 3, 4, 5, 6, 7]);
+    let all: Vec<u32> = (0..8).collect();
+    plays_in_every_order(&mut mp, &one_gpu_images(&all));
+    mp.drain(Duration::from_secs(5));
 }

@@ -38,6 +38,7 @@ use super::core::Player;
 use super::gpus::{GpuName, Image, LocalGpu, Workers};
 use super::stats::PathFigures;
 use crate::cluster::{Ranks, Silent};
+use crate::pipeline::{Direction, PlayMode};
 use crate::render::{Camera, RenderSettings, View};
 
 /// Tag of rank 0's control messages.
@@ -76,6 +77,10 @@ enum Control {
     ResetStats(PathSel),
     /// Report now, answering `nonce`.
     Report { nonce: u64 },
+    /// Play in this direction.
+    Direction(Direction),
+    /// Turn, stop or wrap at the ends of the rank's frames so.
+    Mode(PlayMode),
     /// Nothing new: rank 0 is alive.
     Alive,
     /// The run is over.
@@ -369,6 +374,18 @@ impl Workers for RankWorkers {
             _ => self.send(k, &Control::Playing(playing)),
         }
     }
+    fn set_direction(&mut self, k: usize, direction: Direction) {
+        match k {
+            0 => self.local.player_mut().set_direction(direction),
+            _ => self.send(k, &Control::Direction(direction)),
+        }
+    }
+    fn set_mode(&mut self, k: usize, mode: PlayMode) {
+        match k {
+            0 => self.local.player_mut().set_mode(mode),
+            _ => self.send(k, &Control::Mode(mode)),
+        }
+    }
     fn path_available(&self, k: usize, sel: PathSel) -> Result<(), String> {
         if k == 0 {
             return self.local.path_available(sel);
@@ -625,6 +642,8 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
             player.scrub(local);
         }
         Control::Playing(playing) => player.set_playing(playing),
+        Control::Direction(direction) => player.set_direction(direction),
+        Control::Mode(mode) => player.set_mode(mode),
         Control::Path(sel) => player.set_path(sel)?,
         Control::View {
             camera,

@@ -15,9 +15,10 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What happens at the ends of the timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PlayMode {
     /// After the last frame comes the first.
+    #[default]
     Loop,
     /// Playback reverses direction at either end.
     PingPong,
@@ -26,12 +27,34 @@ pub enum PlayMode {
 }
 
 /// Direction of playback.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Direction {
     /// Increasing frame numbers.
+    #[default]
     Forward,
     /// Decreasing frame numbers.
     Reverse,
+}
+
+impl PlayMode {
+    /// The next mode in the window's cycle (the `l` key): loop, ping-pong, once.
+    pub fn cycled(self) -> PlayMode {
+        match self {
+            PlayMode::Loop => PlayMode::PingPong,
+            PlayMode::PingPong => PlayMode::Once,
+            PlayMode::Once => PlayMode::Loop,
+        }
+    }
+}
+
+impl Direction {
+    /// The other direction.
+    pub fn reversed(self) -> Direction {
+        match self {
+            Direction::Forward => Direction::Reverse,
+            Direction::Reverse => Direction::Forward,
+        }
+    }
 }
 
 /// Where a frame is in its journey to the screen.
@@ -213,6 +236,30 @@ impl Scheduler {
             (Direction::Reverse, PlayMode::Loop) => Some((last, direction)),
             (Direction::Forward, PlayMode::PingPong) => Some((last - 1, Direction::Reverse)),
             (Direction::Reverse, PlayMode::PingPong) => Some((1, Direction::Forward)),
+        }
+    }
+
+    /// How many steps of playback from the playhead (in the current direction, following
+    /// the play mode) reach `frame` first: 0 for the playhead itself; `None` where playback
+    /// never reaches it (behind the playhead on a `Once` timeline, or off the timeline).
+    /// Those that wait on the coordinator of several GPUs rank their frames by it.
+    pub fn steps_to(&self, frame: u32) -> Option<u32> {
+        let n = self.config.frame_count;
+        let (pos, last) = (self.position, n - 1);
+        if frame > last {
+            return None;
+        }
+        let forward = self.direction == Direction::Forward;
+        match self.config.mode {
+            PlayMode::Loop if forward => Some((frame + n - pos) % n),
+            PlayMode::Loop => Some((pos + n - frame) % n),
+            PlayMode::Once if forward => frame.checked_sub(pos),
+            PlayMode::Once => pos.checked_sub(frame),
+            // Up to the end, then back from the frame before it.
+            PlayMode::PingPong if forward && frame >= pos => Some(frame - pos),
+            PlayMode::PingPong if forward => Some((last - pos) + (last - frame)),
+            PlayMode::PingPong if frame <= pos => Some(pos - frame),
+            PlayMode::PingPong => Some(pos + frame),
         }
     }
 
@@ -412,6 +459,42 @@ mod tests {
             mode,
             speed_fps: fps,
             window,
+        }
+    }
+
+    /// [`Scheduler::steps_to`] counts the steps [`Scheduler::successor`] takes, in every
+    /// mode and direction, from every position.
+    #[test]
+    fn steps_to_counts_the_successors() {
+        for mode in [PlayMode::Loop, PlayMode::Once, PlayMode::PingPong] {
+            for n in [1u32, 2, 5] {
+                for dir in [Direction::Forward, Direction::Reverse] {
+                    for pos in 0..n {
+                        let mut s = Scheduler::new(config(n, mode, None, 2));
+                        s.scrub(pos);
+                        s.set_direction(dir);
+                        let mut first = BTreeMap::new();
+                        let (mut f, mut d, mut steps) = (pos, dir, 0u32);
+                        loop {
+                            first.entry(f).or_insert(steps);
+                            match s.successor(f, d) {
+                                Some((next, next_dir)) if steps < 4 * n => {
+                                    (f, d) = (next, next_dir);
+                                    steps += 1;
+                                }
+                                _ => break,
+                            }
+                        }
+                        for frame in 0..=n {
+                            assert_eq!(
+                                s.steps_to(frame),
+                                first.get(&frame).copied(),
+                                "{mode:?} {dir:?} n {n} from {pos} to {frame}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -20,6 +20,7 @@ use crate::app::PlayerGpu;
 use crate::app::config::{PathSel, PlayError};
 use crate::app::core::Player;
 use crate::app::stats::PathFigures;
+use crate::pipeline::{Direction, PlayMode};
 use crate::render::View;
 
 /// Who a GPU is, for the reports.
@@ -54,6 +55,12 @@ pub trait Workers {
     fn point(&mut self, k: usize, local: u32);
     /// Starts or stops GPU `k`'s player.
     fn set_playing(&mut self, k: usize, playing: bool);
+    /// Sets the direction GPU `k`'s player plays its frames in.
+    fn set_direction(&mut self, k: usize, direction: Direction);
+    /// Sets GPU `k`'s player's end-of-timeline behaviour (over its own frames: a ping-pong
+    /// player turns at its own first and last frames, the coordinator re-points it where
+    /// the timeline wants a frame again).
+    fn set_mode(&mut self, k: usize, mode: PlayMode);
     /// Whether GPU `k` can run `sel`: `Err` gives the reason.
     fn path_available(&self, k: usize, sel: PathSel) -> Result<(), String>;
     /// Switches GPU `k` to `sel`.
@@ -247,6 +254,12 @@ impl Workers for InProcess {
     }
     fn set_playing(&mut self, k: usize, playing: bool) {
         self.gpus[k].player.set_playing(playing);
+    }
+    fn set_direction(&mut self, k: usize, direction: Direction) {
+        self.gpus[k].player.set_direction(direction);
+    }
+    fn set_mode(&mut self, k: usize, mode: PlayMode) {
+        self.gpus[k].player.set_mode(mode);
     }
     fn path_available(&self, k: usize, sel: PathSel) -> Result<(), String> {
         self.gpus[k].path_available(sel)

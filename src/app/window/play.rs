@@ -8,10 +8,6 @@ use crate::app::gpus::MultiPlayer;
 use crate::app::overlay::{GpusOverlay, UiRequest};
 use crate::app::script::Action;
 
-/// Why the play mode does not change with several GPUs.
-const MODE_FIXED: &str =
-    "with --gpus the play mode is fixed at start (--mode loop or once; ping-pong is not supported)";
-
 /// What plays in the window: one GPU's [`Player`], or several GPUs' [`MultiPlayer`] on one
 /// timeline.
 pub(super) trait Play {
@@ -161,8 +157,14 @@ impl Play for MultiPlayer {
                 ),
                 Err(why) => format!("direct path unavailable: {why}"),
             }),
-            Action::Reverse => Some("with --gpus the timeline plays forward only".into()),
-            Action::CycleMode => Some(MODE_FIXED.into()),
+            Action::Reverse => {
+                self.set_direction(self.direction().reversed());
+                None
+            }
+            Action::CycleMode => {
+                self.set_mode(self.mode().cycled());
+                None
+            }
             Action::First => {
                 MultiPlayer::scrub(self, 0);
                 None
@@ -182,7 +184,10 @@ impl Play for MultiPlayer {
                 self.set_speed(*s);
                 None
             }
-            UiRequest::SetMode(_) => Some(MODE_FIXED.to_string()),
+            UiRequest::SetMode(m) => {
+                self.set_mode(*m);
+                None
+            }
             UiRequest::ShowDatasetAttribute(..) => Some(
                 "with --gpus the attributes read are fixed at start (--attributes); 1-8 switch \
                  those on and off"
