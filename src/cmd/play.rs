@@ -185,7 +185,7 @@ pub struct PlayArgs {
     /// Play on several GPUs of this host, alternate frames each (`all`, a count `N`, or
     /// ordinals `0,1`; one may be named twice, `0,0`): each GPU its own engines, rings and
     /// renderer; GPU 0 presents (in the window, or headless), the others' images copied
-    /// through the host. Loop or once only (not ping-pong).
+    /// through the host. Every play mode, either direction.
     #[arg(long, value_parser = supercell::bench::jobs::parse_gpus)]
     pub gpus: Option<supercell::bench::jobs::GpuSelection>,
     /// Tests only: a second host path stands in for the direct path (labelled "loopback
@@ -580,13 +580,6 @@ fn window_run(
     if args.kiosk {
         cfg.mode = PlayMode::Loop;
         cfg.playing = true;
-    }
-    if gpus.is_some() && cfg.mode == PlayMode::PingPong {
-        // Refused before a window opens (each GPU's player would turn at its own last frame).
-        bail!(
-            "--mode ping-pong is not supported with --gpus (loop or once; the scene's playback \
-             mode counts where --mode is not given)"
-        );
     }
     if let Some(d) = args.record_dir.as_deref().filter(|d| !d.is_dir()) {
         bail!("--record-dir {}: no such folder", d.display());

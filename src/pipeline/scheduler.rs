@@ -36,6 +36,52 @@ pub enum Direction {
     Reverse,
 }
 
+/// The frame after `frame` of a timeline of `frame_count` frames when moving in
+/// `direction`, and the direction after it, following `mode`; `None` at the end of a `Once`
+/// timeline. The order every player presents its frames in (one GPU's or several GPUs').
+pub fn successor(
+    frame_count: u32,
+    mode: PlayMode,
+    frame: u32,
+    direction: Direction,
+) -> Option<(u32, Direction)> {
+    let last = frame_count.max(1) - 1;
+    if last == 0 {
+        return match mode {
+            PlayMode::Once => None,
+            _ => Some((0, direction)),
+        };
+    }
+    match (direction, mode) {
+        (Direction::Forward, _) if frame < last => Some((frame + 1, direction)),
+        (Direction::Reverse, _) if frame > 0 => Some((frame - 1, direction)),
+        (_, PlayMode::Once) => None,
+        (Direction::Forward, PlayMode::Loop) => Some((0, direction)),
+        (Direction::Reverse, PlayMode::Loop) => Some((last, direction)),
+        (Direction::Forward, PlayMode::PingPong) => Some((last - 1, Direction::Reverse)),
+        (Direction::Reverse, PlayMode::PingPong) => Some((1, Direction::Forward)),
+    }
+}
+
+/// Whether `frames` (presented one after another) follow play order on a timeline of
+/// `frame_count` frames in `mode` ([`successor`]), starting in either direction: none left
+/// out, none twice, none out of order.
+pub fn in_play_order(frames: &[u32], frame_count: u32, mode: PlayMode) -> bool {
+    [Direction::Forward, Direction::Reverse]
+        .into_iter()
+        .any(|mut direction| {
+            frames
+                .windows(2)
+                .all(|w| match successor(frame_count, mode, w[0], direction) {
+                    Some((next, d)) if next == w[1] => {
+                        direction = d;
+                        true
+                    }
+                    _ => false,
+                })
+        })
+}
+
 impl PlayMode {
     /// The next mode in the window's cycle (the `l` key): loop, ping-pong, once.
     pub fn cycled(self) -> PlayMode {
@@ -221,22 +267,7 @@ impl Scheduler {
     /// The frame after `frame` when moving in `direction`, and the direction after it,
     /// following the play mode; `None` at the end of a `Once` timeline.
     fn successor(&self, frame: u32, direction: Direction) -> Option<(u32, Direction)> {
-        let last = self.config.frame_count - 1;
-        if last == 0 {
-            return match self.config.mode {
-                PlayMode::Once => None,
-                _ => Some((0, direction)),
-            };
-        }
-        match (direction, self.config.mode) {
-            (Direction::Forward, _) if frame < last => Some((frame + 1, direction)),
-            (Direction::Reverse, _) if frame > 0 => Some((frame - 1, direction)),
-            (_, PlayMode::Once) => None,
-            (Direction::Forward, PlayMode::Loop) => Some((0, direction)),
-            (Direction::Reverse, PlayMode::Loop) => Some((last, direction)),
-            (Direction::Forward, PlayMode::PingPong) => Some((last - 1, Direction::Reverse)),
-            (Direction::Reverse, PlayMode::PingPong) => Some((1, Direction::Forward)),
-        }
+        successor(self.config.frame_count, self.config.mode, frame, direction)
     }
 
     /// How many steps of playback from the playhead (in the current direction, following
@@ -460,6 +491,21 @@ mod tests {
             speed_fps: fps,
             window,
         }
+    }
+
+    /// [`in_play_order`] takes one GPU's order in each mode and refuses a frame left out,
+    /// repeated or out of order.
+    #[test]
+    fn play_order_is_checked_in_every_mode() {
+        let pp = [5, 6, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2];
+        assert!(in_play_order(&pp, 8, PlayMode::PingPong));
+        assert!(!in_play_order(&pp, 8, PlayMode::Loop));
+        assert!(!in_play_order(&[6, 7, 7, 6], 8, PlayMode::PingPong));
+        assert!(in_play_order(&[2, 1, 0, 7, 6], 8, PlayMode::Loop));
+        assert!(!in_play_order(&[2, 1, 0, 7, 6], 8, PlayMode::Once));
+        assert!(in_play_order(&[6, 7, 0, 1], 8, PlayMode::Loop));
+        assert!(!in_play_order(&[6, 7, 1], 8, PlayMode::Loop));
+        assert!(in_play_order(&[3, 2, 1, 0], 8, PlayMode::Once));
     }
 
     /// [`Scheduler::steps_to`] counts the steps [`Scheduler::successor`] takes, in every

@@ -192,7 +192,8 @@ fn gpus_run(
         },
         copy_ms_mean: mean(&all_copies),
     };
-    let in_order = log.windows(2).all(|w| (w[0].0 + 1) % n == w[1].0);
+    let order: Vec<u32> = log.iter().map(|&(f, _)| f).collect();
+    let in_order = crate::pipeline::scheduler::in_play_order(&order, n, mp.mode);
     let kept = &log[..log.len().min(10_000)];
     GpusRun {
         display_copy: DISPLAY_COPY.into(),
