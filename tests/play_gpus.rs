@@ -92,6 +92,7 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
     };
     let mut mp = MultiPlayer::open(opened, &dataset(), &cfg).expect("players");
     plays_one_timeline(&mut mp);
+    attributes_reach_every_gpu(&mut mp);
     mp.drain(Duration::from_secs(5));
 }
 
@@ -197,6 +198,68 @@ fn plays_one_timeline(mp: &mut MultiPlayer) {
     assert_eq!(mp.last_error(), None);
 
     plays_in_every_order(mp, &reference);
+}
+
+/// Attributes shown and hidden at run time (the window's overlay and 1-8 keys) reach every
+/// GPU of `mp` (in this process or another rank): the frame on screen is presented again,
+/// and every frame then, from either GPU, is one GPU's picture with the same change.
+fn attributes_reach_every_gpu(mp: &mut MultiPlayer) {
+    mp.set_playing(false);
+    mp.scrub(3);
+    run_until(mp, "frame 3", |m| {
+        !m.scrub_pending() && m.shown_frame() == Some(3)
+    });
+    let attributes = mp.player(0).dataset_attributes();
+    let shown = attributes
+        .iter()
+        .position(|(_, on)| *on)
+        .expect("a shown attribute");
+    let hidden = attributes.iter().position(|(_, on)| !*on);
+    let hide_and_show = |p: &mut Player| {
+        p.set_dataset_attribute_shown(shown, false).expect("hide");
+        if let Some(a) = hidden {
+            p.set_dataset_attribute_shown(a, true).expect("show");
+        }
+    };
+    let before = mp.captured().len();
+    mp.set_dataset_attribute_shown(shown, false)
+        .expect("hidden on every GPU");
+    if let Some(a) = hidden {
+        mp.set_dataset_attribute_shown(a, true)
+            .expect("shown on every GPU");
+    }
+    assert!(!mp.player(0).dataset_attributes()[shown].1);
+    run_until(mp, "frame 3 with other attributes", |m| {
+        m.captured()[before..].iter().any(|(f, _, _)| *f == 3)
+    });
+    let all: Vec<u32> = (0..8).collect();
+    let reference = one_gpu_images_with(&all, hide_and_show);
+    assert!(
+        reference[3] != one_gpu_images(&[3])[0],
+        "the attributes changed the picture"
+    );
+    let (_, k, img) = mp.captured()[before..]
+        .iter()
+        .rfind(|(f, _, _)| *f == 3)
+        .unwrap()
+        .clone();
+    assert_eq!(k, 1);
+    assert!(
+        img == reference[3],
+        "frame 3 from GPU 1 with the new attributes"
+    );
+    // Slot 0 off and on again (the 1 key twice): every GPU follows.
+    if mp.player(0).view().attributes[0]
+        .as_ref()
+        .is_some_and(|a| a.enabled)
+    {
+        mp.set_attribute_shown(0, false).expect("slot 1 off");
+        mp.set_attribute_shown(0, true).expect("slot 1 on");
+    }
+    let at = mp.presented().len();
+    mp.set_playing(true);
+    presented_from(mp, at, 6, &reference);
+    mp.set_playing(false);
 }
 
 /// The frames presented from `at` on, once `count` are; each checked against one GPU's
@@ -343,6 +406,7 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
             !m.scrub_pending() && m.shown_frame() == Some(3)
         });
         let before = mp.captured().len();
+        let original = mp.player(0).view().camera;
         mp.player_mut(0).view_mut().camera.yaw_deg += 40.0;
         let camera = mp.player(0).view().camera;
         run_until(&mut mp, "frame 3 in the new view", |m| {
@@ -363,6 +427,9 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
             turned != one_gpu_images(&[3])[0],
             "the view changed the picture"
         );
+        // The scene's camera again, and other attributes shown.
+        mp.player_mut(0).view_mut().camera = original;
+        attributes_reach_every_gpu(&mut mp);
         mp.workers_mut().finish();
         mp.drain(Duration::from_secs(5));
         other.join().expect("rank 1");

@@ -81,6 +81,10 @@ enum Control {
     Direction(Direction),
     /// Turn, stop or wrap at the ends of the rank's frames so.
     Mode(PlayMode),
+    /// Show or hide view slot `slot`'s attribute.
+    ShowAttribute { slot: usize, on: bool },
+    /// Show or hide dataset attribute `attribute` (manifest order).
+    ShowDatasetAttribute { attribute: usize, on: bool },
     /// Nothing new: rank 0 is alive.
     Alive,
     /// The run is over.
@@ -415,6 +419,28 @@ impl Workers for RankWorkers {
         };
         self.send(k, &control);
     }
+    fn show_attribute(&mut self, k: usize, slot: usize, on: bool) -> Result<(), String> {
+        if k == 0 {
+            return self.local.player_mut().set_attribute_shown(slot, on);
+        }
+        self.send(k, &Control::ShowAttribute { slot, on });
+        Ok(())
+    }
+    fn show_dataset_attribute(
+        &mut self,
+        k: usize,
+        attribute: usize,
+        on: bool,
+    ) -> Result<(), String> {
+        if k == 0 {
+            return self
+                .local
+                .player_mut()
+                .set_dataset_attribute_shown(attribute, on);
+        }
+        self.send(k, &Control::ShowDatasetAttribute { attribute, on });
+        Ok(())
+    }
     fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError> {
         if k == 0 {
             return self.local.poll();
@@ -644,6 +670,12 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
         Control::Playing(playing) => player.set_playing(playing),
         Control::Direction(direction) => player.set_direction(direction),
         Control::Mode(mode) => player.set_mode(mode),
+        // Rank 0's player took the change: a refusal here would leave this rank's pictures
+        // unlike rank 0's, so it ends the run with the reason.
+        Control::ShowAttribute { slot, on } => player.set_attribute_shown(slot, on)?,
+        Control::ShowDatasetAttribute { attribute, on } => {
+            player.set_dataset_attribute_shown(attribute, on)?
+        }
         Control::Path(sel) => player.set_path(sel)?,
         Control::View {
             camera,

@@ -626,6 +626,64 @@ impl MultiPlayer {
         Ok(())
     }
 
+    /// Shows or hides view slot `slot`'s attribute on every GPU (the window's 1-8 keys),
+    /// or on none where a GPU in this process refuses (with its reason).
+    pub fn set_attribute_shown(&mut self, slot: usize, on: bool) -> Result<(), String> {
+        let was = self
+            .player(0)
+            .view()
+            .attributes
+            .get(slot)
+            .and_then(|a| a.as_ref().map(|a| a.enabled));
+        if was == Some(on) {
+            return Ok(());
+        }
+        self.on_every_gpu(|w, k, on| w.show_attribute(k, slot, on), on)
+    }
+
+    /// Shows or hides dataset attribute `attribute` (manifest order) on every GPU (the
+    /// overlay's attribute list), or on none where a GPU in this process refuses.
+    pub fn set_dataset_attribute_shown(
+        &mut self,
+        attribute: usize,
+        on: bool,
+    ) -> Result<(), String> {
+        let was = self
+            .player(0)
+            .dataset_attributes()
+            .get(attribute)
+            .map(|&(_, shown)| shown);
+        if was == Some(on) {
+            return Ok(());
+        }
+        self.on_every_gpu(|w, k, on| w.show_dataset_attribute(k, attribute, on), on)
+    }
+
+    /// `change(workers, k, on)` on GPU 0, then on each other GPU; where one refuses, the
+    /// GPUs changed are changed back (`change` with `!on`) and its reason returned. The
+    /// new view reaches the images at the next [`MultiPlayer::sync_view`].
+    fn on_every_gpu(
+        &mut self,
+        change: impl Fn(&mut dyn Workers, usize, bool) -> Result<(), String>,
+        on: bool,
+    ) -> Result<(), String> {
+        for k in 0..self.shares.len() {
+            if let Err(why) = change(&mut *self.workers, k, on) {
+                for back in 0..k {
+                    // Each took the change a moment ago: taking it back cannot be refused
+                    // where hiding, and showing again what was shown fits as it did.
+                    let _ = change(&mut *self.workers, back, !on);
+                }
+                return Err(if k == 0 {
+                    why
+                } else {
+                    format!("GPU {k} (--gpus {}): {why}", self.workers.name(k).ordinal)
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Flips every GPU between direct and host.
     pub fn toggle_path(&mut self) -> Result<PathSel, String> {
         let to = self.active.other();

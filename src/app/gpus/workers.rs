@@ -67,6 +67,19 @@ pub trait Workers {
     fn set_path(&mut self, k: usize, sel: PathSel) -> Result<(), String>;
     /// Gives GPU `k` the `view` and render `size` (GPU 0's).
     fn set_view(&mut self, k: usize, view: &View, size: (u32, u32));
+    /// Shows or hides view slot `slot`'s attribute on GPU `k` ([`Player::set_attribute_shown`]):
+    /// `Err` gives GPU `k`'s refusal where it answers at once (a GPU in another process
+    /// refuses later, ending the run with its reason).
+    fn show_attribute(&mut self, k: usize, slot: usize, on: bool) -> Result<(), String>;
+    /// Shows or hides dataset attribute `attribute` on GPU `k`
+    /// ([`Player::set_dataset_attribute_shown`]; a new slot's look is made alike on every
+    /// GPU from the manifest); `Err` as [`Workers::show_attribute`].
+    fn show_dataset_attribute(
+        &mut self,
+        k: usize,
+        attribute: usize,
+        on: bool,
+    ) -> Result<(), String>;
     /// Lets GPU `k` play on unless it holds a frame: the local frame it has newly
     /// rendered, which it then holds.
     fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError>;
@@ -269,6 +282,19 @@ impl Workers for InProcess {
     }
     fn set_view(&mut self, k: usize, view: &View, size: (u32, u32)) {
         self.gpus[k].set_view(view, size);
+    }
+    fn show_attribute(&mut self, k: usize, slot: usize, on: bool) -> Result<(), String> {
+        self.gpus[k].player.set_attribute_shown(slot, on)
+    }
+    fn show_dataset_attribute(
+        &mut self,
+        k: usize,
+        attribute: usize,
+        on: bool,
+    ) -> Result<(), String> {
+        self.gpus[k]
+            .player
+            .set_dataset_attribute_shown(attribute, on)
     }
     fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError> {
         self.gpus[k].poll()

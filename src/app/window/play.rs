@@ -165,6 +165,11 @@ impl Play for MultiPlayer {
                 self.set_mode(self.mode().cycled());
                 None
             }
+            Action::ToggleAttribute(i) => {
+                let shown = self.player(0).view().attributes.get(i).cloned().flatten();
+                let a = shown?;
+                MultiPlayer::set_attribute_shown(self, i, !a.enabled).err()
+            }
             Action::First => {
                 MultiPlayer::scrub(self, 0);
                 None
@@ -188,11 +193,10 @@ impl Play for MultiPlayer {
                 self.set_mode(*m);
                 None
             }
-            UiRequest::ShowDatasetAttribute(..) => Some(
-                "with --gpus the attributes read are fixed at start (--attributes); 1-8 switch \
-                 those on and off"
-                    .to_string(),
-            ),
+            UiRequest::SetAttribute(i, on) => MultiPlayer::set_attribute_shown(self, *i, *on).err(),
+            UiRequest::ShowDatasetAttribute(a, on) => {
+                MultiPlayer::set_dataset_attribute_shown(self, *a, *on).err()
+            }
             _ => return None,
         })
     }
