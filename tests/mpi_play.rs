@@ -200,3 +200,47 @@ fn the_path_toggle_reaches_every_rank() {
     assert_eq!(rank1["label"], "loopback (test)", "{rank1}");
     assert_ne!(runs[0]["gpus"]["gpus"][1]["label"], "loopback (test)");
 }
+
+/// `--mode ping-pong` across 2 ranks: rank 0 presents one process's ping-pong order on 11
+/// frames (the end frames once, the direction flips), each frame from its owner; the jump
+/// while playing, made playing backwards, goes on backwards from its target (frame 3).
+#[test]
+fn two_ranks_play_ping_pong_in_one_process_order() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    SmallStorm {
+        resolution: 24,
+        frames: 11,
+        lanes: 2,
+        chunk: 1 << 20,
+        attributes: None,
+        made_by: "mpi play test",
+    }
+    .write(&ds);
+    let json = tmp.path().join("ping-pong.json");
+    let extra = ["--frames", "14", "--path", "host", "--mode", "ping-pong"];
+    let out = play(
+        Some(2),
+        &ds,
+        &json,
+        &[&extra[..], &["--scrub-jumps", "2"]].concat(),
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let g = &v["paths"][0]["gpus"];
+    let presented = numbers(&g["presented"]);
+    assert_eq!(
+        presented,
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 9, 8, 7],
+        "{g}"
+    );
+    let by: Vec<u64> = presented.iter().map(|f| f % 2).collect();
+    assert_eq!(numbers(&g["presented_by"]), by, "{g}");
+    assert_eq!(g["in_order"], true, "{g}");
+    let scrub = &v["paths"][0]["scrub"];
+    assert_eq!(scrub["exact"], true, "{scrub}");
+    assert_eq!(scrub["playing_exact"], true, "{scrub}");
+}

@@ -22,6 +22,7 @@ use supercell::app::gpus::{self, GpuName, LocalGpu, MultiPlayer, open_gpus};
 use supercell::app::ranks::{RankWorkers, serve};
 use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
 use supercell::cluster::Ranks;
+use supercell::pipeline::{Direction, PlayMode};
 use supercell::scene::Scene;
 
 fn run_until(mp: &mut MultiPlayer, what: &str, mut done: impl FnMut(&MultiPlayer) -> bool) {
@@ -91,6 +92,7 @@ fn two_players_on_one_adapter_present_in_order_jump_exactly_and_match_one_gpu() 
     };
     let mut mp = MultiPlayer::open(opened, &dataset(), &cfg).expect("players");
     plays_one_timeline(&mut mp);
+    attributes_reach_every_gpu(&mut mp);
     mp.drain(Duration::from_secs(5));
 }
 
@@ -194,6 +196,157 @@ fn plays_one_timeline(mp: &mut MultiPlayer) {
     let after: Vec<u32> = mp.presented()[at..at + 5].iter().map(|&(f, _)| f).collect();
     assert_eq!(after, [5, 6, 7, 0, 1]);
     assert_eq!(mp.last_error(), None);
+
+    plays_in_every_order(mp, &reference);
+}
+
+/// Attributes shown and hidden at run time (the window's overlay and 1-8 keys) reach every
+/// GPU of `mp` (in this process or another rank): the frame on screen is presented again,
+/// and every frame then, from either GPU, is one GPU's picture with the same change.
+fn attributes_reach_every_gpu(mp: &mut MultiPlayer) {
+    mp.set_playing(false);
+    mp.scrub(3);
+    run_until(mp, "frame 3", |m| {
+        !m.scrub_pending() && m.shown_frame() == Some(3)
+    });
+    let attributes = mp.player(0).dataset_attributes();
+    let shown = attributes
+        .iter()
+        .position(|(_, on)| *on)
+        .expect("a shown attribute");
+    let hidden = attributes.iter().position(|(_, on)| !*on);
+    let hide_and_show = |p: &mut Player| {
+        p.set_dataset_attribute_shown(shown, false).expect("hide");
+        if let Some(a) = hidden {
+            p.set_dataset_attribute_shown(a, true).expect("show");
+        }
+    };
+    let before = mp.captured().len();
+    mp.set_dataset_attribute_shown(shown, false)
+        .expect("hidden on every GPU");
+    if let Some(a) = hidden {
+        mp.set_dataset_attribute_shown(a, true)
+            .expect("shown on every GPU");
+    }
+    assert!(!mp.player(0).dataset_attributes()[shown].1);
+    run_until(mp, "frame 3 with other attributes", |m| {
+        m.captured()[before..].iter().any(|(f, _, _)| *f == 3)
+    });
+    let all: Vec<u32> = (0..8).collect();
+    let reference = one_gpu_images_with(&all, hide_and_show);
+    assert!(
+        reference[3] != one_gpu_images(&[3])[0],
+        "the attributes changed the picture"
+    );
+    let (_, k, img) = mp.captured()[before..]
+        .iter()
+        .rfind(|(f, _, _)| *f == 3)
+        .unwrap()
+        .clone();
+    assert_eq!(k, 1);
+    assert!(
+        img == reference[3],
+        "frame 3 from GPU 1 with the new attributes"
+    );
+    // Slot 0 off and on again (the 1 key twice): every GPU follows.
+    if mp.player(0).view().attributes[0]
+        .as_ref()
+        .is_some_and(|a| a.enabled)
+    {
+        mp.set_attribute_shown(0, false).expect("slot 1 off");
+        mp.set_attribute_shown(0, true).expect("slot 1 on");
+    }
+    let at = mp.presented().len();
+    mp.set_playing(true);
+    presented_from(mp, at, 6, &reference);
+    mp.set_playing(false);
+}
+
+/// The frames presented from `at` on, once `count` are; each checked against one GPU's
+/// picture (`reference`) and its owner of `mp`'s GPUs.
+fn presented_from(
+    mp: &mut MultiPlayer,
+    at: usize,
+    count: usize,
+    reference: &[Vec<u8>],
+) -> Vec<u32> {
+    run_until(mp, "frames", |m| m.presented().len() >= at + count);
+    let g = mp.gpu_count();
+    let log = mp.presented()[at..at + count].to_vec();
+    assert!(
+        log.iter().all(|&(f, k)| k == f as usize % g),
+        "owners: {log:?}"
+    );
+    // Images are captured for every presentation (re-presentations in a new view too).
+    for (f, k, img) in mp.captured().iter().rev().take(count) {
+        assert!(
+            *img == reference[*f as usize],
+            "frame {f} from GPU {k} differs from one GPU's picture"
+        );
+    }
+    log.iter().map(|&(f, _)| f).collect()
+}
+
+/// Backwards, once and ping-pong at run time on `mp`'s 8 frames: the presented order is
+/// one GPU's (`Scheduler`'s), each frame from its owner, in one GPU's pictures
+/// (`reference`).
+fn plays_in_every_order(mp: &mut MultiPlayer, reference: &[Vec<u8>]) {
+    assert_eq!(mp.frame_count(), 8);
+    // Reverse while playing (a loop): from the frame before the one on screen, strictly
+    // descending, wrapping.
+    mp.set_playing(true);
+    let at = mp.presented().len();
+    let on_screen = mp.shown_frame().expect("a frame on screen");
+    mp.set_direction(Direction::Reverse);
+    assert_eq!(mp.direction(), Direction::Reverse);
+    let back = presented_from(mp, at, 12, reference);
+    let expected: Vec<u32> = (1..=12).map(|i| (on_screen + 8 * 2 - i) % 8).collect();
+    assert_eq!(
+        back, expected,
+        "backwards from {on_screen}, wrapping on the loop"
+    );
+
+    // Once, backwards: down to frame 0, where playback stops.
+    mp.set_mode(PlayMode::Once);
+    run_until(mp, "the end of a once timeline", |m| !m.is_playing());
+    let at = mp.presented().len();
+    let last = mp.presented()[at - 4..].to_vec();
+    assert!(
+        last.windows(2).all(|w| w[0].0 == w[1].0 + 1) && last[3].0 == 0,
+        "descending to 0: {last:?}"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..20 {
+        mp.tick().expect("tick");
+    }
+    assert_eq!(mp.presented().len(), at, "nothing after the end");
+
+    // Ping-pong from 5 forward: the end frames shown once, the direction flips, as one
+    // GPU's scheduler plays it.
+    mp.set_mode(PlayMode::PingPong);
+    mp.set_direction(Direction::Forward);
+    mp.set_playing(false);
+    mp.scrub(5);
+    run_until(mp, "frame 5", |m| {
+        !m.scrub_pending() && m.shown_frame() == Some(5)
+    });
+    let at = mp.presented().len();
+    mp.set_playing(true);
+    let bounced = presented_from(mp, at, 14, reference);
+    assert_eq!(bounced, [6, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5]);
+    assert_eq!(mp.mode(), PlayMode::PingPong);
+
+    // Back to a loop, forward.
+    mp.set_mode(PlayMode::Loop);
+    let at = mp.presented().len();
+    let d = mp.direction();
+    let looped = presented_from(mp, at, 10, reference);
+    let step = |w: &[u32]| match d {
+        Direction::Forward => (w[0] + 1) % 8 == w[1],
+        Direction::Reverse => (w[1] + 1) % 8 == w[0],
+    };
+    assert!(looped.windows(2).all(step), "{d:?} on a loop: {looped:?}");
+    assert_eq!(mp.last_error(), None);
 }
 
 /// The same timeline with GPU 1 in another rank ([`RankWorkers`] over ranks as threads:
@@ -253,6 +406,7 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
             !m.scrub_pending() && m.shown_frame() == Some(3)
         });
         let before = mp.captured().len();
+        let original = mp.player(0).view().camera;
         mp.player_mut(0).view_mut().camera.yaw_deg += 40.0;
         let camera = mp.player(0).view().camera;
         run_until(&mut mp, "frame 3 in the new view", |m| {
@@ -273,6 +427,9 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
             turned != one_gpu_images(&[3])[0],
             "the view changed the picture"
         );
+        // The scene's camera again, and other attributes shown.
+        mp.player_mut(0).view_mut().camera = original;
+        attributes_reach_every_gpu(&mut mp);
         mp.workers_mut().finish();
         mp.drain(Duration::from_secs(5));
         other.join().expect("rank 1");
@@ -435,6 +592,57 @@ fn headless_gpus_json_has_each_gpu_and_the_total() {
     assert_eq!(run["scrub"]["jumps"], 4);
 }
 
+/// `--mode ping-pong` with `--gpus`, headless: the frames presented are one GPU's
+/// ping-pong order (the end frames once, the direction flips), each from its owner, and
+/// the JSON says they are in order; a jump while playing (backwards by then) goes on in
+/// play order.
+#[test]
+fn headless_gpus_play_ping_pong_in_one_gpus_order() {
+    if gpu().is_none() {
+        return;
+    }
+    let json = out_dir().join("gpus-ping-pong.json");
+    let _ = std::fs::remove_file(&json);
+    let out = Command::new(bin())
+        .args(["play", dataset().to_str().unwrap(), "--headless"])
+        .args(["--gpus", "0,0", "--frames", "12", "--path", "host"])
+        .args(["--size", "64x48", "--threads", "2", "--mode", "ping-pong"])
+        .args(["--scrub-jumps", "3"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .expect("run supercell play");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "play failed:\n{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let g = &v["paths"][0]["gpus"];
+    let list = |key: &str| -> Vec<u64> {
+        g[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    let presented = list("presented");
+    // One GPU's scheduler on 8 frames, ping-pong from frame 0.
+    let mut expected = vec![0u64];
+    let (mut f, mut d) = (0u32, Direction::Forward);
+    while expected.len() < 12 {
+        (f, d) = supercell::pipeline::scheduler::successor(8, PlayMode::PingPong, f, d).unwrap();
+        expected.push(u64::from(f));
+    }
+    assert_eq!(presented, expected, "{g}");
+    // It ends playing backwards: the jump while playing goes on backwards from its target.
+    assert_eq!(expected, [0, 1, 2, 3, 4, 5, 6, 7, 6, 5, 4, 3]);
+    let by = list("presented_by");
+    assert!(presented.iter().zip(&by).all(|(f, k)| f % 2 == *k), "{g}");
+    assert_eq!(g["in_order"], true, "{g}");
+    let scrub = &v["paths"][0]["scrub"];
+    assert_eq!(scrub["exact"], true, "{scrub}");
+    assert_eq!(scrub["playing_exact"], true, "{scrub}");
+}
+
 #[test]
 fn gpus_that_cannot_be_played_are_refused_with_reasons() {
     let ds = dataset();
@@ -446,17 +654,11 @@ fn gpus_that_cannot_be_played_are_refused_with_reasons() {
             .expect("run supercell play")
     };
     for (args, says) in [
-        // The window plays several GPUs, but not ping-pong (refused before it opens).
-        (&["--gpus", "0,0", "--mode", "ping-pong"][..], "ping-pong"),
         (
             &["--gpus", "0,0", "--headless", "--soak", "1s"][..],
             "--soak",
         ),
         (&["--headless", "--gpus", "nine"], "--gpus"),
-        (
-            &["--headless", "--gpus", "0,0", "--mode", "ping-pong"],
-            "ping-pong",
-        ),
     ] {
         let out = play(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -595,4 +797,22 @@ fn direct_path_on_two_gpus_presents_in_order() {
             }
         }
     }
+}
+
+/// One GPU as a player of several GPUs of one (the coordinator over one player): in order,
+/// backwards, once and ping-pong as one GPU's scheduler plays them.
+#[test]
+fn one_gpu_through_the_coordinator_plays_in_every_order() {
+    if gpu().is_none() {
+        return;
+    }
+    let opened = open_gpus(&[0]).expect("a device on adapter 0");
+    let mut mp = MultiPlayer::open(opened, &dataset(), &small_config()).expect("player");
+    mp.set_capture(true);
+    run_until(&mut mp, "8 frames", |m| m.presented().len() >= 8);
+    let frames: Vec<u32> = mp.presented().iter().map(|&(f, _)| f).collect();
+    assert_eq!(frames[..8], [0, 1, 2, 3, 4, 5, 6, 7]);
+    let all: Vec<u32> = (0..8).collect();
+    plays_in_every_order(&mut mp, &one_gpu_images(&all));
+    mp.drain(Duration::from_secs(5));
 }

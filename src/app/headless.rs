@@ -206,8 +206,9 @@ pub struct GpusRun {
     pub presented: Vec<u32>,
     /// The GPU of each.
     pub presented_by: Vec<usize>,
-    /// Whether playback presented each frame after the one before (wrapping at the end of a
-    /// looping timeline): none left out, none twice, none out of order.
+    /// Whether playback presented each frame after the one before in play order (wrapping
+    /// at the end of a looping timeline, turning at the ends of a ping-pong one): none left
+    /// out, none twice, none out of order.
     pub in_order: bool,
 }
 

@@ -38,6 +38,7 @@ use super::core::Player;
 use super::gpus::{GpuName, Image, LocalGpu, Workers};
 use super::stats::PathFigures;
 use crate::cluster::{Ranks, Silent};
+use crate::pipeline::{Direction, PlayMode};
 use crate::render::{Camera, RenderSettings, View};
 
 /// Tag of rank 0's control messages.
@@ -76,6 +77,14 @@ enum Control {
     ResetStats(PathSel),
     /// Report now, answering `nonce`.
     Report { nonce: u64 },
+    /// Play in this direction.
+    Direction(Direction),
+    /// Turn, stop or wrap at the ends of the rank's frames so.
+    Mode(PlayMode),
+    /// Show or hide view slot `slot`'s attribute.
+    ShowAttribute { slot: usize, on: bool },
+    /// Show or hide dataset attribute `attribute` (manifest order).
+    ShowDatasetAttribute { attribute: usize, on: bool },
     /// Nothing new: rank 0 is alive.
     Alive,
     /// The run is over.
@@ -369,6 +378,18 @@ impl Workers for RankWorkers {
             _ => self.send(k, &Control::Playing(playing)),
         }
     }
+    fn set_direction(&mut self, k: usize, direction: Direction) {
+        match k {
+            0 => self.local.player_mut().set_direction(direction),
+            _ => self.send(k, &Control::Direction(direction)),
+        }
+    }
+    fn set_mode(&mut self, k: usize, mode: PlayMode) {
+        match k {
+            0 => self.local.player_mut().set_mode(mode),
+            _ => self.send(k, &Control::Mode(mode)),
+        }
+    }
     fn path_available(&self, k: usize, sel: PathSel) -> Result<(), String> {
         if k == 0 {
             return self.local.path_available(sel);
@@ -397,6 +418,28 @@ impl Workers for RankWorkers {
             size,
         };
         self.send(k, &control);
+    }
+    fn show_attribute(&mut self, k: usize, slot: usize, on: bool) -> Result<(), String> {
+        if k == 0 {
+            return self.local.player_mut().set_attribute_shown(slot, on);
+        }
+        self.send(k, &Control::ShowAttribute { slot, on });
+        Ok(())
+    }
+    fn show_dataset_attribute(
+        &mut self,
+        k: usize,
+        attribute: usize,
+        on: bool,
+    ) -> Result<(), String> {
+        if k == 0 {
+            return self
+                .local
+                .player_mut()
+                .set_dataset_attribute_shown(attribute, on);
+        }
+        self.send(k, &Control::ShowDatasetAttribute { attribute, on });
+        Ok(())
     }
     fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError> {
         if k == 0 {
@@ -625,6 +668,14 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
             player.scrub(local);
         }
         Control::Playing(playing) => player.set_playing(playing),
+        Control::Direction(direction) => player.set_direction(direction),
+        Control::Mode(mode) => player.set_mode(mode),
+        // Rank 0's player took the change: a refusal here would leave this rank's pictures
+        // unlike rank 0's, so it ends the run with the reason.
+        Control::ShowAttribute { slot, on } => player.set_attribute_shown(slot, on)?,
+        Control::ShowDatasetAttribute { attribute, on } => {
+            player.set_dataset_attribute_shown(attribute, on)?
+        }
         Control::Path(sel) => player.set_path(sel)?,
         Control::View {
             camera,

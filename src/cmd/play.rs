@@ -186,7 +186,7 @@ pub struct PlayArgs {
     /// Play on several GPUs of this host, alternate frames each (`all`, a count `N`, or
     /// ordinals `0,1`; one may be named twice, `0,0`): each GPU its own engines, rings and
     /// renderer; GPU 0 presents (in the window, or headless), the others' images copied
-    /// through the host. Loop or once only (not ping-pong).
+    /// through the host. Every play mode, either direction.
     #[arg(long, value_parser = supercell::bench::jobs::parse_gpus)]
     pub gpus: Option<supercell::bench::jobs::GpuSelection>,
     /// Tests only: a second host path stands in for the direct path (labelled "loopback
@@ -569,7 +569,6 @@ pub(super) fn window_player_config(
     args: &PlayArgs,
     req: &Requested,
     scene: &Scene,
-    several: bool,
 ) -> anyhow::Result<PlayerConfig> {
     // The window sets the render size from its own (and the adapter's defaults).
     let window_size = req.window_size.unwrap_or(software::WINDOW);
@@ -577,13 +576,6 @@ pub(super) fn window_player_config(
     if args.kiosk {
         cfg.mode = PlayMode::Loop;
         cfg.playing = true;
-    }
-    if several && cfg.mode == PlayMode::PingPong {
-        // Refused before a window opens (each GPU's player would turn at its own last frame).
-        bail!(
-            "--mode ping-pong is not supported with --gpus or across ranks (loop or once; the \
-             scene's playback mode counts where --mode is not given)"
-        );
     }
     Ok(cfg)
 }
@@ -596,8 +588,7 @@ pub(super) fn window_options(
     play_on: PlayOn,
 ) -> anyhow::Result<WindowOptions> {
     let scene_file = scene.scene;
-    let several = !matches!(play_on, PlayOn::One);
-    let cfg = window_player_config(args, &req, &scene_file, several)?;
+    let cfg = window_player_config(args, &req, &scene_file)?;
     let overlay = &scene_file.overlay;
     // Scene::load checked plot_window_s against the same bounds.
     let plot_window_s = overlay.plot_window_s;

@@ -124,9 +124,8 @@ fn across(
 }
 
 /// Flags of the window that cannot work across ranks, refused by name on every rank before
-/// a dataset is made or a device opened: `--gpus` (a rank plays one GPU). `--mode
-/// ping-pong` is refused with the scene's mode ([`super::play::window_player_config`]);
-/// `--soak`, `--screenshot` and `--frames-out` need `--headless`; the others work (rank 0's
+/// a dataset is made or a device opened: `--gpus` (a rank plays one GPU). `--soak`,
+/// `--screenshot` and `--frames-out` need `--headless`; the others work (rank 0's
 /// window records, scripts, flies the kiosk's camera, which reaches every rank).
 fn refuse_across_window(args: &PlayArgs) -> Result<()> {
     if args.gpus.is_some() {
@@ -151,7 +150,7 @@ fn window_across(
     let ranks: Rc<dyn Ranks> = Rc::from(launched);
     let timeout = duration_flag("--timeout", &args.timeout)?;
     if ranks.rank() != 0 {
-        let cfg = super::play::window_player_config(args, &req, &scene.scene, true)?;
+        let cfg = super::play::window_player_config(args, &req, &scene.scene)?;
         let (gpu, name) = gpus::open_rank_gpu(&*ranks)?;
         let settings = software::choose(&gpu.caps, &req);
         let (mut player, _) =

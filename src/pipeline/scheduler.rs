@@ -15,9 +15,10 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What happens at the ends of the timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PlayMode {
     /// After the last frame comes the first.
+    #[default]
     Loop,
     /// Playback reverses direction at either end.
     PingPong,
@@ -26,12 +27,80 @@ pub enum PlayMode {
 }
 
 /// Direction of playback.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Direction {
     /// Increasing frame numbers.
+    #[default]
     Forward,
     /// Decreasing frame numbers.
     Reverse,
+}
+
+/// The frame after `frame` of a timeline of `frame_count` frames when moving in
+/// `direction`, and the direction after it, following `mode`; `None` at the end of a `Once`
+/// timeline. The order every player presents its frames in (one GPU's or several GPUs').
+pub fn successor(
+    frame_count: u32,
+    mode: PlayMode,
+    frame: u32,
+    direction: Direction,
+) -> Option<(u32, Direction)> {
+    let last = frame_count.max(1) - 1;
+    if last == 0 {
+        return match mode {
+            PlayMode::Once => None,
+            _ => Some((0, direction)),
+        };
+    }
+    match (direction, mode) {
+        (Direction::Forward, _) if frame < last => Some((frame + 1, direction)),
+        (Direction::Reverse, _) if frame > 0 => Some((frame - 1, direction)),
+        (_, PlayMode::Once) => None,
+        (Direction::Forward, PlayMode::Loop) => Some((0, direction)),
+        (Direction::Reverse, PlayMode::Loop) => Some((last, direction)),
+        (Direction::Forward, PlayMode::PingPong) => Some((last - 1, Direction::Reverse)),
+        (Direction::Reverse, PlayMode::PingPong) => Some((1, Direction::Forward)),
+    }
+}
+
+/// Whether `frames` (presented one after another) follow play order on a timeline of
+/// `frame_count` frames in `mode` ([`successor`]), starting in either direction: none left
+/// out, none twice, none out of order.
+pub fn in_play_order(frames: &[u32], frame_count: u32, mode: PlayMode) -> bool {
+    [Direction::Forward, Direction::Reverse]
+        .into_iter()
+        .any(|mut direction| {
+            frames
+                .windows(2)
+                .all(|w| match successor(frame_count, mode, w[0], direction) {
+                    Some((next, d)) if next == w[1] => {
+                        direction = d;
+                        true
+                    }
+                    _ => false,
+                })
+        })
+}
+
+impl PlayMode {
+    /// The next mode in the window's cycle (the `l` key): loop, ping-pong, once.
+    pub fn cycled(self) -> PlayMode {
+        match self {
+            PlayMode::Loop => PlayMode::PingPong,
+            PlayMode::PingPong => PlayMode::Once,
+            PlayMode::Once => PlayMode::Loop,
+        }
+    }
+}
+
+impl Direction {
+    /// The other direction.
+    pub fn reversed(self) -> Direction {
+        match self {
+            Direction::Forward => Direction::Reverse,
+            Direction::Reverse => Direction::Forward,
+        }
+    }
 }
 
 /// Where a frame is in its journey to the screen.
@@ -198,21 +267,30 @@ impl Scheduler {
     /// The frame after `frame` when moving in `direction`, and the direction after it,
     /// following the play mode; `None` at the end of a `Once` timeline.
     fn successor(&self, frame: u32, direction: Direction) -> Option<(u32, Direction)> {
-        let last = self.config.frame_count - 1;
-        if last == 0 {
-            return match self.config.mode {
-                PlayMode::Once => None,
-                _ => Some((0, direction)),
-            };
+        successor(self.config.frame_count, self.config.mode, frame, direction)
+    }
+
+    /// How many steps of playback from the playhead (in the current direction, following
+    /// the play mode) reach `frame` first: 0 for the playhead itself; `None` where playback
+    /// never reaches it (behind the playhead on a `Once` timeline, or off the timeline).
+    /// Those that wait on the coordinator of several GPUs rank their frames by it.
+    pub fn steps_to(&self, frame: u32) -> Option<u32> {
+        let n = self.config.frame_count;
+        let (pos, last) = (self.position, n - 1);
+        if frame > last {
+            return None;
         }
-        match (direction, self.config.mode) {
-            (Direction::Forward, _) if frame < last => Some((frame + 1, direction)),
-            (Direction::Reverse, _) if frame > 0 => Some((frame - 1, direction)),
-            (_, PlayMode::Once) => None,
-            (Direction::Forward, PlayMode::Loop) => Some((0, direction)),
-            (Direction::Reverse, PlayMode::Loop) => Some((last, direction)),
-            (Direction::Forward, PlayMode::PingPong) => Some((last - 1, Direction::Reverse)),
-            (Direction::Reverse, PlayMode::PingPong) => Some((1, Direction::Forward)),
+        let forward = self.direction == Direction::Forward;
+        match self.config.mode {
+            PlayMode::Loop if forward => Some((frame + n - pos) % n),
+            PlayMode::Loop => Some((pos + n - frame) % n),
+            PlayMode::Once if forward => frame.checked_sub(pos),
+            PlayMode::Once => pos.checked_sub(frame),
+            // Up to the end, then back from the frame before it.
+            PlayMode::PingPong if forward && frame >= pos => Some(frame - pos),
+            PlayMode::PingPong if forward => Some((last - pos) + (last - frame)),
+            PlayMode::PingPong if frame <= pos => Some(pos - frame),
+            PlayMode::PingPong => Some(pos + frame),
         }
     }
 
@@ -412,6 +490,57 @@ mod tests {
             mode,
             speed_fps: fps,
             window,
+        }
+    }
+
+    /// [`in_play_order`] takes one GPU's order in each mode and refuses a frame left out,
+    /// repeated or out of order.
+    #[test]
+    fn play_order_is_checked_in_every_mode() {
+        let pp = [5, 6, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2];
+        assert!(in_play_order(&pp, 8, PlayMode::PingPong));
+        assert!(!in_play_order(&pp, 8, PlayMode::Loop));
+        assert!(!in_play_order(&[6, 7, 7, 6], 8, PlayMode::PingPong));
+        assert!(in_play_order(&[2, 1, 0, 7, 6], 8, PlayMode::Loop));
+        assert!(!in_play_order(&[2, 1, 0, 7, 6], 8, PlayMode::Once));
+        assert!(in_play_order(&[6, 7, 0, 1], 8, PlayMode::Loop));
+        assert!(!in_play_order(&[6, 7, 1], 8, PlayMode::Loop));
+        assert!(in_play_order(&[3, 2, 1, 0], 8, PlayMode::Once));
+    }
+
+    /// [`Scheduler::steps_to`] counts the steps [`Scheduler::successor`] takes, in every
+    /// mode and direction, from every position.
+    #[test]
+    fn steps_to_counts_the_successors() {
+        for mode in [PlayMode::Loop, PlayMode::Once, PlayMode::PingPong] {
+            for n in [1u32, 2, 5] {
+                for dir in [Direction::Forward, Direction::Reverse] {
+                    for pos in 0..n {
+                        let mut s = Scheduler::new(config(n, mode, None, 2));
+                        s.scrub(pos);
+                        s.set_direction(dir);
+                        let mut first = BTreeMap::new();
+                        let (mut f, mut d, mut steps) = (pos, dir, 0u32);
+                        loop {
+                            first.entry(f).or_insert(steps);
+                            match s.successor(f, d) {
+                                Some((next, next_dir)) if steps < 4 * n => {
+                                    (f, d) = (next, next_dir);
+                                    steps += 1;
+                                }
+                                _ => break,
+                            }
+                        }
+                        for frame in 0..=n {
+                            assert_eq!(
+                                s.steps_to(frame),
+                                first.get(&frame).copied(),
+                                "{mode:?} {dir:?} n {n} from {pos} to {frame}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

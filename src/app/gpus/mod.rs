@@ -30,9 +30,9 @@ use crate::app::core::Player;
 use crate::app::headless::{
     FaultReport, GpuRun, GpusRun, GpusTotal, HeadlessOptions, PathRun, RenderReport,
 };
-use crate::pipeline::Direction;
-use crate::pipeline::PlayMode;
 use crate::pipeline::multi::{GpuActions, MultiScheduler, Ownership, Report, Ticket};
+use crate::pipeline::scheduler::{PlaybackConfig, Scheduler};
+use crate::pipeline::{Direction, PlayMode};
 use crate::render::View;
 
 mod open;
@@ -71,16 +71,24 @@ impl GpuShare {
     fn local(&self, frame: u32) -> Option<u32> {
         self.frames.binary_search(&frame).ok().map(|i| i as u32)
     }
-    /// The first frame this GPU owns at or after `frame` (wrapping on a loop, else its
-    /// last), in the player's numbering.
-    fn local_from(&self, frame: u32, wrap: bool) -> u32 {
-        let i = self.frames.partition_point(|&f| f < frame);
-        if i < self.frames.len() {
-            i as u32
-        } else if wrap {
-            0
-        } else {
-            self.frames.len() as u32 - 1
+    /// The frame of this GPU that playback on `timeline` reaches first from its playhead,
+    /// at least `min_steps` steps on ([`Scheduler::steps_to`]: any direction, any play
+    /// mode), in the player's numbering; where playback reaches none of its frames (the
+    /// end of a `Once` timeline), the one nearest that end.
+    fn first_reached(&self, timeline: &Scheduler, min_steps: u32) -> u32 {
+        let best = self
+            .frames
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &f)| {
+                let steps = timeline.steps_to(f).filter(|&d| d >= min_steps)?;
+                Some((steps, i))
+            })
+            .min();
+        match best {
+            Some((_, i)) => i as u32,
+            None if timeline.direction() == Direction::Reverse => 0,
+            None => self.frames.len() as u32 - 1,
         }
     }
 }
@@ -178,7 +186,14 @@ impl MultiPlayer {
     ) -> Result<MultiPlayer, PlayError> {
         let g = workers.count();
         let ownership = Ownership::alternate(g).map_err(PlayError::Usage)?;
-        let wrap = cfg.mode == PlayMode::Loop;
+        // The timeline at its start, for where each GPU's player starts.
+        let mut start = Scheduler::new(PlaybackConfig {
+            frame_count,
+            mode: cfg.mode,
+            speed_fps: None,
+            window: 1,
+        });
+        start.scrub(cfg.start_frame);
         let mut shares = Vec::with_capacity(g);
         for k in 0..g {
             let share = GpuShare {
@@ -188,7 +203,8 @@ impl MultiPlayer {
                 copies_ms: Vec::new(),
                 copy_bytes: 0,
             };
-            workers.point(k, share.local_from(cfg.start_frame, wrap));
+            workers.set_mode(k, cfg.mode);
+            workers.point(k, share.first_reached(&start, 0));
             workers.set_playing(k, cfg.playing);
             shares.push(share);
         }
@@ -386,7 +402,7 @@ impl MultiPlayer {
     pub fn speed(&self) -> Option<f64> {
         self.multi.scheduler().config().speed_fps
     }
-    /// The end-of-timeline behaviour (fixed at open: loop or once).
+    /// The end-of-timeline behaviour.
     pub fn mode(&self) -> PlayMode {
         self.mode
     }
@@ -401,7 +417,7 @@ impl MultiPlayer {
         self.set_playing(false);
         self.multi.step(direction);
         let at = self.multi.scheduler().position();
-        self.align(at);
+        self.align();
         self.scrub = Some((at, Instant::now()));
     }
 
@@ -489,6 +505,8 @@ impl MultiPlayer {
             frame_count: self.frame_count,
             playing: self.is_playing(),
             speed_fps: self.speed(),
+            direction: self.direction(),
+            mode: self.mode,
             last_scrub_ms: self.last_scrub_ms,
             damaged,
             last_error,
@@ -519,16 +537,62 @@ impl MultiPlayer {
         }
     }
 
-    /// Points every GPU's player at its first frame from `frame` on, dropping what they
-    /// hold: after a jump or a path switch the timeline goes on from there.
-    fn align(&mut self, frame: u32) {
+    /// Points every GPU's player at its first frame from the playhead on (in play order),
+    /// dropping what they hold: after a jump or a path switch the timeline goes on from
+    /// there.
+    fn align(&mut self) {
         self.forget_on_screen();
-        let wrap = self.mode == PlayMode::Loop;
         for k in 0..self.shares.len() {
             self.release(k);
-            let local = self.shares[k].local_from(frame, wrap);
-            self.workers.point(k, local);
+            let local = self.shares[k].first_reached(self.multi.scheduler(), 0);
+            self.point(k, local);
         }
+    }
+
+    /// Points every GPU's player at its first frame after the playhead (in play order),
+    /// dropping what they hold; the frame on screen stays there.
+    fn repoint_ahead(&mut self) {
+        for k in 0..self.shares.len() {
+            self.release(k);
+            let local = self.shares[k].first_reached(self.multi.scheduler(), 1);
+            self.point(k, local);
+        }
+    }
+
+    /// The order of play changed (direction or mode): every GPU's player goes on from its
+    /// first frame in the new order, after the frame on screen where the playhead's is
+    /// shown, else from the playhead's (a jump, or the first frame, still to come).
+    fn follow_order(&mut self) {
+        let pos = self.multi.scheduler().position();
+        if self.scrub.is_none() && self.on_screen.is_some_and(|(f, _)| f == pos) {
+            self.repoint_ahead();
+        } else {
+            self.align();
+        }
+    }
+
+    /// Plays the timeline in `direction` on every GPU (the window's R key): each GPU's
+    /// player goes on from its first frame after the playhead in that direction.
+    pub fn set_direction(&mut self, direction: Direction) {
+        if direction == self.direction() {
+            return;
+        }
+        self.multi.set_direction(direction);
+        self.follow_order();
+    }
+
+    /// Sets the end-of-timeline behaviour (loop, once, ping-pong) on every GPU: the
+    /// presented order is one GPU's in that mode ([`Scheduler`]'s).
+    pub fn set_mode(&mut self, mode: PlayMode) {
+        if mode == self.mode {
+            return;
+        }
+        self.multi.set_mode(mode);
+        self.mode = mode;
+        for k in 0..self.shares.len() {
+            self.workers.set_mode(k, mode);
+        }
+        self.follow_order();
     }
 
     /// Jumps to `frame` (clamped): the exact frame is the next one presented, whichever
@@ -536,7 +600,7 @@ impl MultiPlayer {
     pub fn scrub(&mut self, frame: u32) {
         let target = frame.min(self.frame_count - 1);
         self.multi.scrub(target);
-        self.align(target);
+        self.align();
         self.scrub = Some((target, Instant::now()));
     }
 
@@ -565,8 +629,65 @@ impl MultiPlayer {
             s.held = None;
         }
         self.active = sel;
-        let at = self.multi.scheduler().position();
-        self.align(at);
+        self.align();
+        Ok(())
+    }
+
+    /// Shows or hides view slot `slot`'s attribute on every GPU (the window's 1-8 keys),
+    /// or on none where a GPU in this process refuses (with its reason).
+    pub fn set_attribute_shown(&mut self, slot: usize, on: bool) -> Result<(), String> {
+        let was = self
+            .player(0)
+            .view()
+            .attributes
+            .get(slot)
+            .and_then(|a| a.as_ref().map(|a| a.enabled));
+        if was == Some(on) {
+            return Ok(());
+        }
+        self.on_every_gpu(|w, k, on| w.show_attribute(k, slot, on), on)
+    }
+
+    /// Shows or hides dataset attribute `attribute` (manifest order) on every GPU (the
+    /// overlay's attribute list), or on none where a GPU in this process refuses.
+    pub fn set_dataset_attribute_shown(
+        &mut self,
+        attribute: usize,
+        on: bool,
+    ) -> Result<(), String> {
+        let was = self
+            .player(0)
+            .dataset_attributes()
+            .get(attribute)
+            .map(|&(_, shown)| shown);
+        if was == Some(on) {
+            return Ok(());
+        }
+        self.on_every_gpu(|w, k, on| w.show_dataset_attribute(k, attribute, on), on)
+    }
+
+    /// `change(workers, k, on)` on GPU 0, then on each other GPU; where one refuses, the
+    /// GPUs changed are changed back (`change` with `!on`) and its reason returned. The
+    /// new view reaches the images at the next [`MultiPlayer::sync_view`].
+    fn on_every_gpu(
+        &mut self,
+        change: impl Fn(&mut dyn Workers, usize, bool) -> Result<(), String>,
+        on: bool,
+    ) -> Result<(), String> {
+        for k in 0..self.shares.len() {
+            if let Err(why) = change(&mut *self.workers, k, on) {
+                for back in 0..k {
+                    // Each took the change a moment ago: taking it back cannot be refused
+                    // where hiding, and showing again what was shown fits as it did.
+                    let _ = change(&mut *self.workers, back, !on);
+                }
+                return Err(if k == 0 {
+                    why
+                } else {
+                    format!("GPU {k} (--gpus {}): {why}", self.workers.name(k).ordinal)
+                });
+            }
+        }
         Ok(())
     }
 
@@ -598,16 +719,10 @@ impl MultiPlayer {
 
     /// Whether `frame` is ahead of the playhead within the window (to be requested soon).
     fn wanted_soon(&self, frame: u32) -> bool {
-        let pos = self.multi.scheduler().position();
-        let n = self.frame_count;
-        let ahead = if frame >= pos {
-            frame - pos
-        } else if self.mode == PlayMode::Loop {
-            n - pos + frame
-        } else {
-            return false;
-        };
-        (ahead as usize) <= self.multi.window()
+        self.multi
+            .scheduler()
+            .steps_to(frame)
+            .is_some_and(|ahead| ahead as usize <= self.multi.window())
     }
 
     /// Gives every GPU's player GPU 0's view and render size (the view is shared: the
@@ -656,7 +771,7 @@ impl MultiPlayer {
         // Not a jump of the user's: its latency is not recorded (a jump under way keeps its
         // own).
         self.multi.scrub(at);
-        self.align(at);
+        self.align();
         true
     }
 
@@ -790,28 +905,35 @@ impl MultiPlayer {
     /// The frame of GPU `k`'s requests nearest ahead of the playhead, the one on screen
     /// aside.
     fn most_urgent(&self, k: usize) -> Option<u32> {
-        let pos = self.multi.scheduler().position();
-        let n = self.frame_count;
+        let timeline = self.multi.scheduler();
         let on_screen = self.on_screen.filter(|&(_, g)| g == k).map(|(f, _)| f);
         self.shares[k]
             .tickets
             .keys()
             .copied()
             .filter(|&f| Some(f) != on_screen)
-            .min_by_key(|&f| (f + n - pos) % n)
+            .min_by_key(|&f| (timeline.steps_to(f).unwrap_or(u32::MAX), f))
     }
 
     /// Drops what GPU `k`'s player holds and points it at the frame of its requests nearest
     /// ahead of the playhead (else at its first frame from the playhead on).
     fn resync(&mut self, k: usize) {
         self.release(k);
-        let pos = self.multi.scheduler().position();
         let next = self.most_urgent(k);
         let s = &self.shares[k];
         let local = match next.and_then(|f| s.local(f)) {
             Some(l) => l,
-            None => s.local_from(pos, self.mode == PlayMode::Loop),
+            None => s.first_reached(self.multi.scheduler(), 0),
         };
+        self.point(k, local);
+    }
+
+    /// Points GPU `k`'s player at its local frame `local`, playing in the timeline's
+    /// direction: where the frame lies past a ping-pong turn it is the GPU's frame nearest
+    /// that end, where its own player turns too.
+    fn point(&mut self, k: usize, local: u32) {
+        let direction = self.direction();
+        self.workers.set_direction(k, direction);
         self.workers.point(k, local);
     }
 
@@ -912,8 +1034,8 @@ impl MultiPlayer {
 }
 
 /// The frame count of `scene`'s dataset, once `cfg` is checked for a timeline dealt to
-/// `gpus` GPUs (alternate frames): its frames are the coordinator's to deal, ping-pong is
-/// refused, every GPU needs a frame and the start frame must be on the timeline.
+/// `gpus` GPUs (alternate frames): its frames are the coordinator's to deal, every GPU
+/// needs a frame and the start frame must be on the timeline.
 pub fn timeline(
     scene: &crate::scene::Scene,
     cfg: &PlayerConfig,
@@ -922,11 +1044,6 @@ pub fn timeline(
     if cfg.frames.is_some() {
         return Err(PlayError::Usage(
             "a player of several GPUs deals the frames itself".into(),
-        ));
-    }
-    if cfg.mode == PlayMode::PingPong {
-        return Err(PlayError::Usage(
-            "--mode ping-pong is not supported with --gpus or across ranks (loop or once)".into(),
         ));
     }
     let frame_count = scene

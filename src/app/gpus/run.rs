@@ -192,7 +192,8 @@ fn gpus_run(
         },
         copy_ms_mean: mean(&all_copies),
     };
-    let in_order = log.windows(2).all(|w| (w[0].0 + 1) % n == w[1].0);
+    let order: Vec<u32> = log.iter().map(|&(f, _)| f).collect();
+    let in_order = crate::pipeline::scheduler::in_play_order(&order, n, mp.mode);
     let kept = &log[..log.len().min(10_000)];
     GpusRun {
         display_copy: DISPLAY_COPY.into(),
@@ -262,7 +263,7 @@ fn scrub_jumps(
 }
 
 /// A jump while playing: whether its target is the next frame presented and the two after
-/// it follow in order (`None` on a timeline under 3 frames). Playback is left playing.
+/// it follow in play order (`None` on a timeline under 3 frames). Playback is left playing.
 fn jump_while_playing(mp: &mut MultiPlayer, deadline: Instant) -> Result<Option<bool>, String> {
     let n = mp.frame_count();
     if n < 3 {
@@ -284,7 +285,19 @@ fn jump_while_playing(mp: &mut MultiPlayer, deadline: Instant) -> Result<Option<
         }
     }
     let after: Vec<u32> = mp.presented[at..at + 3].iter().map(|&(f, _)| f).collect();
-    Ok(Some(after == [target, target + 1, target + 2]))
+    // The two after it in play order (a ping-pong timeline may be playing backwards).
+    let mut expected = vec![target];
+    let mut at = (target, mp.direction());
+    for _ in 0..2 {
+        match crate::pipeline::scheduler::successor(n, mp.mode, at.0, at.1) {
+            Some(next) => {
+                expected.push(next.0);
+                at = next;
+            }
+            None => break,
+        }
+    }
+    Ok(Some(after == expected))
 }
 
 /// Several GPUs' lines of a path in the human summary

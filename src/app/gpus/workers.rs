@@ -20,6 +20,7 @@ use crate::app::PlayerGpu;
 use crate::app::config::{PathSel, PlayError};
 use crate::app::core::Player;
 use crate::app::stats::PathFigures;
+use crate::pipeline::{Direction, PlayMode};
 use crate::render::View;
 
 /// Who a GPU is, for the reports.
@@ -54,12 +55,31 @@ pub trait Workers {
     fn point(&mut self, k: usize, local: u32);
     /// Starts or stops GPU `k`'s player.
     fn set_playing(&mut self, k: usize, playing: bool);
+    /// Sets the direction GPU `k`'s player plays its frames in.
+    fn set_direction(&mut self, k: usize, direction: Direction);
+    /// Sets GPU `k`'s player's end-of-timeline behaviour (over its own frames: a ping-pong
+    /// player turns at its own first and last frames, the coordinator re-points it where
+    /// the timeline wants a frame again).
+    fn set_mode(&mut self, k: usize, mode: PlayMode);
     /// Whether GPU `k` can run `sel`: `Err` gives the reason.
     fn path_available(&self, k: usize, sel: PathSel) -> Result<(), String>;
     /// Switches GPU `k` to `sel`.
     fn set_path(&mut self, k: usize, sel: PathSel) -> Result<(), String>;
     /// Gives GPU `k` the `view` and render `size` (GPU 0's).
     fn set_view(&mut self, k: usize, view: &View, size: (u32, u32));
+    /// Shows or hides view slot `slot`'s attribute on GPU `k` ([`Player::set_attribute_shown`]):
+    /// `Err` gives GPU `k`'s refusal where it answers at once (a GPU in another process
+    /// refuses later, ending the run with its reason).
+    fn show_attribute(&mut self, k: usize, slot: usize, on: bool) -> Result<(), String>;
+    /// Shows or hides dataset attribute `attribute` on GPU `k`
+    /// ([`Player::set_dataset_attribute_shown`]; a new slot's look is made alike on every
+    /// GPU from the manifest); `Err` as [`Workers::show_attribute`].
+    fn show_dataset_attribute(
+        &mut self,
+        k: usize,
+        attribute: usize,
+        on: bool,
+    ) -> Result<(), String>;
     /// Lets GPU `k` play on unless it holds a frame: the local frame it has newly
     /// rendered, which it then holds.
     fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError>;
@@ -248,6 +268,12 @@ impl Workers for InProcess {
     fn set_playing(&mut self, k: usize, playing: bool) {
         self.gpus[k].player.set_playing(playing);
     }
+    fn set_direction(&mut self, k: usize, direction: Direction) {
+        self.gpus[k].player.set_direction(direction);
+    }
+    fn set_mode(&mut self, k: usize, mode: PlayMode) {
+        self.gpus[k].player.set_mode(mode);
+    }
     fn path_available(&self, k: usize, sel: PathSel) -> Result<(), String> {
         self.gpus[k].path_available(sel)
     }
@@ -256,6 +282,19 @@ impl Workers for InProcess {
     }
     fn set_view(&mut self, k: usize, view: &View, size: (u32, u32)) {
         self.gpus[k].set_view(view, size);
+    }
+    fn show_attribute(&mut self, k: usize, slot: usize, on: bool) -> Result<(), String> {
+        self.gpus[k].player.set_attribute_shown(slot, on)
+    }
+    fn show_dataset_attribute(
+        &mut self,
+        k: usize,
+        attribute: usize,
+        on: bool,
+    ) -> Result<(), String> {
+        self.gpus[k]
+            .player
+            .set_dataset_attribute_shown(attribute, on)
     }
     fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError> {
         self.gpus[k].poll()

@@ -139,6 +139,8 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
             .and_then(|f| o.frame_times.get(f as usize).copied());
         d.playing = o.playing;
         d.speed_fps = o.speed_fps;
+        d.direction = direction_name(o.direction).into();
+        d.mode = mode_name(o.mode).into();
         d.last_scrub_ms = o.last_scrub_ms;
         d.damaged_frames = o.damaged.clone();
         d.last_error = o.last_error.clone();
@@ -157,10 +159,7 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         frame_count: player.frame_count(),
         sim_time: shown.map(|s| player.frame_time(s)),
         playing: player.is_playing(),
-        direction: match player.direction() {
-            Direction::Forward => "forward".into(),
-            Direction::Reverse => "reverse".into(),
-        },
+        direction: direction_name(player.direction()).into(),
         mode: mode_name(player.mode()).into(),
         speed_fps: player.speed(),
         render_mode: crate::app::figures::render_mode_name(player.render_mode()).into(),
@@ -232,5 +231,13 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         recording: ui.recording.clone(),
         analysis: ui.analysis.dump(),
         looks: transfer_panel::dump(player, &ui.tf_panel, &ui.presets),
+    }
+}
+
+/// A direction as the state dump names it.
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Forward => "forward",
+        Direction::Reverse => "reverse",
     }
 }

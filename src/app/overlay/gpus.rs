@@ -126,6 +126,10 @@ pub struct GpusOverlay {
     pub playing: bool,
     /// Playback rate (`None`: as fast as frames are finished).
     pub speed_fps: Option<f64>,
+    /// The timeline's direction (GPU 0's player's may differ: it turns at its own ends).
+    pub direction: crate::pipeline::Direction,
+    /// The timeline's end-of-timeline behaviour.
+    pub mode: crate::pipeline::PlayMode,
     /// The latency of the last jump, ms.
     pub last_scrub_ms: Option<f64>,
     /// Frames marked damaged on the timeline now (the dataset's numbering).

@@ -798,6 +798,10 @@ fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<
             player.position(),
         ),
     };
+    let (direction, current_mode) = match &st.gpus {
+        Some(o) => (o.direction, o.mode),
+        None => (player.direction(), player.mode()),
+    };
     ui.horizontal_wrapped(|ui| {
         if ui
             // Plain words: egui's built-in fonts lack the media-control glyphs.
@@ -813,11 +817,11 @@ fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<
         if ui.button("step >").on_hover_text("step (→)").clicked() {
             out.push(UiRequest::Action(Action::Step(Direction::Forward)));
         }
-        let rev = player.direction() == Direction::Reverse;
+        let rev = direction == Direction::Reverse;
         if ui.selectable_label(rev, "reverse").clicked() {
             out.push(UiRequest::Action(Action::Reverse));
         }
-        let mut mode = player.mode();
+        let mut mode = current_mode;
         egui::ComboBox::from_id_salt("supercell-mode")
             .selected_text(mode_name(mode))
             .show_ui(ui, |ui| {
@@ -825,7 +829,7 @@ fn timeline(ui: &mut egui::Ui, player: &Player, st: &mut UiState, out: &mut Vec<
                     ui.selectable_value(&mut mode, m, mode_name(m));
                 }
             });
-        if mode != player.mode() {
+        if mode != current_mode {
             out.push(UiRequest::SetMode(mode));
         }
     });

@@ -27,7 +27,6 @@ use super::figures::render_mode_name;
 use super::overlay::{self, PRESETS, UiRequest, UiState, zoom_for};
 use super::script::{Action, Command, key_action};
 use super::software::{self, Requested};
-use crate::pipeline::{Direction, PlayMode};
 use crate::render::TransferFunction;
 
 mod compose;
@@ -382,18 +381,11 @@ impl App {
             }
             Action::ToggleHelp => self.ui.help = !self.ui.help,
             Action::Reverse => {
-                let d = match p.direction() {
-                    Direction::Forward => Direction::Reverse,
-                    Direction::Reverse => Direction::Forward,
-                };
+                let d = p.direction().reversed();
                 p.set_direction(d);
             }
             Action::CycleMode => {
-                let m = match p.mode() {
-                    PlayMode::Loop => PlayMode::PingPong,
-                    PlayMode::PingPong => PlayMode::Once,
-                    PlayMode::Once => PlayMode::Loop,
-                };
+                let m = p.mode().cycled();
                 p.set_mode(m);
             }
             Action::First => p.scrub(0),

@@ -9,10 +9,6 @@ use crate::app::overlay::{GpusOverlay, UiRequest};
 use crate::app::script::Action;
 use crate::cluster::Silent;
 
-/// Why the play mode does not change with several GPUs.
-const MODE_FIXED: &str =
-    "with --gpus the play mode is fixed at start (--mode loop or once; ping-pong is not supported)";
-
 /// What plays in the window: one GPU's [`Player`], or several GPUs' [`MultiPlayer`] on one
 /// timeline.
 pub(super) trait Play {
@@ -170,8 +166,19 @@ impl Play for MultiPlayer {
                 ),
                 Err(why) => format!("direct path unavailable: {why}"),
             }),
-            Action::Reverse => Some("with --gpus the timeline plays forward only".into()),
-            Action::CycleMode => Some(MODE_FIXED.into()),
+            Action::Reverse => {
+                self.set_direction(self.direction().reversed());
+                None
+            }
+            Action::CycleMode => {
+                self.set_mode(self.mode().cycled());
+                None
+            }
+            Action::ToggleAttribute(i) => {
+                let shown = self.player(0).view().attributes.get(i).cloned().flatten();
+                let a = shown?;
+                MultiPlayer::set_attribute_shown(self, i, !a.enabled).err()
+            }
             Action::First => {
                 MultiPlayer::scrub(self, 0);
                 None
@@ -191,12 +198,14 @@ impl Play for MultiPlayer {
                 self.set_speed(*s);
                 None
             }
-            UiRequest::SetMode(_) => Some(MODE_FIXED.to_string()),
-            UiRequest::ShowDatasetAttribute(..) => Some(
-                "with --gpus the attributes read are fixed at start (--attributes); 1-8 switch \
-                 those on and off"
-                    .to_string(),
-            ),
+            UiRequest::SetMode(m) => {
+                self.set_mode(*m);
+                None
+            }
+            UiRequest::SetAttribute(i, on) => MultiPlayer::set_attribute_shown(self, *i, *on).err(),
+            UiRequest::ShowDatasetAttribute(a, on) => {
+                MultiPlayer::set_dataset_attribute_shown(self, *a, *on).err()
+            }
             _ => return None,
         })
     }

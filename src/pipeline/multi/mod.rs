@@ -351,6 +351,12 @@ impl MultiScheduler {
     pub fn set_direction(&mut self, direction: Direction) {
         self.sched.set_direction(direction);
     }
+    /// Changes the end-of-timeline behaviour (loop, once, ping-pong). The playback window
+    /// fits every mode: [`Ownership::window`] allows for a loop's wrap, and a ping-pong
+    /// window holds consecutive frames on both sides of its turn.
+    pub fn set_mode(&mut self, mode: PlayMode) {
+        self.sched.set_mode(mode);
+    }
     /// Sets the playback rate (`None`: as fast as frames are finished).
     pub fn set_speed(&mut self, speed_fps: Option<f64>) {
         self.sched.set_speed(speed_fps);
