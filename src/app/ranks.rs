@@ -11,7 +11,9 @@
 //! path, the view, "go on" once the display took an image, "report", "stop", and a
 //! heartbeat); a rank sends rank 0 a hello (its slots, paths, frame times), then reports:
 //! its damaged frames and figures at least every [`REPORT_EVERY`], and with each frame it
-//! has rendered the frame's finished image. A rank renders up to [`AHEAD`] frames ahead of
+//! has rendered the frame's finished image. In a long run (`--soak`,
+//! [`crate::app::soak::run_multi`]) rank 0 asks each rank to sample its own process
+//! (`Control::Sample`) and the sample comes back with the rank's next report. A rank renders up to [`AHEAD`] frames ahead of
 //! rank 0 letting them go (rank 0 keeps their images in order and hands the coordinator
 //! one at a time, as a GPU of one process holds its one finished frame), so a rank's
 //! renders overlap the presentation of the others' frames rather than waiting for each.
@@ -36,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::config::{PathSel, PlayError};
 use super::core::Player;
 use super::gpus::{GpuName, Image, LocalGpu, Workers};
+use super::soak::SoakSample;
 use super::stats::PathFigures;
 use crate::cluster::{Ranks, Silent};
 use crate::render::{Camera, RenderSettings, View};
@@ -76,6 +79,8 @@ enum Control {
     ResetStats(PathSel),
     /// Report now, answering `nonce`.
     Report { nonce: u64 },
+    /// Sample this process at `t_s` of a long run (`--soak`) and send it.
+    Sample { t_s: f64 },
     /// Nothing new: rank 0 is alive.
     Alive,
     /// The run is over.
@@ -118,6 +123,10 @@ struct Status {
     error: Option<String>,
     /// The last report: the rank obeyed "stop".
     stopped: bool,
+    /// The sample of this process rank 0 asked for (`--soak`).
+    sample: Option<SoakSample>,
+    /// The last error its player saw and played on past.
+    last_error: Option<String>,
 }
 
 /// `header` as JSON behind its length, then `tail`.
@@ -155,6 +164,10 @@ struct Remote {
     /// most [`AHEAD`] of them, so its renders overlap rank 0's presentation.
     finished: VecDeque<(Finished, Vec<u8>, f64)>,
     status: Status,
+    /// Samples of its process (`--soak`), not yet taken.
+    samples: Vec<SoakSample>,
+    /// Errors its player saw and played on past, distinct, oldest first.
+    errors: Vec<String>,
     last_heard: Instant,
     last_sent: Instant,
 }
@@ -214,6 +227,8 @@ impl RankWorkers {
                     holding: false,
                     finished: VecDeque::new(),
                     status: Status::default(),
+                    samples: Vec::new(),
+                    errors: Vec::new(),
                     last_heard: now,
                     last_sent: now,
                 }
@@ -298,6 +313,14 @@ impl RankWorkers {
         }
         let r = self.remote(from);
         r.last_heard = Instant::now();
+        if let Some(e) = &status.last_error
+            && !r.errors.contains(e)
+        {
+            r.errors.push(e.clone());
+        }
+        if let Some(s) = &status.sample {
+            r.samples.push(s.clone());
+        }
         if status.generation == r.generation
             && let Some(f) = status.finished
         {
@@ -313,6 +336,7 @@ impl RankWorkers {
         }
         r.status = Status {
             finished: None,
+            sample: None,
             ..status
         };
         Ok(())
@@ -511,6 +535,29 @@ impl Workers for RankWorkers {
     fn silent(&self) -> Option<&Silent> {
         self.silent.as_ref()
     }
+    fn ask_sample(&mut self, k: usize, t_s: f64) {
+        if k > 0 {
+            self.send(k, &Control::Sample { t_s });
+        }
+    }
+    fn take_samples(&mut self, k: usize) -> Vec<SoakSample> {
+        match k {
+            0 => Vec::new(),
+            _ => std::mem::take(&mut self.remote(k).samples),
+        }
+    }
+    fn errors(&self, k: usize) -> Vec<String> {
+        match k {
+            0 => self
+                .local
+                .player()
+                .last_error()
+                .map(str::to_string)
+                .into_iter()
+                .collect(),
+            _ => self.remotes[k - 1].errors.clone(),
+        }
+    }
 }
 
 /// Why a rank's part of a run failed.
@@ -534,6 +581,8 @@ struct Served {
     ahead: usize,
     damaged: Vec<u32>,
     last_report: Instant,
+    /// The sample rank 0 asked for, sent with the next report.
+    sample: Option<SoakSample>,
 }
 
 /// A rank other than 0: plays its GPU's `player` (the GPU `gpu`: its adapter, ordinal and
@@ -565,6 +614,7 @@ pub fn serve(
         ahead: 0,
         damaged: Vec::new(),
         last_report: Instant::now(),
+        sample: None,
     };
     let mut last_heard = Instant::now();
     loop {
@@ -651,6 +701,10 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
             // Reported by the next step.
             me.last_report = Instant::now() - REPORT_EVERY;
         }
+        Control::Sample { t_s } => {
+            me.sample = Some(super::soak::sample(player, t_s));
+            me.last_report = Instant::now() - REPORT_EVERY;
+        }
         Control::Alive | Control::Stop => {}
     }
     Ok(())
@@ -712,6 +766,8 @@ fn report(
         host: figures(PathSel::Host),
         error,
         stopped: false,
+        sample: me.sample.take(),
+        last_error: player.last_error().map(str::to_string),
     };
     ranks.send(0, REPORT, &pack(&status, pixels));
     me.last_report = Instant::now();

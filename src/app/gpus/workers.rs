@@ -90,6 +90,22 @@ pub trait Workers {
     fn silent(&self) -> Option<&crate::cluster::Silent> {
         None
     }
+    /// Asks GPU `k`'s process, where it is another rank's, to sample itself (memory,
+    /// descriptors, threads: [`crate::app::soak::sample`]) at `t_s` of a long run; the
+    /// sample comes back with its next report. Nothing for a GPU of this process.
+    fn ask_sample(&mut self, _k: usize, _t_s: f64) {}
+    /// The samples GPU `k`'s process sent since they were last taken (none for a GPU of
+    /// this process: this process samples itself).
+    fn take_samples(&mut self, _k: usize) -> Vec<crate::app::soak::SoakSample> {
+        Vec::new()
+    }
+    /// The errors GPU `k`'s player has seen (distinct messages, oldest first).
+    fn errors(&self, k: usize) -> Vec<String> {
+        self.player(k)
+            .and_then(Player::last_error)
+            .map(|e| vec![e.to_string()])
+            .unwrap_or_default()
+    }
 }
 
 /// A finished image as the coordinator takes it.
