@@ -14,7 +14,7 @@ use std::process::Output;
 
 use mpi_support::{have_mpirun, launch};
 use serde_json::Value;
-use storm_support::SmallStorm;
+use storm_support::{SmallStorm, damage_magic};
 
 /// `[mpirun -n RANKS] supercell play DATASET --headless --json JSON EXTRA...`.
 fn play(ranks: Option<u32>, dataset: &Path, json: &Path, extra: &[&str]) -> Output {
@@ -271,4 +271,42 @@ fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
         .collect();
     assert_eq!(paths.len(), 2, "rank 1's paths: {paths:?}");
     assert!(s["verdict"]["flat"].is_boolean(), "{s}");
+}
+
+/// A frame rank 1 owns whose grid header is damaged: rank 1's player marks it damaged and
+/// the timeline passes over it; rank 0's report names the frame, rank 1 and its host in the
+/// run's faults and in rank 1's row, and the text says so.
+#[test]
+fn another_rank_s_faults_reach_rank_0_s_report() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    storm(&ds);
+    // Frame 3 is rank 1's (alternate frames over 2 ranks). The jump while playing goes to
+    // frame 0 and waits for 0, 1, 2: it never waits for the damaged frame.
+    damage_magic(&ds, 3);
+    let json = tmp.path().join("faults.json");
+    let extra = ["--frames", "8", "--path", "host", "--scrub-jumps", "0"];
+    let out = play(Some(2), &ds, &json, &extra);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("on rank 1 (on "), "{text}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let run = &v["paths"][0];
+    let faults = &run["faults"];
+    assert!(faults["count"].as_u64().unwrap() >= 1, "{faults}");
+    assert!(numbers(&faults["damaged_frames"]).contains(&3), "{faults}");
+    let f = &faults["faults"][0];
+    assert_eq!(f["frame"], 3, "{f}");
+    assert_eq!(f["rank"], 1, "{f}");
+    assert_eq!(f["kind"], "header", "{f}");
+    assert!(!f["host"].as_str().unwrap().is_empty(), "{f}");
+    let rows = run["gpus"]["gpus"].as_array().unwrap();
+    assert!(rows[1]["faults"].as_u64().unwrap() >= 1, "{}", rows[1]);
+    assert_eq!(numbers(&rows[1]["damaged_frames"]), [3], "{}", rows[1]);
+    assert_eq!(rows[0]["faults"], 0, "{}", rows[0]);
+    // Frame 3 was never presented.
+    assert!(!numbers(&run["gpus"]["presented"]).contains(&3), "{run}");
 }

@@ -11,7 +11,9 @@
 //! path, the view, "go on" once the display took an image, "report", "stop", and a
 //! heartbeat); a rank sends rank 0 a hello (its slots, paths, frame times), then reports:
 //! its damaged frames and figures at least every [`REPORT_EVERY`], and with each frame it
-//! has rendered the frame's finished image. In a long run (`--soak`,
+//! has rendered the frame's finished image; each report carries the faults its player met
+//! since the last (rank 0's report lists them with the rank and host) and the last error it
+//! played on past. In a long run (`--soak`,
 //! [`crate::app::soak::run_multi`]) rank 0 asks each rank to sample its own process
 //! (`Control::Sample`) and the sample comes back with the rank's next report. A rank renders up to [`AHEAD`] frames ahead of
 //! rank 0 letting them go (rank 0 keeps their images in order and hands the coordinator
@@ -27,7 +29,7 @@
 //! rank 0, which polls for reports every tick, receives it.
 //!
 //! Left out across ranks: the view carries the camera, the render settings and the size
-//! (not the attributes' looks); another rank's faults stay in its own log.
+//! (not the attributes' looks).
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -37,7 +39,9 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{PathSel, PlayError};
 use super::core::Player;
+use super::faults::FrameFault;
 use super::gpus::{GpuName, Image, LocalGpu, Workers};
+use super::headless::FaultReport;
 use super::soak::SoakSample;
 use super::stats::PathFigures;
 use crate::cluster::{Ranks, Silent};
@@ -127,7 +131,16 @@ struct Status {
     sample: Option<SoakSample>,
     /// The last error its player saw and played on past.
     last_error: Option<String>,
+    /// Faults its player met since its last report (the latest [`FAULTS_SENT`] of them).
+    faults: Vec<FrameFault>,
+    /// Faults its player met in all, and damaged frames that played later.
+    fault_count: u64,
+    recovered: u64,
 }
+
+/// Faults a rank sends in one report at most (the count goes on past it), as many as a
+/// player keeps.
+const FAULTS_SENT: usize = 1000;
 
 /// `header` as JSON behind its length, then `tail`.
 fn pack<T: Serialize>(header: &T, tail: &[u8]) -> Vec<u8> {
@@ -168,6 +181,8 @@ struct Remote {
     samples: Vec<SoakSample>,
     /// Errors its player saw and played on past, distinct, oldest first.
     errors: Vec<String>,
+    /// The latest faults its player met (at most [`FAULTS_SENT`]), oldest first.
+    faults: VecDeque<FrameFault>,
     last_heard: Instant,
     last_sent: Instant,
 }
@@ -229,6 +244,7 @@ impl RankWorkers {
                     status: Status::default(),
                     samples: Vec::new(),
                     errors: Vec::new(),
+                    faults: VecDeque::new(),
                     last_heard: now,
                     last_sent: now,
                 }
@@ -309,7 +325,8 @@ impl RankWorkers {
         let (status, pixels) = unpack::<Status>(bytes)
             .map_err(|e| PlayError::Usage(format!("rank {from}'s report: {e}")))?;
         if let Some(e) = &status.error {
-            return Err(PlayError::Usage(format!("rank {from}: {e}")));
+            let host = &self.remotes[from - 1].hello.host;
+            return Err(PlayError::Usage(format!("rank {from} (on {host}): {e}")));
         }
         let r = self.remote(from);
         r.last_heard = Instant::now();
@@ -320,6 +337,12 @@ impl RankWorkers {
         }
         if let Some(s) = &status.sample {
             r.samples.push(s.clone());
+        }
+        for f in &status.faults {
+            if r.faults.len() == FAULTS_SENT {
+                r.faults.pop_front();
+            }
+            r.faults.push_back(f.clone());
         }
         if status.generation == r.generation
             && let Some(f) = status.finished
@@ -337,6 +360,7 @@ impl RankWorkers {
         r.status = Status {
             finished: None,
             sample: None,
+            faults: Vec::new(),
             ..status
         };
         Ok(())
@@ -546,6 +570,23 @@ impl Workers for RankWorkers {
             _ => std::mem::take(&mut self.remote(k).samples),
         }
     }
+    fn fault_mark(&self, k: usize) -> (u64, u64) {
+        if k == 0 {
+            let p = self.local.player();
+            return (p.fault_count(), p.recovered_frames());
+        }
+        let s = &self.remotes[k - 1].status;
+        (s.fault_count, s.recovered)
+    }
+    fn faults_since(&self, k: usize, sel: PathSel, mark: (u64, u64)) -> FaultReport {
+        if k == 0 {
+            return FaultReport::since(self.local.player(), sel, mark.0, mark.1);
+        }
+        let r = &self.remotes[k - 1];
+        let kept: Vec<&FrameFault> = r.faults.iter().collect();
+        let now = (r.status.fault_count, r.status.recovered);
+        FaultReport::of_log(&kept, now, sel, mark, r.status.damaged.clone())
+    }
     fn errors(&self, k: usize) -> Vec<String> {
         match k {
             0 => self
@@ -580,6 +621,8 @@ struct Served {
     /// Frames of this generation sent and not yet let go by rank 0 ([`AHEAD`] at most).
     ahead: usize,
     damaged: Vec<u32>,
+    /// Faults of its player counted in the reports sent so far.
+    faults_sent: u64,
     last_report: Instant,
     /// The sample rank 0 asked for, sent with the next report.
     sample: Option<SoakSample>,
@@ -613,6 +656,7 @@ pub fn serve(
         started: false,
         ahead: 0,
         damaged: Vec::new(),
+        faults_sent: 0,
         last_report: Instant::now(),
         sample: None,
     };
@@ -740,7 +784,8 @@ fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool,
         return Ok(true);
     }
     let damaged: Vec<u32> = player.damaged_frames().keys().copied().collect();
-    if damaged != me.damaged || me.last_report.elapsed() >= REPORT_EVERY {
+    let faulted = player.fault_count() != me.faults_sent;
+    if damaged != me.damaged || faulted || me.last_report.elapsed() >= REPORT_EVERY {
         me.damaged = damaged;
         report(ranks, player, me, None, &[], None);
     }
@@ -757,6 +802,15 @@ fn report(
     error: Option<String>,
 ) {
     let figures = |sel| (player.figures(sel), player.path_report(sel).label);
+    // The faults met since the last report (the player keeps the latest).
+    let fault_count = player.fault_count();
+    let new = (fault_count - me.faults_sent).min(FAULTS_SENT as u64) as usize;
+    let kept = player.faults();
+    let faults: Vec<FrameFault> = kept
+        .skip(player.faults().len().saturating_sub(new))
+        .cloned()
+        .collect();
+    me.faults_sent = fault_count;
     let status = Status {
         generation: me.generation,
         nonce: me.nonce,
@@ -768,6 +822,9 @@ fn report(
         stopped: false,
         sample: me.sample.take(),
         last_error: player.last_error().map(str::to_string),
+        faults,
+        fault_count,
+        recovered: player.recovered_frames(),
     };
     ranks.send(0, REPORT, &pack(&status, pixels));
     me.last_report = Instant::now();

@@ -19,6 +19,7 @@ use std::time::Duration;
 use crate::app::PlayerGpu;
 use crate::app::config::{PathSel, PlayError};
 use crate::app::core::Player;
+use crate::app::headless::FaultReport;
 use crate::app::stats::PathFigures;
 use crate::render::View;
 
@@ -98,6 +99,19 @@ pub trait Workers {
     /// this process: this process samples itself).
     fn take_samples(&mut self, _k: usize) -> Vec<crate::app::soak::SoakSample> {
         Vec::new()
+    }
+    /// GPU `k`'s fault counters, which a run's faults are counted from: faults met and
+    /// damaged frames recovered so far (another rank's as its last report said).
+    fn fault_mark(&self, k: usize) -> (u64, u64) {
+        self.player(k)
+            .map_or((0, 0), |p| (p.fault_count(), p.recovered_frames()))
+    }
+    /// GPU `k`'s faults on `sel` since `mark` ([`Workers::fault_mark`]), in its player's
+    /// own frame numbers.
+    fn faults_since(&self, k: usize, sel: PathSel, mark: (u64, u64)) -> FaultReport {
+        self.player(k)
+            .map(|p| FaultReport::since(p, sel, mark.0, mark.1))
+            .unwrap_or_default()
     }
     /// The errors GPU `k`'s player has seen (distinct messages, oldest first).
     fn errors(&self, k: usize) -> Vec<String> {
