@@ -28,8 +28,11 @@
 //! are a few hundred bytes (sent eagerly by MPI), and a rank's image send completes as
 //! rank 0, which polls for reports every tick, receives it.
 //!
-//! Left out across ranks: the view carries the camera, the render settings and the size
-//! (not the attributes' looks).
+//! The view a rank is given is rank 0's whole view, as [`crate::app::gpus::MultiPlayer::sync_view`]
+//! gives the GPUs of one process: the camera, the render settings and the size
+//! (`Control::View`), and each attribute channel's look (its switch and transfer function:
+//! colour map, opacity, medium, extinction, emission, shadows, albedo), a message per
+//! channel that changed since the last it was sent (`Control::Look`).
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -45,7 +48,7 @@ use super::headless::FaultReport;
 use super::soak::SoakSample;
 use super::stats::PathFigures;
 use crate::cluster::{Ranks, Silent};
-use crate::render::{Camera, RenderSettings, View};
+use crate::render::{AttributeView, Camera, RenderSettings, TransferFunction, View};
 
 /// Tag of rank 0's control messages.
 const CONTROL: i32 = 0x5c20;
@@ -77,6 +80,9 @@ enum Control {
         settings: RenderSettings,
         size: (u32, u32),
     },
+    /// The look of attribute channel `index` of the view (`None`: the channel styles
+    /// nothing): what the view a rank is given leaves out, sent where it changed.
+    Look { index: u32, look: Option<Look> },
     /// The display took the image: render on.
     GoOn { generation: u64 },
     /// Start the figures of a path again.
@@ -89,6 +95,24 @@ enum Control {
     Alive,
     /// The run is over.
     Stop,
+}
+
+/// One attribute channel's look as rank 0's view has it: its switch and its transfer
+/// function (range, colour map, opacity curve, medium, extinction, emission, shadows,
+/// albedo).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Look {
+    enabled: bool,
+    tf: TransferFunction,
+}
+
+impl Look {
+    fn of(view: &Option<AttributeView>) -> Option<Look> {
+        view.as_ref().map(|a| Look {
+            enabled: a.enabled,
+            tf: a.tf.clone(),
+        })
+    }
 }
 
 /// A rank's first message.
@@ -183,6 +207,8 @@ struct Remote {
     errors: Vec<String>,
     /// The latest faults its player met (at most [`FAULTS_SENT`]), oldest first.
     faults: VecDeque<FrameFault>,
+    /// The attributes' looks last sent (`None`: none sent yet).
+    looks: Option<Vec<Option<Look>>>,
     last_heard: Instant,
     last_sent: Instant,
 }
@@ -245,6 +271,7 @@ impl RankWorkers {
                     samples: Vec::new(),
                     errors: Vec::new(),
                     faults: VecDeque::new(),
+                    looks: None,
                     last_heard: now,
                     last_sent: now,
                 }
@@ -439,6 +466,17 @@ impl Workers for RankWorkers {
         if k == 0 {
             return self.local.set_view(view, size);
         }
+        // The looks first, each channel that changed: a message each keeps them small.
+        let looks: Vec<Option<Look>> = view.attributes.iter().map(Look::of).collect();
+        let sent = self.remote(k).looks.take().unwrap_or_default();
+        for (index, look) in looks.iter().enumerate() {
+            if sent.len() != looks.len() || sent[index] != *look {
+                let index = index as u32;
+                let look = look.clone();
+                self.send(k, &Control::Look { index, look });
+            }
+        }
+        self.remote(k).looks = Some(looks);
         let control = Control::View {
             camera: view.camera,
             settings: view.settings.clone(),
@@ -734,6 +772,21 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
                 *player.view_mut() = view;
             }
         }
+        Control::Look { index, look } => {
+            let channels = player.view().attributes.len();
+            let Some(slot) = player.view().attributes.get(index as usize) else {
+                return Err(format!(
+                    "rank 0 styles attribute channel {index}; this rank's view has {channels}"
+                ));
+            };
+            let new = look.map(|l| AttributeView {
+                enabled: l.enabled,
+                tf: l.tf,
+            });
+            if *slot != new {
+                player.view_mut().attributes[index as usize] = new;
+            }
+        }
         Control::GoOn { generation } => {
             if generation == me.generation {
                 me.ahead = me.ahead.saturating_sub(1);
@@ -862,5 +915,19 @@ mod tests {
             &[],
         );
         assert!(view.len() < 4096, "{} bytes", view.len());
+        // So does a look (a channel each).
+        let look = pack(
+            &Control::Look {
+                index: 2,
+                look: Some(Look {
+                    enabled: true,
+                    tf: TransferFunction::preset("rain", [0.0, 1.0], 1000.0),
+                }),
+            },
+            &[],
+        );
+        assert!(look.len() < 4096, "{} bytes", look.len());
+        let (back, _) = unpack::<Control>(&look).unwrap();
+        assert!(matches!(back, Control::Look { index: 2, look: Some(l) } if l.enabled));
     }
 }
