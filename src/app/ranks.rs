@@ -47,7 +47,7 @@ use super::gpus::{GpuName, Image, LocalGpu, Workers};
 use super::headless::FaultReport;
 use super::soak::SoakSample;
 use super::stats::PathFigures;
-use crate::cluster::{Ranks, Silent};
+use crate::cluster::{Posted, Ranks, Silent};
 use crate::render::{AttributeView, Camera, RenderSettings, TransferFunction, View};
 
 /// Tag of rank 0's control messages.
@@ -664,6 +664,51 @@ struct Served {
     last_report: Instant,
     /// The sample rank 0 asked for, sent with the next report.
     sample: Option<SoakSample>,
+    /// Reports with an image posted to rank 0 and not yet taken (at most [`AHEAD`]),
+    /// oldest first, each with when it was posted: each keeps its bytes until rank 0 has
+    /// them.
+    sending: VecDeque<(Posted, Instant)>,
+}
+
+impl Served {
+    fn new() -> Served {
+        Served {
+            generation: 0,
+            nonce: 0,
+            started: false,
+            ahead: 0,
+            damaged: Vec::new(),
+            faults_sent: 0,
+            last_report: Instant::now(),
+            sample: None,
+            sending: VecDeque::new(),
+        }
+    }
+    /// Lets go of the sends rank 0 has taken; `Err` names rank 0 where one has waited
+    /// longer than `timeout`.
+    fn sends_done(&mut self, timeout: Duration) -> Result<(), Silent> {
+        while let Some((p, _)) = self.sending.front_mut()
+            && p.done()
+        {
+            self.sending.pop_front();
+        }
+        match self.sending.front() {
+            Some((_, at)) if at.elapsed() > timeout => Err(Silent {
+                ranks: vec![0],
+                waited: timeout,
+            }),
+            _ => Ok(()),
+        }
+    }
+    /// Waits (at most `timeout`) for the sends under way: before this rank stops.
+    fn flush(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        for (p, _) in &mut self.sending {
+            // One not taken by then is left to the transport (the run is ending).
+            let _ = p.wait_until(Some(deadline));
+        }
+        self.sending.clear();
+    }
 }
 
 /// A rank other than 0: plays its GPU's `player` (the GPU `gpu`: its adapter, ordinal and
@@ -688,16 +733,20 @@ pub fn serve(
         host_path: path_available(player, PathSel::Host),
     };
     ranks.send(0, HELLO, &pack(&hello, &[]));
-    let mut me = Served {
-        generation: 0,
-        nonce: 0,
-        started: false,
-        ahead: 0,
-        damaged: Vec::new(),
-        faults_sent: 0,
-        last_report: Instant::now(),
-        sample: None,
-    };
+    let mut me = Served::new();
+    let out = play_part(ranks, player, &mut me, timeout);
+    // Every image posted reaches rank 0 (or the time-out passes) before this rank stops.
+    me.flush(timeout);
+    out
+}
+
+/// [`serve`]'s loop: rank 0's messages obeyed, frames rendered and sent, until "stop".
+fn play_part(
+    ranks: &dyn Ranks,
+    player: &mut Player,
+    me: &mut Served,
+    timeout: Duration,
+) -> Result<(), RanksPlayError> {
     let mut last_heard = Instant::now();
     loop {
         while let Some((_, bytes)) = ranks.receive_until(CONTROL, Some(Instant::now())) {
@@ -711,8 +760,8 @@ pub fn serve(
                 ranks.send(0, REPORT, &pack(&last, &[]));
                 return Ok(());
             }
-            if let Err(e) = obey(player, &mut me, control) {
-                report(ranks, player, &mut me, None, &[], Some(e.clone()));
+            if let Err(e) = obey(player, me, control) {
+                report(ranks, player, me, None, &[], Some(e.clone()));
                 return Err(PlayError::Usage(e).into());
             }
         }
@@ -723,14 +772,15 @@ pub fn serve(
             }
             .into());
         }
-        match step(ranks, player, &mut me) {
+        me.sends_done(timeout)?;
+        match step(ranks, player, me) {
             Ok(true) => {}
             Ok(false) if me.ahead >= AHEAD || !me.started => {
                 std::thread::sleep(Duration::from_millis(1))
             }
             Ok(false) => player.wait(Duration::from_millis(1)),
             Err(e) => {
-                report(ranks, player, &mut me, None, &[], Some(e.to_string()));
+                report(ranks, player, me, None, &[], Some(e.to_string()));
                 return Err(e.into());
             }
         }
@@ -812,6 +862,7 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
 fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool, PlayError> {
     if me.started
         && me.ahead < AHEAD
+        && me.sending.len() < AHEAD
         && let Some(local) = player.tick()?.shown
     {
         // The render finished first: the figure is the read back alone.
@@ -845,7 +896,8 @@ fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool,
     Ok(false)
 }
 
-/// Sends rank 0 a report (with a finished frame's image where given).
+/// Sends rank 0 a report; one with a finished frame's image is posted (an immediate send:
+/// this rank renders on while rank 0 takes it) and kept in `me.sending` until it is done.
 fn report(
     ranks: &dyn Ranks,
     player: &Player,
@@ -879,7 +931,13 @@ fn report(
         fault_count,
         recovered: player.recovered_frames(),
     };
-    ranks.send(0, REPORT, &pack(&status, pixels));
+    let bytes = pack(&status, pixels);
+    if pixels.is_empty() {
+        ranks.send(0, REPORT, &bytes);
+    } else {
+        me.sending
+            .push_back((ranks.post(0, REPORT, bytes), Instant::now()));
+    }
     me.last_report = Instant::now();
 }
 
@@ -929,5 +987,32 @@ mod tests {
         assert!(look.len() < 4096, "{} bytes", look.len());
         let (back, _) = unpack::<Control>(&look).unwrap();
         assert!(matches!(back, Control::Look { index: 2, look: Some(l) } if l.enabled));
+    }
+
+    /// A send rank 0 takes after a while.
+    struct TakenAfter(u32);
+    impl crate::cluster::Pending for TakenAfter {
+        fn test(&mut self) -> bool {
+            self.0 = self.0.saturating_sub(1);
+            self.0 == 0
+        }
+    }
+
+    #[test]
+    fn posted_images_are_kept_until_taken_and_a_send_never_taken_names_rank_0() {
+        let mut me = Served::new();
+        let timeout = Duration::from_millis(50);
+        me.sending
+            .push_back((Posted::pending(Box::new(TakenAfter(2))), Instant::now()));
+        me.sending.push_back((Posted::completed(), Instant::now()));
+        assert!(me.sends_done(timeout).is_ok());
+        assert_eq!(me.sending.len(), 2, "kept until rank 0 takes it, in order");
+        assert!(me.sends_done(timeout).is_ok());
+        assert!(me.sending.is_empty());
+        let never = Posted::pending(Box::new(TakenAfter(u32::MAX)));
+        me.sending.push_back((never, Instant::now() - 2 * timeout));
+        let silent = me.sends_done(timeout).expect_err("rank 0 took nothing");
+        assert_eq!(silent.ranks, [0]);
+        me.sending.clear();
     }
 }
