@@ -24,9 +24,12 @@
 //!
 //! Nobody waits for ever: a rank that sends nothing for `timeout` is named
 //! ([`crate::cluster::Silent`]) by rank 0, and a rank that hears nothing from rank 0 for
-//! twice that names rank 0. Sends are blocking point-to-point messages: control messages
-//! are a few hundred bytes (sent eagerly by MPI), and a rank's image send completes as
-//! rank 0, which polls for reports every tick, receives it.
+//! twice that names rank 0. Control messages and reports without an image are blocking
+//! point-to-point sends of a few hundred bytes (sent eagerly by MPI). A report with an
+//! image is posted with an immediate send ([`Ranks::post`], `MPI_Isend`): the rank renders
+//! on while rank 0 takes it, with at most [`AHEAD`] such sends in flight, each keeping its
+//! bytes until rank 0 has them; one not taken within `timeout` names rank 0, and a rank
+//! that stops first waits (at most `timeout`) for its sends under way.
 //!
 //! The view a rank is given is rank 0's whole view, as [`crate::app::gpus::MultiPlayer::sync_view`]
 //! gives the GPUs of one process: the camera, the render settings and the size
