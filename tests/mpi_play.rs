@@ -14,7 +14,7 @@ use std::process::Output;
 
 use mpi_support::{have_mpirun, launch};
 use serde_json::Value;
-use storm_support::SmallStorm;
+use storm_support::{SmallStorm, damage_magic};
 
 /// `[mpirun -n RANKS] supercell play DATASET --headless --json JSON EXTRA...`.
 fn play(ranks: Option<u32>, dataset: &Path, json: &Path, extra: &[&str]) -> Output {
@@ -243,4 +243,114 @@ fn two_ranks_play_ping_pong_in_one_process_order() {
     let scrub = &v["paths"][0]["scrub"];
     assert_eq!(scrub["exact"], true, "{scrub}");
     assert_eq!(scrub["playing_exact"], true, "{scrub}");
+}
+
+/// `--soak` across 2 ranks: every rank samples its own process when rank 0 asks, so both
+/// ranks' series have a sample at each of rank 0's times; frames are presented in order
+/// through the path flips, and the flips reach rank 1 (its samples show both paths).
+#[test]
+fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    storm(&ds);
+    let json = tmp.path().join("soak.json");
+    let extra = [
+        "--soak",
+        "20s",
+        "--sample-every",
+        "1s",
+        "--toggle-every",
+        "3s",
+        "--loopback-direct",
+    ];
+    let out = play(Some(2), &ds, &json, &extra);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("across 2 ranks"), "{text}");
+    assert!(text.contains("rank 1 (on "), "{text}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let s = &v["soak"];
+    assert_eq!(s["presented_in_order"], true, "{s}");
+    assert!(s["presented"].as_u64().unwrap() >= 4, "{s}");
+    assert!(s["toggles"].as_u64().unwrap() >= 2, "{s}");
+    assert_eq!(s["errors"].as_array().unwrap().len(), 0, "{s}");
+    let ranks = s["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2, "a series per rank");
+    let times = |r: &Value| -> Vec<f64> {
+        r["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["t_s"].as_f64().unwrap())
+            .collect()
+    };
+    // A sample a second over 20 s is 21; a loaded machine delays ticks (and the first
+    // render builds the pipelines), so fewer are certain, but never a handful.
+    let t0 = times(&ranks[0]);
+    assert!(t0.len() >= 10, "{} samples", t0.len());
+    assert_eq!(
+        times(&ranks[1]),
+        t0,
+        "rank 1 sampled at each of rank 0's times"
+    );
+    for (k, r) in ranks.iter().enumerate() {
+        assert_eq!(r["rank"], k);
+        assert!(!r["host"].as_str().unwrap().is_empty(), "{r}");
+        assert!(r["frames"].as_u64().unwrap() >= 2, "rank {k}: {r}");
+        let last = r["samples"].as_array().unwrap().last().unwrap().clone();
+        assert!(last["rss"].as_u64().unwrap() > 1 << 20, "{last}");
+        assert!(last["fds"].as_u64().unwrap() >= 3, "{last}");
+        assert!(last["threads"].as_u64().unwrap() >= 3, "{last}");
+        assert!(r["verdict"]["flat"].is_boolean(), "rank {k}'s verdict: {r}");
+    }
+    // Rank 1's own player ran both paths: the flips reached it.
+    let paths: std::collections::BTreeSet<&str> = ranks[1]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 2, "rank 1's paths: {paths:?}");
+    assert!(s["verdict"]["flat"].is_boolean(), "{s}");
+}
+
+/// A frame rank 1 owns whose grid header is damaged: rank 1's player marks it damaged and
+/// the timeline passes over it; rank 0's report names the frame, rank 1 and its host in the
+/// run's faults and in rank 1's row, and the text says so.
+#[test]
+fn another_rank_s_faults_reach_rank_0_s_report() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    storm(&ds);
+    // Frame 3 is rank 1's (alternate frames over 2 ranks). The jump while playing goes to
+    // frame 0 and waits for 0, 1, 2: it never waits for the damaged frame.
+    damage_magic(&ds, 3);
+    let json = tmp.path().join("faults.json");
+    let extra = ["--frames", "8", "--path", "host", "--scrub-jumps", "0"];
+    let out = play(Some(2), &ds, &json, &extra);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("on rank 1 (on "), "{text}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let run = &v["paths"][0];
+    let faults = &run["faults"];
+    assert!(faults["count"].as_u64().unwrap() >= 1, "{faults}");
+    assert!(numbers(&faults["damaged_frames"]).contains(&3), "{faults}");
+    let f = &faults["faults"][0];
+    assert_eq!(f["frame"], 3, "{f}");
+    assert_eq!(f["rank"], 1, "{f}");
+    assert_eq!(f["kind"], "header", "{f}");
+    assert!(!f["host"].as_str().unwrap().is_empty(), "{f}");
+    let rows = run["gpus"]["gpus"].as_array().unwrap();
+    assert!(rows[1]["faults"].as_u64().unwrap() >= 1, "{}", rows[1]);
+    assert_eq!(numbers(&rows[1]["damaged_frames"]), [3], "{}", rows[1]);
+    assert_eq!(rows[0]["faults"], 0, "{}", rows[0]);
+    // Frame 3 was never presented.
+    assert!(!numbers(&run["gpus"]["presented"]).contains(&3), "{run}");
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod storm_support;
-use storm_support::SmallStorm;
+use storm_support::{SmallStorm, damage_magic};
 
 use supercell::app::{FrameFaultKind, HostCopy, PathSel, Player, PlayerConfig, PlayerGpu};
 use supercell::dataset::Dataset;
@@ -313,33 +313,6 @@ fn removed_lane_file_while_playing_keeps_playing() {
 }
 
 /// Where frame `frame`'s first grid starts in its lane file.
-fn grid_start(ds: &Path, frame: usize) -> (PathBuf, u64) {
-    let d = Dataset::open(ds).unwrap();
-    let g = d.frame(frame).unwrap().grids[0];
-    let src = Source::from_manifest(d.manifest());
-    let e = src.frames[frame]
-        .extents
-        .iter()
-        .find(|e| e.dst <= g.offset && g.offset < e.dst + e.len)
-        .copied()
-        .unwrap();
-    (
-        src.files[e.file as usize].path.clone(),
-        e.offset + (g.offset - e.dst),
-    )
-}
-
-fn damage_magic(ds: &Path, frame: usize) {
-    use std::os::unix::fs::FileExt;
-    let (path, at) = grid_start(ds, frame);
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    f.write_all_at(b"NotAGrid", at).unwrap();
-}
-
 /// A frame whose grid header fails the structural check never reaches the renderer: the
 /// player marks it damaged (with the reason) and plays the others.
 #[test]

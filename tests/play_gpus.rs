@@ -23,6 +23,7 @@ use supercell::app::ranks::{RankWorkers, serve};
 use supercell::app::{PathSel, Player, PlayerConfig, PlayerGpu};
 use supercell::cluster::Ranks;
 use supercell::pipeline::{Direction, PlayMode};
+use supercell::render::{Colormap, View};
 use supercell::scene::Scene;
 
 fn run_until(mp: &mut MultiPlayer, what: &str, mut done: impl FnMut(&MultiPlayer) -> bool) {
@@ -427,13 +428,53 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
             turned != one_gpu_images(&[3])[0],
             "the view changed the picture"
         );
-        // The scene's camera again, and other attributes shown.
+
+        // A new look of an attribute on GPU 0 (colour map, opacity, extinction, emission):
+        // frame 3 is presented again from rank 1 with that look, one GPU's picture of it.
+        let plain = mp.player(0).view().attributes.clone();
+        let before = mp.captured().len();
+        restyle(mp.player_mut(0).view_mut());
+        run_until(&mut mp, "frame 3 in the new look", |m| {
+            m.captured()[before..].iter().any(|(f, _, _)| *f == 3)
+        });
+        let (_, k, styled) = mp.captured()[before..]
+            .iter()
+            .find(|(f, _, _)| *f == 3)
+            .unwrap()
+            .clone();
+        assert_eq!(k, 1);
+        let reference = one_gpu_images_with(&[3], |p| {
+            p.view_mut().camera = camera;
+            restyle(p.view_mut());
+        });
+        assert!(styled != turned, "the look changed the picture");
+        assert!(
+            styled == reference[0],
+            "frame 3 from rank 1 in the new look"
+        );
+        // The scene's camera and looks again, and other attributes shown.
+        mp.player_mut(0).view_mut().attributes = plain;
         mp.player_mut(0).view_mut().camera = original;
         attributes_reach_every_gpu(&mut mp);
         mp.workers_mut().finish();
         mp.drain(Duration::from_secs(5));
         other.join().expect("rank 1");
     });
+}
+
+/// A look unlike the default of the first attribute shown: another colour map, a steeper
+/// opacity, denser and glowing.
+fn restyle(view: &mut View) {
+    let a = view
+        .attributes
+        .iter_mut()
+        .flatten()
+        .find(|a| a.enabled)
+        .expect("an attribute shown");
+    a.tf.colormap = Colormap::Named("inferno".into());
+    a.tf.opacity = vec![(0.0, 0.0), (0.1, 0.8), (1.0, 1.0)];
+    a.tf.extinction *= 3.0;
+    a.tf.emission *= 2.0;
 }
 
 /// A rank that stops answering mid-run: ranks as threads, rank 1's messages lost after

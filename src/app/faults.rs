@@ -3,14 +3,14 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::config::PathSel;
 use crate::dataset::Dataset;
 use crate::ingest::{IngestError, Source};
 
 /// Why a frame could not be shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FrameFaultKind {
     /// A read failed (an I/O error, an unexpected end of file, a cuFile error).
@@ -34,7 +34,7 @@ impl FrameFaultKind {
 
 /// A frame that could not be shown, and where and why: the overlay shows the latest, the
 /// timeline marks the frame, the headless JSON lists them all.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct FrameFault {
     /// The frame.
     pub frame: u32,
@@ -52,6 +52,12 @@ pub struct FrameFault {
     pub message: String,
     /// Seconds since the player started.
     pub at_s: f64,
+    /// Across ranks: the rank whose player met it (`None` in one process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<usize>,
+    /// Across ranks: that rank's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Faults kept for the overlay and the JSON (the count goes on past it).
@@ -85,6 +91,8 @@ impl FrameFault {
             offset,
             message: e.to_string(),
             at_s,
+            rank: None,
+            host: None,
         }
     }
 }

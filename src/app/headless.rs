@@ -173,6 +173,14 @@ pub struct GpuRun {
     pub copy_ms_max: Option<f64>,
     /// Copy rate, GB/s (image bytes over copy time).
     pub copy_gbps: Option<f64>,
+    /// Frame faults of this GPU (rank) on the path (read errors, time-outs, damaged
+    /// headers), each in the run's `faults` with its rank and host across ranks.
+    pub faults: u64,
+    /// Frames of this GPU (in the dataset's numbers) marked damaged at the end.
+    pub damaged_frames: Vec<u32>,
+    /// Errors its player saw and played on past (another rank's too).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
 }
 
 /// All GPUs together over a path's run.
@@ -254,17 +262,36 @@ impl FaultReport {
     /// The faults `player` recorded on `sel` since it had counted `since` faults and
     /// `recovered_since` recoveries.
     pub fn since(player: &Player, sel: PathSel, since: u64, recovered_since: u64) -> FaultReport {
-        let new = (player.fault_count() - since) as usize;
-        let all: Vec<_> = player.faults().collect();
-        let faults: Vec<_> = all[all.len().saturating_sub(new)..]
+        let kept: Vec<_> = player.faults().collect();
+        FaultReport::of_log(
+            &kept,
+            (player.fault_count(), player.recovered_frames()),
+            sel,
+            (since, recovered_since),
+            player.damaged_frames().keys().copied().collect(),
+        )
+    }
+
+    /// The faults on `sel` of a log that keeps the latest faults `kept` (oldest first) and
+    /// counted `now` (faults, recovered frames), since it had counted `since`; `damaged`:
+    /// the frames marked damaged now.
+    pub fn of_log(
+        kept: &[&super::core::FrameFault],
+        now: (u64, u64),
+        sel: PathSel,
+        since: (u64, u64),
+        damaged_frames: Vec<u32>,
+    ) -> FaultReport {
+        let new = now.0.saturating_sub(since.0) as usize;
+        let faults: Vec<_> = kept[kept.len().saturating_sub(new)..]
             .iter()
             .filter(|f| f.path == sel)
             .map(|f| (*f).clone())
             .collect();
         FaultReport {
             count: faults.len() as u64,
-            damaged_frames: player.damaged_frames().keys().copied().collect(),
-            recovered_frames: player.recovered_frames() - recovered_since,
+            damaged_frames,
+            recovered_frames: now.1.saturating_sub(since.1),
             faults,
         }
     }
@@ -869,7 +896,16 @@ pub fn paths_summary(runs: &[PathRun]) -> String {
                 r.faults.count,
                 r.faults.damaged_frames.len(),
                 r.faults.recovered_frames,
-                r.faults.faults.first().map_or("?", |f| f.message.as_str())
+                r.faults
+                    .faults
+                    .first()
+                    .map_or("?".to_string(), |f| match (f.rank, &f.host) {
+                        (Some(rank), Some(host)) => format!(
+                            "frame {} on rank {rank} (on {host}): {}",
+                            f.frame, f.message
+                        ),
+                        _ => f.message.clone(),
+                    })
             );
         }
     }
@@ -974,6 +1010,9 @@ mod tests {
             copy_ms_mean: None,
             copy_ms_max: None,
             copy_gbps: None,
+            faults: 0,
+            damaged_frames: Vec::new(),
+            errors: Vec::new(),
         };
         many.gpus = Some(GpusRun {
             display_copy: String::new(),

@@ -11,7 +11,11 @@
 //! path, the view, "go on" once the display took an image, "report", "stop", and a
 //! heartbeat); a rank sends rank 0 a hello (its slots, paths, frame times), then reports:
 //! its damaged frames and figures at least every [`REPORT_EVERY`], and with each frame it
-//! has rendered the frame's finished image. A rank renders up to [`AHEAD`] frames ahead of
+//! has rendered the frame's finished image; each report carries the faults its player met
+//! since the last (rank 0's report lists them with the rank and host) and the last error it
+//! played on past. In a long run (`--soak`,
+//! [`crate::app::soak::run_multi`]) rank 0 asks each rank to sample its own process
+//! (`Control::Sample`) and the sample comes back with the rank's next report. A rank renders up to [`AHEAD`] frames ahead of
 //! rank 0 letting them go (rank 0 keeps their images in order and hands the coordinator
 //! one at a time, as a GPU of one process holds its one finished frame), so a rank's
 //! renders overlap the presentation of the others' frames rather than waiting for each.
@@ -20,12 +24,18 @@
 //!
 //! Nobody waits for ever: a rank that sends nothing for `timeout` is named
 //! ([`crate::cluster::Silent`]) by rank 0, and a rank that hears nothing from rank 0 for
-//! twice that names rank 0. Sends are blocking point-to-point messages: control messages
-//! are a few hundred bytes (sent eagerly by MPI), and a rank's image send completes as
-//! rank 0, which polls for reports every tick, receives it.
+//! twice that names rank 0. Control messages and reports without an image are blocking
+//! point-to-point sends of a few hundred bytes (sent eagerly by MPI). A report with an
+//! image is posted with an immediate send ([`Ranks::post`], `MPI_Isend`): the rank renders
+//! on while rank 0 takes it, with at most [`AHEAD`] such sends in flight, each keeping its
+//! bytes until rank 0 has them; one not taken within `timeout` names rank 0, and a rank
+//! that stops first waits (at most `timeout`) for its sends under way.
 //!
-//! Left out across ranks: the view carries the camera, the render settings and the size
-//! (not the attributes' looks); another rank's faults stay in its own log.
+//! The view a rank is given is rank 0's whole view, as [`crate::app::gpus::MultiPlayer::sync_view`]
+//! gives the GPUs of one process: the camera, the render settings and the size
+//! (`Control::View`), and each attribute channel's look (its switch and transfer function:
+//! colour map, opacity, medium, extinction, emission, shadows, albedo), a message per
+//! channel that changed since the last it was sent (`Control::Look`).
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -35,11 +45,14 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{PathSel, PlayError};
 use super::core::Player;
+use super::faults::FrameFault;
 use super::gpus::{GpuName, Image, LocalGpu, Workers};
+use super::headless::FaultReport;
+use super::soak::SoakSample;
 use super::stats::PathFigures;
-use crate::cluster::{Ranks, Silent};
+use crate::cluster::{Posted, Ranks, Silent};
 use crate::pipeline::{Direction, PlayMode};
-use crate::render::{Camera, RenderSettings, View};
+use crate::render::{AttributeView, Camera, RenderSettings, TransferFunction, View};
 
 /// Tag of rank 0's control messages.
 const CONTROL: i32 = 0x5c20;
@@ -71,6 +84,9 @@ enum Control {
         settings: RenderSettings,
         size: (u32, u32),
     },
+    /// The look of attribute channel `index` of the view (`None`: the channel styles
+    /// nothing): what the view a rank is given leaves out, sent where it changed.
+    Look { index: u32, look: Option<Look> },
     /// The display took the image: render on.
     GoOn { generation: u64 },
     /// Start the figures of a path again.
@@ -85,10 +101,30 @@ enum Control {
     ShowAttribute { slot: usize, on: bool },
     /// Show or hide dataset attribute `attribute` (manifest order).
     ShowDatasetAttribute { attribute: usize, on: bool },
+    /// Sample this process at `t_s` of a long run (`--soak`) and send it.
+    Sample { t_s: f64 },
     /// Nothing new: rank 0 is alive.
     Alive,
     /// The run is over.
     Stop,
+}
+
+/// One attribute channel's look as rank 0's view has it: its switch and its transfer
+/// function (range, colour map, opacity curve, medium, extinction, emission, shadows,
+/// albedo).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Look {
+    enabled: bool,
+    tf: TransferFunction,
+}
+
+impl Look {
+    fn of(view: &Option<AttributeView>) -> Option<Look> {
+        view.as_ref().map(|a| Look {
+            enabled: a.enabled,
+            tf: a.tf.clone(),
+        })
+    }
 }
 
 /// A rank's first message.
@@ -127,7 +163,20 @@ struct Status {
     error: Option<String>,
     /// The last report: the rank obeyed "stop".
     stopped: bool,
+    /// The sample of this process rank 0 asked for (`--soak`).
+    sample: Option<SoakSample>,
+    /// The last error its player saw and played on past.
+    last_error: Option<String>,
+    /// Faults its player met since its last report (the latest [`FAULTS_SENT`] of them).
+    faults: Vec<FrameFault>,
+    /// Faults its player met in all, and damaged frames that played later.
+    fault_count: u64,
+    recovered: u64,
 }
+
+/// Faults a rank sends in one report at most (the count goes on past it), as many as a
+/// player keeps.
+const FAULTS_SENT: usize = 1000;
 
 /// `header` as JSON behind its length, then `tail`.
 fn pack<T: Serialize>(header: &T, tail: &[u8]) -> Vec<u8> {
@@ -164,6 +213,14 @@ struct Remote {
     /// most [`AHEAD`] of them, so its renders overlap rank 0's presentation.
     finished: VecDeque<(Finished, Vec<u8>, f64)>,
     status: Status,
+    /// Samples of its process (`--soak`), not yet taken.
+    samples: Vec<SoakSample>,
+    /// Errors its player saw and played on past, distinct, oldest first.
+    errors: Vec<String>,
+    /// The latest faults its player met (at most [`FAULTS_SENT`]), oldest first.
+    faults: VecDeque<FrameFault>,
+    /// The attributes' looks last sent (`None`: none sent yet).
+    looks: Option<Vec<Option<Look>>>,
     last_heard: Instant,
     last_sent: Instant,
 }
@@ -223,6 +280,10 @@ impl RankWorkers {
                     holding: false,
                     finished: VecDeque::new(),
                     status: Status::default(),
+                    samples: Vec::new(),
+                    errors: Vec::new(),
+                    faults: VecDeque::new(),
+                    looks: None,
                     last_heard: now,
                     last_sent: now,
                 }
@@ -303,10 +364,25 @@ impl RankWorkers {
         let (status, pixels) = unpack::<Status>(bytes)
             .map_err(|e| PlayError::Usage(format!("rank {from}'s report: {e}")))?;
         if let Some(e) = &status.error {
-            return Err(PlayError::Usage(format!("rank {from}: {e}")));
+            let host = &self.remotes[from - 1].hello.host;
+            return Err(PlayError::Usage(format!("rank {from} (on {host}): {e}")));
         }
         let r = self.remote(from);
         r.last_heard = Instant::now();
+        if let Some(e) = &status.last_error
+            && !r.errors.contains(e)
+        {
+            r.errors.push(e.clone());
+        }
+        if let Some(s) = &status.sample {
+            r.samples.push(s.clone());
+        }
+        for f in &status.faults {
+            if r.faults.len() == FAULTS_SENT {
+                r.faults.pop_front();
+            }
+            r.faults.push_back(f.clone());
+        }
         if status.generation == r.generation
             && let Some(f) = status.finished
         {
@@ -322,6 +398,8 @@ impl RankWorkers {
         }
         r.status = Status {
             finished: None,
+            sample: None,
+            faults: Vec::new(),
             ..status
         };
         Ok(())
@@ -412,6 +490,17 @@ impl Workers for RankWorkers {
         if k == 0 {
             return self.local.set_view(view, size);
         }
+        // The looks first, each channel that changed: a message each keeps them small.
+        let looks: Vec<Option<Look>> = view.attributes.iter().map(Look::of).collect();
+        let sent = self.remote(k).looks.take().unwrap_or_default();
+        for (index, look) in looks.iter().enumerate() {
+            if sent.len() != looks.len() || sent[index] != *look {
+                let index = index as u32;
+                let look = look.clone();
+                self.send(k, &Control::Look { index, look });
+            }
+        }
+        self.remote(k).looks = Some(looks);
         let control = Control::View {
             camera: view.camera,
             settings: view.settings.clone(),
@@ -554,6 +643,46 @@ impl Workers for RankWorkers {
     fn silent(&self) -> Option<&Silent> {
         self.silent.as_ref()
     }
+    fn ask_sample(&mut self, k: usize, t_s: f64) {
+        if k > 0 {
+            self.send(k, &Control::Sample { t_s });
+        }
+    }
+    fn take_samples(&mut self, k: usize) -> Vec<SoakSample> {
+        match k {
+            0 => Vec::new(),
+            _ => std::mem::take(&mut self.remote(k).samples),
+        }
+    }
+    fn fault_mark(&self, k: usize) -> (u64, u64) {
+        if k == 0 {
+            let p = self.local.player();
+            return (p.fault_count(), p.recovered_frames());
+        }
+        let s = &self.remotes[k - 1].status;
+        (s.fault_count, s.recovered)
+    }
+    fn faults_since(&self, k: usize, sel: PathSel, mark: (u64, u64)) -> FaultReport {
+        if k == 0 {
+            return FaultReport::since(self.local.player(), sel, mark.0, mark.1);
+        }
+        let r = &self.remotes[k - 1];
+        let kept: Vec<&FrameFault> = r.faults.iter().collect();
+        let now = (r.status.fault_count, r.status.recovered);
+        FaultReport::of_log(&kept, now, sel, mark, r.status.damaged.clone())
+    }
+    fn errors(&self, k: usize) -> Vec<String> {
+        match k {
+            0 => self
+                .local
+                .player()
+                .last_error()
+                .map(str::to_string)
+                .into_iter()
+                .collect(),
+            _ => self.remotes[k - 1].errors.clone(),
+        }
+    }
 }
 
 /// Why a rank's part of a run failed.
@@ -576,7 +705,56 @@ struct Served {
     /// Frames of this generation sent and not yet let go by rank 0 ([`AHEAD`] at most).
     ahead: usize,
     damaged: Vec<u32>,
+    /// Faults of its player counted in the reports sent so far.
+    faults_sent: u64,
     last_report: Instant,
+    /// The sample rank 0 asked for, sent with the next report.
+    sample: Option<SoakSample>,
+    /// Reports with an image posted to rank 0 and not yet taken (at most [`AHEAD`]),
+    /// oldest first, each with when it was posted: each keeps its bytes until rank 0 has
+    /// them.
+    sending: VecDeque<(Posted, Instant)>,
+}
+
+impl Served {
+    fn new() -> Served {
+        Served {
+            generation: 0,
+            nonce: 0,
+            started: false,
+            ahead: 0,
+            damaged: Vec::new(),
+            faults_sent: 0,
+            last_report: Instant::now(),
+            sample: None,
+            sending: VecDeque::new(),
+        }
+    }
+    /// Lets go of the sends rank 0 has taken; `Err` names rank 0 where one has waited
+    /// longer than `timeout`.
+    fn sends_done(&mut self, timeout: Duration) -> Result<(), Silent> {
+        while let Some((p, _)) = self.sending.front_mut()
+            && p.done()
+        {
+            self.sending.pop_front();
+        }
+        match self.sending.front() {
+            Some((_, at)) if at.elapsed() > timeout => Err(Silent {
+                ranks: vec![0],
+                waited: timeout,
+            }),
+            _ => Ok(()),
+        }
+    }
+    /// Waits (at most `timeout`) for the sends under way: before this rank stops.
+    fn flush(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        for (p, _) in &mut self.sending {
+            // One not taken by then is left to the transport (the run is ending).
+            let _ = p.wait_until(Some(deadline));
+        }
+        self.sending.clear();
+    }
 }
 
 /// A rank other than 0: plays its GPU's `player` (the GPU `gpu`: its adapter, ordinal and
@@ -601,14 +779,20 @@ pub fn serve(
         host_path: path_available(player, PathSel::Host),
     };
     ranks.send(0, HELLO, &pack(&hello, &[]));
-    let mut me = Served {
-        generation: 0,
-        nonce: 0,
-        started: false,
-        ahead: 0,
-        damaged: Vec::new(),
-        last_report: Instant::now(),
-    };
+    let mut me = Served::new();
+    let out = play_part(ranks, player, &mut me, timeout);
+    // Every image posted reaches rank 0 (or the time-out passes) before this rank stops.
+    me.flush(timeout);
+    out
+}
+
+/// [`serve`]'s loop: rank 0's messages obeyed, frames rendered and sent, until "stop".
+fn play_part(
+    ranks: &dyn Ranks,
+    player: &mut Player,
+    me: &mut Served,
+    timeout: Duration,
+) -> Result<(), RanksPlayError> {
     let mut last_heard = Instant::now();
     loop {
         while let Some((_, bytes)) = ranks.receive_until(CONTROL, Some(Instant::now())) {
@@ -622,8 +806,8 @@ pub fn serve(
                 ranks.send(0, REPORT, &pack(&last, &[]));
                 return Ok(());
             }
-            if let Err(e) = obey(player, &mut me, control) {
-                report(ranks, player, &mut me, None, &[], Some(e.clone()));
+            if let Err(e) = obey(player, me, control) {
+                report(ranks, player, me, None, &[], Some(e.clone()));
                 return Err(PlayError::Usage(e).into());
             }
         }
@@ -634,14 +818,15 @@ pub fn serve(
             }
             .into());
         }
-        match step(ranks, player, &mut me) {
+        me.sends_done(timeout)?;
+        match step(ranks, player, me) {
             Ok(true) => {}
             Ok(false) if me.ahead >= AHEAD || !me.started => {
                 std::thread::sleep(Duration::from_millis(1))
             }
             Ok(false) => player.wait(Duration::from_millis(1)),
             Err(e) => {
-                report(ranks, player, &mut me, None, &[], Some(e.to_string()));
+                report(ranks, player, me, None, &[], Some(e.to_string()));
                 return Err(e.into());
             }
         }
@@ -691,6 +876,21 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
                 *player.view_mut() = view;
             }
         }
+        Control::Look { index, look } => {
+            let channels = player.view().attributes.len();
+            let Some(slot) = player.view().attributes.get(index as usize) else {
+                return Err(format!(
+                    "rank 0 styles attribute channel {index}; this rank's view has {channels}"
+                ));
+            };
+            let new = look.map(|l| AttributeView {
+                enabled: l.enabled,
+                tf: l.tf,
+            });
+            if *slot != new {
+                player.view_mut().attributes[index as usize] = new;
+            }
+        }
         Control::GoOn { generation } => {
             if generation == me.generation {
                 me.ahead = me.ahead.saturating_sub(1);
@@ -700,6 +900,10 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
         Control::Report { nonce } => {
             me.nonce = nonce;
             // Reported by the next step.
+            me.last_report = Instant::now() - REPORT_EVERY;
+        }
+        Control::Sample { t_s } => {
+            me.sample = Some(super::soak::sample(player, t_s));
             me.last_report = Instant::now() - REPORT_EVERY;
         }
         Control::Alive | Control::Stop => {}
@@ -712,6 +916,7 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
 fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool, PlayError> {
     if me.started
         && me.ahead < AHEAD
+        && me.sending.len() < AHEAD
         && let Some(local) = player.tick()?.shown
     {
         // The render finished first: the figure is the read back alone.
@@ -737,14 +942,16 @@ fn step(ranks: &dyn Ranks, player: &mut Player, me: &mut Served) -> Result<bool,
         return Ok(true);
     }
     let damaged: Vec<u32> = player.damaged_frames().keys().copied().collect();
-    if damaged != me.damaged || me.last_report.elapsed() >= REPORT_EVERY {
+    let faulted = player.fault_count() != me.faults_sent;
+    if damaged != me.damaged || faulted || me.last_report.elapsed() >= REPORT_EVERY {
         me.damaged = damaged;
         report(ranks, player, me, None, &[], None);
     }
     Ok(false)
 }
 
-/// Sends rank 0 a report (with a finished frame's image where given).
+/// Sends rank 0 a report; one with a finished frame's image is posted (an immediate send:
+/// this rank renders on while rank 0 takes it) and kept in `me.sending` until it is done.
 fn report(
     ranks: &dyn Ranks,
     player: &Player,
@@ -754,6 +961,15 @@ fn report(
     error: Option<String>,
 ) {
     let figures = |sel| (player.figures(sel), player.path_report(sel).label);
+    // The faults met since the last report (the player keeps the latest).
+    let fault_count = player.fault_count();
+    let new = (fault_count - me.faults_sent).min(FAULTS_SENT as u64) as usize;
+    let kept = player.faults();
+    let faults: Vec<FrameFault> = kept
+        .skip(player.faults().len().saturating_sub(new))
+        .cloned()
+        .collect();
+    me.faults_sent = fault_count;
     let status = Status {
         generation: me.generation,
         nonce: me.nonce,
@@ -763,8 +979,19 @@ fn report(
         host: figures(PathSel::Host),
         error,
         stopped: false,
+        sample: me.sample.take(),
+        last_error: player.last_error().map(str::to_string),
+        faults,
+        fault_count,
+        recovered: player.recovered_frames(),
     };
-    ranks.send(0, REPORT, &pack(&status, pixels));
+    let bytes = pack(&status, pixels);
+    if pixels.is_empty() {
+        ranks.send(0, REPORT, &bytes);
+    } else {
+        me.sending
+            .push_back((ranks.post(0, REPORT, bytes), Instant::now()));
+    }
     me.last_report = Instant::now();
 }
 
@@ -800,5 +1027,46 @@ mod tests {
             &[],
         );
         assert!(view.len() < 4096, "{} bytes", view.len());
+        // So does a look (a channel each).
+        let look = pack(
+            &Control::Look {
+                index: 2,
+                look: Some(Look {
+                    enabled: true,
+                    tf: TransferFunction::preset("rain", [0.0, 1.0], 1000.0),
+                }),
+            },
+            &[],
+        );
+        assert!(look.len() < 4096, "{} bytes", look.len());
+        let (back, _) = unpack::<Control>(&look).unwrap();
+        assert!(matches!(back, Control::Look { index: 2, look: Some(l) } if l.enabled));
+    }
+
+    /// A send rank 0 takes after a while.
+    struct TakenAfter(u32);
+    impl crate::cluster::Pending for TakenAfter {
+        fn test(&mut self) -> bool {
+            self.0 = self.0.saturating_sub(1);
+            self.0 == 0
+        }
+    }
+
+    #[test]
+    fn posted_images_are_kept_until_taken_and_a_send_never_taken_names_rank_0() {
+        let mut me = Served::new();
+        let timeout = Duration::from_millis(50);
+        me.sending
+            .push_back((Posted::pending(Box::new(TakenAfter(2))), Instant::now()));
+        me.sending.push_back((Posted::completed(), Instant::now()));
+        assert!(me.sends_done(timeout).is_ok());
+        assert_eq!(me.sending.len(), 2, "kept until rank 0 takes it, in order");
+        assert!(me.sends_done(timeout).is_ok());
+        assert!(me.sending.is_empty());
+        let never = Posted::pending(Box::new(TakenAfter(u32::MAX)));
+        me.sending.push_back((never, Instant::now() - 2 * timeout));
+        let silent = me.sends_done(timeout).expect_err("rank 0 took nothing");
+        assert_eq!(silent.ranks, [0]);
+        me.sending.clear();
     }
 }

@@ -6,9 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::core::{PathSel, PlayError, Player};
+use super::gpus::MultiPlayer;
 use crate::probe::{open_fds, rss_bytes, thread_count};
 
 /// What a long run does.
@@ -23,7 +24,7 @@ pub struct SoakOptions {
 }
 
 /// One sample of the process and the playback.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SoakSample {
     /// Seconds since the run started.
     pub t_s: f64,
@@ -78,8 +79,34 @@ pub struct SoakReport {
     pub verdict: Option<SoakVerdict>,
     /// Each path's figures over the whole run (while it was active).
     pub paths: Vec<(PathSel, super::stats::PathFigures)>,
-    /// Every sample.
+    /// Every sample (across ranks: rank 0's, the display process).
     pub samples: Vec<SoakSample>,
+    /// Across ranks: frames rank 0 presented (each once, strictly in order unless
+    /// `presented_in_order` says otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presented: Option<u64>,
+    /// Across ranks: whether every frame presented followed the one before (the same frame
+    /// again after a path flip or a view change counts as in order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presented_in_order: Option<bool>,
+    /// Across ranks: each rank's own run (its samples, settled figures and verdict), rank 0
+    /// first. There the run's `verdict` is every rank's together (flat only where each
+    /// rank is) and the settled figures above are rank 0's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankSoak>,
+}
+
+/// One rank's part of a long run across ranks.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RankSoak {
+    /// The rank.
+    pub rank: usize,
+    /// The host it ran on.
+    pub host: String,
+    /// Its own figures: frames and bytes it rendered and read, the errors it saw, its
+    /// samples, settled figures and verdict (`ranks` empty).
+    #[serde(flatten)]
+    pub soak: SoakReport,
 }
 
 /// Settled drift of the resident set above which a run is called growing: 1 %.
@@ -111,6 +138,69 @@ pub struct SoakVerdict {
 /// flat: a shorter run's ends are too close to tell a leak from a cache filling.
 pub const SETTLED_FOR_VERDICT_S: f64 = 60.0;
 
+/// When a long run samples and flips the path next.
+struct Clock {
+    start: Instant,
+    duration: Duration,
+    sample_every: Duration,
+    toggle_every: Option<Duration>,
+    next_sample: Instant,
+    next_toggle: Option<Instant>,
+}
+
+impl Clock {
+    fn start(opts: &SoakOptions) -> Clock {
+        let start = Instant::now();
+        Clock {
+            start,
+            duration: opts.duration,
+            sample_every: opts.sample_every,
+            toggle_every: opts.toggle_every,
+            next_sample: start,
+            next_toggle: opts.toggle_every.map(|d| start + d),
+        }
+    }
+    /// Now, and the time into the run; flies `player`'s camera along the scene's path.
+    fn now(&self, player: &mut Player) -> (Instant, Duration) {
+        let now = Instant::now();
+        let t = now.duration_since(self.start);
+        if player.has_camera_path() {
+            let cam = player.scene_camera_at(t.as_secs_f64());
+            player.view_mut().camera = cam;
+        }
+        (now, t)
+    }
+    /// Flips the path with `toggle` where a flip is due; where it cannot, says why in
+    /// `report` and flips no more.
+    fn flip(
+        &mut self,
+        now: Instant,
+        report: &mut SoakReport,
+        toggle: impl FnOnce() -> Result<PathSel, String>,
+    ) {
+        if self.next_toggle.is_none_or(|at| now < at) {
+            return;
+        }
+        self.next_toggle = self.toggle_every.map(|d| now + d);
+        match toggle() {
+            Ok(_) => report.toggles += 1,
+            Err(why) => {
+                report.toggle_unavailable = Some(why);
+                self.next_toggle = None;
+            }
+        }
+    }
+    /// Whether a sample is due (at `now`, `t` into the run; the last at the end).
+    fn sample_due(&mut self, now: Instant, t: Duration) -> bool {
+        if now < self.next_sample && t < self.duration {
+            return false;
+        }
+        // After a stall, sample on the grid again rather than catching up in a burst.
+        self.next_sample = (self.next_sample + self.sample_every).max(now);
+        true
+    }
+}
+
 /// Runs the long run on `player`; `progress` is called after each sample.
 pub fn run(
     player: &mut Player,
@@ -132,47 +222,16 @@ pub fn run(
     };
     player.set_playing(true);
     player.set_speed(None);
-    let start = Instant::now();
-    let mut next_sample = start;
-    let mut next_toggle = opts.toggle_every.map(|d| start + d);
+    let mut clock = Clock::start(opts);
+    let start = clock.start;
     let mut report = SoakReport::default();
-    let totals = |p: &Player| {
-        let (d, h) = (p.figures(PathSel::Direct), p.figures(PathSel::Host));
-        (d.frames_rendered + h.frames_rendered, d.bytes + h.bytes)
-    };
     loop {
-        let now = Instant::now();
-        let t = now.duration_since(start);
-        if player.has_camera_path() {
-            let cam = player.scene_camera_at(t.as_secs_f64());
-            player.view_mut().camera = cam;
-        }
-        if next_toggle.is_some_and(|at| now >= at) {
-            next_toggle = opts.toggle_every.map(|d| now + d);
-            match player.toggle_path() {
-                Ok(_) => report.toggles += 1,
-                Err(why) => {
-                    report.toggle_unavailable = Some(why);
-                    next_toggle = None;
-                }
-            }
-        }
-        if now >= next_sample || t >= opts.duration {
-            let (f, b) = totals(player);
-            let s = SoakSample {
-                t_s: t.as_secs_f64(),
-                path: player.active_path(),
-                frames: f,
-                bytes: b,
-                rss: rss_bytes(),
-                fds: open_fds(),
-                threads: thread_count(),
-                gpu_used: gpu_used(player),
-            };
+        let (now, t) = clock.now(player);
+        clock.flip(now, &mut report, || player.toggle_path());
+        if clock.sample_due(now, t) {
+            let s = sample_with(player, t.as_secs_f64(), gpu_used(player));
             progress(&s);
             report.samples.push(s);
-            // After a stall, sample on the grid again rather than catching up in a burst.
-            next_sample = (next_sample + opts.sample_every).max(now);
             if let Some(e) = player.last_error()
                 && !report.errors.iter().any(|x| x == e)
             {
@@ -195,17 +254,209 @@ pub fn run(
         }
     }
     report.duration_s = start.elapsed().as_secs_f64();
+    let figures = |sel| player.figures(sel);
+    finish(&mut report, &figures);
+    Ok(report)
+}
+
+/// The totals of the last sample, the paths' figures (by `figures`, of the paths that
+/// rendered) and the settled figures and verdict.
+fn finish(report: &mut SoakReport, figures: &dyn Fn(PathSel) -> super::stats::PathFigures) {
     if let Some(last) = report.samples.last() {
         report.frames = last.frames;
         report.bytes = last.bytes;
     }
     report.paths = [PathSel::Direct, PathSel::Host]
         .into_iter()
-        .filter(|&p| player.figures(p).frames_rendered > 0)
-        .map(|p| (p, player.figures(p)))
+        .map(|p| (p, figures(p)))
+        .filter(|(_, f)| f.frames_rendered > 0)
         .collect();
-    summarise(&mut report);
+    summarise(report);
+}
+
+/// A sample of this process and `player` at `t_s` of the run, with the GPU memory in use
+/// where known.
+fn sample_with(player: &Player, t_s: f64, gpu_used: Option<u64>) -> SoakSample {
+    let (d, h) = (
+        player.figures(PathSel::Direct),
+        player.figures(PathSel::Host),
+    );
+    SoakSample {
+        t_s,
+        path: player.active_path(),
+        frames: d.frames_rendered + h.frames_rendered,
+        bytes: d.bytes + h.bytes,
+        rss: rss_bytes(),
+        fds: open_fds(),
+        threads: thread_count(),
+        gpu_used,
+    }
+}
+
+/// A sample of this process and `player` at `t_s` of a run (what a rank other than 0
+/// sends when rank 0 asks): the GPU memory as the player's device reports it
+/// ([`super::gpumem::gpu_memory`]).
+pub fn sample(player: &Player, t_s: f64) -> SoakSample {
+    let gpu_used = super::gpumem::gpu_memory(player.device()).map(|m| m.used);
+    sample_with(player, t_s, gpu_used)
+}
+
+/// Frames presented across ranks, and whether each followed the one before.
+#[derive(Default)]
+struct Order {
+    last: Option<u32>,
+    presented: u64,
+    out_of_order: u64,
+}
+
+impl Order {
+    fn saw(&mut self, frame: u32, frame_count: u32) {
+        match self.last {
+            // The frame on screen again (a path flip, a view change): not a new one.
+            Some(l) if l == frame => return,
+            Some(l) if (l + 1) % frame_count != frame => self.out_of_order += 1,
+            _ => {}
+        }
+        self.last = Some(frame);
+        self.presented += 1;
+    }
+}
+
+/// Runs the long run on the coordinator `mp` of several ranks (or GPUs), as [`run`] does
+/// on one player: looping as fast as frames arrive, the camera flying where the scene has
+/// a path (every rank gets the view), the path flipping on every rank. At each sample,
+/// every other rank is asked to sample its own process; its samples come back with its
+/// reports and make its series. `progress` is called after each of rank 0's samples.
+pub fn run_multi(
+    mp: &mut MultiPlayer,
+    opts: &SoakOptions,
+    mut progress: impl FnMut(&SoakSample),
+) -> Result<SoakReport, PlayError> {
+    mp.set_playing(true);
+    mp.set_speed(None);
+    let mut clock = Clock::start(opts);
+    let start = clock.start;
+    let mut report = SoakReport::default();
+    let mut order = Order::default();
+    let frame_count = mp.frame_count();
+    loop {
+        // Rank 0's camera; the coordinator gives every rank the view as it ticks.
+        let (now, t) = clock.now(mp.player_mut(0));
+        clock.flip(now, &mut report, || mp.toggle_path());
+        if clock.sample_due(now, t) {
+            let s = sample(mp.player(0), t.as_secs_f64());
+            for k in 1..mp.gpu_count() {
+                mp.workers_mut().ask_sample(k, s.t_s);
+            }
+            progress(&s);
+            report.samples.push(s);
+            let seen = [mp.last_error(), mp.player(0).last_error()];
+            for e in seen.into_iter().flatten() {
+                if !report.errors.iter().any(|x| x == e) {
+                    report.errors.push(e.to_string());
+                }
+            }
+        }
+        if t >= opts.duration {
+            break;
+        }
+        match mp.tick() {
+            Ok(tick) => match tick.shown {
+                Some((frame, _)) => order.saw(frame, frame_count),
+                None => mp.wait(Duration::from_millis(2)),
+            },
+            Err(e) => {
+                report
+                    .errors
+                    .push(format!("stopped at {:.1} s: {e}", t.as_secs_f64()));
+                break;
+            }
+        }
+    }
+    report.duration_s = start.elapsed().as_secs_f64();
+    // Every sample a rank was asked for arrives before its answer to this.
+    if let Err(e) = mp.workers_mut().settle() {
+        report.errors.push(format!("the ranks' last reports: {e}"));
+    }
+    report.presented = Some(order.presented);
+    report.presented_in_order = Some(order.out_of_order == 0);
+    report.ranks = rank_soaks(mp, &report);
+    let lead = mp.player(0);
+    finish(&mut report, &|sel| lead.figures(sel));
+    report.frames = report.ranks.iter().map(|r| r.soak.frames).sum();
+    report.bytes = report.ranks.iter().map(|r| r.soak.bytes).sum();
+    report.verdict = every_rank(&report.ranks);
+    for r in report.ranks.iter().skip(1) {
+        for e in &r.soak.errors {
+            report
+                .errors
+                .push(format!("rank {} (on {}): {e}", r.rank, r.host));
+        }
+    }
     Ok(report)
+}
+
+/// Each rank's own run: rank 0's samples (`lead`'s) and every other rank's that came
+/// back (a GPU of this process has none of its own and is left out).
+fn rank_soaks(mp: &mut MultiPlayer, lead: &SoakReport) -> Vec<RankSoak> {
+    let mut out = Vec::new();
+    for k in 0..mp.gpu_count() {
+        let samples = match k {
+            0 => lead.samples.clone(),
+            _ => mp.workers_mut().take_samples(k),
+        };
+        if k > 0 && samples.is_empty() {
+            continue;
+        }
+        let workers = mp.workers();
+        let mut soak = SoakReport {
+            duration_s: lead.duration_s,
+            toggles: lead.toggles,
+            toggle_unavailable: lead.toggle_unavailable.clone(),
+            errors: match k {
+                0 => lead.errors.clone(),
+                _ => workers.errors(k),
+            },
+            samples,
+            ..SoakReport::default()
+        };
+        finish(&mut soak, &|sel| workers.figures(k, sel).0);
+        out.push(RankSoak {
+            rank: k,
+            host: workers.name(k).host.clone().unwrap_or_default(),
+            soak,
+        });
+    }
+    out
+}
+
+/// The ranks' verdicts together: flat only where every rank is, each reason naming its
+/// rank, the largest drift, slope and growths, the shortest settled span; `None` where a
+/// rank has none.
+fn every_rank(ranks: &[RankSoak]) -> Option<SoakVerdict> {
+    let mut all: Option<SoakVerdict> = None;
+    for r in ranks {
+        let v = r.soak.verdict.as_ref()?;
+        let reasons = v.reasons.iter().map(|w| format!("rank {}: {w}", r.rank));
+        match &mut all {
+            None => {
+                all = Some(SoakVerdict {
+                    reasons: reasons.collect(),
+                    ..v.clone()
+                })
+            }
+            Some(a) => {
+                a.flat &= v.flat;
+                a.rss_drift = a.rss_drift.max(v.rss_drift);
+                a.rss_slope_mb_per_hour = a.rss_slope_mb_per_hour.max(v.rss_slope_mb_per_hour);
+                a.fds_growth = a.fds_growth.max(v.fds_growth);
+                a.threads_growth = a.threads_growth.max(v.threads_growth);
+                a.settled_s = a.settled_s.min(v.settled_s);
+                a.reasons.extend(reasons);
+            }
+        }
+    }
+    all
 }
 
 /// When warm-up ends: a tenth of the run after the first frame was shown (at most a
@@ -309,11 +560,10 @@ fn verdict(
     }
 }
 
-/// The human summary (stderr).
+/// The human summary (stderr); across ranks, a line per rank after the run's.
 pub fn summary(r: &SoakReport) -> String {
-    let mb = |b: u64| b as f64 / 1e6;
     let mut s = format!(
-        "soak: {:.0} s, {} frames, {:.1} GB, {} path flips{}\n  RSS settled {:.1} → {:.1} MB ({:+.1} MB), fds {}–{}, threads {}–{}",
+        "soak: {:.0} s, {} frames, {:.1} GB, {} path flips{}",
         r.duration_s,
         r.frames,
         r.bytes as f64 / 1e9,
@@ -321,6 +571,46 @@ pub fn summary(r: &SoakReport) -> String {
         r.toggle_unavailable
             .as_deref()
             .map_or(String::new(), |w| format!(" (direct unavailable: {w})")),
+    );
+    if let (Some(n), Some(in_order)) = (r.presented, r.presented_in_order) {
+        s += &format!(
+            "; across {} ranks: {n} frames presented, {}",
+            r.ranks.len(),
+            if in_order { "in order" } else { "NOT in order" }
+        );
+    }
+    if r.ranks.is_empty() {
+        s += &format!("\n  {}", settled_line(r));
+        s += &format!("\n  verdict{}", verdict_line(r.verdict.as_ref()));
+    } else {
+        s += &format!(
+            "\n  verdict, every rank{}",
+            verdict_line(r.verdict.as_ref())
+        );
+    }
+    for k in r.ranks.iter() {
+        s += &format!(
+            "\n  rank {} (on {}): {} frames rendered, {} samples, {}; verdict{}",
+            k.rank,
+            k.host,
+            k.soak.frames,
+            k.soak.samples.len(),
+            settled_line(&k.soak),
+            verdict_line(k.soak.verdict.as_ref())
+        );
+    }
+    for e in &r.errors {
+        s += &format!("\n  error seen: {e}");
+    }
+    s.push('\n');
+    s
+}
+
+/// The settled resident set, descriptors, threads and GPU memory of `r`'s samples.
+fn settled_line(r: &SoakReport) -> String {
+    let mb = |b: u64| b as f64 / 1e6;
+    let mut s = format!(
+        "RSS settled {:.1} → {:.1} MB ({:+.1} MB), fds {}–{}, threads {}–{}",
         mb(r.rss_settled_start),
         mb(r.rss_settled_end),
         r.rss_growth as f64 / 1e6,
@@ -332,29 +622,25 @@ pub fn summary(r: &SoakReport) -> String {
     if let Some([lo, hi]) = r.gpu_used_range {
         s += &format!(", GPU used {:.1}–{:.1} MB", mb(lo), mb(hi));
     }
-    match &r.verdict {
-        Some(v) if v.flat => {
-            s += &format!(
-                "\n  verdict: flat (resident set {:+.2} % after warm-up, slope {:+.1} MB/h; \
-                 descriptors and threads steady)",
-                v.rss_drift * 100.0,
-                v.rss_slope_mb_per_hour
-            )
-        }
-        Some(v) => {
-            s += &format!(
-                "\n  verdict: GROWING ({}; slope {:+.1} MB/h)",
-                v.reasons.join(", "),
-                v.rss_slope_mb_per_hour
-            )
-        }
-        None => s += "\n  verdict: none (no sample after warm-up: run longer)",
-    }
-    for e in &r.errors {
-        s += &format!("\n  error seen: {e}");
-    }
-    s.push('\n');
     s
+}
+
+/// `: flat (...)`, `: GROWING (...)` or `: none (...)`.
+fn verdict_line(v: Option<&SoakVerdict>) -> String {
+    match v {
+        Some(v) if v.flat => format!(
+            ": flat (resident set {:+.2} % after warm-up, slope {:+.1} MB/h; \
+             descriptors and threads steady)",
+            v.rss_drift * 100.0,
+            v.rss_slope_mb_per_hour
+        ),
+        Some(v) => format!(
+            ": GROWING ({}; slope {:+.1} MB/h)",
+            v.reasons.join(", "),
+            v.rss_slope_mb_per_hour
+        ),
+        None => ": none (no sample after warm-up: run longer)".to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -444,5 +730,45 @@ mod tests {
         let v = steady(21).verdict.expect("a verdict");
         assert!(!v.flat);
         assert_eq!(v.reasons, ["1 more file descriptors open"]);
+    }
+
+    #[test]
+    fn across_ranks_order_and_verdicts_are_every_rank_s() {
+        let mut o = Order::default();
+        for f in [3, 4, 4, 0, 1] {
+            o.saw(f, 5);
+        }
+        assert_eq!((o.presented, o.out_of_order), (4, 0));
+        o.saw(3, 5);
+        assert_eq!(o.out_of_order, 1);
+        let rank = |rank: usize, fds_at_end: u64| {
+            let mut soak = SoakReport {
+                duration_s: 100.0,
+                samples: (0..=100)
+                    .map(|t| {
+                        let mut s =
+                            sample(f64::from(t), 1 << 30, if t > 95 { fds_at_end } else { 20 });
+                        s.frames = u64::from(t as u32);
+                        s
+                    })
+                    .collect(),
+                ..SoakReport::default()
+            };
+            summarise(&mut soak);
+            RankSoak {
+                rank,
+                host: "h".into(),
+                soak,
+            }
+        };
+        let flat = every_rank(&[rank(0, 20), rank(1, 20)]).expect("a verdict");
+        assert!(flat.flat, "{flat:?}");
+        let v = every_rank(&[rank(0, 20), rank(1, 22)]).expect("a verdict");
+        assert!(!v.flat);
+        assert_eq!(v.reasons, ["rank 1: 2 more file descriptors open"]);
+        assert_eq!(v.fds_growth, 2);
+        let mut none = rank(2, 20);
+        none.soak.verdict = None;
+        assert_eq!(every_rank(&[rank(0, 20), none]), None);
     }
 }

@@ -53,12 +53,65 @@ pub trait Ranks {
         self.send(to, tag, bytes);
         true
     }
+    /// Posts `bytes` to rank `to` under `tag` without waiting for the receiver (an
+    /// immediate send, `MPI_Isend`): the [`Posted`] send owns the bytes until the receiver
+    /// has taken them ([`Posted::done`]). Messages to one rank under one tag arrive in the
+    /// order they were sent or posted. Transports whose sends never wait for the receiver
+    /// send at once.
+    fn post(&self, to: usize, tag: i32, bytes: Vec<u8>) -> Posted {
+        self.send(to, tag, &bytes);
+        Posted::completed()
+    }
     /// The next message under `tag` to this rank, from any rank: (sender, bytes); `None`
     /// where none came by `deadline` (`None`: wait as long as it takes).
     fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)>;
     /// Ends every rank of the run now with exit status `code` (`MPI_Abort`): how a rank
     /// that found another silent stops it, and the run, instead of waiting for it.
     fn abort(&self, code: i32) -> !;
+}
+
+/// A send still under way, as the transport sees it.
+pub trait Pending {
+    /// Whether the receiver has taken the message (the buffer is then let go).
+    fn test(&mut self) -> bool;
+}
+
+/// A message posted with [`Ranks::post`]: its bytes stay alive until the receiver has
+/// taken them. One dropped before it is done leaves its bytes to the transport (an
+/// immediate send cannot be taken back): the caller should then end the run.
+#[must_use = "a posted send is done only once the receiver took it"]
+pub struct Posted(Option<Box<dyn Pending>>);
+
+impl Posted {
+    /// A send that completed at once.
+    pub fn completed() -> Posted {
+        Posted(None)
+    }
+    /// A send under way.
+    pub fn pending(send: Box<dyn Pending>) -> Posted {
+        Posted(Some(send))
+    }
+    /// Whether the receiver has taken the message (asks the transport, without waiting).
+    pub fn done(&mut self) -> bool {
+        let done = self.0.as_mut().is_none_or(|p| p.test());
+        if done {
+            self.0 = None;
+        }
+        done
+    }
+    /// Waits until the receiver has taken the message, at most until `deadline`: whether
+    /// it did.
+    pub fn wait_until(&mut self, deadline: Option<Instant>) -> bool {
+        loop {
+            if self.done() {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
 }
 
 /// The size of the job an MPI launcher started this process in, from the variables Open

@@ -8,7 +8,7 @@ use mpi::traits::*;
 
 use std::time::{Duration, Instant};
 
-use super::Ranks;
+use super::{Pending, Posted, Ranks};
 
 /// The ranks of `MPI_COMM_WORLD`, with the ranks sharing this host (an
 /// `MPI_Comm_split_type(SHARED)` communicator) for the local rank.
@@ -91,36 +91,28 @@ impl Ranks for MpiRanks {
     }
 
     fn send_until(&self, to: usize, tag: i32, bytes: &[u8], deadline: Option<Instant>) -> bool {
-        let Some(deadline) = deadline else {
+        if deadline.is_none() {
             self.send(to, tag, bytes);
             return true;
-        };
+        }
+        // Not done by the deadline: the send stays posted (its buffer with it) and the
+        // caller ends the run.
+        self.post(to, tag, bytes.to_vec()).wait_until(deadline)
+    }
+
+    fn post(&self, to: usize, tag: i32, bytes: Vec<u8>) -> Posted {
         let to = i32::try_from(to).expect("a rank fits MPI's int");
-        // The buffer must outlive the request: a request not completed by the deadline
-        // cannot be taken back (MPI has no reliable cancel of a send), so its buffer is
-        // leaked with it and the caller ends the run.
-        let buffer: &'static [u8] = Box::leak(bytes.to_vec().into_boxed_slice());
-        let mut request = self.world.process_at_rank(to).immediate_send_with_tag(
+        // The buffer must outlive the request: it is let go when the request completes.
+        let buffer: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        let request = self.world.process_at_rank(to).immediate_send_with_tag(
             mpi::request::StaticScope,
             buffer,
             tag,
         );
-        loop {
-            match request.test() {
-                Ok(_) => {
-                    // SAFETY: `buffer` came from `Box::leak` above and MPI is done with it
-                    // (the request completed); nothing else refers to it.
-                    drop(unsafe { Box::from_raw(std::ptr::from_ref(buffer).cast_mut()) });
-                    return true;
-                }
-                Err(pending) if Instant::now() >= deadline => {
-                    std::mem::forget(pending);
-                    return false;
-                }
-                Err(pending) => request = pending,
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        Posted::pending(Box::new(MpiSend {
+            request: Some(request),
+            buffer: std::ptr::from_ref(buffer).cast_mut(),
+        }))
     }
 
     fn receive_until(&self, tag: i32, deadline: Option<Instant>) -> Option<(usize, Vec<u8>)> {
@@ -157,6 +149,44 @@ impl Ranks for MpiRanks {
             self.world.all_gather_varcount_into(mine, &mut parts);
         }
         split(&all, &counts, &displs)
+    }
+}
+
+/// An immediate send under way and the buffer it reads.
+struct MpiSend {
+    request: Option<mpi::request::Request<'static, [u8]>>,
+    /// Leaked from a `Box<[u8]>` by [`Ranks::post`]; freed once the request completed.
+    buffer: *mut [u8],
+}
+
+impl Pending for MpiSend {
+    fn test(&mut self) -> bool {
+        let Some(request) = self.request.take() else {
+            return true;
+        };
+        match request.test() {
+            Ok(_) => {
+                // SAFETY: `buffer` came from `Box::leak` in `post` and MPI is done with it
+                // (the request completed); nothing else refers to it, and `request` is
+                // gone, so it is freed once.
+                drop(unsafe { Box::from_raw(self.buffer) });
+                true
+            }
+            Err(pending) => {
+                self.request = Some(pending);
+                false
+            }
+        }
+    }
+}
+
+impl Drop for MpiSend {
+    fn drop(&mut self) {
+        // A send not completed cannot be taken back (MPI has no reliable cancel of a
+        // send): its request and buffer are left to MPI, and the run ends.
+        if let Some(request) = self.request.take() {
+            std::mem::forget(request);
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessRep
 use supercell::app::software::{self, Requested};
 use supercell::app::window::{self, PlayOn, WindowOptions};
 use supercell::app::{
-    DirectEngine, HostCopy, PathSel, Player, PlayerConfig, PlayerGpu, script, soak,
+    DirectEngine, HostCopy, PathSel, PlayError, Player, PlayerConfig, PlayerGpu, script, soak,
 };
 use supercell::pipeline::PlayMode;
 use supercell::scene::{PlaybackDefaults, Scene};
@@ -409,7 +409,9 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &ChosenScene) -> anyhow
     }
     settings.apply_view(player.view_mut());
     let soak = match &args.soak {
-        Some(d) => Some(soak_run(args, d, &mut player)?),
+        Some(d) => Some(soak_run(args, d, |opts, progress| {
+            soak::run(&mut player, opts, progress)
+        })?),
         None => None,
     };
     let paths = if soak.is_some() {
@@ -487,12 +489,18 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &ChosenScene) -> anyhow
             }
         }
     }
-    if let Some(soak) = &report.soak
+    soak_verdict(report.soak.as_ref())
+}
+
+/// Fails a long run that saw errors, or whose memory, descriptors or threads grew over a
+/// run long enough to tell (every rank's, across ranks).
+pub(super) fn soak_verdict(soak: Option<&soak::SoakReport>) -> anyhow::Result<()> {
+    if let Some(soak) = soak
         && !soak.errors.is_empty()
     {
         bail!("soak: {}", soak.errors.join("; "));
     }
-    if let Some(v) = report.soak.as_ref().and_then(|s| s.verdict.as_ref())
+    if let Some(v) = soak.and_then(|s| s.verdict.as_ref())
         && !v.flat
         && v.settled_s >= soak::SETTLED_FOR_VERDICT_S
     {
@@ -501,9 +509,17 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &ChosenScene) -> anyhow
     Ok(())
 }
 
-/// `play --headless --soak D`: the soak, with a progress bar (or, where stderr is no
-/// terminal, a line every twentieth of the run) and its summary on stderr.
-fn soak_run(args: &PlayArgs, d: &str, player: &mut Player) -> anyhow::Result<soak::SoakReport> {
+/// `play --headless --soak D`: the soak (`run`, on one player or across ranks), with a
+/// progress bar (or, where stderr is no terminal, a line every twentieth of the run) and
+/// its summary on stderr.
+pub(super) fn soak_run(
+    args: &PlayArgs,
+    d: &str,
+    run: impl FnOnce(
+        &soak::SoakOptions,
+        &mut dyn FnMut(&soak::SoakSample),
+    ) -> Result<soak::SoakReport, PlayError>,
+) -> anyhow::Result<soak::SoakReport> {
     let duration = duration_flag("--soak", d)?;
     let sample_every = duration_flag("--sample-every", &args.sample_every)?;
     if sample_every.is_zero() {
@@ -526,7 +542,7 @@ fn soak_run(args: &PlayArgs, d: &str, player: &mut Player) -> anyhow::Result<soa
     // twentieth of the run (10 s to 5 min apart) instead of the bar.
     let every = (duration.as_secs_f64() / 20.0).clamp(10.0, 300.0);
     let mut next_line = every;
-    let r = soak::run(player, &opts, |s| {
+    let r = run(&opts, &mut |s| {
         let line = format!(
             "{} frames, RSS {:.0} MB, {} fds, {} threads",
             s.frames,

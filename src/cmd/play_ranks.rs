@@ -17,6 +17,7 @@ use supercell::app::PlayError;
 use supercell::app::gpus::{self, LocalGpu, MultiPlayer};
 use supercell::app::headless::HeadlessOptions;
 use supercell::app::ranks::{RankWorkers, RanksPlayError, serve};
+use supercell::app::soak;
 use supercell::app::software::{self, Requested};
 use supercell::app::window;
 use supercell::cluster::{Ranks, Solo};
@@ -42,8 +43,10 @@ pub fn run(args: &PlayArgs) -> Result<()> {
         l => l,
     };
     super::play::refuse_window_flags(args)?;
-    // Refused before a dataset is made or a device opened.
-    if args.gpus.is_some() || args.soak.is_some() || args.screenshot.is_some() {
+    // Refused before a dataset is made or a device opened. A long run across ranks
+    // (`--soak`) presents no frames to write.
+    let soak_frames = args.soak.is_some() && args.frames_out.is_some();
+    if args.gpus.is_some() || soak_frames || args.screenshot.is_some() {
         bail!("--frames-out cannot be used with --gpus, --soak or --screenshot");
     }
     let req = super::play::requested(args)?;
@@ -93,6 +96,9 @@ fn across(
         Err(e) => return Err(e.into()),
     };
     let mut mp = MultiPlayer::over(Box::new(workers), frame_count, &cfg)?;
+    if let Some(d) = &args.soak {
+        return soak_across(args, d, scene, settings, mp, &*ranks);
+    }
     mp.set_capture(out.is_some());
     let bar = super::play::progress_bar("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}");
     let runs = gpus::run_paths(
@@ -183,6 +189,36 @@ fn window_across(
         ranks.abort(1)
     }
     Err(failed)
+}
+
+/// `play --headless --soak D` across ranks, on rank 0: the long run over every rank
+/// (`supercell::app::soak::run_multi`), the ranks stopped, its report (a series and a
+/// verdict per rank) printed and written.
+fn soak_across(
+    args: &PlayArgs,
+    d: &str,
+    scene: &ChosenScene,
+    settings: software::Interactive,
+    mut mp: MultiPlayer,
+    ranks: &dyn Ranks,
+) -> Result<()> {
+    let run = super::play::soak_run(args, d, |opts, progress| {
+        soak::run_multi(&mut mp, opts, progress)
+    });
+    if let Some(s) = mp.workers().silent().cloned() {
+        super::end_run(ranks, &s);
+    }
+    mp.workers_mut().finish();
+    mp.drain(Duration::from_secs(10));
+    let soak = run?;
+    let adapters: Vec<String> = (0..mp.gpu_count())
+        .map(|k| mp.workers().name(k).device.clone())
+        .collect();
+    let mut report = super::play::gpus_report(args, scene, settings, &mp, Vec::new(), &adapters);
+    report.frames_per_path = 0;
+    report.soak = Some(soak);
+    super::play::end_gpus_run(args, &report)?;
+    super::play::soak_verdict(report.soak.as_ref())
 }
 
 /// Writes one presented frame as `DIR/frame_NNNNN.png`.

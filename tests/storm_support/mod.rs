@@ -77,3 +77,34 @@ pub fn storm_scene_attributes() -> Vec<String> {
     assert!(storm.iter().any(|n| n == "funnel_cloud"), "{storm:?}");
     storm
 }
+
+/// Where the first grid of `frame` of the dataset at `ds` starts: its lane file and the
+/// byte offset in it.
+pub fn grid_start(ds: &Path, frame: usize) -> (PathBuf, u64) {
+    let d = supercell::dataset::Dataset::open(ds).unwrap();
+    let g = d.frame(frame).unwrap().grids[0];
+    let src = supercell::ingest::Source::from_manifest(d.manifest());
+    let e = src.frames[frame]
+        .extents
+        .iter()
+        .find(|e| e.dst <= g.offset && g.offset < e.dst + e.len)
+        .copied()
+        .unwrap();
+    (
+        src.files[e.file as usize].path.clone(),
+        e.offset + (g.offset - e.dst),
+    )
+}
+
+/// Damages the magic of `frame`'s first grid header in its lane file: the frame fails the
+/// structural check every time it is read.
+pub fn damage_magic(ds: &Path, frame: usize) {
+    use std::os::unix::fs::FileExt;
+    let (path, at) = grid_start(ds, frame);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    f.write_all_at(b"NotAGrid", at).unwrap();
+}

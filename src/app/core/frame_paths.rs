@@ -336,6 +336,8 @@ impl FramePaths {
                 offset,
                 message: msg,
                 at_s: now,
+                rank: None,
+                host: None,
             });
             return Ok(());
         }

@@ -26,7 +26,7 @@ pub(crate) struct PlayMark {
     copies: Vec<usize>,
     /// Presentations logged.
     presented: usize,
-    /// Each player's faults and recovered frames (of the players in this process).
+    /// Each GPU's faults and recovered frames (another rank's as it last reported).
     faults: Vec<(u64, u64)>,
 }
 
@@ -55,11 +55,7 @@ impl crate::app::headless::PathRuns for MultiPlayer {
             copies: self.shares.iter().map(|s| s.copies_ms.len()).collect(),
             presented: self.presented.len(),
             faults: (0..self.gpu_count())
-                .map(|k| {
-                    self.workers
-                        .player(k)
-                        .map_or((0, 0), |p| (p.fault_count(), p.recovered_frames()))
-                })
+                .map(|k| self.workers.fault_mark(k))
                 .collect(),
         }
     }
@@ -70,7 +66,7 @@ impl crate::app::headless::PathRuns for MultiPlayer {
         run: &mut PathRun,
         played: Result<(), String>,
     ) -> Result<(), String> {
-        // Other ranks' figures as they stand at the end of the run.
+        // Other ranks' figures (and faults) as they stand at the end of the run.
         let played = played.and_then(|()| self.workers.settle().map_err(|e| e.to_string()));
         let played_log: Vec<(u32, usize)> = self.presented[mark.presented..].to_vec();
         run.gpus = Some(gpus_run(self, sel, mark, &played_log, run.wall_s));
@@ -101,28 +97,40 @@ impl crate::app::headless::PathRuns for MultiPlayer {
     }
 }
 
-/// Every GPU's faults of the run, in the dataset's frame numbers (of the players in this
-/// process: another rank's faults stay in its own log).
+/// Every GPU's faults of the run (another rank's from its reports), in the dataset's
+/// frame numbers.
 fn merged_faults(mp: &MultiPlayer, sel: PathSel, since: &[(u64, u64)]) -> FaultReport {
     let mut out = FaultReport::default();
-    for (k, (s, &(f0, r0))) in mp.shares.iter().zip(since).enumerate() {
-        let Some(player) = mp.workers.player(k) else {
-            continue;
-        };
-        let global = |l: u32| s.frames.get(l as usize).copied().unwrap_or(l);
-        let r = FaultReport::since(player, sel, f0, r0);
+    for (k, &mark) in since.iter().enumerate().take(mp.shares.len()) {
+        let r = gpu_faults(mp, k, sel, mark);
         out.count += r.count;
         out.recovered_frames += r.recovered_frames;
-        out.damaged_frames
-            .extend(r.damaged_frames.into_iter().map(global));
-        out.faults.extend(r.faults.into_iter().map(|mut f| {
-            f.frame = global(f.frame);
-            f
-        }));
+        out.damaged_frames.extend(r.damaged_frames);
+        out.faults.extend(r.faults);
     }
     out.damaged_frames.sort_unstable();
     out.faults.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     out
+}
+
+/// GPU `k`'s faults on `sel` since `mark`, in the dataset's frame numbers; across ranks each
+/// fault names its rank and host.
+fn gpu_faults(mp: &MultiPlayer, k: usize, sel: PathSel, mark: (u64, u64)) -> FaultReport {
+    let s = &mp.shares[k];
+    let global = |l: u32| s.frames.get(l as usize).copied().unwrap_or(l);
+    let host = mp.workers.name(k).host.clone();
+    let mut r = mp.workers.faults_since(k, sel, mark);
+    for d in &mut r.damaged_frames {
+        *d = global(*d);
+    }
+    for f in &mut r.faults {
+        f.frame = global(f.frame);
+        if host.is_some() {
+            f.rank = Some(k);
+            f.host.clone_from(&host);
+        }
+    }
+    r
 }
 
 fn per_gpu_shown(mp: &mut MultiPlayer) -> Vec<u64> {
@@ -155,6 +163,7 @@ fn gpus_run(
             let copies = &s.copies_ms[copies0[k].min(s.copies_ms.len())..];
             let bytes_per_copy = s.copy_bytes as f64 / s.copies_ms.len().max(1) as f64;
             let copy_s: f64 = copies.iter().sum::<f64>() / 1e3;
+            let faults = gpu_faults(mp, k, sel, mark.faults[k]);
             GpuRun {
                 index: k,
                 ordinal: name.ordinal,
@@ -170,6 +179,9 @@ fn gpus_run(
                 copy_ms_max: copies.iter().copied().reduce(f64::max),
                 copy_gbps: (copy_s > 0.0)
                     .then(|| bytes_per_copy * copies.len() as f64 / copy_s / 1e9),
+                faults: faults.count,
+                damaged_frames: faults.damaged_frames,
+                errors: mp.workers.errors(k),
             }
         })
         .collect();
@@ -325,7 +337,7 @@ pub(crate) fn summary_lines(s: &mut String, name: &str, g: &GpusRun) {
         };
         let _ = writeln!(
             s,
-            "         {who}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}",
+            "         {who}, {}): {:.2} GB/s, rendered {} ({:.1} frames/s), presented {}{}{}",
             x.label,
             x.figures.gbps_mean,
             x.figures.frames_rendered,
@@ -339,6 +351,13 @@ pub(crate) fn summary_lines(s: &mut String, name: &str, g: &GpusRun) {
                     "copies"
                 }
             )),
+            match (x.faults, x.damaged_frames.is_empty()) {
+                (0, true) => String::new(),
+                (n, _) => format!(", {n} faults, damaged frames {:?}", x.damaged_frames),
+            }
         );
+        for e in &x.errors {
+            let _ = writeln!(s, "           error: {e}");
+        }
     }
 }

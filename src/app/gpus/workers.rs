@@ -19,6 +19,7 @@ use std::time::Duration;
 use crate::app::PlayerGpu;
 use crate::app::config::{PathSel, PlayError};
 use crate::app::core::Player;
+use crate::app::headless::FaultReport;
 use crate::app::stats::PathFigures;
 use crate::pipeline::{Direction, PlayMode};
 use crate::render::View;
@@ -109,6 +110,35 @@ pub trait Workers {
     /// The ranks that stopped answering, where the transport has ranks.
     fn silent(&self) -> Option<&crate::cluster::Silent> {
         None
+    }
+    /// Asks GPU `k`'s process, where it is another rank's, to sample itself (memory,
+    /// descriptors, threads: [`crate::app::soak::sample`]) at `t_s` of a long run; the
+    /// sample comes back with its next report. Nothing for a GPU of this process.
+    fn ask_sample(&mut self, _k: usize, _t_s: f64) {}
+    /// The samples GPU `k`'s process sent since they were last taken (none for a GPU of
+    /// this process: this process samples itself).
+    fn take_samples(&mut self, _k: usize) -> Vec<crate::app::soak::SoakSample> {
+        Vec::new()
+    }
+    /// GPU `k`'s fault counters, which a run's faults are counted from: faults met and
+    /// damaged frames recovered so far (another rank's as its last report said).
+    fn fault_mark(&self, k: usize) -> (u64, u64) {
+        self.player(k)
+            .map_or((0, 0), |p| (p.fault_count(), p.recovered_frames()))
+    }
+    /// GPU `k`'s faults on `sel` since `mark` ([`Workers::fault_mark`]), in its player's
+    /// own frame numbers.
+    fn faults_since(&self, k: usize, sel: PathSel, mark: (u64, u64)) -> FaultReport {
+        self.player(k)
+            .map(|p| FaultReport::since(p, sel, mark.0, mark.1))
+            .unwrap_or_default()
+    }
+    /// The errors GPU `k`'s player has seen (distinct messages, oldest first).
+    fn errors(&self, k: usize) -> Vec<String> {
+        self.player(k)
+            .and_then(Player::last_error)
+            .map(|e| vec![e.to_string()])
+            .unwrap_or_default()
     }
 }
 
