@@ -165,6 +165,9 @@ struct Status {
     recovered: u64,
 }
 
+/// Distinct errors of a rank rank 0 keeps (the first ones).
+const ERRORS_KEPT: usize = 100;
+
 /// Faults a rank sends in one report at most (the count goes on past it), as many as a
 /// player keeps.
 const FAULTS_SENT: usize = 1000;
@@ -362,6 +365,7 @@ impl RankWorkers {
         r.last_heard = Instant::now();
         if let Some(e) = &status.last_error
             && !r.errors.contains(e)
+            && r.errors.len() < ERRORS_KEPT
         {
             r.errors.push(e.clone());
         }
