@@ -174,6 +174,9 @@ struct Status {
     recovered: u64,
 }
 
+/// Distinct errors of a rank rank 0 keeps (the first ones).
+const ERRORS_KEPT: usize = 100;
+
 /// Faults a rank sends in one report at most (the count goes on past it), as many as a
 /// player keeps.
 const FAULTS_SENT: usize = 1000;
@@ -371,6 +374,7 @@ impl RankWorkers {
         r.last_heard = Instant::now();
         if let Some(e) = &status.last_error
             && !r.errors.contains(e)
+            && r.errors.len() < ERRORS_KEPT
         {
             r.errors.push(e.clone());
         }
