@@ -568,9 +568,13 @@ fn a_rank_that_stops_answering_is_named_within_the_timeout() {
             mp.workers().silent().map(|s| s.ranks.clone()),
             Some(vec![1])
         );
-        drop(mp);
+        // Rank 1 names rank 0 in turn (nothing more comes from it) before rank 0's
+        // device goes: on the H100's Vulkan driver, one thread tearing its device down while
+        // another thread's device is in use crashed this process (SIGSEGV, 5 runs of 6;
+        // ranks are processes outside this test).
         let gone = other.join().expect("rank 1");
         assert!(gone.is_err(), "rank 1 names rank 0 in turn");
+        drop(mp);
     });
 }
 
