@@ -277,7 +277,8 @@ pub(crate) fn print_bricks(bricks: &[supercell::dataset::Brick]) {
         return;
     }
     println!(
-        "{} spatial bricks (index boxes min inclusive, max exclusive; play with `mpirun -n {} supercell render --split space`):",
+        "{} spatial bricks (index boxes min inclusive, max exclusive; render with `mpirun -n R \
+         supercell render --split space`, R from 1 to {}):",
         bricks.len(),
         bricks.len()
     );
