@@ -371,10 +371,12 @@ fn read_ahead_finding(dev: &Dev, kb: Option<u64>, buffered: bool) -> Finding {
 /// `rotational`: what the kernel (and schedulers, and supercell's lane check) believe.
 fn rotational_finding(dev: &Dev, rotational: Option<bool>) -> Finding {
     let set = "rotational";
-    let virtual_disk = dev.kind == Kind::Virtio
-        || ["xen", "vmbus"]
-            .iter()
-            .any(|v| dev.dir.to_string_lossy().contains(v));
+    // Only the sysfs part of the path names the bus: a root above it (a test's temporary
+    // folder with a random name) could hold "xen" by chance.
+    let path = dev.dir.to_string_lossy();
+    let sysfs = path.find("/sys/devices/").map_or(&path[..], |i| &path[i..]);
+    let virtual_disk =
+        dev.kind == Kind::Virtio || ["xen", "vmbus"].iter().any(|v| sysfs.contains(v));
     match rotational {
         None => Finding::unknown(set, "no queue/rotational"),
         Some(false) => Finding::ok(set, "0", "not rotational"),
