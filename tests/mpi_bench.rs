@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 mod bench_support;
 mod mpi_support;
-use bench_support::make;
+use bench_support::{make, make_on};
 use mpi_support::{have_mpirun, rank_pid};
 
 /// `mpirun -n RANKS supercell bench DIR --engine cpu-only ...` with `extra`.
@@ -93,6 +93,70 @@ fn two_ranks_read_disjoint_shares_and_rank_zero_reports_the_aggregate() {
         agg["stonewall_s"].as_f64().unwrap(),
     );
     assert!(stone > 0.0 && stone <= wall, "{agg}");
+}
+
+#[test]
+fn gpus_within_each_rank_share_its_lanes_and_the_ranks_add_up() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    make_on(&dir, 4);
+    let json = tmp.path().join("ranks.json");
+    // Two ranks on this host share its four lanes (two each); each rank drives two GPUs
+    // (the cpu-only engine opens none: the names set the jobs), one lane each.
+    let out = mpi_bench(
+        2,
+        &dir,
+        &[
+            "--gpus",
+            "0,0",
+            "--frames-once",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let ds = supercell::dataset::Dataset::open(&dir).unwrap();
+    let extents: Vec<_> = ds
+        .manifest()
+        .frames
+        .iter()
+        .flat_map(|f| &f.extents)
+        .collect();
+    let mut lanes_read = Vec::new();
+    for r in v["per_rank"].as_array().unwrap() {
+        let jobs = r["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 2, "{r}");
+        let mut sum = 0;
+        for j in jobs {
+            let lanes: Vec<u32> = serde_json::from_value(j["lanes"].clone()).unwrap();
+            assert_eq!(lanes.len(), 1, "{j}");
+            // The job read every extent on its lane, once.
+            let on_lane: u64 = extents
+                .iter()
+                .filter(|e| e.lane == lanes[0])
+                .map(|e| e.len)
+                .sum();
+            assert_eq!(j["bytes"].as_u64(), Some(on_lane), "{j}");
+            sum += on_lane;
+            lanes_read.push(lanes[0]);
+        }
+        assert_eq!(r["bytes"].as_u64(), Some(sum), "{r}");
+        assert_eq!(r["frames"].as_u64(), Some(5), "{r}");
+    }
+    lanes_read.sort_unstable();
+    assert_eq!(lanes_read, vec![0, 1, 2, 3]);
+    let total: u64 = extents.iter().map(|e| e.len).sum();
+    assert_eq!(v["aggregate"]["bytes"].as_u64(), Some(total));
+    // Every part of every frame landed: five whole frames.
+    assert_eq!(v["aggregate"]["frames"].as_u64(), Some(5));
+    // The table has a row per job under its rank.
+    assert_eq!(said.matches("  gpu0#").count(), 4, "{said}");
 }
 
 #[test]

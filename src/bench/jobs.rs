@@ -331,6 +331,17 @@ impl JobsResult {
     }
 }
 
+/// Binds the calling thread (and the threads it starts afterwards) to the CPUs of NUMA
+/// node `node`; what went wrong, in words, where it could not.
+pub(crate) fn bind_to_node(node: u32) -> Option<String> {
+    match numa_cpus(node) {
+        Some(cpus) if !cpus.is_empty() => bind_to_cpus(&cpus)
+            .err()
+            .map(|e| format!("could not bind to NUMA node {node}: {e}")),
+        _ => Some(format!("NUMA node {node} does not exist here; not bound")),
+    }
+}
+
 /// Runs every job at once, each on its own thread (bound to its NUMA node when given).
 pub fn run_jobs(specs: &[JobSpec]) -> JobsResult {
     let results: Vec<(String, std::result::Result<BenchResult, String>)> =
@@ -339,21 +350,8 @@ pub fn run_jobs(specs: &[JobSpec]) -> JobsResult {
                 .iter()
                 .map(|spec| {
                     s.spawn(move || {
-                        let mut notes = Vec::new();
-                        if let Some(node) = spec.numa_node {
-                            match numa_cpus(node) {
-                                Some(cpus) if !cpus.is_empty() => {
-                                    if let Err(e) = bind_to_cpus(&cpus) {
-                                        notes.push(format!(
-                                            "could not bind to NUMA node {node}: {e}"
-                                        ));
-                                    }
-                                }
-                                _ => notes.push(format!(
-                                    "NUMA node {node} does not exist here; not bound"
-                                )),
-                            }
-                        }
+                        let notes: Vec<String> =
+                            spec.numa_node.and_then(bind_to_node).into_iter().collect();
                         let r = load_source(spec).and_then(|src| run(&src, &spec.cfg));
                         (
                             spec.name.clone(),
@@ -374,22 +372,30 @@ pub fn run_jobs(specs: &[JobSpec]) -> JobsResult {
                 })
                 .collect()
         });
-    let ok: Vec<&BenchResult> = results
-        .iter()
-        .filter_map(|(_, r)| r.as_ref().ok())
-        .collect();
-    let total_bytes = ok.iter().map(|r| r.summary.bytes).sum();
-    let wall_s = ok.iter().map(|r| r.total_time_s).fold(0.0, f64::max);
-    JobsResult {
-        sum_gbps: ok.iter().map(|r| r.summary.gbps).sum(),
-        aggregate_gbps: if wall_s > 0.0 {
-            total_bytes as f64 / wall_s / 1e9
-        } else {
-            0.0
-        },
-        total_bytes,
-        wall_s,
-        jobs: results,
+    JobsResult::of(results)
+}
+
+impl JobsResult {
+    /// The jobs' `results` (name, outcome) and their sums: bytes of the jobs that ran over
+    /// the longest one's wall time (the jobs started together).
+    pub fn of(results: Vec<(String, std::result::Result<BenchResult, String>)>) -> JobsResult {
+        let ok: Vec<&BenchResult> = results
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().ok())
+            .collect();
+        let total_bytes = ok.iter().map(|r| r.summary.bytes).sum();
+        let wall_s = ok.iter().map(|r| r.total_time_s).fold(0.0, f64::max);
+        JobsResult {
+            sum_gbps: ok.iter().map(|r| r.summary.gbps).sum(),
+            aggregate_gbps: if wall_s > 0.0 {
+                total_bytes as f64 / wall_s / 1e9
+            } else {
+                0.0
+            },
+            total_bytes,
+            wall_s,
+            jobs: results,
+        }
     }
 }
 
@@ -611,6 +617,19 @@ pub fn split_lanes_by(
     })
 }
 
+/// The name of the job of GPU `gpus[k]`: `gpu0`, `gpu1`, ...; a GPU named twice gives
+/// `gpu0#1`, `gpu0#2`.
+pub(crate) fn job_name(gpus: &[usize], k: usize) -> String {
+    let gpu = gpus[k];
+    let same = gpus.iter().filter(|&&o| o == gpu).count();
+    let nth = gpus[..=k].iter().filter(|&&o| o == gpu).count();
+    if same > 1 {
+        format!("gpu{gpu}#{nth}")
+    } else {
+        format!("gpu{gpu}")
+    }
+}
+
 /// The jobs of `bench --gpus`: one per GPU named (`gpus[k]` with NUMA node
 /// `gpu_nodes[k]`), each with the command line's settings (`base`: threads, queue depth,
 /// slots, ... per job, as gdsio's per-job settings), reading `split.lanes[k]` of `source`,
@@ -625,23 +644,15 @@ pub fn gpu_jobs(
 ) -> Vec<JobSpec> {
     gpus.iter()
         .enumerate()
-        .map(|(k, &gpu)| {
-            let same = gpus.iter().filter(|&&o| o == gpu).count();
-            let nth = gpus[..=k].iter().filter(|&&o| o == gpu).count();
-            JobSpec {
-                name: if same > 1 {
-                    format!("gpu{gpu}#{nth}")
-                } else {
-                    format!("gpu{gpu}")
-                },
-                cfg: BenchConfig {
-                    gpu,
-                    ..base.clone()
-                },
-                source: source.clone(),
-                lanes: split.lanes.get(k).cloned(),
-                numa_node: gpu_nodes.get(k).copied().flatten(),
-            }
+        .map(|(k, &gpu)| JobSpec {
+            name: job_name(gpus, k),
+            cfg: BenchConfig {
+                gpu,
+                ..base.clone()
+            },
+            source: source.clone(),
+            lanes: split.lanes.get(k).cloned(),
+            numa_node: gpu_nodes.get(k).copied().flatten(),
         })
         .collect()
 }

@@ -11,8 +11,16 @@
 //! says, else evenly), each reading its lanes' part of every frame of its host. Where a
 //! host has more ranks than the source has lanes, the frames are dealt out over every rank
 //! instead.
+//!
+//! A rank may drive several GPUs (`--gpus` within a rank, [`RankTopology::gpus`]): its
+//! share's lanes are shared again between its GPUs as `bench --gpus` shares them, one job
+//! each, and its jobs start together with every other rank's ([`gpus`]).
 
 use serde::{Deserialize, Serialize};
+
+mod gpus;
+
+pub use gpus::{RankGpu, RankJob};
 
 use super::jobs::{LaneNode, PciePath, split_lanes_by};
 use super::{BenchConfig, BenchResult};
@@ -31,6 +39,27 @@ pub struct RankTopology {
     pub gpu_node: Option<u32>,
     /// The PCIe path of this rank's GPU.
     pub gpu_pcie: Option<PciePath>,
+    /// The GPUs `--gpus` names within this rank, each reading its own part of the rank's
+    /// lanes (one job each); empty: the rank reads with one GPU, its local rank's
+    /// ([`rank_gpu`]).
+    pub gpus: Vec<RankGpu>,
+}
+
+impl RankTopology {
+    /// `lanes` with the NUMA node of each where known.
+    fn lane_nodes(&self, lanes: impl IntoIterator<Item = u32>) -> Vec<LaneNode> {
+        lanes
+            .into_iter()
+            .map(|lane| LaneNode {
+                lane,
+                numa_node: self
+                    .lanes
+                    .iter()
+                    .find(|l| l.lane == lane)
+                    .and_then(|l| l.numa_node),
+            })
+            .collect()
+    }
 }
 
 /// What one rank tells the others before the run: where it is.
@@ -104,16 +133,7 @@ pub fn plan_share(ranks: &dyn Ranks, lanes: u32, topo: &RankTopology) -> RankSha
             .iter()
             .filter(|p| p.host == mine.host)
             .count();
-        let lane_nodes: Vec<LaneNode> = (0..lanes)
-            .map(|lane| LaneNode {
-                lane,
-                numa_node: topo
-                    .lanes
-                    .iter()
-                    .find(|l| l.lane == lane)
-                    .and_then(|l| l.numa_node),
-            })
-            .collect();
+        let lane_nodes = topo.lane_nodes(0..lanes);
         let gpu_nodes: Vec<Option<u32>> = peers.iter().map(|p| p.gpu_node).collect();
         let gpu_pcie: Vec<Option<PciePath>> = peers.iter().map(|p| p.gpu_pcie.clone()).collect();
         // At least as many lanes as ranks on the host (checked above): this cannot fail.
@@ -128,16 +148,36 @@ pub fn plan_share(ranks: &dyn Ranks, lanes: u32, topo: &RankTopology) -> RankSha
 /// `source` cut to `share`: its group's frames, each cut to the share's lanes (frames
 /// with nothing on those lanes dropped), and the dataset's number of each frame kept.
 fn share_of(source: &Source, share_: &RankShare) -> (Source, Vec<u32>) {
-    let mut frames: Vec<(u32, _)> = share(source.frames.len(), share_.node, share_.nodes)
-        .map(|i| (i as u32, source.frames[i].clone()))
+    let numbers: Vec<u32> = share(source.frames.len(), share_.node, share_.nodes)
+        .map(|i| i as u32)
         .collect();
-    if let Some(lanes) = &share_.lanes {
-        for (_, f) in &mut frames {
-            f.extents
-                .retain(|e| lanes.contains(&source.files[e.file as usize].lane));
-        }
-        frames.retain(|(_, f)| !f.extents.is_empty());
+    let frames = numbers
+        .iter()
+        .map(|&i| source.frames[i as usize].clone())
+        .collect();
+    let group = Source {
+        frames,
+        ..source.clone()
+    };
+    match &share_.lanes {
+        Some(lanes) => cut_to_lanes(&group, &numbers, lanes),
+        None => (group, numbers),
     }
+}
+
+/// `source` (whose frames are the dataset's `numbers`) with each frame cut to `lanes`,
+/// frames with nothing on them dropped, and the dataset's number of each frame kept.
+fn cut_to_lanes(source: &Source, numbers: &[u32], lanes: &[u32]) -> (Source, Vec<u32>) {
+    let mut frames: Vec<(u32, _)> = numbers
+        .iter()
+        .copied()
+        .zip(source.frames.iter().cloned())
+        .collect();
+    for (_, f) in &mut frames {
+        f.extents
+            .retain(|e| lanes.contains(&source.files[e.file as usize].lane));
+    }
+    frames.retain(|(_, f)| !f.extents.is_empty());
     let (numbers, frames) = frames.into_iter().unzip();
     let cut = Source {
         frames,
@@ -177,8 +217,13 @@ pub struct RankReport {
     pub owned: Vec<u32>,
     /// Why the rank failed, if it did.
     pub error: Option<String>,
-    /// The rank's full result (the one-process `bench --json` object).
+    /// The rank's full result (the one-process `bench --json` object; with several GPUs in
+    /// the rank, the one-process `bench --gpus --json` object of its jobs).
     pub result: Option<serde_json::Value>,
+    /// The rank's jobs where it drives several GPUs (`--gpus` within a rank), one per GPU;
+    /// empty where it reads with one.
+    #[serde(default)]
+    pub jobs: Vec<RankJob>,
 }
 
 /// What all ranks did together.
@@ -258,28 +303,29 @@ pub fn run_ranks(
     rank_cfg.frames = cfg
         .frames
         .map(|f| f / groups as u64 + u64::from((share_.node as u64) < f % groups as u64));
-    let gpu = rank_gpu(cfg, ranks, gpus);
-    if let Some(g) = gpu {
-        rank_cfg.gpu = g;
-    }
     // Only rank 0 draws a progress line (N bars on one terminal would interleave).
     rank_cfg.progress = cfg.progress && ranks.rank() == 0;
     let wait = cfg.read_timeout;
-    let mut start = Ok(());
-    let outcome = if mine.frames.is_empty() {
-        start = barrier_within(ranks, wait);
-        Err(IngestError::Usage(format!(
-            "no extent of its frames lies on its lanes {:?}",
-            share_.lanes.as_deref().unwrap_or_default()
-        )))
-    } else {
-        super::run::run_when_ready(&mine, &rank_cfg, || {
+    let mut report = if topo.gpus.is_empty() {
+        let gpu = rank_gpu(cfg, ranks, gpus);
+        if let Some(g) = gpu {
+            rank_cfg.gpu = g;
+        }
+        let mut start = Ok(());
+        let outcome = if mine.frames.is_empty() {
             start = barrier_within(ranks, wait);
-            start.is_ok()
-        })
+            Err(nothing_on_lanes(&share_))
+        } else {
+            super::run::run_when_ready(&mine, &rank_cfg, || {
+                start = barrier_within(ranks, wait);
+                start.is_ok()
+            })
+        };
+        start?;
+        RankReport::of(ranks, gpu, &numbers, outcome)
+    } else {
+        gpus::run_jobs(ranks, &mine, &numbers, &rank_cfg, topo, &share_)?
     };
-    start?;
-    let mut report = RankReport::of(ranks, gpu, &numbers, outcome);
     report.share = Some(share_);
     let bytes = serde_json::to_vec(&report).expect("a rank's report is JSON");
     // The others may run longer than this rank: as long again, then the read timeout.
@@ -288,6 +334,14 @@ pub fn run_ranks(
         return Ok(None);
     };
     collect(&all).map(Some).map_err(RanksError::from)
+}
+
+/// A rank's share with no extent on its lanes.
+fn nothing_on_lanes(share_: &RankShare) -> IngestError {
+    IngestError::Usage(format!(
+        "no extent of its frames lies on its lanes {:?}",
+        share_.lanes.as_deref().unwrap_or_default()
+    ))
 }
 
 /// Rank 0's result from every rank's report, or the first failure, naming its rank.
@@ -342,6 +396,7 @@ impl RankReport {
             owned: numbers.to_vec(),
             error: None,
             result: None,
+            jobs: Vec::new(),
         };
         match outcome {
             Err(e) => report.error = Some(e.to_string()),

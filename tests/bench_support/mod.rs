@@ -1,4 +1,4 @@
-//! What the bench test binaries share: the small two-lane dataset they read.
+//! What the bench test binaries share: the small datasets they read.
 
 use std::path::Path;
 
@@ -7,9 +7,14 @@ use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
 /// A two-lane dataset of five frames of about 300 KB (64 KiB stripes), each frame's bytes
 /// a pattern of its number.
 pub fn make(dir: &Path) {
+    make_on(dir, 2);
+}
+
+/// [`make`] striped over `lanes` lanes.
+pub fn make_on(dir: &Path, lanes: u32) {
     let mut w = DatasetWriter::create(
         dir,
-        LaneSpec::Count(2),
+        LaneSpec::Count(lanes),
         64 << 10,
         vec![AttributeSpec::new("density")],
         Provenance::new("bench test", ["x"]),

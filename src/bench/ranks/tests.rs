@@ -23,6 +23,7 @@ fn report(rank: usize, host: &str, wall_s: f64, done: &[(f64, u64)]) -> RankRepo
         done: done.to_vec(),
         error: None,
         result: None,
+        jobs: Vec::new(),
     }
 }
 
@@ -328,4 +329,126 @@ fn a_rank_that_never_starts_is_named_and_nobody_waits_for_it_forever() {
         other => panic!("rank 1 should name rank 0: {other:?}"),
     }
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+/// `frames` frames of 4 × 16 KiB striped over four lanes (a file each): every frame has a
+/// part on every lane, as a dataset's frames do.
+fn striped(dir: &std::path::Path, frames: usize) -> Source {
+    use crate::ingest::{ReadExtent, SourceFile, SourceFrame};
+    let part = 16u64 << 10;
+    let files: Vec<SourceFile> = (0..4u32)
+        .map(|lane| {
+            let path = dir.join(format!("stripe{lane}.bin"));
+            let bytes: Vec<u8> = (0..part as usize * frames)
+                .map(|b| (b as u32 * 3 + lane) as u8)
+                .collect();
+            std::fs::write(&path, bytes).unwrap();
+            SourceFile {
+                path,
+                lane,
+                size: part * frames as u64,
+            }
+        })
+        .collect();
+    let frames = (0..frames as u64)
+        .map(|i| SourceFrame {
+            len: 4 * part,
+            extents: (0..4u32)
+                .map(|lane| ReadExtent {
+                    file: lane,
+                    offset: i * part,
+                    len: part,
+                    dst: u64::from(lane) * part,
+                    crc32: None,
+                })
+                .collect(),
+        })
+        .collect();
+    Source {
+        files,
+        frames,
+        lanes: 4,
+        skipped_tail_bytes: 0,
+    }
+}
+
+/// Runs `size` thread ranks, `per_host` to a host, each driving `gpus` (ordinals; no GPU
+/// is opened with the cpu-only engine), and returns rank 0's outcome.
+fn run_threads_with_gpus(
+    source: &Source,
+    size: usize,
+    per_host: usize,
+    gpus: &[usize],
+) -> std::result::Result<Option<RanksResult>, RanksError> {
+    let topo = RankTopology {
+        gpus: gpus
+            .iter()
+            .map(|&ordinal| RankGpu {
+                ordinal,
+                ..RankGpu::default()
+            })
+            .collect(),
+        ..RankTopology::default()
+    };
+    let cfg = cpu_cfg();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = threads::ranks(size, per_host)
+            .into_iter()
+            .map(|r| {
+                let (cfg, topo) = (&cfg, &topo);
+                s.spawn(move || run_ranks(&r, source, cfg, 0, topo))
+            })
+            .collect();
+        let mut outs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        outs.swap_remove(0)
+    })
+}
+
+#[test]
+fn a_rank_with_several_gpus_shares_its_lanes_between_them_and_reports_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = striped(dir.path(), 6);
+    // Two hosts of one rank each, each rank driving two GPUs: host k reads frames k, k+2,
+    // ...; each rank's four lanes are dealt to its two jobs in turn (0,2 and 1,3).
+    let got = run_threads_with_gpus(&source, 2, 1, &[0, 1])
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.aggregate.bytes, source.total_bytes());
+    // A frame lies on every lane: it is whole once both of its rank's jobs landed their part.
+    assert_eq!(got.aggregate.frames, 6);
+    for r in &got.per_rank {
+        assert!(r.error.is_none(), "{r:?}");
+        assert_eq!((r.frames_owned, r.frames), (3, 3));
+        let lanes: Vec<Vec<u32>> = r.jobs.iter().map(|j| j.lanes.clone()).collect();
+        assert_eq!(lanes, vec![vec![0, 2], vec![1, 3]]);
+        let names: Vec<&str> = r.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, vec!["gpu0", "gpu1"]);
+        assert_eq!(r.jobs.iter().map(|j| j.bytes).sum::<u64>(), r.bytes);
+        // Each job reads its two lanes' parts of the rank's three frames.
+        assert!(
+            r.jobs
+                .iter()
+                .all(|j| j.frames == 3 && j.bytes == 3 * 2 * (16 << 10))
+        );
+        let slowest = r.jobs.iter().map(|j| j.wall_s).fold(0.0, f64::max);
+        assert_eq!(r.wall_s, slowest);
+        // The jobs' one-process `bench --gpus` object rides along.
+        let result = r.result.as_ref().unwrap();
+        assert_eq!(result["jobs"].as_array().map(Vec::len), Some(2), "{result}");
+        assert_eq!(result["aggregate"]["total_bytes"].as_u64(), Some(r.bytes));
+    }
+}
+
+#[test]
+fn a_rank_with_more_gpus_than_its_lanes_is_named_and_nobody_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = striped(dir.path(), 4);
+    // Two ranks on one host share its four lanes (two each); three GPUs in a rank would
+    // leave one without a lane.
+    let e = run_threads_with_gpus(&source, 2, 2, &[0, 1, 2]).unwrap_err();
+    let e = e.to_string();
+    assert!(
+        e.contains("rank 0 on host0") && e.contains("3 GPUs") && e.contains("2 lane"),
+        "{e}"
+    );
 }

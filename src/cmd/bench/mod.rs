@@ -491,6 +491,25 @@ fn source_spec(args: &BenchArgs) -> Result<jobs::SourceSpec> {
     })
 }
 
+/// Each GPU's NUMA node and PCIe path, read from sysfs at its PCI bus id (CUDA's, where
+/// CUDA runs: `cuda_devices`; else unknown).
+pub(super) fn gpu_places(
+    gpus: &[usize],
+    cuda_devices: Option<usize>,
+) -> (Vec<Option<u32>>, Vec<Option<jobs::PciePath>>) {
+    gpus.iter()
+        .map(|&g| {
+            let bus = cuda_devices
+                .and_then(|_| supercell::gpu::Gpu::open(g).ok())
+                .map(|gpu| gpu.pci_bus_id);
+            (
+                bus.as_deref().and_then(pci_numa_node),
+                bus.as_deref().and_then(pcie_path),
+            )
+        })
+        .unzip()
+}
+
 /// `bench --gpus`: one job per GPU named, each on its share of the lanes, run together.
 fn run_gpus(args: &BenchArgs, selection: &jobs::GpuSelection) -> Result<()> {
     let cuda = supercell::gpu::cuda_probe();
@@ -536,22 +555,7 @@ fn run_gpus(args: &BenchArgs, selection: &jobs::GpuSelection) -> Result<()> {
             Source::from_files(files, *frame_size, (args.io_size as u64).max(4096))?
         }
     };
-    let bus_ids: Vec<Option<String>> = gpus
-        .iter()
-        .map(|&g| {
-            cuda_devices
-                .and_then(|_| supercell::gpu::Gpu::open(g).ok())
-                .map(|gpu| gpu.pci_bus_id)
-        })
-        .collect();
-    let gpu_nodes: Vec<Option<u32>> = bus_ids
-        .iter()
-        .map(|b| b.as_deref().and_then(pci_numa_node))
-        .collect();
-    let gpu_pcie: Vec<Option<jobs::PciePath>> = bus_ids
-        .iter()
-        .map(|b| b.as_deref().and_then(pcie_path))
-        .collect();
+    let (gpu_nodes, gpu_pcie) = gpu_places(&gpus, cuda_devices);
     let (lane_nodes, lane_pcie) = lane_topology(&source);
     let split = jobs::split_lanes_by(&lane_nodes, &gpu_nodes, &lane_pcie, &gpu_pcie)
         .map_err(|e| anyhow::anyhow!("--gpus: {e}"))?;

@@ -24,10 +24,6 @@ pub(crate) fn launched() -> Result<Option<Box<dyn Ranks>>> {
 pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     let refused = [
         (args.job.is_some(), "--job"),
-        (
-            args.gpus.is_some(),
-            "--gpus (one rank per GPU: mpirun -n GPUS)",
-        ),
         (args.sweep, "--sweep"),
         (args.peer.is_some(), "--peer"),
         (args.runs > 1, "--runs"),
@@ -39,13 +35,25 @@ pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
         bail!("bench across MPI ranks does not take {what}");
     }
+    let within = match &args.gpus {
+        Some(selection) => rank_gpus(selection)?,
+        None => Vec::new(),
+    };
     let engine = match args.engine {
         Some(EngineArg::Gds) => EngineKind::Gds,
         Some(EngineArg::Staged) => EngineKind::Staged,
         Some(EngineArg::CpuOnly) => EngineKind::CpuOnly,
         Some(EngineArg::Portable) => EngineKind::Portable,
-        None => bench::default_engine(args.gpu).0,
+        None => bench::default_engine(within.first().map_or(args.gpu, |g| g.ordinal)).0,
     };
+    if engine.needs_cuda()
+        && !within.is_empty()
+        && let Err(why) = supercell::gpu::cuda_probe()
+    {
+        bail!(
+            "--gpus with the {engine} engine needs CUDA, and it is not available here ({why}); --engine cpu-only runs one job per named GPU without one"
+        );
+    }
     let cfg = super::config(args, engine)?;
     let source = super::load(args, args.io_size)?;
     let gpus = if engine.needs_cuda() {
@@ -53,7 +61,13 @@ pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     } else {
         0
     };
-    let topo = topology(&source, bench::ranks::rank_gpu(&cfg, ranks, gpus));
+    let mut topo = topology(&source, bench::ranks::rank_gpu(&cfg, ranks, gpus));
+    if let Some(first) = within.first() {
+        // The rank's place among its host's ranks is its first GPU's.
+        topo.gpu_node = first.numa_node;
+        topo.gpu_pcie = first.pcie.clone();
+    }
+    topo.gpus = within;
     let outcome = bench::ranks::run_ranks(ranks, &source, &cfg, gpus, &topo);
     let result = match outcome {
         Ok(Some(r)) => r,
@@ -71,6 +85,26 @@ pub(super) fn run(args: &BenchArgs, ranks: &dyn Ranks) -> Result<()> {
     Ok(())
 }
 
+/// The GPUs `--gpus` names within this rank (ordinals on its host), with their places.
+fn rank_gpus(selection: &bench::jobs::GpuSelection) -> Result<Vec<bench::ranks::RankGpu>> {
+    let cuda_devices = supercell::gpu::cuda_probe()
+        .is_ok()
+        .then(supercell::gpu::device_count);
+    let ordinals = selection
+        .resolve(cuda_devices)
+        .map_err(|e| anyhow::anyhow!("--gpus: {e}"))?;
+    let (nodes, pcie) = super::gpu_places(&ordinals, cuda_devices);
+    Ok(ordinals
+        .into_iter()
+        .zip(nodes.into_iter().zip(pcie))
+        .map(|(ordinal, (numa_node, pcie))| bench::ranks::RankGpu {
+            ordinal,
+            numa_node,
+            pcie,
+        })
+        .collect())
+}
+
 /// What sysfs says of this rank's lanes and GPU, for sharing a host's lanes between its
 /// ranks by topology.
 fn topology(source: &supercell::ingest::Source, gpu: Option<usize>) -> RankTopology {
@@ -81,6 +115,7 @@ fn topology(source: &supercell::ingest::Source, gpu: Option<usize>) -> RankTopol
         lane_pcie,
         gpu_node: bus.as_deref().and_then(super::pci_numa_node),
         gpu_pcie: bus.as_deref().and_then(super::pcie_path),
+        gpus: Vec::new(),
     }
 }
 
@@ -146,6 +181,26 @@ fn text(r: &RanksResult) -> String {
             lanes,
             p.engine
         );
+        for j in &p.jobs {
+            let lanes: Vec<String> = j.lanes.iter().map(u32::to_string).collect();
+            let gbps = if j.wall_s > 0.0 {
+                j.bytes as f64 / j.wall_s / 1e9
+            } else {
+                0.0
+            };
+            out += &format!(
+                "{:>4}  {:<16} {:>3}  {:>6} {:>9.3} {:>8.3} {:>8.3}  {:<8} {}\n",
+                "",
+                format!("  {}", j.name),
+                j.gpu,
+                j.frames,
+                j.bytes as f64 / 1e9,
+                j.wall_s,
+                gbps,
+                lanes.join(","),
+                j.error.as_deref().unwrap_or("")
+            );
+        }
     }
     out += &format!(
         "aggregate: {:.3} GB in {:.3} s (the slowest rank) = {:.3} GB/s\n\
