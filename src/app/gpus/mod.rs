@@ -30,6 +30,7 @@ use crate::app::core::Player;
 use crate::app::headless::{
     FaultReport, GpuRun, GpusRun, GpusTotal, HeadlessOptions, PathRun, RenderReport,
 };
+use crate::app::stats::PathFigures;
 use crate::pipeline::multi::{GpuActions, MultiScheduler, Ownership, Report, Ticket};
 use crate::pipeline::scheduler::{PlaybackConfig, Scheduler};
 use crate::pipeline::{Direction, PlayMode};
@@ -98,6 +99,9 @@ impl GpuShare {
 pub struct MultiTick {
     /// The frame presented, and the GPU (index in `--gpus`) that rendered it.
     pub shown: Option<(u32, usize)>,
+    /// The frame on screen is GPU 0's and its player drew it again (a new view, a path
+    /// tracer's refinement): the display has a new picture of the same frame.
+    pub redrawn: bool,
 }
 
 /// Frames presented that the driver remembers (for the order checks of a run).
@@ -174,6 +178,22 @@ impl MultiPlayer {
             locals.push(LocalGpu::new(name, Some(opened.gpu), player));
         }
         MultiPlayer::over(Box::new(InProcess::new(locals)), frame_count, cfg)
+    }
+
+    /// One GPU through the same coordinator (N = 1): the one-GPU window's player, a
+    /// [`MultiPlayer::open_scene`] of `gpu` alone.
+    pub fn open_one(
+        gpu: PlayerGpu,
+        scene: &crate::scene::Scene,
+        cfg: &PlayerConfig,
+    ) -> Result<MultiPlayer, PlayError> {
+        let matched = format!("the one GPU: {}", gpu.describe());
+        let opened = OpenedGpu {
+            ordinal: 0,
+            gpu,
+            matched,
+        };
+        Self::open_scene(vec![opened], scene, cfg)
     }
 
     /// The coordinator over `workers` (one GPU each, GPU 0 the display, each player over the
@@ -457,10 +477,14 @@ impl MultiPlayer {
             .collect();
         // Each GPU's own figures of the active path: its label, and the frames it took in
         // on it (a rank that switched paths counts up on the new one).
-        let paths: Vec<(u64, String)> = (0..self.shares.len())
+        let paths: Vec<(u64, String, [PathFigures; 2])> = (0..self.shares.len())
             .map(|k| {
-                let (f, label) = self.workers.figures(k, self.active);
-                (f.frames_delivered, label)
+                let (direct, direct_label) = self.workers.figures(k, PathSel::Direct);
+                let (host, host_label) = self.workers.figures(k, PathSel::Host);
+                match self.active {
+                    PathSel::Direct => (direct.frames_delivered, direct_label, [direct, host]),
+                    PathSel::Host => (host.frames_delivered, host_label, [direct, host]),
+                }
             })
             .collect();
         let reports: Vec<GpuReport<'_>> = names
@@ -468,7 +492,8 @@ impl MultiPlayer {
             .zip(&per)
             .zip(&paths)
             .zip(&self.shares)
-            .map(|(((n, f), (path_frames, label)), s)| GpuReport {
+            .enumerate()
+            .map(|(k, (((n, f), (path_frames, label, both)), s))| GpuReport {
                 ordinal: n.ordinal,
                 host: n.host.as_deref(),
                 adapter: &n.device,
@@ -476,6 +501,8 @@ impl MultiPlayer {
                 figures: *f,
                 copies: s.copies_ms.len() as u64,
                 path_frames: *path_frames,
+                faults: self.workers.fault_mark(k).0,
+                paths: both.clone(),
             })
             .collect();
         let (rows, total) = gpu_rows(&reports, &total);
@@ -491,10 +518,16 @@ impl MultiPlayer {
             })
             .collect();
         damaged.sort_unstable();
+        let several = self.shares.len() > 1;
         let last_error = self.last_error.clone().or_else(|| {
             (0..self.shares.len()).find_map(|k| {
-                let p = self.workers.player(k)?;
-                p.last_error().map(|e| format!("GPU {k}: {e}"))
+                let e = self.workers.player(k)?.last_error()?;
+                // One GPU's error reads as it did without the coordinator.
+                Some(if several {
+                    format!("GPU {k}: {e}")
+                } else {
+                    e.to_string()
+                })
             })
         });
         GpusOverlay {
@@ -611,6 +644,10 @@ impl MultiPlayer {
         }
         for k in 0..self.shares.len() {
             if let Err(why) = self.workers.path_available(k, sel) {
+                // One GPU's reason reads as it did without the coordinator.
+                if self.shares.len() == 1 {
+                    return Err(why);
+                }
                 return Err(format!(
                     "GPU {k} (--gpus {}): {why}",
                     self.workers.name(k).ordinal
@@ -736,8 +773,15 @@ impl MultiPlayer {
     /// target): its owner renders it again and it is presented again. Playing, the frames
     /// under way are presented as rendered and the ones after are rendered for the new
     /// view: so a view that changes every tick (a kiosk's flight, a drag) does not hold
-    /// playback. Returns whether the view changed.
+    /// playback. Returns whether the view changed (never with one GPU: nothing to give).
     pub fn sync_view(&mut self) -> bool {
+        if self.shares.len() == 1 {
+            // One GPU: no other player to give the view to, and its own draws the frame it
+            // shows again in its new view by itself ([`MultiTick::redrawn`] says so), as it
+            // did before the coordinator; pointing it again would read and render that
+            // frame once more.
+            return false;
+        }
         let lead = self.player(0);
         let key = (lead.view().clone(), lead.size());
         if self.synced.as_ref() == Some(&key) {
@@ -753,6 +797,7 @@ impl MultiPlayer {
             // Nothing was rendered yet.
             return false;
         }
+
         if self.is_playing() && self.scrub.is_none() {
             // Playing, no GPU is pointed again: its frame under way (rendered, held, or on
             // its way from another rank) is presented in the view before, and its next
@@ -801,7 +846,10 @@ impl MultiPlayer {
             self.fail_damaged(k, now);
             self.report_held(k, now);
         }
-        let mut out = MultiTick::default();
+        let mut out = MultiTick {
+            redrawn: self.workers.take_redrawn(0) && matches!(self.on_screen, Some((_, 0))),
+            ..MultiTick::default()
+        };
         if let Some(p) = self.multi.tick(now) {
             let k = p.gpu;
             if self.shares[k].held.map(|h| h.frame) != Some(p.frame) {

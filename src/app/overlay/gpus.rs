@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::PathSel;
+use crate::app::stats::PathFigures;
 use crate::pipeline::multi::GpuFigures;
 
 /// One GPU of a `--gpus` window as the overlay shows it.
@@ -38,6 +39,11 @@ pub struct GpuRow {
     /// Frames its own player took in on the path it reads now (its figures for that path:
     /// a GPU that switched paths counts up on the new one).
     pub path_frames: u64,
+    /// Frame faults of its player since the start (read errors, time-outs, damaged
+    /// headers).
+    pub faults: u64,
+    /// Its player's figures of both paths, direct then host (the table's per-GPU rows).
+    pub paths: [PathFigures; 2],
 }
 
 /// All GPUs of a `--gpus` window together.
@@ -70,6 +76,10 @@ pub struct GpuReport<'a> {
     pub copies: u64,
     /// Frames its player took in on the active path.
     pub path_frames: u64,
+    /// Frame faults of its player since the start.
+    pub faults: u64,
+    /// Its player's figures of both paths: direct, host.
+    pub paths: [PathFigures; 2],
 }
 
 /// The overlay's rows from each GPU's report and the timeline's total: GPU `k` is the
@@ -93,6 +103,8 @@ pub fn gpu_rows(reports: &[GpuReport<'_>], total: &GpuFigures) -> (Vec<GpuRow>, 
                 .then(|| r.figures.copy_seconds / r.copies as f64 * 1e3),
             frames_shown: r.figures.frames_shown,
             path_frames: r.path_frames,
+            faults: r.faults,
+            paths: r.paths.clone(),
         })
         .collect();
     let sum = GpusTotalRow {
@@ -256,6 +268,8 @@ mod tests {
             },
             copies,
             path_frames: 5,
+            faults: 0,
+            paths: Default::default(),
         }
     }
 
