@@ -71,6 +71,7 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     assert!(s1["host"]["frames_delivered"].as_u64().unwrap() >= 4);
     assert!(s1["host"]["bytes"].as_u64().unwrap() > 0);
     assert_eq!(s1["active_path"], "host");
+    one_gpu_through_the_coordinator(&s1, &lines);
     // The toggle: without CUDA it is refused with the reason, and the host path keeps going.
     let s2 = read("s2.json");
     if supercell::gpu::cuda_probe().is_err() {
@@ -179,6 +180,33 @@ fn window_overlay_toggle_scrub_and_screenshot() {
 
 /// Runs the player's window on display `disp` with `args` and `script`; false when no window
 /// could open here (after saying why).
+/// One GPU plays through the one coordinator (as several do): the timeline's state names
+/// one GPU's row and the order it presented, and the figures panel is one GPU's, as it
+/// was before: the active path's title and rates, and both paths side by side in the table
+/// (no per-GPU rows).
+fn one_gpu_through_the_coordinator(s1: &serde_json::Value, lines: &[String]) {
+    let rows = s1["gpus"]["rows"].as_array().expect("the timeline's rows");
+    assert_eq!(rows.len(), 1, "{s1}");
+    assert_eq!(rows[0]["gpu"], 0);
+    assert!(rows[0]["frames_shown"].as_u64().unwrap() >= 4, "{s1}");
+    let order: Vec<u64> = s1["gpus"]["presented"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[0].as_u64().unwrap())
+        .collect();
+    assert!(order.len() >= 4, "{order:?}");
+    for w in order.windows(2) {
+        assert_eq!(w[1], (w[0] + 1) % 8, "out of order: {order:?}");
+    }
+    assert!(lines[0].starts_with("HOST path: "), "{lines:?}");
+    assert!(!lines.iter().any(|l| l.starts_with("GPU0")), "{lines:?}");
+    let table: Vec<Vec<String>> = serde_json::from_value(s1["table"].clone()).unwrap();
+    assert_eq!(table.len(), 4, "{table:?}");
+    assert_eq!(table[0][1], "direct avg");
+    assert_eq!(table[1][0], "frames/s rendered");
+}
+
 fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
     play_window_stderr(disp, args, script).is_some()
 }
