@@ -88,6 +88,9 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     let s3 = read("s3.json");
     assert_eq!(s3["shown_frame"], 5, "{s3}");
     assert_eq!(s3["playing"], false);
+    // The legend's label is the whole timeline's frame 5 (GPU 0's player has half of them).
+    let label = s3["legend"]["time_label"].as_str().unwrap();
+    assert!(label.contains("frame 5 of 8"), "{label}");
     assert!(s3["last_scrub_ms"].as_f64().is_some(), "{s3}");
     assert_eq!(presented(&s3).last(), Some(&owner5), "{s3}");
     let img = presented_frame_is_a_render_of_it(&ds, &dir, &s3);
