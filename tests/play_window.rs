@@ -33,7 +33,7 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     let script = format!(
         "wait-frames 4; dump-state {s1}; key D; wait 300ms; dump-state {s2}; key Space; \
          scrub 5; wait-shown 5; wait 300ms; screenshot {shot}; render {img}; dump-state {s3}; \
-         key H; wait 100ms; dump-state {s4}; drag 2; wait 200ms; drag 3; wait 200ms; \
+         key a; key a; wait 1500ms; screenshot {shot2}; key H; wait 100ms; dump-state {s4}; drag 2; wait 200ms; drag 3; wait 200ms; \
          release 1; wait-shown 1; dump-state {s5}; quit",
         s1 = p("s1.json"),
         s2 = p("s2.json"),
@@ -41,6 +41,7 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         s4 = p("s4.json"),
         s5 = p("s5.json"),
         shot = p("shot.png"),
+        shot2 = p("shot2.png"),
         img = p("img.png"),
     );
     // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
@@ -175,6 +176,15 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     assert!(
         d_panel > d_free + 3.0,
         "no overlay in the screenshot? {d_panel} vs {d_free}"
+    );
+    // Paused, the camera turned: the window shows frame 5 drawn again in the new view (one
+    // GPU's player draws it again by itself; the window must take that picture).
+    let (_, _, shot2) = read_png(&dir.join("shot2.png"));
+    let free_window = (free.0 * 4, free.1 * 4, free.2 * 4, free.3 * 4);
+    let turned = mean_abs_diff_in(&shot2, &shot, ww, free_window);
+    assert!(
+        turned > 1.0,
+        "the window's picture did not follow the camera while paused: {turned}"
     );
 }
 
