@@ -30,13 +30,13 @@ use crate::app::core::Player;
 use crate::app::headless::{
     FaultReport, GpuRun, GpusRun, GpusTotal, HeadlessOptions, PathRun, RenderReport,
 };
-use crate::app::stats::PathFigures;
 use crate::pipeline::multi::{GpuActions, MultiScheduler, Ownership, Report, Ticket};
 use crate::pipeline::scheduler::{PlaybackConfig, Scheduler};
 use crate::pipeline::{Direction, PlayMode};
 use crate::render::View;
 
 mod open;
+mod overlay;
 mod run;
 mod workers;
 pub use open::{OpenedGpu, open_gpu, open_gpus, open_rank_gpu};
@@ -138,6 +138,11 @@ pub struct MultiPlayer {
     synced: Option<(View, (u32, u32))>,
     /// Simulation time of every frame, from its owner's player.
     frame_times: Vec<f64>,
+    /// The timeline's slider is being dragged: while a jump is under way, a frame GPU 0's
+    /// player has stands in for its target (as one GPU's player shows one).
+    dragging: bool,
+    /// The frame on screen stands in for a jump's target (GPU 0's own image).
+    stand_in: bool,
 }
 
 impl MultiPlayer {
@@ -278,6 +283,8 @@ impl MultiPlayer {
             last_error: None,
             synced: None,
             frame_times,
+            dragging: false,
+            stand_in: false,
         })
     }
 
@@ -410,6 +417,20 @@ impl MultiPlayer {
         self.multi.set_speed(fps);
     }
 
+    /// The timeline's slider is dragged, or let go: while dragged, until a jump's target is
+    /// presented, the frames GPU 0's player has nearest it are shown in its place, as one
+    /// GPU's player shows them ([`Player::set_dragging`]); the target follows.
+    pub fn set_dragging(&mut self, dragging: bool) {
+        self.dragging = dragging;
+        self.player_mut(0).set_dragging(dragging);
+    }
+
+    /// Whether GPU 0's newly rendered `frame` stands in for a jump's target: the slider is
+    /// dragged and the target is another frame.
+    fn stands_in(&self, frame: u32) -> bool {
+        self.dragging && self.scrub.is_some_and(|(target, _)| target != frame)
+    }
+
     /// Whether the timeline plays.
     pub fn is_playing(&self) -> bool {
         self.multi.scheduler().is_playing()
@@ -449,6 +470,9 @@ impl MultiPlayer {
     /// The image of the frame on screen, on the display GPU (GPU 0): GPU 0's own output
     /// where it rendered the frame, else the texture another GPU's image was copied to.
     pub fn presented_image(&self) -> Option<&wgpu::Texture> {
+        if self.stand_in {
+            return self.player(0).output();
+        }
         match self.on_screen {
             Some((_, 0)) => self.player(0).output(),
             Some(_) => self.display.as_ref(),
@@ -464,89 +488,6 @@ impl MultiPlayer {
             .ok_or_else(|| PlayError::Usage("nothing presented yet".into()))?;
         let lead = self.player(0);
         read_texture(lead.device(), lead.queue(), texture)
-    }
-
-    /// The overlay's rows and timeline: each GPU's figures from the timeline (GB/s read,
-    /// frames/s rendered, copies to the display GPU), its adapter and path label, the total.
-    pub fn overlay(&mut self) -> crate::app::overlay::GpusOverlay {
-        use crate::app::overlay::{GPUS_ORDER_KEPT, GpuReport, GpusOverlay, gpu_rows};
-        let now = self.now();
-        let (per, total) = self.multi.figures(now);
-        let names: Vec<GpuName> = (0..self.shares.len())
-            .map(|k| self.workers.name(k).clone())
-            .collect();
-        // Each GPU's own figures of the active path: its label, and the frames it took in
-        // on it (a rank that switched paths counts up on the new one).
-        let paths: Vec<(u64, String, [PathFigures; 2])> = (0..self.shares.len())
-            .map(|k| {
-                let (direct, direct_label) = self.workers.figures(k, PathSel::Direct);
-                let (host, host_label) = self.workers.figures(k, PathSel::Host);
-                match self.active {
-                    PathSel::Direct => (direct.frames_delivered, direct_label, [direct, host]),
-                    PathSel::Host => (host.frames_delivered, host_label, [direct, host]),
-                }
-            })
-            .collect();
-        let reports: Vec<GpuReport<'_>> = names
-            .iter()
-            .zip(&per)
-            .zip(&paths)
-            .zip(&self.shares)
-            .enumerate()
-            .map(|(k, (((n, f), (path_frames, label, both)), s))| GpuReport {
-                ordinal: n.ordinal,
-                host: n.host.as_deref(),
-                adapter: &n.device,
-                path_label: label,
-                figures: *f,
-                copies: s.copies_ms.len() as u64,
-                path_frames: *path_frames,
-                faults: self.workers.fault_mark(k).0,
-                paths: both.clone(),
-            })
-            .collect();
-        let (rows, total) = gpu_rows(&reports, &total);
-        let mut damaged: Vec<u32> = self
-            .shares
-            .iter()
-            .enumerate()
-            .flat_map(|(k, s)| {
-                self.workers
-                    .damaged(k)
-                    .into_iter()
-                    .filter_map(|l| s.frames.get(l as usize).copied())
-            })
-            .collect();
-        damaged.sort_unstable();
-        let several = self.shares.len() > 1;
-        let last_error = self.last_error.clone().or_else(|| {
-            (0..self.shares.len()).find_map(|k| {
-                let e = self.workers.player(k)?.last_error()?;
-                // One GPU's error reads as it did without the coordinator.
-                Some(if several {
-                    format!("GPU {k}: {e}")
-                } else {
-                    e.to_string()
-                })
-            })
-        });
-        GpusOverlay {
-            rows,
-            total,
-            shown_frame: self.shown,
-            position: self.position(),
-            frame_count: self.frame_count,
-            playing: self.is_playing(),
-            speed_fps: self.speed(),
-            direction: self.direction(),
-            mode: self.mode,
-            last_scrub_ms: self.last_scrub_ms,
-            damaged,
-            last_error,
-            presented: self.presented[self.presented.len().saturating_sub(GPUS_ORDER_KEPT)..]
-                .to_vec(),
-            frame_times: self.frame_times.clone(),
-        }
     }
 
     /// Lets go of what a GPU's player holds for the display, telling the multi-scheduler
@@ -831,25 +772,37 @@ impl MultiPlayer {
                 self.shares[k].tickets.insert(t.frame, t);
             }
         }
+        let mut stood_in = None;
         for k in 0..self.shares.len() {
             if self.shares[k].held.is_none()
                 && let Some(local) = self.workers.poll(k)?
             {
-                let s = &mut self.shares[k];
-                let frame = s.frames[local as usize];
-                s.held = Some(Held {
-                    frame,
-                    reported: false,
-                });
+                let frame = self.shares[k].frames[local as usize];
+                if k == 0 && self.stands_in(frame) {
+                    // Shown at once, not presented on the timeline; the player goes on to
+                    // the target.
+                    self.workers.go_on(0);
+                    stood_in = Some((frame, 0));
+                } else {
+                    self.shares[k].held = Some(Held {
+                        frame,
+                        reported: false,
+                    });
+                }
             }
             // Frames its player passed over as damaged, before its new frame is judged.
             self.fail_damaged(k, now);
             self.report_held(k, now);
         }
         let mut out = MultiTick {
-            redrawn: self.workers.take_redrawn(0) && matches!(self.on_screen, Some((_, 0))),
-            ..MultiTick::default()
+            redrawn: self.workers.take_redrawn(0)
+                && (self.stand_in || matches!(self.on_screen, Some((_, 0)))),
+            shown: stood_in,
         };
+        if let Some((frame, _)) = stood_in {
+            self.stand_in = true;
+            self.shown = Some(frame);
+        }
         if let Some(p) = self.multi.tick(now) {
             let k = p.gpu;
             if self.shares[k].held.map(|h| h.frame) != Some(p.frame) {
@@ -874,6 +827,7 @@ impl MultiPlayer {
             }
             self.on_screen = Some((p.frame, k));
             self.shown = Some(p.frame);
+            self.stand_in = false;
             if !p.again && self.presented.len() < MAX_LOG {
                 self.presented.push((p.frame, k));
             }

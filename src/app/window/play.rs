@@ -102,8 +102,12 @@ impl MultiPlayer {
     /// [`MultiPlayer::timeline_action`].
     pub(super) fn timeline_request(&mut self, r: &UiRequest) -> Option<Option<String>> {
         Some(match r {
-            // While dragging, each value is a jump (no nearest frame stands in).
-            UiRequest::Dragging(_) => None,
+            // While dragging, each value is a jump, and a frame GPU 0 has nearest it stands
+            // in until the target is presented.
+            UiRequest::Dragging(d) => {
+                self.set_dragging(*d);
+                None
+            }
             UiRequest::SetSpeed(s) => {
                 self.set_speed(*s);
                 None
