@@ -110,7 +110,8 @@ pub struct OverlayDump {
     pub overlap_frames: u64,
     /// The first such overlap: which panels, where (window pixels).
     pub first_overlap: Option<String>,
-    /// Several GPUs (`--gpus`): per GPU and in total, and the presentation order.
+    /// The window's coordinator (one GPU or several): per GPU and in total, and the
+    /// presentation order; `None` for a player with no coordinator.
     pub gpus: Option<GpusOverlay>,
     /// Whether the clean view (U) is on.
     pub clean_view: bool,

@@ -120,8 +120,11 @@ fn finite(v: f64) -> f64 {
     if v.is_finite() { v } else { 0.0 }
 }
 
-/// The timeline and figures of a `--gpus` window: the overlay shows these in place of one
-/// player's (GPU 0's player sees only the frames it owns, numbered its own way).
+/// The timeline and a row per GPU of the window's coordinator (one GPU or several, in this
+/// process or across ranks): the overlay shows the timeline in place of GPU 0's player's
+/// (with several GPUs it sees only the frames it owns, numbered its own way; with one it
+/// may be a frame ahead of the screen), and its figures panel is made from it
+/// ([`super::figures_panel`]).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct GpusOverlay {
     /// Per GPU.

@@ -81,8 +81,9 @@ pub struct UiState {
     pub plot_window_s: f64,
     /// Where the panels went (kept between frames: the layout plans with the last sizes).
     pub layout: PanelLayout,
-    /// Several GPUs (`--gpus`): their rows and the one timeline, shown in place of the
-    /// player's own figures and frame numbers.
+    /// The window's coordinator (one GPU or several): its rows and its timeline, shown in
+    /// place of the player's own frame numbers. `None` for a player with no coordinator (the
+    /// headless screenshot), whose own timeline is shown.
     pub gpus: Option<GpusOverlay>,
     /// The clean view (U): every panel hidden but the legend.
     pub clean: bool,
