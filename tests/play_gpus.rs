@@ -861,3 +861,59 @@ fn one_gpu_through_the_coordinator_plays_in_every_order() {
     plays_in_every_order(&mut mp, &one_gpu_images(&all));
     mp.drain(Duration::from_secs(5));
 }
+
+/// One GPU through the one coordinator keeps what its player did alone while the timeline's
+/// slider is dragged: a frame it has stands in for a target still being read (shown, not
+/// presented on the timeline), and the target itself is presented once it lands.
+#[test]
+fn dragging_one_gpu_shows_a_frame_it_has_until_the_target_lands() {
+    let Some(g) = gpu() else { return };
+    // Frame 6's reads are held back until the test lifts the rule: the jump to it cannot
+    // land before, while frames read before it can stand in, however slow the machine.
+    let plan =
+        std::sync::Arc::new(supercell::ingest::faults::FaultPlan::parse("hang:frame=6").unwrap());
+    let cfg = PlayerConfig {
+        faults: Some(plan.clone()),
+        slots: Some(8),
+        ..small_config()
+    };
+    let scene = Scene::load(&dataset()).expect("the dataset as a scene");
+    let mut mp = MultiPlayer::open_one(g, &scene, &cfg).expect("one GPU");
+    assert_eq!(mp.gpu_count(), 1);
+    run_until(&mut mp, "frame 3", |mp| mp.shown_frame() == Some(3));
+    mp.set_dragging(true);
+    mp.scrub(6);
+    let before = mp.presented().len();
+    let mut stand_ins = Vec::new();
+    let end = Instant::now() + Duration::from_secs(60);
+    while stand_ins.is_empty() {
+        assert!(
+            Instant::now() < end,
+            "no frame stood in for frame 6: {}",
+            mp.state()
+        );
+        match mp.tick().expect("tick").shown {
+            Some((f, k)) => {
+                assert_ne!(f, 6, "frame 6 landed while its reads were held back");
+                assert_eq!(k, 0);
+                stand_ins.push(f);
+                // Shown on screen: GPU 0's own image.
+                assert!(mp.presented_image().is_some());
+            }
+            None => mp.wait(Duration::from_millis(2)),
+        }
+    }
+    assert_eq!(mp.shown_frame(), Some(stand_ins[0]));
+    assert!(mp.scrub_pending());
+    plan.lift();
+    run_until(&mut mp, "frame 6", |mp| !mp.scrub_pending());
+    assert_eq!(mp.shown_frame(), Some(6));
+    // Stand-ins are not presentations of the timeline: after the jump it presented 6.
+    assert_eq!(
+        mp.presented()[before..].first(),
+        Some(&(6, 0)),
+        "stood in: {stand_ins:?}"
+    );
+    mp.set_dragging(false);
+    mp.drain(Duration::from_secs(5));
+}

@@ -33,7 +33,7 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     let script = format!(
         "wait-frames 4; dump-state {s1}; key D; wait 300ms; dump-state {s2}; key Space; \
          scrub 5; wait-shown 5; wait 300ms; screenshot {shot}; render {img}; dump-state {s3}; \
-         key H; wait 100ms; dump-state {s4}; drag 2; wait 200ms; drag 3; wait 200ms; \
+         key a; key a; wait 1500ms; screenshot {shot2}; key H; wait 100ms; dump-state {s4}; drag 2; wait 200ms; drag 3; wait 200ms; \
          release 1; wait-shown 1; dump-state {s5}; quit",
         s1 = p("s1.json"),
         s2 = p("s2.json"),
@@ -41,6 +41,7 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         s4 = p("s4.json"),
         s5 = p("s5.json"),
         shot = p("shot.png"),
+        shot2 = p("shot2.png"),
         img = p("img.png"),
     );
     // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
@@ -71,6 +72,7 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     assert!(s1["host"]["frames_delivered"].as_u64().unwrap() >= 4);
     assert!(s1["host"]["bytes"].as_u64().unwrap() > 0);
     assert_eq!(s1["active_path"], "host");
+    one_gpu_through_the_coordinator(&s1, &lines);
     // The toggle: without CUDA it is refused with the reason, and the host path keeps going.
     let s2 = read("s2.json");
     if supercell::gpu::cuda_probe().is_err() {
@@ -175,10 +177,46 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         d_panel > d_free + 3.0,
         "no overlay in the screenshot? {d_panel} vs {d_free}"
     );
+    // Paused, the camera turned: the window shows frame 5 drawn again in the new view (one
+    // GPU's player draws it again by itself; the window must take that picture).
+    let (_, _, shot2) = read_png(&dir.join("shot2.png"));
+    let free_window = (free.0 * 4, free.1 * 4, free.2 * 4, free.3 * 4);
+    let turned = mean_abs_diff_in(&shot2, &shot, ww, free_window);
+    assert!(
+        turned > 1.0,
+        "the window's picture did not follow the camera while paused: {turned}"
+    );
 }
 
 /// Runs the player's window on display `disp` with `args` and `script`; false when no window
 /// could open here (after saying why).
+/// One GPU plays through the one coordinator (as several do): the timeline's state names
+/// one GPU's row and the order it presented, and the figures panel is one GPU's, as it
+/// was before: the active path's title and rates, and both paths side by side in the table
+/// (no per-GPU rows).
+fn one_gpu_through_the_coordinator(s1: &serde_json::Value, lines: &[String]) {
+    let rows = s1["gpus"]["rows"].as_array().expect("the timeline's rows");
+    assert_eq!(rows.len(), 1, "{s1}");
+    assert_eq!(rows[0]["gpu"], 0);
+    assert!(rows[0]["frames_shown"].as_u64().unwrap() >= 4, "{s1}");
+    let order: Vec<u64> = s1["gpus"]["presented"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[0].as_u64().unwrap())
+        .collect();
+    assert!(order.len() >= 4, "{order:?}");
+    for w in order.windows(2) {
+        assert_eq!(w[1], (w[0] + 1) % 8, "out of order: {order:?}");
+    }
+    assert!(lines[0].starts_with("HOST path: "), "{lines:?}");
+    assert!(!lines.iter().any(|l| l.starts_with("GPU0")), "{lines:?}");
+    let table: Vec<Vec<String>> = serde_json::from_value(s1["table"].clone()).unwrap();
+    assert_eq!(table.len(), 4, "{table:?}");
+    assert_eq!(table[0][1], "direct avg");
+    assert_eq!(table[1][0], "frames/s rendered");
+}
+
 fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
     play_window_stderr(disp, args, script).is_some()
 }

@@ -38,7 +38,8 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
          scrub 5; wait-shown 5; wait 200ms; render {img}; dump-state {s3}; key a; key a; \
          wait-frames 1; wait 200ms; render {img2}; dump-state {s4}; key Space; wait-frames 1; \
          key a; wait 100ms; key a; wait 100ms; key x; wait-frames 3; dump-state {s5}; \
-         key r; wait-frames 5; dump-state {s6}; key l; wait 100ms; dump-state {s7}; quit",
+         key r; wait-frames 5; dump-state {s6}; key l; wait 100ms; dump-state {s7}; \
+         key v; wait 100ms; dump-state {s8}; quit",
         s1 = p("s1.json"),
         s2 = p("s2.json"),
         s3 = p("s3.json"),
@@ -46,6 +47,7 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         s5 = p("s5.json"),
         s6 = p("s6.json"),
         s7 = p("s7.json"),
+        s8 = p("s8.json"),
         img = p("img.png"),
         img2 = p("img2.png"),
     );
@@ -86,6 +88,9 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     let s3 = read("s3.json");
     assert_eq!(s3["shown_frame"], 5, "{s3}");
     assert_eq!(s3["playing"], false);
+    // The legend's label is the whole timeline's frame 5 (GPU 0's player has half of them).
+    let label = s3["legend"]["time_label"].as_str().unwrap();
+    assert!(label.contains("frame 5 of 8"), "{label}");
     assert!(s3["last_scrub_ms"].as_f64().is_some(), "{s3}");
     assert_eq!(presented(&s3).last(), Some(&owner5), "{s3}");
     let img = presented_frame_is_a_render_of_it(&ds, &dir, &s3);
@@ -148,6 +153,7 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         "window with {g} GPUs: {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    full_figures_of_several_gpus(&read("s8.json"), g);
 }
 
 /// Runs the player's window on `gpus` under the X display `display` with `script`; its
@@ -237,6 +243,43 @@ fn playing_in_order_with_a_row_per_gpu(s1: &serde_json::Value, ordinals: &[u64])
         "the total: {lines:?}"
     );
     assert_eq!(s1["active_path"], "host");
+    // The figures panel's one table: both paths' figures of every GPU under one header.
+    let table: Vec<Vec<String>> = serde_json::from_value(s1["table"].clone()).unwrap();
+    assert_eq!(table.len() as u64, 1 + 3 * g, "{table:?}");
+    assert_eq!(table[0][1], "direct avg");
+    for k in 0..g {
+        for rate in ["frames/s rendered", "frames/s delivered", "GB/s"] {
+            let name = format!("GPU{k} {rate}");
+            assert!(table.iter().any(|r| r[0] == name), "{name}: {table:?}");
+        }
+    }
+}
+
+/// The full figures (V) of several GPUs: a row per GPU and the total as before, and the
+/// CPU, every GPU's memory, the frame and render lines one GPU's figures have.
+fn full_figures_of_several_gpus(s8: &serde_json::Value, g: u64) {
+    assert_eq!(s8["compact"], false, "{s8}");
+    let lines: Vec<String> = serde_json::from_value(s8["lines"].clone()).unwrap();
+    for k in 0..g {
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("GPU {k} (#"))),
+            "{lines:?}"
+        );
+    }
+    let cpu = lines
+        .iter()
+        .find(|l| l.starts_with("CPU "))
+        .expect("CPU line");
+    for k in 0..g {
+        assert!(cpu.contains(&format!("GPU {k} ")), "{cpu}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("frame ") && l.contains("t = ")),
+        "{lines:?}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("render: ")), "{lines:?}");
 }
 
 /// The picture presented for frame 5 (`img.png` in `dir`) is a render of frame 5 at the

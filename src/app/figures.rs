@@ -170,7 +170,7 @@ pub fn target_text(speed_fps: Option<f64>) -> String {
 
 /// The compact figures (small windows): the active path and its label, its rates as
 /// `NAME NOW (avg AVG)`, and the frame on screen.
-pub fn compact_lines(player: &Player) -> Vec<String> {
+pub fn compact_lines(player: &Player, timeline: &TimelineFacts) -> Vec<String> {
     let sel = player.active_path();
     let f = player.figures(sel);
     let mut v = vec![format!(
@@ -187,13 +187,7 @@ pub fn compact_lines(player: &Player) -> Vec<String> {
         // The reason is long; the full figures (V) give it.
         v.push("direct path unavailable (V: why)".to_string());
     }
-    let shown = player.shown_frame();
-    v.push(format!(
-        "frame {} / {}{}",
-        shown.map_or_else(|| "-".to_string(), |s| s.to_string()),
-        player.frame_count().saturating_sub(1),
-        if player.is_playing() { "" } else { "   paused" },
-    ));
+    v.push(compact_frame_line(timeline));
     if player.tracer_state().is_some() {
         v.push(render_line(player));
     }
@@ -222,6 +216,7 @@ pub fn figure_table(direct: &PathFigures, host: &PathFigures, direct_ok: bool) -
 /// The overlay's figures as text lines (drawn, and dumped for tests).
 pub fn stats_lines(
     player: &Player,
+    timeline: &TimelineFacts,
     cpu_percent: f64,
     gpu_memory: Option<&GpuMemory>,
 ) -> Vec<String> {
@@ -239,15 +234,7 @@ pub fn stats_lines(
             f.latency_p50_ms,
             f.latency_p99_ms
         ),
-        format!(
-            "CPU {:.0}%   GPU memory {}{}",
-            cpu_percent,
-            gpu_memory.map_or_else(
-                || "n/a".to_string(),
-                |m| format!("{} ({})", bytes_h(m.used as f64), m.source)
-            ),
-            format_args!(" (frames {})", bytes_h(player.gpu_buffer_bytes() as f64))
-        ),
+        cpu_line(cpu_percent, gpu_memory, player),
     ]);
     if let Some(fb) = &rep.fallback {
         v.push(format!("fallback: {fb}"));
@@ -255,26 +242,7 @@ pub fn stats_lines(
     if let Some(why) = player.direct_unavailable() {
         v.push(format!("direct path unavailable: {why}"));
     }
-    let shown = player.shown_frame();
-    let line = format!(
-        "frame {} / {}   t = {:.1} s   {}{} {}   {}",
-        shown.map_or_else(|| "-".to_string(), |s| s.to_string()),
-        player.frame_count().saturating_sub(1),
-        shown.map_or(0.0, |s| player.frame_time(s)),
-        if player.is_playing() {
-            "playing"
-        } else {
-            "paused"
-        },
-        if player.direction() == Direction::Reverse {
-            " reverse"
-        } else {
-            ""
-        },
-        mode_name(player.mode()),
-        target_text(player.speed())
-    );
-    v.push(line.trim_end().to_string());
+    v.push(frame_line(timeline));
     v.push(render_line(player));
     v.extend(fault_lines(player));
     v
@@ -313,4 +281,84 @@ pub fn fault_lines(player: &Player) -> Vec<String> {
         ));
     }
     v
+}
+
+/// The CPU and GPU memory line: the process's CPU use, the display GPU's memory in use
+/// (where known, with its source) and the frames' buffers of `player`.
+pub fn cpu_line(cpu_percent: f64, gpu_memory: Option<&GpuMemory>, player: &Player) -> String {
+    format!(
+        "CPU {:.0}%   GPU memory {}{}",
+        cpu_percent,
+        gpu_memory.map_or_else(
+            || "n/a".to_string(),
+            |m| format!("{} ({})", bytes_h(m.used as f64), m.source)
+        ),
+        format_args!(" (frames {})", bytes_h(player.gpu_buffer_bytes() as f64))
+    )
+}
+
+/// Where the timeline stands, as the frame lines write it: the one player's
+/// ([`TimelineFacts::of_player`]) or the coordinator's, whose player (one GPU through it,
+/// or several) may be a frame ahead of the screen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimelineFacts {
+    /// The frame on screen.
+    pub shown: Option<u32>,
+    /// Frames on the timeline.
+    pub frame_count: u32,
+    /// Simulation time of the frame on screen (0 with none).
+    pub time: f64,
+    /// Playing or paused.
+    pub playing: bool,
+    /// The timeline's direction.
+    pub direction: Direction,
+    /// Its end-of-timeline behaviour.
+    pub mode: PlayMode,
+    /// Its playback rate (`None`: as fast as frames are finished).
+    pub speed: Option<f64>,
+}
+
+impl TimelineFacts {
+    /// A player playing its own timeline (no coordinator above it).
+    pub fn of_player(player: &Player) -> TimelineFacts {
+        let shown = player.shown_frame();
+        TimelineFacts {
+            shown,
+            frame_count: player.frame_count(),
+            time: shown.map_or(0.0, |s| player.frame_time(s)),
+            playing: player.is_playing(),
+            direction: player.direction(),
+            mode: player.mode(),
+            speed: player.speed(),
+        }
+    }
+}
+
+/// The full figures' frame line: `frame 5 / 11   t = 1.0 s   playing loop   target ...`.
+pub fn frame_line(t: &TimelineFacts) -> String {
+    let line = format!(
+        "frame {} / {}   t = {:.1} s   {}{} {}   {}",
+        t.shown.map_or_else(|| "-".to_string(), |s| s.to_string()),
+        t.frame_count.saturating_sub(1),
+        t.time,
+        if t.playing { "playing" } else { "paused" },
+        if t.direction == Direction::Reverse {
+            " reverse"
+        } else {
+            ""
+        },
+        mode_name(t.mode),
+        target_text(t.speed)
+    );
+    line.trim_end().to_string()
+}
+
+/// The compact figures' frame line: `frame 5 / 11`, with `   paused` while paused.
+pub fn compact_frame_line(t: &TimelineFacts) -> String {
+    format!(
+        "frame {} / {}{}",
+        t.shown.map_or_else(|| "-".to_string(), |s| s.to_string()),
+        t.frame_count.saturating_sub(1),
+        if t.playing { "" } else { "   paused" },
+    )
 }

@@ -105,15 +105,17 @@ fn to_u8(x: f32) -> u8 {
 /// The time label of frame `frame`: its simulation time where the manifest records times
 /// (not just the frame indices an import without times writes), and the frame's index.
 pub fn time_label(manifest: &Manifest, frame: usize) -> String {
-    let count = manifest.frame_count();
-    let indices_only = manifest
-        .frames
-        .iter()
-        .enumerate()
-        .all(|(i, f)| f.time == i as f64);
-    let index = format!("frame {frame} of {count}");
-    match manifest.frames.get(frame) {
-        Some(f) if !indices_only => format!("t = {}  ({index})", format_seconds(f.time)),
+    let times: Vec<f64> = manifest.frames.iter().map(|f| f.time).collect();
+    time_label_of(&times, frame)
+}
+
+/// [`time_label`] from every frame's simulation time (`times[i]` is frame `i`'s): where a
+/// player sees part of the frames (one GPU's of several), the whole timeline's times.
+pub fn time_label_of(times: &[f64], frame: usize) -> String {
+    let indices_only = times.iter().enumerate().all(|(i, &t)| t == i as f64);
+    let index = format!("frame {frame} of {}", times.len());
+    match times.get(frame) {
+        Some(&t) if !indices_only => format!("t = {}  ({index})", format_seconds(t)),
         _ => index,
     }
 }

@@ -549,6 +549,9 @@ impl Workers for RankWorkers {
         r.holding = local.is_some();
         Ok(local)
     }
+    fn take_redrawn(&mut self, k: usize) -> bool {
+        k == 0 && self.local.take_redrawn()
+    }
     fn go_on(&mut self, k: usize) {
         if k == 0 {
             return self.local.go_on();

@@ -36,6 +36,7 @@ use crate::pipeline::{Direction, PlayMode};
 use crate::render::View;
 
 mod open;
+mod overlay;
 mod run;
 mod workers;
 pub use open::{OpenedGpu, open_gpu, open_gpus, open_rank_gpu};
@@ -98,6 +99,9 @@ impl GpuShare {
 pub struct MultiTick {
     /// The frame presented, and the GPU (index in `--gpus`) that rendered it.
     pub shown: Option<(u32, usize)>,
+    /// The frame on screen is GPU 0's and its player drew it again (a new view, a path
+    /// tracer's refinement): the display has a new picture of the same frame.
+    pub redrawn: bool,
 }
 
 /// Frames presented that the driver remembers (for the order checks of a run).
@@ -134,6 +138,11 @@ pub struct MultiPlayer {
     synced: Option<(View, (u32, u32))>,
     /// Simulation time of every frame, from its owner's player.
     frame_times: Vec<f64>,
+    /// The timeline's slider is being dragged: while a jump is under way, a frame GPU 0's
+    /// player has stands in for its target (as one GPU's player shows one).
+    dragging: bool,
+    /// The frame on screen stands in for a jump's target (GPU 0's own image).
+    stand_in: bool,
 }
 
 impl MultiPlayer {
@@ -174,6 +183,22 @@ impl MultiPlayer {
             locals.push(LocalGpu::new(name, Some(opened.gpu), player));
         }
         MultiPlayer::over(Box::new(InProcess::new(locals)), frame_count, cfg)
+    }
+
+    /// One GPU through the same coordinator (N = 1): the one-GPU window's player, a
+    /// [`MultiPlayer::open_scene`] of `gpu` alone.
+    pub fn open_one(
+        gpu: PlayerGpu,
+        scene: &crate::scene::Scene,
+        cfg: &PlayerConfig,
+    ) -> Result<MultiPlayer, PlayError> {
+        let matched = format!("the one GPU: {}", gpu.describe());
+        let opened = OpenedGpu {
+            ordinal: 0,
+            gpu,
+            matched,
+        };
+        Self::open_scene(vec![opened], scene, cfg)
     }
 
     /// The coordinator over `workers` (one GPU each, GPU 0 the display, each player over the
@@ -258,6 +283,8 @@ impl MultiPlayer {
             last_error: None,
             synced: None,
             frame_times,
+            dragging: false,
+            stand_in: false,
         })
     }
 
@@ -390,6 +417,20 @@ impl MultiPlayer {
         self.multi.set_speed(fps);
     }
 
+    /// The timeline's slider is dragged, or let go: while dragged, until a jump's target is
+    /// presented, the frames GPU 0's player has nearest it are shown in its place, as one
+    /// GPU's player shows them ([`Player::set_dragging`]); the target follows.
+    pub fn set_dragging(&mut self, dragging: bool) {
+        self.dragging = dragging;
+        self.player_mut(0).set_dragging(dragging);
+    }
+
+    /// Whether GPU 0's newly rendered `frame` stands in for a jump's target: the slider is
+    /// dragged and the target is another frame.
+    fn stands_in(&self, frame: u32) -> bool {
+        self.dragging && self.scrub.is_some_and(|(target, _)| target != frame)
+    }
+
     /// Whether the timeline plays.
     pub fn is_playing(&self) -> bool {
         self.multi.scheduler().is_playing()
@@ -429,6 +470,9 @@ impl MultiPlayer {
     /// The image of the frame on screen, on the display GPU (GPU 0): GPU 0's own output
     /// where it rendered the frame, else the texture another GPU's image was copied to.
     pub fn presented_image(&self) -> Option<&wgpu::Texture> {
+        if self.stand_in {
+            return self.player(0).output();
+        }
         match self.on_screen {
             Some((_, 0)) => self.player(0).output(),
             Some(_) => self.display.as_ref(),
@@ -444,76 +488,6 @@ impl MultiPlayer {
             .ok_or_else(|| PlayError::Usage("nothing presented yet".into()))?;
         let lead = self.player(0);
         read_texture(lead.device(), lead.queue(), texture)
-    }
-
-    /// The overlay's rows and timeline: each GPU's figures from the timeline (GB/s read,
-    /// frames/s rendered, copies to the display GPU), its adapter and path label, the total.
-    pub fn overlay(&mut self) -> crate::app::overlay::GpusOverlay {
-        use crate::app::overlay::{GPUS_ORDER_KEPT, GpuReport, GpusOverlay, gpu_rows};
-        let now = self.now();
-        let (per, total) = self.multi.figures(now);
-        let names: Vec<GpuName> = (0..self.shares.len())
-            .map(|k| self.workers.name(k).clone())
-            .collect();
-        // Each GPU's own figures of the active path: its label, and the frames it took in
-        // on it (a rank that switched paths counts up on the new one).
-        let paths: Vec<(u64, String)> = (0..self.shares.len())
-            .map(|k| {
-                let (f, label) = self.workers.figures(k, self.active);
-                (f.frames_delivered, label)
-            })
-            .collect();
-        let reports: Vec<GpuReport<'_>> = names
-            .iter()
-            .zip(&per)
-            .zip(&paths)
-            .zip(&self.shares)
-            .map(|(((n, f), (path_frames, label)), s)| GpuReport {
-                ordinal: n.ordinal,
-                host: n.host.as_deref(),
-                adapter: &n.device,
-                path_label: label,
-                figures: *f,
-                copies: s.copies_ms.len() as u64,
-                path_frames: *path_frames,
-            })
-            .collect();
-        let (rows, total) = gpu_rows(&reports, &total);
-        let mut damaged: Vec<u32> = self
-            .shares
-            .iter()
-            .enumerate()
-            .flat_map(|(k, s)| {
-                self.workers
-                    .damaged(k)
-                    .into_iter()
-                    .filter_map(|l| s.frames.get(l as usize).copied())
-            })
-            .collect();
-        damaged.sort_unstable();
-        let last_error = self.last_error.clone().or_else(|| {
-            (0..self.shares.len()).find_map(|k| {
-                let p = self.workers.player(k)?;
-                p.last_error().map(|e| format!("GPU {k}: {e}"))
-            })
-        });
-        GpusOverlay {
-            rows,
-            total,
-            shown_frame: self.shown,
-            position: self.position(),
-            frame_count: self.frame_count,
-            playing: self.is_playing(),
-            speed_fps: self.speed(),
-            direction: self.direction(),
-            mode: self.mode,
-            last_scrub_ms: self.last_scrub_ms,
-            damaged,
-            last_error,
-            presented: self.presented[self.presented.len().saturating_sub(GPUS_ORDER_KEPT)..]
-                .to_vec(),
-            frame_times: self.frame_times.clone(),
-        }
     }
 
     /// Lets go of what a GPU's player holds for the display, telling the multi-scheduler
@@ -611,6 +585,10 @@ impl MultiPlayer {
         }
         for k in 0..self.shares.len() {
             if let Err(why) = self.workers.path_available(k, sel) {
+                // One GPU's reason reads as it did without the coordinator.
+                if self.shares.len() == 1 {
+                    return Err(why);
+                }
                 return Err(format!(
                     "GPU {k} (--gpus {}): {why}",
                     self.workers.name(k).ordinal
@@ -736,8 +714,15 @@ impl MultiPlayer {
     /// target): its owner renders it again and it is presented again. Playing, the frames
     /// under way are presented as rendered and the ones after are rendered for the new
     /// view: so a view that changes every tick (a kiosk's flight, a drag) does not hold
-    /// playback. Returns whether the view changed.
+    /// playback. Returns whether the view changed (never with one GPU: nothing to give).
     pub fn sync_view(&mut self) -> bool {
+        if self.shares.len() == 1 {
+            // One GPU: no other player to give the view to, and its own draws the frame it
+            // shows again in its new view by itself ([`MultiTick::redrawn`] says so), as it
+            // did before the coordinator; pointing it again would read and render that
+            // frame once more.
+            return false;
+        }
         let lead = self.player(0);
         let key = (lead.view().clone(), lead.size());
         if self.synced.as_ref() == Some(&key) {
@@ -753,6 +738,7 @@ impl MultiPlayer {
             // Nothing was rendered yet.
             return false;
         }
+
         if self.is_playing() && self.scrub.is_none() {
             // Playing, no GPU is pointed again: its frame under way (rendered, held, or on
             // its way from another rank) is presented in the view before, and its next
@@ -786,22 +772,37 @@ impl MultiPlayer {
                 self.shares[k].tickets.insert(t.frame, t);
             }
         }
+        let mut stood_in = None;
         for k in 0..self.shares.len() {
             if self.shares[k].held.is_none()
                 && let Some(local) = self.workers.poll(k)?
             {
-                let s = &mut self.shares[k];
-                let frame = s.frames[local as usize];
-                s.held = Some(Held {
-                    frame,
-                    reported: false,
-                });
+                let frame = self.shares[k].frames[local as usize];
+                if k == 0 && self.stands_in(frame) {
+                    // Shown at once, not presented on the timeline; the player goes on to
+                    // the target.
+                    self.workers.go_on(0);
+                    stood_in = Some((frame, 0));
+                } else {
+                    self.shares[k].held = Some(Held {
+                        frame,
+                        reported: false,
+                    });
+                }
             }
             // Frames its player passed over as damaged, before its new frame is judged.
             self.fail_damaged(k, now);
             self.report_held(k, now);
         }
-        let mut out = MultiTick::default();
+        let mut out = MultiTick {
+            redrawn: self.workers.take_redrawn(0)
+                && (self.stand_in || matches!(self.on_screen, Some((_, 0)))),
+            shown: stood_in,
+        };
+        if let Some((frame, _)) = stood_in {
+            self.stand_in = true;
+            self.shown = Some(frame);
+        }
         if let Some(p) = self.multi.tick(now) {
             let k = p.gpu;
             if self.shares[k].held.map(|h| h.frame) != Some(p.frame) {
@@ -826,6 +827,7 @@ impl MultiPlayer {
             }
             self.on_screen = Some((p.frame, k));
             self.shown = Some(p.frame);
+            self.stand_in = false;
             if !p.again && self.presented.len() < MAX_LOG {
                 self.presented.push((p.frame, k));
             }

@@ -86,6 +86,12 @@ pub trait Workers {
     fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError>;
     /// GPU `k` may go on past the frame it holds (the display took its image).
     fn go_on(&mut self, k: usize);
+    /// Whether GPU `k`'s player drew the frame it shows again since the last call (a new
+    /// view, a path tracer's refinement) without a new frame; the call clears it. Only the
+    /// display GPU's matters (its picture is on screen), so a transport may say `false`.
+    fn take_redrawn(&mut self, _k: usize) -> bool {
+        false
+    }
     /// Local frames GPU `k` passed over as damaged (their reads failed).
     fn damaged(&self, k: usize) -> Vec<u32>;
     /// Bytes of GPU `k`'s local frame `local`.
@@ -164,6 +170,8 @@ pub struct LocalGpu {
     _gpu: Option<PlayerGpu>,
     player: Player,
     holding: bool,
+    /// Its player drew its shown frame again since [`LocalGpu::take_redrawn`].
+    redrawn: bool,
 }
 
 impl LocalGpu {
@@ -174,6 +182,7 @@ impl LocalGpu {
             _gpu: gpu,
             player,
             holding: false,
+            redrawn: false,
         }
     }
     /// Who it is.
@@ -206,13 +215,19 @@ impl LocalGpu {
         if self.holding {
             return Ok(None);
         }
-        let shown = self.player.tick()?.shown;
-        self.holding = shown.is_some();
-        Ok(shown)
+        let tick = self.player.tick()?;
+        self.redrawn |= tick.rendered && tick.shown.is_none();
+        self.holding = tick.shown.is_some();
+        Ok(tick.shown)
     }
     /// See [`Workers::go_on`].
     pub fn go_on(&mut self) {
         self.holding = false;
+    }
+    /// Whether its player drew the frame it shows again (a new view, a path tracer's
+    /// refinement) since the last call.
+    pub fn take_redrawn(&mut self) -> bool {
+        std::mem::take(&mut self.redrawn)
     }
     /// Whether it holds a finished frame.
     pub fn holding(&self) -> bool {
@@ -331,6 +346,9 @@ impl Workers for InProcess {
     }
     fn go_on(&mut self, k: usize) {
         self.gpus[k].go_on();
+    }
+    fn take_redrawn(&mut self, k: usize) -> bool {
+        self.gpus[k].take_redrawn()
     }
     fn damaged(&self, k: usize) -> Vec<u32> {
         self.gpus[k].damaged()

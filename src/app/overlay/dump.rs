@@ -5,8 +5,7 @@ use serde::Serialize;
 
 use super::analysis::AnalysisDump;
 use super::{
-    GpusOverlay, LegendShown, RecordingStatus, UiState, compact_lines, figure_table, gpu_lines,
-    mode_name, stats_lines, transfer_panel,
+    GpusOverlay, LegendShown, RecordingStatus, UiState, figures_panel, mode_name, transfer_panel,
 };
 use crate::app::core::{PathSel, Player};
 use crate::app::stats::PathFigures;
@@ -54,7 +53,8 @@ pub struct OverlayDump {
     pub host: PathFigures,
     /// The overlay's text lines, exactly as drawn.
     pub lines: Vec<String>,
-    /// The table comparing both paths, exactly as drawn (see [`figure_table`]).
+    /// The table comparing both paths, as drawn with the full figures (see
+    /// [`super::figure_table`]; with several GPUs, each GPU's rows).
     pub table: Vec<[String; 5]>,
     /// Help card shown.
     pub help_visible: bool,
@@ -110,7 +110,8 @@ pub struct OverlayDump {
     pub overlap_frames: u64,
     /// The first such overlap: which panels, where (window pixels).
     pub first_overlap: Option<String>,
-    /// Several GPUs (`--gpus`): per GPU and in total, and the presentation order.
+    /// The window's coordinator (one GPU or several): per GPU and in total, and the
+    /// presentation order; `None` for a player with no coordinator.
     pub gpus: Option<GpusOverlay>,
     /// Whether the clean view (U) is on.
     pub clean_view: bool,
@@ -144,8 +145,6 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
         d.last_scrub_ms = o.last_scrub_ms;
         d.damaged_frames = o.damaged.clone();
         d.last_error = o.last_error.clone();
-        d.lines = gpu_lines(o, sel, ui.compact);
-        d.table = Vec::new();
         d.gpus = Some(o.clone());
     }
     d
@@ -153,6 +152,8 @@ pub fn dump(player: &Player, ui: &UiState) -> OverlayDump {
 
 fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> OverlayDump {
     let shown = player.shown_frame();
+    // The figures panel exactly as drawn: one GPU's, or several GPUs' with their rows.
+    let figures = figures_panel(player, ui);
     OverlayDump {
         shown_frame: shown,
         position: player.position(),
@@ -174,16 +175,8 @@ fn dump_one(player: &Player, ui: &UiState, sel: PathSel, names: Vec<String>) -> 
         direct_unavailable_reason: player.direct_unavailable().map(str::to_string),
         direct: player.figures(PathSel::Direct),
         host: player.figures(PathSel::Host),
-        lines: if ui.compact {
-            compact_lines(player)
-        } else {
-            stats_lines(player, ui.cpu_percent, ui.gpu_memory.as_ref())
-        },
-        table: figure_table(
-            &player.figures(PathSel::Direct),
-            &player.figures(PathSel::Host),
-            player.direct_unavailable().is_none(),
-        ),
+        lines: figures.lines,
+        table: figures.table,
         help_visible: ui.help,
         large_print: ui.large_print,
         fullscreen: ui.fullscreen,

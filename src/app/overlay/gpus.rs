@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::PathSel;
+use crate::app::stats::PathFigures;
 use crate::pipeline::multi::GpuFigures;
 
 /// One GPU of a `--gpus` window as the overlay shows it.
@@ -38,6 +39,11 @@ pub struct GpuRow {
     /// Frames its own player took in on the path it reads now (its figures for that path:
     /// a GPU that switched paths counts up on the new one).
     pub path_frames: u64,
+    /// Frame faults of its player since the start (read errors, time-outs, damaged
+    /// headers).
+    pub faults: u64,
+    /// Its player's figures of both paths, direct then host (the table's per-GPU rows).
+    pub paths: [PathFigures; 2],
 }
 
 /// All GPUs of a `--gpus` window together.
@@ -70,6 +76,10 @@ pub struct GpuReport<'a> {
     pub copies: u64,
     /// Frames its player took in on the active path.
     pub path_frames: u64,
+    /// Frame faults of its player since the start.
+    pub faults: u64,
+    /// Its player's figures of both paths: direct, host.
+    pub paths: [PathFigures; 2],
 }
 
 /// The overlay's rows from each GPU's report and the timeline's total: GPU `k` is the
@@ -93,6 +103,8 @@ pub fn gpu_rows(reports: &[GpuReport<'_>], total: &GpuFigures) -> (Vec<GpuRow>, 
                 .then(|| r.figures.copy_seconds / r.copies as f64 * 1e3),
             frames_shown: r.figures.frames_shown,
             path_frames: r.path_frames,
+            faults: r.faults,
+            paths: r.paths.clone(),
         })
         .collect();
     let sum = GpusTotalRow {
@@ -108,8 +120,11 @@ fn finite(v: f64) -> f64 {
     if v.is_finite() { v } else { 0.0 }
 }
 
-/// The timeline and figures of a `--gpus` window: the overlay shows these in place of one
-/// player's (GPU 0's player sees only the frames it owns, numbered its own way).
+/// The timeline and a row per GPU of the window's coordinator (one GPU or several, in this
+/// process or across ranks): the overlay shows the timeline in place of GPU 0's player's
+/// (with several GPUs it sees only the frames it owns, numbered its own way; with one it
+/// may be a frame ahead of the screen), and its figures panel is made from it
+/// ([`super::figures_panel`]).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct GpusOverlay {
     /// Per GPU.
@@ -256,6 +271,8 @@ mod tests {
             },
             copies,
             path_frames: 5,
+            faults: 0,
+            paths: Default::default(),
         }
     }
 

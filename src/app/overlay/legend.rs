@@ -18,6 +18,7 @@ use super::{UiState, look_label};
 use crate::app::Player;
 use crate::app::legend::{
     Annotation, LegendEntry, format_value, legend_colour, opacity_colour, shown_slots,
+    time_label_of,
 };
 use crate::render::Colormap;
 
@@ -88,6 +89,10 @@ fn legend_of(player: &Player, st: &UiState) -> (Annotation, Vec<String>) {
     let view = player.view();
     let slots = player.attribute_slots();
     let mut a = Annotation::for_view(view, slots, m, frame as usize);
+    if let Some(o) = st.gpus.as_ref().filter(|o| o.several()) {
+        // GPU 0's player sees the frames it owns only: the label is the whole timeline's.
+        a.time_label = time_label_of(&o.frame_times, frame as usize);
+    }
     let mut looks: Vec<String> = shown_slots(view, slots, m)
         .into_iter()
         .filter_map(|i| {

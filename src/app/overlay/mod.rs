@@ -33,8 +33,10 @@ pub use looks::{PRESETS, look_label, presets_for};
 
 pub mod analysis;
 mod dump;
+mod panel;
 use analysis::AnalysisUi;
 pub use dump::{OverlayDump, dump};
+pub use panel::{FiguresPanel, figures_panel};
 
 /// Overlay state kept between frames.
 #[derive(Clone, Debug)]
@@ -63,6 +65,9 @@ pub struct UiState {
     pub cpu_percent: f64,
     /// GPU memory in use and where the figure comes from, where known.
     pub gpu_memory: Option<GpuMemory>,
+    /// With several GPUs, GPU `k`'s memory in use, bytes, where the window can read it (a
+    /// device of this process).
+    pub gpus_memory: Vec<Option<u64>>,
     /// Frames shown since start.
     pub frames_shown: u64,
     /// Per attribute slot, the preset chosen in the window (index into [`PRESETS`]), or
@@ -76,8 +81,9 @@ pub struct UiState {
     pub plot_window_s: f64,
     /// Where the panels went (kept between frames: the layout plans with the last sizes).
     pub layout: PanelLayout,
-    /// Several GPUs (`--gpus`): their rows and the one timeline, shown in place of the
-    /// player's own figures and frame numbers.
+    /// The window's coordinator (one GPU or several): its rows and its timeline, shown in
+    /// place of the player's own frame numbers. `None` for a player with no coordinator (the
+    /// headless screenshot), whose own timeline is shown.
     pub gpus: Option<GpusOverlay>,
     /// The clean view (U): every panel hidden but the legend.
     pub clean: bool,
@@ -107,6 +113,7 @@ impl UiState {
             dragging: false,
             cpu_percent: 0.0,
             gpu_memory: None,
+            gpus_memory: Vec::new(),
             frames_shown: 0,
             presets: Vec::new(),
             tf_panel: Default::default(),
@@ -335,13 +342,7 @@ pub fn draw(
         .fill(Color32::from_black_alpha(150))
         .inner_margin(PAD)
         .corner_radius(6.0);
-    let lines = if let Some(o) = &ui_state.gpus {
-        gpu_lines(o, player.active_path(), ui_state.compact)
-    } else if ui_state.compact {
-        compact_lines(player)
-    } else {
-        stats_lines(player, ui_state.cpu_percent, ui_state.gpu_memory.as_ref())
-    };
+    let figures = figures_panel(player, ui_state);
     let inner = screen.shrink(GAP);
     let mut drawn: Vec<(&'static str, Rect)> = Vec::new();
     // The kiosk keeps the storm in view: the figures and the plots in rooms of their own
@@ -419,7 +420,7 @@ pub fn draw(
     let mut stats_rect = None;
     if !help_alone {
         let room = Rect::from_min_size(top.min, vec2(top.width().min(STATS_MAX_W), top.height()));
-        let (resp, content) = show_stats(ctx, (room, top), panel, player, ui_state, &lines, out);
+        let (resp, content) = show_stats(ctx, (room, top), panel, player, ui_state, &figures, out);
         ui_state.layout.stats_natural = content.map(|c| c + vec2(2.0 * PAD, 2.0 * PAD));
         drawn.push(("stats", painted(ctx, resp.layer_id)));
         ui_state.layout.stats_size = Some(resp.rect.size());
@@ -486,7 +487,7 @@ fn show_stats(
     panel: egui::Frame,
     player: &Player,
     ui_state: &mut UiState,
-    lines: &[String],
+    figures: &FiguresPanel,
     out: &mut Vec<UiRequest>,
 ) -> (egui::Response, Option<egui::Vec2>) {
     let mut content = None;
@@ -500,7 +501,7 @@ fn show_stats(
                 let scroll = egui::ScrollArea::vertical()
                     .id_salt("supercell-stats-scroll")
                     .max_height((top.height() - 2.0 * PAD).max(16.0))
-                    .show(ui, |ui| stats_panel(ui, player, ui_state, lines, out));
+                    .show(ui, |ui| stats_panel(ui, player, ui_state, figures, out));
                 content = Some(scroll.content_size);
             });
         })
@@ -662,7 +663,7 @@ fn stats_panel(
     ui: &mut egui::Ui,
     player: &Player,
     ui_state: &UiState,
-    lines: &[String],
+    figures: &FiguresPanel,
     out: &mut Vec<UiRequest>,
 ) {
     use egui::{Color32, RichText};
@@ -671,7 +672,7 @@ fn stats_panel(
     } else {
         (20.0, 14.0)
     };
-    for (i, l) in lines.iter().enumerate() {
+    for (i, l) in figures.lines.iter().enumerate() {
         let t = RichText::new(l).color(Color32::WHITE).monospace();
         ui.label(if i == 0 {
             t.size(title).strong()
@@ -681,21 +682,15 @@ fn stats_panel(
     }
     ui.add_space(if ui_state.compact { 2.0 } else { 6.0 });
     let direct_ok = player.direct_unavailable().is_none();
-    // With several GPUs the rows above are the figures (GPU 0's player has its share only).
-    if !ui_state.compact && ui_state.gpus.is_none() {
-        both_paths_table(ui, player, direct_ok);
+    if !ui_state.compact {
+        both_paths_table(ui, &figures.table);
     }
     direct_checkbox(ui, player, ui_state, direct_ok, out);
 }
 
 /// Both paths' figures side by side (the full figures only).
-fn both_paths_table(ui: &mut egui::Ui, player: &Player, direct_ok: bool) {
+fn both_paths_table(ui: &mut egui::Ui, table: &[[String; 5]]) {
     use egui::{Color32, RichText};
-    let table = figure_table(
-        &player.figures(PathSel::Direct),
-        &player.figures(PathSel::Host),
-        direct_ok,
-    );
     egui::Grid::new("supercell-both")
         .striped(false)
         .spacing([10.0, 2.0])

@@ -21,7 +21,6 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::{Fullscreen, Window, WindowId};
 
-use super::PlayerGpu;
 use super::core::{PlayError, PlayerConfig};
 use super::figures::render_mode_name;
 use super::overlay::{self, PRESETS, UiRequest, UiState, zoom_for};
@@ -34,10 +33,10 @@ mod devices;
 mod open;
 mod play;
 mod record;
+use crate::app::gpus::MultiPlayer;
 use compose::compose;
 use devices::{open_devices, surface_config};
 pub use open::{PlayOn, RanksPlay};
-use play::Play;
 pub use record::RecordOptions;
 
 /// What the window does.
@@ -103,9 +102,8 @@ struct Gfx {
     /// The presenting device (GPU 0's with several GPUs).
     device: wgpu::Device,
     queue: wgpu::Queue,
-    /// Kept alive for the one player's device (several GPUs' players keep theirs).
-    _gpu: Option<PlayerGpu>,
-    play: Box<dyn Play>,
+    /// What plays: the coordinator over one GPU or several (each player keeps its device).
+    play: MultiPlayer,
     egui_ctx: egui::Context,
     egui_state: egui_winit::State,
     egui_renderer: egui_wgpu::Renderer,
@@ -289,7 +287,7 @@ impl App {
             self.ui.message = Some((opening.notes.join("; "), Instant::now()));
         }
         let mut play = opening.play;
-        self.ui.gpus = play.gpus_overlay();
+        self.ui.gpus = Some(play.gpus_overlay());
         let player = play.lead_mut();
         self.flying = player.has_camera_path();
         self.ui.presets = overlay::presets_for(player);
@@ -326,7 +324,6 @@ impl App {
             config,
             device,
             queue,
-            _gpu: opening.gpu,
             play,
             egui_ctx,
             egui_state,
@@ -362,37 +359,21 @@ impl App {
         let Some(g) = self.gfx.as_mut() else { return };
         let p = g.play.lead_mut();
         match a {
-            Action::TogglePlay => {
-                let on = !p.is_playing();
-                p.set_playing(on);
-            }
-            Action::Step(d) => p.step(d),
-            Action::ToggleDirect => match p.toggle_path() {
-                Ok(to) => {
-                    let label = p.path_report(to).label;
-                    self.message(format!("{} path: {label}", to.name()));
-                }
-                Err(why) => self.message(format!("direct path unavailable: {why}")),
-            },
+            // The timeline's: `MultiPlayer::timeline_action` took them.
+            Action::TogglePlay
+            | Action::Step(_)
+            | Action::ToggleDirect
+            | Action::Reverse
+            | Action::CycleMode
+            | Action::First
+            | Action::Last
+            | Action::ToggleAttribute(_) => {}
             Action::ToggleFullscreen => {
                 self.ui.fullscreen = !self.ui.fullscreen;
                 g.window
                     .set_fullscreen(self.ui.fullscreen.then_some(Fullscreen::Borderless(None)));
             }
             Action::ToggleHelp => self.ui.help = !self.ui.help,
-            Action::Reverse => {
-                let d = p.direction().reversed();
-                p.set_direction(d);
-            }
-            Action::CycleMode => {
-                let m = p.mode().cycled();
-                p.set_mode(m);
-            }
-            Action::First => p.scrub(0),
-            Action::Last => {
-                let last = p.frame_count().saturating_sub(1);
-                p.scrub(last);
-            }
             Action::Quit => event_loop.exit(),
             Action::TogglePlots => self.ui.plots = !self.ui.plots,
             Action::ToggleCompact => self.ui.compact = !self.ui.compact,
@@ -409,14 +390,6 @@ impl App {
                 let cam = p.scene_view().camera;
                 p.view_mut().camera = cam;
                 self.flying = p.has_camera_path();
-            }
-            Action::ToggleAttribute(i) => {
-                if let Some(Some(a)) = p.view().attributes.get(i) {
-                    let on = !a.enabled;
-                    if let Err(why) = p.set_attribute_shown(i, on) {
-                        self.message(why);
-                    }
-                }
             }
             Action::NextPreset => {
                 // From the scene's look, the first preset; then each in turn.
@@ -510,20 +483,15 @@ impl App {
         let Some(g) = self.gfx.as_mut() else { return };
         let p = g.play.lead_mut();
         match r {
-            UiRequest::Action(_) | UiRequest::SetPath(_) | UiRequest::Scrub(_) => {}
-            UiRequest::Dragging(d) => p.set_dragging(d),
-            UiRequest::SetSpeed(s) => p.set_speed(s),
-            UiRequest::SetMode(m) => p.set_mode(m),
-            UiRequest::SetAttribute(i, on) => {
-                if let Err(why) = p.set_attribute_shown(i, on) {
-                    self.message(why);
-                }
-            }
-            UiRequest::ShowDatasetAttribute(a, on) => {
-                if let Err(why) = p.set_dataset_attribute_shown(a, on) {
-                    self.message(why);
-                }
-            }
+            // The window's, or the timeline's (`MultiPlayer::timeline_request` took them).
+            UiRequest::Action(_)
+            | UiRequest::SetPath(_)
+            | UiRequest::Scrub(_)
+            | UiRequest::Dragging(_)
+            | UiRequest::SetSpeed(_)
+            | UiRequest::SetMode(_)
+            | UiRequest::SetAttribute(..)
+            | UiRequest::ShowDatasetAttribute(..) => {}
             UiRequest::SetLook(i, tf) => match p.set_look(i, *tf) {
                 Ok(()) => _ = self.ui.presets.get_mut(i).map(|s| *s = None),
                 Err(why) => self.message(why),
@@ -732,6 +700,15 @@ impl App {
         if now.duration_since(self.gpu_mark) >= Duration::from_secs(2) {
             self.gpu_mark = now;
             self.ui.gpu_memory = super::gpumem::gpu_memory(g.play.lead().device());
+            if g.play.gpu_count() > 1 {
+                // Every GPU whose device is in this process (another rank's is not).
+                self.ui.gpus_memory = (0..g.play.gpu_count())
+                    .map(|k| {
+                        let p = g.play.workers().player(k)?;
+                        super::gpumem::gpu_memory(p.device()).map(|m| m.used)
+                    })
+                    .collect();
+            }
         }
     }
 
@@ -741,9 +718,7 @@ impl App {
         self.timers();
         let Some(g) = self.gfx.as_mut() else { return };
         let ticked = g.play.advance();
-        if let Some(o) = g.play.gpus_overlay() {
-            self.ui.gpus = Some(o);
-        }
+        self.ui.gpus = Some(g.play.gpus_overlay());
         match ticked {
             Ok((shown, rendered)) => {
                 if shown {

@@ -1,16 +1,15 @@
 //! Where the window's players run ([`PlayOn`], decided by the binary) and opening them on
-//! the devices the window opened: the one player, several GPUs' players of this process,
-//! or, across MPI ranks, this rank's player and the other ranks' (which serve theirs:
-//! [`crate::app::ranks::serve`]) behind the one coordinator ([`MultiPlayer`]).
+//! the devices the window opened, always behind the one coordinator ([`MultiPlayer`]): the
+//! one GPU's player, several GPUs' players of this process, or, across MPI ranks, this
+//! rank's player and the other ranks' (which serve theirs: [`crate::app::ranks::serve`]).
 
 use std::rc::Rc;
 use std::time::Duration;
 
 use super::WindowError;
 use super::devices::Opened;
-use super::play::Play;
 use crate::app::PlayerGpu;
-use crate::app::core::{Player, PlayerConfig};
+use crate::app::core::PlayerConfig;
 use crate::app::gpus::{self, LocalGpu, MultiPlayer, Workers};
 use crate::app::ranks::{RankWorkers, RanksPlayError};
 use crate::app::software::Interactive;
@@ -49,11 +48,10 @@ impl std::fmt::Debug for RanksPlay {
     }
 }
 
-/// What the window plays, the one player's device it keeps alive (the others' devices stay
-/// with their players), and what to say on screen at once.
+/// What the window plays (the coordinator over one GPU or several; each device stays with
+/// its player), and what to say on screen at once.
 pub(super) struct Opening {
-    pub play: Box<dyn Play>,
-    pub gpu: Option<PlayerGpu>,
+    pub play: MultiPlayer,
     pub notes: Vec<String>,
 }
 
@@ -68,7 +66,9 @@ pub(super) fn open_play(
 ) -> Result<Opening, WindowError> {
     match opened {
         Opened::One(g) => {
-            let mut player = Player::open_scene(&g, scene, cfg)?;
+            // One GPU through the same coordinator as several (N = 1).
+            let mut mp = MultiPlayer::open_one(g, scene, cfg)?;
+            let player = mp.player_mut(0);
             log::info!("play: {}", player.slot_plan().line());
             for note in player.scene_notes() {
                 log::info!("play: {note}");
@@ -76,11 +76,7 @@ pub(super) fn open_play(
             settings.apply_view(player.view_mut());
             // Said on screen too: an empty first frame looks like a broken player.
             let notes = player.scene_notes().to_vec();
-            Ok(Opening {
-                play: Box::new(player),
-                gpu: Some(g),
-                notes,
-            })
+            Ok(Opening { play: mp, notes })
         }
         Opened::Gpus(opened) => {
             let mut mp = MultiPlayer::open_scene(opened, scene, cfg)?;
@@ -89,8 +85,7 @@ pub(super) fn open_play(
                 log::info!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
             }
             Ok(Opening {
-                play: Box::new(mp),
-                gpu: None,
+                play: mp,
                 notes: Vec::new(),
             })
         }
@@ -100,8 +95,7 @@ pub(super) fn open_play(
             };
             let mp = open_ranks(gpu, name, r, scene, cfg, settings)?;
             Ok(Opening {
-                play: Box::new(mp),
-                gpu: None,
+                play: mp,
                 notes: Vec::new(),
             })
         }
