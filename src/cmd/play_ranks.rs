@@ -192,7 +192,7 @@ fn window_across(
 }
 
 /// `play --headless --soak D` across ranks, on rank 0: the long run over every rank
-/// (`supercell::app::soak::run_multi`), the ranks stopped, its report (a series and a
+/// (`supercell::app::soak::run`), the ranks stopped, its report (a series and a
 /// verdict per rank) printed and written.
 fn soak_across(
     args: &PlayArgs,
@@ -202,9 +202,7 @@ fn soak_across(
     mut mp: MultiPlayer,
     ranks: &dyn Ranks,
 ) -> Result<()> {
-    let run = super::play::soak_run(args, d, |opts, progress| {
-        soak::run_multi(&mut mp, opts, progress)
-    });
+    let run = super::play::soak_run(args, d, |opts, progress| soak::run(&mut mp, opts, progress));
     if let Some(s) = mp.workers().silent().cloned() {
         super::end_run(ranks, &s);
     }
