@@ -944,3 +944,57 @@ fn soak_and_screenshot_run_on_several_gpus() {
     let dim = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
     assert_eq!((dim(16), dim(20)), (160, 90));
 }
+
+/// A dataset played without a scene whose first frames are empty starts where its data
+/// does, through the coordinator of one GPU as one GPU's player started
+/// (`PlayerConfig::start_at_data`, set where no `--start-frame` was given).
+#[test]
+fn the_coordinator_starts_where_the_data_does() {
+    use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
+    use supercell::format::{BuildOptions, LeafBrick, SparseVolume, build_grid};
+    if gpu().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(out_dir()).unwrap();
+    let ds = tmp.path().join("late");
+    // Frames 0 and 1 hold a brick without an active voxel; frames 2 and 3 hold data.
+    let grid = |data: bool| {
+        let mut brick = LeafBrick::filled([0, 0, 0], 0.0);
+        if data {
+            for n in 0..512 {
+                brick.set_active(n, 10.0 + (n % 7) as f32);
+            }
+        }
+        let volume = SparseVolume {
+            background: 0.0,
+            bricks: vec![brick],
+        };
+        let opts = BuildOptions {
+            name: "dbz".into(),
+            ..BuildOptions::default()
+        };
+        build_grid(&volume, &opts).unwrap()
+    };
+    let mut w = DatasetWriter::create(
+        &ds,
+        LaneSpec::Count(1),
+        1 << 20,
+        vec![AttributeSpec::new("dbz")],
+        Provenance::default(),
+    )
+    .unwrap();
+    for f in 0..4 {
+        w.push_frame(f as f64, vec![grid(f >= 2)]).unwrap();
+    }
+    w.finish().unwrap();
+    let cfg = PlayerConfig {
+        start_at_data: true,
+        ..small_config()
+    };
+    let scene = Scene::load(&ds).unwrap();
+    let gpu = PlayerGpu::open_best().unwrap();
+    let mut mp = MultiPlayer::open_one(gpu, &scene, &cfg).unwrap();
+    run_until(&mut mp, "a frame", |m| !m.presented().is_empty());
+    assert_eq!(mp.presented()[0].0, 2, "{:?}", mp.presented());
+    mp.drain(Duration::from_secs(5));
+}

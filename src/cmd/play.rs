@@ -455,15 +455,12 @@ fn headless_run(
         screenshot(&mut mp, &runs, settings.size, path)?;
     }
     mp.drain(Duration::from_secs(10));
-    let adapters: Vec<String> = (0..mp.gpu_count())
-        .map(|k| mp.workers().name(k).device.clone())
-        .collect();
-    let mut report = gpus_report(args, scene, settings, &mp, runs, &adapters);
+    let mut report = headless_report(args, scene, settings, &mp, runs);
     if soak.is_some() {
         report.frames_per_path = 0;
     }
     report.soak = soak;
-    end_gpus_run(args, &report)?;
+    end_headless_run(args, &report)?;
     soak_verdict(report.soak.as_ref())
 }
 
@@ -665,16 +662,18 @@ pub fn resolve_gpus(
         .map_err(|e| anyhow::anyhow!("--gpus: {e}"))
 }
 
-/// The coordinator's report (one GPU, several, or across ranks): the paths' runs `runs` of `mp`
-/// on `adapters`.
-pub(super) fn gpus_report(
+/// The coordinator's report (one GPU, several, or across ranks): the paths' runs `runs` of
+/// `mp`, on its GPUs' adapters.
+pub(super) fn headless_report(
     args: &PlayArgs,
     scene: &ChosenScene,
     settings: software::Interactive,
     mp: &supercell::app::gpus::MultiPlayer,
     runs: Vec<headless::PathRun>,
-    adapters: &[String],
 ) -> HeadlessReport {
+    let adapters: Vec<String> = (0..mp.gpu_count())
+        .map(|k| mp.workers().name(k).device.clone())
+        .collect();
     let size = settings.size;
     let p0 = mp.player(0);
     let m = p0.manifest();
@@ -707,7 +706,7 @@ pub(super) fn gpus_report(
 
 /// Prints the coordinator's `report`, writes its JSON where asked, and fails where a path that
 /// was asked for failed.
-pub(super) fn end_gpus_run(args: &PlayArgs, report: &HeadlessReport) -> anyhow::Result<()> {
+pub(super) fn end_headless_run(args: &PlayArgs, report: &HeadlessReport) -> anyhow::Result<()> {
     eprint!("{}", headless::summary(report));
     if let Some(p) = &args.json {
         let text = serde_json::to_string_pretty(report)?;

@@ -122,11 +122,8 @@ fn across(
             write_frame(out, *frame, mp.player(0).size(), rgba8)?;
         }
     }
-    let adapters: Vec<String> = (0..mp.gpu_count())
-        .map(|k| mp.workers().name(k).device.clone())
-        .collect();
-    let report = super::play::gpus_report(args, scene, settings, &mp, runs, &adapters);
-    super::play::end_gpus_run(args, &report)
+    let report = super::play::headless_report(args, scene, settings, &mp, runs);
+    super::play::end_headless_run(args, &report)
 }
 
 /// Flags of the window that cannot work across ranks, refused by name on every rank before
@@ -209,13 +206,10 @@ fn soak_across(
     mp.workers_mut().finish();
     mp.drain(Duration::from_secs(10));
     let soak = run?;
-    let adapters: Vec<String> = (0..mp.gpu_count())
-        .map(|k| mp.workers().name(k).device.clone())
-        .collect();
-    let mut report = super::play::gpus_report(args, scene, settings, &mp, Vec::new(), &adapters);
+    let mut report = super::play::headless_report(args, scene, settings, &mp, Vec::new());
     report.frames_per_path = 0;
     report.soak = Some(soak);
-    super::play::end_gpus_run(args, &report)?;
+    super::play::end_headless_run(args, &report)?;
     super::play::soak_verdict(report.soak.as_ref())
 }
 
