@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 mod storm_support;
 use storm_support::{SmallStorm, damage_magic};
 
+use supercell::app::gpus::{MultiPlayer, open_gpus, run_paths};
+use supercell::app::headless::HeadlessOptions;
 use supercell::app::{FrameFaultKind, HostCopy, PathSel, Player, PlayerConfig, PlayerGpu};
 use supercell::dataset::Dataset;
 use supercell::ingest::{FaultPlan, IoBackend, Source, io_uring_probe};
@@ -521,14 +523,27 @@ fn host_verify_on_the_gpu_marks_a_flipped_frame_damaged() {
     }
 }
 
+/// The coordinator as `play --headless` opens it: over one GPU (`gpus` `None`: the best
+/// adapter, `MultiPlayer::open_one`) or over the GPUs of `--gpus` (adapter 0 named twice
+/// here: two devices, two players, alternate frames).
+fn coordinator(gpus: Option<&[usize]>, ds: &Path, cfg: &PlayerConfig) -> MultiPlayer {
+    let scene = supercell::scene::Scene::load(ds).expect("dataset as a scene");
+    match gpus {
+        None => MultiPlayer::open_one(PlayerGpu::open_best().unwrap(), &scene, cfg).unwrap(),
+        Some(o) => MultiPlayer::open_scene(open_gpus(o).unwrap(), &scene, cfg).unwrap(),
+    }
+}
+
 /// A jump to a damaged frame ends as soon as the damage is known, not after the whole
-/// `--timeout`: with two frames, the second damaged, every jump after frame 0 is shown goes
-/// to frame 1, so a jump finds the playhead already on the damaged frame (which is not
-/// read again) and has nothing to wait for.
+/// `--timeout`, through the coordinator of one GPU and of two (`--gpus 0,0`): with two
+/// frames, the second damaged, every jump after frame 0 is shown goes to frame 1, so a
+/// jump finds the playhead already on the damaged frame (which is not read again) or its
+/// read failing again, and has nothing to wait for.
 #[test]
 fn a_jump_to_a_damaged_frame_ends_at_once() {
-    use supercell::app::headless::{HeadlessOptions, run_paths};
-    let Some(g) = gpu() else { return };
+    if gpu().is_none() {
+        return;
+    }
     let t = tempfile::tempdir_in(out_dir()).unwrap();
     let ds = t.path().join("storm2");
     SmallStorm {
@@ -542,68 +557,84 @@ fn a_jump_to_a_damaged_frame_ends_at_once() {
     .shared(&ds);
     damage_magic(&ds, 1);
     let timeout = Duration::from_secs(20);
-    for backend in backends() {
-        let mut p = Player::new(&g.device, &g.queue, &ds, &config(backend, None)).unwrap();
-        let opts = HeadlessOptions {
-            frames: 4,
-            paths: vec![PathSel::Host],
-            scrub_jumps: 4,
-            timeout,
-        };
-        let t0 = Instant::now();
-        let runs = run_paths(&mut p, &opts);
-        let took = t0.elapsed();
-        let run = &runs[0];
-        eprintln!(
-            "{backend:?}: playback and 4 jumps in {:.2} s",
-            took.as_secs_f64()
-        );
-        assert_eq!(run.error, None, "{backend:?}");
-        assert!(took < Duration::from_secs(10), "{backend:?}: {took:?}");
-        assert!(p.damaged_frames().contains_key(&1), "{backend:?}");
-        let scrub = run.scrub.as_ref().unwrap();
-        assert!(!scrub.targets.contains(&1), "{scrub:?}");
-        p.drain(Duration::from_secs(5));
+    for gpus in [None, Some(&[0, 0][..])] {
+        for backend in backends() {
+            let mut mp = coordinator(gpus, &ds, &config(backend, None));
+            let opts = HeadlessOptions {
+                frames: 4,
+                paths: vec![PathSel::Host],
+                scrub_jumps: 4,
+                timeout,
+            };
+            let t0 = Instant::now();
+            let runs = run_paths(&mut mp, &opts, &mut |_| {});
+            let took = t0.elapsed();
+            let run = &runs[0];
+            eprintln!(
+                "{gpus:?} {backend:?}: playback and 4 jumps in {:.2} s",
+                took.as_secs_f64()
+            );
+            assert_eq!(run.error, None, "{gpus:?} {backend:?}");
+            assert!(
+                took < Duration::from_secs(10),
+                "{gpus:?} {backend:?}: {took:?}"
+            );
+            assert!(
+                run.faults.damaged_frames.contains(&1),
+                "{gpus:?} {backend:?}: {:?}",
+                run.faults
+            );
+            let scrub = run.scrub.as_ref().unwrap();
+            assert!(!scrub.targets.contains(&1), "{scrub:?}");
+            mp.drain(Duration::from_secs(5));
+        }
     }
 }
 
 /// A lane that never answers (its reads stay out even when the engine stops, as a read the
-/// kernel holds would): headless playback gives up after its `--timeout`, saying which
-/// lane holds the slots, and the player's drain and drop do not wait for those reads.
+/// kernel holds would): headless playback through the coordinator (one GPU, and two) gives
+/// up after its `--timeout`, saying which lane holds the slots of the GPU whose frame it
+/// waited for, and the players' drain and drop do not wait for those reads.
 #[test]
 fn a_lane_that_never_answers_does_not_hold_up_the_end_of_play() {
-    use supercell::app::headless::{HeadlessOptions, run_paths};
-    let Some(g) = gpu() else { return };
+    if gpu().is_none() {
+        return;
+    }
     let ds = storm();
-    for backend in backends() {
-        let plan = Arc::new(FaultPlan::parse("hang:lane=1").unwrap());
-        let cfg = PlayerConfig {
-            read_timeout: Some(Duration::from_millis(300)),
-            ..config(backend, Some(plan.clone()))
-        };
-        let mut p = Player::new(&g.device, &g.queue, &ds, &cfg).unwrap();
-        let opts = HeadlessOptions {
-            frames: 8,
-            paths: vec![PathSel::Host],
-            scrub_jumps: 2,
-            timeout: Duration::from_secs(2),
-        };
-        let runs = run_paths(&mut p, &opts);
-        let error = runs[0].error.clone().expect("playback cannot finish");
-        assert!(
-            error.contains("held by reads") && error.contains("lane 1"),
-            "{backend:?}: {error}"
-        );
-        let t0 = Instant::now();
-        p.drain(Duration::from_secs(10));
-        drop(p);
-        let took = t0.elapsed();
-        eprintln!(
-            "{backend:?}: drained and dropped in {:.3} s",
-            took.as_secs_f64()
-        );
-        assert!(took < Duration::from_millis(1500), "{backend:?}: {took:?}");
-        // The abandoned reads may land now, into memory their threads kept alive.
-        plan.lift();
+    for gpus in [None, Some(&[0, 0][..])] {
+        for backend in backends() {
+            let plan = Arc::new(FaultPlan::parse("hang:lane=1").unwrap());
+            let cfg = PlayerConfig {
+                read_timeout: Some(Duration::from_millis(300)),
+                ..config(backend, Some(plan.clone()))
+            };
+            let mut mp = coordinator(gpus, &ds, &cfg);
+            let opts = HeadlessOptions {
+                frames: 8,
+                paths: vec![PathSel::Host],
+                scrub_jumps: 2,
+                timeout: Duration::from_secs(2),
+            };
+            let runs = run_paths(&mut mp, &opts, &mut |_| {});
+            let error = runs[0].error.clone().expect("playback cannot finish");
+            assert!(
+                error.contains("held by reads") && error.contains("lane 1"),
+                "{gpus:?} {backend:?}: {error}"
+            );
+            let t0 = Instant::now();
+            mp.drain(Duration::from_secs(10));
+            drop(mp);
+            let took = t0.elapsed();
+            eprintln!(
+                "{gpus:?} {backend:?}: drained and dropped in {:.3} s",
+                took.as_secs_f64()
+            );
+            assert!(
+                took < Duration::from_millis(1500),
+                "{gpus:?} {backend:?}: {took:?}"
+            );
+            // The abandoned reads may land now, into memory their threads kept alive.
+            plan.lift();
+        }
     }
 }

@@ -688,28 +688,17 @@ fn headless_gpus_play_ping_pong_in_one_gpus_order() {
     assert_eq!(scrub["playing_exact"], true, "{scrub}");
 }
 
+/// `--gpus` naming no GPU it can play is refused, naming the flag.
 #[test]
 fn gpus_that_cannot_be_played_are_refused_with_reasons() {
-    let ds = dataset();
-    let play = |args: &[&str]| {
-        Command::new(bin())
-            .args(["play", ds.to_str().unwrap()])
-            .args(args)
-            .output()
-            .expect("run supercell play")
-    };
-    for (args, says) in [
-        (
-            &["--gpus", "0,0", "--headless", "--soak", "1s"][..],
-            "--soak",
-        ),
-        (&["--headless", "--gpus", "nine"], "--gpus"),
-    ] {
-        let out = play(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} accepted");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
-    }
+    let out = Command::new(bin())
+        .args(["play", dataset().to_str().unwrap()])
+        .args(["--headless", "--gpus", "nine"])
+        .output()
+        .expect("run supercell play");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "--gpus nine accepted");
+    assert!(stderr.contains("--gpus"), "{stderr}");
 }
 
 /// A frame whose reads fail is passed over on its GPU and on the timeline, the frames
@@ -915,5 +904,153 @@ fn dragging_one_gpu_shows_a_frame_it_has_until_the_target_lands() {
         "stood in: {stand_ins:?}"
     );
     mp.set_dragging(false);
+    mp.drain(Duration::from_secs(5));
+}
+
+/// One GPU's headless run goes through the coordinator and keeps what one GPU's player
+/// reported, with or without `--gpus`: the path's own figures, the GPU memory at the start
+/// and end, the jumps' bound; and the coordinator's one GPU row beside them.
+#[test]
+fn one_gpus_headless_json_has_its_figures_memory_and_bound() {
+    if gpu().is_none() {
+        return;
+    }
+    for gpus in [&[][..], &["--gpus", "1"][..]] {
+        let json = out_dir().join(format!("one-gpu{}.json", gpus.len()));
+        let _ = std::fs::remove_file(&json);
+        let out = Command::new(bin())
+            .args(["play", dataset().to_str().unwrap(), "--headless"])
+            .args(gpus)
+            .args(["--frames", "10", "--path", "host", "--size", "64x48"])
+            .args(["--scrub-jumps", "3", "--threads", "2"])
+            .args(["--json", json.to_str().unwrap()])
+            .output()
+            .expect("run supercell play");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{gpus:?}: play failed:\n{stderr}");
+        // The summary's path line is one GPU's: its figures, not a table of GPUs.
+        assert!(stderr.contains("GB/s avg (peak "), "{gpus:?}: {stderr}");
+        assert!(!stderr.contains("1 GPUs:"), "{gpus:?}: {stderr}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let run = &v["paths"][0];
+        assert_eq!(run["ran"], true, "{gpus:?}: {run}");
+        let f = &run["figures"];
+        // Every frame presented was rendered, and its render counted.
+        assert!(
+            f["frames_rendered"].as_u64().unwrap() >= 10,
+            "{gpus:?}: {f}"
+        );
+        assert!(f["gbps_mean"].as_f64().unwrap() > 0.0, "{gpus:?}: {f}");
+        assert!(f["latency_p50_ms"].as_f64().is_some(), "{gpus:?}: {f}");
+        let m = &run["memory"];
+        assert!(m["gpu_used_start"].as_u64().is_some(), "{gpus:?}: {m}");
+        assert!(m["gpu_used_end"].as_u64().is_some(), "{gpus:?}: {m}");
+        assert!(m["gpu_memory_source"].as_str().is_some(), "{gpus:?}: {m}");
+        let scrub = &run["scrub"];
+        assert!(
+            scrub["bound_ms"].as_f64().unwrap() > 20.0,
+            "{gpus:?}: {scrub}"
+        );
+        assert_eq!(scrub["exact"], true, "{gpus:?}: {scrub}");
+        let g = &run["gpus"];
+        assert_eq!(g["gpus"].as_array().unwrap().len(), 1, "{gpus:?}: {g}");
+        assert_eq!(g["in_order"], true, "{gpus:?}: {g}");
+    }
+}
+
+/// `--soak` and `--screenshot` with `--gpus`: the long run through the coordinator of two
+/// GPUs (both GPUs' frames counted, presented in order), then the picture of the
+/// presented frame with the GPUs' rows over it.
+#[test]
+fn soak_and_screenshot_run_on_several_gpus() {
+    if gpu().is_none() {
+        return;
+    }
+    let json = out_dir().join("gpus-soak.json");
+    let shot = out_dir().join("gpus-soak.png");
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&shot);
+    let out = Command::new(bin())
+        .args(["play", dataset().to_str().unwrap(), "--headless"])
+        // Long enough beside the first renders, which compile the pipelines on both
+        // devices (seconds on lavapipe under load).
+        .args(["--gpus", "0,0", "--soak", "10s", "--sample-every", "500ms"])
+        .args(["--size", "160x90", "--threads", "2"])
+        .args(["--json", json.to_str().unwrap()])
+        .args(["--screenshot", shot.to_str().unwrap()])
+        .output()
+        .expect("run supercell play");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "play failed:\n{stderr}");
+    assert!(stderr.contains("soak: "), "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &v["soak"];
+    assert!(s["samples"].as_array().unwrap().len() >= 3, "{s}");
+    let presented = s["presented"].as_u64().unwrap();
+    assert!(presented >= 2, "{s}");
+    assert_eq!(s["presented_in_order"], true, "{s}");
+    // Each GPU renders the frames it owns: the frames counted are both players'.
+    assert!(s["frames"].as_u64().unwrap() + 2 >= presented, "{s}");
+    assert_eq!(s["errors"].as_array().unwrap().len(), 0, "{s}");
+    let png = std::fs::read(&shot).expect("the screenshot");
+    assert_eq!(&png[1..4], b"PNG");
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    let dim = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((dim(16), dim(20)), (160, 90));
+}
+
+/// A dataset played without a scene whose first frames are empty starts where its data
+/// does, through the coordinator of one GPU as one GPU's player started
+/// (`PlayerConfig::start_at_data`, set where no `--start-frame` was given).
+#[test]
+fn the_coordinator_starts_where_the_data_does() {
+    use supercell::dataset::{AttributeSpec, DatasetWriter, LaneSpec, Provenance};
+    use supercell::format::{BuildOptions, LeafBrick, SparseVolume, build_grid};
+    if gpu().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(out_dir()).unwrap();
+    let ds = tmp.path().join("late");
+    // Frames 0 and 1 hold a brick without an active voxel; frames 2 and 3 hold data.
+    let grid = |data: bool| {
+        let mut brick = LeafBrick::filled([0, 0, 0], 0.0);
+        if data {
+            for n in 0..512 {
+                brick.set_active(n, 10.0 + (n % 7) as f32);
+            }
+        }
+        let volume = SparseVolume {
+            background: 0.0,
+            bricks: vec![brick],
+        };
+        let opts = BuildOptions {
+            name: "dbz".into(),
+            ..BuildOptions::default()
+        };
+        build_grid(&volume, &opts).unwrap()
+    };
+    let mut w = DatasetWriter::create(
+        &ds,
+        LaneSpec::Count(1),
+        1 << 20,
+        vec![AttributeSpec::new("dbz")],
+        Provenance::default(),
+    )
+    .unwrap();
+    for f in 0..4 {
+        w.push_frame(f as f64, vec![grid(f >= 2)]).unwrap();
+    }
+    w.finish().unwrap();
+    let cfg = PlayerConfig {
+        start_at_data: true,
+        ..small_config()
+    };
+    let scene = Scene::load(&ds).unwrap();
+    let gpu = PlayerGpu::open_best().unwrap();
+    let mut mp = MultiPlayer::open_one(gpu, &scene, &cfg).unwrap();
+    run_until(&mut mp, "a frame", |m| !m.presented().is_empty());
+    assert_eq!(mp.presented()[0].0, 2, "{:?}", mp.presented());
     mp.drain(Duration::from_secs(5));
 }

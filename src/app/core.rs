@@ -554,6 +554,12 @@ impl Player {
         self.presenter.scene().dataset.manifest()
     }
 
+    /// Waits for the render in flight, if any, and records it in the figures (a render is
+    /// counted once it has finished: at the next tick, else here).
+    pub fn finish_render(&mut self) -> Result<(), PlayError> {
+        self.complete_render(true)
+    }
+
     /// Stops issuing reads and waits (up to `timeout`) for reads in flight to land, so the
     /// engines shut down idle.
     pub fn drain(&mut self, timeout: Duration) {

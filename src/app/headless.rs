@@ -1,6 +1,7 @@
-//! `supercell play --headless`: the player core with an offscreen target, for measurements.
-//! Each path plays `frames` frames as fast as they arrive, then makes timed jumps to random
-//! frames (scrub latency), and the figures go to JSON.
+//! `supercell play --headless`: the coordinator ([`crate::app::gpus::MultiPlayer`]: one
+//! GPU, several, or several ranks) with offscreen targets, for measurements. Each path
+//! plays `frames` frames as fast as they arrive, then makes timed jumps to random frames
+//! (scrub latency), and the figures go to JSON.
 
 use std::time::{Duration, Instant};
 
@@ -424,14 +425,9 @@ impl Lcg {
 }
 
 /// "(--timeout 300 s; 2.5 s per rendered frame here)": what a time-out message adds so
-/// that the reader sees whether the adapter or the storage was slow.
-fn timeout_context(player: &Player, sel: PathSel, timeout: Duration) -> String {
+/// that the reader sees whether the adapter or the storage was slow (`player`'s figures).
+pub(crate) fn timeout_context(player: &Player, sel: PathSel, timeout: Duration) -> String {
     let f = player.figures(sel);
-    let per_frame = match player.last_gpu_ms() {
-        Some(ms) => format!("; the last render took {:.1} s", ms / 1e3),
-        None if f.rendered_fps > 0.0 => format!("; {:.1} s per frame", 1.0 / f.rendered_fps),
-        None => String::new(),
-    };
     // Slots held by reads that timed out are what a lane that stopped leaves behind: say
     // which read, so the message points at the lane rather than at the player.
     let held = match player.held_slots() {
@@ -444,6 +440,22 @@ fn timeout_context(player: &Player, sel: PathSel, timeout: Duration) -> String {
                 .map_or(String::new(), |f| format!(": {}", f.message));
             format!("; {n} slot(s) held by reads that got no answer within --read-timeout{stuck}")
         }
+    };
+    timeout_line(timeout, f.rendered_fps, player.last_gpu_ms(), held)
+}
+
+/// The time-out context of [`timeout_context`] from figures: frames rendered a second, the
+/// last render's GPU time (ms) where known, and what holds the slots (`held`).
+pub(crate) fn timeout_line(
+    timeout: Duration,
+    rendered_fps: f64,
+    last_gpu_ms: Option<f64>,
+    held: String,
+) -> String {
+    let per_frame = match last_gpu_ms {
+        Some(ms) => format!("; the last render took {:.1} s", ms / 1e3),
+        None if rendered_fps > 0.0 => format!("; {:.1} s per frame", 1.0 / rendered_fps),
+        None => String::new(),
     };
     format!("--timeout {:.0} s{per_frame}{held}", timeout.as_secs_f64())
 }
@@ -472,7 +484,8 @@ pub(crate) fn play_frames(
             });
         }
         if done >= frames {
-            return Ok(());
+            // The last frame's render counted in the figures, and in the run's time.
+            return player.finish_renders();
         }
         if Instant::now() > deadline {
             return Err(PlayError::Usage(format!(
@@ -486,11 +499,11 @@ pub(crate) fn play_frames(
     }
 }
 
-/// What a headless run needs of a timeline: one GPU's [`Player`], or several GPUs' (or
-/// ranks') [`crate::app::gpus::MultiPlayer`]; [`play_frames`] and [`scrub_jumps`] are
-/// written once against it.
+/// What a headless run needs of a timeline: the coordinator,
+/// [`crate::app::gpus::MultiPlayer`], of one GPU, several, or several ranks;
+/// [`play_frames`] and [`scrub_jumps`] are written against it.
 pub(crate) trait Timeline {
-    /// Frames done on `sel` so far: rendered (one GPU) or presented (several).
+    /// Frames done on `sel` so far: presented.
     fn frames_done(&self, sel: PathSel) -> u64;
     /// Frames on the timeline.
     fn frame_count(&self) -> u32;
@@ -515,46 +528,8 @@ pub(crate) trait Timeline {
     fn target_damaged(&self, target: u32, faults_before: u64) -> bool;
     /// What a time-out message adds on `sel` after `timeout`.
     fn timeout_context(&self, sel: PathSel, timeout: Duration) -> String;
-}
-
-impl Timeline for Player {
-    fn frames_done(&self, sel: PathSel) -> u64 {
-        self.figures(sel).frames_rendered
-    }
-    fn frame_count(&self) -> u32 {
-        Player::frame_count(self)
-    }
-    fn set_playing(&mut self, playing: bool) {
-        Player::set_playing(self, playing);
-    }
-    fn scrub(&mut self, frame: u32) {
-        Player::scrub(self, frame);
-    }
-    fn tick_shown(&mut self) -> Result<Option<u32>, PlayError> {
-        Ok(self.tick()?.shown)
-    }
-    fn shown_frame(&self) -> Option<u32> {
-        Player::shown_frame(self)
-    }
-    fn scrub_pending(&self) -> bool {
-        Player::scrub_pending(self)
-    }
-    fn wait(&mut self, timeout: Duration) {
-        Player::wait(self, timeout);
-    }
-    fn last_scrub_ms(&self) -> Option<f64> {
-        Player::last_scrub_ms(self)
-    }
-    fn fault_count(&self) -> u64 {
-        Player::fault_count(self)
-    }
-    fn target_damaged(&self, target: u32, faults_before: u64) -> bool {
-        (self.fault_count() > faults_before && self.damaged_frames().contains_key(&target))
-            || self.jumped_to_damaged(target)
-    }
-    fn timeout_context(&self, sel: PathSel, timeout: Duration) -> String {
-        timeout_context(self, sel, timeout)
-    }
+    /// Waits for the renders in flight (they count in the figures once finished).
+    fn finish_renders(&mut self) -> Result<(), PlayError>;
 }
 
 /// `jumps` timed jumps to pseudo-random frames (the same targets on every run), paused:
@@ -636,24 +611,9 @@ pub(crate) fn scrub_jumps(
     Ok(report)
 }
 
-/// Runs each path of `opts` on `player` and collects the report (besides machine and
-/// dataset, which the caller fills in). Prints a line per path on stderr.
-pub fn run_paths(player: &mut Player, opts: &HeadlessOptions) -> Vec<PathRun> {
-    run_paths_with_progress(player, opts, &mut |_| {})
-}
-
-/// [`run_paths`], telling `progress` as frames are rendered and jumps land.
-pub fn run_paths_with_progress(
-    player: &mut Player,
-    opts: &HeadlessOptions,
-    progress: &mut dyn FnMut(Progress),
-) -> Vec<PathRun> {
-    run_each_path(player, opts, progress)
-}
-
 /// What a headless run of each path needs of what plays, besides its [`Timeline`]: the
-/// steps where one GPU (a [`Player`]) and several GPUs or ranks
-/// ([`crate::app::gpus::MultiPlayer`]) differ. [`run_each_path`] is written once against it.
+/// coordinator's steps ([`crate::app::gpus::MultiPlayer`], of one GPU, several, or several
+/// ranks). [`run_each_path`] is written against it.
 pub(crate) trait PathRuns: Timeline {
     /// The counters a path's run is measured from, taken before the path is switched to.
     type Mark;
@@ -767,62 +727,6 @@ pub(crate) fn run_each_path<T: PathRuns>(
     runs
 }
 
-impl PathRuns for Player {
-    /// Faults and recovered frames counted.
-    type Mark = (u64, u64);
-    fn gpu_count(&self) -> usize {
-        1
-    }
-    fn path_report(&self, sel: PathSel) -> PathReport {
-        Player::path_report(self, sel)
-    }
-    fn set_path(&mut self, sel: PathSel) -> Result<(), String> {
-        Player::set_path(self, sel)
-    }
-    fn set_speed(&mut self, fps: Option<f64>) {
-        Player::set_speed(self, fps);
-    }
-    fn reset_stats(&mut self, sel: PathSel) {
-        Player::reset_stats(self, sel);
-    }
-    fn mark(&mut self) -> (u64, u64) {
-        (self.fault_count(), self.recovered_frames())
-    }
-    fn memory_start(&self, memory: &mut MemoryReport) {
-        let gpu = super::gpumem::gpu_memory(self.device());
-        memory.gpu_used_start = gpu.as_ref().map(|m| m.used);
-        memory.gpu_memory_source = gpu.map(|m| m.source);
-    }
-    fn record_play(
-        &mut self,
-        sel: PathSel,
-        _mark: &(u64, u64),
-        run: &mut PathRun,
-        played: Result<(), String>,
-    ) -> Result<(), String> {
-        run.figures = Some(self.figures(sel));
-        played
-    }
-    fn timed_jumps(
-        &mut self,
-        sel: PathSel,
-        opts: &HeadlessOptions,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<ScrubReport, String> {
-        scrub_jumps(self, sel, opts.scrub_jumps, opts.timeout, progress).map_err(|e| e.to_string())
-    }
-    fn memory_end(&self, memory: &mut MemoryReport) {
-        memory.gpu_used_end = super::gpumem::gpu_memory(self.device()).map(|m| m.used);
-        memory.player_gpu_buffers = self.gpu_buffer_bytes();
-    }
-    fn faults_since(&self, sel: PathSel, &(faults0, recovered0): &(u64, u64)) -> FaultReport {
-        FaultReport::since(self, sel, faults0, recovered0)
-    }
-    fn render_report(&self) -> RenderReport {
-        RenderReport::of(self)
-    }
-}
-
 /// The human summary (stderr), of one GPU's run and of several GPUs' alike: the dataset
 /// line, then [`paths_summary`].
 pub fn summary(report: &HeadlessReport) -> String {
@@ -859,9 +763,12 @@ pub fn paths_summary(runs: &[PathRun]) -> String {
             continue;
         }
         match (&r.gpus, &r.figures) {
+            // One GPU: its figures on the path's line, as its run has them.
+            (g, Some(f)) if g.as_ref().is_none_or(|g| g.gpus.len() == 1) => {
+                one_gpu_line(&mut s, r, f);
+            }
             (Some(g), _) => super::gpus::summary_lines(&mut s, name, g),
-            (None, Some(f)) => one_gpu_line(&mut s, r, f),
-            (None, None) => {}
+            (None, _) => {}
         }
         if let Some(sc) = &r.scrub {
             let _ = writeln!(
@@ -912,12 +819,13 @@ pub fn paths_summary(runs: &[PathRun]) -> String {
     s
 }
 
-/// One GPU's path line: its figures.
+/// One GPU's path line: its figures (and, where the coordinator found them out of order,
+/// says so).
 fn one_gpu_line(s: &mut String, r: &PathRun, f: &PathFigures) {
     use std::fmt::Write;
     let _ = writeln!(
         s,
-        "  {:<6} {:<10} {:6.2} GB/s avg (peak {}; {}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}",
+        "  {:<6} {:<10} {:6.2} GB/s avg (peak {}; {}), delivered {:.1} frames/s avg, rendered {:.1} frames/s avg{}, latency p50 {:.1} ms p99 {:.1} ms, CPU {:.0}%{}{}",
         r.info.path.name(),
         r.info.label,
         f.gbps_mean,
@@ -931,7 +839,12 @@ fn one_gpu_line(s: &mut String, r: &PathRun, f: &PathFigures) {
         f.latency_p99_ms,
         r.cpu_percent,
         f.upload_gbps
-            .map_or(String::new(), |g| format!(", upload {g:.2} GB/s"))
+            .map_or(String::new(), |g| format!(", upload {g:.2} GB/s")),
+        if r.gpus.as_ref().is_some_and(|g| !g.in_order) {
+            ", NOT in order"
+        } else {
+            ""
+        }
     );
 }
 
@@ -971,14 +884,79 @@ mod tests {
         run
     }
 
-    #[test]
-    fn one_gpu_and_several_share_the_summary_lines() {
+    /// One GPU's host run: its figures and CPU use.
+    fn one_gpu_run() -> PathRun {
         let mut one = host_run();
         one.figures = Some(PathFigures {
             gbps_mean: 1.5,
             ..Default::default()
         });
         one.cpu_percent = 40.0;
+        one
+    }
+
+    fn row(index: usize, host: Option<&str>) -> GpuRun {
+        GpuRun {
+            index,
+            ordinal: index,
+            host: host.map(str::to_string),
+            device: "lavapipe".into(),
+            matched: String::new(),
+            label: "staged".into(),
+            frames_owned: 2,
+            figures: PathFigures::default(),
+            frames_presented: 2,
+            copies: 0,
+            copy_ms_mean: None,
+            copy_ms_max: None,
+            copy_gbps: None,
+            faults: 0,
+            damaged_frames: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    fn gpus_of(rows: Vec<GpuRun>) -> GpusRun {
+        let n = rows.len();
+        GpusRun {
+            display_copy: String::new(),
+            gpus: rows,
+            total: GpusTotal {
+                gbps_mean: 3.0,
+                frames_rendered: 2 * n as u64,
+                rendered_fps: 8.0,
+                frames_presented: 2 * n as u64,
+                presented_fps: 8.0,
+                copy_ms_mean: None,
+            },
+            presented: (0..2 * n as u32).collect(),
+            presented_by: (0..2 * n).map(|i| i % n).collect(),
+            in_order: true,
+        }
+    }
+
+    /// One GPU through the coordinator has its figures and a row of one GPU: the summary
+    /// reads as one GPU's did (its figures on the path's line, no table of one).
+    #[test]
+    fn one_gpu_through_the_coordinator_reads_as_one_gpu() {
+        let mut one = one_gpu_run();
+        let alone = paths_summary(std::slice::from_ref(&one));
+        one.gpus = Some(gpus_of(vec![row(0, None)]));
+        assert_eq!(paths_summary(std::slice::from_ref(&one)), alone);
+        // Out of order is said where the one GPU's row says so.
+        if let Some(g) = &mut one.gpus {
+            g.in_order = false;
+        }
+        let text = paths_summary(&[one]);
+        assert!(
+            text.lines().next().unwrap().ends_with(", NOT in order"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_gpu_and_several_share_the_summary_lines() {
+        let one = one_gpu_run();
         let text = paths_summary(&[one]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
@@ -996,39 +974,7 @@ mod tests {
         if let Some(sc) = &mut many.scrub {
             sc.playing_exact = Some(true);
         }
-        let row = |index: usize, host: Option<&str>| GpuRun {
-            index,
-            ordinal: index,
-            host: host.map(str::to_string),
-            device: "lavapipe".into(),
-            matched: String::new(),
-            label: "staged".into(),
-            frames_owned: 2,
-            figures: PathFigures::default(),
-            frames_presented: 2,
-            copies: 0,
-            copy_ms_mean: None,
-            copy_ms_max: None,
-            copy_gbps: None,
-            faults: 0,
-            damaged_frames: Vec::new(),
-            errors: Vec::new(),
-        };
-        many.gpus = Some(GpusRun {
-            display_copy: String::new(),
-            gpus: vec![row(0, Some("a")), row(1, Some("b"))],
-            total: GpusTotal {
-                gbps_mean: 3.0,
-                frames_rendered: 4,
-                rendered_fps: 8.0,
-                frames_presented: 4,
-                presented_fps: 8.0,
-                copy_ms_mean: None,
-            },
-            presented: vec![0, 1, 2, 3],
-            presented_by: vec![0, 1, 0, 1],
-            in_order: true,
-        });
+        many.gpus = Some(gpus_of(vec![row(0, Some("a")), row(1, Some("b"))]));
         let text = paths_summary(&[many]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");

@@ -25,6 +25,19 @@ pub fn write_overlay_png(
     size: (u32, u32),
     path: &Path,
 ) -> Result<(), String> {
+    write_picture_png(player, player.output(), ui, size, path)
+}
+
+/// [`write_overlay_png`] with `image` (a texture of `player`'s device) behind the overlay:
+/// the coordinator's presented image, which another GPU may have rendered and copied to
+/// the display GPU's `player`.
+pub fn write_picture_png(
+    player: &Player,
+    image: Option<&wgpu::Texture>,
+    ui: &mut UiState,
+    size: (u32, u32),
+    path: &Path,
+) -> Result<(), String> {
     let (w, h) = size;
     let device = player.device();
     let queue = player.queue();
@@ -40,7 +53,7 @@ pub fn write_overlay_png(
         label: Some("supercell offscreen overlay"),
     });
     // The image as an egui texture (a copy: the renderer's own texture is not sampled).
-    let image = player.output().map(|out| {
+    let image = image.map(|out| {
         let extent = out.size();
         let tex = crate::device::texture_2d(
             device,

@@ -14,7 +14,7 @@
 //! has rendered the frame's finished image; each report carries the faults its player met
 //! since the last (rank 0's report lists them with the rank and host) and the last error it
 //! played on past. In a long run (`--soak`,
-//! [`crate::app::soak::run_multi`]) rank 0 asks each rank to sample its own process
+//! [`crate::app::soak::run`]) rank 0 asks each rank to sample its own process
 //! (`Control::Sample`) and the sample comes back with the rank's next report. A rank renders up to [`AHEAD`] frames ahead of
 //! rank 0 letting them go (rank 0 keeps their images in order and hands the coordinator
 //! one at a time, as a GPU of one process holds its one finished frame), so a rank's

@@ -201,64 +201,6 @@ impl Clock {
     }
 }
 
-/// Runs the long run on `player`; `progress` is called after each sample.
-pub fn run(
-    player: &mut Player,
-    opts: &SoakOptions,
-    mut progress: impl FnMut(&SoakSample),
-) -> Result<SoakReport, PlayError> {
-    // One CUDA handle for the whole run rather than one per sample (as `gpumem` opens), so
-    // the sampling itself holds nothing that comes and goes. Without CUDA, the player's
-    // device says what it can (Vulkan budget, wgpu allocator).
-    let cuda = crate::gpu::cuda_probe()
-        .ok()
-        .and_then(|()| crate::gpu::Gpu::open(0).ok());
-    let gpu_used = |p: &Player| match &cuda {
-        Some(g) => g
-            .mem_info()
-            .ok()
-            .map(|(free, total)| total.saturating_sub(free) as u64),
-        None => super::gpumem::gpu_memory(p.device()).map(|m| m.used),
-    };
-    player.set_playing(true);
-    player.set_speed(None);
-    let mut clock = Clock::start(opts);
-    let start = clock.start;
-    let mut report = SoakReport::default();
-    loop {
-        let (now, t) = clock.now(player);
-        clock.flip(now, &mut report, || player.toggle_path());
-        if clock.sample_due(now, t) {
-            let s = sample_with(player, t.as_secs_f64(), gpu_used(player));
-            progress(&s);
-            report.samples.push(s);
-            if let Some(e) = player.last_error()
-                && !report.errors.iter().any(|x| x == e)
-            {
-                report.errors.push(e.to_string());
-            }
-        }
-        if t >= opts.duration {
-            break;
-        }
-        match player.tick() {
-            Ok(t) if t.shown.is_none() => player.wait(Duration::from_millis(2)),
-            Ok(_) => {}
-            Err(e) => {
-                // Stop, but keep what was measured: the report says what went wrong.
-                report
-                    .errors
-                    .push(format!("stopped at {:.1} s: {e}", t.as_secs_f64()));
-                break;
-            }
-        }
-    }
-    report.duration_s = start.elapsed().as_secs_f64();
-    let figures = |sel| player.figures(sel);
-    finish(&mut report, &figures);
-    Ok(report)
-}
-
 /// The totals of the last sample, the paths' figures (by `figures`, of the paths that
 /// rendered) and the settled figures and verdict.
 fn finish(report: &mut SoakReport, figures: &dyn Fn(PathSel) -> super::stats::PathFigures) {
@@ -274,18 +216,26 @@ fn finish(report: &mut SoakReport, figures: &dyn Fn(PathSel) -> super::stats::Pa
     summarise(report);
 }
 
-/// A sample of this process and `player` at `t_s` of the run, with the GPU memory in use
-/// where known.
-fn sample_with(player: &Player, t_s: f64, gpu_used: Option<u64>) -> SoakSample {
-    let (d, h) = (
-        player.figures(PathSel::Direct),
-        player.figures(PathSel::Host),
-    );
+/// A sample of this process at `t_s` of the run: the frames and bytes of `players` (the
+/// players of this process) on either path, `path` showing frames, and the GPU memory in
+/// use where known.
+fn sample_with<'a>(
+    players: impl IntoIterator<Item = &'a Player>,
+    path: PathSel,
+    t_s: f64,
+    gpu_used: Option<u64>,
+) -> SoakSample {
+    let (mut frames, mut bytes) = (0, 0);
+    for p in players {
+        let (d, h) = (p.figures(PathSel::Direct), p.figures(PathSel::Host));
+        frames += d.frames_rendered + h.frames_rendered;
+        bytes += d.bytes + h.bytes;
+    }
     SoakSample {
         t_s,
-        path: player.active_path(),
-        frames: d.frames_rendered + h.frames_rendered,
-        bytes: d.bytes + h.bytes,
+        path,
+        frames,
+        bytes,
         rss: rss_bytes(),
         fds: open_fds(),
         threads: thread_count(),
@@ -298,7 +248,7 @@ fn sample_with(player: &Player, t_s: f64, gpu_used: Option<u64>) -> SoakSample {
 /// ([`super::gpumem::gpu_memory`]).
 pub fn sample(player: &Player, t_s: f64) -> SoakSample {
     let gpu_used = super::gpumem::gpu_memory(player.device()).map(|m| m.used);
-    sample_with(player, t_s, gpu_used)
+    sample_with([player], player.active_path(), t_s, gpu_used)
 }
 
 /// Frames presented across ranks, and whether each followed the one before.
@@ -322,16 +272,30 @@ impl Order {
     }
 }
 
-/// Runs the long run on the coordinator `mp` of several ranks (or GPUs), as [`run`] does
-/// on one player: looping as fast as frames arrive, the camera flying where the scene has
-/// a path (every rank gets the view), the path flipping on every rank. At each sample,
-/// every other rank is asked to sample its own process; its samples come back with its
-/// reports and make its series. `progress` is called after each of rank 0's samples.
-pub fn run_multi(
+/// Runs the long run on the coordinator `mp` (one GPU, several, or several ranks):
+/// looping as fast as frames arrive, the camera flying where the scene has a path (every
+/// GPU gets the view), the path flipping on every GPU. Each sample is this process's (the
+/// frames and bytes of its players); across ranks every other rank is asked to sample its
+/// own process at each sample, and its samples come back with its reports and make its
+/// series (`ranks`). `progress` is called after each of this process's samples.
+pub fn run(
     mp: &mut MultiPlayer,
     opts: &SoakOptions,
     mut progress: impl FnMut(&SoakSample),
 ) -> Result<SoakReport, PlayError> {
+    // One CUDA handle for the whole run rather than one per sample (as `gpumem` opens), so
+    // the sampling itself holds nothing that comes and goes. Without CUDA, the display
+    // GPU's device says what it can (Vulkan budget, wgpu allocator).
+    let cuda = crate::gpu::cuda_probe()
+        .ok()
+        .and_then(|()| crate::gpu::Gpu::open(0).ok());
+    let gpu_used = |mp: &MultiPlayer| match &cuda {
+        Some(g) => g
+            .mem_info()
+            .ok()
+            .map(|(free, total)| total.saturating_sub(free) as u64),
+        None => super::gpumem::gpu_memory(mp.player(0).device()).map(|m| m.used),
+    };
     mp.set_playing(true);
     mp.set_speed(None);
     let mut clock = Clock::start(opts);
@@ -340,22 +304,17 @@ pub fn run_multi(
     let mut order = Order::default();
     let frame_count = mp.frame_count();
     loop {
-        // Rank 0's camera; the coordinator gives every rank the view as it ticks.
+        // The display GPU's camera; the coordinator gives every GPU the view as it ticks.
         let (now, t) = clock.now(mp.player_mut(0));
         clock.flip(now, &mut report, || mp.toggle_path());
         if clock.sample_due(now, t) {
-            let s = sample(mp.player(0), t.as_secs_f64());
+            let s = process_sample(mp, t.as_secs_f64(), gpu_used(mp));
             for k in 1..mp.gpu_count() {
                 mp.workers_mut().ask_sample(k, s.t_s);
             }
             progress(&s);
             report.samples.push(s);
-            let seen = [mp.last_error(), mp.player(0).last_error()];
-            for e in seen.into_iter().flatten() {
-                if !report.errors.iter().any(|x| x == e) {
-                    report.errors.push(e.to_string());
-                }
-            }
+            note_errors(mp, &mut report.errors);
         }
         if t >= opts.duration {
             break;
@@ -366,6 +325,7 @@ pub fn run_multi(
                 None => mp.wait(Duration::from_millis(2)),
             },
             Err(e) => {
+                // Stop, but keep what was measured: the report says what went wrong.
                 report
                     .errors
                     .push(format!("stopped at {:.1} s: {e}", t.as_secs_f64()));
@@ -380,9 +340,39 @@ pub fn run_multi(
     }
     report.presented = Some(order.presented);
     report.presented_in_order = Some(order.out_of_order == 0);
-    report.ranks = rank_soaks(mp, &report);
+    let across_ranks = (0..mp.gpu_count()).any(|k| mp.workers().name(k).host.is_some());
+    // Each path's figures: the display GPU's (several GPUs' are in `ranks`, across ranks).
     let lead = mp.player(0);
     finish(&mut report, &|sel| lead.figures(sel));
+    if across_ranks {
+        across(mp, &mut report);
+    }
+    Ok(report)
+}
+
+/// A sample of this process at `t_s`: every player of this process counted.
+fn process_sample(mp: &MultiPlayer, t_s: f64, gpu_used: Option<u64>) -> SoakSample {
+    let w = mp.workers();
+    let players = (0..mp.gpu_count()).filter_map(|k| w.player(k));
+    sample_with(players, mp.active_path(), t_s, gpu_used)
+}
+
+/// The errors the coordinator and the players of this process have seen, added to
+/// `errors` where new.
+fn note_errors(mp: &MultiPlayer, errors: &mut Vec<String>) {
+    let w = mp.workers();
+    let players = (0..mp.gpu_count()).filter_map(|k| w.player(k).and_then(Player::last_error));
+    for e in mp.last_error().into_iter().chain(players) {
+        if !errors.iter().any(|x| x == e) {
+            errors.push(e.to_string());
+        }
+    }
+}
+
+/// Across ranks: each rank's own run in `report.ranks`, the frames and bytes of every
+/// rank, the verdict of every rank together, and the other ranks' errors.
+fn across(mp: &mut MultiPlayer, report: &mut SoakReport) {
+    report.ranks = rank_soaks(mp, report);
     report.frames = report.ranks.iter().map(|r| r.soak.frames).sum();
     report.bytes = report.ranks.iter().map(|r| r.soak.bytes).sum();
     report.verdict = every_rank(&report.ranks);
@@ -393,7 +383,6 @@ pub fn run_multi(
                 .push(format!("rank {} (on {}): {e}", r.rank, r.host));
         }
     }
-    Ok(report)
 }
 
 /// Each rank's own run: rank 0's samples (`lead`'s) and every other rank's that came

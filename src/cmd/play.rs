@@ -9,7 +9,7 @@ use supercell::app::headless::{self, DatasetReport, HeadlessOptions, HeadlessRep
 use supercell::app::software::{self, Requested};
 use supercell::app::window::{self, PlayOn, WindowOptions};
 use supercell::app::{
-    DirectEngine, HostCopy, PathSel, PlayError, Player, PlayerConfig, PlayerGpu, script, soak,
+    DirectEngine, HostCopy, PathSel, PlayError, PlayerConfig, PlayerGpu, script, soak,
 };
 use supercell::pipeline::PlayMode;
 use supercell::scene::{PlaybackDefaults, Scene};
@@ -325,19 +325,11 @@ pub fn run(args: &PlayArgs) -> anyhow::Result<()> {
     // Bad values are refused before a dataset is made or a device opened.
     let req = requested(args)?;
     let scene = choose_scene(args.scene.as_deref())?;
-    let gpus = match &args.gpus {
-        Some(selection) => {
-            if args.soak.is_some() || args.screenshot.is_some() {
-                bail!("--gpus cannot be used with --soak or --screenshot yet");
-            }
-            Some(resolve_gpus(selection)?)
-        }
-        None => None,
-    };
-    match (gpus, args.headless) {
-        (Some(gpus), true) => gpus_run(args, &req, &scene, &gpus),
-        (None, true) => headless_run(args, &req, &scene),
-        (gpus, false) => window_run(args, req, scene, gpus),
+    let gpus = args.gpus.as_ref().map(resolve_gpus).transpose()?;
+    if args.headless {
+        headless_run(args, &req, &scene, gpus.as_deref())
+    } else {
+        window_run(args, req, scene, gpus)
     }
 }
 
@@ -389,28 +381,55 @@ pub(super) fn progress_bar(template: &str) -> indicatif::ProgressBar {
     bar
 }
 
-fn headless_run(args: &PlayArgs, req: &Requested, scene: &ChosenScene) -> anyhow::Result<()> {
+/// `play --headless`: the coordinator over the GPUs of `--gpus` (`ordinals`), else over
+/// the best adapter alone; each path measured (or, with `--soak`, the long run), the
+/// picture with the overlay where `--screenshot` asks, the report printed and written.
+fn headless_run(
+    args: &PlayArgs,
+    req: &Requested,
+    scene: &ChosenScene,
+    ordinals: Option<&[usize]>,
+) -> anyhow::Result<()> {
+    use supercell::app::gpus::MultiPlayer;
     if args.frames == 0 {
         bail!("--frames must be at least 1");
     }
     let timeout = duration_flag("--timeout", &args.timeout)?;
-    let gpu = PlayerGpu::open_best()?;
-    let settings = software::choose(&gpu.caps, req);
+    let (opened, best) = match ordinals {
+        Some(o) => (supercell::app::gpus::open_gpus(o)?, None),
+        None => (Vec::new(), Some(PlayerGpu::open_best()?)),
+    };
+    for (k, g) in opened.iter().enumerate() {
+        eprintln!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
+    }
+    let caps = best
+        .as_ref()
+        .map_or_else(|| &opened[0].gpu.caps, |g| &g.caps);
+    let settings = software::choose(caps, req);
     if let Some(note) = &settings.note {
         eprintln!("play: {note}");
     }
-    let size = settings.size;
     // Headless measures as fast as frames arrive, whatever the scene's playback says.
-    let cfg = player_config(args, size, &PlaybackDefaults::default())?;
-    let mut player = Player::open_scene(&gpu, &scene.scene, &cfg)?;
-    eprintln!("play: {}", player.slot_plan().line());
-    for note in player.scene_notes() {
+    let cfg = player_config(args, settings.size, &PlaybackDefaults::default())?;
+    let mut mp = match best {
+        Some(gpu) => MultiPlayer::open_one(gpu, &scene.scene, &cfg)?,
+        None => MultiPlayer::open_scene(opened, &scene.scene, &cfg)?,
+    };
+    let one = mp.gpu_count() == 1;
+    for k in 0..mp.gpu_count() {
+        settings.apply_view(mp.player_mut(k).view_mut());
+        let line = mp.player(k).slot_plan().line();
+        match one {
+            true => eprintln!("play: {line}"),
+            false => eprintln!("play: GPU {k}: {line}"),
+        }
+    }
+    for note in mp.player(0).scene_notes() {
         eprintln!("play: {note}");
     }
-    settings.apply_view(player.view_mut());
     let soak = match &args.soak {
         Some(d) => Some(soak_run(args, d, |opts, progress| {
-            soak::run(&mut player, opts, progress)
+            soak::run(&mut mp, opts, progress)
         })?),
         None => None,
     };
@@ -420,76 +439,58 @@ fn headless_run(args: &PlayArgs, req: &Requested, scene: &ChosenScene) -> anyhow
         paths_of(args.path)
     };
     let bar = progress_bar("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}");
-    let runs = headless::run_paths_with_progress(
-        &mut player,
+    let runs = supercell::app::gpus::run_paths(
+        &mut mp,
         &HeadlessOptions {
             frames: args.frames,
             paths,
             scrub_jumps: args.scrub_jumps,
             timeout,
         },
-        &mut |p| show_progress(&bar, &p, "frames rendered"),
+        &mut |p| show_progress(&bar, &p, "frames presented"),
     );
     bar.finish_and_clear();
     if let Some(path) = &args.screenshot {
         // Before the drain: the figures' "now" columns still describe the run.
-        let mut ui = supercell::app::overlay::UiState::new(size);
-        ui.presets = supercell::app::overlay::presets_for(&player);
-        // What the window samples as it runs: CPU use (here over the active path's run, the
-        // last one) and GPU memory in use.
-        ui.cpu_percent = runs
-            .iter()
-            .rev()
-            .find(|r| r.ran)
-            .map_or(0.0, |r| r.cpu_percent);
-        ui.gpu_memory = supercell::app::gpumem::gpu_memory(player.device());
-        supercell::app::offscreen::write_overlay_png(&player, &mut ui, size, path)
-            .map_err(|e| anyhow::anyhow!("--screenshot {}: {e}", path.display()))?;
-        eprintln!("play: picture with the overlay: {}", path.display());
+        screenshot(&mut mp, &runs, settings.size, path)?;
     }
-    player.drain(Duration::from_secs(10));
-    let m = player.manifest();
-    let report = HeadlessReport {
-        schema: headless::SCHEMA.into(),
-        date: headless::iso8601(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-        ),
-        machine: headless::machine(gpu.describe()),
-        scene: scene.name.clone(),
-        dataset: DatasetReport {
-            path: scene.dataset.clone(),
-            frames: player.frame_count(),
-            lanes: m.lanes.len(),
-            attributes: player.attribute_names(),
-            bytes_per_frame: player.mean_frame_bytes(),
-            total_bytes: m.total_bytes(),
-        },
-        size: [size.0, size.1],
-        slots: player.slots(),
-        slot_plan: player.slot_plan().clone(),
-        frames_per_path: if soak.is_some() { 0 } else { args.frames },
-        paths: runs,
-        soak,
-        settings: Some(settings),
-    };
-    eprint!("{}", headless::summary(&report));
-    if let Some(p) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(p, text + "\n").with_context(|| format!("{}", p.display()))?;
+    mp.drain(Duration::from_secs(10));
+    let mut report = headless_report(args, scene, settings, &mp, runs);
+    if soak.is_some() {
+        report.frames_per_path = 0;
     }
-    // Errors fail the run, except a direct path that cannot run here when both were asked
-    // for (the report says why).
-    for r in &report.paths {
-        if let Some(e) = &r.error {
-            let unavailable = !r.info.available;
-            if !(unavailable && args.path == PathArg::Both) {
-                bail!("{} path: {e}", r.info.path.name());
-            }
-        }
-    }
+    report.soak = soak;
+    end_headless_run(args, &report)?;
     soak_verdict(report.soak.as_ref())
+}
+
+/// `--screenshot`: the picture a window would show after the run — the presented image
+/// and the overlay (the display GPU's two-path panel; several GPUs' rows) — written to
+/// `path`.
+fn screenshot(
+    mp: &mut supercell::app::gpus::MultiPlayer,
+    runs: &[headless::PathRun],
+    size: (u32, u32),
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let mut ui = supercell::app::overlay::UiState::new(size);
+    ui.presets = supercell::app::overlay::presets_for(mp.player(0));
+    // What the window samples as it runs: CPU use (here over the active path's run, the
+    // last one) and GPU memory in use.
+    ui.cpu_percent = runs
+        .iter()
+        .rev()
+        .find(|r| r.ran)
+        .map_or(0.0, |r| r.cpu_percent);
+    ui.gpu_memory = supercell::app::gpumem::gpu_memory(mp.player(0).device());
+    if mp.gpu_count() > 1 {
+        ui.gpus = Some(mp.overlay());
+    }
+    let lead = mp.player(0);
+    supercell::app::offscreen::write_picture_png(lead, mp.presented_image(), &mut ui, size, path)
+        .map_err(|e| anyhow::anyhow!("--screenshot {}: {e}", path.display()))?;
+    eprintln!("play: picture with the overlay: {}", path.display());
+    Ok(())
 }
 
 /// Fails a long run that saw errors, or whose memory, descriptors or threads grew over a
@@ -661,62 +662,18 @@ pub fn resolve_gpus(
         .map_err(|e| anyhow::anyhow!("--gpus: {e}"))
 }
 
-/// `play --headless --gpus`: every path measured on every GPU at once.
-fn gpus_run(
-    args: &PlayArgs,
-    req: &Requested,
-    scene: &ChosenScene,
-    ordinals: &[usize],
-) -> anyhow::Result<()> {
-    use supercell::app::gpus::{self, MultiPlayer};
-    if args.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
-    let timeout = duration_flag("--timeout", &args.timeout)?;
-    let opened = gpus::open_gpus(ordinals)?;
-    for (k, g) in opened.iter().enumerate() {
-        eprintln!("play: GPU {k} (--gpus {}): {}", g.ordinal, g.matched);
-    }
-    let settings = software::choose(&opened[0].gpu.caps, req);
-    if let Some(note) = &settings.note {
-        eprintln!("play: {note}");
-    }
-    let size = settings.size;
-    let cfg = player_config(args, size, &PlaybackDefaults::default())?;
-    let adapters: Vec<String> = opened.iter().map(|g| g.gpu.describe()).collect();
-    let mut mp = MultiPlayer::open_scene(opened, &scene.scene, &cfg)?;
-    for k in 0..mp.gpu_count() {
-        settings.apply_view(mp.player_mut(k).view_mut());
-        eprintln!("play: GPU {k}: {}", mp.player(k).slot_plan().line());
-    }
-    let paths = paths_of(args.path);
-    let bar = progress_bar("{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}");
-    let runs = gpus::run_paths(
-        &mut mp,
-        &HeadlessOptions {
-            frames: args.frames,
-            paths,
-            scrub_jumps: args.scrub_jumps,
-            timeout,
-        },
-        &mut |p| show_progress(&bar, &p, "frames presented"),
-    );
-    bar.finish_and_clear();
-    mp.drain(Duration::from_secs(10));
-    let report = gpus_report(args, scene, settings, &mp, runs, &adapters);
-    end_gpus_run(args, &report)
-}
-
-/// Several GPUs' report (in this process or across ranks): the paths' runs `runs` of `mp`
-/// on `adapters`.
-pub(super) fn gpus_report(
+/// The coordinator's report (one GPU, several, or across ranks): the paths' runs `runs` of
+/// `mp`, on its GPUs' adapters.
+pub(super) fn headless_report(
     args: &PlayArgs,
     scene: &ChosenScene,
     settings: software::Interactive,
     mp: &supercell::app::gpus::MultiPlayer,
     runs: Vec<headless::PathRun>,
-    adapters: &[String],
 ) -> HeadlessReport {
+    let adapters: Vec<String> = (0..mp.gpu_count())
+        .map(|k| mp.workers().name(k).device.clone())
+        .collect();
     let size = settings.size;
     let p0 = mp.player(0);
     let m = p0.manifest();
@@ -747,9 +704,9 @@ pub(super) fn gpus_report(
     }
 }
 
-/// Prints several GPUs' `report`, writes its JSON where asked, and fails where a path that
+/// Prints the coordinator's `report`, writes its JSON where asked, and fails where a path that
 /// was asked for failed.
-pub(super) fn end_gpus_run(args: &PlayArgs, report: &HeadlessReport) -> anyhow::Result<()> {
+pub(super) fn end_headless_run(args: &PlayArgs, report: &HeadlessReport) -> anyhow::Result<()> {
     eprint!("{}", headless::summary(report));
     if let Some(p) = &args.json {
         let text = serde_json::to_string_pretty(report)?;

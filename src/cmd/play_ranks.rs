@@ -122,11 +122,8 @@ fn across(
             write_frame(out, *frame, mp.player(0).size(), rgba8)?;
         }
     }
-    let adapters: Vec<String> = (0..mp.gpu_count())
-        .map(|k| mp.workers().name(k).device.clone())
-        .collect();
-    let report = super::play::gpus_report(args, scene, settings, &mp, runs, &adapters);
-    super::play::end_gpus_run(args, &report)
+    let report = super::play::headless_report(args, scene, settings, &mp, runs);
+    super::play::end_headless_run(args, &report)
 }
 
 /// Flags of the window that cannot work across ranks, refused by name on every rank before
@@ -192,7 +189,7 @@ fn window_across(
 }
 
 /// `play --headless --soak D` across ranks, on rank 0: the long run over every rank
-/// (`supercell::app::soak::run_multi`), the ranks stopped, its report (a series and a
+/// (`supercell::app::soak::run`), the ranks stopped, its report (a series and a
 /// verdict per rank) printed and written.
 fn soak_across(
     args: &PlayArgs,
@@ -202,22 +199,17 @@ fn soak_across(
     mut mp: MultiPlayer,
     ranks: &dyn Ranks,
 ) -> Result<()> {
-    let run = super::play::soak_run(args, d, |opts, progress| {
-        soak::run_multi(&mut mp, opts, progress)
-    });
+    let run = super::play::soak_run(args, d, |opts, progress| soak::run(&mut mp, opts, progress));
     if let Some(s) = mp.workers().silent().cloned() {
         super::end_run(ranks, &s);
     }
     mp.workers_mut().finish();
     mp.drain(Duration::from_secs(10));
     let soak = run?;
-    let adapters: Vec<String> = (0..mp.gpu_count())
-        .map(|k| mp.workers().name(k).device.clone())
-        .collect();
-    let mut report = super::play::gpus_report(args, scene, settings, &mp, Vec::new(), &adapters);
+    let mut report = super::play::headless_report(args, scene, settings, &mp, Vec::new());
     report.frames_per_path = 0;
     report.soak = Some(soak);
-    super::play::end_gpus_run(args, &report)?;
+    super::play::end_headless_run(args, &report)?;
     super::play::soak_verdict(report.soak.as_ref())
 }
 

@@ -168,7 +168,11 @@ impl MultiPlayer {
             return Err(PlayError::Usage("--gpus names no GPU".into()));
         }
         let g = gpus.len();
-        let frame_count = timeline(scene, cfg, g)?;
+        let (frame_count, start_frame) = timeline_from(scene, cfg, g)?;
+        let cfg = &PlayerConfig {
+            start_frame,
+            ..cfg.clone()
+        };
         let ownership = Ownership::alternate(g).map_err(PlayError::Usage)?;
         let mut locals = Vec::with_capacity(g);
         for (k, opened) in gpus.into_iter().enumerate() {
@@ -185,14 +189,14 @@ impl MultiPlayer {
         MultiPlayer::over(Box::new(InProcess::new(locals)), frame_count, cfg)
     }
 
-    /// One GPU through the same coordinator (N = 1): the one-GPU window's player, a
-    /// [`MultiPlayer::open_scene`] of `gpu` alone.
+    /// One GPU, `gpu` (the best adapter found: [`PlayerGpu::open_best`]), played through the
+    /// coordinator as several are: the one-GPU player of `play --headless` and the window.
     pub fn open_one(
         gpu: PlayerGpu,
         scene: &crate::scene::Scene,
         cfg: &PlayerConfig,
     ) -> Result<MultiPlayer, PlayError> {
-        let matched = format!("the one GPU: {}", gpu.describe());
+        let matched = format!("{}: the best adapter found", gpu.describe());
         let opened = OpenedGpu {
             ordinal: 0,
             gpu,
@@ -724,10 +728,15 @@ impl MultiPlayer {
             return false;
         }
         let lead = self.player(0);
-        let key = (lead.view().clone(), lead.size());
-        if self.synced.as_ref() == Some(&key) {
+        // Compared in place: the view is cloned only where it changed (every tick asks).
+        if self
+            .synced
+            .as_ref()
+            .is_some_and(|(v, s)| v == lead.view() && *s == lead.size())
+        {
             return false;
         }
+        let key = (lead.view().clone(), lead.size());
         let (view, size) = &key;
         for k in 1..self.shares.len() {
             self.workers.set_view(k, view, *size);
@@ -803,7 +812,18 @@ impl MultiPlayer {
             self.stand_in = true;
             self.shown = Some(frame);
         }
-        if let Some(p) = self.multi.tick(now) {
+        let presented = self.multi.tick(now);
+        if presented.is_none()
+            && self
+                .on_screen
+                .is_some_and(|(f, _)| f != self.multi.scheduler().position())
+        {
+            // The playhead passed over a damaged frame: the frame on screen is behind it,
+            // and a visit to it (where playback comes round to it again, every other
+            // frame damaged) reads and renders it again, as one GPU's player does.
+            self.forget_on_screen();
+        }
+        if let Some(p) = presented {
             let k = p.gpu;
             if self.shares[k].held.map(|h| h.frame) != Some(p.frame) {
                 // Cannot happen while every finished image is held: say so rather than
@@ -1043,29 +1063,42 @@ pub fn timeline(
     cfg: &PlayerConfig,
     gpus: usize,
 ) -> Result<u32, PlayError> {
+    timeline_from(scene, cfg, gpus).map(|(frame_count, _)| frame_count)
+}
+
+/// [`timeline`], and the frame the timeline starts at: `cfg`'s, or where `cfg` starts at
+/// data ([`PlayerConfig::start_at_data`]) and the scene's looks were suggested from the
+/// data, the first frame with data (as one GPU's player starts).
+fn timeline_from(
+    scene: &crate::scene::Scene,
+    cfg: &PlayerConfig,
+    gpus: usize,
+) -> Result<(u32, u32), PlayError> {
     if cfg.frames.is_some() {
         return Err(PlayError::Usage(
             "a player of several GPUs deals the frames itself".into(),
         ));
     }
-    let frame_count = scene
+    let opened = scene
         .open(1.0, cfg.attributes.as_deref())
-        .map_err(|e| PlayError::Scene(e.to_string()))?
-        .dataset
-        .frame_count() as u32;
+        .map_err(|e| PlayError::Scene(e.to_string()))?;
+    let frame_count = opened.dataset.frame_count() as u32;
+    let start = match &opened.suggestion {
+        Some(s) if cfg.start_at_data => (s.start_frame as u32).min(frame_count.max(1) - 1),
+        _ => cfg.start_frame,
+    };
     if (frame_count as usize) < gpus {
         return Err(PlayError::Usage(format!(
             "{frame_count} frames for {gpus} GPUs: every GPU needs a frame of its own"
         )));
     }
-    if cfg.start_frame >= frame_count {
+    if start >= frame_count {
         return Err(PlayError::Usage(format!(
-            "start frame {} (--start-frame) is past the end: the dataset has {frame_count} frames (0..={})",
-            cfg.start_frame,
+            "start frame {start} (--start-frame) is past the end: the dataset has {frame_count} frames (0..={})",
             frame_count - 1
         )));
     }
-    Ok(frame_count)
+    Ok((frame_count, start))
 }
 
 /// GPU `k` of `gpus`'s player on `gpu` (alternate frames: [`timeline`], [`owned_frames`],

@@ -70,6 +70,10 @@ impl crate::app::headless::PathRuns for MultiPlayer {
         let played = played.and_then(|()| self.workers.settle().map_err(|e| e.to_string()));
         let played_log: Vec<(u32, usize)> = self.presented[mark.presented..].to_vec();
         run.gpus = Some(gpus_run(self, sel, mark, &played_log, run.wall_s));
+        // One GPU's figures are the path's (several GPUs' are each in `gpus`).
+        if self.gpu_count() == 1 {
+            run.figures = Some(self.workers.figures(0, sel).0);
+        }
         played
     }
     fn timed_jumps(
@@ -80,7 +84,16 @@ impl crate::app::headless::PathRuns for MultiPlayer {
     ) -> Result<crate::app::headless::ScrubReport, String> {
         scrub_jumps(self, sel, opts, progress)
     }
+    fn memory_start(&self, memory: &mut crate::app::headless::MemoryReport) {
+        // The display GPU's (GPU 0's): a device named twice, or CUDA's figure of the
+        // whole device, would be counted twice in a sum.
+        let gpu = crate::app::gpumem::gpu_memory(self.player(0).device());
+        memory.gpu_used_start = gpu.as_ref().map(|m| m.used);
+        memory.gpu_memory_source = gpu.map(|m| m.source);
+    }
     fn memory_end(&self, memory: &mut crate::app::headless::MemoryReport) {
+        memory.gpu_used_end =
+            crate::app::gpumem::gpu_memory(self.player(0).device()).map(|m| m.used);
         // The players of this process (another rank's report their own).
         memory.player_gpu_buffers = (0..self.gpu_count())
             .filter_map(|k| self.workers.player(k).map(Player::gpu_buffer_bytes))
@@ -246,15 +259,43 @@ impl crate::app::headless::Timeline for MultiPlayer {
         MultiPlayer::last_scrub_ms(self)
     }
     fn fault_count(&self) -> u64 {
-        0
+        (0..self.gpu_count())
+            .map(|k| self.workers.fault_mark(k).0)
+            .sum()
     }
-    // A jump's target whose reads fail is waited for until the time-out (the timeline
-    // passes over damaged frames while playing; a jump to one is not given up).
-    fn target_damaged(&self, _target: u32, _faults_before: u64) -> bool {
-        false
+    fn target_damaged(&self, target: u32, faults_before: u64) -> bool {
+        let k = self.multi.ownership().owner(target);
+        let Some(local) = self.shares[k].local(target) else {
+            return false;
+        };
+        // Its owner marked it damaged since the jump, or the owner's playhead was already
+        // on it, damaged (a jump there does not read it again).
+        (self.fault_count() > faults_before && self.workers.damaged(k).contains(&local))
+            || self
+                .workers
+                .player(k)
+                .is_some_and(|p| p.jumped_to_damaged(local))
     }
-    fn timeout_context(&self, _sel: PathSel, timeout: Duration) -> String {
-        format!("--timeout {:.0} s", timeout.as_secs_f64())
+    fn finish_renders(&mut self) -> Result<(), PlayError> {
+        self.workers.finish_renders()
+    }
+    fn timeout_context(&self, sel: PathSel, timeout: Duration) -> String {
+        // The frame waited for: a jump's target, else the playhead's; its owner's figures.
+        let frame = self
+            .scrub
+            .map_or_else(|| self.multi.scheduler().position(), |(f, _)| f);
+        let k = self.multi.ownership().owner(frame);
+        let context = match self.workers.player(k) {
+            Some(p) => crate::app::headless::timeout_context(p, sel, timeout),
+            None => {
+                let f = self.workers.figures(k, sel).0;
+                crate::app::headless::timeout_line(timeout, f.rendered_fps, None, String::new())
+            }
+        };
+        match self.gpu_count() {
+            1 => context,
+            _ => format!("frame {frame} is GPU {k}'s: {context}"),
+        }
     }
 }
 

@@ -111,6 +111,11 @@ pub trait Workers {
     fn settle(&mut self) -> Result<(), PlayError> {
         Ok(())
     }
+    /// Waits for the renders in flight on the GPUs of this process, so their figures count
+    /// every frame presented (a render is counted once it has finished).
+    fn finish_renders(&mut self) -> Result<(), PlayError> {
+        Ok(())
+    }
     /// The run is over: GPUs in other processes stop.
     fn finish(&mut self) {}
     /// The ranks that stopped answering, where the transport has ranks.
@@ -375,5 +380,10 @@ impl Workers for InProcess {
         for g in &mut self.gpus {
             g.player.drain(timeout);
         }
+    }
+    fn finish_renders(&mut self) -> Result<(), PlayError> {
+        self.gpus
+            .iter_mut()
+            .try_for_each(|g| g.player.finish_render())
     }
 }
