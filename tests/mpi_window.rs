@@ -18,76 +18,44 @@ mod play_support;
 mod storm_support;
 
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mpi_support::{have_mpirun, launch_exporting, rank_pid};
-use play_support::{bin, dataset, gpu, mean_abs_diff, out_dir, own_xvfb, read_png, skip};
+use play_support::window::{
+    compared_window, finish, fresh_dir, in_order_from_owners, no_window, on_display, presented,
+    presented_is_a_render_of, read_state, run_window,
+};
+use play_support::{bin, dataset, gpu, mean_abs_diff, own_xvfb, read_png, skip};
 use serde_json::Value;
 
-/// `mpirun -x DISPLAY -n 2 supercell play DATASET` (the window) on `display`, with
+/// `mpirun -x DISPLAY -n 2 supercell play DATASET FLAGS` (the window) on `display`, with
 /// `script` and the rank timeout `timeout`, its output piped.
-fn start_window(ds: &Path, display: &str, script: &str, timeout: &str) -> Child {
+fn window(ds: &Path, display: &str, flags: &[&str], script: &str, timeout: &str) -> Command {
     let mut cmd = launch_exporting(
         Some(2),
         bin(),
         "supercell-mpi-window-xdg",
         &["DISPLAY", "XDG_RUNTIME_DIR"],
     );
-    cmd.args(["play", ds.to_str().unwrap()])
-        .args(["--window-size", "640x480", "--render-scale", "0.25"])
-        .args(["--step", "1", "--attributes", "cloud,rain,wind_speed"])
-        .args(["--threads", "2", "--fps", "20", "--mode", "loop"])
-        .args(["--path", "host", "--loopback-direct", "--timeout", timeout])
-        .args(["--script", script])
-        .env("DISPLAY", display)
-        .env_remove("WAYLAND_DISPLAY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mpirun")
+    cmd.args(["play", ds.to_str().unwrap()]).args(flags).args([
+        "--timeout",
+        timeout,
+        "--script",
+        script,
+    ]);
+    on_display(&mut cmd, display);
+    cmd
 }
 
-/// Waits for `child` (at most `limit` from `started`, else kills it and fails): its status
-/// and what it said.
-fn finish(mut child: Child, started: Instant, limit: Duration) -> (ExitStatus, String) {
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "the window across ranks did not end within {limit:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = child.wait_with_output().unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status, said)
-}
-
-/// Whether the run could not open a window here (said, and the test passes).
-fn no_window(status: &ExitStatus, said: &str) -> bool {
-    if !status.success() && said.contains("cannot open a window") {
-        skip(&format!("no window: {said}"));
-        return true;
-    }
-    false
-}
-
-/// The (frame, rank) pairs a state dump lists as presented, oldest first.
-fn presented(v: &Value) -> Vec<(u64, u64)> {
-    v["gpus"]["presented"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
-        .collect()
+/// The window flags of the tests that compare pictures, on the host path with a loopback
+/// direct path.
+fn compared_across_ranks() -> Vec<&'static str> {
+    [
+        compared_window(),
+        vec!["--path", "host", "--loopback-direct"],
+    ]
+    .concat()
 }
 
 #[test]
@@ -100,9 +68,7 @@ fn window_across_two_ranks_plays_in_order_and_reaches_rank_1() {
         return;
     };
     let ds = dataset();
-    let dir = out_dir().join("mpi-window");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("mpi-window");
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     // Frame 5 belongs to rank 1 of two (alternate frames).
     let script = format!(
@@ -117,16 +83,12 @@ fn window_across_two_ranks_plays_in_order_and_reaches_rank_1() {
         img2 = p("img2.png"),
     );
     let started = Instant::now();
-    let child = start_window(&ds, &x.name, &script, "60s");
-    let (status, said) = finish(child, started, Duration::from_secs(400));
-    if no_window(&status, &said) {
+    let mut cmd = window(&ds, &x.name, &compared_across_ranks(), &script, "60s");
+    // Every rank exited 0 (mpirun says otherwise).
+    if run_window(&mut cmd, Duration::from_secs(400)).is_none() {
         return;
     }
-    // Every rank exited 0 (mpirun says otherwise).
-    assert!(status.success(), "{said}");
-    let read = |n: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
-    };
+    let read = |n: &str| read_state(&dir, n);
 
     let s1 = read("s1.json");
     in_order_with_a_row_per_rank(&s1);
@@ -146,7 +108,7 @@ fn window_across_two_ranks_plays_in_order_and_reaches_rank_1() {
     assert_eq!(s3["shown_frame"], 5, "{s3}");
     assert_eq!(s3["playing"], false);
     assert_eq!(presented(&s3).last(), Some(&(5, 1)), "{s3}");
-    let img = picture_is_a_render_of_frame_5(&ds, &dir, &s3);
+    let (img, _) = presented_is_a_render_of(&ds, &dir, &s3, 5);
 
     // The camera turned: rank 1 rendered frame 5 again for the new view.
     let s4 = read("s4.json");
@@ -173,12 +135,7 @@ fn in_order_with_a_row_per_rank(s1: &Value) {
     assert_eq!(s1["frame_count"], 8);
     let order = presented(s1);
     assert!(order.len() >= 6, "{order:?}");
-    for w in order.windows(2) {
-        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
-    }
-    for &(f, k) in &order {
-        assert_eq!(k, f % 2, "frame {f} from rank {k}: {order:?}");
-    }
+    in_order_from_owners(&order, 8, 2, false);
     let rows = s1["gpus"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "{s1}");
     for (k, r) in rows.iter().enumerate() {
@@ -209,31 +166,6 @@ fn in_order_with_a_row_per_rank(s1: &Value) {
     assert_eq!(s1["active_path"], "host");
 }
 
-/// The picture presented for frame 5 (`img.png` in `dir`) is a one-process render of frame
-/// 5 at the size the state dump `s3` gives; the picture's pixels.
-fn picture_is_a_render_of_frame_5(ds: &Path, dir: &Path, s3: &Value) -> Vec<u8> {
-    let dim = |v: &Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
-    let (rw, rh) = dim(&s3["render_size"]);
-    let rdir = dir.join("render");
-    let r = Command::new(bin())
-        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
-        .args([
-            "--size",
-            &format!("{rw}x{rh}"),
-            "--out",
-            rdir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
-    let (iw, ih, img) = read_png(&dir.join("img.png"));
-    assert_eq!((iw, ih), (rw, rh));
-    let d = mean_abs_diff(&img, &reference);
-    assert!(d < 2.0, "rank 1's frame 5 vs a render of frame 5: {d}");
-    img
-}
-
 /// The kiosk across ranks: its camera flies every tick (a new view each tick, reaching
 /// rank 1), yet playback goes on in order from both ranks; `--exit-after` ends every rank
 /// with 0.
@@ -247,48 +179,18 @@ fn kiosk_across_ranks_plays_on_while_flying_and_exit_after_ends_every_rank() {
         return;
     };
     let ds = dataset();
-    let dir = out_dir().join("mpi-window-kiosk");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("mpi-window-kiosk");
     let state = dir.join("state.json");
     let script = format!("wait-frames 10; dump-state {}", state.display());
-    let started = Instant::now();
-    let mut cmd = launch_exporting(
-        Some(2),
-        bin(),
-        "supercell-mpi-window-xdg",
-        &["DISPLAY", "XDG_RUNTIME_DIR"],
-    );
-    let child = cmd
-        .args([
-            "play",
-            ds.to_str().unwrap(),
-            "--kiosk",
-            "--exit-after",
-            "12",
-        ])
-        .args(["--window-size", "640x480", "--render-scale", "0.25"])
-        .args(["--threads", "2", "--timeout", "60s", "--script", &script])
-        .env("DISPLAY", &x.name)
-        .env_remove("WAYLAND_DISPLAY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mpirun");
-    let (status, said) = finish(child, started, Duration::from_secs(200));
-    if no_window(&status, &said) {
+    let kiosk = ["--kiosk", "--exit-after", "12", "--window-size", "640x480"];
+    let flags = [&kiosk[..], &["--render-scale", "0.25", "--threads", "2"]].concat();
+    let mut cmd = window(&ds, &x.name, &flags, &script, "60s");
+    if run_window(&mut cmd, Duration::from_secs(200)).is_none() {
         return;
     }
-    assert!(status.success(), "{said}");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
-    let order = presented(&v);
+    let order = presented(&read_state(&dir, "state.json"));
     assert!(order.len() >= 10, "{order:?}");
-    for w in order.windows(2) {
-        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
-    }
-    for &(f, k) in &order {
-        assert_eq!(k, f % 2, "frame {f} from rank {k}: {order:?}");
-    }
+    in_order_from_owners(&order, 8, 2, false);
 }
 
 #[test]
@@ -301,9 +203,7 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
         return;
     };
     let ds = dataset();
-    let dir = out_dir().join("mpi-window-silent");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("mpi-window-silent");
     let s1 = dir.join("s1.json");
     let later = |i: usize| dir.join(format!("later{i:02}.json"));
     // Rank 1 is stopped once s1 is written; the window dumps its state every 300 ms after
@@ -318,7 +218,10 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
         dumps.join("; ")
     );
     let started = Instant::now();
-    let mut child = start_window(&ds, &x.name, &script, "8s");
+    let flags = compared_across_ranks();
+    let mut child = window(&ds, &x.name, &flags, &script, "8s")
+        .spawn()
+        .expect("start mpirun");
     let stopped_at = loop {
         if s1.exists() {
             let pid = rank_pid(&ds, "play", 1).expect("rank 1 runs");
@@ -330,12 +233,12 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
             break Instant::now();
         }
         if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(200) {
-            let (_, said) = finish(child, started, Duration::ZERO);
+            let (_, said) = finish(child, Instant::now());
             panic!("no frames shown (within 200 s): {said}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let (status, said) = finish(child, started, Duration::from_secs(300));
+    let (status, said) = finish(child, started + Duration::from_secs(300));
     if no_window(&status, &said) {
         return;
     }
