@@ -17,8 +17,8 @@ mod mpi_support;
 mod play_support;
 mod storm_support;
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use mpi_support::{have_mpirun, launch_exporting, rank_pid};
@@ -26,7 +26,7 @@ use play_support::window::{
     compared_window, finish, fresh_dir, in_order_from_owners, no_window, on_display, presented,
     presented_is_a_render_of, read_state, run_window,
 };
-use play_support::{bin, dataset, gpu, mean_abs_diff, own_xvfb, read_png, skip};
+use play_support::{Display, bin, dataset, gpu, mean_abs_diff, own_xvfb, read_png, skip};
 use serde_json::Value;
 
 /// `mpirun -x DISPLAY -n 2 supercell play DATASET FLAGS` (the window) on `display`, with
@@ -48,6 +48,19 @@ fn window(ds: &Path, display: &str, flags: &[&str], script: &str, timeout: &str)
     cmd
 }
 
+/// What a window test across ranks needs: mpirun, a GPU adapter and an Xvfb of its own
+/// (`None`, said, where one is missing), the small storm, and a fresh output folder `name`.
+fn window_set_up(name: &str) -> Option<(Display, PathBuf, PathBuf)> {
+    if !have_mpirun() || gpu().is_none() {
+        return None;
+    }
+    let Some(x) = own_xvfb(1024, 768) else {
+        skip("no Xvfb");
+        return None;
+    };
+    Some((x, dataset(), fresh_dir(name)))
+}
+
 /// The window flags of the tests that compare pictures, on the host path with a loopback
 /// direct path.
 fn compared_across_ranks() -> Vec<&'static str> {
@@ -60,15 +73,9 @@ fn compared_across_ranks() -> Vec<&'static str> {
 
 #[test]
 fn window_across_two_ranks_plays_in_order_and_reaches_rank_1() {
-    if !have_mpirun() || gpu().is_none() {
-        return;
-    }
-    let Some(x) = own_xvfb(1024, 768) else {
-        skip("no Xvfb");
+    let Some((x, ds, dir)) = window_set_up("mpi-window") else {
         return;
     };
-    let ds = dataset();
-    let dir = fresh_dir("mpi-window");
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     // Frame 5 belongs to rank 1 of two (alternate frames).
     let script = format!(
@@ -171,15 +178,9 @@ fn in_order_with_a_row_per_rank(s1: &Value) {
 /// with 0.
 #[test]
 fn kiosk_across_ranks_plays_on_while_flying_and_exit_after_ends_every_rank() {
-    if !have_mpirun() || gpu().is_none() {
-        return;
-    }
-    let Some(x) = own_xvfb(1024, 768) else {
-        skip("no Xvfb");
+    let Some((x, ds, dir)) = window_set_up("mpi-window-kiosk") else {
         return;
     };
-    let ds = dataset();
-    let dir = fresh_dir("mpi-window-kiosk");
     let state = dir.join("state.json");
     let script = format!("wait-frames 10; dump-state {}", state.display());
     let kiosk = ["--kiosk", "--exit-after", "12", "--window-size", "640x480"];
@@ -195,15 +196,9 @@ fn kiosk_across_ranks_plays_on_while_flying_and_exit_after_ends_every_rank() {
 
 #[test]
 fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
-    if !have_mpirun() || gpu().is_none() {
-        return;
-    }
-    let Some(x) = own_xvfb(1024, 768) else {
-        skip("no Xvfb");
+    let Some((x, ds, dir)) = window_set_up("mpi-window-silent") else {
         return;
     };
-    let ds = dataset();
-    let dir = fresh_dir("mpi-window-silent");
     let s1 = dir.join("s1.json");
     let later = |i: usize| dir.join(format!("later{i:02}.json"));
     // Rank 1 is stopped once s1 is written; the window dumps its state every 300 ms after
@@ -218,31 +213,14 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
         dumps.join("; ")
     );
     let started = Instant::now();
-    let flags = compared_across_ranks();
-    let mut child = window(&ds, &x.name, &flags, &script, "8s")
-        .spawn()
-        .expect("start mpirun");
-    let stopped_at = loop {
-        if s1.exists() {
-            let pid = rank_pid(&ds, "play", 1).expect("rank 1 runs");
-            let stop = Command::new("kill")
-                .args(["-STOP", &pid.to_string()])
-                .status()
-                .unwrap();
-            assert!(stop.success());
-            break Instant::now();
-        }
-        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(200) {
-            let (_, said) = finish(child, Instant::now());
-            panic!("no frames shown (within 200 s): {said}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some((child, stopped)) = stop_rank_once_written(&ds, &x.name, &script, &s1, 1) else {
+        return;
     };
     let (status, said) = finish(child, started + Duration::from_secs(300));
     if no_window(&status, &said) {
         return;
     }
-    let ended = stopped_at.elapsed();
+    let ended = stopped.at.elapsed();
     assert!(!status.success(), "{said}");
     assert!(
         said.contains("rank 1 did not answer within 8.0 s"),
@@ -267,6 +245,111 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
             m.contains("rank 1 did not answer") && m.contains("ending the run")
         });
     assert!(said_on_screen, "not said on screen: {said}");
+}
+
+/// A rank of a run stopped (SIGSTOP, as on a hung node) by a test: killed when the test
+/// ends where it is still there (a run that hung), so no stopped process outlives it.
+struct Stopped {
+    /// A path only its run's command line holds (its script's state dump).
+    own: PathBuf,
+    rank: u32,
+    pid: u32,
+    at: Instant,
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if rank_pid(&self.own, "play", self.rank) == Some(self.pid) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.pid.to_string()])
+                .status();
+        }
+    }
+}
+
+/// Starts the window across 2 ranks on `ds` (pictures compared, a timeout of 8 s) on
+/// `display` with `script`, and stops `rank` once the script's state dump `dump` is
+/// written (a few frames shown): the run and its stopped rank. `None` where the run ended
+/// first because it could not open a window here (said); fails where it ended otherwise,
+/// or showed nothing within 200 s.
+fn stop_rank_once_written(
+    ds: &Path,
+    display: &str,
+    script: &str,
+    dump: &Path,
+    rank: u32,
+) -> Option<(Child, Stopped)> {
+    let started = Instant::now();
+    let mut child = window(ds, display, &compared_across_ranks(), script, "8s")
+        .spawn()
+        .expect("start mpirun");
+    loop {
+        if dump.exists() {
+            // Found by the dump's path, in its script: the tests of this binary run at once
+            // on one dataset.
+            let Some(pid) = rank_pid(dump, "play", rank) else {
+                let (_, said) = finish(child, Instant::now() + Duration::from_secs(30));
+                panic!(
+                    "rank {rank} had ended once {} was written: {said}",
+                    dump.display()
+                );
+            };
+            let stop = Command::new("kill")
+                .args(["-STOP", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(stop.success());
+            let at = Instant::now();
+            let own = dump.to_path_buf();
+            return Some((child, Stopped { own, rank, pid, at }));
+        }
+        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(200) {
+            let (status, said) = finish(child, Instant::now());
+            if no_window(&status, &said) {
+                return None;
+            }
+            panic!("no frames shown (within 200 s): {said}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Rank 0 (the window) stops (SIGSTOP) while rank 1 renders for it: rank 1 drives the
+/// picture it posted (`MPI_Isend`; 160 × 120 pixels are over Open MPI's 4 KiB eager limit,
+/// so the send completes only once rank 0 takes it) for at most the timeout, then names
+/// rank 0 and ends the run non-zero: within the timeout of the stop, not twice it (what a
+/// rank with nothing posted waits for a silent rank 0) and never a hang.
+#[test]
+fn rank_0_that_stops_taking_pictures_is_named_by_rank_1_within_the_timeout() {
+    let Some((x, ds, dir)) = window_set_up("mpi-window-rank-0-stopped") else {
+        return;
+    };
+    let s1 = dir.join("s1.json");
+    let script = format!(
+        "wait-frames 4; dump-state {}; wait 120s; quit",
+        s1.display()
+    );
+    let Some((child, stopped)) = stop_rank_once_written(&ds, &x.name, &script, &s1, 0) else {
+        return;
+    };
+    // The test's own bound, far past the timeout: a hang fails here (the run killed).
+    let (status, said) = finish(child, stopped.at + Duration::from_secs(90));
+    let ended = stopped.at.elapsed();
+    assert!(!status.success(), "{said}");
+    assert!(
+        said.contains("rank 1 on ") && said.contains(": rank 0 did not answer within 8.0 s"),
+        "rank 1 names rank 0 once the timeout passed: {said}"
+    );
+    // "within 8.0 s" is the posted picture's deadline (a rank 0 silent with nothing posted
+    // is named after 16 s). The run ends after the rest of the frame rank 1 was rendering,
+    // the timeout, and mpirun ending the stopped rank 0 (8.3 s on the dev VM): well before
+    // twice the timeout (rank 1 once waited for its sends again after naming rank 0, and
+    // the run ended 15.3–16.3 s after the stop).
+    assert!(ended < Duration::from_secs(13), "{ended:?}: {said}");
+    eprintln!(
+        "rank 0 stopped: the run ended {:.1} s later",
+        ended.as_secs_f64()
+    );
 }
 
 /// `--gpus` in the window across ranks is refused by name (a rank plays one GPU), on every

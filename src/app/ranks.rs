@@ -31,8 +31,8 @@
 //! transport moves a large message only while the sender is inside MPI calls, so an image
 //! left in flight while the rank rendered on took 120 ms to arrive on an H100 (8 MB at
 //! 1920x1080; play 0.41–0.47 × one process) against 15–19 ms sent at once. One not taken
-//! within `timeout` names rank 0, and a rank that stops first waits (at most `timeout`) for
-//! its sends under way.
+//! within `timeout` names rank 0 (and the run ends then, the send left to MPI), and a rank
+//! told to stop waits (at most `timeout`) for its sends under way.
 //!
 //! The view a rank is given is rank 0's whole view, as [`crate::app::gpus::MultiPlayer::sync_view`]
 //! gives the GPUs of one process: the camera, the render settings and the size
@@ -807,8 +807,12 @@ pub fn serve(
     ranks.send(0, HELLO, &pack(&hello, &[]));
     let mut me = Served::new(timeout);
     let out = play_part(ranks, player, &mut me, timeout);
-    // Every image posted reaches rank 0 (or the time-out passes) before this rank stops.
-    me.flush(timeout);
+    // Every image posted reaches rank 0 (or the time-out passes) before this rank stops;
+    // not where rank 0 is silent: it takes none, and waiting again would name it only after
+    // twice the timeout (the run is ended at once, the sends left to MPI).
+    if !matches!(out, Err(RanksPlayError::Silent(_))) {
+        me.flush(timeout);
+    }
     out
 }
 
