@@ -6,7 +6,8 @@
 //! stands in for the direct path where no CUDA is), an exact jump to a frame of rank 1 whose
 //! picture is a render of that frame, a camera change reaching rank 1, and every rank
 //! exiting 0 after `quit`. A rank that stops answering (SIGSTOP) is said on screen and ends
-//! the run non-zero, naming it, within the timeout.
+//! the run non-zero, naming it, within the timeout; a rank 0 that stops taking rank 1's
+//! pictures is named by rank 1 once its posted picture's deadline passes.
 //!
 //! Runs where the feature is built and `mpirun` is installed (scripts/test.sh runs it with
 //! `--features mpi`); without mpirun, a GPU adapter or Xvfb it says why and passes, unless
@@ -202,9 +203,10 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
     let s1 = dir.join("s1.json");
     let later = |i: usize| dir.join(format!("later{i:02}.json"));
     // Rank 1 is stopped once s1 is written; the window dumps its state every 300 ms after
-    // (the timeout is 8 s, longer than rank 1 is busy with one frame on a loaded software
-    // adapter; the window says it for 3 s before the run ends).
-    let dumps: Vec<String> = (0..60)
+    // for 30 s (the timeout is 20 s, longer than rank 1 is busy with one frame, or rank 0
+    // builds its pipelines taking no picture, on a loaded software adapter; the window says
+    // it for 3 s before the run ends).
+    let dumps: Vec<String> = (0..100)
         .map(|i| format!("wait 300ms; dump-state {}", later(i).display()))
         .collect();
     let script = format!(
@@ -213,7 +215,8 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
         dumps.join("; ")
     );
     let started = Instant::now();
-    let Some((child, stopped)) = stop_rank_once_written(&ds, &x.name, &script, &s1, 1) else {
+    let Some((child, stopped)) = stop_rank_once_written(&ds, &x.name, &script, &s1, (1, "20s"))
+    else {
         return;
     };
     let (status, said) = finish(child, started + Duration::from_secs(300));
@@ -223,7 +226,7 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
     let ended = stopped.at.elapsed();
     assert!(!status.success(), "{said}");
     assert!(
-        said.contains("rank 1 did not answer within 8.0 s"),
+        said.contains("rank 1 did not answer within 20.0 s"),
         "{said}"
     );
     // Not before rank 1 was stopped.
@@ -231,13 +234,13 @@ fn a_rank_that_stops_answering_is_said_and_ends_the_window_run() {
     assert!(!before.contains("did not answer"), "{before}");
     // The timeout, the 3 s the window shows it, and the slack of a loaded 2-core machine;
     // far from the script's 120 s wait.
-    assert!(ended < Duration::from_secs(45), "{ended:?}: {said}");
+    assert!(ended < Duration::from_secs(55), "{ended:?}: {said}");
     eprintln!(
         "rank 1 stopped: the run ended {:.1} s later",
         ended.as_secs_f64()
     );
     // Said on screen before the run ended.
-    let said_on_screen = (0..60)
+    let said_on_screen = (0..100)
         .filter_map(|i| std::fs::read_to_string(later(i)).ok())
         .any(|t| {
             let v: Value = serde_json::from_str(&t).unwrap();
@@ -267,8 +270,8 @@ impl Drop for Stopped {
     }
 }
 
-/// Starts the window across 2 ranks on `ds` (pictures compared, a timeout of 8 s) on
-/// `display` with `script`, and stops `rank` once the script's state dump `dump` is
+/// Starts the window across 2 ranks on `ds` (pictures compared, the rank timeout
+/// `timeout`) on `display` with `script`, and stops `rank` once the script's state dump `dump` is
 /// written (a few frames shown): the run and its stopped rank. `None` where the run ended
 /// first because it could not open a window here (said); fails where it ended otherwise,
 /// or showed nothing within 200 s.
@@ -277,10 +280,10 @@ fn stop_rank_once_written(
     display: &str,
     script: &str,
     dump: &Path,
-    rank: u32,
+    (rank, timeout): (u32, &str),
 ) -> Option<(Child, Stopped)> {
     let started = Instant::now();
-    let mut child = window(ds, display, &compared_across_ranks(), script, "8s")
+    let mut child = window(ds, display, &compared_across_ranks(), script, timeout)
         .spawn()
         .expect("start mpirun");
     loop {
@@ -329,7 +332,8 @@ fn rank_0_that_stops_taking_pictures_is_named_by_rank_1_within_the_timeout() {
         "wait-frames 4; dump-state {}; wait 120s; quit",
         s1.display()
     );
-    let Some((child, stopped)) = stop_rank_once_written(&ds, &x.name, &script, &s1, 0) else {
+    let Some((child, stopped)) = stop_rank_once_written(&ds, &x.name, &script, &s1, (0, "20s"))
+    else {
         return;
     };
     // The test's own bound, far past the timeout: a hang fails here (the run killed).
@@ -337,15 +341,17 @@ fn rank_0_that_stops_taking_pictures_is_named_by_rank_1_within_the_timeout() {
     let ended = stopped.at.elapsed();
     assert!(!status.success(), "{said}");
     assert!(
-        said.contains("rank 1 on ") && said.contains(": rank 0 did not answer within 8.0 s"),
+        said.contains("rank 1 on ") && said.contains(": rank 0 did not answer within 20.0 s"),
         "rank 1 names rank 0 once the timeout passed: {said}"
     );
-    // "within 8.0 s" is the posted picture's deadline (a rank 0 silent with nothing posted
-    // is named after 16 s). The run ends after the rest of the frame rank 1 was rendering,
-    // the timeout, and mpirun ending the stopped rank 0 (8.3 s on the dev VM): well before
-    // twice the timeout (rank 1 once waited for its sends again after naming rank 0, and
-    // the run ended 15.3–16.3 s after the stop).
-    assert!(ended < Duration::from_secs(13), "{ended:?}: {said}");
+    // "within 20.0 s" is the posted picture's deadline (a rank 0 silent with nothing posted
+    // is named after 40 s). The run ends after the rest of the frame rank 1 was rendering,
+    // the timeout, and mpirun ending the stopped rank 0: well before one and a half times
+    // the timeout (rank 1 once waited for its sends again after naming rank 0, ending the
+    // run after twice the timeout). The timeout is long: rank 1 names a rank 0 that takes
+    // no picture for that long, as when it builds its pipelines on a loaded software
+    // adapter.
+    assert!(ended < Duration::from_secs(30), "{ended:?}: {said}");
     eprintln!(
         "rank 0 stopped: the run ended {:.1} s later",
         ended.as_secs_f64()
