@@ -328,8 +328,12 @@ fn rank_0_that_stops_taking_pictures_is_named_by_rank_1_within_the_timeout() {
         return;
     };
     let s1 = dir.join("s1.json");
+    // Stopped as a jump (while playing) lands: rank 1 then renders the frames after it
+    // (frame 5's shown, 7 is under way), so it posts a picture after the stop. Stopped
+    // while it waited on rank 0 with nothing posted, it would name rank 0 only after twice
+    // the timeout.
     let script = format!(
-        "wait-frames 4; dump-state {}; wait 120s; quit",
+        "wait-frames 4; scrub 5; wait-shown 5; dump-state {}; wait 120s; quit",
         s1.display()
     );
     let Some((child, stopped)) = stop_rank_once_written(&ds, &x.name, &script, &s1, (0, "20s"))
