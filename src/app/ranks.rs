@@ -310,13 +310,23 @@ impl RankWorkers {
         &mut self.remotes[k - 1]
     }
 
-    /// Sends `control` to GPU `k`'s rank.
+    /// Sends `control` to GPU `k`'s rank, waiting for it to be taken at most until that
+    /// rank would be named silent anyway: once a stopped rank's MPI buffers are full, a
+    /// blocking send would hold rank 0 for ever (it did with a rank SIGSTOPped and a 20 s
+    /// timeout). A message not taken by then names the rank silent (the run then ends).
     fn send(&mut self, k: usize, control: &Control) {
         let bytes = pack(control, &[]);
         let ranks = self.ranks.clone();
+        let timeout = self.timeout;
         let r = self.remote(k);
-        ranks.send(r.rank, CONTROL, &bytes);
+        let (rank, deadline) = (r.rank, (r.last_heard + timeout).max(Instant::now()));
         r.last_sent = Instant::now();
+        if !ranks.send_until(rank, CONTROL, &bytes, Some(deadline)) && self.silent.is_none() {
+            self.silent = Some(Silent {
+                ranks: vec![rank],
+                waited: timeout,
+            });
+        }
     }
 
     /// Takes every report that arrived, sends heartbeats, and names ranks silent for
