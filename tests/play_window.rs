@@ -7,13 +7,15 @@
 //! `SUPERCELL_REQUIRE_GPU` is set (CI sets it).
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod play_support;
 mod storm_support;
+use play_support::window::{
+    AS_RENDERED, fresh_dir, on_display, presented_is_a_render_of, read_state, run_window, size_in,
+};
 use play_support::{
-    Display, bin, dataset, display, gpu, mean_abs_diff, mean_abs_diff_in, out_dir, own_xvfb,
-    read_png, skip,
+    Display, bin, dataset, display, gpu, mean_abs_diff_in, out_dir, own_xvfb, read_png, skip,
 };
 
 #[test]
@@ -26,9 +28,7 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         return;
     };
     let ds = dataset();
-    let dir = out_dir().join("window");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("window");
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     let script = format!(
         "wait-frames 4; dump-state {s1}; key D; wait 300ms; dump-state {s2}; key Space; \
@@ -44,25 +44,11 @@ fn window_overlay_toggle_scrub_and_screenshot() {
         shot2 = p("shot2.png"),
         img = p("img.png"),
     );
-    // Software Vulkan on a busy machine takes seconds per full-size frame: render at a
-    // quarter of the window and let the window scale it up.
-    // The scene's step and attributes (as `render` uses), not the software ones.
-    let args = [
-        "--window-size",
-        "800x600",
-        "--render-scale",
-        "0.25",
-        "--step",
-        "1",
-        "--attributes",
-        "cloud,rain,wind_speed",
-    ];
+    let args = [&["--window-size", "800x600"][..], AS_RENDERED].concat();
     if !play_window(&disp, &args, &script) {
         return;
     }
-    let read = |n: &str| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
-    };
+    let read = |n: &str| read_state(&dir, n);
     // The overlay shows numbers.
     let s1 = read("s1.json");
     assert!(s1["frames_shown"].as_u64().unwrap() >= 4, "{s1}");
@@ -107,38 +93,13 @@ fn window_overlay_toggle_scrub_and_screenshot() {
     // The screenshot is the window (image + overlay); away from the overlay it matches a
     // headless render of frame 5 at the render size (the window shows it scaled up 4×, so
     // the screenshot is averaged back down over 4 × 4 blocks before comparing).
-    let dim =
-        |v: &serde_json::Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
-    let (ww, wh) = dim(&s3["window_size"]);
-    let (rw, rh) = dim(&s3["render_size"]);
+    let (ww, wh) = size_in(&s3, "window_size");
+    let (rw, rh) = size_in(&s3, "render_size");
     let (sw, sh, shot) = read_png(&dir.join("shot.png"));
     assert_eq!((sw, sh), (ww, wh));
     assert_eq!((rw * 4, rh * 4), (ww, wh), "render scale 0.25");
-    let rdir = dir.join("render");
-    let out = Command::new(bin())
-        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
-        .args([
-            "--size",
-            &format!("{rw}x{rh}"),
-            "--out",
-            rdir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
-    let (iw, ih, img) = read_png(&dir.join("img.png"));
-    assert_eq!((iw, ih), (rw, rh));
     // The player's own image is the renderer's image of frame 5 (same data, same view).
-    let d_img = mean_abs_diff(&img, &reference);
-    assert!(
-        d_img < 2.0,
-        "player image vs headless render: mean abs diff {d_img}"
-    );
+    let (_, reference) = presented_is_a_render_of(&ds, &dir, &s3, 5);
     let mut small = vec![0u8; (rw * rh * 3) as usize];
     for y in 0..rh {
         for x in 0..rw {
@@ -224,36 +185,12 @@ fn play_window(disp: &Display, args: &[&str], script: &str) -> bool {
 /// [`play_window`], returning what the window said on stderr (`None`: no window here).
 fn play_window_stderr(disp: &Display, args: &[&str], script: &str) -> Option<String> {
     let ds = dataset();
-    let mut child = Command::new(bin())
-        .args(["play", ds.to_str().unwrap()])
+    let mut cmd = Command::new(bin());
+    cmd.args(["play", ds.to_str().unwrap()])
         .args(args)
         .args(["--threads", "2", "--fps", "20"])
-        .args(["--script", script])
-        .env("DISPLAY", &disp.name)
-        .env_remove("WAYLAND_DISPLAY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the window");
-    let end = Instant::now() + Duration::from_secs(300);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("the window ({args:?}) did not quit within 300 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !status.success() && stderr.contains("cannot open a window") {
-        skip(&format!("no window: {stderr}"));
-        return None;
-    }
-    assert!(status.success(), "play {args:?} failed:\n{stderr}");
-    Some(stderr.into_owned())
+        .args(["--script", script]);
+    run_window(on_display(&mut cmd, &disp.name), Duration::from_secs(300))
 }
 
 /// Runs the kiosk (and `extra` flags) on its own Xvfb of `size` under the name `name`:
@@ -278,8 +215,7 @@ fn kiosk_state(
     let mut args = vec!["--kiosk", "--render-scale", "0.1"];
     args.extend_from_slice(extra);
     let stderr = play_window_stderr(&disp, &args, &script)?;
-    let s = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
-    Some((s, stderr))
+    Some((read_state(&dir, "state.json"), stderr))
 }
 
 /// The kiosk flipping direct/host every 300 ms where the direct path cannot run says why
@@ -538,9 +474,7 @@ fn m_key_switches_path_tracing_in_the_window() {
         skip("no Xvfb");
         return;
     };
-    let dir = out_dir().join("window-path");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("window-path");
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     let script = format!(
         "wait-frames 2; key Space; key M; wait 1s; dump-state {on}; key M; wait 300ms; \
@@ -552,9 +486,7 @@ fn m_key_switches_path_tracing_in_the_window() {
     if !play_window(&disp, &args, &script) {
         return;
     }
-    let read = |n: &str| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
-    };
+    let read = |n: &str| read_state(&dir, n);
     let on = read("on.json");
     assert_eq!(on["render_mode"], "path", "{on}");
     assert!(on["path_samples"].as_u64().unwrap() >= 1, "{on}");
@@ -582,9 +514,7 @@ fn transfer_panel_edit_shows_in_the_look_box_and_saves() {
         skip("no Xvfb");
         return;
     };
-    let dir = out_dir().join("window-looks");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("window-looks");
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     let script = format!(
         "wait-frames 1; key Space; key e; wait 200ms; colormap 1 turbo; wait 300ms; \
@@ -598,9 +528,7 @@ fn transfer_panel_edit_shows_in_the_look_box_and_saves() {
     if !play_window(&disp, &args, &script) {
         return;
     }
-    let read = |n: &str| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
-    };
+    let read = |n: &str| read_state(&dir, n);
     let edited = read("edited.json");
     assert_eq!(edited["looks"]["panel"], 0, "{}", edited["looks"]);
     assert_eq!(

@@ -9,13 +9,16 @@
 //! `SUPERCELL_REQUIRE_GPU` is set (CI sets it). `SUPERCELL_TEST_GPUS` names other GPUs
 //! (e.g. `0,1` on a machine with two).
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod play_support;
 mod storm_support;
-use play_support::{bin, dataset, gpu, mean_abs_diff, out_dir, own_xvfb, read_png, skip};
+use play_support::window::{
+    compared_window, fresh_dir, in_order_from_owners, on_display, presented,
+    presented_is_a_render_of, read_state, run_window,
+};
+use play_support::{bin, dataset, gpu, mean_abs_diff, own_xvfb, read_png, skip};
 
 #[test]
 fn window_plays_two_gpus_in_order_with_their_rows() {
@@ -27,9 +30,7 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
         return;
     };
     let ds = dataset();
-    let dir = out_dir().join("window-gpus");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("window-gpus");
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     // Frame 5 belongs to GPU 1 of two (alternate frames): its picture reaches the screen as
     // a copy.
@@ -57,16 +58,18 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     assert!(g >= 2, "SUPERCELL_TEST_GPUS={gpus}: name two GPUs or more");
     let owner5 = (5, 5 % g);
     let started = Instant::now();
-    let Some(stderr) = run_player(&ds, &gpus, &script, &x.name, started) else {
+    let mut cmd = Command::new(bin());
+    cmd.args(["play", ds.to_str().unwrap(), "--gpus", &gpus])
+        .args(compared_window())
+        .args(["--script", &script]);
+    let Some(stderr) = run_window(on_display(&mut cmd, &x.name), Duration::from_secs(300)) else {
         return;
     };
     assert!(
         stderr.contains(&format!("GPU 1 (--gpus {})", ordinals[1])),
         "{stderr}"
     );
-    let read = |n: &str| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(n)).unwrap()).unwrap()
-    };
+    let read = |n: &str| read_state(&dir, n);
 
     let s1 = read("s1.json");
     playing_in_order_with_a_row_per_gpu(&s1, &ordinals);
@@ -93,7 +96,7 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     assert!(label.contains("frame 5 of 8"), "{label}");
     assert!(s3["last_scrub_ms"].as_f64().is_some(), "{s3}");
     assert_eq!(presented(&s3).last(), Some(&owner5), "{s3}");
-    let img = presented_frame_is_a_render_of_it(&ds, &dir, &s3);
+    let (img, _) = presented_is_a_render_of(&ds, &dir, &s3, 5);
 
     // The camera turned: the owner renders frame 5 again for the new view, and it is presented
     // again (not the image of the old view), still paused on frame 5.
@@ -119,16 +122,7 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     let after = &presented(&s5)[before - 1..];
     assert!(after.len() >= 5, "{after:?}");
     assert_eq!(after[0], owner5);
-    for w in after.windows(2) {
-        assert_eq!(
-            w[1].0,
-            (w[0].0 + 1) % 8,
-            "out of order while turning: {after:?}"
-        );
-    }
-    for &(f, k) in after {
-        assert_eq!(k, f % g, "frame {f} from GPU {k}: {after:?}");
-    }
+    in_order_from_owners(after, 8, g, false);
     // The R key reverses the several GPUs' timeline: strictly descending from the frame on
     // screen, wrapping, each frame from its owner.
     let s6 = read("s6.json");
@@ -136,16 +130,7 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     assert_eq!(s6["playing"], true, "{s6}");
     let turned = &presented(&s6)[presented(&s5).len() - 1..];
     assert!(turned.len() >= 5, "{turned:?}");
-    for w in turned.windows(2) {
-        assert_eq!(
-            w[1].0,
-            (w[0].0 + 7) % 8,
-            "not descending after the R key: {turned:?}"
-        );
-    }
-    for &(f, k) in turned {
-        assert_eq!(k, f % g, "frame {f} from GPU {k}: {turned:?}");
-    }
+    in_order_from_owners(turned, 8, g, true);
     // The L key changes the play mode (loop to ping-pong) at run time.
     let s7 = read("s7.json");
     assert_eq!(s7["mode"], "ping-pong", "{s7}");
@@ -156,57 +141,6 @@ fn window_plays_two_gpus_in_order_with_their_rows() {
     full_figures_of_several_gpus(&read("s8.json"), g);
 }
 
-/// Runs the player's window on `gpus` under the X display `display` with `script`; its
-/// stderr, or None where no window can be opened (after saying so).
-fn run_player(
-    ds: &Path,
-    gpus: &str,
-    script: &str,
-    display: &str,
-    started: Instant,
-) -> Option<String> {
-    let mut child = Command::new(bin())
-        .args(["play", ds.to_str().unwrap(), "--gpus", gpus])
-        .args(["--window-size", "640x480", "--render-scale", "0.25"])
-        .args(["--step", "1", "--attributes", "cloud,rain,wind_speed"])
-        .args(["--threads", "2", "--fps", "20", "--mode", "loop"])
-        .args(["--script", script])
-        .env("DISPLAY", display)
-        .env_remove("WAYLAND_DISPLAY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the window");
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > Duration::from_secs(300) {
-            let _ = child.kill();
-            panic!("the window did not quit within 300 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !status.success() && stderr.contains("cannot open a window") {
-        skip(&format!("no window: {stderr}"));
-        return None;
-    }
-    assert!(status.success(), "play --gpus {gpus} failed:\n{stderr}");
-    Some(stderr.into_owned())
-}
-
-/// The (frame, GPU) pairs a state dump lists as presented, oldest first.
-fn presented(v: &serde_json::Value) -> Vec<(u64, u64)> {
-    v["gpus"]["presented"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
-        .collect()
-}
-
 /// Playing: frames presented one after another in order, each from its owner, both GPUs;
 /// the overlay's rows, one per GPU of `ordinals` and the total.
 fn playing_in_order_with_a_row_per_gpu(s1: &serde_json::Value, ordinals: &[u64]) {
@@ -215,12 +149,7 @@ fn playing_in_order_with_a_row_per_gpu(s1: &serde_json::Value, ordinals: &[u64])
     assert_eq!(s1["frame_count"], 8);
     let order = presented(s1);
     assert!(order.len() >= 6, "{order:?}");
-    for w in order.windows(2) {
-        assert_eq!(w[1].0, (w[0].0 + 1) % 8, "out of order: {order:?}");
-    }
-    for &(f, k) in &order {
-        assert_eq!(k, f % g, "frame {f} from GPU {k}: {order:?}");
-    }
+    in_order_from_owners(&order, 8, g, false);
     // The overlay's rows: one per GPU and the total, in the figures panel.
     let rows = s1["gpus"]["rows"].as_array().unwrap();
     assert_eq!(rows.len() as u64, g, "{s1}");
@@ -280,30 +209,4 @@ fn full_figures_of_several_gpus(s8: &serde_json::Value, g: u64) {
         "{lines:?}"
     );
     assert!(lines.iter().any(|l| l.starts_with("render: ")), "{lines:?}");
-}
-
-/// The picture presented for frame 5 (`img.png` in `dir`) is a render of frame 5 at the
-/// size the state dump `s3` gives; the picture's pixels.
-fn presented_frame_is_a_render_of_it(ds: &Path, dir: &Path, s3: &serde_json::Value) -> Vec<u8> {
-    let dim =
-        |v: &serde_json::Value| (v[0].as_u64().unwrap() as u32, v[1].as_u64().unwrap() as u32);
-    let (rw, rh) = dim(&s3["render_size"]);
-    let rdir = dir.join("render");
-    let r = Command::new(bin())
-        .args(["render", ds.to_str().unwrap(), "--frame", "5"])
-        .args([
-            "--size",
-            &format!("{rw}x{rh}"),
-            "--out",
-            rdir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let (_, _, reference) = read_png(&rdir.join("frame_00005.png"));
-    let (iw, ih, img) = read_png(&dir.join("img.png"));
-    assert_eq!((iw, ih), (rw, rh));
-    let d = mean_abs_diff(&img, &reference);
-    assert!(d < 2.0, "presented frame 5 vs a render of frame 5: {d}");
-    img
 }

@@ -31,8 +31,8 @@
 //! transport moves a large message only while the sender is inside MPI calls, so an image
 //! left in flight while the rank rendered on took 120 ms to arrive on an H100 (8 MB at
 //! 1920x1080; play 0.41–0.47 × one process) against 15–19 ms sent at once. One not taken
-//! within `timeout` names rank 0, and a rank that stops first waits (at most `timeout`) for
-//! its sends under way.
+//! within `timeout` names rank 0 (and the run ends then, the send left to MPI), and a rank
+//! told to stop waits (at most `timeout`) for its sends under way.
 //!
 //! The view a rank is given is rank 0's whole view, as [`crate::app::gpus::MultiPlayer::sync_view`]
 //! gives the GPUs of one process: the camera, the render settings and the size
@@ -310,13 +310,23 @@ impl RankWorkers {
         &mut self.remotes[k - 1]
     }
 
-    /// Sends `control` to GPU `k`'s rank.
+    /// Sends `control` to GPU `k`'s rank, waiting for it to be taken at most until that
+    /// rank would be named silent anyway: once a stopped rank's MPI buffers are full, a
+    /// blocking send would hold rank 0 for ever (it did with a rank SIGSTOPped and a 20 s
+    /// timeout). A message not taken by then names the rank silent (the run then ends).
     fn send(&mut self, k: usize, control: &Control) {
         let bytes = pack(control, &[]);
         let ranks = self.ranks.clone();
+        let timeout = self.timeout;
         let r = self.remote(k);
-        ranks.send(r.rank, CONTROL, &bytes);
+        let (rank, deadline) = (r.rank, (r.last_heard + timeout).max(Instant::now()));
         r.last_sent = Instant::now();
+        if !ranks.send_until(rank, CONTROL, &bytes, Some(deadline)) && self.silent.is_none() {
+            self.silent = Some(Silent {
+                ranks: vec![rank],
+                waited: timeout,
+            });
+        }
     }
 
     /// Takes every report that arrived, sends heartbeats, and names ranks silent for
@@ -810,8 +820,12 @@ pub fn serve(
     ranks.send(0, HELLO, &pack(&hello, &[]));
     let mut me = Served::new(timeout);
     let out = play_part(ranks, player, &mut me, timeout);
-    // Every image posted reaches rank 0 (or the time-out passes) before this rank stops.
-    me.flush(timeout);
+    // Every image posted reaches rank 0 (or the time-out passes) before this rank stops;
+    // not where rank 0 is silent: it takes none, and waiting again would name it only after
+    // twice the timeout (the run is ended at once, the sends left to MPI).
+    if !matches!(out, Err(RanksPlayError::Silent(_))) {
+        me.flush(timeout);
+    }
     out
 }
 

@@ -43,10 +43,18 @@ pub struct SoakSample {
     /// GPU memory in use, bytes: CUDA's view of the whole device where CUDA exists, else
     /// what the player's device reports (see `gpumem`).
     pub gpu_used: Option<u64>,
+    /// Frames each path has delivered so far, direct then host: a path's ring has had
+    /// every slot filled once its count reaches `ring_slots` (slots are taken in turn).
+    #[serde(default)]
+    pub delivered: [u64; 2],
+    /// Slots of each path's ring (0: not known).
+    #[serde(default)]
+    pub ring_slots: u64,
 }
 
-/// What a long run found. "Settled" figures leave out the first tenth of the run (at most a
-/// minute), while allocators and caches warm up.
+/// What a long run found. "Settled" figures leave out the warm-up: the first tenth of the
+/// run (at most a minute) while allocators and caches warm up, and until every slot of
+/// every path's ring has held a frame ([`SoakSample::delivered`]).
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct SoakReport {
     /// Seconds run.
@@ -240,6 +248,8 @@ fn sample_with<'a>(
         fds: open_fds(),
         threads: thread_count(),
         gpu_used,
+        delivered: [d.frames_delivered, h.frames_delivered],
+        ring_slots: player.slots() as u64,
     }
 }
 
@@ -449,15 +459,32 @@ fn every_rank(ranks: &[RankSoak]) -> Option<SoakVerdict> {
 }
 
 /// When warm-up ends: a tenth of the run after the first frame was shown (at most a
-/// minute). Counting from the first frame, not the start, leaves out the shader builds a
-/// software adapter makes before it (16 s on lavapipe, with nothing else moving).
+/// minute), and not before the rings are full ([`rings_full_at`]). Counting from the first
+/// frame, not the start, leaves out the shader builds a software adapter makes before it
+/// (16 s on lavapipe, with nothing else moving). Waiting for the rings leaves out their
+/// filling: a slot's memory is touched first when it takes its first frame, so a run that
+/// flips paths goes on growing until each path has been active long enough (a 45-minute
+/// soak across ranks read a +84 MB/h slope that was only this).
 fn warm_up_end(r: &SoakReport) -> f64 {
     let first_frame = r
         .samples
         .iter()
         .find(|s| s.frames > 0)
         .map_or(0.0, |s| s.t_s);
-    first_frame + ((r.duration_s - first_frame) / 10.0).min(60.0)
+    let tenth = first_frame + ((r.duration_s - first_frame) / 10.0).min(60.0);
+    rings_full_at(&r.samples).map_or(f64::INFINITY, |t| t.max(tenth))
+}
+
+/// The time of the first sample by which every slot of every path's ring has held a
+/// frame: each path that delivered frames in the run has delivered as many as its ring
+/// has slots. `None` where that never happened (every sample is still warm-up).
+fn rings_full_at(samples: &[SoakSample]) -> Option<f64> {
+    let last = samples.last()?;
+    let used: Vec<usize> = (0..2).filter(|&p| last.delivered[p] > 0).collect();
+    samples
+        .iter()
+        .find(|s| used.iter().all(|&p| s.delivered[p] >= s.ring_slots))
+        .map(|s| s.t_s)
 }
 
 /// Fills the settled figures and the verdict from the samples.
@@ -646,6 +673,8 @@ mod tests {
             fds,
             threads: 9,
             gpu_used: None,
+            delivered: [0, 0],
+            ring_slots: 0,
         }
     }
 
@@ -719,6 +748,76 @@ mod tests {
         let v = steady(21).verdict.expect("a verdict");
         assert!(!v.flat);
         assert_eq!(v.reasons, ["1 more file descriptors open"]);
+    }
+
+    /// An hour sampled every 10 s, the path flipping every 300 s (host first), the active
+    /// path delivering a frame per sample into rings of 40 slots; each slot's first frame
+    /// touches 1 MB. `leak_per_sample` bytes more per sample once both rings are full
+    /// (1000 s in). The samples say the rings have `ring_slots` slots.
+    fn flipping_run(ring_slots: u64, leak_per_sample: u64) -> SoakReport {
+        let slots = 40;
+        let mut delivered = [0u64; 2];
+        let samples = (0..=360u32)
+            .map(|i| {
+                if i > 0 {
+                    // Host (index 1) in even 300 s spans, direct (index 0) in odd ones.
+                    let active = if (i - 1) / 30 % 2 == 0 { 1 } else { 0 };
+                    delivered[active] += 1;
+                }
+                let filling: u64 = delivered.iter().map(|&d| d.min(slots)).sum();
+                let leak = u64::from(i.saturating_sub(100)) * leak_per_sample;
+                let rss = 1_000_000_000 + filling * 1_000_000 + leak;
+                let mut s = sample(f64::from(i) * 10.0, rss, 20);
+                s.frames = delivered.iter().sum();
+                s.delivered = delivered;
+                s.ring_slots = ring_slots;
+                s
+            })
+            .collect();
+        let mut r = SoakReport {
+            duration_s: 3600.0,
+            samples,
+            ..SoakReport::default()
+        };
+        summarise(&mut r);
+        r
+    }
+
+    #[test]
+    fn warm_up_lasts_until_every_slot_of_every_path_s_ring_has_held_a_frame() {
+        let r = flipping_run(40, 0);
+        // Host fills its 40 slots at 700 s (30 frames in 0–300 s, 10 more from 600 s),
+        // direct at 1000 s: warm-up ends there, well after the tenth's 60 s.
+        assert_eq!(rings_full_at(&r.samples), Some(1000.0));
+        assert_eq!(warm_up_end(&r), 1000.0);
+        let v = r.verdict.as_ref().expect("a verdict");
+        assert!(v.flat, "{v:?}");
+        assert_eq!(v.rss_drift, 0.0, "{v:?}");
+        assert_eq!(v.settled_s, 2600.0);
+        // The rule before, the tenth alone (as where the ring is not known): the rings
+        // filling read as growth.
+        let before = flipping_run(0, 0);
+        assert_eq!(warm_up_end(&before), 70.0);
+        let v = before.verdict.expect("a verdict");
+        assert!(!v.flat, "{v:?}");
+        assert!(v.rss_slope_mb_per_hour > 30.0, "{v:?}");
+    }
+
+    #[test]
+    fn a_leak_after_the_rings_are_full_is_still_caught() {
+        // 0.5 MB a sample (180 MB/h) from 1000 s on: +130 MB on 1.08 GB by the end.
+        let v = flipping_run(40, 500_000).verdict.expect("a verdict");
+        assert!(!v.flat, "{v:?}");
+        assert!(v.reasons[0].starts_with("resident set grew"), "{v:?}");
+        assert!((v.rss_slope_mb_per_hour - 180.0).abs() < 1.0, "{v:?}");
+    }
+
+    #[test]
+    fn rings_never_full_leave_no_verdict() {
+        let r = flipping_run(1000, 0);
+        assert_eq!(rings_full_at(&r.samples), None);
+        assert_eq!(r.verdict, None);
+        assert!(summary(&r).contains("verdict: none"), "{}", summary(&r));
     }
 
     #[test]

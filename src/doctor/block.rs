@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::cpu::irq_finding;
 use super::nvme::{self, Controller};
-use super::sysroot::{SysRoot, list_dir, name_of, pci_function_of, read_file, read_num};
+use super::sysroot::{
+    SysRoot, devices_part, list_dir, name_of, pci_function_of, read_file, read_num,
+};
 use super::{Check, Finding, Status};
 
 /// bench's defaults keep this many reads in flight per device (8 threads × queue depth 8).
@@ -35,7 +37,7 @@ pub(super) enum Kind {
 
 impl Kind {
     fn of(name: &str, dir: &Path) -> Kind {
-        let path = dir.to_string_lossy();
+        let path = devices_part(dir);
         if name.starts_with("nvme") {
             Kind::Nvme
         } else if name.starts_with("loop") {
@@ -371,10 +373,7 @@ fn read_ahead_finding(dev: &Dev, kb: Option<u64>, buffered: bool) -> Finding {
 /// `rotational`: what the kernel (and schedulers, and supercell's lane check) believe.
 fn rotational_finding(dev: &Dev, rotational: Option<bool>) -> Finding {
     let set = "rotational";
-    // Only the sysfs part of the path names the bus: a root above it (a test's temporary
-    // folder with a random name) could hold "xen" by chance.
-    let path = dev.dir.to_string_lossy();
-    let sysfs = path.find("/sys/devices/").map_or(&path[..], |i| &path[i..]);
+    let sysfs = devices_part(&dev.dir);
     let virtual_disk =
         dev.kind == Kind::Virtio || ["xen", "vmbus"].iter().any(|v| sysfs.contains(v));
     match rotational {
@@ -653,6 +652,17 @@ mod tests {
         assert_eq!(all, ["none", "mq-deadline", "kyber"]);
         assert_eq!(parse_scheduler("none").0.as_deref(), Some("none"));
         assert_eq!(parse_scheduler("none kyber").0, None);
+    }
+
+    #[test]
+    fn a_disk_s_kind_comes_from_its_sysfs_part_alone() {
+        // A copy of sysfs in a temporary folder whose random name holds "virtio".
+        let root = "/tmp/virtio.tmpXen";
+        let sda = "/sys/devices/pci0000:00/0000:00:17.0/ata1/host0/target0:0:0/0:0:0:0/block/sda";
+        let vda = "/sys/devices/pci0000:00/0000:00:04.0/virtio1/block/vda";
+        let kind = |name: &str, dev: &str| Kind::of(name, Path::new(&format!("{root}{dev}")));
+        assert_eq!(kind("sda", sda), Kind::Scsi);
+        assert_eq!(kind("vda", vda), Kind::Virtio);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::block::{resolve, whole_disk};
-use super::sysroot::{SysRoot, is_pci_address, pci_function_of};
+use super::sysroot::{SysRoot, devices_part, is_pci_address, pci_function_of};
 use super::{Check, Status, bytes, read_trim};
 use crate::dataset::{Dataset, MANIFEST_FILE, Manifest};
 use crate::ingest::gds::fs_type;
@@ -208,13 +208,19 @@ pub fn block_device(path: &Path) -> std::io::Result<BlockDevice> {
         .collect();
     b.disks.sort();
     if let Some(first) = disks.first() {
-        let text = first.to_string_lossy();
-        b.virtual_disk = ["virtio", "xen", "vmbus", "/virtual/"]
-            .iter()
-            .any(|v| text.contains(v));
+        b.virtual_disk = behind_virtual_controller(first);
         b.pci = pci_function_of(first);
     }
     Ok(b)
+}
+
+/// Whether the disk at sysfs directory `disk` sits behind a virtual controller (virtio,
+/// Xen, Hyper-V's VMBus, a virtual device), by its sysfs part alone ([`devices_part`]).
+fn behind_virtual_controller(disk: &Path) -> bool {
+    let sysfs = devices_part(disk);
+    ["virtio", "xen", "vmbus", "/virtual/"]
+        .iter()
+        .any(|v| sysfs.contains(v))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -782,6 +788,23 @@ pub(super) fn io_uring_check(largest: Option<FrameSizes>) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_disk_is_virtual_by_its_sysfs_part_alone() {
+        // A copy of sysfs in a temporary folder whose random name holds the buses' words.
+        let root = "/tmp/.tmpxenVirtio/virtio-xen-vmbus/virtual";
+        let nvme = "/sys/devices/pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0/nvme0n1";
+        let vda = "/sys/devices/pci0000:00/0000:00:04.0/virtio1/block/vda";
+        let xvda = "/sys/devices/xen/vbd-51712/block/xvda";
+        let on =
+            |root: &str, dev: &str| behind_virtual_controller(Path::new(&format!("{root}{dev}")));
+        assert!(!on(root, nvme), "a physical NVMe disk under {root}");
+        assert!(!on("", nvme));
+        for dev in [vda, xvda, "/sys/devices/virtual/block/loop0"] {
+            assert!(on(root, dev), "{dev}");
+            assert!(on("", dev), "{dev}");
+        }
+    }
 
     #[test]
     fn pci_paths_are_normalised() {

@@ -153,6 +153,18 @@ pub(super) fn is_pci_address(s: &str) -> bool {
             .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
 }
 
+/// The part of a sysfs device path from its last `/sys/devices/` on (the whole path where
+/// it has none): the part that names the buses the device hangs off. A root above it (a
+/// copy of sysfs in a test's temporary folder, whose random name could hold "xen" or
+/// "virtio") says nothing about the device.
+pub(super) fn devices_part(p: &Path) -> String {
+    let path = p.to_string_lossy();
+    match path.rfind("/sys/devices/") {
+        Some(i) => path[i..].to_string(),
+        None => path.into_owned(),
+    }
+}
+
 /// The last PCI function on a sysfs device path (the controller a disk or NIC hangs off).
 pub(super) fn pci_function_of(p: &Path) -> Option<String> {
     p.components()

@@ -9,6 +9,8 @@ use supercell::app::{PathSel, PlayerConfig, PlayerGpu};
 
 use crate::storm_support::SmallStorm;
 
+pub mod window;
+
 pub fn require_gpu() -> bool {
     std::env::var_os("SUPERCELL_REQUIRE_GPU").is_some()
 }
