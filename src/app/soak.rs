@@ -43,11 +43,12 @@ pub struct SoakSample {
     /// GPU memory in use, bytes: CUDA's view of the whole device where CUDA exists, else
     /// what the player's device reports (see `gpumem`).
     pub gpu_used: Option<u64>,
-    /// Frames each path has delivered so far, direct then host: a path's ring has had
-    /// every slot filled once its count reaches `ring_slots` (slots are taken in turn).
+    /// Frames each path has delivered so far, direct then host (with several players in
+    /// the process, the fewest any of them delivered): a path's ring has had every slot
+    /// filled once its count reaches `ring_slots` (slots are taken in turn).
     #[serde(default)]
     pub delivered: [u64; 2],
-    /// Slots of each path's ring (0: not known).
+    /// Slots of each path's ring (several players: the most any has; 0: not known).
     #[serde(default)]
     pub ring_slots: u64,
 }
@@ -234,10 +235,16 @@ fn sample_with<'a>(
     gpu_used: Option<u64>,
 ) -> SoakSample {
     let (mut frames, mut bytes) = (0, 0);
+    // The warm-up ends once every player's ring has been filled: the fewest frames any
+    // player delivered on each path, against the most slots any ring has.
+    let (mut delivered, mut ring_slots): (Option<[u64; 2]>, u64) = (None, 0);
     for p in players {
         let (d, h) = (p.figures(PathSel::Direct), p.figures(PathSel::Host));
         frames += d.frames_rendered + h.frames_rendered;
         bytes += d.bytes + h.bytes;
+        let mine = [d.frames_delivered, h.frames_delivered];
+        delivered = Some(delivered.map_or(mine, |a| [a[0].min(mine[0]), a[1].min(mine[1])]));
+        ring_slots = ring_slots.max(p.slots() as u64);
     }
     SoakSample {
         t_s,
@@ -248,8 +255,8 @@ fn sample_with<'a>(
         fds: open_fds(),
         threads: thread_count(),
         gpu_used,
-        delivered: [d.frames_delivered, h.frames_delivered],
-        ring_slots: player.slots() as u64,
+        delivered: delivered.unwrap_or_default(),
+        ring_slots,
     }
 }
 
