@@ -234,10 +234,16 @@ fn sample_with<'a>(
     gpu_used: Option<u64>,
 ) -> SoakSample {
     let (mut frames, mut bytes) = (0, 0);
+    // Warm-up waits for every player's rings: the fewest frames any delivered on a path,
+    // against the most slots any ring has.
+    let (mut delivered, mut ring_slots): (Option<[u64; 2]>, u64) = (None, 0);
     for p in players {
         let (d, h) = (p.figures(PathSel::Direct), p.figures(PathSel::Host));
         frames += d.frames_rendered + h.frames_rendered;
         bytes += d.bytes + h.bytes;
+        let mine = [d.frames_delivered, h.frames_delivered];
+        delivered = Some(delivered.map_or(mine, |o| [o[0].min(mine[0]), o[1].min(mine[1])]));
+        ring_slots = ring_slots.max(p.slots() as u64);
     }
     SoakSample {
         t_s,
@@ -248,8 +254,8 @@ fn sample_with<'a>(
         fds: open_fds(),
         threads: thread_count(),
         gpu_used,
-        delivered: [d.frames_delivered, h.frames_delivered],
-        ring_slots: player.slots() as u64,
+        delivered: delivered.unwrap_or_default(),
+        ring_slots,
     }
 }
 
