@@ -354,3 +354,103 @@ fn another_rank_s_faults_reach_rank_0_s_report() {
     // Frame 3 was never presented.
     assert!(!numbers(&run["gpus"]["presented"]).contains(&3), "{run}");
 }
+
+/// `--gpus 0,0` within each of 2 ranks (one GPU named twice: two devices on lavapipe): the
+/// coordinator on rank 0 drives 4 workers, (rank 0, GPU 0), (rank 0, GPU 1), (rank 1,
+/// GPU 0), (rank 1, GPU 1) in that order, alternate frames over the 4; the presented
+/// images are byte-equal to one process's with one GPU, in order, each frame once; jumps
+/// exact paused and playing; the JSON and the summary have a row per (rank, GPU).
+#[test]
+fn two_ranks_with_two_gpus_each_present_one_process_s_frames() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    SmallStorm {
+        resolution: 32,
+        frames: 8,
+        lanes: 2,
+        chunk: 1 << 20,
+        attributes: None,
+        made_by: "mpi play test",
+    }
+    .write(&ds);
+    let (one, four) = (tmp.path().join("one"), tmp.path().join("four"));
+    let (j1, j4) = (tmp.path().join("one.json"), tmp.path().join("four.json"));
+    let args = |out: &Path| -> Vec<String> {
+        ["--frames", "8", "--path", "host", "--scrub-jumps", "4"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--frames-out".to_string(), out.to_str().unwrap().into()])
+            .collect()
+    };
+    let a1 = args(&one);
+    let alone = play(
+        None,
+        &ds,
+        &j1,
+        &a1.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(alone.status.success(), "{}", said(&alone));
+    let mut a4 = args(&four);
+    a4.extend(["--gpus".to_string(), "0,0".into()]);
+    let ranks = play(
+        Some(2),
+        &ds,
+        &j4,
+        &a4.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let text = said(&ranks);
+    assert!(ranks.status.success(), "{text}");
+    let names: Vec<String> = (0..8).map(|f| format!("frame_{f:05}.png")).collect();
+    assert_eq!(frames_in(&one), names);
+    assert_eq!(frames_in(&four), names);
+    for n in &names {
+        let (a, b) = (
+            std::fs::read(one.join(n)).unwrap(),
+            std::fs::read(four.join(n)).unwrap(),
+        );
+        assert!(
+            a == b,
+            "{n} differs between one process and 2 ranks x 2 GPUs"
+        );
+    }
+    let v: Value = serde_json::from_slice(&std::fs::read(&j4).unwrap()).unwrap();
+    let run = &v["paths"][0];
+    assert_eq!(run["ran"], true, "{run}");
+    let g = &run["gpus"];
+    assert_eq!(g["in_order"], true, "{g}");
+    assert_eq!(
+        numbers(&g["presented"]),
+        (0..8).collect::<Vec<u64>>(),
+        "{g}"
+    );
+    let by: Vec<u64> = (0..8).map(|f| f % 4).collect();
+    assert_eq!(numbers(&g["presented_by"]), by, "{g}");
+    assert_eq!(run["scrub"]["exact"], true, "{}", run["scrub"]);
+    assert_eq!(run["scrub"]["playing_exact"], true, "{}", run["scrub"]);
+    let rows = g["gpus"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "a row per (rank, GPU): {g}");
+    for (k, row) in rows.iter().enumerate() {
+        assert_eq!(row["index"], k, "{row}");
+        assert_eq!(row["rank"], k / 2, "{row}");
+        assert_eq!(row["ordinal"], 0, "{row}");
+        assert!(!row["host"].as_str().unwrap().is_empty(), "{row}");
+        assert_eq!(row["frames_owned"], 2, "{row}");
+        assert_eq!(row["frames_presented"], 2, "{row}");
+        assert!(
+            row["figures"]["frames_rendered"].as_u64().unwrap() >= 2,
+            "worker {k} rendered: {row}"
+        );
+    }
+    // Rank 1's GPUs' images travelled to rank 0; rank 0's second GPU's were copied here.
+    for row in &rows[2..] {
+        assert!(row["copies"].as_u64().unwrap() >= 2, "{row}");
+    }
+    assert_eq!(rows[0]["copies"], 0);
+    // The summary: a line per (rank, GPU), rank 1's two among them.
+    assert_eq!(text.matches("host   4 GPUs").count(), 1, "{text}");
+    assert_eq!(text.matches("rank 0 (on ").count(), 2, "{text}");
+    assert_eq!(text.matches("rank 1 (on ").count(), 2, "{text}");
+}

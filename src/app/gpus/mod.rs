@@ -183,6 +183,7 @@ impl MultiPlayer {
                 matched: opened.matched,
                 device: opened.gpu.describe(),
                 host: None,
+                rank: None,
             };
             locals.push(LocalGpu::new(name, Some(opened.gpu), player));
         }

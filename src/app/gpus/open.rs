@@ -135,6 +135,7 @@ pub fn open_rank_gpu(ranks: &dyn Ranks) -> Result<(PlayerGpu, GpuName), RenderEr
         matched: format!("local rank {local} on {}: {how}", ranks.host()),
         device: gpu.describe(),
         host: Some(ranks.host()),
+        rank: Some(ranks.rank()),
     };
     Ok((gpu, name))
 }

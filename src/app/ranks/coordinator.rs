@@ -18,19 +18,23 @@ use crate::cluster::{Ranks, Silent};
 use crate::pipeline::{Direction, PlayMode};
 use crate::render::View;
 
-/// What rank 0 knows of another rank's GPU.
+/// What rank 0 knows of one GPU of another rank (one of its slots).
 struct Remote {
     rank: usize,
+    /// Its place among the rank's GPUs.
+    slot: usize,
     name: GpuName,
-    hello: Hello,
+    /// The rank's host.
+    host: String,
+    hello: SlotHello,
     generation: u64,
     holding: bool,
-    /// The frames of this generation the rank finished and rank 0 has not let go, oldest
-    /// first: each with its pixels and the ms its receipt took. The rank runs ahead by at
-    /// most [`AHEAD`] of them, so its renders overlap rank 0's presentation.
+    /// The frames of this generation the GPU finished and rank 0 has not let go, oldest
+    /// first: each with its pixels and the ms its receipt took. The GPU runs ahead by at
+    /// most [`super::AHEAD`] of them, so its renders overlap rank 0's presentation.
     finished: VecDeque<(Finished, Vec<u8>, f64)>,
     status: Status,
-    /// Samples of its process (`--soak`), not yet taken.
+    /// Samples of its process (`--soak`), not yet taken: the rank's first slot carries them.
     samples: Vec<SoakSample>,
     /// Errors its player saw and played on past, distinct, oldest first.
     errors: Vec<String>,
@@ -42,11 +46,13 @@ struct Remote {
     last_sent: Instant,
 }
 
-/// The GPUs of a run across ranks, as rank 0's coordinator sees them: GPU 0 is this
-/// process's player, GPU `k` rank `k`'s; see the module documentation.
+/// The GPUs of a run across ranks, as rank 0's coordinator sees them: worker `j` is
+/// (rank `r`, slot `s`) in rank order then slot order, every rank playing as many GPUs as
+/// rank 0 (`--gpus` names them on each rank; one, the local rank's, without it). Rank 0's
+/// slots come first: its players in this process. See the module documentation.
 pub struct RankWorkers {
     ranks: Rc<dyn Ranks>,
-    local: LocalGpu,
+    locals: Vec<LocalGpu>,
     remotes: Vec<Remote>,
     timeout: Duration,
     nonce: u64,
@@ -54,13 +60,18 @@ pub struct RankWorkers {
 }
 
 impl RankWorkers {
-    /// Rank 0's GPUs: `local` (this process's player, GPU 0) and every other rank's, whose
-    /// hellos it waits for (at most `timeout`, else the silent ranks are named).
+    /// Rank 0's GPUs: `locals` (this process's players, its slots) and every other rank's,
+    /// whose hellos it waits for (at most `timeout`, else the silent ranks are named). A
+    /// rank that plays another number of GPUs than rank 0 is refused by name: the frames
+    /// are dealt over ranks × GPUs, so every rank must play as many.
     pub fn connect(
         ranks: Rc<dyn Ranks>,
-        local: LocalGpu,
+        locals: Vec<LocalGpu>,
         timeout: Duration,
     ) -> Result<RankWorkers, RanksPlayError> {
+        if locals.is_empty() {
+            return Err(PlayError::Usage("rank 0 plays no GPU".into()).into());
+        }
         let size = ranks.size();
         let deadline = Instant::now() + timeout;
         let mut hellos: Vec<Option<Hello>> = (0..size).map(|_| None).collect();
@@ -77,38 +88,50 @@ impl RankWorkers {
                 *h = Some(hello);
             }
         }
-        let now = Instant::now();
-        let remotes = hellos
+        let hellos: Vec<(usize, Hello)> = hellos
             .into_iter()
             .enumerate()
             .skip(1)
-            .map(|(rank, h)| {
-                let hello = h.expect("every hello arrived");
-                Remote {
-                    rank,
-                    name: GpuName {
-                        ordinal: hello.local_rank,
-                        matched: hello.matched.clone(),
-                        device: hello.adapter.clone(),
-                        host: Some(hello.host.clone()),
-                    },
-                    hello,
-                    generation: 0,
-                    holding: false,
-                    finished: VecDeque::new(),
-                    status: Status::default(),
-                    samples: Vec::new(),
-                    errors: Vec::new(),
-                    faults: VecDeque::new(),
-                    looks: None,
-                    last_heard: now,
-                    last_sent: now,
-                }
+            .map(|(rank, h)| (rank, h.expect("every hello arrived")))
+            .collect();
+        check_gpu_counts(locals.len(), &hellos)?;
+        let now = Instant::now();
+        let remotes = hellos
+            .into_iter()
+            .flat_map(|(rank, hello)| {
+                let host = hello.host.clone();
+                hello
+                    .gpus
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(slot, g)| Remote {
+                        rank,
+                        slot,
+                        name: GpuName {
+                            ordinal: g.ordinal,
+                            matched: g.matched.clone(),
+                            device: g.adapter.clone(),
+                            host: Some(host.clone()),
+                            rank: Some(rank),
+                        },
+                        host: host.clone(),
+                        hello: g,
+                        generation: 0,
+                        holding: false,
+                        finished: VecDeque::new(),
+                        status: Status::default(),
+                        samples: Vec::new(),
+                        errors: Vec::new(),
+                        faults: VecDeque::new(),
+                        looks: None,
+                        last_heard: now,
+                        last_sent: now,
+                    })
             })
             .collect();
         Ok(RankWorkers {
             ranks,
-            local,
+            locals,
             remotes,
             timeout,
             nonce: 0,
@@ -116,19 +139,43 @@ impl RankWorkers {
         })
     }
 
-    fn remote(&mut self, k: usize) -> &mut Remote {
-        &mut self.remotes[k - 1]
+    /// Worker `k`'s place among the other ranks' GPUs; `None`: one of rank 0's.
+    fn remote_index(&self, k: usize) -> Option<usize> {
+        k.checked_sub(self.locals.len())
     }
 
-    /// Sends `control` to GPU `k`'s rank, waiting for it to be taken at most until that
-    /// rank would be named silent anyway: once a stopped rank's MPI buffers are full, a
-    /// blocking send would hold rank 0 for ever (it did with a rank SIGSTOPped and a 20 s
-    /// timeout). A message not taken by then names the rank silent (the run then ends).
+    fn remote(&mut self, k: usize) -> &mut Remote {
+        let i = k - self.locals.len();
+        &mut self.remotes[i]
+    }
+
+    fn remote_ref(&self, k: usize) -> &Remote {
+        &self.remotes[k - self.locals.len()]
+    }
+
+    /// The other ranks, once each (their first slot's worker index), in rank order.
+    fn rank_firsts(&self) -> Vec<usize> {
+        let l = self.locals.len();
+        (0..self.remotes.len())
+            .filter(|&i| self.remotes[i].slot == 0)
+            .map(|i| l + i)
+            .collect()
+    }
+
+    /// Sends `control` to worker `k` (a GPU of another rank), waiting for it to be taken at
+    /// most until that rank would be named silent anyway: once a stopped rank's MPI buffers
+    /// are full, a blocking send would hold rank 0 for ever (it did with a rank SIGSTOPped
+    /// and a 20 s timeout). A message not taken by then names the rank silent (the run then
+    /// ends).
     fn send(&mut self, k: usize, control: &Control) {
-        let bytes = pack(control, &[]);
         let ranks = self.ranks.clone();
         let timeout = self.timeout;
         let r = self.remote(k);
+        let message = ToSlot {
+            slot: r.slot as u32,
+            control: control.clone(),
+        };
+        let bytes = pack(&message, &[]);
         let (rank, deadline) = (r.rank, (r.last_heard + timeout).max(Instant::now()));
         r.last_sent = Instant::now();
         if !ranks.send_until(rank, CONTROL, &bytes, Some(deadline)) && self.silent.is_none() {
@@ -140,7 +187,7 @@ impl RankWorkers {
     }
 
     /// Takes every report that arrived, sends heartbeats, and names ranks silent for
-    /// longer than the timeout.
+    /// longer than the timeout (every GPU of a silent rank stops with it: the run ends).
     fn pump(&mut self) -> Result<(), PlayError> {
         if let Some(s) = &self.silent {
             return Err(PlayError::Usage(s.to_string()));
@@ -157,18 +204,20 @@ impl RankWorkers {
             let receive_ms = t0.elapsed().as_secs_f64() * 1e3;
             self.take_report(from, &bytes, receive_ms)?;
         }
-        for k in 1..=self.remotes.len() {
+        let l = self.locals.len();
+        for k in l..l + self.remotes.len() {
             if self.remote(k).last_sent.elapsed() >= REPORT_EVERY {
                 self.send(k, &Control::Alive);
             }
         }
         let timeout = self.timeout;
-        let quiet: Vec<usize> = self
+        let mut quiet: Vec<usize> = self
             .remotes
             .iter()
             .filter(|r| r.last_heard.elapsed() > timeout)
             .map(|r| r.rank)
             .collect();
+        quiet.dedup();
         if !quiet.is_empty() {
             let s = Silent {
                 ranks: quiet,
@@ -181,20 +230,27 @@ impl RankWorkers {
         Ok(())
     }
 
-    /// One report of rank `from`.
+    /// One report of rank `from` (about one of its GPUs, the report's slot).
     fn take_report(&mut self, from: usize, bytes: &[u8], receive_ms: f64) -> Result<(), PlayError> {
-        if from == 0 || from > self.remotes.len() {
-            return Err(PlayError::Usage(format!(
-                "a report from rank {from}, which plays no GPU"
-            )));
-        }
         let (status, pixels) = unpack::<Status>(bytes)
             .map_err(|e| PlayError::Usage(format!("rank {from}'s report: {e}")))?;
+        let slot = status.slot as usize;
+        let Some(i) = self
+            .remotes
+            .iter()
+            .position(|r| r.rank == from && r.slot == slot)
+        else {
+            return Err(PlayError::Usage(format!(
+                "a report from rank {from} about its GPU {slot}, which it does not play"
+            )));
+        };
+        let r = &mut self.remotes[i];
         if let Some(e) = &status.error {
-            let host = &self.remotes[from - 1].hello.host;
-            return Err(PlayError::Usage(format!("rank {from} (on {host}): {e}")));
+            let host = &r.host;
+            return Err(PlayError::Usage(format!(
+                "rank {from} (on {host}, its GPU {slot}): {e}"
+            )));
         }
-        let r = self.remote(from);
         r.last_heard = Instant::now();
         if let Some(e) = &status.last_error
             && !r.errors.contains(e)
@@ -232,32 +288,49 @@ impl RankWorkers {
     }
 }
 
+/// Every other rank must play as many GPUs as rank 0 (`per_rank`): the frames are dealt
+/// over ranks × GPUs, which each rank worked out from its own count.
+fn check_gpu_counts(per_rank: usize, hellos: &[(usize, Hello)]) -> Result<(), PlayError> {
+    for (rank, hello) in hellos {
+        let n = hello.gpus.len();
+        if n != per_rank {
+            return Err(PlayError::Usage(format!(
+                "rank {rank} (on {}) plays {n} GPU(s), rank 0 plays {per_rank}: every rank \
+                 must play as many (give each rank the same --gpus)",
+                hello.host
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Workers for RankWorkers {
     fn count(&self) -> usize {
-        1 + self.remotes.len()
+        self.locals.len() + self.remotes.len()
     }
     fn name(&self, k: usize) -> &GpuName {
-        match k {
-            0 => self.local.name(),
-            _ => &self.remotes[k - 1].name,
+        match self.locals.get(k) {
+            Some(g) => g.name(),
+            None => &self.remote_ref(k).name,
         }
     }
     fn player(&self, k: usize) -> Option<&Player> {
-        (k == 0).then(|| self.local.player())
+        self.locals.get(k).map(LocalGpu::player)
     }
     fn player_mut(&mut self, k: usize) -> Option<&mut Player> {
-        (k == 0).then(|| self.local.player_mut())
+        self.locals.get_mut(k).map(LocalGpu::player_mut)
     }
     fn slots(&self, k: usize) -> usize {
-        match k {
-            0 => self.local.player().slots(),
-            _ => self.remotes[k - 1].hello.slots,
+        match self.locals.get(k) {
+            Some(g) => g.player().slots(),
+            None => self.remote_ref(k).hello.ring_slots,
         }
     }
     fn frame_time(&self, k: usize, local: u32) -> f64 {
-        match k {
-            0 => self.local.player().frame_time(local),
-            _ => self.remotes[k - 1]
+        match self.locals.get(k) {
+            Some(g) => g.player().frame_time(local),
+            None => self
+                .remote_ref(k)
                 .hello
                 .frame_times
                 .get(local as usize)
@@ -266,8 +339,8 @@ impl Workers for RankWorkers {
         }
     }
     fn point(&mut self, k: usize, local: u32) {
-        if k == 0 {
-            return self.local.point(local);
+        if let Some(g) = self.locals.get_mut(k) {
+            return g.point(local);
         }
         let r = self.remote(k);
         r.generation += 1;
@@ -277,44 +350,44 @@ impl Workers for RankWorkers {
         self.send(k, &Control::Point { generation, local });
     }
     fn set_playing(&mut self, k: usize, playing: bool) {
-        match k {
-            0 => self.local.player_mut().set_playing(playing),
-            _ => self.send(k, &Control::Playing(playing)),
+        match self.locals.get_mut(k) {
+            Some(g) => g.player_mut().set_playing(playing),
+            None => self.send(k, &Control::Playing(playing)),
         }
     }
     fn set_direction(&mut self, k: usize, direction: Direction) {
-        match k {
-            0 => self.local.player_mut().set_direction(direction),
-            _ => self.send(k, &Control::Direction(direction)),
+        match self.locals.get_mut(k) {
+            Some(g) => g.player_mut().set_direction(direction),
+            None => self.send(k, &Control::Direction(direction)),
         }
     }
     fn set_mode(&mut self, k: usize, mode: PlayMode) {
-        match k {
-            0 => self.local.player_mut().set_mode(mode),
-            _ => self.send(k, &Control::Mode(mode)),
+        match self.locals.get_mut(k) {
+            Some(g) => g.player_mut().set_mode(mode),
+            None => self.send(k, &Control::Mode(mode)),
         }
     }
     fn path_available(&self, k: usize, sel: PathSel) -> Result<(), String> {
-        if k == 0 {
-            return self.local.path_available(sel);
+        if let Some(g) = self.locals.get(k) {
+            return g.path_available(sel);
         }
-        let h = &self.remotes[k - 1].hello;
+        let h = &self.remote_ref(k).hello;
         match sel {
             PathSel::Direct => h.direct.clone(),
             PathSel::Host => h.host_path.clone(),
         }
     }
     fn set_path(&mut self, k: usize, sel: PathSel) -> Result<(), String> {
-        if k == 0 {
-            return self.local.player_mut().set_path(sel);
+        if let Some(g) = self.locals.get_mut(k) {
+            return g.player_mut().set_path(sel);
         }
         self.path_available(k, sel)?;
         self.send(k, &Control::Path(sel));
         Ok(())
     }
     fn set_view(&mut self, k: usize, view: &View, size: (u32, u32)) {
-        if k == 0 {
-            return self.local.set_view(view, size);
+        if let Some(g) = self.locals.get_mut(k) {
+            return g.set_view(view, size);
         }
         // The looks first, each channel that changed: a message each keeps them small.
         let looks: Vec<Option<Look>> = view.attributes.iter().map(Look::of).collect();
@@ -335,8 +408,8 @@ impl Workers for RankWorkers {
         self.send(k, &control);
     }
     fn show_attribute(&mut self, k: usize, slot: usize, on: bool) -> Result<(), String> {
-        if k == 0 {
-            return self.local.player_mut().set_attribute_shown(slot, on);
+        if let Some(g) = self.locals.get_mut(k) {
+            return g.player_mut().set_attribute_shown(slot, on);
         }
         self.send(k, &Control::ShowAttribute { slot, on });
         Ok(())
@@ -347,18 +420,15 @@ impl Workers for RankWorkers {
         attribute: usize,
         on: bool,
     ) -> Result<(), String> {
-        if k == 0 {
-            return self
-                .local
-                .player_mut()
-                .set_dataset_attribute_shown(attribute, on);
+        if let Some(g) = self.locals.get_mut(k) {
+            return g.player_mut().set_dataset_attribute_shown(attribute, on);
         }
         self.send(k, &Control::ShowDatasetAttribute { attribute, on });
         Ok(())
     }
     fn poll(&mut self, k: usize) -> Result<Option<u32>, PlayError> {
-        if k == 0 {
-            return self.local.poll();
+        if let Some(g) = self.locals.get_mut(k) {
+            return g.poll();
         }
         self.pump()?;
         let r = self.remote(k);
@@ -370,11 +440,11 @@ impl Workers for RankWorkers {
         Ok(local)
     }
     fn take_redrawn(&mut self, k: usize) -> bool {
-        k == 0 && self.local.take_redrawn()
+        self.locals.get_mut(k).is_some_and(LocalGpu::take_redrawn)
     }
     fn go_on(&mut self, k: usize) {
-        if k == 0 {
-            return self.local.go_on();
+        if let Some(g) = self.locals.get_mut(k) {
+            return g.go_on();
         }
         let r = self.remote(k);
         r.holding = false;
@@ -383,27 +453,30 @@ impl Workers for RankWorkers {
         self.send(k, &Control::GoOn { generation });
     }
     fn damaged(&self, k: usize) -> Vec<u32> {
-        match k {
-            0 => self.local.damaged(),
-            _ => self.remotes[k - 1].status.damaged.clone(),
+        match self.locals.get(k) {
+            Some(g) => g.damaged(),
+            None => self.remote_ref(k).status.damaged.clone(),
         }
     }
     fn frame_bytes(&self, k: usize, local: u32) -> u64 {
-        if k == 0 {
-            return self.local.player().frame_bytes(local);
+        if let Some(g) = self.locals.get(k) {
+            return g.player().frame_bytes(local);
         }
-        match self.remotes[k - 1].finished.front() {
+        match self.remote_ref(k).finished.front() {
             Some((f, ..)) if f.local == local => f.bytes,
             _ => 0,
         }
     }
     fn image(&mut self, k: usize) -> Result<Image, PlayError> {
-        if k == 0 {
-            return self.local.image();
+        if let Some(g) = self.locals.get_mut(k) {
+            return g.image();
         }
         let r = self.remote(k);
         let (f, rgba8, receive_ms) = r.finished.front_mut().ok_or_else(|| {
-            PlayError::Usage(format!("rank {}: no finished image to take", r.rank))
+            PlayError::Usage(format!(
+                "rank {} (its GPU {}): no finished image to take",
+                r.rank, r.slot
+            ))
         })?;
         Ok(Image {
             width: f.width,
@@ -413,37 +486,39 @@ impl Workers for RankWorkers {
         })
     }
     fn figures(&self, k: usize, sel: PathSel) -> (PathFigures, String) {
-        if k == 0 {
-            return self.local.figures(sel);
+        if let Some(g) = self.locals.get(k) {
+            return g.figures(sel);
         }
-        let s = &self.remotes[k - 1].status;
+        let s = &self.remote_ref(k).status;
         match sel {
             PathSel::Direct => s.direct.clone(),
             PathSel::Host => s.host.clone(),
         }
     }
     fn reset_stats(&mut self, k: usize, sel: PathSel) {
-        match k {
-            0 => self.local.player_mut().reset_stats(sel),
-            _ => self.send(k, &Control::ResetStats(sel)),
+        match self.locals.get_mut(k) {
+            Some(g) => g.player_mut().reset_stats(sel),
+            None => self.send(k, &Control::ResetStats(sel)),
         }
     }
     fn wait(&mut self, timeout: Duration) {
-        if self.local.holding() {
-            std::thread::sleep(timeout.min(Duration::from_millis(1)));
-        } else {
-            self.local.player_mut().wait(timeout);
+        match self.locals.iter_mut().find(|g| !g.holding()) {
+            Some(g) => g.player_mut().wait(timeout),
+            None => std::thread::sleep(timeout.min(Duration::from_millis(1))),
         }
         // A failure is kept and returned by the next poll.
         let _ = self.pump();
     }
     fn drain(&mut self, timeout: Duration) {
-        self.local.player_mut().drain(timeout);
+        for g in &mut self.locals {
+            g.player_mut().drain(timeout);
+        }
     }
     fn settle(&mut self) -> Result<(), PlayError> {
         self.nonce += 1;
         let nonce = self.nonce;
-        for k in 1..=self.remotes.len() {
+        let l = self.locals.len();
+        for k in l..l + self.remotes.len() {
             self.send(k, &Control::Report { nonce });
         }
         while self.remotes.iter().any(|r| r.status.nonce != nonce) {
@@ -453,13 +528,15 @@ impl Workers for RankWorkers {
         Ok(())
     }
     fn finish(&mut self) {
-        for k in 1..=self.remotes.len() {
+        // "Stop" is a rank's: it stops every GPU it plays and answers once.
+        let firsts = self.rank_firsts();
+        for &k in &firsts {
             self.send(k, &Control::Stop);
         }
         // Every report still under way is taken (a rank's send completes only once rank 0
         // receives it), until each rank's last.
         let deadline = Instant::now() + self.timeout;
-        let mut running = self.remotes.len();
+        let mut running = firsts.len();
         while running > 0 {
             let Some((_, bytes)) = self.ranks.receive_until(REPORT, Some(deadline)) else {
                 break;
@@ -473,43 +550,81 @@ impl Workers for RankWorkers {
         self.silent.as_ref()
     }
     fn ask_sample(&mut self, k: usize, t_s: f64) {
-        if k > 0 {
+        // A sample is a process's: asked of each other rank once, through its first GPU.
+        if self.remote_index(k).is_some() && self.remote(k).slot == 0 {
             self.send(k, &Control::Sample { t_s });
         }
     }
     fn take_samples(&mut self, k: usize) -> Vec<SoakSample> {
-        match k {
-            0 => Vec::new(),
-            _ => std::mem::take(&mut self.remote(k).samples),
+        match self.remote_index(k) {
+            None => Vec::new(),
+            Some(_) => std::mem::take(&mut self.remote(k).samples),
         }
     }
     fn fault_mark(&self, k: usize) -> (u64, u64) {
-        if k == 0 {
-            let p = self.local.player();
+        if let Some(g) = self.locals.get(k) {
+            let p = g.player();
             return (p.fault_count(), p.recovered_frames());
         }
-        let s = &self.remotes[k - 1].status;
+        let s = &self.remote_ref(k).status;
         (s.fault_count, s.recovered)
     }
     fn faults_since(&self, k: usize, sel: PathSel, mark: (u64, u64)) -> FaultReport {
-        if k == 0 {
-            return FaultReport::since(self.local.player(), sel, mark.0, mark.1);
+        if let Some(g) = self.locals.get(k) {
+            return FaultReport::since(g.player(), sel, mark.0, mark.1);
         }
-        let r = &self.remotes[k - 1];
+        let r = self.remote_ref(k);
         let kept: Vec<&FrameFault> = r.faults.iter().collect();
         let now = (r.status.fault_count, r.status.recovered);
         FaultReport::of_log(&kept, now, sel, mark, r.status.damaged.clone())
     }
     fn errors(&self, k: usize) -> Vec<String> {
-        match k {
-            0 => self
-                .local
+        match self.locals.get(k) {
+            Some(g) => g
                 .player()
                 .last_error()
                 .map(str::to_string)
                 .into_iter()
                 .collect(),
-            _ => self.remotes[k - 1].errors.clone(),
+            None => self.remote_ref(k).errors.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(host: &str, gpus: usize) -> Hello {
+        let slot = SlotHello {
+            adapter: "lavapipe".into(),
+            ordinal: 0,
+            matched: String::new(),
+            ring_slots: 2,
+            frame_times: vec![0.0],
+            direct: Ok(()),
+            host_path: Ok(()),
+        };
+        Hello {
+            host: host.into(),
+            local_rank: 0,
+            gpus: vec![slot; gpus],
+        }
+    }
+
+    /// Every rank deals the frames over ranks × its own GPU count: a rank that plays
+    /// another number of GPUs than rank 0 (an MPMD launch giving ranks different `--gpus`)
+    /// would own other frames than the coordinator thinks, so it is refused by name.
+    #[test]
+    fn a_rank_playing_another_number_of_gpus_than_rank_0_is_refused_by_name() {
+        let same = [(1, hello("a", 2)), (2, hello("b", 2))];
+        assert!(check_gpu_counts(2, &same).is_ok());
+        let other = [(1, hello("a", 2)), (2, hello("b", 1))];
+        let e = check_gpu_counts(2, &other).unwrap_err().to_string();
+        assert!(
+            e.contains("rank 2 (on b) plays 1 GPU(s), rank 0 plays 2"),
+            "{e}"
+        );
+        assert!(e.contains("--gpus"), "{e}");
     }
 }

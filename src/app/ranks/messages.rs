@@ -76,18 +76,36 @@ impl Look {
     }
 }
 
-/// A rank's first message.
+/// A rank's first message: its host and the GPUs it plays (one unless `--gpus` names
+/// several within the rank), in slot order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct Hello {
-    pub(super) adapter: String,
     pub(super) host: String,
     pub(super) local_rank: usize,
+    pub(super) gpus: Vec<SlotHello>,
+}
+
+/// One GPU a rank plays (a slot of the rank), as its hello describes it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct SlotHello {
+    pub(super) adapter: String,
+    /// The GPU's ordinal on its host.
+    pub(super) ordinal: usize,
     /// How its GPU was chosen.
     pub(super) matched: String,
-    pub(super) slots: usize,
+    /// Ring slots of its player.
+    pub(super) ring_slots: usize,
     pub(super) frame_times: Vec<f64>,
     pub(super) direct: Result<(), String>,
     pub(super) host_path: Result<(), String>,
+}
+
+/// A control message for one GPU of a rank: `slot` is its place among the rank's GPUs
+/// (rank-wide messages, "stop", "alive" and "sample", name slot 0).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct ToSlot {
+    pub(super) slot: u32,
+    pub(super) control: Control,
 }
 
 /// A frame a rank has rendered; its image follows the report's header.
@@ -103,6 +121,8 @@ pub(super) struct Finished {
 /// A rank's report.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(super) struct Status {
+    /// The GPU of the rank it is about (its slot).
+    pub(super) slot: u32,
     pub(super) generation: u64,
     pub(super) nonce: u64,
     pub(super) finished: Option<Finished>,

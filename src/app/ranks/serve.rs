@@ -9,13 +9,15 @@ use super::{AHEAD, REPORT_EVERY, RanksPlayError};
 use crate::app::config::{PathSel, PlayError};
 use crate::app::core::Player;
 use crate::app::faults::FrameFault;
-use crate::app::gpus::GpuName;
+use crate::app::gpus::LocalGpu;
 use crate::app::soak::SoakSample;
 use crate::cluster::{Posted, Ranks, Silent};
 use crate::render::AttributeView;
 
-/// What a rank other than 0 keeps of its part.
+/// What a rank other than 0 keeps of one GPU it plays (a slot).
 struct Served {
+    /// Its place among the rank's GPUs, in its reports.
+    slot: u32,
     generation: u64,
     nonce: u64,
     /// Pointed at a frame by rank 0 (it renders nothing before).
@@ -38,8 +40,9 @@ struct Served {
 }
 
 impl Served {
-    fn new(timeout: Duration) -> Served {
+    fn new(slot: u32, timeout: Duration) -> Served {
         Served {
+            slot,
             timeout,
             generation: 0,
             nonce: 0,
@@ -95,51 +98,67 @@ impl Served {
     }
 }
 
-/// A rank other than 0: plays its GPU's `player` (the GPU `gpu`: its adapter, ordinal and
-/// how it was chosen) as rank 0's control messages say, reporting to rank 0 until it says stop. Returns `Err` where this rank's player failed
-/// (rank 0 is told first) or rank 0 was silent for twice `timeout`.
+/// A rank other than 0: plays its GPUs `gpus` (one unless `--gpus` names several within
+/// the rank; each its player, adapter, ordinal and how it was chosen, in slot order) as
+/// rank 0's control messages say, each message to its slot, reporting to rank 0 per slot
+/// until it says stop. Returns `Err` where one of this rank's players failed (rank 0 is
+/// told first) or rank 0 was silent for twice `timeout`.
 pub fn serve(
     ranks: &dyn Ranks,
-    player: &mut Player,
-    gpu: &GpuName,
+    gpus: &mut [LocalGpu],
     timeout: Duration,
 ) -> Result<(), RanksPlayError> {
     let hello = Hello {
-        adapter: gpu.device.clone(),
         host: ranks.host(),
-        local_rank: gpu.ordinal,
-        matched: gpu.matched.clone(),
-        slots: player.slots(),
-        frame_times: (0..player.frame_count())
-            .map(|l| player.frame_time(l))
+        local_rank: ranks.local_rank(),
+        gpus: gpus
+            .iter()
+            .map(|g| {
+                let player = g.player();
+                SlotHello {
+                    adapter: g.name().device.clone(),
+                    ordinal: g.name().ordinal,
+                    matched: g.name().matched.clone(),
+                    ring_slots: player.slots(),
+                    frame_times: (0..player.frame_count())
+                        .map(|l| player.frame_time(l))
+                        .collect(),
+                    direct: path_available(player, PathSel::Direct),
+                    host_path: path_available(player, PathSel::Host),
+                }
+            })
             .collect(),
-        direct: path_available(player, PathSel::Direct),
-        host_path: path_available(player, PathSel::Host),
     };
     ranks.send(0, HELLO, &pack(&hello, &[]));
-    let mut me = Served::new(timeout);
-    let out = play_part(ranks, player, &mut me, timeout);
+    let mut served: Vec<Served> = (0..gpus.len())
+        .map(|s| Served::new(s as u32, timeout))
+        .collect();
+    let out = play_part(ranks, gpus, &mut served, timeout);
     // Every image posted reaches rank 0 (or the time-out passes) before this rank stops;
     // not where rank 0 is silent: it takes none, and waiting again would name it only after
     // twice the timeout (the run is ended at once, the sends left to MPI).
     if !matches!(out, Err(RanksPlayError::Silent(_))) {
-        me.flush(timeout);
+        for me in &mut served {
+            me.flush(timeout);
+        }
     }
     out
 }
 
-/// [`serve`]'s loop: rank 0's messages obeyed, frames rendered and sent, until "stop".
+/// [`serve`]'s loop: rank 0's messages obeyed, each by its slot, frames rendered and sent,
+/// until "stop".
 fn play_part(
     ranks: &dyn Ranks,
-    player: &mut Player,
-    me: &mut Served,
+    gpus: &mut [LocalGpu],
+    served: &mut [Served],
     timeout: Duration,
 ) -> Result<(), RanksPlayError> {
     let mut last_heard = Instant::now();
     loop {
         while let Some((_, bytes)) = ranks.receive_until(CONTROL, Some(Instant::now())) {
             last_heard = Instant::now();
-            let (control, _) = unpack::<Control>(&bytes).map_err(PlayError::Usage)?;
+            let (ToSlot { slot, control }, _) =
+                unpack::<ToSlot>(&bytes).map_err(PlayError::Usage)?;
             if matches!(control, Control::Stop) {
                 let last = Status {
                     stopped: true,
@@ -148,8 +167,33 @@ fn play_part(
                 ranks.send(0, REPORT, &pack(&last, &[]));
                 return Ok(());
             }
-            if let Err(e) = obey(player, me, control) {
-                report(ranks, player, me, None, &[], Some(e.clone()));
+            if let Control::Sample { t_s } = control {
+                // A sample is this process's, every GPU's player in it; the first slot's
+                // next report carries it.
+                let players: Vec<&Player> = gpus.iter().map(LocalGpu::player).collect();
+                served[0]
+                    .samples
+                    .push(crate::app::soak::sample_players(&players, t_s));
+                served[0].last_report = Instant::now() - REPORT_EVERY;
+                continue;
+            }
+            let count = gpus.len();
+            let (Some(gpu), Some(me)) =
+                (gpus.get_mut(slot as usize), served.get_mut(slot as usize))
+            else {
+                let e = format!("rank 0 addressed GPU {slot} of this rank, which plays {count}");
+                report(
+                    ranks,
+                    gpus[0].player(),
+                    &mut served[0],
+                    None,
+                    &[],
+                    Some(e.clone()),
+                );
+                return Err(PlayError::Usage(e).into());
+            };
+            if let Err(e) = obey(gpu.player_mut(), me, control) {
+                report(ranks, gpu.player(), me, None, &[], Some(e.clone()));
                 return Err(PlayError::Usage(e).into());
             }
         }
@@ -160,16 +204,26 @@ fn play_part(
             }
             .into());
         }
-        me.sends_done(timeout)?;
-        match step(ranks, player, me) {
-            Ok(true) => {}
-            Ok(false) if me.ahead >= AHEAD || !me.started => {
-                std::thread::sleep(Duration::from_millis(1))
+        let mut rendered = false;
+        for (gpu, me) in gpus.iter_mut().zip(served.iter_mut()) {
+            me.sends_done(timeout)?;
+            match step(ranks, gpu.player_mut(), me) {
+                Ok(r) => rendered |= r,
+                Err(e) => {
+                    report(ranks, gpu.player(), me, None, &[], Some(e.to_string()));
+                    return Err(e.into());
+                }
             }
-            Ok(false) => player.wait(Duration::from_millis(1)),
-            Err(e) => {
-                report(ranks, player, me, None, &[], Some(e.to_string()));
-                return Err(e.into());
+        }
+        if !rendered {
+            // Wait on a GPU that may render next; none may: sleep a little.
+            let next = gpus
+                .iter_mut()
+                .zip(served.iter())
+                .find(|(_, me)| me.started && me.ahead < AHEAD);
+            match next {
+                Some((gpu, _)) => gpu.player_mut().wait(Duration::from_millis(1)),
+                None => std::thread::sleep(Duration::from_millis(1)),
             }
         }
     }
@@ -244,11 +298,8 @@ fn obey(player: &mut Player, me: &mut Served, control: Control) -> Result<(), St
             // Reported by the next step.
             me.last_report = Instant::now() - REPORT_EVERY;
         }
-        Control::Sample { t_s } => {
-            me.samples.push(crate::app::soak::sample(player, t_s));
-            me.last_report = Instant::now() - REPORT_EVERY;
-        }
-        Control::Alive | Control::Stop => {}
+        // A rank's own, handled by [`play_part`].
+        Control::Sample { .. } | Control::Alive | Control::Stop => {}
     }
     Ok(())
 }
@@ -314,6 +365,7 @@ fn report(
         .collect();
     me.faults_sent = fault_count;
     let status = Status {
+        slot: me.slot,
         generation: me.generation,
         nonce: me.nonce,
         finished,
@@ -354,7 +406,7 @@ mod tests {
     #[test]
     fn posted_images_are_kept_until_taken_and_a_send_never_taken_names_rank_0() {
         let timeout = Duration::from_millis(50);
-        let mut me = Served::new(timeout);
+        let mut me = Served::new(0, timeout);
         me.sending
             .push_back((Posted::pending(Box::new(TakenAfter(2))), Instant::now()));
         me.sending.push_back((Posted::completed(), Instant::now()));

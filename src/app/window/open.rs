@@ -117,7 +117,7 @@ fn open_ranks(
     settings.apply_view(player.view_mut());
     log::info!("play: rank 0: {}", player.slot_plan().line());
     let local = LocalGpu::new(name, Some(gpu), player);
-    let mut workers = match RankWorkers::connect(r.ranks.clone(), local, r.timeout) {
+    let mut workers = match RankWorkers::connect(r.ranks.clone(), vec![local], r.timeout) {
         Ok(w) => w,
         Err(RanksPlayError::Silent(s)) => return Err(WindowError::Silent(s)),
         Err(RanksPlayError::Play(e)) => return Err(e.into()),
