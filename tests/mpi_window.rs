@@ -362,8 +362,9 @@ fn rank_0_that_stops_taking_pictures_is_named_by_rank_1_within_the_timeout() {
     );
 }
 
-/// `--gpus` in the window across ranks is refused by name (a rank plays one GPU), on every
-/// rank, before a window or a device is opened (no display is given).
+/// `--gpus` in the window across ranks is refused by name (there a rank plays one GPU;
+/// `--headless` plays several within a rank), on every rank, before a window or a device
+/// is opened (no display is given).
 #[test]
 fn gpus_across_ranks_are_refused_by_name() {
     if !have_mpirun() {
@@ -380,7 +381,7 @@ fn gpus_across_ranks_are_refused_by_name() {
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{said}");
     assert!(
-        said.contains("--gpus cannot be used across MPI ranks"),
+        said.contains("--gpus across MPI ranks needs --headless"),
         "{said}"
     );
     assert!(!said.contains("cannot open a window"), "{said}");

@@ -211,13 +211,12 @@ impl RankWorkers {
             }
         }
         let timeout = self.timeout;
-        let mut quiet: Vec<usize> = self
+        let heard: Vec<(usize, Instant)> = self
             .remotes
             .iter()
-            .filter(|r| r.last_heard.elapsed() > timeout)
-            .map(|r| r.rank)
+            .map(|r| (r.rank, r.last_heard))
             .collect();
-        quiet.dedup();
+        let quiet = quiet_ranks(&heard, timeout);
         if !quiet.is_empty() {
             let s = Silent {
                 ranks: quiet,
@@ -286,6 +285,25 @@ impl RankWorkers {
         };
         Ok(())
     }
+}
+
+/// The ranks not heard from for longer than `timeout`, each once, in rank order, from when
+/// each of their GPUs was last heard of (`heard`: rank, instant; in rank order). A report
+/// about any one GPU of a rank shows the rank alive: one loop serves all of its GPUs.
+fn quiet_ranks(heard: &[(usize, Instant)], timeout: Duration) -> Vec<usize> {
+    let mut quiet: Vec<usize> = Vec::new();
+    for (i, &(rank, _)) in heard.iter().enumerate() {
+        let first = i == 0 || heard[i - 1].0 != rank;
+        let latest = heard
+            .iter()
+            .filter(|(r, _)| *r == rank)
+            .map(|(_, at)| *at)
+            .max();
+        if first && latest.is_some_and(|at| at.elapsed() > timeout) {
+            quiet.push(rank);
+        }
+    }
+    quiet
 }
 
 /// Every other rank must play as many GPUs as rank 0 (`per_rank`): the frames are dealt
@@ -610,6 +628,20 @@ mod tests {
             local_rank: 0,
             gpus: vec![slot; gpus],
         }
+    }
+
+    /// A rank is silent once none of its GPUs was heard of within the timeout, and it is
+    /// named once however many GPUs it plays.
+    #[test]
+    fn a_rank_is_named_silent_once_and_only_when_all_its_gpus_are_quiet() {
+        let timeout = Duration::from_millis(50);
+        let (old, now) = (Instant::now() - 2 * timeout, Instant::now());
+        assert_eq!(quiet_ranks(&[(1, old), (1, old), (2, now)], timeout), [1]);
+        assert!(quiet_ranks(&[(1, old), (1, now)], timeout).is_empty());
+        assert_eq!(
+            quiet_ranks(&[(1, old), (1, old), (2, old), (2, old)], timeout),
+            [1, 2]
+        );
     }
 
     /// Every rank deals the frames over ranks × its own GPU count: a rank that plays
