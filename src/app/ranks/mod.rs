@@ -1,16 +1,20 @@
-//! `play` across MPI ranks: the coordinator's GPUs are ranks ([`RankWorkers`], one more
-//! transport behind [`Workers`]). Rank `k` runs the player of GPU `k` over the frames it
-//! owns (alternate frames) and answers rank 0's control messages ([`serve`]); rank 0 runs
-//! GPU 0's player in its own process and the one coordinator
+//! `play` across MPI ranks: the coordinator's GPUs are ranks' GPUs ([`RankWorkers`], one
+//! more transport behind [`crate::app::gpus::Workers`]). Every rank plays `G` GPUs (one,
+//! its local rank's, or those `--gpus` names on its host); worker `j` is rank `j / G`'s GPU
+//! `j % G` (its *slot*), each a player over the frames it owns (alternate frames over the
+//! `R × G` workers). A rank other than 0 plays its slots as rank 0's control messages say
+//! ([`serve`]); rank 0 plays its own slots in its own process and runs the one coordinator
 //! ([`crate::app::gpus::MultiPlayer`], its [`crate::pipeline::multi::MultiScheduler`]), which
 //! presents strictly in order, jumps exactly, switches every rank's path and gives every
-//! rank the view, as it does for the GPUs of one process. One process (N = 1, [`Solo`])
-//! runs through the same code.
+//! rank the view, as it does for the GPUs of one process. One process (N = 1,
+//! [`crate::cluster::Solo`]) runs through the same code. The code is split by role:
+//! `messages` (what travels), `coordinator` (rank 0's [`RankWorkers`]) and `serve` (the
+//! other ranks' loop).
 //!
-//! The messages: rank 0 sends each rank small control messages (a jump, play or pause, the
-//! path, the view, "go on" once the display took an image, "report", "stop", and a
-//! heartbeat); a rank sends rank 0 a hello (its slots, paths, frame times), then reports:
-//! its damaged frames and figures at least every [`REPORT_EVERY`], and with each frame it
+//! The messages: rank 0 sends each rank small control messages, each naming its slot (a
+//! jump, play or pause, the path, the view, "go on" once the display took an image,
+//! "report", "stop", and a heartbeat); a rank sends rank 0 a hello (its GPUs: adapter, ring
+//! slots, paths, frame times), then reports per slot: its damaged frames and figures at least every [`REPORT_EVERY`], and with each frame it
 //! has rendered the frame's finished image; each report carries the faults its player met
 //! since the last (rank 0's report lists them with the rank and host) and the last error it
 //! played on past. In a long run (`--soak`,
