@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 
 use supercell::app::PlayError;
 use supercell::app::PlayerGpu;
-use supercell::app::gpus::{self, GpuName, LocalGpu, MultiPlayer};
+use supercell::app::gpus::{self, GpuName, MultiPlayer};
 use supercell::app::headless::HeadlessOptions;
 use supercell::app::ranks::{RankWorkers, RanksPlayError, serve};
 use supercell::app::soak;
@@ -36,7 +36,6 @@ pub fn run(args: &PlayArgs) -> Result<()> {
     }
     let launched = match launched {
         Some(ranks) if !args.headless => {
-            refuse_across_window(args)?;
             let req = super::play::requested(args)?;
             let scene = super::play::choose_scene(args.scene.as_deref())?;
             return window_across(args, req, scene, ranks);
@@ -80,7 +79,7 @@ fn across(
     let opened = open_rank_gpus(args, &*ranks)?;
     let settings = software::choose(&opened[0].0.caps, req);
     let cfg = player_config(args, settings.size, &PlaybackDefaults::default())?;
-    let (mut locals, frame_count) = open_parts(opened, &*ranks, &scene.scene, &cfg)?;
+    let (mut locals, frame_count) = gpus::open_rank_parts(opened, &*ranks, &scene.scene, &cfg)?;
     for g in &mut locals {
         settings.apply_view(g.player_mut().view_mut());
     }
@@ -127,53 +126,14 @@ fn across(
     super::play::end_headless_run(args, &report)
 }
 
-/// The GPUs this rank plays: those `--gpus` names, resolved on this rank's host as in one
-/// process (one ordinal may be named twice), else its local rank's GPU
-/// ([`gpus::open_rank_gpu`]); each named with the rank and host.
+/// The GPUs this rank plays: those `--gpus` names on its host, else its local rank's.
 fn open_rank_gpus(args: &PlayArgs, ranks: &dyn Ranks) -> Result<Vec<(PlayerGpu, GpuName)>> {
-    let Some(selection) = &args.gpus else {
-        return Ok(vec![gpus::open_rank_gpu(ranks)?]);
-    };
-    let (rank, host) = (ranks.rank(), ranks.host());
-    let ordinals = super::play::resolve_gpus(selection)?;
-    let mut out = Vec::with_capacity(ordinals.len());
-    for (slot, o) in gpus::open_gpus(&ordinals)?.into_iter().enumerate() {
-        let name = GpuName {
-            ordinal: o.ordinal,
-            matched: format!(
-                "rank {rank}'s GPU {slot} (--gpus {}) on {host}: {}",
-                o.ordinal, o.matched
-            ),
-            device: o.gpu.describe(),
-            host: Some(host.clone()),
-            rank: Some(rank),
-        };
-        out.push((o.gpu, name));
-    }
-    Ok(out)
-}
-
-/// Each of this rank's GPUs `opened` with its player over the frames it owns: worker
-/// `rank × G + slot` of the `size × G` workers of the run (every rank plays `G`, as many
-/// as this one: rank 0 refuses a rank that does not), alternate frames over them; and the
-/// timeline's frame count.
-fn open_parts(
-    opened: Vec<(PlayerGpu, GpuName)>,
-    ranks: &dyn Ranks,
-    scene: &supercell::scene::Scene,
-    cfg: &supercell::app::PlayerConfig,
-) -> Result<(Vec<LocalGpu>, u32)> {
-    let per_rank = opened.len();
-    let workers = ranks.size() * per_rank;
-    let mut locals = Vec::with_capacity(per_rank);
-    let mut frame_count = 0;
-    for (slot, (gpu, name)) in opened.into_iter().enumerate() {
-        let k = ranks.rank() * per_rank + slot;
-        let (player, n) = gpus::open_part(&gpu, scene, cfg, workers, k)?;
-        frame_count = n;
-        locals.push(LocalGpu::new(name, Some(gpu), player));
-    }
-    Ok((locals, frame_count))
+    let ordinals = args
+        .gpus
+        .as_ref()
+        .map(super::play::resolve_gpus)
+        .transpose()?;
+    Ok(gpus::open_rank_gpus(ranks, ordinals.as_deref())?)
 }
 
 /// Rank 0 failed before the run began: the other ranks would wait for it for twice the
@@ -187,20 +147,6 @@ fn end_with(ranks: &dyn Ranks, e: anyhow::Error) -> anyhow::Error {
         ranks.abort(1)
     }
     e
-}
-
-/// Flags of the window that cannot work across ranks, refused by name on every rank before
-/// a dataset is made or a device opened: `--gpus` (a rank plays one GPU). `--soak`,
-/// `--screenshot` and `--frames-out` need `--headless`; the others work (rank 0's
-/// window records, scripts, flies the kiosk's camera, which reaches every rank).
-fn refuse_across_window(args: &PlayArgs) -> Result<()> {
-    if args.gpus.is_some() {
-        bail!(
-            "--gpus across MPI ranks needs --headless for now: in the window each rank plays \
-             one GPU, its local rank's on its host (mpirun -n N plays N GPUs)"
-        );
-    }
-    Ok(())
 }
 
 /// The window across `launched` ranks: rank 0 opens the window and plays the coordinator
@@ -217,9 +163,9 @@ fn window_across(
     let timeout = duration_flag("--timeout", &args.timeout)?;
     if ranks.rank() != 0 {
         let cfg = super::play::window_player_config(args, &req, &scene.scene)?;
-        let opened = vec![gpus::open_rank_gpu(&*ranks)?];
+        let opened = open_rank_gpus(args, &*ranks)?;
         let settings = software::choose(&opened[0].0.caps, &req);
-        let (mut locals, _) = open_parts(opened, &*ranks, &scene.scene, &cfg)?;
+        let (mut locals, _) = gpus::open_rank_parts(opened, &*ranks, &scene.scene, &cfg)?;
         for g in &mut locals {
             settings.apply_view(g.player_mut().view_mut());
         }
@@ -229,9 +175,15 @@ fn window_across(
             Err(e) => Err(e.into()),
         };
     }
+    let gpus = args
+        .gpus
+        .as_ref()
+        .map(super::play::resolve_gpus)
+        .transpose()?;
     let play_on = window::PlayOn::Ranks(window::RanksPlay {
         ranks: ranks.clone(),
         timeout,
+        gpus,
     });
     let failed = match super::play::window_options(args, req, scene, play_on) {
         Ok(opts) => match window::run(opts) {
