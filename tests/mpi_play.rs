@@ -437,17 +437,33 @@ fn two_ranks_with_two_gpus_each_present_one_process_s_frames() {
     );
     let text = said(&ranks);
     assert!(ranks.status.success(), "{text}");
+    // One process playing two GPUs the same way (one rank of two GPUs, no MPI).
+    let two = tmp.path().join("two");
+    let mut a2 = args(&two);
+    a2.extend(["--gpus".to_string(), "0,0".into()]);
+    let j2 = tmp.path().join("two.json");
+    let gpus2 = play(
+        None,
+        &ds,
+        &j2,
+        &a2.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(gpus2.status.success(), "{}", said(&gpus2));
     let names: Vec<String> = (0..8).map(|f| format!("frame_{f:05}.png")).collect();
     assert_eq!(frames_in(&one), names);
     assert_eq!(frames_in(&four), names);
+    assert_eq!(frames_in(&two), names);
     for n in &names {
-        let (a, b) = (
-            std::fs::read(one.join(n)).unwrap(),
-            std::fs::read(four.join(n)).unwrap(),
-        );
+        let a = std::fs::read(one.join(n)).unwrap();
+        let b = std::fs::read(four.join(n)).unwrap();
         assert!(
             a == b,
             "{n} differs between one process and 2 ranks x 2 GPUs"
+        );
+        let c = std::fs::read(two.join(n)).unwrap();
+        assert!(
+            a == c,
+            "{n} differs between one GPU and one process's 2 GPUs"
         );
     }
     let v: Value = serde_json::from_slice(&std::fs::read(&j4).unwrap()).unwrap();
