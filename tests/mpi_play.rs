@@ -206,6 +206,17 @@ fn the_path_toggle_reaches_every_rank() {
 /// while playing, made playing backwards, goes on backwards from its target (frame 3).
 #[test]
 fn two_ranks_play_ping_pong_in_one_process_order() {
+    ping_pong(&[], 2);
+}
+
+/// As above with `--gpus 0,0` in each rank: 4 workers, frame `f` from worker `f mod 4`.
+#[test]
+fn two_ranks_of_two_gpus_play_ping_pong_in_one_process_order() {
+    ping_pong(&["--gpus", "0,0"], 4);
+}
+
+/// Ping-pong across 2 ranks with `gpus` flags, `workers` workers in all.
+fn ping_pong(gpus: &[&str], workers: u64) {
     if !have_mpirun() {
         return;
     }
@@ -226,7 +237,7 @@ fn two_ranks_play_ping_pong_in_one_process_order() {
         Some(2),
         &ds,
         &json,
-        &[&extra[..], &["--scrub-jumps", "2"]].concat(),
+        &[&extra[..], &["--scrub-jumps", "2"], gpus].concat(),
     );
     assert!(out.status.success(), "{}", said(&out));
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -237,7 +248,7 @@ fn two_ranks_play_ping_pong_in_one_process_order() {
         [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 9, 8, 7],
         "{g}"
     );
-    let by: Vec<u64> = presented.iter().map(|f| f % 2).collect();
+    let by: Vec<u64> = presented.iter().map(|f| f % workers).collect();
     assert_eq!(numbers(&g["presented_by"]), by, "{g}");
     assert_eq!(g["in_order"], true, "{g}");
     let scrub = &v["paths"][0]["scrub"];
