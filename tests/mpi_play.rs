@@ -206,6 +206,17 @@ fn the_path_toggle_reaches_every_rank() {
 /// while playing, made playing backwards, goes on backwards from its target (frame 3).
 #[test]
 fn two_ranks_play_ping_pong_in_one_process_order() {
+    ping_pong(&[], 2);
+}
+
+/// As above with `--gpus 0,0` in each rank: 4 workers, frame `f` from worker `f mod 4`.
+#[test]
+fn two_ranks_of_two_gpus_play_ping_pong_in_one_process_order() {
+    ping_pong(&["--gpus", "0,0"], 4);
+}
+
+/// Ping-pong across 2 ranks with `gpus` flags, `workers` workers in all.
+fn ping_pong(gpus: &[&str], workers: u64) {
     if !have_mpirun() {
         return;
     }
@@ -226,7 +237,7 @@ fn two_ranks_play_ping_pong_in_one_process_order() {
         Some(2),
         &ds,
         &json,
-        &[&extra[..], &["--scrub-jumps", "2"]].concat(),
+        &[&extra[..], &["--scrub-jumps", "2"], gpus].concat(),
     );
     assert!(out.status.success(), "{}", said(&out));
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -237,7 +248,7 @@ fn two_ranks_play_ping_pong_in_one_process_order() {
         [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 9, 8, 7],
         "{g}"
     );
-    let by: Vec<u64> = presented.iter().map(|f| f % 2).collect();
+    let by: Vec<u64> = presented.iter().map(|f| f % workers).collect();
     assert_eq!(numbers(&g["presented_by"]), by, "{g}");
     assert_eq!(g["in_order"], true, "{g}");
     let scrub = &v["paths"][0]["scrub"];
@@ -250,6 +261,21 @@ fn two_ranks_play_ping_pong_in_one_process_order() {
 /// through the path flips, and the flips reach rank 1 (its samples show both paths).
 #[test]
 fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
+    soak_across(&[], "20s", 10, 2, true);
+}
+
+/// As above with `--gpus 0,0` in each rank (shorter): a series per rank, not per GPU, each
+/// rank's samples counting both its GPUs' players.
+#[test]
+fn a_soak_across_ranks_of_two_gpus_samples_each_rank_once() {
+    soak_across(&["--gpus", "0,0"], "8s", 4, 1, false);
+}
+
+/// `--soak D` across 2 ranks with `gpus` flags; at least `samples` samples per rank and
+/// `toggles` path flips (a toggle every 3 s; opening four devices on lavapipe delays the
+/// first flip of a short run); with `verdicts`, every rank's verdict (a short run may have
+/// no settled span to judge).
+fn soak_across(gpus: &[&str], d: &str, samples: usize, toggles: u64, verdicts: bool) {
     if !have_mpirun() {
         return;
     }
@@ -259,14 +285,14 @@ fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
     let json = tmp.path().join("soak.json");
     let extra = [
         "--soak",
-        "20s",
+        d,
         "--sample-every",
         "1s",
         "--toggle-every",
         "3s",
         "--loopback-direct",
     ];
-    let out = play(Some(2), &ds, &json, &extra);
+    let out = play(Some(2), &ds, &json, &[&extra[..], gpus].concat());
     let text = said(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("across 2 ranks"), "{text}");
@@ -275,7 +301,7 @@ fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
     let s = &v["soak"];
     assert_eq!(s["presented_in_order"], true, "{s}");
     assert!(s["presented"].as_u64().unwrap() >= 4, "{s}");
-    assert!(s["toggles"].as_u64().unwrap() >= 2, "{s}");
+    assert!(s["toggles"].as_u64().unwrap() >= toggles, "{s}");
     assert_eq!(s["errors"].as_array().unwrap().len(), 0, "{s}");
     let ranks = s["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 2, "a series per rank");
@@ -290,7 +316,7 @@ fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
     // A sample a second over 20 s is 21; a loaded machine delays ticks (and the first
     // render builds the pipelines), so fewer are certain, but never a handful.
     let t0 = times(&ranks[0]);
-    assert!(t0.len() >= 10, "{} samples", t0.len());
+    assert!(t0.len() >= samples, "{} samples", t0.len());
     assert_eq!(
         times(&ranks[1]),
         t0,
@@ -304,7 +330,10 @@ fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
         assert!(last["rss"].as_u64().unwrap() > 1 << 20, "{last}");
         assert!(last["fds"].as_u64().unwrap() >= 3, "{last}");
         assert!(last["threads"].as_u64().unwrap() >= 3, "{last}");
-        assert!(r["verdict"]["flat"].is_boolean(), "rank {k}'s verdict: {r}");
+        assert!(
+            !verdicts || r["verdict"]["flat"].is_boolean(),
+            "rank {k}'s verdict: {r}"
+        );
     }
     // Rank 1's own player ran both paths: the flips reached it.
     let paths: std::collections::BTreeSet<&str> = ranks[1]["samples"]
@@ -314,7 +343,7 @@ fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
         .map(|x| x["path"].as_str().unwrap())
         .collect();
     assert_eq!(paths.len(), 2, "rank 1's paths: {paths:?}");
-    assert!(s["verdict"]["flat"].is_boolean(), "{s}");
+    assert!(!verdicts || s["verdict"]["flat"].is_boolean(), "{s}");
 }
 
 /// A frame rank 1 owns whose grid header is damaged: rank 1's player marks it damaged and
@@ -322,18 +351,31 @@ fn a_soak_across_ranks_samples_every_rank_and_flips_every_rank() {
 /// run's faults and in rank 1's row, and the text says so.
 #[test]
 fn another_rank_s_faults_reach_rank_0_s_report() {
+    faults_of_rank_1(&[]);
+}
+
+/// As above with `--gpus 0,0` in each rank: frame 3 is worker 3's, rank 1's second GPU;
+/// the fault names rank 1 (not the worker) and lands in that GPU's row.
+#[test]
+fn another_rank_s_faults_name_the_rank_with_two_gpus_each() {
+    faults_of_rank_1(&["--gpus", "0,0"]);
+}
+
+/// Frame 3 damaged; 2 ranks with `gpus` flags: rank 0's report names rank 1 and its host.
+fn faults_of_rank_1(gpus: &[&str]) {
     if !have_mpirun() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let ds = tmp.path().join("ds");
     storm(&ds);
-    // Frame 3 is rank 1's (alternate frames over 2 ranks). The jump while playing goes to
-    // frame 0 and waits for 0, 1, 2: it never waits for the damaged frame.
+    // Frame 3 is rank 1's (alternate frames over 2 ranks, or over 2 ranks x 2 GPUs). The
+    // jump while playing goes to frame 0 and waits for 0, 1, 2: it never waits for the
+    // damaged frame.
     damage_magic(&ds, 3);
     let json = tmp.path().join("faults.json");
     let extra = ["--frames", "8", "--path", "host", "--scrub-jumps", "0"];
-    let out = play(Some(2), &ds, &json, &extra);
+    let out = play(Some(2), &ds, &json, &[&extra[..], gpus].concat());
     let text = said(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("on rank 1 (on "), "{text}");
@@ -348,9 +390,128 @@ fn another_rank_s_faults_reach_rank_0_s_report() {
     assert_eq!(f["kind"], "header", "{f}");
     assert!(!f["host"].as_str().unwrap().is_empty(), "{f}");
     let rows = run["gpus"]["gpus"].as_array().unwrap();
-    assert!(rows[1]["faults"].as_u64().unwrap() >= 1, "{}", rows[1]);
-    assert_eq!(numbers(&rows[1]["damaged_frames"]), [3], "{}", rows[1]);
+    // Frame 3's owner: worker 3 % workers.
+    let owner = &rows[3 % rows.len()];
+    assert_eq!(owner["rank"], 1, "{owner}");
+    assert!(owner["faults"].as_u64().unwrap() >= 1, "{owner}");
+    assert_eq!(numbers(&owner["damaged_frames"]), [3], "{owner}");
     assert_eq!(rows[0]["faults"], 0, "{}", rows[0]);
     // Frame 3 was never presented.
     assert!(!numbers(&run["gpus"]["presented"]).contains(&3), "{run}");
+}
+
+/// `--gpus 0,0` within each of 2 ranks (one GPU named twice: two devices on lavapipe): the
+/// coordinator on rank 0 drives 4 workers, (rank 0, GPU 0), (rank 0, GPU 1), (rank 1,
+/// GPU 0), (rank 1, GPU 1) in that order, alternate frames over the 4; the presented
+/// images are byte-equal to one process's with one GPU, in order, each frame once; jumps
+/// exact paused and playing; the JSON and the summary have a row per (rank, GPU).
+#[test]
+fn two_ranks_with_two_gpus_each_present_one_process_s_frames() {
+    if !have_mpirun() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    SmallStorm {
+        resolution: 32,
+        frames: 8,
+        lanes: 2,
+        chunk: 1 << 20,
+        attributes: None,
+        made_by: "mpi play test",
+    }
+    .write(&ds);
+    let (one, four) = (tmp.path().join("one"), tmp.path().join("four"));
+    let (j1, j4) = (tmp.path().join("one.json"), tmp.path().join("four.json"));
+    let args = |out: &Path| -> Vec<String> {
+        ["--frames", "8", "--path", "host", "--scrub-jumps", "4"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--frames-out".to_string(), out.to_str().unwrap().into()])
+            .collect()
+    };
+    let a1 = args(&one);
+    let alone = play(
+        None,
+        &ds,
+        &j1,
+        &a1.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(alone.status.success(), "{}", said(&alone));
+    let mut a4 = args(&four);
+    a4.extend(["--gpus".to_string(), "0,0".into()]);
+    let ranks = play(
+        Some(2),
+        &ds,
+        &j4,
+        &a4.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let text = said(&ranks);
+    assert!(ranks.status.success(), "{text}");
+    // One process playing two GPUs the same way (one rank of two GPUs, no MPI).
+    let two = tmp.path().join("two");
+    let mut a2 = args(&two);
+    a2.extend(["--gpus".to_string(), "0,0".into()]);
+    let j2 = tmp.path().join("two.json");
+    let gpus2 = play(
+        None,
+        &ds,
+        &j2,
+        &a2.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(gpus2.status.success(), "{}", said(&gpus2));
+    let names: Vec<String> = (0..8).map(|f| format!("frame_{f:05}.png")).collect();
+    assert_eq!(frames_in(&one), names);
+    assert_eq!(frames_in(&four), names);
+    assert_eq!(frames_in(&two), names);
+    for n in &names {
+        let a = std::fs::read(one.join(n)).unwrap();
+        let b = std::fs::read(four.join(n)).unwrap();
+        assert!(
+            a == b,
+            "{n} differs between one process and 2 ranks x 2 GPUs"
+        );
+        let c = std::fs::read(two.join(n)).unwrap();
+        assert!(
+            a == c,
+            "{n} differs between one GPU and one process's 2 GPUs"
+        );
+    }
+    let v: Value = serde_json::from_slice(&std::fs::read(&j4).unwrap()).unwrap();
+    let run = &v["paths"][0];
+    assert_eq!(run["ran"], true, "{run}");
+    let g = &run["gpus"];
+    assert_eq!(g["in_order"], true, "{g}");
+    assert_eq!(
+        numbers(&g["presented"]),
+        (0..8).collect::<Vec<u64>>(),
+        "{g}"
+    );
+    let by: Vec<u64> = (0..8).map(|f| f % 4).collect();
+    assert_eq!(numbers(&g["presented_by"]), by, "{g}");
+    assert_eq!(run["scrub"]["exact"], true, "{}", run["scrub"]);
+    assert_eq!(run["scrub"]["playing_exact"], true, "{}", run["scrub"]);
+    let rows = g["gpus"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "a row per (rank, GPU): {g}");
+    for (k, row) in rows.iter().enumerate() {
+        assert_eq!(row["index"], k, "{row}");
+        assert_eq!(row["rank"], k / 2, "{row}");
+        assert_eq!(row["ordinal"], 0, "{row}");
+        assert!(!row["host"].as_str().unwrap().is_empty(), "{row}");
+        assert_eq!(row["frames_owned"], 2, "{row}");
+        assert_eq!(row["frames_presented"], 2, "{row}");
+        assert!(
+            row["figures"]["frames_rendered"].as_u64().unwrap() >= 2,
+            "worker {k} rendered: {row}"
+        );
+    }
+    // Rank 1's GPUs' images travelled to rank 0; rank 0's second GPU's were copied here.
+    for row in &rows[2..] {
+        assert!(row["copies"].as_u64().unwrap() >= 2, "{row}");
+    }
+    assert_eq!(rows[0]["copies"], 0);
+    // The summary: a line per (rank, GPU), rank 1's two among them.
+    assert_eq!(text.matches("host   4 GPUs").count(), 1, "{text}");
+    assert_eq!(text.matches("rank 0 (on ").count(), 2, "{text}");
+    assert_eq!(text.matches("rank 1 (on ").count(), 2, "{text}");
 }

@@ -362,32 +362,48 @@ fn rank_0_that_stops_taking_pictures_is_named_by_rank_1_within_the_timeout() {
     );
 }
 
-/// `--gpus` in the window across ranks is refused by name (a rank plays one GPU), on every
-/// rank, before a window or a device is opened (no display is given).
+/// `--gpus 0,0` in the window across 2 ranks: every rank plays two GPUs (one adapter named
+/// twice), 4 workers, rank 0's first presenting. Frames are presented in order, frame `f`
+/// from worker `f mod 4`; the overlay has a row per (rank, GPU) naming the rank; an exact
+/// paused jump to frame 7 lands from rank 1's second GPU with frame 7's picture.
 #[test]
-fn gpus_across_ranks_are_refused_by_name() {
-    if !have_mpirun() {
+fn window_across_two_ranks_with_two_gpus_each_plays_in_order() {
+    let Some((x, ds, dir)) = window_set_up("mpi-window-gpus") else {
+        return;
+    };
+    let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let script = format!(
+        "wait-frames 8; dump-state {s1}; key Space; scrub 7; wait-shown 7; wait 200ms; \
+         render {img}; dump-state {s2}; quit",
+        s1 = p("s1.json"),
+        s2 = p("s2.json"),
+        img = p("img.png"),
+    );
+    let flags = [compared_across_ranks(), vec!["--gpus", "0,0"]].concat();
+    let mut cmd = window(&ds, &x.name, &flags, &script, "60s");
+    if run_window(&mut cmd, Duration::from_secs(400)).is_none() {
         return;
     }
-    let ds = dataset();
-    let out = launch_exporting(Some(2), bin(), "supercell-mpi-window-xdg", &[])
-        .args(["play", ds.to_str().unwrap(), "--gpus", "0,0"])
-        .env_remove("DISPLAY")
-        .env_remove("WAYLAND_DISPLAY")
-        .output()
-        .unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{said}");
-    assert!(
-        said.contains("--gpus cannot be used across MPI ranks"),
-        "{said}"
-    );
-    assert!(!said.contains("cannot open a window"), "{said}");
+    let s1 = read_state(&dir, "s1.json");
+    assert_eq!(s1["frame_count"], 8);
+    let order = presented(&s1);
+    assert!(order.len() >= 8, "{order:?}");
+    in_order_from_owners(&order, 8, 4, false);
+    let rows = s1["gpus"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "a row per (rank, GPU): {s1}");
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(r["gpu"], k as u64, "{r}");
+        assert_eq!(r["rank"], (k / 2) as u64, "{r}");
+        assert!(!r["host"].as_str().unwrap().is_empty(), "{r}");
+        assert!(r["frames_shown"].as_u64().unwrap() >= 1, "{r}");
+    }
+    let s2 = read_state(&dir, "s2.json");
+    assert_eq!(s2["shown_frame"], 7, "{s2}");
+    assert_eq!(s2["playing"], false);
+    assert_eq!(presented(&s2).last(), Some(&(7, 3)), "{s2}");
+    presented_is_a_render_of(&ds, &dir, &s2, 7);
 }
 
-/// Rank 0 that cannot open its window ends the run at once (the other ranks would otherwise
-/// wait for it for twice the timeout), saying why.
 #[test]
 fn rank_0_without_a_display_ends_every_rank_at_once() {
     if !have_mpirun() {

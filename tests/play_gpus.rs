@@ -371,13 +371,14 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
     std::thread::scope(|s| {
         let other = s.spawn(|| {
             let g = PlayerGpu::open_best().expect("rank 1's device");
-            let (mut player, _) = gpus::open_part(&g, &scene, &cfg, 2, 1).expect("rank 1");
+            let (player, _) = gpus::open_part(&g, &scene, &cfg, 2, 1).expect("rank 1");
             let name = GpuName {
                 ordinal: 1,
                 device: "rank 1's adapter".into(),
                 ..GpuName::default()
             };
-            serve(&one, &mut player, &name, timeout).expect("rank 1 serves");
+            let mut gpus = [LocalGpu::new(name, Some(g), player)];
+            serve(&one, &mut gpus, timeout).expect("rank 1 serves");
         });
         let g = PlayerGpu::open_best().expect("rank 0's device");
         let (player, frames) = gpus::open_part(&g, &scene, &cfg, 2, 0).expect("rank 0");
@@ -387,7 +388,7 @@ fn two_ranks_play_one_timeline_jump_toggle_and_take_the_view() {
         };
         let local = LocalGpu::new(name, Some(g), player);
         let ranks: Rc<dyn Ranks> = Rc::new(zero);
-        let workers = RankWorkers::connect(ranks, local, timeout).expect("rank 1's hello");
+        let workers = RankWorkers::connect(ranks, vec![local], timeout).expect("rank 1's hello");
         let mut mp = MultiPlayer::over(Box::new(workers), frames, &cfg).expect("coordinator");
         assert!(mp.workers().player(1).is_none(), "GPU 1 is rank 1's");
         assert_eq!(mp.workers().name(1).device, "rank 1's adapter");
@@ -527,6 +528,18 @@ impl Ranks for Dying {
 /// Rank 0 names a rank that stopped answering mid-run within the timeout, and stops.
 #[test]
 fn a_rank_that_stops_answering_is_named_within_the_timeout() {
+    stops_answering(1);
+}
+
+/// As above with two GPUs in each rank (`--gpus` within a rank): the silent rank is named
+/// once, whichever of its GPUs went quiet, and every one of its GPUs stops with it.
+#[test]
+fn a_rank_of_two_gpus_that_stops_answering_is_named_once() {
+    stops_answering(2);
+}
+
+/// Two ranks of `per_rank` GPUs each; rank 1 stops sending after 8 messages.
+fn stops_answering(per_rank: usize) {
     if gpu().is_none() {
         return;
     }
@@ -539,18 +552,30 @@ fn a_rank_that_stops_answering_is_named_within_the_timeout() {
         sends_left: AtomicUsize::new(8),
     };
     let zero = ranks.pop().expect("rank 0");
+    let workers = 2 * per_rank;
+    let open_rank = |rank: usize| -> (Vec<LocalGpu>, u32) {
+        let mut frames = 0;
+        let gpus = (0..per_rank)
+            .map(|slot| {
+                let g = PlayerGpu::open_best().expect("a device");
+                let k = rank * per_rank + slot;
+                let (player, n) = gpus::open_part(&g, &scene, &cfg, workers, k).expect("a part");
+                frames = n;
+                LocalGpu::new(GpuName::default(), Some(g), player)
+            })
+            .collect();
+        (gpus, frames)
+    };
     std::thread::scope(|s| {
         let other = s.spawn(|| {
-            let g = PlayerGpu::open_best().expect("rank 1's device");
-            let (mut player, _) = gpus::open_part(&g, &scene, &cfg, 2, 1).expect("rank 1");
+            let (mut gpus, _) = open_rank(1);
             // Rank 1 in turn hears nothing from rank 0 once rank 0 gave up on it.
-            serve(&one, &mut player, &GpuName::default(), timeout)
+            serve(&one, &mut gpus, timeout)
         });
-        let g = PlayerGpu::open_best().expect("rank 0's device");
-        let (player, frames) = gpus::open_part(&g, &scene, &cfg, 2, 0).expect("rank 0");
-        let local = LocalGpu::new(GpuName::default(), Some(g), player);
-        let workers = RankWorkers::connect(Rc::new(zero), local, timeout).expect("rank 1's hello");
+        let (locals, frames) = open_rank(0);
+        let workers = RankWorkers::connect(Rc::new(zero), locals, timeout).expect("rank 1's hello");
         let mut mp = MultiPlayer::over(Box::new(workers), frames, &cfg).expect("coordinator");
+        assert_eq!(mp.gpu_count(), 2 * per_rank);
         let started = Instant::now();
         let err = loop {
             assert!(

@@ -151,6 +151,9 @@ pub struct GpuRun {
     pub index: usize,
     /// The ordinal named.
     pub ordinal: usize,
+    /// The MPI rank that plays it (across ranks, where a rank may play several GPUs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<usize>,
     /// The host of the rank that runs it (across MPI ranks, where GPU `k` is rank `k`'s).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -899,6 +902,7 @@ mod tests {
         GpuRun {
             index,
             ordinal: index,
+            rank: host.map(|_| index),
             host: host.map(str::to_string),
             device: "lavapipe".into(),
             matched: String::new(),

@@ -264,8 +264,18 @@ fn sample_with<'a>(
 /// sends when rank 0 asks): the GPU memory as the player's device reports it
 /// ([`super::gpumem::gpu_memory`]).
 pub fn sample(player: &Player, t_s: f64) -> SoakSample {
-    let gpu_used = super::gpumem::gpu_memory(player.device()).map(|m| m.used);
-    sample_with([player], player.active_path(), t_s, gpu_used)
+    sample_players(&[player], t_s)
+}
+
+/// A sample of this process and its `players` (a rank playing several GPUs: `--gpus`
+/// within a rank) at `t_s`, the GPU memory as the first player's device reports it.
+/// No players: an empty one.
+pub fn sample_players(players: &[&Player], t_s: f64) -> SoakSample {
+    let Some(first) = players.first() else {
+        return sample_with([], PathSel::Host, t_s, None);
+    };
+    let gpu_used = super::gpumem::gpu_memory(first.device()).map(|m| m.used);
+    sample_with(players.iter().copied(), first.active_path(), t_s, gpu_used)
 }
 
 /// Frames presented across ranks, and whether each followed the one before.
@@ -428,7 +438,7 @@ fn rank_soaks(mp: &mut MultiPlayer, lead: &SoakReport) -> Vec<RankSoak> {
         };
         finish(&mut soak, &|sel| workers.figures(k, sel).0);
         out.push(RankSoak {
-            rank: k,
+            rank: workers.name(k).rank.unwrap_or(k),
             host: workers.name(k).host.clone().unwrap_or_default(),
             soak,
         });

@@ -186,7 +186,8 @@ pub struct PlayArgs {
     /// Play on several GPUs of this host, alternate frames each (`all`, a count `N`, or
     /// ordinals `0,1`; one may be named twice, `0,0`): each GPU its own engines, rings and
     /// renderer; GPU 0 presents (in the window, or headless), the others' images copied
-    /// through the host. Every play mode, either direction.
+    /// through the host. Every play mode, either direction. Under `mpirun`: the GPUs of
+    /// each rank's host that it plays (give every rank the same list).
     #[arg(long, value_parser = supercell::bench::jobs::parse_gpus)]
     pub gpus: Option<supercell::bench::jobs::GpuSelection>,
     /// Tests only: a second host path stands in for the direct path (labelled "loopback

@@ -14,7 +14,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use supercell::app::PlayError;
-use supercell::app::gpus::{self, LocalGpu, MultiPlayer};
+use supercell::app::PlayerGpu;
+use supercell::app::gpus::{self, GpuName, MultiPlayer};
 use supercell::app::headless::HeadlessOptions;
 use supercell::app::ranks::{RankWorkers, RanksPlayError, serve};
 use supercell::app::soak;
@@ -35,7 +36,6 @@ pub fn run(args: &PlayArgs) -> Result<()> {
     }
     let launched = match launched {
         Some(ranks) if !args.headless => {
-            refuse_across_window(args)?;
             let req = super::play::requested(args)?;
             let scene = super::play::choose_scene(args.scene.as_deref())?;
             return window_across(args, req, scene, ranks);
@@ -46,8 +46,8 @@ pub fn run(args: &PlayArgs) -> Result<()> {
     // Refused before a dataset is made or a device opened. A long run across ranks
     // (`--soak`) presents no frames to write.
     let soak_frames = args.soak.is_some() && args.frames_out.is_some();
-    if args.gpus.is_some() || soak_frames || args.screenshot.is_some() {
-        bail!("--frames-out cannot be used with --gpus, --soak or --screenshot");
+    if soak_frames || args.screenshot.is_some() {
+        bail!("--frames-out cannot be used with --soak or --screenshot");
     }
     let req = super::play::requested(args)?;
     let scene = super::play::choose_scene(args.scene.as_deref())?;
@@ -76,24 +76,24 @@ fn across(
         std::fs::create_dir_all(out).with_context(|| format!("cannot make {}", out.display()))?;
     }
     let timeout = duration_flag("--timeout", &args.timeout)?;
-    let (gpu, name) = gpus::open_rank_gpu(&*ranks)?;
-    let settings = software::choose(&gpu.caps, req);
+    let opened = open_rank_gpus(args, &*ranks)?;
+    let settings = software::choose(&opened[0].0.caps, req);
     let cfg = player_config(args, settings.size, &PlaybackDefaults::default())?;
-    let (rank, size) = (ranks.rank(), ranks.size());
-    let (mut player, frame_count) = gpus::open_part(&gpu, &scene.scene, &cfg, size, rank)?;
-    settings.apply_view(player.view_mut());
-    if rank != 0 {
-        return match serve(&*ranks, &mut player, &name, timeout) {
+    let (mut locals, frame_count) = gpus::open_rank_parts(opened, &*ranks, &scene.scene, &cfg)?;
+    for g in &mut locals {
+        settings.apply_view(g.player_mut().view_mut());
+    }
+    if ranks.rank() != 0 {
+        return match serve(&*ranks, &mut locals, timeout) {
             Ok(()) => Ok(()),
             Err(RanksPlayError::Silent(s)) => super::end_run(&*ranks, &s),
             Err(e) => Err(e.into()),
         };
     }
-    let local = LocalGpu::new(name, Some(gpu), player);
-    let workers = match RankWorkers::connect(ranks.clone(), local, timeout) {
+    let workers = match RankWorkers::connect(ranks.clone(), locals, timeout) {
         Ok(w) => w,
         Err(RanksPlayError::Silent(s)) => super::end_run(&*ranks, &s),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(end_with(&*ranks, e.into())),
     };
     let mut mp = MultiPlayer::over(Box::new(workers), frame_count, &cfg)?;
     if let Some(d) = &args.soak {
@@ -126,18 +126,27 @@ fn across(
     super::play::end_headless_run(args, &report)
 }
 
-/// Flags of the window that cannot work across ranks, refused by name on every rank before
-/// a dataset is made or a device opened: `--gpus` (a rank plays one GPU). `--soak`,
-/// `--screenshot` and `--frames-out` need `--headless`; the others work (rank 0's
-/// window records, scripts, flies the kiosk's camera, which reaches every rank).
-fn refuse_across_window(args: &PlayArgs) -> Result<()> {
-    if args.gpus.is_some() {
-        bail!(
-            "--gpus cannot be used across MPI ranks: each rank plays one GPU, its local rank's \
-             on its host (mpirun -n N plays N GPUs)"
+/// The GPUs this rank plays: those `--gpus` names on its host, else its local rank's.
+fn open_rank_gpus(args: &PlayArgs, ranks: &dyn Ranks) -> Result<Vec<(PlayerGpu, GpuName)>> {
+    let ordinals = args
+        .gpus
+        .as_ref()
+        .map(super::play::resolve_gpus)
+        .transpose()?;
+    Ok(gpus::open_rank_gpus(ranks, ordinals.as_deref())?)
+}
+
+/// Rank 0 failed before the run began: the other ranks would wait for it for twice the
+/// timeout, so the run ends now with `e` said.
+fn end_with(ranks: &dyn Ranks, e: anyhow::Error) -> anyhow::Error {
+    if ranks.size() > 1 {
+        eprintln!(
+            "supercell: error: rank 0 on {}: {e:#}; ending the run",
+            ranks.host()
         );
+        ranks.abort(1)
     }
-    Ok(())
+    e
 }
 
 /// The window across `launched` ranks: rank 0 opens the window and plays the coordinator
@@ -154,20 +163,27 @@ fn window_across(
     let timeout = duration_flag("--timeout", &args.timeout)?;
     if ranks.rank() != 0 {
         let cfg = super::play::window_player_config(args, &req, &scene.scene)?;
-        let (gpu, name) = gpus::open_rank_gpu(&*ranks)?;
-        let settings = software::choose(&gpu.caps, &req);
-        let (mut player, _) =
-            gpus::open_part(&gpu, &scene.scene, &cfg, ranks.size(), ranks.rank())?;
-        settings.apply_view(player.view_mut());
-        return match serve(&*ranks, &mut player, &name, timeout) {
+        let opened = open_rank_gpus(args, &*ranks)?;
+        let settings = software::choose(&opened[0].0.caps, &req);
+        let (mut locals, _) = gpus::open_rank_parts(opened, &*ranks, &scene.scene, &cfg)?;
+        for g in &mut locals {
+            settings.apply_view(g.player_mut().view_mut());
+        }
+        return match serve(&*ranks, &mut locals, timeout) {
             Ok(()) => Ok(()),
             Err(RanksPlayError::Silent(s)) => super::end_run(&*ranks, &s),
             Err(e) => Err(e.into()),
         };
     }
+    let gpus = args
+        .gpus
+        .as_ref()
+        .map(super::play::resolve_gpus)
+        .transpose()?;
     let play_on = window::PlayOn::Ranks(window::RanksPlay {
         ranks: ranks.clone(),
         timeout,
+        gpus,
     });
     let failed = match super::play::window_options(args, req, scene, play_on) {
         Ok(opts) => match window::run(opts) {

@@ -39,7 +39,7 @@ mod open;
 mod overlay;
 mod run;
 mod workers;
-pub use open::{OpenedGpu, open_gpu, open_gpus, open_rank_gpu};
+pub use open::{OpenedGpu, open_gpu, open_gpus, open_rank_gpu, open_rank_gpus, open_rank_parts};
 pub use run::run_paths;
 pub(crate) use run::summary_lines;
 pub use workers::{GpuName, Image, InProcess, LocalGpu, Workers};
@@ -183,6 +183,7 @@ impl MultiPlayer {
                 matched: opened.matched,
                 device: opened.gpu.describe(),
                 host: None,
+                rank: None,
             };
             locals.push(LocalGpu::new(name, Some(opened.gpu), player));
         }

@@ -1,8 +1,9 @@
 //! Opening the GPUs of `--gpus`: each CUDA ordinal's wgpu device, matched to it by PCI bus
 //! (or UUID), as the single-GPU player would open it.
 
-use super::GpuName;
+use super::{GpuName, LocalGpu, open_part};
 use crate::app::PlayerGpu;
+use crate::app::config::{PlayError, PlayerConfig};
 use crate::cluster::Ranks;
 use crate::render::RenderError;
 
@@ -135,8 +136,60 @@ pub fn open_rank_gpu(ranks: &dyn Ranks) -> Result<(PlayerGpu, GpuName), RenderEr
         matched: format!("local rank {local} on {}: {how}", ranks.host()),
         device: gpu.describe(),
         host: Some(ranks.host()),
+        rank: Some(ranks.rank()),
     };
     Ok((gpu, name))
+}
+
+/// The GPUs this rank plays in a run across ranks: those of `ordinals` (`--gpus`, resolved
+/// on this rank's host as in one process; one may be named twice), else its local rank's
+/// GPU ([`open_rank_gpu`]); each named with the rank and host.
+pub fn open_rank_gpus(
+    ranks: &dyn Ranks,
+    ordinals: Option<&[usize]>,
+) -> Result<Vec<(PlayerGpu, GpuName)>, RenderError> {
+    let Some(ordinals) = ordinals else {
+        return Ok(vec![open_rank_gpu(ranks)?]);
+    };
+    let (rank, host) = (ranks.rank(), ranks.host());
+    let mut out = Vec::with_capacity(ordinals.len());
+    for (slot, o) in open_gpus(ordinals)?.into_iter().enumerate() {
+        let name = GpuName {
+            ordinal: o.ordinal,
+            matched: format!(
+                "rank {rank}'s GPU {slot} (--gpus {}) on {host}: {}",
+                o.ordinal, o.matched
+            ),
+            device: o.gpu.describe(),
+            host: Some(host.clone()),
+            rank: Some(rank),
+        };
+        out.push((o.gpu, name));
+    }
+    Ok(out)
+}
+
+/// Each of this rank's GPUs `opened` with its player over the frames it owns: worker
+/// `rank × G + slot` of the `size × G` workers of the run (every rank plays `G`, as many as
+/// this one: rank 0 refuses a rank that does not), alternate frames over them; and the
+/// timeline's frame count.
+pub fn open_rank_parts(
+    opened: Vec<(PlayerGpu, GpuName)>,
+    ranks: &dyn Ranks,
+    scene: &crate::scene::Scene,
+    cfg: &PlayerConfig,
+) -> Result<(Vec<LocalGpu>, u32), PlayError> {
+    let per_rank = opened.len();
+    let workers = ranks.size() * per_rank;
+    let mut locals = Vec::with_capacity(per_rank);
+    let mut frame_count = 0;
+    for (slot, (gpu, name)) in opened.into_iter().enumerate() {
+        let k = ranks.rank() * per_rank + slot;
+        let (player, n) = open_part(&gpu, scene, cfg, workers, k)?;
+        frame_count = n;
+        locals.push(LocalGpu::new(name, Some(gpu), player));
+    }
+    Ok((locals, frame_count))
 }
 
 /// Opens every GPU of `ordinals` (one may be named twice: two devices on one adapter).

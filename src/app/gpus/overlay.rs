@@ -36,6 +36,7 @@ impl MultiPlayer {
             .map(|(k, (((n, f), (path_frames, label, both)), s))| GpuReport {
                 ordinal: n.ordinal,
                 host: n.host.as_deref(),
+                rank: n.rank,
                 adapter: &n.device,
                 path_label: label,
                 figures: *f,

@@ -139,7 +139,7 @@ fn gpu_faults(mp: &MultiPlayer, k: usize, sel: PathSel, mark: (u64, u64)) -> Fau
     for f in &mut r.faults {
         f.frame = global(f.frame);
         if host.is_some() {
-            f.rank = Some(k);
+            f.rank = Some(mp.workers.name(k).rank.unwrap_or(k));
             f.host.clone_from(&host);
         }
     }
@@ -180,6 +180,7 @@ fn gpus_run(
             GpuRun {
                 index: k,
                 ordinal: name.ordinal,
+                rank: name.rank,
                 host: name.host.clone(),
                 device: name.device.clone(),
                 matched: name.matched.clone(),
@@ -373,7 +374,11 @@ pub(crate) fn summary_lines(s: &mut String, name: &str, g: &GpusRun) {
     );
     for x in &g.gpus {
         let who = match &x.host {
-            Some(host) => format!("rank {} (on {host}, GPU {}", x.index, x.ordinal),
+            Some(host) => format!(
+                "rank {} (on {host}, GPU {}",
+                x.rank.unwrap_or(x.index),
+                x.ordinal
+            ),
             None => format!("GPU {} (--gpus {}", x.index, x.ordinal),
         };
         let _ = writeln!(

@@ -35,6 +35,9 @@ pub struct GpuName {
     pub device: String,
     /// The host it runs on (across ranks; `None` in this process).
     pub host: Option<String>,
+    /// The MPI rank that plays it (across ranks; `None` in this process). A rank may play
+    /// several GPUs (`--gpus` within a rank).
+    pub rank: Option<usize>,
 }
 
 /// The GPUs the coordinator drives, wherever their players run; see the module

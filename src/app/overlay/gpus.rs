@@ -66,6 +66,8 @@ pub struct GpuReport<'a> {
     pub ordinal: usize,
     /// The host of the rank it runs in (`None`: in this process).
     pub host: Option<&'a str>,
+    /// The rank it runs in (`None`: in this process; else GPU `k`'s index where not said).
+    pub rank: Option<usize>,
     /// Its adapter.
     pub adapter: &'a str,
     /// The label of the path it reads on.
@@ -93,7 +95,7 @@ pub fn gpu_rows(reports: &[GpuReport<'_>], total: &GpuFigures) -> (Vec<GpuRow>, 
         .map(|(k, r)| GpuRow {
             gpu: k,
             ordinal: r.ordinal,
-            rank: r.host.map(|_| k),
+            rank: r.host.map(|_| r.rank.unwrap_or(k)),
             host: r.host.map(str::to_string),
             adapter: r.adapter.to_string(),
             path_label: r.path_label.to_string(),
@@ -260,6 +262,7 @@ mod tests {
         GpuReport {
             ordinal,
             host: None,
+            rank: None,
             adapter: "llvmpipe (LLVM 19.1.7, 256 bits) (Cpu)",
             path_label: "staged",
             figures: GpuFigures {

@@ -10,18 +10,20 @@ use crate::app::core::PlayError;
 use crate::app::gpus;
 
 /// The devices a window plays on: the one player's device (one GPU), every GPU's opened
-/// device (several), or this rank's GPU across ranks (the other ranks' GPUs are theirs).
+/// device (several), or this rank's GPUs across ranks, each named (the other ranks' GPUs
+/// are theirs).
 pub(super) enum Opened {
-    One(PlayerGpu),
+    One(Box<PlayerGpu>),
     Gpus(Vec<gpus::OpenedGpu>),
-    Rank(PlayerGpu, gpus::GpuName),
+    Rank(Vec<(PlayerGpu, gpus::GpuName)>),
 }
 
 impl Opened {
     /// The presenting device: the one GPU's, or GPU 0's.
     pub(super) fn lead(&self) -> &PlayerGpu {
         match self {
-            Opened::One(g) | Opened::Rank(g, _) => g,
+            Opened::One(g) => g,
+            Opened::Rank(v) => &v[0].0,
             Opened::Gpus(o) => &o[0].gpu,
         }
     }
@@ -29,8 +31,9 @@ impl Opened {
 
 /// The devices a window plays on (as `on` says) and its surface on the presenting one.
 /// Several GPUs: each ordinal's device as `play --headless --gpus` opens it, GPU 0's
-/// presenting. Across ranks: this rank's GPU as the headless run across ranks opens it
-/// ([`gpus::open_rank_gpu`]). One GPU: the device that shares memory with CUDA where there
+/// presenting. Across ranks: this rank's GPUs as the headless run across ranks opens them
+/// ([`gpus::open_rank_gpus`]: its local rank's, or those `--gpus` names), the first
+/// presenting. One GPU: the device that shares memory with CUDA where there
 /// is one (the direct path), else any adapter that can present to the window.
 pub(super) fn open_devices(
     on: &PlayOn,
@@ -47,12 +50,15 @@ pub(super) fn open_devices(
             Opened::Gpus(opened)
         }
         PlayOn::Ranks(r) => {
-            let (gpu, name) = gpus::open_rank_gpu(&*r.ranks).map_err(PlayError::from)?;
-            log::info!("play: rank 0: {}", name.matched);
-            Opened::Rank(gpu, name)
+            let opened =
+                gpus::open_rank_gpus(&*r.ranks, r.gpus.as_deref()).map_err(PlayError::from)?;
+            for (_, name) in &opened {
+                log::info!("play: rank 0: {}", name.matched);
+            }
+            Opened::Rank(opened)
         }
         PlayOn::One => match PlayerGpu::open_shared() {
-            Ok(g) => Opened::One(g),
+            Ok(g) => Opened::One(Box::new(g)),
             Err(why) => {
                 let instance = PlayerGpu::instance();
                 let surface = instance
@@ -60,7 +66,7 @@ pub(super) fn open_devices(
                     .map_err(no_surface)?;
                 let mut g = PlayerGpu::open(instance, Some(&surface)).map_err(PlayError::from)?;
                 g.interop_unavailable = Some(why);
-                return Ok((Opened::One(g), surface));
+                return Ok((Opened::One(Box::new(g)), surface));
             }
         },
     };

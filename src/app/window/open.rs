@@ -10,7 +10,7 @@ use super::WindowError;
 use super::devices::Opened;
 use crate::app::PlayerGpu;
 use crate::app::core::PlayerConfig;
-use crate::app::gpus::{self, LocalGpu, MultiPlayer, Workers};
+use crate::app::gpus::{self, MultiPlayer, Workers};
 use crate::app::ranks::{RankWorkers, RanksPlayError};
 use crate::app::software::Interactive;
 use crate::cluster::Ranks;
@@ -24,8 +24,9 @@ pub enum PlayOn {
     /// Several GPUs of this process (`--gpus`, ordinals; GPU 0 presents): one player per
     /// GPU over the frames it owns ([`MultiPlayer`]).
     Gpus(Vec<usize>),
-    /// Across MPI ranks: this process is rank 0 and presents; GPU `k` is rank `k`'s player
-    /// (its local rank's GPU on its host).
+    /// Across MPI ranks: this process is rank 0 and presents; every rank plays its local
+    /// rank's GPU on its host, or the GPUs [`RanksPlay::gpus`] names there (worker `j` is
+    /// rank `j / G`'s GPU `j % G`).
     Ranks(RanksPlay),
 }
 
@@ -37,6 +38,8 @@ pub struct RanksPlay {
     /// How long a rank may send nothing before it is named and the run ends (its hello
     /// included).
     pub timeout: Duration,
+    /// The ordinals `--gpus` names within each rank (`None`: its local rank's GPU).
+    pub gpus: Option<Vec<usize>>,
 }
 
 impl std::fmt::Debug for RanksPlay {
@@ -44,6 +47,7 @@ impl std::fmt::Debug for RanksPlay {
         f.debug_struct("RanksPlay")
             .field("size", &self.ranks.size())
             .field("timeout", &self.timeout)
+            .field("gpus", &self.gpus)
             .finish()
     }
 }
@@ -67,7 +71,7 @@ pub(super) fn open_play(
     match opened {
         Opened::One(g) => {
             // One GPU through the same coordinator as several (N = 1).
-            let mut mp = MultiPlayer::open_one(g, scene, cfg)?;
+            let mut mp = MultiPlayer::open_one(*g, scene, cfg)?;
             let player = mp.player_mut(0);
             log::info!("play: {}", player.slot_plan().line());
             for note in player.scene_notes() {
@@ -89,11 +93,11 @@ pub(super) fn open_play(
                 notes: Vec::new(),
             })
         }
-        Opened::Rank(gpu, name) => {
+        Opened::Rank(opened) => {
             let PlayOn::Ranks(r) = on else {
                 unreachable!("a rank's GPU is opened for a run across ranks")
             };
-            let mp = open_ranks(gpu, name, r, scene, cfg, settings)?;
+            let mp = open_ranks(opened, r, scene, cfg, settings)?;
             Ok(Opening {
                 play: mp,
                 notes: Vec::new(),
@@ -102,22 +106,25 @@ pub(super) fn open_play(
     }
 }
 
-/// Rank 0's part of a window across ranks: its player (GPU 0, the frames it owns), every
-/// other rank's once its hello arrived (within the timeout, else the silent ranks are
+/// Rank 0's part of a window across ranks: its players (its GPUs `opened`, the first
+/// presenting; each over the frames it owns), every other rank's once its hello arrived (within the timeout, else the silent ranks are
 /// named), told rank 0's view before any frame, and the coordinator over them all.
 fn open_ranks(
-    gpu: PlayerGpu,
-    name: gpus::GpuName,
+    opened: Vec<(PlayerGpu, gpus::GpuName)>,
     r: &RanksPlay,
     scene: &crate::scene::Scene,
     cfg: &PlayerConfig,
     settings: &Interactive,
 ) -> Result<MultiPlayer, WindowError> {
-    let (mut player, frame_count) = gpus::open_part(&gpu, scene, cfg, r.ranks.size(), 0)?;
-    settings.apply_view(player.view_mut());
-    log::info!("play: rank 0: {}", player.slot_plan().line());
-    let local = LocalGpu::new(name, Some(gpu), player);
-    let mut workers = match RankWorkers::connect(r.ranks.clone(), local, r.timeout) {
+    let (mut locals, frame_count) = gpus::open_rank_parts(opened, &*r.ranks, scene, cfg)?;
+    for (slot, g) in locals.iter_mut().enumerate() {
+        settings.apply_view(g.player_mut().view_mut());
+        log::info!(
+            "play: rank 0, GPU {slot}: {}",
+            g.player().slot_plan().line()
+        );
+    }
+    let mut workers = match RankWorkers::connect(r.ranks.clone(), locals, r.timeout) {
         Ok(w) => w,
         Err(RanksPlayError::Silent(s)) => return Err(WindowError::Silent(s)),
         Err(RanksPlayError::Play(e)) => return Err(e.into()),
