@@ -160,6 +160,30 @@ fn gpus_within_each_rank_share_its_lanes_and_the_ranks_add_up() {
 }
 
 #[test]
+fn gpus_within_ranks_with_a_cuda_engine_are_refused_where_cuda_is_missing() {
+    if !have_mpirun() || supercell::gpu::cuda_probe().is_ok() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    make_on(&dir, 4);
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-n", "2"])
+        .arg(env!("CARGO_BIN_EXE_supercell"))
+        .arg("bench")
+        .arg(&dir)
+        .args(["--engine", "staged", "--gpus", "0,0", "--quiet"]);
+    let out = cmd.output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("--gpus with the") && said.contains("needs CUDA"),
+        "{said}"
+    );
+}
+
+#[test]
 fn three_ranks_on_two_lanes_read_whole_frames_each_once() {
     if !have_mpirun() {
         return;
